@@ -1,0 +1,578 @@
+"""Hardware description: a frozen, validated ``HwConfig`` loaded from YAML.
+
+Everything the compiler and the simulator know about the accelerator comes from one
+``HwConfig`` passed explicitly (there is no "current environment"). The YAML file describes the
+GEMM intrinsic, the ALU, the scratchpads, the queues, the memory system and the board; derived
+values (buffer depths in elements, ISA field widths, peak GOP/s) are properties.
+
+Validation is done once, at load time, and every problem is reported as one ``HwConfigError``
+naming the file, the dotted field and what was expected, e.g.::
+
+    HwConfigError: hwconfigs/x.yaml: gemm.block_in: must be a power of two, got 12
+"""
+
+from __future__ import annotations
+
+from vta.errors import VtaError
+
+import difflib
+import hashlib
+import json
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+__all__ = [
+    "AluConfig",
+    "BoardConfig",
+    "DTYPE_BITS",
+    "GemmConfig",
+    "HwConfig",
+    "HwConfigError",
+    "MemoryConfig",
+    "QueueConfig",
+    "ScratchpadConfig",
+    "IsaWidths",
+]
+
+#: Integer element types the datapath supports, with their width in bits.
+DTYPE_BITS: dict[str, int] = {"int8": 8, "int16": 16, "int32": 32}
+
+#: ALU operations a config may enable (opcode meaning is fixed by the ISA, see vta.isa).
+ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
+
+INSN_HALF_BITS = 64
+UOP_BITS = 32
+
+
+class HwConfigError(VtaError, ValueError):
+    """A hardware description is invalid; the message names file, field and expectation."""
+
+
+# --------------------------------------------------------------------------------------------
+# Sections. Each is a frozen dataclass; the YAML section of the same name maps onto it.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GemmConfig:
+    """The GEMM intrinsic: per cycle, (batch x block_in) . (block_out x block_in)^T."""
+
+    batch: int
+    block_in: int
+    block_out: int
+    inp_dtype: str = "int8"
+    wgt_dtype: str = "int8"
+    acc_dtype: str = "int32"
+    out_dtype: str = "int8"
+    #: cycles from issuing a micro-op to its accumulator write-back
+    pipeline_depth: int = 4
+    #: initiation interval: cycles between successive micro-ops
+    ii: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AluConfig:
+    """The vector ALU that works on accumulator entries."""
+
+    ops: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
+    #: elements processed per issue; a vector of batch*block_out takes ceil(vec/lanes) issues
+    lanes: int = 16
+    #: initiation interval with a register operand (one acc read port: 2 in VTA's HLS design)
+    ii: int = 2
+    #: initiation interval with an immediate operand
+    ii_imm: int = 1
+    pipeline_depth: int = 4
+    #: signed immediate width in bits
+    imm_bits: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ScratchpadConfig:
+    """On-chip buffer sizes in bytes and their SRAM port widths in bytes per cycle."""
+
+    uop: int
+    inp: int
+    wgt: int
+    acc: int
+    out: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """Depths of the command queues (fetch -> load/compute/store) and dependency-token queues."""
+
+    command_depth: int = 512
+    token_depth: int = 1024
+    #: depth of the fetch unit's instruction prefetch (instructions read per DRAM burst)
+    fetch_batch: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """The DRAM port shared by fetch, load and store."""
+
+    #: bytes transferred per cycle once a burst is streaming
+    bus_bytes: int
+    #: cycles from issuing a request to its first beat
+    latency: int = 32
+    #: largest single burst in bytes; longer rows are split into several bursts
+    burst_bytes: int = 256
+    #: requests (bursts) in flight at once: their latencies overlap
+    outstanding: int = 4
+    #: fixed cycles of address generation per 2-D row
+    row_overhead: int = 1
+    #: whether fetch/load/store share one port (contend) or each has its own
+    shared_port: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BoardConfig:
+    """The FPGA board: clock and resources, used to check that a design fits."""
+
+    part: str = "unknown"
+    clock_mhz: float = 100.0
+    dsp: int = 0
+    bram36: int = 0
+    lut: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IsaWidths:
+    """Bit widths of the ISA's fields, derived from the buffer depths (as VTA's hw_spec.h)."""
+
+    opcode: int
+    uop_idx: int  # log2(uop depth): uop_bgn; uop_end has one bit more
+    inp_idx: int
+    wgt_idx: int
+    acc_idx: int
+    out_idx: int
+    sram_addr: int  # memop SRAM base (>= 16, as VTA)
+    dram_addr: int
+    mem_size: int  # y_size, x_size, x_stride
+    pad: int
+    loop_iter: int  # iter_out, iter_in
+    alu_opcode: int
+    imm: int
+    uop_src: int  # a micro-op's src field indexes inp (GEMM) or acc (ALU)
+
+
+@dataclass(frozen=True, slots=True)
+class HwConfig:
+    """A complete, validated hardware description. Build with ``from_yaml``/``from_dict``."""
+
+    name: str
+    gemm: GemmConfig
+    alu: AluConfig
+    scratchpad: ScratchpadConfig
+    queues: QueueConfig
+    memory: MemoryConfig
+    board: BoardConfig
+    source: str = field(default="<dict>", compare=False)
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "HwConfig":
+        """Load and validate a YAML hardware description."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise HwConfigError(f"{p}: cannot read file: {e.strerror or e}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(e, "problem", None) or str(e)
+            raise HwConfigError(f"{p}: not valid YAML{where}: {problem}") from None
+        return cls.from_dict(data, source=str(p))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<dict>") -> "HwConfig":
+        """Validate a mapping (as read from YAML) and build the config."""
+        return _build(data, source)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain data (round-trips through ``from_dict``)."""
+        d = asdict(self)
+        d.pop("source")
+        d["alu"]["ops"] = list(d["alu"]["ops"])
+        return d
+
+    def with_changes(self, **changes: Any) -> "HwConfig":
+        """A re-validated copy with dotted fields changed: ``with_changes(**{"gemm.block_in": 32})``."""
+        d = self.to_dict()
+        for key, value in changes.items():
+            node = d
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node[part]
+            node[leaf] = value
+        return _build(d, self.source)
+
+    @property
+    def hash(self) -> str:
+        """A stable digest of the hardware (not the file name), for caches."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    # ---------------------------------------------------------------- element sizes (bytes)
+
+    @property
+    def inp_elem_bytes(self) -> int:
+        """Bytes of one inp entry: batch x block_in inputs."""
+        g = self.gemm
+        return g.batch * g.block_in * DTYPE_BITS[g.inp_dtype] // 8
+
+    @property
+    def wgt_elem_bytes(self) -> int:
+        """Bytes of one wgt entry: block_out x block_in weights."""
+        g = self.gemm
+        return g.block_out * g.block_in * DTYPE_BITS[g.wgt_dtype] // 8
+
+    @property
+    def acc_elem_bytes(self) -> int:
+        """Bytes of one acc entry: batch x block_out accumulators."""
+        g = self.gemm
+        return g.batch * g.block_out * DTYPE_BITS[g.acc_dtype] // 8
+
+    @property
+    def out_elem_bytes(self) -> int:
+        """Bytes of one out entry: batch x block_out outputs."""
+        g = self.gemm
+        return g.batch * g.block_out * DTYPE_BITS[g.out_dtype] // 8
+
+    @property
+    def uop_elem_bytes(self) -> int:
+        return UOP_BITS // 8
+
+    def elem_bytes(self, kind: str) -> int:
+        """Bytes of one entry of buffer ``kind`` (uop, inp, wgt, acc, out)."""
+        return {
+            "uop": self.uop_elem_bytes,
+            "inp": self.inp_elem_bytes,
+            "wgt": self.wgt_elem_bytes,
+            "acc": self.acc_elem_bytes,
+            "out": self.out_elem_bytes,
+        }[kind]
+
+    # ---------------------------------------------------------------- depths (entries)
+
+    def depth(self, kind: str) -> int:
+        """Entries of buffer ``kind``."""
+        return getattr(self.scratchpad, kind) // self.elem_bytes(kind)
+
+    @property
+    def uop_depth(self) -> int:
+        return self.depth("uop")
+
+    @property
+    def inp_depth(self) -> int:
+        return self.depth("inp")
+
+    @property
+    def wgt_depth(self) -> int:
+        return self.depth("wgt")
+
+    @property
+    def acc_depth(self) -> int:
+        return self.depth("acc")
+
+    @property
+    def out_depth(self) -> int:
+        return self.depth("out")
+
+    # ---------------------------------------------------------------- ISA and performance
+
+    @property
+    def isa(self) -> IsaWidths:
+        """ISA field widths derived from the buffer depths."""
+        return _isa_widths(self)
+
+    @property
+    def macs_per_cycle(self) -> int:
+        g = self.gemm
+        return g.batch * g.block_in * g.block_out // g.ii
+
+    @property
+    def peak_gops(self) -> float:
+        """Peak throughput in GOP/s (2 ops per MAC) at the board clock."""
+        return 2 * self.macs_per_cycle * self.board.clock_mhz * 1e6 / 1e9
+
+    @property
+    def dram_gbps(self) -> float:
+        """Peak DRAM bandwidth in GB/s at the board clock."""
+        return self.memory.bus_bytes * self.board.clock_mhz * 1e6 / 1e9
+
+    def resource_estimate(self) -> dict[str, int]:
+        """A first-order resource estimate: BRAM36 for the buffers, DSP for the MACs.
+
+        BRAM: each buffer needs ceil(bytes / 4.5 KiB) 36-Kbit blocks (a lower bound: port
+        widths can force more). DSP: one DSP48 slice packs two int8 multipliers (wider types take
+        one each). LUTs are not estimated.
+        """
+        sp = self.scratchpad
+        bram = sum(math.ceil(getattr(sp, k) / 4608) for k in ("uop", "inp", "wgt", "acc", "out"))
+        g = self.gemm
+        per_dsp = 2 if max(DTYPE_BITS[g.inp_dtype], DTYPE_BITS[g.wgt_dtype]) <= 8 else 1
+        dsp = math.ceil(g.batch * g.block_in * g.block_out / per_dsp)
+        return {"bram36": bram, "dsp": dsp}
+
+    def fits_board(self) -> bool:
+        """Whether the resource estimate fits the board (unknown resources count as fitting)."""
+        est = self.resource_estimate()
+        b = self.board
+        return (b.bram36 == 0 or est["bram36"] <= b.bram36) and (b.dsp == 0 or est["dsp"] <= b.dsp)
+
+    def summary(self) -> dict[str, Any]:
+        """Derived values for ``vta info``."""
+        w = self.isa
+        return {
+            "name": self.name,
+            "source": self.source,
+            "hash": self.hash,
+            "gemm": f"{self.gemm.batch}x{self.gemm.block_in}x{self.gemm.block_out} "
+            f"{self.gemm.inp_dtype} x {self.gemm.wgt_dtype} -> {self.gemm.acc_dtype} "
+            f"(out {self.gemm.out_dtype})",
+            "clock_mhz": self.board.clock_mhz,
+            "peak_gops": round(self.peak_gops, 3),
+            "dram_gbps": round(self.dram_gbps, 3),
+            "depths": {k: self.depth(k) for k in ("uop", "inp", "wgt", "acc", "out")},
+            "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")},
+            "isa_widths": asdict(w),
+            "resources": self.resource_estimate(),
+            "fits_board": self.fits_board(),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+_SECTIONS: dict[str, type] = {
+    "gemm": GemmConfig,
+    "alu": AluConfig,
+    "scratchpad": ScratchpadConfig,
+    "queues": QueueConfig,
+    "memory": MemoryConfig,
+    "board": BoardConfig,
+}
+_TOP_KEYS = ("name", *_SECTIONS)
+
+
+def _fail(source: str, where: str, msg: str) -> HwConfigError:
+    return HwConfigError(f"{source}: {where}: {msg}")
+
+
+def _check_keys(source: str, prefix: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in given:
+        if key not in allowed:
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            did = f" (did you mean '{hint[0]}'?)" if hint else ""
+            expected = ", ".join(allowed)
+            raise _fail(source, f"{prefix}{key}", f"unknown key{did}; expected one of: {expected}")
+
+
+def _coerce(source: str, where: str, value: Any, annot: str) -> Any:
+    """Check a YAML value against a dataclass field annotation (as a string)."""
+    if annot == "bool":
+        if not isinstance(value, bool):
+            raise _fail(source, where, f"expected true or false, got {value!r}")
+        return value
+    if annot == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(source, where, f"expected an integer, got {value!r}")
+        return value
+    if annot == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _fail(source, where, f"expected a number, got {value!r}")
+        return float(value)
+    if annot == "str":
+        if not isinstance(value, str):
+            raise _fail(source, where, f"expected a string, got {value!r}")
+        return value
+    if annot == "tuple[str, ...]":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise _fail(source, where, f"expected a list of strings, got {value!r}")
+        return tuple(v.lower() for v in value)
+    raise AssertionError(f"unhandled annotation {annot}")  # pragma: no cover
+
+
+def _section(source: str, name: str, data: Any) -> Any:
+    cls = _SECTIONS[name]
+    if not isinstance(data, Mapping):
+        raise _fail(source, name, f"expected a mapping of fields, got {data!r}")
+    names = tuple(f.name for f in fields(cls))
+    _check_keys(source, f"{name}.", data, names)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        where = f"{name}.{f.name}"
+        if f.name in data:
+            kwargs[f.name] = _coerce(source, where, data[f.name], str(f.type))
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise _fail(source, where, "missing required field")
+    return cls(**kwargs)
+
+
+def _build(data: Any, source: str) -> HwConfig:
+    if not isinstance(data, Mapping):
+        raise HwConfigError(f"{source}: expected a mapping with keys {', '.join(_TOP_KEYS)}")
+    _check_keys(source, "", data, _TOP_KEYS)
+    if "name" not in data:
+        raise _fail(source, "name", "missing required field")
+    name = _coerce(source, "name", data["name"], "str")
+    parts: dict[str, Any] = {}
+    for sec, cls in _SECTIONS.items():
+        if sec in data:
+            parts[sec] = _section(source, sec, data[sec])
+        elif any(f.default is MISSING and f.default_factory is MISSING for f in fields(cls)):
+            raise _fail(source, sec, "missing required section")
+        else:
+            parts[sec] = cls()
+    cfg = HwConfig(name=name, source=source, **parts)
+    _validate(cfg)
+    return cfg
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def _validate(cfg: HwConfig) -> None:
+    """Cross-field checks. Raises HwConfigError naming the first bad field."""
+    src = cfg.source
+    g, a, sp, q, m, b = cfg.gemm, cfg.alu, cfg.scratchpad, cfg.queues, cfg.memory, cfg.board
+
+    for f in ("batch", "block_in", "block_out"):
+        v = getattr(g, f)
+        if not _is_pow2(v):
+            raise _fail(src, f"gemm.{f}", f"must be a power of two, got {v}")
+    for f in ("inp_dtype", "wgt_dtype", "acc_dtype", "out_dtype"):
+        v = getattr(g, f)
+        if v not in DTYPE_BITS:
+            raise _fail(src, f"gemm.{f}", f"must be one of {', '.join(DTYPE_BITS)}, got {v!r}")
+    if DTYPE_BITS[g.acc_dtype] < DTYPE_BITS[g.inp_dtype] + DTYPE_BITS[g.wgt_dtype]:
+        raise _fail(src, "gemm.acc_dtype", f"must be at least as wide as a product "
+                    f"({g.inp_dtype} x {g.wgt_dtype}), got {g.acc_dtype}")
+    if DTYPE_BITS[g.out_dtype] > DTYPE_BITS[g.acc_dtype]:
+        raise _fail(src, "gemm.out_dtype", f"must not be wider than acc_dtype {g.acc_dtype}, "
+                    f"got {g.out_dtype}")
+    for f in ("pipeline_depth", "ii"):
+        if getattr(g, f) < 1:
+            raise _fail(src, f"gemm.{f}", f"must be >= 1, got {getattr(g, f)}")
+
+    for op in a.ops:
+        if op not in ALU_OPS:
+            hint = difflib.get_close_matches(op, ALU_OPS, n=1)
+            did = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise _fail(src, "alu.ops", f"unknown op {op!r}{did}; expected some of {', '.join(ALU_OPS)}")
+    for f in ("lanes", "ii", "ii_imm", "pipeline_depth"):
+        if getattr(a, f) < 1:
+            raise _fail(src, f"alu.{f}", f"must be >= 1, got {getattr(a, f)}")
+    if not _is_pow2(a.lanes):
+        raise _fail(src, "alu.lanes", f"must be a power of two, got {a.lanes}")
+    if not 2 <= a.imm_bits <= 32:
+        raise _fail(src, "alu.imm_bits", f"must be between 2 and 32, got {a.imm_bits}")
+
+    for kind in ("uop", "inp", "wgt", "acc", "out"):
+        size = getattr(sp, kind)
+        elem = cfg.elem_bytes(kind)
+        if not _is_pow2(size):
+            raise _fail(src, f"scratchpad.{kind}", f"must be a power of two (bytes), got {size}")
+        if size < elem:
+            raise _fail(src, f"scratchpad.{kind}", f"too small for one tile: one {kind} entry is "
+                        f"{elem} bytes, got {size}")
+    if cfg.out_depth != cfg.acc_depth:
+        need = cfg.acc_depth * cfg.out_elem_bytes
+        raise _fail(src, "scratchpad.out", f"must hold as many entries as acc ({cfg.acc_depth} x "
+                    f"{cfg.out_elem_bytes} B = {need} bytes), got {sp.out}")
+
+    for f in ("command_depth", "token_depth", "fetch_batch"):
+        if getattr(q, f) < 1:
+            raise _fail(src, f"queues.{f}", f"must be >= 1, got {getattr(q, f)}")
+
+    if not _is_pow2(m.bus_bytes):
+        raise _fail(src, "memory.bus_bytes", f"must be a power of two, got {m.bus_bytes}")
+    if m.latency < 0:
+        raise _fail(src, "memory.latency", f"must be >= 0, got {m.latency}")
+    if m.burst_bytes < m.bus_bytes or m.burst_bytes % m.bus_bytes:
+        raise _fail(src, "memory.burst_bytes", f"must be a multiple of bus_bytes ({m.bus_bytes}), "
+                    f"got {m.burst_bytes}")
+    if m.outstanding < 1:
+        raise _fail(src, "memory.outstanding", f"must be >= 1, got {m.outstanding}")
+    if m.row_overhead < 0:
+        raise _fail(src, "memory.row_overhead", f"must be >= 0, got {m.row_overhead}")
+
+    if b.clock_mhz <= 0:
+        raise _fail(src, "board.clock_mhz", f"must be > 0, got {b.clock_mhz}")
+    for f in ("dsp", "bram36", "lut"):
+        if getattr(b, f) < 0:
+            raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
+
+    _check_isa_fits(cfg)
+
+
+def _log2(n: int) -> int:
+    return max(1, (n - 1).bit_length()) if n > 1 else 1
+
+
+def _isa_widths(cfg: HwConfig) -> IsaWidths:
+    uop = _log2(cfg.uop_depth)
+    inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in ("inp", "wgt", "acc", "out"))
+    return IsaWidths(
+        opcode=3,
+        uop_idx=uop,
+        inp_idx=inp,
+        wgt_idx=wgt,
+        acc_idx=acc,
+        out_idx=out,
+        sram_addr=max(16, uop, inp, wgt, acc, out),
+        dram_addr=32,
+        mem_size=16,
+        pad=4,
+        loop_iter=14,
+        alu_opcode=3,
+        imm=cfg.alu.imm_bits,
+        uop_src=max(inp, acc),
+    )
+
+
+def isa_half_usage(w: IsaWidths) -> dict[str, tuple[int, int]]:
+    """Bits used in the low and high 64-bit halves of each instruction format."""
+    head = w.opcode + 4  # opcode + four dependency flags
+    mem = (head + 3 + w.sram_addr + w.dram_addr, 3 * w.mem_size + 4 * w.pad)
+    gemm_lo = head + 1 + w.uop_idx + (w.uop_idx + 1) + 2 * w.loop_iter
+    gemm = (gemm_lo, 2 * w.acc_idx + 2 * w.inp_idx + 2 * w.wgt_idx)
+    alu = (gemm_lo, 2 * w.acc_idx + 2 * w.acc_idx + w.alu_opcode + 1 + w.imm)
+    return {"LOAD/STORE": mem, "GEMM": gemm, "ALU": alu}
+
+
+def _check_isa_fits(cfg: HwConfig) -> None:
+    w = cfg.isa
+    for fmt, (lo, hi) in isa_half_usage(w).items():
+        for half, used in (("low", lo), ("high", hi)):
+            if used > INSN_HALF_BITS:
+                raise _fail(cfg.source, "scratchpad", f"ISA fields no longer fit the 128-bit "
+                            f"instruction: {fmt} needs {used} bits in the {half} 64-bit half "
+                            f"(buffer depths {_depths(cfg)}); shrink a buffer or the ALU immediate")
+    uop_bits = w.acc_idx + w.uop_src + w.wgt_idx
+    if uop_bits > UOP_BITS:
+        raise _fail(cfg.source, "scratchpad", f"micro-op fields need {uop_bits} bits "
+                    f"(dst {w.acc_idx} + src {w.uop_src} + wgt {w.wgt_idx}), more than "
+                    f"{UOP_BITS} (buffer depths {_depths(cfg)})")
+
+
+def _depths(cfg: HwConfig) -> str:
+    return ", ".join(f"{k}={cfg.depth(k)}" for k in ("uop", "inp", "wgt", "acc"))
+
+
+def replace_config(cfg: HwConfig, **kw: Any) -> HwConfig:
+    """``dataclasses.replace`` followed by validation (for programmatic variants)."""
+    new = replace(cfg, **kw)
+    _validate(new)
+    return new

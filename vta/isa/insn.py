@@ -1,0 +1,289 @@
+"""Instruction and micro-op dataclasses (VTA-compatible semantics, see docs/isa.md).
+
+Every instruction carries four dependency flags. Their meaning depends on the module that
+executes the instruction (``module_of``):
+
+========  =========================================  ========================================
+module    pop (before executing)                     push (after completing)
+========  =========================================  ========================================
+load      pop_next: compute->load (WAR: may reuse)   push_next: load->compute (RAW: data ready)
+compute   pop_prev: load->compute; pop_next:         push_prev: compute->load; push_next:
+          store->compute                             compute->store
+store     pop_prev: compute->store                   push_prev: store->compute
+========  =========================================  ========================================
+
+ALU opcode 4 is MUL (as VTA's functional simulator): ``acc = wrap32(acc * operand)``. A shift
+left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Union
+
+__all__ = [
+    "AluOp",
+    "Alu",
+    "Deps",
+    "Finish",
+    "Gemm",
+    "Instruction",
+    "Load",
+    "MemType",
+    "Module",
+    "Opcode",
+    "Store",
+    "Uop",
+    "module_of",
+    "TOKEN_QUEUES",
+    "pops_of",
+    "pushes_of",
+]
+
+
+class Opcode(IntEnum):
+    LOAD = 0
+    STORE = 1
+    GEMM = 2
+    FINISH = 3
+    ALU = 4
+
+
+class MemType(IntEnum):
+    UOP = 0
+    WGT = 1
+    INP = 2
+    ACC = 3
+    OUT = 4
+
+    @property
+    def kind(self) -> str:
+        """The buffer name used by HwConfig (``uop``, ``wgt``, ...)."""
+        return self.name.lower()
+
+
+class AluOp(IntEnum):
+    MIN = 0
+    MAX = 1
+    ADD = 2
+    SHR = 3  # arithmetic; a negative amount shifts left
+    MUL = 4  # our choice for opcode 4 (VTA's fsim); see the module docstring
+
+
+class Module(IntEnum):
+    LOAD = 0
+    COMPUTE = 1
+    STORE = 2
+
+
+#: The four token queues, named (producer, consumer).
+TOKEN_QUEUES: tuple[tuple[Module, Module], ...] = (
+    (Module.LOAD, Module.COMPUTE),
+    (Module.COMPUTE, Module.LOAD),
+    (Module.COMPUTE, Module.STORE),
+    (Module.STORE, Module.COMPUTE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """Dependency-token flags: pops happen before execution, pushes after completion."""
+
+    pop_prev: bool = False
+    pop_next: bool = False
+    push_prev: bool = False
+    push_next: bool = False
+
+    def __bool__(self) -> bool:
+        return self.pop_prev or self.pop_next or self.push_prev or self.push_next
+
+
+NO_DEPS = Deps()
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """2-D strided DMA from DRAM into a scratchpad, with zero padding on four sides.
+
+    Copies ``y_size`` rows of ``x_size`` elements, rows ``x_stride`` elements apart in DRAM
+    (``dram_base`` counts elements of the target buffer), into a contiguous SRAM image of
+    ``(pad_y0 + y_size + pad_y1) x (pad_x0 + x_size + pad_x1)`` elements at ``sram_base``.
+    """
+
+    mem: MemType
+    sram_base: int
+    dram_base: int
+    y_size: int
+    x_size: int
+    x_stride: int
+    pad_y0: int = 0
+    pad_y1: int = 0
+    pad_x0: int = 0
+    pad_x1: int = 0
+    deps: Deps = field(default=NO_DEPS)
+
+    opcode = Opcode.LOAD
+
+    @property
+    def rows(self) -> int:
+        """Rows written to SRAM, pads included."""
+        return self.pad_y0 + self.y_size + self.pad_y1
+
+    @property
+    def cols(self) -> int:
+        """Elements per SRAM row, pads included."""
+        return self.pad_x0 + self.x_size + self.pad_x1
+
+    @property
+    def sram_elems(self) -> int:
+        return self.rows * self.cols if self.y_size and self.x_size else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """2-D strided DMA from the out scratchpad to DRAM (no padding)."""
+
+    mem: MemType
+    sram_base: int
+    dram_base: int
+    y_size: int
+    x_size: int
+    x_stride: int
+    deps: Deps = field(default=NO_DEPS)
+
+    opcode = Opcode.STORE
+
+    @property
+    def sram_elems(self) -> int:
+        return self.y_size * self.x_size
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """``for o < iter_out: for i < iter_in: for u in uops[uop_bgn:uop_end]``: one tensor op each.
+
+    ``acc[dst] (+)= inp[src] . wgt[wgt]^T`` with ``idx = u.idx + o*idx_factor_out +
+    i*idx_factor_in``; with ``reset`` the accumulator entry is zeroed instead.
+    """
+
+    reset: bool
+    uop_bgn: int
+    uop_end: int
+    iter_out: int
+    iter_in: int
+    dst_factor_out: int
+    dst_factor_in: int
+    src_factor_out: int
+    src_factor_in: int
+    wgt_factor_out: int
+    wgt_factor_in: int
+    deps: Deps = field(default=NO_DEPS)
+
+    opcode = Opcode.GEMM
+
+    @property
+    def n_ops(self) -> int:
+        """Tensor operations (micro-op executions) this instruction performs."""
+        return self.iter_out * self.iter_in * max(0, self.uop_end - self.uop_bgn)
+
+
+@dataclass(frozen=True, slots=True)
+class Alu:
+    """Vector ALU over accumulator entries: ``acc[dst] = op(acc[dst], imm or acc[src])``.
+
+    Loops like GEMM; ``src`` indexes acc. With ``reset`` the entry is zeroed instead.
+    """
+
+    op: AluOp
+    reset: bool
+    uop_bgn: int
+    uop_end: int
+    iter_out: int
+    iter_in: int
+    dst_factor_out: int
+    dst_factor_in: int
+    src_factor_out: int
+    src_factor_in: int
+    use_imm: bool
+    imm: int
+    deps: Deps = field(default=NO_DEPS)
+
+    opcode = Opcode.ALU
+
+    @property
+    def n_ops(self) -> int:
+        return self.iter_out * self.iter_in * max(0, self.uop_end - self.uop_bgn)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Ends the program once every earlier instruction has completed."""
+
+    deps: Deps = field(default=NO_DEPS)
+
+    opcode = Opcode.FINISH
+
+
+@dataclass(frozen=True, slots=True)
+class Uop:
+    """A 32-bit micro-op: accumulator, input (or acc, for ALU) and weight indices."""
+
+    dst: int
+    src: int
+    wgt: int
+
+
+Instruction = Union[Load, Store, Gemm, Alu, Finish]
+
+
+def module_of(insn: Instruction) -> Module:
+    """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does)."""
+    if isinstance(insn, Load):
+        return Module.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Module.COMPUTE
+    if isinstance(insn, Store):
+        return Module.STORE
+    return Module.COMPUTE
+
+
+def _queue_for(module: Module, flag: str) -> tuple[Module, Module] | None:
+    """The token queue a flag of ``module`` refers to (None if the flag has no queue there)."""
+    table: dict[tuple[Module, str], tuple[Module, Module]] = {
+        (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
+        (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
+        (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
+        (Module.COMPUTE, "pop_next"): (Module.STORE, Module.COMPUTE),
+        (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
+        (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.STORE),
+        (Module.STORE, "pop_prev"): (Module.COMPUTE, Module.STORE),
+        (Module.STORE, "push_prev"): (Module.STORE, Module.COMPUTE),
+    }
+    return table.get((module, flag))
+
+
+def pops_of(insn: Instruction) -> list[tuple[Module, Module]]:
+    """Token queues this instruction pops from, in flag order (pop_prev, pop_next)."""
+    m = module_of(insn)
+    out = []
+    for flag in ("pop_prev", "pop_next"):
+        if getattr(insn.deps, flag):
+            q = _queue_for(m, flag)
+            if q is None:
+                raise ValueError(f"{type(insn).__name__}: {flag} has no token queue on the "
+                                 f"{m.name.lower()} module")
+            out.append(q)
+    return out
+
+
+def pushes_of(insn: Instruction) -> list[tuple[Module, Module]]:
+    """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
+    m = module_of(insn)
+    out = []
+    for flag in ("push_prev", "push_next"):
+        if getattr(insn.deps, flag):
+            q = _queue_for(m, flag)
+            if q is None:
+                raise ValueError(f"{type(insn).__name__}: {flag} has no token queue on the "
+                                 f"{m.name.lower()} module")
+            out.append(q)
+    return out
