@@ -1,0 +1,1 @@
+"""The compiler: tensor IR, schedules, the loop-nest IR, passes and target pipelines."""

@@ -1,0 +1,410 @@
+"""Scalar expressions shared by the tensor IR and the loop-nest IR.
+
+Nodes are frozen, slotted dataclasses compared structurally, except ``Var``, whose identity is
+the object (two variables named ``i`` are different variables; the printer makes names unique).
+Python operators build expressions, folding integer constants as they go, so index arithmetic
+produced by scheduling stays readable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, ClassVar, Iterator, Union
+
+__all__ = [
+    "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
+    "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
+    "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk", "free_vars",
+    "substitute", "simplify_int",
+]
+
+#: scalar types the IR knows, with their width in bits
+DTYPES: dict[str, int] = {
+    "int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint32": 32,
+    "float16": 16, "float32": 32, "float64": 64, "bool": 1,
+}
+
+
+class Expr:
+    """Base of scalar expressions. Subclasses are frozen dataclasses with a ``dtype``."""
+
+    __slots__ = ()
+    dtype: str
+
+    # -- arithmetic builders (constant-folding for integers)
+    def __add__(self, o: "ExprLike") -> "Expr":
+        return _bin(Add, self, o)
+
+    def __radd__(self, o: "ExprLike") -> "Expr":
+        return _bin(Add, o, self)
+
+    def __sub__(self, o: "ExprLike") -> "Expr":
+        return _bin(Sub, self, o)
+
+    def __rsub__(self, o: "ExprLike") -> "Expr":
+        return _bin(Sub, o, self)
+
+    def __mul__(self, o: "ExprLike") -> "Expr":
+        return _bin(Mul, self, o)
+
+    def __rmul__(self, o: "ExprLike") -> "Expr":
+        return _bin(Mul, o, self)
+
+    def __floordiv__(self, o: "ExprLike") -> "Expr":
+        return _bin(FloorDiv, self, o)
+
+    def __mod__(self, o: "ExprLike") -> "Expr":
+        return _bin(FloorMod, self, o)
+
+    def __rshift__(self, o: "ExprLike") -> "Expr":
+        return _bin(Shr, self, o)
+
+    def __lshift__(self, o: "ExprLike") -> "Expr":
+        return _bin(Shl, self, o)
+
+    def __neg__(self) -> "Expr":
+        return _bin(Sub, 0, self)
+
+    def __and__(self, o: "ExprLike") -> "Expr":
+        return And(self, as_expr(o))
+
+    def __or__(self, o: "ExprLike") -> "Expr":
+        return Or(self, as_expr(o))
+
+    def __invert__(self) -> "Expr":
+        return Not(self)
+
+    # comparisons build expressions (so ``==`` is not overloaded: use ``eq``)
+    def __lt__(self, o: "ExprLike") -> "Expr":
+        return Cmp("<", self, as_expr(o))
+
+    def __le__(self, o: "ExprLike") -> "Expr":
+        return Cmp("<=", self, as_expr(o))
+
+    def __gt__(self, o: "ExprLike") -> "Expr":
+        return Cmp(">", self, as_expr(o))
+
+    def __ge__(self, o: "ExprLike") -> "Expr":
+        return Cmp(">=", self, as_expr(o))
+
+    def eq(self, o: "ExprLike") -> "Expr":
+        return Cmp("==", self, as_expr(o))
+
+    def ne(self, o: "ExprLike") -> "Expr":
+        return Cmp("!=", self, as_expr(o))
+
+    def astype(self, dtype: str) -> "Expr":
+        """Cast to ``dtype`` (integer narrowing wraps, as C does on two's complement)."""
+        return self if self.dtype == dtype else Cast(dtype, self)
+
+    def __str__(self) -> str:
+        from vta.compiler.printer import expr_str
+
+        return expr_str(self)
+
+
+ExprLike = Union[Expr, int, float]
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Var(Expr):
+    """A scalar variable. Identity is the object; ``name`` is a printing hint only."""
+
+    name: str
+    dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return f"Var({self.name}@{id(self) & 0xFFFF:04x})"
+
+
+@dataclass(frozen=True, slots=True)
+class IntImm(Expr):
+    value: int
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm(Expr):
+    value: float
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(Expr):
+    """Binary arithmetic; ``dtype`` is the operands' common type. Subclasses fix the operator."""
+
+    a: Expr
+    b: Expr
+    dtype: str = "int32"
+
+    symbol: ClassVar[str] = "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Add(BinOp):
+    symbol: ClassVar[str] = "+"
+
+
+@dataclass(frozen=True, slots=True)
+class Sub(BinOp):
+    symbol: ClassVar[str] = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Mul(BinOp):
+    symbol: ClassVar[str] = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class FloorDiv(BinOp):
+    """Division rounding toward minus infinity (Python's ``//``)."""
+
+    symbol: ClassVar[str] = "//"
+
+
+@dataclass(frozen=True, slots=True)
+class FloorMod(BinOp):
+    """Remainder with the divisor's sign (Python's ``%``)."""
+
+    symbol: ClassVar[str] = "%"
+
+
+@dataclass(frozen=True, slots=True)
+class Min(BinOp):
+    symbol: ClassVar[str] = "min"
+
+
+@dataclass(frozen=True, slots=True)
+class Max(BinOp):
+    symbol: ClassVar[str] = "max"
+
+
+@dataclass(frozen=True, slots=True)
+class Shr(BinOp):
+    """Arithmetic shift right."""
+
+    symbol: ClassVar[str] = ">>"
+
+
+@dataclass(frozen=True, slots=True)
+class Shl(BinOp):
+    symbol: ClassVar[str] = "<<"
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp(Expr):
+    """Comparison ``a op b`` with op in <, <=, >, >=, ==, != ; boolean result."""
+
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class And(Expr):
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Expr):
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    a: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """``t if cond else f`` (both sides evaluated: no side effects in expressions)."""
+
+    cond: Expr
+    t: Expr
+    f: Expr
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A pure intrinsic call by name (e.g. ``"clip"``); backends map names to code."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: str = "int32"
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def const(value: int | float, dtype: str | None = None) -> Expr:
+    if isinstance(value, bool):
+        return IntImm(int(value), "bool")
+    if isinstance(value, int):
+        return IntImm(value, dtype or "int32")
+    return FloatImm(float(value), dtype or "float32")
+
+
+def as_expr(x: ExprLike) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (int, float)):
+        return const(x)
+    raise TypeError(f"cannot use {x!r} ({type(x).__name__}) as an expression")
+
+
+def is_const(e: Expr, value: int | None = None) -> bool:
+    return isinstance(e, IntImm) and (value is None or e.value == value)
+
+
+def _common(a: Expr, b: Expr) -> str:
+    if a.dtype == b.dtype:
+        return a.dtype
+    # a bare int literal adapts to the other side
+    if isinstance(a, IntImm) and a.dtype == "int32":
+        return b.dtype
+    if isinstance(b, IntImm) and b.dtype == "int32":
+        return a.dtype
+    fa, fb = a.dtype.startswith("float"), b.dtype.startswith("float")
+    if fa != fb:
+        return a.dtype if fa else b.dtype
+    return a.dtype if DTYPES.get(a.dtype, 32) >= DTYPES.get(b.dtype, 32) else b.dtype
+
+
+def _fold(cls: type, x: int, y: int) -> int | None:
+    if cls is Add:
+        return x + y
+    if cls is Sub:
+        return x - y
+    if cls is Mul:
+        return x * y
+    if cls is FloorDiv:
+        return x // y if y else None
+    if cls is FloorMod:
+        return x % y if y else None
+    if cls is Min:
+        return min(x, y)
+    if cls is Max:
+        return max(x, y)
+    return None
+
+
+def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
+    ea, eb = as_expr(a), as_expr(b)
+    dtype = _common(ea, eb)
+    if isinstance(ea, IntImm) and isinstance(eb, IntImm):
+        v = _fold(cls, ea.value, eb.value)
+        if v is not None:
+            return IntImm(v, dtype)
+    # identities that keep scheduled index arithmetic small
+    if cls is Add:
+        if is_const(ea, 0):
+            return eb if eb.dtype == dtype else Cast(dtype, eb)
+        if is_const(eb, 0):
+            return ea if ea.dtype == dtype else Cast(dtype, ea)
+    if cls is Sub and is_const(eb, 0):
+        return ea
+    if cls is Mul:
+        if is_const(ea, 1):
+            return eb
+        if is_const(eb, 1):
+            return ea
+        if (is_const(ea, 0) or is_const(eb, 0)) and not dtype.startswith("float"):
+            return IntImm(0, dtype)
+    if cls is FloorDiv and is_const(eb, 1):
+        return ea
+    if cls is FloorMod and is_const(eb, 1):
+        return IntImm(0, dtype)
+    return cls(ea, eb, dtype)
+
+
+def min_(a: ExprLike, b: ExprLike) -> Expr:
+    return _bin(Min, a, b)
+
+
+def max_(a: ExprLike, b: ExprLike) -> Expr:
+    return _bin(Max, a, b)
+
+
+# ---------------------------------------------------------------------------- traversal
+
+
+def children(node: Any) -> Iterator[Any]:
+    """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, tuple):
+            for x in v:
+                if hasattr(x, "__dataclass_fields__"):
+                    yield x
+        elif hasattr(v, "__dataclass_fields__"):
+            yield v
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Pre-order traversal of every dataclass node under ``node`` (itself included)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(list(children(n))))
+
+
+def free_vars(e: Any) -> set[Var]:
+    return {n for n in walk(e) if isinstance(n, Var)}
+
+
+def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None]) -> Any:
+    """Rebuild ``node`` replacing variables (a dict) or any node (a callable returning a
+    replacement, or None to recurse). Returns ``node`` itself when nothing changed."""
+    fn: Callable[[Any], Any | None]
+    if isinstance(mapping, dict):
+        m = mapping
+        fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
+    else:
+        fn = mapping
+    return _rewrite(node, fn)
+
+
+def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
+    r = fn(node)
+    if r is not None:
+        return r
+    if not hasattr(node, "__dataclass_fields__"):
+        return node
+    changed: dict[str, Any] = {}
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, tuple):
+            nv = tuple(_rewrite(x, fn) if hasattr(x, "__dataclass_fields__") else x for x in v)
+            if any(a is not b for a, b in zip(nv, v)):
+                changed[f.name] = nv
+        elif hasattr(v, "__dataclass_fields__"):
+            nv = _rewrite(v, fn)
+            if nv is not v:
+                changed[f.name] = nv
+    if not changed:
+        return node
+    if isinstance(node, BinOp):
+        # re-fold: substitution may have made both sides constant
+        return _bin(type(node), changed.get("a", node.a), changed.get("b", node.b))
+    import dataclasses
+
+    return dataclasses.replace(node, **changed)
+
+
+def simplify_int(e: Expr) -> Expr:
+    """Light simplification: re-fold constants bottom-up (``substitute`` with no mapping)."""
+    return substitute(e, lambda n: None)
