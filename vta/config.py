@@ -552,14 +552,32 @@ def isa_half_usage(w: IsaWidths) -> dict[str, tuple[int, int]]:
     return {"LOAD/STORE": mem, "GEMM": gemm, "ALU": alu}
 
 
+def _half_breakdown(w: IsaWidths) -> dict[tuple[str, str], str]:
+    """How each 64-bit half is spent, for error messages."""
+    loop_lo = (f"7 (opcode+flags) + 1 (reset) + {w.uop_idx} + {w.uop_idx + 1} (uop begin/end, "
+               f"from the uop depth) + 2x{w.loop_iter} (iter)")
+    return {
+        ("LOAD/STORE", "low"): f"10 (opcode+flags+mem) + {w.sram_addr} (sram) + {w.dram_addr} (dram)",
+        ("LOAD/STORE", "high"): f"3x{w.mem_size} (sizes) + 4x{w.pad} (pads)",
+        ("GEMM", "low"): loop_lo,
+        ("GEMM", "high"): f"2x{w.acc_idx} (acc index) + 2x{w.inp_idx} (inp index) + "
+                          f"2x{w.wgt_idx} (wgt index)",
+        ("ALU", "low"): loop_lo,
+        ("ALU", "high"): f"4x{w.acc_idx} (acc index) + {w.alu_opcode} (op) + 1 (use_imm) + "
+                         f"{w.imm} (imm)",
+    }
+
+
 def _check_isa_fits(cfg: HwConfig) -> None:
     w = cfg.isa
+    why = _half_breakdown(w)
     for fmt, (lo, hi) in isa_half_usage(w).items():
         for half, used in (("low", lo), ("high", hi)):
             if used > INSN_HALF_BITS:
                 raise _fail(cfg.source, "scratchpad", f"ISA fields no longer fit the 128-bit "
                             f"instruction: {fmt} needs {used} bits in the {half} 64-bit half "
-                            f"(buffer depths {_depths(cfg)}); shrink a buffer or the ALU immediate")
+                            f"= {why[(fmt, half)]} (buffer depths {_depths(cfg)}); "
+                            f"shrink a buffer or the ALU immediate")
     uop_bits = w.acc_idx + w.uop_src + w.wgt_idx
     if uop_bits > UOP_BITS:
         raise _fail(cfg.source, "scratchpad", f"micro-op fields need {uop_bits} bits "

@@ -8,7 +8,7 @@ Syntax (one statement a line; ``#`` or ``;`` starts a comment)::
     LOAD.INP  sram=0 dram=A+0 y=4 x=4 stride=4 pad=1,1,1,1 | push_next
     GEMM      reset uop=0:4 iter=2,3 dst=1,0 src=4,0 wgt=0,1 | pop_prev
     ALU.MAX   uop=0:1 iter=16,1 dst=1,0 src=1,0 imm=0
-    ALU.ADD   uop=0:1 iter=16,1 dst=1,0 src=1,0          # register operand
+    ALU.ADD   uop=0:1 iter=16,1 dst=1,0 src=1,0          # register operand (src indexes acc)
     STORE.OUT sram=0 dram=C+0 y=1 x=16 stride=16 | pop_prev push_prev
     FINISH
 
@@ -71,7 +71,9 @@ def format_insn(insn: Instruction, program: Program | None = None) -> str:
                 f"src={insn.src_factor_out},{insn.src_factor_in} "
                 f"wgt={insn.wgt_factor_out},{insn.wgt_factor_in}")
     elif isinstance(insn, Alu):
-        imm = f" imm={insn.imm}" if insn.use_imm else ""
+        # ``reg`` keeps a register operand while an (ignored) immediate field is non-zero, so
+        # the text round-trips every encodable word exactly
+        imm = f" imm={insn.imm}" if insn.use_imm else (f" reg imm={insn.imm}" if insn.imm else "")
         body = (f"ALU.{insn.op.name}{' reset' if insn.reset else ''} "
                 f"uop={insn.uop_bgn}:{insn.uop_end} iter={insn.iter_out},{insn.iter_in} "
                 f"dst={insn.dst_factor_out},{insn.dst_factor_in} "
@@ -199,8 +201,9 @@ def _mem_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps,
 def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> Instruction:
     keys = {"uop", "iter", "dst", "src"} | ({"wgt"} if op == "GEMM" else {"imm"})
     kv, words = _parse_args(line, toks, keys, keys - {"imm"})
-    if words - {"reset"}:
-        raise line.error(f"unexpected word(s) {', '.join(sorted(words - {'reset'}))}")
+    allowed_words = {"reset"} | ({"reg"} if op == "ALU" else set())
+    if words - allowed_words:
+        raise line.error(f"unexpected word(s) {', '.join(sorted(words - allowed_words))}")
     bgn, end = _range(line, kv["uop"])
     io, ii = _pair(line, "iter", kv["iter"])
     do, di = _pair(line, "dst", kv["dst"])
@@ -218,8 +221,8 @@ def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> I
     except KeyError:
         raise line.error(f"unknown ALU op {sub!r} (expected: "
                          f"{', '.join(o.name for o in AluOp)})") from None
-    use_imm = "imm" in kv
-    imm = _int(line, "imm", kv["imm"]) if use_imm else 0
+    use_imm = "imm" in kv and "reg" not in words
+    imm = _int(line, "imm", kv["imm"]) if "imm" in kv else 0
     return Alu(op=alu_op, use_imm=use_imm, imm=imm, **common)  # type: ignore[arg-type]
 
 
@@ -238,7 +241,7 @@ def _directive(line: _Line, toks: list[str], b: ProgramBuilder) -> None:
         try:
             b.add_uops(toks[1], [Uop(dst, src, wgt)])
         except (KeyError, ValueError) as e:
-            raise line.error(str(e).strip("'\"")) from None
+            raise line.error(str(e.args[0])) from None
     else:
         raise line.error(f"unknown directive {toks[0]!r} (expected .alloc or .uop)")
 

@@ -1,0 +1,204 @@
+"""HwConfig: shipped configs load with the documented derived values; every bad input path
+raises one HwConfigError naming the file, the field and the expectation; the CLI exits 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vta.cli import main
+from vta.config import HwConfig, HwConfigError, isa_half_usage
+
+ROOT = Path(__file__).resolve().parents[1]
+PYNQ = ROOT / "hwconfigs" / "pynq.yaml"
+SHIPPED = sorted((ROOT / "hwconfigs").glob("*.yaml"))
+
+
+def pynq_dict() -> dict:
+    return yaml.safe_load(PYNQ.read_text())
+
+
+def write(tmp_path: Path, data: object, name: str = "bad.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return p
+
+
+def test_pynq_matches_vta_defaults() -> None:
+    hw = HwConfig.from_yaml(PYNQ)
+    assert (hw.gemm.batch, hw.gemm.block_in, hw.gemm.block_out) == (1, 16, 16)
+    assert (hw.gemm.inp_dtype, hw.gemm.wgt_dtype, hw.gemm.acc_dtype, hw.gemm.out_dtype) == (
+        "int8", "int8", "int32", "int8")
+    sp = hw.scratchpad
+    assert (sp.uop, sp.inp, sp.wgt, sp.acc, sp.out) == (32768, 32768, 262144, 131072, 32768)
+    # VTA_REFERENCE.md's table: entries per buffer
+    assert (hw.uop_depth, hw.inp_depth, hw.wgt_depth, hw.acc_depth, hw.out_depth) == (
+        8192, 2048, 1024, 2048, 2048)
+    assert (hw.inp_elem_bytes, hw.wgt_elem_bytes, hw.acc_elem_bytes, hw.out_elem_bytes) == (
+        16, 256, 64, 16)
+    assert hw.board.clock_mhz == 100 and hw.memory.bus_bytes == 8
+    assert hw.queues.command_depth == 512
+    assert hw.macs_per_cycle == 256
+    assert hw.peak_gops == pytest.approx(51.2)
+    w = hw.isa
+    assert (w.uop_idx, w.inp_idx, w.wgt_idx, w.acc_idx, w.sram_addr) == (13, 11, 10, 11, 16)
+    assert isa_half_usage(w) == {"LOAD/STORE": (58, 64), "GEMM": (63, 64), "ALU": (63, 64)}
+    assert hw.fits_board()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_configs_load_and_round_trip(path: Path) -> None:
+    hw = HwConfig.from_yaml(path)
+    assert HwConfig.from_dict(hw.to_dict(), source="x") == hw
+    assert hw.fits_board(), hw.resource_estimate()
+    assert len(hw.hash) == 16
+
+
+def test_shipped_set() -> None:
+    names = {p.stem for p in SHIPPED}
+    assert {"pynq", "ultra96", "zcu104", "de10nano"} <= names
+    assert len(names) >= 5  # plus at least one research point
+    u = HwConfig.from_yaml(ROOT / "hwconfigs" / "ultra96.yaml")
+    assert u.board.clock_mhz == 333 and u.memory.bus_bytes == 16
+
+
+def test_hash_ignores_source_but_not_fields() -> None:
+    a = HwConfig.from_yaml(PYNQ)
+    b = HwConfig.from_dict(pynq_dict(), source="elsewhere.yaml")
+    assert a.hash == b.hash and a == b
+    assert a.with_changes(**{"memory.bus_bytes": 16}).hash != a.hash
+
+
+def test_with_changes_revalidates() -> None:
+    hw = HwConfig.from_yaml(PYNQ)
+    assert hw.with_changes(**{"gemm.block_out": 32, "scratchpad.wgt": 524288}).wgt_elem_bytes == 512
+    with pytest.raises(HwConfigError, match="gemm.block_in: must be a power of two, got 12"):
+        hw.with_changes(**{"gemm.block_in": 12})
+
+
+# ---------------------------------------------------------------------- every bad-input path
+
+def mutate(path: str, value: object) -> dict:
+    d = pynq_dict()
+    node = d
+    *parents, leaf = path.split(".")
+    for p in parents:
+        node = node[p]
+    if value is DELETE:
+        del node[leaf]
+    else:
+        node[leaf] = value
+    return d
+
+
+DELETE = object()
+
+BAD = [
+    # (dotted field, value, expected message fragment)
+    ("gemm.block_in", DELETE, "gemm.block_in: missing required field"),
+    ("memory.bus_bytes", DELETE, "memory.bus_bytes: missing required field"),
+    ("name", DELETE, "name: missing required field"),
+    ("gemm", DELETE, "gemm: missing required section"),
+    ("gemm.block_in", "sixteen", "gemm.block_in: expected an integer, got 'sixteen'"),
+    ("gemm.block_in", 16.0, "gemm.block_in: expected an integer, got 16.0"),
+    ("gemm.batch", True, "gemm.batch: expected an integer, got True"),
+    ("memory.shared_port", "yes", "memory.shared_port: expected true or false"),
+    ("board.clock_mhz", "fast", "board.clock_mhz: expected a number"),
+    ("alu.ops", "add", "alu.ops: expected a list of strings"),
+    ("gemm", [1, 2], "gemm: expected a mapping of fields"),
+    ("gemm.block_in", 12, "gemm.block_in: must be a power of two, got 12"),
+    ("gemm.batch", 0, "gemm.batch: must be a power of two, got 0"),
+    ("memory.bus_bytes", 12, "memory.bus_bytes: must be a power of two, got 12"),
+    ("scratchpad.inp", 30000, "scratchpad.inp: must be a power of two (bytes), got 30000"),
+    ("scratchpad.wgt", 128, "scratchpad.wgt: too small for one tile: one wgt entry is 256 bytes"),
+    ("scratchpad.out", 16384, "scratchpad.out: must hold as many entries as acc"),
+    ("gemm.inp_dtype", "int4", "gemm.inp_dtype: must be one of int8, int16, int32, got 'int4'"),
+    ("gemm.acc_dtype", "int8", "gemm.acc_dtype: must be at least as wide as a product"),
+    ("gemm.ii", 0, "gemm.ii: must be >= 1, got 0"),
+    ("alu.ops", ["add", "shl"], "alu.ops: unknown op 'shl' (did you mean 'shr'?)"),
+    ("alu.lanes", 12, "alu.lanes: must be a power of two, got 12"),
+    ("alu.imm_bits", 40, "alu.imm_bits: must be between 2 and 32, got 40"),
+    ("queues.command_depth", 0, "queues.command_depth: must be >= 1, got 0"),
+    ("memory.burst_bytes", 12, "memory.burst_bytes: must be a multiple of bus_bytes (8)"),
+    ("memory.latency", -1, "memory.latency: must be >= 0, got -1"),
+    ("memory.outstanding", 0, "memory.outstanding: must be >= 1"),
+    ("board.clock_mhz", 0, "board.clock_mhz: must be > 0"),
+    ("board.dsp", -5, "board.dsp: must be >= 0"),
+    # unknown keys, with a hint
+    ("gemm.blok_in", 16, "gemm.blok_in: unknown key (did you mean 'block_in'?)"),
+    ("scratchpd", {}, "scratchpd: unknown key (did you mean 'scratchpad'?)"),
+    ("memory.bandwidth", 8, "memory.bandwidth: unknown key; expected one of"),
+    # ISA fields that no longer fit 128 bits: a 2^14-entry uop buffer needs 65 low-half bits
+    ("scratchpad.uop", 65536, "ISA fields no longer fit the 128-bit instruction: GEMM needs 65"),
+    # a 4096-entry accumulator overflows the ALU's high half
+    ("scratchpad.acc", 262144, "scratchpad.out: must hold as many entries as acc"),
+]
+
+
+@pytest.mark.parametrize("field,value,message", BAD, ids=[b[0] + ":" + repr(b[1])[:12] for b in BAD])
+def test_bad_field_names_file_field_and_expectation(tmp_path: Path, field: str, value: object,
+                                                    message: str) -> None:
+    p = write(tmp_path, mutate(field, value))
+    with pytest.raises(HwConfigError) as exc:
+        HwConfig.from_yaml(p)
+    text = str(exc.value)
+    assert text.startswith(f"{p}: "), text
+    assert message in text, text
+
+
+def test_high_half_overflow(tmp_path: Path) -> None:
+    d = mutate("scratchpad.acc", 262144)
+    d["scratchpad"]["out"] = 65536  # keep out consistent so the ISA check is what fails
+    p = write(tmp_path, d)
+    with pytest.raises(HwConfigError, match=r"GEMM needs 66 bits in the high 64-bit half = 2x12 \(acc index\)"):
+        HwConfig.from_yaml(p)
+
+
+def test_uop_field_overflow(tmp_path: Path) -> None:
+    d = pynq_dict()
+    # every instruction still fits (GEMM high half: 2x11 + 2x10 + 2x11 = 64), but a micro-op
+    # needs dst 11 (acc) + src 11 (max of inp 10, acc 11) + wgt 11 = 33 bits
+    d["scratchpad"]["inp"] = 16384
+    d["scratchpad"]["wgt"] = 524288
+    p = write(tmp_path, d)
+    with pytest.raises(HwConfigError, match=r"micro-op fields need 33 bits \(dst 11 \+ src 11"):
+        HwConfig.from_yaml(p)
+
+
+def test_not_yaml_and_not_mapping(tmp_path: Path) -> None:
+    p = write(tmp_path, "gemm: [1, 2\n")
+    with pytest.raises(HwConfigError, match=r"not valid YAML \(line 2"):
+        HwConfig.from_yaml(p)
+    p = write(tmp_path, "- 1\n- 2\n", "list.yaml")
+    with pytest.raises(HwConfigError, match="list.yaml: expected a mapping"):
+        HwConfig.from_yaml(p)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(HwConfigError, match="nope.yaml: cannot read file"):
+        HwConfig.from_yaml("nope.yaml")
+
+
+# ---------------------------------------------------------------------- CLI
+
+def test_cli_info_prints_derived_values(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "--hw", str(PYNQ), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"peak_gops": 51.2' in out and '"inp": 2048' in out
+
+
+def test_cli_info_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "--hw", str(PYNQ)]) == 0
+    assert "isa_widths" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field,value,message", BAD[:6] + BAD[-4:-1])
+def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   field: str, value: object, message: str) -> None:
+    p = write(tmp_path, mutate(field, value))
+    assert main(["info", "--hw", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vta: error: ") and message in err
+    assert "Traceback" not in err
