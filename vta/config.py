@@ -92,7 +92,7 @@ class AluConfig:
 
 @dataclass(frozen=True, slots=True)
 class ScratchpadConfig:
-    """On-chip buffer sizes in bytes and their SRAM port widths in bytes per cycle."""
+    """On-chip buffer sizes in bytes (powers of two)."""
 
     uop: int
     inp: int

@@ -1,0 +1,35 @@
+"""The DRAM image: micro-op encoding and typed views."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vta.isa import ProgramBuilder, Uop, encode_uop
+from vta.sim.dram import Dram, encode_uops
+
+
+@given(st.lists(st.tuples(st.integers(0, 2047), st.integers(0, 2047), st.integers(0, 1023)),
+                min_size=1, max_size=20))
+def test_vectorised_uop_encoding_matches_encode_uop(pynq, fields):
+    uops = [Uop(*f) for f in fields]
+    assert encode_uops(uops, pynq).tolist() == [encode_uop(u, pynq) for u in uops]
+
+
+def test_image_layout(pynq):
+    b = ProgramBuilder(pynq)
+    b.alloc("A", "inp", 3)
+    b.alloc("U", "uop", 0)
+    b.add_uops("U", [Uop(1, 2, 3)])
+    b.alloc("C", "acc", 2)
+    p = b.build()
+    d = Dram(p, pynq)
+    assert d.buf.size == p.dram_bytes
+    u = p.allocation("U")
+    assert int.from_bytes(d.buf[u.offset:u.offset + 4].tobytes(), "little") == \
+        encode_uop(Uop(1, 2, 3), pynq)
+    d.write("C", np.arange(32).reshape(2, 1, 16) - 16)
+    c = p.allocation("C")
+    assert d.buf[c.offset:c.offset + 8].tolist() == [240, 255, 255, 255, 241, 255, 255, 255]
+    assert d.read("C").shape == (2, 1, 16) and d.read("A").dtype == np.int8

@@ -1,0 +1,138 @@
+"""The DRAM image: one byte-addressed buffer holding every allocation of a program.
+
+Micro-op allocations are written in at construction (encoded exactly as
+``vta.isa.encode_uop``); data allocations are filled from numpy arrays given per allocation
+name. Each data allocation is seen as an array of *entries*:
+
+=====  ==========================  ===============
+kind   entry shape                 dtype
+=====  ==========================  ===============
+inp    (batch, block_in)           gemm.inp_dtype
+wgt    (block_out, block_in)       gemm.wgt_dtype
+acc    (batch, block_out)          gemm.acc_dtype
+out    (batch, block_out)          gemm.out_dtype
+uop    ()                          uint32 (encoded)
+=====  ==========================  ===============
+
+Multi-byte values are little-endian.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vta.config import HwConfig
+from vta.isa import Allocation, Program, Uop, uop_layout
+from vta.sim.errors import InputError
+
+__all__ = ["Dram", "entry_spec", "encode_uops", "random_inputs"]
+
+
+def entry_spec(hw: HwConfig, kind: str) -> tuple[np.dtype, tuple[int, ...]]:
+    """The little-endian dtype and the shape of one entry of buffer ``kind``."""
+    g = hw.gemm
+    if kind == "uop":
+        return np.dtype("<u4"), ()
+    dtype_name, shape = {
+        "inp": (g.inp_dtype, (g.batch, g.block_in)),
+        "wgt": (g.wgt_dtype, (g.block_out, g.block_in)),
+        "acc": (g.acc_dtype, (g.batch, g.block_out)),
+        "out": (g.out_dtype, (g.batch, g.block_out)),
+    }[kind]
+    return np.dtype(dtype_name).newbyteorder("<"), shape
+
+
+def encode_uops(uops: tuple[Uop, ...] | list[Uop], hw: HwConfig) -> np.ndarray:
+    """Micro-ops as uint32 words, bit-identical to ``encode_uop`` but vectorised.
+
+    Field ranges were checked when the micro-ops were added; an out-of-range one is still
+    caught here (an ``InputError`` naming the field).
+    """
+    fields = np.array([(u.dst, u.src, u.wgt) for u in uops], dtype=np.int64).reshape(-1, 3)
+    word = np.zeros(len(fields), dtype=np.uint64)
+    for col, (name, pos, width) in enumerate(uop_layout(hw)):
+        v = fields[:, col]
+        bad = np.flatnonzero((v < 0) | (v >= 1 << width))
+        if bad.size:
+            raise InputError(f"micro-op {int(bad[0])}: field {name}={int(v[bad[0]])} does not "
+                             f"fit in {width} bits")
+        word |= v.astype(np.uint64) << np.uint64(pos)
+    return word.astype("<u4")
+
+
+class Dram:
+    """A program's DRAM image (``buf``, uint8) with typed per-allocation views."""
+
+    def __init__(self, program: Program, hw: HwConfig) -> None:
+        self.program = program
+        self.hw = hw
+        self.buf = np.zeros(program.dram_bytes, dtype=np.uint8)
+        for name, uops in program.uops.items():
+            if uops:
+                self.view(name)[: len(uops)] = encode_uops(uops, hw)
+
+    def view(self, name: str) -> np.ndarray:
+        """A writable typed view of allocation ``name``: shape ``(elems, *entry shape)``."""
+        a = self._alloc(name)
+        dtype, shape = entry_spec(self.hw, a.kind)
+        raw = self.buf[a.offset: a.offset + a.nbytes]
+        return raw.view(dtype).reshape((a.elems, *shape))
+
+    def read(self, name: str) -> np.ndarray:
+        """A copy of allocation ``name``'s contents (native byte order)."""
+        v = self.view(name)
+        return v.astype(v.dtype.newbyteorder("="))
+
+    def write(self, name: str, data: ArrayLike) -> None:
+        """Fill allocation ``name`` from ``data``: any integer array of the right size whose
+        values fit the allocation's dtype (it is reshaped to the entry layout)."""
+        a = self._alloc(name)
+        if a.kind == "uop":
+            raise InputError(f"allocation {name!r} holds micro-ops, which come from the program, "
+                             f"not from inputs")
+        self.view(name)[...] = _checked(a, np.asarray(data), *entry_spec(self.hw, a.kind))
+
+    def write_all(self, inputs: Mapping[str, ArrayLike]) -> None:
+        for name, data in inputs.items():
+            self.write(name, data)
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Every allocation's contents, by name (micro-op allocations as uint32 words)."""
+        return {a.name: self.read(a.name) for a in self.program.allocations}
+
+    def _alloc(self, name: str) -> Allocation:
+        try:
+            return self.program.allocation(name)
+        except KeyError as e:
+            raise InputError(str(e.args[0])) from None
+
+
+def _checked(a: Allocation, data: np.ndarray, dtype: np.dtype,
+             shape: tuple[int, ...]) -> np.ndarray:
+    """``data`` reshaped to ``(elems, *shape)`` and cast to ``dtype``, or an InputError."""
+    want = (a.elems, *shape)
+    expect = f"expected shape {want} of {dtype.name} ({int(np.prod(want))} values)"
+    if data.dtype != np.bool_ and not np.issubdtype(data.dtype, np.integer):
+        raise InputError(f"input {a.name!r} ({a.kind}): {expect}, got dtype {data.dtype}")
+    if data.size != int(np.prod(want)):
+        raise InputError(f"input {a.name!r} ({a.kind}): {expect}, got shape {data.shape}")
+    info = np.iinfo(dtype)
+    if data.size and (data.min() < info.min or data.max() > info.max):
+        raise InputError(f"input {a.name!r} ({a.kind}): {expect}; values must lie in "
+                         f"{info.min}..{info.max}, got {data.min()}..{data.max()}")
+    return data.reshape(want).astype(dtype)
+
+
+def random_inputs(program: Program, hw: HwConfig, seed: int | None = None) -> dict[str, np.ndarray]:
+    """Full-range uniform random contents for every inp, wgt and acc allocation."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for a in program.inputs:
+        dtype, shape = entry_spec(hw, a.kind)
+        info = np.iinfo(dtype)
+        out[a.name] = rng.integers(info.min, info.max, size=(a.elems, *shape),
+                                   dtype=dtype.newbyteorder("="), endpoint=True)
+    return out

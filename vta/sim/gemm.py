@@ -1,0 +1,129 @@
+"""The fast GEMM kernel of the cycle-level machine: exact, a few large products per instruction.
+
+A GEMM instruction's tensor ops are grouped by weight entry: each group is one
+``(ops * batch, block_in) @ (block_in, block_out)`` float64 product (exact: every partial sum
+stays far below 2**53, checked per program), the per-op results are summed per acc entry with
+one sort and ``np.add.reduceat``, and the sums are added to acc with int32 wraparound.
+Instructions with too many distinct weights for grouping to pay use one batched ``matmul``.
+
+The index work (loop expansion, bounds checks, sort orders) depends only on the instruction's
+fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both: the same GEMM
+issued again (a tiled loop) costs only the gathers and the products.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vta.config import DTYPE_BITS, HwConfig
+from vta.isa import Gemm
+from vta.sim.kernels import Ctx, Sram, apply_gemm_sums, count_raw_hazards, gemm_indices
+
+__all__ = ["FastGemm", "float_exact"]
+
+#: a group must hold this many ops on average for per-weight products to beat one batched matmul
+_MIN_GROUP = 16
+
+
+def float_exact(hw: HwConfig, max_ops: int) -> bool:
+    """Whether float64 sums of ``max_ops`` tensor ops are exact integers (below 2**53)."""
+    g = hw.gemm
+    biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
+    return max_ops * g.block_in * biggest < 2**53
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Index work for one (instruction fields, micro-op contents) pair."""
+
+    x: np.ndarray  # inp index per op, in product order
+    w: np.ndarray  # wgt index per op, in product order
+    groups: list[tuple[int, int, int]] | None  # (first op, end op, wgt index); None: batched
+    equal: np.ndarray | None  # wgt index per group when all groups have the same size
+    by_acc: np.ndarray  # product rows sorted by acc entry
+    starts: np.ndarray  # first row of each acc entry in that order
+    entries: np.ndarray  # the distinct acc entries, sorted
+    hazards: int
+
+
+def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
+    n = a.size
+    if n == 0:
+        return _Plan(x, w, None, None, a, a, a, hazards)
+    order = np.argsort(w, kind="stable")
+    ws = w[order]
+    cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    groups, equal = None, None
+    if (cuts.size + 1) * _MIN_GROUP <= n:
+        bounds = np.r_[0, cuts, n]
+        if np.all(np.diff(bounds) == bounds[1]):
+            equal = ws[bounds[:-1]]
+        bounds = bounds.tolist()
+        groups = [(s, e, int(ws[s])) for s, e in zip(bounds[:-1], bounds[1:])]
+        a, x, w = a[order], x[order], ws
+    by_acc = np.argsort(a, kind="stable")
+    sa = a[by_acc]
+    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
+
+
+class FastGemm:
+    """Float64 (or int64, when float64 would not be exact) shadows of inp and wgt^T, and the
+    grouped GEMM over them."""
+
+    def __init__(self, sram: Sram, exact_float: bool) -> None:
+        self.dtype = np.float64 if exact_float else np.int64
+        self.inp = sram.data["inp"].astype(self.dtype)
+        self.wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
+        self.max_lag = -(-sram.hw.gemm.pipeline_depth // sram.hw.gemm.ii) - 1
+        self.plans: dict[tuple, _Plan] = {}
+        self.uop_version = 0
+
+    def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
+        """Mirror SRAM entries ``lo:hi`` of ``kind`` after a LOAD."""
+        if kind == "inp":
+            self.inp[lo:hi] = sram.data["inp"][lo:hi]
+        elif kind == "wgt":
+            self.wgt_t[lo:hi] = np.swapaxes(sram.data["wgt"][lo:hi], 1, 2)
+        elif kind == "uop" and hi > lo:
+            self.uop_version += 1
+
+    def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
+        """Execute a GEMM; returns its acc read-after-write hazard count."""
+        key = (insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
+               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, self.uop_version)
+        plan = self.plans.get(key)
+        if plan is None:
+            a, x, w = gemm_indices(sram, insn, ctx)
+            hazards = 0 if insn.reset else count_raw_hazards(a, (a,), self.max_lag)
+            plan = self.plans[key] = _plan(a, x, w, hazards)
+        if plan.entries.size == 0:
+            return 0
+        if insn.reset:
+            sram.data["acc"][plan.entries] = 0
+            sram.data["out"][plan.entries] = 0
+            return 0
+        prods = self._products(plan)[plan.by_acc]
+        if plan.starts.size != prods.shape[0]:
+            prods = np.add.reduceat(prods, plan.starts, axis=0)
+        apply_gemm_sums(sram, plan.entries, prods.astype(np.int64))
+        return plan.hazards
+
+    def _products(self, plan: _Plan) -> np.ndarray:
+        """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
+        xs = self.inp[plan.x]  # (n, batch, block_in)
+        if plan.groups is None:
+            return np.matmul(xs, self.wgt_t[plan.w])
+        n, batch, bi = xs.shape
+        if plan.equal is not None:  # one stacked product: (groups, rows, bi) @ (groups, bi, bo)
+            g = plan.equal.size
+            return np.matmul(xs.reshape(g, n // g * batch, bi), self.wgt_t[plan.equal]) \
+                .reshape(n, batch, -1)
+        flat = xs.reshape(n * batch, bi)
+        out = np.empty((n * batch, self.wgt_t.shape[2]), dtype=self.dtype)
+        for s, e, wi in plan.groups:
+            np.matmul(flat[s * batch: e * batch], self.wgt_t[wi], out=out[s * batch: e * batch])
+        return out.reshape(n, batch, -1)

@@ -1,0 +1,61 @@
+"""A human-readable report of a run (rich tables rendered to text)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from vta.config import HwConfig
+from vta.sim.stats import UNITS, SimResult
+
+__all__ = ["format_report"]
+
+
+def _summary(result: SimResult, hw: HwConfig) -> Table:
+    s = result.stats
+    t = Table(title=f"simulation on {hw.name}", show_header=False)
+    t.add_row("cycles", f"{s.cycles:,}")
+    t.add_row("time", f"{s.time_us:,.2f} µs at {s.clock_mhz:g} MHz")
+    if s.ops:
+        t.add_row("throughput", f"{s.gops:.2f} GOP/s (peak {hw.peak_gops:.1f})")
+    t.add_row("GEMM utilization", f"{s.utilization:.1%} ({s.gemm_cycles:,} tensor-op cycles)")
+    t.add_row("instructions", "  ".join(f"{k}={v}" for k, v in sorted(s.insn_counts.items())))
+    if s.acc_hazards is not None:
+        t.add_row("acc RAW hazards", str(s.acc_hazards))
+    if result.timing_only:
+        t.add_row("mode", "timing only (no arithmetic)")
+    return t
+
+
+def _units(result: SimResult) -> Table:
+    s = result.stats
+    t = Table(title="per-unit cycles")
+    for col in ("unit", "insns", "busy", "token wait", "queue wait", "memory wait", "idle"):
+        t.add_column(col, justify="left" if col == "unit" else "right")
+    for name in UNITS:
+        u = s.units[name]
+        pct = [f"{v:,} ({v / s.cycles:.0%})" if s.cycles else str(v)
+               for v in (u.busy, u.token, u.queue, u.memory, u.idle)]
+        t.add_row(name, str(u.insns), *pct)
+    return t
+
+
+def _bytes(result: SimResult) -> Table:
+    t = Table(title="DRAM traffic")
+    t.add_column("buffer")
+    t.add_column("bytes", justify="right")
+    for kind, n in result.stats.bytes.items():
+        t.add_row(kind, f"{n:,}")
+    t.add_row("total", f"{sum(result.stats.bytes.values()):,}")
+    return t
+
+
+def format_report(result: SimResult, hw: HwConfig) -> str:
+    """Cycles, time, GOP/s, utilization, per-unit busy/stall table and bytes per buffer."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=110, color_system=None)
+    for table in (_summary(result, hw), _units(result), _bytes(result)):
+        console.print(table)
+    return buf.getvalue()
