@@ -15,8 +15,20 @@ from typing import Any
 from hypothesis import strategies as st
 
 from vta.config import HwConfig
-from vta.isa import Alu, AluOp, Deps, Finish, Gemm, Instruction, Load, MemType, Program, \
-    ProgramBuilder, Store, Uop
+from vta.isa import (
+    Alu,
+    AluOp,
+    Deps,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    MemType,
+    Program,
+    ProgramBuilder,
+    Store,
+    Uop,
+)
 
 __all__ = ["small_hw", "hw_configs", "programs", "DRAM_ELEMS"]
 
@@ -55,7 +67,8 @@ def hw_configs() -> st.SearchStrategy[HwConfig]:
 
 
 @st.composite
-def _loop_fields(draw: st.DrawFn, bases: list[int], depth: int, io: int, ii: int) -> tuple[int, int]:
+def _loop_fields(draw: st.DrawFn, bases: list[int], depth: int, io: int,
+                 ii: int) -> tuple[int, int]:
     """(factor_out, factor_in) keeping ``max(bases) + (io-1)*f_out + (ii-1)*f_in < depth``."""
     slack = depth - 1 - max(bases, default=0)
     f_out = draw(_index(slack // (io - 1))) if io > 1 else draw(st.integers(0, 3))
@@ -91,7 +104,7 @@ class _Gen:
         if mem == MemType.UOP and n:
             img = [Uop(0, 0, 0)] * pads[2] + self.dram_uops[off:off + x] + [Uop(0, 0, 0)] * pads[3]
             self.sram_uops[base:base + n] = img
-        return Load(mem, base, dram.base + off, y, x, stride, *pads)
+        return Load(mem, base, dram.base + off, y, x, stride, pads[0], pads[1], pads[2], pads[3])
 
     def uop_prologue(self) -> Load:
         """Load every micro-op to SRAM entry 0 (as a compiled program starts)."""
@@ -133,7 +146,8 @@ class _Gen:
         use_imm = d(st.booleans())
         lim = 1 << (self.hw.alu.imm_bits - 1)
         imm = d(st.integers(-40, 40) | st.integers(-lim, lim - 1)) if use_imm else 0
-        return Alu(op, d(st.integers(0, 7)) == 0, bgn, end, io, ii, dfo, dfi, sfo, sfi, use_imm, imm)
+        reset = d(st.integers(0, 7)) == 0
+        return Alu(op, reset, bgn, end, io, ii, dfo, dfi, sfo, sfi, use_imm, imm)
 
 
 def _with(insn: Instruction, **flags: bool) -> Instruction:

@@ -74,7 +74,7 @@ def test_hash_ignores_source_but_not_fields() -> None:
 def test_with_changes_revalidates() -> None:
     hw = HwConfig.from_yaml(PYNQ)
     assert hw.with_changes(**{"gemm.block_out": 32, "scratchpad.wgt": 524288}).wgt_elem_bytes == 512
-    with pytest.raises(HwConfigError, match="gemm.block_in: must be a power of two, got 12"):
+    with pytest.raises(HwConfigError, match=r"gemm\.block_in: must be a power of two, got 12"):
         hw.with_changes(**{"gemm.block_in": 12})
 
 
@@ -137,7 +137,8 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("field,value,message", BAD, ids=[b[0] + ":" + repr(b[1])[:12] for b in BAD])
+@pytest.mark.parametrize("field,value,message", BAD,
+                         ids=[b[0] + ":" + repr(b[1])[:12] for b in BAD])
 def test_bad_field_names_file_field_and_expectation(tmp_path: Path, field: str, value: object,
                                                     message: str) -> None:
     p = write(tmp_path, mutate(field, value))
@@ -152,7 +153,8 @@ def test_high_half_overflow(tmp_path: Path) -> None:
     d = mutate("scratchpad.acc", 262144)
     d["scratchpad"]["out"] = 65536  # keep out consistent so the ISA check is what fails
     p = write(tmp_path, d)
-    with pytest.raises(HwConfigError, match=r"GEMM needs 66 bits in the high 64-bit half = 2x12 \(acc index\)"):
+    with pytest.raises(HwConfigError,
+                       match=r"GEMM needs 66 bits in the high 64-bit half = 2x12 \(acc index\)"):
         HwConfig.from_yaml(p)
 
 
@@ -172,12 +174,12 @@ def test_not_yaml_and_not_mapping(tmp_path: Path) -> None:
     with pytest.raises(HwConfigError, match=r"not valid YAML \(line 2"):
         HwConfig.from_yaml(p)
     p = write(tmp_path, "- 1\n- 2\n", "list.yaml")
-    with pytest.raises(HwConfigError, match="list.yaml: expected a mapping"):
+    with pytest.raises(HwConfigError, match=r"list\.yaml: expected a mapping"):
         HwConfig.from_yaml(p)
 
 
 def test_missing_file() -> None:
-    with pytest.raises(HwConfigError, match="nope.yaml: cannot read file"):
+    with pytest.raises(HwConfigError, match=r"nope\.yaml: cannot read file"):
         HwConfig.from_yaml("nope.yaml")
 
 
@@ -195,8 +197,9 @@ def test_cli_info_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("field,value,message", BAD[:6] + BAD[-4:-1])
-def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                   field: str, value: object, message: str) -> None:
+def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str], field: str,
+                                                   value: object, message: str) -> None:
     p = write(tmp_path, mutate(field, value))
     assert main(["info", "--hw", str(p)]) == 2
     err = capsys.readouterr().err

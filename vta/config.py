@@ -13,17 +13,18 @@ naming the file, the dotted field and what was expected, e.g.::
 
 from __future__ import annotations
 
-from vta.errors import VtaError
-
 import difflib
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
+
+from vta.errors import VtaError
 
 __all__ = [
     "AluConfig",
@@ -176,7 +177,7 @@ class HwConfig:
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "HwConfig":
+    def from_yaml(cls, path: str | Path) -> HwConfig:
         """Load and validate a YAML hardware description."""
         p = Path(path)
         try:
@@ -193,7 +194,7 @@ class HwConfig:
         return cls.from_dict(data, source=str(p))
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "<dict>") -> "HwConfig":
+    def from_dict(cls, data: Any, source: str = "<dict>") -> HwConfig:
         """Validate a mapping (as read from YAML) and build the config."""
         return _build(data, source)
 
@@ -204,8 +205,11 @@ class HwConfig:
         d["alu"]["ops"] = list(d["alu"]["ops"])
         return d
 
-    def with_changes(self, **changes: Any) -> "HwConfig":
-        """A re-validated copy with dotted fields changed: ``with_changes(**{"gemm.block_in": 32})``."""
+    def with_changes(self, **changes: Any) -> HwConfig:
+        """A re-validated copy with dotted fields changed.
+
+        Example: ``with_changes(**{"gemm.block_in": 32})``.
+        """
         d = self.to_dict()
         for key, value in changes.items():
             node = d
@@ -369,7 +373,8 @@ def _fail(source: str, where: str, msg: str) -> HwConfigError:
     return HwConfigError(f"{source}: {where}: {msg}")
 
 
-def _check_keys(source: str, prefix: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def _check_keys(source: str, prefix: str, given: Mapping[str, Any],
+                allowed: tuple[str, ...]) -> None:
     for key in given:
         if key not in allowed:
             hint = difflib.get_close_matches(str(key), allowed, n=1)
@@ -470,7 +475,8 @@ def _validate(cfg: HwConfig) -> None:
         if op not in ALU_OPS:
             hint = difflib.get_close_matches(op, ALU_OPS, n=1)
             did = f" (did you mean '{hint[0]}'?)" if hint else ""
-            raise _fail(src, "alu.ops", f"unknown op {op!r}{did}; expected some of {', '.join(ALU_OPS)}")
+            raise _fail(src, "alu.ops",
+                        f"unknown op {op!r}{did}; expected some of {', '.join(ALU_OPS)}")
     for f in ("lanes", "ii", "ii_imm", "pipeline_depth"):
         if getattr(a, f) < 1:
             raise _fail(src, f"alu.{f}", f"must be >= 1, got {getattr(a, f)}")
@@ -557,7 +563,8 @@ def _half_breakdown(w: IsaWidths) -> dict[tuple[str, str], str]:
     loop_lo = (f"7 (opcode+flags) + 1 (reset) + {w.uop_idx} + {w.uop_idx + 1} (uop begin/end, "
                f"from the uop depth) + 2x{w.loop_iter} (iter)")
     return {
-        ("LOAD/STORE", "low"): f"10 (opcode+flags+mem) + {w.sram_addr} (sram) + {w.dram_addr} (dram)",
+        ("LOAD/STORE", "low"): f"10 (opcode+flags+mem) + {w.sram_addr} (sram) + "
+                               f"{w.dram_addr} (dram)",
         ("LOAD/STORE", "high"): f"3x{w.mem_size} (sizes) + 4x{w.pad} (pads)",
         ("GEMM", "low"): loop_lo,
         ("GEMM", "high"): f"2x{w.acc_idx} (acc index) + 2x{w.inp_idx} (inp index) + "

@@ -4,6 +4,7 @@ instruction (hypothesis, every shipped config), and named errors for values that
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,9 +13,35 @@ from hypothesis import strategies as st
 
 from vta.config import HwConfig
 from vta.isa import (
-    Alu, AluOp, AsmError, Deps, Finish, Gemm, IsaError, Load, MemType, Module, Opcode, Program,
-    ProgramBuilder, Store, Uop, assemble, decode, decode_program, decode_uop, disassemble, encode,
-    encode_program, encode_uop, format_insn, layout, module_of, pops_of, pushes_of,
+    Alu,
+    AluOp,
+    AsmError,
+    Deps,
+    Finish,
+    Gemm,
+    Instruction,
+    IsaError,
+    Load,
+    MemType,
+    Module,
+    Opcode,
+    Program,
+    ProgramBuilder,
+    Store,
+    Uop,
+    assemble,
+    decode,
+    decode_program,
+    decode_uop,
+    disassemble,
+    encode,
+    encode_program,
+    encode_uop,
+    format_insn,
+    layout,
+    module_of,
+    pops_of,
+    pushes_of,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,10 +113,11 @@ def insn_strategy(hw: HwConfig) -> st.SearchStrategy:
     def loop(draw: st.DrawFn, alu: bool) -> Gemm | Alu:
         bgn = draw(_u(w.uop_idx))
         end = draw(st.integers(bgn, (1 << (w.uop_idx + 1)) - 1))
-        common = dict(reset=draw(st.booleans()), uop_bgn=bgn, uop_end=end,
-                      iter_out=draw(_u(14)), iter_in=draw(_u(14)),
-                      dst_factor_out=draw(_u(w.acc_idx)), dst_factor_in=draw(_u(w.acc_idx)),
-                      deps=draw(deps_st))
+        common: dict[str, Any] = dict(
+            reset=draw(st.booleans()), uop_bgn=bgn, uop_end=end,
+            iter_out=draw(_u(14)), iter_in=draw(_u(14)),
+            dst_factor_out=draw(_u(w.acc_idx)), dst_factor_in=draw(_u(w.acc_idx)),
+            deps=draw(deps_st))
         if alu:
             half = 1 << (w.imm - 1)
             return Alu(op=draw(st.sampled_from(list(AluOp))), use_imm=draw(st.booleans()),
@@ -143,24 +171,29 @@ def test_program_binary_and_text_round_trip(name: str, data: st.DataObject) -> N
 # ----------------------------------------------------------------- errors name insn and field
 
 @pytest.mark.parametrize("insn,message", [
-    (Gemm(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0), "GEMM: field iter_out=16384 does not fit in 14 bits"),
-    (Gemm(False, 0, 1, 1, 1, 2048, 0, 0, 0, 0, 0), "GEMM: field dst_factor_out=2048 does not fit in 11 bits"),
-    (Gemm(False, 0, 1, 1, 1, 0, 0, 0, 0, 1024, 0), "GEMM: field wgt_factor_out=1024 does not fit in 10 bits"),
+    (Gemm(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0),
+     "GEMM: field iter_out=16384 does not fit in 14 bits"),
+    (Gemm(False, 0, 1, 1, 1, 2048, 0, 0, 0, 0, 0),
+     "GEMM: field dst_factor_out=2048 does not fit in 11 bits"),
+    (Gemm(False, 0, 1, 1, 1, 0, 0, 0, 0, 1024, 0),
+     "GEMM: field wgt_factor_out=1024 does not fit in 10 bits"),
     (Gemm(False, 5, 4, 1, 1, 0, 0, 0, 0, 0, 0), "GEMM: uop_end=4 is before uop_bgn=5"),
-    (Alu(AluOp.ADD, False, 0, 1, 1, 1, 0, 0, 0, 0, True, 40000), "ALU: field imm=40000 does not fit in 16 bits (allowed -32768..32767)"),
-    (Load(MemType.INP, 0, 1 << 32, 1, 1, 1), "LOAD: field dram_base=4294967296 does not fit in 32 bits"),
+    (Alu(AluOp.ADD, False, 0, 1, 1, 1, 0, 0, 0, 0, True, 40000),
+     "ALU: field imm=40000 does not fit in 16 bits (allowed -32768..32767)"),
+    (Load(MemType.INP, 0, 1 << 32, 1, 1, 1),
+     "LOAD: field dram_base=4294967296 does not fit in 32 bits"),
     (Load(MemType.INP, 0, 0, 1, 1, 1, pad_x1=16), "LOAD: field pad_x1=16 does not fit in 4 bits"),
     (Load(MemType.OUT, 0, 0, 1, 1, 1), "LOAD: field mem=OUT is not a valid target"),
     (Store(MemType.INP, 0, 0, 1, 1, 1), "STORE: field mem=INP is not a valid target"),
     (Load(MemType.INP, -1, 0, 1, 1, 1), "LOAD: field sram_base=-1 does not fit"),
 ])
-def test_out_of_range_fields(insn: object, message: str) -> None:
+def test_out_of_range_fields(insn: Instruction, message: str) -> None:
     with pytest.raises(IsaError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        encode(insn, PYNQ)  # type: ignore[arg-type]
+        encode(insn, PYNQ)
 
 
 def test_program_error_names_index() -> None:
-    bad = [Finish(), Gemm(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0)]
+    bad: list[Instruction] = [Finish(), Gemm(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0)]
     with pytest.raises(IsaError, match="instruction 1: GEMM: field iter_out"):
         encode_program(bad, PYNQ)
 
@@ -174,7 +207,7 @@ def test_decode_rejects_unknown_codes() -> None:
         decode(4 | (6 << 108), PYNQ)
     with pytest.raises(IsaError, match="not a 128-bit value"):
         decode(1 << 128, PYNQ)
-    with pytest.raises(IsaError, match="uop: field|UOP: field dst=2048"):
+    with pytest.raises(IsaError, match=r"uop: field|UOP: field dst=2048"):
         encode_uop(Uop(2048, 0, 0), PYNQ)
 
 
@@ -214,7 +247,8 @@ def test_routing_and_token_queues() -> None:
     ("STORE.OUT sram=0 dram=0 y=1 x=1 stride=1 pad=1,1,1,1", "unknown operand 'pad'"),
     ("GEMM uop=0 iter=1,1 dst=0,0 src=0,0 wgt=0,0", "uop: expected 'begin:end'"),
     ("GEMM uop=0:1 iter=1 dst=0,0 src=0,0 wgt=0,0", "iter: expected two integers"),
-    ("GEMM uop=0:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_now", "unknown dependency flag 'pop_now'"),
+    ("GEMM uop=0:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_now",
+     "unknown dependency flag 'pop_now'"),
     ("ALU.SHL uop=0:1 iter=1,1 dst=0,0 src=0,0", "unknown ALU op 'SHL'"),
     ("ALU.ADD uop=0:1 iter=1,1 dst=0,0 src=0,0 imm=70000", "imm=70000 does not fit in 16 bits"),
     ("FINISH now", "FINISH takes no operands"),
@@ -241,7 +275,9 @@ def test_asm_comments_symbols_and_numeric_dram() -> None:
     FINISH
     """
     p = assemble(text, PYNQ)
-    assert p.instructions[0].dram_base == p.instructions[1].dram_base == 3
+    first, second = p.instructions[0], p.instructions[1]
+    assert isinstance(first, Load) and isinstance(second, Load)
+    assert first.dram_base == second.dram_base == 3
     assert p.instructions[0].deps == Deps(push_next=True)
     assert isinstance(p, Program) and p.allocation("A").kind == "inp"
     assert "dram=A+3" in disassemble(p)

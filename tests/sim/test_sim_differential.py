@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import hw_configs, programs
 
 from vta.isa import assemble, disassemble
 from vta.sim import random_inputs, reference_dram, simulate
-from strategies import hw_configs, programs
 
 
 @given(st.data(), st.integers(0, 2**32 - 1))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from strategies import small_hw
 
 from vta.isa import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
 from vta.sim import run_reference, simulate
-from strategies import small_hw
 
 PUSH, POP = Deps(push_next=True), Deps(pop_prev=True)
 
@@ -98,7 +98,7 @@ def _alu_expect(op, x, y):
     else:  # SHR: floor division by 2**s, or multiplication by 2**-s modulo 2**32
         y = np.broadcast_to(y, x.shape)
         r = np.array([xi >> min(s, 63) if s >= 0 else (int(xi) << min(-s, 40)) for xi, s in
-                      zip(x.ravel().tolist(), y.ravel().tolist())], dtype=object)
+                      zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)], dtype=object)
         r = np.array([int(v) % 2**32 for v in r], dtype=np.uint64).astype(np.int64).reshape(x.shape)
     return (r % 2**32).astype(np.uint32).view(np.int32)
 
@@ -156,7 +156,8 @@ def test_alu_loop_order(wide):
     out = run_both(b.build(), wide, {"X": x})["Y"]
     assert out[1:8, 0, 0].tolist() == np.cumsum(np.arange(1, 9))[1:].tolist()
     # the hazard counter sees each op reading the entry the previous op is still writing
-    assert simulate(b.build(), wide, {"X": x}).stats.acc_hazards > 0
+    hazards = simulate(b.build(), wide, {"X": x}).stats.acc_hazards
+    assert hazards is not None and hazards > 0
 
 
 def test_instructions_after_finish_are_ignored(pynq):

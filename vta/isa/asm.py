@@ -19,12 +19,12 @@ address. Dependency flags follow ``|``: pop_prev pop_next push_prev push_next. P
 
 from __future__ import annotations
 
-from vta.errors import VtaError
-
 import re
 import shlex
+from typing import Any
 
 from vta.config import HwConfig
+from vta.errors import VtaError
 from vta.isa.encoding import IsaError, check_fields
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Instruction, Load, MemType, Store, Uop
 from vta.isa.program import Program, ProgramBuilder, dram_kind
@@ -183,19 +183,19 @@ def _mem_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps,
     kv, words = _parse_args(line, toks, keys, {"sram", "dram", "y", "x", "stride"})
     if words:
         raise line.error(f"unexpected word(s) {', '.join(sorted(words))}")
-    common = dict(mem=mem, sram_base=_int(line, "sram", kv["sram"]),
-                  dram_base=_dram(line, kv["dram"], mem.kind, b),
-                  y_size=_int(line, "y", kv["y"]), x_size=_int(line, "x", kv["x"]),
-                  x_stride=_int(line, "stride", kv["stride"]), deps=deps)
+    common: dict[str, Any] = dict(
+        mem=mem, sram_base=_int(line, "sram", kv["sram"]),
+        dram_base=_dram(line, kv["dram"], mem.kind, b),
+        y_size=_int(line, "y", kv["y"]), x_size=_int(line, "x", kv["x"]),
+        x_stride=_int(line, "stride", kv["stride"]), deps=deps)
     if op == "STORE":
-        return Store(**common)  # type: ignore[arg-type]
+        return Store(**common)
     pads = [0, 0, 0, 0]
     if "pad" in kv:
         pads = [_int(line, "pad", p) for p in kv["pad"].split(",")]
         if len(pads) != 4:
             raise line.error("pad: expected four integers 'y0,y1,x0,x1'")
-    return Load(**common, pad_y0=pads[0], pad_y1=pads[1], pad_x0=pads[2],  # type: ignore[arg-type]
-                pad_x1=pads[3])
+    return Load(**common, pad_y0=pads[0], pad_y1=pads[1], pad_x0=pads[2], pad_x1=pads[3])
 
 
 def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> Instruction:
@@ -208,14 +208,14 @@ def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> I
     io, ii = _pair(line, "iter", kv["iter"])
     do, di = _pair(line, "dst", kv["dst"])
     so, si = _pair(line, "src", kv["src"])
-    common = dict(reset="reset" in words, uop_bgn=bgn, uop_end=end, iter_out=io, iter_in=ii,
-                  dst_factor_out=do, dst_factor_in=di, src_factor_out=so, src_factor_in=si,
-                  deps=deps)
+    common: dict[str, Any] = dict(
+        reset="reset" in words, uop_bgn=bgn, uop_end=end, iter_out=io, iter_in=ii,
+        dst_factor_out=do, dst_factor_in=di, src_factor_out=so, src_factor_in=si, deps=deps)
     if op == "GEMM":
         if sub:
             raise line.error("GEMM takes no suffix")
         wo, wi = _pair(line, "wgt", kv["wgt"])
-        return Gemm(**common, wgt_factor_out=wo, wgt_factor_in=wi)  # type: ignore[arg-type]
+        return Gemm(**common, wgt_factor_out=wo, wgt_factor_in=wi)
     try:
         alu_op = AluOp[sub]
     except KeyError:
@@ -223,7 +223,7 @@ def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> I
                          f"{', '.join(o.name for o in AluOp)})") from None
     use_imm = "imm" in kv and "reg" not in words
     imm = _int(line, "imm", kv["imm"]) if "imm" in kv else 0
-    return Alu(op=alu_op, use_imm=use_imm, imm=imm, **common)  # type: ignore[arg-type]
+    return Alu(op=alu_op, use_imm=use_imm, imm=imm, **common)
 
 
 def _directive(line: _Line, toks: list[str], b: ProgramBuilder) -> None:
@@ -237,7 +237,8 @@ def _directive(line: _Line, toks: list[str], b: ProgramBuilder) -> None:
     elif toks[0] == ".uop":
         if len(toks) != 5:
             raise line.error(".uop takes NAME DST SRC WGT")
-        dst, src, wgt = (_int(line, k, t) for k, t in zip(("dst", "src", "wgt"), toks[2:]))
+        dst, src, wgt = (_int(line, k, t)
+                         for k, t in zip(("dst", "src", "wgt"), toks[2:], strict=True))
         try:
             b.add_uops(toks[1], [Uop(dst, src, wgt)])
         except (KeyError, ValueError) as e:

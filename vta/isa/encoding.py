@@ -10,14 +10,13 @@ memory type 7-9, SRAM base 10-25, DRAM base 26-57, y_size 64-79, ...; GEMM reset
 
 from __future__ import annotations
 
-from vta.errors import VtaError
-
 from dataclasses import fields
 from functools import lru_cache
 
 import numpy as np
 
 from vta.config import HwConfig, IsaWidths
+from vta.errors import VtaError
 from vta.isa.insn import (
     Alu,
     AluOp,
@@ -49,11 +48,11 @@ def _head() -> list[Field]:
 
 @lru_cache(maxsize=64)
 def _layouts(w: IsaWidths) -> dict[Opcode, tuple[tuple[Field, ...], tuple[Field, ...]]]:
-    mem_lo = _head() + [("mem", 3), ("sram_base", w.sram_addr), ("dram_base", w.dram_addr)]
+    mem_lo = [*_head(), ("mem", 3), ("sram_base", w.sram_addr), ("dram_base", w.dram_addr)]
     mem_hi = [("y_size", w.mem_size), ("x_size", w.mem_size), ("x_stride", w.mem_size),
               ("pad_y0", w.pad), ("pad_y1", w.pad), ("pad_x0", w.pad), ("pad_x1", w.pad)]
-    loop_lo = _head() + [("reset", 1), ("uop_bgn", w.uop_idx), ("uop_end", w.uop_idx + 1),
-                         ("iter_out", w.loop_iter), ("iter_in", w.loop_iter)]
+    loop_lo = [*_head(), ("reset", 1), ("uop_bgn", w.uop_idx), ("uop_end", w.uop_idx + 1),
+               ("iter_out", w.loop_iter), ("iter_in", w.loop_iter)]
     gemm_hi = [("dst_factor_out", w.acc_idx), ("dst_factor_in", w.acc_idx),
                ("src_factor_out", w.inp_idx), ("src_factor_in", w.inp_idx),
                ("wgt_factor_out", w.wgt_idx), ("wgt_factor_in", w.wgt_idx)]
@@ -72,7 +71,7 @@ def _layouts(w: IsaWidths) -> dict[Opcode, tuple[tuple[Field, ...], tuple[Field,
 def layout(hw: HwConfig, opcode: Opcode) -> list[tuple[str, int, int]]:
     """``(field, first bit, width)`` for every field of ``opcode``'s format (for docs and tests)."""
     out = []
-    for base, half in zip((0, 64), _layouts(hw.isa)[opcode]):
+    for base, half in zip((0, 64), _layouts(hw.isa)[opcode], strict=True):
         pos = base
         for name, width in half:
             out.append((name, pos, width))
@@ -96,7 +95,7 @@ def _values(insn: Instruction) -> dict[str, int]:
     vals: dict[str, int] = {"opcode": int(insn.opcode)}
     for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
         vals[flag] = int(getattr(insn.deps, flag))
-    for f in fields(insn):  # type: ignore[arg-type]
+    for f in fields(insn):
         if f.name != "deps":
             vals[f.name] = int(getattr(insn, f.name))
     if isinstance(insn, Store):
@@ -137,7 +136,7 @@ def encode(insn: Instruction, hw: HwConfig) -> int:
     check_fields(insn, hw)
     vals = _values(insn)
     word = 0
-    for base, half in zip((0, 64), _layouts(hw.isa)[insn.opcode]):
+    for base, half in zip((0, 64), _layouts(hw.isa)[insn.opcode], strict=True):
         pos = base
         for name, width in half:
             word |= (vals[name] & ((1 << width) - 1)) << pos
@@ -155,7 +154,7 @@ def decode(word: int, hw: HwConfig) -> Instruction:
     except ValueError:
         raise IsaError(f"instruction word {word:#034x}: unknown opcode {op_val}") from None
     vals: dict[str, int] = {}
-    for base, half in zip((0, 64), _layouts(hw.isa)[opcode]):
+    for base, half in zip((0, 64), _layouts(hw.isa)[opcode], strict=True):
         pos = base
         for name, width in half:
             v = (word >> pos) & ((1 << width) - 1)
@@ -168,7 +167,7 @@ def decode(word: int, hw: HwConfig) -> Instruction:
     cls = _KIND[opcode]
     if opcode in (Opcode.LOAD, Opcode.STORE):
         try:
-            vals["mem"] = MemType(vals["mem"])  # type: ignore[assignment]
+            vals["mem"] = MemType(vals["mem"])
         except ValueError:
             raise IsaError(f"instruction word {word:#034x}: unknown memory type {vals['mem']}") \
                 from None
@@ -176,15 +175,15 @@ def decode(word: int, hw: HwConfig) -> Instruction:
             for p in ("pad_y0", "pad_y1", "pad_x0", "pad_x1"):
                 vals.pop(p)
     if opcode in (Opcode.GEMM, Opcode.ALU):
-        vals["reset"] = bool(vals["reset"])  # type: ignore[assignment]
+        vals["reset"] = bool(vals["reset"])
     if opcode == Opcode.ALU:
         try:
-            vals["op"] = AluOp(vals["op"])  # type: ignore[assignment]
+            vals["op"] = AluOp(vals["op"])
         except ValueError:
             raise IsaError(f"instruction word {word:#034x}: unknown ALU opcode {vals['op']}") \
                 from None
-        vals["use_imm"] = bool(vals["use_imm"])  # type: ignore[assignment]
-    return cls(deps=deps, **vals)  # type: ignore[arg-type]
+        vals["use_imm"] = bool(vals["use_imm"])
+    return cls(deps=deps, **vals)
 
 
 def encode_uop(uop: Uop, hw: HwConfig) -> int:

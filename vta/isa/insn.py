@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Union
 
 __all__ = [
     "AluOp",
@@ -234,7 +233,7 @@ class Uop:
     wgt: int
 
 
-Instruction = Union[Load, Store, Gemm, Alu, Finish]
+Instruction = Load | Store | Gemm | Alu | Finish
 
 
 def module_of(insn: Instruction) -> Module:

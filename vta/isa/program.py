@@ -9,8 +9,8 @@ their contents (the compiler's output); the others are inputs or outputs of a ru
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from vta.config import HwConfig
 from vta.isa.insn import Instruction, Load, MemType, Store, Uop

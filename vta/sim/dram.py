@@ -19,7 +19,7 @@ Multi-byte values are little-endian.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike

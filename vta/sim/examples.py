@@ -9,14 +9,24 @@ another; with ``nbuf=2`` tile t+1 loads while tile t computes and tile t-1 store
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
 from vta.config import HwConfig
-from vta.isa import Deps, Finish, Gemm, Instruction, Load, MemType, Program, ProgramBuilder, \
-    Store, Uop
+from vta.isa import (
+    Deps,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    MemType,
+    Program,
+    ProgramBuilder,
+    Store,
+    Uop,
+)
 
 __all__ = ["with_deps", "pipelined", "matmul_program", "pack_matmul", "unpack_matmul",
            "matmul_expected"]
@@ -27,7 +37,7 @@ def with_deps(insn: Instruction, **flags: bool) -> Instruction:
     d = insn.deps
     merged = {f: getattr(d, f) or flags.get(f, False)
               for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
-    return replace(insn, deps=Deps(**merged))  # type: ignore[type-var]
+    return replace(insn, deps=Deps(**merged))
 
 
 def _mark(group: list[Instruction], first: dict[str, bool], last: dict[str, bool]) -> None:

@@ -14,6 +14,7 @@ issued again (a tiled loop) costs only the gathers and the products.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
         if np.all(np.diff(bounds) == bounds[1]):
             equal = ws[bounds[:-1]]
         bounds = bounds.tolist()
-        groups = [(s, e, int(ws[s])) for s, e in zip(bounds[:-1], bounds[1:])]
+        groups = [(s, e, int(ws[s])) for s, e in pairwise(bounds)]
         a, x, w = a[order], x[order], ws
     by_acc = np.argsort(a, kind="stable")
     sa = a[by_acc]

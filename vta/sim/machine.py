@@ -13,15 +13,28 @@ The run ends when the environment has no events left. A unit still waiting then 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Mapping
+from typing import Any
 
 import simpy
 from numpy.typing import ArrayLike
+from simpy.resources.resource import Request
 
 from vta.config import HwConfig
-from vta.isa import (Alu, Finish, Gemm, Instruction, Load, Module, Program, Store, module_of,
-                     pops_of, pushes_of)
+from vta.isa import (
+    Alu,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    Module,
+    Program,
+    Store,
+    module_of,
+    pops_of,
+    pushes_of,
+)
 from vta.sim.dram import Dram, random_inputs
 from vta.sim.errors import DeadlockError, SimError, where
 from vta.sim.gemm import FastGemm, float_exact
@@ -145,16 +158,21 @@ class Machine:
 
     # ------------------------------------------------------------------ helpers
 
+    def _now(self) -> int:
+        """The current cycle (simpy types time as float; every delay here is an int)."""
+        return int(self.env.now)
+
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
-        dt = self.env.now - since
+        now = self._now()
+        dt = now - since
         if dt:
             setattr(u, kind, getattr(u, kind) + dt)
-            self.slices.append(Slice(u.name, kind, since, self.env.now, index, label))
+            self.slices.append(Slice(u.name, kind, since, now, index, label))
         u.waiting = None
 
-    def _acquire(self, u: _Unit, index: int) -> Generator[simpy.Event, Any, simpy.Resource]:
+    def _acquire(self, u: _Unit, index: int) -> Generator[simpy.Event, Any, Request]:
         port = self.port[u.name]
-        t = self.env.now
+        t = self._now()
         u.waiting = "the memory port"
         req = port.request()
         yield req
@@ -171,18 +189,18 @@ class Machine:
             u.current = first
             req = yield from self._acquire(u, first)
             cycles = fetch_cycles(self.hw, k)
-            start = env.now
+            start = self._now()
             yield env.timeout(cycles)
             self.port["fetch"].release(req)
             u.busy += cycles
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
-            self.slices.append(Slice("fetch", "insn", start, env.now, first,
+            self.slices.append(Slice("fetch", "insn", start, self._now(), first,
                                      f"FETCH {first}..{first + k - 1}"))
             for i in range(first, first + k):
                 u.current = i
                 m = self.info[i].module
-                t = env.now
+                t = self._now()
                 u.waiting = f"command queue {_UNIT_OF[m]} (full)"
                 yield self.cmdq[m].put(i)
                 self._waited(u, "queue", t, f"wait {_UNIT_OF[m]} queue", i)
@@ -192,14 +210,14 @@ class Machine:
         name = _UNIT_OF[module]
         u, env = self.units[name], self.env
         for _ in range(self.count[module]):
-            t = env.now
+            t = self._now()
             u.waiting = "its command queue (empty)"
             index = yield self.cmdq[module].get()
             self._waited(u, "queue", t, "wait command", index)
             u.current = index
             insn, info = self.insns[index], self.info[index]
             for q in info.pops:
-                t = env.now
+                t = self._now()
                 u.waiting = f"token queue {_qname(q)} (empty)"
                 yield self.tokq[q].get()
                 self._waited(u, "token", t, f"pop {_qname(q)}", index)
@@ -208,17 +226,18 @@ class Machine:
                 yield self.drained[Module.LOAD] & self.drained[Module.STORE]
                 u.waiting = None
             req = (yield from self._acquire(u, index)) if info.memory else None
-            start = env.now
+            start = self._now()
             yield env.timeout(info.cycles)
             if req is not None:
                 self.port[name].release(req)
-                self.bytes[insn.mem.kind] += dma_bytes(self.hw, insn)  # type: ignore[union-attr]
+                assert isinstance(insn, (Load, Store))  # only they use the memory port
+                self.bytes[insn.mem.kind] += dma_bytes(self.hw, insn)
             u.busy += info.cycles
             if self.execute is not None:
                 self.execute(index, insn)
-            self.slices.append(Slice(name, "insn", start, env.now, index, mnemonic(insn)))
+            self.slices.append(Slice(name, "insn", start, self._now(), index, mnemonic(insn)))
             for q in info.pushes:
-                t = env.now
+                t = self._now()
                 u.waiting = f"token queue {_qname(q)} (full)"
                 yield self.tokq[q].put(True)
                 self._waited(u, "queue", t, f"push {_qname(q)}", index)
@@ -227,7 +246,7 @@ class Machine:
             if module in self.drained and u.insns == self.count[module]:
                 self.drained[module].succeed()
             if isinstance(insn, Finish):
-                self.finished_at = env.now
+                self.finished_at = self._now()
 
     # ------------------------------------------------------------------ run
 

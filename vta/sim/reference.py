@@ -7,7 +7,7 @@ there is none. The meaning of each instruction is in ``vta.sim.kernels``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike

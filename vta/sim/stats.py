@@ -20,10 +20,12 @@ Definitions (all in cycles of the board clock):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vta.isa import Program
 
@@ -113,7 +115,8 @@ class SimResult:
     program: Program = field(repr=False)
     stats: SimStats
     slices: tuple[Slice, ...] = field(repr=False)
-    inputs: Mapping[str, np.ndarray] = field(repr=False)
+    #: the inputs as given to ``simulate`` (or the random ones it drew)
+    inputs: Mapping[str, ArrayLike] = field(repr=False)
     #: final contents of every allocation (as ``run_reference`` returns); empty if timing-only
     outputs: Mapping[str, np.ndarray] = field(repr=False)
     #: the final DRAM image (None if timing-only)

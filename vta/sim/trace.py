@@ -24,7 +24,7 @@ __all__ = ["trace_events", "write_trace"]
 def _insn_args(result: SimResult, index: int) -> dict[str, Any]:
     insn = result.program.instructions[index]
     args: dict[str, Any] = {"index": index, "asm": format_insn(insn, result.program)}
-    for f in fields(insn):  # type: ignore[arg-type]
+    for f in fields(insn):
         v = getattr(insn, f.name)
         args[f.name] = str(v) if f.name == "deps" else (v.name if hasattr(v, "name") else v)
     return args
