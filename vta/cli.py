@@ -107,6 +107,46 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     return 0 if check is None or check["passed"] else 1
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    if args.target != "vta":
+        from vta.gpu.cli_support import run_gpu_workload
+
+        return run_gpu_workload(args)
+    from vta.compiler.driver import compile_workload, run_workload
+    from vta.compiler.workloads import resolve
+    from vta.config import HwConfig
+    from vta.sim import format_report
+
+    hw = HwConfig.from_yaml(args.hw)
+    w = resolve(args.workload, args.sizes, batch=args.batch, height=args.height,
+                width=args.width, in_channels=args.in_channels, out_channels=args.out_channels,
+                kernel=args.kernel, stride=args.stride, pad=args.pad)
+    knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
+             "vthreads": args.vthreads, "vt_axis": args.vt_axis}
+    compiled = compile_workload(w, hw, latency_hiding=not args.no_latency_hiding, **knobs)
+    if args.dump_ir:
+        print(compiled.result.dump(args.dump_ir))
+    r = run_workload(w, hw, seed=args.seed or 0, trace_path=args.trace, compiled=compiled,
+                     check_reference=args.check_reference)
+    r.seconds_compile = compiled.result.seconds
+    s = r.summary()
+    if args.json:
+        print(json.dumps(s, indent=2, default=str))
+    else:
+        print(f"{s['workload']}: {s['shape']} on {hw.name}  schedule {s['schedule']}")
+        print(format_report(r.sim, hw), end="")
+        print(f"roofline: {s['roofline_cycles']:,.0f} cycles (compute {s['roofline_compute_cycles']:,.0f},"
+              f" memory {s['roofline_memory_cycles']:,.0f}); achieved {s['of_roofline']:.1%} of it")
+        print(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
+              f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
+              f"acc hazards {s['acc_hazards']}")
+        if args.trace:
+            print(f"trace written to {args.trace}")
+        print("PASS: bit-exact against numpy" if r.passed else
+              f"FAIL: {r.mismatches} output elements differ from numpy")
+    return 0 if r.passed else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vta", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -130,6 +170,32 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-check", action="store_true",
                      help="do not run the reference interpreter to check the outputs")
     sim.set_defaults(func=_cmd_sim)
+
+    run = sub.add_parser("run", help="compile a workload, simulate it, check it against numpy")
+    run.add_argument("workload", nargs="?", default="conv2d",
+                     help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K]")
+    run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
+    run.add_argument("--hw", default="hwconfigs/pynq.yaml", help="hardware config YAML")
+    for flag in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
+                 "pad"):
+        run.add_argument(f"--{flag}", type=int, default=None, help=f"override the {flag}")
+    for knob in ("tco", "tci", "th", "tw", "vthreads"):
+        run.add_argument(f"--{knob}", type=int, default=None, help=f"schedule knob {knob}")
+    run.add_argument("--vt-axis", choices=("oh", "oc"), default=None,
+                     help="virtual-thread axis (output rows or output channels)")
+    run.add_argument("--no-latency-hiding", action="store_true",
+                     help="one virtual thread (no load/compute overlap)")
+    run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace")
+    run.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    run.add_argument("--seed", type=int, default=None, help="seed for the random inputs")
+    run.add_argument("--dump-ir", metavar="PASS", help="print the IR after PASS (or 'all')")
+    run.add_argument("--check-reference", action="store_true",
+                     help="also run the reference interpreter and compare it with the machine")
+    run.add_argument("--target", choices=("vta", "cuda", "cuda-emu"), default="vta",
+                     help="vta: the simulated accelerator; cuda: a GPU through CuPy; "
+                          "cuda-emu: the generated kernel in the SIMT emulator")
+    run.add_argument("--emit-cuda", action="store_true", help="print the generated CUDA kernel")
+    run.set_defaults(func=_cmd_run)
 
     return p
 

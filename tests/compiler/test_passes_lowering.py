@@ -1,0 +1,84 @@
+"""inject_dma, tensorize, lower_alu, uop_gen: before/after structure."""
+
+from _vta_helpers import lowered, nodes, run_until
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.passes._common import evaluate
+from vta.compiler.passes.uop_gen import fold_loops
+from vta.compiler.schedules.default import ConvSchedule
+from vta.compiler.vta_ir import AluInsn, AluNest, DmaLoad, DmaStore, GemmInsn, GemmNest
+from vta.isa import AluOp
+
+
+def _stage(f: S.PrimFunc, name: str) -> S.Stmt:
+    from vta.compiler.passes._common import stages
+
+    return next(s for s in stages(f.body) if s.value == name).body
+
+
+def test_inject_dma_input_copy_becomes_padded_2d_loads() -> None:
+    before = run_until(lowered(), "scratchpad_alloc")
+    assert not nodes(before, DmaLoad)
+    f = run_until(lowered(), "inject_dma")
+    inp = _stage(f, "data.inp")
+    # one DMA per input-channel block (3-D copy split into 2-D DMAs)
+    assert isinstance(inp, S.For) and inp.extent == E.IntImm(2)
+    dma = inp.body
+    assert isinstance(dma, DmaLoad) and dma.mem == "inp"
+    # first row tile (oh_o = 0, vt = 0): one row and one column of zero padding at the top/left
+    env = {v: 0 for v in E.free_vars(dma)}
+    assert [evaluate(x, env) for x in (dma.pad_y0, dma.pad_x0, dma.pad_x1)] == [1, 1, 1]
+    assert evaluate(dma.y_size, env) == 4 and evaluate(dma.x_size, env) == 6
+    assert evaluate(dma.x_stride, env) == 6
+    # weights: one contiguous 2-D DMA; the out copy: a STORE
+    assert isinstance(_stage(f, "kernel.wgt"), DmaLoad)
+    assert nodes(f, DmaStore)
+
+
+def test_tensorize_replaces_region_with_gemm_nest() -> None:
+    f = run_until(lowered(), "tensorize")
+    assert not any(isinstance(n, S.AttrStmt) and n.key == "tensorize" for n in E.walk(f.body))
+    gemms = nodes(f, GemmNest)
+    reset = [g for g in gemms if g.reset]
+    upd = [g for g in gemms if not g.reset]
+    assert len(reset) == 1 and len(upd) == 1
+    assert [n for _, n in upd[0].loops] == [2, 3, 6, 2, 3, 3]  # co y x ci r q
+
+
+def test_lower_alu_epilogue_order() -> None:
+    f = run_until(lowered(), "lower_alu")
+    ops = [(a.op, a.imm) for a in nodes(f, AluNest)]
+    assert ops == [(AluOp.SHR, 8), (AluOp.ADD, None), (AluOp.MAX, 0), (AluOp.MIN, 127)]
+
+
+def test_uop_gen_folds_big_loops() -> None:
+    f = run_until(lowered(), "uop_gen")
+    gemm = [g for g in nodes(f, GemmInsn) if not g.reset][0]
+    # x (6) and y (3) or a channel loop fold; the rest are micro-ops
+    assert gemm.iter_out * gemm.iter_in * len(gemm.uops) == 2 * 3 * 6 * 2 * 9
+    assert len(gemm.uops) <= 2 * 9 * 2 * 3
+    alu = nodes(f, AluInsn)
+    assert all(len(a.uops) == 1 for a in alu if a.use_imm)  # contiguous tile: one uop
+
+
+def test_fold_loops_avoids_hazards_and_merges() -> None:
+    a, b, c = E.Var("a"), E.Var("b"), E.Var("c")
+    # a (4) and b (8) compose in every field (a = 8 * b): they merge into one loop of 32
+    fo = fold_loops([(a, 4), (b, 8), (c, 3)], [(8, 8, 0), (1, 1, 0), (0, 0, 1)], (11, 11, 10),
+                    4, 100, True)
+    exts = sorted([fo.fo[0], fo.fi[0]])
+    assert exts == [3, 32] and fo.uop_loops == []
+    # a reduction as iter_in with a single uop would revisit an acc entry every op: the
+    # reduction goes outside, the spatial loop inside
+    fo = fold_loops([(a, 4), (c, 50)], [(1, 1, 0), (0, 0, 1)], (11, 11, 10), 4, 100, True)
+    assert (fo.fo[0], fo.fi[0]) == (50, 4) and fo.fi[1][0] == 1
+
+
+def test_strided_1x1_lowering_has_no_padding() -> None:
+    spec = Conv2dSpec(n=1, ic=16, h=8, w=8, oc=16, kh=1, kw=1, stride=2, pad=0)
+    f = run_until(lowered(spec, ConvSchedule(1, 1, 2, 4, 1)), "inject_dma")
+    for d in nodes(f, DmaLoad):
+        env = {v: 0 for v in E.free_vars(d)}
+        assert evaluate(d.pad_x0, env) == 0 and evaluate(d.pad_y0, env) == 0

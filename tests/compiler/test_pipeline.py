@@ -1,0 +1,61 @@
+"""The pass list, --dump-ir text, default schedules for every shipped config, named errors."""
+
+import pytest
+from _vta_helpers import HWCONFIGS, hw
+
+from vta.compiler.driver import compile_workload
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.pipeline import PASS_NAMES, PASSES, UnknownPass
+from vta.compiler.schedules.default import ConvSchedule, ScheduleError, default_schedule, fit_report
+from vta.compiler.workloads import RESNET18, Workload, resolve
+from vta.config import HwConfig
+
+
+def test_pass_order_and_reasons() -> None:
+    assert [n for n, _, _ in PASSES] == [
+        "bound_inference", "scratchpad_alloc", "inject_dma", "tensorize", "lower_alu", "uop_gen",
+        "virtual_thread", "flatten", "coproc_sync"]
+    assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
+    for _, fn, _ in PASSES:
+        mod = __import__(fn.__module__, fromlist=["_"])
+        assert "Pre:" in mod.__doc__ and "Post:" in mod.__doc__
+
+
+def test_dump_ir_after_each_pass() -> None:
+    c = compile_workload(resolve("matmul", [16, 16, 16]), hw(), check=True)
+    for name in ("input", *PASS_NAMES):
+        text = c.result.dump(name)
+        assert text.startswith(f"# after {name}")
+    assert "dma_load.inp" in c.result.dump("inject_dma")
+    assert "gemm(" in c.result.dump("tensorize")
+    assert "alu.shr" in c.result.dump("lower_alu")
+    assert "pop_prev" in c.result.dump("coproc_sync") or "push_next" in c.result.dump("coproc_sync")
+    assert "FINISH" in c.result.dump("emit")
+    assert c.result.dump("all").count("# after") == len(PASS_NAMES) + 1
+    with pytest.raises(UnknownPass):
+        c.result.dump("nope")
+
+
+@pytest.mark.parametrize("cfg", HWCONFIGS, ids=lambda p: p.stem)
+def test_every_resnet_layer_gets_a_fitting_schedule(cfg) -> None:  # type: ignore[no-untyped-def]
+    h = HwConfig.from_yaml(cfg)
+    for layer in RESNET18:
+        spec = resolve(f"resnet18:{layer}").spec
+        s = default_schedule(spec, h)
+        fit_report(spec, h, s)
+        assert s.vthreads in (1, 2)
+
+
+def test_too_large_tile_fails_at_compile_time() -> None:
+    w = Workload("c", Conv2dSpec(n=1, ic=64, h=56, w=56, oc=64, kh=3, kw=3, stride=1, pad=1))
+    with pytest.raises(ScheduleError, match="inp scratchpad of pynq: needs .* bytes .*available "
+                                            "32768 bytes"):
+        compile_workload(w, hw(), tco=4, tci=4, th=56, tw=56)
+
+
+def test_overrides_are_honoured() -> None:
+    spec = resolve("conv2d").spec
+    s = default_schedule(spec, hw(), vthreads=1, th=4)
+    assert s.vthreads == 1 and s.th == 4
+    with pytest.raises(ScheduleError, match="must be >= 1"):
+        ConvSchedule(0, 1, 1, 1)

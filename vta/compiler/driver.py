@@ -1,0 +1,186 @@
+"""Compile and run a workload on the simulated accelerator, checked bit-exact against numpy.
+
+``run_workload`` is what ``vta run`` calls: choose the schedule (the default model, with any
+knob overridden), lower the op to a loop nest, run the VTA pipeline, pack random inputs,
+simulate (cycle-level, and optionally the reference interpreter too), unpack and compare with
+the numpy reference, and report cycles, utilization, the roofline bound and traffic.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vta.compiler.ops import packing
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_func, conv2d_reference, packed_dims
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.matmul import MatmulSpec, matmul_reference
+from vta.compiler.pipeline import CompileResult, compile_func
+from vta.compiler.schedules.default import ConvSchedule, default_schedule, fit_report
+from vta.compiler.workloads import Workload
+from vta.config import HwConfig
+
+__all__ = ["Compiled", "RunResult", "compile_workload", "run_workload", "roofline"]
+
+
+@dataclass
+class Compiled:
+    workload: Workload
+    hw: HwConfig
+    conv: Conv2dSpec
+    schedule: ConvSchedule
+    epilogue: Epilogue
+    result: CompileResult
+
+    @property
+    def program(self):  # type: ignore[no-untyped-def]
+        return self.result.program
+
+
+def _conv_of(w: Workload, hw: HwConfig) -> Conv2dSpec:
+    return w.spec if isinstance(w.spec, Conv2dSpec) else w.spec.as_conv(hw.gemm.batch)
+
+
+def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
+                     epilogue: Epilogue | None = None, check: bool = False,
+                     **knobs: Any) -> Compiled:
+    conv = _conv_of(w, hw)
+    epi = epilogue or Epilogue()
+    vth = knobs.pop("vthreads", None)
+    if not latency_hiding:
+        vth = 1
+    over = {k: v for k, v in knobs.items() if v is not None}
+    if {"tco", "tci", "th", "tw"} <= over.keys():
+        sch = ConvSchedule(over["tco"], over["tci"], over["th"], over["tw"], vth or 1,
+                           over.get("vt_axis", "oh"))
+        fit_report(conv, hw, sch)
+    else:
+        sch = default_schedule(conv, hw, vthreads=vth, **over)
+    func = conv2d_func(conv, hw, sch, epi, name=w.kind)
+    return Compiled(w, hw, conv, sch, epi, compile_func(func, hw, check=check))
+
+
+def roofline(c: Compiled) -> dict[str, float]:
+    """Compute- and memory-bound cycles of the layer (unpadded ops; minimal DRAM traffic:
+    every packed tensor moved exactly once)."""
+    hw, conv = c.hw, c.conv
+    ops = c.workload.spec.ops
+    compute = ops / (2 * hw.macs_per_cycle)
+    g = hw.gemm
+    icb, ocb = math.ceil(conv.ic / g.block_in), math.ceil(conv.oc / g.block_out)
+    nb = math.ceil(conv.n / g.batch)
+    byts = (nb * icb * conv.h * conv.w * hw.inp_elem_bytes
+            + ocb * icb * conv.kh * conv.kw * hw.wgt_elem_bytes
+            + (ocb * hw.acc_elem_bytes if c.epilogue.bias else 0)
+            + nb * ocb * conv.oh * conv.ow * hw.out_elem_bytes)
+    memory = byts / hw.memory.bus_bytes
+    return {"compute_cycles": compute, "memory_cycles": memory, "bound_cycles": max(compute, memory),
+            "min_bytes": byts, "ops": ops}
+
+
+@dataclass
+class RunResult:
+    compiled: Compiled
+    passed: bool
+    cycles: int
+    seconds_compile: float
+    seconds_sim: float
+    stats: Any
+    sim: Any
+    roofline: dict[str, float]
+    reference_agrees: bool | None = None
+    mismatches: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        c, hw, st = self.compiled, self.compiled.hw, self.stats
+        t = self.cycles / (hw.board.clock_mhz * 1e6)
+        ops = self.roofline["ops"]
+        units = {n: {"busy": u.busy, "token": u.token, "queue": u.queue, "memory": u.memory,
+                     "idle": u.idle, "insns": u.insns} for n, u in st.units.items()}
+        return {
+            "workload": c.workload.name, "shape": c.workload.spec.describe(), "hw": hw.name,
+            "schedule": {"tco": c.schedule.tco, "tci": c.schedule.tci, "th": c.schedule.th,
+                         "tw": c.schedule.tw, "vthreads": c.schedule.vthreads,
+                         "vt_axis": c.schedule.vt_axis},
+            "passed": self.passed, "mismatches": self.mismatches,
+            "reference_agrees": self.reference_agrees,
+            "cycles": self.cycles, "time_ms": t * 1e3, "gops": ops / t / 1e9 if t else 0.0,
+            "gemm_cycles": st.gemm_cycles, "utilization": st.gemm_cycles / self.cycles,
+            "ideal_gemm_cycles": self.roofline["compute_cycles"],
+            "roofline_cycles": self.roofline["bound_cycles"],
+            "roofline_compute_cycles": self.roofline["compute_cycles"],
+            "roofline_memory_cycles": self.roofline["memory_cycles"],
+            "of_roofline": self.roofline["bound_cycles"] / self.cycles,
+            "instructions": len(c.program.instructions),
+            "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,
+            "bytes": dict(st.bytes), "units": units,
+            "compile_s": self.seconds_compile, "sim_s": self.seconds_sim,
+        }
+
+
+def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Random user tensors and their packed simulator inputs (by DRAM allocation name)."""
+    rng = np.random.default_rng(seed)
+    hw, g, conv = c.hw, c.hw.gemm, c.conv
+    P = packed_dims(conv, hw, c.schedule)
+    bias = rng.integers(-(1 << 12), 1 << 12, size=(conv.oc,), dtype=np.int32)
+    if isinstance(c.workload.spec, MatmulSpec):
+        m = c.workload.spec
+        x = rng.integers(-128, 128, size=(m.m, m.k), dtype=np.int8)
+        wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
+        data = packing.pack_rows(x, g.batch, g.block_in, P.data_shape)
+        user = {"x": x, "w": wt, "bias": bias}
+    else:
+        x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
+        wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
+        data = packing.pack_data(x, g.batch, g.block_in, P.data_shape)
+        user = {"x": x, "w": wt, "bias": bias}
+    kernel = packing.pack_kernel(wt.reshape(wt.shape[0], wt.shape[1], conv.kh, conv.kw),
+                                 g.block_out, g.block_in, P.kernel_shape)
+    packed = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
+    if c.epilogue.bias:
+        packed["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
+    return user, packed
+
+
+def expected_and_actual(c: Compiled, user: dict[str, np.ndarray],
+                        outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    P = packed_dims(c.conv, c.hw, c.schedule)
+    res = np.asarray(outputs["res"]).reshape(P.res_shape)
+    bias = user["bias"] if c.epilogue.bias else None
+    if isinstance(c.workload.spec, MatmulSpec):
+        m = c.workload.spec
+        return (matmul_reference(user["x"], user["w"], bias, c.epilogue),
+                packing.unpack_rows(res, m.m, m.n))
+    conv = c.conv
+    return (conv2d_reference(user["x"], user["w"], bias, conv, c.epilogue),
+            packing.unpack_result(res, conv.n, conv.oc, conv.oh, conv.ow))
+
+
+def run_workload(w: Workload, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
+                 trace_path: str | None = None, check_reference: bool = False,
+                 compiled: Compiled | None = None, **knobs: Any) -> RunResult:
+    from vta.sim import run_reference, simulate
+
+    t0 = time.perf_counter()
+    c = compiled or compile_workload(w, hw, latency_hiding=latency_hiding, **knobs)
+    t_compile = time.perf_counter() - t0
+    user, packed = make_inputs(c, seed)
+    t1 = time.perf_counter()
+    sim = simulate(c.program, hw, packed, trace_path=trace_path)
+    t_sim = time.perf_counter() - t1
+    want, got = expected_and_actual(c, user, sim.outputs)
+    mism = int(np.count_nonzero(want != got))
+    agrees = None
+    if check_reference:
+        ref = run_reference(c.program, hw, packed)
+        ref_out = ref.outputs if hasattr(ref, "outputs") else ref
+        agrees = all(np.array_equal(np.asarray(ref_out[k]), np.asarray(v))
+                     for k, v in sim.outputs.items())
+    return RunResult(c, mism == 0 and agrees is not False, sim.stats.cycles, t_compile, t_sim,
+                     sim.stats, sim, roofline(c), agrees, mism)

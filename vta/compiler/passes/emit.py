@@ -1,0 +1,97 @@
+"""Emit: the token-synchronised instruction stream becomes an ``isa.Program``.
+
+Pre:  ``insert_tokens`` has run (flat ``Insn`` stream with dependency flags).
+Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in parameter order,
+      one per global buffer (kind from how it is moved: loaded into inp/wgt/acc, or stored
+      from out), then ``uops``; micro-op blocks deduplicated and placed in the uop buffer: all
+      loaded by one LOAD UOP at the start when they fit, else loaded on demand into a ring
+      (the compute module runs in order, so a block is never overwritten while in use); DRAM
+      offsets made absolute; a FINISH at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vta.compiler import stmt as S
+from vta.compiler.passes._common import CompileError, entries_of
+from vta.compiler.vta_ir import Insn
+from vta.config import HwConfig
+from vta.isa import Alu, Finish, Gemm, Load, MemType, Program, ProgramBuilder, Store, Uop
+
+__all__ = ["emit_program"]
+
+
+def _insns(func: S.PrimFunc) -> list[Insn]:
+    body = func.body
+    while isinstance(body, S.Allocate):
+        body = body.body
+    xs = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    if not all(isinstance(x, Insn) for x in xs):
+        raise CompileError(f"{func.name}: emit needs the flattened instruction stream")
+    return xs  # type: ignore[return-value]
+
+
+def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
+    insns = _insns(func)
+    kinds: dict[S.Buffer, str] = {}
+    for ins in insns:
+        if ins.dram is not None:
+            i = ins.insn
+            k = "out" if isinstance(i, Store) else i.mem.kind  # type: ignore[union-attr]
+            if kinds.setdefault(ins.dram, k) != k:
+                raise CompileError(f"{func.name}: global buffer {ins.dram.name} is moved as both "
+                                   f"{kinds[ins.dram]} and {k}")
+    pb = ProgramBuilder(hw)
+    allocs = {}
+    for p in func.params:
+        if p in kinds:
+            allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
+    # micro-op blocks, deduplicated, in first-use order
+    blocks: dict[tuple[Uop, ...], int] = {}
+    for ins in insns:
+        if ins.uops and ins.uops not in blocks:
+            blocks[ins.uops] = -1
+    total = sum(len(b) for b in blocks)
+    depth = hw.uop_depth
+    if any(len(b) > depth for b in blocks):
+        raise CompileError(f"{func.name}: an instruction needs more micro-ops than the uop "
+                           f"buffer holds ({depth})")
+    uop_alloc = pb.alloc("uops", "uop", 0)
+    dram_pos: dict[tuple[Uop, ...], int] = {}
+    for b in blocks:
+        dram_pos[b] = pb.add_uops("uops", b)
+    resident: dict[tuple[Uop, ...], int] = {}
+    out = []
+    if total <= depth:
+        pos = 0
+        for b in blocks:
+            resident[b] = pos
+            pos += len(b)
+        if total:
+            out.append(Load(MemType.UOP, 0, uop_alloc.base, 1, total, total))
+    cursor = 0
+    for ins in insns:
+        i = ins.insn
+        if isinstance(i, (Gemm, Alu)):
+            b = ins.uops
+            if b not in resident:
+                if cursor + len(b) > depth:
+                    cursor = 0
+                lo, hi = cursor, cursor + len(b)
+                for ob, op in list(resident.items()):
+                    if op < hi and lo < op + len(ob):
+                        del resident[ob]
+                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[b], 1, len(b), len(b)))
+                resident[b] = lo
+                cursor = hi
+            start = resident[b]
+            out.append(dataclasses.replace(i, uop_bgn=start, uop_end=start + len(b)))
+        elif isinstance(i, (Load, Store)):
+            assert ins.dram is not None
+            out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
+        else:
+            out.append(i)
+    out.append(Finish())
+    pb.extend(out)
+    return pb.build()

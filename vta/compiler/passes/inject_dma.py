@@ -1,0 +1,192 @@
+"""DMA insertion: copy stages between global memory and a scratchpad become 2-D DMAs.
+
+Pre:  scratchpad allocation has run. A copy stage is ``AttrStmt("stage")`` over a perfect loop
+      nest whose body is one ``BufferStore`` between a global buffer and an on-chip buffer: a
+      load ``onchip[i] = g[f(i)]`` or ``= select(in_bounds, g[f(i)], 0)`` (an inlined padding
+      stage), or a store ``g[f(i)] = cast(acc[i])`` (the out write; the narrowing is the STORE
+      from the out scratchpad). The two innermost indices of both sides are the entry.
+Post: each copy stage's nest is replaced by ``DmaLoad``/``DmaStore`` statements: the innermost
+      loops contiguous in both SRAM and DRAM merge into the row (x), the next loops into the
+      rows (y, any DRAM stride), and loops that do not merge stay as loops around several
+      DMAs (a >2-D copy is split). The in-bounds condition becomes zero padding on four sides
+      (pads, sizes and the DRAM offset are expressions in the tile loops); other stages are
+      unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.passes._common import (
+    ONCHIP,
+    CompileError,
+    affine,
+    entry_shape,
+    flat_entry,
+    loop_nest,
+    map_stmt,
+    sram_map,
+    strip_cast,
+)
+from vta.compiler.vta_ir import DmaLoad, DmaStore
+from vta.config import HwConfig
+
+__all__ = ["inject_dma"]
+
+MAX_PAD = 15  # 4-bit pad fields
+
+
+@dataclass
+class _Dim:
+    var: E.Var
+    ext: int
+    sram: int  # coefficient in the SRAM entry index
+    dram: int  # coefficient in the DRAM entry index
+    gdim: int | None  # the global dim this loop walks with coefficient 1 (padding), if any
+
+
+def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    bases = sram_map(func)
+
+    def rewrite(s: S.Stmt) -> S.Stmt | None:
+        if isinstance(s, S.AttrStmt) and s.key == "stage":
+            new = _copy_stage(func, s, bases)
+            return None if new is None else S.AttrStmt("stage", s.value, new)
+        return None
+
+    return func.with_body(map_stmt(func.body, rewrite))
+
+
+def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Expr]) -> S.Stmt | None:
+    if not isinstance(stage.body, S.For):
+        return None
+    try:
+        loops, body = loop_nest(stage.body)
+    except CompileError:
+        return None
+    if not isinstance(body, S.BufferStore):
+        return None
+    value = strip_cast(body.value)
+    cond = None
+    if isinstance(value, E.Select):
+        if not (isinstance(value.f, E.IntImm) and value.f.value == 0):
+            return None
+        cond, value = value.cond, strip_cast(value.t)
+    if not isinstance(value, S.BufferLoad):
+        return None
+    dst, src = body.buffer, value.buffer
+    if dst.scope in ONCHIP and src.scope == "global":
+        onchip, oidx, glob, gidx, is_load = dst, body.indices, src, value.indices, True
+    elif dst.scope == "global" and src.scope == "acc":
+        onchip, oidx, glob, gidx, is_load = src, value.indices, dst, body.indices, False
+    else:
+        return None
+    where = f"{func.name}: stage {stage.value}"
+    if oidx[-2:] != gidx[-2:] or not all(isinstance(i, E.Var) for i in oidx[-2:]):
+        raise CompileError(f"{where}: the entry dims of {onchip.name} and {glob.name} must be "
+                           f"copied whole (same innermost two indices)")
+    if glob.shape[-2:] != onchip.shape[-2:]:
+        raise CompileError(f"{where}: entry shapes differ: {glob.name} {glob.shape[-2:]} vs "
+                           f"{onchip.name} {onchip.shape[-2:]}")
+    entry_vars = set(oidx[-2:])
+    outer = [(v, n) for v, n in loops if v not in entry_vars]
+    ovars = [v for v, _ in outer]
+    s_coef, s_rest = affine(flat_entry(onchip, oidx), ovars)
+    d_coef, d_rest = affine(flat_entry(glob, gidx), ovars)
+    if not isinstance(s_rest, E.IntImm) or s_rest.value != 0:
+        raise CompileError(f"{where}: {onchip.name} must be indexed from 0 by the copy loops")
+    padded: dict[E.Var, tuple[int, E.Expr]] = {}  # var -> (global dim, offset of that dim)
+    if cond is not None:
+        checked = [x for n in E.walk(cond) if isinstance(n, E.Cmp) for x in (n.a, n.b)]
+        for d, e in enumerate(gidx[: len(entry_shape(glob))]):
+            if not any(e == x for x in checked):
+                continue  # the in-bounds condition does not test this dim
+            c, rest = affine(e, ovars)
+            if len(c) == 1:
+                (v, k), = c.items()
+                if k != 1:
+                    raise CompileError(f"{where}: padded dimension {d} of {glob.name} is walked "
+                                       f"with stride {k}; a LOAD pads only unit-stride rows")
+                padded[v] = (d, rest)
+    dims = [_Dim(v, n, s_coef.get(v, 0), d_coef.get(v, 0), padded.get(v, (None,))[0])
+            for v, n in outer]
+    base = bases[onchip]
+    mem = onchip.scope
+    # x: the innermost loops contiguous in SRAM and DRAM
+    xs: list[_Dim] = []
+    rest_dims = list(dims)
+    run = 1
+    while rest_dims:
+        d = rest_dims[-1]
+        if d.sram == run and d.dram == run and (not xs or (d.gdim is None and xs[-1].gdim is None)):
+            xs.append(rest_dims.pop())
+            run *= d.ext
+        else:
+            break
+    if not xs:  # nothing contiguous: one entry per row, rows from the innermost loop
+        cols = 1
+    else:
+        cols = run
+    ys: list[_Dim] = []
+    rows = 1
+    stride = None
+    while rest_dims:
+        d = rest_dims[-1]
+        if d.sram != cols * rows or d.ext == 0:
+            break
+        if stride is None:
+            if xs and xs[0].gdim is not None and d.gdim is None and False:
+                break
+            stride = d.dram
+        elif d.dram != stride * rows or d.gdim is not None or (ys and ys[-1].gdim is not None):
+            break
+        ys.append(rest_dims.pop())
+        rows *= d.ext
+    if stride is None:
+        stride = cols
+    loop_dims = rest_dims  # stay as loops around the DMA
+    for d in loop_dims:
+        if d.gdim is not None:
+            raise CompileError(f"{where}: dimension {d.gdim} of {glob.name} needs padding but is"
+                               f" not one of the DMA's two dimensions")
+    # padding: only a single-loop x or y can be padded
+    zero = E.IntImm(0)
+    pad = {"y0": zero, "y1": zero, "x0": zero, "x1": zero}
+    env_sub: dict[E.Var, E.Expr] = {}
+    x_size: E.Expr = E.IntImm(cols)
+    y_size: E.Expr = E.IntImm(rows)
+    for axis, group, total in (("x", xs, cols), ("y", ys, rows)):
+        pd = [d for d in group if d.gdim is not None]
+        if not pd:
+            for d in group:
+                env_sub[d.var] = zero
+            continue
+        if len(group) != 1:
+            raise CompileError(f"{where}: a padded DMA dimension must be a single loop")
+        d = group[0]
+        gdim, off = padded[d.var]
+        lim = glob.shape[gdim]
+        p0 = E.min_(E.max_(0 - off, 0), total)
+        p1 = E.min_(E.max_(off + total - lim, 0), total - p0)
+        if axis == "y":
+            p1 = E.min_(p1, MAX_PAD)  # rows past the image feed only discarded outputs
+            y_size = E.max_(E.IntImm(total) - p0 - E.max_(off + total - lim, 0), 0)
+        else:
+            x_size = E.IntImm(total) - p0 - p1
+        pad[axis + "0"], pad[axis + "1"] = p0, p1
+        env_sub[d.var] = p0
+    dram_base = E.substitute(d_rest + sum((E.IntImm(d.dram) * d.var for d in dims), E.IntImm(0)),
+                             env_sub) if dims else d_rest
+    sram_base = base + sum((E.IntImm(d.sram) * d.var for d in loop_dims), E.IntImm(0))
+    dram_base = E.simplify_int(dram_base)
+    stmt: S.Stmt
+    if is_load:
+        stmt = DmaLoad(mem, onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride),
+                       pad["y0"], pad["y1"], pad["x0"], pad["x1"])
+    else:
+        stmt = DmaStore(onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride))
+    for d in reversed(loop_dims):
+        stmt = S.For(d.var, E.IntImm(0), E.IntImm(d.ext), stmt)
+    return stmt

@@ -1,0 +1,84 @@
+"""Scratchpad allocation: an SRAM base (in entries) for every on-chip buffer, per scope.
+
+Pre:  bound inference has run; on-chip buffers are ``Allocate``d with packed shapes whose last
+      two dims form one scratchpad entry (batch x block).
+Post: the same body; ``attrs["sram"]`` = ((buffer, base, entries), ...) where ``base`` is an
+      expression: a constant, or ``c + vt * entries`` for a buffer allocated inside a virtual
+      thread loop (each thread gets its own copy, as VTA's InjectVirtualThread duplicates
+      buffers). Buffers of a scope are laid out one after another. Capacity is checked here, at
+      compile time: ``ScratchpadOverflow`` names the buffer, the bytes needed and available.
+      The out scratchpad mirrors acc (same entry indices), so acc-scope buffers cover both.
+"""
+
+from __future__ import annotations
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.passes._common import CompileError, entries_of, set_attr
+from vta.config import HwConfig
+
+__all__ = ["allocate_scratchpads", "ScratchpadOverflow"]
+
+_SCOPES = ("inp", "wgt", "acc")
+
+
+class ScratchpadOverflow(CompileError):
+    """The on-chip buffers of a scope need more than the scratchpad holds."""
+
+
+def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    used = {k: 0 for k in _SCOPES}
+    table: list[tuple[S.Buffer, E.Expr, int]] = []
+
+    def visit(s: S.Stmt, vt: tuple[E.Var, int] | None) -> None:
+        if isinstance(s, S.SeqStmt):
+            for x in s.stmts:
+                visit(x, vt)
+            return
+        if isinstance(s, S.For):
+            inner = (s.var, s.extent.value) if s.kind is S.ForKind.VTHREAD else vt  # type: ignore[attr-defined]
+            visit(s.body, inner)
+            return
+        if isinstance(s, S.Allocate):
+            b = s.buffer
+            if b.scope in ("out", "uop"):
+                raise CompileError(f"{func.name}: buffer {b.name}: scope {b.scope} is managed by "
+                                   f"the pipeline (use acc for results)")
+            if b.scope in _SCOPES:
+                _check_entry(func, b, hw)
+                n = entries_of(b)
+                copies = vt[1] if vt else 1
+                start = used[b.scope]
+                need = start + n * copies
+                depth = hw.depth(b.scope)
+                if need > depth:
+                    eb = hw.elem_bytes(b.scope)
+                    thr = f" x {copies} virtual threads" if copies > 1 else ""
+                    raise ScratchpadOverflow(
+                        f"{func.name}: buffer {b.name} ({b.scope}) needs {n * copies * eb} bytes "
+                        f"({n} entries{thr}), available {(depth - start) * eb} bytes of "
+                        f"{depth * eb} ({hw.name}, {start * eb} bytes used by other buffers)")
+                base: E.Expr = E.IntImm(start) + (vt[0] * n if vt else 0)
+                table.append((b, base, n))
+                used[b.scope] = need
+            visit(s.body, vt)
+            return
+        body = getattr(s, "body", None)
+        if isinstance(body, S.Stmt):
+            visit(body, vt)
+        elif isinstance(s, S.IfThenElse):
+            visit(s.then_case, vt)
+            if s.else_case is not None:
+                visit(s.else_case, vt)
+
+    visit(func.body, None)
+    return S.PrimFunc(func.name, func.params, func.body, set_attr(func, "sram", tuple(table)))
+
+
+def _check_entry(func: S.PrimFunc, b: S.Buffer, hw: HwConfig) -> None:
+    g = hw.gemm
+    want = {"inp": (g.batch, g.block_in), "wgt": (g.block_out, g.block_in),
+            "acc": (g.batch, g.block_out)}[b.scope]
+    if b.ndim < 2 or tuple(b.shape[-2:]) != want:
+        raise CompileError(f"{func.name}: buffer {b.name} ({b.scope}) must end in one entry "
+                           f"{want} of {hw.name}, got shape {b.shape}")

@@ -1,0 +1,163 @@
+"""Micro-op generation with loop folding into ``iter_out`` / ``iter_in``.
+
+Pre:  tensorize and ALU lowering have run: ``GemmNest`` / ``AluNest`` statements carry their
+      loops and affine entry indices (dst, src, wgt).
+Post: each nest is one ``GemmInsn`` / ``AluInsn`` (or a few, inside loops, when its micro-ops
+      would not fit the uop buffer). Affine index analysis gives every loop a coefficient per
+      field; adjacent loops whose coefficients compose (outer = inner x extent in every field)
+      merge into one; the two loops with the largest extents whose coefficients fit the ISA's
+      factor fields fold into ``iter_out`` / ``iter_in`` (so one instruction does thousands of
+      tensor ops); the remaining loops are enumerated as micro-ops (spatial loops innermost).
+      The choice avoids accumulator read-after-write hazards: an acc entry is not revisited
+      within ``ceil(pipeline_depth / ii)`` ops when any choice allows it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.passes._common import CompileError, affine, map_stmt
+from vta.compiler.vta_ir import AluInsn, AluNest, GemmInsn, GemmNest, UopExpr
+from vta.config import HwConfig
+
+__all__ = ["generate_uops", "fold_loops", "Folding"]
+
+MAX_ITER = (1 << 14) - 1
+
+
+class Folding:
+    """The result of folding: outer loops (stay loops), iter_out/iter_in loops, uop loops."""
+
+    def __init__(self, outer: list[tuple[E.Var, int, tuple[int, ...]]],
+                 fo: tuple[int, tuple[int, ...]], fi: tuple[int, tuple[int, ...]],
+                 uop_loops: list[tuple[int, tuple[int, ...]]]) -> None:
+        self.outer, self.fo, self.fi, self.uop_loops = outer, fo, fi, uop_loops
+
+
+def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]], field_bits: tuple[int, ...],
+               hazard_lag: int, max_uops: int, reduce_ok: bool) -> Folding:
+    """Choose the folding of a loop nest (see the module docstring).
+
+    ``coefs[k][f]``: coefficient of loop k in field f (field 0 is dst). Loops with a zero dst
+    coefficient are reductions. Returns which loops stay outer, fold, or become micro-ops.
+    """
+    # drop unit loops and merge composable neighbours (outer -> inner order)
+    items = [(v, n, c) for (v, n), c in zip(loops, coefs) if n > 1]
+    merged: list[tuple[E.Var, int, tuple[int, ...]]] = []
+    for v, n, c in items:
+        if merged:
+            pv, pn, pc = merged[-1]
+            if all(pc[f] == c[f] * n for f in range(len(c))):
+                merged[-1] = (v, pn * n, c)  # the inner var stands for the merged loop
+                continue
+        merged.append((v, n, c))
+    # a merged loop is enumerated by its own index; keep (extent, coefs)
+    cands = list(range(len(merged)))
+    limits = tuple(1 << b for b in field_bits)
+
+    def fits(k: int) -> bool:
+        n, c = merged[k][1], merged[k][2]
+        return n <= MAX_ITER and all(0 <= c[f] < limits[f] for f in range(len(c)))
+
+    best = None
+    options: list[tuple[int | None, int | None]] = [(None, None)]
+    options += [(None, k) for k in cands if fits(k)]
+    options += [(a, b) for a, b in itertools.permutations(cands, 2) if fits(a) and fits(b)]
+    for fo, fi in options:
+        rem = [k for k in cands if k not in (fo, fi)]
+        spatial = math.prod(merged[k][1] for k in rem if merged[k][2][0] != 0)
+        n_rem = math.prod(merged[k][1] for k in rem)
+        ok = True
+        if reduce_ok:
+            if any(merged[k][2][0] == 0 for k in rem) and spatial < hazard_lag:
+                ok = False
+            if fi is not None and merged[fi][2][0] == 0 and n_rem < hazard_lag:
+                ok = False
+            if fo is not None and merged[fo][2][0] == 0 and n_rem * (merged[fi][1] if fi is not None else 1) < hazard_lag:
+                ok = False
+        score = (ok, -n_rem, fo is not None and fi is not None)
+        if best is None or score > best[0]:
+            best = (score, fo, fi)
+    assert best is not None
+    _, fo, fi = best
+    rem = [k for k in cands if k not in (fo, fi)]
+    # too many micro-ops for the buffer: peel loops (outermost first) into instruction loops
+    outer: list[int] = []
+    while math.prod(merged[k][1] for k in rem) > max_uops and rem:
+        red = [k for k in rem if merged[k][2][0] == 0]
+        k = (red or rem)[0]
+        rem.remove(k)
+        outer.append(k)
+    # uop order: reductions outside, spatial inside (so an acc entry recurs as late as possible)
+    rem.sort(key=lambda k: (merged[k][2][0] != 0, k))
+    nf = len(merged[0][2]) if merged else 3
+
+    def fold(k: int | None) -> tuple[int, tuple[int, ...]]:
+        return (1, (0,) * nf) if k is None else (merged[k][1], merged[k][2])
+
+    return Folding([merged[k] for k in sorted(outer)], fold(fo), fold(fi),
+                   [(merged[k][1], merged[k][2]) for k in rem])
+
+
+def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]],
+          uop_loops: list[tuple[int, tuple[int, ...]]]) -> tuple[tuple[E.Expr, ...], ...]:
+    """Micro-op expressions: field = rest + outer vars * coef + enumerated uop offsets."""
+    base = list(rest)
+    for v, _n, c in outer:
+        for f in range(len(base)):
+            if c[f]:
+                base[f] = base[f] + v * c[f]
+    offs = [(0,) * len(base)]
+    for n, c in uop_loops:  # earlier loops are outer in the enumeration
+        offs = [tuple(o[f] + j * c[f] for f in range(len(base))) for o in offs for j in range(n)]
+    return tuple(tuple(E.simplify_int(base[f] + o[f]) for f in range(len(base))) for o in offs)
+
+
+def _as_uops(rows: tuple[tuple[E.Expr, ...], ...]) -> tuple[UopExpr, ...]:
+    return tuple(UopExpr(*r) if len(r) == 3 else UopExpr(r[0], r[1], E.IntImm(0)) for r in rows)
+
+
+def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    w = hw.isa
+    lag = -(-hw.gemm.pipeline_depth // hw.gemm.ii)
+    max_uops = max(1, hw.uop_depth // 4)
+
+    def rewrite(s: S.Stmt) -> S.Stmt | None:
+        if isinstance(s, GemmNest):
+            vars_ = [v for v, _ in s.loops]
+            fields = (s.dst, s.src, s.wgt)
+            parts = [affine(e, vars_) for e in fields]
+            coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
+            fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.inp_idx, w.wgt_idx), lag,
+                            max_uops, not s.reset)
+            uops = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+            st: S.Stmt = GemmInsn(s.reset, _as_uops(uops), fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0],
+                                  fo.fo[1][1], fo.fi[1][1], fo.fo[1][2], fo.fi[1][2])
+            return _wrap(st, fo)
+        if isinstance(s, AluNest):
+            vars_ = [v for v, _ in s.loops]
+            src = s.dst if s.src is None else s.src
+            parts = [affine(e, vars_) for e in (s.dst, src)]
+            coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
+            fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.acc_idx), 1, max_uops, False)
+            uops2 = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+            uops = _as_uops(uops2)
+            st = AluInsn(s.op, uops, fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0], fo.fo[1][1],
+                         fo.fi[1][1], s.src is None, s.imm or 0)
+            return _wrap(st, fo)
+        return None
+
+    return func.with_body(map_stmt(func.body, rewrite))
+
+
+def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:
+    for v, n, _c in reversed(fo.outer):
+        st = S.For(v, E.IntImm(0), E.IntImm(n), st)
+    return st
+
+
+def _unused() -> None:  # pragma: no cover
+    raise CompileError("unreachable")

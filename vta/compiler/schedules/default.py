@@ -1,0 +1,190 @@
+"""The default schedule model: tile sizes and virtual threads from the HwConfig.
+
+A conv2d (and a matmul, which is a 1x1 conv) is tiled as ``tco`` output-channel blocks x
+``th`` output rows x ``tw`` output columns per accumulator tile, reducing over ``tci``
+input-channel blocks per input tile. The model enumerates tiles that fit the scratchpads (with
+every per-thread buffer duplicated when ``vthreads`` = 2), and scores them with a first-order
+cycle estimate:
+
+* compute = GEMM cycles (padded shape) + epilogue ALU cycles + per-instruction overheads;
+* memory  = DRAM bytes actually moved (input tiles with their halo, once per oc tile; weights
+  once per oc tile when the whole reduction fits one tile, else once per spatial tile too;
+  outputs once) / bus width, plus a DMA latency per transfer;
+* two virtual threads overlap the two (``max``), one thread serialises them (``+``).
+
+Two virtual threads are used when two copies of the per-thread buffers fit (as VTA); the
+thread axis is the output rows (threads share the weights) or the output channels (threads
+double-buffer the weights, for weight-bound layers); the model picks the cheaper. Every knob
+can be overridden; ``fit_report`` checks a given schedule and raises a named error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from vta.config import HwConfig
+from vta.errors import VtaError
+
+__all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report"]
+
+
+class ScheduleError(VtaError):
+    """A schedule does not fit the hardware (names the buffer, bytes needed and available)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConvSchedule:
+    tco: int  # output-channel blocks per tile
+    tci: int  # input-channel blocks per tile
+    th: int  # output rows per tile
+    tw: int  # output columns per tile
+    vthreads: int = 2
+    vt_axis: str = "oh"  # "oh" or "oc"
+
+    def __post_init__(self) -> None:
+        for f in ("tco", "tci", "th", "tw", "vthreads"):
+            if getattr(self, f) < 1:
+                raise ScheduleError(f"schedule: {f} must be >= 1, got {getattr(self, f)}")
+        if self.vt_axis not in ("oh", "oc"):
+            raise ScheduleError(f"schedule: vt_axis must be 'oh' or 'oc', got {self.vt_axis!r}")
+
+
+def _blocks(spec, hw: HwConfig) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    return math.ceil(spec.ic / hw.gemm.block_in), math.ceil(spec.oc / hw.gemm.block_out)
+
+
+def footprint(spec, hw: HwConfig, s: ConvSchedule) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Scratchpad entries the schedule needs per buffer kind (threads included)."""
+    icb, _ = _blocks(spec, hw)
+    v = s.vthreads
+    v_oc = v if s.vt_axis == "oc" else 1
+    th_in = (s.th - 1) * spec.stride + spec.kh
+    tw_in = (s.tw - 1) * spec.stride + spec.kw
+    hoist = s.tci >= icb
+    wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
+    return {"inp": v * s.tci * th_in * tw_in, "wgt": wgt,
+            "acc": v * s.tco * s.th * s.tw + v_oc * s.tco}
+
+
+def fit_report(spec, hw: HwConfig, s: ConvSchedule) -> None:  # type: ignore[no-untyped-def]
+    """Raise ScheduleError naming the first buffer the schedule overflows."""
+    need = footprint(spec, hw, s)
+    for kind, entries in need.items():
+        depth = hw.depth(kind)
+        if entries > depth:
+            eb = hw.elem_bytes(kind)
+            raise ScheduleError(
+                f"schedule {_knobs(s)} does not fit the {kind} scratchpad of {hw.name}: "
+                f"needs {entries * eb} bytes ({entries} entries), available {depth * eb} bytes")
+    th_in = (s.th - 1) * spec.stride + spec.kh
+    if s.th * math.ceil(spec.oh / s.th) * spec.stride - spec.pad + th_in - spec.h > 15 + th_in:
+        pass  # rows past the image are clamped by DMA insertion
+    last_x = (math.ceil(spec.ow / s.tw) * s.tw - s.tw) * spec.stride - spec.pad
+    pad_x1 = last_x + (s.tw - 1) * spec.stride + spec.kw - spec.w
+    if pad_x1 > 15:
+        raise ScheduleError(f"schedule {_knobs(s)}: the last column tile needs {pad_x1} columns of"
+                            f" zero padding, more than a LOAD can write (15); choose tw dividing "
+                            f"the output width {spec.ow}")
+
+
+def _knobs(s: ConvSchedule) -> str:
+    return (f"(tco={s.tco}, tci={s.tci}, th={s.th}, tw={s.tw}, vthreads={s.vthreads}, "
+            f"vt_axis={s.vt_axis})")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _tile_choices(extent: int, limit: int = 64) -> list[int]:
+    """Tile sizes worth trying: sizes giving 1, 2, 3, ... tiles (little padding waste)."""
+    out = sorted({-(-extent // k) for k in range(1, min(extent, limit) + 1)})
+    return out
+
+
+def _dma(hw: HwConfig, rows: int, row_bytes: int, pads: int = 0) -> float:
+    """Cycles of one 2-D DMA (the simulator's documented timing, restated for the model)."""
+    m = hw.memory
+    beats = rows * -(-row_bytes // m.bus_bytes)
+    bursts = rows * -(-row_bytes // m.burst_bytes)
+    return max(m.latency + beats, -(-bursts // m.outstanding) * m.latency) + rows * m.row_overhead + pads
+
+
+def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-untyped-def]
+    """First-order cycles of ``spec`` under ``s`` (see the module docstring)."""
+    g = hw.gemm
+    icb, ocb = _blocks(spec, hw)
+    v = s.vthreads
+    v_oc = v if s.vt_axis == "oc" else 1
+    v_oh = v if s.vt_axis == "oh" else 1
+    nb = math.ceil(spec.n / g.batch)
+    icp = -(-icb // s.tci) * s.tci
+    ocp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
+    ohp = -(-spec.oh // (s.th * v_oh)) * s.th * v_oh
+    owp = -(-spec.ow // s.tw) * s.tw
+    k2 = spec.kh * spec.kw
+    n_ic = icp // s.tci
+    tiles = nb * (ocp // s.tco) * (ohp // s.th) * (owp // s.tw)
+    entries = s.tco * s.th * s.tw
+    ov = g.pipeline_depth + 4  # per compute instruction (issue, pipeline drain)
+    c_step = entries * s.tci * k2 * g.ii + ov
+    c_epi = entries * 6 + 5 * ov  # reset, SHR, ADD (reg: 2), MAX, MIN
+    th_in = (s.th - 1) * spec.stride + spec.kh
+    tw_in = (s.tw - 1) * spec.stride + spec.kw
+    m_inp = s.tci * _dma(hw, th_in, tw_in * hw.inp_elem_bytes)
+    hoist = s.tci >= icb
+    m_wgt = _dma(hw, s.tco, s.tci * k2 * hw.wgt_elem_bytes)
+    m_step = m_inp + (0 if hoist else m_wgt)
+    m_store = s.tco * _dma(hw, s.th, s.tw * hw.out_elem_bytes)
+    n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
+    if v > 1:
+        tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
+        exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
+        total = tiles * tile + exposed_w + m_step + m_store
+    else:
+        tile = n_ic * (c_step + m_step) + c_epi + m_store
+        total = tiles * tile + m_wgt * n_wgt_loads
+    n_insns = tiles * (n_ic * (s.tci + 1 + (0 if hoist else 1)) + 5 + s.tco)
+    return total + n_insns * 0.5  # prefer fewer instructions on ties
+
+
+def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
+                     **overrides: int | str) -> ConvSchedule:
+    """The model's best schedule, with any knob in ``overrides`` fixed (tco, tci, th, tw,
+    vt_axis) and ``vthreads`` (None: 2 when two copies fit, else 1)."""
+    icb, ocb = _blocks(spec, hw)
+    best: tuple[float, ConvSchedule] | None = None
+    vs = [vthreads] if vthreads is not None else [2, 1]
+    axes = [overrides["vt_axis"]] if "vt_axis" in overrides else ["oh", "oc"]
+    tcos = [int(overrides["tco"])] if "tco" in overrides else _divisors(ocb)
+    tcis = [int(overrides["tci"])] if "tci" in overrides else _divisors(icb)
+    ths = [int(overrides["th"])] if "th" in overrides else _tile_choices(spec.oh)
+    tws = [int(overrides["tw"])] if "tw" in overrides else _tile_choices(spec.ow, 8)
+    for v in vs:
+        for axis in (axes if v > 1 else ["oh"]):
+            for tco in tcos:
+                for tci in tcis:
+                    for th in ths:
+                        for tw in tws:
+                            s = ConvSchedule(tco, tci, th, tw, v, axis)
+                            try:
+                                fit_report(spec, hw, s)
+                            except ScheduleError:
+                                continue
+                            cost = estimate(spec, hw, s)
+                            if best is None or cost < best[0] - 1e-9:
+                                best = (cost, s)
+        if best is not None and vthreads is None:
+            break  # two threads fit: keep them (the model's rule)
+    if best is None:
+        s = ConvSchedule(int(overrides.get("tco", 1)), int(overrides.get("tci", 1)),
+                         int(overrides.get("th", 1)), int(overrides.get("tw", 1)),
+                         vthreads or 1, str(overrides.get("vt_axis", "oh")))
+        fit_report(spec, hw, s)  # raises the named error
+        raise ScheduleError(f"no schedule of {spec.describe()} fits {hw.name}")  # pragma: no cover
+    return best[1]
+
+
+def with_knobs(s: ConvSchedule, **kw: int | str) -> ConvSchedule:
+    return replace(s, **kw)
