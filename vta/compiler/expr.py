@@ -15,7 +15,7 @@ __all__ = [
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
     "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
     "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk", "free_vars",
-    "substitute", "simplify_int",
+    "substitute", "simplify_int", "select",
 ]
 
 #: scalar types the IR knows, with their width in bits
@@ -262,6 +262,8 @@ def as_expr(x: ExprLike) -> Expr:
         return x
     if isinstance(x, (int, float)):
         return const(x)
+    if hasattr(x, "__expr__"):  # e.g. an IterVar stands for its variable
+        return x.__expr__()  # type: ignore[no-any-return]
     raise TypeError(f"cannot use {x!r} ({type(x).__name__}) as an expression")
 
 
@@ -330,6 +332,15 @@ def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
     return cls(ea, eb, dtype)
 
 
+def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """``t if cond else f`` typed like the branches (a bare int literal adapts to the other)."""
+    et, ef = as_expr(t), as_expr(f)
+    dtype = _common(et, ef)
+    et = et if et.dtype == dtype else Cast(dtype, et)
+    ef = ef if ef.dtype == dtype else (IntImm(ef.value, dtype) if isinstance(ef, IntImm) else Cast(dtype, ef))
+    return Select(as_expr(cond), et, ef, dtype)
+
+
 def min_(a: ExprLike, b: ExprLike) -> Expr:
     return _bin(Min, a, b)
 
@@ -341,15 +352,24 @@ def max_(a: ExprLike, b: ExprLike) -> Expr:
 # ---------------------------------------------------------------------------- traversal
 
 
+def _is_node(x: Any) -> bool:
+    """Whether ``x`` is an IR node to traverse. Objects that mark themselves ``_ir_opaque``
+    (a ``Tensor`` referenced by a read, an intrinsic in an annotation) are leaves: a traversal
+    of one compute body must not wander into the bodies of the tensors it reads."""
+    return hasattr(x, "__dataclass_fields__") and not getattr(x, "_ir_opaque", False)
+
+
 def children(node: Any) -> Iterator[Any]:
     """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
+    if getattr(node, "_ir_opaque", False):
+        return
     for f in fields(node):
         v = getattr(node, f.name)
         if isinstance(v, tuple):
             for x in v:
-                if hasattr(x, "__dataclass_fields__"):
+                if _is_node(x):
                     yield x
-        elif hasattr(v, "__dataclass_fields__"):
+        elif _is_node(v):
             yield v
 
 
@@ -382,16 +402,16 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
     r = fn(node)
     if r is not None:
         return r
-    if not hasattr(node, "__dataclass_fields__"):
+    if not _is_node(node):
         return node
     changed: dict[str, Any] = {}
     for f in fields(node):
         v = getattr(node, f.name)
         if isinstance(v, tuple):
-            nv = tuple(_rewrite(x, fn) if hasattr(x, "__dataclass_fields__") else x for x in v)
+            nv = tuple(_rewrite(x, fn) if _is_node(x) else x for x in v)
             if any(a is not b for a, b in zip(nv, v)):
                 changed[f.name] = nv
-        elif hasattr(v, "__dataclass_fields__"):
+        elif _is_node(v):
             nv = _rewrite(v, fn)
             if nv is not v:
                 changed[f.name] = nv

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 from vta.compiler.expr import DTYPES, Expr, ExprLike, Var, as_expr, walk
 
@@ -46,6 +46,34 @@ class IterVar:
 
     def __repr__(self) -> str:
         return f"IterVar({self.var.name}, {self.extent}, {self.kind})"
+
+    def __expr__(self) -> Var:
+        """In an expression an axis stands for its variable (``oh * 2 + kh``)."""
+        return self.var
+
+    def __add__(self, o: ExprLike) -> Expr:
+        return self.var + o
+
+    def __radd__(self, o: ExprLike) -> Expr:
+        return o + self.var
+
+    def __sub__(self, o: ExprLike) -> Expr:
+        return self.var - o
+
+    def __rsub__(self, o: ExprLike) -> Expr:
+        return o - self.var
+
+    def __mul__(self, o: ExprLike) -> Expr:
+        return self.var * o
+
+    def __rmul__(self, o: ExprLike) -> Expr:
+        return o * self.var
+
+    def __floordiv__(self, o: ExprLike) -> Expr:
+        return self.var // o
+
+    def __mod__(self, o: ExprLike) -> Expr:
+        return self.var % o
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +137,9 @@ class Tensor:
     op: Operation
     shape: tuple[int, ...]
     dtype: str
+
+    #: a read refers to the tensor; traversals of the reading body do not enter its definition
+    _ir_opaque: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

@@ -1,6 +1,11 @@
 """The fast GEMM kernel of the cycle-level machine: exact, a few large products per instruction.
 
-A GEMM instruction's tensor ops are grouped by weight entry: each group is one
+When every acc entry an instruction touches receives the same sequence of weight entries (a
+convolution's or a matmul's reduction: the usual case), the whole instruction is one im2col
+product ``(entries * batch, m * block_in) @ (m * block_in, block_out)`` whose reduction runs
+inside BLAS: float32 when every sum is below 2**24 (exact), float64 otherwise.
+
+Otherwise a GEMM instruction's tensor ops are grouped by weight entry: each group is one
 ``(ops * batch, block_in) @ (block_in, block_out)`` float64 product (exact: every partial sum
 stays far below 2**53, checked per program), the per-op results are summed per acc entry with
 one sort and ``np.add.reduceat``, and the sums are added to acc with int32 wraparound.
@@ -47,12 +52,53 @@ class _Plan:
     starts: np.ndarray  # first row of each acc entry in that order
     entries: np.ndarray  # the distinct acc entries, sorted
     hazards: int
+    #: im2col form: classes of entries sharing a weight sequence (None: not applicable)
+    cols: tuple[_ColClass, ...] | None = None
+
+
+#: at most this many distinct weight sequences for the im2col form to pay
+_MAX_CLASSES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _ColClass:
+    """Acc entries that all receive one weight sequence: one im2col product."""
+
+    rows: np.ndarray  # positions of these entries in the plan's sorted entries
+    x: np.ndarray  # (len(rows) * m,) inp index per op, entry-major
+    w: np.ndarray  # (m,) the weight sequence
+
+
+def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
+            ) -> tuple[np.ndarray, tuple[_ColClass, ...]] | None:
+    """``(sorted entries, classes)`` when every entry gets ``m`` ops and the entries fall into
+    few classes by weight sequence (a conv: one class per output-channel block)."""
+    by_acc = np.argsort(a, kind="stable")
+    sa = a[by_acc]
+    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    m = a.size // starts.size
+    if m * starts.size != a.size or np.any(np.diff(starts) != m):
+        return None
+    seq = w[by_acc].reshape(starts.size, m)
+    xs = x[by_acc].reshape(starts.size, m)
+    uniq, inverse = np.unique(seq, axis=0, return_inverse=True)
+    if uniq.shape[0] > _MAX_CLASSES or uniq.shape[0] * 4 > starts.size:
+        return None
+    inverse = inverse.reshape(-1)
+    classes = []
+    for c in range(uniq.shape[0]):
+        rows = np.flatnonzero(inverse == c)
+        classes.append(_ColClass(rows, xs[rows].reshape(-1), uniq[c].copy()))
+    return sa[starts], tuple(classes)
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
     n = a.size
     if n == 0:
         return _Plan(x, w, None, None, a, a, a, hazards)
+    col = _im2col(a, x, w)
+    if col is not None:
+        return _Plan(x, w, None, None, a, a, col[0], hazards, col[1])
     order = np.argsort(w, kind="stable")
     ws = w[order]
     cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
@@ -79,6 +125,9 @@ class FastGemm:
         self.inp = sram.data["inp"].astype(self.dtype)
         self.wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
         self.max_lag = -(-sram.hw.gemm.pipeline_depth // sram.hw.gemm.ii) - 1
+        g = sram.hw.gemm
+        #: the largest magnitude of one int product
+        self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
         self.plans: dict[tuple, _Plan] = {}
         self.uop_version = 0
 
@@ -107,11 +156,34 @@ class FastGemm:
             sram.data["acc"][plan.entries] = 0
             sram.data["out"][plan.entries] = 0
             return 0
+        if plan.cols is not None:
+            sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
+            for c in plan.cols:
+                sums[c.rows] = self._im2col_sums(c.x, c.w)
+            apply_gemm_sums(sram, plan.entries, sums)
+            return plan.hazards
         prods = self._products(plan)[plan.by_acc]
         if plan.starts.size != prods.shape[0]:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
         apply_gemm_sums(sram, plan.entries, prods.astype(np.int64))
         return plan.hazards
+
+    def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray) -> np.ndarray:
+        """Per-entry sums ``(entries, batch, block_out)`` as one matrix product."""
+        m = col_w.size
+        xs = self.inp[col_x]  # (entries * m, batch, block_in)
+        e = xs.shape[0] // m
+        batch, bi = xs.shape[1], xs.shape[2]
+        cols = xs.reshape(e, m, batch, bi)
+        if batch > 1:
+            cols = cols.transpose(0, 2, 1, 3)
+        cols = cols.reshape(e * batch, m * bi)
+        wmat = self.wgt_t[col_w].reshape(m * bi, -1)
+        if self.dtype == np.float64 and m * bi * self.biggest < 2**24:
+            sums = np.matmul(cols.astype(np.float32), wmat.astype(np.float32))
+        else:
+            sums = np.matmul(cols, wmat)
+        return sums.reshape(e, batch, -1).astype(np.int64)
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""

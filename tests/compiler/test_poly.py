@@ -1,0 +1,106 @@
+"""Integer analysis on its own: footprints (strided, windowed, padded, matmul tiles) with exact
+extents, affine forms, capacity errors and dependence checks."""
+
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+
+from vta.compiler import expr as E
+from vta.compiler import poly
+from vta.compiler.stmt import Buffer
+
+
+def test_matmul_tile_footprint() -> None:
+    io, ko, ii, ki = E.Var("io"), E.Var("ko"), E.Var("ii"), E.Var("ki")
+    box = poly.footprint([io * 16 + ii, ko * 8 + ki], {ii: 16, ki: 8})
+    assert box.extents == (16, 8)
+    assert [str(m) for m in box.mins] == ["io * 16", "ko * 8"]
+    assert box.at({io: 2, ko: 3}) == ((32, 16), (24, 8))
+
+
+def test_strided_windowed_conv_halo() -> None:
+    """An output tile of 4 rows at stride 2 with a 3-row window reads 2*3 + 3 = 9 rows."""
+    to, y, r = E.Var("to"), E.Var("y"), E.Var("r")
+    box = poly.footprint([(to * 4 + y) * 2 + r], {y: 4, r: 3})
+    assert box.extents == (9,)
+    assert str(box.mins[0]) == "to * 8"
+
+
+def test_footprint_of_split_with_guard_has_exact_extent() -> None:
+    """Parameters with ranges: the box of a tile is the largest over all tiles."""
+    o, i = E.Var("o"), E.Var("i")
+    box = poly.footprint([o * 3 + i], {i: 3}, params={o: 4})
+    assert box.extents == (3,) and str(box.mins[0]) == "o * 3"
+
+
+def test_floordiv_mod_access() -> None:
+    f = E.Var("f")
+    p = E.Var("p")
+    box = poly.footprint([(p * 8 + f) // 4, (p * 8 + f) % 4], {f: 8})
+    assert box.extents == (2, 4)
+    assert box.at({p: 3}) == ((6, 2), (0, 4))
+
+
+@pytest.mark.parametrize("tile,expect", [
+    # tile 0 of a pad-1 conv: one zero row/column before the data
+    (0, {"mins": (0, 0), "extents": (4, 5), "pad_before": (1, 0), "pad_after": (0, 0)}),
+    (1, {"mins": (3, 0), "extents": (5, 5), "pad_before": (0, 0), "pad_after": (0, 0)}),
+    # the last tile runs past the image: 5 rows wanted, only 1 left, 4 rows of padding after
+    (2, {"mins": (7, 0), "extents": (1, 5), "pad_before": (0, 0), "pad_after": (4, 0)}),
+])
+def test_padded_tile_splits_into_data_and_pads(tile: int, expect: dict) -> None:
+    """Rows ``t*4 + y - 1`` of an 8-row image (pad 1) for 4-row tiles and a 2-row window: the
+    DMA reads the in-bounds rows and zero-fills ``pad_before``/``pad_after``."""
+    t, y, r, x = E.Var("t"), E.Var("y"), E.Var("r"), E.Var("x")
+    box = poly.footprint([t * 4 + y + r - 1, x], {y: 4, r: 2, x: 5})
+    assert box.extents == (5, 5)
+    got = box.clamp([0, 0], [8, 5]).at({t: tile})
+    assert got == expect
+
+
+def test_linear_form_and_simplify() -> None:
+    x, y = E.Var("x"), E.Var("y")
+    e = (x * 4 + y) - x * 4 + 3 - 3
+    assert poly.simplify(e) is y
+    terms, c = poly.linear_form(x * 2 - (y - 5) * 3)
+    assert terms == {x: 2, y: -3} and c == 15
+    assert str(poly.simplify((x + 1) // 2 + 0)) == "(x + 1) // 2"
+
+
+def test_not_affine_is_reported() -> None:
+    x, y = E.Var("x"), E.Var("y")
+    with pytest.raises(poly.PolyError, match="not affine"):
+        poly.footprint([x * y], {x: 4, y: 4})
+
+
+def test_capacity_errors_name_buffer_and_bytes(pynq) -> None:
+    ok = Buffer("A_inp", (16, 16, 16), "int8", "inp")  # 4 KiB of 32 KiB
+    poly.check_capacity([ok, Buffer("C", (1 << 20,), "int8", "global")], pynq)
+    big = Buffer("W_wgt", (300, 16, 16, 16), "int8", "wgt")  # 1.2 MB > 256 KiB
+    with pytest.raises(poly.CapacityError, match=r"scratchpad 'wgt' of pynq: needs 1228800 bytes "
+                                                 r"\(W_wgt\[300, 16, 16, 16\] int8 = 1228800 B\), "
+                                                 r"262144 available"):
+        poly.check_capacity([ok, big], pynq)
+    acc = Buffer("C_acc", (16, 16, 16, 16), "int32", "acc")  # 256 KiB x 2 copies > 128 KiB
+    with pytest.raises(poly.CapacityError, match="x 2 copies"):
+        poly.check_capacity([acc], pynq, copies=2)
+
+
+def test_dependences_and_violations() -> None:
+    dom = "{ S[i, j] : 0 <= i < 4 and 0 <= j < 4 }"
+    deps = poly.dependences(dom, "{ S[i, j] -> T[i, j] }", "{ S[i, j] -> T[i - 1, j + 1] }")
+    assert not deps.flow.is_empty() and deps.output.is_empty()
+    same = isl.Map("{ S[i, j] -> [i, j] }")
+    swap = isl.Map("{ S[i, j] -> [j, i] }")
+    assert poly.violations(deps.all(), same).is_empty()
+    assert not poly.violations(deps.all(), swap).is_empty()
+    assert poly.carries(deps.all(), same, 0) and not poly.carries(deps.all(), same, 1)
+
+
+def test_isl_results_are_cached() -> None:
+    a, b = E.Var("a"), E.Var("b")
+    poly.set_box.cache_clear()
+    poly.footprint([a * 4 + b], {b: 4})
+    poly.footprint([a * 4 + b], {b: 4})
+    assert poly.set_box.cache_info().hits == 1

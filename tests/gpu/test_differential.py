@@ -1,0 +1,256 @@
+"""Differential tests: the accelerator simulator, the GPU path and numpy agree.
+
+Hypothesis draws op shapes (matmul; conv2d with stride 1/2, 1x1 and 3x3 kernels, padding,
+sizes that are not multiples of any tile), the fused epilogue, hardware configs (accelerator
+side) and schedule knobs (GPU side: SIMT tiles or the tensor-core schedule). int8 results must
+be identical integers; fp16 GEMMs (fp32 accumulation) must lie within the summation error bound
+``2 * K * 2^-24 * (|A| @ |B|^T)`` of the float64 product. The GPU path is the SIMT emulator by
+default; the ``gpu``-marked variants run the same cases on a real GPU through CuPy. Every kernel
+rendered here is compiled to PTX for sm_80 and sm_90 (in one nvcc run per test and arch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.matmul import MatmulSpec
+from vta.config import HwConfig
+from vta.errors import VtaError
+from vta.gpu.cuda import render_cuda
+from vta.gpu.emulator import Emulator
+from vta.gpu.lower_gpu import lower_for_gpu
+from vta.gpu.schedules import (
+    SimtKnobs,
+    WmmaKnobs,
+    conv2d_simt,
+    conv2d_wmma,
+    matmul_simt,
+    matmul_wmma,
+)
+
+from .conftest import gpu_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+HW_NAMES = ("pynq", "ultra96", "zcu104", "de10nano", "research_32x32")
+_HW: dict[str, HwConfig] = {}
+
+
+def hwconfig(name: str) -> HwConfig:
+    if name not in _HW:
+        _HW[name] = HwConfig.from_yaml(ROOT / "hwconfigs" / f"{name}.yaml")
+    return _HW[name]
+
+
+# ---------------------------------------------------------------------------- strategies
+
+epilogues = st.builds(lambda shift, bias, lo, span: Epilogue(shift, bias, lo, min(127, lo + span)),
+                      st.integers(0, 12), st.booleans(), st.integers(-128, 20), st.integers(0, 255))
+
+
+@st.composite
+def conv_specs(draw: st.DrawFn) -> Conv2dSpec:
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.sampled_from([1, 2]))
+    pad = draw(st.sampled_from([0, 1])) if k == 3 else 0
+    h = draw(st.integers(max(k, 3), 11))
+    w = draw(st.integers(max(k, 3), 11))
+    return Conv2dSpec(draw(st.integers(1, 2)), draw(st.integers(1, 40)), h, w,
+                      draw(st.integers(1, 40)), k, k, stride, pad)
+
+
+matmul_specs = st.builds(MatmulSpec, st.integers(1, 80), st.integers(1, 80), st.integers(1, 80))
+
+simt_knobs = st.builds(lambda bm, bn, bk, tm, tn, unroll: SimtKnobs(bm, bn, bk, tm, tn, unroll),
+                       st.sampled_from([16, 32, 64]), st.sampled_from([16, 32, 64]),
+                       st.sampled_from([4, 8, 16]), st.sampled_from([1, 2, 4]),
+                       st.sampled_from([1, 2, 4]), st.booleans()
+                       ).filter(lambda k: (k.bm // k.tm) * (k.bn // k.tn) <= 1024)
+
+
+@st.composite
+def wmma_knobs(draw: st.DrawFn, dtype: str) -> WmmaKnobs:
+    wm, wn = draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2]))
+    bm = 16 * wm * draw(st.sampled_from([1, 2]))
+    bn = 16 * wn * draw(st.sampled_from([1, 2]))
+    bk = draw(st.sampled_from([16, 32]))
+    pad = 16 if dtype == "int8" else 8
+    return WmmaKnobs(bm, bn, bk, wm, wn, pad, draw(st.booleans()), vec=1)
+
+
+schedules = st.one_of(st.tuples(st.just("simt"), simt_knobs),
+                      st.tuples(st.just("wmma"), wmma_knobs("int8")))
+
+Runner = Callable[..., None]
+
+
+def run_emulated(func, *arrays: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+    Emulator(func).run(*arrays)
+
+
+def run_on_gpu(func, *arrays: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+    from vta.gpu.runtime import run_kernel
+
+    out = run_kernel(render_cuda(func), list(arrays))
+    arrays[-1][...] = out[-1]
+
+
+# ---------------------------------------------------------------------------- the checks
+
+
+def accelerator_result(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str, seed: int
+                       ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """(user inputs, numpy reference, simulator output) from the accelerator's driver, or None
+    when the accelerator compiler refuses the case (the GPU side is still checked)."""
+    from vta.compiler.driver import compile_workload, expected_and_actual, make_inputs
+    from vta.compiler.workloads import Workload
+    from vta.sim import simulate
+
+    hw = hwconfig(hw_name)
+    w = Workload("case", spec)
+    try:
+        c = compile_workload(w, hw, epilogue=epi)
+    except VtaError:
+        return None
+    user, packed = make_inputs(c, seed)
+    sim = simulate(c.program, hw, packed)
+    want, got = expected_and_actual(c, user, sim.outputs)
+    return user, want, got
+
+
+def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
+               schedule: tuple[str, object], seed: int, run: Runner, sources: list[str]) -> None:
+    acc = accelerator_result(spec, epi, hw_name, seed)
+    if acc is None:
+        from vta.gpu.workloads import GpuWorkload, random_inputs, reference
+
+        user = None
+    else:
+        user, want, got_acc = acc
+        assert np.array_equal(got_acc, want), "accelerator simulator differs from numpy"
+    kind, knobs = schedule
+    conv = isinstance(spec, Conv2dSpec)
+    if kind == "simt":
+        func = (conv2d_simt if conv else matmul_simt)(spec, "int8", epi, knobs)  # type: ignore[arg-type]
+    else:
+        func = (conv2d_wmma if conv else matmul_wmma)(spec, "int8", epi, knobs)  # type: ignore[arg-type]
+    func = lower_for_gpu(func)
+    sources.append(render_cuda(func).source)
+    if user is None:
+        w = GpuWorkload("case", spec, "int8", epi)
+        arrays = random_inputs(func.params, np.random.default_rng(seed))
+        want = reference(w, arrays)
+    else:
+        wt = user["w"].reshape(user["w"].shape[0], -1)
+        arrays = [user["x"], np.ascontiguousarray(wt)]
+        if epi.bias:
+            arrays.append(user["bias"])
+        arrays.append(np.zeros(want.shape, np.int8))
+    run(func, *arrays)
+    assert np.array_equal(arrays[-1], want), f"GPU path differs from numpy ({kind} {knobs})"
+
+
+def check_fp16(spec: MatmulSpec, schedule: tuple[str, object], seed: int, run: Runner,
+               sources: list[str]) -> None:
+    kind, knobs = schedule
+    func = lower_for_gpu(matmul_simt(spec, "float16", None, knobs) if kind == "simt"  # type: ignore[arg-type]
+                         else matmul_wmma(spec, "float16", None, knobs))  # type: ignore[arg-type]
+    sources.append(render_cuda(func).source)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((spec.m, spec.k)).astype(np.float16)
+    w = rng.standard_normal((spec.n, spec.k)).astype(np.float16)
+    y = np.zeros((spec.m, spec.n), np.float32)
+    run(func, x, w, y)
+    exact = x.astype(np.float64) @ w.astype(np.float64).T
+    bound = 2 * spec.k * 2.0 ** -24 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64).T)
+    assert np.all(np.abs(y - exact) <= bound + 1e-30), "fp16 GEMM outside the fp32 error bound"
+
+
+# ---------------------------------------------------------------------------- tests
+
+def _conv_test(run: Runner, nvcc_check: Callable | None) -> None:
+    sources: list[str] = []
+
+    @given(spec=conv_specs(), epi=epilogues, hw=st.sampled_from(HW_NAMES), sched=schedules,
+           seed=st.integers(0, 2 ** 16))
+    def case(spec: Conv2dSpec, epi: Epilogue, hw: str, sched: tuple[str, object], seed: int) -> None:
+        check_int8(spec, epi, hw, sched, seed, run, sources)
+
+    case()
+    if nvcc_check is not None:
+        nvcc_check(sources)
+
+
+def _matmul_test(run: Runner, nvcc_check: Callable | None) -> None:
+    sources: list[str] = []
+
+    @given(spec=matmul_specs, epi=epilogues, hw=st.sampled_from(HW_NAMES), sched=schedules,
+           seed=st.integers(0, 2 ** 16))
+    def case(spec: MatmulSpec, epi: Epilogue, hw: str, sched: tuple[str, object], seed: int) -> None:
+        check_int8(spec, epi, hw, sched, seed, run, sources)
+
+    case()
+    if nvcc_check is not None:
+        nvcc_check(sources)
+
+
+def _fp16_test(run: Runner, nvcc_check: Callable | None) -> None:
+    sources: list[str] = []
+    sched16 = st.one_of(st.tuples(st.just("simt"), simt_knobs),
+                        st.tuples(st.just("wmma"), wmma_knobs("float16")))
+
+    @given(spec=matmul_specs, sched=sched16, seed=st.integers(0, 2 ** 16))
+    def case(spec: MatmulSpec, sched: tuple[str, object], seed: int) -> None:
+        check_fp16(spec, sched, seed, run, sources)
+
+    case()
+    if nvcc_check is not None:
+        nvcc_check(sources)
+
+
+def test_conv2d_accelerator_emulator_numpy(nvcc_check) -> None:
+    _conv_test(run_emulated, nvcc_check)
+
+
+def test_matmul_accelerator_emulator_numpy(nvcc_check) -> None:
+    _matmul_test(run_emulated, nvcc_check)
+
+
+def test_matmul_fp16_emulator_within_bound(nvcc_check) -> None:
+    _fp16_test(run_emulated, nvcc_check)
+
+
+@pytest.mark.gpu
+def test_conv2d_accelerator_gpu_numpy() -> None:
+    gpu_or_skip()
+    _conv_test(run_on_gpu, None)
+
+
+@pytest.mark.gpu
+def test_matmul_accelerator_gpu_numpy() -> None:
+    gpu_or_skip()
+    _matmul_test(run_on_gpu, None)
+
+
+@pytest.mark.gpu
+def test_matmul_fp16_gpu_within_bound() -> None:
+    gpu_or_skip()
+    _fp16_test(run_on_gpu, None)
+
+
+def test_default_workload_schedules_render(nvcc_check) -> None:  # type: ignore[no-untyped-def]
+    """The CLI's default kernels (tensor-core conv2d C2, both GEMMs of the benchmark) compile."""
+    from vta.gpu.workloads import build_func, make_workload
+
+    srcs = [render_cuda(lower_for_gpu(build_func(make_workload(n, dt), s))).source
+            for n, dt, s in [("conv2d", "int8", "wmma"), ("conv2d", "int8", "simt"),
+                             ("resnet18:C11", "int8", "wmma"), ("matmul", "float16", "wmma"),
+                             ("matmul", "int8", "wmma")]]
+    nvcc_check(srcs)

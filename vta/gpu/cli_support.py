@@ -1,0 +1,72 @@
+"""``vta run --target cuda|cuda-emu [--emit-cuda] WORKLOAD``: the GPU side of the ``run`` command.
+
+``run_gpu_workload(args)`` builds the workload's default GPU schedule, lowers and renders it,
+runs it on a GPU through CuPy (``cuda``) or in the SIMT emulator (``cuda-emu``), and checks the
+result bit-exact against numpy, printing PASS or FAIL. Returns 0 on PASS, 1 on FAIL. A missing
+GPU or CuPy is a ``GpuUnavailableError`` (the CLI prints it and exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from vta.gpu.cuda import render_cuda
+from vta.gpu.lower_gpu import lower_for_gpu
+from vta.gpu.workloads import build_func, make_workload, random_inputs, reference
+
+__all__ = ["run_gpu_workload", "add_gpu_arguments"]
+
+
+def add_gpu_arguments(p: argparse.ArgumentParser) -> None:
+    """The two GPU options of ``vta run`` (for parsers built outside vta/cli.py)."""
+    p.add_argument("--target", choices=("vta", "cuda", "cuda-emu"), default="vta",
+                   help="vta: the simulated accelerator; cuda: a GPU through CuPy; cuda-emu: "
+                        "the lockstep SIMT emulator")
+    p.add_argument("--emit-cuda", action="store_true", help="print the generated CUDA kernel")
+
+
+def run_gpu_workload(args: argparse.Namespace) -> int:
+    """Run one workload on the GPU target named by ``args.target`` (see module docstring)."""
+    target = getattr(args, "target", "cuda-emu")
+    name = getattr(args, "workload", None) or "conv2d"
+    dtype = getattr(args, "dtype", None) or "int8"
+    schedule = getattr(args, "gpu_schedule", None) or "wmma"
+    seed = getattr(args, "seed", None)
+    over = {k: getattr(args, k, None) for k in ("batch", "height", "width", "in_channels",
+                                                  "out_channels", "kernel", "stride", "pad")}
+    w = make_workload(name, dtype, getattr(args, "sizes", None) or None, **over)
+    func = lower_for_gpu(build_func(w, schedule))
+    kernel = render_cuda(func)
+    if getattr(args, "emit_cuda", False):
+        print(kernel.source)
+    rng = np.random.default_rng(0 if seed is None else seed)
+    arrays = random_inputs(func.params, rng)
+    want = reference(w, arrays)
+    t0 = time.perf_counter()
+    if target == "cuda":
+        from vta.gpu.runtime import run_kernel
+
+        got = run_kernel(kernel, arrays)[-1]
+        where = "GPU"
+    else:
+        from vta.gpu.emulator import Emulator
+
+        Emulator(func).run(*arrays)
+        got = arrays[-1]
+        where = "SIMT emulator"
+    dt = time.perf_counter() - t0
+    ok = bool(np.array_equal(got, want)) if dtype == "int8" else bool(
+        np.allclose(got, want, rtol=1e-2, atol=1e-2))
+    launch = kernel.launch
+    ops = w.spec.ops
+    print(f"{w.name} [{w.spec.describe()}] {dtype} on {where}: kernel {kernel.name}, grid "
+          f"{launch.grid}, block {launch.block}, {launch.shared_bytes} B shared, "
+          f"{ops / 1e9:.3f} GOP, {dt * 1e3:.1f} ms (incl. transfers)")
+    check = "bit-exact" if dtype == "int8" else "allclose"
+    print(f"check vs numpy ({check}): {'PASS' if ok else 'FAIL'}")
+    sys.stdout.flush()
+    return 0 if ok else 1

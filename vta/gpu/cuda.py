@@ -1,0 +1,372 @@
+"""CUDA C rendering: a pure function from a lowered GPU ``PrimFunc`` to kernel source text.
+
+``render_cuda(func)`` expects the output of ``vta.gpu.lower_gpu.lower_for_gpu`` (thread-bound
+loops replaced by ``ThreadIndex`` lets, barriers in place, WMMA regions lowered) and returns a
+``CudaKernel``: the source, the entry name, the launch configuration and the parameter list. It
+reads nothing but its argument, so it is tested without a GPU; the test suite compiles every
+rendered kernel to PTX with nvcc.
+
+Semantics kept from the IR: integer narrowing casts wrap (nvcc two's complement), ``>>`` on
+signed integers is arithmetic, ``//`` and ``%`` round toward minus infinity (a helper is used
+unless both operands are known non-negative), ``select`` evaluates only the chosen side (so a
+padded load is never issued out of bounds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.printer import Namer
+from vta.errors import VtaError
+from vta.gpu.dialect import (
+    FragmentInfo,
+    LaunchConfig,
+    ThreadIndex,
+    WmmaFill,
+    WmmaLoad,
+    WmmaMma,
+    WmmaStore,
+)
+
+__all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError"]
+
+
+class CudaRenderError(VtaError):
+    """The IR holds something the CUDA renderer cannot express; the message names it."""
+
+
+#: IR scalar type -> CUDA type
+CTYPES: dict[str, str] = {
+    "int8": "signed char", "uint8": "unsigned char", "int16": "short", "int32": "int",
+    "int64": "long long", "uint32": "unsigned int", "float16": "half", "float32": "float",
+    "float64": "double", "bool": "bool",
+}
+
+_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "uint32": 4,
+          "float16": 2, "float32": 4, "float64": 8, "bool": 1}
+
+_PRELUDE = """\
+#include <cuda_fp16.h>
+{wmma}
+#ifndef VTA_CUDA_PRELUDE
+#define VTA_CUDA_PRELUDE
+__device__ __forceinline__ int vta_floordiv(int a, int b) {{
+  int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}}
+__device__ __forceinline__ int vta_floormod(int a, int b) {{
+  int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}}
+#endif
+"""
+
+
+@dataclass(frozen=True)
+class CudaKernel:
+    """A rendered kernel: ``source`` defines ``extern "C" __global__ void name(params...)``."""
+
+    name: str
+    source: str
+    launch: LaunchConfig
+    params: tuple[S.Buffer, ...]
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self.launch.grid
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return self.launch.block
+
+
+def render_cuda(func: S.PrimFunc) -> CudaKernel:
+    """Render a lowered GPU function as CUDA C (see the module docstring)."""
+    launch = func.attr("launch")
+    if not isinstance(launch, LaunchConfig):
+        raise CudaRenderError(f"{func.name}: no launch configuration; run "
+                              f"vta.gpu.lower_gpu.lower_for_gpu first")
+    r = _Renderer(func)
+    body = r.stmt(func.body, 1)
+    uses_wmma = any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore))
+                    for n in E.walk(func.body))
+    prelude = _PRELUDE.format(wmma="#include <mma.h>\nusing namespace nvcuda;" if uses_wmma else "")
+    stored = {n.buffer for n in E.walk(func.body) if isinstance(n, S.BufferStore)}
+    stored |= {n.dst for n in E.walk(func.body) if isinstance(n, WmmaStore)}
+    params = []
+    for b in func.params:
+        const = "" if b in stored else "const "
+        params.append(f"{const}{CTYPES[b.dtype]}* __restrict__ {r.name(b)}")
+    nthreads = launch.threads_per_block
+    head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) '
+            f'{func.name}({", ".join(params)}) {{')
+    src = prelude + "\n" + head + "\n" + "\n".join(body) + "\n}\n"
+    return CudaKernel(func.name, src, launch, func.params)
+
+
+def _flat(b: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
+    if len(idx) != b.ndim:
+        raise CudaRenderError(f"access to {b.name}: {len(idx)} indices for {b.ndim} dimensions")
+    flat: E.Expr = E.IntImm(0)
+    for i, d in zip(idx, b.shape, strict=False):
+        flat = flat * d + i
+    return flat
+
+
+class _Renderer:
+    def __init__(self, func: S.PrimFunc) -> None:
+        self.func = func
+        self.nm = Namer()
+        self.nonneg: set[E.Var] = set()
+        self.frags: dict[S.Buffer, FragmentInfo] = {}
+        for b in func.params:
+            self.name(b)
+
+    def name(self, obj: Any) -> str:
+        hint = obj.name.replace(".", "_")
+        return self.nm(obj, hint if hint.isidentifier() else "v")
+
+    # ------------------------------------------------------------------ expressions
+    def is_nonneg(self, e: E.Expr) -> bool:
+        if isinstance(e, E.IntImm):
+            return e.value >= 0
+        if isinstance(e, ThreadIndex):
+            return True
+        if isinstance(e, E.Var):
+            return e in self.nonneg
+        if isinstance(e, (E.Add, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max)):
+            return self.is_nonneg(e.a) and self.is_nonneg(e.b)
+        return False
+
+    def expr(self, e: E.Expr) -> str:
+        if isinstance(e, E.Var):
+            return self.name(e)
+        if isinstance(e, E.IntImm):
+            if e.dtype == "bool":
+                return "true" if e.value else "false"
+            if e.dtype == "int64":
+                return f"{e.value}LL"
+            if e.dtype in ("int32", "int16", "int8", "uint8"):
+                return str(e.value) if e.dtype == "int32" else f"(({CTYPES[e.dtype]}){e.value})"
+            if e.dtype.startswith("float"):
+                return self.expr(E.FloatImm(float(e.value), e.dtype))
+            return f"(({CTYPES[e.dtype]}){e.value})"
+        if isinstance(e, E.FloatImm):
+            v = repr(float(e.value))
+            if v in ("inf", "-inf", "nan"):
+                raise CudaRenderError(f"float constant {v} in {self.func.name}")
+            if e.dtype == "float16":
+                return f"__float2half({v}f)"
+            return f"{v}f" if e.dtype == "float32" else v
+        if isinstance(e, ThreadIndex):
+            return f"((int){e.tag})"
+        if isinstance(e, (E.FloorDiv, E.FloorMod)):
+            a, b = self.expr(e.a), self.expr(e.b)
+            if e.dtype.startswith("float"):
+                raise CudaRenderError(f"floor division of floats in {self.func.name}")
+            if self.is_nonneg(e.a) and self.is_nonneg(e.b):
+                return f"({a} {'/' if isinstance(e, E.FloorDiv) else '%'} {b})"
+            return f"vta_{'floordiv' if isinstance(e, E.FloorDiv) else 'floormod'}({a}, {b})"
+        if isinstance(e, (E.Min, E.Max)):
+            fn = "min" if isinstance(e, E.Min) else "max"
+            if e.dtype == "float16":
+                fn = "__hmin" if fn == "min" else "__hmax"
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+        if isinstance(e, E.BinOp):
+            sym = e.symbol
+            if e.dtype == "bool" or sym == "//" or sym == "%":  # pragma: no cover - guarded above
+                raise CudaRenderError(f"operator {sym} on {e.dtype}")
+            return f"({self.expr(e.a)} {sym} {self.expr(e.b)})"
+        if isinstance(e, E.Cmp):
+            return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
+        if isinstance(e, E.And):
+            return f"({self.expr(e.a)} && {self.expr(e.b)})"
+        if isinstance(e, E.Or):
+            return f"({self.expr(e.a)} || {self.expr(e.b)})"
+        if isinstance(e, E.Not):
+            return f"(!{self.expr(e.a)})"
+        if isinstance(e, E.Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
+        if isinstance(e, E.Cast):
+            return self.cast(e.dtype, e.value)
+        if isinstance(e, E.Call):
+            if e.name == "clip" and len(e.args) == 3:
+                x, lo, hi = (self.expr(a) for a in e.args)
+                return f"min(max({x}, {lo}), {hi})"
+            raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
+        if isinstance(e, S.BufferLoad):
+            return f"{self.name(e.buffer)}[{self.expr(_flat(e.buffer, e.indices))}]"
+        raise CudaRenderError(f"{self.func.name}: cannot render expression {e!r}")
+
+    def cast(self, dtype: str, v: E.Expr) -> str:
+        inner = self.expr(v)
+        src = v.dtype
+        if dtype == "float16":
+            return inner if src == "float16" else f"__float2half((float)({inner}))"
+        if src == "float16":
+            return f"(({CTYPES[dtype]})__half2float({inner}))"
+        return f"(({CTYPES[dtype]})({inner}))"
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: S.Stmt, ind: int) -> list[str]:
+        pad = "  " * ind
+        if isinstance(s, S.SeqStmt):
+            return [line for x in s.stmts for line in self.stmt(x, ind)]
+        if isinstance(s, S.BufferStore):
+            if s.buffer in self.frags:
+                raise CudaRenderError(f"scalar store into fragment {s.buffer.name}")
+            idx = self.expr(_flat(s.buffer, s.indices))
+            return [f"{pad}{self.name(s.buffer)}[{idx}] = {self.expr(s.value)};"]
+        if isinstance(s, S.LetStmt):
+            if self.is_nonneg(s.value):
+                self.nonneg.add(s.var)
+            line = f"{pad}const {CTYPES[s.var.dtype]} {self.name(s.var)} = {self.expr(s.value)};"
+            return [line, *self.stmt(s.body, ind)]
+        if isinstance(s, S.For):
+            return self.loop(s, ind)
+        if isinstance(s, S.IfThenElse):
+            out = [f"{pad}if {self.paren(s.cond)} {{", *self.stmt(s.then_case, ind + 1)]
+            if s.else_case is not None:
+                out += [f"{pad}}} else {{", *self.stmt(s.else_case, ind + 1)]
+            return [*out, f"{pad}}}"]
+        if isinstance(s, S.Allocate):
+            return self.allocate(s.buffer, None, ind) + self.stmt(s.body, ind)
+        if isinstance(s, S.AttrStmt):
+            if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+                return (self.allocate(s.body.buffer, s.value, ind)
+                        + self.stmt(s.body.body, ind))
+            note = s.value.name if hasattr(s.value, "name") else str(s.value)
+            return [f"{pad}// {s.key}: {note}", *self.stmt(s.body, ind)]
+        if isinstance(s, S.Barrier):
+            return [f"{pad}__syncthreads();"]
+        if isinstance(s, S.Evaluate):
+            return [f"{pad}{self.expr(s.value)};"]
+        if isinstance(s, WmmaFill):
+            val = s.value if s.value.dtype == s.frag.dtype else E.Cast(s.frag.dtype, s.value)
+            return [f"{pad}wmma::fill_fragment({self.frag(s.frag, s.index)}, "
+                    f"{self.expr(val)});"]
+        if isinstance(s, WmmaLoad):
+            ptr = f"&{self.name(s.src)}[{self.expr(_flat(s.src, s.offset))}]"
+            return [f"{pad}wmma::load_matrix_sync({self.frag(s.frag, s.index)}, {ptr}, {s.ldm});"]
+        if isinstance(s, WmmaMma):
+            return [f"{pad}wmma::mma_sync({self.frag(s.d, s.d_index)}, "
+                    f"{self.frag(s.a, s.a_index)}, "
+                    f"{self.frag(s.b, s.b_index)}, {self.frag(s.c, s.c_index)});"]
+        if isinstance(s, WmmaStore):
+            ptr = f"&{self.name(s.dst)}[{self.expr(_flat(s.dst, s.offset))}]"
+            lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
+            return [f"{pad}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
+                    f"{s.ldm}, {lay});"]
+        raise CudaRenderError(f"{self.func.name}: cannot render statement {type(s).__name__}")
+
+    def paren(self, e: E.Expr) -> str:
+        t = self.expr(e)
+        return t if t.startswith("(") and t.endswith(")") and _balanced(t[1:-1]) else f"({t})"
+
+    def frag(self, b: S.Buffer, idx: tuple[E.Expr, ...]) -> str:
+        if b not in self.frags:
+            raise CudaRenderError(f"{b.name} is used as a WMMA fragment but was not allocated "
+                                  f"as one")
+        if not idx:
+            return f"{self.name(b)}[0]"
+        return self.name(b) + "".join(f"[{self.expr(i)}]" for i in idx)
+
+    def allocate(self, b: S.Buffer, info: Any, ind: int) -> list[str]:
+        pad = "  " * ind
+        ctype = CTYPES[b.dtype]
+        if isinstance(info, FragmentInfo):
+            self.frags[b] = info
+            lead = b.shape[:-2]
+            dims = "".join(f"[{d}]" for d in lead) or "[1]"
+            role = f"wmma::{info.role}"
+            lay = f", wmma::{info.layout}" if info.role != "accumulator" else ""
+            return [f"{pad}wmma::fragment<{role}, {info.m}, {info.n}, {info.k}, {ctype}{lay}> "
+                    f"{self.name(b)}{dims};"]
+        if b.scope == "shared":
+            return [f"{pad}__shared__ __align__(32) {ctype} {self.name(b)}[{b.size}];"]
+        if b.scope in ("local", "global"):
+            if b.scope == "global":
+                raise CudaRenderError(f"{self.func.name}: global intermediate {b.name} cannot be "
+                                      f"allocated inside a kernel; inline it or cache it")
+            return [f"{pad}__align__(16) {ctype} {self.name(b)}[{b.size}];"]
+        raise CudaRenderError(f"buffer {b.name}: scope {b.scope!r} has no CUDA form")
+
+    def loop(self, s: S.For, ind: int) -> list[str]:
+        pad = "  " * ind
+        if s.kind is S.ForKind.THREAD_BINDING:
+            raise CudaRenderError(f"loop {s.var.name} is still bound to {s.thread}; run "
+                                  f"lower_for_gpu first")
+        if self.is_nonneg(s.min):
+            self.nonneg.add(s.var)
+        if s.kind is S.ForKind.VECTORIZED:
+            vec = self.vector_copy(s, ind)
+            if vec is not None:
+                return vec
+        v = self.name(s.var)
+        lo = self.expr(s.min)
+        hi = self.expr(s.min + s.extent)
+        out = []
+        if s.kind in (S.ForKind.UNROLLED, S.ForKind.VECTORIZED):
+            out.append(f"{pad}#pragma unroll")
+        out.append(f"{pad}for (int {v} = {lo}; {v} < {hi}; ++{v}) {{")
+        return out + self.stmt(s.body, ind + 1) + [f"{pad}}}"]
+
+    def vector_copy(self, s: S.For, ind: int) -> list[str] | None:
+        """A vectorized loop whose body copies contiguous elements becomes one wide move."""
+        b = s.body
+        if not isinstance(b, S.BufferStore):
+            return None
+        cond: E.Expr | None = None
+        src = b.value
+        if (isinstance(src, E.Select) and s.var not in E.free_vars(src.cond)
+                and isinstance(src.f, (E.IntImm, E.FloatImm)) and src.f.value == 0):
+            cond, src = src.cond, src.t  # a guard on the whole vector: load it or zeros
+        if not (isinstance(src, S.BufferLoad) and isinstance(s.extent, E.IntImm)
+                and E.is_const(s.min, 0)):
+            return None
+        if src.buffer.dtype != b.buffer.dtype:
+            return None
+        nbytes = s.extent.value * _BYTES[b.buffer.dtype]
+        vt = {4: "int", 8: "int2", 16: "int4"}.get(nbytes)
+        if vt is None:
+            return None
+        fd, fs = _flat(b.buffer, b.indices), _flat(src.buffer, src.indices)
+        zero = {s.var: E.IntImm(0)}
+        d0, s0 = E.substitute(fd, zero), E.substitute(fs, zero)
+        # unit stride in the loop variable on both sides: one wide load and store (the schedule
+        # that asked for vectorization guarantees the alignment of the first element)
+        if not (_linear_in(fd, s.var) and _linear_in(fs, s.var)):
+            return None
+        pad = "  " * ind
+        dst = f"{self.name(b.buffer)}[{self.expr(d0)}]"
+        srcs = f"{self.name(src.buffer)}[{self.expr(s0)}]"
+        load = f"*(const {vt}*)(&{srcs})"
+        if cond is not None:
+            zero = {"int": "0", "int2": "make_int2(0, 0)", "int4": "make_int4(0, 0, 0, 0)"}[vt]
+            load = f"({self.expr(cond)} ? {load} : {zero})"
+        return [f"{pad}*({vt}*)(&{dst}) = {load};"]
+
+
+def _linear_in(e: E.Expr, v: E.Var) -> bool:
+    from vta.gpu.passes.insert_barriers import _affine
+
+    f = _affine(e)
+    if f is not None:
+        return f.get(v, 0) == 1
+    # non-affine parts must not involve v
+    if isinstance(e, (E.Add, E.Sub)):
+        ok_a = v not in E.free_vars(e.a) or _linear_in(e.a, v)
+        ok_b = v not in E.free_vars(e.b) or (isinstance(e, E.Add) and _linear_in(e.b, v))
+        return ok_a and ok_b and not (v in E.free_vars(e.a) and v in E.free_vars(e.b))
+    return False
+
+
+def _balanced(t: str) -> bool:
+    depth = 0
+    for ch in t:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0

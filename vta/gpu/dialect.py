@@ -1,0 +1,180 @@
+"""The GPU dialect of the loop-nest IR: thread indices, launch configuration and WMMA statements.
+
+These nodes exist only after GPU lowering (``vta.gpu.lower_gpu``); the schedule's lowering never
+produces them. They follow the dialect contract of docs/ir.md: frozen dataclasses subclassing
+``Stmt`` (or ``Expr``) that print themselves (``render``) and expose their expressions and
+buffers to the verifier (``exprs`` / ``buffers``).
+
+Fragments. A tensor-core operand lives in a *fragment*: an opaque register tile owned by a whole
+warp. In the IR a fragment array is a ``local`` buffer whose trailing two dimensions are the
+fragment's rows and columns (leading dimensions index the warp's register tile of fragments),
+allocated under ``AttrStmt("wmma.fragment", FragmentInfo(...), Allocate(...))``. Only the WMMA
+statements below touch fragment buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vta.compiler.expr import Expr
+from vta.compiler.stmt import Buffer, Stmt
+
+__all__ = [
+    "ThreadIndex", "LaunchConfig", "FragmentInfo", "WmmaFill", "WmmaLoad", "WmmaMma",
+    "WmmaStore", "THREAD_TAGS", "WMMA_STMTS",
+]
+
+#: the thread-index builtins a loop may be bound to
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+               "threadIdx.z")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadIndex(Expr):
+    """The value of a CUDA thread-index builtin (``threadIdx.x``, ``blockIdx.y``, ...)."""
+
+    tag: str
+    dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return self.tag
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """Grid and block dimensions (x, y, z) and the static shared memory in bytes."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def num_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def extent(self, tag: str) -> int:
+        dims = self.grid if tag.startswith("blockIdx") else self.block
+        return dims["xyz".index(tag[-1])]
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentInfo:
+    """What a fragment buffer holds: ``role`` in matrix_a / matrix_b / accumulator, the WMMA
+    shape ``m x n x k``, and for operands the layout (``row_major`` / ``col_major``)."""
+
+    role: str
+    m: int
+    n: int
+    k: int
+    layout: str = ""
+
+    def __str__(self) -> str:
+        lay = f", {self.layout}" if self.layout else ""
+        return f"fragment({self.role}, {self.m}x{self.n}x{self.k}{lay})"
+
+
+def _idx(render: Callable[[Any], str], idx: tuple[Expr, ...]) -> str:
+    return ", ".join(render(i) for i in idx)
+
+
+@dataclass(frozen=True, slots=True)
+class WmmaFill(Stmt):
+    """``fill_fragment(frag[index], value)`` (executed by a whole warp)."""
+
+    frag: Buffer
+    index: tuple[Expr, ...]
+    value: Expr
+
+    def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:
+        return [f"wmma.fill({nm(self.frag, self.frag.name)}[{_idx(r, self.index)}], "
+                f"{r(self.value)})"]
+
+    def exprs(self) -> tuple[Expr, ...]:
+        return (*self.index, self.value)
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.frag,)
+
+
+@dataclass(frozen=True, slots=True)
+class WmmaLoad(Stmt):
+    """``load_matrix_sync(frag[index], &src[offset], ldm)``: the tile whose first element is
+    ``src[offset]``; consecutive rows (row_major) or columns (col_major) are ``ldm`` elements
+    apart in ``src``'s flat storage."""
+
+    frag: Buffer
+    index: tuple[Expr, ...]
+    src: Buffer
+    offset: tuple[Expr, ...]
+    ldm: int
+    layout: str
+
+    def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:
+        return [f"wmma.load({nm(self.frag, self.frag.name)}[{_idx(r, self.index)}], "
+                f"&{nm(self.src, self.src.name)}[{_idx(r, self.offset)}], ldm={self.ldm}, "
+                f"{self.layout})"]
+
+    def exprs(self) -> tuple[Expr, ...]:
+        return (*self.index, *self.offset)
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.frag, self.src)
+
+
+@dataclass(frozen=True, slots=True)
+class WmmaMma(Stmt):
+    """``mma_sync(d, a, b, c)``: d = a . b + c with the accumulator's type."""
+
+    d: Buffer
+    d_index: tuple[Expr, ...]
+    a: Buffer
+    a_index: tuple[Expr, ...]
+    b: Buffer
+    b_index: tuple[Expr, ...]
+    c: Buffer
+    c_index: tuple[Expr, ...]
+
+    def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:
+        def f(b: Buffer, i: tuple[Expr, ...]) -> str:
+            return f"{nm(b, b.name)}[{_idx(r, i)}]"
+
+        return [f"wmma.mma({f(self.d, self.d_index)}, {f(self.a, self.a_index)}, "
+                f"{f(self.b, self.b_index)}, {f(self.c, self.c_index)})"]
+
+    def exprs(self) -> tuple[Expr, ...]:
+        return (*self.d_index, *self.a_index, *self.b_index, *self.c_index)
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.d, self.a, self.b, self.c)
+
+
+@dataclass(frozen=True, slots=True)
+class WmmaStore(Stmt):
+    """``store_matrix_sync(&dst[offset], frag[index], ldm, layout)``."""
+
+    dst: Buffer
+    offset: tuple[Expr, ...]
+    frag: Buffer
+    index: tuple[Expr, ...]
+    ldm: int
+    layout: str = "row_major"
+
+    def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:
+        return [f"wmma.store(&{nm(self.dst, self.dst.name)}[{_idx(r, self.offset)}], "
+                f"{nm(self.frag, self.frag.name)}[{_idx(r, self.index)}], ldm={self.ldm}, "
+                f"{self.layout})"]
+
+    def exprs(self) -> tuple[Expr, ...]:
+        return (*self.offset, *self.index)
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.dst, self.frag)
+
+
+WMMA_STMTS = (WmmaFill, WmmaLoad, WmmaMma, WmmaStore)

@@ -1,0 +1,681 @@
+"""A lockstep SIMT emulator: runs a lowered GPU kernel's IR on the CPU with numpy.
+
+The model. All threads of a block - and, batched, many blocks - are *lanes* of numpy vectors:
+a value that differs between threads is an array indexed by lane, a value every thread agrees
+on (a serial loop's counter, a constant) stays a Python scalar. The kernel body is compiled once
+into nested closures; each statement then runs for all active lanes before the next one starts,
+so a barrier is a point every lane reaches together. Divergence is a lane mask: ``if`` runs
+both sides under complementary masks, a loop with a thread-dependent trip count runs to the
+longest and masks the finished lanes; a barrier under a partial mask is an error.
+
+Memory. Global buffers are the caller's arrays. Shared buffers hold one region per block of the
+batch, local buffers one region per lane, WMMA fragments one tile per warp (lanes 32k..32k+31 of
+a block form warp k). Every access is bounds-checked (an error names the buffer).
+
+Races. Lockstep execution would hide a missing barrier, so it checks instead: per shared element
+it tracks the thread that wrote it and the thread(s) that read it since the last barrier; a read
+of another thread's write, or a write over another thread's read or write, raises
+``EmulatorRaceError`` naming the buffer, element and threads. Blocks run batched, which is
+exact unless blocks communicate through global memory; for global buffers the kernel both reads
+and writes, the block that last wrote each element is tracked and a read of another block's
+write is reported.
+
+Arithmetic is exact and typed as the IR says: values carry the IR dtype as numpy dtypes, so int8
+products wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, ``>>``
+is arithmetic, ``//`` and ``%`` floor. ``wmma.mma`` on int8 accumulates exactly in int32 (with
+wraparound); on fp16 it accumulates in fp32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.errors import VtaError
+from vta.gpu.dialect import (
+    FragmentInfo,
+    LaunchConfig,
+    ThreadIndex,
+    WmmaFill,
+    WmmaLoad,
+    WmmaMma,
+    WmmaStore,
+)
+
+__all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
+
+NP_DTYPES: dict[str, Any] = {
+    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
+    "int64": np.int64, "uint32": np.uint32, "float16": np.float16, "float32": np.float32,
+    "float64": np.float64, "bool": np.bool_,
+}
+
+Mask = "np.ndarray | None"
+ExprFn = Callable[["_Ctx", Any], Any]
+StmtFn = Callable[["_Ctx", Any], None]
+
+
+class EmulatorError(VtaError):
+    """The kernel did something a GPU would not allow or would do wrong (out-of-bounds access,
+    divergent barrier, non-uniform WMMA operand); the message names the buffer or statement."""
+
+
+class EmulatorRaceError(EmulatorError):
+    """Two threads touched the same shared (or global) element without a barrier between."""
+
+
+def _is_vec(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.ndim > 0
+
+
+def _scalar(x: Any) -> Any:
+    if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        return x.item()
+    return x
+
+
+class _Ctx:
+    """The state of one batch of blocks."""
+
+    def __init__(self, launch: LaunchConfig, first_block: int, nblocks: int) -> None:
+        bx, by, _bz = launch.block
+        gx, gy, _gz = launch.grid
+        self.T = launch.threads_per_block
+        self.B = nblocks
+        self.L = self.T * nblocks
+        lane = np.arange(self.L, dtype=np.int32)
+        self.blk = lane // self.T
+        self.tid = lane % self.T
+        bid = self.blk + first_block
+        self.first_block = first_block
+        self.thread: dict[str, np.ndarray] = {
+            "threadIdx.x": self.tid % bx, "threadIdx.y": (self.tid // bx) % by,
+            "threadIdx.z": self.tid // (bx * by),
+            "blockIdx.x": bid % gx, "blockIdx.y": (bid // gx) % gy, "blockIdx.z": bid // (gx * gy),
+        }
+        self.env: dict[E.Var, Any] = {}
+        self.mem: dict[S.Buffer, np.ndarray] = {}
+        self.writer: dict[S.Buffer, np.ndarray] = {}
+        self.reader: dict[S.Buffer, np.ndarray] = {}
+        self._bases: dict[tuple[str, int], np.ndarray] = {}
+        self.wpb = max(1, self.T // 32)  # warps per block
+        self.leaders = np.nonzero(self.tid % 32 == 0)[0]
+        self.warp_of_lane = self.blk * self.wpb + self.tid // 32
+
+    def base(self, scope: str, size: int) -> np.ndarray:
+        key = (scope, size)
+        b = self._bases.get(key)
+        if b is None:
+            if scope == "shared":
+                b = self.blk.astype(np.int64) * size
+            else:
+                b = np.arange(self.L, dtype=np.int64) * size
+            self._bases[key] = b
+        return b
+
+
+class Emulator:
+    """Compile a lowered GPU ``PrimFunc`` once; ``run`` it on numpy arrays many times."""
+
+    def __init__(self, func: S.PrimFunc, check_races: bool = True, max_lanes: int = 1 << 15
+                 ) -> None:
+        launch = func.attr("launch")
+        if not isinstance(launch, LaunchConfig):
+            raise EmulatorError(f"{func.name}: no launch configuration; run "
+                                f"vta.gpu.lower_gpu.lower_for_gpu first")
+        self.func = func
+        self.launch = launch
+        self.check_races = check_races
+        self.max_lanes = max_lanes
+        self.frags: dict[S.Buffer, FragmentInfo] = {}
+        self.scope_of: dict[S.Buffer, str] = {b: "global" for b in func.params}
+        loaded = {n.buffer for n in E.walk(func.body) if isinstance(n, S.BufferLoad)}
+        stored = {n.buffer for n in E.walk(func.body) if isinstance(n, S.BufferStore)}
+        #: global buffers read and written by the kernel: tracked for inter-block races
+        self.rw_globals = {b for b in func.params if b in loaded and b in stored}
+        if any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore)) for n in E.walk(func.body)):
+            if launch.threads_per_block % 32:
+                raise EmulatorError(f"{func.name}: WMMA needs whole warps, but a block has "
+                                    f"{launch.threads_per_block} threads")
+        self.body = self.stmt(func.body)
+
+    # ------------------------------------------------------------------ running
+    def run(self, *arrays: np.ndarray) -> None:
+        """Execute the kernel; output parameters are written in place (C-contiguous arrays)."""
+        f = self.func
+        if len(arrays) != len(f.params):
+            raise EmulatorError(f"{f.name}: takes {len(f.params)} arrays "
+                                f"({', '.join(b.name for b in f.params)}), got {len(arrays)}")
+        flat: dict[S.Buffer, np.ndarray] = {}
+        for b, a in zip(f.params, arrays, strict=False):
+            if tuple(a.shape) != tuple(b.shape) or a.dtype != NP_DTYPES[b.dtype]:
+                raise EmulatorError(f"{f.name}: argument {b.name} must be "
+                                    f"{b.dtype}{list(b.shape)}, "
+                                    f"got {a.dtype}{list(a.shape)}")
+            if not a.flags.c_contiguous:
+                raise EmulatorError(f"{f.name}: argument {b.name} must be C-contiguous")
+            flat[b] = a.reshape(-1)
+        gwriter = {b: np.full(b.size, -1, np.int32) for b in self.rw_globals}
+        nblocks = self.launch.num_blocks
+        per = max(1, min(nblocks, self.max_lanes // max(1, self.launch.threads_per_block)))
+        with np.errstate(all="ignore"):
+            for first in range(0, nblocks, per):
+                ctx = _Ctx(self.launch, first, min(per, nblocks - first))
+                ctx.mem.update(flat)
+                ctx.writer.update(gwriter)
+                self.body(ctx, None)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: E.Expr) -> ExprFn:
+        if isinstance(e, E.Var):
+            def var(ctx: _Ctx, m: Any, v: E.Var = e) -> Any:
+                try:
+                    return ctx.env[v]
+                except KeyError:
+                    raise EmulatorError(f"{self.func.name}: variable {v.name} is unbound") from None
+            return var
+        if isinstance(e, (E.IntImm, E.FloatImm)):
+            c = NP_DTYPES[e.dtype](e.value) if e.dtype != "int32" else int(e.value)
+            return lambda ctx, m: c
+        if isinstance(e, ThreadIndex):
+            tag = e.tag
+            return lambda ctx, m: ctx.thread[tag]
+        if isinstance(e, S.BufferLoad):
+            return self.load(e)
+        if isinstance(e, E.BinOp):
+            return self.binop(e)
+        if isinstance(e, E.Cmp):
+            a, b = self.expr(e.a), self.expr(e.b)
+            op = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+                  "==": np.equal, "!=": np.not_equal}[e.op]
+            return lambda ctx, m: op(a(ctx, m), b(ctx, m))
+        if isinstance(e, E.And):
+            a, b = self.expr(e.a), self.expr(e.b)
+            return lambda ctx, m: np.logical_and(a(ctx, m), b(ctx, m))
+        if isinstance(e, E.Or):
+            a, b = self.expr(e.a), self.expr(e.b)
+            return lambda ctx, m: np.logical_or(a(ctx, m), b(ctx, m))
+        if isinstance(e, E.Not):
+            a = self.expr(e.a)
+            return lambda ctx, m: np.logical_not(a(ctx, m))
+        if isinstance(e, E.Select):
+            return self.select(e)
+        if isinstance(e, E.Cast):
+            v = self.expr(e.value)
+            dt = NP_DTYPES[e.dtype]
+
+            def cast(ctx: _Ctx, m: Any) -> Any:
+                x = v(ctx, m)
+                if _is_vec(x):
+                    return x.astype(dt, copy=False)
+                return np.array(x).astype(dt)[()]
+            return cast
+        if isinstance(e, E.Call):
+            if e.name == "clip" and len(e.args) == 3:
+                x, lo, hi = (self.expr(a) for a in e.args)
+                return lambda ctx, m: np.minimum(np.maximum(x(ctx, m), lo(ctx, m)), hi(ctx, m))
+            raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}()")
+        raise EmulatorError(f"{self.func.name}: cannot emulate expression {e!r}")
+
+    def binop(self, e: E.BinOp) -> ExprFn:
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt = NP_DTYPES.get(e.dtype)
+        isint = not e.dtype.startswith("float")
+        if isinstance(e, E.Add):
+            op: Callable[[Any, Any], Any] = lambda x, y: x + y  # noqa: E731
+        elif isinstance(e, E.Sub):
+            op = lambda x, y: x - y  # noqa: E731
+        elif isinstance(e, E.Mul):
+            op = lambda x, y: x * y  # noqa: E731
+        elif isinstance(e, E.FloorDiv):
+            op = np.floor_divide if isint else (lambda x, y: np.floor(x / y))
+        elif isinstance(e, E.FloorMod):
+            op = np.mod
+        elif isinstance(e, E.Min):
+            op = np.minimum
+        elif isinstance(e, E.Max):
+            op = np.maximum
+        elif isinstance(e, E.Shr):
+            op = np.right_shift
+        elif isinstance(e, E.Shl):
+            op = np.left_shift
+        else:  # pragma: no cover
+            raise EmulatorError(f"unknown operator {type(e).__name__}")
+
+        def run(ctx: _Ctx, m: Any) -> Any:
+            x, y = a(ctx, m), b(ctx, m)
+            r = op(x, y)
+            if _is_vec(r):
+                return r if r.dtype == dt else r.astype(dt)
+            if isinstance(x, int) and isinstance(y, int) and isint:
+                return int(r)
+            return np.array(r).astype(dt)[()]
+        return run
+
+    def select(self, e: E.Select) -> ExprFn:
+        c, t, f = self.expr(e.cond), self.expr(e.t), self.expr(e.f)
+
+        def run(ctx: _Ctx, m: Any) -> Any:
+            cond = c(ctx, m)
+            if not _is_vec(cond):
+                return t(ctx, m) if cond else f(ctx, m)
+            tm = cond if m is None else (m & cond)
+            fm = ~cond if m is None else (m & ~cond)
+            # only the chosen side's loads are issued (C's ?: semantics)
+            tv = t(ctx, tm) if tm.any() else 0
+            fv = f(ctx, fm) if fm.any() else 0
+            return np.where(cond, tv, fv).astype(NP_DTYPES[e.dtype], copy=False)
+        return run
+
+    # ------------------------------------------------------------------ memory
+    def flat_index(self, b: S.Buffer, idx: tuple[E.Expr, ...]) -> ExprFn:
+        fns = [self.expr(i) for i in idx]
+        shape = b.shape
+        if len(fns) != len(shape):
+            raise EmulatorError(f"access to {b.name}: {len(fns)} indices for {len(shape)} dims")
+
+        def run(ctx: _Ctx, m: Any) -> Any:
+            flat: Any = 0
+            for fn, d in zip(fns, shape, strict=False):
+                flat = flat * d + fn(ctx, m)
+            return flat
+        return run
+
+    def _where(self, b: S.Buffer, kind: str, inner: Any, ctx: _Ctx, m: Any) -> Any:
+        """Bounds-check ``inner`` (flat index within one region) for the active lanes and turn
+        it into an index into the buffer's storage."""
+        size = b.size
+        if _is_vec(inner):
+            act = inner if m is None else inner[m]
+            if act.size and (act.min() < 0 or act.max() >= size):
+                bad = act[(act < 0) | (act >= size)][0]
+                raise EmulatorError(f"{self.func.name}: {kind} {b.name}: flat index {bad} out of "
+                                    f"bounds for shape {b.shape}")
+            if m is not None:
+                inner = np.where(m, inner, 0)
+        else:
+            inner = int(inner)
+            if (inner < 0 or inner >= size) and (m is None or m.any()):
+                raise EmulatorError(f"{self.func.name}: {kind} {b.name}: flat index {inner} out "
+                                    f"of bounds for shape {b.shape}")
+            if inner < 0 or inner >= size:
+                inner = 0
+        scope = self.scope_of.get(b, b.scope)
+        if scope == "global":
+            return inner
+        return ctx.base(scope, size) + inner
+
+    def storage(self, ctx: _Ctx, b: S.Buffer) -> np.ndarray:
+        arr = ctx.mem.get(b)
+        if arr is None:
+            raise EmulatorError(f"{self.func.name}: {b.name} is used outside its allocation")
+        return arr
+
+    def load(self, e: S.BufferLoad) -> ExprFn:
+        b = e.buffer
+        if b in self.frags:
+            raise EmulatorError(f"scalar load from fragment {b.name}")
+        fi = self.flat_index(b, e.indices)
+        shared = b.scope == "shared"
+        tracked_global = b in self.rw_globals
+
+        def run(ctx: _Ctx, m: Any) -> Any:
+            where = self._where(b, "load from", fi(ctx, m), ctx, m)
+            arr = self.storage(ctx, b)
+            val = arr[where]
+            if self.check_races and (shared or tracked_global):
+                self.check_read(ctx, b, where, m)
+            return val
+        return run
+
+    def check_read(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any) -> None:
+        if b.scope == "global":
+            w = ctx.writer[b][where]
+            own = ctx.blk + ctx.first_block
+            bad = (w != -1) & (w != own)
+            if m is not None:
+                bad &= m
+            if np.any(bad):
+                raise EmulatorRaceError(
+                    f"{self.func.name}: a block reads {b.name} written by another block in the "
+                    f"same launch (blocks run batched; inter-block communication is a race)")
+            return
+        tid = ctx.tid
+        where = np.broadcast_to(where, tid.shape)
+        if m is not None:
+            where, tid = where[m], tid[m]
+        w = ctx.writer[b][where]
+        bad = (w != -1) & (w != tid)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise EmulatorRaceError(
+                f"{self.func.name}: shared-memory race on {b.name}: thread {tid[i]} reads element "
+                f"{where[i] % b.size} written by thread {w[i]} with no barrier in between")
+        r = ctx.reader[b]
+        cur = r[where]
+        new = np.where((cur == -1) | (cur == tid), tid, -2).astype(np.int32)
+        r[where] = new
+        back = r[where]
+        r[where[back != new]] = -2
+
+    def check_write(self, ctx: _Ctx, b: S.Buffer, where: Any, tid: Any, lo: Any, hi: Any) -> None:
+        w = ctx.writer[b][where]
+        r = ctx.reader[b][where]
+        bad_w = (w != -1) & ((w < lo) | (w > hi))
+        bad_r = (r == -2) | ((r != -1) & ((r < lo) | (r > hi)))
+        if np.any(bad_w) or np.any(bad_r):
+            kind = "writes over a write" if np.any(bad_w) else "overwrites data read"
+            i = int(np.argmax(np.broadcast_to(bad_w | bad_r, np.shape(where))))
+            el = np.broadcast_to(where, np.shape(bad_w))[i] % b.size
+            raise EmulatorRaceError(
+                f"{self.func.name}: shared-memory race on {b.name}: a thread {kind} by another "
+                f"thread at element {el} with no barrier in between")
+        ctx.writer[b][where] = tid
+
+    def store(self, s: S.BufferStore) -> StmtFn:
+        b = s.buffer
+        fi = self.flat_index(b, s.indices)
+        vf = self.expr(s.value)
+        dt = NP_DTYPES[b.dtype]
+        shared = b.scope == "shared"
+        tracked_global = b in self.rw_globals
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            val = vf(ctx, m)
+            where = self._where(b, "store to", fi(ctx, m), ctx, m)
+            arr = self.storage(ctx, b)
+            if not _is_vec(where) and (_is_vec(val) or m is not None):
+                where = np.full(ctx.L, where, np.int64)
+            if m is not None:
+                where = where[m]
+                if _is_vec(val):
+                    val = val[m]
+            if _is_vec(val):
+                val = val.astype(dt, copy=False)
+            else:
+                val = np.array(val).astype(dt)
+            if self.check_races and shared:
+                tid = ctx.tid if m is None else ctx.tid[m]
+                if not _is_vec(where):
+                    where = np.full(tid.shape, where, np.int64)
+                self.check_write(ctx, b, where, tid, tid, tid)
+            elif tracked_global:
+                blk = ctx.blk + ctx.first_block
+                ctx.writer[b][where] = blk if m is None else blk[m]
+            arr[where] = val
+        return run
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: S.Stmt) -> StmtFn:
+        if isinstance(s, S.SeqStmt):
+            fns = [self.stmt(x) for x in s.stmts]
+
+            def seq(ctx: _Ctx, m: Any) -> None:
+                for fn in fns:
+                    fn(ctx, m)
+            return seq
+        if isinstance(s, S.BufferStore):
+            return self.store(s)
+        if isinstance(s, S.For):
+            return self.loop(s)
+        if isinstance(s, S.LetStmt):
+            val, body, var = self.expr(s.value), self.stmt(s.body), s.var
+
+            def let(ctx: _Ctx, m: Any) -> None:
+                ctx.env[var] = val(ctx, m)
+                body(ctx, m)
+            return let
+        if isinstance(s, S.IfThenElse):
+            return self.branch(s)
+        if isinstance(s, S.Allocate):
+            return self.allocate(s.buffer, s.body)
+        if isinstance(s, S.AttrStmt):
+            if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+                self.frags[s.body.buffer] = s.value
+            return self.stmt(s.body)
+        if isinstance(s, S.Barrier):
+            return self.barrier()
+        if isinstance(s, S.Evaluate):
+            return lambda ctx, m: None
+        if isinstance(s, WmmaFill):
+            return self.wmma_fill(s)
+        if isinstance(s, WmmaLoad):
+            return self.wmma_load(s)
+        if isinstance(s, WmmaMma):
+            return self.wmma_mma(s)
+        if isinstance(s, WmmaStore):
+            return self.wmma_store(s)
+        if isinstance(s, S.For) or s.__class__.__name__ == "For":  # pragma: no cover
+            raise EmulatorError("unreachable")
+        raise EmulatorError(f"{self.func.name}: cannot emulate statement {type(s).__name__}")
+
+    def loop(self, s: S.For) -> StmtFn:
+        if s.kind is S.ForKind.THREAD_BINDING:
+            raise EmulatorError(f"loop {s.var.name} is still bound to {s.thread}; run "
+                                f"lower_for_gpu first")
+        lo_f, ext_f, body, var = self.expr(s.min), self.expr(s.extent), self.stmt(s.body), s.var
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            lo, ext = lo_f(ctx, m), ext_f(ctx, m)
+            if not _is_vec(lo) and not _is_vec(ext):
+                lo, ext = int(lo), int(ext)
+                env = ctx.env
+                for i in range(lo, lo + ext):
+                    env[var] = i
+                    body(ctx, m)
+                return
+            hi = lo + ext
+            act_lo = lo if not _is_vec(lo) else (lo if m is None else lo[m])
+            act_hi = hi if not _is_vec(hi) else (hi if m is None else hi[m])
+            if np.size(act_lo) == 0:
+                return
+            for i in range(int(np.min(act_lo)), int(np.max(act_hi))):
+                mi = (i >= lo) & (i < hi)
+                if m is not None:
+                    mi = mi & m
+                if mi.any():
+                    ctx.env[var] = i
+                    body(ctx, mi)
+        return run
+
+    def branch(self, s: S.IfThenElse) -> StmtFn:
+        c = self.expr(s.cond)
+        t = self.stmt(s.then_case)
+        f = self.stmt(s.else_case) if s.else_case is not None else None
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            cond = c(ctx, m)
+            if not _is_vec(cond):
+                if cond:
+                    t(ctx, m)
+                elif f is not None:
+                    f(ctx, m)
+                return
+            tm = cond if m is None else (m & cond)
+            if tm.all():
+                t(ctx, None if m is None else m)
+            elif tm.any():
+                t(ctx, tm)
+            if f is not None:
+                fm = ~cond if m is None else (m & ~cond)
+                if fm.any():
+                    f(ctx, fm)
+        return run
+
+    def allocate(self, b: S.Buffer, body_stmt: S.Stmt) -> StmtFn:
+        self.scope_of[b] = b.scope
+        body = self.stmt(body_stmt)  # compiles fragment uses; self.frags is filled by now
+        dt = NP_DTYPES[b.dtype]
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            if b not in ctx.mem:
+                if b in self.frags:
+                    ctx.mem[b] = np.zeros((ctx.B * ctx.wpb, *b.shape), dt)
+                elif b.scope == "shared":
+                    ctx.mem[b] = np.zeros(ctx.B * b.size, dt)
+                    ctx.writer[b] = np.full(ctx.B * b.size, -1, np.int32)
+                    ctx.reader[b] = np.full(ctx.B * b.size, -1, np.int32)
+                elif b.scope == "local":
+                    ctx.mem[b] = np.zeros(ctx.L * b.size, dt)
+                else:
+                    raise EmulatorError(f"{self.func.name}: cannot allocate {b.name} in scope "
+                                        f"{b.scope} inside a kernel")
+            body(ctx, m)
+        return run
+
+    def barrier(self) -> StmtFn:
+        def run(ctx: _Ctx, m: Any) -> None:
+            if m is not None and not m.all():
+                raise EmulatorError(f"{self.func.name}: __syncthreads() reached by only some "
+                                    f"threads of a block (divergent barrier)")
+            for b, w in ctx.writer.items():
+                if b.scope == "shared":
+                    w.fill(-1)
+                    ctx.reader[b].fill(-1)
+        return run
+
+    # ------------------------------------------------------------------ WMMA (per warp)
+    def warp_uniform(self, ctx: _Ctx, fns: Sequence[ExprFn], m: Any, what: str) -> list[Any]:
+        out = []
+        for fn in fns:
+            v = fn(ctx, m)
+            if _is_vec(v):
+                lead = v[ctx.leaders]
+                if np.any(v != lead[ctx.warp_of_lane]):
+                    raise EmulatorError(f"{self.func.name}: {what}: an operand differs between "
+                                        f"the lanes of a warp (WMMA operands must be warp-uniform)")
+                v = lead
+            out.append(v)
+        return out
+
+    def active_warps(self, ctx: _Ctx, m: Any, what: str) -> np.ndarray:
+        nw = ctx.B * ctx.wpb
+        if m is None:
+            return np.arange(nw)
+        mw = m.reshape(nw, 32) if ctx.T % 32 == 0 else None
+        if mw is None or np.any(mw.any(axis=1) != mw.all(axis=1)):
+            raise EmulatorError(f"{self.func.name}: {what} executed by part of a warp")
+        return np.nonzero(mw[:, 0])[0]
+
+    @staticmethod
+    def _pick(v: Any, warps: np.ndarray) -> Any:
+        return v[warps] if _is_vec(v) else v
+
+    def _frag_sel(self, ctx: _Ctx, b: S.Buffer, idx: list[Any], warps: np.ndarray) -> tuple:
+        return (warps, *[self._pick(i, warps) for i in idx])
+
+    def wmma_fill(self, s: WmmaFill) -> StmtFn:
+        idx = [self.expr(i) for i in s.index]
+        val = self.expr(s.value)
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            warps = self.active_warps(ctx, m, "wmma.fill")
+            iv = self.warp_uniform(ctx, idx, m, "wmma.fill")
+            (v,) = self.warp_uniform(ctx, [val], m, "wmma.fill")
+            ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)] = self._pick(v, warps)
+        return run
+
+    def _tile_index(self, ctx: _Ctx, buf: S.Buffer, offset: list[ExprFn], ldm: int,
+                    layout: str, rows: int, cols: int, m: Any, warps: np.ndarray, what: str
+                    ) -> np.ndarray:
+        base_fns = offset
+        ov = self.warp_uniform(ctx, base_fns, m, what)
+        flat: Any = 0
+        for v, d in zip(ov, buf.shape, strict=False):
+            flat = flat * d + self._pick(v, warps)
+        r = np.arange(rows)[:, None]
+        c = np.arange(cols)[None, :]
+        tile = r * ldm + c if layout == "row_major" else c * ldm + r
+        inner = np.asarray(flat, np.int64).reshape(-1, 1, 1) + tile[None]
+        if inner.size and (inner.min() < 0 or inner.max() >= buf.size):
+            raise EmulatorError(f"{self.func.name}: {what} {buf.name}: tile out of bounds "
+                                f"for shape {buf.shape}")
+        if buf.scope == "shared":
+            blk = warps // ctx.wpb
+            inner = inner + (blk.astype(np.int64) * buf.size).reshape(-1, 1, 1)
+        elif buf.scope != "global":
+            raise EmulatorError(f"{what}: {buf.name} must be in shared or global memory")
+        return inner
+
+    def _frag_shape(self, b: S.Buffer) -> tuple[int, int]:
+        return b.shape[-2], b.shape[-1]
+
+    def wmma_load(self, s: WmmaLoad) -> StmtFn:
+        idx = [self.expr(i) for i in s.index]
+        off = [self.expr(i) for i in s.offset]
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            warps = self.active_warps(ctx, m, "wmma.load")
+            rows, cols = self._frag_shape(s.frag)
+            where = self._tile_index(ctx, s.src, off, s.ldm, s.layout, rows, cols, m, warps,
+                                     "wmma.load from")
+            if self.check_races and s.src.scope == "shared":
+                self._warp_read(ctx, s.src, where, warps)
+            iv = self.warp_uniform(ctx, idx, m, "wmma.load")
+            tiles = self.storage(ctx, s.src)[where]
+            ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)] = tiles
+        return run
+
+    def _warp_lanes(self, ctx: _Ctx, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo = (warps % ctx.wpb) * 32
+        return lo.reshape(-1, 1, 1), (lo + 31).reshape(-1, 1, 1)
+
+    def _warp_read(self, ctx: _Ctx, b: S.Buffer, where: np.ndarray, warps: np.ndarray) -> None:
+        lo, hi = self._warp_lanes(ctx, warps)
+        w = ctx.writer[b][where]
+        if np.any((w != -1) & ((w < lo) | (w > hi))):
+            raise EmulatorRaceError(f"{self.func.name}: shared-memory race on {b.name}: a warp "
+                                    f"loads a tile written by another warp with no barrier")
+        r = ctx.reader[b]
+        cur = r[where]
+        new = np.where(cur == -1, np.broadcast_to(lo, where.shape), -2).astype(np.int32)
+        new = np.where((cur >= lo) & (cur <= hi), cur, new)
+        r[where] = new
+
+    def wmma_mma(self, s: WmmaMma) -> StmtFn:
+        fi = {k: [self.expr(i) for i in getattr(s, f"{k}_index")] for k in "dabc"}
+        acc_int = not s.d.dtype.startswith("float")
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            warps = self.active_warps(ctx, m, "wmma.mma")
+            sel = {k: self._frag_sel(ctx, getattr(s, k),
+                                     self.warp_uniform(ctx, fi[k], m, "wmma.mma"), warps)
+                   for k in "dabc"}
+            a = ctx.mem[s.a][sel["a"]]
+            b = ctx.mem[s.b][sel["b"]]
+            c = ctx.mem[s.c][sel["c"]]
+            if acc_int:
+                # products of 8-bit values are < 2^14: float64 sums of 16 are exact
+                p = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+                d = (p + c.astype(np.int64)).astype(np.int32)
+            else:
+                d = np.matmul(a.astype(np.float32), b.astype(np.float32)) + c.astype(np.float32)
+            ctx.mem[s.d][sel["d"]] = d.astype(NP_DTYPES[s.d.dtype])
+        return run
+
+    def wmma_store(self, s: WmmaStore) -> StmtFn:
+        idx = [self.expr(i) for i in s.index]
+        off = [self.expr(i) for i in s.offset]
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            warps = self.active_warps(ctx, m, "wmma.store")
+            rows, cols = self._frag_shape(s.frag)
+            where = self._tile_index(ctx, s.dst, off, s.ldm, s.layout, rows, cols, m, warps,
+                                     "wmma.store to")
+            iv = self.warp_uniform(ctx, idx, m, "wmma.store")
+            val = ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)]
+            if self.check_races and s.dst.scope == "shared":
+                lo, hi = self._warp_lanes(ctx, warps)
+                lo_b = np.broadcast_to(lo, where.shape)
+                self.check_write(ctx, s.dst, where, lo_b, lo_b, np.broadcast_to(hi, where.shape))
+            self.storage(ctx, s.dst)[where] = val.astype(NP_DTYPES[s.dst.dtype])
+        return run
+
+
+def emulate(func: S.PrimFunc, *arrays: np.ndarray, check_races: bool = True) -> None:
+    """Run a lowered kernel on numpy arrays (outputs are written in place)."""
+    Emulator(func, check_races=check_races).run(*arrays)

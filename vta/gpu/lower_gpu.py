@@ -1,0 +1,64 @@
+"""The GPU pipeline: ordered pure passes from a scheduled ``PrimFunc`` to a kernel.
+
+``lower_for_gpu(func)`` runs, in order (each pass documents its contract in its module):
+
+1. ``verify`` - the input follows docs/ir.md.
+2. ``lower_tensorize`` (vta.gpu.intrinsics) - ``AttrStmt("tensorize", <cuda intrinsic>)``
+   regions become WMMA fragment statements. First, because it still sees loops and buffers
+   as the schedule wrote them (the fragment tile structure is in the loop nest).
+3. ``bind_threads`` - thread-bound loops become ``threadIdx``/``blockIdx`` lets with guards;
+   the launch shape is recorded. Before barriers: barrier placement needs to know which values
+   are thread-dependent, and that is what the thread-index builtins say.
+4. ``insert_barriers`` - ``__syncthreads`` for shared-memory staging (RAW and WAR, loop-carried
+   included; double-buffered stages get one per iteration).
+5. ``check_registers`` - register tiles fit in the register file.
+6. ``verify`` - the output is still well formed.
+
+``build(func)`` = ``render_cuda(lower_for_gpu(func))``. ``dump`` prints the IR after each pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vta.compiler import stmt as S
+from vta.compiler.verify import verify
+from vta.gpu.cuda import CudaKernel, render_cuda
+from vta.gpu.passes.bind_threads import GpuLoweringError, bind_threads
+from vta.gpu.passes.check_registers import check_registers
+from vta.gpu.passes.insert_barriers import insert_barriers
+
+__all__ = ["PIPELINE", "lower_for_gpu", "build", "GpuLoweringError"]
+
+
+def _lower_tensorize(func: S.PrimFunc) -> S.PrimFunc:
+    from vta.gpu.intrinsics import lower_tensorize
+
+    return lower_tensorize(func)
+
+
+#: (name, pass, why it sits here)
+PIPELINE: list[tuple[str, Callable[[S.PrimFunc], S.PrimFunc], str]] = [
+    ("verify", verify, "the input follows the lowering contract"),
+    ("lower_tensorize", _lower_tensorize, "needs the loop structure the schedule produced"),
+    ("bind_threads", bind_threads, "barrier placement needs thread-dependence explicit"),
+    ("insert_barriers", insert_barriers, "after binding: one SPMD program per block"),
+    ("check_registers", check_registers, "register tiles are final after all rewrites"),
+    ("verify", verify, "every pass keeps the IR well formed"),
+]
+
+
+def lower_for_gpu(func: S.PrimFunc, dump: Callable[[str, S.PrimFunc], None] | None = None
+                  ) -> S.PrimFunc:
+    """Run the GPU pipeline; ``dump(name, func)`` is called after every pass when given."""
+    for name, fn, _why in PIPELINE:
+        new = fn(func)
+        if dump is not None:
+            dump(name if new is not func else f"{name} (unchanged)", new)
+        func = new
+    return func
+
+
+def build(func: S.PrimFunc) -> CudaKernel:
+    """Lower a scheduled function for the GPU and render it as CUDA."""
+    return render_cuda(lower_for_gpu(func))

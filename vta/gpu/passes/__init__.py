@@ -1,0 +1,1 @@
+"""GPU lowering passes, one a file; ``vta.gpu.lower_gpu`` lists them in order."""

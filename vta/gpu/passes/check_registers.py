@@ -1,0 +1,44 @@
+"""Pass: check register tiles (``local`` buffers) against the per-thread register file.
+
+Before: ``bind_threads`` ran. After: unchanged, or a ``GpuLoweringError`` naming the buffers
+when the thread's local arrays need more than ``MAX_REGISTERS`` 32-bit registers (they would
+spill to local memory, which the schedule did not ask for). The estimate is recorded in
+``func.attrs["registers"]``. Fragment buffers are excluded (a warp shares them, so each thread
+holds 1/32 of each fragment).
+"""
+
+from __future__ import annotations
+
+from vta.compiler import expr as E
+from vta.compiler import stmt as S
+from vta.compiler.expr import DTYPES
+from vta.gpu.passes.bind_threads import GpuLoweringError
+
+__all__ = ["check_registers", "MAX_REGISTERS"]
+
+#: 32-bit registers one thread may use (the CUDA limit is 255)
+MAX_REGISTERS = 255
+
+
+def check_registers(func: S.PrimFunc) -> S.PrimFunc:
+    """Estimate per-thread registers for local arrays; refuse tiles that cannot fit."""
+    frags = {n.body.buffer for n in E.walk(func.body)
+             if isinstance(n, S.AttrStmt) and n.key == "wmma.fragment"
+             and isinstance(n.body, S.Allocate)}
+    words = 0
+    names = []
+    for n in E.walk(func.body):
+        if isinstance(n, S.Allocate) and n.buffer.scope == "local":
+            b = n.buffer
+            bits = DTYPES[b.dtype]
+            w = -(-b.size * bits // 32)
+            if b in frags:
+                w = -(-w // 32)
+            words += w
+            names.append(f"{b.name}[{b.size}]")
+    if words > MAX_REGISTERS:
+        raise GpuLoweringError(f"{func.name}: register tiles {', '.join(names)} need {words} "
+                               f"registers per thread (limit {MAX_REGISTERS}); use smaller "
+                               f"split factors for the cache_write/cache_read local stages")
+    attrs = (*tuple((k, v) for k, v in func.attrs if k != "registers"), ("registers", words))
+    return S.PrimFunc(func.name, func.params, func.body, attrs)
