@@ -1,5 +1,10 @@
 """ResNet-18 C1-C11 on every shipped hardware config: cycles, utilization with and without
-latency hiding, their ratio, the roofline bound, compile time and simulation wall time.
+latency hiding, their ratio, two bounds, compile time and simulation wall time.
+
+Bounds (vta.compiler.driver.roofline): the classic roofline max(ideal GEMM cycles, compulsory
+DRAM bytes / bus bytes) — ``bound`` says which side limits it — and the machine bound, which
+adds the ALU epilogue the compute module runs serially with its GEMMs (per acc entry: GEMM
+reset, SHR, bias ADD at alu.ii, MAX, MIN); ``ceil`` is the utilization that bound allows.
 
     python bench/resnet18_layers.py [--hw hwconfigs/pynq.yaml ...] [--layers C2,C5]
 
@@ -30,13 +35,16 @@ def bench(hw: HwConfig, layers: list[str]) -> list[dict]:
         on = run_workload(w, hw)
         off = run_workload(w, hw, latency_hiding=False)
         s, s0 = on.summary(), off.summary()
-        mem_bound = s["roofline_memory_cycles"] > s["roofline_compute_cycles"]
+        mem_bound = s["memory_bound"]
         rows.append({
             "layer": layer, "passed": on.passed and off.passed, "cycles": s["cycles"],
             "cycles_no_lh": s0["cycles"], "utilization": s["utilization"],
             "utilization_no_lh": s0["utilization"], "lh_speedup": s0["cycles"] / s["cycles"],
             "roofline_cycles": s["roofline_cycles"], "of_roofline": s["of_roofline"],
-            "memory_bound": mem_bound, "gops": s["gops"], "schedule": s["schedule"],
+            "memory_bound": mem_bound, "machine_bound_cycles": s["machine_bound_cycles"],
+            "of_machine_bound": s["of_machine_bound"],
+            "utilization_ceiling": s["utilization_ceiling"], "gops": s["gops"],
+            "schedule": s["schedule"],
             "schedule_no_lh": s0["schedule"], "instructions": s["instructions"],
             "acc_hazards": s["acc_hazards"], "compile_s": s["compile_s"], "sim_s": s["sim_s"],
             "compile_s_no_lh": s0["compile_s"], "sim_s_no_lh": s0["sim_s"],
@@ -46,7 +54,8 @@ def bench(hw: HwConfig, layers: list[str]) -> list[dict]:
 
 def table(name: str, rows: list[dict]) -> str:
     head = (f"{'layer':5} {'ok':3} {'cycles':>10} {'util':>6} {'no-LH cyc':>10} {'util':>6} "
-            f"{'LH x':>5} {'roofline':>9} {'%roof':>6} {'bound':>6} {'compile':>8} {'sim':>6}  schedule")
+            f"{'LH x':>5} {'roofline':>9} {'%roof':>6} {'bound':>6} {'machine':>9} {'%mach':>6} "
+            f"{'ceil':>5} {'compile':>8} {'sim':>6}  schedule")
     lines = [f"== {name} ==", head]
     for r in rows:
         sc = r["schedule"]
@@ -54,7 +63,9 @@ def table(name: str, rows: list[dict]) -> str:
             f"{r['layer']:5} {'ok' if r['passed'] else 'BAD':3} {r['cycles']:>10,} "
             f"{r['utilization']:>6.3f} {r['cycles_no_lh']:>10,} {r['utilization_no_lh']:>6.3f} "
             f"{r['lh_speedup']:>5.2f} {r['roofline_cycles']:>9,.0f} {r['of_roofline']:>6.1%} "
-            f"{'mem' if r['memory_bound'] else 'comp':>6} {r['compile_s'] * 1e3:>6.0f}ms "
+            f"{'mem' if r['memory_bound'] else 'comp':>6} {r['machine_bound_cycles']:>9,.0f} "
+            f"{r['of_machine_bound']:>6.1%} {r['utilization_ceiling']:>5.3f} "
+            f"{r['compile_s'] * 1e3:>6.0f}ms "
             f"{r['sim_s']:>5.2f}s  {sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} "
             f"vt={sc['vthreads']}{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
     tot_sim = sum(r["sim_s"] for r in rows)

@@ -1,14 +1,15 @@
-"""Shared fixtures for the VTA pipeline tests: a small conv2d lowered under a fixed schedule."""
+"""Shared fixtures for the VTA pipeline tests: a small conv2d defined in the tensor IR,
+scheduled with the primitives and lowered (``lower``) under fixed knobs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from vta.compiler import stmt as S
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_func
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.pipeline import PASSES
-from vta.compiler.schedules.default import ConvSchedule
+from vta.compiler.schedules.default import ConvSchedule, lower_op
 from vta.config import HwConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +25,8 @@ SCH = ConvSchedule(tco=2, tci=2, th=3, tw=6, vthreads=2, vt_axis="oh")
 
 
 def lowered(spec: Conv2dSpec = SPEC, sch: ConvSchedule = SCH, name: str = "pynq") -> S.PrimFunc:
-    return conv2d_func(spec, hw(name), sch, Epilogue())
+    h = hw(name)
+    return lower_op(conv2d_compute(spec, h, sch, Epilogue()), h, sch)
 
 
 def run_until(func: S.PrimFunc, last: str, name: str = "pynq") -> S.PrimFunc:

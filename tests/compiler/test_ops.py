@@ -27,11 +27,41 @@ def test_pack_unpack_roundtrip_with_channel_padding(n: int, c: int, h: int, w: i
     assert not p[..., w, :, :].any()  # padding is zero
 
 
-def test_pack_rows_roundtrip() -> None:
+def test_pack_matrix_roundtrip() -> None:
     x = np.arange(5 * 20, dtype=np.int32).reshape(5, 20).astype(np.int8)
-    p = packing.pack_rows(x, 2, 16, (1, 2, 1, 3))
-    assert p.shape == (1, 2, 1, 3, 2, 16)
-    assert np.array_equal(packing.unpack_rows(p, 5, 20), x)
+    p = packing.pack_matrix(x, 2, 16, (3, 2))
+    assert p.shape == (3, 2, 2, 16)
+    assert p[1, 1, 0, 3] == x[2, 19]  # row 2 = lane 0 of row block 1; column 19 = 16 + 3
+    assert not p[2, :, 1].any() and not p[:, 1, :, 4:].any()  # zero padding
+    assert np.array_equal(packing.unpack_matrix(p, 5, 20), x)
+
+
+def test_conv2d_compute_defines_the_packed_op_in_the_tensor_ir() -> None:
+    from vta.compiler.interp import run_func
+    from vta.compiler.lower import lower
+    from vta.compiler.ops.conv2d import conv2d_compute, packed_dims
+    from vta.compiler.schedule import create_schedule
+    from vta.compiler.schedules.default import ConvSchedule
+    from vta.config import HwConfig
+
+    hw = HwConfig.from_yaml(__import__("_vta_helpers").ROOT / "hwconfigs" / "pynq.yaml")
+    spec = Conv2dSpec(n=1, ic=20, h=5, w=4, oc=18, kh=3, kw=3, stride=2, pad=1)
+    sch = ConvSchedule(1, 1, 2, 2, 1)
+    op = conv2d_compute(spec, hw, sch, Epilogue())
+    assert [t.name for t in op.epilogue] == ["res_shr", "res_bias", "res_clip"]
+    P = packed_dims(spec, hw, sch)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 20, 5, 4), dtype=np.int8)
+    k = rng.integers(-128, 128, (18, 20, 3, 3), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, (18,), dtype=np.int32)
+    f = lower(create_schedule(op.out), op.args)  # the unscheduled definition
+    got = np.zeros(P.res_shape, np.int8)
+    run_func(f, {"data": packing.pack_data(x, 1, 16, P.data_shape),
+                 "kernel": packing.pack_kernel(k, 16, 16, P.kernel_shape),
+                 "bias": packing.pack_bias(bias, 1, 16, P.ocb),
+                 "res": got})
+    out = packing.unpack_result(got, 1, 18, spec.oh, spec.ow)
+    assert np.array_equal(out, conv2d_reference(x, k, bias, spec, Epilogue()))
 
 
 def _conv_direct(x, k, spec):  # type: ignore[no-untyped-def]

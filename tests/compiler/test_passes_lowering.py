@@ -22,7 +22,7 @@ def test_inject_dma_input_copy_becomes_padded_2d_loads() -> None:
     before = run_until(lowered(), "scratchpad_alloc")
     assert not nodes(before, DmaLoad)
     f = run_until(lowered(), "inject_dma")
-    inp = _stage(f, "data.inp")
+    inp = _stage(f, "data_pad_inp")
     # one DMA per input-channel block (3-D copy split into 2-D DMAs)
     assert isinstance(inp, S.For) and inp.extent == E.IntImm(2)
     dma = inp.body
@@ -33,7 +33,7 @@ def test_inject_dma_input_copy_becomes_padded_2d_loads() -> None:
     assert evaluate(dma.y_size, env) == 4 and evaluate(dma.x_size, env) == 6
     assert evaluate(dma.x_stride, env) == 6
     # weights: one contiguous 2-D DMA; the out copy: a STORE
-    assert isinstance(_stage(f, "kernel.wgt"), DmaLoad)
+    assert isinstance(_stage(f, "kernel_wgt"), DmaLoad)
     assert nodes(f, DmaStore)
 
 
@@ -45,6 +45,17 @@ def test_tensorize_replaces_region_with_gemm_nest() -> None:
     upd = [g for g in gemms if not g.reset]
     assert len(reset) == 1 and len(upd) == 1
     assert [n for _, n in upd[0].loops] == [2, 3, 6, 2, 3, 3]  # co y x ci r q
+    before = run_until(lowered(), "inject_dma")
+    region = [n for n in E.walk(before.body) if isinstance(n, S.AttrStmt) and n.key == "tensorize"]
+    assert len(region) == 1 and [lp.extent.value for lp in _loops(region[0].body)] == [1, 16, 16]
+
+
+def _loops(s: S.Stmt) -> list[S.For]:
+    out = []
+    while isinstance(s, S.For):
+        out.append(s)
+        s = s.body
+    return out
 
 
 def test_lower_alu_epilogue_order() -> None:
@@ -82,3 +93,21 @@ def test_strided_1x1_lowering_has_no_padding() -> None:
     for d in nodes(f, DmaLoad):
         env = {v: 0 for v in E.free_vars(d)}
         assert evaluate(d.pad_x0, env) == 0 and evaluate(d.pad_y0, env) == 0
+
+
+def test_inject_dma_refuses_a_select_that_is_not_padding() -> None:
+    import pytest
+
+    from vta.compiler.passes._common import CompileError
+    from vta.compiler.passes.inject_dma import inject_dma
+
+    g = S.Buffer("g", (8, 1, 16), "int8")
+    o = S.Buffer("o", (8, 1, 16), "int8", "inp")
+    y, b, i = E.Var("y"), E.Var("b"), E.Var("i")
+    body = E.select(y < 5, g.load(y, b, i), E.const(0, "int8"))  # 5 is not g's extent
+    nest = S.For(y, E.IntImm(0), E.IntImm(8), S.For(b, E.IntImm(0), E.IntImm(1), S.For(
+        i, E.IntImm(0), E.IntImm(16), o.store(body, y, b, i))))
+    f = S.PrimFunc("f", (g,), S.Allocate(o, S.AttrStmt("stage", "o", nest)),
+                   (("sram", ((o, E.IntImm(0), 8),)),))
+    with pytest.raises(CompileError, match="not a bound of g"):
+        inject_dma(f, __import__("_vta_helpers").hw())

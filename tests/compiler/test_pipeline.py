@@ -13,7 +13,7 @@ from vta.config import HwConfig
 
 def test_pass_order_and_reasons() -> None:
     assert [n for n, _, _ in PASSES] == [
-        "bound_inference", "scratchpad_alloc", "inject_dma", "tensorize", "lower_alu", "uop_gen",
+        "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma", "tensorize", "lower_alu", "uop_gen",
         "virtual_thread", "flatten", "coproc_sync"]
     assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
     for _, fn, _ in PASSES:

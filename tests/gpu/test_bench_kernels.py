@@ -23,10 +23,10 @@ def test_benchmark_kernels_compile(nvcc_check) -> None:  # type: ignore[no-untyp
               for i in range(2, 12)]
     gemm = funcs[0]
     launch = gemm.attr("launch")
-    assert launch.grid == (32, 32, 1) and launch.block == (256, 1, 1)
+    assert launch.grid == (32, 32, 1) and launch.block == (32, 4, 2)
     assert launch.shared_bytes <= 48 * 1024
     assert sum(isinstance(n, WmmaMma) for n in E.walk(gemm.body)) == 1  # fm x fn unrolled
-    ko = next(n for n in E.walk(gemm.body) if isinstance(n, S.For) and n.var.name == "ko")
+    ko = next(n for n in E.walk(gemm.body) if isinstance(n, S.For) and n.var.name == "k_o")
     assert sum(isinstance(n, S.Barrier) for n in E.walk(ko.body)) == 1  # double buffered
     src = render_cuda(gemm).source
     assert "int4" in src and "wmma::load_matrix_sync" in src

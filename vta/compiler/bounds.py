@@ -55,6 +55,8 @@ def _relaxed(stage: Stage, loop: Loop) -> bool:
         return False
     if stage.scope == "shared":
         return attr.thread.startswith("threadIdx")
+    if stage.scope == "warp":  # shared by the 32 lanes (threadIdx.x) of one warp
+        return attr.thread == "threadIdx.x"
     return stage.scope == "global"
 
 
@@ -122,8 +124,23 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
         base.append(poly.aff_to_expr(box.lo, by_name) if box.lo is not None
                     else E.const(box.lo_min or 0))
         ext.append(box.extent)
-        over.append(box.lo_max is None or box.lo_max + box.extent > n)
+        # the base's largest value over the whole loop ranges: a loop iteration whose readers
+        # need nothing (a thread past the tensor's end) still runs the copy
+        top = _max_over(base[-1], {loopvar[lp[1]]: done[lp[0]].extents[lp[1]]
+                                   for lp in params})
+        over.append(box.lo_max is None or box.lo_max + box.extent > n
+                    or top is None or top + box.extent > n)
     return tuple(base), tuple(ext), tuple(over)
+
+
+def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
+    """The largest value of the affine ``e`` with each variable in ``[0, ranges[v])``."""
+    terms, const = poly.linear_form(e)
+    for atom, c in terms.items():
+        if not isinstance(atom, E.Var) or atom not in ranges:
+            return None
+        const += c * (ranges[atom] - 1) if c > 0 else 0
+    return const
 
 
 def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
@@ -162,6 +179,9 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
             cons.append(f"{rel[r.fused]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}")
     for iv in (*c.axis, *c.reduce_axis):
         cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
+    for iv in rel:  # split results that were fused again range over their own extents
+        if iv not in c.leaf_iter_vars and iv not in c.axis and iv not in c.reduce_axis:
+            cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
     bases = dict(zip(c.axis, cb.base))
     for iv in (*c.axis, *c.reduce_axis):
         a = var(iv.var, "a")

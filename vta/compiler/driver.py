@@ -1,7 +1,9 @@
 """Compile and run a workload on the simulated accelerator, checked bit-exact against numpy.
 
 ``run_workload`` is what ``vta run`` calls: choose the schedule (the default model, with any
-knob overridden), lower the op to a loop nest, run the VTA pipeline, pack random inputs,
+knob overridden), define the op in the tensor IR (``conv2d_compute`` / ``matmul_compute``),
+schedule it with the primitives and ``lower`` it (``schedules.default.lower_op``), run the VTA
+pipeline, pack random inputs,
 simulate (cycle-level, and optionally the reference interpreter too), unpack and compare with
 the numpy reference, and report cycles, utilization, the roofline bound and traffic.
 """
@@ -16,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from vta.compiler.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_func, conv2d_reference, packed_dims
-from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.matmul import MatmulSpec, matmul_reference
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, conv2d_reference, packed_dims
+from vta.compiler.ops.epilogue import Epilogue, PackedOp
+from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, matmul_reference, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
-from vta.compiler.schedules.default import ConvSchedule, default_schedule, fit_report
+from vta.compiler.schedules.default import ConvSchedule, default_schedule, fit_report, lower_op
 from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 
@@ -60,25 +62,56 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         fit_report(conv, hw, sch)
     else:
         sch = default_schedule(conv, hw, vthreads=vth, **over)
-    func = conv2d_func(conv, hw, sch, epi, name=w.kind)
-    return Compiled(w, hw, conv, sch, epi, compile_func(func, hw, check=check))
+    t0 = time.perf_counter()
+    op = op_compute(w, hw, sch, epi)
+    func = lower_op(op, hw, sch)
+    t_lower = time.perf_counter() - t0
+    res = compile_func(func, hw, check=check)
+    res.seconds += t_lower
+    return Compiled(w, hw, conv, sch, epi, res)
+
+
+def op_compute(w: Workload, hw: HwConfig, sch: ConvSchedule, epi: Epilogue) -> PackedOp:
+    """The workload's op in the tensor IR, over the layouts packed for ``sch``."""
+    if isinstance(w.spec, MatmulSpec):
+        return matmul_compute(w.spec, hw, sch, epi)
+    return conv2d_compute(w.spec, hw, sch, epi)
+
+
+def _packed(c: Compiled):  # type: ignore[no-untyped-def]
+    if isinstance(c.workload.spec, MatmulSpec):
+        return packed_matmul_dims(c.workload.spec, c.hw, c.schedule)
+    return packed_dims(c.conv, c.hw, c.schedule)
 
 
 def roofline(c: Compiled) -> dict[str, float]:
-    """Compute- and memory-bound cycles of the layer (unpadded ops; minimal DRAM traffic:
-    every packed tensor moved exactly once)."""
+    """Two bounds on the layer's cycles (unpadded ops; compulsory DRAM traffic: every packed
+    tensor moved exactly once):
+
+    * the classic roofline ``max(compute, memory)``: ``compute`` = ideal GEMM cycles
+      (ops / (2 * MACs per cycle)), ``memory`` = compulsory bytes / bus bytes per cycle;
+    * the machine bound ``max(compute + epilogue, memory)``, which adds the ALU work the
+      compute module must do serially with its GEMMs: per accumulator entry one GEMM reset
+      (``gemm.ii``) and the epilogue's ALU ops (SHR and MAX/MIN at ``alu.ii_imm``, the bias
+      ADD at ``alu.ii``, times the issues per entry)."""
     hw, conv = c.hw, c.conv
     ops = c.workload.spec.ops
     compute = ops / (2 * hw.macs_per_cycle)
-    g = hw.gemm
+    g, a, epi = hw.gemm, hw.alu, c.epilogue
     icb, ocb = math.ceil(conv.ic / g.block_in), math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
     byts = (nb * icb * conv.h * conv.w * hw.inp_elem_bytes
             + ocb * icb * conv.kh * conv.kw * hw.wgt_elem_bytes
-            + (ocb * hw.acc_elem_bytes if c.epilogue.bias else 0)
+            + (ocb * hw.acc_elem_bytes if epi.bias else 0)
             + nb * ocb * conv.oh * conv.ow * hw.out_elem_bytes)
     memory = byts / hw.memory.bus_bytes
-    return {"compute_cycles": compute, "memory_cycles": memory, "bound_cycles": max(compute, memory),
+    entries = nb * ocb * conv.oh * conv.ow
+    issues = math.ceil(g.batch * g.block_out / a.lanes)
+    per_entry = g.ii + issues * (a.ii_imm * ((epi.shift > 0) + 2) + a.ii * epi.bias)
+    epilogue = entries * per_entry
+    return {"compute_cycles": compute, "memory_cycles": memory,
+            "bound_cycles": max(compute, memory), "epilogue_cycles": epilogue,
+            "epilogue_per_entry": per_entry, "machine_cycles": max(compute + epilogue, memory),
             "min_bytes": byts, "ops": ops}
 
 
@@ -116,6 +149,12 @@ class RunResult:
             "roofline_compute_cycles": self.roofline["compute_cycles"],
             "roofline_memory_cycles": self.roofline["memory_cycles"],
             "of_roofline": self.roofline["bound_cycles"] / self.cycles,
+            "memory_bound": self.roofline["memory_cycles"] > self.roofline["compute_cycles"],
+            "machine_bound_cycles": self.roofline["machine_cycles"],
+            "epilogue_cycles": self.roofline["epilogue_cycles"],
+            "of_machine_bound": self.roofline["machine_cycles"] / self.cycles,
+            "utilization_ceiling": self.roofline["compute_cycles"]
+            / self.roofline["machine_cycles"],
             "instructions": len(c.program.instructions),
             "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,
             "bytes": dict(st.bytes), "units": units,
@@ -126,22 +165,22 @@ class RunResult:
 def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Random user tensors and their packed simulator inputs (by DRAM allocation name)."""
     rng = np.random.default_rng(seed)
-    hw, g, conv = c.hw, c.hw.gemm, c.conv
-    P = packed_dims(conv, hw, c.schedule)
+    g, conv = c.hw.gemm, c.conv
+    P = _packed(c)
     bias = rng.integers(-(1 << 12), 1 << 12, size=(conv.oc,), dtype=np.int32)
     if isinstance(c.workload.spec, MatmulSpec):
         m = c.workload.spec
         x = rng.integers(-128, 128, size=(m.m, m.k), dtype=np.int8)
         wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
-        data = packing.pack_rows(x, g.batch, g.block_in, P.data_shape)
+        data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_matrix(wt, g.block_out, g.block_in, P.kernel_shape)
         user = {"x": x, "w": wt, "bias": bias}
     else:
         x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
         wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
         data = packing.pack_data(x, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_kernel(wt, g.block_out, g.block_in, P.kernel_shape)
         user = {"x": x, "w": wt, "bias": bias}
-    kernel = packing.pack_kernel(wt.reshape(wt.shape[0], wt.shape[1], conv.kh, conv.kw),
-                                 g.block_out, g.block_in, P.kernel_shape)
     packed = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
     if c.epilogue.bias:
         packed["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
@@ -150,13 +189,13 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
 
 def expected_and_actual(c: Compiled, user: dict[str, np.ndarray],
                         outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    P = packed_dims(c.conv, c.hw, c.schedule)
+    P = _packed(c)
     res = np.asarray(outputs["res"]).reshape(P.res_shape)
     bias = user["bias"] if c.epilogue.bias else None
     if isinstance(c.workload.spec, MatmulSpec):
         m = c.workload.spec
         return (matmul_reference(user["x"], user["w"], bias, c.epilogue),
-                packing.unpack_rows(res, m.m, m.n))
+                packing.unpack_matrix(res, m.m, m.n))
     conv = c.conv
     return (conv2d_reference(user["x"], user["w"], bias, conv, c.epilogue),
             packing.unpack_result(res, conv.n, conv.oc, conv.oh, conv.ow))

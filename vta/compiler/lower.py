@@ -92,7 +92,8 @@ class _Lowering:
             b = bounds[st]
             buf = self.params.get(st.tensor)
             if buf is None:
-                buf = S.Buffer(st.name, b.extent, st.tensor.dtype, st.scope)
+                shape = (2, *b.extent) if st.double_buffered else b.extent
+                buf = S.Buffer(st.name, shape, st.tensor.dtype, st.scope)
             self.info[st.tensor] = _Emitted(st, buf, b)
             if isinstance(st.attach, AttachAt):
                 self.attached.setdefault(id(st.attach.axis), []).append(st)
@@ -168,7 +169,7 @@ class _Lowering:
         if n.tensor in self.info:
             em = self.info[n.tensor]
             idx = tuple(poly.simplify(i - b) for i, b in zip(n.indices, em.bounds.base))
-            return S.BufferLoad(em.buffer, idx, n.dtype)
+            return S.BufferLoad(em.buffer, self._parity(em.stage) + idx, n.dtype)
         return S.BufferLoad(self.params[n.tensor], tuple(poly.simplify(i) for i in n.indices),
                             n.dtype)
 
@@ -191,7 +192,7 @@ class _Lowering:
         roots = {iv.var: poly.simplify(b + val[iv]) for iv, b in zip(st.axis, em.bounds.base)}
         roots.update({iv.var: val[iv] for iv in st.reduce_axis})
         body = self.bodies[st]
-        store_idx = tuple(val[iv] for iv in st.axis)
+        store_idx = self._parity(st) + tuple(val[iv] for iv in st.axis)
         guards = self._guards(st, val, ext)
         if isinstance(body, Reduce):
             acc = S.BufferLoad(em.buffer, store_idx, em.buffer.dtype)
@@ -217,6 +218,13 @@ class _Lowering:
             inner = loop
         return S.AttrStmt("stage", st.name, inner)
 
+    def _parity(self, st: Stage) -> tuple[E.Expr, ...]:
+        """The leading index of a double-buffered stage: its attach loop's variable mod 2."""
+        if not st.double_buffered:
+            return ()
+        assert isinstance(st.attach, AttachAt)
+        return (self.loopvar[st.attach.axis] % 2,)
+
     def _guards(self, st: Stage, val: Mapping[IterVar, E.Expr], ext: Mapping[IterVar, int],
                 spatial_only: bool = False) -> E.Expr | None:
         em = self.info[st.tensor]
@@ -240,7 +248,7 @@ class _Lowering:
         vals = {iv: fresh.get(iv, self.loopvar[iv]) if iv.kind == "spatial" else E.const(0)
                 for iv in leaves}
         val = root_values(st, vals, dict(ext))
-        idx = tuple(val[iv] for iv in st.axis)
+        idx = self._parity(st) + tuple(val[iv] for iv in st.axis)
         stmt: S.Stmt = S.BufferStore(em.buffer, _identity(body.combiner, em.buffer.dtype), idx)
         guard = self._guards(st, val, ext, spatial_only=True)
         if guard is not None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vta.compiler import stmt as S
+from vta.compiler.passes.acc_inplace import reuse_acc_buffers
 from vta.compiler.passes.bound_inference import infer_bounds
 from vta.compiler.passes.coproc_sync import insert_tokens
 from vta.compiler.passes.emit import emit_program
@@ -21,6 +22,7 @@ from vta.compiler.passes.inject_dma import inject_dma
 from vta.compiler.passes.lower_alu import lower_alu
 from vta.compiler.passes.scratchpad_alloc import allocate_scratchpads
 from vta.compiler.passes.tensorize import tensorize
+from vta.compiler.passes.unit_loops import fold_unit_loops
 from vta.compiler.passes.uop_gen import generate_uops
 from vta.compiler.passes.virtual_thread import inject_virtual_thread
 from vta.compiler.verify import verify
@@ -34,8 +36,14 @@ Pass = Callable[[S.PrimFunc, HwConfig], S.PrimFunc]
 
 #: (name, pass, why it is here) in order.
 PASSES: tuple[tuple[str, Pass, str], ...] = (
+    ("unit_loops", fold_unit_loops,
+     "first: lower keeps one-iteration tile loops whose variable is pinned to 0 by isl; "
+     "later passes read on-chip indices relative to their allocation"),
     ("bound_inference", infer_bounds,
-     "first: every later pass trusts that on-chip accesses stay inside the buffers lower sized"),
+     "every later pass trusts that on-chip accesses stay inside the buffers lower sized"),
+    ("acc_inplace", reuse_acc_buffers,
+     "before allocation: element-wise epilogue stages take over their producer's acc buffer "
+     "(the ALU updates in place, and acc space is what limits the tile)"),
     ("scratchpad_alloc", allocate_scratchpads,
      "DMA, GEMM and ALU statements address SRAM entries, so bases (one copy per virtual "
      "thread) must exist first; capacity errors surface here, at compile time"),

@@ -114,6 +114,7 @@ class Stage:
         self.iter_attrs: dict[IterVar, LoopAttr] = {}
         self.tensorized: dict[IterVar, "TensorIntrinsic"] = {}
         self.attach: AttachAt | str | None = None
+        self.double_buffered = False
 
     # ------------------------------------------------------------------ views
 
@@ -232,6 +233,14 @@ class Stage:
         self._check_loop_free(axis, "unroll")
         self.iter_attrs[axis] = LoopAttr(ForKind.UNROLLED)
 
+    def vectorize(self, axis: IterVar) -> None:
+        """Run the loop over ``axis`` as one vector operation (a GPU copy of contiguous
+        elements becomes one wide move); the loop semantics are unchanged."""
+        self._leaf_index(axis, "vectorize")
+        self._check_loop_free(axis, "vectorize")
+        self._check_parallel(axis, "vectorize")
+        self.iter_attrs[axis] = LoopAttr(ForKind.VECTORIZED)
+
     def bind(self, axis: IterVar, thread: str) -> None:
         """Map the loop over ``axis`` to a GPU thread index (``blockIdx.x``, ``threadIdx.y``...)."""
         self._leaf_index(axis, "bind")
@@ -311,6 +320,15 @@ class Stage:
                 raise self._fail("compute_inline", None,
                                  f"stage {st.name} is computed at one of its loops")
         self.attach = INLINE
+
+    def double_buffer(self) -> None:
+        """Give this attached stage two buffers, used alternately by successive iterations of
+        the loop it is computed at (``buf[it % 2]``): the copy for the next iteration does not
+        overwrite what the current one reads, so one barrier per iteration suffices on a GPU."""
+        if not isinstance(self.attach, AttachAt):
+            raise self._fail("double_buffer", None, "the stage must be computed at a loop "
+                             "(compute_at) first")
+        self.double_buffered = True
 
     def set_scope(self, scope: str) -> None:
         """Keep this stage's buffer in memory ``scope`` (e.g. an epilogue kept in ``acc``)."""

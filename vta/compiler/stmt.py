@@ -21,7 +21,7 @@ __all__ = [
     "IfThenElse", "LetStmt", "Allocate", "Evaluate", "Barrier", "AttrStmt", "PrimFunc", "seq",
 ]
 
-SCOPES = ("global", "inp", "wgt", "acc", "out", "uop", "shared", "local")
+SCOPES = ("global", "inp", "wgt", "acc", "out", "uop", "shared", "warp", "local")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

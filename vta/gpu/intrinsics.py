@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler import expr as E
+from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.compiler.expr import DTYPES
 from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
@@ -53,10 +54,10 @@ def _decl(in_dtype: str, acc_dtype: str) -> Any:
     from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
 
     a = placeholder((TILE, TILE), in_dtype, "A")
-    b = placeholder((TILE, TILE), in_dtype, "B")
     k = reduce_axis(TILE, "k")
+    b = placeholder((TILE, TILE), in_dtype, "B")  # (n, k): the GEMM's B[n, k] = W
     return compute((TILE, TILE), lambda i, j: sum_(a[i, k].astype(acc_dtype)
-                                                   * b[k, j].astype(acc_dtype), k), "C")
+                                                   * b[j, k].astype(acc_dtype), k), "C")
 
 
 def wmma_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -144,12 +145,83 @@ def _strip_cast(e: E.Expr) -> E.Expr:
 
 
 def _tile_loops(s: S.Stmt) -> tuple[list[E.Var], S.Stmt] | None:
-    """A perfect nest of constant-16 loops starting at 0: (vars, innermost body)."""
+    """A perfect nest of constant-16 loops starting at 0: (vars, innermost body). A guard
+    around the body (the last tile of a split that does not divide) is looked through: a
+    fragment operation covers the whole tile; rows and columns past the tensor are computed
+    and discarded, and the stores to global memory keep their guards."""
     vs: list[E.Var] = []
     while isinstance(s, S.For) and E.is_const(s.min, 0) and E.is_const(s.extent, TILE):
         vs.append(s.var)
         s = s.body
+    while vs and isinstance(s, S.IfThenElse) and s.else_case is None:
+        s = s.then_case
     return (vs, s) if vs else None
+
+
+def _split_tile(e: E.Expr) -> tuple[E.Expr, E.Expr]:
+    """``e`` as ``16 * hi + lo`` with ``lo`` the one term of coefficient 1 that is not a
+    multiple of 16 (the tile loop), when the form allows; else ``(e // 16, e % 16)``."""
+    terms, const = poly.linear_form(e)
+    odd = [a for a, c in terms.items() if c % TILE]
+    if len(odd) == 1 and terms[odd[0]] == 1 and isinstance(odd[0], E.Var) and not const % TILE:
+        rest = {a: c // TILE for a, c in terms.items() if a is not odd[0]}
+        return poly.from_linear(rest, const // TILE, e.dtype), odd[0]
+    return e // TILE, e % TILE
+
+
+def _tile_fragments(body: S.Stmt) -> S.Stmt:
+    """Give the 2-D register tiles that ``lower`` makes (``C_local[fi*16 + i, fj*16 + j]``)
+    the fragment form ``[fi, fj, i, j]``: shape (R/16, C/16, 16, 16). An operand read as
+    ``[j, k]`` in the product (the GEMM's ``B[n, k]``) is tiled transposed, ``[.., k, j]``,
+    so every region reads ``C[.., i, j] += A[.., i, k] * B[.., k, j]``."""
+    plan: dict[S.Buffer, bool] = {}  # buffer -> tile transposed
+    for n in E.walk(body):
+        if not (isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value)):
+            continue
+        m = _tile_loops(n.body)
+        if m is None or not isinstance(m[1], S.BufferStore) or len(m[0]) != 3:
+            continue
+        st = m[1]
+        if not (isinstance(st.value, E.Add) and isinstance(st.value.b, E.Mul)):
+            continue
+        la, lb = _strip_cast(st.value.b.a), _strip_cast(st.value.b.b)
+        if not (isinstance(la, S.BufferLoad) and isinstance(lb, S.BufferLoad)):
+            continue
+        if len(st.indices) != 2:
+            continue
+        ij = E.free_vars(st.indices[0]) | E.free_vars(st.indices[1])
+        k = {v for v in m[0] if v not in ij}
+        plan[st.buffer] = False
+        # the tile of A is [i, k], of B [k, j]: transposed when k is (is not) the first index
+        if len(la.indices) == 2:
+            plan[la.buffer] = bool(k & E.free_vars(la.indices[0]))
+        if len(lb.indices) == 2:
+            plan[lb.buffer] = not k & E.free_vars(lb.indices[0])
+    plan = {b: t for b, t in plan.items()
+            if b.scope == "local" and len(b.shape) == 2 and not b.shape[0] % TILE
+            and not b.shape[1] % TILE}
+    if not plan:
+        return body
+    new = {b: S.Buffer(b.name, (b.shape[0] // TILE, b.shape[1] // TILE, TILE, TILE), b.dtype,
+                       b.scope) for b in plan}
+
+    def index(b: S.Buffer, idx: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+        (h0, l0), (h1, l1) = (_split_tile(x) for x in idx)
+        return (h0, h1, l1, l0) if plan[b] else (h0, h1, l0, l1)
+
+    def fn(n: object) -> object:
+        if isinstance(n, S.BufferLoad) and n.buffer in new:
+            return S.BufferLoad(new[n.buffer], index(n.buffer, n.indices), n.dtype)
+        if isinstance(n, S.BufferStore):
+            val = E.substitute(n.value, fn)
+            if n.buffer in new:
+                return S.BufferStore(new[n.buffer], val, index(n.buffer, n.indices))
+            return S.BufferStore(n.buffer, val, n.indices)
+        if isinstance(n, S.Allocate) and n.buffer in new:
+            return S.Allocate(new[n.buffer], E.substitute(n.body, fn))
+        return None
+
+    return E.substitute(body, fn)
 
 
 @dataclass
@@ -210,6 +282,12 @@ class _Lowerer:
             return None
         (r, c), st = m
         dst = st.buffer
+        if dst in self.frags and tuple(st.indices[-2:]) == (c, r):
+            r, c = c, r  # a transposed tile (matrix_b from B[n, k]): rows are the inner loop
+        src0 = st.value
+        if (isinstance(src0, S.BufferLoad) and src0.buffer in self.frags
+                and tuple(src0.indices[-2:]) == (c, r)):
+            r, c = c, r
         if dst in self.frags:
             if tuple(st.indices[-2:]) != (r, c):
                 raise self.fail(f"copy into fragment {dst.name} must index [.., r, c]")
@@ -265,7 +343,7 @@ class _Lowerer:
                 return self.mma(n)
             return None
 
-        body = E.substitute(self.func.body, first)
+        body = E.substitute(_tile_fragments(self.func.body), first)
         if not self.frags:
             return self.func
 

@@ -3,6 +3,7 @@
 ``lower_for_gpu(func)`` runs, in order (each pass documents its contract in its module):
 
 1. ``verify`` - the input follows docs/ir.md.
+1b. ``lower_warp_buffers`` - ``warp``-scope stages become per-warp slices of shared memory.
 2. ``lower_tensorize`` (vta.gpu.intrinsics) - ``AttrStmt("tensorize", <cuda intrinsic>)``
    regions become WMMA fragment statements. First, because it still sees loops and buffers
    as the schedule wrote them (the fragment tile structure is in the loop nest).
@@ -27,6 +28,7 @@ from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.passes.bind_threads import GpuLoweringError, bind_threads
 from vta.gpu.passes.check_registers import check_registers
 from vta.gpu.passes.insert_barriers import insert_barriers
+from vta.gpu.passes.warp_buffers import lower_warp_buffers
 
 __all__ = ["PIPELINE", "lower_for_gpu", "build", "GpuLoweringError"]
 
@@ -40,6 +42,8 @@ def _lower_tensorize(func: S.PrimFunc) -> S.PrimFunc:
 #: (name, pass, why it sits here)
 PIPELINE: list[tuple[str, Callable[[S.PrimFunc], S.PrimFunc], str]] = [
     ("verify", verify, "the input follows the lowering contract"),
+    ("lower_warp_buffers", lower_warp_buffers, "warp tiles become shared memory before WMMA "
+     "stores to them are matched; needs the thread loops"),
     ("lower_tensorize", _lower_tensorize, "needs the loop structure the schedule produced"),
     ("bind_threads", bind_threads, "barrier placement needs thread-dependence explicit"),
     ("insert_barriers", insert_barriers, "after binding: one SPMD program per block"),

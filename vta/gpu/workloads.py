@@ -82,6 +82,10 @@ def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
     from vta.gpu import schedules as G
 
     if schedule == "wmma":
+        s = w.spec
+        m, n = (s.n * s.oh * s.ow, s.oc) if isinstance(s, Conv2dSpec) else (s.m, s.n)
+        if min(m, n) < 16:  # smaller than one tensor-core tile
+            return build_func(w, "simt")
         if w.is_conv:
             return G.conv2d_wmma(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
         return G.matmul_wmma(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]

@@ -9,16 +9,17 @@ Packed layouts (b = gemm.batch, bi = block_in, bo = block_out):
 
 Every packed dimension may be larger than the user's (channels padded up to the block and to
 the schedule's tile, output rows/columns up to whole tiles); the padding is zero on the way in
-and dropped on the way out. Matrices (dense/matmul) pack as a 1 x M image: row m of ``x``
-becomes pixel ``m // b`` of batch lane ``m % b``.
+and dropped on the way out. Matrices (dense/matmul) pack into blocks: ``x`` (M, K) as
+``(M/b, K/bi, b, bi)`` (row m is lane ``m % b`` of row block ``m // b``), ``w`` (N, K) as
+``(N/bo, K/bi, bo, bi)``, the result as ``(M/b, N/bo, b, bo)``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pack_data", "pack_kernel", "pack_bias", "unpack_result", "pack_rows",
-           "unpack_rows", "to_entries"]
+__all__ = ["pack_data", "pack_kernel", "pack_bias", "unpack_result", "pack_matrix",
+           "unpack_matrix", "to_entries"]
 
 
 def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -55,18 +56,17 @@ def unpack_result(r: np.ndarray, n: int, oc: int, oh: int, ow: int) -> np.ndarra
     return np.ascontiguousarray(x[:n, :oc, :oh, :ow])
 
 
-def pack_rows(x: np.ndarray, b: int, bi: int, packed_shape: tuple[int, ...]) -> np.ndarray:
-    """(M, K) -> a 1 x M/b image ``(1, K/bi, 1, W', b, bi)``: row m = pixel m//b, lane m%b."""
-    _, kb, _, wp = packed_shape[:4]
-    x = _pad_to(x, (wp * b, kb * bi))
-    return np.ascontiguousarray(x.reshape(wp, b, kb, bi).transpose(2, 0, 1, 3)[None, :, None])
+def pack_matrix(x: np.ndarray, rows: int, cols: int, packed_shape: tuple[int, ...]) -> np.ndarray:
+    """(R, C) -> (R/rows, C/cols, rows, cols) blocks, zero padded to ``packed_shape``."""
+    rb, cb = packed_shape[:2]
+    x = _pad_to(x, (rb * rows, cb * cols))
+    return np.ascontiguousarray(x.reshape(rb, rows, cb, cols).transpose(0, 2, 1, 3))
 
 
-def unpack_rows(r: np.ndarray, m: int, n: int) -> np.ndarray:
-    """(1, N/bo, 1, W', b, bo) -> (M, N)."""
-    _, nb_, _, wp, b, bo = r.shape
-    x = r[0, :, 0].transpose(1, 2, 0, 3).reshape(wp * b, nb_ * bo)
-    return np.ascontiguousarray(x[:m, :n])
+def unpack_matrix(r: np.ndarray, m: int, n: int) -> np.ndarray:
+    """(M/b, N/bo, b, bo) -> (M, N), dropping the padding."""
+    mb, nb_, b, bo = r.shape
+    return np.ascontiguousarray(r.transpose(0, 2, 1, 3).reshape(mb * b, nb_ * bo)[:m, :n])
 
 
 def to_entries(packed: np.ndarray) -> np.ndarray:

@@ -1,18 +1,22 @@
-"""Bound inference: the region of every on-chip buffer each stage touches.
+"""Bound inference: check the region of every on-chip buffer each statement touches.
 
 Pre:  a lowered ``PrimFunc`` (docs/ir.md): on-chip buffers (scopes inp/wgt/acc) allocated with
-      ``Allocate`` at their attach point and sized by lower's bound inference; loops start at 0
-      with constant extents; on-chip indices affine in the loops inside the allocation.
+      ``Allocate`` at their attach point and sized by ``lower``'s bound inference
+      (vta.compiler.bounds, isl); loops start at 0 with constant extents; on-chip indices
+      affine in the enclosing loops.
 Post: the same body; ``attrs["bounds"]`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
-      on-chip buffer; raises ``BoundsError`` naming the buffer, dimension and range when an
-      access falls outside the declared shape (so no DMA or micro-op can address past it).
+      on-chip buffer: the exact box of every access over all its enclosing loops (an isl
+      footprint, ``poly.footprint``: one cached isl call per access expression, never per
+      iteration); raises ``BoundsError`` naming the buffer, dimension and range when an access
+      falls outside the declared shape (so no DMA or micro-op can address past it).
 """
 
 from __future__ import annotations
 
 from vta.compiler import expr as E
+from vta.compiler import poly
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import ONCHIP, CompileError, affine, set_attr
+from vta.compiler.passes._common import ONCHIP, CompileError, set_attr
 from vta.config import HwConfig
 
 __all__ = ["infer_bounds", "BoundsError"]
@@ -30,18 +34,20 @@ def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         if buf.scope not in ONCHIP:
             return
         r = ranges.setdefault(buf, [(1 << 60, -(1 << 60))] * buf.ndim)
-        for d, e in enumerate(idx):
-            coeffs, rest = affine(e, loops)
-            if not isinstance(rest, E.IntImm):
-                raise BoundsError(f"{func.name}: index {e} of on-chip buffer {buf.name} depends "
-                                  f"on loops outside its allocation")
-            lo = hi = rest.value
-            for v, c in coeffs.items():
-                span = c * (loops[v] - 1)
-                lo, hi = lo + min(0, span), hi + max(0, span)
-            if lo < 0 or hi >= buf.shape[d]:
+        used = set().union(*(E.free_vars(e) for e in idx))
+        free = used - loops.keys()
+        if free:
+            raise BoundsError(f"{func.name}: index {list(idx)} of on-chip buffer {buf.name} "
+                              f"uses {sorted(v.name for v in free)}, bound by no loop")
+        try:
+            box = poly.footprint(idx, {v: n for v, n in loops.items() if v in used})
+        except poly.PolyError as e:
+            raise BoundsError(f"{func.name}: on-chip buffer {buf.name}: {e}") from None
+        for d, ((lo, ext), n) in enumerate(zip(box.at({}), buf.shape)):
+            hi = lo + ext - 1
+            if lo < 0 or hi >= n:
                 raise BoundsError(f"{func.name}: {buf.name} dimension {d} accessed over [{lo}, "
-                                  f"{hi}], outside its extent {buf.shape[d]}")
+                                  f"{hi}], outside its extent {n}")
             r[d] = (min(r[d][0], lo), max(r[d][1], hi))
 
     def expr(e: E.Expr) -> None:
@@ -49,31 +55,28 @@ def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             if isinstance(n, S.BufferLoad):
                 access(n.buffer, n.indices)
 
-    def stmt(s: S.Stmt, onchip_depth: int) -> None:
+    def stmt(s: S.Stmt) -> None:
         if isinstance(s, S.SeqStmt):
             for x in s.stmts:
-                stmt(x, onchip_depth)
+                stmt(x)
         elif isinstance(s, S.For):
-            ext = s.extent.value if isinstance(s.extent, E.IntImm) else None
-            # only loops inside an on-chip allocation index it; outer loops select the tile
-            if onchip_depth and ext is not None:
-                loops[s.var] = ext
-                stmt(s.body, onchip_depth)
-                del loops[s.var]
-            else:
-                stmt(s.body, onchip_depth)
-        elif isinstance(s, S.Allocate):
-            stmt(s.body, onchip_depth + (s.buffer.scope in ONCHIP))
+            if not isinstance(s.extent, E.IntImm) or not E.is_const(s.min, 0):
+                raise BoundsError(f"{func.name}: loop {s.var.name} must start at 0 with a "
+                                  f"constant extent")
+            loops[s.var] = s.extent.value
+            stmt(s.body)
+            del loops[s.var]
         elif isinstance(s, S.BufferStore):
             access(s.buffer, s.indices)
             expr(s.value)
-        elif isinstance(s, (S.AttrStmt, S.LetStmt)):
-            stmt(s.body, onchip_depth)
+        elif isinstance(s, (S.AttrStmt, S.LetStmt, S.Allocate)):
+            stmt(s.body)
         elif isinstance(s, S.IfThenElse):
-            stmt(s.then_case, onchip_depth)
+            expr(s.cond)
+            stmt(s.then_case)
             if s.else_case is not None:
-                stmt(s.else_case, onchip_depth)
+                stmt(s.else_case)
 
-    stmt(func.body, 0)
+    stmt(func.body)
     table = tuple((b, tuple(r)) for b, r in ranges.items())
     return S.PrimFunc(func.name, func.params, func.body, set_attr(func, "bounds", table))

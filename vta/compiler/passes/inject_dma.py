@@ -1,16 +1,22 @@
-"""DMA insertion: copy stages between global memory and a scratchpad become 2-D DMAs.
+"""DMA insertion: copy nests between global memory and a scratchpad become 2-D DMAs.
 
-Pre:  scratchpad allocation has run. A copy stage is ``AttrStmt("stage")`` over a perfect loop
-      nest whose body is one ``BufferStore`` between a global buffer and an on-chip buffer: a
-      load ``onchip[i] = g[f(i)]`` or ``= select(in_bounds, g[f(i)], 0)`` (an inlined padding
-      stage), or a store ``g[f(i)] = cast(acc[i])`` (the out write; the narrowing is the STORE
-      from the out scratchpad). The two innermost indices of both sides are the entry.
-Post: each copy stage's nest is replaced by ``DmaLoad``/``DmaStore`` statements: the innermost
-      loops contiguous in both SRAM and DRAM merge into the row (x), the next loops into the
-      rows (y, any DRAM stride), and loops that do not merge stay as loops around several
-      DMAs (a >2-D copy is split). The in-bounds condition becomes zero padding on four sides
-      (pads, sizes and the DRAM offset are expressions in the tile loops); other stages are
-      unchanged.
+Pre:  scratchpad allocation has run. A copy is a perfect loop nest (a cache stage, or the
+      loops of the output stage left inside its tile loop) whose body is one ``BufferStore``
+      between a global buffer and an on-chip buffer: a load ``onchip[i] = g[f(i)]`` or
+      ``= select(in_bounds, g[f(i)], 0)`` (a padding stage inlined into the copy; the condition
+      must be a conjunction of bounds ``0 <= f_d(i)`` / ``f_d(i) < shape_d`` of ``g``), or a
+      store ``g[f(i)] = cast(acc[i])`` (the out write; the narrowing is the STORE from the out
+      scratchpad). The two innermost indices of both sides are the entry.
+Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
+      ``AttrStmt("stage", name)``: loops of one iteration vanish, the innermost loops
+      contiguous in both SRAM and DRAM merge into the row (x), the next loops into the rows (y,
+      any DRAM stride), and loops that do not merge stay as loops around several DMAs (a >2-D
+      copy is split). Padding comes from the isl footprint of the copy's global box
+      (``poly.footprint``, parametric in the tile loops) clamped to the tensor
+      (``Box.clamp``): the in-bounds part is what the DMA reads, the rest its zero pads on four
+      sides (expressions in the tile loops). Rows past the tensor's end beyond the 4-bit pad
+      field are left unwritten: they only feed output rows past the real output (discarded).
+      Other statements are unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vta.compiler import expr as E
+from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import (
     ONCHIP,
@@ -52,22 +59,68 @@ def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key == "stage":
-            new = _copy_stage(func, s, bases)
-            return None if new is None else S.AttrStmt("stage", s.value, new)
+            new = _copy_nest(func, str(s.value), s.body, bases)
+            return None if new is None else S.AttrStmt("stage", s.value, new[0])
+        if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
+            new = _copy_nest(func, "copy", s, bases)
+            return None if new is None else S.AttrStmt("stage", new[1], new[0])
         return None
 
     return func.with_body(map_stmt(func.body, rewrite))
 
 
-def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Expr]) -> S.Stmt | None:
-    if not isinstance(stage.body, S.For):
+def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
+                    glob: S.Buffer) -> set[int]:
+    """The dims of ``glob`` whose bounds ``cond`` tests; an error unless every conjunct is a
+    bound ``0 <= gidx[d]`` or ``gidx[d] < shape[d]`` (then the select is exactly the padding)."""
+    conj: list[E.Expr] = []
+    todo = [cond]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, E.And):
+            todo += [c.a, c.b]
+        else:
+            conj.append(c)
+    dims: set[int] = set()
+    for c in conj:
+        if not isinstance(c, E.Cmp) or c.op not in ("<", "<=", ">", ">="):
+            raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}")
+        # as "lin >= 0"
+        lin = {">=": c.a - c.b, ">": c.a - c.b - 1, "<=": c.b - c.a, "<": c.b - c.a - 1}[c.op]
+        terms, const = poly.linear_form(lin)
+        if not terms:  # an index the unit loops made constant
+            if const >= 0:
+                continue
+            raise CompileError(f"{where}: select condition {c} is never true")
+        for d, (e, n) in enumerate(zip(gidx, glob.shape)):
+            if _same(lin, e) or _same(lin, E.IntImm(n - 1) - e):
+                dims.add(d)
+                break
+        else:
+            raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}'s "
+                               f"index {list(gidx)}")
+    return dims
+
+
+def _same(a: E.Expr, b: E.Expr) -> bool:
+    terms, const = poly.linear_form(a - b)
+    return not terms and const == 0
+
+
+def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
+               bases: dict[S.Buffer, E.Expr]) -> tuple[S.Stmt, str] | None:
+    if not isinstance(nest, S.For):
         return None
     try:
-        loops, body = loop_nest(stage.body)
+        loops, body = loop_nest(nest)
     except CompileError:
         return None
     if not isinstance(body, S.BufferStore):
         return None
+    unit = {v: E.IntImm(0) for v, n in loops if n == 1}
+    if unit:
+        body = E.substitute(body, unit)
+        loops = [(v, n) for v, n in loops if n != 1]
     value = strip_cast(body.value)
     cond = None
     if isinstance(value, E.Select):
@@ -83,14 +136,16 @@ def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Exp
         onchip, oidx, glob, gidx, is_load = src, value.indices, dst, body.indices, False
     else:
         return None
-    where = f"{func.name}: stage {stage.value}"
-    if oidx[-2:] != gidx[-2:] or not all(isinstance(i, E.Var) for i in oidx[-2:]):
+    if name == "copy":
+        name = glob.name
+    where = f"{func.name}: stage {name}"
+    if oidx[-2:] != gidx[-2:] or not all(isinstance(i, (E.Var, E.IntImm)) for i in oidx[-2:]):
         raise CompileError(f"{where}: the entry dims of {onchip.name} and {glob.name} must be "
                            f"copied whole (same innermost two indices)")
     if glob.shape[-2:] != onchip.shape[-2:]:
         raise CompileError(f"{where}: entry shapes differ: {glob.name} {glob.shape[-2:]} vs "
                            f"{onchip.name} {onchip.shape[-2:]}")
-    entry_vars = set(oidx[-2:])
+    entry_vars = {i for i in oidx[-2:] if isinstance(i, E.Var)}
     outer = [(v, n) for v, n in loops if v not in entry_vars]
     ovars = [v for v, _ in outer]
     s_coef, s_rest = affine(flat_entry(onchip, oidx), ovars)
@@ -98,18 +153,25 @@ def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Exp
     if not isinstance(s_rest, E.IntImm) or s_rest.value != 0:
         raise CompileError(f"{where}: {onchip.name} must be indexed from 0 by the copy loops")
     padded: dict[E.Var, tuple[int, E.Expr]] = {}  # var -> (global dim, offset of that dim)
+    whole: list[E.Expr] = []
+    clamped = None
     if cond is not None:
-        checked = [x for n in E.walk(cond) if isinstance(n, E.Cmp) for x in (n.a, n.b)]
-        for d, e in enumerate(gidx[: len(entry_shape(glob))]):
-            if not any(e == x for x in checked):
-                continue  # the in-bounds condition does not test this dim
-            c, rest = affine(e, ovars)
-            if len(c) == 1:
-                (v, k), = c.items()
-                if k != 1:
-                    raise CompileError(f"{where}: padded dimension {d} of {glob.name} is walked "
-                                       f"with stride {k}; a LOAD pads only unit-stride rows")
-                padded[v] = (d, rest)
+        tested = _in_bounds_dims(where, cond, gidx, glob)
+        nd = len(entry_shape(glob))
+        box = poly.footprint(gidx[:nd], dict(outer))
+        clamped = box.clamp([0] * nd, glob.shape[:nd])
+        for d in sorted(tested):
+            c, rest = affine(gidx[d], ovars)
+            if not c:
+                # a one-element slice (one input row: a 1-row kernel, so no padding rows before
+                # the image): in bounds, or past the end where it feeds only discarded outputs
+                # and is skipped (in-bounds extent 0 or 1)
+                whole.append(clamped.extents[d])
+                continue
+            if len(c) != 1 or next(iter(c.values())) != 1:
+                raise CompileError(f"{where}: padded dimension {d} of {glob.name} is walked "
+                                   f"as {gidx[d]}; a LOAD pads only unit-stride rows")
+            padded[next(iter(c))] = (d, rest)
     dims = [_Dim(v, n, s_coef.get(v, 0), d_coef.get(v, 0), padded.get(v, (None,))[0])
             for v, n in outer]
     base = bases[onchip]
@@ -166,17 +228,18 @@ def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Exp
         if len(group) != 1:
             raise CompileError(f"{where}: a padded DMA dimension must be a single loop")
         d = group[0]
-        gdim, off = padded[d.var]
-        lim = glob.shape[gdim]
-        p0 = E.min_(E.max_(0 - off, 0), total)
-        p1 = E.min_(E.max_(off + total - lim, 0), total - p0)
+        gdim, _off = padded[d.var]
+        assert clamped is not None
+        p0, p1 = clamped.pad_before[gdim], clamped.pad_after[gdim]
         if axis == "y":
-            p1 = E.min_(p1, MAX_PAD)  # rows past the image feed only discarded outputs
-            y_size = E.max_(E.IntImm(total) - p0 - E.max_(off + total - lim, 0), 0)
+            y_size = E.IntImm(total) - p0 - p1
+            p1 = E.min_(p1, MAX_PAD)  # rows past the tensor feed only discarded outputs
         else:
             x_size = E.IntImm(total) - p0 - p1
         pad[axis + "0"], pad[axis + "1"] = p0, p1
         env_sub[d.var] = p0
+    for valid in whole:
+        y_size = y_size * valid
     dram_base = E.substitute(d_rest + sum((E.IntImm(d.dram) * d.var for d in dims), E.IntImm(0)),
                              env_sub) if dims else d_rest
     sram_base = base + sum((E.IntImm(d.sram) * d.var for d in loop_dims), E.IntImm(0))
@@ -189,4 +252,4 @@ def _copy_stage(func: S.PrimFunc, stage: S.AttrStmt, bases: dict[S.Buffer, E.Exp
         stmt = DmaStore(onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride))
     for d in reversed(loop_dims):
         stmt = S.For(d.var, E.IntImm(0), E.IntImm(d.ext), stmt)
-    return stmt
+    return stmt, name

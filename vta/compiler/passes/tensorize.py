@@ -1,13 +1,15 @@
 """Tensorize: regions under ``AttrStmt("tensorize")`` become GEMM nests on the intrinsic.
 
-Pre:  DMA insertion has run. The tensorize region is a perfect loop nest whose body is
-      ``acc[.., b, o] = acc[.., b, o] + int32(inp[.., b, i]) * int32(wgt[.., o, i])``: the
-      intrinsic's batch x block_out x block_in loops index the entry dims (the declaration in
-      the HwConfig's GEMM intrinsic), all other loops index entries. A stage that stores the
-      constant 0 into an acc buffer (the reduction's init nest) is a GEMM reset.
-Post: each region is a ``GemmNest`` (the remaining loops, and the acc/inp/wgt entry indices as
-      affine expressions including each buffer's SRAM base); init nests are ``GemmNest(reset)``.
-      The intrinsic's own loops are gone (one micro-op executes them all).
+Pre:  DMA insertion has run. ``lower`` wraps the intrinsic's own loops (batch x block_out x
+      block_in) in ``AttrStmt("tensorize", intrinsic)``; the loops around it up to the
+      enclosing allocation or sequence form a perfect nest (the GEMM's outer loops) and the body
+      is ``acc[.., b, o] = acc[.., b, o] + int32(inp[.., b, i]) * int32(wgt[.., o, i])``; all
+      other loops index entries. A perfect nest that stores the constant 0 into an acc buffer
+      (the reduction's init nest) is a GEMM reset.
+Post: each such nest is a ``GemmNest`` (the outer loops, and the acc/inp/wgt entry indices as
+      affine expressions including each buffer's SRAM base) under ``AttrStmt("stage",
+      "<acc>.update")``; init nests are ``GemmNest(reset)`` under ``"<acc>.init"``. The
+      intrinsic's own loops are gone (one micro-op executes them all).
 """
 
 from __future__ import annotations
@@ -37,16 +39,29 @@ def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key == "tensorize":
-            return _gemm(func, s.body, bases, hw)
-        if isinstance(s, S.AttrStmt) and s.key == "stage" and isinstance(s.body, S.For):
-            r = _reset(s.body, bases)
-            return None if r is None else S.AttrStmt("stage", s.value, r)
-        return None
+            g = _gemm(func, [], s.body, bases, hw)
+            return S.AttrStmt("stage", f"{g.acc_buf.name}.update", g)
+        if not isinstance(s, S.For):
+            return None
+        outer, inner = _peel(s)
+        if isinstance(inner, S.AttrStmt) and inner.key == "tensorize":
+            g = _gemm(func, outer, inner.body, bases, hw)
+            return S.AttrStmt("stage", f"{g.acc_buf.name}.update", g)
+        r = _reset(s, bases)
+        return None if r is None else S.AttrStmt("stage", f"{r.acc_buf.name}.init", r)
 
     return func.with_body(map_stmt(func.body, rewrite))
 
 
-def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr]) -> S.Stmt | None:
+def _peel(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
+    loops: list[tuple[E.Var, int]] = []
+    while (isinstance(s, S.For) and E.is_const(s.min, 0) and isinstance(s.extent, E.IntImm)):
+        loops.append((s.var, s.extent.value))
+        s = s.body
+    return loops, s
+
+
+def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr]) -> GemmNest | None:
     try:
         loops, body = loop_nest(nest)
     except CompileError:
@@ -61,9 +76,11 @@ def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr]) -> S.Stmt | None:
                     None, None)
 
 
-def _gemm(func: S.PrimFunc, region: S.Stmt, bases: dict[S.Buffer, E.Expr], hw: HwConfig) -> S.Stmt:
+def _gemm(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], region: S.Stmt,
+          bases: dict[S.Buffer, E.Expr], hw: HwConfig) -> GemmNest:
     where = f"{func.name}: tensorize region"
-    loops, body = loop_nest(region)
+    inner, body = loop_nest(region)
+    loops = [*outer_loops, *inner]
     if not isinstance(body, S.BufferStore) or body.buffer.scope != "acc":
         raise TensorizeError(f"{where}: the body must update an acc buffer")
     acc = body.buffer
@@ -85,18 +102,23 @@ def _gemm(func: S.PrimFunc, region: S.Stmt, bases: dict[S.Buffer, E.Expr], hw: H
     b_, o_ = body.indices[-2:]
     xb, xi = x.indices[-2:]
     wo, wi = w.indices[-2:]
-    if not (b_ is xb and o_ is wo and xi is wi and all(isinstance(t, E.Var) for t in (b_, o_, xi))):
+    g = hw.gemm
+    # a batch of one: its loop was folded (unit_loops) and both indices are the constant 0
+    unit_b = g.batch == 1 and E.is_const(b_, 0) and E.is_const(xb, 0)
+    if not ((b_ is xb or unit_b) and o_ is wo and xi is wi
+            and all(isinstance(t, E.Var) for t in (o_, xi)) and (unit_b or isinstance(b_, E.Var))):
         raise TensorizeError(f"{where}: the intrinsic's batch/block loops must index the entry "
                              f"dims: acc[.., b, o] += inp[.., b, i] * wgt[.., o, i]")
     ext = dict(loops)
-    g = hw.gemm
-    want = {b_: g.batch, o_: g.block_out, xi: g.block_in}
+    want = {o_: g.block_out, xi: g.block_in}
+    if not unit_b:
+        want[b_] = g.batch
     for var, n in want.items():
         if ext.get(var) != n:
             raise TensorizeError(f"{where}: loop {var.name} has extent {ext.get(var)}, the "
                                  f"{hw.name} GEMM intrinsic needs {n} "
                                  f"({g.batch}x{g.block_in}x{g.block_out})")
-    outer = tuple((var, n) for var, n in loops if var not in want)
+    outer = tuple((var, n) for var, n in loops if var not in want and n != 1)
     dst = E.simplify_int(bases[acc] + flat_entry(acc, body.indices))
     src = E.simplify_int(bases[x.buffer] + flat_entry(x.buffer, x.indices))
     wgt = E.simplify_int(bases[w.buffer] + flat_entry(w.buffer, w.indices))

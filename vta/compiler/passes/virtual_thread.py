@@ -2,11 +2,14 @@
 
 Pre:  scratchpad allocation gave every buffer allocated inside a vthread loop one copy per
       thread (its SRAM base is ``c + vt * entries``); micro-ops have been generated.
-Post: no ``For(kind=VTHREAD)`` remains. The thread loop is pushed inward through loops that
-      do not depend on it, through sequences and allocations (threads are independent: each
-      has its own buffers), down to each stage; there the stage is duplicated once per thread
-      with ``vt`` replaced by the thread's index (bound loop variables renamed), wrapped in
-      ``AttrStmt("vthread", t)``; consecutive stages are duplicated as one block per thread. The result interleaves the threads stage by stage: thread 1's
+Post: no ``For(kind=VTHREAD)`` remains. The thread loop is pushed inward (threads are
+      independent: each has its own buffers) through loops that do not depend on it,
+      sequences, allocations and composite stages (a stage with other stages attached inside
+      it, as ``lower`` emits the output stage and the reduction), down to each leaf stage;
+      there the stage is duplicated once per thread with ``vt`` replaced by the thread's index
+      (bound loop variables renamed), wrapped in ``AttrStmt("vthread", t)``; consecutive
+      stages are duplicated as one block per thread. The result interleaves the threads stage
+      by stage: thread 1's
       loads sit in program order next to thread 0's compute, so the load module can run
       ahead while compute works, once tokens (next pass) allow it.
 """
@@ -39,8 +42,13 @@ def inject_virtual_thread(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return func.with_body(map_stmt(func.body, rewrite))
 
 
+def _composite(s: S.Stmt) -> bool:
+    return (isinstance(s, S.AttrStmt) and s.key == "stage"
+            and any(isinstance(n, S.AttrStmt) and n.key == "stage" for n in E.walk(s.body)))
+
+
 def _pushable(s: S.Stmt, vt: E.Var) -> bool:
-    return (isinstance(s, (S.SeqStmt, S.Allocate))
+    return (isinstance(s, (S.SeqStmt, S.Allocate)) or _composite(s)
             or (isinstance(s, S.For) and vt not in E.free_vars(s.extent) | E.free_vars(s.min)))
 
 
@@ -74,4 +82,7 @@ def _push(s: S.Stmt, vt: E.Var, n: int) -> S.Stmt:
         return S.For(s.var, s.min, s.extent, _push(s.body, vt, n), s.kind, s.thread)
     if isinstance(s, S.Allocate):
         return S.Allocate(s.buffer, _push(s.body, vt, n))
+    if _composite(s):
+        assert isinstance(s, S.AttrStmt)
+        return S.AttrStmt(s.key, s.value, _push(s.body, vt, n))
     return _unroll([s], vt, n) or s

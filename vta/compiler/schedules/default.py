@@ -16,17 +16,40 @@ Two virtual threads are used when two copies of the per-thread buffers fit (as V
 thread axis is the output rows (threads share the weights) or the output channels (threads
 double-buffer the weights, for weight-bound layers); the model picks the cheaper. Every knob
 can be overridden; ``fit_report`` checks a given schedule and raises a named error.
+
+``schedule_op`` expresses the chosen knobs with the schedule primitives on the op's tensor IR
+(``ops.epilogue.PackedOp``) and ``lower_op`` lowers it (vta.compiler.lower):
+
+* ``cache_read`` data_pad -> inp (the padding stage ``compute_inline``d into the copy),
+  kernel -> wgt, bias -> acc; ``cache_write`` of the reduction into acc (its global stage
+  inlined into the epilogue), the epilogue stages ``set_scope("acc")``;
+* the output tiled over oc / oh / ow (``split`` + ``reorder``), the threads' axis split off
+  and marked ``virtual_thread``; the reduction and the epilogue ``compute_at`` the tile loop;
+* the reduction's channel axis split into an outer ic loop (the input copy, and the weight
+  copy unless it covers every channel, ``compute_at`` it) and the batch x block loops
+  ``tensorize``d onto ``vta_gemm_intrinsic(hw)``; whole-reduction weights and the bias are
+  copied once per output-channel tile (weight reuse across every spatial tile).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from vta.compiler.intrin import vta_gemm_intrinsic
+from vta.compiler.lower import lower
+from vta.compiler.schedule import Schedule, create_schedule
+from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
 from vta.errors import VtaError
 
-__all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report"]
+if TYPE_CHECKING:
+    from vta.compiler import stmt as S
+    from vta.compiler.ops.epilogue import PackedOp
+
+__all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report", "schedule_op",
+           "lower_op"]
 
 
 class ScheduleError(VtaError):
@@ -186,5 +209,62 @@ def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type
     return best[1]
 
 
-def with_knobs(s: ConvSchedule, **kw: int | str) -> ConvSchedule:
-    return replace(s, **kw)
+def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
+    """The schedule primitives for knobs ``s`` on ``op`` (see the module docstring)."""
+    sch = create_schedule(op.out)
+    acc = sch.cache_write(op.acc, "acc")
+    sch[op.acc].compute_inline()
+    inp = sch.cache_read(op.pad if op.pad is not None else op.data, "inp", [acc])
+    wgt = sch.cache_read(op.kernel, "wgt", [acc])
+    if op.pad is not None:
+        sch[op.pad].compute_inline()
+    bias = None
+    if op.bias is not None:
+        bias = sch.cache_read(op.bias, "acc", sch.readers(op.bias))
+    out = sch[op.out]
+    axes = out.axis
+    role = {r: axes[k] for r, k in op.roles.items()}
+    vt_role = s.vt_axis if s.vt_axis in role else "ow"
+    outer: list[IterVar] = [role["n"]] if "n" in role else []
+    inner: list[IterVar] = []
+    level: dict[str, IterVar] = {}
+    for r, f in (("oc", s.tco), ("oh", s.th), ("ow", s.tw)):
+        if r not in role:
+            continue
+        t, i = out.split(role[r], f)
+        inner.append(i)
+        if s.vthreads > 1 and r == vt_role:
+            o, vt = out.split(t, s.vthreads)
+            outer += [o, vt]
+            level[r] = vt
+        else:
+            outer.append(t)
+            level[r] = t
+    out.reorder(*outer, *inner, *axes[-2:])
+    if s.vthreads > 1:
+        out.virtual_thread(level[vt_role])
+    tile = outer[-1]
+    sch[acc].compute_at(out, tile)
+    for e in op.epilogue:
+        sch[e].set_scope("acc")
+        sch[e].compute_at(out, tile)
+    a = sch[acc]
+    red = a.reduce_axis
+    ic_o, ic_i = a.split(red[0], s.tci)
+    sp = a.axis
+    a.reorder(ic_o, *sp[:-2], ic_i, *red[1:-1], *sp[-2:], red[-1])
+    sch[inp].compute_at(a, ic_o)
+    hoist = s.tci >= op.kernel.shape[1]
+    if hoist:
+        sch[wgt].compute_at(out, level["oc"])
+    else:
+        sch[wgt].compute_at(a, ic_o)
+    if bias is not None:
+        sch[bias].compute_at(out, level["oc"])
+    a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
+    return sch
+
+
+def lower_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> S.PrimFunc:
+    """``schedule_op`` lowered to the loop-nest IR the VTA pipeline compiles."""
+    return lower(schedule_op(op, hw, s), op.args, op.name)
