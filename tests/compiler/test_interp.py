@@ -48,7 +48,7 @@ def test_scalar_path_matches_vectorised_path() -> None:
 
 
 def test_select_does_not_load_unselected_lanes() -> None:
-    f, _, _ = one_loop(4, lambda v, i: E.select(i < 2, v, 7))
+    _f, _, _ = one_loop(4, lambda v, i: E.select(i < 2, v, 7))
     x = S.Buffer("x", (2,), "int32")
     y = S.Buffer("y", (4,), "int32")
     i = E.Var("i")

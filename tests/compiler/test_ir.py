@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler.intrin import IntrinError, TensorIntrinsic, for_target, gemm_decl, get, \
-    register, vta_gemm_intrinsic
-from vta.compiler.tensor import compute, input_tensors, placeholder, reduce_axis
-
 import pytest
+
+from vta.compiler import expr as E
+from vta.compiler.intrin import (
+    IntrinError,
+    TensorIntrinsic,
+    for_target,
+    gemm_decl,
+    get,
+    register,
+    vta_gemm_intrinsic,
+)
+from vta.compiler.tensor import compute, input_tensors, placeholder, reduce_axis
 
 
 def test_input_tensors_are_direct_reads_only() -> None:

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
+from vta.compiler.bounds import BoundsError
 from vta.compiler.interp import run_func
 from vta.compiler.intrin import TensorIntrinsic, gemm_decl
 from vta.compiler.lower import LowerError, lower
-from vta.compiler.bounds import BoundsError
 from vta.compiler.schedule import ScheduleError, create_schedule
 from vta.compiler.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.compiler.verify import verify
@@ -50,7 +50,7 @@ def vta_matmul_schedule(A, B, C, ti: int, tj: int, tk: int):
     CL = s.cache_write(C, "acc")
     AL = s.cache_read(A, "inp", [CL])
     BL = s.cache_read(B, "wgt", [CL])
-    io, jo, ii, ji = s[C].tile(*s[C].axis, ti, tj)
+    _io, jo, _ii, _ji = s[C].tile(*s[C].axis, ti, tj)
     s[CL].compute_at(s[C], jo)
     ko, ki = s[CL].split(s[CL].reduce_axis[0], tk)
     s[CL].reorder(ko, *s[CL].axis, ki)
@@ -136,7 +136,7 @@ def test_fuse_unroll_vthread_lower_and_run() -> None:
     i, j = s[C].axis
     f = s[C].fuse(i, j)
     fo, fi = s[C].split(f, 7)
-    vt, _ = s[C].virtual_thread(fo, 2)
+    _vt, _ = s[C].virtual_thread(fo, 2)
     s[C].unroll(fi)
     func = lower(s, [A, B, C])
     kinds = [x.kind for x in _walk_stmts(func.body) if isinstance(x, S.For)]
@@ -185,7 +185,7 @@ def packed_conv(n, ic, oc, h, w, b, kh, stride, pad, shift=3):
 
 
 def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, shift: int = 3):
-    n, ic, h, wd, _, b = x.shape
+    n, _ic, h, wd, _, b = x.shape
     oc, _, kh, kw, _, _ = w.shape
     xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad), (0, 0), (0, 0)))
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
@@ -201,7 +201,7 @@ def vta_conv_schedule(tensors, t_oc: int, t_oh: int, t_ow: int, t_ic: int,
                       intrin: TensorIntrinsic | None = None):
     """(b): pad inlined into the inp copy, kernel into wgt, conv into acc with the epilogue at
     the same tile loop, tiles over (oc, oh, ow) and an outer ic loop; GEMM region tensorized."""
-    data, kern, dpad, res, epilogue, out = tensors
+    _data, kern, dpad, res, epilogue, out = tensors
     s = create_schedule(out)
     racc = s.cache_write(res, "acc")
     s[res].compute_inline()
@@ -309,7 +309,7 @@ def test_gpu_shared_local_bind() -> None:
     s[CL].reorder(ko, ki, *s[CL].axis)
     for sh in (AS, BS):
         s[sh].compute_at(s[CL], ko)
-        fo, fi = s[sh].split(s[sh].fuse(*s[sh].axis), 16)
+        _fo, fi = s[sh].split(s[sh].fuse(*s[sh].axis), 16)
         t1, t2 = s[sh].split(fi, 4)
         s[sh].bind(t1, "threadIdx.y")
         s[sh].bind(t2, "threadIdx.x")
@@ -339,7 +339,7 @@ def test_lower_refuses_missing_args_and_outside_readers() -> None:
     E2 = compute((8, 8), lambda i, j: C[i, j] * 2, "E")
     s = create_schedule([D, E2])
     s[C].compute_at(s[D], s[D].axis[0])
-    with pytest.raises(BoundsError, match="stage C is computed at D.i but stage E reads it"):
+    with pytest.raises(BoundsError, match=r"stage C is computed at D\.i but stage E reads it"):
         lower(s, [A, B, D, E2])
 
 

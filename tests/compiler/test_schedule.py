@@ -21,7 +21,7 @@ def mm(m: int = 16, n: int = 16, k: int = 16):
 
 
 def test_default_stages_and_lookup() -> None:
-    A, B, C = mm()
+    A, _B, C = mm()
     D = compute(C.shape, lambda i, j: C[i, j] + 1, "D")
     s = create_schedule(D)
     assert [st.name for st in s.stages] == ["C", "D"]
@@ -111,17 +111,17 @@ def test_parallel_reduction_is_refused() -> None:
     *_, C = mm()
     s = create_schedule(C)
     k = s[C].reduce_axis[0]
-    with pytest.raises(ScheduleError, match="bind to threadIdx.x on stage C axis k: a reduction "
+    with pytest.raises(ScheduleError, match=r"bind to threadIdx\.x on stage C axis k: a reduction "
                                             "axis carries the accumulation"):
         s[C].bind(k, "threadIdx.x")
     with pytest.raises(ScheduleError, match="virtual_thread on stage C axis k"):
         s[C].virtual_thread(k)
-    with pytest.raises(ScheduleError, match="unknown thread 'warp.x'"):
+    with pytest.raises(ScheduleError, match=r"unknown thread 'warp\.x'"):
         s[C].bind(s[C].axis[0], "warp.x")
 
 
 def test_compute_at_and_its_refusals() -> None:
-    A, B, C = mm()
+    _A, _B, C = mm()
     D = compute(C.shape, lambda i, j: C[i, j] >> 2, "D")
     F = compute(C.shape, lambda i, j: D[i, j] + 1, "F")
     s = create_schedule(F)
@@ -169,7 +169,7 @@ def test_cache_read_rewrites_readers() -> None:
 
 
 def test_cache_write_moves_the_computation() -> None:
-    A, B, C = mm()
+    _A, _B, C = mm()
     s = create_schedule(C)
     CL = s.cache_write(C, "acc")
     assert [st.name for st in s.stages] == ["C_acc", "C"]
@@ -192,13 +192,13 @@ def test_set_scope() -> None:
 
 
 def test_tensorize_match_and_refusals() -> None:
-    A, B, C = mm(8, 16, 32)
+    _A, _B, C = mm(8, 16, 32)
     gemm = TensorIntrinsic("t.gemm", "vta", gemm_decl(1, 16, 16, "int8", "int8", "int32"))
     s = create_schedule(C)
     i, j = s[C].axis
     ko, ki = s[C].split(s[C].reduce_axis[0], 16)
     s[C].reorder(ko, i, j, ki)
-    ii, i1 = s[C].split(i, 1)
+    _ii, i1 = s[C].split(i, 1)
     s[C].tensorize(i1, gemm)
     assert s[C].tensorized[i1] is gemm
 
@@ -206,8 +206,8 @@ def test_tensorize_match_and_refusals() -> None:
     i, j = s[C].axis
     ko, ki = s[C].split(s[C].reduce_axis[0], 8)
     s[C].reorder(ko, i, j, ki)
-    i0, i1 = s[C].split(i, 1)
-    with pytest.raises(ScheduleError, match="tensorize with t.gemm on stage C axis i_i: region "
+    _i0, i1 = s[C].split(i, 1)
+    with pytest.raises(ScheduleError, match=r"tensorize with t\.gemm on stage C axis i_i: region "
                                             "loops .* do not access"):
         s[C].tensorize(i1, gemm)
 
@@ -216,7 +216,7 @@ def test_tensorize_match_and_refusals() -> None:
     i, j = s[C].axis
     ko, ki = s[C].split(s[C].reduce_axis[0], 16)
     s[C].reorder(ko, i, j, ki)
-    i0, i1 = s[C].split(i, 1)
+    _i0, i1 = s[C].split(i, 1)
     with pytest.raises(ScheduleError, match="dtype int8 in the stage where the intrinsic has "
                                             "int16"):
         s[C].tensorize(i1, wrong)
@@ -227,7 +227,7 @@ def test_tensorize_match_and_refusals() -> None:
     C2 = compute((8, 16), lambda a, b: sum_(A2[a, r].astype("int32") * B2[r, b].astype("int32"),
                                              r), "C2")
     s = create_schedule(C2)
-    i0, i1 = s[C2].split(s[C2].axis[0], 1)
+    _i0, i1 = s[C2].split(s[C2].axis[0], 1)
     with pytest.raises(ScheduleError, match="do not access the tensors as the intrinsic"):
         s[C2].tensorize(i1, gemm)
 

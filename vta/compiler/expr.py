@@ -8,13 +8,15 @@ produced by scheduling stays readable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, ClassVar, Iterator, Union
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 __all__ = [
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
     "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
-    "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk", "free_vars",
+    "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk",
+    "free_vars",
     "substitute", "simplify_int", "select",
 ]
 
@@ -32,68 +34,68 @@ class Expr:
     dtype: str
 
     # -- arithmetic builders (constant-folding for integers)
-    def __add__(self, o: "ExprLike") -> "Expr":
+    def __add__(self, o: ExprLike) -> Expr:
         return _bin(Add, self, o)
 
-    def __radd__(self, o: "ExprLike") -> "Expr":
+    def __radd__(self, o: ExprLike) -> Expr:
         return _bin(Add, o, self)
 
-    def __sub__(self, o: "ExprLike") -> "Expr":
+    def __sub__(self, o: ExprLike) -> Expr:
         return _bin(Sub, self, o)
 
-    def __rsub__(self, o: "ExprLike") -> "Expr":
+    def __rsub__(self, o: ExprLike) -> Expr:
         return _bin(Sub, o, self)
 
-    def __mul__(self, o: "ExprLike") -> "Expr":
+    def __mul__(self, o: ExprLike) -> Expr:
         return _bin(Mul, self, o)
 
-    def __rmul__(self, o: "ExprLike") -> "Expr":
+    def __rmul__(self, o: ExprLike) -> Expr:
         return _bin(Mul, o, self)
 
-    def __floordiv__(self, o: "ExprLike") -> "Expr":
+    def __floordiv__(self, o: ExprLike) -> Expr:
         return _bin(FloorDiv, self, o)
 
-    def __mod__(self, o: "ExprLike") -> "Expr":
+    def __mod__(self, o: ExprLike) -> Expr:
         return _bin(FloorMod, self, o)
 
-    def __rshift__(self, o: "ExprLike") -> "Expr":
+    def __rshift__(self, o: ExprLike) -> Expr:
         return _bin(Shr, self, o)
 
-    def __lshift__(self, o: "ExprLike") -> "Expr":
+    def __lshift__(self, o: ExprLike) -> Expr:
         return _bin(Shl, self, o)
 
-    def __neg__(self) -> "Expr":
+    def __neg__(self) -> Expr:
         return _bin(Sub, 0, self)
 
-    def __and__(self, o: "ExprLike") -> "Expr":
+    def __and__(self, o: ExprLike) -> Expr:
         return And(self, as_expr(o))
 
-    def __or__(self, o: "ExprLike") -> "Expr":
+    def __or__(self, o: ExprLike) -> Expr:
         return Or(self, as_expr(o))
 
-    def __invert__(self) -> "Expr":
+    def __invert__(self) -> Expr:
         return Not(self)
 
     # comparisons build expressions (so ``==`` is not overloaded: use ``eq``)
-    def __lt__(self, o: "ExprLike") -> "Expr":
+    def __lt__(self, o: ExprLike) -> Expr:
         return Cmp("<", self, as_expr(o))
 
-    def __le__(self, o: "ExprLike") -> "Expr":
+    def __le__(self, o: ExprLike) -> Expr:
         return Cmp("<=", self, as_expr(o))
 
-    def __gt__(self, o: "ExprLike") -> "Expr":
+    def __gt__(self, o: ExprLike) -> Expr:
         return Cmp(">", self, as_expr(o))
 
-    def __ge__(self, o: "ExprLike") -> "Expr":
+    def __ge__(self, o: ExprLike) -> Expr:
         return Cmp(">=", self, as_expr(o))
 
-    def eq(self, o: "ExprLike") -> "Expr":
+    def eq(self, o: ExprLike) -> Expr:
         return Cmp("==", self, as_expr(o))
 
-    def ne(self, o: "ExprLike") -> "Expr":
+    def ne(self, o: ExprLike) -> Expr:
         return Cmp("!=", self, as_expr(o))
 
-    def astype(self, dtype: str) -> "Expr":
+    def astype(self, dtype: str) -> Expr:
         """Cast to ``dtype`` (integer narrowing wraps, as C does on two's complement)."""
         return self if self.dtype == dtype else Cast(dtype, self)
 
@@ -103,7 +105,7 @@ class Expr:
         return expr_str(self)
 
 
-ExprLike = Union[Expr, int, float]
+ExprLike = Expr | int | float
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -337,7 +339,8 @@ def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
     et, ef = as_expr(t), as_expr(f)
     dtype = _common(et, ef)
     et = et if et.dtype == dtype else Cast(dtype, et)
-    ef = ef if ef.dtype == dtype else (IntImm(ef.value, dtype) if isinstance(ef, IntImm) else Cast(dtype, ef))
+    if ef.dtype != dtype:
+        ef = IntImm(ef.value, dtype) if isinstance(ef, IntImm) else Cast(dtype, ef)
     return Select(as_expr(cond), et, ef, dtype)
 
 
@@ -409,7 +412,7 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
         v = getattr(node, f.name)
         if isinstance(v, tuple):
             nv = tuple(_rewrite(x, fn) if _is_node(x) else x for x in v)
-            if any(a is not b for a, b in zip(nv, v)):
+            if any(a is not b for a, b in zip(nv, v, strict=True)):
                 changed[f.name] = nv
         elif _is_node(v):
             nv = _rewrite(v, fn)

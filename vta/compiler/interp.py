@@ -21,7 +21,8 @@ over a vectorised reduction are added in numpy's order, so compare floats with a
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -178,8 +179,9 @@ class _Machine:
                mask: np.ndarray | None) -> bool:
         arr = self.mem[store.buffer]
         idx = self._indices(store, env, grid, mask)
-        flat = np.ravel_multi_index(tuple(np.clip(i, 0, n - 1) for i, n in zip(idx, arr.shape)),
-                                    arr.shape) if idx else np.zeros(grid, dtype=np.int64)
+        clipped = tuple(np.clip(i, 0, n - 1) for i, n in zip(idx, arr.shape, strict=True))
+        flat = (np.ravel_multi_index(clipped, arr.shape) if idx
+                else np.zeros(grid, dtype=np.int64))
         sel = flat if mask is None else flat[mask]
         if np.unique(sel).size != sel.size:
             return False  # several iterations write one element: order matters, go scalar
@@ -227,7 +229,7 @@ class _Machine:
                      mask: np.ndarray | None, what: str) -> tuple[np.ndarray, ...]:
         """Fail on an out-of-range index of an active lane; clamp the inactive ones."""
         out = []
-        for d, (i, n) in enumerate(zip(idx, arr.shape)):
+        for d, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
             bad = (i < 0) | (i >= n)
             if np.any(bad):
                 live = bad if mask is None else bad & mask

@@ -10,15 +10,25 @@ those layers. One registration teaches every layer.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vta.compiler import expr as E
 from vta.compiler import poly
-from vta.compiler.tensor import (ComputeOp, IterVar, Reduce, Tensor, TensorRead, compute,
-                                 placeholder, reduce_axis, sum_)
+from vta.compiler.tensor import (
+    ComputeOp,
+    IterVar,
+    Reduce,
+    Tensor,
+    TensorRead,
+    compute,
+    placeholder,
+    reduce_axis,
+    sum_,
+)
 from vta.errors import VtaError
 
 if TYPE_CHECKING:
@@ -51,7 +61,7 @@ class TensorIntrinsic:
         assert isinstance(self.decl.op, ComputeOp)
         return self.decl.op
 
-    def with_hooks(self, **hooks: Any) -> "TensorIntrinsic":
+    def with_hooks(self, **hooks: Any) -> TensorIntrinsic:
         """A copy with ``hooks`` added (a layer attaching its implementation)."""
         return replace(self, hooks=MappingProxyType({**self.hooks, **hooks}))
 
@@ -103,7 +113,7 @@ def gemm_decl(batch: int, block_in: int, block_out: int, inp_dtype: str, wgt_dty
 
 
 @lru_cache(maxsize=64)
-def _vta_gemm(g: "GemmConfig") -> TensorIntrinsic:
+def _vta_gemm(g: GemmConfig) -> TensorIntrinsic:
     name = (f"vta.gemm.{g.batch}x{g.block_in}x{g.block_out}."
             f"{g.inp_dtype}.{g.wgt_dtype}.{g.acc_dtype}")
     decl = gemm_decl(g.batch, g.block_in, g.block_out, g.inp_dtype, g.wgt_dtype, g.acc_dtype,
@@ -111,7 +121,7 @@ def _vta_gemm(g: "GemmConfig") -> TensorIntrinsic:
     return TensorIntrinsic(name, "vta", decl)
 
 
-def vta_gemm_intrinsic(hw: "HwConfig") -> TensorIntrinsic:
+def vta_gemm_intrinsic(hw: HwConfig) -> TensorIntrinsic:
     """The accelerator's GEMM core as an intrinsic: ``batch x block_in`` inputs times
     ``block_out x block_in`` weights into ``batch x block_out`` accumulators, dtypes from
     ``hw.gemm``. The same GEMM shape gives the same object (no hooks: the backend adds them)."""
@@ -151,7 +161,7 @@ def _pair_reads(a: E.Expr, b: E.Expr, pairs: list[tuple[TensorRead, TensorRead]]
     ca, cb = list(E.children(a)), list(E.children(b))
     if len(ca) != len(cb):
         return f"{a} does not have the intrinsic's form {b}"
-    for x, y in zip(ca, cb):
+    for x, y in zip(ca, cb, strict=True):
         why = _pair_reads(x, y, pairs)
         if why:
             return why
@@ -174,7 +184,7 @@ def _rows(c: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     return [r for r in c if any(r)]
 
 
-def match(region: Sequence[IterVar], stage: "Stage", intrin: TensorIntrinsic,
+def match(region: Sequence[IterVar], stage: Stage, intrin: TensorIntrinsic,
           extents: Mapping[IterVar, int]) -> Match | str:
     """Check that the loops ``region`` (the stage's innermost leaf axes, with ``extents``)
     compute ``intrin``'s declaration. Returns the bindings, or the reason it does not match."""

@@ -13,9 +13,10 @@ that callers evaluate or emit. Every isl computation is keyed by its text and ca
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import islpy as isl
 
@@ -213,13 +214,13 @@ class Box:
 
     def at(self, env: Mapping[E.Var, int]) -> tuple[tuple[int, int], ...]:
         """Concrete ``(min, extent)`` per dimension for given parameter values."""
-        return tuple((_eval_int(m, env), x) for m, x in zip(self.mins, self.extents))
+        return tuple((_eval_int(m, env), x) for m, x in zip(self.mins, self.extents, strict=True))
 
-    def clamp(self, lower: Sequence[E.ExprLike], upper: Sequence[E.ExprLike]) -> "Clamped":
+    def clamp(self, lower: Sequence[E.ExprLike], upper: Sequence[E.ExprLike]) -> Clamped:
         """Split the box against the valid region ``[lower, upper)`` of each dimension: the
         in-bounds part (what a DMA reads) and the zero padding before and after it."""
         mins, exts, before, after = [], [], [], []
-        for m, x, lo, hi in zip(self.mins, self.extents, lower, upper):
+        for m, x, lo, hi in zip(self.mins, self.extents, lower, upper, strict=True):
             b = E.min_(E.max_(E.as_expr(lo) - m, 0), x)
             a = E.min_(E.max_(m + x - E.as_expr(hi), 0), x - b)
             before.append(simplify(b))
@@ -262,7 +263,7 @@ def region_text(indices: Sequence[E.Expr], ranged: Mapping[E.Var, int], params: 
         name.setdefault(v, f"v{len(name)}")
     outs = [f"o{d}" for d in range(len(indices))]
     cons = [f"0 <= {name[v]} < {x}" for v, x in ranged.items()]
-    cons += [f"{o} = {to_isl(i, name)}" for o, i in zip(outs, indices)]
+    cons += [f"{o} = {to_isl(i, name)}" for o, i in zip(outs, indices, strict=True)]
     cons += list(conds)
     ex = ", ".join(name[v] for v in ranged)
     body = " and ".join(cons) or "true"
@@ -302,7 +303,7 @@ def buffer_bytes(buf: Buffer) -> int:
     return buf.size * E.DTYPES[buf.dtype] // 8
 
 
-def check_capacity(buffers: Iterable[Buffer], hw: "HwConfig", copies: int = 1) -> None:
+def check_capacity(buffers: Iterable[Buffer], hw: HwConfig, copies: int = 1) -> None:
     """Raise ``CapacityError`` when the buffers of one scratchpad scope (live together, each
     ``copies`` times, e.g. per virtual thread) need more bytes than the scratchpad has."""
     need: dict[str, list[Buffer]] = {}
@@ -374,6 +375,6 @@ def carries(deps: isl.Map, schedule: isl.Map, level: int) -> bool:
     a = [f"a{i}" for i in range(n)]
     b = [f"b{i}" for i in range(n)]
     same = [f"{a[i]} = {b[i]}" for i in range(level)]
-    cons = " and ".join(same + [f"({a[level]} < {b[level]} or {a[level]} > {b[level]})"])
+    cons = " and ".join([*same, f"({a[level]} < {b[level]} or {a[level]} > {b[level]})"])
     sel = isl.Map(f"{{ [{', '.join(a)}] -> [{', '.join(b)}] : {cons} }}")
     return not times.intersect(sel).is_empty()

@@ -94,7 +94,8 @@ def _s(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
         if s.thread:
             kind += f" {s.thread}"
         lo = _e(s.min, nm)
-        rng = f"range({_e(s.extent, nm)})" if lo == "0" else f"range({lo}, {lo} + {_e(s.extent, nm)})"
+        ext = _e(s.extent, nm)
+        rng = f"range({ext})" if lo == "0" else f"range({lo}, {lo} + {ext})"
         out.append(f"{pad}for {nm(s.var, s.var.name)} in {rng}:{kind}")
         _s(s.body, nm, ind + 1, out)
     elif isinstance(s, S.BufferStore):

@@ -49,10 +49,10 @@ class Buffer:
             n *= d
         return n
 
-    def load(self, *indices: ExprLike) -> "BufferLoad":
+    def load(self, *indices: ExprLike) -> BufferLoad:
         return BufferLoad(self, tuple(as_expr(i) for i in indices), self.dtype)
 
-    def store(self, value: ExprLike, *indices: ExprLike) -> "BufferStore":
+    def store(self, value: ExprLike, *indices: ExprLike) -> BufferStore:
         return BufferStore(self, as_expr(value), tuple(as_expr(i) for i in indices))
 
     def __repr__(self) -> str:
@@ -172,7 +172,7 @@ class PrimFunc:
                 return v
         return default
 
-    def with_body(self, body: Stmt) -> "PrimFunc":
+    def with_body(self, body: Stmt) -> PrimFunc:
         return self if body is self.body else PrimFunc(self.name, self.params, body, self.attrs)
 
     def __str__(self) -> str:

@@ -16,8 +16,9 @@ Example::
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
+from typing import ClassVar
 
 from vta.compiler.expr import DTYPES, Expr, ExprLike, Var, as_expr, walk
 
@@ -80,7 +81,7 @@ class IterVar:
 class TensorRead(Expr):
     """``tensor[indices]`` inside a compute body."""
 
-    tensor: "Tensor"
+    tensor: Tensor
     indices: tuple[Expr, ...]
     dtype: str = "int32"
 
@@ -186,7 +187,8 @@ def placeholder(shape: Sequence[int], dtype: str = "int8", name: str = "data") -
 def reduce_axis(extent: int, name: str = "k") -> IterVar:
     """A reduction axis over ``[0, extent)``."""
     if isinstance(extent, bool) or not isinstance(extent, int) or extent <= 0:
-        raise TensorIRError(f"reduce axis {name}: extent must be a positive integer, got {extent!r}")
+        raise TensorIRError(f"reduce axis {name}: extent must be a positive integer, "
+                            f"got {extent!r}")
     return IterVar(Var(name), extent, "reduce")
 
 
@@ -205,7 +207,7 @@ def compute(shape: Sequence[int], fcompute: Callable[..., ExprLike], name: str =
     if len(params) != len(s):
         raise TensorIRError(f"compute {name}: shape {s} has {len(s)} dimensions but the "
                             f"function takes {len(params)} arguments")
-    axes = tuple(IterVar(Var(p), d, "spatial") for p, d in zip(params, s))
+    axes = tuple(IterVar(Var(p), d, "spatial") for p, d in zip(params, s, strict=True))
     body = as_expr(fcompute(*(a.var for a in axes)))
     if dtype is not None and body.dtype != dtype:
         if isinstance(body, Reduce):
