@@ -113,16 +113,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         return run_gpu_workload(args)
     from vta.compiler.driver import compile_workload, run_workload
-    from vta.compiler.workloads import resolve
+    from vta.compiler.workloads import resolve, resolve_network
     from vta.config import HwConfig
     from vta.sim import format_report
 
     hw = HwConfig.from_yaml(args.hw)
+    knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
+             "vthreads": args.vthreads, "vt_axis": args.vt_axis}
+    net = resolve_network(args.workload, batch=args.batch,
+                          layers=args.layers.upper().split(",") if args.layers else None)
+    if net is not None:
+        return _run_network(args, net, hw, knobs)
     w = resolve(args.workload, args.sizes, batch=args.batch, height=args.height,
                 width=args.width, in_channels=args.in_channels, out_channels=args.out_channels,
                 kernel=args.kernel, stride=args.stride, pad=args.pad)
-    knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
-             "vthreads": args.vthreads, "vt_axis": args.vt_axis}
     compiled = compile_workload(w, hw, latency_hiding=not args.no_latency_hiding, **knobs)
     if args.dump_ir:
         print(compiled.result.dump(args.dump_ir))
@@ -149,6 +153,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"trace written to {args.trace}")
         print("PASS: bit-exact against numpy" if r.passed else
               f"FAIL: {r.mismatches} output elements differ from numpy")
+    return 0 if r.passed else 1
+
+
+def _run_network(args: argparse.Namespace, net, hw, knobs: dict) -> int:  # type: ignore[no-untyped-def]
+    from vta.compiler.driver import run_network
+
+    r = run_network(net, hw, seed=args.seed or 0, latency_hiding=not args.no_latency_hiding,
+                    **knobs)
+    s = r.summary()
+    if args.json:
+        print(json.dumps(s, indent=2, default=str))
+        return 0 if r.passed else 1
+    print(f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
+          f"{len(s['layers'])} distinct layers")
+    print(f"{'layer':14} {'x':>2} {'cycles':>11} {'total':>12} {'share':>6} {'util':>6} "
+          f"{'%mach':>6}  schedule         ok")
+    for row in s["layers"]:
+        sc = row["schedule"]
+        knob = (f"{sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} vt={sc['vthreads']}"
+                f"{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
+        print(f"{row['workload']:14} {row['repeats']:>2} {row['cycles']:>11,} "
+              f"{row['total_cycles']:>12,} {row['share']:>6.1%} {row['utilization']:>6.3f} "
+              f"{row['of_machine_bound']:>6.1%}  {knob:16} {'ok' if row['passed'] else 'BAD'}")
+    print(f"total {s['cycles']:,} cycles = {s['time_ms']:.2f} ms at {hw.board.clock_mhz} MHz; "
+          f"{s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
+          f"(useful, unpadded: {s['useful_utilization']:.1%}); "
+          f"{s['of_machine_bound']:.1%} of the machine bound")
+    print(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s")
+    print("PASS: every layer bit-exact against numpy" if r.passed else
+          "FAIL: some layer differs from numpy")
     return 0 if r.passed else 1
 
 
@@ -181,6 +215,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K]")
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default="hwconfigs/pynq.yaml", help="hardware config YAML")
+    run.add_argument("--layers", default=None,
+                     help="for a network (resnet18): only these layers, e.g. C2,C10")
     for flag in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
                  "pad"):
         run.add_argument(f"--{flag}", type=int, default=None, help=f"override the {flag}")

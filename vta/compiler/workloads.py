@@ -8,7 +8,8 @@ from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import VtaError
 
-__all__ = ["RESNET18", "Workload", "resolve", "UnknownWorkload", "WORKLOAD_NAMES"]
+__all__ = ["NETWORKS", "RESNET18", "RESNET18_REPEATS", "Network", "UnknownWorkload",
+           "WORKLOAD_NAMES", "Workload", "resolve", "resolve_network"]
 
 
 class UnknownWorkload(VtaError):
@@ -30,7 +31,12 @@ RESNET18: dict[str, tuple[int, int, int, int, int, int]] = {
     "C11": (7, 512, 512, 3, 1, 1),
 }
 
-WORKLOAD_NAMES = ("conv2d", *(f"resnet18:{k}" for k in RESNET18), "matmul", "dense")
+#: How often each of those shapes occurs among ResNet-18's 20 convolutions (stem; four 3x3 convs
+#: at 56x56; per later stage a strided 3x3, its 1x1 strided shortcut and three 3x3 convs).
+RESNET18_REPEATS: dict[str, int] = {"C1": 1, "C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1,
+                                    "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
+
+WORKLOAD_NAMES = ("conv2d", *(f"resnet18:{k}" for k in RESNET18), "matmul", "dense", "resnet18")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,40 @@ class Workload:
     @property
     def kind(self) -> str:
         return "conv2d" if isinstance(self.spec, Conv2dSpec) else "matmul"
+
+
+@dataclass(frozen=True)
+class Network:
+    """A whole network as its distinct layers, each with how often it occurs."""
+
+    name: str
+    layers: tuple[tuple[Workload, int], ...]
+
+    @property
+    def ops(self) -> int:
+        return sum(w.spec.ops * n for w, n in self.layers)
+
+
+def _resnet18(batch: int = 1, layers: list[str] | None = None) -> Network:
+    names = layers or list(RESNET18)
+    for k in names:
+        if k not in RESNET18:
+            raise UnknownWorkload(f"unknown ResNet-18 layer {k!r}; expected one of "
+                                  f"{', '.join(RESNET18)}")
+    return Network("resnet18", tuple((Workload(f"resnet18:{k}", resnet18_layer(k, batch)),
+                                      RESNET18_REPEATS[k]) for k in names))
+
+
+#: Whole networks ``vta run`` knows (``resolve_network``).
+NETWORKS = {"resnet18": _resnet18}
+
+
+def resolve_network(name: str, *, batch: int | None = None,
+                    layers: list[str] | None = None) -> Network | None:
+    """The network called ``name`` (optionally only ``layers`` of it), or None when ``name``
+    is not a network."""
+    make = NETWORKS.get(name)
+    return None if make is None else make(batch or 1, layers)
 
 
 def resnet18_layer(layer: str, batch: int = 1) -> Conv2dSpec:

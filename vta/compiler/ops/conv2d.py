@@ -145,6 +145,12 @@ def packed_dims(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule) -> PackedConv
         bo=g.block_out)
 
 
+def row_subsampled(P: PackedConv2d) -> bool:
+    """Whether ``data_pad`` keeps only the input rows a one-row, strided, unpadded kernel reads
+    (every row of the padded output tiles inside the image)."""
+    return P.kh == 1 and P.stride > 1 and P.pad == 0 and (P.ohp - 1) * P.stride < P.h
+
+
 def conv2d_compute(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule, epi: Epilogue) -> PackedOp:
     """The packed conv2d in the tensor IR.
 
@@ -160,13 +166,23 @@ def conv2d_compute(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule, epi: Epilo
     data = placeholder(P.data_shape, "int8", "data")
     kernel = placeholder(P.kernel_shape, "int8", "kernel")
     bias = placeholder(P.bias_shape, "int32", "bias") if epi.bias else None
-    pad = compute((P.nb, P.icb, hp, wp, P.b, P.bi), lambda n, c, y, x, b, i: E.select(
-        (y >= p) & (y < P.h + p) & (x >= p) & (x < P.w + p), data[n, c, y - p, x - p, b, i],
-        E.const(0, "int8")), "data_pad")
+    rs = s  # input rows per output row in data_pad
+    if row_subsampled(P):
+        # a one-row kernel with stride s reads only every s-th input row: data_pad keeps just
+        # those rows (a strided view), so the input copy is one DMA of rows s*W apart that
+        # moves no unused row (every row it names lies inside the image: no row padding)
+        hp, rs = P.ohp, 1
+        pad = compute((P.nb, P.icb, hp, wp, P.b, P.bi), lambda n, c, y, x, b, i: E.select(
+            (x >= p) & (x < P.w + p), data[n, c, y * s, x - p, b, i], E.const(0, "int8")),
+            "data_pad")
+    else:
+        pad = compute((P.nb, P.icb, hp, wp, P.b, P.bi), lambda n, c, y, x, b, i: E.select(
+            (y >= p) & (y < P.h + p) & (x >= p) & (x < P.w + p), data[n, c, y - p, x - p, b, i],
+            E.const(0, "int8")), "data_pad")
     ric, rkh, rkw, rbi = (reduce_axis(P.icb, "ic"), reduce_axis(P.kh, "kh"),
                           reduce_axis(P.kw, "kw"), reduce_axis(P.bi, "bi"))
     conv = compute(P.res_shape, lambda n, o, y, x, b, j: sum_(
-        pad[n, ric, y * s + rkh, x * s + rkw, b, rbi].astype("int32")
+        pad[n, ric, y * rs + rkh, x * s + rkw, b, rbi].astype("int32")
         * kernel[o, ric, rkh, rkw, j, rbi].astype("int32"), [ric, rkh, rkw, rbi]), "conv")
     stages, res = epilogue_compute(conv, bias, epi, channel_axis=1)
     inputs = (data, kernel) if bias is None else (data, kernel, bias)

@@ -14,8 +14,12 @@ cycle estimate:
 
 Two virtual threads are used when two copies of the per-thread buffers fit (as VTA); the
 thread axis is the output rows (threads share the weights) or the output channels (threads
-double-buffer the weights, for weight-bound layers); the model picks the cheaper. Every knob
-can be overridden; ``fit_report`` checks a given schedule and raises a named error.
+double-buffer the weights, for weight-bound layers); the model picks the cheaper.
+``ranked_schedules`` returns the cheapest few (``driver.compile_workload`` times them with the
+timing-only simulator and keeps the fastest). Every knob can be overridden; ``fit_report``
+checks a given schedule and raises a named error. A one-row strided kernel's input tile holds
+only the rows it reads (``ops.conv2d.row_subsampled``); the bias of every output channel is
+loaded once, before the first tile.
 
 ``schedule_op`` expresses the chosen knobs with the schedule primitives on the op's tensor IR
 (``ops.epilogue.PackedOp``) and ``lower_op`` lowers it (vta.compiler.lower):
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
+from vta.compiler.ops.conv2d import packed_dims, row_subsampled
 from vta.compiler.schedule import Schedule, create_schedule
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
@@ -48,8 +53,8 @@ if TYPE_CHECKING:
     from vta.compiler import stmt as S
     from vta.compiler.ops.epilogue import PackedOp
 
-__all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report", "schedule_op",
-           "lower_op"]
+__all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report", "lower_op",
+           "ranked_schedules", "schedule_op"]
 
 
 class ScheduleError(VtaError):
@@ -77,17 +82,26 @@ def _blocks(spec, hw: HwConfig) -> tuple[int, int]:  # type: ignore[no-untyped-d
     return math.ceil(spec.ic / hw.gemm.block_in), math.ceil(spec.oc / hw.gemm.block_out)
 
 
+def _in_rows(spec, hw: HwConfig, s: ConvSchedule) -> int:  # type: ignore[no-untyped-def]
+    """Input rows one tile's input copy holds (only the rows read when ``data_pad`` keeps
+    every stride-th row, ``ops.conv2d.row_subsampled``)."""
+    if row_subsampled(packed_dims(spec, hw, s)):
+        return s.th
+    return (s.th - 1) * spec.stride + spec.kh
+
+
 def footprint(spec, hw: HwConfig, s: ConvSchedule) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Scratchpad entries the schedule needs per buffer kind (threads included)."""
-    icb, _ = _blocks(spec, hw)
+    icb, ocb = _blocks(spec, hw)
     v = s.vthreads
     v_oc = v if s.vt_axis == "oc" else 1
-    th_in = (s.th - 1) * spec.stride + spec.kh
+    th_in = _in_rows(spec, hw, s)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     hoist = s.tci >= icb
     wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
+    ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     return {"inp": v * s.tci * th_in * tw_in, "wgt": wgt,
-            "acc": v * s.tco * s.th * s.tw + v_oc * s.tco}
+            "acc": v * s.tco * s.th * s.tw + ocbp}
 
 
 def fit_report(spec, hw: HwConfig, s: ConvSchedule) -> None:  # type: ignore[no-untyped-def]
@@ -153,7 +167,7 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-u
     ov = g.pipeline_depth + 4  # per compute instruction (issue, pipeline drain)
     c_step = entries * s.tci * k2 * g.ii + ov
     c_epi = entries * 6 + 5 * ov  # reset, SHR, ADD (reg: 2), MAX, MIN
-    th_in = (s.th - 1) * spec.stride + spec.kh
+    th_in = _in_rows(spec, hw, s)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     m_inp = s.tci * _dma(hw, th_in, tw_in * hw.inp_elem_bytes)
     hoist = s.tci >= icb
@@ -176,14 +190,21 @@ def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type
                      **overrides: int | str) -> ConvSchedule:
     """The model's best schedule, with any knob in ``overrides`` fixed (tco, tci, th, tw,
     vt_axis) and ``vthreads`` (None: 2 when two copies fit, else 1)."""
+    return ranked_schedules(spec, hw, 1, vthreads=vthreads, **overrides)[0]
+
+
+def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
+                     **overrides: int | str) -> list[ConvSchedule]:
+    """The model's ``k`` best schedules, cheapest estimate first (``default_schedule`` is the
+    first; ``driver.compile_workload`` can let the timing-only simulator pick among them)."""
     icb, ocb = _blocks(spec, hw)
-    best: tuple[float, ConvSchedule] | None = None
     vs = [vthreads] if vthreads is not None else [2, 1]
     axes = [overrides["vt_axis"]] if "vt_axis" in overrides else ["oh", "oc"]
     tcos = [int(overrides["tco"])] if "tco" in overrides else _divisors(ocb)
     tcis = [int(overrides["tci"])] if "tci" in overrides else _divisors(icb)
     ths = [int(overrides["th"])] if "th" in overrides else _tile_choices(spec.oh)
     tws = [int(overrides["tw"])] if "tw" in overrides else _tile_choices(spec.ow, 8)
+    scored: list[tuple[float, int, ConvSchedule]] = []
     for v in vs:
         for axis in (axes if v > 1 else ["oh"]):
             for tco in tcos:
@@ -195,18 +216,23 @@ def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type
                                 fit_report(spec, hw, s)
                             except ScheduleError:
                                 continue
-                            cost = estimate(spec, hw, s)
-                            if best is None or cost < best[0] - 1e-9:
-                                best = (cost, s)
-        if best is not None and vthreads is None:
+                            scored.append((estimate(spec, hw, s), len(scored), s))
+        if scored and vthreads is None:
             break  # two threads fit: keep them (the model's rule)
-    if best is None:
+    if not scored:
         s = ConvSchedule(int(overrides.get("tco", 1)), int(overrides.get("tci", 1)),
                          int(overrides.get("th", 1)), int(overrides.get("tw", 1)),
                          vthreads or 1, str(overrides.get("vt_axis", "oh")))
         fit_report(spec, hw, s)  # raises the named error
         raise ScheduleError(f"no schedule of {spec.describe()} fits {hw.name}")  # pragma: no cover
-    return best[1]
+    scored.sort(key=lambda e: (round(e[0], 6), e[1]))
+    return [s for _, _, s in scored[:max(1, k)]]
+
+
+def _bias_once(ocb: int, s: ConvSchedule) -> bool:
+    """The bias of every output channel is loaded once, before the first tile (no LOAD ACC
+    waits for the memory port between tiles); ``footprint`` counts it."""
+    return True
 
 
 def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
@@ -259,8 +285,8 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         sch[wgt].compute_at(out, level["oc"])
     else:
         sch[wgt].compute_at(a, ic_o)
-    if bias is not None:
-        sch[bias].compute_at(out, level["oc"])
+    if bias is not None and not _bias_once(op.bias.shape[0], s):
+        sch[bias].compute_at(out, level["oc"])  # else at the root: one LOAD ACC up front
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
     return sch
 
