@@ -10,12 +10,17 @@ Memory that is shared by the threads of a block is not per-thread: for a ``share
 enclosing ``threadIdx`` loops are *relaxed* (they range instead of being fixed), so the box is
 the whole block's need and its start does not depend on the thread (TVM's rule); a ``global``
 stage relaxes block loops too.
+
+Readers are cut at the tensor's end, so for the last (partial) tile isl may give the box's start
+piecewise; ``_single_piece`` picks the piece that is a lower bound everywhere, keeping the box
+as small as a whole tile's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from functools import lru_cache
 
 from vta.compiler import expr as E
 from vta.compiler import poly
@@ -85,7 +90,7 @@ def infer_bounds(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, 
             base = tuple(E.const(0) for _ in st.axis)
             ext = tuple(iv.extent for iv in st.axis)
             over = tuple(False for _ in st.axis)
-        root = {iv: x for iv, x in zip(st.axis, ext)}
+        root = {iv: x for iv, x in zip(st.axis, ext, strict=True)}
         root.update({iv: iv.extent for iv in st.reduce_axis})
         out[st] = StageBounds(base, ext, over, leaf_extents(st, root))
     return out
@@ -116,11 +121,13 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     dims = poly.set_box(text)
     by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
     base, ext, over = [], [], []
-    for d, (box, n) in enumerate(zip(dims, st.tensor.shape)):
+    for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
         if (box.lo_min is not None and box.lo_min < 0) or (box.hi_max is not None
                                                             and box.hi_max >= n):
             raise BoundsError(f"stage {st.name}: its readers access dimension {d} from "
                               f"{box.lo_min} to {box.hi_max}, outside [0, {n})")
+        if box.lo is None:
+            box = _single_piece(text, d) or box
         base.append(poly.aff_to_expr(box.lo, by_name) if box.lo is not None
                     else E.const(box.lo_min or 0))
         ext.append(box.extent)
@@ -131,6 +138,35 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
         over.append(box.lo_max is None or box.lo_max + box.extent > n
                     or top is None or top + box.extent > n)
     return tuple(base), tuple(ext), tuple(over)
+
+
+@lru_cache(maxsize=4096)
+def _single_piece(text: str, d: int) -> poly.DimBox | None:
+    """A tighter box for dimension ``d`` whose lower bound isl gave piecewise, or None.
+
+    The pieces come from the readers' own range checks (the last tile of a fused or split
+    index is cut at the tensor's end; isl splits the minimum by case instead of keeping the
+    floor division). One piece's affine expression is usually a lower bound everywhere: the
+    cut tiles only start later. Among the pieces that are (and never start before the tensor),
+    the one with the smallest extent is taken, when it beats the constant hull ``set_box`` falls
+    back to; the end past the tensor is the overhang that lowering guards."""
+    s = poly.isl.Set(text)
+    lo, hi = s.dim_min(d), s.dim_max(d)
+    params = s.params()
+    best: poly.DimBox | None = None
+    for _, aff in lo.get_pieces():
+        cand = poly.isl.PwAff.from_aff(aff).intersect_params(params)
+        below, top = lo.sub(cand).min_val(), hi.sub(cand).max_val()
+        cmin, cmax = cand.min_val(), cand.max_val()
+        if not all(v.is_int() for v in (below, top, cmin, cmax)) or below.get_num_si() < 0 \
+                or cmin.get_num_si() < 0:  # a box starting before the tensor is never guarded
+            continue
+        extent = top.get_num_si() + 1
+        if best is None or extent < best.extent:
+            best = poly.DimBox(aff, cmin.get_num_si(), cmax.get_num_si(),
+                               cmax.get_num_si() + extent - 1, extent)
+    hull = poly.set_box(text)[d]
+    return best if best is not None and best.extent < hull.extent else None
 
 
 def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
@@ -182,7 +218,7 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
     for iv in rel:  # split results that were fused again range over their own extents
         if iv not in c.leaf_iter_vars and iv not in c.axis and iv not in c.reduce_axis:
             cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
-    bases = dict(zip(c.axis, cb.base))
+    bases = dict(zip(c.axis, cb.base, strict=True))
     for iv in (*c.axis, *c.reduce_axis):
         a = var(iv.var, "a")
         ex.append(a)

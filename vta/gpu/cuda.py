@@ -343,8 +343,8 @@ class _Renderer:
         srcs = f"{self.name(src.buffer)}[{self.expr(s0)}]"
         load = f"*(const {vt}*)(&{srcs})"
         if cond is not None:
-            zero = {"int": "0", "int2": "make_int2(0, 0)", "int4": "make_int4(0, 0, 0, 0)"}[vt]
-            load = f"({self.expr(cond)} ? {load} : {zero})"
+            zeros = {"int": "0", "int2": "make_int2(0, 0)", "int4": "make_int4(0, 0, 0, 0)"}[vt]
+            load = f"({self.expr(cond)} ? {load} : {zeros})"
         return [f"{pad}*({vt}*)(&{dst}) = {load};"]
 
 

@@ -281,6 +281,7 @@ class _Lowerer:
         if m is None or len(m[0]) != 2 or not isinstance(m[1], S.BufferStore):
             return None
         (r, c), st = m
+        assert isinstance(st, S.BufferStore)
         dst = st.buffer
         if dst in self.frags and tuple(st.indices[-2:]) == (c, r):
             r, c = c, r  # a transposed tile (matrix_b from B[n, k]): rows are the inner loop

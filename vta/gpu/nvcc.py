@@ -53,10 +53,9 @@ def compile_ptx_batch(sources: Iterable[str], arch: str = "sm_80") -> int:
     todo = [s for s in dict.fromkeys(sources) if (s, arch) not in _BATCHED]
     if not todo:
         return 0
-    parts = []
-    for n, src in enumerate(todo):
-        parts.append(re.sub(r"(__global__ void (?:__launch_bounds__\(\d+\) )?)(\w+)\(",
-                            lambda m, n=n: f"{m.group(1)}{m.group(2)}_{n}(", src, count=1))
+    parts = [re.sub(r"(__global__ void (?:__launch_bounds__\(\d+\) )?)(\w+)\(",
+                    functools.partial(_suffixed, n=n), src, count=1)
+             for n, src in enumerate(todo)]
     try:
         _nvcc("\n".join(parts), arch)
     except NvccError:
@@ -65,6 +64,11 @@ def compile_ptx_batch(sources: Iterable[str], arch: str = "sm_80") -> int:
         raise
     _BATCHED.update((s, arch) for s in todo)
     return len(todo)
+
+
+def _suffixed(m: re.Match[str], n: int) -> str:
+    """The kernel declaration matched by ``m`` with ``_n`` appended to its name."""
+    return f"{m.group(1)}{m.group(2)}_{n}("
 
 
 def _nvcc(source: str, arch: str) -> str:

@@ -7,18 +7,20 @@ threads, places barriers and lowers the tensor-core regions; nothing here writes
 
 SIMT (``simt_schedule``): a block computes a ``bm x bn`` tile of the output with
 ``(bm/tm) x (bn/tn)`` threads (``bind``), each a ``tm x tn`` register tile of the accumulator
-(``set_scope("local")`` + ``compute_at`` the thread loop); per ``bk`` slice of K the block
-copies A and B tiles into shared memory (``cache_read`` shared, a cooperative copy bound to the
-same threads) and every thread streams them through registers (``cache_read`` local). The
-epilogue computes are inlined into the output stage: they run on the register tile.
+(``cache_write(C, "local")`` + ``compute_at`` the thread loop; ``C`` itself becomes the
+copy-out, inlined into the output stage); per ``bk`` slice of K the block copies A and B tiles
+into shared memory (``cache_read`` shared, a cooperative copy bound to the same threads) and
+every thread streams them through registers (``cache_read`` local). The epilogue computes are
+inlined into the output stage: they run on the register tile.
 
 Tensor cores (``wmma_schedule``): a ``bm x bn x bk`` block tile, ``warps_m x warps_n`` warps
 (``threadIdx.z``/``threadIdx.y``; ``threadIdx.x`` the 32 lanes), each warp a register tile of
 ``fm x fn`` 16x16 accumulator fragments (``tensorize`` with the registered WMMA intrinsic over
-``local`` caches of A, B and C). A and B slices are staged in shared memory, double-buffered
-(``double_buffer``: one barrier per K step) and copied with ``vec``-wide moves (``vectorize``).
-The accumulators leave through a per-warp 16x16 staging tile (``cache_read`` into scope
-``warp``), where the lanes apply the fused epilogue, 8 elements each.
+``local`` caches: ``cache_read`` of A and B, ``cache_write`` of C). A and B slices are staged
+in shared memory, double-buffered (``double_buffer``: one barrier per K step) and copied with
+``vec``-wide moves (``vectorize``). The accumulators leave through a per-warp 16x16 staging
+tile (``cache_read`` into scope ``warp``), where the lanes apply the fused epilogue, 8 elements
+each.
 """
 
 from __future__ import annotations
@@ -127,14 +129,15 @@ def simt_schedule(g: GemmDef, kb: SimtKnobs = SimtKnobs()) -> Schedule:
     """The SIMT schedule of an implicit GEMM (module docstring)."""
     kb.check()
     s = create_schedule(g.out)
-    C = g.c
-    AS = s.cache_read(g.a, "shared", [C])
-    BS = s.cache_read(g.b, "shared", [C])
-    AL = s.cache_read(AS, "local", [C])
-    BL = s.cache_read(BS, "local", [C])
+    CL = s.cache_write(g.c, "local")  # the register tile; g.c becomes its copy-out
+    AS = s.cache_read(g.a, "shared", [CL])
+    BS = s.cache_read(g.b, "shared", [CL])
+    AL = s.cache_read(AS, "local", [CL])
+    BL = s.cache_read(BS, "local", [CL])
     for t in g.inline:
         s[t].compute_inline()
-    s[C].set_scope("local")
+    if g.c is not g.out:  # the copy-out runs in the output stage, after the epilogue
+        s[g.c].compute_inline()
     out = s[g.out]
     m, n = g.gemm_axes(s)
     by, mi = out.split(m, kb.bm)
@@ -148,7 +151,7 @@ def simt_schedule(g: GemmDef, kb: SimtKnobs = SimtKnobs()) -> Schedule:
     out.bind(tx, "threadIdx.x")
     _maybe_unroll(out, kb.unroll, i, j)
 
-    sc = s[C]
+    sc = s[CL]
     sc.compute_at(out, tx)
     ci, cj = sc.axis
     ko, kk = sc.split(sc.reduce_axis[0], kb.bk)
@@ -179,15 +182,16 @@ def wmma_schedule(g: GemmDef, kb: WmmaKnobs = WmmaKnobs()) -> Schedule:
     T = 16
     fm, fn = kb.bm // (T * kb.warps_m), kb.bn // (T * kb.warps_n)
     s = create_schedule(g.out)
-    C = g.c
+    C = s.cache_write(g.c, "local")  # the accumulator fragments; g.c becomes their copy-out
     AS = s.cache_read(g.a, "shared", [C])
     BS = s.cache_read(g.b, "shared", [C])
     AF = s.cache_read(AS, "local", [C])
     BF = s.cache_read(BS, "local", [C])
-    CS = s.cache_read(C, "warp", s.readers(C))  # the first epilogue compute (inlined later)
+    CS = s.cache_read(C, "warp", [g.c])  # the per-warp staging tile the lanes read
     for t in g.inline:
         s[t].compute_inline()
-    s[C].set_scope("local")
+    if g.c is not g.out:
+        s[g.c].compute_inline()
 
     # the output: block tile -> warp tile -> 16x16 fragments -> 8 elements per lane
     out = s[g.out]

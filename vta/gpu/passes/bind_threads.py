@@ -6,6 +6,9 @@ same hardware index).
 After: no THREAD_BINDING loop is left. Each became ``let v = min + <tag>`` (a ``ThreadIndex``),
 guarded by ``if <tag> < extent`` where the loop is shorter than the launch dimension (the
 largest extent bound to that tag). ``func.attrs`` gains ``("launch", LaunchConfig)``.
+Refused (``GpuLoweringError``): more than 1024 threads per block (naming the loop and stage
+that bind each index) or more than 48 KiB of static shared memory (naming every shared buffer
+with its size).
 """
 
 from __future__ import annotations
@@ -22,7 +25,18 @@ class GpuLoweringError(VtaError):
     """The IR cannot be lowered to a GPU kernel; the message names the loop or buffer."""
 
 
-def _collect(s: S.Stmt, extents: dict[str, int], open_tags: dict[str, int], fname: str) -> None:
+#: bytes of static ``__shared__`` memory one block may declare (CUDA's static limit; more needs
+#: dynamic shared memory and an opt-in, which the renderer does not emit)
+MAX_SHARED_BYTES = 48 * 1024
+
+#: threads one block may have
+MAX_THREADS = 1024
+
+
+def _collect(s: S.Stmt, extents: dict[str, int], open_tags: dict[str, int], fname: str,
+             where: dict[str, str], stage: str = "?") -> None:
+    if isinstance(s, S.AttrStmt) and s.key == "stage":
+        stage = str(s.value)
     if isinstance(s, S.For) and s.kind is S.ForKind.THREAD_BINDING:
         tag = s.thread
         if tag not in THREAD_TAGS:
@@ -36,14 +50,16 @@ def _collect(s: S.Stmt, extents: dict[str, int], open_tags: dict[str, int], fnam
             raise GpuLoweringError(
                 f"{fname}: loop {s.var.name} binds {tag} with extent {ext} inside a loop "
                 f"binding it with extent {open_tags[tag]}: nested bindings of one index must agree")
-        extents[tag] = max(extents.get(tag, 0), ext)
+        if ext > extents.get(tag, 0):
+            extents[tag] = ext
+            where[tag] = f"loop {s.var.name} of stage {stage}"
         inner = dict(open_tags)
         inner[tag] = ext
-        _collect(s.body, extents, inner, fname)
+        _collect(s.body, extents, inner, fname, where, stage)
         return
     for c in E.children(s):
         if isinstance(c, S.Stmt):
-            _collect(c, extents, open_tags, fname)
+            _collect(c, extents, open_tags, fname, where, stage)
 
 
 def _rewrite(s: S.Stmt, launch: dict[str, int]) -> S.Stmt | None:
@@ -61,24 +77,41 @@ def _rewrite(s: S.Stmt, launch: dict[str, int]) -> S.Stmt | None:
 def bind_threads(func: S.PrimFunc) -> S.PrimFunc:
     """Lower THREAD_BINDING loops to thread-index lets; add the launch configuration."""
     extents: dict[str, int] = {}
-    _collect(func.body, extents, {}, func.name)
+    where: dict[str, str] = {}
+    _collect(func.body, extents, {}, func.name, where)
     body = E.substitute(func.body, lambda n: _rewrite(n, extents)
                         if isinstance(n, S.Stmt) else None)
-    grid = tuple(extents.get(f"blockIdx.{a}", 1) for a in "xyz")
-    block = tuple(extents.get(f"threadIdx.{a}", 1) for a in "xyz")
-    if block[0] * block[1] * block[2] > 1024:
-        raise GpuLoweringError(f"{func.name}: {block[0]}x{block[1]}x{block[2]} threads per "
-                               f"block exceed the CUDA limit of 1024")
-    launch = LaunchConfig(grid, block, _shared_bytes(body))  # type: ignore[arg-type]
+    grid = (extents.get("blockIdx.x", 1), extents.get("blockIdx.y", 1),
+            extents.get("blockIdx.z", 1))
+    block = (extents.get("threadIdx.x", 1), extents.get("threadIdx.y", 1),
+             extents.get("threadIdx.z", 1))
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS:
+        why = "; ".join(f"{t} = {extents[t]} ({where[t]})" for t in sorted(where)
+                        if t.startswith("threadIdx"))
+        raise GpuLoweringError(f"{func.name}: {block[0]}x{block[1]}x{block[2]} = {threads} "
+                               f"threads per block exceed the CUDA limit of {MAX_THREADS} "
+                               f"({why})")
+    launch = LaunchConfig(grid, block, _shared_bytes(body, func.name))
     attrs = (*tuple((k, v) for k, v in func.attrs if k != "launch"), ("launch", launch))
     return S.PrimFunc(func.name, func.params, body, attrs)
 
 
-def _shared_bytes(body: S.Stmt) -> int:
+def _shared_bytes(body: S.Stmt, fname: str) -> int:
+    """Static shared memory of one block; refused above ``MAX_SHARED_BYTES``, naming each
+    shared buffer with its shape and size."""
     from vta.compiler.expr import DTYPES
 
     total = 0
+    parts = []
     for n in E.walk(body):
         if isinstance(n, S.Allocate) and n.buffer.scope == "shared":
-            total += n.buffer.size * max(1, DTYPES[n.buffer.dtype] // 8)
+            b = n.buffer
+            size = b.size * max(1, DTYPES[b.dtype] // 8)
+            total += size
+            parts.append(f"{b.name}{list(b.shape)} {b.dtype} = {size} B")
+    if total > MAX_SHARED_BYTES:
+        raise GpuLoweringError(f"{fname}: shared memory of {total} B per block exceeds the "
+                               f"static limit of {MAX_SHARED_BYTES} B ({'; '.join(parts)}); "
+                               f"use smaller tiles for the cache_read shared stages")
     return total
