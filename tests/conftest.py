@@ -1,4 +1,4 @@
-"""Shared test setup: hypothesis profiles and hardware fixtures."""
+"""Shared test setup: hypothesis profiles, hardware fixtures, the golden-file option."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ settings.register_profile("default", max_examples=60, deadline=None,
 settings.register_profile("thorough", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("default")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden files under tests/golden/data instead of "
+                          "comparing with them (review the diff before committing)")
 
 
 @pytest.fixture(scope="session")

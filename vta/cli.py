@@ -9,9 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vta.errors import VtaError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["main"]
 
@@ -36,7 +40,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_npy(spec: str) -> tuple[str, object]:
+def _load_npy(spec: str) -> tuple[str, np.ndarray]:
     """``NAME=file.npy`` -> (name, array); a SimError for a malformed spec or unreadable file."""
     import numpy as np
 
@@ -52,8 +56,9 @@ def _load_npy(spec: str) -> tuple[str, object]:
 
 
 def _save_outputs(outputs: dict, directory: str) -> None:
-    import numpy as np
     from pathlib import Path
+
+    import numpy as np
 
     from vta.sim import SimError
 
@@ -88,7 +93,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
         inputs = None
     result = simulate(program, hw, inputs, seed=args.seed, timing_only=args.timing_only,
                       trace_path=args.trace)
-    check = None
+    check: dict[str, Any] | None = None
     if not args.timing_only and not args.no_check:
         ref = run_reference(program, hw, result.inputs)
         bad = [n for n in ref if not np.array_equal(ref[n], result.outputs[n])]

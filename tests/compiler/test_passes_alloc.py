@@ -95,6 +95,6 @@ def test_scratchpad_overflow_names_buffer_bytes_available() -> None:
     big = S.Buffer("huge", (4096, 1, 16), "int8", "inp")
     i = E.Var("i")
     body = S.Allocate(big, S.For(i, E.IntImm(0), E.IntImm(1), big.store(0, i, 0, 0)))
-    with pytest.raises(ScratchpadOverflow, match="huge \\(inp\\) needs 65536 bytes .*available "
+    with pytest.raises(ScratchpadOverflow, match=r"huge \(inp\) needs 65536 bytes .*available "
                                                  "32768 bytes"):
         allocate_scratchpads(S.PrimFunc("f", (), body), hw())

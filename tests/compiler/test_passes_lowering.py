@@ -66,7 +66,7 @@ def test_lower_alu_epilogue_order() -> None:
 
 def test_uop_gen_folds_big_loops() -> None:
     f = run_until(lowered(), "uop_gen")
-    gemm = [g for g in nodes(f, GemmInsn) if not g.reset][0]
+    gemm = next(g for g in nodes(f, GemmInsn) if not g.reset)
     # x (6) and y (3) or a channel loop fold; the rest are micro-ops
     assert gemm.iter_out * gemm.iter_in * len(gemm.uops) == 2 * 3 * 6 * 2 * 9
     assert len(gemm.uops) <= 2 * 9 * 2 * 3

@@ -13,8 +13,8 @@ from vta.config import HwConfig
 
 def test_pass_order_and_reasons() -> None:
     assert [n for n, _, _ in PASSES] == [
-        "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma", "tensorize", "lower_alu", "uop_gen",
-        "virtual_thread", "flatten", "coproc_sync"]
+        "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma",
+        "tensorize", "lower_alu", "uop_gen", "virtual_thread", "flatten", "coproc_sync"]
     assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
     for _, fn, _ in PASSES:
         mod = __import__(fn.__module__, fromlist=["_"])
@@ -48,7 +48,7 @@ def test_every_resnet_layer_gets_a_fitting_schedule(cfg) -> None:  # type: ignor
 
 def test_too_large_tile_fails_at_compile_time() -> None:
     w = Workload("c", Conv2dSpec(n=1, ic=64, h=56, w=56, oc=64, kh=3, kw=3, stride=1, pad=1))
-    with pytest.raises(ScheduleError, match="inp scratchpad of pynq: needs .* bytes .*available "
+    with pytest.raises(ScheduleError, match=r"inp scratchpad of pynq: needs .* bytes .*available "
                                             "32768 bytes"):
         compile_workload(w, hw(), tco=4, tci=4, th=56, tw=56)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +203,7 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
         wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
         data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
         kernel = packing.pack_matrix(wt, g.block_out, g.block_in, P.kernel_shape)
-        user = {"x": x, "w": wt, "bias": bias}
+        user: dict[str, np.ndarray] = {"x": x, "w": wt, "bias": bias}
     else:
         x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
         wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
@@ -215,8 +216,8 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
     return user, packed
 
 
-def expected_and_actual(c: Compiled, user: dict[str, np.ndarray],
-                        outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def expected_and_actual(c: Compiled, user: Mapping[str, np.ndarray],
+                        outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     P = _packed(c)
     res = np.asarray(outputs["res"]).reshape(P.res_shape)
     bias = user["bias"] if c.epilogue.bias else None

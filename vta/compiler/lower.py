@@ -12,16 +12,23 @@ base; inlined stages are substituted; tensorized regions are wrapped in
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from vta.compiler import expr as E
 from vta.compiler import intrin as intrin_mod
 from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.compiler.bounds import Loop, StageBounds, infer_bounds
-from vta.compiler.schedule import (INLINE, AttachAt, Schedule, ScheduleError, Stage,
-                                   root_values, split_guards)
+from vta.compiler.schedule import (
+    INLINE,
+    AttachAt,
+    Schedule,
+    ScheduleError,
+    Stage,
+    root_values,
+    split_guards,
+)
 from vta.compiler.tensor import IterVar, PlaceholderOp, Reduce, Tensor, TensorRead
 from vta.errors import VtaError
 
@@ -135,7 +142,7 @@ class _Lowering:
                 st = self.sch.stage_of(n.tensor)
                 idx = tuple(E.substitute(i, fn) for i in n.indices)
                 if st is not None and st.attach == INLINE:
-                    sub = dict(zip((a.var for a in st.op.axes), idx))
+                    sub = dict(zip((a.var for a in st.op.axes), idx, strict=True))
                     return self._inline(E.substitute(st.op.body, sub))
                 return TensorRead(n.tensor, idx, n.dtype)
             return None
@@ -168,7 +175,8 @@ class _Lowering:
         """A read of a tensor as a load of its buffer, relative to the buffer's base."""
         if n.tensor in self.info:
             em = self.info[n.tensor]
-            idx = tuple(poly.simplify(i - b) for i, b in zip(n.indices, em.bounds.base))
+            idx = tuple(poly.simplify(i - b)
+                        for i, b in zip(n.indices, em.bounds.base, strict=True))
             return S.BufferLoad(em.buffer, self._parity(em.stage) + idx, n.dtype)
         return S.BufferLoad(self.params[n.tensor], tuple(poly.simplify(i) for i in n.indices),
                             n.dtype)
@@ -189,7 +197,8 @@ class _Lowering:
         ext = dict(em.bounds.extents)
         leaves = st.leaf_iter_vars
         val = root_values(st, {iv: self.loopvar[iv] for iv in leaves}, ext)
-        roots = {iv.var: poly.simplify(b + val[iv]) for iv, b in zip(st.axis, em.bounds.base)}
+        roots = {iv.var: poly.simplify(b + val[iv])
+                 for iv, b in zip(st.axis, em.bounds.base, strict=True)}
         roots.update({iv.var: val[iv] for iv in st.reduce_axis})
         body = self.bodies[st]
         store_idx = self._parity(st) + tuple(val[iv] for iv in st.axis)
@@ -230,7 +239,7 @@ class _Lowering:
         em = self.info[st.tensor]
         conds = [c for iv, c in split_guards(st, dict(val), dict(ext))
                  if not (spatial_only and iv.kind == "reduce")]
-        for iv, b, over in zip(st.axis, em.bounds.base, em.bounds.overhang):
+        for iv, b, over in zip(st.axis, em.bounds.base, em.bounds.overhang, strict=True):
             if over:
                 conds.append(poly.simplify(b + val[iv]) < iv.extent)
         out: E.Expr | None = None

@@ -65,7 +65,7 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
     ("coproc_sync", insert_tokens,
      "last IR pass: any reordering after it would invalidate the push/pop pairing"),
 )
-PASS_NAMES = tuple(n for n, _, _ in PASSES) + ("emit",)
+PASS_NAMES = (*(n for n, _, _ in PASSES), "emit")
 
 
 class UnknownPass(VtaError):

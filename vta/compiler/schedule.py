@@ -19,8 +19,9 @@ Example (a tiled GEMM staged through the accelerator's scratchpads)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence, Union, overload
+from typing import TYPE_CHECKING, overload
 
 from vta.compiler import expr as E
 from vta.compiler import poly
@@ -66,7 +67,7 @@ class Fuse:
     fused: IterVar
 
 
-Relation = Union[Split, Fuse]
+Relation = Split | Fuse
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,7 @@ class LoopAttr:
 class AttachAt:
     """The stage is computed inside ``stage``'s loop over ``axis``."""
 
-    stage: "Stage"
+    stage: Stage
     axis: IterVar
 
 
@@ -103,7 +104,7 @@ class Stage:
     ``op`` is the stage's definition; ``cache_read``/``cache_write`` rewrite it, while the
     ``tensor`` the user holds stays the identity of the stage."""
 
-    def __init__(self, sch: "Schedule", tensor: Tensor, op: ComputeOp, is_output: bool) -> None:
+    def __init__(self, sch: Schedule, tensor: Tensor, op: ComputeOp, is_output: bool) -> None:
         self.schedule = sch
         self.tensor = tensor
         self.op = op
@@ -112,7 +113,7 @@ class Stage:
         self.relations: list[Relation] = []
         self.leaf_iter_vars: list[IterVar] = [*op.axes, *op.reduce_axes]
         self.iter_attrs: dict[IterVar, LoopAttr] = {}
-        self.tensorized: dict[IterVar, "TensorIntrinsic"] = {}
+        self.tensorized: dict[IterVar, TensorIntrinsic] = {}
         self.attach: AttachAt | str | None = None
         self.double_buffered = False
 
@@ -194,7 +195,7 @@ class Stage:
             raise self._fail("reorder", None, "an axis is listed twice: "
                              f"{', '.join(a.name for a in axes)}")
         new = list(self.leaf_iter_vars)
-        for p, a in zip(sorted(pos), axes):
+        for p, a in zip(sorted(pos), axes, strict=True):
             new[p] = a
         self._check_order(new, "reorder")
         self.leaf_iter_vars = new
@@ -272,7 +273,7 @@ class Stage:
         self.iter_attrs[axis] = LoopAttr(ForKind.VTHREAD)
         return axis
 
-    def tensorize(self, axis: IterVar, intrinsic: "TensorIntrinsic") -> None:
+    def tensorize(self, axis: IterVar, intrinsic: TensorIntrinsic) -> None:
         """Replace the loops from ``axis`` inward by ``intrinsic``; refused unless the region
         computes exactly the intrinsic's declaration (shape, dtypes, access pattern)."""
         from vta.compiler import intrin
@@ -287,7 +288,7 @@ class Stage:
 
     # ------------------------------------------------------------------ placement
 
-    def compute_at(self, parent: "Stage", axis: IterVar) -> None:
+    def compute_at(self, parent: Stage, axis: IterVar) -> None:
         """Compute this stage inside ``parent``'s loop over ``axis``, only the region that
         ``parent``'s iterations under that loop read."""
         if self.is_output:
@@ -443,7 +444,7 @@ class Schedule:
                                 f"scheduling the stage's loops or placement")
         op = st.op
         axes = tuple(IterVar(E.Var(a.name), a.extent) for a in op.axes)
-        body = E.substitute(op.body, {a.var: b.var for a, b in zip(op.axes, axes)})
+        body = E.substitute(op.body, {a.var: b.var for a, b in zip(op.axes, axes, strict=True)})
         cop = ComputeOp(f"{op.name}_{scope}", axes, body, op.dtype, op.tag)
         cache = Tensor(cop, tensor.shape, tensor.dtype)
         st.op = ComputeOp(op.name, op.axes, TensorRead(cache, tuple(a.var for a in op.axes),
@@ -562,7 +563,7 @@ def _accesses(stage: Stage) -> tuple[str, str]:
     return "{ " + "; ".join(writes) + " }", "{ " + "; ".join(reads) + " }"
 
 
-def stage_dependences(stage: Stage, exempt_reduction: bool) -> "poly.isl.Map | None":
+def stage_dependences(stage: Stage, exempt_reduction: bool) -> poly.isl.Map | None:
     """Dependences among the stage's instances in definition order; with ``exempt_reduction``
     the accumulation into one output element (commutative: any order is fine) is left out.
     None when the body is not affine (then only the structural checks apply)."""
@@ -582,7 +583,7 @@ def stage_dependences(stage: Stage, exempt_reduction: bool) -> "poly.isl.Map | N
     return deps
 
 
-def leaf_schedule(stage: Stage, leaves: Sequence[IterVar]) -> "poly.isl.Map":
+def leaf_schedule(stage: Stage, leaves: Sequence[IterVar]) -> poly.isl.Map:
     """The map from a root iteration ``S[roots]`` to its leaf loop values in ``leaves`` order."""
     roots = (*stage.axis, *stage.reduce_axis)
     ext = leaf_extents(stage, {iv: iv.extent for iv in roots})

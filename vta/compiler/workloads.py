@@ -92,7 +92,7 @@ def resolve(name: str, args: list[int] | None = None, **over: int | None) -> Wor
     """A workload by name, with shape overrides (``batch``, ``height``, ``width``,
     ``in_channels``, ``out_channels``, ``kernel``, ``stride``, ``pad``; M N K for matmul)."""
     args = args or []
-    over = {k: v for k, v in over.items() if v is not None}
+    given: dict[str, int] = {k: v for k, v in over.items() if v is not None}
     if name == "conv2d":
         name = "resnet18:C2"
     if name.startswith("resnet18:"):
@@ -101,21 +101,21 @@ def resolve(name: str, args: list[int] | None = None, **over: int | None) -> Wor
             raise UnknownWorkload(f"unknown ResNet-18 layer {layer!r}; expected one of "
                                   f"{', '.join(RESNET18)}")
         spec = resnet18_layer(layer)
-        m = {"batch": "n", "height": "h", "width": "w", "in_channels": "ic",
-             "out_channels": "oc", "stride": "stride", "pad": "pad"}
-        changes = {m[k]: v for k, v in over.items() if k in m}
-        if "kernel" in over:
-            changes["kh"] = changes["kw"] = over["kernel"]
-        if "height" in over and "width" not in over:
-            changes["w"] = over["height"]
+        spec_field = {"batch": "n", "height": "h", "width": "w", "in_channels": "ic",
+                      "out_channels": "oc", "stride": "stride", "pad": "pad"}
+        changes = {spec_field[k]: v for k, v in given.items() if k in spec_field}
+        if "kernel" in given:
+            changes["kh"] = changes["kw"] = given["kernel"]
+        if "height" in given and "width" not in given:
+            changes["w"] = given["height"]
         spec = replace(spec, **changes) if changes else spec
         return Workload(f"resnet18:{layer}", spec)
     if name in ("matmul", "dense"):
         if args and len(args) != 3:
             raise ShapeError(f"{name} takes three sizes M N K, got {len(args)}")
         if name == "dense":  # ResNet-18's classifier: 1 x 512 -> 1000
-            m, n, k = args or (over.get("batch", 1), over.get("out_channels", 1000),
-                               over.get("in_channels", 512))
+            m, n, k = args or (given.get("batch", 1), given.get("out_channels", 1000),
+                               given.get("in_channels", 512))
         else:
             m, n, k = args or (128, 128, 128)
         return Workload(name, MatmulSpec(int(m), int(n), int(k)))

@@ -23,7 +23,7 @@ __all__ = ["pack_data", "pack_kernel", "pack_bias", "unpack_result", "pack_matri
 
 
 def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    pads = [(0, t - s) for s, t in zip(a.shape, shape)]
+    pads = [(0, t - s) for s, t in zip(a.shape, shape, strict=True)]
     if any(p[1] < 0 for p in pads):
         raise ValueError(f"cannot pad {a.shape} to {shape}")
     return np.pad(a, pads)

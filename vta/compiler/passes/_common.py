@@ -120,7 +120,7 @@ def flat_entry(buf: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
     """Row-major entry index of ``buf[idx]`` (the last two indices select inside the entry)."""
     shape = entry_shape(buf)
     out: E.Expr = E.IntImm(0)
-    for d, i in zip(shape, idx[: len(shape)]):
+    for d, i in zip(shape, idx[: len(shape)], strict=True):
         out = out * d + i
     return out
 
@@ -132,7 +132,7 @@ def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
         return r
     if isinstance(s, S.SeqStmt):
         new = tuple(map_stmt(x, fn) for x in s.stmts)
-        return s if all(a is b for a, b in zip(new, s.stmts)) else S.seq(*new)
+        return s if all(a is b for a, b in zip(new, s.stmts, strict=True)) else S.seq(*new)
     if isinstance(s, (S.For, S.Allocate, S.AttrStmt, S.LetStmt)):
         body = map_stmt(s.body, fn)
         if body is s.body:
@@ -177,7 +177,8 @@ def loop_nest(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
     """Peel perfectly nested constant-extent loops: ([(var, extent)...], innermost body)."""
     loops: list[tuple[E.Var, int]] = []
     while isinstance(s, S.For):
-        if not (isinstance(s.min, E.IntImm) and s.min.value == 0 and isinstance(s.extent, E.IntImm)):
+        if not (isinstance(s.min, E.IntImm) and s.min.value == 0
+                and isinstance(s.extent, E.IntImm)):
             raise CompileError(f"loop {s.var.name} must start at 0 with a constant extent")
         loops.append((s.var, s.extent.value))
         s = s.body
@@ -185,4 +186,4 @@ def loop_nest(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
 
 
 def set_attr(func: S.PrimFunc, key: str, value: Any) -> tuple[tuple[str, Any], ...]:
-    return tuple((k, v) for k, v in func.attrs if k != key) + ((key, value),)
+    return (*((k, v) for k, v in func.attrs if k != key), (key, value))

@@ -43,7 +43,7 @@ def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             box = poly.footprint(idx, {v: n for v, n in loops.items() if v in used})
         except poly.PolyError as e:
             raise BoundsError(f"{func.name}: on-chip buffer {buf.name}: {e}") from None
-        for d, ((lo, ext), n) in enumerate(zip(box.at({}), buf.shape)):
+        for d, ((lo, ext), n) in enumerate(zip(box.at({}), buf.shape, strict=True)):
             hi = lo + ext - 1
             if lo < 0 or hi >= n:
                 raise BoundsError(f"{func.name}: {buf.name} dimension {d} accessed over [{lo}, "

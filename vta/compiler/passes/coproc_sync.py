@@ -83,8 +83,9 @@ def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     while isinstance(body, S.Allocate):
         wrap.append(body.buffer)
         body = body.body
-    insns = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    if not all(isinstance(x, Insn) for x in insns):
+    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    insns = [x for x in stmts if isinstance(x, Insn)]
+    if len(insns) != len(stmts):
         raise CompileError(f"{func.name}: token insertion needs the flattened instruction stream")
     depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc")}
     last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
@@ -114,7 +115,7 @@ def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             (last_w if wr else last_r)[(m, mem)][lo:hi] = k
     # load <-> store have no queue: they never share a memory (checked, not assumed)
     out = []
-    for ins, f in zip(insns, flags):
+    for ins, f in zip(insns, flags, strict=True):
         if f:
             ins = dataclasses.replace(ins, insn=dataclasses.replace(ins.insn, deps=Deps(**f)))
         out.append(ins)

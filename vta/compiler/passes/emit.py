@@ -17,7 +17,18 @@ from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError, entries_of
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
-from vta.isa import Alu, Finish, Gemm, Load, MemType, Program, ProgramBuilder, Store, Uop
+from vta.isa import (
+    Alu,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    MemType,
+    Program,
+    ProgramBuilder,
+    Store,
+    Uop,
+)
 
 __all__ = ["emit_program"]
 
@@ -27,9 +38,10 @@ def _insns(func: S.PrimFunc) -> list[Insn]:
     while isinstance(body, S.Allocate):
         body = body.body
     xs = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    if not all(isinstance(x, Insn) for x in xs):
+    insns = [x for x in xs if isinstance(x, Insn)]
+    if len(insns) != len(xs):
         raise CompileError(f"{func.name}: emit needs the flattened instruction stream")
-    return xs  # type: ignore[return-value]
+    return insns
 
 
 def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
@@ -62,7 +74,7 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for b in blocks:
         dram_pos[b] = pb.add_uops("uops", b)
     resident: dict[tuple[Uop, ...], int] = {}
-    out = []
+    out: list[Instruction] = []
     if total <= depth:
         pos = 0
         for b in blocks:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError, evaluate
-from vta.compiler.vta_ir import AluInsn, DmaLoad, DmaStore, GemmInsn, Insn
+from vta.compiler.vta_ir import AluInsn, DmaLoad, DmaStore, GemmInsn, Insn, UopExpr
 from vta.config import HwConfig
 from vta.isa import Alu, Gemm, Load, MemType, Store, Uop
 
@@ -30,7 +30,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     def ev(e: E.Expr) -> int:
         return e.value if isinstance(e, E.IntImm) else evaluate(e, env)
 
-    def uops(u: tuple[tuple[E.Expr, ...], ...]) -> tuple[Uop, ...]:
+    def uops(u: tuple[UopExpr, ...]) -> tuple[Uop, ...]:
         key = (id(u), tuple(env.get(v, 0) for v in _fv(u)))
         hit = uop_cache.get(key)
         if hit is None:
@@ -48,8 +48,8 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     def visit(s: S.Stmt, thread: int) -> None:
         if isinstance(s, S.SeqStmt):
-            for x in s.stmts:
-                visit(x, thread)
+            for child in s.stmts:
+                visit(child, thread)
         elif isinstance(s, S.For):
             lo, n = ev(s.min), ev(s.extent)
             for i in range(lo, lo + n):

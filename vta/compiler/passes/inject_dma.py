@@ -92,7 +92,7 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
             if const >= 0:
                 continue
             raise CompileError(f"{where}: select condition {c} is never true")
-        for d, (e, n) in enumerate(zip(gidx, glob.shape)):
+        for d, (e, n) in enumerate(zip(gidx, glob.shape, strict=True)):
             if _same(lin, e) or _same(lin, E.IntImm(n - 1) - e):
                 dims.add(d)
                 break
@@ -160,18 +160,18 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
         nd = len(entry_shape(glob))
         box = poly.footprint(gidx[:nd], dict(outer))
         clamped = box.clamp([0] * nd, glob.shape[:nd])
-        for d in sorted(tested):
-            c, rest = affine(gidx[d], ovars)
+        for gd in sorted(tested):
+            c, rest = affine(gidx[gd], ovars)
             if not c:
                 # a one-element slice (one input row: a 1-row kernel, so no padding rows before
                 # the image): in bounds, or past the end where it feeds only discarded outputs
                 # and is skipped (in-bounds extent 0 or 1)
-                whole.append(clamped.extents[d])
+                whole.append(clamped.extents[gd])
                 continue
             if len(c) != 1 or next(iter(c.values())) != 1:
-                raise CompileError(f"{where}: padded dimension {d} of {glob.name} is walked "
-                                   f"as {gidx[d]}; a LOAD pads only unit-stride rows")
-            padded[next(iter(c))] = (d, rest)
+                raise CompileError(f"{where}: padded dimension {gd} of {glob.name} is walked "
+                                   f"as {gidx[gd]}; a LOAD pads only unit-stride rows")
+            padded[next(iter(c))] = (gd, rest)
     dims = [_Dim(v, n, s_coef.get(v, 0), d_coef.get(v, 0), padded.get(v, (None,))[0])
             for v, n in outer]
     base = bases[onchip]
@@ -199,8 +199,6 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
         if d.sram != cols * rows or d.ext == 0:
             break
         if stride is None:
-            if xs and xs[0].gdim is not None and d.gdim is None and False:
-                break
             stride = d.dram
         elif d.dram != stride * rows or d.gdim is not None or (ys and ys[-1].gdim is not None):
             break
@@ -215,7 +213,7 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
                                f" not one of the DMA's two dimensions")
     # padding: only a single-loop x or y can be padded
     zero = E.IntImm(0)
-    pad = {"y0": zero, "y1": zero, "x0": zero, "x1": zero}
+    pad: dict[str, E.Expr] = {"y0": zero, "y1": zero, "x0": zero, "x1": zero}
     env_sub: dict[E.Var, E.Expr] = {}
     x_size: E.Expr = E.IntImm(cols)
     y_size: E.Expr = E.IntImm(rows)

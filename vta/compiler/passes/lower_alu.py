@@ -66,7 +66,7 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
         if isinstance(e, (E.Shr, E.Shl)) and isinstance(e.b, E.IntImm):
             c = chain(e.a)
             k = e.b.value if isinstance(e, E.Shr) else -e.b.value
-            return None if c is None else c + [(AluOp.SHR, k)]
+            return None if c is None else [*c, (AluOp.SHR, k)]
         if isinstance(e, (E.Add, E.Sub, E.Mul, E.Min, E.Max)):
             op = {E.Add: AluOp.ADD, E.Sub: AluOp.ADD, E.Mul: AluOp.MUL, E.Min: AluOp.MIN,
                   E.Max: AluOp.MAX}[type(e)]
@@ -78,16 +78,15 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
                     continue
                 other = strip_cast(other)
                 if isinstance(other, E.IntImm):
-                    return c + [(op, -other.value if isinstance(e, E.Sub) else other.value)]
-                if isinstance(other, S.BufferLoad) and other.buffer.scope == "acc" and not isinstance(e, E.Sub):
-                    return c + [(op, other)]
+                    return [*c, (op, -other.value if isinstance(e, E.Sub) else other.value)]
+                if (isinstance(other, S.BufferLoad) and other.buffer.scope == "acc"
+                        and not isinstance(e, E.Sub)):
+                    return [*c, (op, other)]
                 raise CompileError(f"{where}: operand {other} must be a constant or an acc buffer")
         return None
 
     ops = chain(body.value)
-    if ops is None or not ops:
-        if is_me(body.value):
-            return None
+    if not ops:  # not an ALU chain on the acc entry itself (or a bare copy): leave it
         return None
     entry = set(body.indices[-2:])
     outer = tuple((v, n) for v, n in loops if v not in entry)

@@ -106,12 +106,14 @@ def _gemm(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], region: S.Stmt
     # a batch of one: its loop was folded (unit_loops) and both indices are the constant 0
     unit_b = g.batch == 1 and E.is_const(b_, 0) and E.is_const(xb, 0)
     if not ((b_ is xb or unit_b) and o_ is wo and xi is wi
-            and all(isinstance(t, E.Var) for t in (o_, xi)) and (unit_b or isinstance(b_, E.Var))):
+            and isinstance(o_, E.Var) and isinstance(xi, E.Var)
+            and (unit_b or isinstance(b_, E.Var))):
         raise TensorizeError(f"{where}: the intrinsic's batch/block loops must index the entry "
                              f"dims: acc[.., b, o] += inp[.., b, i] * wgt[.., o, i]")
     ext = dict(loops)
-    want = {o_: g.block_out, xi: g.block_in}
+    want: dict[E.Var, int] = {o_: g.block_out, xi: g.block_in}
     if not unit_b:
+        assert isinstance(b_, E.Var)  # checked above
         want[b_] = g.batch
     for var, n in want.items():
         if ext.get(var) != n:

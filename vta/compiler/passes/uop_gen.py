@@ -19,7 +19,7 @@ import math
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import CompileError, affine, map_stmt
+from vta.compiler.passes._common import affine, map_stmt
 from vta.compiler.vta_ir import AluInsn, AluNest, GemmInsn, GemmNest, UopExpr
 from vta.config import HwConfig
 
@@ -37,19 +37,20 @@ class Folding:
         self.outer, self.fo, self.fi, self.uop_loops = outer, fo, fi, uop_loops
 
 
-def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]], field_bits: tuple[int, ...],
-               hazard_lag: int, max_uops: int, reduce_ok: bool) -> Folding:
+def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
+               field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
+               reduce_ok: bool) -> Folding:
     """Choose the folding of a loop nest (see the module docstring).
 
     ``coefs[k][f]``: coefficient of loop k in field f (field 0 is dst). Loops with a zero dst
     coefficient are reductions. Returns which loops stay outer, fold, or become micro-ops.
     """
     # drop unit loops and merge composable neighbours (outer -> inner order)
-    items = [(v, n, c) for (v, n), c in zip(loops, coefs) if n > 1]
+    items = [(v, n, c) for (v, n), c in zip(loops, coefs, strict=True) if n > 1]
     merged: list[tuple[E.Var, int, tuple[int, ...]]] = []
     for v, n, c in items:
         if merged:
-            pv, pn, pc = merged[-1]
+            _pv, pn, pc = merged[-1]
             if all(pc[f] == c[f] * n for f in range(len(c))):
                 merged[-1] = (v, pn * n, c)  # the inner var stands for the merged loop
                 continue
@@ -76,7 +77,8 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]], fie
                 ok = False
             if fi is not None and merged[fi][2][0] == 0 and n_rem < hazard_lag:
                 ok = False
-            if fo is not None and merged[fo][2][0] == 0 and n_rem * (merged[fi][1] if fi is not None else 1) < hazard_lag:
+            if (fo is not None and merged[fo][2][0] == 0
+                    and n_rem * (merged[fi][1] if fi is not None else 1) < hazard_lag):
                 ok = False
         score = (ok, -n_rem, fo is not None and fi is not None)
         if best is None or score > best[0]:
@@ -134,8 +136,9 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.inp_idx, w.wgt_idx), lag,
                             max_uops, not s.reset)
             uops = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
-            st: S.Stmt = GemmInsn(s.reset, _as_uops(uops), fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0],
-                                  fo.fo[1][1], fo.fi[1][1], fo.fo[1][2], fo.fi[1][2])
+            st: S.Stmt = GemmInsn(s.reset, _as_uops(uops), fo.fo[0], fo.fi[0], fo.fo[1][0],
+                                  fo.fi[1][0], fo.fo[1][1], fo.fi[1][1], fo.fo[1][2],
+                                  fo.fi[1][2])
             return _wrap(st, fo)
         if isinstance(s, AluNest):
             vars_ = [v for v, _ in s.loops]
@@ -144,9 +147,8 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
             fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.acc_idx), 1, max_uops, False)
             uops2 = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
-            uops = _as_uops(uops2)
-            st = AluInsn(s.op, uops, fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0], fo.fo[1][1],
-                         fo.fi[1][1], s.src is None, s.imm or 0)
+            st = AluInsn(s.op, _as_uops(uops2), fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0],
+                         fo.fo[1][1], fo.fi[1][1], s.src is None, s.imm or 0)
             return _wrap(st, fo)
         return None
 
@@ -159,5 +161,3 @@ def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:
     return st
 
 
-def _unused() -> None:  # pragma: no cover
-    raise CompileError("unreachable")

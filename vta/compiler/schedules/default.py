@@ -145,7 +145,8 @@ def _dma(hw: HwConfig, rows: int, row_bytes: int, pads: int = 0) -> float:
     m = hw.memory
     beats = rows * -(-row_bytes // m.bus_bytes)
     bursts = rows * -(-row_bytes // m.burst_bytes)
-    return max(m.latency + beats, -(-bursts // m.outstanding) * m.latency) + rows * m.row_overhead + pads
+    return (max(m.latency + beats, -(-bursts // m.outstanding) * m.latency)
+            + rows * m.row_overhead + pads)
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-untyped-def]
@@ -199,7 +200,7 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
     first; ``driver.compile_workload`` can let the timing-only simulator pick among them)."""
     icb, ocb = _blocks(spec, hw)
     vs = [vthreads] if vthreads is not None else [2, 1]
-    axes = [overrides["vt_axis"]] if "vt_axis" in overrides else ["oh", "oc"]
+    axes = [str(overrides["vt_axis"])] if "vt_axis" in overrides else ["oh", "oc"]
     tcos = [int(overrides["tco"])] if "tco" in overrides else _divisors(ocb)
     tcis = [int(overrides["tci"])] if "tci" in overrides else _divisors(icb)
     ths = [int(overrides["th"])] if "th" in overrides else _tile_choices(spec.oh)
@@ -285,7 +286,7 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         sch[wgt].compute_at(out, level["oc"])
     else:
         sch[wgt].compute_at(a, ic_o)
-    if bias is not None and not _bias_once(op.bias.shape[0], s):
+    if bias is not None and op.bias is not None and not _bias_once(op.bias.shape[0], s):
         sch[bias].compute_at(out, level["oc"])  # else at the root: one LOAD ACC up front
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
     return sch
