@@ -5,6 +5,11 @@ Bounds (vta.compiler.driver.roofline): the classic roofline max(ideal GEMM cycle
 DRAM bytes / bus bytes) — ``bound`` says which side limits it — and the machine bound, which
 adds the ALU epilogue the compute module runs serially with its GEMMs (per acc entry: GEMM
 reset, SHR, bias ADD at alu.ii, MAX, MIN); ``ceil`` is the utilization that bound allows.
+Both count the layer's true MACs (2*OH*OW*K^2*IC*OC ops; C1's 3 channels, not the 16 the
+packed layout pads them to), also when the compiler folds the window into the channels
+(``fold``: kw / khkw, vta.compiler.ops.fold); ``util`` is the GEMM core's busy fraction
+(padded lanes included), ``useful`` the true MACs per cycle over the core's peak;
+``DRAM`` the bytes the simulator moved.
 
     python bench/resnet18_layers.py [--hw hwconfigs/pynq.yaml ...] [--layers C2,C5]
 
@@ -44,6 +49,8 @@ def bench(hw: HwConfig, layers: list[str]) -> list[dict]:
             "memory_bound": mem_bound, "machine_bound_cycles": s["machine_bound_cycles"],
             "of_machine_bound": s["of_machine_bound"],
             "utilization_ceiling": s["utilization_ceiling"], "gops": s["gops"],
+            "useful_utilization": s["useful_utilization"], "fold": s["fold"],
+            "device_shape": s["device_shape"], "dram_bytes": s["dram_bytes"],
             "schedule": s["schedule"],
             "schedule_no_lh": s0["schedule"], "instructions": s["instructions"],
             "acc_hazards": s["acc_hazards"], "compile_s": s["compile_s"], "sim_s": s["sim_s"],
@@ -55,7 +62,7 @@ def bench(hw: HwConfig, layers: list[str]) -> list[dict]:
 def table(name: str, rows: list[dict]) -> str:
     head = (f"{'layer':5} {'ok':3} {'cycles':>10} {'util':>6} {'no-LH cyc':>10} {'util':>6} "
             f"{'LH x':>5} {'roofline':>9} {'%roof':>6} {'bound':>6} {'machine':>9} {'%mach':>6} "
-            f"{'ceil':>5} {'compile':>8} {'sim':>6}  schedule")
+            f"{'ceil':>5} {'useful':>6} {'DRAM':>10} {'compile':>8} {'sim':>6}  fold  schedule")
     lines = [f"== {name} ==", head]
     for r in rows:
         sc = r["schedule"]
@@ -65,8 +72,9 @@ def table(name: str, rows: list[dict]) -> str:
             f"{r['lh_speedup']:>5.2f} {r['roofline_cycles']:>9,.0f} {r['of_roofline']:>6.1%} "
             f"{'mem' if r['memory_bound'] else 'comp':>6} {r['machine_bound_cycles']:>9,.0f} "
             f"{r['of_machine_bound']:>6.1%} {r['utilization_ceiling']:>5.3f} "
+            f"{r['useful_utilization']:>6.3f} {r['dram_bytes']:>10,} "
             f"{r['compile_s'] * 1e3:>6.0f}ms "
-            f"{r['sim_s']:>5.2f}s  {sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} "
+            f"{r['sim_s']:>5.2f}s  {r['fold']:5} {sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} "
             f"vt={sc['vthreads']}{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
     tot_sim = sum(r["sim_s"] for r in rows)
     lines.append(f"total simulated wall time (LH on, C1-C11): {tot_sim:.2f} s; max compile "

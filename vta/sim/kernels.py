@@ -1,9 +1,11 @@
-"""On-chip state and the meaning of each instruction, one vectorised numpy step each.
+"""The cycle-level machine's on-chip state and its vectorised LOAD, STORE and ALU steps.
 
-These functions *define* the ISA (``reference.py`` is a loop over them); the cycle-level machine
-reuses the data-movement and ALU steps and replaces only GEMM with a faster, equivalent kernel.
+This is the machine's fast implementation, not the definition: ``reference.py`` is the ISA's
+executable definition (plain loops, sharing no code with this module or ``gemm.py``), and the
+differential tests check the two against each other. GEMM is ``gemm.py``'s grouped kernel,
+which uses the index helpers here.
 
-Semantics (see docs/simulator.md):
+The semantics they implement (defined by reference.py; see docs/simulator.md):
 
 * LOAD copies ``y_size`` rows of ``x_size`` entries (rows ``x_stride`` entries apart in DRAM) into
   a contiguous SRAM image of ``(pad_y0 + y + pad_y1) x (pad_x0 + x + pad_x1)`` entries, zeros in
@@ -34,7 +36,7 @@ from vta.sim.dram import Dram, entry_spec
 from vta.sim.errors import BoundsError, where
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_alu", "gemm_indices",
-           "alu_indices", "gemm_reference", "apply_gemm_sums", "count_raw_hazards"]
+           "alu_indices", "apply_gemm_sums", "count_raw_hazards"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,23 +190,6 @@ def alu_indices(sram: Sram, insn: Alu, ctx: Ctx) -> tuple[np.ndarray, np.ndarray
 
 
 # ------------------------------------------------------------------------------ GEMM
-
-
-def gemm_reference(sram: Sram, insn: Gemm, ctx: Ctx) -> None:
-    """The plain GEMM: int64 products of every op, summed per acc entry, wrapped."""
-    a, x, w = gemm_indices(sram, insn, ctx)
-    if a.size == 0:
-        return
-    if insn.reset:
-        _reset(sram, a)
-        return
-    inp = sram.data["inp"][x].astype(np.int64)
-    wgt = sram.data["wgt"][w].astype(np.int64)
-    prod = np.einsum("nbi,noi->nbo", inp, wgt)
-    entries, inverse = np.unique(a, return_inverse=True)
-    sums = np.zeros((entries.size, *prod.shape[1:]), dtype=np.int64)
-    np.add.at(sums, inverse.ravel(), prod)
-    apply_gemm_sums(sram, entries, sums)
 
 
 def apply_gemm_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:

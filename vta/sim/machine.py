@@ -97,7 +97,7 @@ class _Unit:
 
 
 class _Executor:
-    """The arithmetic: the reference kernels, with the grouped GEMM."""
+    """The arithmetic: the vectorised kernels of ``kernels.py`` and the GEMM of ``gemm.py``."""
 
     def __init__(self, program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike]) -> None:
         self.program = program

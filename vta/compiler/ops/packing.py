@@ -12,14 +12,23 @@ the schedule's tile, output rows/columns up to whole tiles); the padding is zero
 and dropped on the way out. Matrices (dense/matmul) pack into blocks: ``x`` (M, K) as
 ``(M/b, K/bi, b, bi)`` (row m is lane ``m % b`` of row block ``m // b``), ``w`` (N, K) as
 ``(N/bo, K/bi, bo, bi)``, the result as ``(M/b, N/bo, b, bo)``.
+
+A convolution with few input channels may be folded first (``ops.fold``): ``fold_data`` /
+``fold_kernel`` repack the user's NCHW input and OIHW kernel im2col-style into the input and
+kernel of the folded convolution, which then pack as above.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from vta.compiler.ops.fold import ConvFold
+
 __all__ = ["pack_data", "pack_kernel", "pack_bias", "unpack_result", "pack_matrix",
-           "unpack_matrix", "to_entries"]
+           "unpack_matrix", "to_entries", "fold_data", "fold_kernel"]
 
 
 def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -72,3 +81,36 @@ def unpack_matrix(r: np.ndarray, m: int, n: int) -> np.ndarray:
 def to_entries(packed: np.ndarray) -> np.ndarray:
     """A packed array as the simulator's ``(elems, rows, cols)`` view (last two dims = entry)."""
     return np.ascontiguousarray(packed.reshape(-1, *packed.shape[-2:]))
+
+
+def _padded_input(x: np.ndarray, pad: int, rows: int) -> np.ndarray:
+    """NCHW zero-padded by ``pad`` on every side, with at least ``rows`` rows (zeros below)."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    return np.pad(xp, ((0, 0), (0, 0), (0, max(0, rows - xp.shape[2])), (0, 0)))
+
+
+def fold_data(x: np.ndarray, fold: ConvFold) -> np.ndarray:
+    """NCHW user input -> the folded NCHW input of ``fold.device`` (``ops.fold``; the
+    im2col-style repacking, before ``pack_data``)."""
+    sp, dev = fold.spec, fold.device
+    if fold.kind == "none":
+        return x
+    s = sp.stride
+    phases = s if fold.kind == "kw" else sp.kh  # row offsets folded into the channels
+    xp = _padded_input(x, sp.pad, phases - 1 + s * (dev.h - 1) + 1)
+    parts = [xp[:, :, r: r + s * (dev.h - 1) + 1: s, q: q + s * (sp.ow - 1) + 1: s]
+             for r in range(phases) for q in range(sp.kw)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+def fold_kernel(k: np.ndarray, fold: ConvFold) -> np.ndarray:
+    """OIHW user kernel -> the folded OIHW kernel of ``fold.device`` (``ops.fold``)."""
+    sp = fold.spec
+    if fold.kind == "none":
+        return k
+    if fold.kind == "khkw":
+        return np.ascontiguousarray(k.transpose(0, 2, 3, 1).reshape(sp.oc, -1, 1, 1))
+    s, kh2 = sp.stride, fold.kh
+    kp = np.pad(k, ((0, 0), (0, 0), (0, s * kh2 - sp.kh), (0, 0)))
+    parts = [kp[:, :, r0::s, q] for r0 in range(s) for q in range(sp.kw)]  # (OC, IC, kh2) each
+    return np.ascontiguousarray(np.concatenate(parts, axis=1)[..., None])

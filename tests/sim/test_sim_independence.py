@@ -1,0 +1,100 @@
+"""The reference shares no arithmetic with the machine, so a bug planted in one of the machine's
+kernels makes the differential comparison fail instead of being copied into the oracle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+from strategies import small_hw
+
+import vta.sim.gemm
+import vta.sim.kernels
+import vta.sim.reference
+from vta.isa import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
+from vta.sim import random_inputs, reference_dram, simulate
+
+PUSH, POP = Deps(push_next=True), Deps(pop_prev=True)
+
+
+def test_reference_imports_no_machine_code():
+    tree = ast.parse(Path(vta.sim.reference.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imported.isdisjoint({"vta.sim.kernels", "vta.sim.gemm", "vta.sim.machine"})
+    assert not {"vta.sim.kernels", "vta.sim.gemm"} & {
+        getattr(v, "__module__", None) for v in vars(vta.sim.reference).values()}
+
+
+@pytest.fixture(scope="module")
+def hw():
+    return small_hw()
+
+
+def _alu_program(hw):
+    """LOAD.ACC 8 entries, ALU.ADD imm 5 over them, STORE to Y."""
+    b = ProgramBuilder(hw)
+    x = b.alloc("X", "acc", 8)
+    y = b.alloc("Y", "out", 8)
+    u = b.alloc("U", "uop", 0)
+    b.add_uops("U", [Uop(0, 0, 0)])
+    b.extend([Load(MemType.UOP, 0, u.base, 1, 1, 1), Load(MemType.ACC, 0, x.base, 1, 8, 8),
+              Alu(AluOp.ADD, False, 0, 1, 8, 1, 1, 0, 0, 0, True, 5, deps=PUSH),
+              Store(MemType.OUT, 0, y.base, 1, 8, 8, deps=POP), Finish()])
+    return b.build()
+
+
+def _gemm_program(hw):
+    """LOAD inp, wgt, uops; reset + accumulate 4 acc entries over 2 weights; STORE."""
+    b = ProgramBuilder(hw)
+    a = b.alloc("A", "inp", 8)
+    w = b.alloc("W", "wgt", 2)
+    y = b.alloc("Y", "out", 4)
+    u = b.alloc("U", "uop", 0)
+    b.add_uops("U", [Uop(0, 0, 0), Uop(0, 4, 1)])
+    b.extend([Load(MemType.UOP, 0, u.base, 1, 2, 2), Load(MemType.INP, 0, a.base, 1, 8, 8),
+              Load(MemType.WGT, 0, w.base, 1, 2, 2, deps=PUSH),
+              Gemm(True, 0, 1, 4, 1, 1, 0, 0, 0, 0, 0, deps=POP),
+              Gemm(False, 0, 2, 4, 1, 1, 0, 1, 0, 0, 0, deps=PUSH),
+              Store(MemType.OUT, 0, y.base, 1, 4, 4, deps=POP), Finish()])
+    return b.build()
+
+
+def _agree(program, hw) -> bool:
+    inputs = random_inputs(program, hw, 7)
+    expect = reference_dram(program, hw, inputs).buf
+    return bool(np.array_equal(simulate(program, hw, inputs).dram, expect))
+
+
+def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
+    p = _alu_program(hw)
+    assert _agree(p, hw)
+    real = vta.sim.kernels.alu_apply
+
+    def off_by_one(op, x, y):
+        return real(op, x, y) + (op == AluOp.ADD)
+
+    monkeypatch.setattr(vta.sim.kernels, "alu_apply", off_by_one)
+    assert not _agree(p, hw)
+
+
+def test_a_bug_in_the_machines_gemm_is_caught(hw, monkeypatch):
+    p = _gemm_program(hw)
+    assert _agree(p, hw)
+    real = vta.sim.gemm.apply_gemm_sums
+    monkeypatch.setattr(vta.sim.gemm, "apply_gemm_sums",
+                        lambda sram, entries, sums: real(sram, entries, sums + 1))
+    assert not _agree(p, hw)
+
+
+def test_a_bug_in_the_machines_dma_is_caught(hw, monkeypatch):
+    p = _gemm_program(hw)
+    real = vta.sim.kernels.dram_rows
+
+    def shifted(dram, ctx, kind, base, *rest):  # inp loads read one element too far
+        return real(dram, ctx, kind, base + (kind == "inp"), *rest)
+
+    monkeypatch.setattr(vta.sim.kernels, "dram_rows", shifted)
+    assert not _agree(p, hw)
