@@ -173,14 +173,15 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict) -> int:  # type
     print(f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
           f"{len(s['layers'])} distinct layers")
     print(f"{'layer':14} {'x':>2} {'cycles':>11} {'total':>12} {'share':>6} {'util':>6} "
-          f"{'%mach':>6}  schedule         ok")
+          f"{'%mach':>6} {'fold':>5}  schedule         ok")
     for row in s["layers"]:
         sc = row["schedule"]
         knob = (f"{sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} vt={sc['vthreads']}"
                 f"{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
         print(f"{row['workload']:14} {row['repeats']:>2} {row['cycles']:>11,} "
               f"{row['total_cycles']:>12,} {row['share']:>6.1%} {row['utilization']:>6.3f} "
-              f"{row['of_machine_bound']:>6.1%}  {knob:16} {'ok' if row['passed'] else 'BAD'}")
+              f"{row['of_machine_bound']:>6.1%} {row['fold']:>5}  {knob:16} "
+              f"{'ok' if row['passed'] else 'BAD'}")
     print(f"total {s['cycles']:,} cycles = {s['time_ms']:.2f} ms at {hw.board.clock_mhz} MHz; "
           f"{s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
           f"(useful, unpadded: {s['useful_utilization']:.1%}); "
