@@ -117,9 +117,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from vta.gpu.cli_support import run_gpu_workload
 
         return run_gpu_workload(args)
-    from vta.compiler.driver import compile_workload, run_workload
     from vta.compiler.workloads import resolve, resolve_network
     from vta.config import HwConfig
+    from vta.runner import compile_workload, run_workload
     from vta.sim import format_report
 
     hw = HwConfig.from_yaml(args.hw)
@@ -162,7 +162,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_network(args: argparse.Namespace, net, hw, knobs: dict) -> int:  # type: ignore[no-untyped-def]
-    from vta.compiler.driver import run_network
+    from vta.runner import run_network
 
     r = run_network(net, hw, seed=args.seed or 0, latency_hiding=not args.no_latency_hiding,
                     **knobs)

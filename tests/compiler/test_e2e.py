@@ -5,12 +5,12 @@ from _vta_helpers import HWCONFIGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.driver import run_workload
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.schedules.default import ScheduleError
 from vta.compiler.workloads import Workload
 from vta.config import HwConfig
+from vta.runner import run_workload
 
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in HWCONFIGS}
 

@@ -3,12 +3,12 @@
 import pytest
 from _vta_helpers import HWCONFIGS, hw
 
-from vta.compiler.driver import compile_workload
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.pipeline import PASS_NAMES, PASSES, UnknownPass
 from vta.compiler.schedules.default import ConvSchedule, ScheduleError, default_schedule, fit_report
 from vta.compiler.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
+from vta.runner import compile_workload
 
 
 def test_pass_order_and_reasons() -> None:

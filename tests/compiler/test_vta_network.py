@@ -8,7 +8,6 @@ import pytest
 from _vta_helpers import ROOT, hw
 
 from vta.cli import main
-from vta.compiler.driver import compile_workload, run_network, run_workload
 from vta.compiler.ops.conv2d import Conv2dSpec, packed_dims, row_subsampled
 from vta.compiler.schedules.default import ConvSchedule, default_schedule, ranked_schedules
 from vta.compiler.workloads import (
@@ -18,6 +17,7 @@ from vta.compiler.workloads import (
     Workload,
     resolve_network,
 )
+from vta.runner import compile_workload, run_network, run_workload
 
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")
 

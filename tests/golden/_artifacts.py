@@ -13,7 +13,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from vta.compiler.driver import Compiled, compile_workload
+from vta.compiler.driver import Compiled
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
@@ -21,6 +21,7 @@ from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.gpu.cuda import CudaKernel
 from vta.isa import disassemble
+from vta.runner import compile_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 HW_YAML = ROOT / "hwconfigs" / "pynq.yaml"

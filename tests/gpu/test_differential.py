@@ -117,8 +117,8 @@ def accelerator_result(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: st
                        ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
     """(user inputs, numpy reference, simulator output) from the accelerator's driver, or None
     when the accelerator compiler refuses the case (the GPU side is still checked)."""
-    from vta.compiler.driver import compile_workload, expected_and_actual, make_inputs
     from vta.compiler.workloads import Workload
+    from vta.runner import compile_workload, expected_and_actual, make_inputs
     from vta.sim import simulate
 
     hw = hwconfig(hw_name)

@@ -13,11 +13,11 @@ The public surface, for writing and scheduling an operator::
     ...                                  # split / tile / cache_read / tensorize / bind / ...
     func = lower(s, [A, B, C])           # the loop-nest IR both targets compile
 
-``compile_func`` runs the accelerator pipeline on a lowered function; ``compile_workload`` and
-``run_workload`` do a named workload end to end (what ``vta run`` calls).
+``compile_func`` runs the accelerator pipeline on a lowered function; ``compile_workload``
+compiles a named workload (``vta.runner`` runs one end to end: what ``vta run`` calls).
 """
 
-from vta.compiler.driver import compile_workload, run_workload
+from vta.compiler.driver import compile_workload
 from vta.compiler.interp import run_func
 from vta.compiler.intrin import TensorIntrinsic, register, vta_gemm_intrinsic
 from vta.compiler.lower import lower
@@ -28,5 +28,5 @@ from vta.compiler.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 __all__ = [
     "Schedule", "ScheduleError", "Stage", "Tensor", "TensorIntrinsic", "compile_func",
     "compile_workload", "compute", "create_schedule", "lower", "placeholder", "reduce_axis",
-    "register", "run_func", "run_workload", "sum_", "vta_gemm_intrinsic",
+    "register", "run_func", "sum_", "vta_gemm_intrinsic",
 ]

@@ -1,28 +1,25 @@
-"""Compile and run a workload on the simulated accelerator, checked bit-exact against numpy.
+"""Compile a workload for the accelerator: choose the layout and schedule, lower, run the pipeline.
 
-``run_workload`` is what ``vta run`` calls: choose the schedule (the default model, with any
-knob overridden), define the op in the tensor IR (``conv2d_compute`` / ``matmul_compute``),
-schedule it with the primitives and ``lower`` it (``schedules.default.lower_op``), run the VTA
-pipeline, pack random inputs,
-simulate (cycle-level, and optionally the reference interpreter too), unpack and compare with
-the numpy reference, and report cycles, utilization, the roofline bound and traffic.
+``compile_workload`` picks the schedule (the knobs given, else the default model's ranking, and
+among its best candidates the one a caller-supplied cost oracle finds fastest), defines the op in
+the tensor IR (``conv2d_compute`` / ``matmul_compute``), schedules it with the primitives and
+``lower``s it (``schedules.default.lower_op``) and runs the VTA pipeline. Running the program and
+checking it against numpy is ``vta.runner``'s job: it sits above the compiler and the simulator
+and passes the timing-only simulator as the cost oracle.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from vta.compiler.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, conv2d_reference, packed_dims
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, packed_dims
 from vta.compiler.ops.epilogue import Epilogue, PackedOp
 from vta.compiler.ops.fold import FOLDS, ConvFold, fold_candidates
-from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, matmul_reference, packed_matmul_dims
+from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
 from vta.compiler.schedules.default import (
     ConvSchedule,
@@ -32,11 +29,14 @@ from vta.compiler.schedules.default import (
     lower_op,
     ranked_schedules,
 )
-from vta.compiler.workloads import Network, Workload
+from vta.compiler.workloads import Workload
 from vta.config import HwConfig
+from vta.isa import Program
 
-__all__ = ["Compiled", "NetworkResult", "RunResult", "compile_workload", "roofline", "run_network",
-           "run_workload"]
+__all__ = ["Compiled", "Cost", "compile_workload", "op_compute", "roofline"]
+
+#: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
+Cost = Callable[[Program], int]
 
 
 @dataclass
@@ -54,8 +54,15 @@ class Compiled:
     fold: ConvFold | None = None
 
     @property
-    def program(self):  # type: ignore[no-untyped-def]
+    def program(self) -> Program:
         return self.result.program
+
+    @property
+    def packed(self):  # type: ignore[no-untyped-def]
+        """The packed layouts of the op's tensors (``PackedConv2d`` / its matmul twin)."""
+        if isinstance(self.workload.spec, MatmulSpec):
+            return packed_matmul_dims(self.workload.spec, self.hw, self.schedule)
+        return packed_dims(self.conv, self.hw, self.schedule)
 
     @property
     def user_conv(self) -> Conv2dSpec:
@@ -71,8 +78,8 @@ def _conv_of(w: Workload, hw: HwConfig) -> Conv2dSpec:
     return w.spec if isinstance(w.spec, Conv2dSpec) else w.spec.as_conv(hw.gemm.batch)
 
 
-#: How many of the schedule model's best candidates ``compile_workload`` compiles and times
-#: (timing-only simulation) to pick the fastest; 1 = the model's first choice.
+#: How many of the schedule model's best candidates ``compile_workload`` compiles and measures
+#: with the cost oracle to pick the fastest; 1 (or no oracle) = the model's first choice.
 REFINE = 3
 
 
@@ -91,10 +98,11 @@ def _folds(w: Workload, hw: HwConfig, fold: str | None) -> list[ConvFold]:
 
 def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
                      epilogue: Epilogue | None = None, check: bool = False,
-                     refine: int = REFINE, fold: str | None = None, **knobs: Any) -> Compiled:
+                     refine: int = REFINE, fold: str | None = None, cost: Cost | None = None,
+                     **knobs: Any) -> Compiled:
     """Compile ``w``: the schedule is the knobs given, else the best of the model's ``refine``
-    cheapest estimates measured by the timing-only simulator (the model ranks, the simulator
-    decides among near ties the first-order estimate cannot separate).
+    cheapest estimates measured by ``cost`` (the model ranks, the oracle decides among near
+    ties the first-order estimate cannot separate); without ``cost``, the model's first choice.
 
     ``fold`` (``ops.fold``): ``None`` lets the model choose among the plain layout and, for a
     convolution with fewer input channels than ``block_in``, its reduction folds (their
@@ -127,15 +135,13 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         assert error is not None
         raise error
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
-    cands = [(f, s) for _, _, f, s in scored[:max(1, refine)]]
-    if len(cands) == 1:
+    cands = [(f, s) for _, _, f, s in scored[:max(1, refine) if cost is not None else 1]]
+    if len(cands) == 1 or cost is None:
         return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check)
-    from vta.sim import simulate
-
     best: tuple[int, Compiled] | None = None
     for f, sch in cands:
         c = _compile_with(w, hw, f, sch, epi, check)
-        cycles = simulate(c.program, hw, timing_only=True).stats.cycles
+        cycles = cost(c.program)
         if best is None or cycles < best[0]:
             best = (cycles, c)
     assert best is not None
@@ -162,12 +168,6 @@ def op_compute(w: Workload, hw: HwConfig, sch: ConvSchedule, epi: Epilogue,
     if isinstance(w.spec, MatmulSpec):
         return matmul_compute(w.spec, hw, sch, epi)
     return conv2d_compute(fold.device if fold is not None else w.spec, hw, sch, epi)
-
-
-def _packed(c: Compiled):  # type: ignore[no-untyped-def]
-    if isinstance(c.workload.spec, MatmulSpec):
-        return packed_matmul_dims(c.workload.spec, c.hw, c.schedule)
-    return packed_dims(c.conv, c.hw, c.schedule)
 
 
 def _packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
@@ -213,178 +213,3 @@ def roofline(c: Compiled) -> dict[str, float]:
             "bound_cycles": max(compute, memory), "epilogue_cycles": epilogue,
             "epilogue_per_entry": per_entry, "machine_cycles": max(compute + epilogue, memory),
             "min_bytes": byts, "ops": ops}
-
-
-@dataclass
-class RunResult:
-    compiled: Compiled
-    passed: bool
-    cycles: int
-    seconds_compile: float
-    seconds_sim: float
-    stats: Any
-    sim: Any
-    roofline: dict[str, float]
-    reference_agrees: bool | None = None
-    mismatches: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        c, hw, st = self.compiled, self.compiled.hw, self.stats
-        t = self.cycles / (hw.board.clock_mhz * 1e6)
-        ops = self.roofline["ops"]
-        units = {n: {"busy": u.busy, "token": u.token, "queue": u.queue, "memory": u.memory,
-                     "idle": u.idle, "insns": u.insns} for n, u in st.units.items()}
-        return {
-            "workload": c.workload.name, "shape": c.workload.spec.describe(), "hw": hw.name,
-            "schedule": {"tco": c.schedule.tco, "tci": c.schedule.tci, "th": c.schedule.th,
-                         "tw": c.schedule.tw, "vthreads": c.schedule.vthreads,
-                         "vt_axis": c.schedule.vt_axis},
-            "fold": c.fold_kind, "device_shape": c.conv.describe(),
-            "passed": self.passed, "mismatches": self.mismatches,
-            "reference_agrees": self.reference_agrees,
-            "cycles": self.cycles, "time_ms": t * 1e3, "gops": ops / t / 1e9 if t else 0.0,
-            "gemm_cycles": st.gemm_cycles, "utilization": st.gemm_cycles / self.cycles,
-            "useful_utilization": self.roofline["compute_cycles"] / self.cycles,
-            "dram_bytes": sum(st.bytes.values()),
-            "ideal_gemm_cycles": self.roofline["compute_cycles"],
-            "roofline_cycles": self.roofline["bound_cycles"],
-            "roofline_compute_cycles": self.roofline["compute_cycles"],
-            "roofline_memory_cycles": self.roofline["memory_cycles"],
-            "of_roofline": self.roofline["bound_cycles"] / self.cycles,
-            "memory_bound": self.roofline["memory_cycles"] > self.roofline["compute_cycles"],
-            "machine_bound_cycles": self.roofline["machine_cycles"],
-            "epilogue_cycles": self.roofline["epilogue_cycles"],
-            "of_machine_bound": self.roofline["machine_cycles"] / self.cycles,
-            "utilization_ceiling": self.roofline["compute_cycles"]
-            / self.roofline["machine_cycles"],
-            "instructions": len(c.program.instructions),
-            "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,
-            "bytes": dict(st.bytes), "units": units,
-            "compile_s": self.seconds_compile, "sim_s": self.seconds_sim,
-        }
-
-
-def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Random user tensors and their packed simulator inputs (by DRAM allocation name)."""
-    rng = np.random.default_rng(seed)
-    g, conv = c.hw.gemm, c.user_conv
-    P = _packed(c)
-    bias = rng.integers(-(1 << 12), 1 << 12, size=(conv.oc,), dtype=np.int32)
-    if isinstance(c.workload.spec, MatmulSpec):
-        m = c.workload.spec
-        x = rng.integers(-128, 128, size=(m.m, m.k), dtype=np.int8)
-        wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
-        data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
-        kernel = packing.pack_matrix(wt, g.block_out, g.block_in, P.kernel_shape)
-        user: dict[str, np.ndarray] = {"x": x, "w": wt, "bias": bias}
-    else:
-        x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
-        wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
-        xf, wf = x, wt
-        if c.fold is not None and c.fold.kind != "none":  # the runtime's im2col repacking
-            xf, wf = packing.fold_data(x, c.fold), packing.fold_kernel(wt, c.fold)
-        data = packing.pack_data(xf, g.batch, g.block_in, P.data_shape)
-        kernel = packing.pack_kernel(wf, g.block_out, g.block_in, P.kernel_shape)
-        user = {"x": x, "w": wt, "bias": bias}
-    packed = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
-    if c.epilogue.bias:
-        packed["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
-    return user, packed
-
-
-def expected_and_actual(c: Compiled, user: Mapping[str, np.ndarray],
-                        outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    P = _packed(c)
-    res = np.asarray(outputs["res"]).reshape(P.res_shape)
-    bias = user["bias"] if c.epilogue.bias else None
-    if isinstance(c.workload.spec, MatmulSpec):
-        m = c.workload.spec
-        return (matmul_reference(user["x"], user["w"], bias, c.epilogue),
-                packing.unpack_matrix(res, m.m, m.n))
-    conv = c.user_conv
-    return (conv2d_reference(user["x"], user["w"], bias, conv, c.epilogue),
-            packing.unpack_result(res, conv.n, conv.oc, conv.oh, conv.ow))
-
-
-def run_workload(w: Workload, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
-                 trace_path: str | None = None, check_reference: bool = False,
-                 compiled: Compiled | None = None, **knobs: Any) -> RunResult:
-    from vta.sim import run_reference, simulate
-
-    t0 = time.perf_counter()
-    c = compiled or compile_workload(w, hw, latency_hiding=latency_hiding, **knobs)
-    t_compile = time.perf_counter() - t0
-    user, packed = make_inputs(c, seed)
-    t1 = time.perf_counter()
-    sim = simulate(c.program, hw, packed, trace_path=trace_path)
-    t_sim = time.perf_counter() - t1
-    want, got = expected_and_actual(c, user, sim.outputs)
-    mism = int(np.count_nonzero(want != got))
-    agrees = None
-    if check_reference:
-        ref = run_reference(c.program, hw, packed)
-        ref_out = ref.outputs if hasattr(ref, "outputs") else ref
-        agrees = all(np.array_equal(np.asarray(ref_out[k]), np.asarray(v))
-                     for k, v in sim.outputs.items())
-    return RunResult(c, mism == 0 and agrees is not False, sim.stats.cycles, t_compile, t_sim,
-                     sim.stats, sim, roofline(c), agrees, mism)
-
-
-@dataclass
-class NetworkResult:
-    """A whole network: each distinct layer compiled and simulated once (bit-exact checked),
-    its cycles counted as often as the layer occurs. Layers run one after another, so the
-    network's cycles are the sum."""
-
-    network: Network
-    hw: HwConfig
-    layers: list[tuple[RunResult, int]]
-
-    @property
-    def passed(self) -> bool:
-        return all(r.passed for r, _ in self.layers)
-
-    @property
-    def cycles(self) -> int:
-        return sum(r.cycles * n for r, n in self.layers)
-
-    def summary(self) -> dict[str, Any]:
-        hw = self.hw
-        clock = hw.board.clock_mhz * 1e6
-        rows = []
-        gemm = ideal = machine = 0.0
-        for r, n in self.layers:
-            s = r.summary()
-            gemm += s["gemm_cycles"] * n
-            ideal += s["ideal_gemm_cycles"] * n
-            machine += s["machine_bound_cycles"] * n
-            rows.append({"workload": s["workload"], "shape": s["shape"], "repeats": n,
-                         "passed": s["passed"], "cycles": s["cycles"],
-                         "total_cycles": s["cycles"] * n,
-                         "share": s["cycles"] * n / self.cycles if self.cycles else 0.0,
-                         "utilization": s["utilization"],
-                         "useful_utilization": s["useful_utilization"], "fold": s["fold"],
-                         "of_machine_bound": s["of_machine_bound"],
-                         "schedule": s["schedule"], "compile_s": s["compile_s"],
-                         "sim_s": s["sim_s"]})
-        t = self.cycles / clock
-        return {"network": self.network.name, "hw": hw.name, "passed": self.passed,
-                "layers": rows, "convolutions": sum(n for _, n in self.layers),
-                "cycles": self.cycles, "time_ms": t * 1e3,
-                "gops": self.network.ops / t / 1e9 if t else 0.0,
-                "utilization": gemm / self.cycles if self.cycles else 0.0,
-                "useful_utilization": ideal / self.cycles if self.cycles else 0.0,
-                "machine_bound_cycles": machine,
-                "of_machine_bound": machine / self.cycles if self.cycles else 0.0,
-                "compile_s": sum(r["compile_s"] for r in rows),
-                "sim_s": sum(r["sim_s"] for r in rows)}
-
-
-def run_network(net: Network, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
-                **knobs: Any) -> NetworkResult:
-    """Compile and simulate every distinct layer of ``net`` once (bit-exact against numpy;
-    repeats of a shape run the same program, whose cycle count does not depend on the data)."""
-    layers = [(run_workload(w, hw, seed=seed, latency_hiding=latency_hiding, **knobs), n)
-              for w, n in net.layers]
-    return NetworkResult(net, hw, layers)

@@ -1,0 +1,217 @@
+"""Run workloads on the simulated accelerator: compile, simulate, check bit-exact against numpy.
+
+This is what ``vta run`` calls. It sits above the compiler (``vta.compiler.driver``) and the
+simulator (``vta.sim``), joining them: it hands the compiler the timing-only simulator as the
+cost oracle for choosing among schedule candidates, packs random inputs (the runtime's job:
+NCHW -> NCHWnc, channel padding, the fold's repacking), simulates (cycle-level, optionally the
+reference interpreter too), unpacks, compares with the numpy reference and reports cycles,
+utilization, both bounds and traffic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vta.compiler import driver
+from vta.compiler.driver import Compiled, Cost, roofline
+from vta.compiler.ops import packing
+from vta.compiler.ops.conv2d import conv2d_reference
+from vta.compiler.ops.matmul import MatmulSpec, matmul_reference
+from vta.compiler.workloads import Network, Workload
+from vta.config import HwConfig
+from vta.isa import Program
+from vta.sim import run_reference, simulate
+
+__all__ = ["NetworkResult", "RunResult", "compile_workload", "expected_and_actual",
+           "make_inputs", "run_network", "run_workload", "timing_cost"]
+
+
+def timing_cost(hw: HwConfig) -> Cost:
+    """The timing-only simulator as a cost oracle: a program's cycles on ``hw``."""
+
+    def cycles(program: Program) -> int:
+        return simulate(program, hw, timing_only=True).stats.cycles
+
+    return cycles
+
+
+def compile_workload(w: Workload, hw: HwConfig, **kwargs: Any) -> Compiled:
+    """``vta.compiler.driver.compile_workload`` with the timing-only simulator as its oracle."""
+    return driver.compile_workload(w, hw, cost=timing_cost(hw), **kwargs)
+
+
+@dataclass
+class RunResult:
+    compiled: Compiled
+    passed: bool
+    cycles: int
+    seconds_compile: float
+    seconds_sim: float
+    stats: Any
+    sim: Any
+    roofline: dict[str, float]
+    reference_agrees: bool | None = None
+    mismatches: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        c, hw, st = self.compiled, self.compiled.hw, self.stats
+        t = self.cycles / (hw.board.clock_mhz * 1e6)
+        ops = self.roofline["ops"]
+        units = {n: {"busy": u.busy, "token": u.token, "queue": u.queue, "memory": u.memory,
+                     "idle": u.idle, "insns": u.insns} for n, u in st.units.items()}
+        return {
+            "workload": c.workload.name, "shape": c.workload.spec.describe(), "hw": hw.name,
+            "schedule": {"tco": c.schedule.tco, "tci": c.schedule.tci, "th": c.schedule.th,
+                         "tw": c.schedule.tw, "vthreads": c.schedule.vthreads,
+                         "vt_axis": c.schedule.vt_axis},
+            "fold": c.fold_kind, "device_shape": c.conv.describe(),
+            "passed": self.passed, "mismatches": self.mismatches,
+            "reference_agrees": self.reference_agrees,
+            "cycles": self.cycles, "time_ms": t * 1e3, "gops": ops / t / 1e9 if t else 0.0,
+            "gemm_cycles": st.gemm_cycles, "utilization": st.gemm_cycles / self.cycles,
+            "useful_utilization": self.roofline["compute_cycles"] / self.cycles,
+            "dram_bytes": sum(st.bytes.values()),
+            "ideal_gemm_cycles": self.roofline["compute_cycles"],
+            "roofline_cycles": self.roofline["bound_cycles"],
+            "roofline_compute_cycles": self.roofline["compute_cycles"],
+            "roofline_memory_cycles": self.roofline["memory_cycles"],
+            "of_roofline": self.roofline["bound_cycles"] / self.cycles,
+            "memory_bound": self.roofline["memory_cycles"] > self.roofline["compute_cycles"],
+            "machine_bound_cycles": self.roofline["machine_cycles"],
+            "epilogue_cycles": self.roofline["epilogue_cycles"],
+            "of_machine_bound": self.roofline["machine_cycles"] / self.cycles,
+            "utilization_ceiling": self.roofline["compute_cycles"]
+            / self.roofline["machine_cycles"],
+            "instructions": len(c.program.instructions),
+            "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,
+            "bytes": dict(st.bytes), "units": units,
+            "compile_s": self.seconds_compile, "sim_s": self.seconds_sim,
+        }
+
+
+def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Random user tensors and their packed simulator inputs (by DRAM allocation name)."""
+    rng = np.random.default_rng(seed)
+    g, conv = c.hw.gemm, c.user_conv
+    P = c.packed
+    bias = rng.integers(-(1 << 12), 1 << 12, size=(conv.oc,), dtype=np.int32)
+    if isinstance(c.workload.spec, MatmulSpec):
+        m = c.workload.spec
+        x = rng.integers(-128, 128, size=(m.m, m.k), dtype=np.int8)
+        wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
+        data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_matrix(wt, g.block_out, g.block_in, P.kernel_shape)
+        user: dict[str, np.ndarray] = {"x": x, "w": wt, "bias": bias}
+    else:
+        x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
+        wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
+        xf, wf = x, wt
+        if c.fold is not None and c.fold.kind != "none":  # the runtime's im2col repacking
+            xf, wf = packing.fold_data(x, c.fold), packing.fold_kernel(wt, c.fold)
+        data = packing.pack_data(xf, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_kernel(wf, g.block_out, g.block_in, P.kernel_shape)
+        user = {"x": x, "w": wt, "bias": bias}
+    packed = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
+    if c.epilogue.bias:
+        packed["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
+    return user, packed
+
+
+def expected_and_actual(c: Compiled, user: Mapping[str, np.ndarray],
+                        outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    P = c.packed
+    res = np.asarray(outputs["res"]).reshape(P.res_shape)
+    bias = user["bias"] if c.epilogue.bias else None
+    if isinstance(c.workload.spec, MatmulSpec):
+        m = c.workload.spec
+        return (matmul_reference(user["x"], user["w"], bias, c.epilogue),
+                packing.unpack_matrix(res, m.m, m.n))
+    conv = c.user_conv
+    return (conv2d_reference(user["x"], user["w"], bias, conv, c.epilogue),
+            packing.unpack_result(res, conv.n, conv.oc, conv.oh, conv.ow))
+
+
+def run_workload(w: Workload, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
+                 trace_path: str | None = None, check_reference: bool = False,
+                 compiled: Compiled | None = None, **knobs: Any) -> RunResult:
+    t0 = time.perf_counter()
+    c = compiled or compile_workload(w, hw, latency_hiding=latency_hiding, **knobs)
+    t_compile = time.perf_counter() - t0
+    user, packed = make_inputs(c, seed)
+    t1 = time.perf_counter()
+    sim = simulate(c.program, hw, packed, trace_path=trace_path)
+    t_sim = time.perf_counter() - t1
+    want, got = expected_and_actual(c, user, sim.outputs)
+    mism = int(np.count_nonzero(want != got))
+    agrees = None
+    if check_reference:
+        ref_out = run_reference(c.program, hw, packed)
+        agrees = all(np.array_equal(np.asarray(ref_out[k]), np.asarray(v))
+                     for k, v in sim.outputs.items())
+    return RunResult(c, mism == 0 and agrees is not False, sim.stats.cycles, t_compile, t_sim,
+                     sim.stats, sim, roofline(c), agrees, mism)
+
+
+@dataclass
+class NetworkResult:
+    """A whole network: each distinct layer compiled and simulated once (bit-exact checked),
+    its cycles counted as often as the layer occurs. Layers run one after another, so the
+    network's cycles are the sum."""
+
+    network: Network
+    hw: HwConfig
+    layers: list[tuple[RunResult, int]]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r, _ in self.layers)
+
+    @property
+    def cycles(self) -> int:
+        return sum(r.cycles * n for r, n in self.layers)
+
+    def summary(self) -> dict[str, Any]:
+        hw = self.hw
+        clock = hw.board.clock_mhz * 1e6
+        rows = []
+        gemm = ideal = machine = 0.0
+        for r, n in self.layers:
+            s = r.summary()
+            gemm += s["gemm_cycles"] * n
+            ideal += s["ideal_gemm_cycles"] * n
+            machine += s["machine_bound_cycles"] * n
+            rows.append({"workload": s["workload"], "shape": s["shape"], "repeats": n,
+                         "passed": s["passed"], "cycles": s["cycles"],
+                         "total_cycles": s["cycles"] * n,
+                         "share": s["cycles"] * n / self.cycles if self.cycles else 0.0,
+                         "utilization": s["utilization"],
+                         "useful_utilization": s["useful_utilization"], "fold": s["fold"],
+                         "of_machine_bound": s["of_machine_bound"],
+                         "schedule": s["schedule"], "compile_s": s["compile_s"],
+                         "sim_s": s["sim_s"]})
+        t = self.cycles / clock
+        return {"network": self.network.name, "hw": hw.name, "passed": self.passed,
+                "layers": rows, "convolutions": sum(n for _, n in self.layers),
+                "cycles": self.cycles, "time_ms": t * 1e3,
+                "gops": self.network.ops / t / 1e9 if t else 0.0,
+                "utilization": gemm / self.cycles if self.cycles else 0.0,
+                "useful_utilization": ideal / self.cycles if self.cycles else 0.0,
+                "machine_bound_cycles": machine,
+                "of_machine_bound": machine / self.cycles if self.cycles else 0.0,
+                "compile_s": sum(r["compile_s"] for r in rows),
+                "sim_s": sum(r["sim_s"] for r in rows)}
+
+
+def run_network(net: Network, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
+                **knobs: Any) -> NetworkResult:
+    """Compile and simulate every distinct layer of ``net`` once (bit-exact against numpy;
+    repeats of a shape run the same program, whose cycle count does not depend on the data)."""
+    layers = [(run_workload(w, hw, seed=seed, latency_hiding=latency_hiding, **knobs), n)
+              for w, n in net.layers]
+    return NetworkResult(net, hw, layers)
