@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import HwConfig, HwConfigError, isa_half_usage
+from vta.config import HwConfig, HwConfigError
+from vta.isa import by_name
+from vta.isa.defs import layout_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PYNQ = ROOT / "hwconfigs" / "pynq.yaml"
@@ -44,7 +46,9 @@ def test_pynq_matches_vta_defaults() -> None:
     assert hw.peak_gops == pytest.approx(51.2)
     w = hw.isa
     assert (w.uop_idx, w.inp_idx, w.wgt_idx, w.acc_idx, w.sram_addr) == (13, 11, 10, 11, 16)
-    assert isa_half_usage(w) == {"LOAD/STORE": (58, 64), "GEMM": (63, 64), "ALU": (63, 64)}
+    used = {n: tuple(sum(f.width for f in half) for half in layout_of(by_name(n), hw))
+            for n in ("LOAD", "STORE", "GEMM", "ALU.ADD")}
+    assert used == {"LOAD": (58, 64), "STORE": (58, 64), "GEMM": (63, 64), "ALU.ADD": (63, 64)}
     assert hw.fits_board()
 
 
@@ -154,7 +158,8 @@ def test_high_half_overflow(tmp_path: Path) -> None:
     d["scratchpad"]["out"] = 65536  # keep out consistent so the ISA check is what fails
     p = write(tmp_path, d)
     with pytest.raises(HwConfigError,
-                       match=r"GEMM needs 66 bits in the high 64-bit half = 2x12 \(acc index\)"):
+                       match=r"GEMM needs 66 bits in the high 64-bit half = 12 \(dst_factor_out\)"
+                             r" \+ 12 \(dst_factor_in\)"):
         HwConfig.from_yaml(p)
 
 

@@ -37,6 +37,9 @@ __all__ = [
     "QueueConfig",
     "ScratchpadConfig",
     "IsaWidths",
+    "IntrinsicConfig",
+    "declare_intrinsic",
+    "add_check",
 ]
 
 #: Integer element types the datapath supports, with their width in bits.
@@ -45,7 +48,7 @@ DTYPE_BITS: dict[str, int] = {"int8": 8, "int16": 16, "int32": 32}
 #: ALU operations a config may enable (opcode meaning is fixed by the ISA, see vta.isa).
 ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
 
-INSN_HALF_BITS = 64
+#: bits of one micro-op (the micro-op entry size in the uop scratchpad)
 UOP_BITS = 32
 
 
@@ -142,6 +145,22 @@ class BoardConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class IntrinsicConfig:
+    """An optional intrinsic the accelerator implements (a user's instruction, see
+    ``vta.intrinsics``), with its parameters after defaults were filled in."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, key: str) -> Any:
+        """The value of parameter ``key`` (every declared parameter has one)."""
+        for k, v in self.params:
+            if k == key:
+                return v
+        raise KeyError(f"intrinsic {self.name!r} has no parameter {key!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class IsaWidths:
     """Bit widths of the ISA's fields, derived from the buffer depths (as VTA's hw_spec.h)."""
 
@@ -172,6 +191,8 @@ class HwConfig:
     queues: QueueConfig
     memory: MemoryConfig
     board: BoardConfig
+    #: optional intrinsics, in the order the file lists them (``intrinsics:`` in YAML)
+    intrinsics: tuple[IntrinsicConfig, ...] = ()
     source: str = field(default="<dict>", compare=False)
 
     # ---------------------------------------------------------------- construction
@@ -203,7 +224,12 @@ class HwConfig:
         d = asdict(self)
         d.pop("source")
         d["alu"]["ops"] = list(d["alu"]["ops"])
+        d["intrinsics"] = {i.name: dict(i.params) for i in self.intrinsics}
         return d
+
+    def intrinsic(self, name: str) -> IntrinsicConfig | None:
+        """The listed intrinsic ``name`` (None when this hardware does not implement it)."""
+        return next((i for i in self.intrinsics if i.name == name), None)
 
     def with_changes(self, **changes: Any) -> HwConfig:
         """A re-validated copy with dotted fields changed.
@@ -366,7 +392,75 @@ _SECTIONS: dict[str, type] = {
     "memory": MemoryConfig,
     "board": BoardConfig,
 }
-_TOP_KEYS = ("name", *_SECTIONS)
+_TOP_KEYS = ("name", *_SECTIONS, "intrinsics")
+
+
+# --------------------------------------------------------------------------------------------
+# Hooks filled by the layers above (dependency inversion: the config stays the bottom layer)
+# --------------------------------------------------------------------------------------------
+
+#: name -> {parameter: default} of every intrinsic a config may list; filled by
+#: ``declare_intrinsic`` when an intrinsic is registered (``vta.intrinsics``)
+_INTRINSICS: dict[str, dict[str, Any]] = {}
+#: cross-layer checks run on every config: each returns ``[(field, message), ...]``
+_CHECKS: list[Any] = []
+
+
+def declare_intrinsic(name: str, params: Mapping[str, Any]) -> None:
+    """Let configs list intrinsic ``name`` with ``params`` (their defaults fix their types)."""
+    _INTRINSICS[name] = dict(params)
+
+
+def forget_intrinsic(name: str) -> None:
+    _INTRINSICS.pop(name, None)
+
+
+def add_check(check: Any) -> None:
+    """Run ``check(cfg) -> [(field, message), ...]`` on every config built (the ISA layer adds
+    its layout check: the instruction formats must fit the word for the buffer depths)."""
+    if check not in _CHECKS:
+        _CHECKS.append(check)
+
+
+def _run_checks(cfg: HwConfig) -> None:
+    for check in _CHECKS:
+        for where, msg in check(cfg):
+            raise _fail(cfg.source, where, msg)
+
+
+def _intrinsics(source: str, data: Any) -> tuple[IntrinsicConfig, ...]:
+    """Validate the ``intrinsics:`` mapping (name -> parameters or null) against the declared
+    intrinsics, filling in defaults."""
+    if data is None:
+        return ()
+    if not isinstance(data, Mapping):
+        raise _fail(source, "intrinsics", f"expected a mapping of intrinsic names to their "
+                    f"parameters, got {data!r}")
+    out = []
+    for name, params in data.items():
+        where = f"intrinsics.{name}"
+        if not isinstance(name, str):
+            raise _fail(source, "intrinsics", f"expected intrinsic names, got {name!r}")
+        if name not in _INTRINSICS:
+            known = sorted(_INTRINSICS)
+            hint = difflib.get_close_matches(name, known, n=1)
+            did = f" (did you mean '{hint[0]}'?)" if hint else ""
+            have = ", ".join(known) or "none"
+            raise _fail(source, where, f"unknown intrinsic{did}; registered: {have} (register "
+                        f"yours from Python with vta.intrinsics before loading the config)")
+        schema = _INTRINSICS[name]
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise _fail(source, where, f"expected a mapping of parameters, got {params!r}")
+        _check_keys(source, f"{where}.", params, tuple(schema))
+        values = dict(schema)
+        for key, value in params.items():
+            default = schema[key]
+            annot = {bool: "bool", int: "int", float: "float", str: "str"}.get(type(default), "")
+            values[key] = _coerce(source, f"{where}.{key}", value, annot) if annot else value
+        out.append(IntrinsicConfig(name, tuple(sorted(values.items()))))
+    return tuple(out)
 
 
 def _fail(source: str, where: str, msg: str) -> HwConfigError:
@@ -439,7 +533,8 @@ def _build(data: Any, source: str) -> HwConfig:
             raise _fail(source, sec, "missing required section")
         else:
             parts[sec] = cls()
-    cfg = HwConfig(name=name, source=source, **parts)
+    cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
+                   **parts)
     _validate(cfg)
     return cfg
 
@@ -520,7 +615,7 @@ def _validate(cfg: HwConfig) -> None:
         if getattr(b, f) < 0:
             raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
 
-    _check_isa_fits(cfg)
+    _run_checks(cfg)
 
 
 def _log2(n: int) -> int:
@@ -546,54 +641,6 @@ def _isa_widths(cfg: HwConfig) -> IsaWidths:
         imm=cfg.alu.imm_bits,
         uop_src=max(inp, acc),
     )
-
-
-def isa_half_usage(w: IsaWidths) -> dict[str, tuple[int, int]]:
-    """Bits used in the low and high 64-bit halves of each instruction format."""
-    head = w.opcode + 4  # opcode + four dependency flags
-    mem = (head + 3 + w.sram_addr + w.dram_addr, 3 * w.mem_size + 4 * w.pad)
-    gemm_lo = head + 1 + w.uop_idx + (w.uop_idx + 1) + 2 * w.loop_iter
-    gemm = (gemm_lo, 2 * w.acc_idx + 2 * w.inp_idx + 2 * w.wgt_idx)
-    alu = (gemm_lo, 2 * w.acc_idx + 2 * w.acc_idx + w.alu_opcode + 1 + w.imm)
-    return {"LOAD/STORE": mem, "GEMM": gemm, "ALU": alu}
-
-
-def _half_breakdown(w: IsaWidths) -> dict[tuple[str, str], str]:
-    """How each 64-bit half is spent, for error messages."""
-    loop_lo = (f"7 (opcode+flags) + 1 (reset) + {w.uop_idx} + {w.uop_idx + 1} (uop begin/end, "
-               f"from the uop depth) + 2x{w.loop_iter} (iter)")
-    return {
-        ("LOAD/STORE", "low"): f"10 (opcode+flags+mem) + {w.sram_addr} (sram) + "
-                               f"{w.dram_addr} (dram)",
-        ("LOAD/STORE", "high"): f"3x{w.mem_size} (sizes) + 4x{w.pad} (pads)",
-        ("GEMM", "low"): loop_lo,
-        ("GEMM", "high"): f"2x{w.acc_idx} (acc index) + 2x{w.inp_idx} (inp index) + "
-                          f"2x{w.wgt_idx} (wgt index)",
-        ("ALU", "low"): loop_lo,
-        ("ALU", "high"): f"4x{w.acc_idx} (acc index) + {w.alu_opcode} (op) + 1 (use_imm) + "
-                         f"{w.imm} (imm)",
-    }
-
-
-def _check_isa_fits(cfg: HwConfig) -> None:
-    w = cfg.isa
-    why = _half_breakdown(w)
-    for fmt, (lo, hi) in isa_half_usage(w).items():
-        for half, used in (("low", lo), ("high", hi)):
-            if used > INSN_HALF_BITS:
-                raise _fail(cfg.source, "scratchpad", f"ISA fields no longer fit the 128-bit "
-                            f"instruction: {fmt} needs {used} bits in the {half} 64-bit half "
-                            f"= {why[(fmt, half)]} (buffer depths {_depths(cfg)}); "
-                            f"shrink a buffer or the ALU immediate")
-    uop_bits = w.acc_idx + w.uop_src + w.wgt_idx
-    if uop_bits > UOP_BITS:
-        raise _fail(cfg.source, "scratchpad", f"micro-op fields need {uop_bits} bits "
-                    f"(dst {w.acc_idx} + src {w.uop_src} + wgt {w.wgt_idx}), more than "
-                    f"{UOP_BITS} (buffer depths {_depths(cfg)})")
-
-
-def _depths(cfg: HwConfig) -> str:
-    return ", ".join(f"{k}={cfg.depth(k)}" for k in ("uop", "inp", "wgt", "acc"))
 
 
 def replace_config(cfg: HwConfig, **kw: Any) -> HwConfig:

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from vta.isa import Alu, AluOp, Finish, Gemm, Load, MemType, ProgramBuilder, Store
+from vta.isa.timing import duration, fetch_cycles, transfer_cycles
 from vta.sim import simulate
-from vta.sim.timing import alu_cycles, dma_cycles, fetch_cycles, gemm_cycles, transfer_cycles
 
 
 def test_load_small_row(pynq):
     # 4 inp entries = 64 B: 8 beats, 1 burst -> max(32 + 8, 1 * 32) + 1 row overhead
-    assert dma_cycles(pynq, Load(MemType.INP, 0, 0, 1, 4, 4)) == 41
+    assert duration(pynq, Load(MemType.INP, 0, 0, 1, 4, 4)) == 41
 
 
 def test_padded_strided_load(pynq):
     # 2 rows of 3 entries (48 B): 12 beats, 2 bursts -> max(32 + 12, 32) + 2 rows = 46;
     # image 4 x 5 = 20 entries, 6 from DRAM, 14 pads at one cycle each
     insn = Load(MemType.INP, 0, 0, 2, 3, 5, 1, 1, 1, 1)
-    assert dma_cycles(pynq, insn) == 46 + 14
+    assert duration(pynq, insn) == 46 + 14
 
 
 def test_latency_bound_transfer(pynq):
@@ -33,19 +33,19 @@ def test_long_row_splits_into_bursts(pynq):
 
 
 def test_store_and_empty_dma(pynq):
-    assert dma_cycles(pynq, Store(MemType.OUT, 0, 0, 2, 8, 8)) == 32 + 2 * 16 + 2
-    assert dma_cycles(pynq, Load(MemType.INP, 0, 0, 0, 4, 4, 1, 1, 1, 1)) == 1
+    assert duration(pynq, Store(MemType.OUT, 0, 0, 2, 8, 8)) == 32 + 2 * 16 + 2
+    assert duration(pynq, Load(MemType.INP, 0, 0, 0, 4, 4, 1, 1, 1, 1)) == 1
 
 
 def test_gemm_and_alu(pynq):
     g = Gemm(False, 0, 4, 2, 3, 0, 0, 0, 0, 0, 0)
-    assert gemm_cycles(pynq, g) == 2 * 3 * 4 * 1 + 4
+    assert duration(pynq, g) == 2 * 3 * 4 * 1 + 4
     reg = Alu(AluOp.ADD, False, 0, 4, 2, 3, 0, 0, 0, 0, False, 0)
     imm = Alu(AluOp.ADD, False, 0, 4, 2, 3, 0, 0, 0, 0, True, 5)
-    assert alu_cycles(pynq, reg) == 24 * 1 * 2 + 4
-    assert alu_cycles(pynq, imm) == 24 * 1 * 1 + 4
+    assert duration(pynq, reg) == 24 * 1 * 2 + 4
+    assert duration(pynq, imm) == 24 * 1 * 1 + 4
     narrow = pynq.with_changes(**{"alu.lanes": 4})  # a 16-wide vector takes 4 issues
-    assert alu_cycles(narrow, reg) == 24 * 4 * 2 + 4
+    assert duration(narrow, reg) == 24 * 4 * 2 + 4
 
 
 def test_fetch(pynq):

@@ -1,10 +1,29 @@
 """The accelerator's instruction set: typed instructions, exact 128-bit encoding, assembly text.
 
-See docs/isa.md for the bit layout and the semantics (the reference interpreter in
-``vta.sim.reference`` is the executable definition).
+Every instruction is an ``InstructionDef`` (``vta.isa.defs``): its encoding, unit, duration,
+semantics and syntax in one object that the assembler, the encoder, both simulators and the
+compiler read. The built-ins (``vta.isa.builtins``) are registered on import; a user's
+instruction is registered the same way (``vta.intrinsics``). See docs/isa.md.
 """
 
+from vta.config import add_check
+from vta.isa import builtins  # noqa: F401 - registers LOAD, STORE, GEMM, ALU.*, FINISH
 from vta.isa.asm import AsmError, assemble, disassemble, format_insn
+from vta.isa.defs import (
+    AsmSyntax,
+    DefinitionError,
+    Field,
+    InstructionDef,
+    Operand,
+    _config_check,
+    available,
+    by_name,
+    definition_of,
+    module_of,
+    pops_of,
+    pushes_of,
+    registered,
+)
 from vta.isa.encoding import (
     IsaError,
     check_fields,
@@ -18,6 +37,7 @@ from vta.isa.encoding import (
     uop_layout,
 )
 from vta.isa.insn import (
+    FLAG_QUEUES,
     TOKEN_QUEUES,
     Alu,
     AluOp,
@@ -31,16 +51,20 @@ from vta.isa.insn import (
     Opcode,
     Store,
     Uop,
-    module_of,
-    pops_of,
-    pushes_of,
+    flag_for,
+    n_ops,
+    queue_of,
 )
 from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder
 
+add_check(_config_check)  # every HwConfig built from now on checks the instruction formats
+
 __all__ = [
-    "Allocation", "Alu", "AluOp", "AsmError", "DRAM_ALIGN", "Deps", "Finish", "Gemm",
-    "Instruction", "IsaError", "KINDS", "Load", "MemType", "Module", "Opcode", "Program",
-    "ProgramBuilder", "Store", "TOKEN_QUEUES", "Uop", "assemble", "check_fields", "decode",
-    "decode_program", "decode_uop", "disassemble", "encode", "encode_program", "encode_uop",
-    "format_insn", "layout", "module_of", "pops_of", "pushes_of", "uop_layout",
+    "Allocation", "Alu", "AluOp", "AsmError", "AsmSyntax", "DRAM_ALIGN", "DefinitionError",
+    "Deps", "FLAG_QUEUES", "Field", "Finish", "Gemm", "Instruction", "InstructionDef",
+    "IsaError", "KINDS", "Load", "MemType", "Module", "Opcode", "Operand", "Program",
+    "ProgramBuilder", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available", "by_name",
+    "check_fields", "decode", "decode_program", "decode_uop", "definition_of", "disassemble",
+    "encode", "encode_program", "encode_uop", "flag_for", "format_insn", "layout", "module_of",
+    "n_ops", "pops_of", "pushes_of", "queue_of", "registered", "uop_layout",
 ]

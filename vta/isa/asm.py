@@ -15,23 +15,32 @@ Syntax (one statement a line; ``#`` or ``;`` starts a comment)::
 ``dram=`` takes ``NAME+OFFSET`` (elements from the allocation's start) or an absolute element
 address. Dependency flags follow ``|``: pop_prev pop_next push_prev push_next. Pads are
 ``y0,y1,x0,x1``.
+
+Each instruction's syntax belongs to its definition (``InstructionDef.asm``); a micro-op
+instruction without its own uses ``microop_syntax``: ``NAME [reset] uop=B:E iter=O,I`` then
+``OPERAND=F_OUT,F_IN`` per operand and ``FIELD=VALUE`` for every other field (GEMM's form).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Collection
+from dataclasses import fields
 from typing import Any
 
 from vta.config import HwConfig
 from vta.errors import VtaError
+from vta.isa.defs import AsmSyntax, DefinitionError, InstructionDef, definition_of, registered
 from vta.isa.encoding import IsaError, check_fields
-from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Instruction, Load, MemType, Store, Uop
-from vta.isa.program import Program, ProgramBuilder, dram_kind
+from vta.isa.insn import Deps, Instruction, Uop
+from vta.isa.program import Program, ProgramBuilder
 
-__all__ = ["AsmError", "assemble", "disassemble", "format_insn"]
+__all__ = ["AsmError", "assemble", "disassemble", "format_insn", "microop_syntax", "AsmLine"]
 
 _FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+#: fields every micro-op instruction has, printed by the common part of its syntax
+MICROOP_FIELDS = ("reset", "uop_bgn", "uop_end", "iter_out", "iter_in")
 
 
 class AsmError(VtaError, ValueError):
@@ -46,43 +55,18 @@ def _deps_text(d: Deps) -> str:
     return f" | {' '.join(on)}" if on else ""
 
 
-def _dram_text(insn: Load | Store, program: Program | None) -> str:
-    if program is not None:
-        a = program.find(dram_kind(insn), insn.dram_base)
-        if a is not None:
-            return f"{a.name}+{insn.dram_base - a.base}"
-    return str(insn.dram_base)
-
-
 def format_insn(insn: Instruction, program: Program | None = None) -> str:
     """One instruction as a line of assembly (DRAM addresses symbolic when ``program`` given)."""
-    if isinstance(insn, Load):
-        pads = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1)
-        pad = f" pad={','.join(map(str, pads))}" if any(pads) else ""
-        body = (f"LOAD.{insn.mem.name} sram={insn.sram_base} dram={_dram_text(insn, program)} "
-                f"y={insn.y_size} x={insn.x_size} stride={insn.x_stride}{pad}")
-    elif isinstance(insn, Store):
-        body = (f"STORE.{insn.mem.name} sram={insn.sram_base} dram={_dram_text(insn, program)} "
-                f"y={insn.y_size} x={insn.x_size} stride={insn.x_stride}")
-    elif isinstance(insn, Gemm):
-        body = (f"GEMM{' reset' if insn.reset else ''} uop={insn.uop_bgn}:{insn.uop_end} "
-                f"iter={insn.iter_out},{insn.iter_in} "
-                f"dst={insn.dst_factor_out},{insn.dst_factor_in} "
-                f"src={insn.src_factor_out},{insn.src_factor_in} "
-                f"wgt={insn.wgt_factor_out},{insn.wgt_factor_in}")
-    elif isinstance(insn, Alu):
-        # ``reg`` keeps a register operand while an (ignored) immediate field is non-zero, so
-        # the text round-trips every encodable word exactly
-        imm = f" imm={insn.imm}" if insn.use_imm else (f" reg imm={insn.imm}" if insn.imm else "")
-        body = (f"ALU.{insn.op.name}{' reset' if insn.reset else ''} "
-                f"uop={insn.uop_bgn}:{insn.uop_end} iter={insn.iter_out},{insn.iter_in} "
-                f"dst={insn.dst_factor_out},{insn.dst_factor_in} "
-                f"src={insn.src_factor_out},{insn.src_factor_in}{imm}")
-    elif isinstance(insn, Finish):
-        body = "FINISH"
-    else:  # pragma: no cover
-        raise TypeError(f"not an instruction: {insn!r}")
-    return body + _deps_text(insn.deps)
+    d = definition_of(insn)
+
+    def dram_text(kind: str, addr: int) -> str:
+        if program is not None:
+            a = program.find(kind, addr)
+            if a is not None:
+                return f"{a.name}+{addr - a.base}"
+        return str(addr)
+
+    return d.asm.format(insn, dram_text) + _deps_text(insn.deps)
 
 
 def disassemble(program: Program) -> str:
@@ -100,58 +84,70 @@ def disassemble(program: Program) -> str:
 
 # --------------------------------------------------------------------------------- parsing
 
-_KEY_RE = re.compile(r"^([a-z_]+)=(.*)$")
+_KEY_RE = re.compile(r"^([a-z_][a-z0-9_]*)=(.*)$")
 
 
-class _Line:
-    def __init__(self, source: str, lineno: int, text: str) -> None:
-        self.source, self.lineno, self.text = source, lineno, text
+class AsmLine:
+    """One source line being parsed: error reporting and the pieces syntaxes share."""
+
+    def __init__(self, source: str, lineno: int, text: str, builder: ProgramBuilder) -> None:
+        self.source, self.lineno, self.text, self.builder = source, lineno, text, builder
 
     def error(self, msg: str) -> AsmError:
         return AsmError(f"{self.source}:{self.lineno}: {msg}: {self.text.strip()!r}")
 
+    def integer(self, key: str, text: str) -> int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise self.error(f"{key}: expected an integer, got {text!r}") from None
 
-def _int(line: _Line, key: str, text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise line.error(f"{key}: expected an integer, got {text!r}") from None
+    def pair(self, key: str, text: str) -> tuple[int, int]:
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise self.error(f"{key}: expected two integers 'a,b', got {text!r}")
+        return self.integer(key, parts[0]), self.integer(key, parts[1])
+
+    def range(self, text: str) -> tuple[int, int]:
+        parts = text.split(":")
+        if len(parts) != 2:
+            raise self.error(f"uop: expected 'begin:end', got {text!r}")
+        return self.integer("uop", parts[0]), self.integer("uop", parts[1])
+
+    def args(self, tokens: list[str], allowed: set[str],
+             required: set[str]) -> tuple[dict[str, str], set[str]]:
+        """``key=value`` operands (only ``allowed``, all of ``required``) and bare words."""
+        kv: dict[str, str] = {}
+        words: set[str] = set()
+        for tok in tokens:
+            m = _KEY_RE.match(tok)
+            if m:
+                if m.group(1) not in allowed:
+                    raise self.error(f"unknown operand {m.group(1)!r} (expected: "
+                                     f"{', '.join(sorted(allowed))})")
+                kv[m.group(1)] = m.group(2)
+            else:
+                words.add(tok)
+        missing = required - kv.keys()
+        if missing:
+            raise self.error(f"missing operand(s) {', '.join(sorted(missing))}")
+        return kv, words
+
+    def dram(self, text: str, kind: str) -> int:
+        """A DRAM element address: ``NAME+OFFSET`` of an allocation of ``kind``, or absolute."""
+        if "+" in text or not re.match(r"^-?(0x)?[0-9a-fA-F]+$", text):
+            name, _, off = text.partition("+")
+            alloc = next((a for a in self.builder._allocs if a.name == name), None)
+            if alloc is None:
+                raise self.error(f"dram: no allocation named {name!r}")
+            if alloc.kind != kind:
+                raise self.error(f"dram: allocation {name!r} holds {alloc.kind} elements, "
+                                 f"this instruction moves {kind}")
+            return alloc.base + (self.integer("dram", off) if off else 0)
+        return self.integer("dram", text)
 
 
-def _pair(line: _Line, key: str, text: str) -> tuple[int, int]:
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise line.error(f"{key}: expected two integers 'a,b', got {text!r}")
-    return _int(line, key, parts[0]), _int(line, key, parts[1])
-
-
-def _range(line: _Line, text: str) -> tuple[int, int]:
-    parts = text.split(":")
-    if len(parts) != 2:
-        raise line.error(f"uop: expected 'begin:end', got {text!r}")
-    return _int(line, "uop", parts[0]), _int(line, "uop", parts[1])
-
-
-def _parse_args(line: _Line, tokens: list[str], allowed: set[str],
-                required: set[str]) -> tuple[dict[str, str], set[str]]:
-    kv: dict[str, str] = {}
-    words: set[str] = set()
-    for tok in tokens:
-        m = _KEY_RE.match(tok)
-        if m:
-            if m.group(1) not in allowed:
-                raise line.error(f"unknown operand {m.group(1)!r} (expected: "
-                                 f"{', '.join(sorted(allowed))})")
-            kv[m.group(1)] = m.group(2)
-        else:
-            words.add(tok)
-    missing = required - kv.keys()
-    if missing:
-        raise line.error(f"missing operand(s) {', '.join(sorted(missing))}")
-    return kv, words
-
-
-def _deps(line: _Line, text: str) -> Deps:
+def _deps(line: AsmLine, text: str) -> Deps:
     flags = text.split()
     for f in flags:
         if f not in _FLAGS:
@@ -159,85 +155,96 @@ def _deps(line: _Line, text: str) -> Deps:
     return Deps(*(f in flags for f in _FLAGS))
 
 
-def _dram(line: _Line, text: str, kind: str, b: ProgramBuilder) -> int:
-    if "+" in text or not re.match(r"^-?(0x)?[0-9a-fA-F]+$", text):
-        name, _, off = text.partition("+")
-        alloc = next((a for a in b._allocs if a.name == name), None)
-        if alloc is None:
-            raise line.error(f"dram: no allocation named {name!r}")
-        if alloc.kind != kind:
-            raise line.error(f"dram: allocation {name!r} holds {alloc.kind} elements, "
-                             f"this instruction moves {kind}")
-        return alloc.base + (_int(line, "dram", off) if off else 0)
-    return _int(line, "dram", text)
+# ------------------------------------------------------------------ the micro-op syntax
 
 
-def _mem_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps,
-              b: ProgramBuilder) -> Instruction:
-    try:
-        mem = MemType[sub]
-    except KeyError:
-        raise line.error(f"unknown memory type {sub!r} (expected: "
-                         f"{', '.join(m.name for m in MemType)})") from None
-    keys = {"sram", "dram", "y", "x", "stride"} | ({"pad"} if op == "LOAD" else set())
-    kv, words = _parse_args(line, toks, keys, {"sram", "dram", "y", "x", "stride"})
-    if words:
-        raise line.error(f"unexpected word(s) {', '.join(sorted(words))}")
-    common: dict[str, Any] = dict(
-        mem=mem, sram_base=_int(line, "sram", kv["sram"]),
-        dram_base=_dram(line, kv["dram"], mem.kind, b),
-        y_size=_int(line, "y", kv["y"]), x_size=_int(line, "x", kv["x"]),
-        x_stride=_int(line, "stride", kv["stride"]), deps=deps)
-    if op == "STORE":
-        return Store(**common)
-    pads = [0, 0, 0, 0]
-    if "pad" in kv:
-        pads = [_int(line, "pad", p) for p in kv["pad"].split(",")]
-        if len(pads) != 4:
-            raise line.error("pad: expected four integers 'y0,y1,x0,x1'")
-    return Load(**common, pad_y0=pads[0], pad_y1=pads[1], pad_x0=pads[2], pad_x1=pads[3])
+def _extra_fields(d: InstructionDef) -> list[str]:
+    """Fields of a micro-op instruction printed as ``FIELD=VALUE``: all but the common ones,
+    the operands' factors and the function field."""
+    skip = set(MICROOP_FIELDS) | {"deps"}
+    for o in d.operands:
+        skip |= set(o.factors or ())
+    if d.function is not None:
+        skip.add(d.function[0])
+    return [f.name for f in fields(d.cls) if f.name not in skip]
 
 
-def _loop_insn(line: _Line, op: str, sub: str, toks: list[str], deps: Deps) -> Instruction:
-    keys = {"uop", "iter", "dst", "src"} | ({"wgt"} if op == "GEMM" else {"imm"})
-    kv, words = _parse_args(line, toks, keys, keys - {"imm"})
-    allowed_words = {"reset"} | ({"reg"} if op == "ALU" else set())
-    if words - allowed_words:
-        raise line.error(f"unexpected word(s) {', '.join(sorted(words - allowed_words))}")
-    bgn, end = _range(line, kv["uop"])
-    io, ii = _pair(line, "iter", kv["iter"])
-    do, di = _pair(line, "dst", kv["dst"])
-    so, si = _pair(line, "src", kv["src"])
-    common: dict[str, Any] = dict(
-        reset="reset" in words, uop_bgn=bgn, uop_end=end, iter_out=io, iter_in=ii,
-        dst_factor_out=do, dst_factor_in=di, src_factor_out=so, src_factor_in=si, deps=deps)
-    if op == "GEMM":
-        if sub:
-            raise line.error("GEMM takes no suffix")
-        wo, wi = _pair(line, "wgt", kv["wgt"])
-        return Gemm(**common, wgt_factor_out=wo, wgt_factor_in=wi)
-    try:
-        alu_op = AluOp[sub]
-    except KeyError:
-        raise line.error(f"unknown ALU op {sub!r} (expected: "
-                         f"{', '.join(o.name for o in AluOp)})") from None
-    use_imm = "imm" in kv and "reg" not in words
-    imm = _int(line, "imm", kv["imm"]) if "imm" in kv else 0
-    return Alu(op=alu_op, use_imm=use_imm, imm=imm, **common)
+def microop_text(d: InstructionDef, insn: Any, extra: bool = True) -> str:
+    """``NAME [reset] uop=B:E iter=O,I OPERAND=F_OUT,F_IN ... [FIELD=VALUE ...]``."""
+    parts = [d.mnemonic_of(insn) + (" reset" if insn.reset else ""),
+             f"uop={insn.uop_bgn}:{insn.uop_end}", f"iter={insn.iter_out},{insn.iter_in}"]
+    for o in d.operands:
+        if o.factors:
+            parts.append(f"{o.name}={getattr(insn, o.factors[0])},{getattr(insn, o.factors[1])}")
+    if extra:
+        parts += [f"{n}={int(getattr(insn, n))}" for n in _extra_fields(d)]
+    return " ".join(parts)
 
 
-def _directive(line: _Line, toks: list[str], b: ProgramBuilder) -> None:
+def microop_args(d: InstructionDef, line: AsmLine, tokens: list[str],
+                 extra: Collection[str] = (), words_ok: Collection[str] = ()
+                 ) -> tuple[dict[str, Any], dict[str, str], set[str]]:
+    """The common part of a micro-op instruction: keyword arguments for its class (reset, uop
+    range, iterations, operand factors), the remaining ``key=value`` pairs (``extra`` keys)
+    and bare words (``words_ok`` besides ``reset``)."""
+    factored = [o for o in d.operands if o.factors]
+    keys = {"uop", "iter", *(o.name for o in factored)}
+    kv, words = line.args(tokens, keys | set(extra), keys)
+    bad = words - {"reset"} - set(words_ok)
+    if bad:
+        raise line.error(f"unexpected word(s) {', '.join(sorted(bad))}")
+    bgn, end = line.range(kv["uop"])
+    io, ii = line.pair("iter", kv["iter"])
+    out: dict[str, Any] = dict(reset="reset" in words, uop_bgn=bgn, uop_end=end, iter_out=io,
+                               iter_in=ii)
+    for o in factored:
+        assert o.factors is not None
+        out[o.factors[0]], out[o.factors[1]] = line.pair(o.name, kv[o.name])
+    rest = {k: v for k, v in kv.items() if k not in keys}
+    return out, rest, words
+
+
+def microop_syntax(d_name: str) -> AsmSyntax:
+    """The generic micro-op syntax of the definition named ``d_name`` (looked up when used, so
+    the syntax can be built before the definition)."""
+    from vta.isa.defs import by_name
+
+    def fmt(insn: Any, _dram: Callable[[str, int], str]) -> str:
+        return microop_text(by_name(d_name), insn)
+
+    def parse(line: AsmLine, suffix: str, tokens: list[str], deps: Deps) -> Any:
+        d = by_name(d_name)
+        if suffix:
+            raise line.error(f"{d_name} takes no suffix")
+        extra = _extra_fields(d)
+        kw, rest, _ = microop_args(d, line, tokens, set(extra))
+        missing = [e for e in extra if e not in rest]
+        if missing:
+            raise line.error(f"missing operand(s) {', '.join(missing)}")
+        for k, v in rest.items():
+            kw[k] = line.integer(k, v)
+        if d.function is not None and d.function[0] in {f.name for f in fields(d.cls)}:
+            kw[d.function[0]] = d.function[1]
+        return d.cls(**kw, deps=deps)
+
+    return AsmSyntax(fmt, parse)
+
+
+# ------------------------------------------------------------------ directives and dispatch
+
+
+def _directive(line: AsmLine, toks: list[str], b: ProgramBuilder) -> None:
     if toks[0] == ".alloc":
         if len(toks) != 4:
             raise line.error(".alloc takes NAME KIND COUNT")
         try:
-            b.alloc(toks[1], toks[2], _int(line, "count", toks[3]))
+            b.alloc(toks[1], toks[2], line.integer("count", toks[3]))
         except ValueError as e:
             raise line.error(str(e)) from None
     elif toks[0] == ".uop":
         if len(toks) != 5:
             raise line.error(".uop takes NAME DST SRC WGT")
-        dst, src, wgt = (_int(line, k, t)
+        dst, src, wgt = (line.integer(k, t)
                          for k, t in zip(("dst", "src", "wgt"), toks[2:], strict=True))
         try:
             b.add_uops(toks[1], [Uop(dst, src, wgt)])
@@ -247,11 +254,28 @@ def _directive(line: _Line, toks: list[str], b: ProgramBuilder) -> None:
         raise line.error(f"unknown directive {toks[0]!r} (expected .alloc or .uop)")
 
 
+def _find(line: AsmLine, word: str) -> tuple[InstructionDef, str]:
+    """The definition a mnemonic names and its suffix: ``GEMM`` and ``ALU.ADD`` by name,
+    ``LOAD.INP`` as LOAD with suffix INP."""
+    mnemonic = word.upper()
+    defs = {d.name: d for d in registered()}
+    if mnemonic in defs:
+        return defs[mnemonic], ""
+    base, _, sub = mnemonic.partition(".")
+    if base in defs:
+        return defs[base], sub
+    members = sorted(n.partition(".")[2] for n in defs if n.startswith(base + "."))
+    if members:
+        raise line.error(f"unknown {base} op {sub!r} (expected: {', '.join(members)})")
+    shapes = sorted({n.partition(".")[0] + (".<op>" if "." in n else "") for n in defs})
+    raise line.error(f"unknown instruction {word!r} (expected: {', '.join(shapes)})")
+
+
 def assemble(text: str, hw: HwConfig, source: str = "<asm>") -> Program:
     """Parse assembly text into a Program; every field is range-checked against ``hw``."""
     b = ProgramBuilder(hw)
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = _Line(source, lineno, raw)
+        line = AsmLine(source, lineno, raw, b)
         code = re.split(r"[#;]", raw, maxsplit=1)[0].strip()
         if not code:
             continue
@@ -266,21 +290,11 @@ def assemble(text: str, hw: HwConfig, source: str = "<asm>") -> Program:
             _directive(line, toks, b)
             continue
         deps = _deps(line, flags)
-        op, _, sub = toks[0].upper().partition(".")
-        if op in ("LOAD", "STORE"):
-            insn = _mem_insn(line, op, sub, toks[1:], deps, b)
-        elif op in ("GEMM", "ALU"):
-            insn = _loop_insn(line, op, sub, toks[1:], deps)
-        elif op == "FINISH":
-            if len(toks) > 1 or sub:
-                raise line.error("FINISH takes no operands")
-            insn = Finish(deps)
-        else:
-            raise line.error(f"unknown instruction {toks[0]!r} (expected LOAD.<mem>, "
-                             f"STORE.OUT, GEMM, ALU.<op>, FINISH)")
+        d, suffix = _find(line, toks[0])
+        insn = d.asm.parse(line, suffix, toks[1:], deps)
         try:
             check_fields(insn, hw)
-        except IsaError as e:
+        except (IsaError, DefinitionError) as e:
             raise line.error(str(e)) from None
         b.emit(insn)
     return b.build()

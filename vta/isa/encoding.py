@@ -1,81 +1,77 @@
 """128-bit instruction and 32-bit micro-op encoding, with widths derived from the HwConfig.
 
 The layout follows VTA's hw_spec.h: the word is built from two 64-bit halves and no field
-crosses bit 64. Fields are packed from bit 0 of each half in the order listed in ``_LAYOUTS``;
-for the pynq config this reproduces VTA's bit positions exactly (opcode 0-2, flags 3-6; LOAD
-memory type 7-9, SRAM base 10-25, DRAM base 26-57, y_size 64-79, ...; GEMM reset 7, uop_bgn
-8-20, uop_end 21-34, iter_out 35-48, iter_in 49-62, dst factors 64-85, src 86-107, wgt
-108-127; ALU opcode 108-110, use_imm 111, imm 112-127).
+crosses bit 64. Each instruction's fields come from its definition (``vta.isa.defs``, the
+built-ins in ``vta.isa.builtins``), packed from bit 0 of each half in the order listed there,
+after the common head (opcode, four dependency flags); for the pynq config this reproduces
+VTA's bit positions exactly (opcode 0-2, flags 3-6; LOAD memory type 7-9, SRAM base 10-25, DRAM
+base 26-57, y_size 64-79, ...; GEMM reset 7, uop_bgn 8-20, uop_end 21-34, iter_out 35-48,
+iter_in 49-62, dst factors 64-85, src 86-107, wgt 108-127; ALU opcode 108-110, use_imm 111,
+imm 112-127). Decoding reads the opcode, then (for a family sharing it, like the ALU's
+functions) the function field, and builds the instance of that definition's class.
 """
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable
 from dataclasses import fields
+from enum import Enum
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from vta.config import HwConfig, IsaWidths
+from vta.config import HwConfig
 from vta.errors import VtaError
-from vta.isa.insn import (
-    Alu,
-    AluOp,
-    Deps,
-    Finish,
-    Gemm,
-    Instruction,
-    Load,
-    MemType,
-    Opcode,
-    Store,
-    Uop,
+from vta.isa.defs import (
+    HEAD_FLAGS,
+    INSN_HALF_BITS,
+    DefinitionError,
+    Field,
+    InstructionDef,
+    by_name,
+    decode_table,
+    definition_of,
+    family,
+    layout_of,
+    require,
 )
+from vta.isa.insn import Deps, Instruction, Uop
 
 __all__ = ["IsaError", "encode", "decode", "encode_uop", "decode_uop", "layout", "uop_layout",
-           "encode_program", "decode_program", "check_fields"]
+           "encode_program", "decode_program", "check_fields", "insn_label"]
 
 
 class IsaError(VtaError, ValueError):
     """An instruction cannot be encoded (a field is out of range) or a word cannot be decoded."""
 
 
-Field = tuple[str, int]  # (name, width in bits)
+def insn_label(insn: Any) -> str:
+    """How field errors name an instruction: its class in capitals (``GEMM``, ``ALU``)."""
+    return type(insn).__name__.upper()
 
 
-def _head() -> list[Field]:
-    return [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
+def _definition(ref: InstructionDef | str | int) -> InstructionDef:
+    if isinstance(ref, InstructionDef):
+        return ref
+    if isinstance(ref, str):
+        return by_name(ref)
+    fam = family(int(ref))
+    if not fam:
+        raise IsaError(f"no instruction has opcode {int(ref)}")
+    return fam[0]  # a family's members share the layout up to their function field
 
 
-@lru_cache(maxsize=64)
-def _layouts(w: IsaWidths) -> dict[Opcode, tuple[tuple[Field, ...], tuple[Field, ...]]]:
-    mem_lo = [*_head(), ("mem", 3), ("sram_base", w.sram_addr), ("dram_base", w.dram_addr)]
-    mem_hi = [("y_size", w.mem_size), ("x_size", w.mem_size), ("x_stride", w.mem_size),
-              ("pad_y0", w.pad), ("pad_y1", w.pad), ("pad_x0", w.pad), ("pad_x1", w.pad)]
-    loop_lo = [*_head(), ("reset", 1), ("uop_bgn", w.uop_idx), ("uop_end", w.uop_idx + 1),
-               ("iter_out", w.loop_iter), ("iter_in", w.loop_iter)]
-    gemm_hi = [("dst_factor_out", w.acc_idx), ("dst_factor_in", w.acc_idx),
-               ("src_factor_out", w.inp_idx), ("src_factor_in", w.inp_idx),
-               ("wgt_factor_out", w.wgt_idx), ("wgt_factor_in", w.wgt_idx)]
-    alu_hi = [("dst_factor_out", w.acc_idx), ("dst_factor_in", w.acc_idx),
-              ("src_factor_out", w.acc_idx), ("src_factor_in", w.acc_idx),
-              ("op", w.alu_opcode), ("use_imm", 1), ("imm", w.imm)]
-    return {
-        Opcode.LOAD: (tuple(mem_lo), tuple(mem_hi)),
-        Opcode.STORE: (tuple(mem_lo), tuple(mem_hi)),
-        Opcode.GEMM: (tuple(loop_lo), tuple(gemm_hi)),
-        Opcode.ALU: (tuple(loop_lo), tuple(alu_hi)),
-        Opcode.FINISH: (tuple(_head()), ()),
-    }
-
-
-def layout(hw: HwConfig, opcode: Opcode) -> list[tuple[str, int, int]]:
-    """``(field, first bit, width)`` for every field of ``opcode``'s format (for docs and tests)."""
+def layout(hw: HwConfig, which: InstructionDef | str | int) -> list[tuple[str, int, int]]:
+    """``(field, first bit, width)`` of every field of an instruction format: a definition, its
+    name (``"ALU.ADD"``) or an opcode (a family's first member). For docs and tests."""
     out = []
-    for base, half in zip((0, 64), _layouts(hw.isa)[opcode], strict=True):
+    for base, half in zip((0, INSN_HALF_BITS), layout_of(_definition(which), hw), strict=True):
         pos = base
-        for name, width in half:
-            out.append((name, pos, width))
-            pos += width
+        for f in half:
+            out.append((f.name, pos, f.width))
+            pos += f.width
     return out
 
 
@@ -86,104 +82,143 @@ def uop_layout(hw: HwConfig) -> list[tuple[str, int, int]]:
             ("wgt", w.acc_idx + w.uop_src, w.wgt_idx)]
 
 
-_SIGNED = frozenset({"imm"})
-_KIND = {Opcode.LOAD: Load, Opcode.STORE: Store, Opcode.GEMM: Gemm, Opcode.ALU: Alu,
-         Opcode.FINISH: Finish}
-
-
-def _values(insn: Instruction) -> dict[str, int]:
-    vals: dict[str, int] = {"opcode": int(insn.opcode)}
-    for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
+def _values(d: InstructionDef, insn: Any) -> dict[str, int]:
+    vals: dict[str, int] = {"opcode": d.opcode}
+    for flag in HEAD_FLAGS:
         vals[flag] = int(getattr(insn.deps, flag))
     for f in fields(insn):
         if f.name != "deps":
             vals[f.name] = int(getattr(insn, f.name))
-    if isinstance(insn, Store):
-        for p in ("pad_y0", "pad_y1", "pad_x0", "pad_x1"):
-            vals[p] = 0
+    if d.function is not None:
+        vals[d.function[0]] = d.function[1]
     return vals
 
 
-def _range(name: str, width: int) -> tuple[int, int]:
-    if name in _SIGNED:
-        return -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return 0, (1 << width) - 1
+def _all_fields(d: InstructionDef, hw: HwConfig) -> tuple[Field, ...]:
+    lo, hi = layout_of(d, hw)
+    return (*lo, *hi)
 
 
 def check_fields(insn: Instruction, hw: HwConfig) -> None:
-    """Raise IsaError naming the instruction and field if any value does not fit its field."""
-    vals = _values(insn)
-    lo_f, hi_f = _layouts(hw.isa)[insn.opcode]
-    for name, width in lo_f + hi_f:
-        lo, hi = _range(name, width)
-        v = vals[name]
+    """Raise IsaError naming the instruction and field if any value does not fit its field, the
+    definition's own checks fail, or ``hw`` does not implement the instruction."""
+    d = definition_of(insn)
+    try:
+        require(d, hw)
+    except DefinitionError as e:
+        raise IsaError(str(e)) from None
+    vals = _values(d, insn)
+    label = insn_label(insn)
+    for f in _all_fields(d, hw):
+        if f.name not in vals:
+            continue  # reserved bits (or pads a STORE does not carry): encoded as 0
+        lo, hi = f.range
+        v = vals[f.name]
         if not lo <= v <= hi:
-            raise IsaError(f"{type(insn).__name__.upper()}: field {name}={v} does not fit in "
-                           f"{width} bits (allowed {lo}..{hi})")
-    if isinstance(insn, (Load, Store)) and insn.mem not in _MEM_OK[type(insn)]:
-        raise IsaError(f"{type(insn).__name__.upper()}: field mem={insn.mem.name} is not a valid "
-                       f"target (allowed {', '.join(m.name for m in _MEM_OK[type(insn)])})")
-    if isinstance(insn, (Gemm, Alu)) and insn.uop_end < insn.uop_bgn:
-        raise IsaError(f"{type(insn).__name__.upper()}: uop_end={insn.uop_end} is before "
-                       f"uop_bgn={insn.uop_bgn}")
-
-
-_MEM_OK = {Load: (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC), Store: (MemType.OUT,)}
+            raise IsaError(f"{label}: field {f.name}={v} does not fit in {f.width} bits "
+                           f"(allowed {lo}..{hi})")
+    if d.check is not None:
+        why = d.check(insn, hw)
+        if why:
+            raise IsaError(f"{label}: {why}")
 
 
 def encode(insn: Instruction, hw: HwConfig) -> int:
     """The 128-bit word of ``insn`` as a Python int (bit 0 = least significant)."""
     check_fields(insn, hw)
-    vals = _values(insn)
+    d = definition_of(insn)
+    vals = _values(d, insn)
     word = 0
-    for base, half in zip((0, 64), _layouts(hw.isa)[insn.opcode], strict=True):
+    for base, half in zip((0, INSN_HALF_BITS), layout_of(d, hw), strict=True):
         pos = base
-        for name, width in half:
-            word |= (vals[name] & ((1 << width) - 1)) << pos
-            pos += width
+        for f in half:
+            word |= (vals.get(f.name, 0) & ((1 << f.width) - 1)) << pos
+            pos += f.width
     return word
 
 
+@lru_cache(maxsize=64)
+def _converters(cls: type) -> dict[str, Callable[[int], Any]]:
+    """How to turn a decoded integer into each dataclass field's value (bool, enum or int)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # pragma: no cover - unresolvable annotations: keep ints
+        hints = {}
+    out: dict[str, Callable[[int], Any]] = {}
+    for f in fields(cls):
+        t = hints.get(f.name, int)
+        if t is bool:
+            out[f.name] = bool
+            continue
+        members = [a for a in typing.get_args(t) if isinstance(a, type)] or [t]
+        enum = next((m for m in members if isinstance(m, type) and issubclass(m, Enum)), None)
+        if enum is not None:
+            out[f.name] = _enum_or_int(enum, int in members)
+        else:
+            out[f.name] = int
+    return out
+
+
+def _enum_or_int(enum: type[Enum], int_ok: bool) -> Callable[[int], Any]:
+    def conv(v: int) -> Any:
+        try:
+            return enum(v)
+        except ValueError:
+            if int_ok:
+                return v
+            raise
+    return conv
+
+
+def _read(word: int, half: tuple[Field, ...], base: int, vals: dict[str, int]) -> None:
+    pos = base
+    for f in half:
+        v = (word >> pos) & ((1 << f.width) - 1)
+        if f.signed and v >> (f.width - 1):
+            v -= 1 << f.width
+        vals[f.name] = v
+        pos += f.width
+
+
+_UNKNOWN = {"mem": "memory type"}
+
+
 def decode(word: int, hw: HwConfig) -> Instruction:
-    """The instruction a 128-bit word encodes; IsaError for an unknown opcode or memory type."""
+    """The instruction a 128-bit word encodes; IsaError for an unknown opcode, function or
+    field value (e.g. a memory type)."""
     if not 0 <= word < 1 << 128:
         raise IsaError(f"instruction word {word:#x} is not a 128-bit value")
-    op_val = word & 0b111
-    try:
-        opcode = Opcode(op_val)
-    except ValueError:
-        raise IsaError(f"instruction word {word:#034x}: unknown opcode {op_val}") from None
+    op_val = word & ((1 << hw.isa.opcode) - 1)
+    entry = decode_table(hw).get(op_val)
+    if entry is None:
+        raise IsaError(f"instruction word {word:#034x}: unknown opcode {op_val}")
+    pos, members = entry
+    key = None
+    if pos is not None:
+        key = (word >> pos[0]) & ((1 << pos[1]) - 1)
+    d = members.get(key)
+    if d is None:
+        first = next(iter(members.values()))
+        assert first.function is not None  # only a family is looked up by function
+        fam, fname = first.name.split(".")[0], first.function[0]
+        label = f"{fam} opcode" if fname == "op" else f"{fam} {fname}"
+        raise IsaError(f"instruction word {word:#034x}: unknown {label} {key}")
     vals: dict[str, int] = {}
-    for base, half in zip((0, 64), _layouts(hw.isa)[opcode], strict=True):
-        pos = base
-        for name, width in half:
-            v = (word >> pos) & ((1 << width) - 1)
-            if name in _SIGNED and v >> (width - 1):
-                v -= 1 << width
-            vals[name] = v
-            pos += width
-    deps = Deps(*(bool(vals.pop(f)) for f in ("pop_prev", "pop_next", "push_prev", "push_next")))
-    vals.pop("opcode")
-    cls = _KIND[opcode]
-    if opcode in (Opcode.LOAD, Opcode.STORE):
+    for base, half in zip((0, INSN_HALF_BITS), layout_of(d, hw), strict=True):
+        _read(word, half, base, vals)
+    deps = Deps(*(bool(vals.pop(f)) for f in HEAD_FLAGS))
+    conv = _converters(d.cls)
+    kwargs: dict[str, Any] = {}
+    for name, fn in conv.items():
+        if name == "deps":
+            continue
+        v = d.function[1] if d.function is not None and name == d.function[0] else vals.get(name, 0)
         try:
-            vals["mem"] = MemType(vals["mem"])
+            kwargs[name] = fn(v)
         except ValueError:
-            raise IsaError(f"instruction word {word:#034x}: unknown memory type {vals['mem']}") \
-                from None
-        if opcode == Opcode.STORE:
-            for p in ("pad_y0", "pad_y1", "pad_x0", "pad_x1"):
-                vals.pop(p)
-    if opcode in (Opcode.GEMM, Opcode.ALU):
-        vals["reset"] = bool(vals["reset"])
-    if opcode == Opcode.ALU:
-        try:
-            vals["op"] = AluOp(vals["op"])
-        except ValueError:
-            raise IsaError(f"instruction word {word:#034x}: unknown ALU opcode {vals['op']}") \
-                from None
-        vals["use_imm"] = bool(vals["use_imm"])
-    return cls(deps=deps, **vals)
+            what = _UNKNOWN.get(name, f"{name} value")
+            raise IsaError(f"instruction word {word:#034x}: unknown {what} {v}") from None
+    return d.cls(deps=deps, **kwargs)  # type: ignore[no-any-return]
 
 
 def encode_uop(uop: Uop, hw: HwConfig) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "AluOp",
@@ -34,10 +35,11 @@ __all__ = [
     "Opcode",
     "Store",
     "Uop",
-    "module_of",
     "TOKEN_QUEUES",
-    "pops_of",
-    "pushes_of",
+    "FLAG_QUEUES",
+    "queue_of",
+    "flag_for",
+    "n_ops",
 ]
 
 
@@ -184,7 +186,7 @@ class Gemm:
     @property
     def n_ops(self) -> int:
         """Tensor operations (micro-op executions) this instruction performs."""
-        return self.iter_out * self.iter_in * max(0, self.uop_end - self.uop_bgn)
+        return n_ops(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,7 @@ class Alu:
     Loops like GEMM; ``src`` indexes acc. With ``reset`` the entry is zeroed instead.
     """
 
-    op: AluOp
+    op: AluOp | int  # an AluOp, or the function value of a user-defined ALU function
     reset: bool
     uop_bgn: int
     uop_end: int
@@ -212,7 +214,7 @@ class Alu:
 
     @property
     def n_ops(self) -> int:
-        return self.iter_out * self.iter_in * max(0, self.uop_end - self.uop_bgn)
+        return n_ops(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,56 +235,44 @@ class Uop:
     wgt: int
 
 
-Instruction = Load | Store | Gemm | Alu | Finish
+@runtime_checkable
+class Instruction(Protocol):
+    """Any instruction: a frozen dataclass with dependency flags whose class is registered with
+    an ``InstructionDef`` (the built-ins above, or a user's). What else it has is described by
+    its definition (``vta.isa.defs.definition_of``)."""
+
+    @property
+    def deps(self) -> Deps: ...
 
 
-def module_of(insn: Instruction) -> Module:
-    """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does)."""
-    if isinstance(insn, Load):
-        return Module.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Module.COMPUTE
-    if isinstance(insn, Store):
-        return Module.STORE
-    return Module.COMPUTE
+def n_ops(insn: Any) -> int:
+    """Executions of a micro-op loop instruction: ``iter_out * iter_in * (uop_end - uop_bgn)``."""
+    return int(insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn))
 
 
-def _queue_for(module: Module, flag: str) -> tuple[Module, Module] | None:
+#: What each dependency flag names on each module: (module, flag) -> (producer, consumer).
+#: The one home of VTA's token routing (docs/isa.md); the simulator and the compiler's token
+#: insertion both read it.
+FLAG_QUEUES: dict[tuple[Module, str], tuple[Module, Module]] = {
+    (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
+    (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
+    (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
+    (Module.COMPUTE, "pop_next"): (Module.STORE, Module.COMPUTE),
+    (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
+    (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.STORE),
+    (Module.STORE, "pop_prev"): (Module.COMPUTE, Module.STORE),
+    (Module.STORE, "push_prev"): (Module.STORE, Module.COMPUTE),
+}
+
+
+def queue_of(module: Module, flag: str) -> tuple[Module, Module] | None:
     """The token queue a flag of ``module`` refers to (None if the flag has no queue there)."""
-    table: dict[tuple[Module, str], tuple[Module, Module]] = {
-        (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
-        (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
-        (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
-        (Module.COMPUTE, "pop_next"): (Module.STORE, Module.COMPUTE),
-        (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
-        (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.STORE),
-        (Module.STORE, "pop_prev"): (Module.COMPUTE, Module.STORE),
-        (Module.STORE, "push_prev"): (Module.STORE, Module.COMPUTE),
-    }
-    return table.get((module, flag))
+    return FLAG_QUEUES.get((module, flag))
 
 
-def pops_of(insn: Instruction) -> list[tuple[Module, Module]]:
-    """Token queues this instruction pops from, in flag order (pop_prev, pop_next)."""
-    m = module_of(insn)
-    out = []
-    for flag in ("pop_prev", "pop_next"):
-        if getattr(insn.deps, flag):
-            q = _queue_for(m, flag)
-            if q is None:
-                raise ValueError(f"{type(insn).__name__}: {flag} has no token queue on the "
-                                 f"{m.name.lower()} module")
-            out.append(q)
-    return out
-
-
-def pushes_of(insn: Instruction) -> list[tuple[Module, Module]]:
-    """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
-    m = module_of(insn)
-    out = []
-    for flag in ("push_prev", "push_next"):
-        if getattr(insn.deps, flag):
-            q = _queue_for(m, flag)
-            if q is None:
-                raise ValueError(f"{type(insn).__name__}: {flag} has no token queue on the "
-                                 f"{m.name.lower()} module")
-            out.append(q)
-    return out
+def flag_for(queue: tuple[Module, Module], module: Module, push: bool) -> str:
+    """The flag with which ``module`` pushes to (``push``) or pops from ``queue``."""
+    for (m, f), q in FLAG_QUEUES.items():
+        if m is module and q == queue and f.startswith("push" if push else "pop"):
+            return f
+    raise ValueError(f"the {module.name.lower()} module has no flag for queue {queue}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def with_deps(insn: Instruction, **flags: bool) -> Instruction:
     d = insn.deps
     merged = {f: getattr(d, f) or flags.get(f, False)
               for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
-    return replace(insn, deps=Deps(**merged))
+    return replace(cast(Any, insn), deps=Deps(**merged))  # type: ignore[no-any-return]
 
 
 def _mark(group: list[Instruction], first: dict[str, bool], last: dict[str, bool]) -> None:

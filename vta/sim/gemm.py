@@ -24,8 +24,8 @@ from itertools import pairwise
 import numpy as np
 
 from vta.config import DTYPE_BITS, HwConfig
-from vta.isa import Gemm
-from vta.sim.kernels import Ctx, Sram, apply_gemm_sums, count_raw_hazards, gemm_indices
+from vta.isa import Gemm, InstructionDef
+from vta.sim.kernels import Ctx, Sram, apply_sums, count_raw_hazards, microop_indices
 
 __all__ = ["FastGemm", "float_exact"]
 
@@ -118,9 +118,12 @@ def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
 
 class FastGemm:
     """Float64 (or int64, when float64 would not be exact) shadows of inp and wgt^T, and the
-    grouped GEMM over them."""
+    grouped GEMM over them: a faster evaluation of the GEMM definition's semantics (the sum of
+    ``inp[src] . wgt[wgt]^T`` over an instruction's executions), checked against the generic
+    path and the reference interpreter by the differential tests."""
 
-    def __init__(self, sram: Sram, exact_float: bool) -> None:
+    def __init__(self, sram: Sram, exact_float: bool, defn: InstructionDef) -> None:
+        self.defn = defn
         self.dtype = np.float64 if exact_float else np.int64
         self.inp = sram.data["inp"].astype(self.dtype)
         self.wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
@@ -128,7 +131,6 @@ class FastGemm:
         # hot gather reads half the bytes and is not followed by a cast of the gathered copy
         self.inp32 = self.inp.astype(np.float32)
         self.wgt_t32 = self.wgt_t.astype(np.float32)
-        self.max_lag = -(-sram.hw.gemm.pipeline_depth // sram.hw.gemm.ii) - 1
         g = sram.hw.gemm
         #: the largest magnitude of one int product
         self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
@@ -153,8 +155,11 @@ class FastGemm:
                insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, self.uop_version)
         plan = self.plans.get(key)
         if plan is None:
-            a, x, w = gemm_indices(sram, insn, ctx)
-            hazards = 0 if insn.reset else count_raw_hazards(a, (a,), self.max_lag)
+            idx = microop_indices(sram, insn, self.defn, ctx)
+            a = idx["dst"]
+            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+            lag = self.defn.hazard_lag(insn, sram.hw)
+            hazards = 0 if insn.reset else count_raw_hazards(a, (a,), lag)
             plan = self.plans[key] = _plan(a, x, w, hazards)
         if plan.entries.size == 0:
             return 0
@@ -166,12 +171,12 @@ class FastGemm:
             sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
             for c in plan.cols:
                 sums[c.rows] = self._im2col_sums(c.x, c.w)
-            apply_gemm_sums(sram, plan.entries, sums)
+            apply_sums(sram, plan.entries, sums)
             return plan.hazards
         prods = self._products(plan)[plan.by_acc]
         if plan.starts.size != prods.shape[0]:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
-        apply_gemm_sums(sram, plan.entries, prods.astype(np.int64))
+        apply_sums(sram, plan.entries, prods.astype(np.int64))
         return plan.hazards
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray) -> np.ndarray:

@@ -1,22 +1,25 @@
-"""The cycle-level machine's on-chip state and its vectorised LOAD, STORE and ALU steps.
+"""The cycle-level machine's on-chip state and its vectorised steps: DMA, and the micro-op
+loop of every compute instruction (GEMM, the ALU's functions, a user's unit).
 
-This is the machine's fast implementation, not the definition: ``reference.py`` is the ISA's
-executable definition (plain loops, sharing no code with this module or ``gemm.py``), and the
-differential tests check the two against each other. GEMM is ``gemm.py``'s grouped kernel,
-which uses the index helpers here.
+This is the machine's fast implementation of the loops, not the definition: ``reference.py``
+walks the same loops one execution at a time (sharing no code with this module or
+``gemm.py``), and the differential tests check the two against each other. What an execution
+*computes* is the instruction's own semantics (``InstructionDef.semantics``), the one numpy
+function both simulators call; ``gemm.py`` is a faster evaluation of GEMM's.
 
-The semantics they implement (defined by reference.py; see docs/simulator.md):
+The loops (defined by reference.py; see docs/simulator.md):
 
 * LOAD copies ``y_size`` rows of ``x_size`` entries (rows ``x_stride`` entries apart in DRAM) into
   a contiguous SRAM image of ``(pad_y0 + y + pad_y1) x (pad_x0 + x + pad_x1)`` entries, zeros in
-  the pads. A LOAD with ``y_size`` or ``x_size`` 0 writes nothing (not even pads).
-* GEMM: ``acc[a] = 0`` with reset, else ``acc[a] += inp[x] . wgt[w]^T`` wrapping to acc dtype.
-* ALU: ``acc[a] = wrap(op(acc[a], imm or acc[s]))``, executed in loop order (a later micro-op
-  sees an earlier one's write). Results are computed exactly, then wrapped to the acc dtype.
-  SHR by ``s`` is ``floor(x / 2**s)`` for ``s >= 0`` (any ``s >= width`` gives 0 or -1) and
-  ``x * 2**-s`` wrapped for ``s < 0`` (any ``-s >= width`` gives 0).
-* Narrowing: after GEMM and ALU, ``out[a]`` = the low out-dtype bits of ``acc[a]`` (two's
-  complement truncation).
+  the pads (``builtins.load_image``). A LOAD with ``y_size`` or ``x_size`` 0 writes nothing.
+* A micro-op instruction runs ``for o < iter_out: for i < iter_in: for u in uops[bgn:end]``;
+  operand ``f`` of execution ``(o, i, u)`` is entry ``u.f + o*f_factor_out + i*f_factor_in``
+  (+ a base field) of its scratchpad. ``reset`` zeroes the destination. An ``accumulate``
+  instruction adds each execution's result to its destination (wrapping: the executions of one
+  instruction may be summed first); an ``update`` instruction replaces it, in loop order (a
+  later execution sees an earlier one's write), computed exactly then wrapped to acc.
+* Narrowing: after a compute instruction, ``out[a]`` = the low out-dtype bits of ``acc[a]``
+  (two's complement truncation).
 * STORE copies ``y_size x x_size`` contiguous out entries to DRAM rows ``x_stride`` apart;
   overlapping rows are written in row order (the later row wins).
 
@@ -27,16 +30,18 @@ naming the instruction, the buffer and the offending index, before anything is m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from vta.config import HwConfig
-from vta.isa import Alu, AluOp, Gemm, Instruction, Load, Program, Store, uop_layout
+from vta.isa import Instruction, InstructionDef, Load, Operand, Program, Store, uop_layout
+from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
 from vta.sim.errors import BoundsError, where
 
-__all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_alu", "gemm_indices",
-           "alu_indices", "apply_gemm_sums", "count_raw_hazards"]
+__all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
+           "apply_sums", "count_raw_hazards", "operand_label"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +111,12 @@ def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, i
     raw = dram_rows(dram, ctx, kind, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
     dtype, shape = entry_spec(dram.hw, kind)
     data = np.ascontiguousarray(raw).view(dtype).reshape(insn.y_size, insn.x_size, *shape)
-    y0, x0 = insn.pad_y0, insn.pad_x0
+    img = load_image(insn, data).reshape(n, *shape)
     lo, hi = insn.sram_base, insn.sram_base + n
     if kind == "uop":
-        img = np.zeros((insn.rows, insn.cols), dtype=np.uint32)
-        img[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data
-        sram.uop[:, lo:hi] = sram.decode_uops(img.ravel())
+        sram.uop[:, lo:hi] = sram.decode_uops(img)
     else:
-        img = sram.data[kind][lo:hi].reshape(insn.rows, insn.cols, *shape)
-        img[...] = 0
-        img[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data
+        sram.data[kind][lo:hi] = img
     return kind, lo, hi
 
 
@@ -127,8 +128,8 @@ def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
     _check_sram(ctx, sram, "out", insn.sram_base, n)
     dst = dram_rows(dram, ctx, "out", insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
     dtype, _ = entry_spec(dram.hw, "out")
-    src = sram.data["out"][insn.sram_base: insn.sram_base + n].astype(dtype)
-    src = src.view(np.uint8).reshape(insn.y_size, -1)
+    rows = store_rows(insn, sram.data["out"][insn.sram_base: insn.sram_base + n].astype(dtype))
+    src = rows.view(np.uint8).reshape(insn.y_size, -1)
     if insn.y_size > 1 and insn.x_stride < insn.x_size:  # overlapping rows: in row order
         for r in range(insn.y_size):
             dst[r] = src[r]
@@ -155,44 +156,41 @@ def _check_index(ctx: Ctx, buffer: str, idx: np.ndarray, size: int,
                          f" at iteration o={o}, i={i}, uop {uop_bgn + u}")
 
 
-def _uop_range(sram: Sram, insn: Gemm | Alu, ctx: Ctx) -> np.ndarray:
+def operand_label(d: InstructionDef, op: Operand) -> str:
+    """How bounds errors name an operand: its scratchpad, and which operand when the
+    destination's scratchpad is read too (``acc (ALU src)``)."""
+    if op.writes or op.memory != d.dst.memory:
+        return op.memory
+    return f"{op.memory} ({d.name.split('.')[0]} {op.name})"
+
+
+_FIELD_ROW = {"dst": 0, "src": 1, "wgt": 2}
+
+
+def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
+                    ctx: Ctx) -> dict[str, np.ndarray]:
+    """The entry index of every operand (the destination, and each operand this instruction
+    reads) for every execution, in loop order, bounds-checked."""
     if insn.uop_end > sram.depth["uop"]:
         raise ctx.bounds("uop", insn.uop_end - 1, sram.depth["uop"],
                          f" (uop range {insn.uop_bgn}:{insn.uop_end})")
-    return sram.uop[:, insn.uop_bgn: insn.uop_end]
-
-
-def gemm_indices(sram: Sram, insn: Gemm, ctx: Ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """acc, inp and wgt index of every tensor op, in loop order, bounds-checked."""
-    u = _uop_range(sram, insn, ctx)
+    u = sram.uop[:, insn.uop_bgn: insn.uop_end]
     dims = (insn.iter_out, insn.iter_in, u.shape[1])
-    a = _loop(u[0], insn.iter_out, insn.iter_in, insn.dst_factor_out, insn.dst_factor_in)
-    x = _loop(u[1], insn.iter_out, insn.iter_in, insn.src_factor_out, insn.src_factor_in)
-    w = _loop(u[2], insn.iter_out, insn.iter_in, insn.wgt_factor_out, insn.wgt_factor_in)
-    _check_index(ctx, "acc", a, sram.depth["acc"], dims, insn.uop_bgn)
-    if not insn.reset:  # a reset reads neither inp nor wgt
-        _check_index(ctx, "inp", x, sram.depth["inp"], dims, insn.uop_bgn)
-        _check_index(ctx, "wgt", w, sram.depth["wgt"], dims, insn.uop_bgn)
-    return a, x, w
+    out: dict[str, np.ndarray] = {}
+    for op in (d.dst, *d.reads(insn)):
+        fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) if op.factors \
+            else (0, 0)
+        base = u[_FIELD_ROW[op.name]] + (getattr(insn, op.base) if op.base else 0)
+        idx = _loop(base, insn.iter_out, insn.iter_in, fo, fi)
+        _check_index(ctx, operand_label(d, op), idx, sram.depth[op.memory], dims, insn.uop_bgn)
+        out[op.name] = idx
+    return out
 
 
-def alu_indices(sram: Sram, insn: Alu, ctx: Ctx) -> tuple[np.ndarray, np.ndarray | None]:
-    """dst (and, for a register operand, src) acc index of every op, bounds-checked."""
-    u = _uop_range(sram, insn, ctx)
-    dims = (insn.iter_out, insn.iter_in, u.shape[1])
-    a = _loop(u[0], insn.iter_out, insn.iter_in, insn.dst_factor_out, insn.dst_factor_in)
-    _check_index(ctx, "acc", a, sram.depth["acc"], dims, insn.uop_bgn)
-    if insn.use_imm or insn.reset:
-        return a, None
-    s = _loop(u[1], insn.iter_out, insn.iter_in, insn.src_factor_out, insn.src_factor_in)
-    _check_index(ctx, "acc (ALU src)", s, sram.depth["acc"], dims, insn.uop_bgn)
-    return a, s
+# ------------------------------------------------------------------------------ compute
 
 
-# ------------------------------------------------------------------------------ GEMM
-
-
-def apply_gemm_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:
+def apply_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:
     """``acc[entries] += sums`` (exact int64 sums), wrapped; then narrow into out."""
     acc = sram.data["acc"]
     new = (acc[entries].astype(np.int64) + sums).astype(sram.acc_dtype)
@@ -200,69 +198,64 @@ def apply_gemm_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-def _reset(sram: Sram, a: np.ndarray) -> None:
-    sram.data["acc"][a] = 0
-    sram.data["out"][a] = 0
+def _set(sram: Sram, entries: np.ndarray, exact: np.ndarray) -> None:
+    new = exact.astype(sram.acc_dtype)
+    sram.data["acc"][entries] = new
+    sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-# ------------------------------------------------------------------------------ ALU
-
-
-def alu_apply(op: AluOp, x: np.ndarray, y: np.ndarray | np.int64) -> np.ndarray:
-    """The exact (int64) result of ``op(x, y)``; the caller wraps it to the acc dtype."""
-    if op == AluOp.MIN:
-        return np.minimum(x, y)
-    if op == AluOp.MAX:
-        return np.maximum(x, y)
-    if op == AluOp.ADD:
-        return x + y
-    if op == AluOp.MUL:
-        return x * y
-    if op == AluOp.SHR:
-        # x is at most 32 bits wide, so clamping the amount to 63 changes nothing: x >> 63 is
-        # already 0 or -1, and x << 63 has no bits left below bit 32.
-        s = np.broadcast_to(np.asarray(y, dtype=np.int64), np.broadcast(x, y).shape)
-        right = x >> np.clip(s, 0, 63)
-        left = (x.astype(np.uint64) << np.clip(-s, 0, 63).astype(np.uint64)).astype(np.int64)
-        return np.where(s >= 0, right, left)
-    raise ValueError(f"unknown ALU op {op!r}")  # pragma: no cover
-
-
-def _needs_order(a: np.ndarray, s: np.ndarray | None, depth: int) -> bool:
-    """Whether loop order matters: a dst repeats, or a src reads an earlier op's dst."""
+def _needs_order(a: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
+    """Whether loop order matters for an update: a destination repeats, or an execution reads
+    an acc entry an earlier execution wrote."""
     if np.unique(a).size != a.size:
         return True
-    if s is None:
+    if not reads:
         return False
     written_at = np.full(depth, a.size, dtype=np.int64)  # op position writing each entry
     written_at[a] = np.arange(a.size)
-    return bool(np.any(written_at[s] < np.arange(a.size)))
+    pos = np.arange(a.size)
+    return any(bool(np.any(written_at[r] < pos)) for r in reads)
 
 
-def exec_alu(sram: Sram, insn: Alu, ctx: Ctx) -> tuple[np.ndarray, np.ndarray | None]:
-    """Execute an ALU instruction with loop-order semantics (vectorised when order is moot).
+def _gather(sram: Sram, d: InstructionDef, insn: Any, idx: dict[str, np.ndarray],
+            sel: Any = slice(None)) -> dict[str, np.ndarray]:
+    return {op.name: sram.data[op.memory][idx[op.name][sel]].astype(np.int64)
+            for op in d.reads(insn)}
 
-    Returns the dst and src acc indices it used (src None for an immediate or a reset)."""
-    a, s = alu_indices(sram, insn, ctx)
+
+def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
+    """Execute a micro-op compute instruction with its definition's semantics (vectorised;
+    an update whose executions depend on each other runs one execution at a time). Returns the
+    accumulator read-after-write hazards inside the instruction (``lag``: the definition's
+    hazard window)."""
+    assert d.semantics is not None
+    idx = microop_indices(sram, insn, d, ctx)
+    a = idx["dst"]
     if a.size == 0:
-        return a, s
+        return 0
     if insn.reset:
-        _reset(sram, a)
-        return a, s
-    acc, out = sram.data["acc"], sram.data["out"]
-    imm = np.int64(insn.imm)
-    if not _needs_order(a, s, sram.depth["acc"]):
-        y = imm if s is None else acc[s].astype(np.int64)
-        new = alu_apply(insn.op, acc[a].astype(np.int64), y).astype(sram.acc_dtype)
-        acc[a] = new
-        out[a] = new.astype(sram.out_dtype)
-        return a, s
-    for k in range(a.size):  # a dependence inside the instruction: one op at a time
-        y = imm if s is None else acc[s[k]].astype(np.int64)
-        new = alu_apply(insn.op, acc[a[k]].astype(np.int64), y).astype(sram.acc_dtype)
-        acc[a[k]] = new
-        out[a[k]] = new.astype(sram.out_dtype)
-    return a, s
+        sram.data["acc"][a] = 0
+        sram.data["out"][a] = 0
+        return 0
+    acc_reads = [idx[op.name] for op in d.reads(insn) if op.memory == "acc"]
+    hazards = count_raw_hazards(a, (a, *acc_reads), lag)
+    if d.kind == "accumulate":
+        delta = np.asarray(d.semantics(insn, _gather(sram, d, insn, idx)), dtype=np.int64)
+        order = np.argsort(a, kind="stable")
+        sa = a[order]
+        starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+        apply_sums(sram, sa[starts], np.add.reduceat(delta[order], starts, axis=0))
+        return hazards
+    acc = sram.data["acc"]
+    if not _needs_order(a, acc_reads, sram.depth["acc"]):
+        new = d.semantics(insn, acc[a].astype(np.int64), _gather(sram, d, insn, idx))
+        _set(sram, a, np.asarray(new, dtype=np.int64))
+        return hazards
+    for k in range(a.size):  # a dependence inside the instruction: one execution at a time
+        sel = slice(k, k + 1)
+        new = d.semantics(insn, acc[a[sel]].astype(np.int64), _gather(sram, d, insn, idx, sel))
+        _set(sram, a[sel], np.asarray(new, dtype=np.int64))
+    return hazards
 
 
 # ------------------------------------------------------------------------------ hazards
@@ -273,7 +266,7 @@ def count_raw_hazards(writes: np.ndarray, reads: tuple[np.ndarray, ...], max_lag
 
     With initiation interval ``ii`` and pipeline depth ``d``, op ``k`` writes back ``d`` cycles
     after issue while op ``j`` reads at ``(j - k) * ii`` cycles after it, so the lags at risk are
-    ``1 .. ceil(d / ii) - 1``.
+    ``1 .. ceil(d / ii) - 1`` (``InstructionDef.hazard_lag``).
     """
     total = 0
     for lag in range(1, min(max_lag, writes.size - 1) + 1):

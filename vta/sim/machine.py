@@ -3,8 +3,10 @@
 One ``simpy.Environment`` per run. Fetch reads instruction words over the memory port in
 batches of ``queues.fetch_batch`` and routes each (``module_of``) into a bounded command queue;
 each unit pops its dependency tokens, takes the memory port if it moves data, holds the unit
-for the instruction's duration (``vta.sim.timing``: one timeout per instruction), executes the
-instruction's arithmetic at completion, and pushes its tokens. Units meet only through these
+for the instruction's duration (its definition's ``duration``: one timeout per instruction),
+executes the instruction's arithmetic at completion, and pushes its tokens. What an instruction
+does, where it runs, how long it takes and whether it ends the program are all read from its
+definition (``vta.isa.defs``), by table. Units meet only through these
 bounded Stores and the memory port(s), so every stall emerges from the model.
 
 The run ends when the environment has no events left. A unit still waiting then is a deadlock
@@ -23,26 +25,27 @@ from simpy.resources.resource import Request
 
 from vta.config import HwConfig
 from vta.isa import (
-    Alu,
-    Finish,
-    Gemm,
+    DefinitionError,
     Instruction,
-    Load,
+    InstructionDef,
     Module,
+    Opcode,
     Program,
-    Store,
-    module_of,
+    definition_of,
+    n_ops,
     pops_of,
     pushes_of,
 )
+from vta.isa.builtins import GEMM
+from vta.isa.defs import require
+from vta.isa.timing import INSN_BYTES, fetch_cycles
 from vta.sim.dram import Dram, random_inputs
 from vta.sim.errors import DeadlockError, SimError, where
 from vta.sim.gemm import FastGemm, float_exact
-from vta.sim.kernels import Ctx, Sram, count_raw_hazards, exec_alu, exec_load, exec_store
+from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import UNITS, SimResult, SimStats, Slice, UnitStats
-from vta.sim.timing import INSN_BYTES, dma_bytes, duration, fetch_cycles, uses_memory
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "mnemonic"]
 
 Queue = tuple[Module, Module]
 Proc = Generator[simpy.Event, Any, None]
@@ -56,32 +59,33 @@ def _qname(q: Queue) -> str:
 
 def mnemonic(insn: Instruction) -> str:
     """``LOAD.INP``, ``GEMM``, ``ALU.ADD``, ...: the name used in counts and trace slices."""
-    if isinstance(insn, (Load, Store)):
-        return f"{type(insn).__name__.upper()}.{insn.mem.name}"
-    if isinstance(insn, Alu):
-        return f"ALU.{insn.op.name}"
-    return type(insn).__name__.upper()
+    return definition_of(insn).mnemonic_of(insn)
 
 
 @dataclass(frozen=True, slots=True)
 class _Static:
     """What the machine needs of one instruction, computed once before the run."""
 
+    defn: InstructionDef
     module: Module
     cycles: int
     pops: tuple[Queue, ...]
     pushes: tuple[Queue, ...]
-    memory: bool
+    #: (memory kind, bytes) a DMA moves over the memory port; None: it does not use the port
+    dma: tuple[str, int] | None
 
 
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     out = []
     for i, insn in enumerate(insns):
         try:
+            d = definition_of(insn)
+            require(d, hw)
             pops, pushes = tuple(pops_of(insn)), tuple(pushes_of(insn))
-        except ValueError as e:
+        except (ValueError, DefinitionError) as e:
             raise SimError(f"{where(i, insn, program)}: {e}") from None
-        out.append(_Static(module_of(insn), duration(hw, insn), pops, pushes, uses_memory(insn)))
+        dma = d.dma(insn, hw) if d.dma is not None else None
+        out.append(_Static(d, d.unit_of(insn), d.duration(insn, hw), pops, pushes, dma))
     return out
 
 
@@ -97,45 +101,48 @@ class _Unit:
 
 
 class _Executor:
-    """The arithmetic: the vectorised kernels of ``kernels.py`` and the GEMM of ``gemm.py``."""
+    """The arithmetic: the vectorised kernels of ``kernels.py`` (DMA, and every micro-op
+    instruction through its definition's semantics) and the faster GEMM of ``gemm.py``."""
 
     def __init__(self, program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike]) -> None:
-        self.program = program
+        self.program, self.hw = program, hw
         self.dram = Dram(program, hw)
         self.dram.write_all(inputs)
         self.sram = Sram(hw)
-        max_ops = max((i.n_ops for i in program.instructions if isinstance(i, Gemm)), default=0)
-        self.gemm = FastGemm(self.sram, float_exact(hw, max_ops))
-        a = hw.alu
-        issues = -(-hw.gemm.batch * hw.gemm.block_out // a.lanes)
-        self.alu_lag = {imm: -(-a.pipeline_depth // (issues * (a.ii_imm if imm else a.ii))) - 1
-                        for imm in (False, True)}
+        gemm_ops = [n_ops(i) for i in program.instructions if definition_of(i) is GEMM]
+        self.gemm = FastGemm(self.sram, float_exact(hw, max(gemm_ops, default=0)), GEMM)
         self.hazards = 0
+        #: how each kind of definition executes (FINISH does nothing)
+        self.role: dict[str, Callable[[Ctx, Any, InstructionDef], None]] = {
+            "load": self._load, "store": self._store, "compute": self._compute}
 
-    def __call__(self, index: int, insn: Instruction) -> None:
-        ctx = Ctx(index, insn, self.program)
-        if isinstance(insn, Gemm):
+    def _load(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+        kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
+        self.gemm.refresh(self.sram, kind, lo, hi)
+
+    def _store(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+        exec_store(self.sram, self.dram, insn, ctx)
+
+    def _compute(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+        if d is GEMM:
             self.hazards += self.gemm.run(self.sram, insn, ctx)
-        elif isinstance(insn, Load):
-            kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
-            self.gemm.refresh(self.sram, kind, lo, hi)
-        elif isinstance(insn, Alu):
-            a, s = exec_alu(self.sram, insn, ctx)
-            if not insn.reset:
-                reads = (a,) if s is None else (a, s)
-                self.hazards += count_raw_hazards(a, reads, self.alu_lag[insn.use_imm])
-        elif isinstance(insn, Store):
-            exec_store(self.sram, self.dram, insn, ctx)
+        else:
+            self.hazards += exec_microop(self.sram, insn, d, ctx, d.hazard_lag(insn, self.hw))
+
+    def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
+        run = self.role.get(d.role)
+        if run is not None:
+            run(Ctx(index, insn, self.program), insn, d)
 
 
 class Machine:
     """One run of one program; build, then ``run()`` once."""
 
-    def __init__(self, program: Program, hw: HwConfig, execute: Callable[[int, Instruction],
-                 None] | None) -> None:
+    def __init__(self, program: Program, hw: HwConfig,
+                 execute: Callable[[int, Instruction, InstructionDef], None] | None) -> None:
         self.program, self.hw, self.execute = program, hw, execute
-        finish = next((i for i, x in enumerate(program.instructions) if isinstance(x, Finish)),
-                      None)
+        finish = next((i for i, x in enumerate(program.instructions)
+                       if definition_of(x).drains), None)
         self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
         self.info = _static(program, hw, self.insns)
         env = self.env = simpy.Environment()
@@ -221,20 +228,21 @@ class Machine:
                 u.waiting = f"token queue {_qname(q)} (empty)"
                 yield self.tokq[q].get()
                 self._waited(u, "token", t, f"pop {_qname(q)}", index)
-            if isinstance(insn, Finish):
-                u.waiting = "the load and store units to drain (FINISH)"
-                yield self.drained[Module.LOAD] & self.drained[Module.STORE]
+            if info.defn.drains:
+                names = " and ".join(_UNIT_OF[m] for m in info.defn.drains)
+                u.waiting = f"the {names} units to drain ({mnemonic(insn)})"
+                yield simpy.AllOf(self.env, [self.drained[m] for m in info.defn.drains])
                 u.waiting = None
-            req = (yield from self._acquire(u, index)) if info.memory else None
+            req = (yield from self._acquire(u, index)) if info.dma is not None else None
             start = self._now()
             yield env.timeout(info.cycles)
             if req is not None:
+                assert info.dma is not None
                 self.port[name].release(req)
-                assert isinstance(insn, (Load, Store))  # only they use the memory port
-                self.bytes[insn.mem.kind] += dma_bytes(self.hw, insn)
+                self.bytes[info.dma[0]] += info.dma[1]
             u.busy += info.cycles
             if self.execute is not None:
-                self.execute(index, insn)
+                self.execute(index, insn, info.defn)
             self.slices.append(Slice(name, "insn", start, self._now(), index, mnemonic(insn)))
             for q in info.pushes:
                 t = self._now()
@@ -245,7 +253,7 @@ class Machine:
             u.current = None
             if module in self.drained and u.insns == self.count[module]:
                 self.drained[module].succeed()
-            if isinstance(insn, Finish):
+            if info.defn.drains:
                 self.finished_at = self._now()
 
     # ------------------------------------------------------------------ run
@@ -278,15 +286,22 @@ class Machine:
             idle = cycles - u.busy - u.token - u.queue - u.memory
             units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns)
         counts: dict[str, int] = {}
-        for insn in self.insns:
+        gemm_ops = alu_ops = macs = 0
+        for insn, info in zip(self.insns, self.info, strict=True):
+            d = info.defn
             counts[mnemonic(insn)] = counts.get(mnemonic(insn), 0) + 1
-        g = self.hw.gemm
-        gemm_ops = sum(i.n_ops for i in self.insns if isinstance(i, Gemm) and not i.reset)
-        alu_ops = sum(i.n_ops for i in self.insns if isinstance(i, Alu))
+            x: Any = insn
+            if not d.is_microop or x.reset:
+                continue
+            if d is GEMM:
+                gemm_ops += n_ops(x)
+            elif d.opcode == Opcode.ALU:  # the ALU's functions, a user's included
+                alu_ops += n_ops(x)
+            if d.macs is not None:
+                macs += n_ops(x) * d.macs(x, self.hw)
         return SimStats(cycles=cycles, clock_mhz=self.hw.board.clock_mhz, units=units,
                         bytes=dict(self.bytes), insn_counts=counts, gemm_ops=gemm_ops,
-                        gemm_cycles=gemm_ops * g.ii, alu_ops=alu_ops,
-                        ops=2 * g.batch * g.block_in * g.block_out * gemm_ops,
+                        gemm_cycles=gemm_ops * self.hw.gemm.ii, alu_ops=alu_ops, ops=2 * macs,
                         acc_hazards=hazards)
 
 

@@ -1,21 +1,25 @@
-"""The functional reference interpreter: the executable definition of the ISA, no timing.
+"""The functional reference interpreter: the executable definition of the ISA's loops, no timing.
 
 Instructions run one after another in program order (the order a correctly synchronised
-program's dependency tokens guarantee) until the first FINISH, or the end of the program if
-there is none. Each instruction is written out as VTA_REFERENCE.md's pseudo-code reads:
+program's dependency tokens guarantee) until the first instruction that ends the program
+(FINISH), or the end of the program. Each instruction is written out as VTA_REFERENCE.md's
+pseudo-code reads:
 
-* LOAD / STORE: explicit loops over rows and columns, one entry at a time, zeros in the pads;
-* GEMM / ALU: ``for o in range(iter_out): for i in range(iter_in): for u in uops[bgn:end]``,
-  one micro-op at a time and in that order (so a later micro-op sees an earlier one's write);
-  GEMM does one ``(batch, block_in) @ (block_in, block_out)`` product per micro-op, ALU one
-  Python-integer operation per lane;
-* wraparound is explicit: results are computed exactly (Python ints, or int64 where nothing can
-  overflow) and wrapped to the acc width by ``wrap``; ``out`` is ``wrap(acc, out bits)``.
+* LOAD / STORE: explicit loops over rows and columns, one entry at a time; the padded image
+  and the rows are the definitions' ``load_image`` / ``store_rows``;
+* every micro-op instruction (GEMM, the ALU's functions, a user's unit): ``for o in
+  range(iter_out): for i in range(iter_in): for u in uops[bgn:end]``, one execution at a time
+  and in that order (so a later execution sees an earlier one's write), each computing the
+  instruction's semantics (``InstructionDef.semantics``, the numpy function the machine calls
+  too) on the entries that execution addresses;
+* wraparound is explicit: results are computed exactly (int64 where nothing can overflow) and
+  wrapped to the acc width by ``wrap``; ``out`` is ``wrap(acc, out bits)``.
 
 This module deliberately shares no code with the cycle-level machine's vectorised kernels
-(``vta.sim.kernels``, ``vta.sim.gemm``): only the DRAM image, the errors, the ISA and the
-config. The differential tests compare the two, so a bug in either one shows up as a mismatch.
-It is meant to be obviously correct, not fast: ResNet-18 C2 (514k micro-ops) takes seconds.
+(``vta.sim.kernels``, ``vta.sim.gemm``): only the DRAM image, the errors, the ISA (and its
+definitions' semantics) and the config. The differential tests compare the two, so a bug in
+either one's loops, indexing, batching or fast paths shows up as a mismatch. It is meant to be
+obviously correct, not fast: ResNet-18 C2 (514k micro-ops) takes seconds.
 
 Bounds: every index an instruction uses is checked before the instruction writes anything; a
 ``BoundsError`` names the instruction, the buffer and the offending index (the same messages
@@ -24,17 +28,19 @@ as the machine's).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vta.config import DTYPE_BITS, HwConfig
-from vta.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Program, Store, uop_layout
+from vta.isa import Instruction, InstructionDef, Load, Program, Store, definition_of, uop_layout
+from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
-from vta.sim.errors import BoundsError, where
+from vta.sim.errors import BoundsError, SimError, where
 
-__all__ = ["run_reference", "reference_dram", "wrap", "alu_scalar"]
+__all__ = ["run_reference", "reference_dram", "wrap"]
 
 #: data buffers (the micro-op buffer is kept apart, decoded)
 _DATA = ("inp", "wgt", "acc", "out")
@@ -55,27 +61,6 @@ class _Wrap:
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         return ((values + self.half) & self.mask) - self.half
-
-
-def alu_scalar(op: AluOp, x: int, y: int, bits: int) -> int:
-    """One ALU lane: ``wrap(op(x, y))`` on exact integers. ``y`` is the immediate or the src
-    element; for SHR it is the shift amount (negative: a left shift)."""
-    if op == AluOp.MIN:
-        r = min(x, y)
-    elif op == AluOp.MAX:
-        r = max(x, y)
-    elif op == AluOp.ADD:
-        r = x + y
-    elif op == AluOp.MUL:
-        r = x * y
-    elif op == AluOp.SHR:
-        if y >= 0:
-            r = x >> y  # arithmetic: floor(x / 2**y); any y >= bits gives 0 or -1
-        else:
-            r = x << min(-y, bits)  # a left shift by >= bits leaves no low bits: wraps to 0
-    else:  # pragma: no cover
-        raise ValueError(f"unknown ALU op {op!r}")
-    return wrap(r, bits)
 
 
 class _Scratchpads:
@@ -145,9 +130,9 @@ class _Run:
         raw = self.dram.buf[self._dram_bytes(kind, elem)].tobytes()
         return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(np.int64)
 
-    def _read_uop(self, elem: int) -> tuple[int, int, int]:
-        word = int.from_bytes(self.dram.buf[self._dram_bytes("uop", elem)].tobytes(), "little")
-        return self.sp.decode_uop(word)
+    def _read_word(self, elem: int) -> int:
+        """One encoded micro-op word from DRAM."""
+        return int.from_bytes(self.dram.buf[self._dram_bytes("uop", elem)].tobytes(), "little")
 
     def _write_entry(self, kind: str, elem: int, value: np.ndarray) -> None:
         dtype, _ = entry_spec(self.hw, kind)
@@ -156,64 +141,69 @@ class _Run:
 
     # ------------------------------------------------------------------ instructions
 
-    def load(self, insn: Load) -> None:
+    def load(self, insn: Load, d: InstructionDef) -> None:
         kind = insn.mem.kind
         if insn.y_size == 0 or insn.x_size == 0:
             return  # VTA's token carrier: writes nothing, not even pads
         rows, cols = insn.rows, insn.cols
         self._check_entries(kind, insn.sram_base, rows * cols)
         self._check_dram(kind, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
+        shape = () if kind == "uop" else self.sp.shape[kind]
+        data = np.zeros((insn.y_size, insn.x_size, *shape), dtype=np.int64)
+        for y in range(insn.y_size):
+            for x in range(insn.x_size):
+                elem = insn.dram_base + y * insn.x_stride + x
+                data[y, x] = self._read_word(elem) if kind == "uop" else \
+                    self._read_entry(kind, elem)
+        image = load_image(insn, data)
         for r in range(rows):
             for c in range(cols):
                 entry = insn.sram_base + r * cols + c
-                y, x = r - insn.pad_y0, c - insn.pad_x0
-                inside = 0 <= y < insn.y_size and 0 <= x < insn.x_size
-                elem = insn.dram_base + y * insn.x_stride + x
                 if kind == "uop":
-                    self.sp.uop[entry] = self._read_uop(elem) if inside else (0, 0, 0)
-                elif inside:
-                    self.sp.data[kind][entry] = self._read_entry(kind, elem)
+                    self.sp.uop[entry] = self.sp.decode_uop(int(image[r, c]))
                 else:
-                    self.sp.data[kind][entry] = 0
+                    self.sp.data[kind][entry] = image[r, c]
 
-    def store(self, insn: Store) -> None:
+    def store(self, insn: Store, d: InstructionDef) -> None:
         if insn.y_size == 0 or insn.x_size == 0:
             return
-        self._check_entries("out", insn.sram_base, insn.y_size * insn.x_size)
+        n = insn.y_size * insn.x_size
+        self._check_entries("out", insn.sram_base, n)
         self._check_dram("out", insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
+        rows = store_rows(insn, self.sp.data["out"][insn.sram_base: insn.sram_base + n])
         for r in range(insn.y_size):  # row order: where rows overlap, the later row wins
             for c in range(insn.x_size):
-                entry = insn.sram_base + r * insn.x_size + c
-                elem = insn.dram_base + r * insn.x_stride + c
-                self._write_entry("out", elem, self.sp.data["out"][entry])
+                self._write_entry("out", insn.dram_base + r * insn.x_stride + c, rows[r, c])
 
-    def _micro_ops(self, insn: Gemm | Alu) -> list[tuple[int, int, int, int, int, int]]:
-        """``(o, i, uop position, dst, src, wgt)`` of every micro-op execution, in loop order."""
+    def _executions(self, insn: Any, d: InstructionDef) -> list[tuple[int, int, int,
+                                                                     dict[str, int]]]:
+        """``(o, i, uop position, {operand: entry})`` of every execution, in loop order: the
+        destination and every operand this instruction reads."""
         if insn.uop_end > self.sp.depth["uop"]:
             raise self._out_of_range("uop", insn.uop_end - 1, self.sp.depth["uop"],
                                      f" (uop range {insn.uop_bgn}:{insn.uop_end})")
-        wgt_out, wgt_in = (insn.wgt_factor_out, insn.wgt_factor_in) if isinstance(insn, Gemm) \
-            else (0, 0)
-        ops = []
+        ops = (d.dst, *d.reads(insn))
+        execs = []
         for o in range(insn.iter_out):
             for i in range(insn.iter_in):
                 for k in range(insn.uop_bgn, insn.uop_end):
-                    dst, src, wgt = self.sp.uop[k]
-                    ops.append((o, i, k,
-                                dst + o * insn.dst_factor_out + i * insn.dst_factor_in,
-                                src + o * insn.src_factor_out + i * insn.src_factor_in,
-                                wgt + o * wgt_out + i * wgt_in))
-        return ops
-
-    def _check_ops(self, ops: list[tuple[int, int, int, int, int, int]], column: int,
-                   buffer: str, kind: str) -> None:
-        """The index in ``column`` (3 dst, 4 src, 5 wgt) of every micro-op fits ``kind``."""
-        size = self.sp.depth[kind]
-        for op in ops:
-            if op[column] >= size:
-                o, i, k = op[:3]
-                raise self._out_of_range(buffer, op[column], size,
-                                         f" at iteration o={o}, i={i}, uop {k}")
+                    u = dict(zip(("dst", "src", "wgt"), self.sp.uop[k], strict=True))
+                    idx = {}
+                    for op in ops:
+                        fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
+                            if op.factors else (0, 0)
+                        base = getattr(insn, op.base) if op.base else 0
+                        idx[op.name] = u[op.name] + base + o * fo + i * fi
+                    execs.append((o, i, k, idx))
+        for op in ops:  # every index is checked before anything is written
+            size = self.sp.depth[op.memory]
+            label = op.memory if op.writes or op.memory != d.dst.memory else \
+                f"{op.memory} ({d.name.split('.')[0]} {op.name})"
+            for o, i, k, idx in execs:
+                if idx[op.name] >= size:
+                    raise self._out_of_range(label, idx[op.name], size,
+                                             f" at iteration o={o}, i={i}, uop {k}")
+        return execs
 
     def _set_acc(self, entry: int, value: np.ndarray) -> None:
         """``acc[entry] = wrap(value)``, and ``out[entry]`` = its low out-dtype bits."""
@@ -221,48 +211,36 @@ class _Run:
         self.sp.data["acc"][entry] = acc
         self.sp.data["out"][entry] = self.sp.wrap_out(acc)
 
-    def gemm(self, insn: Gemm) -> None:
-        ops = self._micro_ops(insn)
-        self._check_ops(ops, 3, "acc", "acc")
-        if not insn.reset:  # a reset reads neither inp nor wgt
-            self._check_ops(ops, 4, "inp", "inp")
-            self._check_ops(ops, 5, "wgt", "wgt")
-        acc, inp, wgt = self.sp.data["acc"], self.sp.data["inp"], self.sp.data["wgt"]
-        for _, _, _, a, x, w in ops:
-            if insn.reset:
-                self._set_acc(a, np.zeros_like(acc[a]))
-            else:
-                # int64 is exact: |acc| <= 2**31, plus block_in products of at most 2**30 each
-                self._set_acc(a, acc[a] + inp[x] @ wgt[w].T)
-
-    def alu(self, insn: Alu) -> None:
-        ops = self._micro_ops(insn)
-        self._check_ops(ops, 3, "acc", "acc")
-        if not (insn.use_imm or insn.reset):
-            self._check_ops(ops, 4, "acc (ALU src)", "acc")
-        acc, bits = self.sp.data["acc"], self.sp.acc_bits
-        for _, _, _, a, s, _ in ops:
+    def compute(self, insn: Any, d: InstructionDef) -> None:
+        acc = self.sp.data["acc"]
+        assert d.semantics is not None
+        for _, _, _, idx in self._executions(insn, d):
+            a = idx["dst"]
             if insn.reset:
                 self._set_acc(a, np.zeros_like(acc[a]))
                 continue
-            xs = acc[a].ravel().tolist()
-            ys = [insn.imm] * len(xs) if insn.use_imm else acc[s].ravel().tolist()
-            lanes = [alu_scalar(insn.op, x, y, bits) for x, y in zip(xs, ys, strict=True)]
-            self._set_acc(a, np.array(lanes, dtype=np.int64).reshape(acc[a].shape))
+            reads = {op.name: self.sp.data[op.memory][idx[op.name]][None]
+                     for op in d.reads(insn)}
+            if d.kind == "accumulate":
+                # int64 is exact: |acc| <= 2**31 plus one execution's bounded contribution
+                self._set_acc(a, acc[a] + d.semantics(insn, reads)[0])
+            else:
+                self._set_acc(a, np.asarray(d.semantics(insn, acc[a][None], reads))[0])
 
     def run(self) -> None:
+        steps: dict[str, Callable[[Any, InstructionDef], None]] = {
+            "load": self.load, "store": self.store, "compute": self.compute}
         for index, insn in enumerate(self.program.instructions):
             self.index, self.insn = index, insn
-            if isinstance(insn, Load):
-                self.load(insn)
-            elif isinstance(insn, Store):
-                self.store(insn)
-            elif isinstance(insn, Gemm):
-                self.gemm(insn)
-            elif isinstance(insn, Alu):
-                self.alu(insn)
-            elif isinstance(insn, Finish):
+            d = definition_of(insn)
+            if d.requires is not None and self.hw.intrinsic(d.requires) is None:
+                raise SimError(f"{self._where()}: {d.name} is not implemented by {self.hw.name} "
+                               f"(its intrinsics do not list {d.requires!r})")
+            if d.drains:
                 break
+            step = steps.get(d.role)
+            if step is not None:
+                step(insn, d)
 
 
 def reference_dram(program: Program, hw: HwConfig,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from vta.isa import format_insn
 from vta.sim.errors import SimError
@@ -24,7 +24,7 @@ __all__ = ["trace_events", "write_trace"]
 def _insn_args(result: SimResult, index: int) -> dict[str, Any]:
     insn = result.program.instructions[index]
     args: dict[str, Any] = {"index": index, "asm": format_insn(insn, result.program)}
-    for f in fields(insn):
+    for f in fields(cast(Any, insn)):
         v = getattr(insn, f.name)
         args[f.name] = str(v) if f.name == "deps" else (v.name if hasattr(v, "name") else v)
     return args

@@ -1,0 +1,318 @@
+"""The built-in instructions, defined through the same API a user's instruction uses
+(``vta.isa.defs.InstructionDef``): LOAD, STORE, GEMM, the ALU's functions MIN, MAX, ADD, SHR,
+MUL (opcode 4, told apart by the ``op`` field), and FINISH.
+
+Each definition below is the one place its encoding, routing, duration, semantics and assembly
+syntax are written; the assembler, the encoder, both simulators and the compiler read them.
+The formulas are documented in ``vta.isa.timing`` and docs/isa.md.
+
+ALU function 4 is MUL (as VTA's functional simulator): ``acc = wrap(acc * operand)``. A shift
+left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from vta.config import HwConfig
+from vta.isa.asm import AsmLine, microop_args, microop_syntax, microop_text
+from vta.isa.defs import (
+    AsmSyntax,
+    Field,
+    InstructionDef,
+    Operand,
+    by_name,
+    definition_of,
+    register,
+)
+from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Module, Opcode, Store
+from vta.isa.timing import alu_issues, dma_cycles, microop_cycles
+
+__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
+           "store_rows"]
+
+
+# ------------------------------------------------------------------------------ layouts
+
+
+def loop_head(w: Any) -> tuple[Field, ...]:
+    """The low-half fields every micro-op loop instruction starts with (VTA's GEMM/ALU)."""
+    return (Field("reset", 1), Field("uop_bgn", w.uop_idx), Field("uop_end", w.uop_idx + 1),
+            Field("iter_out", w.loop_iter), Field("iter_in", w.loop_iter))
+
+
+def _mem_lo(w: Any) -> tuple[Field, ...]:
+    return (Field("mem", 3), Field("sram_base", w.sram_addr), Field("dram_base", w.dram_addr))
+
+
+def _load_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    w = hw.isa
+    return _mem_lo(w), (Field("y_size", w.mem_size), Field("x_size", w.mem_size),
+                        Field("x_stride", w.mem_size), Field("pad_y0", w.pad),
+                        Field("pad_y1", w.pad), Field("pad_x0", w.pad), Field("pad_x1", w.pad))
+
+
+def _store_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    w = hw.isa
+    return _mem_lo(w), (Field("y_size", w.mem_size), Field("x_size", w.mem_size),
+                        Field("x_stride", w.mem_size), Field("_pads", 4 * w.pad))
+
+
+def _gemm_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    w = hw.isa
+    return loop_head(w), (Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
+                          Field("src_factor_out", w.inp_idx), Field("src_factor_in", w.inp_idx),
+                          Field("wgt_factor_out", w.wgt_idx), Field("wgt_factor_in", w.wgt_idx))
+
+
+def _alu_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    w = hw.isa
+    return loop_head(w), (Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
+                          Field("src_factor_out", w.acc_idx), Field("src_factor_in", w.acc_idx),
+                          Field("op", w.alu_opcode), Field("use_imm", 1),
+                          Field("imm", w.imm, signed=True))
+
+
+def _finish_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    return (), ()
+
+
+# ------------------------------------------------------------------------------ DMA
+
+
+def load_image(insn: Load, data: np.ndarray) -> np.ndarray:
+    """LOAD's semantics: the ``(rows, cols, *entry)`` SRAM image of ``data`` (the ``(y_size,
+    x_size, *entry)`` entries read from DRAM) with ``pad_y0/y1/x0/x1`` zero entries around it.
+    Both simulators call this; they differ only in how they read the DRAM rows."""
+    img = np.zeros((insn.rows, insn.cols, *data.shape[2:]), dtype=data.dtype)
+    img[insn.pad_y0:insn.pad_y0 + insn.y_size, insn.pad_x0:insn.pad_x0 + insn.x_size] = data
+    return img
+
+
+def store_rows(insn: Store, entries: np.ndarray) -> np.ndarray:
+    """STORE's semantics: ``y_size * x_size`` consecutive out entries as ``(y_size, x_size,
+    *entry)`` rows, each written to DRAM ``x_stride`` entries after the previous (in row order:
+    where rows overlap, the later row wins)."""
+    return entries.reshape(insn.y_size, insn.x_size, *entries.shape[1:])
+
+
+def _load_unit(insn: Load) -> Module:
+    return Module.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Module.COMPUTE
+
+
+def _load_duration(insn: Load, hw: HwConfig) -> int:
+    pads = insn.sram_elems - insn.y_size * insn.x_size if insn.sram_elems else 0
+    return dma_cycles(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind), pads)
+
+
+def _store_duration(insn: Store, hw: HwConfig) -> int:
+    return dma_cycles(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind))
+
+
+def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
+    """The memory kind and bytes a non-empty DMA moves (pads excluded)."""
+    if insn.y_size <= 0 or insn.x_size <= 0:
+        return None
+    return insn.mem.kind, insn.y_size * insn.x_size * hw.elem_bytes(insn.mem.kind)
+
+
+_MEM_OK = {"LOAD": (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC),
+           "STORE": (MemType.OUT,)}
+
+
+def _mem_check(name: str) -> Callable[[Any, HwConfig], str | None]:
+    def check(insn: Any, _hw: HwConfig) -> str | None:
+        if insn.mem not in _MEM_OK[name]:
+            return (f"field mem={insn.mem.name} is not a valid target (allowed "
+                    f"{', '.join(m.name for m in _MEM_OK[name])})")
+        return None
+    return check
+
+
+def _mem_syntax(name: str) -> AsmSyntax:
+    cls = Load if name == "LOAD" else Store
+
+    def fmt(insn: Any, dram: Callable[[str, int], str]) -> str:
+        pad = ""
+        if name == "LOAD":
+            pads = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1)
+            pad = f" pad={','.join(map(str, pads))}" if any(pads) else ""
+        return (f"{name}.{insn.mem.name} sram={insn.sram_base} "
+                f"dram={dram(insn.mem.kind, insn.dram_base)} y={insn.y_size} x={insn.x_size} "
+                f"stride={insn.x_stride}{pad}")
+
+    def parse(line: AsmLine, suffix: str, toks: list[str], deps: Deps) -> Any:
+        try:
+            mem = MemType[suffix]
+        except KeyError:
+            raise line.error(f"unknown memory type {suffix!r} (expected: "
+                             f"{', '.join(m.name for m in MemType)})") from None
+        base = {"sram", "dram", "y", "x", "stride"}
+        kv, words = line.args(toks, base | ({"pad"} if name == "LOAD" else set()), base)
+        if words:
+            raise line.error(f"unexpected word(s) {', '.join(sorted(words))}")
+        kw: dict[str, Any] = dict(
+            mem=mem, sram_base=line.integer("sram", kv["sram"]), dram_base=line.dram(kv["dram"],
+                                                                                 mem.kind),
+            y_size=line.integer("y", kv["y"]), x_size=line.integer("x", kv["x"]),
+            x_stride=line.integer("stride", kv["stride"]), deps=deps)
+        if "pad" in kv:
+            pads = [line.integer("pad", p) for p in kv["pad"].split(",")]
+            if len(pads) != 4:
+                raise line.error("pad: expected four integers 'y0,y1,x0,x1'")
+            kw.update(pad_y0=pads[0], pad_y1=pads[1], pad_x0=pads[2], pad_x1=pads[3])
+        return cls(**kw)
+
+    return AsmSyntax(fmt, parse)
+
+
+LOAD = register(InstructionDef(
+    name="LOAD", cls=Load, opcode=Opcode.LOAD, layout=_load_layout, unit=_load_unit,
+    duration=_load_duration, asm=_mem_syntax("LOAD"), dma=_dma, direction="load",
+    semantics=load_image, mnemonic=lambda i: f"LOAD.{i.mem.name}", check=_mem_check("LOAD"),
+    doc="2-D strided DMA from DRAM into a scratchpad with zero padding on four sides"))
+
+STORE = register(InstructionDef(
+    name="STORE", cls=Store, opcode=Opcode.STORE, layout=_store_layout, unit=Module.STORE,
+    duration=_store_duration, asm=_mem_syntax("STORE"), dma=_dma, direction="store",
+    semantics=store_rows, mnemonic=lambda i: f"STORE.{i.mem.name}", check=_mem_check("STORE"),
+    doc="2-D strided DMA from the out scratchpad to DRAM"))
+
+
+# ------------------------------------------------------------------------------ GEMM
+
+
+def _uop_order(insn: Any, _hw: HwConfig) -> str | None:
+    if insn.uop_end < insn.uop_bgn:
+        return f"uop_end={insn.uop_end} is before uop_bgn={insn.uop_bgn}"
+    return None
+
+
+def gemm_semantics(insn: Gemm, operands: dict[str, np.ndarray]) -> np.ndarray:
+    """One tensor op per execution: ``inp[src] (batch x block_in) . wgt[wgt]^T (block_in x
+    block_out)``, exact in int64 (numpy's integer matmul does not round)."""
+    return np.matmul(operands["src"], np.swapaxes(operands["wgt"], -1, -2))
+
+
+GEMM = register(InstructionDef(
+    name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Module.COMPUTE,
+    duration=lambda i, hw: microop_cycles(i.n_ops, hw.gemm.ii, hw.gemm.pipeline_depth),
+    asm=microop_syntax("GEMM"), check=_uop_order,
+    operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
+              Operand("src", "inp", factors=("src_factor_out", "src_factor_in")),
+              Operand("wgt", "wgt", factors=("wgt_factor_out", "wgt_factor_in"))),
+    kind="accumulate", semantics=gemm_semantics,
+    issue=lambda i, hw: hw.gemm.ii, pipeline_depth=lambda hw: hw.gemm.pipeline_depth,
+    macs=lambda i, hw: hw.gemm.batch * hw.gemm.block_in * hw.gemm.block_out,
+    doc="acc[dst] += inp[src] . wgt[wgt]^T (batch x block_in x block_out per micro-op)"))
+
+
+# ------------------------------------------------------------------------------ ALU
+
+
+def alu_shift(x: np.ndarray, s: np.ndarray | np.int64) -> np.ndarray:
+    """SHR: arithmetic ``floor(x / 2**s)`` for ``s >= 0``, ``x * 2**-s`` for ``s < 0`` (exact
+    int64; the caller wraps). ``x`` is at most 32 bits wide, so clamping the amount to 63
+    changes nothing: ``x >> 63`` is already 0 or -1 and ``x << 63`` has no bits left below bit
+    32."""
+    s = np.broadcast_to(np.asarray(s, dtype=np.int64), np.broadcast(x, s).shape)
+    right = x >> np.clip(s, 0, 63)
+    left = (x.astype(np.uint64) << np.clip(-s, 0, 63).astype(np.uint64)).astype(np.int64)
+    return np.where(s >= 0, right, left)
+
+
+#: the ALU's functions: AluOp -> exact int64 ``f(acc, operand)``
+ALU_FUNCTIONS: dict[AluOp, Callable[[np.ndarray, Any], np.ndarray]] = {
+    AluOp.MIN: np.minimum,
+    AluOp.MAX: np.maximum,
+    AluOp.ADD: np.add,
+    AluOp.SHR: alu_shift,
+    AluOp.MUL: np.multiply,
+}
+
+
+def alu_operand(insn: Alu, operands: dict[str, np.ndarray]) -> Any:
+    """The second operand of an ALU function: the src entries, or the immediate."""
+    return operands["src"] if "src" in operands else np.int64(insn.imm)
+
+
+def _alu_semantics(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[..., np.ndarray]:
+    def semantics(insn: Alu, dst: np.ndarray, operands: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(fn(dst, alu_operand(insn, operands)), dtype=np.int64)
+    return semantics
+
+
+def alu_issue(insn: Alu, hw: HwConfig) -> int:
+    """Cycles per ALU micro-op: the vector's issues at ``alu.ii_imm`` (immediate) or
+    ``alu.ii`` (register operand)."""
+    return alu_issues(hw) * (hw.alu.ii_imm if insn.use_imm else hw.alu.ii)
+
+
+def _alu_check(op: AluOp) -> Callable[[Any, HwConfig], str | None]:
+    def check(insn: Alu, hw: HwConfig) -> str | None:
+        if op.name.lower() not in hw.alu.ops:
+            return (f"ALU function {op.name} is not enabled in {hw.name}'s alu.ops "
+                    f"({', '.join(hw.alu.ops)})")
+        return _uop_order(insn, hw)
+    return check
+
+
+def alu_text(insn: Any) -> str:
+    """``ALU.OP [reset] uop=.. iter=.. dst=.. src=..`` plus ``imm=N`` (immediate) or ``reg
+    imm=N`` (a register operand whose ignored immediate field is non-zero), so the text round-
+    trips every encodable word exactly."""
+    imm = f" imm={insn.imm}" if insn.use_imm else (f" reg imm={insn.imm}" if insn.imm else "")
+    return microop_text(definition_of(insn), insn, extra=False) + imm
+
+
+def _alu_syntax(op: AluOp) -> AsmSyntax:
+    def fmt(insn: Any, _dram: Callable[[str, int], str]) -> str:
+        return alu_text(insn)
+
+    def parse(line: AsmLine, suffix: str, toks: list[str], deps: Deps) -> Any:
+        kw, rest, words = microop_args(by_name(f"ALU.{op.name}"), line, toks, {"imm"}, {"reg"})
+        use_imm = "imm" in rest and "reg" not in words
+        imm = line.integer("imm", rest["imm"]) if "imm" in rest else 0
+        return Alu(op=op, use_imm=use_imm, imm=imm, deps=deps, **kw)
+
+    return AsmSyntax(fmt, parse)
+
+
+def _alu_def(op: AluOp) -> InstructionDef:
+    return InstructionDef(
+        name=f"ALU.{op.name}", cls=Alu, opcode=Opcode.ALU, function=("op", int(op)),
+        layout=_alu_layout, unit=Module.COMPUTE,
+        duration=lambda i, hw: microop_cycles(i.n_ops, alu_issue(i, hw), hw.alu.pipeline_depth),
+        asm=_alu_syntax(op), check=_alu_check(op),
+        operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out",
+                                                              "dst_factor_in")),
+                  Operand("src", "acc", factors=("src_factor_out", "src_factor_in"),
+                          used=lambda i: not i.use_imm)),
+        kind="update", semantics=_alu_semantics(ALU_FUNCTIONS[op]), issue=alu_issue,
+        pipeline_depth=lambda hw: hw.alu.pipeline_depth,
+        doc=f"acc[dst] = {op.name.lower()}(acc[dst], imm or acc[src])")
+
+
+ALU = {op: register(_alu_def(op)) for op in AluOp}
+
+
+# ------------------------------------------------------------------------------ FINISH
+
+
+def _finish_syntax() -> AsmSyntax:
+    def parse(line: AsmLine, suffix: str, toks: list[str], deps: Deps) -> Any:
+        if toks or suffix:
+            raise line.error("FINISH takes no operands")
+        return Finish(deps)
+
+    return AsmSyntax(lambda insn, _dram: "FINISH", parse)
+
+
+FINISH = register(InstructionDef(
+    name="FINISH", cls=Finish, opcode=Opcode.FINISH, layout=_finish_layout,
+    unit=Module.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
+    drains=(Module.LOAD, Module.STORE),
+    doc="ends the program once the load and store modules have drained"))

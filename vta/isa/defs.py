@@ -1,0 +1,535 @@
+"""Instruction definitions: one object per instruction, read by every layer through tables.
+
+An ``InstructionDef`` is the single home of what the accelerator knows about one instruction:
+
+* **encoding**: its 3-bit opcode and, when several definitions share an opcode (the ALU's
+  functions), the *function field* and value that tell them apart; its fields in each 64-bit
+  half of the 128-bit word, with widths computed from the ``HwConfig`` (``layout``). The
+  opcode and the four dependency flags (the *head*) are common to every format and prepended
+  here, once;
+* **its Python form**: the frozen dataclass of its instances (``cls``), whose field names are
+  the layout's;
+* **where it runs**: the module that executes it (fetch routes by this; which token queue a flag
+  names is a property of the module, ``vta.isa.insn.queue_of``), whether it moves data over the
+  memory port, and whether it ends the program (FINISH);
+* **its duration**: one function of the instruction's fields and the ``HwConfig``, read by the
+  cycle-level simulator and by the compiler's cost model alike;
+* for **micro-op compute instructions** (GEMM, the ALU's functions, a user's unit): its
+  operands (which scratchpad each micro-op index field addresses, and whether it is written),
+  its semantics as one numpy function (read by the reference interpreter and by the machine),
+  the cycles one micro-op occupies the unit (``issue``) and its pipeline depth, from which the
+  accumulator hazard window follows;
+* its **assembly** syntax, and what the compiler needs to match it (``vta.compiler.intrin``).
+
+Built-in definitions (LOAD, STORE, GEMM, ALU.MIN/MAX/ADD/SHR/MUL, FINISH) are registered by
+``vta.isa.builtins`` exactly as a user's are (``vta.intrinsics``). Lookups are tables: by the
+instance's class (and function value), by mnemonic, by opcode.
+
+Semantics of a micro-op compute instruction (``semantics`` with ``kind``):
+
+* ``"accumulate"``: ``semantics(insn, operands) -> delta``; every execution adds ``delta`` to
+  the destination entry (wrapping to the accumulator width). ``operands`` maps each read
+  operand's name to an int64 array ``(n, *entry shape)`` of the entries the ``n`` executions
+  read; ``delta`` is int64 ``(n, *dst entry shape)``. Because addition wraps the same in any
+  order, a simulator may sum all executions of one instruction before wrapping.
+* ``"update"``: ``semantics(insn, dst, operands) -> new``; ``dst`` is the destination entries'
+  current values; the result is the exact new value (int64), wrapped by the caller. Executions
+  run in loop order: a simulator may batch them only when no execution reads an entry an
+  earlier one wrote.
+
+A ``reset`` flag (every micro-op instruction has one) zeroes the destination instead and reads
+nothing: common to all, implemented once by each simulator.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from vta.errors import VtaError
+from vta.isa.insn import Module, queue_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vta.config import HwConfig
+
+__all__ = [
+    "DefinitionError", "Field", "Operand", "InstructionDef", "AsmSyntax", "HEAD",
+    "INSN_HALF_BITS", "UOP_BITS", "register", "unregister", "registered", "by_name",
+    "definition_of", "family", "available", "layout_of", "resolved_layout", "check_layouts",
+    "module_of", "pops_of", "pushes_of", "require", "free_opcodes", "decode_table", "positions",
+]
+
+INSN_HALF_BITS = 64
+UOP_BITS = 32
+
+
+class DefinitionError(VtaError, ValueError):
+    """An instruction or intrinsic definition is malformed or collides with another; the
+    message names the definition and what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of an instruction word: its name (an attribute of the instruction's class, or
+    a head field), width in bits, and whether it is a signed (two's complement) value."""
+
+    name: str
+    width: int
+    signed: bool = False
+
+    @property
+    def range(self) -> tuple[int, int]:
+        if self.signed:
+            return -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
+        return 0, (1 << self.width) - 1
+
+
+#: the head of every instruction word: opcode, then the four dependency flags
+HEAD_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
+def HEAD(opcode_bits: int) -> tuple[Field, ...]:
+    """The head fields: the opcode, then pop_prev, pop_next, push_prev, push_next."""
+    return (Field("opcode", opcode_bits), *(Field(f, 1) for f in HEAD_FLAGS))
+
+
+Half = tuple[Field, ...]
+Layout = Callable[[Any], tuple[Half, Half]]  # called with an object whose .isa are the widths
+
+
+def _always(_insn: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """A micro-op index field and the scratchpad it addresses.
+
+    ``field`` is the micro-op field holding the base index (``dst``, ``src`` or ``wgt``); the
+    index of execution ``(o, i)`` is ``uop.field + o * insn.<factors[0]> + i *
+    insn.<factors[1]>`` (+ ``insn.<base>`` when the instruction has a base field). ``memory``
+    is the scratchpad (``acc``, ``inp``, ``wgt``); the destination (``writes``) is an acc entry
+    whose narrowed copy the out scratchpad mirrors. ``used(insn)`` says whether this
+    instruction reads the operand at all (an ALU immediate does not read ``src``)."""
+
+    name: str
+    memory: str
+    writes: bool = False
+    factors: tuple[str, str] | None = None
+    base: str | None = None
+    used: Callable[[Any], bool] = _always
+
+    def reads(self, insn: Any) -> bool:
+        """Whether executing ``insn`` reads this operand (a reset reads nothing)."""
+        if getattr(insn, "reset", False):
+            return False
+        return (not self.writes) and self.used(insn)
+
+
+@dataclass(frozen=True, slots=True)
+class AsmSyntax:
+    """How an instruction reads and prints as assembly (``vta.isa.asm``).
+
+    ``format(insn, dram_text) -> str`` prints the line without dependency flags (``dram_text``
+    turns a LOAD/STORE's DRAM address into ``NAME+OFFSET``); ``parse(ctx, suffix, tokens)``
+    builds the instruction from the words after the mnemonic (``suffix`` is what follows a
+    ``.`` in the mnemonic, e.g. ``INP`` in ``LOAD.INP``); ``ctx`` offers error reporting and
+    DRAM symbol resolution (``vta.isa.asm._Line``)."""
+
+    format: Callable[..., str]
+    parse: Callable[..., Any]
+
+
+@dataclass(frozen=True, eq=False)
+class InstructionDef:
+    """One instruction (see the module docstring). Identity is the object."""
+
+    name: str
+    cls: type
+    opcode: int
+    layout: Layout
+    unit: Module | Callable[[Any], Module]
+    duration: Callable[[Any, HwConfig], int]
+    asm: AsmSyntax
+    #: (function field, value) telling this definition apart from others with its opcode
+    function: tuple[str, int] | None = None
+    #: mnemonic of one instance (``LOAD.INP``); default: the name
+    mnemonic: Callable[[Any], str] | None = None
+    #: extra validity checks of an instance beyond field ranges: a message, or None
+    check: Callable[[Any, HwConfig], str | None] | None = None
+    #: ``(memory kind, bytes)`` the instruction moves over the memory port (None: it does not)
+    dma: Callable[[Any, HwConfig], tuple[str, int] | None] | None = None
+    #: a DMA's direction: ``"load"`` (DRAM -> scratchpad) or ``"store"`` (out -> DRAM)
+    direction: Literal["load", "store"] | None = None
+    #: FINISH: waits for these modules to drain and ends the program
+    drains: tuple[Module, ...] = ()
+    # ----------------------------------------------------------- micro-op compute instructions
+    operands: tuple[Operand, ...] = ()
+    kind: Literal["accumulate", "update"] | None = None
+    semantics: Callable[..., np.ndarray] | None = None
+    #: cycles one micro-op execution occupies the unit (the initiation interval x issues)
+    issue: Callable[[Any, HwConfig], int] | None = None
+    #: cycles from issuing a micro-op to its destination write-back
+    pipeline_depth: Callable[[HwConfig], int] | None = None
+    #: multiply-accumulates one execution performs (GOP/s counts 2 ops per MAC)
+    macs: Callable[[Any, HwConfig], int] | None = None
+    #: the HwConfig intrinsic that enables this definition (None: every config has it)
+    requires: str | None = None
+    doc: str = ""
+
+    # ------------------------------------------------------------------ queries
+
+    def unit_of(self, insn: Any) -> Module:
+        return self.unit if isinstance(self.unit, Module) else self.unit(insn)
+
+    def mnemonic_of(self, insn: Any) -> str:
+        return self.name if self.mnemonic is None else self.mnemonic(insn)
+
+    @property
+    def role(self) -> str:
+        """How simulators execute it: ``load`` / ``store`` (a DMA), ``compute`` (a micro-op
+        loop), ``finish`` (drains and ends the program) or ``none``."""
+        if self.direction is not None:
+            return self.direction
+        if self.operands:
+            return "compute"
+        return "finish" if self.drains else "none"
+
+    @property
+    def is_microop(self) -> bool:
+        """Whether this is a micro-op loop instruction (GEMM-like: uop range, iter, factors)."""
+        return bool(self.operands)
+
+    @property
+    def dst(self) -> Operand:
+        """The written operand of a micro-op instruction."""
+        for o in self.operands:
+            if o.writes:
+                return o
+        raise DefinitionError(f"{self.name}: no operand is written")
+
+    def reads(self, insn: Any) -> tuple[Operand, ...]:
+        """The operands ``insn`` reads (none for a reset)."""
+        return tuple(o for o in self.operands if o.reads(insn))
+
+    def hazard_lag(self, insn: Any, hw: HwConfig) -> int:
+        """How many later executions may still see an entry before an execution writes it back:
+        with ``issue`` cycles per execution and pipeline depth ``d``, execution ``k`` writes
+        ``d`` cycles after issue while execution ``j`` reads ``(j - k) * issue`` cycles after
+        it, so lags ``1 .. ceil(d / issue) - 1`` are at risk (0: none)."""
+        if self.issue is None or self.pipeline_depth is None:
+            return 0
+        return max(0, -(-self.pipeline_depth(hw) // max(1, self.issue(insn, hw))) - 1)
+
+    def __repr__(self) -> str:
+        return f"InstructionDef({self.name}, opcode={self.opcode})"
+
+
+# ------------------------------------------------------------------------------ registry
+
+_DEFS: dict[str, InstructionDef] = {}
+#: class -> (function field or None, {function value or None: definition})
+_BY_CLASS: dict[type, tuple[str | None, dict[int | None, InstructionDef]]] = {}
+
+
+def _validate(d: InstructionDef) -> None:
+    where = f"instruction {d.name!r}"
+    if not d.name or not all(p and (p[0].isalpha()) and p.replace("_", "").isalnum()
+                             for p in d.name.split(".")):
+        raise DefinitionError(f"{where}: the name must be a mnemonic like REQUANT or ALU.ABS "
+                              f"(letters, digits, _ and one optional '.')")
+    if not 0 <= d.opcode < 8:
+        raise DefinitionError(f"{where}: opcode must be in 0..7 (a 3-bit field), got "
+                              f"{d.opcode}")
+    if not hasattr(d.cls, "__dataclass_fields__") or "deps" not in d.cls.__dataclass_fields__:
+        raise DefinitionError(f"{where}: cls must be a dataclass with a 'deps' field (the "
+                              f"dependency flags), got {d.cls!r}")
+    if d.is_microop:
+        names = [o.name for o in d.operands]
+        if len(set(names)) != len(names) or not set(names) <= {"dst", "src", "wgt"}:
+            raise DefinitionError(f"{where}: operands must be distinct micro-op fields among "
+                                  f"dst, src, wgt, got {names}")
+        if sum(o.writes for o in d.operands) != 1 or d.dst.name != "dst" \
+                or d.dst.memory != "acc":
+            raise DefinitionError(f"{where}: exactly one operand, 'dst' in acc, is written")
+        for o in d.operands:
+            if o.memory not in ("acc", "inp", "wgt"):
+                raise DefinitionError(f"{where}: operand {o.name} addresses {o.memory!r}; "
+                                      f"expected acc, inp or wgt")
+        need = {"reset", "uop_bgn", "uop_end", "iter_out", "iter_in"}
+        for o in d.operands:
+            need |= set(o.factors or ()) | ({o.base} if o.base else set())
+        missing = need - set(d.cls.__dataclass_fields__)
+        if missing:
+            raise DefinitionError(f"{where}: cls {d.cls.__name__} lacks the micro-op fields "
+                                  f"{', '.join(sorted(missing))}")
+        if d.kind not in ("accumulate", "update") or d.semantics is None:
+            raise DefinitionError(f"{where}: a micro-op instruction needs semantics and kind "
+                                  f"'accumulate' or 'update'")
+        if d.issue is None or d.pipeline_depth is None:
+            raise DefinitionError(f"{where}: a micro-op instruction needs issue and "
+                                  f"pipeline_depth (its timing)")
+
+
+def register(d: InstructionDef, *, replace: bool = False) -> InstructionDef:
+    """Make ``d`` known to every layer. A second definition with the same name, the same class
+    and function value, or the same opcode without distinct function values is a
+    ``DefinitionError`` (unless ``replace`` names the same definition by name)."""
+    _validate(d)
+    old = _DEFS.get(d.name)
+    if old is not None and old is not d:
+        if not replace:
+            raise DefinitionError(f"instruction {d.name!r} is already defined (opcode "
+                                  f"{old.opcode}); pass replace=True to redefine it")
+        unregister(d.name)
+    fam = [x for x in _DEFS.values() if x.opcode == d.opcode and x is not d]
+    for x in fam:
+        if d.function is None or x.function is None:
+            raise DefinitionError(
+                f"instruction {d.name!r}: opcode {d.opcode} is taken by {x.name!r}; choose a "
+                f"free opcode ({', '.join(map(str, free_opcodes())) or 'none free'}) or add a "
+                f"function of {x.name.split('.')[0]} (function=(field, value))")
+        if x.function[0] != d.function[0]:
+            raise DefinitionError(f"instruction {d.name!r}: the opcode {d.opcode} family tells "
+                                  f"its members apart by field {x.function[0]!r}, not "
+                                  f"{d.function[0]!r}")
+        if x.function[1] == d.function[1]:
+            raise DefinitionError(f"instruction {d.name!r}: encoding collides with {x.name!r} "
+                                  f"(opcode {d.opcode}, {d.function[0]}={d.function[1]})")
+    fn_field, table = _BY_CLASS.get(d.cls, (d.function[0] if d.function else None, {}))
+    key = d.function[1] if d.function else None
+    if (d.function[0] if d.function else None) != fn_field or key in table:
+        other = table.get(key)
+        raise DefinitionError(f"instruction {d.name!r}: class {d.cls.__name__} already stands "
+                              f"for {other.name if other else 'another definition'}; give it its "
+                              f"own class or a distinct function value")
+    _DEFS[d.name] = d
+    table[key] = d
+    _BY_CLASS[d.cls] = (fn_field, table)
+    _cache_clear()
+    return d
+
+
+def unregister(name: str) -> None:
+    """Forget a definition (tests, notebooks redefining an instruction)."""
+    d = _DEFS.pop(name, None)
+    if d is None:
+        return
+    _fn_field, table = _BY_CLASS[d.cls]
+    table.pop(d.function[1] if d.function else None, None)
+    if not table:
+        del _BY_CLASS[d.cls]
+    _cache_clear()
+
+
+def _cache_clear() -> None:
+    resolved_layout.cache_clear()
+    _decode_table.cache_clear()
+
+
+def registered() -> tuple[InstructionDef, ...]:
+    """Every definition, in registration order."""
+    return tuple(_DEFS.values())
+
+
+def free_opcodes() -> list[int]:
+    used = {d.opcode for d in _DEFS.values()}
+    return [o for o in range(8) if o not in used]
+
+
+def by_name(name: str) -> InstructionDef:
+    """The definition named ``name`` (a ``DefinitionError`` with a suggestion otherwise)."""
+    try:
+        return _DEFS[name]
+    except KeyError:
+        hint = difflib.get_close_matches(name, list(_DEFS), n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise DefinitionError(f"no instruction named {name!r}{did}") from None
+
+
+def definition_of(insn: Any) -> InstructionDef:
+    """The definition of an instruction instance (table lookup by class, then function)."""
+    entry = _BY_CLASS.get(type(insn))
+    if entry is None:
+        raise DefinitionError(f"{type(insn).__name__} is not a registered instruction class")
+    fn_field, table = entry
+    key = None if fn_field is None else int(getattr(insn, fn_field))
+    d = table.get(key)
+    if d is None:
+        raise DefinitionError(f"{type(insn).__name__} with {fn_field}={key} is not a registered "
+                              f"instruction")
+    return d
+
+
+def module_of(insn: Any) -> Module:
+    """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does)."""
+    return definition_of(insn).unit_of(insn)
+
+
+def family(opcode: int) -> tuple[InstructionDef, ...]:
+    """The definitions sharing ``opcode``."""
+    return tuple(d for d in _DEFS.values() if d.opcode == opcode)
+
+
+def available(hw: HwConfig) -> tuple[InstructionDef, ...]:
+    """The definitions ``hw`` implements: the core ones and those its ``intrinsics`` list."""
+    have = {i.name for i in hw.intrinsics}
+    return tuple(d for d in _DEFS.values() if d.requires is None or d.requires in have)
+
+
+def require(d: InstructionDef, hw: HwConfig) -> None:
+    """A ``DefinitionError`` unless ``hw`` implements ``d``."""
+    if d.requires is not None and d.requires not in {i.name for i in hw.intrinsics}:
+        raise DefinitionError(f"{d.name} is not implemented by {hw.name}: its intrinsics do not "
+                              f"list {d.requires!r} (add it under 'intrinsics:' in "
+                              f"{hw.source})")
+
+
+# ------------------------------------------------------------------------------ layouts
+
+
+def layout_of(d: InstructionDef, hw: HwConfig) -> tuple[Half, Half]:
+    """The low and high halves of ``d``'s word on ``hw``, head included."""
+    return resolved_layout(d, hw.isa)
+
+
+@lru_cache(maxsize=512)
+def resolved_layout(d: InstructionDef, w: Any) -> tuple[Half, Half]:
+    """``layout_of`` keyed by the ISA widths (cached)."""
+    lo, hi = d.layout(_WidthsOnly(w))
+    return (*HEAD(w.opcode), *lo), tuple(hi)
+
+
+class _WidthsOnly:
+    """What a layout function may read: ``hw.isa`` (layouts depend on the widths alone, so
+    they can be cached by them)."""
+
+    def __init__(self, w: Any) -> None:
+        self.isa = w
+
+
+def positions(half: Iterable[Field], base: int) -> dict[str, tuple[int, int]]:
+    """``{field: (first bit, width)}`` of a half starting at bit ``base``."""
+    out, pos = {}, base
+    for f in half:
+        out[f.name] = (pos, f.width)
+        pos += f.width
+    return out
+
+
+@lru_cache(maxsize=64)
+def _decode_table(w: Any) -> dict[int, tuple[tuple[int, int] | None,
+                                                dict[int | None, InstructionDef]]]:
+    """opcode -> (position of the function field or None, {function value: definition})."""
+    table: dict[int, tuple[tuple[int, int] | None, dict[int | None, InstructionDef]]] = {}
+    for d in _DEFS.values():
+        pos = None
+        if d.function is not None:
+            lo, hi = resolved_layout(d, w)
+            where = {**positions(lo, 0), **positions(hi, INSN_HALF_BITS)}
+            pos = where.get(d.function[0])
+        entry = table.setdefault(d.opcode, (pos, {}))
+        entry[1][d.function[1] if d.function else None] = d
+    return table
+
+
+def decode_table(hw: HwConfig) -> Mapping[int, tuple[tuple[int, int] | None,
+                                                     dict[int | None, InstructionDef]]]:
+    return _decode_table(hw.isa)
+
+
+def check_layouts(hw: HwConfig) -> list[str]:
+    """Problems with the registered definitions' layouts on ``hw``: a half over 64 bits (with the
+    breakdown), a family whose function field sits at different bits, a field a class lacks,
+    a micro-op over 32 bits. Returns messages (empty: every format fits)."""
+    w = hw.isa
+    problems: list[str] = []
+    depths = ", ".join(f"{k}={hw.depth(k)}" for k in ("uop", "inp", "wgt", "acc"))
+    for d in available(hw):
+        try:
+            halves = resolved_layout(d, w)
+        except Exception as e:  # a user layout function failing is a definition problem
+            problems.append(f"{d.name}: its layout function failed: {e}")
+            continue
+        names = [f.name for h in halves for f in h]
+        if len(set(names)) != len(names):
+            problems.append(f"{d.name}: a field appears twice in its layout")
+        for which, half in zip(("low", "high"), halves, strict=True):
+            used = sum(f.width for f in half)
+            if used > INSN_HALF_BITS:
+                parts = " + ".join(f"{f.width} ({f.name})" for f in half)
+                problems.append(f"ISA fields no longer fit the 128-bit instruction: {d.name} needs "
+                                f"{used} bits in the {which} 64-bit half = {parts} (buffer "
+                                f"depths {depths}); shrink a buffer or the ALU immediate")
+        cls_fields = dataclass_field_names(d.cls)
+        for f in (f for h in halves for f in h):
+            if f.name not in ("opcode", *HEAD_FLAGS) and f.name not in cls_fields \
+                    and not f.name.startswith("_"):
+                problems.append(f"{d.name}: layout field {f.name!r} is not a field of "
+                                f"{d.cls.__name__} (name reserved bits with a leading '_')")
+    for fam in {d.opcode for d in available(hw)}:
+        members = [d for d in available(hw) if d.opcode == fam and d.function is not None]
+        spots = set()
+        for d in members:
+            assert d.function is not None
+            lo, hi = resolved_layout(d, w)
+            where = {**positions(lo, 0), **positions(hi, INSN_HALF_BITS)}
+            if d.function[0] not in where:
+                problems.append(f"{d.name}: its function field {d.function[0]!r} is not in its "
+                                f"layout")
+                continue
+            pos, width = where[d.function[0]]
+            spots.add((pos, width))
+            if not 0 <= d.function[1] < 1 << width:
+                problems.append(f"{d.name}: function value {d.function[1]} does not fit the "
+                                f"{width}-bit field {d.function[0]}")
+        if len(spots) > 1:
+            member_names = ", ".join(d.name for d in members)
+            problems.append(f"opcode {fam} family ({member_names}): the function field must sit "
+                            f"at the "
+                            f"same bits in every member, got {sorted(spots)}")
+    uop_bits = w.acc_idx + w.uop_src + w.wgt_idx
+    if uop_bits > UOP_BITS:
+        problems.append(f"micro-op fields need {uop_bits} bits (dst {w.acc_idx} + src "
+                        f"{w.uop_src} + wgt {w.wgt_idx}), more than {UOP_BITS} (buffer depths "
+                        f"{depths})")
+    return problems
+
+
+def dataclass_field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+
+def _flag_queues(insn: Any, flags: tuple[str, str]) -> list[tuple[Module, Module]]:
+    m = module_of(insn)
+    out = []
+    for flag in flags:
+        if getattr(insn.deps, flag):
+            q = queue_of(m, flag)
+            if q is None:
+                raise ValueError(f"{definition_of(insn).mnemonic_of(insn)}: {flag} has no token "
+                                 f"queue on the {m.name.lower()} module")
+            out.append(q)
+    return out
+
+
+def pops_of(insn: Any) -> list[tuple[Module, Module]]:
+    """Token queues this instruction pops from, in flag order (pop_prev, pop_next)."""
+    return _flag_queues(insn, ("pop_prev", "pop_next"))
+
+
+def pushes_of(insn: Any) -> list[tuple[Module, Module]]:
+    """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
+    return _flag_queues(insn, ("push_prev", "push_next"))
+
+
+def _config_check(hw: HwConfig) -> list[tuple[str, str]]:
+    """The layout check as the config runs it: every problem blamed on the buffer sizes that
+    set the field widths."""
+    return [("scratchpad", msg) for msg in check_layouts(hw)]
