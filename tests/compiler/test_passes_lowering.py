@@ -8,8 +8,9 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.passes._common import evaluate
 from vta.compiler.passes.uop_gen import fold_loops
 from vta.compiler.schedules.default import ConvSchedule
-from vta.compiler.vta_ir import AluInsn, AluNest, DmaLoad, DmaStore, GemmInsn, GemmNest
-from vta.isa import AluOp
+from vta.compiler.vta_ir import ComputeInsn, ComputeNest, DmaLoad, DmaStore
+
+GEMM_NAME = "GEMM"
 
 
 def _stage(f: S.PrimFunc, name: str) -> S.Stmt:
@@ -40,7 +41,7 @@ def test_inject_dma_input_copy_becomes_padded_2d_loads() -> None:
 def test_tensorize_replaces_region_with_gemm_nest() -> None:
     f = run_until(lowered(), "tensorize")
     assert not any(isinstance(n, S.AttrStmt) and n.key == "tensorize" for n in E.walk(f.body))
-    gemms = nodes(f, GemmNest)
+    gemms = [g for g in nodes(f, ComputeNest) if g.instruction.name == GEMM_NAME]
     reset = [g for g in gemms if g.reset]
     upd = [g for g in gemms if not g.reset]
     assert len(reset) == 1 and len(upd) == 1
@@ -60,18 +61,20 @@ def _loops(s: S.Stmt) -> list[S.For]:
 
 def test_lower_alu_epilogue_order() -> None:
     f = run_until(lowered(), "lower_alu")
-    ops = [(a.op, a.imm) for a in nodes(f, AluNest)]
-    assert ops == [(AluOp.SHR, 8), (AluOp.ADD, None), (AluOp.MAX, 0), (AluOp.MIN, 127)]
+    ops = [(a.instruction.name, dict(a.params).get("imm")) for a in nodes(f, ComputeNest)
+           if a.instruction.name.startswith("ALU.")]
+    assert ops == [("ALU.SHR", 8), ("ALU.ADD", None), ("ALU.MAX", 0), ("ALU.MIN", 127)]
 
 
 def test_uop_gen_folds_big_loops() -> None:
     f = run_until(lowered(), "uop_gen")
-    gemm = next(g for g in nodes(f, GemmInsn) if not g.reset)
+    insns = nodes(f, ComputeInsn)
+    gemm = next(g for g in insns if g.instruction.name == GEMM_NAME and not g.reset)
     # x (6) and y (3) or a channel loop fold; the rest are micro-ops
     assert gemm.iter_out * gemm.iter_in * len(gemm.uops) == 2 * 3 * 6 * 2 * 9
     assert len(gemm.uops) <= 2 * 9 * 2 * 3
-    alu = nodes(f, AluInsn)
-    assert all(len(a.uops) == 1 for a in alu if a.use_imm)  # contiguous tile: one uop
+    alu = [a for a in insns if a.instruction.name.startswith("ALU.")]
+    assert all(len(a.uops) == 1 for a in alu if dict(a.params)["use_imm"])  # one uop
 
 
 def test_fold_loops_avoids_hazards_and_merges() -> None:

@@ -2,9 +2,17 @@
 
 A ``TensorIntrinsic`` declares *what* it computes with the tensor IR, over its own small
 placeholders (e.g. the accelerator's GEMM: ``out[i, j] += sum_k inp[i, k] * wgt[j, k]`` for a
-1 x 16 x 16 block), so that ``tensorize`` can check a loop region against it; ``hooks`` carry
-*how* each layer implements it (ISA encoding, simulator semantics, CUDA text), attached by
-those layers. One registration teaches every layer.
+1 x 16 x 16 block), so that ``tensorize`` can check a loop region against it and instruction
+selection can cover an expression with it.
+
+For the accelerator every intrinsic comes from an instruction's definition
+(``vta.isa.defs.InstructionDef``): its ``pattern`` builds the declaration with the tensor-IR
+builder passed in (``BUILDER``), ``bind`` says which micro-op operand (or immediate field) each
+placeholder is, and ``instruction`` is the definition the back end emits (its encoding,
+semantics, timing). ``instruction_intrinsics(defn, hw)`` builds them per hardware (cached).
+GPU intrinsics (WMMA) are registered directly, with ``hooks`` for the CUDA rendering and the
+emulator's semantics. Lookups are by name (``get``), by target (``for_target``) or by
+instruction.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vta.compiler import expr as E
@@ -21,6 +29,7 @@ from vta.compiler import poly
 from vta.compiler.tensor import (
     ComputeOp,
     IterVar,
+    PlaceholderOp,
     Reduce,
     Tensor,
     TensorRead,
@@ -30,13 +39,17 @@ from vta.compiler.tensor import (
     sum_,
 )
 from vta.errors import VtaError
+from vta.isa import DefinitionError, InstructionDef
+from vta.isa.builtins import GEMM
+from vta.isa.defs import dataclass_field_names, instance, require
 
 if TYPE_CHECKING:
     from vta.compiler.schedule import Stage
-    from vta.config import GemmConfig, HwConfig
+    from vta.config import HwConfig
 
 __all__ = ["TensorIntrinsic", "IntrinError", "Match", "register", "get", "for_target", "match",
-           "vta_gemm_intrinsic", "gemm_decl"]
+           "vta_gemm_intrinsic", "gemm_decl", "instruction_intrinsics", "usable", "BUILDER",
+           "TensorizeRegion"]
 
 
 class IntrinError(VtaError):
@@ -45,14 +58,21 @@ class IntrinError(VtaError):
 
 @dataclass(frozen=True, eq=False)
 class TensorIntrinsic:
-    """``decl`` is the output tensor of the intrinsic's compute over its placeholders;
-    ``hooks`` map a layer's key (e.g. ``"isa"``, ``"sim"``, ``"cuda"``) to its implementation.
-    Identity is the object (hooks are arbitrary callables)."""
+    """``decl`` is the output tensor of the intrinsic's compute over its placeholders.
+
+    Accelerator intrinsics carry the ``instruction`` they become, ``bind`` (placeholder or
+    ``decl`` -> micro-op operand ``dst``/``src``/``wgt``, or an immediate's instruction field)
+    and ``fixed`` (fields this variant sets, e.g. ``use_imm``). ``hooks`` map a layer's key
+    (``"cuda"``, ``"emulate"``, ``"shape"``, ``"dtypes"``) to its implementation, for GPU
+    intrinsics. Identity is the object."""
 
     name: str
     target: str
     decl: Tensor
     hooks: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    instruction: InstructionDef | None = None
+    bind: Mapping[Tensor, str] = field(default_factory=lambda: MappingProxyType({}))
+    fixed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     _ir_opaque: ClassVar[bool] = True
 
@@ -60,6 +80,18 @@ class TensorIntrinsic:
     def op(self) -> ComputeOp:
         assert isinstance(self.decl.op, ComputeOp)
         return self.decl.op
+
+    @property
+    def accumulates(self) -> bool:
+        """Whether each execution adds into its destination (GEMM, a MAC unit): the intrinsic
+        then also realises the part of a sum-reduction that lies inside the region, and the
+        loops of the reduction outside it repeat the instruction."""
+        return self.instruction is not None and self.instruction.kind == "accumulate"
+
+    def placeholder_for(self, role: str) -> Tensor | None:
+        """The placeholder bound to operand or field ``role`` (None if none is)."""
+        return next((t for t, r in self.bind.items() if r == role and t is not self.decl),
+                    None)
 
     def with_hooks(self, **hooks: Any) -> TensorIntrinsic:
         """A copy with ``hooks`` added (a layer attaching its implementation)."""
@@ -100,6 +132,10 @@ def for_target(target: str) -> list[TensorIntrinsic]:
 
 # --------------------------------------------------------------------------- declarations
 
+#: the tensor-IR builder instruction patterns are written with (``pattern(t, hw)``)
+BUILDER = SimpleNamespace(placeholder=placeholder, compute=compute, reduce_axis=reduce_axis,
+                          sum_=sum_, min_=E.min_, max_=E.max_, select=E.select, const=E.const)
+
 
 def gemm_decl(batch: int, block_in: int, block_out: int, inp_dtype: str, wgt_dtype: str,
               acc_dtype: str, name: str = "gemm") -> Tensor:
@@ -112,20 +148,125 @@ def gemm_decl(batch: int, block_in: int, block_out: int, inp_dtype: str, wgt_dty
                    f"{name}_out")
 
 
+def _hw_key(hw: HwConfig) -> tuple[Any, ...]:
+    """What an instruction's patterns may depend on: the GEMM shape, the ALU and the listed
+    intrinsics (not the file name or the memory system)."""
+    return (hw.gemm, hw.alu, hw.intrinsics)
+
+
+def instruction_intrinsics(defn: InstructionDef, hw: HwConfig) -> tuple[TensorIntrinsic, ...]:
+    """The intrinsics (one per pattern variant) of instruction ``defn`` on ``hw``. A pattern
+    that is not a compute over its own placeholders, binds something unknown, or names an
+    immediate that is not a 0-d placeholder raises ``DefinitionError``."""
+    return _instruction_intrinsics(defn, _hw_key(hw), hw)
+
+
+@lru_cache(maxsize=256)
+def _instruction_intrinsics(defn: InstructionDef, key: tuple[Any, ...],
+                            hw: HwConfig) -> tuple[TensorIntrinsic, ...]:
+    if defn.pattern is None:
+        return ()
+    try:
+        variants = list(defn.pattern(BUILDER, hw))
+    except (VtaError, ValueError, TypeError, AttributeError, IndexError) as e:
+        raise DefinitionError(f"instruction {defn.name!r}: its pattern cannot be built: "
+                              f"{type(e).__name__}: {e}") from None
+    return tuple(_check_variant(defn, k, v, len(variants)) for k, v in enumerate(variants))
+
+
+def _check_variant(defn: InstructionDef, k: int, v: Any, n: int) -> TensorIntrinsic:
+    where = f"instruction {defn.name!r}: pattern {k}"
+    if not (isinstance(v, tuple) and len(v) == 3):
+        raise DefinitionError(f"{where}: expected (decl, bind, fixed), got {v!r}")
+    decl, bind, fixed = v
+    if not isinstance(decl, Tensor) or not isinstance(decl.op, ComputeOp):
+        raise DefinitionError(f"{where}: decl must be a tensor made by compute, got {decl!r}")
+    reads = {n.tensor for n in E.walk(decl.op.body) if isinstance(n, TensorRead)}
+    for t in reads:
+        if not isinstance(t.op, PlaceholderOp):
+            raise DefinitionError(f"{where}: reads {t.name}, which is not one of its own "
+                                  f"placeholders")
+    cls_fields = set(dataclass_field_names(defn.cls))
+    operands = {o.name for o in defn.operands}
+    for t, role in dict(bind).items():
+        if t is not decl and t not in reads:
+            raise DefinitionError(f"{where}: binds {getattr(t, 'name', t)!r}, which the "
+                                  f"pattern does not read")
+        if role in operands:
+            continue
+        if role not in cls_fields:
+            raise DefinitionError(f"{where}: binds {t.name} to {role!r}, neither an operand "
+                                  f"({', '.join(sorted(operands))}) nor a field of "
+                                  f"{defn.cls.__name__}")
+        if t.shape != ():
+            raise DefinitionError(f"{where}: immediate {t.name} (field {role}) must be a 0-d "
+                                  f"placeholder, got shape {t.shape}")
+    unbound = [t.name for t in reads if t not in bind]
+    if unbound or bind.get(decl) != "dst":
+        raise DefinitionError(f"{where}: every placeholder and the output must be bound (the "
+                              f"output to 'dst'); unbound: {unbound or ['the output']}")
+    for f in fixed:
+        if f not in cls_fields:
+            raise DefinitionError(f"{where}: fixes {f!r}, not a field of {defn.cls.__name__}")
+    name = f"vta.{defn.name.lower()}" + (f".{k}" if n > 1 else "")
+    return TensorIntrinsic(name, "vta", decl, instruction=defn,
+                           bind=MappingProxyType(dict(bind)), fixed=MappingProxyType(dict(fixed)))
+
+
 @lru_cache(maxsize=64)
-def _vta_gemm(g: GemmConfig) -> TensorIntrinsic:
+def _vta_gemm(key: tuple[Any, ...], hw: HwConfig) -> TensorIntrinsic:
+    g = hw.gemm
+    (base,) = instruction_intrinsics(GEMM, hw)
     name = (f"vta.gemm.{g.batch}x{g.block_in}x{g.block_out}."
             f"{g.inp_dtype}.{g.wgt_dtype}.{g.acc_dtype}")
-    decl = gemm_decl(g.batch, g.block_in, g.block_out, g.inp_dtype, g.wgt_dtype, g.acc_dtype,
-                     "vta_gemm")
-    return TensorIntrinsic(name, "vta", decl)
+    return replace(base, name=name)
 
 
 def vta_gemm_intrinsic(hw: HwConfig) -> TensorIntrinsic:
     """The accelerator's GEMM core as an intrinsic: ``batch x block_in`` inputs times
     ``block_out x block_in`` weights into ``batch x block_out`` accumulators, dtypes from
-    ``hw.gemm``. The same GEMM shape gives the same object (no hooks: the backend adds them)."""
-    return _vta_gemm(hw.gemm)
+    ``hw.gemm`` (the GEMM definition's pattern). The same GEMM shape gives the same object."""
+    return _vta_gemm((hw.gemm,), hw)
+
+
+def usable(defn: InstructionDef, hw: HwConfig, **fields: Any) -> bool:
+    """Whether ``hw`` implements ``defn`` (its intrinsics list it, and its own checks accept an
+    instance with ``fields``: an ALU function must be enabled in ``alu.ops``)."""
+    try:
+        require(defn, hw)
+    except DefinitionError:
+        return False
+    if defn.check is None:
+        return True
+    return defn.check(instance(defn, **fields), hw) is None
+
+
+@dataclass(frozen=True, eq=False)
+class TensorizeRegion:
+    """What ``lower`` leaves on a tensorized region (``AttrStmt("tensorize", region)``): the
+    intrinsic, how it matched (``match``), and the lowered objects its declaration maps to: each
+    intrinsic axis's loop variable (``loops``) and each intrinsic tensor's buffer (``buffers``:
+    placeholders to the buffers the region reads, ``decl`` to the buffer it writes). Back ends
+    read their operands from here: no guessing by scope or name."""
+
+    intrin: TensorIntrinsic
+    match: Match
+    loops: Mapping[IterVar, E.Var]
+    buffers: Mapping[Tensor, Any]
+
+    _ir_opaque: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        return self.intrin.name
+
+    def buffer(self, role: str) -> Any:
+        """The buffer bound to operand ``role`` (``dst``, ``src``, ``wgt``); None if none."""
+        t = self.intrin.decl if role == "dst" else self.intrin.placeholder_for(role)
+        return None if t is None else self.buffers.get(t)
+
+    def __str__(self) -> str:
+        return self.intrin.name
 
 
 # --------------------------------------------------------------------------- matching
@@ -191,15 +332,20 @@ def match(region: Sequence[IterVar], stage: Stage, intrin: TensorIntrinsic,
     from vta.compiler.schedule import root_values
 
     decl, op = intrin.op, stage.op
-    if isinstance(decl.body, Reduce) != isinstance(op.body, Reduce):
-        return "one of the intrinsic and the stage is a reduction, the other is not"
     if decl.dtype != op.dtype:
         return f"output dtype {op.dtype}, the intrinsic produces {decl.dtype}"
     sbody, dbody = op.body, decl.body
-    if isinstance(sbody, Reduce) and isinstance(dbody, Reduce):
+    if isinstance(dbody, Reduce):
+        if not isinstance(sbody, Reduce):
+            return "the intrinsic is a reduction, the stage is not"
         if sbody.combiner != dbody.combiner:
             return f"combiner {sbody.combiner}, the intrinsic uses {dbody.combiner}"
         sbody, dbody = sbody.source, dbody.source
+    elif isinstance(sbody, Reduce):
+        if not intrin.accumulates or sbody.combiner != "sum":
+            return ("the stage is a reduction, the intrinsic is element-wise and does not "
+                    "accumulate into its output")
+        sbody = sbody.source  # each execution adds one term: the reduction stays outside
     pairs: list[tuple[TensorRead, TensorRead]] = []
     why = _pair_reads(sbody, dbody, pairs)
     if why:

@@ -7,7 +7,9 @@ values ``outer * factor + inner``, guards where a split does not divide), wrappe
 loop; a stage computed at another's loop is emitted inside that loop, its buffer allocated
 there and sized by bound inference (vta.compiler.bounds); readers index it relative to its
 base; inlined stages are substituted; tensorized regions are wrapped in
-``AttrStmt("tensorize", intrinsic)`` after checking they match.
+``AttrStmt("tensorize", TensorizeRegion)`` after checking they match: the region carries the
+intrinsic and its ``Match`` translated to the lowered loops and buffers, so both back ends
+lower it from the intrinsic's definition.
 """
 
 from __future__ import annotations
@@ -291,4 +293,10 @@ class _Lowering:
         if isinstance(m, str):
             raise ScheduleError(f"tensorize with {intrin.name} on stage {st.name} axis "
                                 f"{iv.name}: {m}")
-        return S.AttrStmt("tensorize", intrin, loop)
+        buffers = {d: self._buffer_of(t) for d, t in m.tensors.items()}
+        loops = {d: self.loopvar[r] for d, r in m.axes.items()}
+        return S.AttrStmt("tensorize", intrin_mod.TensorizeRegion(intrin, m, loops, buffers), loop)
+
+    def _buffer_of(self, t: Tensor) -> S.Buffer:
+        """The buffer holding tensor ``t`` in the lowered function."""
+        return self.info[t].buffer if t in self.info else self.params[t]

@@ -19,11 +19,11 @@ from typing import Any
 
 from vta.compiler.expr import Expr, Var
 from vta.compiler.stmt import Buffer, Stmt
-from vta.isa import Alu, AluOp, Deps, Gemm, Instruction, Load, Store, Uop
+from vta.isa import Deps, Instruction, InstructionDef, Uop
 from vta.isa.asm import format_insn
 
-__all__ = ["DmaLoad", "DmaStore", "GemmNest", "AluNest", "GemmInsn", "AluInsn", "Insn",
-           "NO_DEPS", "deps_str", "UopExpr"]
+__all__ = ["DmaLoad", "DmaStore", "ComputeNest", "ComputeInsn", "Insn", "NO_DEPS", "deps_str",
+           "UopExpr"]
 
 NO_DEPS = Deps()
 
@@ -96,55 +96,42 @@ def _loops_str(loops: tuple[tuple[Var, int], ...], nm: Any) -> str:
     return ", ".join(f"{nm(v, v.name)}<{n}" for v, n in loops)
 
 
-@dataclass(frozen=True, slots=True)
-class GemmNest(Stmt):
-    """A tensorized region: ``for loops: acc[dst] += inp[src] . wgt[w]^T`` (entry indices,
-    affine in the loop variables), or ``acc[dst] = 0`` with ``reset``. Micro-op generation
-    turns it into ``GemmInsn``s."""
+def _params_str(params: tuple[tuple[str, Any], ...]) -> str:
+    return "".join(f" {k}={int(v)}" for k, v in params)
 
+
+@dataclass(frozen=True, slots=True)
+class ComputeNest(Stmt):
+    """A region that one micro-op instruction computes: ``for loops: <instruction>`` with each
+    operand's entry index (``indices``, parallel to ``operands``: expressions affine in the
+    loop variables, including the buffer's SRAM base; the destination first) and the
+    instruction's other fields (``params``: immediates, the ALU's ``use_imm``). With ``reset``
+    the destination is zeroed. Micro-op generation turns it into ``ComputeInsn``s."""
+
+    instruction: InstructionDef
     reset: bool
     loops: tuple[tuple[Var, int], ...]
-    dst: Expr
-    src: Expr
-    wgt: Expr
-    acc_buf: Buffer
-    inp_buf: Buffer | None
-    wgt_buf: Buffer | None
+    operands: tuple[str, ...]
+    indices: tuple[Expr, ...]
+    params: tuple[tuple[str, Any], ...]
+    operand_buffers: tuple[Buffer, ...]
 
     def render(self, e: Render, nm: Any) -> list[str]:
-        if self.reset:
-            return [f"gemm.reset(for {_loops_str(self.loops, nm)}: acc[{e(self.dst)}] = 0)"]
-        return [f"gemm(for {_loops_str(self.loops, nm)}: acc[{e(self.dst)}] += "
-                f"inp[{e(self.src)}] . wgt[{e(self.wgt)}]^T)"]
+        mem = {o.name: o.memory for o in self.instruction.operands}
+        ops = ", ".join(f"{f}={mem[f]}[{e(x)}]"
+                        for f, x in zip(self.operands, self.indices, strict=True))
+        name = self.instruction.name.lower() + (".reset" if self.reset else "")
+        return [f"{name}(for {_loops_str(self.loops, nm)}: {ops}{_params_str(self.params)})"]
 
     def exprs(self) -> tuple[Expr, ...]:
         return ()  # loop variables are bound by the node itself
 
     def buffers(self) -> tuple[Buffer, ...]:
-        return tuple(b for b in (self.acc_buf, self.inp_buf, self.wgt_buf) if b is not None)
+        return self.operand_buffers
 
-
-@dataclass(frozen=True, slots=True)
-class AluNest(Stmt):
-    """``for loops: acc[dst] = op(acc[dst], imm or acc[src])`` (entry indices)."""
-
-    op: AluOp
-    loops: tuple[tuple[Var, int], ...]
-    dst: Expr
-    src: Expr | None
-    imm: int | None
-    acc_buf: Buffer
-
-    def render(self, e: Render, nm: Any) -> list[str]:
-        operand = f"#{self.imm}" if self.src is None else f"acc[{e(self.src)}]"
-        return [f"alu.{self.op.name.lower()}(for {_loops_str(self.loops, nm)}: acc[{e(self.dst)}]"
-                f", {operand})"]
-
-    def exprs(self) -> tuple[Expr, ...]:
-        return ()
-
-    def buffers(self) -> tuple[Buffer, ...]:
-        return (self.acc_buf,)
+    def index(self, operand: str) -> Expr | None:
+        """The entry index of ``operand`` (None if the instruction does not read it)."""
+        return dict(zip(self.operands, self.indices, strict=True)).get(operand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,56 +148,26 @@ class UopExpr:
 
 
 @dataclass(frozen=True, slots=True)
-class GemmInsn(Stmt):
-    """One GEMM instruction: micro-ops (dst, src, wgt entry expressions) run under the two
-    folded loops ``iter_out`` x ``iter_in`` with per-field factors."""
+class ComputeInsn(Stmt):
+    """One micro-op instruction: micro-ops (dst, src, wgt entry expressions) run under the two
+    folded loops ``iter_out`` x ``iter_in`` with per-operand factors (``factors``: operand ->
+    (factor_out, factor_in)); ``params`` are its other fields."""
 
+    instruction: InstructionDef
     reset: bool
     uops: tuple[UopExpr, ...]
     iter_out: int
     iter_in: int
-    dst_factor_out: int
-    dst_factor_in: int
-    src_factor_out: int
-    src_factor_in: int
-    wgt_factor_out: int
-    wgt_factor_in: int
+    factors: tuple[tuple[str, int, int], ...]
+    params: tuple[tuple[str, Any], ...] = ()
 
     def render(self, e: Render, nm: Any) -> list[str]:
-        head = (f"gemm{'.reset' if self.reset else ''} iter=({self.iter_out}, {self.iter_in}) "
-                f"dst_f=({self.dst_factor_out}, {self.dst_factor_in}) src_f=({self.src_factor_out}"
-                f", {self.src_factor_in}) wgt_f=({self.wgt_factor_out}, {self.wgt_factor_in}) "
-                f"uops[{len(self.uops)}]")
+        fs = " ".join(f"{f}_f=({fo}, {fi})" for f, fo, fi in self.factors)
+        name = self.instruction.name.lower() + (".reset" if self.reset else "")
         shown = ", ".join(f"({e(d)}, {e(s)}, {e(w)})" for d, s, w in self.uops[:3])
         more = ", ..." if len(self.uops) > 3 else ""
-        return [f"{head}: {shown}{more}"]
-
-    def exprs(self) -> tuple[Expr, ...]:
-        return tuple(x for u in self.uops for x in u)
-
-
-@dataclass(frozen=True, slots=True)
-class AluInsn(Stmt):
-    """One ALU instruction over acc entries (micro-op src indexes acc)."""
-
-    op: AluOp
-    uops: tuple[UopExpr, ...]
-    iter_out: int
-    iter_in: int
-    dst_factor_out: int
-    dst_factor_in: int
-    src_factor_out: int
-    src_factor_in: int
-    use_imm: bool
-    imm: int
-
-    def render(self, e: Render, nm: Any) -> list[str]:
-        operand = f"imm={self.imm}" if self.use_imm else "reg"
-        shown = ", ".join(f"({e(d)}, {e(s)})" for d, s, _ in self.uops[:3])
-        more = ", ..." if len(self.uops) > 3 else ""
-        return [f"alu.{self.op.name.lower()} {operand} iter=({self.iter_out}, {self.iter_in}) "
-                f"dst_f=({self.dst_factor_out}, {self.dst_factor_in}) src_f=({self.src_factor_out}"
-                f", {self.src_factor_in}) uops[{len(self.uops)}]: {shown}{more}"]
+        return [f"{name}{_params_str(self.params)} iter=({self.iter_out}, {self.iter_in}) {fs} "
+                f"uops[{len(self.uops)}]: {shown}{more}"]
 
     def exprs(self) -> tuple[Expr, ...]:
         return tuple(x for u in self.uops for x in u)
@@ -245,9 +202,3 @@ class Insn(Stmt):
         return self.insn.deps
 
 
-def is_mem(insn: Instruction) -> bool:
-    return isinstance(insn, (Load, Store))
-
-
-def is_compute(insn: Instruction) -> bool:
-    return isinstance(insn, (Gemm, Alu))

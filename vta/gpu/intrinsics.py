@@ -70,7 +70,7 @@ def wmma_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _make(name: str, in_dtype: str, acc_dtype: str) -> Any:
-    hooks = {"cuda": "wmma::mma_sync", "emulate": wmma_reference,
+    hooks = {"cuda": "wmma::mma_sync", "emulate": wmma_reference, "fragment": True,
              "shape": (TILE, TILE, TILE), "dtypes": (in_dtype, acc_dtype)}
     decl = _decl(in_dtype, acc_dtype)
     try:
@@ -102,7 +102,12 @@ def wmma_intrinsic(in_dtype: str) -> Any:
 
 
 def _is_wmma(v: Any) -> bool:
-    return getattr(v, "target", None) == "cuda" and str(getattr(v, "name", "")).startswith("wmma.")
+    """Whether a tensorize annotation is a region matched to a fragment (WMMA) intrinsic: by the
+    intrinsic's definition (target and hooks), not its name."""
+    from vta.compiler.intrin import TensorizeRegion
+
+    return (isinstance(v, TensorizeRegion) and v.intrin.target == "cuda"
+            and v.intrin.hooks.get("fragment", False))
 
 
 # ---------------------------------------------------------------------------- matching helpers
@@ -260,7 +265,7 @@ class _Lowerer:
         k = next(v for v in (v1, v2, v3) if v is not i and v is not j)
         if tuple(la.indices[-2:]) != (i, k) or tuple(lb.indices[-2:]) != (k, j):
             raise self.fail("A must be indexed [.., i, k] and B [.., k, j]")
-        ins, acc = attr.value.hooks["dtypes"]
+        ins, acc = attr.value.intrin.hooks["dtypes"]
         if la.buffer.dtype != ins or lb.buffer.dtype != ins or c.dtype != acc:
             raise self.fail(f"{attr.value.name} needs {ins} operands and a {acc} accumulator")
         for b, role in ((c, "accumulator"), (la.buffer, "matrix_a"), (lb.buffer, "matrix_b")):

@@ -197,6 +197,61 @@ def gemm_semantics(insn: Gemm, operands: dict[str, np.ndarray]) -> np.ndarray:
     return np.matmul(operands["src"], np.swapaxes(operands["wgt"], -1, -2))
 
 
+def gemm_pattern(t: Any, hw: HwConfig) -> list[tuple[Any, dict[Any, str], dict[str, Any]]]:
+    """``out[b, o] = sum_k inp[b, k] * wgt[o, k]`` over one ``batch x block_in x block_out``
+    block, accumulating in ``acc_dtype``."""
+    g = hw.gemm
+    inp = t.placeholder((g.batch, g.block_in), g.inp_dtype, "vta_gemm_inp")
+    wgt = t.placeholder((g.block_out, g.block_in), g.wgt_dtype, "vta_gemm_wgt")
+    k = t.reduce_axis(g.block_in, "k")
+    out = t.compute((g.batch, g.block_out),
+                    lambda i, j: t.sum_(inp[i, k].astype(g.acc_dtype)
+                                        * wgt[j, k].astype(g.acc_dtype), k), "vta_gemm_out")
+    return [(out, {inp: "src", wgt: "wgt", out: "dst"}, {})]
+
+
+Patterns = Callable[[Any, HwConfig], list[tuple[Any, dict[Any, str], dict[str, Any]]]]
+
+
+def elementwise_patterns(fn: Callable[..., Any], name: str, *, register_operand: bool = True,
+                         immediates: tuple[str, ...] = ("imm",), selector: str | None = "use_imm",
+                         fixed: dict[str, Any] | None = None) -> Patterns:
+    """Patterns of an ALU-style function ``fn(t, x, *operands)`` on one accumulator entry:
+    ``x`` is the destination; the operands are, in one variant, an acc entry read through
+    ``src`` (when ``register_operand``) and in the other the 0-d immediates named by
+    ``immediates`` (instruction fields). ``selector`` names the field that tells the two
+    apart (the ALU's ``use_imm``: False for the register variant, True for the immediate one;
+    None when the instruction has only one); ``fixed`` sets further fields."""
+
+    def patterns(t: Any, hw: HwConfig) -> list[tuple[Any, dict[Any, str], dict[str, Any]]]:
+        return _elementwise(t, hw, fn, name, register_operand, immediates, selector, fixed)
+
+    return patterns
+
+
+def _elementwise(t: Any, hw: HwConfig, fn: Callable[..., Any], name: str, register: bool,
+                 immediates: tuple[str, ...], selector: str | None,
+                 fixed: dict[str, Any] | None) -> list[tuple[Any, dict[Any, str], dict[str, Any]]]:
+    g = hw.gemm
+    shape = (g.batch, g.block_out)
+    out = []
+    if register:
+        x = t.placeholder(shape, g.acc_dtype, f"{name}_x")
+        y = t.placeholder(shape, g.acc_dtype, f"{name}_y")
+        decl = t.compute(shape, lambda i, j: fn(t, x[i, j], y[i, j]), f"{name}_reg")
+        sel = {selector: False} if selector else {}
+        out.append((decl, {x: "dst", y: "src", decl: "dst"}, {**sel, **(fixed or {})}))
+    if immediates:
+        x = t.placeholder(shape, g.acc_dtype, f"{name}_x")
+        imms = [t.placeholder((), g.acc_dtype, f"{name}_{f}") for f in immediates]
+        decl = t.compute(shape, lambda i, j: fn(t, x[i, j], *(m[()] for m in imms)),
+                         f"{name}_imm")
+        bind = {x: "dst", decl: "dst", **dict(zip(imms, immediates, strict=True))}
+        sel = {selector: True} if selector else {}
+        out.append((decl, bind, {**sel, **(fixed or {})}))
+    return out
+
+
 GEMM = register(InstructionDef(
     name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Module.COMPUTE,
     duration=lambda i, hw: microop_cycles(i.n_ops, hw.gemm.ii, hw.gemm.pipeline_depth),
@@ -207,6 +262,7 @@ GEMM = register(InstructionDef(
     kind="accumulate", semantics=gemm_semantics,
     issue=lambda i, hw: hw.gemm.ii, pipeline_depth=lambda hw: hw.gemm.pipeline_depth,
     macs=lambda i, hw: hw.gemm.batch * hw.gemm.block_in * hw.gemm.block_out,
+    pattern=gemm_pattern,
     doc="acc[dst] += inp[src] . wgt[wgt]^T (batch x block_in x block_out per micro-op)"))
 
 
@@ -223,6 +279,15 @@ def alu_shift(x: np.ndarray, s: np.ndarray | np.int64) -> np.ndarray:
     left = (x.astype(np.uint64) << np.clip(-s, 0, 63).astype(np.uint64)).astype(np.int64)
     return np.where(s >= 0, right, left)
 
+
+#: what each ALU function computes, in the tensor IR (its pattern) and in numpy (its semantics)
+ALU_PATTERNS: dict[AluOp, Callable[..., Any]] = {
+    AluOp.MIN: lambda t, x, y: t.min_(x, y),
+    AluOp.MAX: lambda t, x, y: t.max_(x, y),
+    AluOp.ADD: lambda t, x, y: x + y,
+    AluOp.SHR: lambda t, x, y: x >> y,
+    AluOp.MUL: lambda t, x, y: x * y,
+}
 
 #: the ALU's functions: AluOp -> exact int64 ``f(acc, operand)``
 ALU_FUNCTIONS: dict[AluOp, Callable[[np.ndarray, Any], np.ndarray]] = {
@@ -290,9 +355,10 @@ def _alu_def(op: AluOp) -> InstructionDef:
         operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out",
                                                               "dst_factor_in")),
                   Operand("src", "acc", factors=("src_factor_out", "src_factor_in"),
-                          used=lambda i: not i.use_imm)),
+                          used=lambda i: not i.use_imm, unused="dst")),
         kind="update", semantics=_alu_semantics(ALU_FUNCTIONS[op]), issue=alu_issue,
         pipeline_depth=lambda hw: hw.alu.pipeline_depth,
+        pattern=elementwise_patterns(ALU_PATTERNS[op], f"vta_alu_{op.name.lower()}"),
         doc=f"acc[dst] = {op.name.lower()}(acc[dst], imm or acc[src])")
 
 

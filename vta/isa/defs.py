@@ -39,15 +39,26 @@ Semantics of a micro-op compute instruction (``semantics`` with ``kind``):
 
 A ``reset`` flag (every micro-op instruction has one) zeroes the destination instead and reads
 nothing: common to all, implemented once by each simulator.
+
+Patterns. ``pattern(t, hw)`` states what the instruction computes in the compiler's tensor IR,
+so that the compiler can recognise it; ``t`` is the tensor-IR builder the compiler passes in
+(``placeholder``, ``compute``, ``reduce_axis``, ``sum_``, ``min_``, ``max_``, ``select``), so
+this module needs no compiler import. It returns one or more variants ``(decl, bind, fixed)``:
+``decl`` is a compute over the variant's own placeholders; ``bind`` maps each placeholder (and
+``decl`` itself, the destination) to a micro-op operand (``"dst"``, ``"src"``, ``"wgt"``) or,
+for a 0-d placeholder, to the instruction field that holds it as an immediate; ``fixed`` sets
+other fields for this variant (the ALU's ``use_imm``). A reduction pattern (GEMM) is matched
+against a loop region by ``tensorize``; an element-wise one (the ALU's functions) against the
+epilogue expressions by instruction selection (``vta.compiler.passes.lower_alu``).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vta.errors import VtaError
 from vta.isa.insn import Module, queue_of
@@ -62,6 +73,7 @@ __all__ = [
     "INSN_HALF_BITS", "UOP_BITS", "register", "unregister", "registered", "by_name",
     "definition_of", "family", "available", "layout_of", "resolved_layout", "check_layouts",
     "module_of", "pops_of", "pushes_of", "require", "free_opcodes", "decode_table", "positions",
+    "instance",
 ]
 
 INSN_HALF_BITS = 64
@@ -123,6 +135,9 @@ class Operand:
     factors: tuple[str, str] | None = None
     base: str | None = None
     used: Callable[[Any], bool] = _always
+    #: what the compiler puts in the micro-op field when the instruction does not read the
+    #: operand: ``"zero"``, or ``"dst"`` (the ALU's convention for an immediate's src)
+    unused: Literal["zero", "dst"] = "zero"
 
     def reads(self, insn: Any) -> bool:
         """Whether executing ``insn`` reads this operand (a reset reads nothing)."""
@@ -178,9 +193,16 @@ class InstructionDef:
     pipeline_depth: Callable[[HwConfig], int] | None = None
     #: multiply-accumulates one execution performs (GOP/s counts 2 ops per MAC)
     macs: Callable[[Any, HwConfig], int] | None = None
+    #: what the compiler matches it against: ``pattern(t, hw) -> [(decl, bind, fixed), ...]``
+    #: (see "Patterns" in the module docstring); None: the compiler never selects it
+    pattern: Callable[[Any, HwConfig], Sequence[tuple[Any, Mapping[Any, str],
+                                                      Mapping[str, Any]]]] | None = None
     #: the HwConfig intrinsic that enables this definition (None: every config has it)
     requires: str | None = None
     doc: str = ""
+
+    #: IR traversals treat a definition as a leaf (statements carry it as an annotation)
+    _ir_opaque: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ queries
 
@@ -380,6 +402,49 @@ def available(hw: HwConfig) -> tuple[InstructionDef, ...]:
     """The definitions ``hw`` implements: the core ones and those its ``intrinsics`` list."""
     have = {i.name for i in hw.intrinsics}
     return tuple(d for d in _DEFS.values() if d.requires is None or d.requires in have)
+
+
+def instance(d: InstructionDef, **values: Any) -> Any:
+    """An instance of ``d``'s class with ``values``, every other field zero (False, the first
+    enum member) and the function field set: a prototype for timing or checks."""
+    import typing
+
+    from vta.isa.insn import Deps
+
+    hints = typing.get_type_hints(d.cls)
+    kw: dict[str, Any] = {}
+    for f in fields(d.cls):
+        if f.name in values:
+            kw[f.name] = values[f.name]
+        elif f.name == "deps":
+            kw[f.name] = Deps()
+        elif d.function is not None and f.name == d.function[0]:
+            kw[f.name] = _typed(hints.get(f.name, int), d.function[1])
+        else:
+            kw[f.name] = _typed(hints.get(f.name, int), 0)
+    unknown = set(values) - set(kw)
+    if unknown:
+        raise DefinitionError(f"{d.name}: no field(s) {', '.join(sorted(unknown))} in "
+                              f"{d.cls.__name__}")
+    return d.cls(**kw)
+
+
+def _typed(t: Any, v: int) -> Any:
+    import typing
+    from enum import Enum
+
+    members = [a for a in typing.get_args(t) if isinstance(a, type)] or [t]
+    if bool in members:
+        return bool(v)
+    for m in members:
+        if isinstance(m, type) and issubclass(m, Enum):
+            try:
+                return m(v)
+            except ValueError:
+                if int in members:
+                    return v
+                return next(iter(m))
+    return v
 
 
 def require(d: InstructionDef, hw: HwConfig) -> None:

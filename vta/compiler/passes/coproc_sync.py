@@ -22,6 +22,7 @@ Post: the same instructions with ``Deps`` set so that running the three modules 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -29,53 +30,42 @@ from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
-from vta.isa import Alu, Deps, Gemm, Load, MemType, Module, Store, module_of
+from vta.isa import TOKEN_QUEUES, Deps, MemType, Module, definition_of, flag_for, module_of
 
 __all__ = ["insert_tokens", "accesses"]
 
-L, C, ST = Module.LOAD, Module.COMPUTE, Module.STORE
-#: (producer, consumer) -> (producer's push flag, consumer's pop flag)
-FLAGS = {
-    (L, C): ("push_next", "pop_prev"),
-    (C, L): ("push_prev", "pop_next"),
-    (C, ST): ("push_next", "pop_prev"),
-    (ST, C): ("push_prev", "pop_next"),
-}
+#: (producer, consumer) -> (producer's push flag, consumer's pop flag), from the ISA's one table
+FLAGS = {q: (flag_for(q, q[0], push=True), flag_for(q, q[1], push=False)) for q in TOKEN_QUEUES}
 
 
-def _span(uops, f: str, fo: int, fi: int, io: int, ii: int) -> tuple[int, int]:
+def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     vals = [getattr(u, f) for u in uops]
     lo = min(vals)
     hi = max(vals) + (io - 1) * fo + (ii - 1) * fi
-    return lo, hi + 1
+    return base + lo, base + hi + 1
 
 
 def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
-    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out)."""
+    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out),
+    from its definition: a DMA its SRAM range, a micro-op instruction each operand it uses."""
     i = ins.insn
-    if isinstance(i, Load):
-        if i.mem is MemType.UOP:
+    d = definition_of(i)
+    x: Any = i
+    if d.role == "load":
+        if x.mem is MemType.UOP:
             return []
-        return [(i.mem.kind, i.sram_base, i.sram_base + i.sram_elems, True)]
-    if isinstance(i, Store):
-        return [("acc", i.sram_base, i.sram_base + i.sram_elems, False)]
-    if isinstance(i, Gemm):
-        u = ins.uops
-        d = _span(u, "dst", i.dst_factor_out, i.dst_factor_in, i.iter_out, i.iter_in)
-        if i.reset:
-            return [("acc", *d, True)]
-        s = _span(u, "src", i.src_factor_out, i.src_factor_in, i.iter_out, i.iter_in)
-        w = _span(u, "wgt", i.wgt_factor_out, i.wgt_factor_in, i.iter_out, i.iter_in)
-        return [("acc", *d, True), ("inp", *s, False), ("wgt", *w, False)]
-    if isinstance(i, Alu):
-        u = ins.uops
-        d = _span(u, "dst", i.dst_factor_out, i.dst_factor_in, i.iter_out, i.iter_in)
-        out = [("acc", *d, True)]
-        if not i.use_imm:
-            out.append(("acc", *_span(u, "src", i.src_factor_out, i.src_factor_in, i.iter_out,
-                                      i.iter_in), False))
-        return out
-    return []
+        return [(x.mem.kind, x.sram_base, x.sram_base + x.sram_elems, True)]
+    if d.role == "store":
+        return [("acc", x.sram_base, x.sram_base + x.sram_elems, False)]
+    if d.role != "compute" or not ins.uops:
+        return []
+    out = []
+    for op in (d.dst, *d.reads(i)):
+        fo, fi = (getattr(x, op.factors[0]), getattr(x, op.factors[1])) if op.factors else (0, 0)
+        base = getattr(x, op.base) if op.base else 0
+        lo, hi = _span(ins.uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
+        out.append((op.memory, lo, hi, op.writes))
+    return out
 
 
 def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
@@ -117,7 +107,8 @@ def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     out = []
     for ins, f in zip(insns, flags, strict=True):
         if f:
-            ins = dataclasses.replace(ins, insn=dataclasses.replace(ins.insn, deps=Deps(**f)))
+            insn: Any = ins.insn
+            ins = dataclasses.replace(ins, insn=dataclasses.replace(insn, deps=Deps(**f)))
         out.append(ins)
     new: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
     for b in reversed(wrap):

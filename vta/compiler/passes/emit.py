@@ -12,22 +12,21 @@ Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in para
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError, entries_of
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
 from vta.isa import (
-    Alu,
     Finish,
-    Gemm,
     Instruction,
     Load,
     MemType,
     Program,
     ProgramBuilder,
-    Store,
     Uop,
+    definition_of,
 )
 
 __all__ = ["emit_program"]
@@ -49,8 +48,8 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     kinds: dict[S.Buffer, str] = {}
     for ins in insns:
         if ins.dram is not None:
-            i = ins.insn
-            k = "out" if isinstance(i, Store) else i.mem.kind  # type: ignore[union-attr]
+            i: Any = ins.insn
+            k = "out" if definition_of(i).role == "store" else i.mem.kind
             if kinds.setdefault(ins.dram, k) != k:
                 raise CompileError(f"{func.name}: global buffer {ins.dram.name} is moved as both "
                                    f"{kinds[ins.dram]} and {k}")
@@ -85,7 +84,8 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     cursor = 0
     for ins in insns:
         i = ins.insn
-        if isinstance(i, (Gemm, Alu)):
+        role = definition_of(i).role
+        if role == "compute":
             b = ins.uops
             if b not in resident:
                 if cursor + len(b) > depth:
@@ -99,7 +99,7 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 cursor = hi
             start = resident[b]
             out.append(dataclasses.replace(i, uop_bgn=start, uop_end=start + len(b)))
-        elif isinstance(i, (Load, Store)):
+        elif role in ("load", "store"):
             assert ins.dram is not None
             out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
         else:

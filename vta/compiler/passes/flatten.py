@@ -1,12 +1,15 @@
 """Flatten: evaluate the remaining tile loops into the concrete instruction stream.
 
 Pre:  virtual threads are expanded; every statement left is a loop, a sequence, an
-      allocation, an attribute, or a dialect statement (DMA, ``GemmInsn``, ``AluInsn``).
+      allocation, an attribute, or a dialect statement (DMA, ``ComputeInsn``).
 Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around one flat
       ``SeqStmt`` of ``Insn``s, each wrapping one ``vta.isa`` instruction with concrete fields
       (DRAM offsets still relative to the global buffer; micro-ops concrete, their uop-buffer
-      position left to the emitter) and no dependency flags. DMAs whose tile lies entirely
-      outside the tensor (only possible for padded, discarded output tiles) are dropped.
+      position left to the emitter) and no dependency flags. A micro-op instruction is built
+      from its definition (factors, fields, function); for an operand with a base field (an
+      instruction field added to every index of it), the base is the smallest index its micro-ops
+      use and the micro-ops keep the offsets. DMAs whose tile lies entirely outside the tensor
+      (only possible for padded, discarded output tiles) are dropped.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from __future__ import annotations
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError, evaluate
-from vta.compiler.vta_ir import AluInsn, DmaLoad, DmaStore, GemmInsn, Insn, UopExpr
+from vta.compiler.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopExpr
 from vta.config import HwConfig
-from vta.isa import Alu, Gemm, Load, MemType, Store, Uop
+from vta.isa import Load, MemType, Store, Uop
+from vta.isa.defs import instance
 
 __all__ = ["flatten"]
 
@@ -75,16 +79,8 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
                 return
             out.append(Insn(Store(MemType.OUT, ev(s.sram_base), ev(s.dram_base), y, x,
                                   ev(s.x_stride)), s.dram, (), thread))
-        elif isinstance(s, GemmInsn):
-            u = uops(s.uops)
-            out.append(Insn(Gemm(s.reset, 0, len(u), s.iter_out, s.iter_in, s.dst_factor_out,
-                                 s.dst_factor_in, s.src_factor_out, s.src_factor_in,
-                                 s.wgt_factor_out, s.wgt_factor_in), None, u, thread))
-        elif isinstance(s, AluInsn):
-            u = uops(s.uops)
-            out.append(Insn(Alu(s.op, False, 0, len(u), s.iter_out, s.iter_in, s.dst_factor_out,
-                                s.dst_factor_in, s.src_factor_out, s.src_factor_in, s.use_imm,
-                                s.imm), None, u, thread))
+        elif isinstance(s, ComputeInsn):
+            out.append(_compute(s, uops(s.uops), thread))
         elif isinstance(s, Insn):
             out.append(s)
         else:
@@ -96,3 +92,24 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     for b in reversed(allocs):
         body = S.Allocate(b, body)
     return func.with_body(body)
+
+
+def _compute(s: ComputeInsn, u: tuple[Uop, ...], thread: int) -> Insn:
+    """The instruction of a ``ComputeInsn`` with concrete micro-ops (see the module docstring
+    for operands with a base field)."""
+    d = s.instruction
+    fields: dict[str, object] = dict(s.params)
+    fields.update(reset=s.reset, uop_bgn=0, uop_end=len(u), iter_out=s.iter_out,
+                  iter_in=s.iter_in)
+    by_name = {o.name: o for o in d.operands}
+    for name, fo, fi in s.factors:
+        factors = by_name[name].factors
+        assert factors is not None
+        fields[factors[0]], fields[factors[1]] = fo, fi
+    for o in d.operands:
+        if o.base is not None and u:
+            base = min(getattr(x, o.name) for x in u)
+            fields[o.base] = base
+            u = tuple(Uop(**{**{k: getattr(x, k) for k in ("dst", "src", "wgt")},
+                             o.name: getattr(x, o.name) - base}) for x in u)
+    return Insn(instance(d, **fields), None, u, thread)

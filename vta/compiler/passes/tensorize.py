@@ -1,54 +1,62 @@
-"""Tensorize: regions under ``AttrStmt("tensorize")`` become GEMM nests on the intrinsic.
+"""Tensorize: regions under ``AttrStmt("tensorize", region)`` become nests of the matched
+intrinsic's instruction.
 
-Pre:  DMA insertion has run. ``lower`` wraps the intrinsic's own loops (batch x block_out x
-      block_in) in ``AttrStmt("tensorize", intrinsic)``; the loops around it up to the
-      enclosing allocation or sequence form a perfect nest (the GEMM's outer loops) and the body
-      is ``acc[.., b, o] = acc[.., b, o] + int32(inp[.., b, i]) * int32(wgt[.., o, i])``; all
-      other loops index entries. A perfect nest that stores the constant 0 into an acc buffer
-      (the reduction's init nest) is a GEMM reset.
-Post: each such nest is a ``GemmNest`` (the outer loops, and the acc/inp/wgt entry indices as
-      affine expressions including each buffer's SRAM base) under ``AttrStmt("stage",
-      "<acc>.update")``; init nests are ``GemmNest(reset)`` under ``"<acc>.init"``. The
-      intrinsic's own loops are gone (one micro-op executes them all).
+Pre:  DMA insertion has run. ``lower`` wrapped each tensorized region (the intrinsic's own
+      loops, e.g. GEMM's batch x block_out x block_in) in ``AttrStmt("tensorize",
+      TensorizeRegion)``, which carries the intrinsic, its instruction definition and the
+      ``Match`` translated to the lowered loops and buffers; the loops around it up to the
+      enclosing allocation or sequence form a perfect nest (the instruction's outer loops); the
+      last two indices of every operand buffer are one scratchpad entry. A perfect nest that
+      stores the constant 0 into an acc buffer (a reduction's init nest) is a reset.
+Post: each region is a ``ComputeNest`` of the intrinsic's instruction (the outer loops, and each
+      operand's entry index as an affine expression including its buffer's SRAM base), under
+      ``AttrStmt("stage", "<dst>.update")``; init nests are ``ComputeNest(reset)`` of the
+      instruction that accumulates into that buffer (GEMM when none does) under
+      ``"<dst>.init"``. The intrinsic's own loops are gone (one micro-op executes them all).
+      Which buffer is which operand comes from the region's binding, never from scopes or
+      names; an operand in the wrong scratchpad, or a block that is not one entry, is a
+      ``TensorizeError`` naming the buffer.
 """
 
 from __future__ import annotations
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import (
-    CompileError,
-    flat_entry,
-    loop_nest,
-    map_stmt,
-    sram_map,
-    strip_cast,
-)
-from vta.compiler.vta_ir import GemmNest
+from vta.compiler.intrin import TensorizeRegion
+from vta.compiler.passes._common import CompileError, flat_entry, loop_nest, map_stmt, sram_map
+from vta.compiler.vta_ir import ComputeNest
 from vta.config import HwConfig
+from vta.isa import DefinitionError, InstructionDef
+from vta.isa.builtins import GEMM
+from vta.isa.defs import require
 
 __all__ = ["tensorize", "TensorizeError"]
 
 
 class TensorizeError(CompileError):
-    """A tensorize region does not match the GEMM intrinsic."""
+    """A tensorize region cannot become the intrinsic's instruction; the message says why."""
 
 
 def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     bases = sram_map(func)
+    resets: dict[S.Buffer, InstructionDef] = {}
+    for n in E.walk(func.body):
+        if isinstance(n, S.AttrStmt) and n.key == "tensorize" \
+                and isinstance(n.value, TensorizeRegion) and n.value.intrin.instruction:
+            resets[n.value.buffer("dst")] = n.value.intrin.instruction
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key == "tensorize":
-            g = _gemm(func, [], s.body, bases, hw)
-            return S.AttrStmt("stage", f"{g.acc_buf.name}.update", g)
+            g = _compute(func, [], s, bases, hw)
+            return S.AttrStmt("stage", f"{g.operand_buffers[0].name}.update", g)
         if not isinstance(s, S.For):
             return None
         outer, inner = _peel(s)
         if isinstance(inner, S.AttrStmt) and inner.key == "tensorize":
-            g = _gemm(func, outer, inner.body, bases, hw)
-            return S.AttrStmt("stage", f"{g.acc_buf.name}.update", g)
-        r = _reset(s, bases)
-        return None if r is None else S.AttrStmt("stage", f"{r.acc_buf.name}.init", r)
+            g = _compute(func, outer, inner, bases, hw)
+            return S.AttrStmt("stage", f"{g.operand_buffers[0].name}.update", g)
+        r = _reset(s, bases, resets)
+        return None if r is None else S.AttrStmt("stage", f"{r.operand_buffers[0].name}.init", r)
 
     return func.with_body(map_stmt(func.body, rewrite))
 
@@ -61,7 +69,8 @@ def _peel(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
     return loops, s
 
 
-def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr]) -> GemmNest | None:
+def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
+           resets: dict[S.Buffer, InstructionDef]) -> ComputeNest | None:
     try:
         loops, body = loop_nest(nest)
     except CompileError:
@@ -71,57 +80,66 @@ def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr]) -> GemmNest | None:
         return None
     entry = set(body.indices[-2:])
     outer = tuple((v, n) for v, n in loops if v not in entry)
-    dst = bases[body.buffer] + flat_entry(body.buffer, body.indices)
-    return GemmNest(True, outer, E.simplify_int(dst), E.IntImm(0), E.IntImm(0), body.buffer,
-                    None, None)
+    dst = E.simplify_int(bases[body.buffer] + flat_entry(body.buffer, body.indices))
+    defn = resets.get(body.buffer, GEMM)
+    return ComputeNest(defn, True, outer, ("dst",), (dst,), (), (body.buffer,))
 
 
-def _gemm(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], region: S.Stmt,
-          bases: dict[S.Buffer, E.Expr], hw: HwConfig) -> GemmNest:
+def _entry_index(where: str, buf: S.Buffer, indices: tuple[E.Expr, ...],
+                 own: set[E.Var], bases: dict[S.Buffer, E.Expr]) -> E.Expr:
+    """``buf``'s SRAM entry index at ``indices``: the intrinsic's own loops may only walk the
+    entry (the last two dims), so one micro-op addresses one entry."""
+    lead = indices[:-2]
+    if any(E.free_vars(i) & own for i in lead):
+        raise TensorizeError(f"{where}: the intrinsic's block of {buf.name} is not one "
+                             f"scratchpad entry (its loops index {list(lead)}, the entry dims "
+                             f"are the last two)")
+    return E.simplify_int(bases[buf] + flat_entry(buf, indices))
+
+
+def _compute(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], attr: S.AttrStmt,
+             bases: dict[S.Buffer, E.Expr], hw: HwConfig) -> ComputeNest:
+    region = attr.value
     where = f"{func.name}: tensorize region"
-    inner, body = loop_nest(region)
+    if not isinstance(region, TensorizeRegion):
+        raise TensorizeError(f"{where}: expected a matched region from lower, got {region!r}")
+    intrin = region.intrin
+    defn = intrin.instruction
+    where = f"{func.name}: tensorize with {intrin.name}"
+    if defn is None:
+        raise TensorizeError(f"{where}: the intrinsic targets {intrin.target}, not the "
+                             f"accelerator")
+    try:
+        require(defn, hw)
+    except DefinitionError as e:
+        raise TensorizeError(f"{where}: {e}") from None
+    inner, body = loop_nest(attr.body)
     loops = [*outer_loops, *inner]
-    if not isinstance(body, S.BufferStore) or body.buffer.scope != "acc":
-        raise TensorizeError(f"{where}: the body must update an acc buffer")
-    acc = body.buffer
-    v = body.value
-    if not isinstance(v, E.Add):
-        raise TensorizeError(f"{where}: expected acc = acc + inp * wgt, got {v}")
-    a, prod = v.a, v.b
-    if not (isinstance(a, S.BufferLoad) and a.buffer is acc and a.indices == body.indices):
-        a, prod = prod, a
-    prod = strip_cast(prod)
-    if not (isinstance(a, S.BufferLoad) and a.buffer is acc and isinstance(prod, E.Mul)):
-        raise TensorizeError(f"{where}: expected acc = acc + inp * wgt, got {v}")
-    x, w = strip_cast(prod.a), strip_cast(prod.b)
-    if isinstance(x, S.BufferLoad) and x.buffer.scope == "wgt":
-        x, w = w, x
-    if not (isinstance(x, S.BufferLoad) and x.buffer.scope == "inp"
-            and isinstance(w, S.BufferLoad) and w.buffer.scope == "wgt"):
-        raise TensorizeError(f"{where}: the product must read an inp and a wgt buffer")
-    b_, o_ = body.indices[-2:]
-    xb, xi = x.indices[-2:]
-    wo, wi = w.indices[-2:]
-    g = hw.gemm
-    # a batch of one: its loop was folded (unit_loops) and both indices are the constant 0
-    unit_b = g.batch == 1 and E.is_const(b_, 0) and E.is_const(xb, 0)
-    if not ((b_ is xb or unit_b) and o_ is wo and xi is wi
-            and isinstance(o_, E.Var) and isinstance(xi, E.Var)
-            and (unit_b or isinstance(b_, E.Var))):
-        raise TensorizeError(f"{where}: the intrinsic's batch/block loops must index the entry "
-                             f"dims: acc[.., b, o] += inp[.., b, i] * wgt[.., o, i]")
-    ext = dict(loops)
-    want: dict[E.Var, int] = {o_: g.block_out, xi: g.block_in}
-    if not unit_b:
-        assert isinstance(b_, E.Var)  # checked above
-        want[b_] = g.batch
-    for var, n in want.items():
-        if ext.get(var) != n:
-            raise TensorizeError(f"{where}: loop {var.name} has extent {ext.get(var)}, the "
-                                 f"{hw.name} GEMM intrinsic needs {n} "
-                                 f"({g.batch}x{g.block_in}x{g.block_out})")
-    outer = tuple((var, n) for var, n in loops if var not in want and n != 1)
-    dst = E.simplify_int(bases[acc] + flat_entry(acc, body.indices))
-    src = E.simplify_int(bases[x.buffer] + flat_entry(x.buffer, x.indices))
-    wgt = E.simplify_int(bases[w.buffer] + flat_entry(w.buffer, w.indices))
-    return GemmNest(False, outer, dst, src, wgt, acc, x.buffer, w.buffer)
+    dst = region.buffer("dst")
+    if not isinstance(body, S.BufferStore) or body.buffer is not dst:
+        raise TensorizeError(f"{where}: the region must store into {dst.name}")
+    own = set(region.loops.values())
+    ops, idx, bufs = [], [], []
+    loads = [n for n in E.walk(body.value) if isinstance(n, S.BufferLoad)]
+    for op in (defn.dst, *(o for o in defn.operands if not o.writes)):
+        buf = region.buffer(op.name)
+        if buf is None:
+            continue
+        if buf.scope != op.memory:
+            raise TensorizeError(f"{where}: operand {op.name} of {defn.name} lives in the "
+                                 f"{op.memory} scratchpad, but {buf.name} is in {buf.scope} "
+                                 f"(cache_read/cache_write it into {op.memory})")
+        if op.writes:
+            at = body.indices
+        else:
+            reads = {ld.indices for ld in loads if ld.buffer is buf}
+            if len(reads) != 1:
+                raise TensorizeError(f"{where}: operand {op.name} reads {buf.name} "
+                                     f"{'at several places' if reads else 'nowhere'}")
+            (at,) = reads
+        ops.append(op.name)
+        idx.append(_entry_index(where, buf, at, own, bases))
+        bufs.append(buf)
+    nest = tuple((v, n) for v, n in loops if v not in own and n != 1)
+    params = tuple(sorted(intrin.fixed.items()))
+    return ComputeNest(defn, False, nest, tuple(ops), tuple(idx), params, tuple(bufs))

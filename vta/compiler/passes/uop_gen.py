@@ -1,15 +1,18 @@
 """Micro-op generation with loop folding into ``iter_out`` / ``iter_in``.
 
-Pre:  tensorize and ALU lowering have run: ``GemmNest`` / ``AluNest`` statements carry their
-      loops and affine entry indices (dst, src, wgt).
-Post: each nest is one ``GemmInsn`` / ``AluInsn`` (or a few, inside loops, when its micro-ops
-      would not fit the uop buffer). Affine index analysis gives every loop a coefficient per
-      field; adjacent loops whose coefficients compose (outer = inner x extent in every field)
-      merge into one; the two loops with the largest extents whose coefficients fit the ISA's
-      factor fields fold into ``iter_out`` / ``iter_in`` (so one instruction does thousands of
-      tensor ops); the remaining loops are enumerated as micro-ops (spatial loops innermost).
-      The choice avoids accumulator read-after-write hazards: an acc entry is not revisited
-      within ``ceil(pipeline_depth / ii)`` ops when any choice allows it.
+Pre:  tensorize and ALU lowering have run: ``ComputeNest`` statements carry their loops and the
+      affine entry index of each operand (dst, src, wgt).
+Post: each nest is one ``ComputeInsn`` of its instruction (or a few, inside loops, when its
+      micro-ops would not fit the uop buffer). Affine index analysis gives every loop a
+      coefficient per operand field; adjacent loops whose coefficients compose (outer = inner x
+      extent in every field) merge into one; the two loops with the largest extents whose
+      coefficients fit the instruction's factor fields (their widths from its layout on ``hw``)
+      fold into ``iter_out`` / ``iter_in`` (so one instruction does thousands of tensor ops);
+      the remaining loops are enumerated as micro-ops (spatial loops innermost). The choice
+      avoids accumulator read-after-write hazards: an acc entry is not revisited within the
+      instruction's hazard window (``InstructionDef.hazard_lag``) when any choice allows it.
+      An operand the instruction does not read gets 0 (or, where the definition says so, the
+      destination's index: the ALU's immediate form).
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ import math
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import affine, map_stmt
-from vta.compiler.vta_ir import AluInsn, AluNest, GemmInsn, GemmNest, UopExpr
+from vta.compiler.vta_ir import ComputeInsn, ComputeNest, UopExpr
 from vta.config import HwConfig
+from vta.isa import InstructionDef
+from vta.isa.defs import instance, layout_of
 
 __all__ = ["generate_uops", "fold_loops", "Folding"]
-
-MAX_ITER = (1 << 14) - 1
 
 
 class Folding:
@@ -39,7 +42,7 @@ class Folding:
 
 def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
                field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
-               reduce_ok: bool) -> Folding:
+               reduce_ok: bool, max_iter: int = (1 << 14) - 1) -> Folding:
     """Choose the folding of a loop nest (see the module docstring).
 
     ``coefs[k][f]``: coefficient of loop k in field f (field 0 is dst). Loops with a zero dst
@@ -61,7 +64,7 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
 
     def fits(k: int) -> bool:
         n, c = merged[k][1], merged[k][2]
-        return n <= MAX_ITER and all(0 <= c[f] < limits[f] for f in range(len(c)))
+        return n <= max_iter and all(0 <= c[f] < limits[f] for f in range(len(c)))
 
     best = None
     options: list[tuple[int | None, int | None]] = [(None, None)]
@@ -118,39 +121,55 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
     return tuple(tuple(E.simplify_int(base[f] + o[f]) for f in range(len(base))) for o in offs)
 
 
-def _as_uops(rows: tuple[tuple[E.Expr, ...], ...]) -> tuple[UopExpr, ...]:
-    return tuple(UopExpr(*r) if len(r) == 3 else UopExpr(r[0], r[1], E.IntImm(0)) for r in rows)
+_FIELDS = ("dst", "src", "wgt")
+
+
+def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, tuple[str, str], int]]:
+    """The micro-op fields an instruction steps with factors: (operand, factor fields, width of
+    those fields on ``hw``), in micro-op order."""
+    widths = {f.name: f.width for half in layout_of(d, hw) for f in half}
+    by_name = {o.name: o for o in d.operands}
+    out = []
+    for name in _FIELDS:
+        o = by_name.get(name)
+        if o is not None and o.factors is not None:
+            out.append((name, o.factors, min(widths[o.factors[0]], widths[o.factors[1]])))
+    return out
 
 
 def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
-    w = hw.isa
-    lag = -(-hw.gemm.pipeline_depth // hw.gemm.ii)
     max_uops = max(1, hw.uop_depth // 4)
+    max_iter = (1 << hw.isa.loop_iter) - 1
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
-        if isinstance(s, GemmNest):
-            vars_ = [v for v, _ in s.loops]
-            fields = (s.dst, s.src, s.wgt)
-            parts = [affine(e, vars_) for e in fields]
-            coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
-            fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.inp_idx, w.wgt_idx), lag,
-                            max_uops, not s.reset)
-            uops = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
-            st: S.Stmt = GemmInsn(s.reset, _as_uops(uops), fo.fo[0], fo.fi[0], fo.fo[1][0],
-                                  fo.fi[1][0], fo.fo[1][1], fo.fi[1][1], fo.fo[1][2],
-                                  fo.fi[1][2])
-            return _wrap(st, fo)
-        if isinstance(s, AluNest):
-            vars_ = [v for v, _ in s.loops]
-            src = s.dst if s.src is None else s.src
-            parts = [affine(e, vars_) for e in (s.dst, src)]
-            coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
-            fo = fold_loops(list(s.loops), coefs, (w.acc_idx, w.acc_idx), 1, max_uops, False)
-            uops2 = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
-            st = AluInsn(s.op, _as_uops(uops2), fo.fo[0], fo.fi[0], fo.fo[1][0], fo.fi[1][0],
-                         fo.fo[1][1], fo.fi[1][1], s.src is None, s.imm or 0)
-            return _wrap(st, fo)
-        return None
+        if not isinstance(s, ComputeNest):
+            return None
+        d = s.instruction
+        given = dict(zip(s.operands, s.indices, strict=True))
+        by_name = {o.name: o for o in d.operands}
+        fields = _fields(d, hw)
+        exprs = []
+        for name, _factors, _w in fields:
+            if name in given:
+                exprs.append(given[name])
+            elif not s.reset and by_name[name].unused == "dst":
+                exprs.append(given["dst"])
+            else:
+                exprs.append(E.IntImm(0))
+        vars_ = [v for v, _ in s.loops]
+        parts = [affine(e, vars_) for e in exprs]
+        coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
+        proto = instance(d, reset=s.reset, **dict(s.params))
+        lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
+        fo = fold_loops(list(s.loops), coefs, tuple(w for _, _, w in fields), lag, max_uops,
+                        not s.reset and d.kind == "accumulate", max_iter)
+        rows = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+        pos = {name: k for k, (name, _, _) in enumerate(fields)}
+        uops = tuple(UopExpr(*(r[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS))
+                     for r in rows)
+        factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _, _) in enumerate(fields))
+        st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
+        return _wrap(st, fo)
 
     return func.with_body(map_stmt(func.body, rewrite))
 
@@ -159,5 +178,3 @@ def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:
     for v, n, _c in reversed(fo.outer):
         st = S.For(v, E.IntImm(0), E.IntImm(n), st)
     return st
-
-
