@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, packed_dims
-from vta.compiler.ops.epilogue import Epilogue, PackedOp
+from vta.compiler.ops.epilogue import Epilogue, PackedOp, epilogue_cycles_per_entry
 from vta.compiler.ops.fold import FOLDS, ConvFold, fold_candidates
 from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
@@ -126,11 +126,11 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     for f in _folds(w, hw, fold):
         dev = f.device
         try:
-            ranked = ranked_schedules(dev, hw, refine, vthreads=vth, **over)
+            ranked = ranked_schedules(dev, hw, refine, vthreads=vth, epi=epi, **over)
         except ScheduleError as e:
             error = error or e
             continue
-        scored += [(estimate(dev, hw, s), len(scored), f, s) for s in ranked]
+        scored += [(estimate(dev, hw, s, epi), len(scored), f, s) for s in ranked]
     if not scored:
         assert error is not None
         raise error
@@ -189,8 +189,9 @@ def roofline(c: Compiled) -> dict[str, float]:
       (ops / (2 * MACs per cycle)), ``memory`` = compulsory bytes / bus bytes per cycle;
     * the machine bound ``max(compute + epilogue, memory)``, which adds the ALU work the
       compute module must do serially with its GEMMs: per accumulator entry one GEMM reset
-      (``gemm.ii``) and the epilogue's ALU ops (SHR and MAX/MIN at ``alu.ii_imm``, the bias
-      ADD at ``alu.ii``, times the issues per entry).
+      and the epilogue's instructions, each at its definition's cycles per micro-op
+      (``ops.epilogue.epilogue_cycles_per_entry``: for the default epilogue on pynq, SHR, MAX
+      and MIN at ``alu.ii_imm`` and the bias ADD at ``alu.ii``).
 
     Both describe the user's layer, whatever layout the compiler chose: ``ops`` are the true
     ``2*N*OC*OH*OW*KH*KW*IC``, so a folded layer (``ops.fold``), whose GEMMs do fewer padded
@@ -200,14 +201,13 @@ def roofline(c: Compiled) -> dict[str, float]:
     hw, conv = c.hw, c.user_conv
     ops = c.workload.spec.ops
     compute = ops / (2 * hw.macs_per_cycle)
-    g, a, epi = hw.gemm, hw.alu, c.epilogue
+    g, epi = hw.gemm, c.epilogue
     ocb = math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
     byts = min(_packed_bytes(conv, hw, epi.bias), _packed_bytes(c.conv, hw, epi.bias))
     memory = byts / hw.memory.bus_bytes
     entries = nb * ocb * conv.oh * conv.ow
-    issues = math.ceil(g.batch * g.block_out / a.lanes)
-    per_entry = g.ii + issues * (a.ii_imm * ((epi.shift > 0) + 2) + a.ii * epi.bias)
+    per_entry = epilogue_cycles_per_entry(epi, hw)
     epilogue = entries * per_entry
     return {"compute_cycles": compute, "memory_cycles": memory,
             "bound_cycles": max(compute, memory), "epilogue_cycles": epilogue,

@@ -19,12 +19,11 @@ constant once the immediates are bound. Immediates must fit their fields.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vta.compiler import expr as E
-from vta.compiler import stmt as S
 from vta.compiler.intrin import TensorIntrinsic, instruction_intrinsics, usable
 from vta.compiler.tensor import TensorRead
 from vta.config import HwConfig
@@ -65,7 +64,7 @@ class _Binding:
     """What a pattern's placeholders bound to while matching one expression."""
 
     x: E.Expr | None = None
-    operands: dict[str, S.BufferLoad] = field(default_factory=dict)
+    operands: dict[str, E.Expr] = field(default_factory=dict)
     imms: dict[str, int] = field(default_factory=dict)
     deferred: list[tuple[E.Expr, int]] = field(default_factory=list)
 
@@ -80,15 +79,15 @@ class Selected:
     immediates)."""
 
     intrin: TensorIntrinsic
-    operands: dict[str, S.BufferLoad]
+    operands: dict[str, E.Expr]
     fields: dict[str, Any]
 
 
 class _Matcher:
     """Matches one intrinsic's pattern against expressions of one stage."""
 
-    def __init__(self, intrin: TensorIntrinsic, entry: tuple[E.Expr, ...]) -> None:
-        self.intrin, self.entry = intrin, entry
+    def __init__(self, intrin: TensorIntrinsic, register: Callable[[E.Expr], bool]) -> None:
+        self.intrin, self.register = intrin, register
         self.roles = dict(intrin.bind)
 
     def imm_only(self, p: E.Expr) -> bool:
@@ -137,8 +136,7 @@ class _Matcher:
             b.x = e
             return b
         if role in ("src", "wgt"):  # a register operand: another acc entry, same lanes
-            if not (isinstance(e, S.BufferLoad) and e.buffer.scope == "acc"
-                    and tuple(e.indices[-2:]) == self.entry):
+            if not self.register(e):
                 return None
             if role in b.operands and b.operands[role] != e:
                 return None
@@ -195,11 +193,13 @@ def _fits(intrin: TensorIntrinsic, fields: dict[str, int], hw: HwConfig) -> str 
     return None
 
 
-def cover(value: E.Expr, me: E.Expr, entry: tuple[E.Expr, ...], hw: HwConfig,
+def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwConfig,
           cands: Sequence[TensorIntrinsic], why: list[str] | None = None
           ) -> list[Selected] | None:
     """The cheapest instruction sequence (innermost first) computing ``value`` in place into
-    the entry ``me`` reads, or None. ``why`` collects the reasons candidates were refused."""
+    the entry ``me`` reads, or None. ``register(e)`` says whether ``e`` can be a register
+    operand (another accumulator entry at the same lanes); ``why`` collects the reasons
+    candidates were refused."""
     value, me = canonical(value), canonical(me)
     memo: dict[int, tuple[float, list[Selected]] | None] = {}
     keep: list[E.Expr] = []  # keep sub-expressions alive so their ids stay unique
@@ -214,7 +214,7 @@ def cover(value: E.Expr, me: E.Expr, entry: tuple[E.Expr, ...], hw: HwConfig,
         memo[key] = None  # a cycle is no cover
         found: tuple[float, list[Selected]] | None = None
         for intrin in cands:
-            m = _Matcher(intrin, entry)
+            m = _Matcher(intrin, register)
             b = m.match(intrin.op.body, e, _Binding())
             if b is None or not m.resolve(b):
                 continue

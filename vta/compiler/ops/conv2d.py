@@ -51,8 +51,8 @@ class Conv2dSpec:
                 raise ShapeError(f"conv2d: {f} must be >= 1, got {getattr(self, f)}")
         if self.pad < 0:
             raise ShapeError(f"conv2d: pad must be >= 0, got {self.pad}")
-        if self.pad >= max(self.kh, self.kw) or self.pad > 15:
-            raise ShapeError(f"conv2d: pad must be smaller than the kernel and <= 15, got "
+        if self.pad >= max(self.kh, self.kw):
+            raise ShapeError(f"conv2d: pad must be smaller than the kernel, got "
                              f"pad {self.pad} for a {self.kh}x{self.kw} kernel")
         if self.oh < 1 or self.ow < 1:
             raise ShapeError(f"conv2d: kernel {self.kh}x{self.kw} does not fit the padded "

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vta.compiler import expr as E
-from vta.compiler.tensor import Tensor, compute
+from vta.compiler.passes._common import CompileError
+from vta.compiler.tensor import ComputeOp, Tensor, TensorRead, compute, placeholder
 
-__all__ = ["Epilogue", "PackedOp", "apply_epilogue", "epilogue_compute"]
+if TYPE_CHECKING:
+    from vta.compiler.select import Selected
+    from vta.config import HwConfig
+
+__all__ = ["Epilogue", "PackedOp", "apply_epilogue", "epilogue_compute", "epilogue_plan",
+           "epilogue_cycles_per_entry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +38,6 @@ class Epilogue:
     clip_hi: int = 127
 
     def __post_init__(self) -> None:
-        from vta.compiler.passes._common import CompileError
-
         if not 0 <= self.shift <= 31:
             raise CompileError(f"epilogue shift must be in [0, 31], got {self.shift}")
         if not -128 <= self.clip_lo <= self.clip_hi <= 127:
@@ -79,6 +85,61 @@ def epilogue_compute(acc: Tensor, bias: Tensor | None, epi: Epilogue,
     out = compute(acc.shape, eval(f"lambda {', '.join(names)}: last[{', '.join(names)}]"
                                   ".astype('int8')", {"last": last}), "res")
     return stages, out
+
+
+def epilogue_plan(epi: Epilogue, hw: HwConfig) -> tuple[Selected, ...]:
+    """The instructions ``hw`` runs for ``epi`` on each accumulator entry, in order: instruction
+    selection (``vta.compiler.select.cover``, the same the ALU lowering does) over the
+    epilogue's stages. The cost model and the machine bound read their cycles from here."""
+    return _plan(epi, (hw.gemm, hw.alu, hw.intrinsics), hw)
+
+
+@lru_cache(maxsize=128)
+def _plan(epi: Epilogue, key: tuple[Any, ...], hw: HwConfig) -> tuple[Selected, ...]:
+    from vta.compiler.select import candidates, cover
+
+    g = hw.gemm
+    shape = (1, 1, g.batch, g.block_out)
+    acc = placeholder(shape, g.acc_dtype, "acc")
+    bias = placeholder((1, g.batch, g.block_out), g.acc_dtype, "bias") if epi.bias else None
+    stages, _ = epilogue_compute(acc, bias, epi, channel_axis=1)
+    cands = candidates(hw)
+    out: list[Selected] = []
+    prev = acc
+    for st in stages:
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        axes = tuple(a.var for a in op.axes)
+        me = prev[axes]
+
+        def register(e: E.Expr, prev: Tensor = prev, lanes: tuple[E.Expr, ...] = axes[-2:]
+                     ) -> bool:
+            return isinstance(e, TensorRead) and e.tensor is not prev \
+                and tuple(e.indices[-2:]) == lanes
+
+        chosen = cover(op.body, me, register, hw, cands)
+        if chosen is None:
+            raise CompileError(f"epilogue stage {op.name} ({op.body}): no instruction of "
+                               f"{hw.name} computes it (alu.ops: {', '.join(hw.alu.ops)})")
+        out += chosen
+        prev = st
+    return tuple(out)
+
+
+def epilogue_cycles_per_entry(epi: Epilogue, hw: HwConfig) -> int:
+    """Cycles the compute module spends per accumulator entry outside the GEMMs: the
+    accumulator reset (a GEMM reset micro-op) and the epilogue's instructions (``issue``
+    cycles of each, from their definitions)."""
+    from vta.isa.builtins import GEMM
+    from vta.isa.defs import instance
+
+    assert GEMM.issue is not None
+    total = GEMM.issue(instance(GEMM, reset=True), hw)
+    for sel in epilogue_plan(epi, hw):
+        d = sel.intrin.instruction
+        assert d is not None and d.issue is not None
+        total += d.issue(instance(d, **sel.fields), hw)
+    return total
 
 
 @dataclass(frozen=True)

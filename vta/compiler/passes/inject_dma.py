@@ -14,8 +14,9 @@ Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
       copy is split). Padding comes from the isl footprint of the copy's global box
       (``poly.footprint``, parametric in the tile loops) clamped to the tensor
       (``Box.clamp``): the in-bounds part is what the DMA reads, the rest its zero pads on four
-      sides (expressions in the tile loops). Rows past the tensor's end beyond the 4-bit pad
-      field are left unwritten: they only feed output rows past the real output (discarded).
+      sides (expressions in the tile loops). Rows past the tensor's end beyond what the pad field
+      holds (``hw.isa.pad`` bits) are left unwritten: they only feed output rows past the real
+      output (discarded).
       Other statements are unchanged.
 """
 
@@ -42,8 +43,6 @@ from vta.config import HwConfig
 
 __all__ = ["inject_dma"]
 
-MAX_PAD = 15  # 4-bit pad fields
-
 
 @dataclass
 class _Dim:
@@ -56,13 +55,14 @@ class _Dim:
 
 def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     bases = sram_map(func)
+    max_pad = (1 << hw.isa.pad) - 1
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key == "stage":
-            new = _copy_nest(func, str(s.value), s.body, bases)
+            new = _copy_nest(func, str(s.value), s.body, bases, max_pad)
             return None if new is None else S.AttrStmt("stage", s.value, new[0])
         if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
-            new = _copy_nest(func, "copy", s, bases)
+            new = _copy_nest(func, "copy", s, bases, max_pad)
             return None if new is None else S.AttrStmt("stage", new[1], new[0])
         return None
 
@@ -107,8 +107,8 @@ def _same(a: E.Expr, b: E.Expr) -> bool:
     return not terms and const == 0
 
 
-def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
-               bases: dict[S.Buffer, E.Expr]) -> tuple[S.Stmt, str] | None:
+def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
+               max_pad: int) -> tuple[S.Stmt, str] | None:
     if not isinstance(nest, S.For):
         return None
     try:
@@ -231,7 +231,7 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt,
         p0, p1 = clamped.pad_before[gdim], clamped.pad_after[gdim]
         if axis == "y":
             y_size = E.IntImm(total) - p0 - p1
-            p1 = E.min_(p1, MAX_PAD)  # rows past the tensor feed only discarded outputs
+            p1 = E.min_(p1, max_pad)  # rows past the tensor feed only discarded outputs
         else:
             x_size = E.IntImm(total) - p0 - p1
         pad[axis + "0"], pad[axis + "1"] = p0, p1

@@ -62,7 +62,13 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
     if not reads_me or strip_cast(body.value) == me:
         return None  # not an update of the entry itself (or a bare copy): not the ALU's
     why: list[str] = []
-    chosen = cover(body.value, me, tuple(body.indices[-2:]), hw, cands, why)
+    lanes = tuple(body.indices[-2:])
+
+    def register(e: E.Expr) -> bool:
+        return (isinstance(e, S.BufferLoad) and e.buffer.scope == "acc"
+                and tuple(e.indices[-2:]) == lanes)
+
+    chosen = cover(body.value, me, register, hw, cands, why)
     where = f"{func.name}: stage {name}"
     if chosen is None:
         have = sorted({c.instruction.name for c in cands if c.instruction is not None})
@@ -79,6 +85,7 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
         assert defn is not None
         ops, idx, bufs = ["dst"], [dst], [acc]
         for role, ld in sel.operands.items():
+            assert isinstance(ld, S.BufferLoad)
             ops.append(role)
             idx.append(E.simplify_int(bases[ld.buffer] + flat_entry(ld.buffer, ld.indices)))
             bufs.append(ld.buffer)

@@ -39,15 +39,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
+from vta.compiler.ops.epilogue import Epilogue, epilogue_plan
 from vta.compiler.schedule import Schedule, create_schedule
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
 from vta.errors import VtaError
+from vta.isa import InstructionDef, MemType
+from vta.isa.builtins import GEMM, LOAD, STORE
+from vta.isa.defs import instance
+from vta.isa.timing import microop_cycles
 
 if TYPE_CHECKING:
     from vta.compiler import stmt as S
@@ -114,15 +119,16 @@ def fit_report(spec, hw: HwConfig, s: ConvSchedule) -> None:  # type: ignore[no-
             raise ScheduleError(
                 f"schedule {_knobs(s)} does not fit the {kind} scratchpad of {hw.name}: "
                 f"needs {entries * eb} bytes ({entries} entries), available {depth * eb} bytes")
-    th_in = (s.th - 1) * spec.stride + spec.kh
-    if s.th * math.ceil(spec.oh / s.th) * spec.stride - spec.pad + th_in - spec.h > 15 + th_in:
-        pass  # rows past the image are clamped by DMA insertion
+    max_pad = (1 << hw.isa.pad) - 1  # rows past the image are clamped by DMA insertion
+    if spec.pad > max_pad:
+        raise ScheduleError(f"conv2d pad {spec.pad} needs more zero padding than a LOAD of "
+                            f"{hw.name} writes ({max_pad}: {hw.isa.pad}-bit pad fields)")
     last_x = (math.ceil(spec.ow / s.tw) * s.tw - s.tw) * spec.stride - spec.pad
     pad_x1 = last_x + (s.tw - 1) * spec.stride + spec.kw - spec.w
-    if pad_x1 > 15:
+    if pad_x1 > max_pad:
         raise ScheduleError(f"schedule {_knobs(s)}: the last column tile needs {pad_x1} columns of"
-                            f" zero padding, more than a LOAD can write (15); choose tw dividing "
-                            f"the output width {spec.ow}")
+                            f" zero padding, more than a LOAD can write ({max_pad}); choose tw "
+                            f"dividing the output width {spec.ow}")
 
 
 def _knobs(s: ConvSchedule) -> str:
@@ -140,17 +146,37 @@ def _tile_choices(extent: int, limit: int = 64) -> list[int]:
     return out
 
 
-def _dma(hw: HwConfig, rows: int, row_bytes: int, pads: int = 0) -> float:
-    """Cycles of one 2-D DMA (the simulator's documented timing, restated for the model)."""
-    m = hw.memory
-    beats = rows * -(-row_bytes // m.bus_bytes)
-    bursts = rows * -(-row_bytes // m.burst_bytes)
-    return (max(m.latency + beats, -(-bursts // m.outstanding) * m.latency)
-            + rows * m.row_overhead + pads)
+def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
+    """Cycles of one 2-D LOAD of ``rows`` x ``cols`` ``kind`` entries: the LOAD definition's own
+    duration (the one the simulator charges)."""
+    return LOAD.duration(instance(LOAD, mem=MemType[kind.upper()], y_size=rows, x_size=cols,
+                                  x_stride=cols), hw)
 
 
-def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-untyped-def]
-    """First-order cycles of ``spec`` under ``s`` (see the module docstring)."""
+def _store(hw: HwConfig, rows: int, cols: int) -> float:
+    """Cycles of one STORE of ``rows`` x ``cols`` out entries (the STORE definition's)."""
+    return STORE.duration(instance(STORE, mem=MemType.OUT, y_size=rows, x_size=cols,
+                                   x_stride=cols), hw)
+
+
+#: cycles the model adds per compute instruction for its issue between instructions (a property
+#: of the model's granularity, not of the hardware: the simulator resolves it exactly)
+ISSUE_GAP = 4
+
+
+def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> float:
+    """Cycles of one micro-op instruction of ``n_ops`` executions: its definition's timing."""
+    proto = instance(defn, **fields)
+    assert defn.issue is not None and defn.pipeline_depth is not None
+    return microop_cycles(n_ops, defn.issue(proto, hw), defn.pipeline_depth(hw)) + ISSUE_GAP
+
+
+def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
+             epi: Epilogue | None = None) -> float:
+    """First-order cycles of ``spec`` under ``s`` with epilogue ``epi`` (default: the
+    requantizing one); every instruction's cycles come from its definition (see the module
+    docstring)."""
+    epi = epi or Epilogue()
     g = hw.gemm
     icb, ocb = _blocks(spec, hw)
     v = s.vthreads
@@ -165,16 +191,18 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-u
     n_ic = icp // s.tci
     tiles = nb * (ocp // s.tco) * (ohp // s.th) * (owp // s.tw)
     entries = s.tco * s.th * s.tw
-    ov = g.pipeline_depth + 4  # per compute instruction (issue, pipeline drain)
-    c_step = entries * s.tci * k2 * g.ii + ov
-    c_epi = entries * 6 + 5 * ov  # reset, SHR, ADD (reg: 2), MAX, MIN
+    c_step = _microop(hw, GEMM, entries * s.tci * k2)
+    c_epi = _microop(hw, GEMM, entries, reset=True)
+    for sel in epilogue_plan(epi, hw):
+        assert sel.intrin.instruction is not None
+        c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
     th_in = _in_rows(spec, hw, s)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
-    m_inp = s.tci * _dma(hw, th_in, tw_in * hw.inp_elem_bytes)
+    m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
     hoist = s.tci >= icb
-    m_wgt = _dma(hw, s.tco, s.tci * k2 * hw.wgt_elem_bytes)
+    m_wgt = _dma(hw, "wgt", s.tco, s.tci * k2)
     m_step = m_inp + (0 if hoist else m_wgt)
-    m_store = s.tco * _dma(hw, s.th, s.tw * hw.out_elem_bytes)
+    m_store = s.tco * _store(hw, s.th, s.tw)
     n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
     if v > 1:
         tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
@@ -188,14 +216,14 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule) -> float:  # type: ignore[no-u
 
 
 def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
-                     **overrides: int | str) -> ConvSchedule:
+                     epi: Epilogue | None = None, **overrides: int | str) -> ConvSchedule:
     """The model's best schedule, with any knob in ``overrides`` fixed (tco, tci, th, tw,
     vt_axis) and ``vthreads`` (None: 2 when two copies fit, else 1)."""
-    return ranked_schedules(spec, hw, 1, vthreads=vthreads, **overrides)[0]
+    return ranked_schedules(spec, hw, 1, vthreads=vthreads, epi=epi, **overrides)[0]
 
 
 def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
-                     **overrides: int | str) -> list[ConvSchedule]:
+                     epi: Epilogue | None = None, **overrides: int | str) -> list[ConvSchedule]:
     """The model's ``k`` best schedules, cheapest estimate first (``default_schedule`` is the
     first; ``driver.compile_workload`` can let the timing-only simulator pick among them)."""
     icb, ocb = _blocks(spec, hw)
@@ -217,7 +245,7 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
                                 fit_report(spec, hw, s)
                             except ScheduleError:
                                 continue
-                            scored.append((estimate(spec, hw, s), len(scored), s))
+                            scored.append((estimate(spec, hw, s, epi), len(scored), s))
         if scored and vthreads is None:
             break  # two threads fit: keep them (the model's rule)
     if not scored:
