@@ -215,3 +215,53 @@ def run_network(net: Network, hw: HwConfig, *, seed: int = 0, latency_hiding: bo
     layers = [(run_workload(w, hw, seed=seed, latency_hiding=latency_hiding, **knobs), n)
               for w, n in net.layers]
     return NetworkResult(net, hw, layers)
+
+
+@dataclass
+class DepthwiseRun:
+    compiled: Any
+    passed: bool
+    cycles: int
+    stats: Any
+    mismatches: int
+    reference_agrees: bool | None
+    saturated: float
+
+    @property
+    def gops(self) -> float:
+        hw = self.compiled.hw
+        return self.compiled.spec.ops / (self.cycles / (hw.board.clock_mhz * 1e6)) / 1e9
+
+
+def run_depthwise(spec: Any, hw: HwConfig, *, seed: int = 0, check_reference: bool = False,
+                  **kwargs: Any) -> DepthwiseRun:
+    """Compile a depthwise layer (``ops.depthwise.compile_depthwise``, the timing-only
+    simulator choosing among the model's candidates), simulate it on random data and compare
+    with the numpy reference (and, with ``check_reference``, the reference interpreter)."""
+    from vta.compiler.ops import depthwise as dw
+
+    c = dw.compile_depthwise(spec, hw, cost=timing_cost(hw), **kwargs)
+    rng = np.random.default_rng(seed)
+    P, g = c.packed, hw.gemm
+    x = rng.integers(-128, 128, size=(spec.n, spec.c, spec.h, spec.w), dtype=np.int8)
+    w = rng.integers(-128, 128, size=(spec.c, spec.k, spec.k), dtype=np.int8)
+    bias = rng.integers(-(1 << 12), 1 << 12, size=(spec.c,), dtype=np.int32)
+    inputs = {"data": packing.to_entries(packing.pack_data(x, g.batch, g.block_in,
+                                                           P.data_shape)),
+              "kernel": packing.to_entries(dw.pack_dw_kernel(w, P, c.layout))}
+    if c.epilogue.bias:
+        inputs["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.cb))
+    sim = simulate(c.program, hw, inputs)
+    res = np.asarray(sim.outputs["res"]).reshape(P.res_shape)
+    got = packing.unpack_result(res, spec.n, spec.c, spec.oh, spec.ow)
+    want = dw.depthwise_reference(x, w, bias if c.epilogue.bias else None, spec, c.epilogue)
+    mism = int(np.count_nonzero(want != got))
+    agrees = None
+    if check_reference:
+        ref = run_reference(c.program, hw, inputs)
+        agrees = all(np.array_equal(np.asarray(ref[k]), np.asarray(v))
+                     for k, v in sim.outputs.items())
+    lo, hi = c.epilogue.clip_lo, c.epilogue.clip_hi
+    saturated = float(np.mean((want == lo) | (want == hi))) if want.size else 0.0
+    return DepthwiseRun(c, mism == 0 and agrees is not False, sim.stats.cycles, sim.stats, mism,
+                        agrees, saturated)

@@ -51,8 +51,15 @@ def hwconfig(name: str) -> HwConfig:
 
 # ---------------------------------------------------------------------------- strategies
 
-epilogues = st.builds(lambda shift, bias, lo, span: Epilogue(shift, bias, lo, min(127, lo + span)),
-                      st.integers(0, 12), st.booleans(), st.integers(-128, 20), st.integers(0, 255))
+#: both epilogue forms: VTA's shift-bias-clip and the fixed-point requantization (its rounding
+#: term kept within the ALU's 16-bit immediate, so the accelerator can run it too)
+epilogues = st.one_of(
+    st.builds(lambda shift, bias, lo, span: Epilogue(shift, bias, lo, min(127, lo + span)),
+              st.integers(0, 12), st.booleans(), st.integers(-128, 20), st.integers(0, 255)),
+    st.builds(lambda shift, mult, bias, lo, span: Epilogue(
+        shift, bias, lo, min(127, lo + span), kind="fixed_point", mult=mult),
+        st.integers(1, 15), st.integers(-(1 << 15), (1 << 15) - 1).filter(bool), st.booleans(),
+        st.integers(-128, 20), st.integers(0, 255)))
 
 
 @st.composite

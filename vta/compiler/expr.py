@@ -302,6 +302,10 @@ def _fold(cls: type, x: int, y: int) -> int | None:
         return min(x, y)
     if cls is Max:
         return max(x, y)
+    if cls is Shr and y >= 0:
+        return x >> y
+    if cls is Shl and y >= 0 and -(1 << 31) <= x << y < 1 << 31:
+        return x << y
     return None
 
 

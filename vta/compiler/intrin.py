@@ -168,7 +168,7 @@ def _instruction_intrinsics(defn: InstructionDef, key: tuple[Any, ...],
         return ()
     try:
         variants = list(defn.pattern(BUILDER, hw))
-    except (VtaError, ValueError, TypeError, AttributeError, IndexError) as e:
+    except Exception as e:  # a user's pattern function: any failure is a definition problem
         raise DefinitionError(f"instruction {defn.name!r}: its pattern cannot be built: "
                               f"{type(e).__name__}: {e}") from None
     return tuple(_check_variant(defn, k, v, len(variants)) for k, v in enumerate(variants))

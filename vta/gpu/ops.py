@@ -93,26 +93,25 @@ def _padded(src: Tensor, rp: int, cp: int, name: str) -> tuple[Tensor, list[Tens
     return t, [t]
 
 
+def _stage(fn: Callable[[E.Expr, E.Expr | None], E.Expr], y: Tensor,
+           bias: Tensor | None) -> Callable[[E.Expr, E.Expr], E.Expr]:
+    """``(m, n) -> fn(y[m, n], bias[n])``: one epilogue stage over the GEMM's (M, N) layout."""
+    return lambda m, n: fn(y[m, n], bias[n] if bias is not None else None)
+
+
 def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype: str,
                out_shape: tuple[int, ...], at: Callable[..., tuple[E.Expr, E.Expr]]
                ) -> tuple[Tensor, list[Tensor]]:
-    """The epilogue as element-wise computes over ``acc`` (M, N) (bias indexed by n):
-    ``out(clip((acc >> shift) + bias, lo, hi))``. The last compute has ``out_shape`` and reads
-    the GEMM element ``at(*its axes) -> (m, n)`` (conv2d's NCHW layout). Returns (output,
-    the intermediate computes to inline)."""
+    """The epilogue as element-wise computes over ``acc`` (M, N) (bias indexed by n): the
+    stages of ``Epilogue.stages``, the same the accelerator's op is built from. The last
+    compute has ``out_shape`` and reads the GEMM element ``at(*its axes) -> (m, n)`` (conv2d's
+    NCHW layout). Returns (output, the intermediate computes to inline)."""
     stages: list[Tensor] = []
     x = acc
     if epi is not None:
-        x = compute(acc.shape, lambda m, n: acc[m, n] >> epi.shift, "shifted")
-        stages.append(x)
-        if epi.bias and bias is not None:
-            y = x
-            x = compute(acc.shape, lambda m, n: y[m, n] + bias[n], "biased")
+        for name, fn in epi.stages(with_bias=bias is not None):
+            x = compute(acc.shape, _stage(fn, x, bias), name)
             stages.append(x)
-        z = x
-        x = compute(acc.shape, lambda m, n: E.min_(E.max_(z[m, n], epi.clip_lo), epi.clip_hi),
-                    "clipped")
-        stages.append(x)
     last = x
 
     def body(*ax: E.Expr) -> E.Expr:

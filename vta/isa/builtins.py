@@ -32,7 +32,7 @@ from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Module, 
 from vta.isa.timing import alu_issues, dma_cycles, microop_cycles
 
 __all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
-           "store_rows"]
+           "store_rows", "wrap", "elementwise_patterns", "gemm_pattern"]
 
 
 # ------------------------------------------------------------------------------ layouts
@@ -191,7 +191,7 @@ def _uop_order(insn: Any, _hw: HwConfig) -> str | None:
     return None
 
 
-def gemm_semantics(insn: Gemm, operands: dict[str, np.ndarray]) -> np.ndarray:
+def gemm_semantics(insn: Gemm, operands: dict[str, np.ndarray], hw: HwConfig) -> np.ndarray:
     """One tensor op per execution: ``inp[src] (batch x block_in) . wgt[wgt]^T (block_in x
     block_out)``, exact in int64 (numpy's integer matmul does not round)."""
     return np.matmul(operands["src"], np.swapaxes(operands["wgt"], -1, -2))
@@ -269,6 +269,13 @@ GEMM = register(InstructionDef(
 # ------------------------------------------------------------------------------ ALU
 
 
+def wrap(values: np.ndarray, bits: int) -> np.ndarray:
+    """``values`` (int64) as ``bits``-wide two's complement integers: for semantics that wrap
+    an intermediate result to the accumulator's width, as the hardware does."""
+    half = np.int64(1 << (bits - 1))
+    return ((np.asarray(values, dtype=np.int64) + half) & np.int64((1 << bits) - 1)) - half
+
+
 def alu_shift(x: np.ndarray, s: np.ndarray | np.int64) -> np.ndarray:
     """SHR: arithmetic ``floor(x / 2**s)`` for ``s >= 0``, ``x * 2**-s`` for ``s < 0`` (exact
     int64; the caller wraps). ``x`` is at most 32 bits wide, so clamping the amount to 63
@@ -305,7 +312,8 @@ def alu_operand(insn: Alu, operands: dict[str, np.ndarray]) -> Any:
 
 
 def _alu_semantics(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[..., np.ndarray]:
-    def semantics(insn: Alu, dst: np.ndarray, operands: dict[str, np.ndarray]) -> np.ndarray:
+    def semantics(insn: Alu, dst: np.ndarray, operands: dict[str, np.ndarray],
+                  hw: HwConfig) -> np.ndarray:
         return np.asarray(fn(dst, alu_operand(insn, operands)), dtype=np.int64)
     return semantics
 

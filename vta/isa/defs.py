@@ -27,15 +27,15 @@ instance's class (and function value), by mnemonic, by opcode.
 
 Semantics of a micro-op compute instruction (``semantics`` with ``kind``):
 
-* ``"accumulate"``: ``semantics(insn, operands) -> delta``; every execution adds ``delta`` to
+* ``"accumulate"``: ``semantics(insn, operands, hw) -> delta``; every execution adds ``delta`` to
   the destination entry (wrapping to the accumulator width). ``operands`` maps each read
   operand's name to an int64 array ``(n, *entry shape)`` of the entries the ``n`` executions
   read; ``delta`` is int64 ``(n, *dst entry shape)``. Because addition wraps the same in any
   order, a simulator may sum all executions of one instruction before wrapping.
-* ``"update"``: ``semantics(insn, dst, operands) -> new``; ``dst`` is the destination entries'
-  current values; the result is the exact new value (int64), wrapped by the caller. Executions
-  run in loop order: a simulator may batch them only when no execution reads an entry an
-  earlier one wrote.
+* ``"update"``: ``semantics(insn, dst, operands, hw) -> new``; ``dst`` is the destination
+  entries' current values; the result is the exact new value (int64), wrapped by the caller.
+  Executions run in loop order: a simulator may batch them only when no execution reads an
+  entry an earlier one wrote.
 
 A ``reset`` flag (every micro-op instruction has one) zeroes the destination instead and reads
 nothing: common to all, implemented once by each simulator.
@@ -239,6 +239,30 @@ class InstructionDef:
         """The operands ``insn`` reads (none for a reset)."""
         return tuple(o for o in self.operands if o.reads(insn))
 
+    def delta(self, insn: Any, operands: dict[str, np.ndarray], hw: HwConfig,
+              shape: tuple[int, ...]) -> np.ndarray:
+        """An ``accumulate`` instruction's contribution of each execution (checked to be an
+        integer array of ``shape``: executions x destination entry)."""
+        assert self.semantics is not None
+        return self._checked(self.semantics(insn, operands, hw), shape)
+
+    def update(self, insn: Any, dst: np.ndarray, operands: dict[str, np.ndarray],
+               hw: HwConfig) -> np.ndarray:
+        """An ``update`` instruction's new destination values (exact, checked to be an integer
+        array of ``dst``'s shape)."""
+        assert self.semantics is not None
+        return self._checked(self.semantics(insn, dst, operands, hw), dst.shape)
+
+    def _checked(self, out: Any, shape: tuple[int, ...]) -> np.ndarray:
+        import numpy as np
+
+        arr = np.asarray(out)
+        if arr.dtype.kind not in "iub" or arr.shape != tuple(shape):
+            raise DefinitionError(f"{self.name}: semantics returned {arr.dtype} of shape "
+                                  f"{arr.shape}; expected integers of shape {tuple(shape)} "
+                                  f"(executions x destination entry)")
+        return arr.astype(np.int64, copy=False)
+
     def hazard_lag(self, insn: Any, hw: HwConfig) -> int:
         """How many later executions may still see an entry before an execution writes it back:
         with ``issue`` cycles per execution and pipeline depth ``d``, execution ``k`` writes
@@ -263,7 +287,7 @@ def _validate(d: InstructionDef) -> None:
     where = f"instruction {d.name!r}"
     if not d.name or not all(p and (p[0].isalpha()) and p.replace("_", "").isalnum()
                              for p in d.name.split(".")):
-        raise DefinitionError(f"{where}: the name must be a mnemonic like REQUANT or ALU.ABS "
+        raise DefinitionError(f"{where}: the name must be a mnemonic like MAC or ALU.ABS "
                               f"(letters, digits, _ and one optional '.')")
     if not 0 <= d.opcode < 8:
         raise DefinitionError(f"{where}: opcode must be in 0..7 (a 3-bit field), got "
@@ -323,9 +347,13 @@ def register(d: InstructionDef, *, replace: bool = False) -> InstructionDef:
         if x.function[1] == d.function[1]:
             raise DefinitionError(f"instruction {d.name!r}: encoding collides with {x.name!r} "
                                   f"(opcode {d.opcode}, {d.function[0]}={d.function[1]})")
-    fn_field, table = _BY_CLASS.get(d.cls, (d.function[0] if d.function else None, {}))
-    key = d.function[1] if d.function else None
-    if (d.function[0] if d.function else None) != fn_field or key in table:
+    # instances are told apart by the function field when their class carries it (ALU.ADD and
+    # ALU.MAX are both Alu); a class of its own identifies its definition alone
+    own = d.function[0] if d.function and d.function[0] in dataclass_field_names(d.cls) \
+        else None
+    fn_field, table = _BY_CLASS.get(d.cls, (own, {}))
+    key = d.function[1] if own and d.function else None
+    if own != fn_field or key in table:
         other = table.get(key)
         raise DefinitionError(f"instruction {d.name!r}: class {d.cls.__name__} already stands "
                               f"for {other.name if other else 'another definition'}; give it its "
@@ -342,8 +370,8 @@ def unregister(name: str) -> None:
     d = _DEFS.pop(name, None)
     if d is None:
         return
-    _fn_field, table = _BY_CLASS[d.cls]
-    table.pop(d.function[1] if d.function else None, None)
+    fn_field, table = _BY_CLASS[d.cls]
+    table.pop(d.function[1] if fn_field and d.function else None, None)
     if not table:
         del _BY_CLASS[d.cls]
     _cache_clear()
@@ -524,6 +552,10 @@ def check_layouts(hw: HwConfig) -> list[str]:
         names = [f.name for h in halves for f in h]
         if len(set(names)) != len(names):
             problems.append(f"{d.name}: a field appears twice in its layout")
+        for f in (f for h in halves for f in h):
+            if f.width < 0 or (f.width == 0 and not f.name.startswith("_")):
+                problems.append(f"{d.name}: field {f.name} has width {f.width} on these buffer "
+                                f"depths (fields need at least one bit)")
         for which, half in zip(("low", "high"), halves, strict=True):
             used = sum(f.width for f in half)
             if used > INSN_HALF_BITS:
@@ -532,9 +564,9 @@ def check_layouts(hw: HwConfig) -> list[str]:
                                 f"{used} bits in the {which} 64-bit half = {parts} (buffer "
                                 f"depths {depths}); shrink a buffer or the ALU immediate")
         cls_fields = dataclass_field_names(d.cls)
+        own = ("opcode", *HEAD_FLAGS, *((d.function[0],) if d.function else ()))
         for f in (f for h in halves for f in h):
-            if f.name not in ("opcode", *HEAD_FLAGS) and f.name not in cls_fields \
-                    and not f.name.startswith("_"):
+            if f.name not in own and f.name not in cls_fields and not f.name.startswith("_"):
                 problems.append(f"{d.name}: layout field {f.name!r} is not a field of "
                                 f"{d.cls.__name__} (name reserved bits with a leading '_')")
     for fam in {d.opcode for d in available(hw)}:

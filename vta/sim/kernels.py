@@ -228,7 +228,6 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     an update whose executions depend on each other runs one execution at a time). Returns the
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
     hazard window)."""
-    assert d.semantics is not None
     idx = microop_indices(sram, insn, d, ctx)
     a = idx["dst"]
     if a.size == 0:
@@ -240,7 +239,8 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     acc_reads = [idx[op.name] for op in d.reads(insn) if op.memory == "acc"]
     hazards = count_raw_hazards(a, (a, *acc_reads), lag)
     if d.kind == "accumulate":
-        delta = np.asarray(d.semantics(insn, _gather(sram, d, insn, idx)), dtype=np.int64)
+        delta = d.delta(insn, _gather(sram, d, insn, idx), sram.hw,
+                        (a.size, *sram.data["acc"].shape[1:]))
         order = np.argsort(a, kind="stable")
         sa = a[order]
         starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
@@ -248,13 +248,14 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
         return hazards
     acc = sram.data["acc"]
     if not _needs_order(a, acc_reads, sram.depth["acc"]):
-        new = d.semantics(insn, acc[a].astype(np.int64), _gather(sram, d, insn, idx))
-        _set(sram, a, np.asarray(new, dtype=np.int64))
+        new = d.update(insn, acc[a].astype(np.int64), _gather(sram, d, insn, idx), sram.hw)
+        _set(sram, a, new)
         return hazards
     for k in range(a.size):  # a dependence inside the instruction: one execution at a time
         sel = slice(k, k + 1)
-        new = d.semantics(insn, acc[a[sel]].astype(np.int64), _gather(sram, d, insn, idx, sel))
-        _set(sram, a[sel], np.asarray(new, dtype=np.int64))
+        new = d.update(insn, acc[a[sel]].astype(np.int64), _gather(sram, d, insn, idx, sel),
+                       sram.hw)
+        _set(sram, a[sel], new)
     return hazards
 
 

@@ -213,7 +213,6 @@ class _Run:
 
     def compute(self, insn: Any, d: InstructionDef) -> None:
         acc = self.sp.data["acc"]
-        assert d.semantics is not None
         for _, _, _, idx in self._executions(insn, d):
             a = idx["dst"]
             if insn.reset:
@@ -223,9 +222,9 @@ class _Run:
                      for op in d.reads(insn)}
             if d.kind == "accumulate":
                 # int64 is exact: |acc| <= 2**31 plus one execution's bounded contribution
-                self._set_acc(a, acc[a] + d.semantics(insn, reads)[0])
+                self._set_acc(a, acc[a] + d.delta(insn, reads, self.hw, (1, *acc[a].shape))[0])
             else:
-                self._set_acc(a, np.asarray(d.semantics(insn, acc[a][None], reads))[0])
+                self._set_acc(a, d.update(insn, acc[a][None], reads, self.hw)[0])
 
     def run(self) -> None:
         steps: dict[str, Callable[[Any, InstructionDef], None]] = {

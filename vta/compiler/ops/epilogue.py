@@ -1,17 +1,26 @@
-"""The fused requantizing epilogue (VTA's benchmark epilogue) and its numpy reference.
+"""The fused requantizing epilogue and its numpy reference.
 
-``out = int8(clip((acc >> shift) + bias, lo, hi))`` with int32 wrapping arithmetic: the
-accumulator is shifted right arithmetically, the per-output-channel bias added, the result
-clipped and narrowed. On the accelerator each step is one ALU instruction (SHR imm, ADD reg,
-MAX imm, MIN imm) and the narrowing is the STORE from the out scratchpad.
+Two forms (``Epilogue.kind``), both with int32 wrapping arithmetic and an int8 result:
 
-``epilogue_compute`` states the same steps in the tensor IR (one element-wise stage each, the
-cast as the output), and ``PackedOp`` bundles an accelerator op's tensors for the scheduler.
+* ``"shift"`` (VTA's benchmark epilogue): ``out = int8(clip((acc >> shift) + bias, lo, hi))``:
+  the accumulator shifted right arithmetically, the per-output-channel bias added, the result
+  clipped and narrowed;
+* ``"fixed_point"`` (TFLite-style requantization by a fixed-point multiplier):
+  ``out = int8(clip(((acc + bias) * mult + 2**(shift-1)) >> shift, lo, hi))``, the rounding
+  shift dividing by ``2**shift`` to nearest; each step wraps to int32 as the accelerator's
+  32-bit accumulator does.
+
+``Epilogue.stages`` states each form once, as element-wise functions; ``epilogue_compute``
+(the accelerator's packed layout) and the GPU ops build their tensor-IR stages from it. On the
+accelerator each stage becomes the instructions instruction selection finds (``shift`` on pynq:
+SHR imm, ADD reg, MAX imm, MIN imm) and the narrowing is the STORE from the out scratchpad.
+``apply_epilogue`` is the independent numpy reference. ``PackedOp`` bundles an accelerator op's
+tensors for the scheduler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -30,39 +39,99 @@ __all__ = ["Epilogue", "PackedOp", "apply_epilogue", "epilogue_compute", "epilog
            "epilogue_cycles_per_entry"]
 
 
+#: an element-wise stage: ``(name, fn(x, bias) -> expression)``; ``bias`` is the bias read at
+#: the element's channel (None without a bias)
+Stage = tuple[str, Callable[[E.Expr, E.Expr | None], E.Expr]]
+
+EPILOGUE_KINDS = ("shift", "fixed_point")
+
+
 @dataclass(frozen=True, slots=True)
 class Epilogue:
     shift: int = 8
     bias: bool = True
     clip_lo: int = 0
     clip_hi: int = 127
+    #: ``"shift"`` or ``"fixed_point"`` (module docstring)
+    kind: str = "shift"
+    #: the fixed-point multiplier (``fixed_point`` only)
+    mult: int = 1
 
     def __post_init__(self) -> None:
+        if self.kind not in EPILOGUE_KINDS:
+            raise CompileError(f"epilogue kind must be one of {', '.join(EPILOGUE_KINDS)}, got "
+                               f"{self.kind!r}")
         if not 0 <= self.shift <= 31:
             raise CompileError(f"epilogue shift must be in [0, 31], got {self.shift}")
+        if self.kind == "fixed_point" and not (1 <= self.shift and -(1 << 15) <= self.mult
+                                               < 1 << 15 and self.mult != 0):
+            raise CompileError(f"fixed-point epilogue: shift must be >= 1 and mult a non-zero "
+                               f"16-bit signed integer, got shift {self.shift}, mult {self.mult}")
         if not -128 <= self.clip_lo <= self.clip_hi <= 127:
             raise CompileError(f"epilogue clip range must lie in [-128, 127] with lo <= hi, "
                                f"got [{self.clip_lo}, {self.clip_hi}]")
 
+    def stages(self, with_bias: bool = True) -> list[Stage]:
+        """The epilogue as element-wise stages, in order (the one statement of each form);
+        ``with_bias`` False leaves the bias out even when ``bias`` is set (no bias tensor)."""
+        use_bias = self.bias and with_bias
+        lo, hi = self.clip_lo, self.clip_hi
+        if self.kind == "fixed_point":
+            m, s, r = self.mult, self.shift, 1 << (self.shift - 1)
+
+            def requant(x: E.Expr, b: E.Expr | None) -> E.Expr:
+                y = x + b if use_bias and b is not None else x
+                return E.min_(E.max_((y * m + r) >> s, lo), hi)
+
+            return [("res_requant", requant)]
+        out: list[Stage] = []
+        if self.shift:
+            out.append(("res_shr", lambda x, b: x >> self.shift))
+        if use_bias:
+            out.append(("res_bias", lambda x, b: x + b if b is not None else x))
+        out.append(("res_clip", lambda x, b: E.min_(E.max_(x, lo), hi)))
+        return out
+
 
 def apply_epilogue(acc: np.ndarray, bias: np.ndarray | None, epi: Epilogue,
                    channel_axis: int) -> np.ndarray:
-    """Bit-exact reference: ``acc`` int32, ``bias`` int32 per channel along ``channel_axis``."""
-    x = acc.astype(np.int32) >> np.int32(epi.shift)
+    """Bit-exact reference: ``acc`` int32, ``bias`` int32 per channel along ``channel_axis``;
+    every step wraps to int32 (numpy's int32 arithmetic), written out independently of
+    ``Epilogue.stages``."""
+    b = None
     if epi.bias and bias is not None:
-        shape = [1] * x.ndim
+        shape = [1] * acc.ndim
         shape[channel_axis] = -1
-        with np.errstate(over="ignore"):
-            x = (x + bias.astype(np.int32).reshape(shape)).astype(np.int32)
+        b = bias.astype(np.int32).reshape(shape)
+    x = acc.astype(np.int32)
+    with np.errstate(over="ignore"):
+        if epi.kind == "fixed_point":
+            if b is not None:
+                x = (x + b).astype(np.int32)
+            x = (x * np.int32(epi.mult)).astype(np.int32)
+            x = (x + np.int32(1 << (epi.shift - 1))).astype(np.int32) >> np.int32(epi.shift)
+        else:
+            x = x >> np.int32(epi.shift)
+            if b is not None:
+                x = (x + b).astype(np.int32)
     x = np.minimum(np.maximum(x, epi.clip_lo), epi.clip_hi)
     return x.astype(np.int8)
 
 
+def _stage_fn(fn: Callable[[E.Expr, E.Expr | None], E.Expr], bias: Tensor | None,
+              channel_axis: int) -> Callable[[Tensor, tuple[E.Expr, ...]], E.Expr]:
+    """``(t, idx) -> fn(t[idx], bias at idx's channel)`` in the packed layout."""
+    def f(t: Tensor, i: tuple[E.Expr, ...]) -> E.Expr:
+        b = bias[i[channel_axis], i[-2], i[-1]] if bias is not None else None
+        return fn(t[i], b)
+    return f
+
+
 def epilogue_compute(acc: Tensor, bias: Tensor | None, epi: Epilogue,
                      channel_axis: int) -> tuple[list[Tensor], Tensor]:
-    """The epilogue over ``acc`` (packed, the last two dims one entry) as element-wise stages:
-    ``>> shift`` (when shift > 0), ``+ bias[channel block, lane, block]`` (when bias), clip
-    (``max`` then ``min``); returns those stages and the int8 output that narrows the last."""
+    """The epilogue over ``acc`` (packed, the last two dims one entry) as element-wise stages
+    (``Epilogue.stages``; the bias read at ``bias[channel block, lane, block]``); returns those
+    stages and the int8 output that narrows the last."""
     stages: list[Tensor] = []
     cur = acc
     names = [f"a{d}" for d in range(len(acc.shape))]
@@ -76,11 +145,8 @@ def epilogue_compute(acc: Tensor, bias: Tensor | None, epi: Epilogue,
         stages.append(t)
         return t
 
-    if epi.shift:
-        cur = ew("res_shr", lambda t, i: t[i] >> epi.shift)
-    if epi.bias and bias is not None:
-        cur = ew("res_bias", lambda t, i: t[i] + bias[i[channel_axis], i[-2], i[-1]])
-    cur = ew("res_clip", lambda t, i: E.min_(E.max_(t[i], epi.clip_lo), epi.clip_hi))
+    for name, fn in epi.stages(with_bias=bias is not None):
+        cur = ew(name, _stage_fn(fn, bias, channel_axis))
     last = cur
     out = compute(acc.shape, eval(f"lambda {', '.join(names)}: last[{', '.join(names)}]"
                                   ".astype('int8')", {"last": last}), "res")
@@ -117,10 +183,13 @@ def _plan(epi: Epilogue, key: tuple[Any, ...], hw: HwConfig) -> tuple[Selected, 
             return isinstance(e, TensorRead) and e.tensor is not prev \
                 and tuple(e.indices[-2:]) == lanes
 
-        chosen = cover(op.body, me, register, hw, cands)
+        why: list[str] = []
+        chosen = cover(op.body, me, register, hw, cands, why)
         if chosen is None:
+            detail = f"; {why[0]}" if why else ""
             raise CompileError(f"epilogue stage {op.name} ({op.body}): no instruction of "
-                               f"{hw.name} computes it (alu.ops: {', '.join(hw.alu.ops)})")
+                               f"{hw.name} computes it (alu.ops: {', '.join(hw.alu.ops)})"
+                               f"{detail}")
         out += chosen
         prev = st
     return tuple(out)

@@ -124,16 +124,18 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
 _FIELDS = ("dst", "src", "wgt")
 
 
-def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, tuple[str, str], int]]:
-    """The micro-op fields an instruction steps with factors: (operand, factor fields, width of
-    those fields on ``hw``), in micro-op order."""
+def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, int]]:
+    """The micro-op fields an instruction uses, in micro-op order, with the width of the
+    factor fields that step each along ``iter_out`` / ``iter_in`` on ``hw`` (0 for an operand
+    without factors: a loop that moves it cannot fold)."""
     widths = {f.name: f.width for half in layout_of(d, hw) for f in half}
     by_name = {o.name: o for o in d.operands}
     out = []
     for name in _FIELDS:
         o = by_name.get(name)
-        if o is not None and o.factors is not None:
-            out.append((name, o.factors, min(widths[o.factors[0]], widths[o.factors[1]])))
+        if o is not None:
+            w = min(widths[o.factors[0]], widths[o.factors[1]]) if o.factors else 0
+            out.append((name, w))
     return out
 
 
@@ -149,10 +151,10 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         by_name = {o.name: o for o in d.operands}
         fields = _fields(d, hw)
         exprs = []
-        for name, _factors, _w in fields:
+        for name, _w in fields:
             if name in given:
                 exprs.append(given[name])
-            elif not s.reset and by_name[name].unused == "dst":
+            elif not s.reset and by_name[name].unused == "dst" and by_name[name].factors:
                 exprs.append(given["dst"])
             else:
                 exprs.append(E.IntImm(0))
@@ -161,13 +163,14 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
         proto = instance(d, reset=s.reset, **dict(s.params))
         lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
-        fo = fold_loops(list(s.loops), coefs, tuple(w for _, _, w in fields), lag, max_uops,
+        fo = fold_loops(list(s.loops), coefs, tuple(w for _, w in fields), lag, max_uops,
                         not s.reset and d.kind == "accumulate", max_iter)
         rows = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
-        pos = {name: k for k, (name, _, _) in enumerate(fields)}
+        pos = {name: k for k, (name, _) in enumerate(fields)}
         uops = tuple(UopExpr(*(r[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS))
                      for r in rows)
-        factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _, _) in enumerate(fields))
+        factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
+                        if by_name[name].factors is not None)
         st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
         return _wrap(st, fo)
 

@@ -41,6 +41,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vta.compiler.cost import instruction_cycles, microop_instruction_cycles, prototype
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
@@ -51,8 +52,6 @@ from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.isa import InstructionDef, MemType
 from vta.isa.builtins import GEMM, LOAD, STORE
-from vta.isa.defs import instance
-from vta.isa.timing import microop_cycles
 
 if TYPE_CHECKING:
     from vta.compiler import stmt as S
@@ -149,14 +148,14 @@ def _tile_choices(extent: int, limit: int = 64) -> list[int]:
 def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
     """Cycles of one 2-D LOAD of ``rows`` x ``cols`` ``kind`` entries: the LOAD definition's own
     duration (the one the simulator charges)."""
-    return LOAD.duration(instance(LOAD, mem=MemType[kind.upper()], y_size=rows, x_size=cols,
-                                  x_stride=cols), hw)
+    return instruction_cycles(prototype(LOAD, mem=MemType[kind.upper()], y_size=rows,
+                                        x_size=cols, x_stride=cols), hw)
 
 
 def _store(hw: HwConfig, rows: int, cols: int) -> float:
     """Cycles of one STORE of ``rows`` x ``cols`` out entries (the STORE definition's)."""
-    return STORE.duration(instance(STORE, mem=MemType.OUT, y_size=rows, x_size=cols,
-                                   x_stride=cols), hw)
+    return instruction_cycles(prototype(STORE, mem=MemType.OUT, y_size=rows, x_size=cols,
+                                        x_stride=cols), hw)
 
 
 #: cycles the model adds per compute instruction for its issue between instructions (a property
@@ -165,10 +164,9 @@ ISSUE_GAP = 4
 
 
 def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> float:
-    """Cycles of one micro-op instruction of ``n_ops`` executions: its definition's timing."""
-    proto = instance(defn, **fields)
-    assert defn.issue is not None and defn.pipeline_depth is not None
-    return microop_cycles(n_ops, defn.issue(proto, hw), defn.pipeline_depth(hw)) + ISSUE_GAP
+    """Cycles of one micro-op instruction of ``n_ops`` executions (its definition's timing)
+    plus the model's issue gap."""
+    return microop_instruction_cycles(defn, n_ops, hw, **fields) + ISSUE_GAP
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]

@@ -1,0 +1,48 @@
+"""The compiler's view of instruction costs: every number comes from the instruction's
+definition (``InstructionDef.duration``), the same function the simulator charges.
+
+``instruction_cycles`` is the cycles one instruction occupies its unit; ``unit_busy`` sums
+them per unit over a program (what the simulator reports as each unit's busy cycles, since it
+charges exactly these durations). The schedule model (``schedules/default.py``) prices the
+instructions it expects a schedule to emit with the same function, on prototype instructions
+(``prototype``), so a changed hardware fact moves its estimates and the simulator together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vta.config import HwConfig
+from vta.isa import InstructionDef, Program, definition_of
+from vta.isa.defs import instance
+
+__all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles"]
+
+_UNITS = {0: "load", 1: "compute", 2: "store"}
+
+
+def instruction_cycles(insn: Any, hw: HwConfig) -> int:
+    """Cycles ``insn`` occupies its unit on ``hw`` (its definition's duration)."""
+    return int(definition_of(insn).duration(insn, hw))
+
+
+def unit_busy(program: Program, hw: HwConfig) -> dict[str, int]:
+    """Busy cycles per unit (load, compute, store) of ``program`` up to its FINISH."""
+    out = dict.fromkeys(_UNITS.values(), 0)
+    for insn in program.instructions:
+        d = definition_of(insn)
+        out[_UNITS[int(d.unit_of(insn))]] += int(d.duration(insn, hw))
+        if d.drains:
+            break
+    return out
+
+
+def prototype(defn: InstructionDef, **fields: Any) -> Any:
+    """An instruction of ``defn`` with ``fields`` (the rest zero), to price a planned one."""
+    return instance(defn, **fields)
+
+
+def microop_instruction_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
+                               **fields: Any) -> int:
+    """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops."""
+    return instruction_cycles(prototype(defn, iter_out=n_ops, iter_in=1, uop_end=1, **fields), hw)
