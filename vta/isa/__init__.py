@@ -35,12 +35,13 @@ from vta.isa.insn import (
     pops_of,
     pushes_of,
 )
-from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder
+from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder, ProgramError
 
 __all__ = [
     "Allocation", "Alu", "AluOp", "AsmError", "DRAM_ALIGN", "Deps", "Finish", "Gemm",
     "Instruction", "IsaError", "KINDS", "Load", "MemType", "Module", "Opcode", "Program",
-    "ProgramBuilder", "Store", "TOKEN_QUEUES", "Uop", "assemble", "check_fields", "decode",
-    "decode_program", "decode_uop", "disassemble", "encode", "encode_program", "encode_uop",
-    "format_insn", "layout", "module_of", "pops_of", "pushes_of", "uop_layout",
+    "ProgramBuilder", "ProgramError", "Store", "TOKEN_QUEUES", "Uop", "assemble",
+    "check_fields", "decode", "decode_program", "decode_uop", "disassemble", "encode",
+    "encode_program", "encode_uop", "format_insn", "layout", "module_of", "pops_of",
+    "pushes_of", "uop_layout",
 ]
