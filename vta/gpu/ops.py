@@ -97,7 +97,8 @@ def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype
                out_shape: tuple[int, ...], at: Callable[..., tuple[E.Expr, E.Expr]]
                ) -> tuple[Tensor, list[Tensor]]:
     """The epilogue as element-wise computes over ``acc`` (M, N) (bias indexed by n):
-    ``out(clip((acc >> shift) + bias, lo, hi))``. The last compute has ``out_shape`` and reads
+    ``out(clip((acc >> shift) + bias, lo, hi))`` (no clip when ``epi.clip`` is false). The last
+    compute has ``out_shape`` and reads
     the GEMM element ``at(*its axes) -> (m, n)`` (conv2d's NCHW layout). Returns (output,
     the intermediate computes to inline)."""
     stages: list[Tensor] = []
@@ -109,10 +110,12 @@ def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype
             y = x
             x = compute(acc.shape, lambda m, n: y[m, n] + bias[n], "biased")
             stages.append(x)
-        z = x
-        x = compute(acc.shape, lambda m, n: E.min_(E.max_(z[m, n], epi.clip_lo), epi.clip_hi),
-                    "clipped")
-        stages.append(x)
+        if epi.clip:  # without it the cast wraps, as the accelerator's STORE narrows
+            z = x
+            x = compute(acc.shape,
+                        lambda m, n: E.min_(E.max_(z[m, n], epi.clip_lo), epi.clip_hi),
+                        "clipped")
+            stages.append(x)
     last = x
 
     def body(*ax: E.Expr) -> E.Expr:
