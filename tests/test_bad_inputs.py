@@ -13,13 +13,18 @@ simulating anything large, so the whole file runs in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vta.cli import main
 from vta.config import _SECTIONS, MAX_FIELD
@@ -256,6 +261,8 @@ ASM_CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("only comments", "# a program\n; still nothing\n\n", ("p.asm: no instructions",)),
     ("only allocations", ".alloc A inp 4\n", ("p.asm: no instructions",)),
     ("NUL bytes", "\x00\x01\x02\n", ("p.asm:1", "unknown instruction")),
+    ("flags alone", "| pop_prev\n", ("p.asm:1", "dependency flags without an instruction")),
+    ("empty quotes", "'' x\n", ("p.asm:1",)),
 ]
 
 
@@ -500,3 +507,75 @@ def test_a_bug_is_one_line_with_status_3(monkeypatch: pytest.MonkeyPatch,
     out, err = capsys.readouterr()
     assert err.startswith("vta: internal error: RuntimeError: invariant broken (this is a bug")
     assert err.count("\n") == 1 and "Traceback" not in err and out == ""
+
+
+# ============================================================================ any input at all
+# Property tests: whatever the text or value, the CLI ends with 0/1 (it ran) or 2 and one
+# ``vta: error:`` line; never a traceback, never the internal-error status 3.
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _handled(rc: int, err: str) -> None:
+    assert rc in (0, 1, 2), (rc, err)
+    if rc == 2:
+        assert err.startswith("vta: error: ") and err.count("\n") == 1, err
+    else:
+        assert err == "", err
+    assert "Traceback" not in err
+
+
+_SMALL = st.sampled_from([-1, 0, 1, 2, 3, 15, 16, 1 << 14, 1 << 16, 1 << 40])
+_WORD = st.one_of(
+    st.sampled_from(["LOAD.INP", "LOAD.WGT", "LOAD.UOP", "LOAD.ACC", "STORE.OUT", "GEMM",
+                     "ALU.ADD", "ALU.SHR", "ALU.MAX", "FINISH", ".alloc", ".uop", "reset", "reg",
+                     "|", "pop_prev", "push_next", "A", "inp", "uop", "U", "#"]),
+    st.builds(lambda k, v: f"{k}={v}", st.sampled_from(["sram", "dram", "y", "x", "stride",
+                                                        "pad", "uop", "iter", "dst", "src",
+                                                        "wgt", "imm"]),
+              st.one_of(_SMALL.map(str), st.just("A+1"), st.just("1,1"), st.just("0:1"),
+                        st.just("1,1,1,1"))),
+    _SMALL.map(str))
+_LINE = st.one_of(st.lists(_WORD, max_size=8).map(" ".join), st.text(max_size=30))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LINE, max_size=8))
+def test_any_assembly_text_is_handled(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "p.asm"
+        text = ".alloc A inp 16\n.alloc U uop 1\n.uop U 0 0 0\n" + "\n".join(lines)
+        p.write_bytes(text.encode("utf-8", errors="replace"))
+        rc, _, err = _cli(["sim", str(p), "--hw", HW])
+    _handled(rc, err)
+
+
+_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(),
+                   st.text(max_size=12), st.lists(st.integers(-3, 20), max_size=3),
+                   st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+                   st.sampled_from([0, 1, 2, 16, 64, 128, 1 << 20, 1 << 31, "int8", "int32"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([*sorted(FIELDS), "name", "gemm", "board"]), _VALUE),
+                min_size=1, max_size=3))
+def test_any_yaml_values_are_handled(changes: list[tuple[str, object]]) -> None:
+    d = pynq_dict()
+    for key, value in changes:
+        *parents, leaf = key.split(".")
+        node = d
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[leaf] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "hw.yaml"
+        p.write_text(yaml.safe_dump(d))
+        rc, _, err = _cli(["info", "--hw", str(p), "--json"])
+    _handled(rc, err)
