@@ -3,13 +3,15 @@ raises one HwConfigError naming the file, the field and the expectation; the CLI
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import HwConfig, HwConfigError
+from vta.config import _SECTIONS, ALU_OPS, HwConfig, HwConfigError
 from vta.isa import by_name
 from vta.isa.defs import layout_of
 
@@ -210,3 +212,74 @@ def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("vta: error: ") and message in err
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------- docs/hwconfig.md
+
+_ROW = re.compile(r"^\| `([a-z0-9_.]+)` \| ([^|]+) \| ([^|]+) \| [^|]+ \| [^|]+ \| ([^|]+) \|$")
+_TYPES = {"int": "int", "string": "str", "bool": "bool", "number": "float",
+          "list of strings": "tuple[str, ...]"}
+
+
+def doc_fields() -> dict[str, tuple[str, str, str]]:
+    """docs/hwconfig.md's field table: dotted field -> (type, default, pynq value)."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    for line in (ROOT / "docs" / "hwconfig.md").read_text().splitlines():
+        m = _ROW.match(line)
+        if m:
+            assert m[1] not in rows, f"{m[1]} is listed twice"
+            rows[m[1]] = (m[2].strip(), m[3].strip(), m[4].strip())
+    return rows
+
+
+def schema_fields() -> dict[str, dataclasses.Field]:  # type: ignore[type-arg]
+    out: dict[str, dataclasses.Field] = {}  # type: ignore[type-arg]
+    for sec, cls in _SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            out[f"{sec}.{f.name}"] = f
+    return out
+
+
+def _doc_value(text: str) -> object:
+    return yaml.safe_load(text.strip("`"))
+
+
+def test_docs_table_lists_every_field_with_the_codes_default() -> None:
+    doc, schema = doc_fields(), schema_fields()
+    assert set(doc) == set(schema) | {"name"}
+    assert doc["name"][1] == "required"
+    for key, f in schema.items():
+        typ, default, _ = doc[key]
+        assert _TYPES[typ] == str(f.type), key
+        if f.default is dataclasses.MISSING:
+            assert default == "required", key
+        else:
+            want = list(f.default) if isinstance(f.default, tuple) else f.default
+            assert default != "required" and _doc_value(default) == want, key
+
+
+def test_docs_table_pynq_column_matches_pynq_yaml() -> None:
+    hw = HwConfig.from_yaml(PYNQ).to_dict()
+    for key, (_, _, pynq) in doc_fields().items():
+        if key == "alu.ops":
+            assert pynq == "all" and hw["alu"]["ops"] == list(ALU_OPS)
+            continue
+        node: object = hw
+        for part in key.split("."):
+            node = node[part]  # type: ignore[index]
+        assert _doc_value(pynq) == node, key
+
+
+def test_only_required_fields_load_with_the_documented_defaults(tmp_path: Path) -> None:
+    d: dict = {"name": "minimal"}
+    for key, f in schema_fields().items():
+        if f.default is dataclasses.MISSING:
+            sec, leaf = key.split(".")
+            d.setdefault(sec, {})[leaf] = pynq_dict()[sec][leaf]
+    assert set(d) == {"name", "gemm", "scratchpad", "memory"}  # alu, queues, board: optional
+    hw = HwConfig.from_yaml(write(tmp_path, d))
+    for key, (_, default, _) in doc_fields().items():
+        if default != "required":
+            sec, leaf = key.split(".")
+            got = getattr(getattr(hw, sec), leaf)
+            assert (list(got) if isinstance(got, tuple) else got) == _doc_value(default), key

@@ -1,7 +1,9 @@
 """The ``vta`` command. It only wires the library together: parse arguments, call, print.
 
-Every user error (a ``VtaError``) is printed as one line on stderr and exits with status 2;
-a failed correctness check exits with status 1.
+Every user error (a ``VtaError``, or a bad command line: an unknown flag, a value of the wrong
+type or range, a flag that does not apply to the workload or target) is printed as one line
+``vta: error: ...`` on stderr and exits with status 2; a failed correctness check exits with
+status 1. Anything else is a bug in vta: one line ``vta: internal error: ...`` and status 3.
 """
 
 from __future__ import annotations
@@ -10,14 +12,61 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vta.errors import VtaError
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
+
+#: The hardware ``vta run`` targets when ``--hw`` is not given (relative to the working directory).
+DEFAULT_HW = "hwconfigs/pynq.yaml"
+
+#: Seeds are 64-bit: numpy accepts larger ones, but a seed that long is a typo.
+SEED_LIMIT = 1 << 64
+
+
+class UsageError(VtaError):
+    """A bad command line: the message names the flag or argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are ``UsageError``s (one line, exit 2), not the usage
+    block and ``SystemExit``."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _seed(text: str) -> int:
+    """An argparse type: a seed in ``0 .. 2**64 - 1``."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
+            from None
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer below 2**64, got "
+                                         f"{text}")
+    return value
+
+
+def _read_text(path: str, what: str) -> str:
+    """The UTF-8 text of ``path``, or a one-line error naming the file (and the first byte
+    that is not UTF-8)."""
+    from vta.isa import AsmError
+
+    try:
+        data = open(path, "rb").read()
+    except OSError as e:
+        raise AsmError(f"{path}: cannot read file: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AsmError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                       f"{e.start}); {what} must be text") from None
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -41,7 +90,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _load_npy(spec: str) -> tuple[str, np.ndarray]:
-    """``NAME=file.npy`` -> (name, array); a SimError for a malformed spec or unreadable file."""
+    """``NAME=file.npy`` -> (name, array); an InputError for a malformed spec or a file that
+    is not one .npy array."""
     import numpy as np
 
     from vta.sim import InputError
@@ -50,9 +100,26 @@ def _load_npy(spec: str) -> tuple[str, np.ndarray]:
     if not sep or not name or not path:
         raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
     try:
-        return name, np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise InputError(f"--input {name}: cannot read {path}: {e}") from None
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        why = getattr(e, "strerror", None) or " ".join(str(e).split()) or type(e).__name__
+        raise InputError(f"--input {name}: cannot read {path}: {why}") from None
+    if not isinstance(arr, np.ndarray):
+        arr.close()
+        raise InputError(f"--input {name}: {path} is an .npz archive; expected one .npy array")
+    return name, arr
+
+
+def _load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, arr = _load_npy(spec)
+        if name in out:
+            from vta.sim import InputError
+
+            raise InputError(f"--input {name}: given twice")
+        out[name] = arr
+    return out
 
 
 def _save_outputs(outputs: dict, directory: str) -> None:
@@ -71,27 +138,39 @@ def _save_outputs(outputs: dict, directory: str) -> None:
         raise SimError(f"--save-outputs {directory}: {e.strerror or e}") from None
 
 
+def _sim_flags_apply(args: argparse.Namespace) -> None:
+    if not args.timing_only:
+        return
+    for flag, given in (("--input", args.input), ("--save-outputs", args.save_outputs),
+                        ("--no-check", args.no_check)):
+        if given:
+            raise UsageError(f"{flag} does not apply with --timing-only (it skips the "
+                             f"arithmetic: no data is read, checked or saved)")
+
+
 def _cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from vta.config import HwConfig
-    from vta.isa import assemble
-    from vta.sim import SimError, format_report, run_reference, simulate
+    from vta.isa import AsmError, assemble
+    from vta.sim import format_report, run_reference, simulate
 
+    _sim_flags_apply(args)
     hw = HwConfig.from_yaml(args.hw)
-    try:
-        text = open(args.program).read()
-    except OSError as e:
-        raise SimError(f"{args.program}: cannot read file: {e.strerror or e}") from None
-    program = assemble(text, hw, source=args.program)
-    given = dict(_load_npy(s) for s in args.input) if args.input else None
+    program = assemble(_read_text(args.program, "an assembly program"), hw,
+                       source=args.program)
+    if not program.instructions:
+        raise AsmError(f"{args.program}: no instructions (an empty program; a program is "
+                       f"instructions ending with FINISH)")
+    seed = 0 if args.seed is None else args.seed
+    given = _load_inputs(args.input) if args.input else None
     if given is not None:
         from vta.sim import random_inputs
 
-        inputs = {**random_inputs(program, hw, args.seed or 0), **given}
+        inputs = {**random_inputs(program, hw, seed), **given}
     else:
         inputs = None
-    result = simulate(program, hw, inputs, seed=args.seed, timing_only=args.timing_only,
+    result = simulate(program, hw, inputs, seed=seed, timing_only=args.timing_only,
                       trace_path=args.trace)
     check: dict[str, Any] | None = None
     if not args.timing_only and not args.no_check:
@@ -112,31 +191,82 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     return 0 if check is None or check["passed"] else 1
 
 
+#: ``vta run`` flags that only the accelerator target (``--target vta``) reads, by dest (the GPU
+#: path reads no HwConfig and prints no JSON) ...
+_VTA_ONLY = ("hw", "json", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
+             "dump_ir", "check_reference", "trace")
+#: ... and those only the GPU targets read.
+_GPU_ONLY = ("emit_cuda",)
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    return getattr(args, dest) not in (None, False)
+
+
+def _run_flags_apply(args: argparse.Namespace) -> None:
+    """A ``UsageError`` naming a flag the target or workload would silently ignore."""
+    from vta.compiler.workloads import NETWORKS
+
+    gpu = args.target != "vta"
+    for dest in _VTA_ONLY if gpu else _GPU_ONLY:
+        if _given(args, dest):
+            raise UsageError(f"{_flag(dest)} does not apply to --target {args.target} (it is "
+                             f"for --target {'vta' if gpu else 'cuda or cuda-emu'})")
+    if args.layers is not None and args.workload not in NETWORKS:
+        raise UsageError(f"--layers does not apply to {args.workload} (it picks layers of a "
+                         f"network: {', '.join(NETWORKS)})")
+    one_thread = args.vthreads == 1 or args.no_latency_hiding
+    if args.vt_axis is not None and one_thread:
+        raise UsageError("--vt-axis does not apply with one virtual thread (--vthreads 1 or "
+                         "--no-latency-hiding)")
+
+
+def _layers(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [p.strip().upper() for p in text.split(",")]
+    if not all(names):
+        raise UsageError(f"--layers {text!r}: expected layer names separated by commas, e.g. "
+                         f"C2,C10")
+    return names
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    _run_flags_apply(args)
     if args.target != "vta":
         from vta.gpu.cli_support import run_gpu_workload
 
         return run_gpu_workload(args)
+    from vta.compiler.ops.epilogue import Epilogue
     from vta.compiler.workloads import resolve, resolve_network
     from vta.config import HwConfig
     from vta.runner import compile_workload, run_workload
     from vta.sim import format_report
 
-    hw = HwConfig.from_yaml(args.hw)
+    shape = {"height": args.height, "width": args.width, "in_channels": args.in_channels,
+             "out_channels": args.out_channels, "kernel": args.kernel, "stride": args.stride,
+             "pad": args.pad}
+    net = resolve_network(args.workload, batch=args.batch, layers=_layers(args.layers),
+                          sizes=args.sizes, **shape)
+    w = None if net is not None else resolve(args.workload, args.sizes, batch=args.batch,
+                                             **shape)
+    hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
     knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
              "vthreads": args.vthreads, "vt_axis": args.vt_axis}
-    net = resolve_network(args.workload, batch=args.batch,
-                          layers=args.layers.upper().split(",") if args.layers else None)
+    raw = args.epilogue == "none"
     if net is not None:
-        return _run_network(args, net, hw, knobs)
-    w = resolve(args.workload, args.sizes, batch=args.batch, height=args.height,
-                width=args.width, in_channels=args.in_channels, out_channels=args.out_channels,
-                kernel=args.kernel, stride=args.stride, pad=args.pad)
-    compiled = compile_workload(w, hw, latency_hiding=not args.no_latency_hiding, **knobs)
+        return _run_network(args, net, hw, knobs, raw)
+    assert w is not None
+    epi = {"epilogue": Epilogue.none()} if raw else {}
+    compiled = compile_workload(w, hw, latency_hiding=not args.no_latency_hiding, **epi, **knobs)
     if args.dump_ir:
         print(compiled.result.dump(args.dump_ir))
     r = run_workload(w, hw, seed=args.seed or 0, trace_path=args.trace, compiled=compiled,
-                     check_reference=args.check_reference)
+                     check_reference=args.check_reference, raw=raw)
     r.seconds_compile = compiled.result.seconds
     s = r.summary()
     if args.json:
@@ -156,16 +286,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
               f"acc hazards {s['acc_hazards']}")
         if args.trace:
             print(f"trace written to {args.trace}")
-        print("PASS: bit-exact against numpy" if r.passed else
-              f"FAIL: {r.mismatches} output elements differ from numpy")
+        print(_verdict(r.passed, r.mismatches, r.saturated, r.raw_slices))
     return 0 if r.passed else 1
 
 
-def _run_network(args: argparse.Namespace, net, hw, knobs: dict) -> int:  # type: ignore[no-untyped-def]
+def _verdict(passed: bool, mismatches: int, saturated: float, raw_slices: int) -> str:
+    """The PASS/FAIL line of one layer."""
+    if raw_slices:
+        how = (f"int32 accumulators bit-exact against numpy (read back in {raw_slices} "
+               f"slices, no epilogue)")
+        return f"PASS: {how}" if passed else \
+            f"FAIL: {mismatches} int32 accumulators differ from numpy"
+    if passed:
+        return f"PASS: bit-exact against numpy ({saturated:.2%} of outputs saturated)"
+    return f"FAIL: {mismatches} output elements differ from numpy"
+
+
+def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> int:  # type: ignore[no-untyped-def]
     from vta.runner import run_network
 
     r = run_network(net, hw, seed=args.seed or 0, latency_hiding=not args.no_latency_hiding,
-                    **knobs)
+                    raw=raw, **knobs)
     s = r.summary()
     if args.json:
         print(json.dumps(s, indent=2, default=str))
@@ -173,27 +314,30 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict) -> int:  # type
     print(f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
           f"{len(s['layers'])} distinct layers")
     print(f"{'layer':14} {'x':>2} {'cycles':>11} {'total':>12} {'share':>6} {'util':>6} "
-          f"{'%mach':>6} {'fold':>5}  schedule         ok")
+          f"{'%mach':>6} {'fold':>5} {'sat':>5}  schedule         ok")
     for row in s["layers"]:
         sc = row["schedule"]
         knob = (f"{sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} vt={sc['vthreads']}"
                 f"{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
         print(f"{row['workload']:14} {row['repeats']:>2} {row['cycles']:>11,} "
               f"{row['total_cycles']:>12,} {row['share']:>6.1%} {row['utilization']:>6.3f} "
-              f"{row['of_machine_bound']:>6.1%} {row['fold']:>5}  {knob:16} "
+              f"{row['of_machine_bound']:>6.1%} {row['fold']:>5} {row['saturated']:>5.1%}  "
+              f"{knob:16} "
               f"{'ok' if row['passed'] else 'BAD'}")
     print(f"total {s['cycles']:,} cycles = {s['time_ms']:.2f} ms at {hw.board.clock_mhz} MHz; "
           f"{s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
           f"(useful, unpadded: {s['useful_utilization']:.1%}); "
           f"{s['of_machine_bound']:.1%} of the machine bound")
     print(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s")
-    print("PASS: every layer bit-exact against numpy" if r.passed else
+    what = ("int32 accumulators (no epilogue)" if s["raw"] else
+            f"at most {s['saturated_max']:.2%} of a layer's outputs saturated")
+    print(f"PASS: every layer bit-exact against numpy ({what})" if r.passed else
           "FAIL: some layer differs from numpy")
     return 0 if r.passed else 1
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vta", description=__doc__.splitlines()[0])
+    p = _Parser(prog="vta", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="print a hardware config's derived values")
@@ -206,7 +350,8 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--hw", required=True, help="hardware config YAML")
     sim.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                      help="contents of a DRAM allocation (others are random); repeatable")
-    sim.add_argument("--seed", type=int, default=None, help="seed for random inputs (default 0)")
+    sim.add_argument("--seed", type=_seed, default=None,
+                     help="seed for random inputs (default 0)")
     sim.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace")
     sim.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sim.add_argument("--save-outputs", metavar="DIR", help="save every allocation as DIR/NAME.npy")
@@ -220,7 +365,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("workload", nargs="?", default="conv2d",
                      help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K]")
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
-    run.add_argument("--hw", default="hwconfigs/pynq.yaml", help="hardware config YAML")
+    run.add_argument("--hw", default=None,
+                     help=f"hardware config YAML (default {DEFAULT_HW}; accelerator only)")
     run.add_argument("--layers", default=None,
                      help="for a network (resnet18): only these layers, e.g. C2,C10")
     for flag in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
@@ -234,7 +380,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="one virtual thread (no load/compute overlap)")
     run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace")
     run.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    run.add_argument("--seed", type=int, default=None, help="seed for the random inputs")
+    run.add_argument("--seed", type=_seed, default=None, help="seed for the random inputs")
+    run.add_argument("--epilogue", choices=("calibrated", "none"), default="calibrated",
+                     help="calibrated: the layer's requantizing epilogue (int8 outputs, shift "
+                          "from the accumulator range); none: check the int32 accumulators")
     run.add_argument("--dump-ir", metavar="PASS", help="print the IR after PASS (or 'all')")
     run.add_argument("--check-reference", action="store_true",
                      help="also run the reference interpreter and compare it with the machine")
@@ -249,15 +398,21 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vta`` console script."""
-    args = _parser().parse_args(argv)
-    func: Callable[[argparse.Namespace], int] = args.func
     try:
+        args = _parser().parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
     except VtaError as e:
-        print(f"vta: error: {e}", file=sys.stderr)
+        msg = str(e).replace("\n", " ")  # one line, whatever the message
+        print(f"vta: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except Exception as e:  # a bug in vta: still one line, and a distinct status
+        msg = " ".join(str(e).split())
+        print(f"vta: internal error: {type(e).__name__}: {msg} (this is a bug in vta, not in "
+              f"your input: please report it with the command line)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

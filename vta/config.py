@@ -9,6 +9,13 @@ Validation is done once, at load time, and every problem is reported as one ``Hw
 naming the file, the dotted field and what was expected, e.g.::
 
     HwConfigError: hwconfigs/x.yaml: gemm.block_in: must be a power of two, got 12
+
+The file must be UTF-8 YAML holding one mapping; a key given twice in one mapping is an error
+naming its line (PyYAML would keep the last silently). Fields with a default in the dataclasses
+below are optional (the defaults are VTA's PYNQ values); the others (``name``, the GEMM shape,
+the scratchpad sizes, ``memory.bus_bytes``) are required. docs/hwconfig.md lists every field
+with its default, and a test holds the two in step. Every number must lie in
+``0..MAX_FIELD`` (a 32-bit hardware parameter) besides its own constraint.
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
 
 #: bits of one micro-op (the micro-op entry size in the uop scratchpad)
 UOP_BITS = 32
+
+#: Every number in a hardware description is a hardware parameter of the generated design, held
+#: in a signed 32-bit register; a larger value is a typo, refused naming the field.
+MAX_FIELD = (1 << 31) - 1
 
 
 class HwConfigError(VtaError, ValueError):
@@ -199,19 +210,28 @@ class HwConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> HwConfig:
-        """Load and validate a YAML hardware description."""
+        """Load and validate a YAML hardware description (UTF-8, one mapping, no key twice)."""
         p = Path(path)
         try:
-            text = p.read_text()
+            raw = p.read_bytes()
         except OSError as e:
             raise HwConfigError(f"{p}: cannot read file: {e.strerror or e}") from None
         try:
-            data = yaml.safe_load(text)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise HwConfigError(f"{p}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset "
+                                f"{e.start}); a hardware description is a YAML text file") \
+                from None
+        try:
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary tags
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             problem = getattr(e, "problem", None) or str(e)
             raise HwConfigError(f"{p}: not valid YAML{where}: {problem}") from None
+        if data is None:
+            raise HwConfigError(f"{p}: empty (no YAML document); expected a mapping with keys "
+                                f"{', '.join(_TOP_KEYS)}")
         return cls.from_dict(data, source=str(p))
 
     @classmethod
@@ -463,6 +483,33 @@ def _intrinsics(source: str, data: Any) -> tuple[IntrinsicConfig, ...]:
     return tuple(out)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader, except that a key given twice in one mapping is an error naming
+    the key and both lines (the SafeLoader keeps the last value silently)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode,
+                    deep: bool = False) -> dict[Any, Any]:
+    first: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        line = key_node.start_mark.line + 1
+        try:
+            seen = first.setdefault(key, line)
+        except TypeError:  # a list or mapping as a key
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be a name, got {key!r}", key_node.start_mark) from None
+        if seen != line:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first given at line {seen})",
+                key_node.start_mark)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _unique_mapping)
+
+
 def _fail(source: str, where: str, msg: str) -> HwConfigError:
     return HwConfigError(f"{source}: {where}: {msg}")
 
@@ -486,20 +533,32 @@ def _coerce(source: str, where: str, value: Any, annot: str) -> Any:
     if annot == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise _fail(source, where, f"expected an integer, got {value!r}")
-        return value
+        return _bounded(source, where, value)
     if annot == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _fail(source, where, f"expected a number, got {value!r}")
-        return float(value)
+        if not math.isfinite(value):
+            raise _fail(source, where, f"expected a finite number, got {value!r}")
+        return float(_bounded(source, where, value))
     if annot == "str":
         if not isinstance(value, str):
             raise _fail(source, where, f"expected a string, got {value!r}")
+        if not value.strip():
+            raise _fail(source, where, "expected a non-empty string")
         return value
     if annot == "tuple[str, ...]":
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise _fail(source, where, f"expected a list of strings, got {value!r}")
         return tuple(v.lower() for v in value)
     raise AssertionError(f"unhandled annotation {annot}")  # pragma: no cover
+
+
+def _bounded(source: str, where: str, value: int | float) -> int | float:
+    """``value`` when it is at most ``MAX_FIELD`` (negative values are each field's check)."""
+    if value > MAX_FIELD:
+        raise _fail(source, where, f"{value} is not a plausible value: must be at most "
+                    f"{MAX_FIELD} (2**31 - 1)")
+    return value
 
 
 def _section(source: str, name: str, data: Any) -> Any:
@@ -582,12 +641,9 @@ def _validate(cfg: HwConfig) -> None:
 
     for kind in ("uop", "inp", "wgt", "acc", "out"):
         size = getattr(sp, kind)
-        elem = cfg.elem_bytes(kind)
         if not _is_pow2(size):
             raise _fail(src, f"scratchpad.{kind}", f"must be a power of two (bytes), got {size}")
-        if size < elem:
-            raise _fail(src, f"scratchpad.{kind}", f"too small for one tile: one {kind} entry is "
-                        f"{elem} bytes, got {size}")
+        _check_entry_fits(cfg, kind)
     if cfg.out_depth != cfg.acc_depth:
         need = cfg.acc_depth * cfg.out_elem_bytes
         raise _fail(src, "scratchpad.out", f"must hold as many entries as acc ({cfg.acc_depth} x "
@@ -616,6 +672,37 @@ def _validate(cfg: HwConfig) -> None:
             raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
 
     _run_checks(cfg)
+
+
+#: The GEMM fields whose product (times the dtype's bytes) is one entry of each buffer.
+_ENTRY_DIMS: dict[str, tuple[tuple[str, ...], str]] = {
+    "inp": (("batch", "block_in"), "inp_dtype"),
+    "wgt": (("block_out", "block_in"), "wgt_dtype"),
+    "acc": (("batch", "block_out"), "acc_dtype"),
+    "out": (("batch", "block_out"), "out_dtype"),
+}
+
+
+def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
+    """One entry of ``kind`` fits its scratchpad; when it does not, blame a GEMM dimension that
+    alone outgrows the buffer (an unreasonable GEMM), else the buffer (too small)."""
+    size, elem = getattr(cfg.scratchpad, kind), cfg.elem_bytes(kind)
+    if size >= elem:
+        return
+    if kind == "uop":
+        raise _fail(cfg.source, "scratchpad.uop", f"too small for one tile: one uop entry is "
+                    f"{elem} bytes, got {size}")
+    dims, dtype = _ENTRY_DIMS[kind]
+    g = cfg.gemm
+    item = DTYPE_BITS[getattr(g, dtype)] // 8
+    big = max(dims, key=lambda d: getattr(g, d))
+    formula = " x ".join(f"{d} {getattr(g, d)}" for d in dims) + f" x {item} B"
+    if getattr(g, big) * item > size:
+        raise _fail(cfg.source, f"gemm.{big}", f"{getattr(g, big)} is too large: one {kind} "
+                    f"entry ({formula}) is {elem} bytes, more than scratchpad.{kind} holds "
+                    f"({size} bytes)")
+    raise _fail(cfg.source, f"scratchpad.{kind}", f"too small for one tile: one {kind} entry is "
+                f"{elem} bytes ({formula}), got {size}")
 
 
 def _log2(n: int) -> int:

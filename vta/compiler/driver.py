@@ -33,7 +33,7 @@ from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.isa import Program
 
-__all__ = ["Compiled", "Cost", "compile_workload", "op_compute", "roofline"]
+__all__ = ["Compiled", "Cost", "compile_workload", "op_compute", "packed_bytes", "roofline"]
 
 #: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
@@ -104,13 +104,14 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     cheapest estimates measured by ``cost`` (the model ranks, the oracle decides among near
     ties the first-order estimate cannot separate); without ``cost``, the model's first choice.
 
+    ``epilogue``: the layer's calibrated one (``Workload.epilogue``) unless given.
     ``fold`` (``ops.fold``): ``None`` lets the model choose among the plain layout and, for a
     convolution with fewer input channels than ``block_in``, its reduction folds (their
     schedules ranked together by the estimate, the best ``refine`` timed); ``"none"``,
     ``"kw"`` or ``"khkw"`` forces one. Fully forced tile knobs (tco, tci, th, tw) describe the
     plain layout unless ``fold`` names another."""
     t0 = time.perf_counter()
-    epi = epilogue or Epilogue()
+    epi = epilogue or w.epilogue  # the layer's calibrated requantization
     vth = knobs.pop("vthreads", None)
     if not latency_hiding:
         vth = 1
@@ -170,7 +171,7 @@ def op_compute(w: Workload, hw: HwConfig, sch: ConvSchedule, epi: Epilogue,
     return conv2d_compute(fold.device if fold is not None else w.spec, hw, sch, epi)
 
 
-def _packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
+def packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
     """Every packed tensor of ``conv`` moved exactly once."""
     g = hw.gemm
     icb, ocb = math.ceil(conv.ic / g.block_in), math.ceil(conv.oc / g.block_out)
@@ -204,7 +205,7 @@ def roofline(c: Compiled) -> dict[str, float]:
     g, epi = hw.gemm, c.epilogue
     ocb = math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
-    byts = min(_packed_bytes(conv, hw, epi.bias), _packed_bytes(c.conv, hw, epi.bias))
+    byts = min(packed_bytes(conv, hw, epi.bias), packed_bytes(c.conv, hw, epi.bias))
     memory = byts / hw.memory.bus_bytes
     entries = nb * ocb * conv.oh * conv.ow
     per_entry = epilogue_cycles_per_entry(epi, hw)

@@ -2,8 +2,10 @@
 
 ``run_gpu_workload(args)`` builds the workload's default GPU schedule, lowers and renders it,
 runs it on a GPU through CuPy (``cuda``) or in the SIMT emulator (``cuda-emu``), and checks the
-result bit-exact against numpy, printing PASS or FAIL. Returns 0 on PASS, 1 on FAIL. A missing
-GPU or CuPy is a ``GpuUnavailableError`` (the CLI prints it and exits 2).
+result bit-exact against numpy, printing PASS or FAIL (with the fraction of outputs the
+epilogue's clip saturated; ``--epilogue none`` checks the int32 accumulators). Returns 0 on
+PASS, 1 on FAIL. A missing GPU or CuPy is a ``GpuUnavailableError`` (the CLI prints it and exits
+2).
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import time
 
 import numpy as np
 
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
+from vta.compiler.ops.epilogue import saturated_fraction
+from vta.compiler.ops.matmul import matmul_acc
 from vta.gpu.cuda import render_cuda
 from vta.gpu.lower_gpu import lower_for_gpu
-from vta.gpu.workloads import build_func, make_workload, random_inputs, reference
+from vta.gpu.workloads import GpuWorkload, build_func, make_workload, random_inputs, reference
 
 __all__ = ["run_gpu_workload", "add_gpu_arguments"]
 
@@ -38,13 +43,14 @@ def run_gpu_workload(args: argparse.Namespace) -> int:
     seed = getattr(args, "seed", None)
     over = {k: getattr(args, k, None) for k in ("batch", "height", "width", "in_channels",
                                                   "out_channels", "kernel", "stride", "pad")}
-    w = make_workload(name, dtype, getattr(args, "sizes", None) or None, **over)
+    raw = getattr(args, "epilogue", None) == "none"
+    w = make_workload(name, dtype, getattr(args, "sizes", None) or None, raw=raw, **over)
     func = lower_for_gpu(build_func(w, schedule))
     kernel = render_cuda(func)
     if getattr(args, "emit_cuda", False):
         print(kernel.source)
     rng = np.random.default_rng(0 if seed is None else seed)
-    arrays = random_inputs(func.params, rng)
+    arrays = random_inputs(func.params, rng, w.epi)
     want = reference(w, arrays)
     t0 = time.perf_counter()
     if target == "cuda":
@@ -67,6 +73,25 @@ def run_gpu_workload(args: argparse.Namespace) -> int:
           f"{launch.grid}, block {launch.block}, {launch.shared_bytes} B shared, "
           f"{ops / 1e9:.3f} GOP, {dt * 1e3:.1f} ms (incl. transfers)")
     check = "bit-exact" if dtype == "int8" else "allclose"
-    print(f"check vs numpy ({check}): {'PASS' if ok else 'FAIL'}")
+    if dtype == "int8" and w.epi is None:
+        detail = " (int32 accumulators, no epilogue)"
+    elif w.epi is not None:
+        detail = f" ({_saturated(w, arrays):.1%} of outputs saturated)"
+    else:
+        detail = ""
+    print(f"check vs numpy ({check}): {'PASS' if ok else 'FAIL'}{detail}")
     sys.stdout.flush()
     return 0 if ok else 1
+
+
+def _saturated(w: GpuWorkload, arrays: list[np.ndarray]) -> float:
+    """The fraction of ``w``'s outputs its epilogue's clip saturated, on these inputs."""
+    assert w.epi is not None
+    x, k = arrays[0], arrays[1]
+    bias = arrays[2] if w.epi.bias else None
+    if isinstance(w.spec, Conv2dSpec):
+        s = w.spec
+        acc = conv2d_acc(x, k.reshape(s.oc, s.ic, s.kh, s.kw), s)
+    else:
+        acc = matmul_acc(x, k)
+    return saturated_fraction(acc, bias, w.epi, 1)

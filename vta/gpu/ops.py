@@ -103,7 +103,8 @@ def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype
                out_shape: tuple[int, ...], at: Callable[..., tuple[E.Expr, E.Expr]]
                ) -> tuple[Tensor, list[Tensor]]:
     """The epilogue as element-wise computes over ``acc`` (M, N) (bias indexed by n): the
-    stages of ``Epilogue.stages``, the same the accelerator's op is built from. The last
+    stages of ``Epilogue.stages`` (no clip when ``epi.clip`` is false: the cast then wraps,
+    as the accelerator's STORE narrows), the same the accelerator's op is built from. The last
     compute has ``out_shape`` and reads the GEMM element ``at(*its axes) -> (m, n)`` (conv2d's
     NCHW layout). Returns (output, the intermediate computes to inline)."""
     stages: list[Tensor] = []

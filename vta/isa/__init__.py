@@ -55,7 +55,7 @@ from vta.isa.insn import (
     n_ops,
     queue_of,
 )
-from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder
+from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder, ProgramError
 
 add_check(_config_check)  # every HwConfig built from now on checks the instruction formats
 
@@ -63,8 +63,9 @@ __all__ = [
     "Allocation", "Alu", "AluOp", "AsmError", "AsmSyntax", "DRAM_ALIGN", "DefinitionError",
     "Deps", "FLAG_QUEUES", "Field", "Finish", "Gemm", "Instruction", "InstructionDef",
     "IsaError", "KINDS", "Load", "MemType", "Module", "Opcode", "Operand", "Program",
-    "ProgramBuilder", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available", "by_name",
-    "check_fields", "decode", "decode_program", "decode_uop", "definition_of", "disassemble",
-    "encode", "encode_program", "encode_uop", "flag_for", "format_insn", "layout", "module_of",
-    "n_ops", "pops_of", "pushes_of", "queue_of", "registered", "uop_layout",
+    "ProgramBuilder", "ProgramError", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available",
+    "by_name", "check_fields", "decode", "decode_program", "decode_uop", "definition_of",
+    "disassemble", "encode", "encode_program", "encode_uop", "flag_for", "format_insn",
+    "layout", "module_of", "n_ops", "pops_of", "pushes_of", "queue_of", "registered",
+    "uop_layout",
 ]

@@ -284,6 +284,8 @@ def assemble(text: str, hw: HwConfig, source: str = "<asm>") -> Program:
             toks = shlex.split(body)
         except ValueError as e:
             raise line.error(str(e)) from None
+        if not toks:
+            raise line.error("dependency flags without an instruction")
         if toks[0].startswith("."):
             if flags:
                 raise line.error("directives take no dependency flags")

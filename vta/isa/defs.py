@@ -516,11 +516,15 @@ def positions(half: Iterable[Field], base: int) -> dict[str, tuple[int, int]]:
 
 
 @lru_cache(maxsize=64)
-def _decode_table(w: Any) -> dict[int, tuple[tuple[int, int] | None,
-                                                dict[int | None, InstructionDef]]]:
-    """opcode -> (position of the function field or None, {function value: definition})."""
+def _decode_table(w: Any, listed: frozenset[str]) -> dict[int, tuple[tuple[int, int] | None,
+                                                                    dict[int | None,
+                                                                         InstructionDef]]]:
+    """opcode -> (position of the function field or None, {function value: definition}), over
+    the definitions a config with intrinsics ``listed`` implements."""
     table: dict[int, tuple[tuple[int, int] | None, dict[int | None, InstructionDef]]] = {}
     for d in _DEFS.values():
+        if d.requires is not None and d.requires not in listed:
+            continue
         pos = None
         if d.function is not None:
             lo, hi = resolved_layout(d, w)
@@ -533,7 +537,8 @@ def _decode_table(w: Any) -> dict[int, tuple[tuple[int, int] | None,
 
 def decode_table(hw: HwConfig) -> Mapping[int, tuple[tuple[int, int] | None,
                                                      dict[int | None, InstructionDef]]]:
-    return _decode_table(hw.isa)
+    """How ``hw``'s words decode: only the instructions it implements have opcodes."""
+    return _decode_table(hw.isa, frozenset(i.name for i in hw.intrinsics))
 
 
 def check_layouts(hw: HwConfig) -> list[str]:
@@ -627,6 +632,16 @@ def pushes_of(insn: Any) -> list[tuple[Module, Module]]:
 
 
 def _config_check(hw: HwConfig) -> list[tuple[str, str]]:
-    """The layout check as the config runs it: every problem blamed on the buffer sizes that
-    set the field widths."""
-    return [("scratchpad", msg) for msg in check_layouts(hw)]
+    """The layout check as the config runs it, each problem blamed on the scratchpad whose
+    depth widened the overflowing fields: the uop buffer for a low half with the micro-op range,
+    else the deepest of the buffers whose indices the format holds."""
+    out = []
+    for msg in check_layouts(hw):
+        if "low 64-bit half" in msg and "(uop_bgn)" in msg:
+            kinds: tuple[str, ...] = ("uop",)
+        elif "low 64-bit half" in msg:
+            kinds = ("uop", "inp", "wgt", "acc", "out")
+        else:
+            kinds = ("acc", "inp", "wgt")
+        out.append(("scratchpad." + max(kinds, key=hw.depth), msg))
+    return out

@@ -4,7 +4,10 @@ DRAM is one byte-addressed space holding named allocations. Each allocation hold
 one buffer kind (``inp``, ``wgt``, ``acc``, ``out`` or ``uop``), is aligned so that its first
 byte is a whole element of that kind (instructions count DRAM addresses in elements of the
 buffer they move, as VTA does), and is placed in declaration order. Micro-op allocations carry
-their contents (the compiler's output); the others are inputs or outputs of a run.
+their contents (the compiler's output); the others are inputs or outputs of a run. Every
+element of an allocation must be addressable by an instruction's DRAM field
+(``hw.isa.dram_addr`` bits, counted in elements of the allocation's kind): a larger allocation
+is a ``ProgramError`` naming it, before anything is allocated.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vta.config import HwConfig
+from vta.errors import VtaError
 from vta.isa.insn import Instruction, Load, MemType, Store, Uop
 
-__all__ = ["Allocation", "Program", "ProgramBuilder", "KINDS", "DRAM_ALIGN"]
+__all__ = ["Allocation", "Program", "ProgramBuilder", "ProgramError", "KINDS", "DRAM_ALIGN"]
+
+
+class ProgramError(VtaError, ValueError):
+    """A program's DRAM map is invalid (bad kind or count, a name declared twice, an
+    allocation the instructions' DRAM address field cannot reach)."""
 
 KINDS = ("inp", "wgt", "acc", "out", "uop")
 #: every allocation starts on a multiple of this many bytes (and of its element size)
@@ -105,16 +114,17 @@ class ProgramBuilder:
     def alloc(self, name: str, kind: str, elems: int) -> Allocation:
         """Declare a DRAM allocation of ``elems`` elements of ``kind``."""
         if kind not in KINDS:
-            raise ValueError(f"allocation {name!r}: kind must be one of {', '.join(KINDS)}, "
+            raise ProgramError(f"allocation {name!r}: kind must be one of {', '.join(KINDS)}, "
                              f"got {kind!r}")
         if elems < 0:
-            raise ValueError(f"allocation {name!r}: element count must be >= 0, got {elems}")
+            raise ProgramError(f"allocation {name!r}: element count must be >= 0, got {elems}")
         if any(a.name == name for a in self._allocs):
-            raise ValueError(f"allocation {name!r} is declared twice")
+            raise ProgramError(f"allocation {name!r} is declared twice")
         eb = self.hw.elem_bytes(kind)
         align = max(DRAM_ALIGN, eb)
         offset = -(-self._next // align) * align
         a = Allocation(name, kind, elems, offset, eb)
+        _check_addressable(a, self.hw)
         self._allocs.append(a)
         self._next = offset + a.nbytes
         if kind == "uop":
@@ -132,9 +142,10 @@ class ProgramBuilder:
         a = self._allocs[idx]
         if len(lst) > a.elems:
             if idx != len(self._allocs) - 1:
-                raise ValueError(f"uop allocation {name!r} declared for {a.elems} uops, "
-                                 f"got {len(lst)}")
+                raise ProgramError(f"uop allocation {name!r} declared for {a.elems} uops, "
+                                   f"got {len(lst)}")
             self._allocs[idx] = Allocation(a.name, a.kind, len(lst), a.offset, a.elem_bytes)
+            _check_addressable(self._allocs[idx], self.hw)
             self._next = a.offset + len(lst) * a.elem_bytes
         return first
 
@@ -147,6 +158,16 @@ class ProgramBuilder:
     def build(self) -> Program:
         return Program(tuple(self._insns), tuple(self._allocs),
                        {k: tuple(v) for k, v in self._uops.items()})
+
+
+def _check_addressable(a: Allocation, hw: HwConfig) -> None:
+    """Every element of ``a`` has a DRAM address the instructions' address field can hold."""
+    bits = hw.isa.dram_addr
+    if a.base + a.elems > 1 << bits:
+        raise ProgramError(f"allocation {a.name!r}: {a.elems} {a.kind} elements do not fit the "
+                           f"DRAM address space ({bits}-bit element addresses reach "
+                           f"{1 << bits} {a.kind} elements of {a.elem_bytes} B; this one would "
+                           f"end at element {a.base + a.elems})")
 
 
 def dram_kind(insn: Load | Store) -> str:

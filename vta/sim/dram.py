@@ -15,6 +15,12 @@ uop    ()                          uint32 (encoded)
 =====  ==========================  ===============
 
 Multi-byte values are little-endian.
+
+The simulator holds the whole image in host memory (and a run holds about three copies: the
+inputs, the image, the outputs), so an image larger than ``MAX_DRAM_BYTES`` is refused with an
+``InputError`` naming its largest allocation before anything is allocated. The ISA's own limit,
+element addresses of ``hw.isa.dram_addr`` bits, is checked when a program is built
+(``vta.isa.program``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,24 @@ from vta.config import HwConfig
 from vta.isa import Allocation, Program, Uop, uop_layout
 from vta.sim.errors import InputError
 
-__all__ = ["Dram", "entry_spec", "encode_uops", "random_inputs"]
+__all__ = ["Dram", "MAX_DRAM_BYTES", "check_dram_size", "entry_spec", "encode_uops",
+           "random_inputs"]
+
+#: Largest DRAM image the simulator allocates (1 GiB): a run's inputs, image and outputs then
+#: stay within a few GiB of host memory. ResNet-18's largest layer image is about 2 MB.
+MAX_DRAM_BYTES = 1 << 30
+
+
+def check_dram_size(program: Program) -> None:
+    """An ``InputError`` naming the largest allocation when ``program``'s DRAM image is larger
+    than the simulator holds (``MAX_DRAM_BYTES``)."""
+    total = program.dram_bytes
+    if total <= MAX_DRAM_BYTES:
+        return
+    big = max(program.allocations, key=lambda a: a.nbytes)
+    raise InputError(f"DRAM image of {total:,} bytes is larger than the simulator's "
+                     f"{MAX_DRAM_BYTES:,}-byte limit; the largest allocation is {big.name!r} "
+                     f"({big.elems:,} {big.kind} elements of {big.elem_bytes} B)")
 
 
 def entry_spec(hw: HwConfig, kind: str) -> tuple[np.dtype, tuple[int, ...]]:
@@ -67,6 +90,7 @@ class Dram:
     """A program's DRAM image (``buf``, uint8) with typed per-allocation views."""
 
     def __init__(self, program: Program, hw: HwConfig) -> None:
+        check_dram_size(program)
         self.program = program
         self.hw = hw
         self.buf = np.zeros(program.dram_bytes, dtype=np.uint8)
@@ -128,6 +152,7 @@ def _checked(a: Allocation, data: np.ndarray, dtype: np.dtype,
 
 def random_inputs(program: Program, hw: HwConfig, seed: int | None = None) -> dict[str, np.ndarray]:
     """Full-range uniform random contents for every inp, wgt and acc allocation."""
+    check_dram_size(program)
     rng = np.random.default_rng(seed)
     out = {}
     for a in program.inputs:

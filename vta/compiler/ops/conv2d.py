@@ -24,7 +24,8 @@ from vta.config import HwConfig
 if TYPE_CHECKING:
     from vta.compiler.schedules.default import ConvSchedule
 
-__all__ = ["Conv2dSpec", "PackedConv2d", "conv2d_reference", "conv2d_compute", "packed_dims"]
+__all__ = ["Conv2dSpec", "PackedConv2d", "conv2d_acc", "conv2d_reference", "conv2d_compute",
+           "packed_dims"]
 
 
 class ShapeError(CompileError):
@@ -76,9 +77,8 @@ class Conv2dSpec:
                 f" k={self.kh}x{self.kw} s={self.stride} p={self.pad}")
 
 
-def conv2d_reference(x: np.ndarray, k: np.ndarray, bias: np.ndarray | None, spec: Conv2dSpec,
-                     epi: Epilogue) -> np.ndarray:
-    """Bit-exact numpy reference: int32 accumulate (wrapping), then the epilogue."""
+def conv2d_acc(x: np.ndarray, k: np.ndarray, spec: Conv2dSpec) -> np.ndarray:
+    """Bit-exact numpy accumulators (N, OC, OH, OW) int32, wrapping like the hardware's."""
     s, p = spec.stride, spec.pad
     xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (p, p), (p, p)))
     acc = np.zeros((spec.n, spec.oc, spec.oh, spec.ow), np.int64)
@@ -87,8 +87,13 @@ def conv2d_reference(x: np.ndarray, k: np.ndarray, bias: np.ndarray | None, spec
         for q in range(spec.kw):
             win = xp[:, :, r: r + s * (spec.oh - 1) + 1: s, q: q + s * (spec.ow - 1) + 1: s]
             acc += np.einsum("nchw,oc->nohw", win, kk[:, :, r, q], optimize=True)
-    acc32 = acc.astype(np.int32)  # wraps like the hardware's int32 accumulator
-    return apply_epilogue(acc32, bias, epi, channel_axis=1)
+    return acc.astype(np.int32)  # wraps like the hardware's int32 accumulator
+
+
+def conv2d_reference(x: np.ndarray, k: np.ndarray, bias: np.ndarray | None, spec: Conv2dSpec,
+                     epi: Epilogue) -> np.ndarray:
+    """Bit-exact numpy reference: int32 accumulate (wrapping), then the epilogue."""
+    return apply_epilogue(conv2d_acc(x, k, spec), bias, epi, channel_axis=1)
 
 
 @dataclass(frozen=True, slots=True)

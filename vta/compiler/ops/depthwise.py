@@ -361,7 +361,6 @@ def compile_depthwise(spec: DepthwiseSpec, hw: HwConfig, *,
     from vta.compiler.intrin import vta_gemm_intrinsic
     from vta.compiler.lower import lower
     from vta.compiler.pipeline import compile_func
-
     from vta.isa.defs import require
 
     epi = epilogue or Epilogue()

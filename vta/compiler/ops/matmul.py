@@ -18,7 +18,7 @@ from vta.compiler.ops.epilogue import Epilogue, PackedOp, apply_epilogue, epilog
 from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
 from vta.config import HwConfig
 
-__all__ = ["MatmulSpec", "PackedMatmul", "matmul_reference", "matmul_compute",
+__all__ = ["MatmulSpec", "PackedMatmul", "matmul_acc", "matmul_reference", "matmul_compute",
            "packed_matmul_dims"]
 
 
@@ -45,10 +45,15 @@ class MatmulSpec:
         return f"matmul M={self.m} N={self.n} K={self.k}"
 
 
+def matmul_acc(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Bit-exact numpy accumulators ``x @ w.T`` (M, N) int32, wrapping like the hardware's."""
+    return (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
+
+
 def matmul_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
                      epi: Epilogue) -> np.ndarray:
-    acc = (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
-    return apply_epilogue(acc, bias, epi, channel_axis=1)
+    """Bit-exact numpy reference: the accumulators, then the epilogue."""
+    return apply_epilogue(matmul_acc(x, w), bias, epi, channel_axis=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,14 +66,14 @@ LOAD.INP sram=0 dram=data+0 y=8 x=8 stride=8 pad=1,1,1,1 | push_next
 GEMM uop=2:26 iter=8,3 dst=8,0 src=10,10 wgt=0,3 | pop_prev
 LOAD.INP sram=100 dram=data+0 y=8 x=8 stride=8 pad=1,1,1,1 | push_next
 GEMM uop=26:50 iter=8,3 dst=8,0 src=10,10 wgt=0,3 | pop_prev
-ALU.SHR uop=50:51 iter=1,64 dst=0,1 src=0,1 imm=8
+ALU.SHR uop=50:51 iter=1,64 dst=0,1 src=0,1 imm=11
 ALU.ADD uop=0:1 iter=1,64 dst=0,1 src=0,0
-ALU.MAX uop=50:51 iter=1,64 dst=0,1 src=0,1 imm=0
+ALU.MAX uop=50:51 iter=1,64 dst=0,1 src=0,1 imm=-128
 ALU.MIN uop=50:51 iter=1,64 dst=0,1 src=0,1 imm=127 | push_next
 STORE.OUT sram=2 dram=res+0 y=1 x=64 stride=64 | pop_prev
-ALU.SHR uop=51:52 iter=1,64 dst=0,1 src=0,1 imm=8
+ALU.SHR uop=51:52 iter=1,64 dst=0,1 src=0,1 imm=11
 ALU.ADD uop=52:53 iter=1,64 dst=0,1 src=0,0
-ALU.MAX uop=51:52 iter=1,64 dst=0,1 src=0,1 imm=0
+ALU.MAX uop=51:52 iter=1,64 dst=0,1 src=0,1 imm=-128
 ALU.MIN uop=51:52 iter=1,64 dst=0,1 src=0,1 imm=127 | push_next
 STORE.OUT sram=66 dram=res+64 y=1 x=64 stride=64 | pop_prev
 FINISH

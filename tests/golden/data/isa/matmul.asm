@@ -19,14 +19,14 @@ LOAD.INP sram=0 dram=data+0 y=1 x=32 stride=32 | push_next
 GEMM uop=0:1 iter=2,16 dst=0,1 src=1,2 wgt=1,0 | pop_prev
 LOAD.INP sram=32 dram=data+0 y=1 x=32 stride=32 | push_next
 GEMM uop=2:3 iter=2,16 dst=0,1 src=1,2 wgt=1,0 | pop_prev
-ALU.SHR uop=3:4 iter=1,16 dst=0,1 src=0,1 imm=8
+ALU.SHR uop=3:4 iter=1,16 dst=0,1 src=0,1 imm=10
 ALU.ADD uop=0:1 iter=1,16 dst=0,1 src=0,0
-ALU.MAX uop=3:4 iter=1,16 dst=0,1 src=0,1 imm=0
+ALU.MAX uop=3:4 iter=1,16 dst=0,1 src=0,1 imm=-128
 ALU.MIN uop=3:4 iter=1,16 dst=0,1 src=0,1 imm=127 | push_next
 STORE.OUT sram=2 dram=res+0 y=16 x=1 stride=2 | pop_prev
-ALU.SHR uop=4:5 iter=1,16 dst=0,1 src=0,1 imm=8
+ALU.SHR uop=4:5 iter=1,16 dst=0,1 src=0,1 imm=10
 ALU.ADD uop=5:6 iter=1,16 dst=0,1 src=0,0
-ALU.MAX uop=4:5 iter=1,16 dst=0,1 src=0,1 imm=0
+ALU.MAX uop=4:5 iter=1,16 dst=0,1 src=0,1 imm=-128
 ALU.MIN uop=4:5 iter=1,16 dst=0,1 src=0,1 imm=127 | push_next
 STORE.OUT sram=18 dram=res+1 y=16 x=1 stride=2 | pop_prev
 FINISH
