@@ -14,7 +14,14 @@ user schedule.
 """
 
 from vta.compiler.tc.errors import TcError, TcRangeError, TcSizeError, TcSyntaxError, TcTypeError
-from vta.compiler.tc.frontend import Definition, describe, load, load_file, parse_sizes
+from vta.compiler.tc.frontend import (
+    Definition,
+    definitions,
+    describe,
+    load,
+    load_file,
+    parse_sizes,
+)
 
-__all__ = ["Definition", "TcError", "TcRangeError", "TcSizeError", "TcSyntaxError",
+__all__ = ["Definition", "TcError", "definitions", "TcRangeError", "TcSizeError", "TcSyntaxError",
            "TcTypeError", "describe", "load", "load_file", "parse_sizes"]

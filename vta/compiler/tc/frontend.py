@@ -20,7 +20,8 @@ from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate
 from vta.compiler.tc.sema import CheckedDef, check
 from vta.compiler.tc.to_ir import COMBINER, TcFunc, to_ir
 
-__all__ = ["Definition", "load", "load_file", "parse_sizes", "describe", "random_inputs"]
+__all__ = ["Definition", "load", "load_file", "definitions", "parse_sizes", "describe",
+           "random_inputs"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,15 @@ def load_file(path: str | Path, entry: str | None = None) -> Definition:
     except OSError as e:
         raise TcError(f"{path}: cannot read file: {e.strerror or e}") from None
     return load(text, str(path), entry)
+
+
+def definitions(path: str | Path) -> list[str]:
+    """The names of the definitions in a TC file (parsed, not checked)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise TcError(f"{path}: cannot read file: {e.strerror or e}") from None
+    return [d.name for d in parse(text, str(path)).defs]
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:

@@ -26,6 +26,7 @@ Typing rules (docs/tc.md):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from vta.compiler.tc import ast as A
@@ -260,7 +261,7 @@ class _Checker:
             raise self.err(f"{name} has {self.ranks[name]} dimensions, written here with "
                            f"{len(lhs)} indices", st.pos)
         self.defined[name] = k
-        line = self.src.line(st.pos.line)[st.pos.col - 1:]
+        line = re.split(r"#|//", self.src.line(st.pos.line)[st.pos.col - 1:])[0]
         text = " ".join(line.split()).rstrip("}").rstrip()
         return CheckedStmt(k, name, st.op, st.bang, tuple(lhs), reduce, rhs, dtype,
                            tuple(ranges), tuple(exists), prev, st.pos, text, dict(self.var_pos))
@@ -295,6 +296,11 @@ class _Checker:
                 self._want_bool(a, e.a.pos, "'!'")
                 return A.TUnary("!", a, "bool")
             self._want_num(a, e.a.pos, f"unary '{e.op}'")
+            if isinstance(a, A.TNum) and e.op == "-":  # a negative literal
+                lo, _ = _INT_RANGE["int32"]
+                if isinstance(a.value, int) and -a.value < lo:
+                    raise self.err(f"integer literal -{a.value} does not fit int32", e.pos)
+                return A.TNum(-a.value, a.dtype)
             a = _convert(a, promote(a.dtype))
             return a if e.op == "+" else A.TUnary("-", a, a.dtype)
         if isinstance(e, A.Binary):
