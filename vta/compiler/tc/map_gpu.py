@@ -453,8 +453,9 @@ class _KernelScheduler:
         for a in op.reduce_axes:
             ranges[a.var] = k.kt if (r0 is not None and a is r0 and k.kt) else a.extent
         cands = []
+        guarded = _guarded(op.body)
         for t in reads_of(op.body):
-            if not isinstance(t.op, PlaceholderOp):
+            if not isinstance(t.op, PlaceholderOp) or t in guarded:
                 continue
             reads = [n for n in E.walk(op.body) if isinstance(n, TensorRead) and n.tensor is t]
             if not any(_reused(n.indices, ranges) for n in reads):
@@ -471,6 +472,17 @@ class _KernelScheduler:
             self.sch[cache].compute_at(at_stage, at)
             _cooperative(self.sch[cache], self.threads, k.unroll)
             self.shared.append(t.name)
+
+
+def _guarded(body: E.Expr) -> set[Tensor]:
+    """Tensors read inside a branch of a ``select``: such a read may lie outside the tensor
+    where the branch is not taken, so its tile cannot be copied as a whole."""
+    out: set[Tensor] = set()
+    for n in E.walk(body):
+        if isinstance(n, E.Select):
+            for br in (n.t, n.f):
+                out.update(x.tensor for x in E.walk(br) if isinstance(x, TensorRead))
+    return out
 
 
 def _reused(indices: Sequence[E.Expr], ranges: dict[E.Var, int]) -> bool:
@@ -499,8 +511,9 @@ def _fit_kt(out: Tensor, red: Tensor | None, knobs: Resolved) -> Resolved:
         for i, a in enumerate(op.reduce_axes):
             ranges[a.var] = kt if i == 0 else a.extent
         need = 0
+        guarded = _guarded(op.body)
         for t in reads_of(op.body):
-            if isinstance(t.op, PlaceholderOp):
+            if isinstance(t.op, PlaceholderOp) and t not in guarded:
                 for n in E.walk(op.body):
                     if isinstance(n, TensorRead) and n.tensor is t and _reused(n.indices, ranges):
                         need += math.prod(poly.footprint(n.indices, ranges).extents) \

@@ -253,6 +253,8 @@ class _Chain:
                          f"{', '.join(self.hw.alu.ops)})")
 
     def imm(self, name: str, c: int) -> AluStep:
+        if name == "MUL" and c == 0:
+            raise _NoMap("a multiplication by zero (a constant, not an ALU operation)")
         self.op(name)
         if not -self.lim <= c < self.lim:
             raise _NoMap(f"immediate {c} does not fit the ALU's {self.hw.alu.imm_bits}-bit "
@@ -557,11 +559,17 @@ class _Planner:
 
     def run(self) -> VtaPlan:
         tasks: list[Task] = []
+        placing = {s.final for s in self.f.stmts if s.final is not s.core
+                   and isinstance(_body(s.final), E.Select)}
         for t in self.comps:
             if t in self.done:
                 continue
             task: Task
             why_gemm = why_alu = ""
+            if t in placing:
+                tasks.append(CpuTask((t,), t, _placement(t)))
+                self.done.add(t)
+                continue
             try:
                 task = self.gemm(t)
             except _NoMap as e:
@@ -578,6 +586,15 @@ class _Planner:
             stmt_of[s.core] = s.stmt.index
             stmt_of[s.final] = s.stmt.index
         return VtaPlan(self.f, tuple(tasks), stmt_of)
+
+
+def _placement(t: Tensor) -> str:
+    body = t.op.body if isinstance(t.op, ComputeOp) else None
+    if isinstance(body, E.Select) and isinstance(body.t, TensorRead):
+        return ("places the statement's result over part of the tensor (a select on its range: "
+                "a layout transform)")
+    return ("combines the statement's result with the tensor's previous value over part of "
+            "the tensor (a select on its range)")
 
 
 def _reason(t: Tensor, why_gemm: str, why_alu: str) -> str:
@@ -631,6 +648,10 @@ def gather(leaf: Leaf, axes: Sequence[IterVar], values: Mapping[Tensor, np.ndarr
     idx = tuple(np.broadcast_to(_eval_index(i, env), [a.extent for a in axes]).astype(np.intp)
                 for i in leaf.indices)
     src = values[leaf.tensor]
+    for d, (ix, n) in enumerate(zip(idx, src.shape, strict=True)):
+        if ix.size and (ix.min() < 0 or ix.max() >= n):
+            raise VtaError(f"gathering {leaf.tensor.name}: dimension {d} index runs from "
+                           f"{ix.min()} to {ix.max()}, outside [0, {n})")
     out = src[idx] if idx else np.broadcast_to(src, [a.extent for a in axes])
     return np.broadcast_to(out, [a.extent for a in axes]).astype(np.int32)
 
@@ -648,16 +669,26 @@ class Compiled:
     schedule: ConvSchedule | None = None
 
 
+def _effective(steps: Sequence[AluStep], loaded: bool) -> list[AluStep]:
+    """``steps`` without the identities ``+ 0`` and ``* 1`` (expression building folds them
+    away, which would leave a bare copy that no instruction performs). A ``loaded`` value
+    (LOAD ACC, not a GEMM result) with nothing left gets one ``>> 0`` (not folded): the out
+    buffer holds only what the GEMM or the ALU wrote."""
+    out = [s for s in steps if s.leaf is not None or (s.op, s.imm) not in (("ADD", 0),
+                                                                          ("MUL", 1))]
+    return out or ([AluStep("SHR", imm=0)] if loaded else [])
+
+
 def _chain_stages(acc: Tensor, steps: Sequence[AluStep], regs: Sequence[Tensor],
                   reg_index: Callable[[tuple[E.Var, ...]], tuple[E.Expr, ...]],
-                  shift: int) -> tuple[list[Tensor], Tensor]:
+                  shift: int, loaded: bool) -> tuple[list[Tensor], Tensor]:
     """One element-wise stage per ALU step over ``acc``'s shape (register operands read
     ``regs`` in order at ``reg_index(axes)``), a final ``>> shift`` for a plane, and the int8
     output (the narrowing is the STORE)."""
     stages: list[Tensor] = []
     cur = acc
     k = 0
-    every = [*steps, *([AluStep("SHR", imm=shift)] if shift else [])]
+    every = _effective([*steps, *([AluStep("SHR", imm=shift)] if shift else [])], loaded)
     for n, s in enumerate(every):
         src = cur
         reg = regs[k] if s.leaf is not None else None
@@ -701,7 +732,7 @@ def _gemm_op(task: GemmTask, hw: HwConfig, sch: ConvSchedule, plane: int) -> Pac
     bias = placeholder(P.bias_shape, "int32", "bias") if task.bias is not None else None
     ob = _INT_BITS.get(hw.gemm.out_dtype, 8)
     stages, res = _chain_stages(acc, task.steps, [bias] if bias is not None else [],
-                                lambda ax: (ax[1], ax[2], ax[3]), ob * plane)
+                                lambda ax: (ax[1], ax[2], ax[3]), ob * plane, False)
     inputs = (x, w) if bias is None else (x, w, bias)
     return PackedOp("matmul", inputs, None, acc, tuple(stages), res, {"ow": 0, "oc": 1})
 
@@ -727,6 +758,11 @@ def gemm_program(task: GemmTask, hw: HwConfig, plane: int,
     return best[1]
 
 
+def _body(t: Tensor) -> E.Expr:
+    assert isinstance(t.op, ComputeOp)
+    return t.op.body
+
+
 def alu_tile(hw: HwConfig, leaves: int, entries: int) -> int:
     """Accumulator entries per tile of an ALU program: every leaf's tile fits ``acc`` and the
     result's fits ``out``."""
@@ -747,14 +783,13 @@ def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> Compil
     shape = (tiles, tile, g.batch, g.block_out)
     phs = [placeholder(shape, "int32", f"L{k}") for k in range(len(leaves))]
     root = phs[0]
-    stages, res = _chain_stages(root, task.steps, phs[1:], lambda ax: ax, 8 * plane)
+    ob = _INT_BITS.get(g.out_dtype, 8)
+    stages, res = _chain_stages(root, task.steps, phs[1:], lambda ax: ax, ob * plane, True)
     s = create_schedule(res)
     readers = {phs[0]: s[stages[0]]}
-    k = 1
-    for st, step in zip(stages, task.steps, strict=False):
-        if step.leaf is not None:
-            readers[phs[k]] = s[st]
-            k += 1
+    for ph in phs[1:]:
+        readers[ph] = next(s[st] for st in stages if any(
+            isinstance(n, TensorRead) and n.tensor is ph for n in E.walk(_body(st))))
     caches = [s.cache_read(p, "acc", [r]) for p, r in readers.items()]
     out = s[res]
     t_axis = out.axis[0]
