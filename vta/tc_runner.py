@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from vta.compiler import create_schedule, lower, run_func
+from vta.compiler.driver import Compiled
 from vta.compiler.ops import packing
+from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.tc import Definition, definitions, describe, load_file, parse_sizes
 from vta.compiler.tc.frontend import random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
@@ -33,6 +35,7 @@ from vta.compiler.tc.map_vta import (
     AluTask,
     CpuTask,
     GemmTask,
+    Leaf,
     Task,
     VtaPlan,
     alu_program,
@@ -148,42 +151,76 @@ def _work(plan: VtaPlan, task: Task, c: Concrete) -> int:
 def _run_gemm(task: GemmTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim: Simulate,
               cost: Callable[[Program], int] | None, refine: int
               ) -> tuple[np.ndarray, int, int, float]:
-    g = hw.gemm
-    spec = task.spec
+    """Gather the operands (a convolution's input and weights in NCHW/OIHW, else the (batch, M,
+    K) and (batch, N, K) matrices), simulate one program per batch and plane, scatter back."""
     n_planes = planes(task.value_range, task.cast, hw)
     t0 = time.perf_counter()
     progs = [gemm_program(task, hw, p, cost, refine) for p in range(n_planes)]
     t_compile = time.perf_counter() - t0
     nb = task.batches
-    xs = gather(task.x, (*task.batch, *task.rows, *task.red), values).reshape(nb, spec.m, spec.k)
-    ys = gather(task.y, (*task.batch, *task.cols, *task.red), values).reshape(nb, spec.n, spec.k)
+    conv = task.conv
+    if conv is not None:
+        xs = gather(Leaf(task.x.tensor, conv.inp_index), (*task.batch, *conv.inp_axes), values)
+        xs = xs.reshape(nb, *conv.inp_axes_extents())
+        wa = [a for a in conv.wgt_axes if a is not None]
+        ws = gather(task.y, (*task.batch, *wa), values).reshape(
+            nb, *(a.extent if a is not None else 1 for a in conv.wgt_axes))
+        out_order = [a for a in conv.out_axes if a is not None]
+        out = np.zeros((nb, *(a.extent if a is not None else 1 for a in conv.out_axes)),
+                       NP_DTYPE[task.out.dtype])
+    else:
+        s = task.spec
+        xs = gather(task.x, (*task.batch, *task.rows, *task.red), values).reshape(nb, s.m, s.k)
+        ws = gather(task.y, (*task.batch, *task.cols, *task.red), values).reshape(nb, s.n, s.k)
+        out_order = [*task.rows, *task.cols]
+        out = np.zeros((nb, s.m, s.n), NP_DTYPE[task.out.dtype])
     bs = None
     if task.bias is not None:
-        bs = gather(task.bias, (*task.batch, *task.cols), values).reshape(nb, spec.n)
-    out = np.zeros((nb, spec.m, spec.n), NP_DTYPE[task.out.dtype])
+        bs = gather(task.bias, (*task.batch, *task.cols), values).reshape(nb, -1)
     cycles = runs = 0
     for b in range(nb):
         parts = []
         for c in progs:
-            P = c.packed
-            assert not isinstance(P, tuple)
-            inputs = {
-                "data": packing.to_entries(packing.pack_matrix(
-                    xs[b].astype(g.inp_dtype), g.batch, g.block_in, P.data_shape)),
-                "kernel": packing.to_entries(packing.pack_matrix(
-                    ys[b].astype(g.wgt_dtype), g.block_out, g.block_in, P.kernel_shape))}
-            if bs is not None:
-                inputs["bias"] = packing.to_entries(packing.pack_bias(bs[b], g.batch,
-                                                                      g.block_out, P.ocb))
-            res, cyc = sim(c.program, inputs)
+            res, cyc = sim(c.program, _packed_inputs(c, xs[b], ws[b],
+                                                     bs[b] if bs is not None else None))
             cycles += cyc
             runs += 1
-            parts.append(packing.unpack_matrix(res["res"].reshape(P.res_shape), spec.m, spec.n))
+            parts.append(_unpacked(c, res["res"], task))
         out[b] = combine_planes(parts, task.out.dtype, 8)
-    order = [*task.batch, *task.rows, *task.cols]
+    order = [*task.batch, *out_order]
     arr = out.reshape([a.extent for a in order])
     arr = np.transpose(arr, [order.index(a) for a in task.axes]) if order else arr
     return np.ascontiguousarray(arr), cycles, runs, t_compile
+
+
+def _packed_inputs(c: Compiled, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None
+                   ) -> dict[str, np.ndarray]:
+    """The runtime's packing (as ``vta.runner.make_inputs``): a matmul's matrices in blocks, a
+    convolution's NCHW input and OIHW weights folded (``c.fold``) and packed NCHWnc."""
+    g, P = c.hw.gemm, c.packed
+    if isinstance(c.workload.spec, Conv2dSpec):
+        xf, wf = x.astype(g.inp_dtype), w.astype(g.wgt_dtype)
+        if c.fold is not None and c.fold.kind != "none":
+            xf, wf = packing.fold_data(xf, c.fold), packing.fold_kernel(wf, c.fold)
+        data = packing.pack_data(xf, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_kernel(wf, g.block_out, g.block_in, P.kernel_shape)
+    else:
+        data = packing.pack_matrix(x.astype(g.inp_dtype), g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_matrix(w.astype(g.wgt_dtype), g.block_out, g.block_in,
+                                     P.kernel_shape)
+    out = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
+    if bias is not None:
+        out["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
+    return out
+
+
+def _unpacked(c: Compiled, res: np.ndarray, task: GemmTask) -> np.ndarray:
+    P = c.packed
+    r = res.reshape(P.res_shape)
+    if isinstance(c.workload.spec, Conv2dSpec):
+        s = c.user_conv
+        return packing.unpack_result(r, s.n, s.oc, s.oh, s.ow)
+    return packing.unpack_matrix(r, task.spec.m, task.spec.n)
 
 
 def _run_alu(task: AluTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim: Simulate
@@ -224,7 +261,9 @@ def _detail(task: Task, hw: HwConfig) -> str:
         s = task.spec
         chain = " ".join(st.op + (f" {st.imm}" if st.imm is not None else " reg")
                          for st in task.steps)
-        return (f"{task.batches} x matmul {s.m}x{s.n}x{s.k}"
+        what = task.conv.spec.describe() if task.conv is not None else \
+            f"matmul {s.m}x{s.n}x{s.k}"
+        return (f"{task.batches} x {what}"
                 + (f" + ALU {chain}" if chain else "")
                 + f", {planes(task.value_range, task.cast, hw)} plane(s)")
     if isinstance(task, AluTask):

@@ -7,15 +7,15 @@ ternary, narrowing casts), a reduction (``+=!``, ``max=!``, ``min=!`` of one rea
 contraction (``+=!`` of a product of two reads), over earlier statements' tensors too.
 
 Index expressions are random affine forms ``v``, ``v + c``, ``v - 1``, ``2*v``, ``v + r``,
-``r + c`` (``c`` <= 2, windows ``w`` <= 3; ``r + c`` only into inputs, whose dimensions are
-sizes, not into a statement's tensor, which may be shorter) with at most one output index per
-dimension, and
-every reduction index gets a ``where r in 0:w`` clause, so TC's range inference always
-succeeds (each output index is resolved in the first round from every access that uses it);
-for inputs, sizes of 6-10 give every range ``1 <= v <= 2`` at least and no precondition can
-fail; a statement's tensor may be short enough to empty a later range (rare: the tests reject
-such draws with ``assume``). Output ranges may start above zero (``v - 1``), which exercises
-the placement of a partial range.
+``2*v + r`` (windows: some contractions are convolutions) and ``r + c`` (``c`` <= 2, windows
+``w`` <= 3; ``r + c`` only into inputs, whose dimensions are sizes, not into a statement's
+tensor, which may be shorter), with at most one output index per dimension, and every
+reduction index gets a ``where r in 0:w`` clause, so TC's range inference always succeeds
+(each output index is resolved in the first round from every access that uses it). For
+inputs, sizes of 6-10 give every range ``1 <= v <= 2`` at least and no precondition can fail;
+a statement's tensor may be short enough to empty a later range (rare: the tests reject such
+draws with ``assume``). Output ranges may start above zero (``v - 1``), which exercises the
+placement of a partial range.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ RED_VARS = ("r", "s")
 @st.composite
 def _index(draw: st.DrawFn, outs: list[str], reds: list[str], used: set[str],
            red_only: bool) -> str:
-    forms = ["v", "v+c", "v-c", "2v+c"] + (["v+r"] if reds else []) \
+    forms = ["v", "v+c", "v-c", "2v+c"] + (["v+r", "2v+r"] if reds else []) \
         + (["r+c"] if reds and red_only else [])
     form = draw(st.sampled_from(forms))
     v = draw(st.sampled_from(outs))
@@ -46,7 +46,7 @@ def _index(draw: st.DrawFn, outs: list[str], reds: list[str], used: set[str],
         return f"{v} - 1"
     if form == "2v+c":
         return f"2 * {v}"
-    return f"{v} + {draw(st.sampled_from(reds))}"
+    return f"{'2 * ' if form == '2v+r' else ''}{v} + {draw(st.sampled_from(reds))}"
 
 
 @st.composite

@@ -60,7 +60,8 @@ def test_run_on_the_simulator(capsys: pytest.CaptureFixture[str]) -> None:
                "--size", "N=1,C=16,H=8,W=8,K=16,R=3,S=3"])
     out = capsys.readouterr().out
     assert rc == 0 and "PASS: bit-exact against the TC interpreter" in out
-    assert "GEMM 1 x matmul 36x16x144 + ALU SHR 8 ADD reg MAX 0 MIN 127, 1 plane(s)" in out
+    assert ("GEMM 1 x conv2d N=1 16x8x8 -> 16x6x6 k=3x3 s=1 p=0 + ALU SHR 8 ADD reg MAX 0 "
+            "MIN 127, 1 plane(s)") in out
     assert "100.0% of the work" in out
 
 

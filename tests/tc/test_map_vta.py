@@ -41,6 +41,29 @@ def test_contraction_index_structure(pynq: HwConfig) -> None:
     assert [a.name for a in t.red] == ["c", "r", "s"]
     assert (t.batches, t.spec.m, t.spec.n, t.spec.k) == (3, 2 * 4 * 5, 5, 4 * 3 * 2)
     assert t.macs == 3 * 40 * 5 * 24
+    # two window strides (2 and 1): not one conv2d op, so the host gathers an im2col matrix
+    assert t.conv is None
+    src = src.replace("w + s", "2*w + s")
+    (t,) = _plan(src, {"N": 2, "G": 3, "C": 4, "H": 9, "W": 10, "K": 5, "R": 3, "S": 2},
+                 pynq).tasks
+    assert isinstance(t, GemmTask) and t.conv is not None and t.batches == 3
+    sp = t.conv.spec  # per group, a strided 2-D convolution for the conv2d op
+    assert (sp.n, sp.ic, sp.oc, sp.kh, sp.kw, sp.stride, sp.pad) == (2, 4, 5, 3, 2, 2, 0)
+    assert (sp.h, sp.w, sp.oh, sp.ow) == (9, 10, 4, 5)
+
+
+@pytest.mark.parametrize("body, conv", [
+    ("O(n,k,h,w) +=! I(n, c, 2*h + r, 2*w + s) * W(k, c, r, s)", True),
+    ("O(n,h,w,k) +=! J(n, h + r + 1, w + s, c) * W(k, c, r, s) where r in 0:3, s in 0:3", True),
+    ("O(n,k,h) +=! I(n, c, h + r, 0) * W(k, c, r, 0)", True),
+    ("O(n,k,h,w) +=! I(n, c, h, w) * W(k, c, 0, 0)", False),
+    ("O(n,k,h,w) +=! I(n, c, h + r, w + r) * W(k, c, r, 0)", False),
+    ("O(n,k,h,w) +=! I(n, c, h + r, 2*w + s) * W(k, c, r, s)", False),
+])
+def test_convolution_recognition(pynq: HwConfig, body: str, conv: bool) -> None:
+    src = f"def f(int8(N,C,H,H) I, int8(N,H,H,C) J, int8(K,C,R,R) W) -> (O) {{ {body} }}"
+    (t,) = _plan(src, {"N": 1, "C": 4, "H": 9, "K": 3, "R": 3}, pynq).tasks
+    assert isinstance(t, GemmTask) and (t.conv is not None) == conv
 
 
 def test_epilogue_chain_and_planes(pynq: HwConfig) -> None:

@@ -49,14 +49,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vta.compiler import driver, poly
 from vta.compiler import expr as E
-from vta.compiler import poly
+from vta.compiler.driver import Compiled as DriverCompiled
+from vta.compiler.driver import Rewrite
 from vta.compiler.lower import lower
-from vta.compiler.ops.epilogue import PackedOp
-from vta.compiler.ops.matmul import MatmulSpec, PackedMatmul, packed_matmul_dims
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue, PackedOp
+from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.pipeline import compile_func
 from vta.compiler.schedule import create_schedule
-from vta.compiler.schedules.default import ConvSchedule, lower_op, ranked_schedules
 from vta.compiler.tc.to_ir import TcFunc
 from vta.compiler.tensor import (
     ComputeOp,
@@ -67,14 +69,13 @@ from vta.compiler.tensor import (
     compute,
     placeholder,
     post_order,
-    reduce_axis,
-    sum_,
 )
+from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.isa import Program
 
-__all__ = ["Leaf", "AluStep", "GemmTask", "AluTask", "CpuTask", "Task", "VtaPlan",
+__all__ = ["Leaf", "AluStep", "ConvForm", "GemmTask", "AluTask", "CpuTask", "Task", "VtaPlan",
            "plan_vta", "gather", "gemm_program", "alu_program", "planes", "MAX_TAPS",
            "MAX_LEAVES", "Compiled"]
 
@@ -109,6 +110,104 @@ class AluStep:
 
 
 @dataclass(frozen=True, eq=False)
+class ConvForm:
+    """A contraction that is, per batch, a 2-D convolution (no padding: TC has none): the
+    output axes ``n`` (image), ``k`` (output channel), ``h``, ``w`` and the reduction axes
+    ``c``, ``r``, ``t`` it uses (None when absent: extent 1), its ``spec``, and the input read
+    re-expressed over NCHW axes ``inp_axes`` (``inp_index``, the host's gather)."""
+
+    n: IterVar | None
+    k: IterVar | None
+    h: IterVar
+    w: IterVar | None
+    c: IterVar | None
+    r: IterVar
+    t: IterVar | None
+    spec: Conv2dSpec
+    inp_axes: tuple[IterVar, ...]
+    inp_index: tuple[E.Expr, ...]
+
+    @property
+    def out_axes(self) -> list[IterVar | None]:
+        """The NCHW output axes (None: a dimension of extent 1 the output does not have)."""
+        return [self.n, self.k, self.h, self.w]
+
+    @property
+    def wgt_axes(self) -> list[IterVar | None]:
+        """The OIHW weight axes (None: extent 1)."""
+        return [self.k, self.c, self.r, self.t]
+
+    def inp_axes_extents(self) -> tuple[int, ...]:
+        return tuple(a.extent for a in self.inp_axes)
+
+
+def _conv_form(x: Leaf, batch: Sequence[IterVar], rows: Sequence[IterVar],
+               cols: Sequence[IterVar], red: Sequence[IterVar]) -> ConvForm | None:
+    """The convolution structure of a contraction, or None: every dimension of the input
+    ``x`` is a batch axis, the image axis ``n``, the channel ``c`` (a reduction axis), a
+    window ``s*h + r`` (an output and a reduction axis, the same stride for both windows) or a
+    constant; every row axis is ``n`` or a window's output axis, every reduction axis ``c`` or
+    a window's; at most one column axis (the output channel)."""
+    if len(cols) > 1:
+        return None
+    bset, mset, kset = set(batch), set(rows), set(red)
+    by_var = {a.var: a for a in (*batch, *rows, *red)}
+    n = c = None
+    wins: list[tuple[IterVar, IterVar, int, int]] = []  # (h, r, stride, dimension)
+    for d, e in enumerate(x.indices):
+        terms, _ = poly.linear_form(e)
+        if any(not isinstance(v, E.Var) or v not in by_var for v in terms):
+            return None
+        axes = [(by_var[v], k) for v, k in terms.items()]  # type: ignore[index]
+        if len(axes) == 1 and axes[0][1] == 1:
+            a = axes[0][0]
+            if a in bset:
+                continue
+            if a in mset and n is None:
+                n = a
+            elif a in kset and c is None:
+                c = a
+            else:
+                return None
+        elif len(axes) == 2:
+            (a, ka), (b, kb) = sorted(axes, key=lambda p: p[0] not in mset)
+            if a not in mset or b not in kset or kb != 1 or ka < 1:
+                return None
+            wins.append((a, b, ka, d))
+        elif axes:
+            return None
+    if not 1 <= len(wins) <= 2 or len({s for _, _, s, _ in wins}) != 1:
+        return None
+    used_m = [a for a in (n, *(w[0] for w in wins)) if a is not None]
+    used_k = [a for a in (c, *(w[1] for w in wins)) if a is not None]
+    if set(used_m) != mset or len(used_m) != len(mset) or set(used_k) != kset \
+            or len(used_k) != len(kset):
+        return None
+    stride = wins[0][2]
+    (h, r, _, dh), (w, t, _, dw) = wins[0], (wins[1] if len(wins) == 2 else (None, None, 0, -1))
+    ext = lambda a: a.extent if a is not None else 1  # noqa: E731
+    spec = Conv2dSpec(n=ext(n), ic=ext(c), h=stride * (h.extent - 1) + r.extent,
+                      w=stride * (ext(w) - 1) + ext(t), oc=ext(cols[0] if cols else None),
+                      kh=r.extent, kw=ext(t), stride=stride)
+    ia = (IterVar(E.Var("in_n"), spec.n), IterVar(E.Var("in_c"), spec.ic),
+          IterVar(E.Var("in_y"), spec.h), IterVar(E.Var("in_x"), spec.w))
+    idx = []
+    for d, e in enumerate(x.indices):
+        terms, const = poly.linear_form(e)
+        if d == dh:
+            idx.append(ia[2].var + const)
+        elif d == dw:
+            idx.append(ia[3].var + const)
+        elif n is not None and terms.get(n.var):
+            idx.append(ia[0].var + const)
+        elif c is not None and terms.get(c.var):
+            idx.append(ia[1].var + const)
+        else:
+            idx.append(e)  # a batch axis or a constant
+    return ConvForm(n, cols[0] if cols else None, h, w, c, r, t, spec, ia, tuple(idx))
+
+
+@dataclass(frozen=True, eq=False)
 class GemmTask:
     """``out`` = the chain applied to the contraction of ``x`` and ``y``. ``batch``, ``rows``,
     ``cols`` and ``red`` are the axes (variables and extents) of the batched matmul; ``stmts``
@@ -126,6 +225,7 @@ class GemmTask:
     steps: tuple[AluStep, ...]
     cast: str | None
     value_range: tuple[int, int]
+    conv: ConvForm | None = None
 
     @property
     def spec(self) -> MatmulSpec:
@@ -498,9 +598,10 @@ class _Planner:
         acc = (min(pr) * k_ext, max(pr) * k_ext)
         if acc[0] < -(1 << 31) or acc[1] >= 1 << 31:
             acc = (-(1 << 31), (1 << 31) - 1)
-        return GemmTask(tuple(stages), last, op.axes, Leaf(x.tensor, x.indices),
-                        Leaf(y.tensor, y.indices), batch, rows, cols, red, tuple(steps), cast,
-                        _range_after(acc, steps))
+        xl = Leaf(x.tensor, x.indices)
+        return GemmTask(tuple(stages), last, op.axes, xl, Leaf(y.tensor, y.indices), batch, rows,
+                        cols, red, tuple(steps), cast, _range_after(acc, steps),
+                        _conv_form(xl, batch, rows, cols, red))
 
     # ------------------------------------------------------------------ ALU
 
@@ -661,12 +762,11 @@ def gather(leaf: Leaf, axes: Sequence[IterVar], values: Mapping[Tensor, np.ndarr
 
 @dataclass
 class Compiled:
-    """A compiled accelerator program with the layout the host packs for it."""
+    """A compiled ALU-only program with the layout the host packs for it."""
 
     program: Program
     seconds: float
-    packed: PackedMatmul | tuple[int, int]  # GEMM: packed dims; ALU: (tiles, tile entries)
-    schedule: ConvSchedule | None = None
+    packed: tuple[int, int]  # (tiles, entries per tile)
 
 
 def _effective(steps: Sequence[AluStep], loaded: bool) -> list[AluStep]:
@@ -719,43 +819,33 @@ def _ew(shape: tuple[int, ...], fn: Callable[..., E.Expr], name: str) -> Tensor:
     return compute(shape, f, name)
 
 
-def _gemm_op(task: GemmTask, hw: HwConfig, sch: ConvSchedule, plane: int) -> PackedOp:
-    """The batch's matmul over packed blocks (``ops.matmul``'s layout) with the task's ALU
-    chain as its epilogue stages."""
-    P = packed_matmul_dims(task.spec, hw, sch)
-    x = placeholder(P.data_shape, hw.gemm.inp_dtype, "data")
-    w = placeholder(P.kernel_shape, hw.gemm.wgt_dtype, "kernel")
-    rk, rbi = reduce_axis(P.kb, "k"), reduce_axis(P.bi, "bi")
-    acc = compute(P.res_shape, lambda m, n, b, j: sum_(
-        x[m, rk, b, rbi].astype("int32") * w[n, rk, j, rbi].astype("int32"), [rk, rbi]),
-        "matmul")
-    bias = placeholder(P.bias_shape, "int32", "bias") if task.bias is not None else None
+def _rewrite(task: GemmTask, hw: HwConfig, plane: int) -> Rewrite:
+    """Replace the op's epilogue by the task's ALU chain (plus the plane's shift): the bias
+    register operand is the op's own bias input (packed per output channel)."""
     ob = _INT_BITS.get(hw.gemm.out_dtype, 8)
-    stages, res = _chain_stages(acc, task.steps, [bias] if bias is not None else [],
-                                lambda ax: (ax[1], ax[2], ax[3]), ob * plane, False)
-    inputs = (x, w) if bias is None else (x, w, bias)
-    return PackedOp("matmul", inputs, None, acc, tuple(stages), res, {"ow": 0, "oc": 1})
+
+    def rewrite(op: PackedOp) -> PackedOp:
+        oc = op.roles["oc"]
+        regs = [op.bias] if op.bias is not None else []
+        stages, res = _chain_stages(op.acc, task.steps, regs,
+                                    lambda ax: (ax[oc], ax[-2], ax[-1]), ob * plane, False)
+        return PackedOp(op.name, op.inputs, op.pad, op.acc, tuple(stages), res, op.roles)
+
+    return rewrite
 
 
 def gemm_program(task: GemmTask, hw: HwConfig, plane: int,
-                 cost: Callable[[Program], int] | None = None, refine: int = 1) -> Compiled:
+                 cost: Callable[[Program], int] | None = None, refine: int = 1
+                 ) -> DriverCompiled:
     """The accelerator program of one batch of ``task`` (one ``out``-sized plane): the
-    default schedule model's first choice, or the fastest of its ``refine`` best under
-    ``cost``."""
-    t0 = time.perf_counter()
-    spec = task.spec
-    ranked = ranked_schedules(spec.as_conv(hw.gemm.batch), hw, max(1, refine))
-    best: tuple[int, Compiled] | None = None
-    for sch in ranked[:max(1, refine) if cost is not None else 1]:
-        op = _gemm_op(task, hw, sch, plane)
-        res_c = compile_func(lower_op(op, hw, sch), hw, check=False, keep_ir=False)
-        c = Compiled(res_c.program, 0.0, packed_matmul_dims(spec, hw, sch), sch)
-        cycles = cost(c.program) if cost is not None and len(ranked) > 1 else 0
-        if best is None or cycles < best[0]:
-            best = (cycles, c)
-    assert best is not None
-    best[1].seconds = time.perf_counter() - t0
-    return best[1]
+    convolution op when the contraction is one (``task.conv``), else the matmul op, scheduled
+    by the default model (``driver.compile_workload``: its layout folds, its ranking, the
+    fastest of the ``refine`` best under ``cost``), with the task's chain as the epilogue."""
+    spec = task.conv.spec if task.conv is not None else task.spec
+    epi = Epilogue(shift=0, bias=task.bias is not None, clip_lo=-128, clip_hi=127)
+    return driver.compile_workload(Workload(f"tc:{task.out.name}", spec), hw, epilogue=epi,
+                                   refine=max(1, refine), cost=cost,
+                                   rewrite=_rewrite(task, hw, plane))
 
 
 def _body(t: Tensor) -> E.Expr:
