@@ -27,7 +27,14 @@ from vta.compiler import create_schedule, lower, run_func
 from vta.compiler.driver import Compiled
 from vta.compiler.ops import packing
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.tc import Definition, definitions, describe, load_file, parse_sizes
+from vta.compiler.tc import (
+    Definition,
+    TcSizeError,
+    definitions,
+    describe,
+    load_file,
+    parse_sizes,
+)
 from vta.compiler.tc.frontend import random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
 from vta.compiler.tc.map_gpu import GpuProgram, MappingOptions, isolate, map_gpu
@@ -42,6 +49,7 @@ from vta.compiler.tc.map_vta import (
     combine_planes,
     gather,
     gemm_program,
+    out_bits,
     pack_rows,
     plan_vta,
     planes,
@@ -186,7 +194,7 @@ def _run_gemm(task: GemmTask, hw: HwConfig, values: dict[Tensor, np.ndarray], si
             cycles += cyc
             runs += 1
             parts.append(_unpacked(c, res["res"], task))
-        out[b] = combine_planes(parts, task.out.dtype, 8)
+        out[b] = combine_planes(parts, task.out.dtype, out_bits(hw))
     order = [*task.batch, *out_order]
     arr = out.reshape([a.extent for a in order])
     arr = np.transpose(arr, [order.index(a) for a in task.axes]) if order else arr
@@ -239,12 +247,12 @@ def _run_alu(task: AluTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim:
     cycles = 0
     for c in progs:
         assert isinstance(c.packed, tuple)
-        inputs = {f"L{k}": packing.to_entries(pack_rows(a, c.packed, lanes))
+        inputs = {f"L{k}": packing.to_entries(pack_rows(a, c.packed, hw))
                   for k, a in enumerate(leaves)}
         res, cyc = sim(c.program, inputs)
         cycles += cyc
         parts.append(res["res"].reshape(-1)[:n].reshape(shape))
-    return combine_planes(parts, task.out.dtype, 8), cycles, len(progs), t_compile
+    return combine_planes(parts, task.out.dtype, out_bits(hw)), cycles, len(progs), t_compile
 
 
 def _run_cpu(task: CpuTask, values: dict[Tensor, np.ndarray]) -> np.ndarray:
@@ -408,9 +416,30 @@ def tc_command(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``vta run`` options that describe a named workload or its hand-set schedule
+_WORKLOAD_FLAGS = ("layers", "batch", "height", "width", "in_channels", "out_channels", "kernel",
+                   "stride", "pad", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "trace",
+                   "dump_ir")
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Options of ``vta run`` that mean nothing for a TC definition are refused by name."""
+    given = [f for f in _WORKLOAD_FLAGS if getattr(args, f, None) not in (None, False)]
+    given += [f for f in ("no_latency_hiding", "check_reference") if getattr(args, f, False)]
+    if getattr(args, "sizes", None):
+        given.append("positional sizes")
+    if given:
+        names = ", ".join(n if " " in n else "--" + n.replace("_", "-") for n in given)
+        raise TcSizeError(f"vta run --tc: {names} apply to named workloads, not to a TC "
+                          f"definition (sizes come from --size, the schedule from the mapper)")
+    if getattr(args, "emit_cuda", False) and args.target == "vta":
+        raise TcSizeError("vta run --tc: --emit-cuda needs --target cuda-emu or cuda")
+
+
 def run_tc(args: argparse.Namespace) -> int:
     """``vta run --tc FILE [--entry NAME] --size N=.. [--target vta|cuda-emu|cuda]``: map,
     run and check against the TC interpreter; 0 on PASS, 1 on a mismatch."""
+    _check_flags(args)
     d = load_file(args.tc, args.entry)
     sizes = parse_sizes(args.size)
     seed = args.seed or 0

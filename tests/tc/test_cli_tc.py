@@ -92,11 +92,14 @@ def test_run_json_and_the_emulator(capsys: pytest.CaptureFixture[str]) -> None:
     (["--size", "M=8,K=8,N=8", "--entry", "mm"], "no definition named 'mm'"),
     (["--size", "M=8;K=8"], "--size M=8;K=8: not an integer"),
     (["--size", "M=8,K=8,N=8", "--target", "cuda"], "CuPy"),
+    (["--size", "M=8,K=8,N=8", "--trace", "t.json", "--tco", "2"],
+     "--tco, --trace apply to named workloads"),
+    (["--size", "M=8,K=8,N=8", "--emit-cuda"], "--emit-cuda needs --target cuda-emu or cuda"),
 ])
 def test_run_errors(capsys: pytest.CaptureFixture[str], args: list[str], msg: str) -> None:
     from vta.gpu.runtime import gpu_available
 
-    if "cuda" in args and gpu_available():
+    if "--target" in args and gpu_available():
         pytest.skip("a GPU is present: the cuda target runs")
     assert main(["run", "--tc", str(EXAMPLES / "matmul.tc"), *args]) == 2
     err = capsys.readouterr().err

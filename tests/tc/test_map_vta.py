@@ -147,3 +147,22 @@ def test_runs_are_bit_exact(pynq: HwConfig, src: str, sizes: dict[str, int],
     assert [t.kind for t in r.tasks] == [k[:-4].upper() for k in kinds]
     assert r.cycles > 0 and 0 < r.fraction <= 1
     assert r.fraction == 1.0 or any(t.kind == "CPU" for t in r.tasks)
+
+
+def test_tc_matmul_is_the_gemm_intrinsic(pynq: HwConfig) -> None:
+    """The tensor IR a TC matmul lowers to is what the tensorizer matches against the
+    accelerator's GEMM intrinsic (1 x 16 x 16 on pynq), like a Python-API compute."""
+    from vta.compiler import create_schedule, lower, vta_gemm_intrinsic
+
+    d = load("def mm(int8(M,K) A, int8(N,K) B) -> (C) { C(m,n) +=! A(m,k) * B(n,k) }")
+    f = d.to_ir({"M": 4, "N": 32, "K": 64})
+    (c,) = f.outputs
+    s = create_schedule(c)
+    st = s[c]
+    m, n = st.axis
+    no, ni = st.split(n, 16)
+    ko, ki = st.split(st.reduce_axis[0], 16)
+    mo, mi = st.split(m, 1)
+    st.reorder(mo, no, ko, mi, ni, ki)
+    st.tensorize(mi, vta_gemm_intrinsic(pynq))
+    assert "tensorize" in str(lower(s, f.args, "mm"))

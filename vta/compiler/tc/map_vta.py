@@ -76,7 +76,7 @@ from vta.errors import VtaError
 from vta.isa import Program
 
 __all__ = ["Leaf", "AluStep", "ConvForm", "GemmTask", "AluTask", "CpuTask", "Task", "VtaPlan",
-           "plan_vta", "gather", "gemm_program", "alu_program", "planes", "MAX_TAPS",
+           "plan_vta", "gather", "gemm_program", "alu_program", "planes", "out_bits", "MAX_TAPS",
            "MAX_LEAVES", "Compiled"]
 
 #: most window taps an ALU reduction loads (each tap is one accumulator tile)
@@ -84,7 +84,13 @@ MAX_TAPS = 64
 #: most tensors one ALU program loads per tile
 MAX_LEAVES = 64
 
-_INT_BITS = {"int8": 8, "int16": 16, "int32": 32}
+#: integer types the accelerator's ALU chains take (widths from ``expr.DTYPES``)
+_INTS = ("int8", "int16", "int32")
+
+
+def out_bits(hw: HwConfig) -> int:
+    """Bits of one ``out`` scratchpad element: the width of a result plane."""
+    return E.DTYPES[hw.gemm.out_dtype]
 
 
 @dataclass(frozen=True, eq=False)
@@ -306,7 +312,7 @@ class _NoMap(Exception):
 
 def _strip(e: E.Expr) -> E.Expr:
     """Drop integer casts that widen (the host widens leaves; the accumulator is 32-bit)."""
-    while isinstance(e, E.Cast) and e.dtype == "int32" and e.value.dtype in _INT_BITS:
+    while isinstance(e, E.Cast) and e.dtype == "int32" and e.value.dtype in _INTS:
         e = e.value
     return e
 
@@ -315,7 +321,7 @@ def _leaf(e: E.Expr, what: str) -> Leaf:
     e = _strip(e)
     if not isinstance(e, TensorRead):
         raise _NoMap(f"{what} {e} is not a tensor read")
-    if e.tensor.dtype not in _INT_BITS:
+    if e.tensor.dtype not in _INTS:
         raise _NoMap(f"{e.tensor.name} is {e.tensor.dtype}; the accelerator computes on "
                      f"integers")
     return Leaf(e.tensor, e.indices)
@@ -327,8 +333,8 @@ def _narrowing(e: E.Expr) -> tuple[str | None, E.Expr]:
     ``(None, e)``."""
     if isinstance(e, E.Cast) and e.dtype == "int32" and isinstance(e.value, E.Cast):
         e = e.value
-    if isinstance(e, E.Cast) and e.dtype in _INT_BITS and e.dtype != "int32" \
-            and e.value.dtype in _INT_BITS:
+    if isinstance(e, E.Cast) and e.dtype in _INTS and e.dtype != "int32" \
+            and e.value.dtype in _INTS:
         return e.dtype, e.value
     return None, e
 
@@ -468,22 +474,23 @@ def _range_after(r: tuple[int, int], steps: Sequence[AluStep]) -> tuple[int, int
 
 
 def _leaf_range(lf: Leaf) -> tuple[int, int]:
-    b = _INT_BITS[lf.dtype]
+    b = E.DTYPES[lf.dtype]
     return -(1 << (b - 1)), (1 << (b - 1)) - 1
 
 
 def planes(value_range: tuple[int, int], cast: str | None, hw: HwConfig) -> int:
     """How many ``out``-sized planes the result needs: one for a narrowing to the out type (or
     narrower), else enough bytes for the value's range (all four for an int32 that may wrap)."""
-    ob = _INT_BITS.get(hw.gemm.out_dtype, 8)
+    ob = out_bits(hw)
     if cast is not None:
-        return -(-_INT_BITS[cast] // ob)
+        return -(-E.DTYPES[cast] // ob)
+    most = -(-E.DTYPES[hw.gemm.acc_dtype] // ob)
     lo, hi = value_range
-    for p in range(1, 32 // ob + 1):
+    for p in range(1, most):
         bits = p * ob
         if -(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1):
             return p
-    return 32 // ob
+    return most
 
 
 class _Planner:
@@ -539,7 +546,7 @@ class _Planner:
         if cast is None:
             op = cur.op
             assert isinstance(op, ComputeOp)
-            if op.dtype in _INT_BITS and op.dtype != "int32":
+            if op.dtype in _INTS and op.dtype != "int32":
                 cast = op.dtype
         return cur, cast
 
@@ -822,7 +829,7 @@ def _ew(shape: tuple[int, ...], fn: Callable[..., E.Expr], name: str) -> Tensor:
 def _rewrite(task: GemmTask, hw: HwConfig, plane: int) -> Rewrite:
     """Replace the op's epilogue by the task's ALU chain (plus the plane's shift): the bias
     register operand is the op's own bias input (packed per output channel)."""
-    ob = _INT_BITS.get(hw.gemm.out_dtype, 8)
+    ob = out_bits(hw)
 
     def rewrite(op: PackedOp) -> PackedOp:
         oc = op.roles["oc"]
@@ -857,8 +864,8 @@ def alu_tile(hw: HwConfig, leaves: int, entries: int) -> int:
     """Accumulator entries per tile of an ALU program: every leaf's tile fits ``acc`` and the
     result's fits ``out``."""
     g = hw.gemm
-    acc_entry = g.batch * g.block_out * _INT_BITS[g.acc_dtype] // 8
-    out_entry = g.batch * g.block_out * _INT_BITS.get(g.out_dtype, 8) // 8
+    acc_entry = g.batch * g.block_out * E.DTYPES[g.acc_dtype] // 8
+    out_entry = g.batch * g.block_out * out_bits(hw) // 8
     fit = min(hw.scratchpad.acc // (acc_entry * max(1, leaves)), hw.scratchpad.out // out_entry)
     return max(1, min(entries, fit))
 
@@ -873,7 +880,7 @@ def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> Compil
     shape = (tiles, tile, g.batch, g.block_out)
     phs = [placeholder(shape, "int32", f"L{k}") for k in range(len(leaves))]
     root = phs[0]
-    ob = _INT_BITS.get(g.out_dtype, 8)
+    ob = out_bits(hw)
     stages, res = _chain_stages(root, task.steps, phs[1:], lambda ax: ax, ob * plane, True)
     s = create_schedule(res)
     readers = {phs[0]: s[stages[0]]}
@@ -893,12 +900,14 @@ def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> Compil
     return Compiled(r.program, time.perf_counter() - t0, (tiles, tile))
 
 
-def pack_rows(a: np.ndarray, packed: tuple[int, int], lanes: int) -> np.ndarray:
-    """A flat int32 array as ALU program entries ``(tiles * tile, batch, block_out)``."""
+def pack_rows(a: np.ndarray, packed: tuple[int, int], hw: HwConfig) -> np.ndarray:
+    """A flat int32 array as ALU program entries ``(tiles * tile, batch, block_out)``, zero
+    padded."""
     tiles, tile = packed
-    flat = np.zeros(tiles * tile * lanes, np.int32)
+    g = hw.gemm
+    flat = np.zeros(tiles * tile * g.batch * g.block_out, np.int32)
     flat[:a.size] = a.reshape(-1)
-    return flat.reshape(tiles * tile, 1, lanes)
+    return flat.reshape(tiles * tile, g.batch, g.block_out)
 
 
 def combine_planes(parts: Sequence[np.ndarray], dtype: str, out_bits: int) -> np.ndarray:
