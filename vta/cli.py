@@ -211,6 +211,10 @@ def _run_flags_apply(args: argparse.Namespace) -> None:
     """A ``UsageError`` naming a flag the target or workload would silently ignore."""
     from vta.compiler.workloads import NETWORKS
 
+    for dest in ("entry", "size"):
+        if _given(args, dest):
+            raise UsageError(f"{_flag(dest)} does not apply without --tc (it picks the "
+                             f"definition and sizes of a TC file)")
     gpu = args.target != "vta"
     for dest in _VTA_ONLY if gpu else _GPU_ONLY:
         if _given(args, dest):
@@ -235,7 +239,17 @@ def _layers(text: str | None) -> list[str] | None:
     return names
 
 
+def _cmd_tc(args: argparse.Namespace) -> int:
+    from vta.tc_runner import tc_command
+
+    return tc_command(args)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.tc is not None:
+        from vta.tc_runner import run_tc
+
+        return run_tc(args)
     _run_flags_apply(args)
     if args.target != "vta":
         from vta.gpu.cli_support import run_gpu_workload
@@ -391,7 +405,22 @@ def _parser() -> argparse.ArgumentParser:
                      help="vta: the simulated accelerator; cuda: a GPU through CuPy; "
                           "cuda-emu: the generated kernel in the SIMT emulator")
     run.add_argument("--emit-cuda", action="store_true", help="print the generated CUDA kernel")
+    run.add_argument("--tc", metavar="FILE.tc", default=None,
+                     help="run a Tensor Comprehensions definition (docs/tc.md) instead of a "
+                          "named workload, checked against the TC interpreter")
+    run.add_argument("--entry", default=None, help="the definition of --tc FILE to run")
+    run.add_argument("--size", default=None, metavar="N=1,C=64,...",
+                     help="values of the TC definition's size variables")
     run.set_defaults(func=_cmd_run)
+
+    tc = sub.add_parser("tc", help="Tensor Comprehensions: show a definition's inferred ranges")
+    tc.add_argument("action", choices=("show",), help="show: each statement's inferred domain "
+                    "and the output shapes")
+    tc.add_argument("file", help="TC source file")
+    tc.add_argument("--entry", default=None, help="the definition to show (default: the only one)")
+    tc.add_argument("--size", default=None, metavar="N=1,C=64,...",
+                    help="also show the ranges and shapes at these sizes")
+    tc.set_defaults(func=_cmd_tc)
 
     return p
 

@@ -33,10 +33,13 @@ from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.isa import Program
 
-__all__ = ["Compiled", "Cost", "compile_workload", "op_compute", "packed_bytes", "roofline"]
+__all__ = ["Compiled", "Cost", "Rewrite", "compile_workload", "op_compute", "packed_bytes",
+           "roofline"]
 
 #: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
+#: A replacement of an op's epilogue (same inputs and accumulator; see ``compile_workload``).
+Rewrite = Callable[[PackedOp], PackedOp]
 
 
 @dataclass
@@ -99,7 +102,7 @@ def _folds(w: Workload, hw: HwConfig, fold: str | None) -> list[ConvFold]:
 def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
                      epilogue: Epilogue | None = None, check: bool = False,
                      refine: int = REFINE, fold: str | None = None, cost: Cost | None = None,
-                     **knobs: Any) -> Compiled:
+                     rewrite: Rewrite | None = None, **knobs: Any) -> Compiled:
     """Compile ``w``: the schedule is the knobs given, else the best of the model's ``refine``
     cheapest estimates measured by ``cost`` (the model ranks, the oracle decides among near
     ties the first-order estimate cannot separate); without ``cost``, the model's first choice.
@@ -109,7 +112,10 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     convolution with fewer input channels than ``block_in``, its reduction folds (their
     schedules ranked together by the estimate, the best ``refine`` timed); ``"none"``,
     ``"kw"`` or ``"khkw"`` forces one. Fully forced tile knobs (tco, tci, th, tw) describe the
-    plain layout unless ``fold`` names another."""
+    plain layout unless ``fold`` names another.
+
+    ``rewrite`` replaces the op's epilogue before it is scheduled (the TC mapping puts its ALU
+    chain there: ``PackedOp`` in, ``PackedOp`` with the same inputs and accumulator out)."""
     t0 = time.perf_counter()
     epi = epilogue or w.epilogue  # the layer's calibrated requantization
     vth = knobs.pop("vthreads", None)
@@ -121,7 +127,7 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         sch = ConvSchedule(over["tco"], over["tci"], over["th"], over["tw"], vth or 1,
                            over.get("vt_axis", "oh"))
         fit_report(f.device, hw, sch)
-        return _compile_with(w, hw, f, sch, epi, check)
+        return _compile_with(w, hw, f, sch, epi, check, rewrite)
     scored: list[tuple[float, int, ConvFold, ConvSchedule]] = []
     error: ScheduleError | None = None
     for f in _folds(w, hw, fold):
@@ -138,10 +144,10 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
     cands = [(f, s) for _, _, f, s in scored[:max(1, refine) if cost is not None else 1]]
     if len(cands) == 1 or cost is None:
-        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check)
+        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check, rewrite)
     best: tuple[int, Compiled] | None = None
     for f, sch in cands:
-        c = _compile_with(w, hw, f, sch, epi, check)
+        c = _compile_with(w, hw, f, sch, epi, check, rewrite)
         cycles = cost(c.program)
         if best is None or cycles < best[0]:
             best = (cycles, c)
@@ -152,9 +158,11 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
 
 
 def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
-                  epi: Epilogue, check: bool) -> Compiled:
+                  epi: Epilogue, check: bool, rewrite: Rewrite | None = None) -> Compiled:
     t0 = time.perf_counter()
     op = op_compute(w, hw, sch, epi, fold)
+    if rewrite is not None:
+        op = rewrite(op)
     func = lower_op(op, hw, sch)
     t_lower = time.perf_counter() - t0
     res = compile_func(func, hw, check=check)

@@ -47,8 +47,9 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main") -> S.PrimFu
 
 
 def _identity(combiner: str, dtype: str) -> E.Expr:
-    if combiner == "sum":
-        return E.const(0.0 if dtype.startswith("float") else 0, dtype)
+    if combiner in ("sum", "prod"):
+        one = int(combiner == "prod")
+        return E.const(float(one) if dtype.startswith("float") else one, dtype)
     bits = E.DTYPES[dtype]
     if dtype.startswith("float"):
         return E.const(float("-inf") if combiner == "max" else float("inf"), dtype)
@@ -62,6 +63,8 @@ def _identity(combiner: str, dtype: str) -> E.Expr:
 def _combine(combiner: str, acc: E.Expr, x: E.Expr) -> E.Expr:
     if combiner == "sum":
         return acc + x
+    if combiner == "prod":
+        return acc * x
     return E.max_(acc, x) if combiner == "max" else E.min_(acc, x)
 
 

@@ -88,7 +88,8 @@ class TensorRead(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Reduce(Expr):
-    """A commutative reduction of ``source`` over ``axes`` (``combiner``: sum, min or max)."""
+    """A commutative reduction of ``source`` over ``axes`` (``combiner``: sum, prod, min or
+    max; ``lower`` initialises the output with the combiner's identity)."""
 
     combiner: str
     source: Expr
