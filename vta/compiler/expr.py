@@ -9,8 +9,10 @@ produced by scheduling stays readable.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from vta.compiler.visitor import child_fields, is_node
 
 __all__ = [
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
@@ -363,20 +365,20 @@ def _is_node(x: Any) -> bool:
     """Whether ``x`` is an IR node to traverse. Objects that mark themselves ``_ir_opaque``
     (a ``Tensor`` referenced by a read, an intrinsic in an annotation) are leaves: a traversal
     of one compute body must not wander into the bodies of the tensors it reads."""
-    return hasattr(x, "__dataclass_fields__") and not getattr(x, "_ir_opaque", False)
+    return is_node(type(x))
 
 
 def children(node: Any) -> Iterator[Any]:
     """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
-    if getattr(node, "_ir_opaque", False):
+    if not is_node(type(node)):
         return
-    for f in fields(node):
-        v = getattr(node, f.name)
+    for name in child_fields(type(node)):
+        v = getattr(node, name)
         if isinstance(v, tuple):
             for x in v:
-                if _is_node(x):
+                if is_node(type(x)):
                     yield x
-        elif _is_node(v):
+        elif is_node(type(v)):
             yield v
 
 
@@ -393,40 +395,48 @@ def free_vars(e: Any) -> set[Var]:
     return {n for n in walk(e) if isinstance(n, Var)}
 
 
-def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None]) -> Any:
+def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
+               descend: Callable[[Any], bool] | None = None) -> Any:
     """Rebuild ``node`` replacing variables (a dict) or any node (a callable returning a
-    replacement, or None to recurse). Returns ``node`` itself when nothing changed."""
+    replacement, or None to recurse). Returns ``node`` itself when nothing changed. The one
+    rewriter of the IR: ``descend(child)`` (default: every node) limits where it recurses
+    (statement rewrites skip expressions)."""
     fn: Callable[[Any], Any | None]
     if isinstance(mapping, dict):
         m = mapping
         fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
     else:
         fn = mapping
-    return _rewrite(node, fn)
+    return _rewrite(node, fn, descend)
 
 
-def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
+def _rewrite(node: Any, fn: Callable[[Any], Any | None],
+             descend: Callable[[Any], bool] | None) -> Any:
     r = fn(node)
     if r is not None:
         return r
-    if not _is_node(node):
+    cls = type(node)
+    if not is_node(cls):
         return node
-    changed: dict[str, Any] = {}
-    for f in fields(node):
-        v = getattr(node, f.name)
+    changed: dict[str, Any] | None = None
+    for name in child_fields(cls):
+        v = getattr(node, name)
         if isinstance(v, tuple):
-            nv = tuple(_rewrite(x, fn) if _is_node(x) else x for x in v)
+            nv = tuple(_rewrite(x, fn, descend)
+                       if is_node(type(x)) and (descend is None or descend(x)) else x for x in v)
             if any(a is not b for a, b in zip(nv, v, strict=True)):
-                changed[f.name] = nv
-        elif _is_node(v):
-            nv = _rewrite(v, fn)
+                changed = changed or {}
+                changed[name] = nv
+        elif is_node(type(v)) and (descend is None or descend(v)):
+            nv = _rewrite(v, fn, descend)
             if nv is not v:
-                changed[f.name] = nv
+                changed = changed or {}
+                changed[name] = nv
     if not changed:
         return node
     if isinstance(node, BinOp):
         # re-fold: substitution may have made both sides constant
-        return _bin(type(node), changed.get("a", node.a), changed.get("b", node.b))
+        return _bin(cls, changed.get("a", node.a), changed.get("b", node.b))
     import dataclasses
 
     return dataclasses.replace(node, **changed)

@@ -245,8 +245,10 @@ def schedule_depthwise(op: PackedOp, s: DwSchedule, intrin: TensorIntrinsic,
         sch[e].compute_at(out, tile)
     a = sch[acc]
     sp, red = a.axis, a.reduce_axis
-    a.reorder(*sp[:-2], *red[:2], *sp[-2:], *red[2:])
-    sch[inp].compute_at(a, sp[0])
+    # the window loops outermost: the init (a GEMM reset) sits before them, outside the tile's
+    # spatial loops, so the whole tile is one perfect nest the micro-op folding sees at once
+    a.reorder(*red[:2], *sp[:-2], *sp[-2:], *red[2:])
+    sch[inp].compute_at(out, tile)  # before the reduction (stage order: the copy comes first)
     sch[wgt].compute_at(out, c_o)
     a.tensorize(sp[-2], intrin)
     return sch

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vta.compiler import expr as E
+from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.errors import VtaError
 
@@ -33,38 +34,20 @@ def strip_cast(e: E.Expr) -> E.Expr:
 
 
 def affine(e: E.Expr, vars_: Iterable[E.Var]) -> tuple[dict[E.Var, int], E.Expr]:
-    """Split ``e`` into ``sum(coeff[v] * v for v in vars_) + rest`` (rest free of ``vars_``)."""
+    """Split ``e`` into ``sum(coeff[v] * v for v in vars_) + rest`` (rest free of ``vars_``):
+    the IR's one affine decomposition (``poly.linear_form``) read for these variables."""
     vs = set(vars_)
-
-    def go(x: E.Expr) -> tuple[dict[E.Var, int], E.Expr]:
-        x = strip_cast(x)
-        if isinstance(x, E.Var):
-            return ({x: 1}, E.IntImm(0)) if x in vs else ({}, x)
-        if isinstance(x, E.IntImm):
-            return {}, x
-        if isinstance(x, (E.Add, E.Sub)):
-            ca, ra = go(x.a)
-            cb, rb = go(x.b)
-            sign = 1 if isinstance(x, E.Add) else -1
-            c = dict(ca)
-            for v, k in cb.items():
-                c[v] = c.get(v, 0) + sign * k
-            return {v: k for v, k in c.items() if k}, (ra + rb if sign > 0 else ra - rb)
-        if isinstance(x, E.Mul):
-            ca, ra = go(x.a)
-            cb, rb = go(x.b)
-            if not ca and isinstance(ra, E.IntImm):
-                return {v: k * ra.value for v, k in cb.items()}, ra * rb
-            if not cb and isinstance(rb, E.IntImm):
-                return {v: k * rb.value for v, k in ca.items()}, ra * rb
-            if not ca and not cb:
-                return {}, ra * rb
-            raise NotAffine(f"index {x} is not affine (product of loop variables)")
-        if not (E.free_vars(x) & vs):
-            return {}, x
-        raise NotAffine(f"index {x} is not affine in the loop variables")
-
-    return go(e)
+    terms, const = poly.linear_form(e)
+    coef: dict[E.Var, int] = {}
+    rest: dict[E.Expr, int] = {}
+    for atom, c in terms.items():
+        if isinstance(atom, E.Var) and atom in vs:
+            coef[atom] = c
+        elif E.free_vars(atom) & vs:
+            raise NotAffine(f"index {e} is not affine in the loop variables ({atom})")
+        else:
+            rest[atom] = c
+    return coef, poly.from_linear(rest, const, e.dtype)
 
 
 def evaluate(e: Any, env: dict[E.Var, int]) -> int:
@@ -126,27 +109,23 @@ def flat_entry(buf: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
 
 
 def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
-    """Post-order-free rewrite: ``fn`` returns a replacement (not recursed) or None to recurse."""
-    r = fn(s)
-    if r is not None:
+    """Rewrite statements: ``fn`` returns a replacement (not recursed) or None to recurse. The
+    IR's one rewriter (``expr.substitute``) restricted to statements (expressions are not
+    visited)."""
+    def visit(n: S.Stmt) -> S.Stmt | None:
+        r = fn(n)
+        if r is None and isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat
+            new = tuple(map_stmt(x, fn) for x in n.stmts)
+            changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
+            return S.seq(*new) if changed else n
         return r
-    if isinstance(s, S.SeqStmt):
-        new = tuple(map_stmt(x, fn) for x in s.stmts)
-        return s if all(a is b for a, b in zip(new, s.stmts, strict=True)) else S.seq(*new)
-    if isinstance(s, (S.For, S.Allocate, S.AttrStmt, S.LetStmt)):
-        body = map_stmt(s.body, fn)
-        if body is s.body:
-            return s
-        import dataclasses
 
-        return dataclasses.replace(s, body=body)
-    if isinstance(s, S.IfThenElse):
-        t = map_stmt(s.then_case, fn)
-        f = None if s.else_case is None else map_stmt(s.else_case, fn)
-        if t is s.then_case and f is s.else_case:
-            return s
-        return S.IfThenElse(s.cond, t, f)
-    return s
+    result: S.Stmt = E.substitute(s, visit, descend=_is_stmt)
+    return result
+
+
+def _is_stmt(x: object) -> bool:
+    return isinstance(x, S.Stmt)
 
 
 def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:

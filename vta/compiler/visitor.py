@@ -1,0 +1,81 @@
+"""One way to give IR nodes a meaning: a table from node type to rule.
+
+Every consumer of the IR states what each kind of node means to it as a table (tinygrad's
+renderers are op tables): the printer, the loop-nest interpreter, the integer evaluator, the
+affine analysis, the isl text, the CUDA renderer, the SIMT emulator. ``Dispatch`` looks a
+node's rule up by its class along the MRO (a rule for ``BinOp`` covers ``Add``, ``Sub``, ...),
+caches the lookup per class, and calls ``rule(node, *args)``; a node the table has no rule for
+goes to ``default`` or raises naming the table and the node. A rule recurses by calling the
+dispatch again. Tables can grow (``register``), so a dialect adds its nodes without editing the
+consumer.
+
+The one rewriter (``vta.compiler.expr.substitute``) shares ``child_fields``: the names of a node
+class's fields, computed once per class instead of reflecting over ``dataclasses.fields`` at
+every node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from functools import cache
+from typing import Any, Generic, TypeVar
+
+from vta.errors import VtaError
+
+__all__ = ["Dispatch", "NoRule", "child_fields", "is_node"]
+
+T = TypeVar("T")
+
+
+class NoRule(VtaError, TypeError):
+    """A table has no rule for a node's type; the message names the table and the type."""
+
+
+class Dispatch(Generic[T]):
+    """A function over IR nodes defined by ``rules`` (type -> ``rule(node, *args)``)."""
+
+    def __init__(self, name: str, rules: Mapping[type, Callable[..., T]],
+                 default: Callable[..., T] | None = None) -> None:
+        self.name = name
+        self.rules: dict[type, Callable[..., T]] = dict(rules)
+        self.default = default
+        self._cache: dict[type, Callable[..., T]] = {}
+
+    def register(self, cls: type) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        """Decorator adding (or replacing) the rule for ``cls``."""
+        def add(rule: Callable[..., T]) -> Callable[..., T]:
+            self.rules[cls] = rule
+            self._cache.clear()
+            return rule
+        return add
+
+    def rule(self, cls: type) -> Callable[..., T]:
+        hit = self._cache.get(cls)
+        if hit is not None:
+            return hit
+        for base in cls.__mro__:
+            r = self.rules.get(base)
+            if r is not None:
+                self._cache[cls] = r
+                return r
+        if self.default is None:
+            raise NoRule(f"{self.name}: no rule for {cls.__name__}")
+        self._cache[cls] = self.default
+        return self.default
+
+    def __call__(self, node: Any, *args: Any) -> T:
+        return self.rule(type(node))(node, *args)
+
+
+@cache
+def is_node(cls: type) -> bool:
+    """Whether instances of ``cls`` are IR nodes to traverse: dataclasses not marked
+    ``_ir_opaque`` (a tensor referenced by a read, an intrinsic in an annotation are leaves)."""
+    return hasattr(cls, "__dataclass_fields__") and not getattr(cls, "_ir_opaque", False)
+
+
+@cache
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The field names of node class ``cls`` (where its children may be), in order."""
+    return tuple(f.name for f in fields(cls))
