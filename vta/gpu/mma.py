@@ -25,6 +25,9 @@ semantics follow the PTX ISA (version 8.x, sections 9.7.9.25 ``cp.async``, 9.7.1
   ``threadID_in_group = lane % 4``). The int8 product is exact; the fp16 product accumulates
   exactly (float64) and rounds once to float32 per instruction.
 
+CUDA: inline PTX. ``cp.async`` and ``ldmatrix`` carry no memory clobber (as in CUTLASS): the
+barriers and ``wait_group`` (which has one) order them against ordinary shared accesses.
+
 Operand registers live in ``local`` buffers: A/B fragments as ``uint32`` words (packed pairs
 of f16 or quadruples of s8, low element first), accumulators as ``int32``/``float32``. An
 operand's registers are the consecutive elements starting at its index.
@@ -222,8 +225,7 @@ class CpAsync(Stmt):
             size = f"({cond} ? {self.nbytes} : 0)"
         op = "cp.async.cg.shared.global" if self.nbytes == 16 else "cp.async.ca.shared.global"
         return [f'{pad}asm volatile("{op} [%0], [%1], {self.nbytes}, %2;\\n" :: '
-                f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({src}), "r"({size})'
-                f' : "memory");']
+                f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({src}), "r"({size}));']
 
     def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         dfi, sfi = em.flat_index(self.dst, self.dst_index), em.flat_index(self.src,
@@ -312,6 +314,7 @@ class CpAsyncCommit(Stmt):
                 st["open"][m] += 1
             if em.profile is not None:
                 em.profile.count("cp.async.commit", ctx.warps(m))
+                em.profile.close_interval()  # a group is one stage's tiles
         return run
 
 
@@ -400,7 +403,7 @@ class LdMatrix(Stmt):
         outs = ", ".join(f'"=r"({x})' for x in regs)
         ops = ", ".join(f"%{i}" for i in range(self.num))
         return [f'{"  " * ind}asm volatile("{self.ptx} {{{ops}}}, [%{self.num}];\\n" : '
-                f'{outs} : "r"({_smem_addr(rd, self.src, self.src_index)}) : "memory");']
+                f'{outs} : "r"({_smem_addr(rd, self.src, self.src_index)}));']
 
     def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sfi = em.flat_index(self.src, self.src_index)

@@ -18,10 +18,11 @@ wavefronts beyond that.
 Global memory (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"; Nsight
 Compute's sectors per request): a warp's request touches 32-byte sectors; the count is the
 number of distinct sectors the active lanes' bytes fall in (buffers are assumed 256-byte
-aligned, as ``cudaMalloc`` returns them). The *minimum* for a kernel is, per block, the number
-of distinct sectors the block touches in that buffer over the whole kernel (every sector a
-block needs fetched once), summed over blocks: ``sectors / min_sectors`` is 1.0 exactly when
-no block fetches a sector twice.
+aligned, as ``cudaMalloc`` returns them). The *minimum* is the tiles' footprint: per block and
+per interval between two barriers or ``cp.async`` commits (a kernel loads one stage's tiles in
+each), the number of distinct sectors the block touches in that buffer, summed.
+``sectors / min_sectors`` is 1.0 exactly when no sector of a tile is fetched twice (by
+uncoalesced or overlapping requests); it cannot be below 1.
 
 Instructions are counted per warp (an instruction a warp issues with any lane active counts
 once): global and shared loads and stores, ``cp.async`` (and its commit/wait), ``ldmatrix``,
@@ -123,7 +124,8 @@ class BufferCounters:
     store_sectors: int = 0
     load_bytes: int = 0
     store_bytes: int = 0
-    #: global: per block, the distinct sectors it touches, summed over blocks
+    #: global: per block and interval (barriers, cp.async commits), the distinct sectors
+    #: touched (the tiles' footprint), summed
     load_min_sectors: int = 0
     store_min_sectors: int = 0
 
@@ -148,7 +150,9 @@ class Profile:
             self.instructions[kind] += warps
 
     def barrier(self, blocks: int) -> None:
+        """``blocks`` blocks passed a barrier: a new interval of tile loads starts."""
         self.barriers += blocks
+        self.close_interval()
 
     def counters(self, name: str, scope: str) -> BufferCounters:
         c = self.buffers.get(name)
@@ -207,7 +211,12 @@ class Profile:
         self._block_sectors[(name, store)].append(np.unique(blk[ok] * (1 << 40) + secs[ok]))
 
     def end_batch(self) -> None:
-        """A batch of whole blocks finished: settle the per-block distinct sectors."""
+        """A batch of whole blocks finished."""
+        self.close_interval()
+
+    def close_interval(self) -> None:
+        """A barrier or a cp.async commit: add the distinct (block, sector) pairs of the
+        interval it closes to the minimum."""
         for (name, store), parts in self._block_sectors.items():
             n = int(np.unique(np.concatenate(parts)).size) if parts else 0
             c = self.buffers[name]
