@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
+from vta.compiler import expr as E
 from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import TaskMapping, repeat, spatial
 
-__all__ = ["vector_bytes", "sector_windows", "copy_mapping"]
+__all__ = ["vector_bytes", "sector_windows", "copy_mapping", "window_mapping", "window_offset"]
 
 
 def vector_bytes(*sizes: int) -> int:
@@ -41,3 +42,25 @@ def copy_mapping(rows: int, chunks: int, threads: int, what: str) -> TaskMapping
     if rows % r_per:
         raise GpuLoweringError(f"{what}: {rows} rows do not spread over {r_per} thread rows")
     return repeat(rows // r_per, chunks // per_row) * spatial(r_per, per_row)
+
+
+def window_mapping(nranges: int, max_len: int, ce: int, item: int, threads: int,
+                   what: str) -> tuple[TaskMapping, int]:
+    """Copy tasks for ``nranges`` contiguous global ranges of at most ``max_len`` elements,
+    moved ``ce`` elements (``ce * item`` bytes: 1 element, or a 4/8/16-byte chunk) per lane.
+    Each warp request is one *sector-aligned window* of 32 lanes: lane ``l`` of window ``w``
+    of a range starting at flat element ``start`` takes the elements from
+    ``e = ce * (32 w + l) - start % (32 / item)`` (see ``window_offset``), so no sector is
+    touched by two requests. Returns the mapping over (range, window lane) and the lanes a
+    range gets."""
+    spe = SECTOR // item
+    chunks = -(-(max_len + spe - 1) // ce)  # a window may start up to a sector early
+    lanes = -(-chunks // 32) * 32
+    return copy_mapping(nranges, lanes, threads, what), lanes
+
+
+def window_offset(lane_task: E.Expr, start: E.Expr, ce: int, item: int) -> E.Expr:
+    """The first element (within its range) of the window-lane task ``lane_task`` of a range
+    starting at flat element ``start`` (see ``window_mapping``); the caller guards
+    ``0 <= e < length`` (ranges' starts are multiples of ``ce``)."""
+    return lane_task * ce - start % (SECTOR // item)

@@ -180,8 +180,10 @@ class _Gemm:
 
     # ------------------------------------------------------------------ shared -> registers
     def load_frags(self, lane: E.Expr, wy: E.Expr, wx: E.Expr, buf: int, stage: E.Expr,
-                   kc: int) -> S.Stmt:
-        """``ldmatrix`` the fragments of k-chunk ``kc`` of ring slot ``stage`` into ``buf``."""
+                   kc: int, a_stage: E.Expr | None = None) -> S.Stmt:
+        """``ldmatrix`` the fragments of k-chunk ``kc`` of ring slot ``stage`` into ``buf``
+        (A from slot ``a_stage`` when given: the conv2d's A tile is not a ring)."""
+        a_slot = stage if a_stage is None else a_stage
         out: list[S.Stmt] = []
         u0 = 2 * kc  # a k-chunk is two 16-byte units
         ue = self.ta.unit_elems
@@ -189,7 +191,7 @@ class _Gemm:
             r = wy * self.wm + i * 16 + lane % 16
             c = (u0 + lane // 16) * ue
             out.append(LdMatrix(self.af, (E.IntImm(buf), E.IntImm(i), E.IntImm(0)), self.As,
-                                (stage, r, self.ta.col(r, c)), 4))
+                                (a_slot, r, self.ta.col(r, c)), 4))
         j = 0
         while j < self.fn:  # B: pairs of n8 tiles with x4, a last odd one with x2
             pair = j + 1 < self.fn
