@@ -132,16 +132,27 @@ def _geometry(s: Conv2dSpec, bm: int, item: int) -> _Geometry:
     gapped = s.kh < s.stride and (s.stride - s.kh) * row_bytes >= SECTOR
     ph = th * s.kh if gapped else (th - 1) * s.stride + s.kh
     pw = (tw - 1) * s.stride + s.kw
-    w_used = (s.ow - 1) * s.stride + s.kw - s.pad  # input columns the last window reaches
-    h_used = (s.oh - 1) * s.stride + s.kh - s.pad
-    full_w = nct == 1 and (s.w - w_used) * item < SECTOR
-    full_h = nrt == 1 and (s.h - h_used) * row_bytes < SECTOR
+    # the fewest input columns (rows) any block's windows read: when the rest of the image
+    # row (plane) is under a sector, whole rows (planes) cost no extra sector
+    w_used = min(_span(t * tw, min(tw, s.ow - t * tw), s.stride, s.kw, s.pad, s.w)
+                 for t in range(nct))
+    h_used = min(_span(t * th, min(th, s.oh - t * th), s.stride, s.kh, s.pad, s.h)
+                 for t in range(nrt))
+    full_w = (s.w - w_used) * item < SECTOR
+    full_h = (s.h - h_used) * row_bytes < SECTOR
     mode = "segments"
     if full_w and not gapped:
         mode = "planes" if full_h else "rows"
     if mode == "planes":
         ph = max(ph, s.h + s.pad)  # every input row, stored from row -pad
     return _Geometry(tw, th, nct, nrt, ph, pw, gapped, mode)
+
+
+def _span(o0: int, n: int, stride: int, k: int, pad: int, size: int) -> int:
+    """How many of an input dimension's ``size`` positions the windows of outputs
+    ``o0 .. o0 + n - 1`` read."""
+    lo = o0 * stride - pad
+    return max(0, min(size, lo + (n - 1) * stride + k) - max(0, lo))
 
 
 def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = None,
@@ -271,7 +282,7 @@ class _Conv(_Gemm):
                 ok = E.And(E.And(c0 + cq < s.ic, h >= 0), h < s.h)
             e = window_offset(t[1], start, ce, self.item)
             c, h, w = where(e)
-            pr = h - h_base if not g.gapped else self._gapped_row(h, oh0)
+            pr = self.patch_index(h, oh0)
             dst = (slot, c, pr, w - wbase)
             src = (img, c0 + c, h, w)
             inside = E.And(ok, E.And(e >= 0, e < length))
@@ -283,11 +294,17 @@ class _Conv(_Gemm):
 
         return tm.emit(tid, task, workers=kb.threads, name="pc")
 
-    def _gapped_row(self, h: E.Expr, oh0: E.Expr) -> E.Expr:
-        """Patch row of input row ``h`` when only the taps' rows are kept (``h`` is one)."""
+    def patch_index(self, h: E.Expr, oh0: E.Expr) -> E.Expr:
+        """Patch row holding input row ``h`` (one the block reads): whole planes keep every
+        row (from row ``-pad``); otherwise rows count from the block's first window row,
+        and gapped patches keep only the taps' rows."""
         s = self.spec
+        if self.geo.mode == "planes":
+            return h + s.pad
         d = h - (oh0 * s.stride - s.pad)
-        return d // s.stride * s.kh + d % s.stride
+        if self.geo.gapped:
+            return d // s.stride * s.kh + d % s.stride
+        return d
 
     def weight_copy(self, tid: E.Expr, bx: E.Expr, by: E.Expr, step: E.Expr, slot: E.Expr
                     ) -> S.Stmt:
@@ -355,8 +372,8 @@ class _Conv(_Gemm):
         def task(tk: tuple[E.Expr, ...]) -> S.Stmt:
             p, u = tk[0], tk[1]
             th, tw = p // g.tw, p % g.tw
-            pr = th * s.kh + r if g.gapped else th * s.stride + r
             h = oh0 * s.stride - s.pad + th * s.stride + r
+            pr = th * s.kh + r if g.gapped else self.patch_index(h, oh0)
             w = ow0 * s.stride - s.pad + tw * s.stride + t_
             pix_ok = E.And(E.And(p < g.th * g.tw, oh0 + th < s.oh), ow0 + tw < s.ow)
             img_ok = E.And(E.And(h >= 0, h < s.h), E.And(w >= 0, w < s.w))
@@ -431,6 +448,12 @@ class _Conv(_Gemm):
         elif g.nct == 1:
             kind, nq, max_len = "rows", kb.bn, g.th * s.ow
             vb = vector_bytes(ohw * eo, g.th * s.ow * eo, 16)
+            fewest = min(g.th, s.oh - (g.nrt - 1) * g.th)
+            if (ohw - fewest * s.ow) * eo < SECTOR:
+                # the other blocks' pixels between two channels' rows are under a sector:
+                # one range over all the block's channels, those pixels masked, so no sector
+                # is written by two of this block's requests
+                kind, nq, max_len = "strided", 1, (kb.bn - 1) * ohw + g.th * s.ow
         else:
             kind, nq, max_len = "segments", kb.bn * g.th, g.tw
             vb = vector_bytes(s.ow * eo, g.tw * eo, 16)
@@ -455,37 +478,39 @@ class _Conv(_Gemm):
 
         def task(t: tuple[E.Expr, ...]) -> S.Stmt:
             q = t[0]
-            if kind == "planes":
-                start = (img * s.oc + n0) * ohw
-                length: E.Expr = E.min_(s.oc - n0, kb.bn) * ohw
+            # per kind: the range's first flat element and length, and for element e of it
+            # (channel, staged pixel, output row, output column) and whether it is the block's
+            if kind in ("planes", "strided"):
+                start = ((img * s.oc + n0) * s.oh + oh0) * s.ow
+                rows = E.IntImm(s.oh) if kind == "planes" else rows_valid
+                length: E.Expr = (E.min_(s.oc - n0, kb.bn) - 1) * ohw + rows * s.ow
 
-                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr]:
-                    pix = e % ohw
-                    return e // ohw, pix, pix // s.ow, pix % s.ow
-                ok: E.Expr = E.IntImm(1, "bool")
+                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr, E.Expr]:
+                    rel = e % ohw  # strided: the pixels of other blocks' rows are masked
+                    ok = E.IntImm(1, "bool") if kind == "planes" else rel < rows_valid * s.ow
+                    return e // ohw, rel, oh0 + rel // s.ow, rel % s.ow, ok
             elif kind == "rows":
                 start = ((img * s.oc + n0 + q) * s.oh + oh0) * s.ow
                 length = rows_valid * s.ow
 
-                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr]:
-                    return q, e, oh0 + e // s.ow, e % s.ow
-                ok = n0 + q < s.oc
+                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr, E.Expr]:
+                    return q, e, oh0 + e // s.ow, e % s.ow, n0 + q < s.oc
             else:
                 oc, th = q // g.th, q % g.th
                 start = ((img * s.oc + n0 + oc) * s.oh + oh0 + th) * s.ow + ow0
                 length = cols_valid
 
-                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr]:
-                    return oc, th * g.tw + e, oh0 + th, ow0 + e
-                ok = E.And(n0 + oc < s.oc, th < rows_valid)
+                def where(e: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr, E.Expr, E.Expr]:
+                    return (oc, th * g.tw + e, oh0 + th, ow0 + e,
+                            E.And(n0 + oc < s.oc, th < rows_valid))
             e = window_offset(t[1], start, ce, eo)
-            oc_, p, y, x = where(e)
+            oc_, p, y, x, ok = where(e)
             v = E.Var("v")
             body = S.For(v, E.IntImm(0), E.IntImm(ce),
                          self.Y.store(cs.load(oc_, lay.col(oc_, p) + v), img, n0 + oc_, y,
                                       x + v),
                          S.ForKind.VECTORIZED if ce > 1 else S.ForKind.SERIAL)
-            return S.IfThenElse(E.And(ok, E.And(e >= 0, e < length)), body)
+            return S.IfThenElse(E.And(E.And(e >= 0, e < length), ok), body)
 
         copy = tm.emit(tid, task, workers=kb.threads, name="oc")
         return alloc(bufs, S.seq(*pre, S.Barrier(), *writes, S.Barrier(), copy))
@@ -510,7 +535,7 @@ class _Conv(_Gemm):
                 e = ce * (32 * w + lanes) - shift
                 act = (e >= 0) & (e < max_len)
                 e = np.clip(e, 0, max_len - 1)
-                if kind == "planes":
+                if kind in ("planes", "strided"):
                     row, col = e // ohw, e % ohw
                 else:  # one channel's pixels (rows), or one output row's (segments)
                     row, col = np.zeros(32, int), e
