@@ -242,6 +242,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="vta: the simulated accelerator; cuda: a GPU through CuPy; "
                           "cuda-emu: the generated kernel in the SIMT emulator")
     run.add_argument("--emit-cuda", action="store_true", help="print the generated CUDA kernel")
+    run.add_argument("--gpu-schedule", choices=("wmma", "simt", "mma"), default=None,
+                     help="GPU kernel: wmma (tensor-core schedule, default), simt, or mma (the "
+                          "task-mapping kernels: cp.async pipeline, ldmatrix, mma.sync)")
+    run.add_argument("--profile", action="store_true",
+                     help="with --target cuda-emu: count bank conflicts, global sectors, "
+                          "barriers and instructions by kind")
     run.set_defaults(func=_cmd_run)
 
     return p

@@ -256,22 +256,27 @@ def print_profile(p: Profile) -> None:
     from rich.table import Table
 
     con = Console()
-    t = Table(title=f"{p.kernel}: {p.blocks} blocks x {p.threads_per_block} threads, "
-                    f"{p.barriers / max(1, p.blocks):.0f} barriers per block")
-    for col in ("buffer", "scope", "ld req", "ld cost", "ld extra", "st req", "st cost",
-                "st extra"):
-        t.add_column(col, justify="left" if col in ("buffer", "scope") else "right")
+    con.print(f"[bold]{p.kernel}[/bold]: {p.blocks} blocks x {p.threads_per_block} threads, "
+              f"{p.barriers / max(1, p.blocks):.0f} barriers per block")
+    gl = Table(title="global memory (32-byte sectors; min: the tiles' footprint)")
+    for col in ("buffer", "ld requests", "ld sectors", "vs min", "st requests", "st sectors",
+                "vs min"):
+        gl.add_column(col, justify="left" if col == "buffer" else "right")
+    sh = Table(title="shared memory (32 banks x 4 B; extra wavefronts are bank conflicts)")
+    for col in ("buffer", "ld requests", "ld wavefronts", "conflicts", "st requests",
+                "st wavefronts", "conflicts"):
+        sh.add_column(col, justify="left" if col == "buffer" else "right")
     for name, c in sorted(p.buffers.items()):
         if c.scope == "global":
-            ld_cost, st_cost = f"{c.load_sectors} sect", f"{c.store_sectors} sect"
-            ld_x = _ratio(c.load_sectors, c.load_min_sectors)
-            st_x = _ratio(c.store_sectors, c.store_min_sectors)
+            gl.add_row(name, f"{c.load_requests:,}", f"{c.load_sectors:,}",
+                       _ratio(c.load_sectors, c.load_min_sectors), f"{c.store_requests:,}",
+                       f"{c.store_sectors:,}", _ratio(c.store_sectors, c.store_min_sectors))
         else:
-            ld_cost, st_cost = f"{c.load_wavefronts} wave", f"{c.store_wavefronts} wave"
-            ld_x, st_x = f"{c.load_conflicts} confl", f"{c.store_conflicts} confl"
-        t.add_row(name, c.scope, str(c.load_requests), ld_cost, ld_x, str(c.store_requests),
-                  st_cost, st_x)
-    con.print(t)
+            sh.add_row(name, f"{c.load_requests:,}", f"{c.load_wavefronts:,}",
+                       f"{c.load_conflicts:,}", f"{c.store_requests:,}",
+                       f"{c.store_wavefronts:,}", f"{c.store_conflicts:,}")
+    con.print(gl)
+    con.print(sh)
     it = Table(title="warp instructions by kind")
     it.add_column("kind")
     it.add_column("count", justify="right")
@@ -281,10 +286,9 @@ def print_profile(p: Profile) -> None:
     con.print(it)
     ld, ld_min = p.sectors(False)
     st, st_min = p.sectors(True)
-    con.print(f"shared-memory bank conflicts: {p.bank_conflicts}; global load sectors "
-              f"{ld} ({_ratio(ld, ld_min)} of the per-block minimum), store sectors {st} "
-              f"({_ratio(st, st_min)})")
+    con.print(f"bank conflicts {p.bank_conflicts}; global load sectors {ld:,} "
+              f"({_ratio(ld, ld_min)} the minimum), store sectors {st:,} ({_ratio(st, st_min)})")
 
 
 def _ratio(n: int, lo: int) -> str:
-    return f"{n / lo:.2f}x min" if lo else "-"
+    return f"{n / lo:.2f}x" if lo else "-"
