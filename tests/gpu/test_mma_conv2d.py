@@ -125,3 +125,24 @@ def test_resnet_kernels_compile(nvcc_check: Callable) -> None:
     """The benchmark's kernels: ResNet-18 C2..C11 at full size, int8 with the epilogue."""
     nvcc_check([render_cuda(mma_conv2d(resnet18_layer(f"C{i}"), "int8", Epilogue())).source
                 for i in range(2, 12)])
+
+
+@pytest.mark.gpu
+def test_resnet_layers_on_gpu() -> None:
+    """ResNet-18 C2..C11 whole, on a GPU (CuPy), bit-exact against numpy."""
+    from vta.gpu.runtime import run_kernel
+
+    from .conftest import gpu_or_skip
+
+    gpu_or_skip()
+    epi = Epilogue()
+    rng = np.random.default_rng(11)
+    for i in range(2, 12):
+        s = resnet18_layer(f"C{i}")
+        x = rng.integers(-128, 128, (s.n, s.ic, s.h, s.w), dtype=np.int8)
+        w = rng.integers(-128, 128, (s.oc, s.ic, s.kh, s.kw), dtype=np.int8)
+        b = rng.integers(-(1 << 10), 1 << 10, s.oc, dtype=np.int32)
+        want = conv2d_reference(x, w, b, s, epi)
+        got = run_kernel(render_cuda(mma_conv2d(s, "int8", epi)),
+                         [x, ohwi_weight(w), b, np.zeros_like(want)])[-1]
+        assert np.array_equal(got, want), f"C{i}"

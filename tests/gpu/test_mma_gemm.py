@@ -171,3 +171,33 @@ def test_bad_knobs_are_named_errors() -> None:
         mma_gemm(MatmulSpec(32, 32, 32), "float32")
     with pytest.raises(GpuLoweringError, match="shared memory"):
         mma_gemm(MatmulSpec(32, 32, 32), "float16", None, MmaKnobs(256, 256, 128, 2, 2, 4))
+
+
+@pytest.mark.gpu
+def test_on_gpu() -> None:
+    """The same kernels on a GPU (CuPy): int8 bit-exact, fp16 within the bound, the benchmark
+    size included."""
+    from vta.gpu.runtime import run_kernel
+
+    from .conftest import gpu_or_skip
+
+    gpu_or_skip()
+    rng = np.random.default_rng(5)
+    for spec, kb in [(MatmulSpec(77, 130, 200), MmaKnobs(64, 64, 0, 2, 2, 3)),
+                     (MatmulSpec(512, 384, 1024), MmaKnobs()),
+                     (MatmulSpec(4096, 4096, 4096), MmaKnobs())]:
+        epi = Epilogue()
+        x = rng.integers(-128, 128, (spec.m, spec.k), dtype=np.int8)
+        w = rng.integers(-128, 128, (spec.n, spec.k), dtype=np.int8)
+        b = rng.integers(-(1 << 10), 1 << 10, spec.n, dtype=np.int32)
+        acc = (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.int64).astype(np.int32)
+        y = run_kernel(render_cuda(mma_gemm(spec, "int8", epi, kb)),
+                       [x, w, b, np.zeros((spec.m, spec.n), np.int8)])[-1]
+        assert np.array_equal(y, apply_epilogue(acc, b, epi, 1)), spec
+        xh = rng.standard_normal((spec.m, spec.k)).astype(np.float16)
+        wh = rng.standard_normal((spec.n, spec.k)).astype(np.float16)
+        yh = run_kernel(render_cuda(mma_gemm(spec, "float16", None, kb, out_dtype="float32")),
+                        [xh, wh, np.zeros((spec.m, spec.n), np.float32)])[-1]
+        exact = xh.astype(np.float64) @ wh.astype(np.float64).T
+        mag = np.abs(xh).astype(np.float64) @ np.abs(wh).astype(np.float64).T
+        assert np.all(np.abs(yh - exact) <= 2 * spec.k * 2.0 ** -24 * mag + 1e-30), spec

@@ -128,3 +128,12 @@ def test_bad_mappings_are_named_errors() -> None:
         repeat(2, 2, ranks=[0, 0])
     with pytest.raises(TaskMappingError, match="needs 8 workers, only 4"):
         spatial(8).emit(E.Var("w"), lambda t: S.Evaluate(t[0]), workers=4)
+
+
+def test_docs_worked_example() -> None:
+    """docs/gpu.md's example: the GEMM's A-tile copy, 128 rows x 4 chunks over 128 threads."""
+    from vta.gpu.kernels.copy import copy_mapping
+
+    tm = copy_mapping(128, 4, 128, "A tile copy")
+    assert str(tm) == "repeat(4, 1) * spatial(32, 4)"
+    assert tm.worker_tasks(5) == [(1, 1), (33, 1), (65, 1), (97, 1)]
