@@ -150,3 +150,15 @@ def test_resnet_layers_on_gpu() -> None:
         got = run_kernel(render_cuda(mma_conv2d(s, "int8", epi)),
                          [x, ohwi_weight(w), b, np.zeros_like(want)])[-1]
         assert np.array_equal(got, want), f"C{i}"
+
+
+def test_bad_requests_are_named_errors() -> None:
+    from vta.gpu.passes.bind_threads import GpuLoweringError
+
+    s = Conv2dSpec(1, 8, 6, 6, 8, 3, 3, 1, 1)
+    with pytest.raises(GpuLoweringError, match="requantizing epilogue is for int8"):
+        mma_conv2d(s, "float16", Epilogue())
+    with pytest.raises(GpuLoweringError, match=r"no mma\.sync shape for float32"):
+        mma_conv2d(s, "float32")
+    with pytest.raises(GpuLoweringError, match="bm=96 pixels must be a multiple of the 64"):
+        mma_conv2d(s, "int8", Epilogue(), MmaKnobs(96, 16, 0, 2, 1, 2))

@@ -247,3 +247,60 @@ def test_wait_group_keeps_the_newest_groups_in_flight() -> None:
     assert y[4] == 4
     with pytest.raises(EmulatorRaceError, match="in flight"):
         Emulator(finish("g2", (X, Y), body(True), (1, 1), 32)).run(x, y)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def test_statements_built_wrongly_are_named_errors() -> None:
+    from vta.gpu.passes.bind_threads import GpuLoweringError
+
+    g = S.Buffer("G", (64,), "int8")
+    sh = S.Buffer("Sh", (64,), "int8", "shared")
+    regs = S.Buffer("r", (4,), "uint32", "local")
+    z = (E.IntImm(0),)
+    with pytest.raises(GpuLoweringError, match="4, 8 or 16 bytes, not 12"):
+        CpAsync(sh, z, g, z, 12)
+    with pytest.raises(GpuLoweringError, match="destination: G must be in shared memory"):
+        CpAsync(g, z, g, z, 16)
+    with pytest.raises(GpuLoweringError, match="1, 2 or 4 matrices, not 3"):
+        LdMatrix(regs, z, sh, z, 3)
+    with pytest.raises(GpuLoweringError, match="registers Sh"):
+        LdMatrix(S.Buffer("Sh", (4,), "int32", "local"), z, sh, z, 4)
+    acc = S.Buffer("acc", (4,), "float32", "local")
+    with pytest.raises(GpuLoweringError, match="acc must be int32"):
+        MmaSync(MMA_SHAPES["int8"], acc, z, regs, z, regs, z, acc, z)
+
+
+def test_misaligned_ldmatrix_row_is_an_emulator_error() -> None:
+    from vta.gpu.emulator import EmulatorError
+
+    X = S.Buffer("X", (64,), "int8")
+    out = S.Buffer("out", (32, 4), "uint32")
+    sh = S.Buffer("Xs", (512,), "int8", "shared")
+    reg = S.Buffer("r", (4,), "uint32", "local")
+
+    def body(tid: E.Var, bx: E.Var, by: E.Var) -> S.Stmt:
+        ld = LdMatrix(reg, (E.IntImm(0),), sh, (tid * 16 + 4,), 4)  # 4 bytes past 16
+        return S.Allocate(sh, S.Allocate(reg, S.seq(
+            ld, *[out.store(reg.load(i), tid, i) for i in range(4)])))
+
+    func = finish("ldm_bad", (X, out), body, (1, 1), 32)
+    with pytest.raises(EmulatorError, match="not 16-byte aligned"):
+        Emulator(func).run(np.zeros(64, np.int8), np.zeros((32, 4), np.uint32))
+
+
+def test_mma_by_part_of_a_warp_is_an_emulator_error() -> None:
+    from vta.gpu.emulator import EmulatorError
+
+    func = mma_kernel("int8")
+    body = func.body  # wrap the whole body in "if tid < 16": half a warp runs the mma
+    inner = body.body.body.body  # under the three thread-index lets
+    tid = body.var
+    cut = S.LetStmt(tid, body.value, S.LetStmt(body.body.var, body.body.value, S.LetStmt(
+        body.body.body.var, body.body.body.value, S.IfThenElse(tid < 16, inner))))
+    bad = S.PrimFunc(func.name, func.params, cut, func.attrs)
+    sh = MMA_SHAPES["int8"]
+    with pytest.raises(EmulatorError, match="part of a warp"):
+        Emulator(bad).run(np.zeros((32, sh.a_regs), np.uint32), np.zeros((32, 2), np.uint32),
+                          np.zeros((32, 4), np.int32), np.zeros((32, 4), np.int32))

@@ -139,11 +139,16 @@ def _smem_addr(rd: _Renderer, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
             f"[{rd.expr(_flat(b, idx))}])")
 
 
+def _lowering_error(msg: str) -> Exception:
+    """A statement built wrongly: a ``GpuLoweringError`` (a ``VtaError``) naming it."""
+    from vta.gpu.passes.bind_threads import GpuLoweringError
+
+    return GpuLoweringError(msg)
+
+
 def _check_scope(b: Buffer, scope: str, what: str) -> None:
     if b.scope != scope:
-        from vta.gpu.passes.bind_threads import GpuLoweringError
-
-        raise GpuLoweringError(f"{what}: {b.name} must be in {scope} memory, not {b.scope}")
+        raise _lowering_error(f"{what}: {b.name} must be in {scope} memory, not {b.scope}")
 
 
 def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: int,
@@ -190,11 +195,11 @@ class CpAsync(Stmt):
 
     def __post_init__(self) -> None:
         if self.nbytes not in (4, 8, 16):
-            raise ValueError(f"cp.async copies 4, 8 or 16 bytes, not {self.nbytes}")
+            raise _lowering_error(f"cp.async copies 4, 8 or 16 bytes, not {self.nbytes}")
         _check_scope(self.dst, "shared", "cp.async destination")
         _check_scope(self.src, "global", "cp.async source")
         if self.nbytes % (DTYPES[self.dst.dtype] // 8):
-            raise ValueError(f"cp.async: {self.nbytes} bytes is not whole {self.dst.dtype}s")
+            raise _lowering_error(f"cp.async: {self.nbytes} bytes is not whole {self.dst.dtype}s")
 
     @property
     def elems(self) -> int:
@@ -376,11 +381,11 @@ class LdMatrix(Stmt):
 
     def __post_init__(self) -> None:
         if self.num not in (1, 2, 4):
-            raise ValueError(f"ldmatrix loads 1, 2 or 4 matrices, not {self.num}")
+            raise _lowering_error(f"ldmatrix loads 1, 2 or 4 matrices, not {self.num}")
         _check_scope(self.src, "shared", "ldmatrix source")
         _check_scope(self.dst, "local", "ldmatrix destination")
         if self.dst.dtype != "uint32":
-            raise ValueError(f"ldmatrix: registers {self.dst.name} must be uint32")
+            raise _lowering_error(f"ldmatrix: registers {self.dst.name} must be uint32")
 
     @property
     def ptx(self) -> str:
@@ -481,7 +486,7 @@ class MmaSync(Stmt):
                         (self.d, self.shape.acc_dtype)):
             _check_scope(buf, "local", "mma.sync operand")
             if buf.dtype != dt:
-                raise ValueError(f"mma.sync {self.shape.name}: {buf.name} must be {dt}, not "
+                raise _lowering_error(f"mma.sync {self.shape.name}: {buf.name} must be {dt}, not "
                                  f"{buf.dtype}")
 
     def render(self, r: Render, nm: Any) -> list[str]:

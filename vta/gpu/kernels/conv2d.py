@@ -48,7 +48,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
-from vta.gpu.kernels.gemm import MmaKnobs, _Gemm
+from vta.gpu.kernels.gemm import GemmBody, MmaKnobs
 from vta.gpu.kernels.layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
 from vta.gpu.passes.bind_threads import GpuLoweringError
@@ -175,13 +175,13 @@ def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = Non
     bias = S.Buffer("bias", (spec.oc,), "int32") if epi is not None and epi.bias else None
     out = S.Buffer("out", (spec.n, spec.oc, spec.oh, spec.ow), out_t)
     params = (data, weight) + ((bias,) if bias is not None else ()) + (out,)
-    c = _Conv(spec, dtype, kb, geo, data, weight, bias, out, epi)
+    c = ConvBody(spec, dtype, kb, geo, data, weight, bias, out, epi)
     grid = (spec.n * geo.nrt * geo.nct, -(-spec.oc // kb.bn))
     return finish(f"conv2d_mma_{dtype}", params, c.body, grid, kb.threads,
                   (("knobs", kb), ("kernel", "task-mapping"), ("patch", geo.mode)))
 
 
-class _Conv(_Gemm):
+class ConvBody(GemmBody):
     """The conv2d body: the GEMM's fragments, MMAs and knobs, its own operand staging."""
 
     def __init__(self, spec: Conv2dSpec, dtype: str, kb: MmaKnobs, geo: _Geometry,

@@ -107,13 +107,13 @@ def mma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = No
     bias = S.Buffer("bias", (N,), "int32") if epi is not None and epi.bias else None
     Y = S.Buffer("Y", (M, N), out_t)
     params = (X, W) + ((bias,) if bias is not None else ()) + (Y,)
-    g = _Gemm(M, N, K, dtype, kb, X, W, bias, Y, epi)
+    g = GemmBody(M, N, K, dtype, kb, X, W, bias, Y, epi)
     grid = (-(-N // kb.bn), -(-M // kb.bm))
     return finish(f"gemm_mma_{dtype}", params, g.body, grid, kb.threads,
                   (("knobs", kb), ("kernel", "task-mapping")))
 
 
-class _Gemm:
+class GemmBody:
     """The kernel body's builder (one instance per kernel)."""
 
     def __init__(self, M: int, N: int, K: int, dtype: str, kb: MmaKnobs, X: S.Buffer,
