@@ -68,17 +68,17 @@ class MmaKnobs:
     stages: int = 3
 
     def resolved(self, dtype: str) -> MmaKnobs:
-        return self if self.bk else replace(self, bk=64 // (DTYPES[dtype] // 8))
+        """``bk`` defaulted to two ``mma`` k-steps (register double buffering within a stage)."""
+        return self if self.bk else replace(self, bk=2 * MMA_SHAPES[dtype].k)
 
     def check(self, dtype: str) -> None:
         sh = MMA_SHAPES[dtype]
-        item = DTYPES[dtype] // 8
         if self.bm % (16 * self.warps_m) or self.bn % (8 * self.warps_n):
             raise GpuLoweringError(f"mma knobs: bm={self.bm} must be a multiple of 16*warps_m "
                                    f"and bn={self.bn} of 8*warps_n")
-        if (self.bk * item) % 32 or self.bk < sh.k:
+        if self.bk % sh.k or self.bk < sh.k:
             raise GpuLoweringError(f"mma knobs: bk={self.bk} must be a multiple of {sh.k} "
-                                   f"({dtype} k-chunk of 32 bytes)")
+                                   f"(the {dtype} mma.sync {sh.name} k)")
         if self.stages < 2:
             raise GpuLoweringError(f"mma knobs: stages={self.stages} must be >= 2")
         if 32 * self.warps_m * self.warps_n > 1024:
@@ -125,7 +125,7 @@ class GemmBody:
         self.item = DTYPES[dtype] // 8
         self.wm, self.wn = kb.bm // kb.warps_m, kb.bn // kb.warps_n
         self.fm, self.fn = self.wm // 16, self.wn // 8
-        self.kc = kb.bk * self.item // 32  # 32-byte k-chunks (one mma k) per stage
+        self.kc = kb.bk // self.sh.k  # k-chunks (one mma k each) per stage
         self.kt = -(-K // kb.bk)  # stages over K
         self.ta = SwizzledTile(kb.bm, kb.bk, dtype)
         self.tb = SwizzledTile(kb.bn, kb.bk, dtype)
@@ -185,7 +185,9 @@ class GemmBody:
         (A from slot ``a_stage`` when given: the conv2d's A tile is not a ring)."""
         a_slot = stage if a_stage is None else a_stage
         out: list[S.Stmt] = []
-        u0 = 2 * kc  # a k-chunk is two 16-byte units
+        upc = self.sh.k * self.item // 16  # 16-byte units of a k-chunk (ldmatrix rows)
+        assert upc == 2, "both mma.sync shapes take 32 bytes of K: two x4 matrix columns"
+        u0 = upc * kc
         ue = self.ta.unit_elems
         for i in range(self.fm):  # A: x4, lanes 0-15 rows at unit 0, 16-31 at unit 1
             r = wy * self.wm + i * 16 + lane % 16

@@ -24,10 +24,14 @@ from vta.compiler import expr as E
 from vta.compiler.expr import DTYPES
 from vta.gpu.mma import bitxor
 from vta.gpu.passes.bind_threads import GpuLoweringError
-from vta.gpu.profile import bank_conflicts
+from vta.gpu.profile import BANKS, WORD, bank_conflicts
 
 __all__ = ["SwizzledTile", "PaddedTile", "Tile", "Pattern", "conflicts", "choose_layout",
            "storage_shape"]
+
+
+#: 16-byte units in the line of 32 banks x 4 bytes one conflict-free wavefront serves: 8
+LINE_UNITS = BANKS * WORD // 16
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class SwizzledTile:
 
     def xor_of(self, r: int) -> int:
         """``f(r)``: what row ``r``'s units are XORed with."""
-        return (r // max(1, 8 // self.units)) % min(self.units, 8)
+        return (r // max(1, LINE_UNITS // self.units)) % min(self.units, LINE_UNITS)
 
     def col(self, r: E.ExprLike, c: E.ExprLike) -> E.Expr:
         """Physical column (in elements) of logical element ``(r, c)``."""
@@ -66,7 +70,7 @@ class SwizzledTile:
         if self.units == 1:
             return c
         ue = self.unit_elems
-        f = (r // max(1, 8 // self.units)) % min(self.units, 8)
+        f = (r // max(1, LINE_UNITS // self.units)) % min(self.units, LINE_UNITS)
         unit = bitxor(c // ue, f)
         return unit * ue + c % ue if not _multiple(c, ue) else unit * ue
 
@@ -75,7 +79,7 @@ class SwizzledTile:
         if self.units == 1:
             return (r * self.cols + c) * self.item
         ue = self.unit_elems
-        f = (r // max(1, 8 // self.units)) % min(self.units, 8)
+        f = (r // max(1, LINE_UNITS // self.units)) % min(self.units, LINE_UNITS)
         return (r * self.cols + ((c // ue) ^ f) * ue + c % ue) * self.item
 
 
