@@ -159,12 +159,12 @@ def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = Non
                knobs: MmaKnobs | None = None, out_dtype: str | None = None) -> S.PrimFunc:
     """The lowered conv2d kernel (module docstring); params ``data, weight_ohwi[, bias], out``.
     ``knobs`` default to ``conv_knobs(spec, dtype)``."""
-    if knobs is None:
-        knobs = conv_knobs(spec, dtype)
     if dtype not in MMA_SHAPES:
         raise GpuLoweringError(f"mma_conv2d: no mma.sync shape for {dtype} (int8, float16)")
     if epi is not None and dtype != "int8":
         raise GpuLoweringError("mma_conv2d: the requantizing epilogue is for int8")
+    if knobs is None:
+        knobs = conv_knobs(spec, dtype)
     kb = knobs.resolved(dtype)
     kb.check(dtype)
     sh = MMA_SHAPES[dtype]
