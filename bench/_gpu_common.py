@@ -57,3 +57,36 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     print("-" * len(line))
     for r in rows:
         print("  ".join(str(x).rjust(w) for x, w in zip(r, cols, strict=False)))
+
+
+def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
+    """The best int8 GEMM CuPy reaches, ``y = x @ w.T`` (int8 in, int32 out): cuBLAS's
+    ``cublasGemmEx`` with int8 operands (tensor-core IMMA, the "TN" layout it requires) through
+    CuPy's cuBLAS binding; where that call is refused, ``cupy.matmul`` on int32 copies. Returns
+    (the call, its name) - the name goes into the results."""
+    import numpy as np
+
+    m, k = x.shape
+    n = w.shape[0]
+    y = cp.zeros((m, n), cp.int32)
+    try:
+        from cupy_backends.cuda.libs import cublas
+
+        handle = cp.cuda.device.get_cublas_handle()
+        one, zero = np.ones(1, np.int32), np.zeros(1, np.int32)
+        r8i, r32i = cp.cuda.runtime.CUDA_R_8I, cp.cuda.runtime.CUDA_R_32I
+
+        def gemm() -> Any:
+            # column-major: Y^T (n x m) = W (n x k, stored k-major: op T) . X^T (k x m)
+            cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k,
+                          one.ctypes.data, w.data.ptr, r8i, k, x.data.ptr, r8i, k,
+                          zero.ctypes.data, y.data.ptr, r32i, n, cublas.CUBLAS_COMPUTE_32I,
+                          cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+            return y
+
+        gemm()
+        cp.cuda.runtime.deviceSynchronize()
+        return gemm, "cublasGemmEx int8 -> int32 (IMMA)"
+    except Exception as e:  # an older CuPy/cuBLAS: the int32 path CuPy always has
+        xi, wi = x.astype(cp.int32), w.astype(cp.int32)
+        return (lambda: cp.matmul(xi, wi.T)), f"cupy.matmul int32 (cublasGemmEx int8: {e})"

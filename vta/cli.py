@@ -196,7 +196,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 _VTA_ONLY = ("hw", "json", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
              "dump_ir", "check_reference", "trace")
 #: ... and those only the GPU targets read.
-_GPU_ONLY = ("emit_cuda",)
+_GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile")
 
 
 def _flag(dest: str) -> str:
@@ -411,6 +411,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--entry", default=None, help="the definition of --tc FILE to run")
     run.add_argument("--size", default=None, metavar="N=1,C=64,...",
                      help="values of the TC definition's size variables")
+    run.add_argument("--gpu-schedule", choices=("wmma", "simt", "mma"), default=None,
+                     help="GPU kernel: wmma (tensor-core schedule, default), simt, or mma (the "
+                          "task-mapping kernels: cp.async pipeline, ldmatrix, mma.sync)")
+    run.add_argument("--profile", action="store_true",
+                     help="with --target cuda-emu: count bank conflicts, global sectors, "
+                          "barriers and instructions by kind")
     run.set_defaults(func=_cmd_run)
 
     tc = sub.add_parser("tc", help="Tensor Comprehensions: show a definition's inferred ranges")

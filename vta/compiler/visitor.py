@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from functools import cache
 from typing import Any, Generic, TypeVar
 
 from vta.errors import VtaError
@@ -68,14 +67,23 @@ class Dispatch(Generic[T]):
         return self.rule(type(node))(node, *args)
 
 
-@cache
+_IS_NODE: dict[type, bool] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def is_node(cls: type) -> bool:
     """Whether instances of ``cls`` are IR nodes to traverse: dataclasses not marked
     ``_ir_opaque`` (a tensor referenced by a read, an intrinsic in an annotation are leaves)."""
-    return hasattr(cls, "__dataclass_fields__") and not getattr(cls, "_ir_opaque", False)
+    hit = _IS_NODE.get(cls)
+    if hit is None:
+        hit = _IS_NODE[cls] = (hasattr(cls, "__dataclass_fields__")
+                               and not getattr(cls, "_ir_opaque", False))
+    return hit
 
 
-@cache
 def child_fields(cls: type) -> tuple[str, ...]:
     """The field names of node class ``cls`` (where its children may be), in order."""
-    return tuple(f.name for f in fields(cls))
+    hit = _FIELDS.get(cls)
+    if hit is None:
+        hit = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return hit

@@ -22,6 +22,7 @@ from vta.compiler import stmt as S
 from vta.compiler.printer import Namer
 from vta.errors import VtaError
 from vta.gpu.dialect import (
+    STATIC_SHARED_BYTES,
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
@@ -31,7 +32,8 @@ from vta.gpu.dialect import (
     WmmaStore,
 )
 
-__all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError"]
+__all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
+           "vector_copy_parts"]
 
 
 class CudaRenderError(VtaError):
@@ -44,6 +46,9 @@ CTYPES: dict[str, str] = {
     "int64": "long long", "uint32": "unsigned int", "float16": "half", "float32": "float",
     "float64": "double", "bool": "bool",
 }
+
+#: integer bitwise calls (``Call(name, (a, b))``) and their C operators
+_BITWISE = {"bitwise_xor": "^", "bitwise_and": "&", "bitwise_or": "|"}
 
 _BYTES = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "uint32": 4,
           "float16": 2, "float32": 4, "float64": 8, "bool": 1}
@@ -71,6 +76,8 @@ class CudaKernel:
     source: str
     launch: LaunchConfig
     params: tuple[S.Buffer, ...]
+    #: bytes of dynamic shared memory the launch must request (0: all shared memory static)
+    dynamic_shared: int = 0
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -88,7 +95,12 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
         raise CudaRenderError(f"{func.name}: no launch configuration; run "
                               f"vta.gpu.lower_gpu.lower_for_gpu first")
     r = _Renderer(func)
+    # above the static limit shared buffers are carved out of dynamic shared memory, which
+    # the launch requests (CudaKernel.dynamic_shared)
+    r.dynamic = launch.shared_bytes > STATIC_SHARED_BYTES
     body = r.stmt(func.body, 1)
+    if r.dynamic:
+        body = ["  extern __shared__ __align__(128) unsigned char vta_dyn_smem[];", *body]
     uses_wmma = any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore))
                     for n in E.walk(func.body))
     prelude = _PRELUDE.format(wmma="#include <mma.h>\nusing namespace nvcuda;" if uses_wmma else "")
@@ -102,7 +114,7 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) '
             f'{func.name}({", ".join(params)}) {{')
     src = prelude + "\n" + head + "\n" + "\n".join(body) + "\n}\n"
-    return CudaKernel(func.name, src, launch, func.params)
+    return CudaKernel(func.name, src, launch, func.params, r.dyn_bytes if r.dynamic else 0)
 
 
 def _flat(b: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
@@ -120,6 +132,8 @@ class _Renderer:
         self.nm = Namer()
         self.nonneg: set[E.Var] = set()
         self.frags: dict[S.Buffer, FragmentInfo] = {}
+        self.dynamic = False
+        self.dyn_bytes = 0
         for b in func.params:
             self.name(b)
 
@@ -194,6 +208,8 @@ class _Renderer:
             if e.name == "clip" and len(e.args) == 3:
                 x, lo, hi = (self.expr(a) for a in e.args)
                 return f"min(max({x}, {lo}), {hi})"
+            if e.name in _BITWISE and len(e.args) == 2:
+                return f"({self.expr(e.args[0])} {_BITWISE[e.name]} {self.expr(e.args[1])})"
             raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
         if isinstance(e, S.BufferLoad):
             return f"{self.name(e.buffer)}[{self.expr(_flat(e.buffer, e.indices))}]"
@@ -258,6 +274,9 @@ class _Renderer:
             lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
             return [f"{pad}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
                     f"{s.ldm}, {lay});"]
+        cuda_lines = getattr(s, "cuda_lines", None)
+        if cuda_lines is not None:  # a dialect statement that renders itself (vta.gpu.mma)
+            return list(cuda_lines(self, ind))
         raise CudaRenderError(f"{self.func.name}: cannot render statement {type(s).__name__}")
 
     def paren(self, e: E.Expr) -> str:
@@ -283,6 +302,11 @@ class _Renderer:
             lay = f", wmma::{info.layout}" if info.role != "accumulator" else ""
             return [f"{pad}wmma::fragment<{role}, {info.m}, {info.n}, {info.k}, {ctype}{lay}> "
                     f"{self.name(b)}{dims};"]
+        if b.scope == "shared" and self.dynamic:
+            off = -(-self.dyn_bytes // 128) * 128  # 128-byte aligned carve-out
+            self.dyn_bytes = off + b.size * _BYTES[b.dtype]
+            return [f"{pad}{ctype}* const {self.name(b)} = reinterpret_cast<{ctype}*>("
+                    f"vta_dyn_smem + {off});"]
         if b.scope == "shared":
             return [f"{pad}__shared__ __align__(32) {ctype} {self.name(b)}[{b.size}];"]
         if b.scope in ("local", "global"):
@@ -314,38 +338,62 @@ class _Renderer:
 
     def vector_copy(self, s: S.For, ind: int) -> list[str] | None:
         """A vectorized loop whose body copies contiguous elements becomes one wide move."""
-        b = s.body
-        if not isinstance(b, S.BufferStore):
+        vc = vector_copy_parts(s)
+        if vc is None:
             return None
-        cond: E.Expr | None = None
-        src = b.value
-        if (isinstance(src, E.Select) and s.var not in E.free_vars(src.cond)
-                and isinstance(src.f, (E.IntImm, E.FloatImm)) and src.f.value == 0):
-            cond, src = src.cond, src.t  # a guard on the whole vector: load it or zeros
-        if not (isinstance(src, S.BufferLoad) and isinstance(s.extent, E.IntImm)
-                and E.is_const(s.min, 0)):
-            return None
-        if src.buffer.dtype != b.buffer.dtype:
-            return None
-        nbytes = s.extent.value * _BYTES[b.buffer.dtype]
-        vt = {4: "int", 8: "int2", 16: "int4"}.get(nbytes)
-        if vt is None:
-            return None
-        fd, fs = _flat(b.buffer, b.indices), _flat(src.buffer, src.indices)
-        zero = {s.var: E.IntImm(0)}
-        d0, s0 = E.substitute(fd, zero), E.substitute(fs, zero)
-        # unit stride in the loop variable on both sides: one wide load and store (the schedule
-        # that asked for vectorization guarantees the alignment of the first element)
-        if not (_linear_in(fd, s.var) and _linear_in(fs, s.var)):
-            return None
+        vt = {4: "int", 8: "int2", 16: "int4"}[vc.nbytes]
         pad = "  " * ind
-        dst = f"{self.name(b.buffer)}[{self.expr(d0)}]"
-        srcs = f"{self.name(src.buffer)}[{self.expr(s0)}]"
+        dst = f"{self.name(vc.store.buffer)}[{self.expr(vc.dst0)}]"
+        srcs = f"{self.name(vc.load.buffer)}[{self.expr(vc.src0)}]"
         load = f"*(const {vt}*)(&{srcs})"
-        if cond is not None:
+        if vc.cond is not None:
             zeros = {"int": "0", "int2": "make_int2(0, 0)", "int4": "make_int4(0, 0, 0, 0)"}[vt]
-            load = f"({self.expr(cond)} ? {load} : {zeros})"
+            load = f"({self.expr(vc.cond)} ? {load} : {zeros})"
         return [f"{pad}*({vt}*)(&{dst}) = {load};"]
+
+
+@dataclass(frozen=True)
+class VectorCopy:
+    """A vectorized loop that is one wide move: ``store`` copies ``load`` (guarded by ``cond``:
+    zeros where it is false); ``dst0``/``src0`` are the flat indices of the first element."""
+
+    store: S.BufferStore
+    load: S.BufferLoad
+    cond: E.Expr | None
+    dst0: E.Expr
+    src0: E.Expr
+    nbytes: int
+
+
+def vector_copy_parts(s: S.For) -> VectorCopy | None:
+    """The wide move a ``VECTORIZED`` loop renders as (4, 8 or 16 contiguous bytes on both
+    sides, unit stride in the loop variable), or None when it renders as a plain loop. The
+    renderer and the emulator's profiler both use this, so they agree on what is one access."""
+    if s.kind is not S.ForKind.VECTORIZED:
+        return None
+    b = s.body
+    if not isinstance(b, S.BufferStore):
+        return None
+    cond: E.Expr | None = None
+    src = b.value
+    if (isinstance(src, E.Select) and s.var not in E.free_vars(src.cond)
+            and isinstance(src.f, (E.IntImm, E.FloatImm)) and src.f.value == 0):
+        cond, src = src.cond, src.t  # a guard on the whole vector: load it or zeros
+    if not (isinstance(src, S.BufferLoad) and isinstance(s.extent, E.IntImm)
+            and E.is_const(s.min, 0)):
+        return None
+    if src.buffer.dtype != b.buffer.dtype:
+        return None
+    nbytes = s.extent.value * _BYTES[b.buffer.dtype]
+    if nbytes not in (4, 8, 16):
+        return None
+    fd, fs = _flat(b.buffer, b.indices), _flat(src.buffer, src.indices)
+    # unit stride in the loop variable on both sides: one wide load and store (the schedule
+    # that asked for vectorization guarantees the alignment of the first element)
+    if not (_linear_in(fd, s.var) and _linear_in(fs, s.var)):
+        return None
+    zero = {s.var: E.IntImm(0)}
+    return VectorCopy(b, src, cond, E.substitute(fd, zero), E.substitute(fs, zero), nbytes)
 
 
 def _linear_in(e: E.Expr, v: E.Var) -> bool:

@@ -35,7 +35,9 @@ import numpy as np
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
+from vta.compiler.expr import DTYPES
 from vta.errors import VtaError
+from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (
     FragmentInfo,
     LaunchConfig,
@@ -45,6 +47,7 @@ from vta.gpu.dialect import (
     WmmaMma,
     WmmaStore,
 )
+from vta.gpu.profile import Profile
 
 __all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
 
@@ -55,6 +58,10 @@ NP_DTYPES: dict[str, Any] = {
 }
 
 Mask = "np.ndarray | None"
+
+#: integer bitwise calls (``Call(name, (a, b))``)
+_BITWISE: dict[str, Callable[[Any, Any], Any]] = {
+    "bitwise_xor": np.bitwise_xor, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or}
 ExprFn = Callable[["_Ctx", Any], Any]
 StmtFn = Callable[["_Ctx", Any], None]
 
@@ -102,9 +109,21 @@ class _Ctx:
         self.writer: dict[S.Buffer, np.ndarray] = {}
         self.reader: dict[S.Buffer, np.ndarray] = {}
         self._bases: dict[tuple[str, int], np.ndarray] = {}
-        self.wpb = max(1, self.T // 32)  # warps per block
+        self.wpb = max(1, -(-self.T // 32))  # warps per block (a partial last warp counts)
         self.leaders = np.nonzero(self.tid % 32 == 0)[0]
         self.warp_of_lane = self.blk * self.wpb + self.tid // 32
+        #: shared buffer -> per element, the cp.async copies still in flight (vta.gpu.mma)
+        self.inflight: dict[S.Buffer, np.ndarray] = {}
+        #: per-kernel state of dialect statements (cp.async groups), keyed by their module
+        self.dialect: dict[str, Any] = {}
+
+    def warps(self, m: Any) -> int:
+        """Warps with at least one active lane under mask ``m``."""
+        if m is None:
+            return self.B * self.wpb
+        if self.T % 32 == 0:
+            return int(np.count_nonzero(m.reshape(-1, 32).any(axis=1)))
+        return int(np.unique(self.warp_of_lane[m]).size)
 
     def base(self, scope: str, size: int) -> np.ndarray:
         key = (scope, size)
@@ -121,8 +140,8 @@ class _Ctx:
 class Emulator:
     """Compile a lowered GPU ``PrimFunc`` once; ``run`` it on numpy arrays many times."""
 
-    def __init__(self, func: S.PrimFunc, check_races: bool = True, max_lanes: int = 1 << 15
-                 ) -> None:
+    def __init__(self, func: S.PrimFunc, check_races: bool = True, max_lanes: int = 1 << 15,
+                 profile: bool = False) -> None:
         launch = func.attr("launch")
         if not isinstance(launch, LaunchConfig):
             raise EmulatorError(f"{func.name}: no launch configuration; run "
@@ -130,6 +149,10 @@ class Emulator:
         self.func = func
         self.launch = launch
         self.check_races = check_races
+        #: counters of what makes the kernel slow (vta.gpu.profile), filled by ``run``
+        self.profile = Profile(func.name, launch.num_blocks, launch.threads_per_block) \
+            if profile else None
+        self._quiet = 0  # > 0 while a wide move records itself as one access
         self.max_lanes = max_lanes
         self.frags: dict[S.Buffer, FragmentInfo] = {}
         self.scope_of: dict[S.Buffer, str] = {b: "global" for b in func.params}
@@ -168,9 +191,30 @@ class Emulator:
                 ctx.mem.update(flat)
                 ctx.writer.update(gwriter)
                 self.body(ctx, None)
+                if self.profile is not None:
+                    self.profile.end_batch()
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: E.Expr) -> ExprFn:
+        fn = self._expr(e)
+        if self.profile is not None and isinstance(e, (E.BinOp, E.Cmp, E.Select, E.Cast,
+                                                       E.Call)):
+            return self._counted(fn)
+        return fn
+
+    def _counted(self, fn: ExprFn) -> ExprFn:
+        """``fn`` that also counts one ALU instruction per warp when its value is per-thread."""
+        prof = self.profile
+        assert prof is not None
+
+        def run(ctx: _Ctx, m: Any) -> Any:
+            v = fn(ctx, m)
+            if _is_vec(v) and not self._quiet:
+                prof.count("alu", ctx.warps(m))
+            return v
+        return run
+
+    def _expr(self, e: E.Expr) -> ExprFn:
         if isinstance(e, E.Var):
             def var(ctx: _Ctx, m: Any, v: E.Var = e) -> Any:
                 try:
@@ -218,6 +262,10 @@ class Emulator:
             if e.name == "clip" and len(e.args) == 3:
                 x, lo, hi = (self.expr(a) for a in e.args)
                 return lambda ctx, m: np.minimum(np.maximum(x(ctx, m), lo(ctx, m)), hi(ctx, m))
+            if e.name in _BITWISE and len(e.args) == 2:
+                x, y = (self.expr(a) for a in e.args)
+                bit = _BITWISE[e.name]
+                return lambda ctx, m: bit(x(ctx, m), y(ctx, m))
             raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}()")
         raise EmulatorError(f"{self.func.name}: cannot emulate expression {e!r}")
 
@@ -327,10 +375,49 @@ class Emulator:
             where = self._where(b, "load from", fi(ctx, m), ctx, m)
             arr = self.storage(ctx, b)
             val = arr[where]
+            if shared and ctx.inflight:
+                self.check_inflight(ctx, b, where, m, "reads")
             if self.check_races and (shared or tracked_global):
                 self.check_read(ctx, b, where, m)
+            if self.profile is not None and not self._quiet:
+                self.observe(ctx, b, where, m, DTYPES[b.dtype] // 8 or 1, False)
             return val
         return run
+
+    def check_inflight(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any, what: str) -> None:
+        """An access to shared elements that a ``cp.async`` still copies into is a race."""
+        fl = ctx.inflight.get(b)
+        if fl is None:
+            return
+        busy = fl[where] > 0
+        if m is not None and np.ndim(busy):
+            busy = busy & m
+        if np.any(busy):
+            el = np.broadcast_to(where, np.shape(busy))[int(np.argmax(busy))]
+            raise EmulatorRaceError(f"{self.func.name}: a thread {what} {b.name} element "
+                                    f"{int(el) % b.size} while a cp.async into it is in flight "
+                                    f"(missing cp.async.wait_group before the access)")
+
+    def observe(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any, width: int, store: bool,
+                kind: str | None = None) -> None:
+        """Report one warp-wide access (``where``: storage indices per lane) to the profile."""
+        prof = self.profile
+        if prof is None or b.scope == "local" or b in self.frags:
+            return
+        scope = self.scope_of.get(b, b.scope)
+        where = np.broadcast_to(np.asarray(where, np.int64), (ctx.L,))
+        item = DTYPES[b.dtype] // 8 or 1
+        if scope == "global":
+            addr = where * item
+        else:
+            addr = (where - ctx.base(scope, b.size)) * item
+        if m is not None:
+            addr = np.where(m, addr, -1)
+        nw = ctx.B * ctx.wpb
+        full = np.full(nw * 32, -1, np.int64)
+        full[ctx.warp_of_lane * 32 + ctx.tid % 32] = addr
+        block = np.arange(nw) // ctx.wpb + ctx.first_block
+        prof.access(b.name, scope, full.reshape(nw, 32), block, width, store, kind)
 
     def check_read(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any) -> None:
         if b.scope == "global":
@@ -348,6 +435,12 @@ class Emulator:
         where = np.broadcast_to(where, tid.shape)
         if m is not None:
             where, tid = where[m], tid[m]
+        self.check_read_lanes(ctx, b, where, tid)
+
+    def check_read_lanes(self, ctx: _Ctx, b: S.Buffer, where: np.ndarray, tid: np.ndarray
+                         ) -> None:
+        """Thread ``tid[i]`` reads shared element ``where[i]`` (storage index): a race when
+        another thread wrote it since the last barrier; the read is recorded for WAR checks."""
         w = ctx.writer[b][where]
         bad = (w != -1) & (w != tid)
         if bad.any():
@@ -398,6 +491,13 @@ class Emulator:
                 val = val.astype(dt, copy=False)
             else:
                 val = np.array(val).astype(dt)
+            if self.profile is not None and not self._quiet:
+                full = where if m is None else np.zeros(ctx.L, np.int64)
+                if m is not None:
+                    full[m] = where
+                self.observe(ctx, b, full, m, DTYPES[b.dtype] // 8 or 1, True)
+            if shared and ctx.inflight:
+                self.check_inflight(ctx, b, where, None, "writes")
             if self.check_races and shared:
                 tid = ctx.tid if m is None else ctx.tid[m]
                 if not _is_vec(where):
@@ -442,21 +542,41 @@ class Emulator:
         if isinstance(s, S.Evaluate):
             return lambda ctx, m: None
         if isinstance(s, WmmaFill):
-            return self.wmma_fill(s)
+            return self._counted_stmt(self.wmma_fill(s), "wmma.fill")
         if isinstance(s, WmmaLoad):
-            return self.wmma_load(s)
+            return self._counted_stmt(self.wmma_load(s), "wmma.load")
         if isinstance(s, WmmaMma):
-            return self.wmma_mma(s)
+            return self._counted_stmt(self.wmma_mma(s), "wmma.mma")
         if isinstance(s, WmmaStore):
-            return self.wmma_store(s)
-        if isinstance(s, S.For) or s.__class__.__name__ == "For":  # pragma: no cover
-            raise EmulatorError("unreachable")
+            return self._counted_stmt(self.wmma_store(s), "wmma.store")
+        emulate = getattr(s, "emulate", None)
+        if emulate is not None:  # a dialect statement that emulates itself (vta.gpu.mma)
+            fn: StmtFn = emulate(self)
+            return fn
         raise EmulatorError(f"{self.func.name}: cannot emulate statement {type(s).__name__}")
+
+    def _counted_stmt(self, fn: StmtFn, kind: str) -> StmtFn:
+        """``fn`` that also counts one ``kind`` instruction per active warp when profiling."""
+        prof = self.profile
+        if prof is None:
+            return fn
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            fn(ctx, m)
+            prof.count(kind, ctx.warps(m))
+        return run
 
     def loop(self, s: S.For) -> StmtFn:
         if s.kind is S.ForKind.THREAD_BINDING:
             raise EmulatorError(f"loop {s.var.name} is still bound to {s.thread}; run "
                                 f"lower_for_gpu first")
+        if self.profile is not None:
+            vc = vector_copy_parts(s)
+            if vc is not None:
+                return self.vector_copy(s, vc)
+        return self._plain_loop(s)
+
+    def _plain_loop(self, s: S.For) -> StmtFn:
         lo_f, ext_f, body, var = self.expr(s.min), self.expr(s.extent), self.stmt(s.body), s.var
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -480,6 +600,35 @@ class Emulator:
                 if mi.any():
                     ctx.env[var] = i
                     body(ctx, mi)
+        return run
+
+    def vector_copy(self, s: S.For, vc: Any) -> StmtFn:
+        """A vectorized loop the renderer turns into one wide move: run element by element
+        (bounds and races checked as usual) but profile it as one access of ``vc.nbytes``
+        bytes per lane on each side, the load skipped where the vector's guard is false."""
+        inner = self._plain_loop(s)
+        dst0, src0 = self.expr(vc.dst0), self.expr(vc.src0)
+        cond = self.expr(vc.cond) if vc.cond is not None else None
+        dst, src = vc.store.buffer, vc.load.buffer
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            self._quiet += 1
+            try:
+                inner(ctx, m)
+            finally:
+                self._quiet -= 1
+            if self._quiet:
+                return
+            ctx.env[s.var] = 0
+            lm = m
+            if cond is not None:
+                c = np.broadcast_to(cond(ctx, m), (ctx.L,))
+                lm = c if m is None else (m & c)
+            for b, fn, mask, store in ((src, src0, lm, False), (dst, dst0, m, True)):
+                base = np.broadcast_to(fn(ctx, m), (ctx.L,))
+                if self.scope_of.get(b, b.scope) != "global":
+                    base = base + ctx.base(self.scope_of.get(b, b.scope), b.size)
+                self.observe(ctx, b, base, mask, vc.nbytes, store)
         return run
 
     def branch(self, s: S.IfThenElse) -> StmtFn:
@@ -528,10 +677,15 @@ class Emulator:
         return run
 
     def barrier(self) -> StmtFn:
+        prof = self.profile
+
         def run(ctx: _Ctx, m: Any) -> None:
             if m is not None and not m.all():
                 raise EmulatorError(f"{self.func.name}: __syncthreads() reached by only some "
                                     f"threads of a block (divergent barrier)")
+            if prof is not None:
+                prof.barrier(ctx.B)
+                prof.count("bar.sync", ctx.warps(None))
             for b, w in ctx.writer.items():
                 if b.scope == "shared":
                     w.fill(-1)

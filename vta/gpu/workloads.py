@@ -126,4 +126,11 @@ def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
         if w.is_conv:
             return G.conv2d_simt(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
         return G.matmul_simt(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
-    raise VtaError(f"unknown GPU schedule {schedule!r} (wmma or simt)")
+    if schedule == "mma":  # the task-mapping kernels (already lowered; OHWI conv weights)
+        from vta.gpu.kernels.conv2d import mma_conv2d
+        from vta.gpu.kernels.gemm import mma_gemm
+
+        if w.is_conv:
+            return mma_conv2d(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
+        return mma_gemm(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
+    raise VtaError(f"unknown GPU schedule {schedule!r} (wmma, simt or mma)")

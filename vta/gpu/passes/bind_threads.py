@@ -16,7 +16,7 @@ from __future__ import annotations
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.errors import VtaError
-from vta.gpu.dialect import THREAD_TAGS, LaunchConfig, ThreadIndex
+from vta.gpu.dialect import STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
 
 __all__ = ["bind_threads", "GpuLoweringError"]
 
@@ -25,9 +25,9 @@ class GpuLoweringError(VtaError):
     """The IR cannot be lowered to a GPU kernel; the message names the loop or buffer."""
 
 
-#: bytes of static ``__shared__`` memory one block may declare (CUDA's static limit; more needs
-#: dynamic shared memory and an opt-in, which the renderer does not emit)
-MAX_SHARED_BYTES = 48 * 1024
+#: bytes of static ``__shared__`` memory a scheduled kernel may declare (schedules get static
+#: shared memory only; the hand-mapped kernels of vta.gpu.kernels use dynamic shared memory)
+MAX_SHARED_BYTES = STATIC_SHARED_BYTES
 
 #: threads one block may have
 MAX_THREADS = 1024
