@@ -12,7 +12,8 @@ framework without fusion runs): im2col gather, the best int8 GEMM CuPy reaches
 (``_gpu_common.int8_gemm_baseline``: cuBLAS ``cublasGemmEx`` on int8), then shift, bias
 add, clip and the int8 cast as separate kernels (each a full pass over the int32
 activations). All are checked bit-exact against each other. Results: a table (GOP/s, ratio)
-and bench/results/gpu_conv2d_<gpu>.json. Target: fused >= 1.5x unfused. Without CuPy or a GPU the script says so and exits with status 2.
+and bench/results/gpu_conv2d_<gpu>.json. Target: fused >= 1.5x unfused. Without CuPy or a
+GPU the script says so and exits with status 2.
 """
 
 from __future__ import annotations
