@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,16 @@ class HwConfig:
     #: optional intrinsics, in the order the file lists them (``intrinsics:`` in YAML)
     intrinsics: tuple[IntrinsicConfig, ...] = ()
     source: str = field(default="<dict>", compare=False)
+    #: the hash of the fields above, computed once (configs key many caches)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((
+            self.name, self.gemm, self.alu, self.scratchpad, self.queues, self.memory,
+            self.board, self.intrinsics)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     # ---------------------------------------------------------------- construction
 
@@ -243,6 +254,7 @@ class HwConfig:
         """The config as plain data (round-trips through ``from_dict``)."""
         d = asdict(self)
         d.pop("source")
+        d.pop("_hash")
         d["alu"]["ops"] = list(d["alu"]["ops"])
         d["intrinsics"] = {i.name: dict(i.params) for i in self.intrinsics}
         return d
@@ -303,19 +315,13 @@ class HwConfig:
 
     def elem_bytes(self, kind: str) -> int:
         """Bytes of one entry of buffer ``kind`` (uop, inp, wgt, acc, out)."""
-        return {
-            "uop": self.uop_elem_bytes,
-            "inp": self.inp_elem_bytes,
-            "wgt": self.wgt_elem_bytes,
-            "acc": self.acc_elem_bytes,
-            "out": self.out_elem_bytes,
-        }[kind]
+        return _elem_bytes(self, kind)
 
     # ---------------------------------------------------------------- depths (entries)
 
     def depth(self, kind: str) -> int:
         """Entries of buffer ``kind``."""
-        return getattr(self.scratchpad, kind) // self.elem_bytes(kind)
+        return _depth(self, kind)
 
     @property
     def uop_depth(self) -> int:
@@ -705,10 +711,27 @@ def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
                 f"{elem} bytes ({formula}), got {size}")
 
 
+@lru_cache(maxsize=1024)
+def _elem_bytes(cfg: HwConfig, kind: str) -> int:
+    if kind not in _ELEM:
+        raise KeyError(kind)
+    return getattr(cfg, _ELEM[kind])  # type: ignore[no-any-return]
+
+
+_ELEM = {"uop": "uop_elem_bytes", "inp": "inp_elem_bytes", "wgt": "wgt_elem_bytes",
+         "acc": "acc_elem_bytes", "out": "out_elem_bytes"}
+
+
+@lru_cache(maxsize=1024)
+def _depth(cfg: HwConfig, kind: str) -> int:
+    return getattr(cfg.scratchpad, kind) // _elem_bytes(cfg, kind)  # type: ignore[no-any-return]
+
+
 def _log2(n: int) -> int:
     return max(1, (n - 1).bit_length()) if n > 1 else 1
 
 
+@lru_cache(maxsize=256)
 def _isa_widths(cfg: HwConfig) -> IsaWidths:
     uop = _log2(cfg.uop_depth)
     inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in ("inp", "wgt", "acc", "out"))

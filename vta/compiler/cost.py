@@ -10,13 +10,15 @@ instructions it expects a schedule to emit with the same function, on prototype 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from vta.config import HwConfig
 from vta.isa import InstructionDef, Program, definition_of
 from vta.isa.defs import instance
 
-__all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles"]
+__all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles",
+           "dma_instruction_cycles"]
 
 _UNITS = {0: "load", 1: "compute", 2: "store"}
 
@@ -44,5 +46,24 @@ def prototype(defn: InstructionDef, **fields: Any) -> Any:
 
 def microop_instruction_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                                **fields: Any) -> int:
-    """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops."""
-    return instruction_cycles(prototype(defn, iter_out=n_ops, iter_in=1, uop_end=1, **fields), hw)
+    """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops (memoised:
+    the schedule model prices thousands of candidates with a few distinct instructions)."""
+    return _microop_cycles(defn, n_ops, hw, tuple(sorted(fields.items())))
+
+
+@lru_cache(maxsize=4096)
+def _microop_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
+                    fields: tuple[tuple[str, Any], ...]) -> int:
+    return instruction_cycles(prototype(defn, iter_out=n_ops, iter_in=1, uop_end=1,
+                                        **dict(fields)), hw)
+
+
+@lru_cache(maxsize=4096)
+def dma_instruction_cycles(defn: InstructionDef, kind: str, rows: int, cols: int,
+                           hw: HwConfig) -> int:
+    """Cycles of one 2-D DMA of ``defn`` (LOAD or STORE) moving ``rows`` x ``cols`` entries of
+    ``kind`` (memoised, as above)."""
+    from vta.isa import MemType
+
+    return instruction_cycles(prototype(defn, mem=MemType[kind.upper()], y_size=rows,
+                                        x_size=cols, x_stride=cols), hw)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from vta.compiler.visitor import child_fields, is_node
+from vta.compiler.visitor import node_fields
 
 __all__ = [
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
@@ -365,20 +365,21 @@ def _is_node(x: Any) -> bool:
     """Whether ``x`` is an IR node to traverse. Objects that mark themselves ``_ir_opaque``
     (a ``Tensor`` referenced by a read, an intrinsic in an annotation) are leaves: a traversal
     of one compute body must not wander into the bodies of the tensors it reads."""
-    return is_node(type(x))
+    return node_fields(type(x)) is not None
 
 
 def children(node: Any) -> Iterator[Any]:
     """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
-    if not is_node(type(node)):
+    names = node_fields(type(node))
+    if names is None:
         return
-    for name in child_fields(type(node)):
+    for name in names:
         v = getattr(node, name)
-        if isinstance(v, tuple):
+        if type(v) is tuple:
             for x in v:
-                if is_node(type(x)):
+                if node_fields(type(x)) is not None:
                     yield x
-        elif is_node(type(v)):
+        elif node_fields(type(v)) is not None:
             yield v
 
 
@@ -388,7 +389,17 @@ def walk(node: Any) -> Iterator[Any]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(reversed(list(children(n))))
+        names = node_fields(type(n))
+        if names is None:
+            continue
+        kids: list[Any] = []
+        for name in names:
+            v = getattr(n, name)
+            if type(v) is tuple:
+                kids.extend(x for x in v if node_fields(type(x)) is not None)
+            elif node_fields(type(v)) is not None:
+                kids.append(v)
+        stack.extend(reversed(kids))
 
 
 def free_vars(e: Any) -> set[Var]:
@@ -416,23 +427,27 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
     if r is not None:
         return r
     cls = type(node)
-    if not is_node(cls):
+    names = node_fields(cls)
+    if names is None:
         return node
     changed: dict[str, Any] | None = None
-    for name in child_fields(cls):
+    for name in names:
         v = getattr(node, name)
-        if isinstance(v, tuple):
+        if type(v) is tuple:
             nv = tuple(_rewrite(x, fn, descend)
-                       if is_node(type(x)) and (descend is None or descend(x)) else x for x in v)
+                       if node_fields(type(x)) is not None and (descend is None or descend(x))
+                       else x for x in v)
             if any(a is not b for a, b in zip(nv, v, strict=True)):
-                changed = changed or {}
+                if changed is None:
+                    changed = {}
                 changed[name] = nv
-        elif is_node(type(v)) and (descend is None or descend(v)):
+        elif node_fields(type(v)) is not None and (descend is None or descend(v)):
             nv = _rewrite(v, fn, descend)
             if nv is not v:
-                changed = changed or {}
+                if changed is None:
+                    changed = {}
                 changed[name] = nv
-    if not changed:
+    if changed is None:
         return node
     if isinstance(node, BinOp):
         # re-fold: substitution may have made both sides constant

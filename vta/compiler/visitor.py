@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from vta.errors import VtaError
 
-__all__ = ["Dispatch", "NoRule", "child_fields", "is_node"]
+__all__ = ["Dispatch", "NoRule", "child_fields", "is_node", "node_fields"]
 
 T = TypeVar("T")
 
@@ -67,23 +67,28 @@ class Dispatch(Generic[T]):
         return self.rule(type(node))(node, *args)
 
 
-_IS_NODE: dict[type, bool] = {}
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def node_fields(cls: type) -> tuple[str, ...] | None:
+    """The field names of node class ``cls`` (where its children may be), in order; None when
+    instances of ``cls`` are not IR nodes to traverse (not dataclasses, or marked
+    ``_ir_opaque``: a tensor referenced by a read, an intrinsic in an annotation are leaves).
+    Computed once per class."""
+    try:
+        return _NODE_FIELDS[cls]
+    except KeyError:
+        node = hasattr(cls, "__dataclass_fields__") and not getattr(cls, "_ir_opaque", False)
+        names = tuple(f.name for f in fields(cls)) if node else None
+        _NODE_FIELDS[cls] = names
+        return names
 
 
 def is_node(cls: type) -> bool:
-    """Whether instances of ``cls`` are IR nodes to traverse: dataclasses not marked
-    ``_ir_opaque`` (a tensor referenced by a read, an intrinsic in an annotation are leaves)."""
-    hit = _IS_NODE.get(cls)
-    if hit is None:
-        hit = _IS_NODE[cls] = (hasattr(cls, "__dataclass_fields__")
-                               and not getattr(cls, "_ir_opaque", False))
-    return hit
+    """Whether instances of ``cls`` are IR nodes to traverse."""
+    return node_fields(cls) is not None
 
 
 def child_fields(cls: type) -> tuple[str, ...]:
-    """The field names of node class ``cls`` (where its children may be), in order."""
-    hit = _FIELDS.get(cls)
-    if hit is None:
-        hit = _FIELDS[cls] = tuple(f.name for f in fields(cls))
-    return hit
+    """The field names of node class ``cls``."""
+    return node_fields(cls) or ()

@@ -435,26 +435,37 @@ def available(hw: HwConfig) -> tuple[InstructionDef, ...]:
 def instance(d: InstructionDef, **values: Any) -> Any:
     """An instance of ``d``'s class with ``values``, every other field zero (False, the first
     enum member) and the function field set: a prototype for timing or checks."""
-    import typing
-
-    from vta.isa.insn import Deps
-
-    hints = typing.get_type_hints(d.cls)
-    kw: dict[str, Any] = {}
-    for f in fields(d.cls):
-        if f.name in values:
-            kw[f.name] = values[f.name]
-        elif f.name == "deps":
-            kw[f.name] = Deps()
-        elif d.function is not None and f.name == d.function[0]:
-            kw[f.name] = _typed(hints.get(f.name, int), d.function[1])
-        else:
-            kw[f.name] = _typed(hints.get(f.name, int), 0)
+    kw = dict(_zeros(d))
     unknown = set(values) - set(kw)
     if unknown:
         raise DefinitionError(f"{d.name}: no field(s) {', '.join(sorted(unknown))} in "
                               f"{d.cls.__name__}")
+    kw.update(values)
     return d.cls(**kw)
+
+
+_ZEROS: dict[InstructionDef, dict[str, Any]] = {}
+
+
+def _zeros(d: InstructionDef) -> dict[str, Any]:
+    """Each field of ``d``'s class at zero (typed by its annotation), computed once."""
+    hit = _ZEROS.get(d)
+    if hit is None:
+        import typing
+
+        from vta.isa.insn import Deps
+
+        hints = typing.get_type_hints(d.cls)
+        hit = {}
+        for f in fields(d.cls):
+            if f.name == "deps":
+                hit[f.name] = Deps()
+            elif d.function is not None and f.name == d.function[0]:
+                hit[f.name] = _typed(hints.get(f.name, int), d.function[1])
+            else:
+                hit[f.name] = _typed(hints.get(f.name, int), 0)
+        _ZEROS[d] = hit
+    return hit
 
 
 def _typed(t: Any, v: int) -> Any:

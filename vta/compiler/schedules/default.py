@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vta.compiler.cost import instruction_cycles, microop_instruction_cycles, prototype
+from vta.compiler.cost import dma_instruction_cycles, microop_instruction_cycles
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
@@ -50,7 +50,7 @@ from vta.compiler.schedule import Schedule, create_schedule
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
 from vta.errors import VtaError
-from vta.isa import InstructionDef, MemType
+from vta.isa import InstructionDef
 from vta.isa.builtins import GEMM, LOAD, STORE
 
 if TYPE_CHECKING:
@@ -148,14 +148,12 @@ def _tile_choices(extent: int, limit: int = 64) -> list[int]:
 def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
     """Cycles of one 2-D LOAD of ``rows`` x ``cols`` ``kind`` entries: the LOAD definition's own
     duration (the one the simulator charges)."""
-    return instruction_cycles(prototype(LOAD, mem=MemType[kind.upper()], y_size=rows,
-                                        x_size=cols, x_stride=cols), hw)
+    return dma_instruction_cycles(LOAD, kind, rows, cols, hw)
 
 
 def _store(hw: HwConfig, rows: int, cols: int) -> float:
     """Cycles of one STORE of ``rows`` x ``cols`` out entries (the STORE definition's)."""
-    return instruction_cycles(prototype(STORE, mem=MemType.OUT, y_size=rows, x_size=cols,
-                                        x_stride=cols), hw)
+    return dma_instruction_cycles(STORE, "out", rows, cols, hw)
 
 
 #: cycles the model adds per compute instruction for its issue between instructions (a property
