@@ -8,6 +8,7 @@ produced by scheduling stays readable.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ __all__ = [
     "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
     "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk",
     "free_vars",
-    "substitute", "simplify_int", "select",
+    "substitute", "simplify_int", "select", "INT_OPS",
 ]
 
 #: scalar types the IR knows, with their width in bits
@@ -289,26 +290,21 @@ def _common(a: Expr, b: Expr) -> str:
     return a.dtype if DTYPES.get(a.dtype, 32) >= DTYPES.get(b.dtype, 32) else b.dtype
 
 
+#: what each binary operator means on Python integers (exact; ``//`` and ``%`` floor): the one
+#: integer semantics that constant folding and integer evaluation read
+INT_OPS: dict[type, Callable[[int, int], int]] = {}
+
+
 def _fold(cls: type, x: int, y: int) -> int | None:
-    if cls is Add:
-        return x + y
-    if cls is Sub:
-        return x - y
-    if cls is Mul:
-        return x * y
-    if cls is FloorDiv:
-        return x // y if y else None
-    if cls is FloorMod:
-        return x % y if y else None
-    if cls is Min:
-        return min(x, y)
-    if cls is Max:
-        return max(x, y)
-    if cls is Shr and y >= 0:
-        return x >> y
-    if cls is Shl and y >= 0 and -(1 << 31) <= x << y < 1 << 31:
-        return x << y
-    return None
+    """``x op y`` folded at compile time, or None where folding must not happen (a division by
+    zero, a negative shift, a left shift leaving int32)."""
+    op = INT_OPS.get(cls)
+    if op is None or (cls in (FloorDiv, FloorMod) and y == 0) or (cls in (Shr, Shl) and y < 0):
+        return None
+    r = op(x, y)
+    if cls is Shl and not -(1 << 31) <= r < 1 << 31:
+        return None
+    return r
 
 
 def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
@@ -338,6 +334,11 @@ def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
     if cls is FloorMod and is_const(eb, 1):
         return IntImm(0, dtype)
     return cls(ea, eb, dtype)
+
+
+INT_OPS.update({Add: operator.add, Sub: operator.sub, Mul: operator.mul,
+                FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: min, Max: max,
+                Shr: operator.rshift, Shl: operator.lshift})
 
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:

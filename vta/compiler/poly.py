@@ -22,13 +22,15 @@ import islpy as isl
 
 from vta.compiler import expr as E
 from vta.compiler.stmt import Buffer
+from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
 
 __all__ = [
-    "PolyError", "CapacityError", "linear_form", "simplify", "to_isl", "aff_to_expr", "Box",
+    "PolyError", "CapacityError", "linear_form", "coefficient", "simplify", "to_isl",
+    "aff_to_expr", "Box",
     "Clamped", "footprint", "set_box", "DimBox", "buffer_bytes", "check_capacity",
     "region_text",
     "Dependences", "dependences", "violations", "carries",
@@ -50,29 +52,63 @@ LinearTerms = dict[E.Expr, int]
 
 def linear_form(e: E.Expr) -> tuple[LinearTerms, int]:
     """``e`` as ``sum(coef * atom) + const``. Atoms are variables or the sub-expressions that are
-    not linear (``x // 4``, ``x % 4``, a load); terms keep the order of first appearance."""
-    if isinstance(e, E.IntImm):
-        return {}, e.value
-    if isinstance(e, E.Add) or isinstance(e, E.Sub):
-        ta, ca = linear_form(e.a)
-        tb, cb = linear_form(e.b)
-        sign = 1 if isinstance(e, E.Add) else -1
-        out = dict(ta)
-        for atom, c in tb.items():
-            out[atom] = out.get(atom, 0) + sign * c
-        return {k: v for k, v in out.items() if v}, ca + sign * cb
-    if isinstance(e, E.Mul):
-        ta, ca = linear_form(e.a)
-        tb, cb = linear_form(e.b)
-        if not tb:
-            return {k: v * cb for k, v in ta.items() if v * cb}, ca * cb
-        if not ta:
-            return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb
-    if isinstance(e, E.Cast) and not e.dtype.startswith("float") and e.dtype != "bool":
-        return linear_form(e.value)
-    if isinstance(e, (E.FloorDiv, E.FloorMod)):
-        return {type(e)(simplify(e.a), e.b, e.dtype): 1}, 0
+    not linear (``x // 4``, ``x % 4``, a load); terms keep the order of first appearance. The
+    IR's one affine decomposition: every pass that needs coefficients reads it."""
+    return _LINEAR(e)
+
+
+def _atom(e: E.Expr) -> tuple[LinearTerms, int]:
     return {e: 1}, 0
+
+
+def _add_sub(e: E.Add | E.Sub) -> tuple[LinearTerms, int]:
+    ta, ca = _LINEAR(e.a)
+    tb, cb = _LINEAR(e.b)
+    sign = 1 if isinstance(e, E.Add) else -1
+    out = dict(ta)
+    for atom, c in tb.items():
+        out[atom] = out.get(atom, 0) + sign * c
+    return {k: v for k, v in out.items() if v}, ca + sign * cb
+
+
+def _mul(e: E.Mul) -> tuple[LinearTerms, int]:
+    ta, ca = _LINEAR(e.a)
+    tb, cb = _LINEAR(e.b)
+    if not tb:
+        return {k: v * cb for k, v in ta.items() if v * cb}, ca * cb
+    if not ta:
+        return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb
+    return _atom(e)
+
+
+def _cast(e: E.Cast) -> tuple[LinearTerms, int]:
+    if not e.dtype.startswith("float") and e.dtype != "bool":
+        return _LINEAR(e.value)
+    return _atom(e)
+
+
+_LINEAR: Dispatch[tuple[LinearTerms, int]] = Dispatch("affine decomposition", {
+    E.IntImm: lambda e: ({}, e.value),
+    E.Add: _add_sub,
+    E.Sub: _add_sub,
+    E.Mul: _mul,
+    E.Cast: _cast,
+    E.FloorDiv: lambda e: ({type(e)(simplify(e.a), e.b, e.dtype): 1}, 0),
+    E.FloorMod: lambda e: ({type(e)(simplify(e.a), e.b, e.dtype): 1}, 0),
+}, default=_atom)
+
+
+def coefficient(e: E.Expr, v: E.Var) -> int | None:
+    """``c`` when ``e == rest + c * v`` with ``rest`` free of ``v`` (0 when ``v`` does not
+    occur); None when ``v`` occurs non-linearly (``linear_form``'s reading)."""
+    terms, _ = linear_form(e)
+    c = 0
+    for atom, k in terms.items():
+        if atom is v:
+            c = k
+        elif v in E.free_vars(atom):
+            return None
+    return c
 
 
 def from_linear(terms: LinearTerms, const: int, dtype: str = "int32") -> E.Expr:
@@ -101,29 +137,52 @@ def simplify(e: E.Expr) -> E.Expr:
 
 def to_isl(e: E.Expr, name: Mapping[E.Var, str]) -> str:
     """isl text of an affine expression over the variables in ``name``."""
-    if isinstance(e, E.Var):
-        if e not in name:
-            raise PolyError(f"variable {e.name} is not bound in this analysis")
-        return name[e]
-    if isinstance(e, E.IntImm):
-        return str(e.value)
-    if isinstance(e, E.Add):
-        return f"({to_isl(e.a, name)} + {to_isl(e.b, name)})"
-    if isinstance(e, E.Sub):
-        return f"({to_isl(e.a, name)} - {to_isl(e.b, name)})"
-    if isinstance(e, E.Mul):
-        if isinstance(e.a, E.IntImm) or isinstance(e.b, E.IntImm):
-            return f"({to_isl(e.a, name)} * {to_isl(e.b, name)})"
-    if isinstance(e, (E.FloorDiv, E.FloorMod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
-        if isinstance(e, E.FloorDiv):
-            return f"floor(({to_isl(e.a, name)})/{e.b.value})"
-        return f"(({to_isl(e.a, name)}) mod {e.b.value})"
-    if isinstance(e, (E.Min, E.Max)):
-        return f"{e.symbol}({to_isl(e.a, name)}, {to_isl(e.b, name)})"
-    if isinstance(e, E.Cast) and not e.dtype.startswith("float"):
-        return to_isl(e.value, name)
+    return _ISL(e, name)
+
+
+def _isl_var(e: E.Var, name: Mapping[E.Var, str]) -> str:
+    if e not in name:
+        raise PolyError(f"variable {e.name} is not bound in this analysis")
+    return name[e]
+
+
+def _not_affine(e: E.Expr, name: Mapping[E.Var, str]) -> str:
     raise PolyError(f"index expression {e} is not affine (+, -, * by a constant, // and % by a "
                     f"positive constant)")
+
+
+def _isl_mul(e: E.Mul, name: Mapping[E.Var, str]) -> str:
+    if isinstance(e.a, E.IntImm) or isinstance(e.b, E.IntImm):
+        return f"({_ISL(e.a, name)} * {_ISL(e.b, name)})"
+    return _not_affine(e, name)
+
+
+def _isl_div(e: E.FloorDiv | E.FloorMod, name: Mapping[E.Var, str]) -> str:
+    if not (isinstance(e.b, E.IntImm) and e.b.value > 0):
+        return _not_affine(e, name)
+    if isinstance(e, E.FloorDiv):
+        return f"floor(({_ISL(e.a, name)})/{e.b.value})"
+    return f"(({_ISL(e.a, name)}) mod {e.b.value})"
+
+
+def _isl_cast(e: E.Cast, name: Mapping[E.Var, str]) -> str:
+    if e.dtype.startswith("float"):
+        return _not_affine(e, name)
+    return _ISL(e.value, name)
+
+
+_ISL: Dispatch[str] = Dispatch("isl text", {
+    E.Var: _isl_var,
+    E.IntImm: lambda e, name: str(e.value),
+    E.Add: lambda e, name: f"({_ISL(e.a, name)} + {_ISL(e.b, name)})",
+    E.Sub: lambda e, name: f"({_ISL(e.a, name)} - {_ISL(e.b, name)})",
+    E.Mul: _isl_mul,
+    E.FloorDiv: _isl_div,
+    E.FloorMod: _isl_div,
+    E.Min: lambda e, name: f"{e.symbol}({_ISL(e.a, name)}, {_ISL(e.b, name)})",
+    E.Max: lambda e, name: f"{e.symbol}({_ISL(e.a, name)}, {_ISL(e.b, name)})",
+    E.Cast: _isl_cast,
+}, default=_not_affine)
 
 
 def _val(v: isl.Val) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from typing import Any
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler import tensor as T
+from vta.compiler.visitor import Dispatch
 
 __all__ = ["expr_str", "stmt_str", "func_str", "Namer"]
 
@@ -39,92 +40,116 @@ class Namer:
 _PREC = {"||": 1, "&&": 2, "cmp": 3, "<<": 4, ">>": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6}
 
 
+def _paren(s: str, p: int, parent: int) -> str:
+    return f"({s})" if p < parent else s
+
+
+def _binop(e: Any, nm: Namer, parent: int) -> str:
+    p = _PREC[e.symbol]
+    return _paren(f"{_e(e.a, nm, p)} {e.symbol} {_e(e.b, nm, p + 1)}", p, parent)
+
+
+def _cmp(e: Any, nm: Namer, parent: int) -> str:
+    p = _PREC["cmp"]
+    return _paren(f"{_e(e.a, nm, p + 1)} {e.op} {_e(e.b, nm, p + 1)}", p, parent)
+
+
+def _indexed(name: str, idx: Any, nm: Namer) -> str:
+    return f"{name}[{', '.join(_e(i, nm) for i in idx)}]"
+
+
+#: the printer's meaning of each expression node (``vta.compiler.visitor.Dispatch``)
+_EXPR: Dispatch[str] = Dispatch("printer", {
+    E.Var: lambda e, nm, p: nm(e, e.name),
+    E.IntImm: lambda e, nm, p: (str(e.value) if e.dtype in ("int32", "bool")
+                                else f"{e.dtype}({e.value})"),
+    E.FloatImm: lambda e, nm, p: (f"{e.value!r}" if e.dtype == "float32"
+                                  else f"{e.dtype}({e.value!r})"),
+    E.Min: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
+    E.Max: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
+    E.BinOp: _binop,
+    E.Cmp: _cmp,
+    E.And: lambda e, nm, p: _paren(f"{_e(e.a, nm, 2)} && {_e(e.b, nm, 3)}", 2, p),
+    E.Or: lambda e, nm, p: _paren(f"{_e(e.a, nm, 1)} || {_e(e.b, nm, 2)}", 1, p),
+    E.Not: lambda e, nm, p: f"!{_e(e.a, nm, 9)}",
+    E.Select: lambda e, nm, p: f"select({_e(e.cond, nm)}, {_e(e.t, nm)}, {_e(e.f, nm)})",
+    E.Cast: lambda e, nm, p: f"{e.dtype}({_e(e.value, nm)})",
+    E.Call: lambda e, nm, p: f"{e.name}({', '.join(_e(a, nm) for a in e.args)})",
+    S.BufferLoad: lambda e, nm, p: _indexed(nm(e.buffer, e.buffer.name), e.indices, nm),
+    T.TensorRead: lambda e, nm, p: _indexed(nm(e.tensor, e.tensor.name), e.indices, nm),
+    T.Reduce: lambda e, nm, p: (
+        f"{e.combiner}({_e(e.source, nm)}, axis=["
+        + ", ".join(f"{nm(a.var, a.var.name)}<{a.extent}" for a in e.axes) + "])"),
+}, default=lambda e, nm, p: repr(e))
+
+
 def _e(e: Any, nm: Namer, parent: int = 0) -> str:
-    if isinstance(e, E.Var):
-        return nm(e, e.name)
-    if isinstance(e, E.IntImm):
-        return str(e.value) if e.dtype in ("int32", "bool") else f"{e.dtype}({e.value})"
-    if isinstance(e, E.FloatImm):
-        return f"{e.value!r}" if e.dtype == "float32" else f"{e.dtype}({e.value!r})"
-    if isinstance(e, (E.Min, E.Max)):
-        return f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})"
-    if isinstance(e, E.BinOp):
-        p = _PREC[e.symbol]
-        s = f"{_e(e.a, nm, p)} {e.symbol} {_e(e.b, nm, p + 1)}"
-        return f"({s})" if p < parent else s
-    if isinstance(e, E.Cmp):
-        p = _PREC["cmp"]
-        s = f"{_e(e.a, nm, p + 1)} {e.op} {_e(e.b, nm, p + 1)}"
-        return f"({s})" if p < parent else s
-    if isinstance(e, E.And):
-        s = f"{_e(e.a, nm, 2)} && {_e(e.b, nm, 3)}"
-        return f"({s})" if parent > 2 else s
-    if isinstance(e, E.Or):
-        s = f"{_e(e.a, nm, 1)} || {_e(e.b, nm, 2)}"
-        return f"({s})" if parent > 1 else s
-    if isinstance(e, E.Not):
-        return f"!{_e(e.a, nm, 9)}"
-    if isinstance(e, E.Select):
-        return f"select({_e(e.cond, nm)}, {_e(e.t, nm)}, {_e(e.f, nm)})"
-    if isinstance(e, E.Cast):
-        return f"{e.dtype}({_e(e.value, nm)})"
-    if isinstance(e, E.Call):
-        return f"{e.name}({', '.join(_e(a, nm) for a in e.args)})"
-    if isinstance(e, S.BufferLoad):
-        return f"{nm(e.buffer, e.buffer.name)}[{', '.join(_e(i, nm) for i in e.indices)}]"
-    if isinstance(e, T.TensorRead):
-        return f"{nm(e.tensor, e.tensor.name)}[{', '.join(_e(i, nm) for i in e.indices)}]"
-    if isinstance(e, T.Reduce):
-        axes = ", ".join(f"{nm(a.var, a.var.name)}<{a.extent}" for a in e.axes)
-        return f"{e.combiner}({_e(e.source, nm)}, axis=[{axes}])"
-    return repr(e)
+    return _EXPR(e, nm, parent)
 
 
 def expr_str(e: Any, namer: Namer | None = None) -> str:
     return _e(e, namer or Namer())
 
 
-def _s(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+def _for(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+    kind = "" if s.kind is S.ForKind.SERIAL else f"  # {s.kind.value}"
+    if s.thread:
+        kind += f" {s.thread}"
+    lo, ext = _e(s.min, nm), _e(s.extent, nm)
+    rng = f"range({ext})" if lo == "0" else f"range({lo}, {lo} + {ext})"
+    out.append(f"{'  ' * ind}for {nm(s.var, s.var.name)} in {rng}:{kind}")
+    _s(s.body, nm, ind + 1, out)
+
+
+def _if(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
     pad = "  " * ind
-    if isinstance(s, S.SeqStmt):
-        for x in s.stmts:
-            _s(x, nm, ind, out)
-    elif isinstance(s, S.For):
-        kind = "" if s.kind is S.ForKind.SERIAL else f"  # {s.kind.value}"
-        if s.thread:
-            kind += f" {s.thread}"
-        lo = _e(s.min, nm)
-        ext = _e(s.extent, nm)
-        rng = f"range({ext})" if lo == "0" else f"range({lo}, {lo} + {ext})"
-        out.append(f"{pad}for {nm(s.var, s.var.name)} in {rng}:{kind}")
-        _s(s.body, nm, ind + 1, out)
-    elif isinstance(s, S.BufferStore):
-        idx = ", ".join(_e(i, nm) for i in s.indices)
-        out.append(f"{pad}{nm(s.buffer, s.buffer.name)}[{idx}] = {_e(s.value, nm)}")
-    elif isinstance(s, S.IfThenElse):
-        out.append(f"{pad}if {_e(s.cond, nm)}:")
-        _s(s.then_case, nm, ind + 1, out)
-        if s.else_case is not None:
-            out.append(f"{pad}else:")
-            _s(s.else_case, nm, ind + 1, out)
-    elif isinstance(s, S.LetStmt):
-        out.append(f"{pad}{nm(s.var, s.var.name)} = {_e(s.value, nm)}")
-        _s(s.body, nm, ind, out)
-    elif isinstance(s, S.Allocate):
-        b = s.buffer
-        out.append(f"{pad}{nm(b, b.name)} = alloc({b.shape}, {b.dtype}, scope={b.scope})")
-        _s(s.body, nm, ind, out)
-    elif isinstance(s, S.Evaluate):
-        out.append(f"{pad}{_e(s.value, nm)}")
-    elif isinstance(s, S.Barrier):
-        out.append(f"{pad}barrier({s.scope})")
-    elif isinstance(s, S.AttrStmt):
-        out.append(f"{pad}# attr {s.key} = {s.value}")
-        _s(s.body, nm, ind, out)
-    elif hasattr(s, "render"):  # target dialect statements print themselves
+    out.append(f"{pad}if {_e(s.cond, nm)}:")
+    _s(s.then_case, nm, ind + 1, out)
+    if s.else_case is not None:
+        out.append(f"{pad}else:")
+        _s(s.else_case, nm, ind + 1, out)
+
+
+def _line(text: Any, body: str | None = None) -> Any:
+    """A rule printing one line (``text(s, nm)``), then the statement's ``body`` if named."""
+    def rule(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+        out.append("  " * ind + text(s, nm))
+        if body is not None:
+            _s(getattr(s, body), nm, ind, out)
+    return rule
+
+
+def _seq(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+    for x in s.stmts:
+        _s(x, nm, ind, out)
+
+
+def _other(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+    pad = "  " * ind
+    if hasattr(s, "render"):  # target dialect statements print themselves
         out.extend(f"{pad}{line}" for line in s.render(lambda x: _e(x, nm), nm))
     else:
         out.append(f"{pad}{s!r}")
+
+
+#: the printer's meaning of each statement node
+_STMT: Dispatch[None] = Dispatch("printer", {
+    S.SeqStmt: _seq,
+    S.For: _for,
+    S.IfThenElse: _if,
+    S.BufferStore: _line(lambda s, nm: f"{_indexed(nm(s.buffer, s.buffer.name), s.indices, nm)}"
+                                       f" = {_e(s.value, nm)}"),
+    S.LetStmt: _line(lambda s, nm: f"{nm(s.var, s.var.name)} = {_e(s.value, nm)}", "body"),
+    S.Allocate: _line(lambda s, nm: f"{nm(s.buffer, s.buffer.name)} = alloc({s.buffer.shape}, "
+                                    f"{s.buffer.dtype}, scope={s.buffer.scope})", "body"),
+    S.Evaluate: _line(lambda s, nm: _e(s.value, nm)),
+    S.Barrier: _line(lambda s, nm: f"barrier({s.scope})"),
+    S.AttrStmt: _line(lambda s, nm: f"# attr {s.key} = {s.value}", "body"),
+}, default=_other)
+
+
+def _s(s: Any, nm: Namer, ind: int, out: list[str]) -> None:
+    _STMT(s, nm, ind, out)
 
 
 def stmt_str(s: Any, namer: Namer | None = None) -> str:

@@ -113,31 +113,10 @@ def _is_wmma(v: Any) -> bool:
 # ---------------------------------------------------------------------------- matching helpers
 
 
-def _coeff(e: E.Expr, v: E.Var) -> int | None:
-    """c when ``e == rest + c * v`` with ``rest`` free of ``v``; None otherwise."""
-    if v not in E.free_vars(e):
-        return 0
-    if e is v:
-        return 1
-    if isinstance(e, (E.Add, E.Sub)):
-        a, b = _coeff(e.a, v), _coeff(e.b, v)
-        if a is None or b is None:
-            return None
-        return a + b if isinstance(e, E.Add) else a - b
-    if isinstance(e, E.Mul):
-        if isinstance(e.a, E.IntImm):
-            c = _coeff(e.b, v)
-            return None if c is None else c * e.a.value
-        if isinstance(e.b, E.IntImm):
-            c = _coeff(e.a, v)
-            return None if c is None else c * e.b.value
-    return None
-
-
 def _flat_stride(b: S.Buffer, idx: tuple[E.Expr, ...], v: E.Var) -> int | None:
     total, stride = 0, 1
     for i, d in reversed(list(zip(idx, b.shape, strict=False))):
-        c = _coeff(i, v)
+        c = poly.coefficient(i, v)
         if c is None:
             return None
         total += c * stride

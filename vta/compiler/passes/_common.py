@@ -10,6 +10,7 @@ from typing import Any
 from vta.compiler import expr as E
 from vta.compiler import poly
 from vta.compiler import stmt as S
+from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 
 __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "entry_shape", "flat_entry",
@@ -52,39 +53,35 @@ def affine(e: E.Expr, vars_: Iterable[E.Var]) -> tuple[dict[E.Var, int], E.Expr]
 
 def evaluate(e: Any, env: dict[E.Var, int]) -> int:
     """Evaluate an integer expression under ``env`` (every free variable must be bound)."""
-    if isinstance(e, int):
-        return e
-    if isinstance(e, E.IntImm):
-        return e.value
-    if isinstance(e, E.Var):
-        try:
-            return env[e]
-        except KeyError:
-            raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
-    if isinstance(e, E.Cast):
-        return evaluate(e.value, env)
-    if isinstance(e, E.BinOp):
-        a, b = evaluate(e.a, env), evaluate(e.b, env)
-        t = type(e)
-        if t is E.Add:
-            return a + b
-        if t is E.Sub:
-            return a - b
-        if t is E.Mul:
-            return a * b
-        if t is E.FloorDiv:
-            return a // b
-        if t is E.FloorMod:
-            return a % b
-        if t is E.Min:
-            return min(a, b)
-        if t is E.Max:
-            return max(a, b)
-        if t is E.Shr:
-            return a >> b
-        if t is E.Shl:
-            return a << b
+    return _EVAL(e, env)
+
+
+def _var(e: E.Var, env: dict[E.Var, int]) -> int:
+    try:
+        return env[e]
+    except KeyError:
+        raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
+
+
+def _cannot(e: Any, env: dict[E.Var, int]) -> int:
     raise CompileError(f"cannot evaluate {e} as an integer")
+
+
+def _binop(e: E.BinOp, env: dict[E.Var, int]) -> int:
+    op = E.INT_OPS.get(type(e))
+    if op is None:
+        return _cannot(e, env)
+    return op(_EVAL(e.a, env), _EVAL(e.b, env))
+
+
+#: integer evaluation of index expressions (operators from ``expr.INT_OPS``)
+_EVAL: Dispatch[int] = Dispatch("integer evaluation", {
+    int: lambda e, env: e,
+    E.IntImm: lambda e, env: e.value,
+    E.Var: _var,
+    E.Cast: lambda e, env: _EVAL(e.value, env),
+    E.BinOp: _binop,
+}, default=_cannot)
 
 
 def entry_shape(buf: S.Buffer) -> tuple[int, ...]:

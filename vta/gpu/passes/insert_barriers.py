@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vta.compiler import expr as E
+from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.gpu.dialect import ThreadIndex, WmmaLoad, WmmaStore
 from vta.gpu.passes.bind_threads import GpuLoweringError
@@ -41,29 +42,14 @@ class _Summary:
 
 
 def _affine(e: E.Expr) -> dict[object, int] | None:
-    """``e`` as {var: coefficient, 1: constant}, or None when not affine."""
-    if isinstance(e, E.IntImm):
-        return {1: e.value}
-    if isinstance(e, (E.Var, ThreadIndex)):
-        return {e: 1}
-    if isinstance(e, (E.Add, E.Sub)):
-        a, b = _affine(e.a), _affine(e.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, E.Add) else -1
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + sign * v
-        return out
-    if isinstance(e, E.Mul):
-        a, b = _affine(e.a), _affine(e.b)
-        if a is None or b is None:
-            return None
-        if set(a) == {1}:
-            return {k: v * a[1] for k, v in b.items()}
-        if set(b) == {1}:
-            return {k: v * b[1] for k, v in a.items()}
-    return None
+    """``e`` as {var or thread index: coefficient, 1: constant} (``poly.linear_form``), or None
+    when a term is not a plain variable."""
+    terms, const = poly.linear_form(e)
+    if any(not isinstance(a, (E.Var, ThreadIndex)) for a in terms):
+        return None
+    out: dict[object, int] = dict(terms)
+    out[1] = const
+    return out
 
 
 def _const_diff(a: E.Expr, b: E.Expr) -> int | None:
