@@ -47,7 +47,7 @@ def _affine(e: E.Expr) -> dict[object, int] | None:
     terms, const = poly.linear_form(e)
     if any(not isinstance(a, (E.Var, ThreadIndex)) for a in terms):
         return None
-    out: dict[object, int] = dict(terms)
+    out: dict[object, int] = {a: c for a, c in terms.items()}  # widens the key type
     out[1] = const
     return out
 
