@@ -28,6 +28,7 @@ import numpy as np
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
+from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 
 __all__ = ["InterpError", "run_func"]
@@ -77,34 +78,29 @@ class _Machine:
     # ------------------------------------------------------------------ statements
 
     def stmt(self, s: S.Stmt, env: Env) -> None:
-        if isinstance(s, S.SeqStmt):
-            for x in s.stmts:
-                self.stmt(x, env)
-        elif isinstance(s, S.For):
-            self.loop(s, env)
-        elif isinstance(s, S.BufferStore):
-            self.store(s, env)
-        elif isinstance(s, S.IfThenElse):
-            if bool(self.expr(s.cond, env, None)):
-                self.stmt(s.then_case, env)
-            elif s.else_case is not None:
-                self.stmt(s.else_case, env)
-        elif isinstance(s, S.LetStmt):
-            self.stmt(s.body, {**env, s.var: self.expr(s.value, env, None)})
-        elif isinstance(s, S.Allocate):
-            b = s.buffer
-            self.mem[b] = np.full(b.shape, _FILL, dtype=_np_dtype(b.dtype))
-            self.stmt(s.body, env)
-            del self.mem[b]
-        elif isinstance(s, S.AttrStmt):
-            self.stmt(s.body, env)
-        elif isinstance(s, S.Barrier):
-            pass  # loops run one after another: every barrier is already satisfied
-        elif isinstance(s, S.Evaluate):
+        _STMT(s, self, env)
+
+    def seq(self, s: S.SeqStmt, env: Env) -> None:
+        for x in s.stmts:
+            self.stmt(x, env)
+
+    def branch(self, s: S.IfThenElse, env: Env) -> None:
+        if bool(self.expr(s.cond, env, None)):
+            self.stmt(s.then_case, env)
+        elif s.else_case is not None:
+            self.stmt(s.else_case, env)
+
+    def allocate(self, s: S.Allocate, env: Env) -> None:
+        b = s.buffer
+        self.mem[b] = np.full(b.shape, _FILL, dtype=_np_dtype(b.dtype))
+        self.stmt(s.body, env)
+        del self.mem[b]
+
+    def unsupported(self, s: S.Stmt, env: Env) -> None:
+        if isinstance(s, S.Evaluate):
             raise self.fail(f"cannot execute intrinsic call {s.value}")
-        else:
-            raise self.fail(f"cannot execute {type(s).__name__} statements (a target dialect "
-                            f"statement; interpret the IR before the target pass)")
+        raise self.fail(f"cannot execute {type(s).__name__} statements (a target dialect "
+                        f"statement; interpret the IR before the target pass)")
 
     def loop(self, s: S.For, env: Env) -> None:
         nest = _perfect_nest(s)
@@ -263,37 +259,27 @@ class _Machine:
         return a.astype(dt)
 
     def expr(self, e: E.Expr, env: Env, mask: np.ndarray | None) -> Any:
-        if isinstance(e, E.Var):
-            try:
-                return env[e]
-            except KeyError:
-                raise self.fail(f"variable {e.name} is not bound") from None
-        if isinstance(e, E.IntImm):
-            return np.int64(e.value) if e.dtype != "bool" else np.bool_(e.value)
-        if isinstance(e, E.FloatImm):
-            return _np_dtype(e.dtype).type(e.value)
-        if isinstance(e, S.BufferLoad):
-            return self.load(e, env, mask)
-        if isinstance(e, E.Select):
-            c = np.asarray(self.expr(e.cond, env, mask), dtype=bool)
-            mt = c if mask is None else mask & c
-            mf = ~c if mask is None else mask & ~c
-            t = self.expr(e.t, env, mt)
-            f = self.expr(e.f, env, mf)
-            return self.cast(np.where(c, t, f), e.dtype)
-        if isinstance(e, E.Cast):
-            return self.cast(self.expr(e.value, env, mask), e.dtype)
-        if isinstance(e, E.Cmp):
-            a, b = self.expr(e.a, env, mask), self.expr(e.b, env, mask)
-            return _CMP[e.op](a, b)
-        if isinstance(e, E.And):
-            return np.logical_and(self.expr(e.a, env, mask), self.expr(e.b, env, mask))
-        if isinstance(e, E.Or):
-            return np.logical_or(self.expr(e.a, env, mask), self.expr(e.b, env, mask))
-        if isinstance(e, E.Not):
-            return np.logical_not(self.expr(e.a, env, mask))
-        if isinstance(e, E.BinOp):
-            return self.binop(e, env, mask)
+        return _EXPR(e, self, env, mask)
+
+    def var(self, e: E.Var, env: Env) -> Any:
+        try:
+            return env[e]
+        except KeyError:
+            raise self.fail(f"variable {e.name} is not bound") from None
+
+    def select(self, e: E.Select, env: Env, mask: np.ndarray | None) -> Any:
+        c = np.asarray(self.expr(e.cond, env, mask), dtype=bool)
+        mt = c if mask is None else mask & c
+        mf = ~c if mask is None else mask & ~c
+        t = self.expr(e.t, env, mt)
+        f = self.expr(e.f, env, mf)
+        return self.cast(np.where(c, t, f), e.dtype)
+
+    def logic(self, fn: np.ufunc, e: Any, env: Env, mask: np.ndarray | None) -> Any:
+        args = [self.expr(x, env, mask) for x in (e.a, getattr(e, "b", None)) if x is not None]
+        return fn(*args)
+
+    def unknown(self, e: E.Expr, env: Env, mask: np.ndarray | None) -> Any:
         raise self.fail(f"cannot evaluate {type(e).__name__} ({e})")
 
     def binop(self, e: E.BinOp, env: Env, mask: np.ndarray | None) -> Any:
@@ -334,6 +320,34 @@ _BIN = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.FloorDiv: np.fl
 
 
 _ACCUMULATORS: dict[type, np.ufunc] = {E.Add: np.add, E.Max: np.maximum, E.Min: np.minimum}
+
+#: what each statement does when interpreted (``vta.compiler.visitor.Dispatch``)
+_STMT: Dispatch[None] = Dispatch("loop-nest interpreter", {
+    S.SeqStmt: lambda s, m, env: m.seq(s, env),
+    S.For: lambda s, m, env: m.loop(s, env),
+    S.BufferStore: lambda s, m, env: m.store(s, env),
+    S.IfThenElse: lambda s, m, env: m.branch(s, env),
+    S.LetStmt: lambda s, m, env: m.stmt(s.body, {**env, s.var: m.expr(s.value, env, None)}),
+    S.Allocate: lambda s, m, env: m.allocate(s, env),
+    S.AttrStmt: lambda s, m, env: m.stmt(s.body, env),
+    # loops run one after another: every barrier is already satisfied
+    S.Barrier: lambda s, m, env: None,
+}, default=lambda s, m, env: m.unsupported(s, env))
+
+#: what each expression evaluates to (numpy values, vectorised over index grids)
+_EXPR: Dispatch[Any] = Dispatch("loop-nest interpreter", {
+    E.Var: lambda e, m, env, mask: m.var(e, env),
+    E.IntImm: lambda e, m, env, mask: np.int64(e.value) if e.dtype != "bool" else np.bool_(e.value),
+    E.FloatImm: lambda e, m, env, mask: _np_dtype(e.dtype).type(e.value),
+    S.BufferLoad: lambda e, m, env, mask: m.load(e, env, mask),
+    E.Select: lambda e, m, env, mask: m.select(e, env, mask),
+    E.Cast: lambda e, m, env, mask: m.cast(m.expr(e.value, env, mask), e.dtype),
+    E.Cmp: lambda e, m, env, mask: _CMP[e.op](m.expr(e.a, env, mask), m.expr(e.b, env, mask)),
+    E.And: lambda e, m, env, mask: m.logic(np.logical_and, e, env, mask),
+    E.Or: lambda e, m, env, mask: m.logic(np.logical_or, e, env, mask),
+    E.Not: lambda e, m, env, mask: m.logic(np.logical_not, e, env, mask),
+    E.BinOp: lambda e, m, env, mask: m.binop(e, env, mask),
+}, default=lambda e, m, env, mask: m.unknown(e, env, mask))
 
 
 def _ufunc_identity(fn: np.ufunc, dtype: type) -> Any:
