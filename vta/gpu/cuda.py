@@ -20,6 +20,7 @@ from typing import Any
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.printer import Namer
+from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 from vta.gpu.dialect import (
     STATIC_SHARED_BYTES,
@@ -154,65 +155,55 @@ class _Renderer:
         return False
 
     def expr(self, e: E.Expr) -> str:
-        if isinstance(e, E.Var):
-            return self.name(e)
-        if isinstance(e, E.IntImm):
-            if e.dtype == "bool":
-                return "true" if e.value else "false"
-            if e.dtype == "int64":
-                return f"{e.value}LL"
-            if e.dtype in ("int32", "int16", "int8", "uint8"):
-                return str(e.value) if e.dtype == "int32" else f"(({CTYPES[e.dtype]}){e.value})"
-            if e.dtype.startswith("float"):
-                return self.expr(E.FloatImm(float(e.value), e.dtype))
-            return f"(({CTYPES[e.dtype]}){e.value})"
-        if isinstance(e, E.FloatImm):
-            v = repr(float(e.value))
-            if v in ("inf", "-inf", "nan"):
-                raise CudaRenderError(f"float constant {v} in {self.func.name}")
-            if e.dtype == "float16":
-                return f"__float2half({v}f)"
-            return f"{v}f" if e.dtype == "float32" else v
-        if isinstance(e, ThreadIndex):
-            return f"((int){e.tag})"
-        if isinstance(e, (E.FloorDiv, E.FloorMod)):
-            a, b = self.expr(e.a), self.expr(e.b)
-            if e.dtype.startswith("float"):
-                raise CudaRenderError(f"floor division of floats in {self.func.name}")
-            if self.is_nonneg(e.a) and self.is_nonneg(e.b):
-                return f"({a} {'/' if isinstance(e, E.FloorDiv) else '%'} {b})"
-            return f"vta_{'floordiv' if isinstance(e, E.FloorDiv) else 'floormod'}({a}, {b})"
-        if isinstance(e, (E.Min, E.Max)):
-            fn = "min" if isinstance(e, E.Min) else "max"
-            if e.dtype == "float16":
-                fn = "__hmin" if fn == "min" else "__hmax"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
-        if isinstance(e, E.BinOp):
-            sym = e.symbol
-            if e.dtype == "bool" or sym == "//" or sym == "%":  # pragma: no cover - guarded above
-                raise CudaRenderError(f"operator {sym} on {e.dtype}")
-            return f"({self.expr(e.a)} {sym} {self.expr(e.b)})"
-        if isinstance(e, E.Cmp):
-            return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
-        if isinstance(e, E.And):
-            return f"({self.expr(e.a)} && {self.expr(e.b)})"
-        if isinstance(e, E.Or):
-            return f"({self.expr(e.a)} || {self.expr(e.b)})"
-        if isinstance(e, E.Not):
-            return f"(!{self.expr(e.a)})"
-        if isinstance(e, E.Select):
-            return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
-        if isinstance(e, E.Cast):
-            return self.cast(e.dtype, e.value)
-        if isinstance(e, E.Call):
-            if e.name == "clip" and len(e.args) == 3:
-                x, lo, hi = (self.expr(a) for a in e.args)
-                return f"min(max({x}, {lo}), {hi})"
-            if e.name in _BITWISE and len(e.args) == 2:
-                return f"({self.expr(e.args[0])} {_BITWISE[e.name]} {self.expr(e.args[1])})"
-            raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
-        if isinstance(e, S.BufferLoad):
-            return f"{self.name(e.buffer)}[{self.expr(_flat(e.buffer, e.indices))}]"
+        return _EXPR(e, self)
+
+    def int_imm(self, e: E.IntImm) -> str:
+        if e.dtype == "bool":
+            return "true" if e.value else "false"
+        if e.dtype == "int64":
+            return f"{e.value}LL"
+        if e.dtype in ("int32", "int16", "int8", "uint8"):
+            return str(e.value) if e.dtype == "int32" else f"(({CTYPES[e.dtype]}){e.value})"
+        if e.dtype.startswith("float"):
+            return self.expr(E.FloatImm(float(e.value), e.dtype))
+        return f"(({CTYPES[e.dtype]}){e.value})"
+
+    def float_imm(self, e: E.FloatImm) -> str:
+        v = repr(float(e.value))
+        if v in ("inf", "-inf", "nan"):
+            raise CudaRenderError(f"float constant {v} in {self.func.name}")
+        if e.dtype == "float16":
+            return f"__float2half({v}f)"
+        return f"{v}f" if e.dtype == "float32" else v
+
+    def floor_div_mod(self, e: E.FloorDiv | E.FloorMod) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.dtype.startswith("float"):
+            raise CudaRenderError(f"floor division of floats in {self.func.name}")
+        if self.is_nonneg(e.a) and self.is_nonneg(e.b):
+            return f"({a} {'/' if isinstance(e, E.FloorDiv) else '%'} {b})"
+        return f"vta_{'floordiv' if isinstance(e, E.FloorDiv) else 'floormod'}({a}, {b})"
+
+    def min_max(self, e: E.Min | E.Max) -> str:
+        fn = "min" if isinstance(e, E.Min) else "max"
+        if e.dtype == "float16":
+            fn = "__hmin" if fn == "min" else "__hmax"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+
+    def binop(self, e: E.BinOp) -> str:
+        if e.dtype == "bool":  # pragma: no cover - the IR builds no boolean arithmetic
+            raise CudaRenderError(f"operator {e.symbol} on {e.dtype}")
+        return f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
+
+    def call(self, e: E.Call) -> str:
+        if e.name == "clip" and len(e.args) == 3:
+            x, lo, hi = (self.expr(a) for a in e.args)
+            return f"min(max({x}, {lo}), {hi})"
+        if e.name in _BITWISE and len(e.args) == 2:
+            return f"({self.expr(e.args[0])} {_BITWISE[e.name]} {self.expr(e.args[1])})"
+        raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
+
+    def unknown_expr(self, e: E.Expr) -> str:
         raise CudaRenderError(f"{self.func.name}: cannot render expression {e!r}")
 
     def cast(self, dtype: str, v: E.Expr) -> str:
@@ -226,54 +217,56 @@ class _Renderer:
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: S.Stmt, ind: int) -> list[str]:
+        return _STMT(s, self, ind)
+
+    def store(self, s: S.BufferStore, ind: int) -> list[str]:
+        if s.buffer in self.frags:
+            raise CudaRenderError(f"scalar store into fragment {s.buffer.name}")
+        idx = self.expr(_flat(s.buffer, s.indices))
+        return [f"{'  ' * ind}{self.name(s.buffer)}[{idx}] = {self.expr(s.value)};"]
+
+    def let(self, s: S.LetStmt, ind: int) -> list[str]:
+        if self.is_nonneg(s.value):
+            self.nonneg.add(s.var)
+        line = (f"{'  ' * ind}const {CTYPES[s.var.dtype]} {self.name(s.var)} = "
+                f"{self.expr(s.value)};")
+        return [line, *self.stmt(s.body, ind)]
+
+    def branch(self, s: S.IfThenElse, ind: int) -> list[str]:
         pad = "  " * ind
-        if isinstance(s, S.SeqStmt):
-            return [line for x in s.stmts for line in self.stmt(x, ind)]
-        if isinstance(s, S.BufferStore):
-            if s.buffer in self.frags:
-                raise CudaRenderError(f"scalar store into fragment {s.buffer.name}")
-            idx = self.expr(_flat(s.buffer, s.indices))
-            return [f"{pad}{self.name(s.buffer)}[{idx}] = {self.expr(s.value)};"]
-        if isinstance(s, S.LetStmt):
-            if self.is_nonneg(s.value):
-                self.nonneg.add(s.var)
-            line = f"{pad}const {CTYPES[s.var.dtype]} {self.name(s.var)} = {self.expr(s.value)};"
-            return [line, *self.stmt(s.body, ind)]
-        if isinstance(s, S.For):
-            return self.loop(s, ind)
-        if isinstance(s, S.IfThenElse):
-            out = [f"{pad}if {self.paren(s.cond)} {{", *self.stmt(s.then_case, ind + 1)]
-            if s.else_case is not None:
-                out += [f"{pad}}} else {{", *self.stmt(s.else_case, ind + 1)]
-            return [*out, f"{pad}}}"]
-        if isinstance(s, S.Allocate):
-            return self.allocate(s.buffer, None, ind) + self.stmt(s.body, ind)
-        if isinstance(s, S.AttrStmt):
-            if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
-                return (self.allocate(s.body.buffer, s.value, ind)
-                        + self.stmt(s.body.body, ind))
-            note = s.value.name if hasattr(s.value, "name") else str(s.value)
-            return [f"{pad}// {s.key}: {note}", *self.stmt(s.body, ind)]
-        if isinstance(s, S.Barrier):
-            return [f"{pad}__syncthreads();"]
-        if isinstance(s, S.Evaluate):
-            return [f"{pad}{self.expr(s.value)};"]
-        if isinstance(s, WmmaFill):
-            val = s.value if s.value.dtype == s.frag.dtype else E.Cast(s.frag.dtype, s.value)
-            return [f"{pad}wmma::fill_fragment({self.frag(s.frag, s.index)}, "
-                    f"{self.expr(val)});"]
-        if isinstance(s, WmmaLoad):
-            ptr = f"&{self.name(s.src)}[{self.expr(_flat(s.src, s.offset))}]"
-            return [f"{pad}wmma::load_matrix_sync({self.frag(s.frag, s.index)}, {ptr}, {s.ldm});"]
-        if isinstance(s, WmmaMma):
-            return [f"{pad}wmma::mma_sync({self.frag(s.d, s.d_index)}, "
-                    f"{self.frag(s.a, s.a_index)}, "
-                    f"{self.frag(s.b, s.b_index)}, {self.frag(s.c, s.c_index)});"]
-        if isinstance(s, WmmaStore):
-            ptr = f"&{self.name(s.dst)}[{self.expr(_flat(s.dst, s.offset))}]"
-            lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
-            return [f"{pad}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
-                    f"{s.ldm}, {lay});"]
+        out = [f"{pad}if {self.paren(s.cond)} {{", *self.stmt(s.then_case, ind + 1)]
+        if s.else_case is not None:
+            out += [f"{pad}}} else {{", *self.stmt(s.else_case, ind + 1)]
+        return [*out, f"{pad}}}"]
+
+    def attr(self, s: S.AttrStmt, ind: int) -> list[str]:
+        if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+            return self.allocate(s.body.buffer, s.value, ind) + self.stmt(s.body.body, ind)
+        note = s.value.name if hasattr(s.value, "name") else str(s.value)
+        return [f"{'  ' * ind}// {s.key}: {note}", *self.stmt(s.body, ind)]
+
+    def wmma_fill(self, s: WmmaFill, ind: int) -> list[str]:
+        val = s.value if s.value.dtype == s.frag.dtype else E.Cast(s.frag.dtype, s.value)
+        return [f"{'  ' * ind}wmma::fill_fragment({self.frag(s.frag, s.index)}, "
+                f"{self.expr(val)});"]
+
+    def wmma_load(self, s: WmmaLoad, ind: int) -> list[str]:
+        ptr = f"&{self.name(s.src)}[{self.expr(_flat(s.src, s.offset))}]"
+        return [f"{'  ' * ind}wmma::load_matrix_sync({self.frag(s.frag, s.index)}, {ptr}, "
+                f"{s.ldm});"]
+
+    def wmma_mma(self, s: WmmaMma, ind: int) -> list[str]:
+        fn = s.intrin.hooks["cuda"] if s.intrin is not None else "wmma::mma_sync"
+        return [f"{'  ' * ind}{fn}({self.frag(s.d, s.d_index)}, {self.frag(s.a, s.a_index)}, "
+                f"{self.frag(s.b, s.b_index)}, {self.frag(s.c, s.c_index)});"]
+
+    def wmma_store(self, s: WmmaStore, ind: int) -> list[str]:
+        ptr = f"&{self.name(s.dst)}[{self.expr(_flat(s.dst, s.offset))}]"
+        lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
+        return [f"{'  ' * ind}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
+                f"{s.ldm}, {lay});"]
+
+    def other(self, s: S.Stmt, ind: int) -> list[str]:
         cuda_lines = getattr(s, "cuda_lines", None)
         if cuda_lines is not None:  # a dialect statement that renders itself (vta.gpu.mma)
             return list(cuda_lines(self, ind))
@@ -394,6 +387,47 @@ def vector_copy_parts(s: S.For) -> VectorCopy | None:
         return None
     zero = {s.var: E.IntImm(0)}
     return VectorCopy(b, src, cond, E.substitute(fd, zero), E.substitute(fs, zero), nbytes)
+
+
+#: the CUDA text of each expression node (``vta.compiler.visitor.Dispatch``; rules get the
+#: renderer, which keeps the names and what it knows of signs)
+_EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
+    E.Var: lambda e, r: r.name(e),
+    E.IntImm: lambda e, r: r.int_imm(e),
+    E.FloatImm: lambda e, r: r.float_imm(e),
+    ThreadIndex: lambda e, r: f"((int){e.tag})",
+    E.FloorDiv: lambda e, r: r.floor_div_mod(e),
+    E.FloorMod: lambda e, r: r.floor_div_mod(e),
+    E.Min: lambda e, r: r.min_max(e),
+    E.Max: lambda e, r: r.min_max(e),
+    E.BinOp: lambda e, r: r.binop(e),
+    E.Cmp: lambda e, r: f"({r.expr(e.a)} {e.op} {r.expr(e.b)})",
+    E.And: lambda e, r: f"({r.expr(e.a)} && {r.expr(e.b)})",
+    E.Or: lambda e, r: f"({r.expr(e.a)} || {r.expr(e.b)})",
+    E.Not: lambda e, r: f"(!{r.expr(e.a)})",
+    E.Select: lambda e, r: f"({r.expr(e.cond)} ? {r.expr(e.t)} : {r.expr(e.f)})",
+    E.Cast: lambda e, r: r.cast(e.dtype, e.value),
+    E.Call: lambda e, r: r.call(e),
+    S.BufferLoad: lambda e, r: f"{r.name(e.buffer)}[{r.expr(_flat(e.buffer, e.indices))}]",
+}, default=lambda e, r: r.unknown_expr(e))
+
+#: the CUDA lines of each statement node (a dialect statement that renders itself, such as
+#: vta.gpu.mma's, goes through ``cuda_lines``)
+_STMT: Dispatch[list[str]] = Dispatch("CUDA renderer", {
+    S.SeqStmt: lambda s, r, ind: [line for x in s.stmts for line in r.stmt(x, ind)],
+    S.BufferStore: lambda s, r, ind: r.store(s, ind),
+    S.LetStmt: lambda s, r, ind: r.let(s, ind),
+    S.For: lambda s, r, ind: r.loop(s, ind),
+    S.IfThenElse: lambda s, r, ind: r.branch(s, ind),
+    S.Allocate: lambda s, r, ind: r.allocate(s.buffer, None, ind) + r.stmt(s.body, ind),
+    S.AttrStmt: lambda s, r, ind: r.attr(s, ind),
+    S.Barrier: lambda s, r, ind: [f"{'  ' * ind}__syncthreads();"],
+    S.Evaluate: lambda s, r, ind: [f"{'  ' * ind}{r.expr(s.value)};"],
+    WmmaFill: lambda s, r, ind: r.wmma_fill(s, ind),
+    WmmaLoad: lambda s, r, ind: r.wmma_load(s, ind),
+    WmmaMma: lambda s, r, ind: r.wmma_mma(s, ind),
+    WmmaStore: lambda s, r, ind: r.wmma_store(s, ind),
+}, default=lambda s, r, ind: r.other(s, ind))
 
 
 def _linear_in(e: E.Expr, v: E.Var) -> bool:

@@ -143,6 +143,8 @@ class WmmaMma(Stmt):
     b_index: tuple[Expr, ...]
     c: Buffer
     c_index: tuple[Expr, ...]
+    #: the tensor intrinsic this realises (its ``cuda`` and ``emulate`` hooks say how)
+    intrin: Any = None
 
     def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:
         def f(b: Buffer, i: tuple[Expr, ...]) -> str:

@@ -36,6 +36,7 @@ import numpy as np
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.expr import DTYPES
+from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (
@@ -64,6 +65,14 @@ _BITWISE: dict[str, Callable[[Any, Any], Any]] = {
     "bitwise_xor": np.bitwise_xor, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or}
 ExprFn = Callable[["_Ctx", Any], Any]
 StmtFn = Callable[["_Ctx", Any], None]
+
+
+_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+        "==": np.equal, "!=": np.not_equal}
+_BINOP: dict[type, Callable[[Any, Any], Any]] = {
+    E.Add: lambda x, y: x + y, E.Sub: lambda x, y: x - y, E.Mul: lambda x, y: x * y,
+    E.FloorDiv: np.floor_divide, E.FloorMod: np.mod, E.Min: np.minimum, E.Max: np.maximum,
+    E.Shr: np.right_shift, E.Shl: np.left_shift}
 
 
 class EmulatorError(VtaError):
@@ -215,83 +224,64 @@ class Emulator:
         return run
 
     def _expr(self, e: E.Expr) -> ExprFn:
-        if isinstance(e, E.Var):
-            def var(ctx: _Ctx, m: Any, v: E.Var = e) -> Any:
-                try:
-                    return ctx.env[v]
-                except KeyError:
-                    raise EmulatorError(f"{self.func.name}: variable {v.name} is unbound") from None
-            return var
-        if isinstance(e, (E.IntImm, E.FloatImm)):
-            c = NP_DTYPES[e.dtype](e.value) if e.dtype != "int32" else int(e.value)
-            return lambda ctx, m: c
-        if isinstance(e, ThreadIndex):
-            tag = e.tag
-            return lambda ctx, m: ctx.thread[tag]
-        if isinstance(e, S.BufferLoad):
-            return self.load(e)
-        if isinstance(e, E.BinOp):
-            return self.binop(e)
-        if isinstance(e, E.Cmp):
-            a, b = self.expr(e.a), self.expr(e.b)
-            op = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-                  "==": np.equal, "!=": np.not_equal}[e.op]
-            return lambda ctx, m: op(a(ctx, m), b(ctx, m))
-        if isinstance(e, E.And):
-            a, b = self.expr(e.a), self.expr(e.b)
-            return lambda ctx, m: np.logical_and(a(ctx, m), b(ctx, m))
-        if isinstance(e, E.Or):
-            a, b = self.expr(e.a), self.expr(e.b)
-            return lambda ctx, m: np.logical_or(a(ctx, m), b(ctx, m))
-        if isinstance(e, E.Not):
-            a = self.expr(e.a)
-            return lambda ctx, m: np.logical_not(a(ctx, m))
-        if isinstance(e, E.Select):
-            return self.select(e)
-        if isinstance(e, E.Cast):
-            v = self.expr(e.value)
-            dt = NP_DTYPES[e.dtype]
+        return _EXPR(e, self)
 
-            def cast(ctx: _Ctx, m: Any) -> Any:
-                x = v(ctx, m)
-                if _is_vec(x):
-                    return x.astype(dt, copy=False)
-                return np.array(x).astype(dt)[()]
-            return cast
-        if isinstance(e, E.Call):
-            if e.name == "clip" and len(e.args) == 3:
-                x, lo, hi = (self.expr(a) for a in e.args)
-                return lambda ctx, m: np.minimum(np.maximum(x(ctx, m), lo(ctx, m)), hi(ctx, m))
-            if e.name in _BITWISE and len(e.args) == 2:
-                x, y = (self.expr(a) for a in e.args)
-                bit = _BITWISE[e.name]
-                return lambda ctx, m: bit(x(ctx, m), y(ctx, m))
-            raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}()")
+    def var(self, e: E.Var) -> ExprFn:
+        def var(ctx: _Ctx, m: Any, v: E.Var = e) -> Any:
+            try:
+                return ctx.env[v]
+            except KeyError:
+                raise EmulatorError(f"{self.func.name}: variable {v.name} is unbound") from None
+        return var
+
+    def const(self, e: E.IntImm | E.FloatImm) -> ExprFn:
+        c = NP_DTYPES[e.dtype](e.value) if e.dtype != "int32" else int(e.value)
+        return lambda ctx, m: c
+
+    def thread_index(self, e: ThreadIndex) -> ExprFn:
+        tag = e.tag
+        return lambda ctx, m: ctx.thread[tag]
+
+    def compare(self, e: E.Cmp) -> ExprFn:
+        a, b = self.expr(e.a), self.expr(e.b)
+        op = _CMP[e.op]
+        return lambda ctx, m: op(a(ctx, m), b(ctx, m))
+
+    def logic(self, fn: Callable[..., Any], *args: E.Expr) -> ExprFn:
+        xs = [self.expr(x) for x in args]
+        return lambda ctx, m: fn(*(x(ctx, m) for x in xs))
+
+    def cast(self, e: E.Cast) -> ExprFn:
+        v = self.expr(e.value)
+        dt = NP_DTYPES[e.dtype]
+
+        def cast(ctx: _Ctx, m: Any) -> Any:
+            x = v(ctx, m)
+            if _is_vec(x):
+                return x.astype(dt, copy=False)
+            return np.array(x).astype(dt)[()]
+        return cast
+
+    def call(self, e: E.Call) -> ExprFn:
+        if e.name == "clip" and len(e.args) == 3:
+            x, lo, hi = (self.expr(a) for a in e.args)
+            return lambda ctx, m: np.minimum(np.maximum(x(ctx, m), lo(ctx, m)), hi(ctx, m))
+        if e.name in _BITWISE and len(e.args) == 2:
+            x, y = (self.expr(a) for a in e.args)
+            bit = _BITWISE[e.name]
+            return lambda ctx, m: bit(x(ctx, m), y(ctx, m))
+        raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}()")
+
+    def unknown(self, e: E.Expr) -> ExprFn:
         raise EmulatorError(f"{self.func.name}: cannot emulate expression {e!r}")
 
     def binop(self, e: E.BinOp) -> ExprFn:
         a, b = self.expr(e.a), self.expr(e.b)
         dt = NP_DTYPES.get(e.dtype)
         isint = not e.dtype.startswith("float")
-        if isinstance(e, E.Add):
-            op: Callable[[Any, Any], Any] = lambda x, y: x + y  # noqa: E731
-        elif isinstance(e, E.Sub):
-            op = lambda x, y: x - y  # noqa: E731
-        elif isinstance(e, E.Mul):
-            op = lambda x, y: x * y  # noqa: E731
-        elif isinstance(e, E.FloorDiv):
-            op = np.floor_divide if isint else (lambda x, y: np.floor(x / y))
-        elif isinstance(e, E.FloorMod):
-            op = np.mod
-        elif isinstance(e, E.Min):
-            op = np.minimum
-        elif isinstance(e, E.Max):
-            op = np.maximum
-        elif isinstance(e, E.Shr):
-            op = np.right_shift
-        elif isinstance(e, E.Shl):
-            op = np.left_shift
-        else:  # pragma: no cover
+        op = _BINOP.get(type(e)) if isint or not isinstance(e, E.FloorDiv) else \
+            (lambda x, y: np.floor(x / y))
+        if op is None:  # pragma: no cover
             raise EmulatorError(f"unknown operator {type(e).__name__}")
 
         def run(ctx: _Ctx, m: Any) -> Any:
@@ -511,44 +501,30 @@ class Emulator:
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: S.Stmt) -> StmtFn:
-        if isinstance(s, S.SeqStmt):
-            fns = [self.stmt(x) for x in s.stmts]
+        return _STMT(s, self)
 
-            def seq(ctx: _Ctx, m: Any) -> None:
-                for fn in fns:
-                    fn(ctx, m)
-            return seq
-        if isinstance(s, S.BufferStore):
-            return self.store(s)
-        if isinstance(s, S.For):
-            return self.loop(s)
-        if isinstance(s, S.LetStmt):
-            val, body, var = self.expr(s.value), self.stmt(s.body), s.var
+    def seq(self, s: S.SeqStmt) -> StmtFn:
+        fns = [self.stmt(x) for x in s.stmts]
 
-            def let(ctx: _Ctx, m: Any) -> None:
-                ctx.env[var] = val(ctx, m)
-                body(ctx, m)
-            return let
-        if isinstance(s, S.IfThenElse):
-            return self.branch(s)
-        if isinstance(s, S.Allocate):
-            return self.allocate(s.buffer, s.body)
-        if isinstance(s, S.AttrStmt):
-            if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
-                self.frags[s.body.buffer] = s.value
-            return self.stmt(s.body)
-        if isinstance(s, S.Barrier):
-            return self.barrier()
-        if isinstance(s, S.Evaluate):
-            return lambda ctx, m: None
-        if isinstance(s, WmmaFill):
-            return self._counted_stmt(self.wmma_fill(s), "wmma.fill")
-        if isinstance(s, WmmaLoad):
-            return self._counted_stmt(self.wmma_load(s), "wmma.load")
-        if isinstance(s, WmmaMma):
-            return self._counted_stmt(self.wmma_mma(s), "wmma.mma")
-        if isinstance(s, WmmaStore):
-            return self._counted_stmt(self.wmma_store(s), "wmma.store")
+        def seq(ctx: _Ctx, m: Any) -> None:
+            for fn in fns:
+                fn(ctx, m)
+        return seq
+
+    def let(self, s: S.LetStmt) -> StmtFn:
+        val, body, var = self.expr(s.value), self.stmt(s.body), s.var
+
+        def let(ctx: _Ctx, m: Any) -> None:
+            ctx.env[var] = val(ctx, m)
+            body(ctx, m)
+        return let
+
+    def attr(self, s: S.AttrStmt) -> StmtFn:
+        if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+            self.frags[s.body.buffer] = s.value
+        return self.stmt(s.body)
+
+    def other(self, s: S.Stmt) -> StmtFn:
         emulate = getattr(s, "emulate", None)
         if emulate is not None:  # a dialect statement that emulates itself (vta.gpu.mma)
             fn: StmtFn = emulate(self)
@@ -792,7 +768,10 @@ class Emulator:
 
     def wmma_mma(self, s: WmmaMma) -> StmtFn:
         fi = {k: [self.expr(i) for i in getattr(s, f"{k}_index")] for k in "dabc"}
-        acc_int = not s.d.dtype.startswith("float")
+        if s.intrin is not None:
+            semantics = s.intrin.hooks["emulate"]
+        else:  # a hand-built statement: the built-in WMMA semantics
+            from vta.gpu.intrinsics import wmma_reference as semantics
 
         def run(ctx: _Ctx, m: Any) -> None:
             warps = self.active_warps(ctx, m, "wmma.mma")
@@ -802,12 +781,7 @@ class Emulator:
             a = ctx.mem[s.a][sel["a"]]
             b = ctx.mem[s.b][sel["b"]]
             c = ctx.mem[s.c][sel["c"]]
-            if acc_int:
-                # products of 8-bit values are < 2^14: float64 sums of 16 are exact
-                p = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
-                d = (p + c.astype(np.int64)).astype(np.int32)
-            else:
-                d = np.matmul(a.astype(np.float32), b.astype(np.float32)) + c.astype(np.float32)
+            d = semantics(a, b, c)  # the intrinsic's own numpy semantics
             ctx.mem[s.d][sel["d"]] = d.astype(NP_DTYPES[s.d.dtype])
         return run
 
@@ -833,3 +807,39 @@ class Emulator:
 def emulate(func: S.PrimFunc, *arrays: np.ndarray, check_races: bool = True) -> None:
     """Run a lowered kernel on numpy arrays (outputs are written in place)."""
     Emulator(func, check_races=check_races).run(*arrays)
+
+
+#: how each expression node is compiled to a closure over the lanes (rules get the emulator)
+_EXPR: Dispatch[ExprFn] = Dispatch("SIMT emulator", {
+    E.Var: lambda e, em: em.var(e),
+    E.IntImm: lambda e, em: em.const(e),
+    E.FloatImm: lambda e, em: em.const(e),
+    ThreadIndex: lambda e, em: em.thread_index(e),
+    S.BufferLoad: lambda e, em: em.load(e),
+    E.BinOp: lambda e, em: em.binop(e),
+    E.Cmp: lambda e, em: em.compare(e),
+    E.And: lambda e, em: em.logic(np.logical_and, e.a, e.b),
+    E.Or: lambda e, em: em.logic(np.logical_or, e.a, e.b),
+    E.Not: lambda e, em: em.logic(np.logical_not, e.a),
+    E.Select: lambda e, em: em.select(e),
+    E.Cast: lambda e, em: em.cast(e),
+    E.Call: lambda e, em: em.call(e),
+}, default=lambda e, em: em.unknown(e))
+
+#: how each statement node is compiled (a dialect statement that emulates itself, such as
+#: vta.gpu.mma's, goes through ``emulate``)
+_STMT: Dispatch[StmtFn] = Dispatch("SIMT emulator", {
+    S.SeqStmt: lambda s, em: em.seq(s),
+    S.BufferStore: lambda s, em: em.store(s),
+    S.For: lambda s, em: em.loop(s),
+    S.LetStmt: lambda s, em: em.let(s),
+    S.IfThenElse: lambda s, em: em.branch(s),
+    S.Allocate: lambda s, em: em.allocate(s.buffer, s.body),
+    S.AttrStmt: lambda s, em: em.attr(s),
+    S.Barrier: lambda s, em: em.barrier(),
+    S.Evaluate: lambda s, em: (lambda ctx, m: None),
+    WmmaFill: lambda s, em: em._counted_stmt(em.wmma_fill(s), "wmma.fill"),
+    WmmaLoad: lambda s, em: em._counted_stmt(em.wmma_load(s), "wmma.load"),
+    WmmaMma: lambda s, em: em._counted_stmt(em.wmma_mma(s), "wmma.mma"),
+    WmmaStore: lambda s, em: em._counted_stmt(em.wmma_store(s), "wmma.store"),
+}, default=lambda s, em: em.other(s))

@@ -22,7 +22,8 @@ stride), ``D[...] = C[.., r, c]`` becomes ``store_matrix_sync``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -31,28 +32,19 @@ from vta.compiler import expr as E
 from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.compiler.expr import DTYPES
+from vta.compiler.intrin import TensorIntrinsic
+from vta.compiler.intrin import register as register_intrinsic
+from vta.compiler.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
 from vta.gpu.passes.bind_threads import GpuLoweringError
 
 __all__ = ["WMMA_INT8", "WMMA_FP16", "wmma_intrinsic", "lower_tensorize", "wmma_reference",
-           "TensorIntrinsicLike"]
+           "fragment_tile"]
 
 TILE = 16
 
 
-@dataclass(frozen=True, eq=False)
-class TensorIntrinsicLike:
-    """Fallback with the registry's shape, used only if ``vta.compiler.intrin`` is absent."""
-
-    name: str
-    target: str
-    decl: Any
-    hooks: dict[str, Any] = field(default_factory=dict)
-
-
-def _decl(in_dtype: str, acc_dtype: str) -> Any:
-    from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
-
+def _decl(in_dtype: str, acc_dtype: str) -> Tensor:
     a = placeholder((TILE, TILE), in_dtype, "A")
     k = reduce_axis(TILE, "k")
     b = placeholder((TILE, TILE), in_dtype, "B")  # (n, k): the GEMM's B[n, k] = W
@@ -69,23 +61,16 @@ def wmma_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (np.matmul(a.astype(np.float32), b.astype(np.float32)) + c.astype(np.float32))
 
 
-def _make(name: str, in_dtype: str, acc_dtype: str) -> Any:
+def _make(name: str, in_dtype: str, acc_dtype: str) -> TensorIntrinsic:
+    """A WMMA intrinsic, defined like every other through the shared type: its pattern (the
+    tensor-IR declaration ``tensorize`` matches), and hooks for the layers that implement it:
+    ``cuda`` (the call the renderer emits), ``emulate`` (the numpy semantics the SIMT emulator
+    runs), ``fragment`` (lowered to warp fragments), ``shape`` (m, n, k) and ``dtypes``."""
     hooks = {"cuda": "wmma::mma_sync", "emulate": wmma_reference, "fragment": True,
              "shape": (TILE, TILE, TILE), "dtypes": (in_dtype, acc_dtype)}
-    decl = _decl(in_dtype, acc_dtype)
-    try:
-        from vta.compiler import intrin  # the shared registry
-    except ImportError:  # pragma: no cover - the registry ships with the compiler
-        return TensorIntrinsicLike(name, "cuda", decl, hooks)
-    try:
-        existing = intrin.get(name)
-        if existing is not None:
-            return existing
-    except Exception:
-        pass
-    ti = intrin.TensorIntrinsic(name=name, target="cuda", decl=decl, hooks=hooks)
-    intrin.register(ti)
-    return ti
+    ti = TensorIntrinsic(name=name, target="cuda", decl=_decl(in_dtype, acc_dtype),
+                         hooks=MappingProxyType(hooks))
+    return register_intrinsic(ti, replace_existing=True)
 
 
 WMMA_INT8 = _make("wmma.m16n16k16.s8s8s32", "int8", "int32")
@@ -128,13 +113,13 @@ def _strip_cast(e: E.Expr) -> E.Expr:
     return e.value if isinstance(e, E.Cast) else e
 
 
-def _tile_loops(s: S.Stmt) -> tuple[list[E.Var], S.Stmt] | None:
-    """A perfect nest of constant-16 loops starting at 0: (vars, innermost body). A guard
+def _tile_loops(s: S.Stmt, tile: int) -> tuple[list[E.Var], S.Stmt] | None:
+    """A perfect nest of constant-``tile`` loops starting at 0: (vars, innermost body). A guard
     around the body (the last tile of a split that does not divide) is looked through: a
     fragment operation covers the whole tile; rows and columns past the tensor are computed
     and discarded, and the stores to global memory keep their guards."""
     vs: list[E.Var] = []
-    while isinstance(s, S.For) and E.is_const(s.min, 0) and E.is_const(s.extent, TILE):
+    while isinstance(s, S.For) and E.is_const(s.min, 0) and E.is_const(s.extent, tile):
         vs.append(s.var)
         s = s.body
     while vs and isinstance(s, S.IfThenElse) and s.else_case is None:
@@ -142,18 +127,31 @@ def _tile_loops(s: S.Stmt) -> tuple[list[E.Var], S.Stmt] | None:
     return (vs, s) if vs else None
 
 
-def _split_tile(e: E.Expr) -> tuple[E.Expr, E.Expr]:
-    """``e`` as ``16 * hi + lo`` with ``lo`` the one term of coefficient 1 that is not a
-    multiple of 16 (the tile loop), when the form allows; else ``(e // 16, e % 16)``."""
+def _split_tile(e: E.Expr, tile: int) -> tuple[E.Expr, E.Expr]:
+    """``e`` as ``tile * hi + lo`` with ``lo`` the one term of coefficient 1 that is not a
+    multiple of ``tile`` (the tile loop), when the form allows; else ``(e // tile, e % tile)``."""
     terms, const = poly.linear_form(e)
-    odd = [a for a, c in terms.items() if c % TILE]
-    if len(odd) == 1 and terms[odd[0]] == 1 and isinstance(odd[0], E.Var) and not const % TILE:
-        rest = {a: c // TILE for a, c in terms.items() if a is not odd[0]}
-        return poly.from_linear(rest, const // TILE, e.dtype), odd[0]
-    return e // TILE, e % TILE
+    odd = [a for a, c in terms.items() if c % tile]
+    if len(odd) == 1 and terms[odd[0]] == 1 and isinstance(odd[0], E.Var) and not const % tile:
+        rest = {a: c // tile for a, c in terms.items() if a is not odd[0]}
+        return poly.from_linear(rest, const // tile, e.dtype), odd[0]
+    return e // tile, e % tile
 
 
-def _tile_fragments(body: S.Stmt) -> S.Stmt:
+def fragment_tile(func: S.PrimFunc) -> int:
+    """The fragment edge of the function's WMMA regions, from their intrinsics' ``shape``
+    hook (every region of one kernel shares it; this lowering handles square shapes)."""
+    shapes = {tuple(n.value.intrin.hooks["shape"]) for n in E.walk(func.body)
+              if isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value)}
+    if not shapes:
+        return TILE
+    if len(shapes) > 1 or len(set(next(iter(shapes)))) != 1:
+        raise GpuLoweringError(f"{func.name}: tensorize: the fragment lowering takes one square "
+                               f"m x n x k shape per kernel, got {sorted(shapes)}")
+    return int(next(iter(shapes))[0])
+
+
+def _tile_fragments(body: S.Stmt, tile: int) -> S.Stmt:
     """Give the 2-D register tiles that ``lower`` makes (``C_local[fi*16 + i, fj*16 + j]``)
     the fragment form ``[fi, fj, i, j]``: shape (R/16, C/16, 16, 16). An operand read as
     ``[j, k]`` in the product (the GEMM's ``B[n, k]``) is tiled transposed, ``[.., k, j]``,
@@ -162,7 +160,7 @@ def _tile_fragments(body: S.Stmt) -> S.Stmt:
     for n in E.walk(body):
         if not (isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value)):
             continue
-        m = _tile_loops(n.body)
+        m = _tile_loops(n.body, tile)
         if m is None or not isinstance(m[1], S.BufferStore) or len(m[0]) != 3:
             continue
         st = m[1]
@@ -182,15 +180,15 @@ def _tile_fragments(body: S.Stmt) -> S.Stmt:
         if len(lb.indices) == 2:
             plan[lb.buffer] = not k & E.free_vars(lb.indices[0])
     plan = {b: t for b, t in plan.items()
-            if b.scope == "local" and len(b.shape) == 2 and not b.shape[0] % TILE
-            and not b.shape[1] % TILE}
+            if b.scope == "local" and len(b.shape) == 2 and not b.shape[0] % tile
+            and not b.shape[1] % tile}
     if not plan:
         return body
-    new = {b: S.Buffer(b.name, (b.shape[0] // TILE, b.shape[1] // TILE, TILE, TILE), b.dtype,
+    new = {b: S.Buffer(b.name, (b.shape[0] // tile, b.shape[1] // tile, tile, tile), b.dtype,
                        b.scope) for b in plan}
 
     def index(b: S.Buffer, idx: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
-        (h0, l0), (h1, l1) = (_split_tile(x) for x in idx)
+        (h0, l0), (h1, l1) = (_split_tile(x, tile) for x in idx)
         return (h0, h1, l1, l0) if plan[b] else (h0, h1, l0, l1)
 
     def fn(n: object) -> object:
@@ -217,6 +215,7 @@ class _Frag:
 class _Lowerer:
     def __init__(self, func: S.PrimFunc) -> None:
         self.func = func
+        self.tile = fragment_tile(func)
         self.frags: dict[S.Buffer, _Frag] = {}
         self.intrin_of: dict[S.Buffer, Any] = {}
 
@@ -225,10 +224,11 @@ class _Lowerer:
 
     # pass 1: the mma regions decide which buffers are fragments
     def mma(self, attr: S.AttrStmt) -> S.Stmt:
-        m = _tile_loops(attr.body)
+        t = self.tile
+        m = _tile_loops(attr.body, t)
         if m is None or len(m[0]) != 3 or not isinstance(m[1], S.BufferStore):
-            raise self.fail(f"region for {attr.value.name} is not a 16x16x16 loop nest around "
-                            f"one store")
+            raise self.fail(f"region for {attr.value.name} is not a {t}x{t}x{t} loop nest "
+                            f"around one store")
         (v1, v2, v3), st = m[0], m[1]
         c = st.buffer
         if not (isinstance(st.value, E.Add) and isinstance(st.value.a, S.BufferLoad)
@@ -248,8 +248,8 @@ class _Lowerer:
         if la.buffer.dtype != ins or lb.buffer.dtype != ins or c.dtype != acc:
             raise self.fail(f"{attr.value.name} needs {ins} operands and a {acc} accumulator")
         for b, role in ((c, "accumulator"), (la.buffer, "matrix_a"), (lb.buffer, "matrix_b")):
-            if b.scope != "local" or b.shape[-2:] != (TILE, TILE):
-                raise self.fail(f"{b.name} must be a local buffer ending in 16x16 (a register "
+            if b.scope != "local" or b.shape[-2:] != (t, t):
+                raise self.fail(f"{b.name} must be a local buffer ending in {t}x{t} (a register "
                                 f"tile from cache_read/cache_write)")
             prev = self.frags.get(b)
             if prev is not None and prev.role != role:
@@ -257,11 +257,11 @@ class _Lowerer:
             self.frags[b] = prev or _Frag(role)
         lead = lambda ld: tuple(ld.indices[:-2])  # noqa: E731
         return WmmaMma(c, tuple(st.indices[:-2]), la.buffer, lead(la), lb.buffer, lead(lb), c,
-                       tuple(st.indices[:-2]))
+                       tuple(st.indices[:-2]), attr.value.intrin)
 
     # pass 2: copies into / out of fragments
     def copy(self, s: S.For) -> S.Stmt | None:
-        m = _tile_loops(s)
+        m = _tile_loops(s, self.tile)
         if m is None or len(m[0]) != 2 or not isinstance(m[1], S.BufferStore):
             return None
         (r, c), st = m
@@ -310,9 +310,9 @@ class _Lowerer:
     def layout(self, b: S.Buffer, idx: tuple[E.Expr, ...], r: E.Var, c: E.Var, what: str
                ) -> tuple[str, int]:
         sr, sc = _flat_stride(b, idx, r), _flat_stride(b, idx, c)
-        if sc == 1 and sr is not None and sr >= TILE:
+        if sc == 1 and sr is not None and sr >= self.tile:
             lay, ldm = "row_major", sr
-        elif sr == 1 and sc is not None and sc >= TILE:
+        elif sr == 1 and sc is not None and sc >= self.tile:
             lay, ldm = "col_major", sc
         else:
             raise self.fail(f"{what}: tile access of {b.name} is neither row- nor column-major "
@@ -328,7 +328,7 @@ class _Lowerer:
                 return self.mma(n)
             return None
 
-        body = E.substitute(_tile_fragments(self.func.body), first)
+        body = E.substitute(_tile_fragments(self.func.body, self.tile), first)
         if not self.frags:
             return self.func
 
@@ -350,7 +350,8 @@ class _Lowerer:
                 if f.role != "accumulator" and not f.layout:
                     raise self.fail(f"fragment {n.buffer.name} is never loaded")
                 inner = E.substitute(n.body, third)
-                return S.AttrStmt("wmma.fragment", FragmentInfo(f.role, TILE, TILE, TILE, f.layout),
+                t = self.tile
+                return S.AttrStmt("wmma.fragment", FragmentInfo(f.role, t, t, t, f.layout),
                                   S.Allocate(n.buffer, inner))
             return None
 
