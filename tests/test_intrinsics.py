@@ -249,3 +249,35 @@ def test_builtins_are_definitions_too() -> None:
     x = rng.integers(-1000, 1000, (4, 1, 16))
     assert np.array_equal(ALU[AluOp.SHR].update(replace(alu, op=AluOp.SHR, imm=-2), x, {}, PYNQ),
                           x * 4)
+
+
+def test_tensorize_carries_the_match_through_lower() -> None:
+    """The match is robust to the region's loop order and to names, and ``lower`` leaves it on
+    the region with each intrinsic tensor bound to the lowered buffer the back ends read."""
+    from vta.compiler import stmt as S
+    from vta.compiler.expr import walk
+    from vta.compiler.intrin import TensorizeRegion, vta_gemm_intrinsic
+    from vta.compiler.lower import lower
+    from vta.compiler.schedule import create_schedule
+    from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
+
+    X = placeholder((4, 32), "int8", "activations")
+    W = placeholder((16, 32), "int8", "filters")
+    r = reduce_axis(32, "depth")
+    Y = compute((4, 16), lambda row, col: sum_(X[row, r].astype("int32")
+                                               * W[col, r].astype("int32"), r), "Y")
+    s = create_schedule(Y)
+    row, col = s[Y].axis
+    ro, ri = s[Y].split(row, 1)
+    ko, ki = s[Y].split(s[Y].reduce_axis[0], 16)
+    s[Y].reorder(ro, ko, col, ri, ki)  # the region's loops in another order: col, row, k
+    intrin = vta_gemm_intrinsic(PYNQ)
+    s[Y].tensorize(col, intrin)
+    f = lower(s, [X, W, Y])
+    regions = [n.value for n in walk(f.body)
+               if isinstance(n, S.AttrStmt) and n.key == "tensorize"]
+    assert len(regions) == 1 and isinstance(regions[0], TensorizeRegion)
+    reg = regions[0]
+    assert reg.intrin is intrin and reg.buffer("src").name == "activations"
+    assert reg.buffer("wgt").name == "filters" and reg.buffer("dst").name == "Y"
+    assert set(reg.loops) == {*intrin.op.axes, *intrin.op.reduce_axes}
