@@ -21,16 +21,9 @@ PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs/pynq.yaml")
 
 
 @dataclass(frozen=True, slots=True)
-class Scale:
+class Scale(vi.MicroOpLoop):
     """A test instruction: ``acc[dst] *= imm`` (immediate only)."""
 
-    reset: bool
-    uop_bgn: int
-    uop_end: int
-    iter_out: int
-    iter_in: int
-    dst_factor_out: int
-    dst_factor_in: int
     imm: int
     deps: vi.Deps = vi.NO_DEPS
 

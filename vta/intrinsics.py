@@ -42,6 +42,7 @@ from vta.isa import (
     Deps,
     Field,
     InstructionDef,
+    MicroOpLoop,
     Module,
     Opcode,
     Operand,
@@ -56,7 +57,8 @@ from vta.isa.timing import alu_issues, microop_cycles
 from vta.sim.dram import entry_spec
 
 __all__ = [
-    "AsmSyntax", "BUILDER", "DefinitionError", "Deps", "Field", "InstructionDef", "Module",
+    "AsmSyntax", "BUILDER", "DefinitionError", "Deps", "Field", "InstructionDef", "MicroOpLoop",
+    "Module",
     "NO_DEPS", "Opcode", "Operand", "TensorIntrinsic", "alu_issues", "by_name",
     "elementwise_patterns", "instruction_intrinsics", "loop_head", "microop_cycles",
     "microop_syntax", "n_ops", "register", "register_tensor_intrinsic", "registered",

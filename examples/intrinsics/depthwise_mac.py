@@ -38,17 +38,10 @@ MOBILENET_DW = {"dw1": (112, 32), "dw2": (56, 128), "dw3": (14, 512), "dw4": (7,
 
 
 @dataclass(frozen=True, slots=True)
-class DwMac:
+class DwMac(vi.MicroOpLoop):
     """``for o, i, u: acc[u.dst + o*dst_factor_out + i*dst_factor_in] += inp[u.src + ...] *
     inp[wgt_base + u.wgt]`` (lane by lane)."""
 
-    reset: bool
-    uop_bgn: int
-    uop_end: int
-    iter_out: int
-    iter_in: int
-    dst_factor_out: int
-    dst_factor_in: int
     src_factor_out: int
     src_factor_in: int
     wgt_base: int

@@ -37,17 +37,11 @@ NAME = "ALU.REQUANT"
 # ----------------------------------------------------------------------------- 1. its fields
 
 @dataclass(frozen=True, slots=True)
-class Requant:
+class Requant(vi.MicroOpLoop):
     """``acc[dst] = clip(((acc[dst] * mult) + 2**(shift-1)) >> shift, clip_lo, clip_hi)`` over
-    the usual micro-op loop (no register operand: every parameter is an immediate)."""
+    the usual micro-op loop (``MicroOpLoop``: reset, uop range, iterations, destination
+    factors); no register operand: every parameter is an immediate."""
 
-    reset: bool
-    uop_bgn: int
-    uop_end: int
-    iter_out: int
-    iter_in: int
-    dst_factor_out: int
-    dst_factor_in: int
     mult: int
     shift: int
     clip_lo: int

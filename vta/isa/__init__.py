@@ -47,6 +47,7 @@ from vta.isa.insn import (
     Instruction,
     Load,
     MemType,
+    MicroOpLoop,
     Module,
     Opcode,
     Store,
@@ -62,7 +63,7 @@ add_check(_config_check)  # every HwConfig built from now on checks the instruct
 __all__ = [
     "Allocation", "Alu", "AluOp", "AsmError", "AsmSyntax", "DRAM_ALIGN", "DefinitionError",
     "Deps", "FLAG_QUEUES", "Field", "Finish", "Gemm", "Instruction", "InstructionDef",
-    "IsaError", "KINDS", "Load", "MemType", "Module", "Opcode", "Operand", "Program",
+    "IsaError", "KINDS", "Load", "MemType", "MicroOpLoop", "Module", "Opcode", "Operand", "Program",
     "ProgramBuilder", "ProgramError", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available",
     "by_name", "check_fields", "decode", "decode_program", "decode_uop", "definition_of",
     "disassemble", "encode", "encode_program", "encode_uop", "flag_for", "format_insn",

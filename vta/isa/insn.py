@@ -31,6 +31,7 @@ __all__ = [
     "Instruction",
     "Load",
     "MemType",
+    "MicroOpLoop",
     "Module",
     "Opcode",
     "Store",
@@ -161,12 +162,11 @@ class Store:
 
 
 @dataclass(frozen=True, slots=True)
-class Gemm:
-    """``for o < iter_out: for i < iter_in: for u in uops[uop_bgn:uop_end]``: one tensor op each.
-
-    ``acc[dst] (+)= inp[src] . wgt[wgt]^T`` with ``idx = u.idx + o*idx_factor_out +
-    i*idx_factor_in``; with ``reset`` the accumulator entry is zeroed instead.
-    """
+class MicroOpLoop:
+    """The fields a micro-op loop instruction starts with: ``for o < iter_out: for i < iter_in:
+    for u in uops[uop_bgn:uop_end]``, the destination entry ``u.dst + o*dst_factor_out +
+    i*dst_factor_in``, zeroed instead with ``reset``. GEMM and a user's instructions extend it
+    (their other operands' factors, immediates, then ``deps``)."""
 
     reset: bool
     uop_bgn: int
@@ -175,6 +175,21 @@ class Gemm:
     iter_in: int
     dst_factor_out: int
     dst_factor_in: int
+
+    @property
+    def n_ops(self) -> int:
+        """Micro-op executions this instruction performs."""
+        return n_ops(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm(MicroOpLoop):
+    """``for o < iter_out: for i < iter_in: for u in uops[uop_bgn:uop_end]``: one tensor op each.
+
+    ``acc[dst] (+)= inp[src] . wgt[wgt]^T`` with ``idx = u.idx + o*idx_factor_out +
+    i*idx_factor_in``; with ``reset`` the accumulator entry is zeroed instead.
+    """
+
     src_factor_out: int
     src_factor_in: int
     wgt_factor_out: int
@@ -182,11 +197,6 @@ class Gemm:
     deps: Deps = field(default=NO_DEPS)
 
     opcode = Opcode.GEMM
-
-    @property
-    def n_ops(self) -> int:
-        """Tensor operations (micro-op executions) this instruction performs."""
-        return n_ops(self)
 
 
 @dataclass(frozen=True, slots=True)
