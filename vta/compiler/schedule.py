@@ -384,13 +384,25 @@ class Schedule:
         else:
             self.stages.insert(self.stages.index(before), st)
 
-    def __getitem__(self, tensor: Tensor) -> Stage:
+    def __getitem__(self, tensor: Tensor | str) -> Stage:
+        """The stage of ``tensor`` (or of the compute tensor named ``tensor``)."""
+        if isinstance(tensor, str):
+            return self._by_name(tensor)
         st = self._by_tensor.get(tensor)
         if st is None:
             kind = "an input (placeholder)" if not isinstance(tensor.op, ComputeOp) else \
                 "not part of this schedule"
             raise ScheduleError(f"tensor {tensor.name} has no stage: it is {kind}")
         return st
+
+    def _by_name(self, name: str) -> Stage:
+        found = [st for st in self.stages if st.name == name]
+        if len(found) != 1:
+            names = ", ".join(st.name for st in self.stages)
+            why = "no stage" if not found else f"{len(found)} stages"
+            raise ScheduleError(f"{why} named {name!r} in the schedule (stages: {names}); "
+                                f"index it by tensor")
+        return found[0]
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self._by_tensor.get(tensor)
