@@ -333,6 +333,25 @@ def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
     return hw
 
 
+def _compile_vta(sch: Schedule, func: S.PrimFunc, hw: HwConfig) -> Any:
+    """The accelerator pipeline; a tile that overflows a scratchpad is reported with the
+    splits that size it and the factors that would fit (``vta.compiler.tiles``)."""
+    from vta.compiler.passes.scratchpad_alloc import ScratchpadOverflow
+    from vta.compiler.pipeline import compile_func
+    from vta.compiler.schedule import ScheduleError
+    from vta.compiler.tiles import explain_overflow
+
+    try:
+        return compile_func(func, hw)
+    except ScratchpadOverflow as e:
+        if e.buffer is None:
+            raise
+        why = explain_overflow(sch, func, e.buffer.name, e.entries, e.copies, e.available)
+        if not why:
+            raise
+        raise ScheduleError(f"{e}; {why}") from None
+
+
 def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
           args: Sequence[Tensor] | Packed | None = None, target: str = "vta", *,
           hw: HwConfig | str | Path | None = None, name: str | None = None) -> Module:
@@ -367,15 +386,13 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
         seen[t.name] = t
     outs = [t for t in tensors if isinstance(t.op, ComputeOp)]
     fname = name or (outs[0].name if outs else "main")
-    func = lower(schedule, tensors, fname)
+    func = lower(schedule, tensors, fname, whole_tiles=target == "vta")
     params = [_Param(t, b, layouts[t.name], isinstance(t.op, ComputeOp))
               for t, b in zip(tensors, func.params, strict=True)]
     mod = Module(target, func, params, hwc)
     if target == "vta":
-        from vta.compiler.pipeline import compile_func
-
         assert hwc is not None
-        mod.compiled = compile_func(func, hwc)
+        mod.compiled = _compile_vta(schedule, func, hwc)
     else:
         from vta.gpu.cuda import render_cuda
         from vta.gpu.lower_gpu import lower_for_gpu

@@ -60,7 +60,7 @@ from vta.errors import VtaError
 if TYPE_CHECKING:
     from vta.config import HwConfig
 
-__all__ = ["Lane", "Layout", "LayoutError", "Packed", "pack", "ROLES"]
+__all__ = ["Lane", "Layout", "LayoutError", "Packed", "PackedGemm", "pack", "ROLES"]
 
 #: the GEMM intrinsic's lane roles: batch rows, input block, output block
 ROLES = ("b", "bi", "bo")
@@ -178,15 +178,32 @@ class Layout:
 
 
 @dataclass(frozen=True, eq=False)
+class PackedGemm:
+    """A contraction of the packed compute: its tensor ``c``, the operands read as the GEMM's
+    input ``x`` and weight ``y``, and the positions among ``c``'s axes of the blocks of the
+    ``b`` role (None: a unit lane without an axis) and the ``bo`` role."""
+
+    c: Tensor
+    x: Tensor
+    y: Tensor
+    b: int | None
+    bo: int
+    #: position of the ``bi`` blocks among ``c``'s reduction axes (its lanes are the last)
+    bi: int = 0
+
+
+@dataclass(frozen=True, eq=False)
 class Packed:
     """The result of ``pack``: ``args`` (the packed parameters, in the logical ``logical``
-    order and with their names), each parameter's ``Layout`` by name, and every tensor of the
-    compute mapped to its packed version (``P[tensor]``, ``P["name"]``)."""
+    order and with their names), each parameter's ``Layout`` by name, every tensor of the
+    compute mapped to its packed version (``P[tensor]``, ``P["name"]``) and its contractions
+    (``gemms``)."""
 
     logical: tuple[Tensor, ...]
     args: tuple[Tensor, ...]
     layouts: Mapping[str, Layout]
     tensors: Mapping[Tensor, Tensor]
+    gemms: tuple[PackedGemm, ...] = ()
 
     def __getitem__(self, key: Tensor | str) -> Tensor:
         if isinstance(key, str):
@@ -581,5 +598,14 @@ def pack(args: Sequence[Tensor], hw: HwConfig) -> Packed:
         if t not in rw.new:
             raise LayoutError(f"pack: argument {t.name} is not read by the outputs' compute")
     layouts = {t.name: rw.layout(t) for t in args}
+    gemms = []
+    for t, gm in planner.gemms.items():
+        op = t.op
+        assert isinstance(op, ComputeOp)
+        pos = {a: k for k, a in enumerate(op.axes)}
+        assert isinstance(op.body, Reduce)
+        gemms.append(PackedGemm(rw.new[t], rw.new[gm.x.tensor], rw.new[gm.y.tensor],
+                                pos[gm.b] if gm.b is not None else None, pos[gm.bo],
+                                list(op.body.axes).index(gm.bi)))
     return Packed(tuple(args), tuple(rw.new[t] for t in args), MappingProxyType(layouts),
-                  MappingProxyType(dict(rw.new)))
+                  MappingProxyType(dict(rw.new)), tuple(gemms))
