@@ -85,6 +85,8 @@ class Result:
     seconds: float = 0.0
     sim: Any = field(default=None, repr=False)
     hw: HwConfig | None = field(default=None, repr=False)
+    #: the module that ran (its program, kernel and IR)
+    module: Module | None = field(default=None, repr=False)
 
     def __getitem__(self, key: str | Tensor) -> np.ndarray:
         name = key if isinstance(key, str) else key.name
@@ -218,9 +220,9 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Result:
         """Run on the module's target (module docstring)."""
         arrays = self._bind(args, kwargs)
-        if self.target == "vta":
-            return self._simulate(arrays)
-        return self._gpu(arrays, self.target)
+        r = self._simulate(arrays) if self.target == "vta" else self._gpu(arrays, self.target)
+        r.module = self
+        return r
 
     def interpret(self, *args: Any, **kwargs: Any) -> Result:
         """Run the lowered loop-nest IR (``mod.func``) in the tensor-IR interpreter."""
@@ -230,7 +232,8 @@ class Module:
         mem = self._packed_arrays(arrays)
         t0 = time.perf_counter()
         run_func(self.func, {p.buffer: mem[p.name] for p in self._params})
-        return Result("interp", self._unpacked(mem), seconds=time.perf_counter() - t0)
+        return Result("interp", self._unpacked(mem), seconds=time.perf_counter() - t0,
+                      module=self)
 
     def reference(self, *args: Any, **kwargs: Any) -> Result:
         """Run the accelerator program on the ISA's reference interpreter (``vta`` only)."""
@@ -242,7 +245,8 @@ class Module:
         arrays = self._bind(args, kwargs)
         t0 = time.perf_counter()
         out = run_reference(self.program, self.hw, self._dram_inputs(arrays))
-        return Result("vta-reference", self._from_dram(out), seconds=time.perf_counter() - t0)
+        return Result("vta-reference", self._from_dram(out), seconds=time.perf_counter() - t0,
+                      module=self)
 
     def _packed_arrays(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every parameter in its stored layout: inputs packed, outputs zero."""

@@ -217,10 +217,10 @@ def _axis_names(fcompute: Callable[..., ExprLike], name: str, shape: tuple[int, 
     except (TypeError, ValueError):
         raise TensorIRError(f"compute {name}: fcompute must be a Python function taking one "
                             f"argument per dimension, got {fcompute!r}") from None
-    if len(params) == 1 and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
-        return [f"{params[0].name}{d}" for d in range(len(shape))]
     # parameters with a default value (a closure's captured state) are not axes
     params = [p for p in params if p.default is inspect.Parameter.empty]
+    if len(params) == 1 and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        return [f"{params[0].name}{d}" for d in range(len(shape))]
     named = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
                                              inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     if len(named) != len(params) or len(named) != len(shape):
