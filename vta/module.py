@@ -69,6 +69,7 @@ class GpuLaunch:
 
     @property
     def threads(self) -> int:
+        """Threads launched in all."""
         return self.grid[0] * self.grid[1] * self.grid[2] * self.block[0] * self.block[1] \
             * self.block[2]
 
@@ -169,10 +170,12 @@ class Module:
 
     @property
     def inputs(self) -> list[str]:
+        """The inputs' names, in parameter order (the order of positional calls)."""
         return [p.name for p in self._params if not p.is_output]
 
     @property
     def outputs(self) -> list[str]:
+        """The outputs' names (the keys of a ``Result``)."""
         return [p.name for p in self._params if p.is_output]
 
     @property

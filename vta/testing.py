@@ -51,7 +51,7 @@ from vta.errors import VtaError
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs
 
 __all__ = [
-    "INT8", "small_hw", "shipped_hw", "random_hw", "hw_configs", "dims", "shapes",
+    "INT8", "small_hw", "shipped_hw", "hwconfig_dirs", "random_hw", "hw_configs", "dims", "shapes",
     "matmul_shapes", "matmul_specs", "conv2d_specs", "dtypes", "epilogues", "seeds",
     "inputs_for", "random_inputs", "workload_knobs", "simt_knobs", "wmma_knobs",
     "assert_same_on_targets", "first_difference", "reference_outputs", "Mismatch",

@@ -97,11 +97,13 @@ class Layout:
 
     @property
     def packed_shape(self) -> tuple[int, ...]:
+        """The stored shape: outer dimensions, then the entry's lanes."""
         bl = self.blocked
         outer = tuple(-(-n // bl[d]) if d in bl else n for d, n in enumerate(self.shape))
         return outer + tuple(ln.factor for ln in self.entry)
 
     def describe(self) -> str:
+        """``x[16, 96] -> [16, 6, 1, 16] (b=1 on dim 0, bi=16 on dim 1)``."""
         if not self.entry:
             return f"{self.name}{list(self.shape)}"
         lanes = ", ".join(f"{ln.role}={ln.factor}" + (f" on dim {ln.dim}" if ln.dim is not None

@@ -121,6 +121,7 @@ class Stage:
 
     @property
     def name(self) -> str:
+        """The stage's name (its tensor's; ``cache_read``/``cache_write`` add the scope)."""
         return self.op.name
 
     @property
@@ -130,10 +131,12 @@ class Stage:
 
     @property
     def reduce_axis(self) -> tuple[IterVar, ...]:
+        """The root reduction axes."""
         return self.op.reduce_axes
 
     @property
     def all_iter_vars(self) -> list[IterVar]:
+        """Root axes and every axis a split or fuse made."""
         out = [*self.op.axes, *self.op.reduce_axes]
         for r in self.relations:
             out += [r.outer, r.inner] if isinstance(r, Split) else [r.fused]
@@ -240,6 +243,7 @@ class Stage:
     # ------------------------------------------------------------------ loop annotations
 
     def unroll(self, axis: IterVar) -> None:
+        """Unroll the loop over ``axis`` (the GPU renders ``#pragma unroll``)."""
         self._leaf_index(axis, "unroll")
         self._check_loop_free(axis, "unroll")
         self.iter_attrs[axis] = LoopAttr(ForKind.UNROLLED)
@@ -339,6 +343,7 @@ class Stage:
         self.attach = AttachAt(parent, axis)
 
     def compute_root(self) -> None:
+        """Compute this stage at the root (undoes ``compute_at``/``compute_inline``)."""
         self.attach = None
 
     def compute_inline(self) -> None:
@@ -436,6 +441,7 @@ class Schedule:
         return found[0]
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
+        """The stage of ``tensor``, or None for a placeholder or a tensor not scheduled here."""
         return self._by_tensor.get(tensor)
 
     def readers(self, tensor: Tensor) -> list[Stage]:

@@ -146,10 +146,12 @@ class Tensor:
 
     @property
     def name(self) -> str:
+        """The name of the operation producing it (the name arrays are passed by)."""
         return self.op.name
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     def __getitem__(self, idx: ExprLike | IterVar | tuple[ExprLike | IterVar, ...]) -> TensorRead:

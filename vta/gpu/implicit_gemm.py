@@ -83,22 +83,27 @@ class Contraction:
 
     @property
     def m(self) -> int:
+        """Rows of the GEMM (the product of the row axes' extents)."""
         return math.prod(a.extent for a in self.rows)
 
     @property
     def n(self) -> int:
+        """Columns of the GEMM."""
         return math.prod(a.extent for a in self.cols)
 
     @property
     def k(self) -> int:
+        """Reduction length of the GEMM."""
         return math.prod(a.extent for a in self.red)
 
     @property
     def out(self) -> Tensor:
+        """The compute's output (the last stage of the chain, or the reduction)."""
         return self.chain[-1] if self.chain else self.c
 
     @property
     def in_dtype(self) -> str:
+        """The operands' element type."""
         return self.x.tensor.dtype
 
 
