@@ -122,8 +122,8 @@ def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
         arrays = random_inputs(func.params, np.random.default_rng(seed))
         want = reference(w, arrays)
     else:
-        wt = user["w"].reshape(user["w"].shape[0], -1)
-        arrays = [user["x"], np.ascontiguousarray(wt)]
+        wt = user["kernel"].reshape(user["kernel"].shape[0], -1)
+        arrays = [user["data"], np.ascontiguousarray(wt)]
         if epi.bias:
             arrays.append(user["bias"])
         arrays.append(np.zeros(want.shape, np.int8))
