@@ -184,3 +184,33 @@ def test_implicit_gemm_refusals() -> None:
         simt([x, w, bmm])
     with pytest.raises(ImplicitGemmError, match="one output"):
         simt([x, w])
+
+
+def test_a_hand_packed_compute_takes_its_own_layout(pynq: vta.HwConfig) -> None:
+    """A compute written in the packed layout (as TVM's VTA tutorials do) builds from a plain
+    argument list: the arrays are then in that layout, entry dims last."""
+    x = placeholder((2, 3, 1, 16), "int8", "x")
+    w = placeholder((2, 3, 16, 16), "int8", "w")
+    ko, ki = reduce_axis(3, "ko"), reduce_axis(16, "ki")
+    acc = compute((2, 2, 1, 16), lambda m, n, i, j: sum_(
+        x[m, ko, i, ki].astype("int32") * w[n, ko, j, ki].astype("int32"), [ko, ki]), "acc")
+    res = compute(acc.shape, lambda *i: acc[i].astype("int8"), "res")
+    s = create_schedule(res)
+    A = s.cache_write(acc, "acc")
+    s[acc].compute_inline()
+    XL, WL = s.cache_read(x, "inp", [A]), s.cache_read(w, "wgt", [A])
+    n = s[res].axis[1]
+    s[A].compute_at(s[res], n)
+    a = s[A]
+    am, an, ai, aj = a.axis
+    rko, rki = a.reduce_axis
+    a.reorder(rko, am, an, ai, aj, rki)
+    s[XL].compute_at(a, rko)
+    s[WL].compute_at(a, rko)
+    a.tensorize(ai, vta_gemm_intrinsic(pynq))
+    mod = vta.build(s, [x, w, res], "vta", hw=pynq)
+    ins = vt.random_inputs([x, w, res], 4)
+    want = np.einsum("mkiq,nkjq->mnij", ins["x"].astype(np.int64),
+                     ins["w"].astype(np.int64)).astype(np.int32).astype(np.int8)
+    assert np.array_equal(mod(ins)["res"], want)
+    assert np.array_equal(mod.interpret(ins)["res"], want)
