@@ -1,4 +1,5 @@
-"""Shared hypothesis strategies: hardware configs and valid, race-free VTA programs.
+"""Shared hypothesis strategies: valid, race-free VTA programs (hardware configs come from
+``vta.testing``, the public home of the strategies, and are re-exported here).
 
 ``programs(hw)`` draws a program of 1-4 *phases*; each phase is a group of load-unit LOADs
 (inp/wgt), a group of compute-unit instructions (LOAD.UOP, LOAD.ACC, GEMM, ALU) and a group of
@@ -23,11 +24,11 @@ to allocation ``D``, so both are compared.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 
+import vta.testing as vt
 from vta.config import HwConfig
 from vta.isa import (
     Alu,
@@ -57,84 +58,13 @@ def _index(hi: int, hot: int = 8) -> st.SearchStrategy[int]:
     return st.one_of(near, near, near, st.integers(0, hi))
 
 
-def small_hw(batch: int = 1, block: int = 4, depth: int = 64, **changes: Any) -> HwConfig:
-    """A pynq-like config with small blocks and ``depth``-entry scratchpads (fast to test,
-    and small enough that random indices hit the edges)."""
-    data = {
-        "name": f"small_b{batch}_k{block}",
-        "gemm": {"batch": batch, "block_in": block, "block_out": block},
-        "scratchpad": {"uop": depth * 4, "inp": depth * batch * block,
-                       "wgt": depth * block * block, "acc": depth * batch * block * 4,
-                       "out": depth * batch * block},
-        "memory": {"bus_bytes": 8, "latency": 8, "burst_bytes": 32, "outstanding": 2},
-    }
-    hw = HwConfig.from_dict(data, source="<small_hw>")
-    return hw.with_changes(**changes) if changes else hw
-
-
-_HWCONFIGS = Path(__file__).resolve().parent.parent / "hwconfigs"
-
-
-@functools.cache
-def shipped_hw() -> tuple[HwConfig, ...]:
-    """Every configuration under ``hwconfigs/``."""
-    return tuple(HwConfig.from_yaml(f) for f in sorted(_HWCONFIGS.glob("*.yaml")))
-
-
-_SMALL = [
-    small_hw(),
-    small_hw(batch=2, block=4, **{"alu.lanes": 4, "memory.shared_port": False}),
-    small_hw(block=8, **{"queues.command_depth": 2, "queues.token_depth": 2,
-                         "queues.fetch_batch": 3}),
-]
-
-
-@st.composite
-def random_hw(draw: st.DrawFn) -> HwConfig:
-    """A small random valid config: batch, block_in != block_out, dtypes, depths, pipeline,
-    ALU, queue and memory parameters."""
-    g = {"batch": draw(st.sampled_from([1, 2, 4])),
-         "block_in": draw(st.sampled_from([2, 4, 8])),
-         "block_out": draw(st.sampled_from([2, 4, 8])),
-         "inp_dtype": draw(st.sampled_from(["int8", "int8", "int16"])),
-         "wgt_dtype": draw(st.sampled_from(["int8", "int8", "int16"])),
-         "acc_dtype": "int32",
-         "out_dtype": draw(st.sampled_from(["int8", "int8", "int16", "int32"])),
-         "pipeline_depth": draw(st.integers(1, 6)), "ii": draw(st.integers(1, 2))}
-    bits = {"int8": 1, "int16": 2, "int32": 4}
-    inp_b = g["batch"] * g["block_in"] * bits[g["inp_dtype"]]
-    wgt_b = g["block_out"] * g["block_in"] * bits[g["wgt_dtype"]]
-    acc_b = g["batch"] * g["block_out"] * 4
-    out_b = g["batch"] * g["block_out"] * bits[g["out_dtype"]]
-    depth = st.sampled_from([64, 128])  # a padded LOAD image is up to 56 entries
-    acc_depth = draw(depth)
-    bus = draw(st.sampled_from([4, 8, 16]))
-    data = {
-        "name": "random_small",
-        "gemm": g,
-        "alu": {"ops": ["min", "max", "add", "shr", "mul"],
-                "lanes": draw(st.sampled_from([1, 2, 4, 8, 16])),
-                "ii": draw(st.integers(1, 3)), "ii_imm": draw(st.integers(1, 2)),
-                "pipeline_depth": draw(st.integers(1, 6)),
-                "imm_bits": draw(st.sampled_from([8, 12, 16]))},
-        "scratchpad": {"uop": draw(depth) * 4, "inp": draw(depth) * inp_b,
-                       "wgt": draw(depth) * wgt_b, "acc": acc_depth * acc_b,
-                       "out": acc_depth * out_b},
-        "queues": {"command_depth": draw(st.integers(1, 4)),
-                   "token_depth": draw(st.integers(1, 4)),
-                   "fetch_batch": draw(st.integers(1, 4))},
-        "memory": {"bus_bytes": bus, "latency": draw(st.integers(0, 40)),
-                   "burst_bytes": bus * draw(st.integers(1, 4)),
-                   "outstanding": draw(st.integers(1, 4)),
-                   "row_overhead": draw(st.integers(0, 2)),
-                   "shared_port": draw(st.booleans())},
-    }
-    return HwConfig.from_dict(data, source="<random_hw>")
+#: the hardware strategies live in vta.testing (public, installed): re-exported here
+small_hw, shipped_hw, random_hw = vt.small_hw, vt.shipped_hw, vt.random_hw
 
 
 def hw_configs() -> st.SearchStrategy[HwConfig]:
     """Small fixed configs, every shipped config, and small random valid ones."""
-    return st.one_of(st.sampled_from(_SMALL), st.sampled_from(shipped_hw()), random_hw())
+    return vt.hw_configs()
 
 
 @st.composite

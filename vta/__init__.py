@@ -1,12 +1,42 @@
 """vta: co-design a deep-learning accelerator and its compiler.
 
-The public surface is small: hardware descriptions (``HwConfig``), the ISA (``vta.isa``), the
-simulators (``vta.sim``), the compiler (``vta.compiler``) and the GPU backend (``vta.gpu``).
+The public surface is small: hardware descriptions (``HwConfig``), one call from a schedule to
+results on either target (``build``, returning a ``Module`` whose calls return a ``Result``),
+the accelerator's layout transform of a logical compute (``pack``), and below them the ISA
+(``vta.isa``), the simulators (``vta.sim``), the compiler (``vta.compiler``), the GPU backend
+(``vta.gpu``) and the property-based testing helpers (``vta.testing``, needs hypothesis).
+docs/python_api.md walks through them. The compiler-level names load on first use, so
+``import vta`` stays cheap for the command line.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from vta import isa as _isa  # noqa: F401 - registers the built-in instructions and their checks
 from vta.config import HwConfig, HwConfigError
+from vta.errors import VtaError
+
+if TYPE_CHECKING:
+    from vta.compiler.layout import Layout, LayoutError, Packed, pack
+    from vta.module import TARGETS, BuildError, GpuLaunch, InputError, Module, Result, build
 
 __version__ = "0.1.0"
 
-__all__ = ["HwConfig", "HwConfigError", "__version__"]
+__all__ = ["HwConfig", "HwConfigError", "VtaError", "build", "Module", "Result", "GpuLaunch",
+           "BuildError", "InputError", "TARGETS", "pack", "Packed", "Layout", "LayoutError",
+           "__version__"]
+
+#: public name -> the module defining it (imported on first use)
+_LAZY = {**dict.fromkeys(("build", "Module", "Result", "GpuLaunch", "BuildError", "InputError",
+                          "TARGETS"), "vta.module"),
+         **dict.fromkeys(("pack", "Packed", "Layout", "LayoutError"), "vta.compiler.layout")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vta' has no attribute {name!r}")

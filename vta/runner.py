@@ -134,9 +134,10 @@ class RunResult:
 
 
 def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Random user tensors and their packed simulator inputs (by DRAM allocation name): data
-    and weights uniform over int8, the bias uniform within the epilogue's ``bias_bound`` (the
-    distribution ``calibrated_epilogue`` assumes)."""
+    """Random user tensors (NCHW/OIHW or matrices) and their packed simulator inputs, both by
+    the op's placeholder names (``data``, ``kernel``, ``bias``: the DRAM allocations and the GPU
+    kernel's parameters too): data and weights uniform over int8, the bias uniform within the
+    epilogue's ``bias_bound`` (the distribution ``calibrated_epilogue`` assumes)."""
     rng = np.random.default_rng(seed)
     g, conv = c.hw.gemm, c.user_conv
     P = c.packed
@@ -147,7 +148,7 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
         wt = rng.integers(-128, 128, size=(m.n, m.k), dtype=np.int8)
         data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
         kernel = packing.pack_matrix(wt, g.block_out, g.block_in, P.kernel_shape)
-        user: dict[str, np.ndarray] = {"x": x, "w": wt, "bias": bias}
+        user: dict[str, np.ndarray] = {"data": x, "kernel": wt, "bias": bias}
     else:
         x = rng.integers(-128, 128, size=(conv.n, conv.ic, conv.h, conv.w), dtype=np.int8)
         wt = rng.integers(-128, 128, size=(conv.oc, conv.ic, conv.kh, conv.kw), dtype=np.int8)
@@ -156,7 +157,7 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
             xf, wf = packing.fold_data(x, c.fold), packing.fold_kernel(wt, c.fold)
         data = packing.pack_data(xf, g.batch, g.block_in, P.data_shape)
         kernel = packing.pack_kernel(wf, g.block_out, g.block_in, P.kernel_shape)
-        user = {"x": x, "w": wt, "bias": bias}
+        user = {"data": x, "kernel": wt, "bias": bias}
     packed = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
     if c.epilogue.bias:
         packed["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
@@ -166,8 +167,8 @@ def make_inputs(c: Compiled, seed: int) -> tuple[dict[str, np.ndarray], dict[str
 def reference_acc(c: Compiled, user: Mapping[str, np.ndarray]) -> np.ndarray:
     """numpy's int32 accumulators of the user's problem: (M, N) or (N, OC, OH, OW)."""
     if isinstance(c.workload.spec, MatmulSpec):
-        return matmul_acc(user["x"], user["w"])
-    return conv2d_acc(user["x"], user["w"], c.user_conv)
+        return matmul_acc(user["data"], user["kernel"])
+    return conv2d_acc(user["data"], user["kernel"], c.user_conv)
 
 
 def unpack_output(c: Compiled, outputs: Mapping[str, np.ndarray]) -> np.ndarray:

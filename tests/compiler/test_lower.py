@@ -233,11 +233,22 @@ def _gemm(b: int) -> TensorIntrinsic:
     return TensorIntrinsic(f"test.gemm{b}", "vta", gemm_decl(1, b, b, "int8", "int8", "int32"))
 
 
+def _divide(tensors, t_oc: int, t_oh: int, t_ow: int, t_ic: int) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the tiles cover the packed conv exactly (a tensorized region cannot be guarded
+    against a partial tile, so ``lower`` refuses to tensorize otherwise)."""
+    data, _kern, _pad, res, *_ = tensors
+    _n, oc, oh, ow, _, _ = res.shape
+    ic = data.shape[1]
+    return all(e % t == 0 for e, t in ((oc, t_oc), (ic, t_ic), (oh, t_oh), (ow, t_ow)))
+
+
 @pytest.mark.parametrize("kh,stride,pad", [(1, 1, 0), (3, 1, 1), (3, 2, 1), (7, 2, 3)])
 def test_packed_conv2d_matches_numpy(kh: int, stride: int, pad: int) -> None:
-    tensors = packed_conv(1, 2, 3, 9, 9, 4, kh, stride, pad)
+    tensors = packed_conv(1, 2, 4, 9, 9, 4, kh, stride, pad)
     data, kern, *_, out = tensors
-    s = vta_conv_schedule(tensors, 2, 2, 3, 1, _gemm(4))
+    oh = tensors[3].shape[2]
+    s = vta_conv_schedule(tensors, 2, next(t for t in (3, 2, 1) if oh % t == 0),
+                          3 if oh % 3 == 0 else 1, 1, _gemm(4))
     f = lower(s, [data, kern, out])
     x, w = _rand(data), _rand(kern)
     got = run(f, [data, kern, out], {"data": x, "kernel": w})["out"]
@@ -254,12 +265,31 @@ def test_packed_conv2d_tilings(kh, stride, pad, h, ic, oc, b, data) -> None:
     oh = tensors[3].shape[2]
     t = [data.draw(st.integers(1, x)) for x in (oc, ic)]
     t[1:1] = [_tile(data, oh), _tile(data, oh)]
-    s = vta_conv_schedule(tensors, *t, intrin=_gemm(b))
+    s = vta_conv_schedule(tensors, *t, intrin=_gemm(b) if _divide(tensors, *t) else None)
     dt, kern, *_, out = tensors
     f = lower(s, [dt, kern, out])
     x, w = _rand(dt), _rand(kern)
     got = run(f, [dt, kern, out], {"data": x, "kernel": w})["out"]
     assert np.array_equal(got, conv_reference(x, w, stride, pad))
+
+
+def test_tensorize_refuses_partial_tiles_naming_the_split() -> None:
+    """A tensorized region is one instruction per tile: a tile that does not divide its axis
+    (here the output's 3 channel blocks in tiles of 2, a split outside the region) is refused
+    when lowering, naming the split and the factors that divide."""
+    tensors = packed_conv(1, 2, 3, 9, 9, 4, 3, 1, 1)
+    data, kern, *_, out = tensors
+    s = vta_conv_schedule(tensors, 2, 1, 1, 1, _gemm(4))
+    with pytest.raises(ScheduleError, match=r"tensorize with test\.gemm4 on stage res_acc .*"
+                       r"computed inside stage out's tiles, and the split of o by factor 2 in "
+                       r"stage out does not divide its extent 3 \(2 tiles of 2 cover 4\); "
+                       r"factors that divide 3: 1, 3"):
+        lower(s, [data, kern, out])
+    # the reduction's split is known at schedule time: tensorize itself refuses it
+    tensors = packed_conv(1, 3, 2, 6, 6, 4, 3, 1, 1)
+    with pytest.raises(ScheduleError, match=r"the split of ic by factor 2 in stage res_acc does "
+                       r"not divide its extent 3 .*factors that divide 3: 1, 3"):
+        vta_conv_schedule(tensors, 1, 1, 1, 2, _gemm(4))
 
 
 def test_conv_copy_stages_follow_the_contract() -> None:

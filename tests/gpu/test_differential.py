@@ -12,13 +12,13 @@ rendered here is compiled to PTX for sm_80 and sm_90 (in one nvcc run per test a
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import vta.testing as vt
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
@@ -29,7 +29,6 @@ from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import lower_for_gpu
 from vta.gpu.schedules import (
     SimtKnobs,
-    WmmaKnobs,
     conv2d_simt,
     conv2d_wmma,
     matmul_simt,
@@ -38,61 +37,20 @@ from vta.gpu.schedules import (
 
 from .conftest import gpu_or_skip
 
-ROOT = Path(__file__).resolve().parents[2]
-HW_NAMES = ("pynq", "ultra96", "zcu104", "de10nano", "research_32x32")
-_HW: dict[str, HwConfig] = {}
+_HW: dict[str, HwConfig] = {h.name: h for h in vt.shipped_hw()}
+HW_NAMES = tuple(sorted(_HW))
 
 
 def hwconfig(name: str) -> HwConfig:
-    if name not in _HW:
-        _HW[name] = HwConfig.from_yaml(ROOT / "hwconfigs" / f"{name}.yaml")
     return _HW[name]
 
 
 # ---------------------------------------------------------------------------- strategies
+# (vta.testing: the public strategies, shared with users' own differential tests)
 
-#: both epilogue forms: VTA's shift-bias-clip and the fixed-point requantization (its rounding
-#: term kept within the ALU's 16-bit immediate, so the accelerator can run it too)
-epilogues = st.one_of(
-    st.builds(lambda shift, bias, lo, span: Epilogue(shift, bias, lo, min(127, lo + span)),
-              st.integers(0, 12), st.booleans(), st.integers(-128, 20), st.integers(0, 255)),
-    st.builds(lambda shift, mult, bias, lo, span: Epilogue(
-        shift, bias, lo, min(127, lo + span), kind="fixed_point", mult=mult),
-        st.integers(1, 15), st.integers(-(1 << 15), (1 << 15) - 1).filter(bool), st.booleans(),
-        st.integers(-128, 20), st.integers(0, 255)))
-
-
-@st.composite
-def conv_specs(draw: st.DrawFn) -> Conv2dSpec:
-    k = draw(st.sampled_from([1, 3]))
-    stride = draw(st.sampled_from([1, 2]))
-    pad = draw(st.sampled_from([0, 1])) if k == 3 else 0
-    h = draw(st.integers(max(k, 3), 11))
-    w = draw(st.integers(max(k, 3), 11))
-    return Conv2dSpec(draw(st.integers(1, 2)), draw(st.integers(1, 40)), h, w,
-                      draw(st.integers(1, 40)), k, k, stride, pad)
-
-
-matmul_specs = st.builds(MatmulSpec, st.integers(1, 80), st.integers(1, 80), st.integers(1, 80))
-
-simt_knobs = st.builds(lambda bm, bn, bk, tm, tn, unroll: SimtKnobs(bm, bn, bk, tm, tn, unroll),
-                       st.sampled_from([16, 32, 64]), st.sampled_from([16, 32, 64]),
-                       st.sampled_from([4, 8, 16]), st.sampled_from([1, 2, 4]),
-                       st.sampled_from([1, 2, 4]), st.booleans()
-                       ).filter(lambda k: (k.bm // k.tm) * (k.bn // k.tn) <= 1024)
-
-
-@st.composite
-def wmma_knobs(draw: st.DrawFn, dtype: str) -> WmmaKnobs:
-    wm, wn = draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2]))
-    bm = 16 * wm * draw(st.sampled_from([1, 2]))
-    bn = 16 * wn * draw(st.sampled_from([1, 2]))
-    bk = draw(st.sampled_from([16, 32]))
-    return WmmaKnobs(bm, bn, bk, wm, wn, draw(st.booleans()), vec=1)
-
-
-schedules = st.one_of(st.tuples(st.just("simt"), simt_knobs),
-                      st.tuples(st.just("wmma"), wmma_knobs("int8")))
+conv_specs = vt.conv2d_specs(kernels=(1, 3), max_pad=1, min_hw=3, max_hw=11)
+schedules = st.one_of(st.tuples(st.just("simt"), vt.simt_knobs()),
+                      st.tuples(st.just("wmma"), vt.wmma_knobs()))
 
 Runner = Callable[..., None]
 
@@ -164,8 +122,8 @@ def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
         arrays = random_inputs(func.params, np.random.default_rng(seed))
         want = reference(w, arrays)
     else:
-        wt = user["w"].reshape(user["w"].shape[0], -1)
-        arrays = [user["x"], np.ascontiguousarray(wt)]
+        wt = user["kernel"].reshape(user["kernel"].shape[0], -1)
+        arrays = [user["data"], np.ascontiguousarray(wt)]
         if epi.bias:
             arrays.append(user["bias"])
         arrays.append(np.zeros(want.shape, np.int8))
@@ -195,7 +153,7 @@ def check_fp16(spec: MatmulSpec, schedule: tuple[str, object], seed: int, run: R
 def _conv_test(run: Runner, nvcc_check: Callable | None) -> None:
     sources: list[str] = []
 
-    @given(spec=conv_specs(), epi=epilogues, hw=st.sampled_from(HW_NAMES), sched=schedules,
+    @given(spec=conv_specs, epi=vt.epilogues(), hw=st.sampled_from(HW_NAMES), sched=schedules,
            seed=st.integers(0, 2 ** 16))
     def case(spec: Conv2dSpec, epi: Epilogue, hw: str, sched: tuple[str, object],
              seed: int) -> None:
@@ -209,7 +167,8 @@ def _conv_test(run: Runner, nvcc_check: Callable | None) -> None:
 def _matmul_test(run: Runner, nvcc_check: Callable | None) -> None:
     sources: list[str] = []
 
-    @given(spec=matmul_specs, epi=epilogues, hw=st.sampled_from(HW_NAMES), sched=schedules,
+    @given(spec=vt.matmul_specs(), epi=vt.epilogues(), hw=st.sampled_from(HW_NAMES),
+           sched=schedules,
            seed=st.integers(0, 2 ** 16))
     def case(spec: MatmulSpec, epi: Epilogue, hw: str, sched: tuple[str, object],
              seed: int) -> None:
@@ -222,10 +181,10 @@ def _matmul_test(run: Runner, nvcc_check: Callable | None) -> None:
 
 def _fp16_test(run: Runner, nvcc_check: Callable | None) -> None:
     sources: list[str] = []
-    sched16 = st.one_of(st.tuples(st.just("simt"), simt_knobs),
-                        st.tuples(st.just("wmma"), wmma_knobs("float16")))
+    sched16 = st.one_of(st.tuples(st.just("simt"), vt.simt_knobs()),
+                        st.tuples(st.just("wmma"), vt.wmma_knobs()))
 
-    @given(spec=matmul_specs, sched=sched16, seed=st.integers(0, 2 ** 16))
+    @given(spec=vt.matmul_specs(), sched=sched16, seed=st.integers(0, 2 ** 16))
     def case(spec: MatmulSpec, sched: tuple[str, object], seed: int) -> None:
         check_fp16(spec, sched, seed, run, sources)
 

@@ -21,8 +21,9 @@ from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.conv2d import conv_knobs, mma_conv2d, ohwi_weight
 from vta.gpu.kernels.gemm import MmaKnobs
 from vta.gpu.profile import Profile
+from vta.testing import epilogues
 
-from .test_differential import conv_specs, epilogues
+from .test_differential import conv_specs
 
 
 @st.composite
@@ -51,7 +52,7 @@ def test_int8_bit_exact(nvcc_check: Callable) -> None:
     sources: dict[tuple, str] = {}
 
     @settings(max_examples=25)
-    @given(conv_specs(), epilogues, knobs(), st.integers(0, 1 << 16))
+    @given(conv_specs, epilogues(), knobs(), st.integers(0, 1 << 16))
     def case(spec: Conv2dSpec, epi: Epilogue, kb: MmaKnobs, seed: int) -> None:
         src, _ = run_int8(spec, epi, kb, seed)
         # one kernel per code path: knobs, how rows align, the patch's copy mode
@@ -65,7 +66,7 @@ def test_fp16_within_bound(nvcc_check: Callable) -> None:
     sources: list[str] = []
 
     @settings(max_examples=12)
-    @given(conv_specs(), knobs(), st.integers(0, 1 << 16))
+    @given(conv_specs, knobs(), st.integers(0, 1 << 16))
     def case(spec: Conv2dSpec, kb: MmaKnobs, seed: int) -> None:
         func = mma_conv2d(spec, "float16", None, kb, out_dtype="float32")
         rng = np.random.default_rng(seed)

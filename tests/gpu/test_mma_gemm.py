@@ -22,8 +22,7 @@ from vta.gpu.kernels.gemm import MmaKnobs, mma_gemm
 from vta.gpu.mma import CpAsync, LdMatrix, MmaSync
 from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import Profile
-
-from .test_differential import epilogues
+from vta.testing import epilogues
 
 
 @st.composite
@@ -88,7 +87,7 @@ def test_int8_bit_exact(nvcc_check: Callable) -> None:
     sources: dict[tuple, str] = {}
 
     @settings(max_examples=25)
-    @given(st.builds(MatmulSpec, dims, dims, dims), st.one_of(st.none(), epilogues), knobs(),
+    @given(st.builds(MatmulSpec, dims, dims, dims), st.one_of(st.none(), epilogues()), knobs(),
            st.integers(0, 1 << 16))
     def case(spec: MatmulSpec, epi: Epilogue | None, kb: MmaKnobs, seed: int) -> None:
         func, _ = run_int8(spec, epi, kb, seed)

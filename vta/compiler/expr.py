@@ -255,6 +255,7 @@ class Call(Expr):
 
 
 def const(value: int | float, dtype: str | None = None) -> Expr:
+    """A constant (``int32``/``float32`` unless ``dtype`` says otherwise; bools are ``bool``)."""
     if isinstance(value, bool):
         return IntImm(int(value), "bool")
     if isinstance(value, int):
@@ -352,10 +353,12 @@ def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
 
 
 def min_(a: ExprLike, b: ExprLike) -> Expr:
+    """The smaller of ``a`` and ``b`` (element-wise in a compute: ``min_(x[i], 127)``)."""
     return _bin(Min, a, b)
 
 
 def max_(a: ExprLike, b: ExprLike) -> Expr:
+    """The larger of ``a`` and ``b`` (``max_(x[i], 0)`` is a ReLU)."""
     return _bin(Max, a, b)
 
 

@@ -28,6 +28,8 @@ from vta.compiler.schedule import (
     Schedule,
     ScheduleError,
     Stage,
+    describe_split,
+    nondividing_splits,
     root_values,
     split_guards,
 )
@@ -41,9 +43,14 @@ class LowerError(VtaError):
     """The schedule and arguments cannot be lowered; the message names the tensor or stage."""
 
 
-def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main") -> S.PrimFunc:
-    """Lower ``sch`` to a ``PrimFunc`` whose parameters are ``args`` (inputs, then outputs)."""
-    return _Lowering(sch, list(args), name).run()
+def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", *,
+          whole_tiles: bool = False) -> S.PrimFunc:
+    """Lower ``sch`` to a ``PrimFunc`` whose parameters are ``args`` (inputs, then outputs).
+    A tensorized stage must not need a guard (a split that does not divide, or a tile running
+    past the tensor); with ``whole_tiles`` (targets whose pipelines take no guards, like the
+    accelerator's) no stage may: the ``ScheduleError`` names the split and the factors that
+    divide."""
+    return _Lowering(sch, list(args), name, whole_tiles).run()
 
 
 def _identity(combiner: str, dtype: str) -> E.Expr:
@@ -78,8 +85,9 @@ class _Emitted:
 
 
 class _Lowering:
-    def __init__(self, sch: Schedule, args: list[Tensor], name: str) -> None:
+    def __init__(self, sch: Schedule, args: list[Tensor], name: str, whole_tiles: bool) -> None:
         self.sch, self.args, self.name = sch, args, name
+        self.whole_tiles = whole_tiles
         self.params: dict[Tensor, S.Buffer] = {}
         self.live = [st for st in sch.stages if st.attach != INLINE]
         self.bodies: dict[Stage, E.Expr] = {}
@@ -208,6 +216,8 @@ class _Lowering:
         body = self.bodies[st]
         store_idx = self._parity(st) + tuple(val[iv] for iv in st.axis)
         guards = self._guards(st, val, ext)
+        if guards is not None and (st.tensorized or self.whole_tiles):
+            raise self._guard_error(st, ext)
         if isinstance(body, Reduce):
             acc = S.BufferLoad(em.buffer, store_idx, em.buffer.dtype)
             value = _combine(body.combiner, acc, self._value(body.source, roots))
@@ -231,6 +241,33 @@ class _Lowering:
                 loop = S.seq(self._init(st, body, k, ext), loop)
             inner = loop
         return S.AttrStmt("stage", st.name, inner)
+
+    def _guard_error(self, st: Stage, ext: Mapping[IterVar, int]) -> ScheduleError:
+        """A stage whose body would need a guard where none is allowed: name the split that
+        leaves a partial tile (the stage's own, or one of the loops it is computed in)."""
+        if st.tensorized:
+            iv = next(iter(st.tensorized))
+            head = (f"tensorize with {st.tensorized[iv].name} on stage {st.name} axis "
+                    f"{iv.name}: the region would need a guard against a partial tile, and one "
+                    f"instruction per tile cannot be guarded: ")
+        else:
+            head = (f"stage {st.name} would need a guard against a partial tile, and this "
+                    f"target's pipeline takes whole tiles only: ")
+        own = nondividing_splits(st, dict(ext))
+        if own:
+            return ScheduleError(head + describe_split(st, own[0], dict(ext)))
+        em = self.info[st.tensor]
+        dims = [a.name for a, o in zip(st.axis, em.bounds.overhang, strict=True) if o]
+        for p, _ in reversed(self.env[st]):
+            pext = dict(self.info[p.tensor].bounds.extents)
+            bad = nondividing_splits(p, pext)
+            if bad:
+                return ScheduleError(
+                    head + f"it is computed inside stage {p.name}'s tiles, and "
+                    + describe_split(p, bad[0], pext)
+                    + f" (the last tile of {st.name} runs past {', '.join(dims) or 'its axes'})")
+        return ScheduleError(head + f"its tile runs past the end of axes "
+                             f"{', '.join(dims)}; choose tiles that divide them")
 
     def _parity(self, st: Stage) -> tuple[E.Expr, ...]:
         """The leading index of a double-buffered stage: its attach loop's variable mod 2."""

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ScheduleError", "Schedule", "Stage", "Split", "Fuse", "AttachAt", "INLINE", "THREAD_TAGS",
-    "create_schedule",
+    "create_schedule", "divisors", "describe_split", "nondividing_splits",
 ]
 
 #: GPU thread indices a loop can be bound to
@@ -43,7 +43,9 @@ THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadI
 
 
 class ScheduleError(VtaError):
-    """A schedule primitive was refused; the message names the stage, the axis and why."""
+    """A schedule was refused: a primitive (names the stage, the axis and why), a schedule that
+    does not fit the hardware (names the buffer, bytes needed and available) or GPU knobs that
+    do not fit the problem (names the knob). The one class every schedule layer raises."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,7 @@ class Stage:
 
     @property
     def name(self) -> str:
+        """The stage's name (its tensor's; ``cache_read``/``cache_write`` add the scope)."""
         return self.op.name
 
     @property
@@ -130,10 +133,12 @@ class Stage:
 
     @property
     def reduce_axis(self) -> tuple[IterVar, ...]:
+        """The root reduction axes."""
         return self.op.reduce_axes
 
     @property
     def all_iter_vars(self) -> list[IterVar]:
+        """Root axes and every axis a split or fuse made."""
         out = [*self.op.axes, *self.op.reduce_axes]
         for r in self.relations:
             out += [r.outer, r.inner] if isinstance(r, Split) else [r.fused]
@@ -185,6 +190,16 @@ class Stage:
         inner = IterVar(E.Var(f"{axis.name}_i"), inner_ext, axis.kind)
         self.relations.append(Split(axis, outer, inner, factor, nparts))
         self.leaf_iter_vars[k:k + 1] = [outer, inner]
+        if self.tensorized:
+            first = next(iter(self.tensorized))
+            try:
+                self._check_tiles(f"split after tensorize with {self.tensorized[first].name}",
+                                  axis, leaf_extents(self, {iv: iv.extent for iv in
+                                                            (*self.axis, *self.reduce_axis)}))
+            except ScheduleError:
+                self.relations.pop()
+                self.leaf_iter_vars[k:k + 2] = [axis]
+                raise
         return outer, inner
 
     def reorder(self, *axes: IterVar) -> None:
@@ -230,6 +245,7 @@ class Stage:
     # ------------------------------------------------------------------ loop annotations
 
     def unroll(self, axis: IterVar) -> None:
+        """Unroll the loop over ``axis`` (the GPU renders ``#pragma unroll``)."""
         self._leaf_index(axis, "unroll")
         self._check_loop_free(axis, "unroll")
         self.iter_attrs[axis] = LoopAttr(ForKind.UNROLLED)
@@ -281,10 +297,31 @@ class Stage:
         k = self._leaf_index(axis, "tensorize")
         region = self.leaf_iter_vars[k:]
         extents = leaf_extents(self, {iv: iv.extent for iv in (*self.axis, *self.reduce_axis)})
+        what = f"tensorize with {intrinsic.name}"
         m = intrin.match(region, self, intrinsic, extents)
         if isinstance(m, str):
-            raise self._fail(f"tensorize with {intrinsic.name}", axis, m)
+            fused = [r for r in self.relations if isinstance(r, Fuse) and r.fused in region]
+            if fused:
+                f = fused[0]
+                loops = (*intrinsic.op.axes, *intrinsic.op.reduce_axes)
+                want = ", ".join(f"{a.name}:{a.extent}" for a in loops)
+                m += (f"; axis {f.fused.name} fuses {f.outer.name} and {f.inner.name} "
+                      f"({extents[f.outer]} x {extents[f.inner]}), where the intrinsic needs "
+                      f"separate loops ({want}): fuse outside the region or not at all")
+            raise self._fail(what, axis, m)
+        self._check_tiles(what, axis, extents)
         self.tensorized[axis] = intrinsic
+
+    def _check_tiles(self, what: str, axis: IterVar, extents: dict[IterVar, int]) -> None:
+        """A tensorized stage's body cannot be guarded, so its splits must divide: checked here
+        for what the schedule knows exactly (reduction axes, and every axis of an output, which
+        stays at the root); ``lower`` checks the rest with the extents bound inference gives."""
+        exact = [r for r in nondividing_splits(self, extents)
+                 if self.is_output or r.parent.kind == "reduce"]
+        if exact:
+            raise self._fail(what, axis, f"{describe_split(self, exact[0], extents)}. A "
+                             f"tensorized region is one instruction per tile, so its tiles "
+                             f"cannot be guarded against the partial last one")
 
     # ------------------------------------------------------------------ placement
 
@@ -308,6 +345,7 @@ class Stage:
         self.attach = AttachAt(parent, axis)
 
     def compute_root(self) -> None:
+        """Compute this stage at the root (undoes ``compute_at``/``compute_inline``)."""
         self.attach = None
 
     def compute_inline(self) -> None:
@@ -384,7 +422,10 @@ class Schedule:
         else:
             self.stages.insert(self.stages.index(before), st)
 
-    def __getitem__(self, tensor: Tensor) -> Stage:
+    def __getitem__(self, tensor: Tensor | str) -> Stage:
+        """The stage of ``tensor`` (or of the compute tensor named ``tensor``)."""
+        if isinstance(tensor, str):
+            return self._by_name(tensor)
         st = self._by_tensor.get(tensor)
         if st is None:
             kind = "an input (placeholder)" if not isinstance(tensor.op, ComputeOp) else \
@@ -392,7 +433,17 @@ class Schedule:
             raise ScheduleError(f"tensor {tensor.name} has no stage: it is {kind}")
         return st
 
+    def _by_name(self, name: str) -> Stage:
+        found = [st for st in self.stages if st.name == name]
+        if len(found) != 1:
+            names = ", ".join(st.name for st in self.stages)
+            why = "no stage" if not found else f"{len(found)} stages"
+            raise ScheduleError(f"{why} named {name!r} in the schedule (stages: {names}); "
+                                f"index it by tensor")
+        return found[0]
+
     def stage_of(self, tensor: Tensor) -> Stage | None:
+        """The stage of ``tensor``, or None for a placeholder or a tensor not scheduled here."""
         return self._by_tensor.get(tensor)
 
     def readers(self, tensor: Tensor) -> list[Stage]:
@@ -531,6 +582,31 @@ def split_guards(stage: Stage, val: dict[IterVar, E.Expr],
         if isinstance(r, Split) and ext[r.outer] * ext[r.inner] != ext[r.parent]:
             out.append((r.parent, val[r.parent] < ext[r.parent]))
     return out
+
+
+def divisors(n: int) -> list[int]:
+    """The factors that split an axis of extent ``n`` into whole tiles."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def describe_split(stage: Stage, r: Split, ext: dict[IterVar, int]) -> str:
+    """``the split of j by factor 3 in stage C (extent 4: 2 tiles of 3 cover 6)`` and the
+    factors that would divide the extent."""
+    n = ext[r.parent]
+    how = f"factor {r.factor}" if r.factor is not None else f"nparts {r.nparts}"
+    fits = ", ".join(map(str, divisors(n)))
+    key = "factors" if r.factor is not None else "nparts"
+    tiles = f"{ext[r.outer]} tile{'s' if ext[r.outer] != 1 else ''} of {ext[r.inner]}"
+    return (f"the split of {r.parent.name} by {how} in stage {stage.name} does not divide its "
+            f"extent {n} ({tiles} cover {ext[r.outer] * ext[r.inner]}); {key} that divide "
+            f"{n}: {fits}")
+
+
+def nondividing_splits(stage: Stage, ext: dict[IterVar, int]) -> list[Split]:
+    """The splits of ``stage`` whose tiles do not cover their axis exactly (lowering guards the
+    body against the partial last tile)."""
+    return [r for r in stage.relations if isinstance(r, Split)
+            and ext[r.outer] * ext[r.inner] != ext[r.parent]]
 
 
 # --------------------------------------------------------------------------- dependences

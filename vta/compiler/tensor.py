@@ -20,16 +20,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from vta.compiler.expr import DTYPES, Expr, ExprLike, Var, as_expr, walk
+from vta.compiler.expr import DTYPES, Cast, Expr, ExprLike, Var, as_expr, walk
+from vta.errors import VtaError
 
 __all__ = [
     "IterVar", "Tensor", "TensorRead", "Reduce", "Operation", "PlaceholderOp", "ComputeOp",
-    "placeholder", "compute", "reduce_axis", "sum_", "TensorIRError", "input_tensors",
+    "placeholder", "compute", "reduce_axis", "sum_", "cast", "TensorIRError", "input_tensors",
     "post_order",
 ]
 
 
-class TensorIRError(ValueError):
+class TensorIRError(VtaError, ValueError):
     """A tensor definition is malformed (shape, dtype, arity); the message names the tensor."""
 
 
@@ -145,10 +146,12 @@ class Tensor:
 
     @property
     def name(self) -> str:
+        """The name of the operation producing it (the name arrays are passed by)."""
         return self.op.name
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     def __getitem__(self, idx: ExprLike | IterVar | tuple[ExprLike | IterVar, ...]) -> TensorRead:
@@ -200,15 +203,44 @@ def sum_(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:
     return Reduce("sum", e, axes, e.dtype)
 
 
+def cast(value: ExprLike, dtype: str) -> Expr:
+    """``value`` converted to ``dtype`` (integers wrap when narrowing, as on both targets);
+    the same as ``value.astype(dtype)``."""
+    e = as_expr(value)
+    return e if e.dtype == dtype else Cast(_check_dtype("cast", dtype), e)
+
+
+def _axis_names(fcompute: Callable[..., ExprLike], name: str, shape: tuple[int, ...]
+                ) -> list[str]:
+    """One axis name per dimension: the function's parameter names, or ``i0, i1, ...`` for a
+    ``lambda *i`` (TVM's convention)."""
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        raise TensorIRError(f"compute {name}: fcompute must be a Python function taking one "
+                            f"argument per dimension, got {fcompute!r}") from None
+    # parameters with a default value (a closure's captured state) are not axes
+    params = [p for p in params if p.default is inspect.Parameter.empty]
+    if len(params) == 1 and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        return [f"{params[0].name}{d}" for d in range(len(shape))]
+    named = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                             inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(named) != len(params) or len(named) != len(shape):
+        takes = f"({', '.join(str(p) for p in params)})"
+        raise TensorIRError(f"compute {name}: shape {shape} has {len(shape)} dimensions but the "
+                            f"function's parameters are {takes} (give one parameter per "
+                            f"dimension, or *i for all of them)")
+    return [p.name for p in named]
+
+
 def compute(shape: Sequence[int], fcompute: Callable[..., ExprLike], name: str = "compute",
             dtype: str | None = None, tag: str = "") -> Tensor:
-    """Define ``out[i0, i1, ...] = fcompute(i0, i1, ...)``; axis names come from the lambda."""
+    """Define ``out[i0, i1, ...] = fcompute(i0, i1, ...)``; axis names come from the function's
+    parameters (``lambda *i`` is accepted: the axes are then ``i0, i1, ...``, and ``i`` is the
+    tuple of them, so ``A[i]`` reads ``A`` at the same position)."""
     s = _check_shape(name, shape)
-    params = list(inspect.signature(fcompute).parameters)
-    if len(params) != len(s):
-        raise TensorIRError(f"compute {name}: shape {s} has {len(s)} dimensions but the "
-                            f"function takes {len(params)} arguments")
-    axes = tuple(IterVar(Var(p), d, "spatial") for p, d in zip(params, s, strict=True))
+    names = _axis_names(fcompute, name, s)
+    axes = tuple(IterVar(Var(p), d, "spatial") for p, d in zip(names, s, strict=True))
     body = as_expr(fcompute(*(a.var for a in axes)))
     if dtype is not None and body.dtype != dtype:
         if isinstance(body, Reduce):

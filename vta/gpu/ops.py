@@ -5,7 +5,8 @@ plain layouts, so the kernels here are defined over them. Both are one *implicit
 
     C[m, n] = sum_k A[m, k] * B[n, k]          (int8 -> int32, or fp16 -> fp32)
 
-- matmul: ``A`` is X (M, K), ``B`` is W (N, K).
+- matmul: ``A`` is X (M, K), ``B`` is W (N, K) (parameters ``data`` and ``kernel``, the names
+  the accelerator's op gives them).
 - conv2d (NCHW): ``m`` = (image, output row, output column), ``n`` = output channel, ``k`` =
   (input channel, kernel row, kernel column). ``A`` is an im2col *compute* over a padding
   compute (``data_pad``); the schedule inlines both into the shared-memory copy, so the window
@@ -136,8 +137,8 @@ def matmul_gemm(spec: MatmulSpec, dtype: str = "int8", epi: Epilogue | None = No
     out_t = out_dtype or ("int8" if epi is not None else acc)
     M, N, K = spec.m, spec.n, spec.k
     mp, np_, kp = _up(M, pad[0]), _up(N, pad[1]), _up(K, pad[2])
-    X = placeholder((M, K), dtype, "X")
-    W = placeholder((N, K), dtype, "W")
+    X = placeholder((M, K), dtype, "data")  # the accelerator's names for the same tensors
+    W = placeholder((N, K), dtype, "kernel")
     bias = placeholder((N,), "int32", "bias") if epi is not None and epi.bias else None
     A, ia = _padded(X, mp, kp, "X_pad")
     B, ib = _padded(W, np_, kp, "W_pad")

@@ -32,17 +32,12 @@ from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.schedule import Schedule, Stage, create_schedule
+from vta.compiler.schedule import Schedule, ScheduleError, Stage, create_schedule
 from vta.compiler.tensor import IterVar
-from vta.errors import VtaError
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
 
 __all__ = ["SimtKnobs", "WmmaKnobs", "ScheduleError", "ACC_DTYPE", "simt_schedule",
            "wmma_schedule", "matmul_simt", "conv2d_simt", "matmul_wmma", "conv2d_wmma"]
-
-
-class ScheduleError(VtaError):
-    """Schedule knobs that do not fit the problem or the hardware; the message names the knob."""
 
 
 @dataclass(frozen=True)

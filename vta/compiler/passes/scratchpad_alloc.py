@@ -23,7 +23,14 @@ _SCOPES = ("inp", "wgt", "acc")
 
 
 class ScratchpadOverflow(CompileError):
-    """The on-chip buffers of a scope need more than the scratchpad holds."""
+    """The on-chip buffers of a scope need more than the scratchpad holds; ``buffer`` is the
+    one that did not fit, ``entries`` what it needs per copy (``copies`` virtual threads),
+    ``available`` the entries left for it."""
+
+    def __init__(self, msg: str, buffer: S.Buffer | None = None, entries: int = 0,
+                 copies: int = 1, available: int = 0) -> None:
+        super().__init__(msg)
+        self.buffer, self.entries, self.copies, self.available = buffer, entries, copies, available
 
 
 def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
@@ -57,7 +64,8 @@ def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
                     raise ScratchpadOverflow(
                         f"{func.name}: buffer {b.name} ({b.scope}) needs {n * copies * eb} bytes "
                         f"({n} entries{thr}), available {(depth - start) * eb} bytes of "
-                        f"{depth * eb} ({hw.name}, {start * eb} bytes used by other buffers)")
+                        f"{depth * eb} ({hw.name}, {start * eb} bytes used by other buffers)",
+                        b, n, copies, depth - start)
                 base: E.Expr = E.IntImm(start) + (vt[0] * n if vt else 0)
                 table.append((b, base, n))
                 used[b.scope] = need

@@ -46,10 +46,9 @@ from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
 from vta.compiler.ops.epilogue import Epilogue, epilogue_plan
-from vta.compiler.schedule import Schedule, create_schedule
+from vta.compiler.schedule import Schedule, ScheduleError, create_schedule
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
-from vta.errors import VtaError
 from vta.isa import InstructionDef
 from vta.isa.builtins import GEMM, LOAD, STORE
 
@@ -59,10 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report", "lower_op",
            "ranked_schedules", "schedule_op"]
-
-
-class ScheduleError(VtaError):
-    """A schedule does not fit the hardware (names the buffer, bytes needed and available)."""
 
 
 @dataclass(frozen=True, slots=True)

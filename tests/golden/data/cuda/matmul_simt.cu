@@ -11,7 +11,7 @@ __device__ __forceinline__ int vta_floormod(int a, int b) {
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(256) matmul_int8_simt(const signed char* __restrict__ X, const signed char* __restrict__ W, const int* __restrict__ bias, signed char* __restrict__ res) {
+extern "C" __global__ void __launch_bounds__(256) matmul_int8_simt(const signed char* __restrict__ data, const signed char* __restrict__ kernel, const int* __restrict__ bias, signed char* __restrict__ res) {
   // stage: res
   const int m_o = ((int)blockIdx.y);
   const int n_o = ((int)blockIdx.x);
@@ -27,46 +27,46 @@ extern "C" __global__ void __launch_bounds__(256) matmul_int8_simt(const signed 
     }
   }
   for (int k_o = 0; k_o < 2; ++k_o) {
-    __shared__ __align__(32) signed char X_shared[1024];
-    __shared__ __align__(32) signed char W_shared[1024];
-    // stage: X_shared
+    __shared__ __align__(32) signed char data_shared[1024];
+    __shared__ __align__(32) signed char kernel_shared[1024];
+    // stage: data_shared
     #pragma unroll
     for (int ax0_ax1_f_o_o = 0; ax0_ax1_f_o_o < 4; ++ax0_ax1_f_o_o) {
       const int ax0_ax1_f_o_i = ((int)threadIdx.y);
       const int ax0_ax1_f_i = ((int)threadIdx.x);
-      X_shared[((((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) / 16) * 16) + ((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) % 16))] = X[((((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) / 16) * 32) + ((k_o * 16) + ((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) % 16)))];
+      data_shared[((((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) / 16) * 16) + ((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) % 16))] = data[((((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) / 16) * 32) + ((k_o * 16) + ((((ax0_ax1_f_o_o * 256) + (ax0_ax1_f_o_i * 16)) + ax0_ax1_f_i) % 16)))];
     }
-    // stage: W_shared
+    // stage: kernel_shared
     #pragma unroll
     for (int ax0_ax1_f_o_o_1 = 0; ax0_ax1_f_o_o_1 < 4; ++ax0_ax1_f_o_o_1) {
       const int ax0_ax1_f_o_i_1 = ((int)threadIdx.y);
       const int ax0_ax1_f_i_1 = ((int)threadIdx.x);
-      W_shared[((((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) / 16) * 16) + ((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) % 16))] = W[((((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) / 16) * 32) + ((k_o * 16) + ((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) % 16)))];
+      kernel_shared[((((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) / 16) * 16) + ((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) % 16))] = kernel[((((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) / 16) * 32) + ((k_o * 16) + ((((ax0_ax1_f_o_o_1 * 256) + (ax0_ax1_f_o_i_1 * 16)) + ax0_ax1_f_i_1) % 16)))];
     }
     __syncthreads();
     #pragma unroll
     for (int k_i = 0; k_i < 16; ++k_i) {
-      __align__(16) signed char X_shared_local[4];
-      __align__(16) signed char W_shared_local[4];
-      // stage: X_shared_local
+      __align__(16) signed char data_shared_local[4];
+      __align__(16) signed char kernel_shared_local[4];
+      // stage: data_shared_local
       #pragma unroll
       for (int ax0 = 0; ax0 < 4; ++ax0) {
         for (int ax1 = 0; ax1 < 1; ++ax1) {
-          X_shared_local[(ax0 + ax1)] = X_shared[((((m_i_o * 4) + ax0) * 16) + (k_i + ax1))];
+          data_shared_local[(ax0 + ax1)] = data_shared[((((m_i_o * 4) + ax0) * 16) + (k_i + ax1))];
         }
       }
-      // stage: W_shared_local
+      // stage: kernel_shared_local
       #pragma unroll
       for (int ax0_1 = 0; ax0_1 < 4; ++ax0_1) {
         for (int ax1_1 = 0; ax1_1 < 1; ++ax1_1) {
-          W_shared_local[(ax0_1 + ax1_1)] = W_shared[((((n_i_o * 4) + ax0_1) * 16) + (k_i + ax1_1))];
+          kernel_shared_local[(ax0_1 + ax1_1)] = kernel_shared[((((n_i_o * 4) + ax0_1) * 16) + (k_i + ax1_1))];
         }
       }
       #pragma unroll
       for (int m_1 = 0; m_1 < 4; ++m_1) {
         #pragma unroll
         for (int n_1 = 0; n_1 < 4; ++n_1) {
-          C_local[((m_1 * 4) + n_1)] = (C_local[((m_1 * 4) + n_1)] + (((int)(X_shared_local[m_1])) * ((int)(W_shared_local[n_1]))));
+          C_local[((m_1 * 4) + n_1)] = (C_local[((m_1 * 4) + n_1)] + (((int)(data_shared_local[m_1])) * ((int)(kernel_shared_local[n_1]))));
         }
       }
     }

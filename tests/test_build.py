@@ -1,0 +1,216 @@
+"""vta.build and Module: one call from a schedule to results on each target, arrays by the
+placeholders' names in their logical layouts, every artifact reachable, bad calls named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vta
+import vta.testing as vt
+from vta.compiler import (
+    ScheduleError,
+    compute,
+    create_schedule,
+    lower,
+    max_,
+    min_,
+    placeholder,
+    reduce_axis,
+    schedule_packed,
+    sum_,
+    vta_gemm_intrinsic,
+)
+from vta.gpu.implicit_gemm import ImplicitGemmError, simt, tensorcore
+from vta.gpu.runtime import GpuUnavailableError, gpu_available
+
+
+def dense(M: int = 16, N: int = 32, K: int = 48) -> list:  # type: ignore[type-arg]
+    x = placeholder((M, K), "int8", "x")
+    w = placeholder((N, K), "int8", "w")
+    bias = placeholder((N,), "int32", "bias")
+    k = reduce_axis(K, "k")
+    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
+                                            k), "acc")
+    shr = compute((M, N), lambda i, j: (acc[i, j] >> 7) + bias[j], "shr")
+    clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
+    res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
+    return [x, w, bias, res]
+
+
+def numpy_dense(ins: dict[str, np.ndarray]) -> np.ndarray:
+    acc = (ins["x"].astype(np.int64) @ ins["w"].astype(np.int64).T).astype(np.int32)
+    return np.clip((acc >> 7) + ins["bias"], -128, 127).astype(np.int8)
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict[str, np.ndarray]:
+    return vt.random_inputs(dense(), 5)
+
+
+def test_vta_module_runs_and_exposes_everything(pynq: vta.HwConfig, inputs) -> None:  # type: ignore[no-untyped-def]
+    P = vta.pack(dense(), pynq)
+    mod = vta.build(schedule_packed(P, pynq), P, "vta", hw=pynq)
+    assert mod.inputs == ["x", "w", "bias"] and mod.outputs == ["res"]
+    want = numpy_dense(inputs)
+    r = mod(**inputs)
+    assert r.target == "vta" and r.cycles == r.stats.cycles > 0
+    assert np.array_equal(r["res"], want) and np.array_equal(r.output, want)
+    assert r.module is mod and "per-unit" in r.report()
+    # the same names everywhere: the program's DRAM allocations are the placeholders
+    assert [a.name for a in mod.program.allocations if a.kind != "uop"] == \
+        ["x", "w", "bias", "res"]
+    assert "tensorize" in mod.compiled.ir and mod.func.params[0].name == "x"
+    for run in (mod.reference, mod.interpret):
+        assert np.array_equal(run(inputs)["res"], want)
+    # by position, by a mapping of names or of tensors
+    assert np.array_equal(mod(inputs["x"], inputs["w"], inputs["bias"])["res"], want)
+    x, w, b, _ = P.logical
+    assert np.array_equal(mod({x: inputs["x"], w: inputs["w"], b: inputs["bias"]})["res"], want)
+    # integer arrays of another dtype are taken when every value fits
+    wide = {k: v.astype(np.int64) for k, v in inputs.items()}
+    assert np.array_equal(mod(wide)["res"], want)
+    assert "vta" in repr(mod)
+    with pytest.raises(vta.BuildError, match="no CUDA kernel"):
+        _ = mod.cuda
+
+
+@pytest.mark.parametrize("schedule", [simt, tensorcore])
+def test_gpu_modules_take_the_same_arrays(schedule, inputs) -> None:  # type: ignore[no-untyped-def]
+    mod = vta.build(schedule(dense()), target="cuda-emu")
+    r = mod(inputs)
+    assert np.array_equal(r["res"], numpy_dense(inputs))
+    assert isinstance(r.stats, vta.GpuLaunch) and r.stats.threads > 0
+    assert "grid" in r.report()
+    assert [b.name for b in mod.kernel.params] == ["x", "w", "bias", "res"]
+    assert mod.gpu_func is not None and "__global__" in mod.cuda
+    with pytest.raises(vta.BuildError, match="no accelerator program"):
+        _ = mod.program
+    with pytest.raises(vta.BuildError, match="ISA reference interpreter runs accelerator"):
+        mod.reference(inputs)
+    assert np.array_equal(mod.interpret(inputs)["res"], numpy_dense(inputs))
+
+
+def test_cuda_target_needs_a_gpu() -> None:
+    if gpu_available():
+        pytest.skip("a GPU is present: the cuda target builds")
+    with pytest.raises(GpuUnavailableError, match=r"CuPy|GPU"):
+        vta.build(simt(dense()), target="cuda")
+
+
+def test_bad_calls_are_named(pynq: vta.HwConfig, inputs) -> None:  # type: ignore[no-untyped-def]
+    mod = vta.build(simt(dense()), target="cuda-emu")
+    cases = [
+        ((), {"x": inputs["x"], "w": inputs["w"]}, "missing input\\(s\\) bias"),
+        ((), {**inputs, "y": inputs["x"]}, "no input named 'y' \\(inputs: bias, w, x\\)"),
+        ((), {**inputs, "res": inputs["x"]}, "res is an output; the module allocates it"),
+        ((inputs["x"],), {"x": inputs["x"]}, "input x given twice"),
+        ((1, 2, 3, 4), {}, "takes 3 input arrays \\(x, w, bias\\), got 4"),
+        ((), {**inputs, "x": inputs["x"][:3]}, "input x: expected shape \\[16, 48\\], got "
+                                                "\\[3, 48\\]"),
+        ((), {**inputs, "x": inputs["x"].astype(np.int32) * 9},
+         "input x: values -1152..1143 do not fit its dtype int8"),
+        ((), {**inputs, "x": inputs["x"].astype(np.float32)},
+         "input x: expected dtype int8, got float32"),
+    ]
+    for args, kwargs, msg in cases:
+        with pytest.raises(vta.InputError, match=msg):
+            mod(*args, **kwargs)
+    with pytest.raises(KeyError, match="no output named 'nope'"):
+        mod(inputs)["nope"]
+
+
+def test_bad_builds_are_named(pynq: vta.HwConfig) -> None:
+    args = dense()
+    s = create_schedule(args[-1])
+    with pytest.raises(vta.BuildError, match="unknown target 'tpu'"):
+        vta.build(s, args, "tpu")
+    with pytest.raises(vta.BuildError, match="needs the hardware"):
+        vta.build(s, args, "vta")
+    with pytest.raises(vta.BuildError, match="expected a Schedule, got list"):
+        vta.build(args, args, "cuda-emu")  # type: ignore[arg-type]
+    with pytest.raises(vta.BuildError, match="give the parameters"):
+        vta.build(s, None, "cuda-emu")
+    x, _w, _bias, _res = dense()
+    x2 = placeholder(x.shape, "int8", "x")
+    k = reduce_axis(48, "k")
+    twice = compute((16, 32), lambda i, j: sum_(x[i, k].astype("int32")
+                                                * x2[j % 16, k].astype("int32"), k), "t")
+    with pytest.raises(vta.BuildError, match="two parameters are named 'x'"):
+        vta.build(create_schedule(twice), [x, x2, twice], "cuda-emu")
+    # the hardware may be a YAML path
+    P = vta.pack(dense(), pynq)
+    assert vta.build(schedule_packed(P, pynq), P, "vta", hw="hwconfigs/pynq.yaml").hw is not None
+
+
+def test_accelerator_needs_whole_tiles(pynq: vta.HwConfig) -> None:
+    """A split that does not divide, on a stage the accelerator's pipeline runs, is refused
+    when building for it, naming the split; under a tensorized region, whatever the target."""
+    P = vta.pack(dense(16, 64, 48), pynq)
+    x, w, bias, res = P
+    s = create_schedule(res)
+    A = s.cache_write(s["acc"].tensor, "acc")
+    s["acc"].compute_inline()
+    XL, WL = s.cache_read(x, "inp", [A]), s.cache_read(w, "wgt", [A])
+    BL = s.cache_read(bias, "acc", [s["shr"]])
+    for n in ("shr", "clip"):
+        s[n].set_scope("acc")
+    _i, j, _bi, _bj = s[res].axis
+    jo, _ji = s[res].split(j, 3)  # 4 column blocks in tiles of 3
+    for st in (s[A], s["shr"], s["clip"], s[BL]):
+        st.compute_at(s[res], jo)
+    a = s[A]
+    ko, kl = a.reduce_axis
+    s[XL].compute_at(a, ko)
+    s[WL].compute_at(a, ko)
+    with pytest.raises(ScheduleError, match=r"the split of i1_o by factor 3 in stage res does not "
+                                            r"divide its extent 4 .* 1, 2, 4"):
+        vta.build(s, P, "vta", hw=pynq)
+    ai, aj, abi, abj = a.axis
+    a.reorder(ko, ai, aj, abi, abj, kl)
+    a.tensorize(abi, vta_gemm_intrinsic(pynq))
+    with pytest.raises(ScheduleError, match=r"tensorize with vta\.gemm.* on stage acc_acc .*split "
+                                            r"of i1_o by factor 3 in stage res"):
+        lower(s, list(P.args))  # whatever the target: the region cannot be guarded
+
+
+def test_implicit_gemm_refusals() -> None:
+    x = placeholder((4, 8, 16), "int8", "x")
+    w = placeholder((4, 8, 16), "int8", "w")
+    k = reduce_axis(16, "k")
+    bmm = compute((4, 8, 8), lambda b, i, j: sum_(x[b, i, k].astype("int32")
+                                                  * w[b, j, k].astype("int32"), k), "bmm")
+    with pytest.raises(ImplicitGemmError, match="axes b index both x and w \\(a batched GEMM\\)"):
+        simt([x, w, bmm])
+    with pytest.raises(ImplicitGemmError, match="one output"):
+        simt([x, w])
+
+
+def test_a_hand_packed_compute_takes_its_own_layout(pynq: vta.HwConfig) -> None:
+    """A compute written in the packed layout (as TVM's VTA tutorials do) builds from a plain
+    argument list: the arrays are then in that layout, entry dims last."""
+    x = placeholder((2, 3, 1, 16), "int8", "x")
+    w = placeholder((2, 3, 16, 16), "int8", "w")
+    ko, ki = reduce_axis(3, "ko"), reduce_axis(16, "ki")
+    acc = compute((2, 2, 1, 16), lambda m, n, i, j: sum_(
+        x[m, ko, i, ki].astype("int32") * w[n, ko, j, ki].astype("int32"), [ko, ki]), "acc")
+    res = compute(acc.shape, lambda *i: acc[i].astype("int8"), "res")
+    s = create_schedule(res)
+    A = s.cache_write(acc, "acc")
+    s[acc].compute_inline()
+    XL, WL = s.cache_read(x, "inp", [A]), s.cache_read(w, "wgt", [A])
+    n = s[res].axis[1]
+    s[A].compute_at(s[res], n)
+    a = s[A]
+    am, an, ai, aj = a.axis
+    rko, rki = a.reduce_axis
+    a.reorder(rko, am, an, ai, aj, rki)
+    s[XL].compute_at(a, rko)
+    s[WL].compute_at(a, rko)
+    a.tensorize(ai, vta_gemm_intrinsic(pynq))
+    mod = vta.build(s, [x, w, res], "vta", hw=pynq)
+    ins = vt.random_inputs([x, w, res], 4)
+    want = np.einsum("mkiq,nkjq->mnij", ins["x"].astype(np.int64),
+                     ins["w"].astype(np.int64)).astype(np.int32).astype(np.int8)
+    assert np.array_equal(mod(ins)["res"], want)
+    assert np.array_equal(mod.interpret(ins)["res"], want)
