@@ -82,6 +82,14 @@ def test_gpu_modules_take_the_same_arrays(schedule, inputs) -> None:  # type: ig
     assert np.array_equal(r["res"], numpy_dense(inputs))
     assert isinstance(r.stats, vta.GpuLaunch) and r.stats.threads > 0
     assert "grid" in r.report()
+    # the emulator's counters: every block profiled, global loads at least the tiles' footprint
+    p = r.stats.profile
+    grid = r.stats.grid
+    assert p.blocks == grid[0] * grid[1] * grid[2]
+    ld, ld_min = p.sectors(False)
+    assert ld >= ld_min > 0
+    assert p.instructions and all(v > 0 for v in p.instructions.values())
+    assert f"global load sectors {ld:,}" in r.report()
     assert [b.name for b in mod.kernel.params] == ["x", "w", "bias", "res"]
     assert mod.gpu_func is not None and "__global__" in mod.cuda
     with pytest.raises(vta.BuildError, match="no accelerator program"):

@@ -60,12 +60,16 @@ class InputError(VtaError):
 
 @dataclass(frozen=True)
 class GpuLaunch:
-    """How a GPU kernel ran: its grid and block, static shared memory, wall time."""
+    """How a GPU kernel ran: its grid and block, static shared memory, wall time, and on the
+    emulator its counters (``vta.gpu.profile.Profile``: sectors per global buffer against the
+    tiles' footprint, shared-memory wavefronts and bank conflicts, warp instructions by kind,
+    barriers)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared_bytes: int
     seconds: float
+    profile: Any = None
 
     @property
     def threads(self) -> int:
@@ -119,8 +123,17 @@ class Result:
             return format_report(self.sim, self.hw)
         if isinstance(self.stats, GpuLaunch):
             s = self.stats
-            return (f"{self.target}: grid {s.grid}, block {s.block} ({s.threads:,} threads), "
+            text = (f"{self.target}: grid {s.grid}, block {s.block} ({s.threads:,} threads), "
                     f"{s.shared_bytes:,} B static shared memory, {s.seconds * 1e3:.1f} ms")
+            if s.profile is not None:
+                p = s.profile
+                ld, ld_min = p.sectors(False)
+                st, st_min = p.sectors(True)
+                text += (f"\nbank conflicts {p.bank_conflicts:,}; global load sectors {ld:,} "
+                         f"(minimum {ld_min:,}), store sectors {st:,} (minimum {st_min:,}); "
+                         f"{p.barriers:,} barriers; warp instructions "
+                         + ", ".join(f"{k} {v:,}" for k, v in sorted(p.instructions.items())))
+            return text
         return f"{self.target}: {self.seconds * 1e3:.1f} ms"
 
 
@@ -295,6 +308,7 @@ class Module:
     def _gpu(self, arrays: Mapping[str, np.ndarray], target: str) -> Result:
         mem = self._packed_arrays(arrays)
         ordered = [np.ascontiguousarray(mem[p.name]) for p in self._params]
+        profile = None
         t0 = time.perf_counter()
         if target == "cuda":
             from vta.gpu.runtime import run_kernel
@@ -303,12 +317,14 @@ class Module:
         else:
             from vta.gpu.emulator import Emulator
 
-            Emulator(self.gpu_func).run(*ordered)  # type: ignore[arg-type]
+            emu = Emulator(self.gpu_func, profile=True)  # type: ignore[arg-type]
+            emu.run(*ordered)
+            profile = emu.profile
         dt = time.perf_counter() - t0
         out = dict(zip((p.name for p in self._params), ordered, strict=True))
         launch = self.kernel.launch
         return Result(target, self._unpacked(out),
-                      GpuLaunch(launch.grid, launch.block, launch.shared_bytes, dt), dt)
+                      GpuLaunch(launch.grid, launch.block, launch.shared_bytes, dt, profile), dt)
 
 
 def _as_array(p: _Param, a: Any) -> np.ndarray:
