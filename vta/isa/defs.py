@@ -57,7 +57,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vta.errors import VtaError
@@ -435,11 +435,9 @@ def available(hw: HwConfig) -> tuple[InstructionDef, ...]:
 def instance(d: InstructionDef, **values: Any) -> Any:
     """An instance of ``d``'s class with ``values``, every other field zero (False, the first
     enum member) and the function field set: a prototype for timing or checks."""
-    import typing
-
     from vta.isa.insn import Deps
 
-    hints = typing.get_type_hints(d.cls)
+    hints = _type_hints(d.cls)
     kw: dict[str, Any] = {}
     for f in fields(d.cls):
         if f.name in values:
@@ -455,6 +453,15 @@ def instance(d: InstructionDef, **values: Any) -> Any:
         raise DefinitionError(f"{d.name}: no field(s) {', '.join(sorted(unknown))} in "
                               f"{d.cls.__name__}")
     return d.cls(**kw)
+
+
+@cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, once per class (it re-evaluates the annotations on
+    every call, and ``instance`` is on the schedule model's hot path)."""
+    import typing
+
+    return typing.get_type_hints(cls)
 
 
 def _typed(t: Any, v: int) -> Any:
