@@ -11,6 +11,7 @@ so sums stay exact far beyond any layer's reduction) before the int32 wrap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -142,7 +143,7 @@ def eval_node(node: Node, env: Mapping[Value, np.ndarray]) -> np.ndarray:
     return out
 
 
-def run_graph(graph: Graph, inputs: Mapping[Value | str, np.ndarray]) -> dict[Value, np.ndarray]:
+def run_graph(graph: Graph, inputs: Mapping[Any, np.ndarray]) -> dict[Value, np.ndarray]:
     """Every value of ``graph`` (inputs, constants, every node's output, and the outputs of the
     nodes inside fused ones) computed from ``inputs`` (by value or name)."""
     env: dict[Value, np.ndarray] = {}
