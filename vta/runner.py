@@ -445,6 +445,7 @@ def run_graph(cg: Any, image: np.ndarray | dict[str, np.ndarray], *,
     writes one timeline for the whole network."""
     from vta.graph import interp
     from vta.graph.layout import pack, unpack
+    from vta.graph.link import const_name
     from vta.graph.place import Kernel
 
     hw = cg.hw
@@ -477,11 +478,8 @@ def run_graph(cg: Any, image: np.ndarray | dict[str, np.ndarray], *,
             bind = cg.layouts.bindings[k]
             inputs: dict[str, np.ndarray] = {}
             for a in prog.inputs:
-                local = next((n for n, t in bind.items() if t.name == a.name), None)
-                if local is not None:
-                    inputs[a.name] = dram[a.name]
-                else:
-                    inputs[a.name] = st.consts[a.name.split(".", 1)[-1]]
+                const = const_name(a.name)
+                inputs[a.name] = dram[a.name] if const is None else st.consts[const]
             t1 = time.perf_counter()
             sim = simulate(prog, hw, inputs)
             t_sim += time.perf_counter() - t1
@@ -500,7 +498,7 @@ def run_graph(cg: Any, image: np.ndarray | dict[str, np.ndarray], *,
             mism = int(np.count_nonzero(out != ref[st.group.output]))
             runs.append(StepRun(k, st, None, start, mism, out.size))
     transforms(len(cg.steps))
-    outputs = {v: host[v] if v in host else ref[v] for v in cg.graph.outputs}
+    outputs = {v: host[v] for v in cg.graph.outputs}  # unpacked from DRAM, or the host's
     r = GraphRun(cg, runs, outputs, ref, t_sim, t_check, t_ref)
     if trace_path is not None:
         write_graph_trace(r, trace_path)

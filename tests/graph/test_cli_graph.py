@@ -44,7 +44,7 @@ def test_report(small: None, capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert json.loads(trace.read_text())["otherData"]["graph"] == "resnet18"
 
 
-def test_json_unfused_and_gpu(small: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_unfused(small: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--hw", PYNQ, "resnet18", "--fusion", "requant", "--json",
                  "--seed", "3"]) == 0
     s = json.loads(capsys.readouterr().out)
@@ -69,6 +69,16 @@ def test_refused_by_name(argv: list[str], culprit: str,
     assert main(["run", "--hw", PYNQ, *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("vta: error: ") and culprit in err[0], err
+
+
+def test_gpu_target_without_a_gpu(small: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from vta.gpu.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present: --target cuda runs instead of failing")
+    assert main(["run", "resnet18", "--target", "cuda"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vta: error: ") and "cupy" in err[0].lower()
 
 
 def test_onnx_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

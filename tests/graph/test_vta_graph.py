@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from vta.config import HwConfig
@@ -17,7 +18,7 @@ from vta.graph.place import HostOp, Kernel
 from vta.graph.report import format_run
 from vta.runner import run_graph
 
-from .conftest import ROOT, hw
+from .conftest import ROOT, hw, mini_graph
 
 
 def test_small_resnet_bit_exact_on_the_accelerator(compiled_small, small_image,  # type: ignore[no-untyped-def]
@@ -112,3 +113,36 @@ def test_linked_programs_address_the_plan(compiled_small) -> None:  # type: igno
                 assert a.offset >= mem.const_base
         # the tensor a kernel writes is named after its graph value
         assert cg.layouts.bindings[k][st.write[0]].name == st.group.output.name
+
+
+def test_every_kernel_kind_with_a_batch_of_two() -> None:
+    """conv + ReLU, max-pool, conv + add + ReLU, a stand-alone add, the average pool and the
+    classifier over two images (two row blocks of the packed layouts)."""
+    g, x = mini_graph(batch=2)
+    cg = compile_graph(g, hw(), refine=1)
+    assert [st.kind for st in cg.steps] == ["conv2d", "max", "conv2d", "ewise", "sum", "dense"]
+    r = run_graph(cg, x)
+    s = r.summary()
+    assert r.passed and s["frames_per_s"] == pytest.approx(2 / (s["time_ms"] / 1e3))
+
+
+def test_average_pool_without_mul_needs_a_power_of_two() -> None:
+    """On an ALU without MUL (VTA's HLS one) the global average pool runs on the accelerator
+    as the GEMM core's sum and shifts when its scale ratio is a power of two (a 4x4 image,
+    equal scales: divide by 16), and on the host, named, when it is not (3x3: divide by 9)."""
+    data = yaml.safe_load((ROOT / "hwconfigs" / "pynq.yaml").read_text())
+    data["alu"]["ops"] = ["min", "max", "add", "shr"]
+    no_mul = HwConfig.from_dict(data, "no_mul")
+    rng = np.random.default_rng(9)
+    for size, on_vta in ((4, True), (3, False)):
+        b = GraphBuilder("gap")
+        x = b.input("x", (1, 32, size, size), 0.5)
+        g = b.build([b.global_avg_pool(x, scale=0.5)])
+        (node,) = g.nodes
+        assert (node.mult == 1) == on_vta
+        cg = compile_graph(g, no_mul, refine=1)
+        assert isinstance(cg.steps[0], Kernel) == on_vta
+        if not on_vta:
+            assert "computes it (alu.ops: min, max, add, shr)" in cg.steps[0].reason
+        xv = rng.integers(-128, 128, (1, 32, size, size), dtype=np.int8)
+        assert run_graph(cg, xv).passed

@@ -161,6 +161,10 @@ def run_graph_gpu(graph: Graph, inputs: dict[str, np.ndarray], *, target: str = 
     """Run ``graph`` group by group on ``target`` (module docstring)."""
     from vta.gpu.lower_gpu import lower_for_gpu
 
+    if target == "cuda":  # say so before building anything
+        from vta.gpu.runtime import require_cupy
+
+        require_cupy()
     fused = fuse(graph, fusion)
     ref = interp.run_graph(graph, inputs)
     env: dict[Value, np.ndarray] = {v: np.asarray(inputs[v.name]) for v in graph.inputs}

@@ -19,7 +19,17 @@ from vta.graph.passes.memory import MemoryPlan
 from vta.isa import Allocation, Load, MemType, Program, Store
 from vta.isa.program import ProgramError
 
-__all__ = ["link_program"]
+__all__ = ["link_program", "const_name", "CONST_SEP"]
+
+#: a constant's allocation is named ``s<step>#<name>`` (``#const#eye`` when shared): no graph
+#: value can take the name (graph value names may hold dots and slashes, as ONNX's do)
+CONST_SEP = "#"
+CONST_PREFIX = f"{CONST_SEP}const{CONST_SEP}"
+
+
+def const_name(allocation: str) -> str | None:
+    """The kernel-local name of a linked constant allocation (None for a graph tensor)."""
+    return allocation.rsplit(CONST_SEP, 1)[-1] if CONST_SEP in allocation else None
 
 
 def link_program(program: Program, step: int, bind: dict[str, DramTensor],
@@ -33,10 +43,11 @@ def link_program(program: Program, step: int, bind: dict[str, DramTensor],
             t = bind[a.name]
             off, name = memory.offset(t), t.name
         elif a.name in memory.shared_consts:
-            off, name = memory.const_base + memory.shared_consts[a.name], a.name
+            off = memory.const_base + memory.shared_consts[a.name]
+            name = f"{CONST_PREFIX}{a.name}"
         else:
             off = memory.const_base + memory.const_offsets[(step, a.name)]
-            name = f"s{step}.{a.name}"
+            name = f"s{step}{CONST_SEP}{a.name}"
         if off % a.elem_bytes:
             raise ProgramError(f"linking step {step}: {a.name} at byte {off} is not aligned to "
                                f"its {a.elem_bytes}-byte elements")

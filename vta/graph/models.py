@@ -36,8 +36,11 @@ IMAGE_SCALE = 1.0 / 128
 
 def random_image(seed: int, shape: tuple[int, ...]) -> np.ndarray:
     """A seeded int8 input image: smooth random fields plus noise, over the whole int8 range
-    (what a normalised photograph's pixels look like more than uniform noise does)."""
+    (what a normalised photograph's pixels look like more than uniform noise does); an input
+    of another rank is uniform int8."""
     rng = np.random.default_rng(seed)
+    if len(shape) != 4:
+        return rng.integers(-128, 128, shape, dtype=np.int8)
     n, c, h, w = shape
     coarse = rng.normal(0, 1, (n, c, max(1, h // 8) + 1, max(1, w // 8) + 1))
     ys = np.linspace(0, coarse.shape[2] - 1, h)

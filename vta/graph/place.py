@@ -287,7 +287,7 @@ class _Placer:
                             "tw": s.tw, "vthreads": s.vthreads, "vt_axis": s.vt_axis}
         P = c.packed
         folded = c.fold is not None and c.fold.kind != "none"
-        out_l = canonical(a.output.type if not rest else group.output.type, hw)
+        out_l = canonical(group.output.type, hw)
         in_l = PackedLayout(P.data_shape, c.fold) if folded else canonical(a.x.type, hw)
         what = f"{group.output.name} ({a.op})"
         _check_layout("output", P.res_shape, out_l, what)
@@ -303,7 +303,7 @@ class _Placer:
                                                                P.ocb))}
         reads = {"data": a.x}
         layouts = {"data": in_l, "res": out_l}
-        self._operands(chain, vals, reads, layouts, consts, what)
+        self._operands(chain, vals, reads, layouts, consts)
         detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
                   f"{s.vt_axis if s.vthreads > 1 else ''}"
                   f"{' fold=' + c.fold_kind if folded else ''}")
@@ -312,8 +312,7 @@ class _Placer:
                       {"schedule": dict(self.knobs[skey])})
 
     def _operands(self, chain: Chain, vals: list[Value], reads: dict[str, Value],
-                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray],
-                  what: str) -> None:
+                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray]) -> None:
         for o, v in zip(chain.operands, vals, strict=True):
             reads[o.name] = v
             layouts[o.name] = canonical(v.type, self.hw)
@@ -339,7 +338,7 @@ class _Placer:
         reads = {"data": x}
         layouts = {"data": in_l, "res": out_l}
         consts = {EYE: _eye(hw)}
-        self._operands(chain, vals, reads, layouts, consts, what)
+        self._operands(chain, vals, reads, layouts, consts)
         s = c.schedule
         detail = f"tc={s.tc} th={s.th} tw={s.tw} vt={s.vthreads}"
         return Kernel(group, spec.kind, c.program, reads, ("res", group.output), layouts, consts,

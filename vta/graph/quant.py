@@ -25,7 +25,9 @@ _INT32_MAX = (1 << 31) - 1
 def fixed_point(ratio: float, bound: int, what: str = "requantize") -> tuple[int, int]:
     """``(mult, shift)`` with ``mult / 2**shift ~ ratio`` (``1 <= shift <= 31``, ``0 < mult
     <= 32767``) and ``bound * mult`` plus the rounding constant below ``2**31``: the largest
-    shift (most precise) for which both hold. A ratio that cannot be represented is a
+    shift (most precise) for which both hold, then in lowest terms (a power-of-two ratio is
+    ``mult = 1``: a shift alone, no multiplication; ``x * 2**k`` rounding-shifted by ``s + k``
+    equals ``x`` rounding-shifted by ``s``). A ratio that cannot be represented is a
     ``GraphError``."""
     mults, shift = _pairs([ratio], [bound], what)
     return mults[0], shift
@@ -54,6 +56,8 @@ def _pairs(ratios: list[float], bounds: list[int], what: str) -> tuple[list[int]
             continue
         if min(mults) < 1:
             break  # too small at the most precise shift that fits: not representable
+        while shift > 1 and all(m % 2 == 0 for m in mults):  # lowest terms: the same value
+            mults, shift = [m // 2 for m in mults], shift - 1
         return mults, shift
     raise GraphError(f"{what}: scale ratio{'s' if len(ratios) > 1 else ''} "
                      f"{', '.join(f'{r:.4g}' for r in ratios)} cannot be represented as "

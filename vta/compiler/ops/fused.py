@@ -102,10 +102,16 @@ def rounding(x: E.Expr, pre: int, post: int) -> E.Expr:
     return (x + (1 << (post - 1))) >> post
 
 
+def _times(x: E.Expr, mult: int) -> E.Expr:
+    """``x * mult``; just ``x`` for a multiplier of 1 (no MUL instruction needed)."""
+    return x if mult == 1 else x * mult
+
+
 def requant_stage(mult: int, pre: int, post: int, lo: int, hi: int,
                   name: str = "requant") -> EwStage:
     """``clip(rounding(x * mult, pre, post), lo, hi)``, each step wrapping to int32."""
-    return EwStage(name, lambda x: E.min_(E.max_(rounding(x * mult, pre, post), lo), hi),
+    return EwStage(name, lambda x: E.min_(E.max_(rounding(_times(x, mult), pre, post), lo),
+                                          hi),
                    label=f"requant({mult},{pre},{post},{lo},{hi})")
 
 
@@ -122,7 +128,7 @@ def clip_stage(lo: int, hi: int, name: str = "clip") -> EwStage:
 
 def add_stage(mult: int, operand: int, name: str = "add") -> EwStage:
     """``x * mult + operand`` (the operand already scaled by its ``prep``)."""
-    return EwStage(name, lambda x, o: x * mult + o, (operand,), label=f"madd({mult})")
+    return EwStage(name, lambda x, o: _times(x, mult) + o, (operand,), label=f"madd({mult})")
 
 
 def scaled_operand(name: str, mult: int) -> Operand:

@@ -44,6 +44,7 @@ from vta.compiler.ops.fused import (
     apply_chain,
     chain_cost,
     chain_cycles_per_entry,
+    chain_instructions,
     check_widening,
     ew,
     identity_weights,
@@ -51,6 +52,7 @@ from vta.compiler.ops.fused import (
 )
 from vta.compiler.pipeline import CompileResult, compile_func
 from vta.compiler.schedule import AttachAt, Schedule, ScheduleError, create_schedule
+from vta.compiler.schedules.default import ISSUE_GAP
 from vta.compiler.schedules.fusion import attach_epilogue
 from vta.compiler.tensor import Tensor, placeholder, reduce_axis
 from vta.compiler.tensor import sum_ as tsum
@@ -256,8 +258,10 @@ def _fits(spec: WindowSpec, hw: HwConfig, s: WindowSchedule, chain: Chain | None
     return spec.pad <= (1 << hw.isa.pad) - 1  # a LOAD's pad fields
 
 
-def _microop(hw: HwConfig, defn: object, n_ops: int, **fields: object) -> float:
-    return float(microop_instruction_cycles(defn, n_ops, hw, **fields))  # type: ignore[arg-type]
+def _microop(hw: HwConfig, defn: Any, n_ops: int, **fields: object) -> float:
+    """One micro-op instruction of ``n_ops`` executions (its definition's cycles) plus the
+    schedule model's issue gap (``schedules.default.ISSUE_GAP``)."""
+    return float(microop_instruction_cycles(defn, n_ops, hw, **fields)) + ISSUE_GAP
 
 
 def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
@@ -294,13 +298,13 @@ def estimate(spec: WindowSpec, hw: HwConfig, s: WindowSchedule, chain: Chain | N
     out_e, in_e = s.tc * s.th * s.tw, s.tc * th_in * tw_in
     compute = _own_cycles(spec, hw, out_e, in_e)
     extra = 0
-    if chain:
-        compute += chain_cycles_per_entry(chain, hw) * out_e + 4 * len(chain.stages)
+    if chain:  # each fused instruction over the tile's entries, as the conv model prices them
+        compute += sum(_microop(hw, d, out_e, **f) for d, f in chain_instructions(chain, hw))
         extra = len(chain.tensors)
     mem = s.tc * (_dma(hw, "inp", th_in, tw_in) + extra * _dma(hw, "inp", s.th, s.tw)
                   + _dma(hw, "out", s.th, s.tw))
     per = max(compute, mem) if s.vthreads > 1 else compute + mem
-    return tiles * per + tiles * 8
+    return tiles * per
 
 
 def _divisors(n: int) -> list[int]:

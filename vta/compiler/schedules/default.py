@@ -114,7 +114,8 @@ def footprint(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-de
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
-    return {"inp": v * s.tci * th_in * tw_in + extra * tile, "wgt": wgt + (extra > 0),
+    return {"inp": v * s.tci * th_in * tw_in + extra * tile,
+            "wgt": wgt + (1 if extra else 0),  # the identity block of the widening GEMMs
             "acc": tile * (1 + extra) + ocbp * (1 + (fused.channels if fused else 0))}
 
 

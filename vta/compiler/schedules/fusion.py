@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.ops.epilogue import PackedOp
+from vta.compiler.ops.fused import EYE
 from vta.compiler.schedule import AttachAt, Schedule, ScheduleError, Stage, reads_of
 from vta.compiler.tensor import PlaceholderOp, Reduce, Tensor
 from vta.config import HwConfig
@@ -69,11 +70,11 @@ def attach_epilogue(sch: Schedule, op: PackedOp, hw: HwConfig,
         for p in reads_of(st.op.body):
             if not isinstance(p.op, PlaceholderOp):
                 continue
-            if p.shape[-2:] == st.tensor.shape[-2:] and len(p.shape) == len(st.tensor.shape):
+            if p.name == EYE:  # the identity block (ops.fused.identity_weights)
+                eye = p
+            else:  # the int8 operand: its tile, beside the accumulator's
                 c = sch.cache_read(p, "inp", [st])
                 sch[c].compute_at(at.stage, at.axis)
-            else:
-                eye = p
         ax, red = st.axis, st.reduce_axis
         st.reorder(red[0], *ax, *red[1:])
         st.tensorize(ax[-2], vta_gemm_intrinsic(hw))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from vta.config import HwConfig
 from vta.graph.ir import Graph, GraphError, Value
-from vta.graph.layout import PackedLayout, canonical
+from vta.graph.layout import PackedLayout
 from vta.graph.place import HostOp, Kernel, Step
 
 __all__ = ["DramTensor", "Transform", "LayoutPlan", "plan_layouts"]
@@ -109,8 +109,3 @@ def plan_layouts(graph: Graph, steps: list[Step], hw: HwConfig) -> LayoutPlan:
             plan.transforms.append(Transform("unpack", res, len(steps)))
     plan.transforms.sort(key=lambda x: x.at)
     return plan
-
-
-def default_layout(v: Value, hw: HwConfig) -> PackedLayout:
-    """The plain packed layout of ``v`` (``graph.layout.canonical``)."""
-    return canonical(v.type, hw)
