@@ -223,6 +223,9 @@ def _run_flags_apply(args: argparse.Namespace) -> None:
     if args.layers is not None and args.workload not in NETWORKS:
         raise UsageError(f"--layers does not apply to {args.workload} (it picks layers of a "
                          f"network: {', '.join(NETWORKS)})")
+    if _given(args, "fusion") and not _is_graph(args):
+        raise UsageError(f"--fusion does not apply to {args.workload} (it sets how a whole "
+                         f"network's operators are fused: resnet18 or --onnx)")
     one_thread = args.vthreads == 1 or args.no_latency_hiding
     if args.vt_axis is not None and one_thread:
         raise UsageError("--vt-axis does not apply with one virtual thread (--vthreads 1 or "
@@ -251,6 +254,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         return run_tc(args)
     _run_flags_apply(args)
+    if _is_graph(args):
+        return _run_graph(args)
     if args.target != "vta":
         from vta.gpu.cli_support import run_gpu_workload
 
@@ -301,6 +306,88 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             print(f"trace written to {args.trace}")
         print(_verdict(r.passed, r.mismatches, r.saturated, r.raw_slices))
+    return 0 if r.passed else 1
+
+
+def _is_graph(args: argparse.Namespace) -> bool:
+    """Whether ``vta run`` runs a whole graph: ``--onnx``, or a model by name without
+    ``--layers`` (which runs the model's convolutions one by one)."""
+    from vta.graph.models import MODELS
+
+    return args.onnx is not None or (args.workload in MODELS and args.layers is None)
+
+
+#: ``vta run`` flags that set one layer's shape, schedule or check, by dest: a whole graph
+#: refuses them by name
+_LAYER_ONLY = ("height", "width", "in_channels", "out_channels", "kernel", "stride", "pad",
+               "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding", "dump_ir",
+               "check_reference", "emit_cuda", "gpu_schedule", "profile")
+
+
+def _run_graph(args: argparse.Namespace) -> int:
+    """``vta run resnet18`` / ``vta run --onnx FILE``: the whole graph, from the input image to
+    the outputs, every tensor checked against the graph interpreter."""
+    from vta.graph.models import MODELS, random_image
+
+    what = f"--onnx {args.onnx}" if args.onnx else f"the network {args.workload} (the whole graph)"
+    if args.onnx is not None and args.workload not in (None, "conv2d"):
+        raise UsageError(f"give either a workload ({args.workload}) or --onnx, not both")
+    for dest in _LAYER_ONLY:
+        value = getattr(args, dest)
+        if value is not None and value is not False:  # --pad 0 is given
+            raise UsageError(f"{_flag(dest)} does not apply to {what} (it sets one layer's "
+                             f"shape, schedule or check; run one layer, e.g. resnet18:C2)")
+    if args.sizes:
+        who = args.onnx or args.workload
+        raise UsageError(f"{who} takes no sizes, got {' '.join(map(str, args.sizes))} (it is a "
+                         f"whole network)")
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be >= 1, got {args.batch}")
+    if args.epilogue == "none":
+        raise UsageError(f"--epilogue none does not apply to {what} (its requantizations are "
+                         f"operators of the graph)")
+    if args.onnx is not None:
+        from vta.graph.onnx_import import load_onnx
+
+        if args.batch is not None:
+            raise UsageError("--batch does not apply to --onnx (the model fixes its shapes)")
+        graph = load_onnx(args.onnx)
+    else:
+        from vta.compiler.workloads import resolve_network
+        from vta.config import HwConfig
+        from vta.runner import check_size
+
+        net = resolve_network(args.workload, batch=args.batch)
+        assert net is not None
+        size_hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
+        for w, _ in net.layers:  # refuse a batch too large before building anything
+            check_size(w, size_hw)
+        graph = MODELS[args.workload](batch=args.batch or 1)
+    seed = args.seed or 0
+    image = {v.name: random_image(seed + k, v.type.shape) for k, v in enumerate(graph.inputs)}
+    fusion = args.fusion or "full"
+    if args.target != "vta":
+        from vta.graph.gpu import run_graph_gpu
+        from vta.graph.report import format_gpu_run
+
+        g = run_graph_gpu(graph, image, target=args.target, fusion=fusion)
+        print(format_gpu_run(g.summary()))
+        return 0 if g.passed else 1
+    from vta.config import HwConfig
+    from vta.graph.compile import compile_graph
+    from vta.graph.report import format_run
+    from vta.runner import run_graph, timing_cost
+
+    hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
+    cg = compile_graph(graph, hw, fusion=fusion, cost=timing_cost(hw))
+    r = run_graph(cg, image, trace_path=args.trace)
+    s = r.summary()
+    if args.json:
+        print(json.dumps(s, indent=2, default=str))
+    else:
+        print(format_run(s, hw.board.clock_mhz))
+        if args.trace:
+            print(f"trace written to {args.trace} (one timeline, an ops track above the units)")
     return 0 if r.passed else 1
 
 
@@ -377,12 +464,21 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="compile a workload, simulate it, check it against numpy")
     run.add_argument("workload", nargs="?", default="conv2d",
-                     help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K]")
+                     help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K],"
+                          " or resnet18: the whole quantized network (--layers C2,C10: those "
+                          "convolutions alone)")
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default=None,
                      help=f"hardware config YAML (default {DEFAULT_HW}; accelerator only)")
     run.add_argument("--layers", default=None,
-                     help="for a network (resnet18): only these layers, e.g. C2,C10")
+                     help="for resnet18: run only these convolutions, one by one, e.g. C2,C10")
+    run.add_argument("--fusion", choices=("full", "requant"), default=None,
+                     help="for a whole network: full (element-wise operators fused into their "
+                          "producer, default) or requant (only each requantize into its "
+                          "convolution: the unfused baseline)")
+    run.add_argument("--onnx", metavar="FILE.onnx", default=None,
+                     help="run a quantized ONNX model (QLinearConv/QLinearAdd/... or QDQ form; "
+                          "needs the onnx extra) as a whole graph")
     for flag in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
                  "pad"):
         run.add_argument(f"--{flag}", type=int, default=None, help=f"override the {flag}")

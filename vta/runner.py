@@ -377,3 +377,243 @@ def run_depthwise(spec: Any, hw: HwConfig, *, seed: int = 0, check_reference: bo
     saturated = float(np.mean((want == lo) | (want == hi))) if want.size else 0.0
     return DepthwiseRun(c, mism == 0 and agrees is not False, sim.stats.cycles, sim.stats, mism,
                         agrees, saturated)
+
+
+# ---------------------------------------------------------------------------- whole graphs
+
+
+@dataclass
+class StepRun:
+    """One step of a graph run: a kernel simulated (``sim``) or a host fallback (``sim``
+    None), when it started (cycle), and how its output compared with the interpreter."""
+
+    index: int
+    step: Any
+    sim: Any
+    start: int
+    mismatches: int
+    checked: int
+
+    @property
+    def cycles(self) -> int:
+        return self.sim.stats.cycles if self.sim is not None else 0
+
+
+@dataclass
+class GraphRun:
+    """A whole graph run on the simulated accelerator, every tensor checked bit-exact against
+    the numpy interpreter of the same quantized graph (``vta.graph.interp``)."""
+
+    compiled: Any
+    steps: list[StepRun]
+    outputs: dict[Any, np.ndarray]
+    reference: dict[Any, np.ndarray]
+    seconds_sim: float
+    seconds_check: float
+    seconds_reference: float
+
+    @property
+    def cycles(self) -> int:
+        return sum(s.cycles for s in self.steps)
+
+    @property
+    def passed(self) -> bool:
+        return all(s.mismatches == 0 for s in self.steps) and all(
+            np.array_equal(self.outputs[v], self.reference[v])
+            for v in self.compiled.graph.outputs)
+
+    def summary(self) -> dict[str, Any]:
+        return graph_summary(self)
+
+
+def _graph_inputs(cg: Any, image: np.ndarray | dict[str, np.ndarray]) -> dict[Any, np.ndarray]:
+    g = cg.graph
+    if isinstance(image, dict):
+        return {v: np.asarray(image[v.name]) for v in g.inputs}
+    if len(g.inputs) != 1:
+        raise ValueError(f"graph {g.name} has {len(g.inputs)} inputs: give them by name")
+    return {g.inputs[0]: np.asarray(image)}
+
+
+def run_graph(cg: Any, image: np.ndarray | dict[str, np.ndarray], *,
+              trace_path: str | None = None) -> GraphRun:
+    """Run the compiled graph ``cg`` (``vta.graph.compile.compile_graph``) from its input
+    (an array, or arrays by input name) to its outputs: the host packs the inputs, each
+    kernel's linked program is simulated in order on the DRAM the previous ones left (a
+    kernel's FINISH ends it, as a runtime's kernel launch returns), host fallbacks run the
+    reference semantics between unpack and pack; each stored tensor is compared with the
+    interpreter's as soon as it is written (later steps may reuse its memory). ``trace_path``
+    writes one timeline for the whole network."""
+    from vta.graph import interp
+    from vta.graph.layout import pack, unpack
+    from vta.graph.link import const_name
+    from vta.graph.place import Kernel
+
+    hw = cg.hw
+    host = _graph_inputs(cg, image)
+    t0 = time.perf_counter()
+    ref = interp.run_graph(cg.graph, host)
+    t_ref = time.perf_counter() - t0
+    for v in cg.graph.constants():
+        host[v] = v.data  # type: ignore[assignment]
+    dram: dict[str, np.ndarray] = {}
+    by_at: dict[int, list[Any]] = {}
+    for tr in cg.layouts.transforms:
+        by_at.setdefault(tr.at, []).append(tr)
+
+    def transforms(k: int) -> None:
+        for tr in by_at.get(k, []):
+            t = tr.tensor
+            if tr.kind == "pack":
+                dram[t.name] = pack(host[t.value], t.value.type, t.layout, hw)
+            else:
+                host[t.value] = unpack(dram[t.name], t.value.type, t.layout)
+
+    runs: list[StepRun] = []
+    t_sim = t_check = 0.0
+    start = 0
+    for k, st in enumerate(cg.steps):
+        transforms(k)
+        if isinstance(st, Kernel):
+            prog = cg.programs[k]
+            bind = cg.layouts.bindings[k]
+            inputs: dict[str, np.ndarray] = {}
+            for a in prog.inputs:
+                const = const_name(a.name)
+                inputs[a.name] = dram[a.name] if const is None else st.consts[const]
+            t1 = time.perf_counter()
+            sim = simulate(prog, hw, inputs)
+            t_sim += time.perf_counter() - t1
+            out_t = bind[st.write[0]]
+            dram[out_t.name] = np.asarray(sim.outputs[out_t.name])
+            t1 = time.perf_counter()
+            got = unpack(dram[out_t.name], out_t.value.type, out_t.layout)
+            want = ref[out_t.value]
+            mism = int(np.count_nonzero(got != want))
+            t_check += time.perf_counter() - t1
+            runs.append(StepRun(k, st, sim, start, mism, want.size))
+            start += sim.stats.cycles
+        else:
+            out = interp.eval_node(st.group, host)
+            host[st.group.output] = out
+            mism = int(np.count_nonzero(out != ref[st.group.output]))
+            runs.append(StepRun(k, st, None, start, mism, out.size))
+    transforms(len(cg.steps))
+    outputs = {v: host[v] for v in cg.graph.outputs}  # unpacked from DRAM, or the host's
+    r = GraphRun(cg, runs, outputs, ref, t_sim, t_check, t_ref)
+    if trace_path is not None:
+        write_graph_trace(r, trace_path)
+    return r
+
+
+def write_graph_trace(r: GraphRun, path: str) -> None:
+    """One Chrome/Perfetto timeline for the whole network: every kernel's units (fetch, load,
+    compute, store) shifted to when the kernel ran, plus an ``ops`` track naming each step."""
+    import json
+    from pathlib import Path
+
+    from vta.sim import SimError
+    from vta.sim.trace import trace_events
+
+    mhz = r.compiled.hw.board.clock_mhz
+    events: list[dict[str, Any]] = []
+    seen_meta = False
+    ops_tid = 0
+    for s in r.steps:
+        label = _step_label(s.step)
+        events.append({"ph": "X", "name": label, "pid": 1, "tid": ops_tid, "ts": s.start / mhz,
+                       "dur": max(s.cycles, 1) / mhz, "cat": "op",
+                       "args": {"step": s.index, "cycles": s.cycles,
+                                "placement": "vta" if s.sim is not None else "cpu"}})
+        if s.sim is None:
+            continue
+        for ev in trace_events(s.sim):
+            if ev["ph"] == "M":
+                if not seen_meta:
+                    events.append(ev)
+                continue
+            ev = dict(ev)
+            ev["ts"] = ev["ts"] + s.start / mhz
+            ev.setdefault("args", {})["step"] = s.index
+            events.append(ev)
+        seen_meta = True
+    events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": ops_tid,
+                   "args": {"name": "ops"}})
+    doc = {"traceEvents": events, "displayTimeUnit": "ns",
+           "otherData": {"hw": r.compiled.hw.name, "cycles": r.cycles,
+                         "graph": r.compiled.graph.name}}
+    try:
+        Path(path).write_text(json.dumps(doc))
+    except OSError as e:
+        raise SimError(f"cannot write trace {path}: {e.strerror or e}") from None
+
+
+def _step_label(st: Any) -> str:
+    from vta.graph.passes.fuse import group_nodes
+
+    return f"{st.group.output.name} [{'+'.join(n.op for n in group_nodes(st.group))}]"
+
+
+def graph_summary(r: GraphRun) -> dict[str, Any]:
+    """Per step and in total: cycles, utilization, DRAM bytes, bounds, placement, the check."""
+    from vta.graph.passes.fuse import group_nodes
+    from vta.graph.place import Kernel
+
+    cg = r.compiled
+    hw = cg.hw
+    clock = hw.board.clock_mhz * 1e6
+    rows = []
+    bound = gemm = dram_bytes = 0.0
+    for s in r.steps:
+        st = s.step
+        ops = [n.op for n in group_nodes(st.group)]
+        row: dict[str, Any] = {"step": s.index, "op": st.group.output.name, "ops": ops,
+                               "fused": ops[1:], "mismatches": s.mismatches,
+                               "checked": s.checked}
+        if isinstance(st, Kernel):
+            stats = s.sim.stats
+            b = float(st.bound["machine_cycles"])
+            nbytes = int(sum(stats.bytes.values()))
+            row.update({"placement": "vta", "kind": st.kind, "cycles": stats.cycles,
+                        "gemm_cycles": stats.gemm_cycles,
+                        "utilization": stats.gemm_cycles / stats.cycles,
+                        "useful_utilization": st.macs / hw.macs_per_cycle / stats.cycles,
+                        "macs": st.macs, "dram_bytes": nbytes, "machine_bound_cycles": b,
+                        "of_machine_bound": b / stats.cycles, "schedule": st.detail,
+                        "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards})
+            bound += b
+            gemm += stats.gemm_cycles
+            dram_bytes += nbytes
+        else:
+            row.update({"placement": "cpu", "reason": st.reason, "cycles": 0,
+                        "macs": sum(_macs(n) for n in group_nodes(st.group))})
+        rows.append(row)
+    cycles = r.cycles
+    t = cycles / clock
+    macs, acc_macs = cg.macs, cg.accelerated_macs
+    batch = cg.graph.inputs[0].type.shape[0] if cg.graph.inputs else 1
+    mem = cg.memory
+    return {
+        "graph": cg.graph.name, "hw": hw.name, "fusion": cg.fusion, "passed": r.passed,
+        "steps": rows, "kernels": len(cg.kernels), "host_ops": len(cg.host_ops),
+        "cycles": cycles, "time_ms": t * 1e3, "frames_per_s": batch / t if t else 0.0,
+        "gops": 2 * macs / t / 1e9 if t else 0.0,
+        "utilization": gemm / cycles if cycles else 0.0,
+        "useful_utilization": acc_macs / hw.macs_per_cycle / cycles if cycles else 0.0,
+        "machine_bound_cycles": bound, "of_machine_bound": bound / cycles if cycles else 0.0,
+        "dram_bytes": int(dram_bytes), "macs": macs, "accelerated_macs": acc_macs,
+        "mac_share": acc_macs / macs if macs else 1.0,
+        "peak_dram_bytes": mem.peak_bytes, "naive_dram_bytes": mem.naive_bytes,
+        "const_dram_bytes": mem.const_bytes, "dram_image_bytes": mem.total_bytes,
+        "transforms": [{"kind": tr.kind, "tensor": tr.tensor.name, "at": tr.at}
+                       for tr in cg.layouts.transforms],
+        "tensors_checked": len(r.steps),
+        "mismatched_tensors": [row["op"] for row in rows if row["mismatches"]],
+        "compile_s": cg.compile_s, "sim_s": r.seconds_sim, "check_s": r.seconds_check,
+        "reference_s": r.seconds_reference}
+
+
+def _macs(n: Any) -> int:
+    from vta.graph.ir import node_macs
+
+    return node_macs(n)

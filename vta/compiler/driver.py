@@ -19,6 +19,7 @@ from typing import Any
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, packed_dims
 from vta.compiler.ops.epilogue import Epilogue, PackedOp, epilogue_cycles_per_entry
 from vta.compiler.ops.fold import FOLDS, ConvFold, fold_candidates
+from vta.compiler.ops.fused import Chain, apply_chain, chain_cost, chain_cycles_per_entry
 from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
 from vta.compiler.schedules.default import (
@@ -34,7 +35,7 @@ from vta.config import HwConfig
 from vta.isa import Program
 
 __all__ = ["Compiled", "Cost", "Rewrite", "compile_workload", "op_compute", "packed_bytes",
-           "roofline"]
+           "roofline", "exact_layout"]
 
 #: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
@@ -55,6 +56,8 @@ class Compiled:
     epilogue: Epilogue
     result: CompileResult
     fold: ConvFold | None = None
+    #: element-wise operators fused after the epilogue (``ops.fused``)
+    chain: Chain | None = None
 
     @property
     def program(self) -> Program:
@@ -102,7 +105,8 @@ def _folds(w: Workload, hw: HwConfig, fold: str | None) -> list[ConvFold]:
 def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
                      epilogue: Epilogue | None = None, check: bool = False,
                      refine: int = REFINE, fold: str | None = None, cost: Cost | None = None,
-                     rewrite: Rewrite | None = None, **knobs: Any) -> Compiled:
+                     rewrite: Rewrite | None = None, chain: Chain | None = None,
+                     exact: bool = False, **knobs: Any) -> Compiled:
     """Compile ``w``: the schedule is the knobs given, else the best of the model's ``refine``
     cheapest estimates measured by ``cost`` (the model ranks, the oracle decides among near
     ties the first-order estimate cannot separate); without ``cost``, the model's first choice.
@@ -115,39 +119,51 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     plain layout unless ``fold`` names another.
 
     ``rewrite`` replaces the op's epilogue before it is scheduled (the TC mapping puts its ALU
-    chain there: ``PackedOp`` in, ``PackedOp`` with the same inputs and accumulator out)."""
+    chain there: ``PackedOp`` in, ``PackedOp`` with the same inputs and accumulator out).
+    ``chain`` appends fused element-wise operators after the epilogue (``ops.fused``: a
+    residual add, a ReLU; graph-level fusion's), attached to the scheduled anchor by
+    post-scheduling fusion; the model prices its instructions and scratchpad tiles.
+    ``exact``: only schedules whose packed tensors have exactly the tensors' shapes (no
+    padded channels, rows or columns; a folded input is the host's to pack), so that one op's
+    packed output is the next op's packed input (graph-level layout planning)."""
     t0 = time.perf_counter()
     epi = epilogue or w.epilogue  # the layer's calibrated requantization
     vth = knobs.pop("vthreads", None)
     if not latency_hiding:
         vth = 1
     over = {k: v for k, v in knobs.items() if v is not None}
+    fused = chain_cost(chain, hw) if chain else None
     if {"tco", "tci", "th", "tw"} <= over.keys():
         f = _folds(w, hw, fold or "none")[0]
         sch = ConvSchedule(over["tco"], over["tci"], over["th"], over["tw"], vth or 1,
                            over.get("vt_axis", "oh"))
-        fit_report(f.device, hw, sch)
-        return _compile_with(w, hw, f, sch, epi, check, rewrite)
+        fit_report(f.device, hw, sch, fused)
+        if exact and not exact_layout(w, hw, f)(sch):
+            raise ScheduleError(f"schedule {sch} pads the packed tensors of {w.name}; the "
+                                f"graph's layout needs them exact")
+        return _compile_with(w, hw, f, sch, epi, check, rewrite, chain)
     scored: list[tuple[float, int, ConvFold, ConvSchedule]] = []
     error: ScheduleError | None = None
     for f in _folds(w, hw, fold):
         dev = f.device
         try:
-            ranked = ranked_schedules(dev, hw, refine, vthreads=vth, epi=epi, **over)
+            ranked = ranked_schedules(dev, hw, refine, vthreads=vth, epi=epi, fused=fused,
+                                      accept=exact_layout(w, hw, f) if exact else None,
+                                      **over)
         except ScheduleError as e:
             error = error or e
             continue
-        scored += [(estimate(dev, hw, s, epi), len(scored), f, s) for s in ranked]
+        scored += [(estimate(dev, hw, s, epi, fused), len(scored), f, s) for s in ranked]
     if not scored:
         assert error is not None
         raise error
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
     cands = [(f, s) for _, _, f, s in scored[:max(1, refine) if cost is not None else 1]]
     if len(cands) == 1 or cost is None:
-        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check, rewrite)
+        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check, rewrite, chain)
     best: tuple[int, Compiled] | None = None
     for f, sch in cands:
-        c = _compile_with(w, hw, f, sch, epi, check, rewrite)
+        c = _compile_with(w, hw, f, sch, epi, check, rewrite, chain)
         cycles = cost(c.program)
         if best is None or cycles < best[0]:
             best = (cycles, c)
@@ -158,16 +174,43 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
 
 
 def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
-                  epi: Epilogue, check: bool, rewrite: Rewrite | None = None) -> Compiled:
+                  epi: Epilogue, check: bool, rewrite: Rewrite | None = None,
+                  chain: Chain | None = None) -> Compiled:
     t0 = time.perf_counter()
     op = op_compute(w, hw, sch, epi, fold)
     if rewrite is not None:
         op = rewrite(op)
+    if chain:
+        op = apply_chain(op, chain, hw)
     func = lower_op(op, hw, sch)
     t_lower = time.perf_counter() - t0
     res = compile_func(func, hw, check=check)
     res.seconds += t_lower
-    return Compiled(w, hw, fold.device, sch, epi, res, fold)
+    return Compiled(w, hw, fold.device, sch, epi, res, fold, chain)
+
+
+def exact_layout(w: Workload, hw: HwConfig, fold: ConvFold) -> Callable[[ConvSchedule], bool]:
+    """Whether a schedule's packed tensors are exactly the tensors' (``compile_workload``'s
+    ``exact``): output channels, rows and columns unpadded, and the input's channels too
+    unless the input is folded (the host repacks a folded input anyway)."""
+    g = hw.gemm
+    if isinstance(w.spec, MatmulSpec):
+        m = w.spec
+
+        def ok_mm(s: ConvSchedule) -> bool:
+            P = packed_matmul_dims(m, hw, s)
+            return (P.mb, P.kb, P.nb) == (math.ceil(m.m / g.batch), math.ceil(m.k / g.block_in),
+                                          math.ceil(m.n / g.block_out))
+
+        return ok_mm
+    dev, folded = fold.device, fold.kind != "none"
+
+    def ok(s: ConvSchedule) -> bool:
+        P = packed_dims(dev, hw, s)
+        return (P.ocb == math.ceil(dev.oc / g.block_out) and (P.ohp, P.owp) == (dev.oh, dev.ow)
+                and (folded or P.icb == math.ceil(dev.ic / g.block_in)))
+
+    return ok
 
 
 def op_compute(w: Workload, hw: HwConfig, sch: ConvSchedule, epi: Epilogue,
@@ -214,9 +257,12 @@ def roofline(c: Compiled) -> dict[str, float]:
     ocb = math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
     byts = min(packed_bytes(conv, hw, epi.bias), packed_bytes(c.conv, hw, epi.bias))
-    memory = byts / hw.memory.bus_bytes
     entries = nb * ocb * conv.oh * conv.ow
     per_entry = epilogue_cycles_per_entry(epi, hw)
+    if c.chain:  # fused operators: their instructions, their operands read once
+        per_entry += chain_cycles_per_entry(c.chain, hw)
+        byts += entries * len(c.chain.tensors) * hw.inp_elem_bytes
+    memory = byts / hw.memory.bus_bytes
     epilogue = entries * per_entry
     return {"compute_cycles": compute, "memory_cycles": memory,
             "bound_cycles": max(compute, memory), "epilogue_cycles": epilogue,

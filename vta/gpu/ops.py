@@ -15,7 +15,12 @@ plain layouts, so the kernels here are defined over them. Both are one *implicit
 
 The requantizing epilogue (``vta.compiler.ops.epilogue.Epilogue``: shift right, per-channel
 bias, clip, narrowing cast) is element-wise computes after ``C``; the schedules inline them into
-the output stage, so they run on the accumulator tile before the only global store.
+the output stage, so they run on the accumulator tile before the only global store. A fused
+chain (``vta.compiler.ops.fused.Chain``: graph-level fusion's requantize, residual add, ReLU)
+follows the epilogue, stated once for both targets: its stages are element-wise computes in
+the output's layout, reading their operands (a residual branch, int8 like the output) at the
+output's index; ``GemmDef.epilogue`` lists every epilogue compute, so post-scheduling fusion
+(``attach_epilogue``) can inline whatever a user's anchor schedule left untouched.
 
 ``pad = (pm, pn, pk)`` rounds M, N and K up to multiples of the schedule's tiles with
 ``select(in range, ., 0)`` inside A and B: the tensor-core schedule multiplies whole 16x16
@@ -26,17 +31,20 @@ stores only the real M x N).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vta.compiler import expr as E
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.fused import CHANNEL, Chain, ew
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.schedule import Schedule
 from vta.compiler.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
 
-__all__ = ["ACC_DTYPE", "GemmDef", "matmul_gemm", "conv2d_gemm", "requantize"]
+__all__ = ["ACC_DTYPE", "GemmDef", "matmul_gemm", "conv2d_gemm", "requantize",
+           "attach_epilogue", "chain_operands"]
 
 #: accumulator type for each input type
 ACC_DTYPE = {"int8": "int32", "float16": "float32", "float32": "float32"}
@@ -64,6 +72,13 @@ class GemmDef:
     in_dtype: str
     #: rows of A are contiguous along k in global memory (vector copies are legal)
     a_contiguous: bool = True
+    #: the epilogue's computes (a subset of ``inline``: the rest is the prologue, the padding
+    #: and im2col the anchor's schedule owns)
+    epilogue: tuple[Tensor, ...] = ()
+
+    @property
+    def prologue(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.inline if all(t is not e for e in self.epilogue))
 
 
 def _zero(dtype: str) -> E.Expr:
@@ -100,20 +115,52 @@ def _stage(fn: Callable[[E.Expr, E.Expr | None], E.Expr], y: Tensor,
     return lambda m, n: fn(y[m, n], bias[n] if bias is not None else None)
 
 
+def chain_operands(chain: Chain | None, out_shape: tuple[int, ...]) -> list[Tensor]:
+    """The placeholders of a chain's operands in the GPU layouts: an int8 tensor shaped like
+    the output, or an int32 vector over the output's channels (axis 1)."""
+    if not chain:
+        return []
+    return [placeholder((out_shape[1],), "int32", o.name) if o.kind == CHANNEL
+            else placeholder(out_shape, "int8", o.name) for o in chain.operands]
+
+
 def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype: str,
-               out_shape: tuple[int, ...], at: Callable[..., tuple[E.Expr, E.Expr]]
+               out_shape: tuple[int, ...], at: Callable[..., tuple[E.Expr, ...]],
+               chain: Chain | None = None, operands: Sequence[Tensor] = ()
                ) -> tuple[Tensor, list[Tensor]]:
     """The epilogue as element-wise computes over ``acc`` (M, N) (bias indexed by n): the
     stages of ``Epilogue.stages`` (no clip when ``epi.clip`` is false: the cast then wraps,
     as the accelerator's STORE narrows), the same the accelerator's op is built from. The last
     compute has ``out_shape`` and reads the GEMM element ``at(*its axes) -> (m, n)`` (conv2d's
-    NCHW layout). Returns (output, the intermediate computes to inline)."""
+    NCHW layout); a fused ``chain`` then runs in that layout, its ``operands``
+    (``chain_operands``) read at the output's index (a channel vector at axis 1). Returns
+    (output, the intermediate computes to inline)."""
     stages: list[Tensor] = []
     x = acc
     if epi is not None:
         for name, fn in epi.stages(with_bias=bias is not None):
             x = compute(acc.shape, _stage(fn, x, bias), name)
             stages.append(x)
+    if chain:
+        prev = x
+        cur = ew(out_shape, lambda *ax: prev[at(*ax)], "fused_in")
+        stages.append(cur)
+        for st in chain.stages:
+            src = cur
+            reads = [(chain.operands[k], operands[k]) for k in st.reads]
+
+            def stage(*ax: E.Var, src: Tensor = src, st: Any = st,
+                      reads: list[Any] = reads) -> E.Expr:
+                vals = []
+                for o, t in reads:
+                    v = t[ax[1]] if o.kind == CHANNEL else t[ax].astype("int32")
+                    vals.append(o.prep(v) if o.prep is not None and o.kind != CHANNEL else v)
+                return st.fn(src[ax], *vals)
+
+            cur = ew(out_shape, stage, f"fused_{st.name}")
+            stages.append(cur)
+        done = cur
+        return ew(out_shape, lambda *ax: done[ax].astype(out_dtype), "res"), stages
     last = x
 
     def body(*ax: E.Expr) -> E.Expr:
@@ -130,9 +177,11 @@ def _gemm(name: str, a: Tensor, b: Tensor, kp: int, acc: str) -> Tensor:
 
 
 def matmul_gemm(spec: MatmulSpec, dtype: str = "int8", epi: Epilogue | None = None,
-                out_dtype: str | None = None, pad: tuple[int, int, int] = (1, 1, 1)) -> GemmDef:
+                out_dtype: str | None = None, pad: tuple[int, int, int] = (1, 1, 1),
+                chain: Chain | None = None) -> GemmDef:
     """``Y = epilogue(X @ W.T)``; X (M, K), W (N, K), bias (N,) int32 when the epilogue has
-    one; M, N, K padded to multiples of ``pad`` inside the computation."""
+    one; M, N, K padded to multiples of ``pad`` inside the computation; ``chain`` fused after
+    the epilogue (its operands are parameters after the bias)."""
     acc = ACC_DTYPE[dtype]
     out_t = out_dtype or ("int8" if epi is not None else acc)
     M, N, K = spec.m, spec.n, spec.k
@@ -143,18 +192,21 @@ def matmul_gemm(spec: MatmulSpec, dtype: str = "int8", epi: Epilogue | None = No
     A, ia = _padded(X, mp, kp, "X_pad")
     B, ib = _padded(W, np_, kp, "W_pad")
     C = _gemm("C", A, B, kp, acc)
-    Y, epis = requantize(C, bias, epi, out_t, (M, N), lambda m, n: (m, n))
-    args = (X, W) + ((bias,) if bias is not None else ()) + (Y,)
+    ops = chain_operands(chain, (M, N))
+    Y, epis = requantize(C, bias, epi, out_t, (M, N), lambda m, n: (m, n), chain, ops)
+    args = (X, W) + ((bias,) if bias is not None else ()) + (*ops, Y)
 
     def axes(s: Schedule) -> tuple[IterVar, IterVar]:
         m, n = s[Y].axis
         return m, n
 
-    return GemmDef("matmul", mp, np_, kp, args, A, B, C, Y, (*ia, *ib, *epis), axes, dtype)
+    return GemmDef("matmul", mp, np_, kp, args, A, B, C, Y, (*ia, *ib, *epis), axes, dtype,
+                   epilogue=tuple(epis))
 
 
 def conv2d_gemm(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = None,
-                out_dtype: str | None = None, pad: tuple[int, int, int] = (1, 1, 1)) -> GemmDef:
+                out_dtype: str | None = None, pad: tuple[int, int, int] = (1, 1, 1),
+                chain: Chain | None = None) -> GemmDef:
     """NCHW conv2d as an implicit GEMM (module docstring); out (N, OC, OH, OW); the kernel
     parameter is the OIHW weight reshaped to (OC, IC*KH*KW)."""
     s = spec
@@ -192,10 +244,12 @@ def conv2d_gemm(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = No
     B, ib = _padded(kernel, np_, kp, "kernel_pad")
     inline += ib
     C = _gemm("C", A, B, kp, acc)
-    res, epis = requantize(C, bias, epi, out_t, (s.n, s.oc, s.oh, s.ow),
-                           lambda n, o, p, q: ((n * s.oh + p) * s.ow + q, o))
+    oshape = (s.n, s.oc, s.oh, s.ow)
+    ops = chain_operands(chain, oshape)
+    res, epis = requantize(C, bias, epi, out_t, oshape,
+                           lambda n, o, p, q: ((n * s.oh + p) * s.ow + q, o), chain, ops)
     inline += epis
-    args = (data, kernel) + ((bias,) if bias is not None else ()) + (res,)
+    args = (data, kernel) + ((bias,) if bias is not None else ()) + (*ops, res)
 
     def axes(sch: Schedule) -> tuple[IterVar, IterVar]:
         st = sch[res]
@@ -204,4 +258,18 @@ def conv2d_gemm(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = No
         return st.fuse(st.fuse(n, p), q), o
 
     return GemmDef("conv2d", mp, np_, kp, args, A, B, C, res, tuple(inline), axes, dtype,
-                   a_contiguous=False)
+                   a_contiguous=False, epilogue=tuple(epis))
+
+
+def attach_epilogue(s: Schedule, g: GemmDef) -> Schedule:
+    """Post-scheduling fusion on the GPU: every epilogue compute of ``g`` (the requantization
+    and any fused chain) that the schedule of the anchor left untouched is inlined into the
+    output stage, so it runs on the accumulator tile before the only global store, whatever
+    the anchor's tiling; returns ``s``."""
+    for t in g.epilogue:
+        st = s[t]
+        if st.attach is None and st.scope == "global" and not st.relations:
+            st.compute_inline()
+    if g.c is not g.out and s[g.c].attach is None and s[g.c].scope == "global":
+        s[g.c].compute_inline()  # the accumulator's copy-out, read by the epilogue
+    return s

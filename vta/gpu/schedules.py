@@ -31,6 +31,7 @@ from vta.compiler import stmt as S
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.fused import Chain
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.schedule import Schedule, ScheduleError, Stage, create_schedule
 from vta.compiler.tensor import IterVar
@@ -243,14 +244,16 @@ def _func(g: GemmDef, s: Schedule, kind: str, knobs: object) -> S.PrimFunc:
 
 
 def matmul_simt(spec: MatmulSpec, dtype: str = "int8", epi: Epilogue | None = None,
-                knobs: SimtKnobs = SimtKnobs(), out_dtype: str | None = None) -> S.PrimFunc:
-    g = matmul_gemm(spec, dtype, epi, out_dtype)
+                knobs: SimtKnobs = SimtKnobs(), out_dtype: str | None = None,
+                chain: Chain | None = None) -> S.PrimFunc:
+    g = matmul_gemm(spec, dtype, epi, out_dtype, chain=chain)
     return _func(g, simt_schedule(g, knobs), "simt", knobs)
 
 
 def conv2d_simt(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = None,
-                knobs: SimtKnobs = SimtKnobs(), out_dtype: str | None = None) -> S.PrimFunc:
-    g = conv2d_gemm(spec, dtype, epi, out_dtype)
+                knobs: SimtKnobs = SimtKnobs(), out_dtype: str | None = None,
+                chain: Chain | None = None) -> S.PrimFunc:
+    g = conv2d_gemm(spec, dtype, epi, out_dtype, chain=chain)
     return _func(g, simt_schedule(g, knobs), "simt", knobs)
 
 
@@ -275,19 +278,21 @@ def _fit(kb: WmmaKnobs, m: int, n: int, k: int) -> WmmaKnobs:
 
 
 def matmul_wmma(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = None,
-                knobs: WmmaKnobs | None = None, out_dtype: str | None = None) -> S.PrimFunc:
+                knobs: WmmaKnobs | None = None, out_dtype: str | None = None,
+                chain: Chain | None = None) -> S.PrimFunc:
     if knobs is None:
         knobs = WmmaKnobs(vec=16 if dtype == "int8" else 8)
     kb = _fit(knobs, spec.m, spec.n, spec.k)
-    g = matmul_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk))
+    g = matmul_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk), chain=chain)
     return _func(g, wmma_schedule(g, kb), "wmma", kb)
 
 
 def conv2d_wmma(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = None,
-                knobs: WmmaKnobs | None = None, out_dtype: str | None = None) -> S.PrimFunc:
+                knobs: WmmaKnobs | None = None, out_dtype: str | None = None,
+                chain: Chain | None = None) -> S.PrimFunc:
     if knobs is None:
         knobs = WmmaKnobs(bm=64, bn=64, bk=32, warps_m=2, warps_n=2,
                           vec=16 if dtype == "int8" else 8)
     kb = _fit(knobs, spec.n * spec.oh * spec.ow, spec.oc, spec.ic * spec.kh * spec.kw)
-    g = conv2d_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk))
+    g = conv2d_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk), chain=chain)
     return _func(g, wmma_schedule(g, kb), "wmma", kb)

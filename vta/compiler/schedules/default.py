@@ -25,19 +25,23 @@ loaded once, before the first tile.
 (``ops.epilogue.PackedOp``) and ``lower_op`` lowers it (vta.compiler.lower):
 
 * ``cache_read`` data_pad -> inp (the padding stage ``compute_inline``d into the copy),
-  kernel -> wgt, bias -> acc; ``cache_write`` of the reduction into acc (its global stage
-  inlined into the epilogue), the epilogue stages ``set_scope("acc")``;
+  kernel -> wgt; ``cache_write`` of the reduction into acc (its global stage inlined into the
+  epilogue);
 * the output tiled over oc / oh / ow (``split`` + ``reorder``), the threads' axis split off
-  and marked ``virtual_thread``; the reduction and the epilogue ``compute_at`` the tile loop;
+  and marked ``virtual_thread``; the reduction ``compute_at`` the tile loop;
 * the reduction's channel axis split into an outer ic loop (the input copy, and the weight
   copy unless it covers every channel, ``compute_at`` it) and the batch x block loops
   ``tensorize``d onto ``vta_gemm_intrinsic(hw)``; whole-reduction weights and the bias are
-  copied once per output-channel tile (weight reuse across every spatial tile).
+  copied once per output-channel tile (weight reuse across every spatial tile);
+* the epilogue is not scheduled here: post-scheduling fusion (``schedules.fusion``) attaches
+  it, and any fused operator, to the accumulator tile (bias -> acc once, before the first
+  tile), as it does for a user's own anchor schedule.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +51,7 @@ from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
 from vta.compiler.ops.epilogue import Epilogue, epilogue_plan
 from vta.compiler.schedule import Schedule, ScheduleError, create_schedule
+from vta.compiler.schedules.fusion import attach_epilogue
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
 from vta.isa import InstructionDef
@@ -55,6 +60,7 @@ from vta.isa.builtins import GEMM, LOAD, STORE
 if TYPE_CHECKING:
     from vta.compiler import stmt as S
     from vta.compiler.ops.epilogue import PackedOp
+    from vta.compiler.ops.fused import ChainCost
 
 __all__ = ["ConvSchedule", "ScheduleError", "default_schedule", "fit_report", "lower_op",
            "ranked_schedules", "schedule_op"]
@@ -89,8 +95,10 @@ def _in_rows(spec, hw: HwConfig, s: ConvSchedule) -> int:  # type: ignore[no-unt
     return (s.th - 1) * spec.stride + spec.kh
 
 
-def footprint(spec, hw: HwConfig, s: ConvSchedule) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Scratchpad entries the schedule needs per buffer kind (threads included)."""
+def footprint(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
+              fused: ChainCost | None = None) -> dict[str, int]:
+    """Scratchpad entries the schedule needs per buffer kind (threads included); each int8
+    operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``."""
     icb, ocb = _blocks(spec, hw)
     v = s.vthreads
     v_oc = v if s.vt_axis == "oc" else 1
@@ -99,13 +107,17 @@ def footprint(spec, hw: HwConfig, s: ConvSchedule) -> dict[str, int]:  # type: i
     hoist = s.tci >= icb
     wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
-    return {"inp": v * s.tci * th_in * tw_in, "wgt": wgt,
-            "acc": v * s.tco * s.th * s.tw + ocbp}
+    tile = v * s.tco * s.th * s.tw
+    extra = fused.tensors if fused is not None else 0
+    return {"inp": v * s.tci * th_in * tw_in + extra * tile,
+            "wgt": wgt + (1 if extra else 0),  # the identity block of the widening GEMMs
+            "acc": tile * (1 + extra) + ocbp * (1 + (fused.channels if fused else 0))}
 
 
-def fit_report(spec, hw: HwConfig, s: ConvSchedule) -> None:  # type: ignore[no-untyped-def]
+def fit_report(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
+               fused: ChainCost | None = None) -> None:
     """Raise ScheduleError naming the first buffer the schedule overflows."""
-    need = footprint(spec, hw, s)
+    need = footprint(spec, hw, s, fused)
     for kind, entries in need.items():
         depth = hw.depth(kind)
         if entries > depth:
@@ -163,9 +175,10 @@ def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> f
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
-             epi: Epilogue | None = None) -> float:
+             epi: Epilogue | None = None, fused: ChainCost | None = None) -> float:
     """First-order cycles of ``spec`` under ``s`` with epilogue ``epi`` (default: the
-    requantizing one); every instruction's cycles come from its definition (see the module
+    requantizing one) and the ``fused`` chain after it (its instructions per entry, its int8
+    operands' tile loads); every instruction's cycles come from its definition (see the module
     docstring)."""
     epi = epi or Epilogue()
     g = hw.gemm
@@ -187,6 +200,8 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     for sel in epilogue_plan(epi, hw):
         assert sel.intrin.instruction is not None
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
+    for defn, fields in (fused.instructions if fused is not None else ()):
+        c_epi += _microop(hw, defn, entries, **fields)
     th_in = _in_rows(spec, hw, s)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
@@ -194,6 +209,8 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     m_wgt = _dma(hw, "wgt", s.tco, s.tci * k2)
     m_step = m_inp + (0 if hoist else m_wgt)
     m_store = s.tco * _store(hw, s.th, s.tw)
+    if fused is not None:  # the operand tiles, loaded once per tile
+        m_store += fused.tensors * s.tco * _dma(hw, "inp", s.th, s.tw)
     n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
     if v > 1:
         tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
@@ -210,13 +227,23 @@ def default_schedule(spec, hw: HwConfig, *, vthreads: int | None = None,  # type
                      epi: Epilogue | None = None, **overrides: int | str) -> ConvSchedule:
     """The model's best schedule, with any knob in ``overrides`` fixed (tco, tci, th, tw,
     vt_axis) and ``vthreads`` (None: 2 when two copies fit, else 1)."""
-    return ranked_schedules(spec, hw, 1, vthreads=vthreads, epi=epi, **overrides)[0]
+    knobs: dict[str, Any] = dict(overrides)
+    return ranked_schedules(spec, hw, 1, vthreads=vthreads, epi=epi, **knobs)[0]
+
+
+#: A predicate on schedules (``ranked_schedules(accept=...)``): e.g. "the packed output has
+#: exactly the tensor's shape", which graph-level layout planning asks for.
+Accept = Callable[[ConvSchedule], bool]
 
 
 def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
-                     epi: Epilogue | None = None, **overrides: int | str) -> list[ConvSchedule]:
+                     epi: Epilogue | None = None, fused: ChainCost | None = None,
+                     accept: Accept | None = None,
+                     **overrides: int | str) -> list[ConvSchedule]:
     """The model's ``k`` best schedules, cheapest estimate first (``default_schedule`` is the
-    first; ``driver.compile_workload`` can let the timing-only simulator pick among them)."""
+    first; ``driver.compile_workload`` can let the timing-only simulator pick among them).
+    ``fused``: a chain fused after the epilogue (its scratchpad tiles and instructions);
+    ``accept``: only schedules it accepts (none accepted is a ``ScheduleError``)."""
     icb, ocb = _blocks(spec, hw)
     vs = [vthreads] if vthreads is not None else [2, 1]
     axes = [str(overrides["vt_axis"])] if "vt_axis" in overrides else ["oh", "oc"]
@@ -233,26 +260,24 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
                         for tw in tws:
                             s = ConvSchedule(tco, tci, th, tw, v, axis)
                             try:
-                                fit_report(spec, hw, s)
+                                fit_report(spec, hw, s, fused)
                             except ScheduleError:
                                 continue
-                            scored.append((estimate(spec, hw, s, epi), len(scored), s))
+                            if accept is not None and not accept(s):
+                                continue
+                            scored.append((estimate(spec, hw, s, epi, fused), len(scored),
+                                           s))
         if scored and vthreads is None:
             break  # two threads fit: keep them (the model's rule)
     if not scored:
         s = ConvSchedule(int(overrides.get("tco", 1)), int(overrides.get("tci", 1)),
                          int(overrides.get("th", 1)), int(overrides.get("tw", 1)),
                          vthreads or 1, str(overrides.get("vt_axis", "oh")))
-        fit_report(spec, hw, s)  # raises the named error
-        raise ScheduleError(f"no schedule of {spec.describe()} fits {hw.name}")  # pragma: no cover
+        fit_report(spec, hw, s, fused)  # raises the named error
+        why = " and writes the packed layout asked for" if accept is not None else ""
+        raise ScheduleError(f"no schedule of {spec.describe()} fits {hw.name}{why}")
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
     return [s for _, _, s in scored[:max(1, k)]]
-
-
-def _bias_once(ocb: int, s: ConvSchedule) -> bool:
-    """The bias of every output channel is loaded once, before the first tile (no LOAD ACC
-    waits for the memory port between tiles); ``footprint`` counts it."""
-    return True
 
 
 def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
@@ -264,9 +289,6 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
     wgt = sch.cache_read(op.kernel, "wgt", [acc])
     if op.pad is not None:
         sch[op.pad].compute_inline()
-    bias = None
-    if op.bias is not None:
-        bias = sch.cache_read(op.bias, "acc", sch.readers(op.bias))
     out = sch[op.out]
     axes = out.axis
     role = {r: axes[k] for r, k in op.roles.items()}
@@ -291,9 +313,6 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         out.virtual_thread(level[vt_role])
     tile = outer[-1]
     sch[acc].compute_at(out, tile)
-    for e in op.epilogue:
-        sch[e].set_scope("acc")
-        sch[e].compute_at(out, tile)
     a = sch[acc]
     red = a.reduce_axis
     ic_o, ic_i = a.split(red[0], s.tci)
@@ -305,10 +324,10 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         sch[wgt].compute_at(out, level["oc"])
     else:
         sch[wgt].compute_at(a, ic_o)
-    if bias is not None and op.bias is not None and not _bias_once(op.bias.shape[0], s):
-        sch[bias].compute_at(out, level["oc"])  # else at the root: one LOAD ACC up front
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
-    return sch
+    # the epilogue (requantization, fused operators) on the accumulator tile; the bias (and
+    # any per-channel operand) one LOAD ACC before the first tile
+    return attach_epilogue(sch, op, hw)
 
 
 def lower_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> S.PrimFunc:

@@ -1,0 +1,36 @@
+"""A graph through the GPU path (SIMT emulator): every fused group one generated kernel,
+every tensor bit-exact against the graph interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta.graph.gpu import run_graph_gpu
+from vta.graph.ir import Graph
+from vta.graph.report import format_gpu_run
+
+from .conftest import mini_graph
+
+
+def test_mini_graph_on_the_gpu_path() -> None:
+    g, x = mini_graph()
+    r = run_graph_gpu(g, {"x": x})
+    s = r.summary()
+    assert r.passed, s["mismatched_tensors"]
+    kernels = [row["kernel"] for row in s["steps"]]
+    assert kernels == ["conv2d_int8_wmma", "max_window", "conv2d_int8_wmma", "ewise_window",
+                       "sum_window", "matmul_int8_simt"]
+    assert [row["ops"] for row in s["steps"]][3] == ["add", "relu"]
+    assert "PASS" in format_gpu_run(s)
+
+
+def test_batch_of_two_on_the_gpu_path() -> None:
+    g, x = mini_graph(batch=2)
+    assert run_graph_gpu(g, {"x": x}).passed
+
+
+@pytest.mark.slow
+def test_small_resnet_on_the_gpu_path(small_resnet: Graph, small_image: np.ndarray) -> None:
+    r = run_graph_gpu(small_resnet, {"image": small_image})
+    assert r.passed and len(r.steps) == 23

@@ -1,0 +1,330 @@
+"""Fused element-wise chains: the operators fusion appends to an op's epilogue, for both targets.
+
+A ``Chain`` is what graph-level fusion (``vta.graph.passes.fuse``) hands the compiler after an
+anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``EwStage``s, each
+``x -> fn(x, *operands)`` on the running int32 value, and the ``Operand``s they read:
+
+* ``"tensor"``: an int8 tensor shaped like the op's output (a residual branch), optionally
+  scaled first (``prep``: e.g. ``b * mult_b``, the add's requantization of its other branch);
+* ``"channel"``: an int32 vector per output channel (like a bias).
+
+Each stage states its integer formula once, in the tensor IR; ``apply_chain`` builds it on an
+accelerator op (``PackedOp``) and the GPU ops build it on their output stage
+(``vta.gpu.ops``). On the accelerator an int8 operand reaches the int32 accumulator through the
+GEMM core (``widen``: a GEMM against an identity weight block, the only path from an int8 DRAM
+tensor to acc; LOAD ACC reads int32 words), then its ``prep`` and the stage's arithmetic are
+ALU instructions chosen by instruction selection, as for the epilogue: a residual add is an
+ALU ADD with a register operand. ``chain_plan`` lists the instructions one accumulator entry
+costs (the schedule model and the machine bound price them).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from vta.compiler import expr as E
+from vta.compiler.ops.epilogue import PackedOp
+from vta.compiler.passes._common import CompileError
+from vta.compiler.tensor import Tensor, TensorRead, compute, placeholder, reduce_axis
+from vta.compiler.tensor import sum_ as tsum
+from vta.config import HwConfig
+
+__all__ = ["Operand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "apply_chain", "widen",
+           "identity_weights", "check_widening", "ew", "chain_plan", "chain_instructions",
+           "ChainCost", "chain_cost", "chain_cycles_per_entry", "requant_stage",
+           "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
+
+TENSOR, CHANNEL = "tensor", "channel"
+#: the name of the identity weight block an op that widens int8 operands reads
+EYE = "eye"
+
+
+@dataclass(frozen=True, eq=False)
+class Operand:
+    """An extra input of a chain (module docstring). ``label`` describes ``prep`` (it enters
+    the chain's ``key``)."""
+
+    name: str
+    kind: str
+    prep: Callable[[E.Expr], E.Expr] | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in (TENSOR, CHANNEL):
+            raise CompileError(f"chain operand {self.name}: kind must be {TENSOR!r} or "
+                               f"{CHANNEL!r}, got {self.kind!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class EwStage:
+    """``x -> fn(x, *values of operands[reads])``; ``label`` states the formula with its
+    constants (it enters the chain's ``key``)."""
+
+    name: str
+    fn: Callable[..., E.Expr]
+    reads: tuple[int, ...] = ()
+    label: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """Element-wise stages after an op's epilogue, and the operands they read."""
+
+    stages: tuple[EwStage, ...] = ()
+    operands: tuple[Operand, ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """A structural key: equal keys compute the same function of the same operands."""
+        return (tuple((s.label, s.reads) for s in self.stages),
+                tuple((o.kind, o.label) for o in self.operands))
+
+    @property
+    def tensors(self) -> list[Operand]:
+        return [o for o in self.operands if o.kind == TENSOR]
+
+    def __bool__(self) -> bool:
+        return bool(self.stages)
+
+
+# ------------------------------------------------------------------------------ stages
+
+
+def rounding(x: E.Expr, pre: int, post: int) -> E.Expr:
+    """``((x >> pre) + 2**(post-1)) >> post``: a rounding shift right by ``pre + post`` whose
+    rounding constant is a small immediate (``vta.graph.ir.split_shift``)."""
+    if pre:
+        x = x >> pre
+    return (x + (1 << (post - 1))) >> post
+
+
+def _times(x: E.Expr, mult: int) -> E.Expr:
+    """``x * mult``; just ``x`` for a multiplier of 1 (no MUL instruction needed)."""
+    return x if mult == 1 else x * mult
+
+
+def requant_stage(mult: int, pre: int, post: int, lo: int, hi: int,
+                  name: str = "requant") -> EwStage:
+    """``clip(rounding(x * mult, pre, post), lo, hi)``, each step wrapping to int32."""
+    return EwStage(name, lambda x: E.min_(E.max_(rounding(_times(x, mult), pre, post), lo),
+                                          hi),
+                   label=f"requant({mult},{pre},{post},{lo},{hi})")
+
+
+def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round") -> EwStage:
+    """``clip(rounding(x, pre, post), lo, hi)``."""
+    return EwStage(name, lambda x: E.min_(E.max_(rounding(x, pre, post), lo), hi),
+                   label=f"round({pre},{post},{lo},{hi})")
+
+
+def clip_stage(lo: int, hi: int, name: str = "clip") -> EwStage:
+    """``min(max(x, lo), hi)`` (a ReLU is ``clip(0, 127)``)."""
+    return EwStage(name, lambda x: E.min_(E.max_(x, lo), hi), label=f"clip({lo},{hi})")
+
+
+def add_stage(mult: int, operand: int, name: str = "add") -> EwStage:
+    """``x * mult + operand`` (the operand already scaled by its ``prep``)."""
+    return EwStage(name, lambda x, o: _times(x, mult) + o, (operand,), label=f"madd({mult})")
+
+
+def scaled_operand(name: str, mult: int) -> Operand:
+    """An int8 tensor operand multiplied by ``mult`` on its own tile first."""
+    return Operand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
+                   f"*{mult}" if mult != 1 else "")
+
+
+# ------------------------------------------------------------------------------ building
+
+
+def ew(shape: tuple[int, ...], fn: Callable[..., E.Expr], name: str) -> Tensor:
+    """``compute(shape, fn, name)`` with ``fn`` taking one axis per dimension positionally."""
+    def f(*ax: E.Var) -> E.Expr:
+        return fn(*ax)
+
+    f.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(f"a{d}", inspect.Parameter.POSITIONAL_ONLY)
+         for d in range(len(shape))])
+    return compute(shape, f, name)
+
+
+def check_widening(hw: HwConfig, what: str) -> None:
+    """Widening an int8 tensor through the GEMM core needs an out entry to be an input entry
+    (``block_in == block_out``, int8 both): a ``CompileError`` naming ``what`` otherwise."""
+    g = hw.gemm
+    if g.block_in != g.block_out or g.inp_dtype != g.out_dtype:
+        raise CompileError(f"{what}: {hw.name} cannot bring an int8 tensor into the "
+                           f"accumulator (the identity GEMM needs block_in == block_out and "
+                           f"inp_dtype == out_dtype; got {g.block_in}/{g.block_out}, "
+                           f"{g.inp_dtype}/{g.out_dtype})")
+
+
+def identity_weights(hw: HwConfig) -> Tensor:
+    """The identity weight block (one wgt entry) a widening GEMM multiplies by."""
+    g = hw.gemm
+    return placeholder((1, 1, g.block_out, g.block_in), g.wgt_dtype, EYE)
+
+
+def widen(src: Tensor, eye: Tensor, name: str) -> Tensor:
+    """``src`` (int8, packed: the last two dims one entry) as int32 accumulators, computed by
+    the GEMM core: ``sum_{k, i} src[..., b, i] * eye[k, 0, j, i]`` with the identity ``eye``.
+    The unit reduction ``k`` keeps the init (a GEMM reset) outside the tensorized region."""
+    rk = reduce_axis(1, "k1")
+    ri = reduce_axis(src.shape[-1], "bi")
+    def body(*ax: E.Var) -> E.Expr:
+        idx: tuple[E.Expr, ...] = (*ax[:-1], ri.var)
+        return tsum(src[idx].astype("int32")
+                    * eye[rk, 0, ax[-1], ri].astype("int32"), [rk, ri])
+
+    return ew(src.shape, body, name)
+
+
+def _operand_value(op: PackedOp, o: Operand, t: Tensor, ax: tuple[E.Var, ...]) -> E.Expr:
+    if o.kind == CHANNEL:
+        return t[ax[op.roles["oc"]], ax[-2], ax[-1]]
+    return t[ax]
+
+
+def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
+    """``op`` with ``chain`` after its epilogue: each operand a new input (int8 tensors shaped
+    like the output; int32 channel vectors like the bias), int8 tensors widened into acc
+    (``widen``, reading the identity block ``eye``, one more input) and scaled by their
+    ``prep``, then one element-wise stage per ``EwStage``; the int8 output narrows the last."""
+    if not chain:
+        return op
+    shape = op.acc.shape
+    g = hw.gemm
+    inputs = list(op.inputs)
+    stages: list[Tensor] = list(op.epilogue)
+    values: list[Tensor] = []
+    eye: Tensor | None = next((t for t in op.inputs if t.name == EYE), None)
+    had_eye = eye is not None
+    for o in chain.operands:
+        if o.kind == CHANNEL:
+            t = placeholder((shape[op.roles["oc"]], g.batch, g.block_out), g.acc_dtype, o.name)
+            inputs.append(t)
+            values.append(t)
+            continue
+        check_widening(hw, f"operand {o.name} of {op.name}")
+        if eye is None:
+            eye = identity_weights(hw)
+        t = placeholder(shape, g.out_dtype, o.name)
+        inputs.append(t)
+        w = widen(t, eye, f"{o.name}_acc")
+        stages.append(w)
+        if o.prep is not None:
+            prep = o.prep
+            w = ew(shape, lambda *ax, w=w, prep=prep: prep(w[ax]), f"{o.name}_prep")
+            stages.append(w)
+        values.append(w)
+    if eye is not None and not had_eye:
+        inputs.append(eye)
+    cur = op.epilogue[-1] if op.epilogue else op.acc
+    for s in chain.stages:
+        src = cur
+        reads = [(chain.operands[k], values[k]) for k in s.reads]
+
+        def body(*ax: E.Var, src: Tensor = src, s: EwStage = s,
+                 reads: Sequence[tuple[Operand, Tensor]] = reads) -> E.Expr:
+            return s.fn(src[ax], *(_operand_value(op, o, t, ax) for o, t in reads))
+
+        cur = ew(shape, body, f"{op.name}_{s.name}")
+        stages.append(cur)
+    last = cur
+    res = ew(shape, lambda *ax: last[ax].astype(g.out_dtype), "res")
+    return PackedOp(op.name, tuple(inputs), op.pad, op.acc, tuple(stages), res, op.roles)
+
+
+# ------------------------------------------------------------------------------ cost
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """What a chain adds per accumulator tile, for the schedule model: its instructions per
+    entry (``chain_instructions``), its int8 operands (an inp and an acc tile each) and its
+    per-channel operands (one acc entry per channel block each)."""
+
+    instructions: tuple[tuple[Any, dict[str, Any]], ...]
+    tensors: int
+    channels: int
+
+
+def chain_cost(chain: Chain, hw: HwConfig) -> ChainCost:
+    """``chain``'s ``ChainCost`` on ``hw`` (a ``CompileError`` when an instruction is missing)."""
+    return ChainCost(chain_instructions(chain, hw), len(chain.tensors),
+                     sum(o.kind == CHANNEL for o in chain.operands))
+
+
+def chain_instructions(chain: Chain, hw: HwConfig) -> tuple[tuple[Any, dict[str, Any]], ...]:
+    """The instructions one accumulator entry of ``chain`` costs on ``hw``, in order, as
+    ``(definition, fields)``: per int8 operand a GEMM reset and a GEMM (the widening) and its
+    ``prep``'s ALU instructions, then each stage's (``chain_plan``)."""
+    from vta.isa.builtins import GEMM
+
+    out: list[tuple[Any, dict[str, Any]]] = []
+    for _ in chain.tensors:  # the widening: a reset and one GEMM per entry
+        out += [(GEMM, {"reset": True}), (GEMM, {})]
+    for sel in chain_plan(chain, hw):
+        out.append((sel.intrin.instruction, dict(sel.fields)))
+    return tuple(out)
+
+
+def chain_cycles_per_entry(chain: Chain, hw: HwConfig) -> int:
+    """Compute-module cycles one accumulator entry of ``chain`` costs (``issue`` cycles of each
+    of ``chain_instructions``, from their definitions)."""
+    from vta.isa.defs import instance
+
+    total = 0
+    for d, fields in chain_instructions(chain, hw):
+        assert d.issue is not None
+        total += d.issue(instance(d, **fields), hw)
+    return total
+
+
+def chain_plan(chain: Chain, hw: HwConfig) -> tuple[Any, ...]:
+    """The ALU instructions (``select.Selected``) of the operands' ``prep`` and the chain's
+    stages on one accumulator entry of ``hw``: instruction selection over each stage, as the
+    ALU lowering does. A stage no instruction covers is a ``CompileError`` naming it."""
+    return _plan(chain, (hw.gemm, hw.alu, hw.intrinsics), hw)
+
+
+@lru_cache(maxsize=256)
+def _plan(chain: Chain, key: tuple[Any, ...], hw: HwConfig) -> tuple[Any, ...]:
+    from vta.compiler.select import candidates, cover
+
+    g = hw.gemm
+    shape = (1, 1, g.batch, g.block_out)
+    acc = placeholder(shape, g.acc_dtype, "acc")
+    cands = candidates(hw)
+    out: list[Any] = []
+    regs = {o.name: placeholder(shape, g.acc_dtype, o.name) for o in chain.operands}
+    for o in chain.tensors:
+        if o.prep is not None:
+            out += _cover(o.prep(regs[o.name][0, 0, 0, 0]), regs[o.name][0, 0, 0, 0],
+                          f"{o.name} ({o.label})", hw, cands, cover)
+    for s in chain.stages:
+        ax = (E.IntImm(0),) * 4
+        vals = [regs[chain.operands[k].name][ax] if chain.operands[k].kind == TENSOR else
+                placeholder((1, g.batch, g.block_out), g.acc_dtype, "ch")[0, 0, 0]
+                for k in s.reads]
+        out += _cover(s.fn(acc[ax], *vals), acc[ax], f"{s.name} ({s.label})", hw, cands,
+                      cover)
+    return tuple(out)
+
+
+def _cover(value: E.Expr, me: E.Expr, what: str, hw: HwConfig, cands: list[Any],
+           cover: Callable[..., Any]) -> list[Any]:
+    def register(e: E.Expr) -> bool:
+        return isinstance(e, TensorRead) and e != me
+
+    why: list[str] = []
+    chosen = cover(value, me, register, hw, cands, why)
+    if chosen is None:
+        detail = f"; {why[0]}" if why else ""
+        raise CompileError(f"fused stage {what}: no instruction of {hw.name} computes it "
+                           f"(alu.ops: {', '.join(hw.alu.ops)}){detail}")
+    return list(chosen)
+

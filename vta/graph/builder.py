@@ -1,0 +1,200 @@
+"""Build graphs: ``GraphBuilder`` creates typed nodes (``verify.infer_type``) with unique names.
+
+Scales: a convolution's or dense layer's int32 output has scale ``s_x * s_w``; ``requantize``,
+``add`` and ``global_avg_pool`` take the output scale and derive their fixed-point multipliers
+(``quant.fixed_point``) so that no int32 product can overflow for any input (the bound of a
+convolution's sums comes from its actual weights and bias). With calibration data
+(``GraphBuilder(calibrate={input name: array})``) every node is evaluated as it is added (the
+numpy interpreter), and an output scale left as ``None`` is calibrated: the
+``CALIBRATION_QUANTILE`` of the magnitudes maps to 127, as post-training quantization does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from vta.graph import interp
+from vta.graph.ir import (
+    INT8_MAX,
+    INT8_MIN,
+    Add,
+    Clip,
+    Conv2d,
+    Dense,
+    GlobalAvgPool,
+    Graph,
+    GraphError,
+    MaxPool2d,
+    Node,
+    Relu,
+    Requantize,
+    TensorType,
+    Value,
+)
+from vta.graph.quant import fixed_point, fixed_point_pair
+from vta.graph.verify import infer_type, verify_graph
+
+__all__ = ["GraphBuilder", "CALIBRATION_QUANTILE"]
+
+#: the fraction of calibration magnitudes a calibrated scale keeps inside int8
+CALIBRATION_QUANTILE = 0.9999
+_INT32_MAX = (1 << 31) - 1
+
+
+class GraphBuilder:
+    """Add inputs, constants and operators in order; ``build`` verifies and returns the
+    graph."""
+
+    def __init__(self, name: str, calibrate: Mapping[str, np.ndarray] | None = None) -> None:
+        self.name = name
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+        self._names: set[str] = set()
+        self._calib = dict(calibrate) if calibrate is not None else None
+        self.values: dict[Value, np.ndarray] = {}
+        self._producer: dict[int, Node] = {}
+
+    # ------------------------------------------------------------------ values
+
+    def _name(self, base: str) -> str:
+        name, k = base, 1
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
+    def input(self, name: str, shape: Sequence[int], scale: float, dtype: str = "int8",
+              layout: str | None = None) -> Value:
+        """A graph input (calibration data for it, when calibrating, is given by name)."""
+        if name in self._names:
+            raise GraphError(f"input {name!r}: the name is taken")
+        lay = layout or ("NCHW" if len(shape) == 4 else "NC")
+        v = Value(self._name(name), TensorType(tuple(int(d) for d in shape), dtype, lay,
+                                               float(scale)))
+        self.inputs.append(v)
+        if self._calib is not None:
+            if name not in self._calib:
+                raise GraphError(f"calibration data for input {name!r} is missing")
+            self.values[v] = np.asarray(self._calib[name])
+        return v
+
+    def const(self, name: str, data: np.ndarray, scale: float | None = None) -> Value:
+        """A constant tensor (weights, biases)."""
+        a = np.ascontiguousarray(data)
+        lay = {4: "OIHW", 2: "NC", 1: "C"}.get(a.ndim, "")
+        v = Value(self._name(name), TensorType(a.shape, str(a.dtype), lay, scale), a)
+        if self._calib is not None:
+            self.values[v] = a
+        return v
+
+    def _add_node(self, cls: type[Node], name: str, inputs: tuple[Value, ...],
+                  **attrs: object) -> Value:
+        where = f"{cls.op} {name}"
+        t = infer_type(cls, inputs, attrs, where)
+        attrs.pop("scale", None)
+        out = Value(self._name(name), t)
+        node = cls(*inputs, **attrs, out=out)  # type: ignore[call-arg]
+        self.nodes.append(node)
+        self._producer[id(out)] = node
+        if self._calib is not None:
+            self.values[out] = interp.eval_node(node, self.values)
+        return out
+
+    # ------------------------------------------------------------------ operators
+
+    def conv2d(self, x: Value, weight: Value, bias: Value, stride: int = 1, pad: int = 0,
+               name: str = "conv") -> Value:
+        return self._add_node(Conv2d, name, (x, weight, bias), stride=stride, pad=pad)
+
+    def dense(self, x: Value, weight: Value, bias: Value, name: str = "dense") -> Value:
+        return self._add_node(Dense, name, (x, weight, bias))
+
+    def requantize(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
+                   hi: int = INT8_MAX, name: str | None = None) -> Value:
+        """``x`` (int32, scale ``s``) as int8 of ``scale`` (calibrated when None): the
+        fixed-point ``mult / 2**shift ~ s / scale``; the output's scale is the one the pair
+        actually gives."""
+        s_in = self._scale(x)
+        scale = scale if scale is not None else self._calibrated(x, s_in)
+        mult, shift = fixed_point(s_in / scale, self.magnitude(x), f"requantize {x.name}")
+        return self._add_node(Requantize, name or f"{x.name}_q", (x,), mult=mult, shift=shift,
+                              lo=lo, hi=hi)
+
+    def relu(self, x: Value, name: str | None = None) -> Value:
+        return self._add_node(Relu, name or f"{x.name}_relu", (x,))
+
+    def clip(self, x: Value, lo: int, hi: int, name: str | None = None) -> Value:
+        return self._add_node(Clip, name or f"{x.name}_clip", (x,), lo=lo, hi=hi)
+
+    def add(self, a: Value, b: Value, scale: float | None = None, lo: int = INT8_MIN,
+            hi: int = INT8_MAX, name: str = "add") -> Value:
+        """``a + b`` rescaled to ``scale`` (calibrated when None)."""
+        sa, sb = self._scale(a), self._scale(b)
+        if scale is None:
+            if self._calib is None:
+                raise GraphError(f"add {name}: give its output scale (or calibration data)")
+            real = self.values[a].astype(np.float64) * sa + self.values[b] * sb
+            scale = self._quantile_scale(real)
+        ma, mb, shift = fixed_point_pair((sa / scale, sb / scale), (128, 128), f"add {name}")
+        return self._add_node(Add, name, (a, b), mult_a=ma, mult_b=mb, shift=shift, lo=lo,
+                              hi=hi, scale=scale)
+
+    def max_pool2d(self, x: Value, kernel: int, stride: int, pad: int = 0,
+                   name: str = "maxpool") -> Value:
+        return self._add_node(MaxPool2d, name, (x,), kernel=kernel, stride=stride, pad=pad)
+
+    def global_avg_pool(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
+                        hi: int = INT8_MAX, name: str = "avgpool") -> Value:
+        """The mean over each channel's pixels rescaled to ``scale`` (calibrated when None):
+        ``sum * mult >> shift`` with ``mult / 2**shift ~ s_x / (H * W * scale)``."""
+        sx = self._scale(x)
+        if x.type.dtype != "int8" or len(x.type.shape) != 4:
+            infer_type(GlobalAvgPool, (x,), {"mult": 1, "shift": 1, "lo": lo, "hi": hi},
+                       f"global_avg_pool {name}")
+        hw = x.type.shape[2] * x.type.shape[3]
+        if scale is None:
+            if self._calib is None:
+                raise GraphError(f"global_avg_pool {name}: give its output scale (or "
+                                 f"calibration data)")
+            scale = self._quantile_scale(self.values[x].astype(np.float64).mean(axis=(2, 3))
+                                         * sx)
+        mult, shift = fixed_point(sx / (hw * scale), hw * 128, f"global_avg_pool {name}")
+        return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
+                              scale=scale)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _scale(self, v: Value) -> float:
+        if v.type.scale is None:
+            raise GraphError(f"{v.name} has no quantization scale")
+        return v.type.scale
+
+    def _quantile_scale(self, real: np.ndarray) -> float:
+        mag = float(np.quantile(np.abs(real), CALIBRATION_QUANTILE)) if real.size else 0.0
+        return max(mag, 1e-12) / INT8_MAX
+
+    def _calibrated(self, x: Value, s_in: float) -> float:
+        if self._calib is None:
+            raise GraphError(f"requantize {x.name}: give its output scale (or calibration "
+                             f"data)")
+        return self._quantile_scale(self.values[x].astype(np.float64) * s_in)
+
+    def magnitude(self, x: Value) -> int:
+        """A bound on ``|x|``: for a convolution's or dense layer's output the largest
+        ``sum |w| * 128 + |b|`` over its output channels (no input can exceed it), else the
+        dtype's range."""
+        node = self._producer.get(id(x))
+        if isinstance(node, (Conv2d, Dense)) and node.weight.data is not None \
+                and node.bias.data is not None:
+            w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
+            bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
+            return int(min(bound.max(), _INT32_MAX))
+        return 128 if x.type.dtype == "int8" else _INT32_MAX
+
+    def build(self, outputs: Sequence[Value]) -> Graph:
+        """The verified graph returning ``outputs``."""
+        return verify_graph(Graph(self.name, tuple(self.inputs), tuple(outputs),
+                                  tuple(self.nodes)))

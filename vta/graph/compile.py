@@ -1,0 +1,87 @@
+"""Compile a whole graph for the accelerator: fuse, place, plan layouts and memory, link.
+
+::
+
+    graph (verified)
+      │ passes.fuse           element-wise operators into their producer's epilogue
+      v
+    fused groups
+      │ place                 each group a kernel (conv2d / matmul / window ops, chains
+      │                       attached by post-scheduling fusion) or a named host fallback
+      v
+    steps
+      │ passes.layout         packed NCHWnc between kernels; host packs at the input and
+      │                       unpacks at the output (and around host fallbacks)
+      │ passes.memory         DRAM offsets of the activations, freed space reused; constants
+      │ link                  every kernel's program relocated to that DRAM map
+      v
+    CompiledGraph             (vta.runner.run_graph simulates it and checks every tensor)
+
+The compiler never runs the simulator: ``cost`` (the timing-only simulator, passed by
+``vta.runner``) decides among the schedule model's best candidates.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from vta.compiler import driver
+from vta.config import HwConfig
+from vta.graph.ir import Graph
+from vta.graph.link import link_program
+from vta.graph.passes.fuse import fuse
+from vta.graph.passes.layout import LayoutPlan, plan_layouts
+from vta.graph.passes.memory import MemoryPlan, plan_memory
+from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
+from vta.isa import Program
+
+__all__ = ["CompiledGraph", "compile_graph"]
+
+
+@dataclass
+class CompiledGraph:
+    """A graph compiled for ``hw``: the fused graph's steps, their linked programs (None for a
+    host step), the layout and memory plans."""
+
+    graph: Graph
+    fused: Graph
+    hw: HwConfig
+    fusion: str
+    steps: list[Step]
+    programs: list[Program | None]
+    layouts: LayoutPlan
+    memory: MemoryPlan
+    compile_s: float
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+    @property
+    def host_ops(self) -> list[HostOp]:
+        return [s for s in self.steps if isinstance(s, HostOp)]
+
+    @property
+    def macs(self) -> int:
+        return self.graph.macs
+
+    @property
+    def accelerated_macs(self) -> int:
+        return sum(k.macs for k in self.kernels)
+
+
+def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
+                  refine: int = driver.REFINE) -> CompiledGraph:
+    """Compile ``graph`` for ``hw`` (module docstring); ``fusion`` is the fusion level
+    (``"full"``, or ``"requant"`` for the unfused baseline)."""
+    t0 = time.perf_counter()
+    fused = fuse(graph, fusion)
+    steps = place_all(fused, hw, cost, refine)
+    layouts = plan_layouts(fused, steps, hw)
+    memory = plan_memory(fused, steps, layouts, hw)
+    programs: list[Program | None] = [
+        link_program(st.program, k, layouts.bindings[k], memory) if isinstance(st, Kernel)
+        else None for k, st in enumerate(steps)]
+    return CompiledGraph(graph, fused, hw, fusion, steps, programs, layouts, memory,
+                         time.perf_counter() - t0)

@@ -1,0 +1,173 @@
+"""The meaning of the graph IR: a numpy interpreter, independent of the compiler.
+
+Every operator is written out here directly in numpy (nothing from ``vta.compiler``), so that
+running a graph on the accelerator or the GPU path and comparing with ``run_graph`` checks the
+compiler against an independent execution of the same quantized graph. Integer steps wrap to
+int32 in the order the operator's definition states them (``vta.graph.ir``); convolutions and
+dense layers sum int8 products exactly in float64 (each product is at most 2**14 in magnitude,
+so sums stay exact far beyond any layer's reduction) before the int32 wrap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from vta.graph.ir import (
+    INT8_MIN,
+    Add,
+    Clip,
+    Conv2d,
+    Dense,
+    Fused,
+    GlobalAvgPool,
+    Graph,
+    GraphError,
+    MaxPool2d,
+    Node,
+    Relu,
+    Requantize,
+    Value,
+    split_shift,
+)
+
+__all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "rounding_shift", "scale_round"]
+
+
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """``x`` (any integer array) wrapped to int32, two's complement."""
+    return np.asarray(x, dtype=np.int64).astype(np.int32)
+
+
+def rounding_shift(t: np.ndarray, shift: int) -> np.ndarray:
+    """The rounding shift of int32 ``t`` (``ir.split_shift``): ``>> pre``, ``+ 2**(post-1)``
+    (wrapping to int32), ``>> post``."""
+    pre, post = split_shift(shift)
+    t = t.astype(np.int32) >> np.int32(pre)
+    t = wrap32(t.astype(np.int64) + (1 << (post - 1)))
+    return t >> np.int32(post)
+
+
+def scale_round(x: np.ndarray, mult: int, shift: int) -> np.ndarray:
+    """``x * mult`` (wrapping to int32), rounding-shifted by ``shift``."""
+    return rounding_shift(wrap32(x.astype(np.int64) * mult), shift)
+
+
+def _clip8(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return np.clip(x, lo, hi).astype(np.int8)
+
+
+def conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Exact int32 (wrapping) sums of an NCHW int8 convolution with an OIHW int8 kernel."""
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    win = win[:, :, : stride * (oh - 1) + 1: stride, : stride * (ow - 1) + 1: stride]
+    cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, -1)
+    # (O, K) @ (K, P): exact (|sum| < 2**53); BLAS is far faster with the wide side last
+    acc = w.astype(np.float64).reshape(o, -1) @ cols.T
+    return wrap32(acc.astype(np.int64)).reshape(o, n, oh, ow).transpose(1, 0, 2, 3)
+
+
+def _conv2d(node: Conv2d, a: list[np.ndarray]) -> np.ndarray:
+    x, w, b = a
+    acc = conv2d_int32(x, w, node.stride, node.pad)
+    return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
+
+
+def _dense(node: Dense, a: list[np.ndarray]) -> np.ndarray:
+    x, w, b = a
+    acc = (w.astype(np.float64) @ x.astype(np.float64).T).T.astype(np.int64)
+    return wrap32(wrap32(acc).astype(np.int64) + b.astype(np.int64)[None, :])
+
+
+def _requantize(node: Requantize, a: list[np.ndarray]) -> np.ndarray:
+    return _clip8(scale_round(a[0], node.mult, node.shift), node.lo, node.hi)
+
+
+def _relu(node: Relu, a: list[np.ndarray]) -> np.ndarray:
+    return np.maximum(a[0], 0).astype(np.int8)
+
+
+def _clip(node: Clip, a: list[np.ndarray]) -> np.ndarray:
+    return _clip8(a[0], node.lo, node.hi)
+
+
+def _add(node: Add, a: list[np.ndarray]) -> np.ndarray:
+    p = wrap32(a[0].astype(np.int64) * node.mult_a)
+    q = wrap32(a[1].astype(np.int64) * node.mult_b)
+    t = wrap32(p.astype(np.int64) + q)
+    return _clip8(rounding_shift(t, node.shift), node.lo, node.hi)
+
+
+def _max_pool(node: MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
+    x = a[0]
+    k, s, p = node.kernel, node.stride, node.pad
+    oh, ow = node.out.type.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=INT8_MIN)
+    out = np.full(node.out.type.shape, INT8_MIN, np.int8)
+    for r in range(k):
+        for q in range(k):
+            out = np.maximum(out, xp[:, :, r: r + s * (oh - 1) + 1: s, q: q + s * (ow - 1) + 1: s])
+    return out
+
+
+def _global_avg_pool(node: GlobalAvgPool, a: list[np.ndarray]) -> np.ndarray:
+    total = wrap32(a[0].astype(np.int64).sum(axis=(2, 3)))
+    return _clip8(scale_round(total, node.mult, node.shift), node.lo, node.hi)
+
+
+#: each operator's numpy semantics (operands in order -> output)
+KERNELS: dict[type[Node], Callable[..., np.ndarray]] = {
+    Conv2d: _conv2d, Dense: _dense, Requantize: _requantize, Relu: _relu, Clip: _clip,
+    Add: _add, MaxPool2d: _max_pool, GlobalAvgPool: _global_avg_pool}
+
+
+def eval_node(node: Node, env: Mapping[Value, np.ndarray]) -> np.ndarray:
+    """``node``'s output from its operands' arrays in ``env`` (a fused node runs its chain)."""
+    if isinstance(node, Fused):
+        local = dict(env)
+        for n in node.nodes:
+            local[n.output] = eval_node(n, local)
+        return local[node.output]
+    fn = KERNELS.get(type(node))
+    if fn is None:
+        raise GraphError(f"the interpreter has no semantics for operator {node.op}")
+    out = fn(node, [np.asarray(env[v]) for v in node.inputs])
+    want = node.output.type
+    assert out.shape == want.shape and out.dtype == np.dtype(want.dtype), (node.op, out.shape)
+    return out
+
+
+def run_graph(graph: Graph, inputs: Mapping[Any, np.ndarray]) -> dict[Value, np.ndarray]:
+    """Every value of ``graph`` (inputs, constants, every node's output, and the outputs of the
+    nodes inside fused ones) computed from ``inputs`` (by value or name)."""
+    env: dict[Value, np.ndarray] = {}
+    by_name = {v.name: v for v in graph.inputs}
+    for k, arr in inputs.items():
+        v = by_name.get(k) if isinstance(k, str) else k
+        if v is None or all(v is not i for i in graph.inputs):
+            raise GraphError(f"{k if isinstance(k, str) else k.name!r} is not an input of graph "
+                             f"{graph.name} (inputs: {', '.join(by_name)})")
+        a = np.asarray(arr)
+        if a.shape != v.type.shape or a.dtype != np.dtype(v.type.dtype):
+            raise GraphError(f"input {v.name}: expected {v.type.dtype}{list(v.type.shape)}, got "
+                             f"{a.dtype}{list(a.shape)}")
+        env[v] = a
+    for v in graph.inputs:
+        if v not in env:
+            raise GraphError(f"input {v.name} of graph {graph.name} is not given")
+    for v in graph.constants():
+        env[v] = v.data  # type: ignore[assignment]
+    for n in graph.nodes:
+        if isinstance(n, Fused):
+            for m in n.nodes:
+                env[m.output] = eval_node(m, env)
+        else:
+            env[n.output] = eval_node(n, env)
+    return env
+

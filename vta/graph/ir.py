@@ -1,0 +1,351 @@
+"""The graph IR: a typed dataflow graph of quantized integer operators over tensors.
+
+A ``Graph`` holds ``Value``s (tensors: graph inputs, constants and node outputs, identified by
+object; names are for printing) and ``Node``s in topological order, one frozen dataclass per
+operator with typed attributes. Every value has a ``TensorType``: shape, dtype (``int8`` or
+``int32``), logical layout (``NCHW`` for images, ``NC`` for matrices) and its quantization
+(``scale``: the real value is ``scale * integer``; zero point 0, symmetric quantization).
+
+The operators are those of a quantized CNN, each with exact integer semantics (every step
+wraps to int32, as the accelerator's accumulator does; ``vta.graph.interp`` is the numpy
+definition):
+
+=================  ==============================================================================
+``conv2d``         int8 NCHW ``x``, int8 OIHW ``weight``, int32 ``bias`` -> int32 ``sum + bias``
+``dense``          int8 (N, K) ``x``, int8 (M, K) ``weight``, int32 ``bias`` -> int32 (N, M)
+``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)``
+``relu``           int8 -> int8 ``max(x, 0)``
+``clip``           int8 -> int8 ``min(max(x, lo), hi)``
+``add``            int8, int8 -> int8 ``clip((a * mult_a + b * mult_b + 2**(shift-1)) >> shift)``
+``max_pool2d``     int8 -> int8, the maximum over each window (padding never wins)
+``global_avg_pool`` int8 NCHW -> int8 (N, C) ``clip((sum_hw x * mult + 2**(shift-1)) >> shift)``
+``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
+                   element-wise operators applied to its result, one kernel
+=================  ==============================================================================
+
+The multipliers and shifts are the fixed-point form of the ratio of scales (``quant``):
+``mult / 2**shift ~ scale_in / scale_out``. ``>> shift`` with ``+ 2**(shift-1)`` is a rounding
+shift, evaluated as ``((t >> pre) + 2**(post-1)) >> post`` with ``post = min(shift,
+ROUND_BITS)``, ``pre = shift - post`` (``split_shift``): the same floor of ``(t +
+2**(shift-1)) / 2**shift`` whenever the direct sum does not wrap, and a rounding constant
+that fits a 16-bit immediate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from vta.errors import VtaError
+
+__all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requantize",
+           "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Fused", "Graph", "ELEMENTWISE",
+           "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift"]
+
+INT8_MIN, INT8_MAX = -128, 127
+#: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
+ROUND_BITS = 15
+
+
+def split_shift(shift: int) -> tuple[int, int]:
+    """``(pre, post)``: a rounding shift by ``shift`` is ``>> pre``, then ``+ 2**(post-1)``,
+    then ``>> post``."""
+    post = min(shift, ROUND_BITS)
+    return shift - post, post
+
+
+class GraphError(VtaError):
+    """A graph is malformed or an operator does not apply to its inputs; the message names
+    the node (or value) and the field at fault."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """``shape``, ``dtype``, logical ``layout`` and quantization ``scale`` (None: the tensor
+    carries no real-valued interpretation, e.g. a bias)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str = "NCHW"
+    scale: float | None = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        s = f"{self.dtype}[{', '.join(map(str, self.shape))}] {self.layout}"
+        return s if self.scale is None else f"{s} scale={self.scale:.6g}"
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A tensor of the graph. ``data`` holds a constant's contents (weights, biases); a graph
+    input or a node output has none. Identity is the object."""
+
+    name: str
+    type: TensorType
+    data: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    def __repr__(self) -> str:
+        return f"Value({self.name}: {self.type})"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """An operator application: its operand values (``inputs``, in the order of the
+    operator's fields) and its ``output``. Subclasses add typed attributes."""
+
+    op: ClassVar[str] = "node"
+    #: the operand fields, in order
+    operands: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return tuple(getattr(self, f) for f in self.operands)
+
+    @property
+    def output(self) -> Value:
+        raise NotImplementedError
+
+    def attrs(self) -> dict[str, Any]:
+        """The attributes (not operands or output), by name, for printing."""
+        skip = {*self.operands, "out"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+
+@dataclass(frozen=True, eq=False)
+class Conv2d(Node):
+    op: ClassVar[str] = "conv2d"
+    operands: ClassVar[tuple[str, ...]] = ("x", "weight", "bias")
+    x: Value
+    weight: Value
+    bias: Value
+    stride: int
+    pad: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Dense(Node):
+    op: ClassVar[str] = "dense"
+    operands: ClassVar[tuple[str, ...]] = ("x", "weight", "bias")
+    x: Value
+    weight: Value
+    bias: Value
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Requantize(Node):
+    op: ClassVar[str] = "requantize"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    mult: int
+    shift: int
+    lo: int
+    hi: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Relu(Node):
+    op: ClassVar[str] = "relu"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Clip(Node):
+    op: ClassVar[str] = "clip"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    lo: int
+    hi: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Add(Node):
+    op: ClassVar[str] = "add"
+    operands: ClassVar[tuple[str, ...]] = ("a", "b")
+    a: Value
+    b: Value
+    mult_a: int
+    mult_b: int
+    shift: int
+    lo: int
+    hi: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class MaxPool2d(Node):
+    op: ClassVar[str] = "max_pool2d"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    kernel: int
+    stride: int
+    pad: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalAvgPool(Node):
+    op: ClassVar[str] = "global_avg_pool"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    mult: int
+    shift: int
+    lo: int
+    hi: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Fused(Node):
+    """Operator fusion's result: ``anchor`` followed by the element-wise ``chain``, each reading
+    the previous one's output (plus operands computed elsewhere); one kernel. ``inputs`` are
+    the values the group reads from outside, ``output`` the chain's last output."""
+
+    op: ClassVar[str] = "fused"
+    anchor: Node
+    chain: tuple[Node, ...]
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        return (self.anchor, *self.chain)
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        inner = {id(n.output) for n in self.nodes}
+        out: list[Value] = []
+        for n in self.nodes:
+            for v in n.inputs:
+                if id(v) not in inner and all(v is not o for o in out):
+                    out.append(v)
+        return tuple(out)
+
+    @property
+    def output(self) -> Value:
+        return self.nodes[-1].output
+
+    @property
+    def name(self) -> str:
+        """``conv2d+requantize+add`` ..."""
+        return "+".join(n.op for n in self.nodes)
+
+    def attrs(self) -> dict[str, Any]:
+        return {}
+
+
+#: element-wise (and injective) operators fusion may append to a producer's epilogue
+ELEMENTWISE: tuple[type[Node], ...] = (Requantize, Relu, Clip, Add)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """``nodes`` in topological order; ``inputs`` the values a run provides (constants are
+    reachable through the nodes); ``outputs`` what it returns."""
+
+    name: str
+    inputs: tuple[Value, ...]
+    outputs: tuple[Value, ...]
+    nodes: tuple[Node, ...]
+
+    def producer(self, v: Value) -> Node | None:
+        """The node computing ``v`` (None for inputs and constants)."""
+        return self._producers().get(id(v))
+
+    def consumers(self, v: Value) -> list[Node]:
+        """The nodes reading ``v``, in order."""
+        return [n for n in self.nodes if any(x is v for x in n.inputs)]
+
+    def _producers(self) -> dict[int, Node]:
+        cache = self.__dict__.get("_prod")
+        if cache is None:
+            cache = {id(n.output): n for n in self.nodes}
+            object.__setattr__(self, "_prod", cache)
+        return cache
+
+    def values(self) -> Iterator[Value]:
+        """Every value once: inputs, then each node's operands and output in order."""
+        seen: set[int] = set()
+        for v in self.inputs:
+            seen.add(id(v))
+            yield v
+        for n in self.nodes:
+            for v in (*n.inputs, n.output):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    yield v
+
+    def constants(self) -> list[Value]:
+        return [v for v in self.values() if v.is_const]
+
+    def with_nodes(self, nodes: Sequence[Node], outputs: Sequence[Value] | None = None
+                   ) -> Graph:
+        return Graph(self.name, self.inputs, tuple(outputs or self.outputs), tuple(nodes))
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of the convolutions and dense layers."""
+        total = 0
+        for n in self.nodes:
+            for m in (n.nodes if isinstance(n, Fused) else (n,)):
+                total += node_macs(m)
+        return total
+
+
+def node_macs(n: Node) -> int:
+    """Multiply-accumulates a node performs (0 for element-wise operators and pooling)."""
+    if isinstance(n, Conv2d):
+        o = n.out.type.shape
+        w = n.weight.type.shape
+        return int(np.prod(o, dtype=np.int64)) * w[1] * w[2] * w[3]
+    if isinstance(n, Dense):
+        nb, m = n.out.type.shape
+        return nb * m * n.weight.type.shape[1]
+    if isinstance(n, Fused):
+        return sum(node_macs(m) for m in n.nodes)
+    return 0

@@ -1,0 +1,71 @@
+"""Linking: each kernel's program relocated to the network's DRAM map.
+
+A compiled kernel addresses its own allocations (``data``, ``kernel``, ``bias``, ``res``,
+``opnd0``, ``eye``, ``uops``), placed from address 0. ``link_program`` moves every allocation
+to its place in the network's memory plan (an activation at its arena offset, named after the
+graph value, so the tensor a kernel writes is the one the next kernel reads; a constant in the
+constant region) and rewrites the DRAM address of every LOAD and STORE accordingly (addresses
+count elements of the buffer moved, as the ISA does). The instructions are otherwise
+unchanged, so the program's cycles are the kernel's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vta.graph.passes.layout import DramTensor
+from vta.graph.passes.memory import MemoryPlan
+from vta.isa import Allocation, Load, MemType, Program, Store
+from vta.isa.program import ProgramError
+
+__all__ = ["link_program", "const_name", "CONST_SEP"]
+
+#: a constant's allocation is named ``s<step>#<name>`` (``#const#eye`` when shared): no graph
+#: value can take the name (graph value names may hold dots and slashes, as ONNX's do)
+CONST_SEP = "#"
+CONST_PREFIX = f"{CONST_SEP}const{CONST_SEP}"
+
+
+def const_name(allocation: str) -> str | None:
+    """The kernel-local name of a linked constant allocation (None for a graph tensor)."""
+    return allocation.rsplit(CONST_SEP, 1)[-1] if CONST_SEP in allocation else None
+
+
+def link_program(program: Program, step: int, bind: dict[str, DramTensor],
+                 memory: MemoryPlan) -> Program:
+    """``program`` (step ``step``'s kernel) with its allocations at the plan's offsets: each
+    allocation named in ``bind`` becomes that DRAM tensor (renamed after it), the others are
+    the step's constants."""
+    new: dict[str, Allocation] = {}
+    for a in program.allocations:
+        if a.name in bind:
+            t = bind[a.name]
+            off, name = memory.offset(t), t.name
+        elif a.name in memory.shared_consts:
+            off = memory.const_base + memory.shared_consts[a.name]
+            name = f"{CONST_PREFIX}{a.name}"
+        else:
+            off = memory.const_base + memory.const_offsets[(step, a.name)]
+            name = f"s{step}{CONST_SEP}{a.name}"
+        if off % a.elem_bytes:
+            raise ProgramError(f"linking step {step}: {a.name} at byte {off} is not aligned to "
+                               f"its {a.elem_bytes}-byte elements")
+        new[a.name] = Allocation(name, a.kind, a.elems, off, a.elem_bytes)
+    insns: list[Any] = []
+    for insn in program.instructions:
+        if isinstance(insn, (Load, Store)):
+            kind = MemType(insn.mem).kind
+            old = program.find(kind, insn.dram_base)
+            if old is None:
+                if insn.y_size * insn.x_size == 0:  # an empty DMA carrying tokens
+                    insns.append(insn)
+                    continue
+                raise ProgramError(f"linking step {step}: {type(insn).__name__} at element "
+                                   f"{insn.dram_base} of {kind} is in no allocation")
+            insn = dataclasses.replace(insn, dram_base=new[old.name].base
+                                       + insn.dram_base - old.base)
+        insns.append(insn)
+    uops = {new[k].name: v for k, v in program.uops.items()}
+    allocs = tuple(sorted(new.values(), key=lambda a: a.offset))
+    return Program(tuple(insns), allocs, uops)

@@ -1,0 +1,131 @@
+"""Quantized networks built in the graph IR, weights and scales from a seed (no downloads).
+
+``resnet18`` is ResNet-18 (He et al. 2016, torchvision's layout) with batch norm folded into
+the convolutions, quantized to int8 activations and weights with int32 biases:
+
+* stem: conv 7x7/2 (pad 3) + requantize + ReLU, max-pool 3x3/2 (pad 1);
+* four stages of two basic blocks (64, 128, 256, 512 channels; the first block of stages 2-4
+  has stride 2 and a 1x1/2 convolution on the shortcut): ``relu(add(requantize(conv(relu(
+  requantize(conv(x))))), shortcut))``, the add requantizing both branches;
+* global average pool, dense 512 -> 1000 and a requantize to int8 logits.
+
+Weights are drawn from a normal distribution (He initialisation in real terms: the int8 values
+have standard deviation ``WEIGHT_STD`` and the scale makes ``sqrt(2 / fan_in)`` of them),
+biases small; every activation scale is calibrated on a seeded calibration image
+(``GraphBuilder(calibrate=...)``: the 99.99 % quantile of each tensor's magnitudes maps to
+127), so activations use their int8 range through all 20 convolutions. ``width``, ``image``
+and ``classes`` shrink the network for tests (same structure).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vta.graph.builder import GraphBuilder
+from vta.graph.ir import Graph, GraphError, Value
+
+__all__ = ["resnet18", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS"]
+
+#: standard deviation of the int8 weights
+WEIGHT_STD = 24.0
+#: the input image's scale: int8 pixels are real values in [-1, 1)
+IMAGE_SCALE = 1.0 / 128
+
+
+def random_image(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """A seeded int8 input image: smooth random fields plus noise, over the whole int8 range
+    (what a normalised photograph's pixels look like more than uniform noise does); an input
+    of another rank is uniform int8."""
+    rng = np.random.default_rng(seed)
+    if len(shape) != 4:
+        return rng.integers(-128, 128, shape, dtype=np.int8)
+    n, c, h, w = shape
+    coarse = rng.normal(0, 1, (n, c, max(1, h // 8) + 1, max(1, w // 8) + 1))
+    ys = np.linspace(0, coarse.shape[2] - 1, h)
+    xs = np.linspace(0, coarse.shape[3] - 1, w)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, coarse.shape[2] - 1), np.minimum(x0 + 1, coarse.shape[3] - 1)
+    fy, fx = (ys - y0)[:, None], (xs - x0)[None, :]
+    field = (coarse[:, :, y0][:, :, :, x0] * (1 - fy) * (1 - fx)
+             + coarse[:, :, y1][:, :, :, x0] * fy * (1 - fx)
+             + coarse[:, :, y0][:, :, :, x1] * (1 - fy) * fx
+             + coarse[:, :, y1][:, :, :, x1] * fy * fx)
+    img = 48 * field + rng.normal(0, 12, shape)
+    return np.clip(np.rint(img), -128, 127).astype(np.int8)
+
+
+class _Init:
+    """Seeded weights and biases."""
+
+    def __init__(self, b: GraphBuilder, seed: int) -> None:
+        self.b = b
+        self.rng = np.random.default_rng(seed)
+
+    def conv(self, name: str, oc: int, ic: int, k: int, x: Value) -> tuple[Value, Value]:
+        fan_in = ic * k * k
+        w = np.clip(np.rint(self.rng.normal(0, WEIGHT_STD, (oc, ic, k, k))), -127, 127)
+        sw = math.sqrt(2.0 / fan_in) / WEIGHT_STD
+        assert x.type.scale is not None
+        bias_real = self.rng.normal(0, 0.05, oc)
+        bias = np.rint(bias_real / (x.type.scale * sw)).astype(np.int64)
+        bias = np.clip(bias, -(1 << 20), 1 << 20).astype(np.int32)
+        return (self.b.const(f"{name}_w", w.astype(np.int8), sw),
+                self.b.const(f"{name}_b", bias))
+
+    def dense(self, name: str, m: int, k: int, x: Value) -> tuple[Value, Value]:
+        w = np.clip(np.rint(self.rng.normal(0, WEIGHT_STD, (m, k))), -127, 127)
+        sw = math.sqrt(1.0 / k) / WEIGHT_STD
+        assert x.type.scale is not None
+        bias = np.rint(self.rng.normal(0, 0.05, m) / (x.type.scale * sw)).astype(np.int32)
+        return self.b.const(f"{name}_w", w.astype(np.int8), sw), self.b.const(f"{name}_b", bias)
+
+
+def _conv_q(b: GraphBuilder, init: _Init, name: str, x: Value, oc: int, k: int, stride: int,
+            pad: int, relu: bool) -> Value:
+    w, bias = init.conv(name, oc, x.type.shape[1], k, x)
+    acc = b.conv2d(x, w, bias, stride, pad, name=name)
+    q = b.requantize(acc, name=f"{name}_q")
+    return b.relu(q, name=f"{name}_relu") if relu else q
+
+
+def _block(b: GraphBuilder, init: _Init, name: str, x: Value, oc: int, stride: int) -> Value:
+    shortcut = x
+    if stride != 1 or x.type.shape[1] != oc:
+        shortcut = _conv_q(b, init, f"{name}_down", x, oc, 1, stride, 0, relu=False)
+    y = _conv_q(b, init, f"{name}_conv1", x, oc, 3, stride, 1, relu=True)
+    y = _conv_q(b, init, f"{name}_conv2", y, oc, 3, 1, 1, relu=False)
+    s = b.add(y, shortcut, name=f"{name}_add")
+    return b.relu(s, name=f"{name}_relu")
+
+
+def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
+             classes: int = 1000) -> Graph:
+    """Quantized ResNet-18 (module docstring); weights, biases and the calibration image
+    from ``seed``."""
+    for k, v in (("batch", batch), ("image", image), ("width", width), ("classes", classes)):
+        if not isinstance(v, int) or v < 1:
+            raise GraphError(f"resnet18: {k} must be a positive integer, got {v!r}")
+    if image < 32:
+        raise GraphError(f"resnet18: image must be at least 32 pixels (five stride-2 steps), "
+                         f"got {image}")
+    shape = (batch, 3, image, image)
+    b = GraphBuilder("resnet18", calibrate={"image": random_image(seed + 1, shape)})
+    init = _Init(b, seed)
+    x = b.input("image", shape, IMAGE_SCALE)
+    y = _conv_q(b, init, "conv1", x, width, 7, 2, 3, relu=True)
+    y = b.max_pool2d(y, 3, 2, 1, name="maxpool")
+    for stage in range(4):
+        oc = width << stage
+        for blk in range(2):
+            stride = 2 if stage > 0 and blk == 0 else 1
+            y = _block(b, init, f"layer{stage + 1}_{blk}", y, oc, stride)
+    y = b.global_avg_pool(y, name="avgpool")
+    w, bias = init.dense("fc", classes, y.type.shape[1], y)
+    logits = b.requantize(b.dense(y, w, bias, name="fc"), name="logits")
+    return b.build([logits])
+
+
+#: networks ``vta run`` builds by name
+MODELS = {"resnet18": resnet18}

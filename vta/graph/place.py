@@ -1,0 +1,361 @@
+"""Placement: each fused group becomes an accelerator kernel, or runs on the host, by name.
+
+A group (``passes.fuse``) runs on the accelerator when the hardware can express it:
+
+* a convolution or dense layer followed by its ``requantize`` (and any fused chain): the
+  conv2d / matmul op (``compiler.driver.compile_workload``: GEMM, the bias and the chain as
+  ALU instructions on the accumulator tile, attached by post-scheduling fusion), compiled for
+  the exact packed layouts (``layout``); a convolution with few channels reading a graph input
+  may fold its window into the channels (the host's pack repacks the input);
+* a max-pool: ``ops.window`` ``max`` (ALU MAX over the window taps) when it does not pad or
+  its input cannot be negative (the LOAD's zero padding then never wins);
+* a global average pool over a square image: ``ops.window`` ``sum`` (the GEMM core sums the
+  window against an identity block) and its requantization on the ALU;
+* a stand-alone add, ReLU or clip: ``ops.window`` ``ewise`` with the operator as its chain.
+
+Every fused operator becomes chain stages (``ops.fused``; a ReLU or clip after an operator
+ending in a clip narrows that clip instead of adding a stage). Whatever the accelerator
+cannot do (an int32 result it cannot store, a stage no instruction covers, a shape a kernel
+does not take) is a ``HostOp`` with the reason: the host runs it with the reference semantics
+and the report names it. Nothing falls back silently.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vta.compiler import driver
+from vta.compiler.ops import packing
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.fused import (
+    EYE,
+    Chain,
+    EwStage,
+    Operand,
+    add_stage,
+    clip_stage,
+    requant_stage,
+    round_clip_stage,
+    scaled_operand,
+)
+from vta.compiler.ops.matmul import MatmulSpec
+from vta.compiler.ops.window import WindowSpec, compile_window, window_bound
+from vta.compiler.workloads import Workload
+from vta.config import HwConfig
+from vta.errors import VtaError
+from vta.graph.ir import (
+    INT8_MAX,
+    Add,
+    Clip,
+    Conv2d,
+    Dense,
+    GlobalAvgPool,
+    Graph,
+    MaxPool2d,
+    Node,
+    Relu,
+    Requantize,
+    Value,
+    node_macs,
+    split_shift,
+)
+from vta.graph.layout import PackedLayout, canonical
+from vta.graph.passes.fuse import group_nodes
+from vta.isa import Program
+
+__all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost"]
+
+#: a cost oracle for the compiler's schedule choice (``vta.runner.timing_cost``)
+Cost = Callable[[Program], int]
+
+
+@dataclass
+class Kernel:
+    """One group compiled for the accelerator: its program, the graph values its DRAM
+    allocations hold (``reads``, ``write``) with their packed layouts, its constants (packed
+    entries by allocation), its machine bound and what it was compiled as (``detail``)."""
+
+    group: Node
+    kind: str
+    program: Program
+    reads: dict[str, Value]
+    write: tuple[str, Value]
+    layouts: dict[str, PackedLayout]
+    consts: dict[str, np.ndarray]
+    bound: dict[str, float]
+    macs: int
+    compile_s: float
+    detail: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HostOp:
+    """A group the host runs (the reference semantics), and why the accelerator does not."""
+
+    group: Node
+    reason: str
+
+
+Step = Kernel | HostOp
+
+
+class _Unplaceable(VtaError):
+    """A group the accelerator cannot run; the message is the reason."""
+
+
+# ------------------------------------------------------------------------------ chains
+
+
+def nonnegative(v: Value, graph: Graph) -> bool:
+    """Whether ``v`` provably cannot be negative (a ReLU, a clip or requantization with
+    ``lo >= 0``, a max-pool of such a value)."""
+    n = graph.producer(v)
+    if n is None:
+        return False
+    last = group_nodes(n)[-1]
+    if isinstance(last, Relu):
+        return True
+    if isinstance(last, (Clip, Requantize, Add, GlobalAvgPool)):
+        return last.lo >= 0
+    if isinstance(last, MaxPool2d):
+        return nonnegative(last.x, graph)
+    return False
+
+
+def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value]]:
+    """The ``fused.Chain`` computing ``nodes`` (element-wise) on the running value, and the
+    graph values of its operands (``opnd0``, ``opnd1``, ...)."""
+    stages: list[tuple[str, tuple[Any, ...]]] = []  # (kind, params), clips merged below
+    operands: list[Operand] = []
+    values: list[Value] = []
+    cur = running
+    for n in nodes:
+        if isinstance(n, Requantize):
+            pre, post = split_shift(n.shift)
+            stages.append(("requant", (n.mult, pre, post, n.lo, n.hi)))
+        elif isinstance(n, (Relu, Clip)):
+            lo, hi = (0, INT8_MAX) if isinstance(n, Relu) else (n.lo, n.hi)
+            _clip(stages, lo, hi)
+        elif isinstance(n, Add):
+            if n.a is cur and n.b is cur:
+                stages.append(("scale", (n.mult_a + n.mult_b,)))
+            else:
+                mine, other, m_other = (n.mult_a, n.b, n.mult_b) if n.a is cur else \
+                    (n.mult_b, n.a, n.mult_a)
+                operands.append(scaled_operand(f"opnd{len(operands)}", m_other))
+                values.append(other)
+                stages.append(("add", (mine, len(operands) - 1)))
+            pre, post = split_shift(n.shift)
+            stages.append(("round", (pre, post, n.lo, n.hi)))
+        else:
+            raise _Unplaceable(f"{n.op} is not an element-wise operator")
+        cur = n.output
+    out: list[EwStage] = []
+    for kind, p in stages:
+        if kind == "requant":
+            out.append(requant_stage(*p))
+        elif kind == "round":
+            out.append(round_clip_stage(*p))
+        elif kind == "clip":
+            out.append(clip_stage(*p))
+        elif kind == "add":
+            out.append(add_stage(*p))
+        else:
+            m = p[0]
+            out.append(EwStage("scale", lambda x, m=m: x * m, label=f"scale({m})"))
+    return Chain(tuple(out), tuple(operands)), values
+
+
+def _clip(stages: list[tuple[str, tuple[Any, ...]]], lo: int, hi: int) -> None:
+    """Append ``clip(lo, hi)``, or narrow the clip the previous stage ends with."""
+    if stages and stages[-1][0] in ("requant", "round", "clip"):
+        kind, p = stages[-1]
+        plo, phi = p[-2], p[-1]
+        nlo, nhi = max(plo, lo), min(phi, hi)
+        if nlo <= nhi:
+            stages[-1] = (kind, (*p[:-2], nlo, nhi))
+            return
+    stages.append(("clip", (lo, hi)))
+
+
+# ------------------------------------------------------------------------------ kernels
+
+
+def _eye(hw: HwConfig) -> np.ndarray:
+    g = hw.gemm
+    return np.eye(g.block_out, g.block_in, dtype=np.int8).reshape(1, g.block_out, g.block_in)
+
+
+def _check_layout(name: str, have: tuple[int, ...], want: PackedLayout, what: str) -> None:
+    """The kernel's packed shape of ``name`` is ``want``'s (same entries in the same order)."""
+    sq = lambda s: tuple(d for d in s if d != 1)  # noqa: E731
+    if math.prod(have) != math.prod(want.shape) or sq(have) != sq(want.shape):
+        raise _Unplaceable(f"{what}: its {name} is packed as {have}, the graph's layout is "
+                           f"{want.shape}")
+
+
+class _Placer:
+    def __init__(self, graph: Graph, hw: HwConfig, cost: Cost | None, refine: int) -> None:
+        self.graph, self.hw, self.cost, self.refine = graph, hw, cost, refine
+        #: structural key -> the schedule knobs the model and the oracle chose
+        self.knobs: dict[Any, dict[str, Any]] = {}
+
+    def place(self, group: Node) -> Step:
+        try:
+            return self._kernel(group)
+        except _Unplaceable as e:
+            return HostOp(group, str(e))
+        except VtaError as e:  # a stage no instruction covers, a shape no schedule fits
+            return HostOp(group, f"{type(e).__name__}: {e}")
+
+    def _kernel(self, group: Node) -> Kernel:
+        nodes = group_nodes(group)
+        a = nodes[0]
+        if isinstance(a, (Conv2d, Dense)):
+            return self._gemm(group, a, nodes[1:])
+        if isinstance(a, MaxPool2d):
+            if a.pad and not nonnegative(a.x, self.graph):
+                raise _Unplaceable("max-pool pads with -inf but a LOAD pads with zeros, and its "
+                                   "input may be negative")
+            n, c, h, w = a.x.type.shape
+            spec = WindowSpec("max", n, c, h, w, a.kernel, a.stride, a.pad)
+            chain, vals = chain_of(nodes[1:], a.output)
+            return self._window(group, spec, chain, a.x, vals)
+        if isinstance(a, GlobalAvgPool):
+            n, c, h, w = a.x.type.shape
+            if h != w:
+                raise _Unplaceable(f"global average pool over a {h}x{w} image (the sum window "
+                                   f"is square)")
+            spec = WindowSpec("sum", n, c, h, w, h)
+            pre, post = split_shift(a.shift)
+            rq = requant_stage(a.mult, pre, post, a.lo, a.hi)
+            chain, vals = chain_of(nodes[1:], a.output)
+            return self._window(group, spec, Chain((rq, *chain.stages), chain.operands),
+                                a.x, vals)
+        if isinstance(a, (Add, Relu, Clip)):
+            x = a.a if isinstance(a, Add) else a.x
+            shape = x.type.shape
+            n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
+            chain, vals = chain_of(nodes, x)
+            return self._window(group, WindowSpec("ewise", n, c, h, w), chain, x, vals)
+        raise _Unplaceable(f"no accelerator kernel for {a.op} (its int32 input cannot be "
+                           f"stored by the accelerator)" if isinstance(a, Requantize) else
+                           f"no accelerator kernel for {a.op}")
+
+    # ------------------------------------------------------------------ conv2d / dense
+
+    def _gemm(self, group: Node, a: Conv2d | Dense, rest: tuple[Node, ...]) -> Kernel:
+        hw, g = self.hw, self.hw.gemm
+        if not rest or not isinstance(rest[0], Requantize):
+            raise _Unplaceable(f"{a.op} without a requantize: its int32 result does not fit "
+                               f"the accelerator's {g.out_dtype} out port")
+        chain, vals = chain_of(rest, a.output)
+        w_data, b_data = a.weight.data, a.bias.data
+        if w_data is None or b_data is None:
+            raise _Unplaceable(f"{a.op} weights and bias must be constants")
+        epi = Epilogue(shift=0, bias=True, clip=False)  # acc + bias; the chain requantizes
+        if isinstance(a, Conv2d):
+            n, ic, h, w = a.x.type.shape
+            oc, _, kh, kw = a.weight.type.shape
+            spec: Conv2dSpec | MatmulSpec = Conv2dSpec(n, ic, h, w, oc, kh, kw, a.stride, a.pad)
+            from_host = self.graph.producer(a.x) is None
+            fold = None if from_host else "none"
+        else:
+            n, k = a.x.type.shape
+            spec = MatmulSpec(n, a.weight.type.shape[0], k)
+            fold = "none"
+        wl = Workload(f"{a.op}:{a.output.name}", spec)
+        skey = (spec, fold, tuple((s.name, s.reads) for s in chain.stages),
+                tuple(o.kind for o in chain.operands), hw.name)
+        forced = self.knobs.get(skey, {})
+        t0 = time.perf_counter()
+        c = driver.compile_workload(wl, hw, epilogue=epi, chain=chain, exact=True,
+                                    fold=forced.get("fold", fold), cost=self.cost,
+                                    refine=self.refine,
+                                    **{k: v for k, v in forced.items() if k != "fold"})
+        secs = time.perf_counter() - t0
+        s = c.schedule
+        self.knobs[skey] = {"fold": c.fold_kind, "tco": s.tco, "tci": s.tci, "th": s.th,
+                            "tw": s.tw, "vthreads": s.vthreads, "vt_axis": s.vt_axis}
+        P = c.packed
+        folded = c.fold is not None and c.fold.kind != "none"
+        out_l = canonical(group.output.type, hw)
+        in_l = PackedLayout(P.data_shape, c.fold) if folded else canonical(a.x.type, hw)
+        what = f"{group.output.name} ({a.op})"
+        _check_layout("output", P.res_shape, out_l, what)
+        if not folded:
+            _check_layout("input", P.data_shape, in_l, what)
+        if isinstance(a, Conv2d):
+            wk = packing.fold_kernel(w_data, c.fold) if folded and c.fold else w_data
+            kern = packing.pack_kernel(wk, g.block_out, g.block_in, P.kernel_shape)
+        else:
+            kern = packing.pack_matrix(w_data, g.block_out, g.block_in, P.kernel_shape)
+        consts = {"kernel": packing.to_entries(kern),
+                  "bias": packing.to_entries(packing.pack_bias(b_data, g.batch, g.block_out,
+                                                               P.ocb))}
+        reads = {"data": a.x}
+        layouts = {"data": in_l, "res": out_l}
+        self._operands(chain, vals, reads, layouts, consts)
+        detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
+                  f"{s.vt_axis if s.vthreads > 1 else ''}"
+                  f"{' fold=' + c.fold_kind if folded else ''}")
+        return Kernel(group, a.op, c.program, reads, ("res", group.output), layouts, consts,
+                      driver.roofline(c), node_macs(a), secs, detail,
+                      {"schedule": dict(self.knobs[skey])})
+
+    def _operands(self, chain: Chain, vals: list[Value], reads: dict[str, Value],
+                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray]) -> None:
+        for o, v in zip(chain.operands, vals, strict=True):
+            reads[o.name] = v
+            layouts[o.name] = canonical(v.type, self.hw)
+        if chain.tensors:
+            consts[EYE] = _eye(self.hw)
+
+    # ------------------------------------------------------------------ window ops
+
+    def _window(self, group: Node, spec: WindowSpec, chain: Chain, x: Value,
+                vals: list[Value]) -> Kernel:
+        hw = self.hw
+        skey = (spec, tuple((s.name, s.reads) for s in chain.stages),
+                tuple(o.kind for o in chain.operands), hw.name)
+        t0 = time.perf_counter()
+        c = compile_window(spec, hw, chain or None, cost=self.cost, refine=self.refine,
+                           schedule=self.knobs.get(skey, {}).get("window"))
+        secs = time.perf_counter() - t0
+        self.knobs[skey] = {"window": c.schedule}
+        what = f"{group.output.name} ({spec.kind} window)"
+        in_l, out_l = canonical(x.type, hw), canonical(group.output.type, hw)
+        _check_layout("input", c.in_shape, in_l, what)
+        _check_layout("output", c.out_shape, out_l, what)
+        reads = {"data": x}
+        layouts = {"data": in_l, "res": out_l}
+        consts = {EYE: _eye(hw)}
+        self._operands(chain, vals, reads, layouts, consts)
+        s = c.schedule
+        detail = f"tc={s.tc} th={s.th} tw={s.tw} vt={s.vthreads}"
+        return Kernel(group, spec.kind, c.program, reads, ("res", group.output), layouts, consts,
+                      window_bound(spec, hw, chain or None), 0, secs, detail,
+                      {"schedule": {"tc": s.tc, "th": s.th, "tw": s.tw, "vthreads": s.vthreads}})
+
+
+def place_group(graph: Graph, group: Node, hw: HwConfig, cost: Cost | None = None,
+                refine: int = driver.REFINE) -> Step:
+    """``group`` of ``graph`` as a ``Kernel`` or, naming why, a ``HostOp``."""
+    return _Placer(graph, hw, cost, refine).place(group)
+
+
+def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
+              refine: int = driver.REFINE) -> list[Step]:
+    """Every group of the fused ``graph`` placed, in order (schedules reused between groups
+    of the same structure: the model's choice does not depend on the requantization
+    constants)."""
+    p = _Placer(graph, hw, cost, refine)
+    return [p.place(n) for n in graph.nodes]

@@ -1,0 +1,221 @@
+"""The graph verifier: every node well-typed, every value defined once and before it is used.
+
+``infer_type`` states each operator's typing rule once (operand dtypes, ranks and shapes,
+attribute ranges, the output's shape, dtype, layout and derived scale); the builder calls it
+to type new nodes, ``verify_graph`` to check a whole graph (after the builder, the ONNX
+importer or a pass). Every failure is a ``GraphError`` naming the node and what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from vta.graph.ir import (
+    INT8_MAX,
+    INT8_MIN,
+    Add,
+    Clip,
+    Conv2d,
+    Dense,
+    Fused,
+    GlobalAvgPool,
+    Graph,
+    GraphError,
+    MaxPool2d,
+    Node,
+    Relu,
+    Requantize,
+    TensorType,
+    Value,
+)
+
+__all__ = ["infer_type", "verify_graph", "check_node"]
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _want(where: str, v: Value, dtype: str, rank: int, what: str) -> tuple[int, ...]:
+    t = v.type
+    if t.dtype != dtype or len(t.shape) != rank:
+        raise GraphError(f"{where}: {what} {v.name} must be {dtype} of rank {rank}, got "
+                         f"{t.dtype}{list(t.shape)}")
+    return t.shape
+
+
+def _range(where: str, name: str, value: int, lo: int, hi: int) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) \
+            or not lo <= value <= hi:
+        raise GraphError(f"{where}: {name} must be an integer in [{lo}, {hi}], got {value!r}")
+
+
+def _clip_range(where: str, lo: int, hi: int) -> None:
+    _range(where, "lo", lo, INT8_MIN, INT8_MAX)
+    _range(where, "hi", hi, INT8_MIN, INT8_MAX)
+    if lo > hi:
+        raise GraphError(f"{where}: clip range [{lo}, {hi}] is empty")
+
+
+def _scaled(where: str, v: Value) -> float:
+    if v.type.scale is None or not (math.isfinite(v.type.scale) and v.type.scale > 0):
+        raise GraphError(f"{where}: {v.name} has no quantization scale (a positive number)")
+    return v.type.scale
+
+
+def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, Any],
+               where: str) -> TensorType:
+    """The output type of ``op`` applied to ``inputs`` with ``attrs`` (the output's scale for
+    operators that set it: requantize, add, global_avg_pool), or a ``GraphError``."""
+    if op is Conv2d:
+        x, w, b = inputs
+        n, c, h, wd = _want(where, x, "int8", 4, "input")
+        o, ci, kh, kw = _want(where, w, "int8", 4, "weight")
+        (bo,) = _want(where, b, "int32", 1, "bias")
+        if ci != c:
+            raise GraphError(f"{where}: weight {w.name} has {ci} input channels, input {x.name} "
+                             f"has {c}")
+        if bo != o:
+            raise GraphError(f"{where}: bias {b.name} has {bo} entries for {o} output channels")
+        stride, pad = attrs["stride"], attrs["pad"]
+        _range(where, "stride", stride, 1, 1 << 16)
+        _range(where, "pad", pad, 0, max(kh, kw) - 1)
+        oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+        if oh < 1 or ow < 1:
+            raise GraphError(f"{where}: a {kh}x{kw} kernel does not fit the {h}x{wd} input "
+                             f"padded by {pad}")
+        return TensorType((n, o, oh, ow), "int32", "NCHW",
+                          _scaled(where, x) * _scaled(where, w))
+    if op is Dense:
+        x, w, b = inputs
+        n, k = _want(where, x, "int8", 2, "input")
+        m, kw_ = _want(where, w, "int8", 2, "weight")
+        (bm,) = _want(where, b, "int32", 1, "bias")
+        if kw_ != k or bm != m:
+            raise GraphError(f"{where}: weight {w.name} {list(w.type.shape)} and bias {b.name} "
+                             f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
+        return TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
+    if op is Requantize:
+        (x,) = inputs
+        if x.type.dtype != "int32":
+            raise GraphError(f"{where}: input {x.name} must be int32, got {x.type.dtype}")
+        _range(where, "mult", attrs["mult"], -(1 << 31), (1 << 31) - 1)
+        _range(where, "shift", attrs["shift"], 1, 31)
+        _clip_range(where, attrs["lo"], attrs["hi"])
+        if attrs["mult"] == 0:
+            raise GraphError(f"{where}: mult must be non-zero")
+        s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
+        return TensorType(x.type.shape, "int8", x.type.layout, abs(s))
+    if op in (Relu, Clip):
+        (x,) = inputs
+        if x.type.dtype != "int8":
+            raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
+        if op is Clip:
+            _clip_range(where, attrs["lo"], attrs["hi"])
+        return x.type
+    if op is Add:
+        a, b = inputs
+        for v in (a, b):
+            if v.type.dtype != "int8":
+                raise GraphError(f"{where}: operand {v.name} must be int8, got {v.type.dtype}")
+        if a.type.shape != b.type.shape or a.type.layout != b.type.layout:
+            raise GraphError(f"{where}: operands {a.name} {list(a.type.shape)} and {b.name} "
+                             f"{list(b.type.shape)} differ in shape or layout")
+        for key in ("mult_a", "mult_b"):
+            _range(where, key, attrs[key], *_INT32)
+        _range(where, "shift", attrs["shift"], 1, 31)
+        _clip_range(where, attrs["lo"], attrs["hi"])
+        return TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"))
+    if op is MaxPool2d:
+        (x,) = inputs
+        n, c, h, wd = _want(where, x, "int8", 4, "input")
+        k, s, p = attrs["kernel"], attrs["stride"], attrs["pad"]
+        _range(where, "kernel", k, 1, 1 << 16)
+        _range(where, "stride", s, 1, 1 << 16)
+        _range(where, "pad", p, 0, k - 1)
+        oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+        if oh < 1 or ow < 1:
+            raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
+        return TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale)
+    if op is GlobalAvgPool:
+        (x,) = inputs
+        n, c, h, wd = _want(where, x, "int8", 4, "input")
+        _range(where, "mult", attrs["mult"], *_INT32)
+        _range(where, "shift", attrs["shift"], 1, 31)
+        _clip_range(where, attrs["lo"], attrs["hi"])
+        return TensorType((n, c), "int8", "NC", attrs.get("scale"))
+    raise GraphError(f"{where}: unknown operator {op.__name__}")
+
+
+def check_node(node: Node, where: str) -> None:
+    """``node``'s output type is the one its rule infers (scale compared relatively)."""
+    if isinstance(node, Fused):
+        prev = node.anchor.output
+        check_node(node.anchor, f"{where} (anchor {node.anchor.op})")
+        for m in node.chain:
+            if all(v is not prev for v in m.inputs):
+                raise GraphError(f"{where}: fused {m.op} does not read the chain's value "
+                                 f"{prev.name}")
+            check_node(m, f"{where} ({m.op})")
+            prev = m.output
+        return
+    attrs = node.attrs()
+    attrs["scale"] = node.output.type.scale
+    want = infer_type(type(node), node.inputs, attrs, where)
+    got = node.output.type
+    if (got.shape, got.dtype, got.layout) != (want.shape, want.dtype, want.layout):
+        raise GraphError(f"{where}: output {node.output.name} is {got}, the operator gives "
+                         f"{want.dtype}{list(want.shape)} {want.layout}")
+    if want.scale is not None and (got.scale is None
+                                   or not math.isclose(got.scale, want.scale, rel_tol=1e-6)):
+        raise GraphError(f"{where}: output {node.output.name} has scale {got.scale}, the "
+                         f"operator gives {want.scale:.6g}")
+
+
+def verify_graph(g: Graph) -> Graph:
+    """Check ``g`` (returned unchanged): unique value names, each value defined once and
+    before use, constants matching their types, graph outputs computed, every node typed by
+    its rule."""
+    defined: set[int] = set()
+    names: dict[str, Value] = {}
+
+    def define(v: Value, where: str) -> None:
+        if id(v) in defined:
+            raise GraphError(f"{where}: value {v.name} is defined twice")
+        other = names.get(v.name)
+        if other is not None and other is not v:
+            raise GraphError(f"{where}: two values are named {v.name!r}")
+        names[v.name] = v
+        defined.add(id(v))
+
+    for v in g.inputs:
+        if v.is_const:
+            raise GraphError(f"graph {g.name}: input {v.name} is a constant")
+        define(v, f"graph {g.name} input")
+    for k, n in enumerate(g.nodes):
+        where = f"node {k} ({n.op} -> {n.output.name})"
+        for v in n.inputs:
+            if v.is_const and id(v) not in defined:
+                _check_const(v, where)
+                define(v, where)
+            elif id(v) not in defined:
+                raise GraphError(f"{where}: reads {v.name}, which is not an input, a constant "
+                                 f"or the output of an earlier node")
+        inner = n.nodes[:-1] if isinstance(n, Fused) else ()
+        for m in inner:
+            define(m.output, where)
+        check_node(n, where)
+        define(n.output, where)
+    for v in g.outputs:
+        if id(v) not in defined:
+            raise GraphError(f"graph {g.name}: output {v.name} is not computed")
+    return g
+
+
+def _check_const(v: Value, where: str) -> None:
+    assert v.data is not None
+    if v.data.shape != v.type.shape or v.data.dtype != np.dtype(v.type.dtype):
+        raise GraphError(f"{where}: constant {v.name} holds {v.data.dtype}{list(v.data.shape)}, "
+                         f"its type says {v.type.dtype}{list(v.type.shape)}")
