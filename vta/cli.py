@@ -289,12 +289,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{s['workload']}: {s['shape']} on {hw.name}  schedule {s['schedule']}")
         print(format_report(r.sim, hw), end="")
         kind = "memory" if s["memory_bound"] else "compute"
+        moved = "memory" if s["memory_bound_moved"] else "compute"
         print(f"roofline (classic): {s['roofline_cycles']:,.0f} cycles, {kind}-bound (GEMM "
-              f"{s['roofline_compute_cycles']:,.0f}, DRAM {s['roofline_memory_cycles']:,.0f}); "
-              f"achieved {s['of_roofline']:.1%} of it")
-        print(f"machine bound (GEMM + serial ALU epilogue {s['epilogue_cycles']:,.0f}): "
-              f"{s['machine_bound_cycles']:,.0f} cycles, utilization ceiling "
-              f"{s['utilization_ceiling']:.3f}; achieved {s['of_machine_bound']:.1%} of it")
+              f"{s['roofline_compute_cycles']:,.0f}, DRAM {s['roofline_memory_cycles']:,.0f} "
+              f"compulsory; {s['moved_memory_cycles']:,.0f} for the bytes moved: {moved}-"
+              f"bound); achieved {s['of_roofline']:.1%} of it")
+        how = "serial" if s["serial_epilogue"] else "separate"
+        print(f"machine bound (GEMM {s['machine_gemm_cycles']:,.0f} + {how} ALU "
+              f"{s['epilogue_cycles']:,.0f}): {s['machine_bound_cycles']:,.0f} cycles, "
+              f"utilization ceiling {s['utilization_ceiling']:.3f}; achieved "
+              f"{s['of_machine_bound']:.1%} of it")
         print(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
               f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
               f"acc hazards {s['acc_hazards']}")

@@ -402,10 +402,21 @@ def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None])
         fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
     else:
         fn = mapping
-    return _rewrite(node, fn)
+    return _rewrite(node, fn, {})
 
 
-def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
+def _rewrite(node: Any, fn: Callable[[Any], Any | None], memo: dict[int, Any]) -> Any:
+    # ``memo``: a subtree shared by many parents (a micro-op list's common base expression) is
+    # rewritten once per call; nodes are immutable and alive for the call, so ids are stable
+    done = memo.get(id(node))
+    if done is not None:
+        return done[1]
+    out = _rewrite_node(node, fn, memo)
+    memo[id(node)] = (node, out)
+    return out
+
+
+def _rewrite_node(node: Any, fn: Callable[[Any], Any | None], memo: dict[int, Any]) -> Any:
     r = fn(node)
     if r is not None:
         return r
@@ -415,11 +426,11 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
     for f in fields(node):
         v = getattr(node, f.name)
         if isinstance(v, tuple):
-            nv = tuple(_rewrite(x, fn) if _is_node(x) else x for x in v)
+            nv = tuple(_rewrite(x, fn, memo) if _is_node(x) else x for x in v)
             if any(a is not b for a, b in zip(nv, v, strict=True)):
                 changed[f.name] = nv
         elif _is_node(v):
-            nv = _rewrite(v, fn)
+            nv = _rewrite(v, fn, memo)
             if nv is not v:
                 changed[f.name] = nv
     if not changed:

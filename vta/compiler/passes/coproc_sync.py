@@ -38,10 +38,25 @@ __all__ = ["insert_tokens", "accesses"]
 FLAGS = {q: (flag_for(q, q[0], push=True), flag_for(q, q[1], push=False)) for q in TOKEN_QUEUES}
 
 
+_EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
+
+
+def _extremes(uops: tuple[Any, ...], f: str) -> tuple[int, int]:
+    """The smallest and largest ``f`` field of a micro-op list (once per list object)."""
+    key = (id(uops), f)
+    hit = _EXTREMES.get(key)
+    if hit is None or hit[0] is not uops:
+        vals = [getattr(u, f) for u in uops]
+        hit = _EXTREMES[key] = (uops, min(vals), max(vals))
+        if len(_EXTREMES) > 4096:
+            _EXTREMES.clear()
+            _EXTREMES[key] = hit
+    return hit[1], hit[2]
+
+
 def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tuple[int, int]:  # type: ignore[no-untyped-def]
-    vals = [getattr(u, f) for u in uops]
-    lo = min(vals)
-    hi = max(vals) + (io - 1) * fo + (ii - 1) * fi
+    lo, top = _extremes(uops, f)
+    hi = top + (io - 1) * fo + (ii - 1) * fi
     return base + lo, base + hi + 1
 
 

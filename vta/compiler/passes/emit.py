@@ -58,26 +58,29 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
-    # micro-op blocks, deduplicated, in first-use order
-    blocks: dict[tuple[Uop, ...], int] = {}
+    # micro-op blocks, deduplicated, in first-use order; a block is hashed once per tuple
+    # object (flatten shares them), then known by the id of its first copy
+    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
+    canon: dict[int, tuple[Uop, ...]] = {}
     for ins in insns:
-        if ins.uops and ins.uops not in blocks:
-            blocks[ins.uops] = -1
+        if ins.uops and id(ins.uops) not in canon:
+            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
+    blocks = list(first.values())
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
     if any(len(b) > depth for b in blocks):
         raise CompileError(f"{func.name}: an instruction needs more micro-ops than the uop "
                            f"buffer holds ({depth})")
     uop_alloc = pb.alloc("uops", "uop", 0)
-    dram_pos: dict[tuple[Uop, ...], int] = {}
+    dram_pos: dict[int, int] = {}
     for b in blocks:
-        dram_pos[b] = pb.add_uops("uops", b)
-    resident: dict[tuple[Uop, ...], int] = {}
+        dram_pos[id(b)] = pb.add_uops("uops", b)
+    resident: dict[int, tuple[int, int]] = {}  # block id -> (position, length)
     out: list[Instruction] = []
     if total <= depth:
         pos = 0
         for b in blocks:
-            resident[b] = pos
+            resident[id(b)] = (pos, len(b))
             pos += len(b)
         if total:
             out.append(Load(MemType.UOP, 0, uop_alloc.base, 1, total, total))
@@ -86,18 +89,19 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         i = ins.insn
         role = definition_of(i).role
         if role == "compute":
-            b = ins.uops
-            if b not in resident:
+            b = canon[id(ins.uops)] if ins.uops else ins.uops
+            if id(b) not in resident:
                 if cursor + len(b) > depth:
                     cursor = 0
                 lo, hi = cursor, cursor + len(b)
-                for ob, op in list(resident.items()):
-                    if op < hi and lo < op + len(ob):
+                for ob, (op, ol) in list(resident.items()):
+                    if op < hi and lo < op + ol:
                         del resident[ob]
-                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[b], 1, len(b), len(b)))
-                resident[b] = lo
+                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1, len(b),
+                                len(b)))
+                resident[id(b)] = (lo, len(b))
                 cursor = hi
-            start = resident[b]
+            start = resident[id(b)][0]
             out.append(dataclasses.replace(i, uop_bgn=start, uop_end=start + len(b)))
         elif role in ("load", "store"):
             assert ins.dram is not None

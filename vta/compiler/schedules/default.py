@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from vta.compiler.cost import instruction_cycles, microop_instruction_cycles, prototype
@@ -145,6 +146,7 @@ def _tile_choices(extent: int, limit: int = 64) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=16384)
 def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
     """Cycles of one 2-D LOAD of ``rows`` x ``cols`` ``kind`` entries: the LOAD definition's own
     duration (the one the simulator charges)."""
@@ -152,6 +154,7 @@ def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
                                         x_size=cols, x_stride=cols), hw)
 
 
+@lru_cache(maxsize=16384)
 def _store(hw: HwConfig, rows: int, cols: int) -> float:
     """Cycles of one STORE of ``rows`` x ``cols`` out entries (the STORE definition's)."""
     return instruction_cycles(prototype(STORE, mem=MemType.OUT, y_size=rows, x_size=cols,
@@ -166,7 +169,13 @@ ISSUE_GAP = 4
 def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> float:
     """Cycles of one micro-op instruction of ``n_ops`` executions (its definition's timing)
     plus the model's issue gap."""
-    return microop_instruction_cycles(defn, n_ops, hw, **fields) + ISSUE_GAP
+    return _microop_cached(hw, defn, n_ops, tuple(sorted(fields.items()))) + ISSUE_GAP
+
+
+@lru_cache(maxsize=16384)
+def _microop_cached(hw: HwConfig, defn: InstructionDef, n_ops: int,
+                    fields: tuple[tuple[str, Any], ...]) -> float:
+    return microop_instruction_cycles(defn, n_ops, hw, **dict(fields))
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
