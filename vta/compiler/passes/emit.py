@@ -88,8 +88,10 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for ins in insns:
         i = ins.insn
         role = definition_of(i).role
-        if role == "compute":
-            b = canon[id(ins.uops)] if ins.uops else ins.uops
+        if role == "compute" and not ins.uops:  # a token relay: no micro-op to place
+            out.append(i)
+        elif role == "compute":
+            b = canon[id(ins.uops)]
             if id(b) not in resident:
                 if cursor + len(b) > depth:
                     cursor = 0
@@ -109,5 +111,31 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         else:
             out.append(i)
     out.append(Finish())
+    if hw.alu.separate_pipeline:
+        out = _alu_waits_for_uops(func, hw, out, total <= depth)
     pb.extend(out)
     return pb.build()
+
+
+def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],
+                        resident: bool) -> list[Instruction]:
+    """On hardware whose ALU is a separate module, the micro-ops the compute module loads first
+    must be there before the ALU reads them: the first ALU instruction waits for the LOAD.UOP
+    (a compute -> alu token) unless it already waits, through its tokens, for a later compute
+    instruction. Reloading micro-ops mid-program would race the ALU: refused."""
+    from vta.isa import Module, module_of
+
+    if not resident:
+        raise CompileError(f"{func.name}: the program's micro-ops exceed the uop buffer "
+                           f"({hw.uop_depth}); with a separate ALU pipeline they must all be "
+                           f"resident (reloading them would race the ALU)")
+    first_alu = next((k for k, x in enumerate(out) if module_of(x, hw) is Module.ALU), None)
+    if first_alu is None or not (isinstance(out[0], Load) and out[0].mem is MemType.UOP):
+        return out
+    x: Any = out[first_alu]
+    if x.deps.pop_prev:  # pops compute -> alu: waits for a compute instruction after the load
+        return out
+    load: Any = out[0]
+    out[0] = dataclasses.replace(load, deps=dataclasses.replace(load.deps, push_next=True))
+    out[first_alu] = dataclasses.replace(x, deps=dataclasses.replace(x.deps, pop_prev=True))
+    return out

@@ -119,10 +119,13 @@ def _spliced(stmts: tuple[S.Stmt, ...], vt: E.Var) -> list[S.Stmt]:
 
 def _skewable(s: S.Stmt, vt: E.Var) -> bool:
     """A loop every thread runs (its bounds do not depend on the thread) over per-thread
-    work, of a known trip count."""
+    work, of a known trip count, inside a tile (a loop over whole tiles allocates their
+    accumulators: its iterations are interleaved stage by stage already)."""
     return (isinstance(s, S.For) and s.kind is S.ForKind.SERIAL and _pushable(s, vt)
             and isinstance(s.extent, E.IntImm) and isinstance(s.min, E.IntImm)
-            and s.extent.value >= 1 and _mentions(s.body, vt))
+            and s.extent.value >= 1 and _mentions(s.body, vt)
+            and not any(isinstance(x, S.Allocate) and x.buffer.scope == "acc"
+                        for x in _statements(s.body)))
 
 
 def _skewed(head: list[S.Stmt], loop: S.For, tail: list[S.Stmt], vt: E.Var,

@@ -42,7 +42,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from vta.compiler.cost import instruction_cycles, microop_instruction_cycles, prototype
+from vta.compiler.cost import (
+    instruction_cycles,
+    microop_instruction_cycles,
+    prototype,
+    reset_instruction,
+)
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
@@ -105,8 +110,14 @@ def footprint(spec, hw: HwConfig, s: ConvSchedule) -> dict[str, int]:  # type: i
     hoist = s.tci >= icb
     wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
-    return {"inp": v * s.tci * th_in * tw_in, "wgt": wgt,
-            "acc": v * s.tco * s.th * s.tw + ocbp}
+    banks = hw.alu.acc_banks
+    if banks > 1:
+        # banked accumulators: each thread's tile and its own bias copy in a bank of its own
+        # (``_bias_per_thread``; scratchpad allocation aligns the threads' copies to banks)
+        acc = banks * (s.tco * s.th * s.tw + s.tco)
+    else:
+        acc = v * s.tco * s.th * s.tw + ocbp
+    return {"inp": v * s.tci * th_in * tw_in, "wgt": wgt, "acc": acc}
 
 
 def fit_report(spec, hw: HwConfig, s: ConvSchedule) -> None:  # type: ignore[no-untyped-def]
@@ -199,7 +210,8 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     tiles = nb * (ocp // s.tco) * (ohp // s.th) * (owp // s.tw)
     entries = s.tco * s.th * s.tw
     c_step = _microop(hw, GEMM, entries * s.tci * k2)
-    c_epi = _microop(hw, GEMM, entries, reset=True)
+    reset, reset_fields = reset_instruction(hw, GEMM)
+    c_epi = _microop(hw, reset, entries, reset=True, **dict(reset_fields))
     for sel in epilogue_plan(epi, hw):
         assert sel.intrin.instruction is not None
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
@@ -211,7 +223,15 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     m_step = m_inp + (0 if hoist else m_wgt)
     m_store = s.tco * _store(hw, s.th, s.tw)
     n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
-    if v > 1:
+    if v > 1 and hw.alu.separate_pipeline:
+        # the ALU runs the reset and epilogue beside the GEMMs; a thread's epilogue, store and
+        # next reset must fit in the other thread's last step (the skewed threads) or wait
+        cover = c_step if n_ic == 1 else max(c_step, m_step)
+        stall = max(0.0, c_epi + m_store - cover)
+        tile = max(n_ic * max(c_step, m_step) + stall, c_epi, n_ic * m_step + m_store)
+        exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
+        total = tiles * tile + exposed_w + m_step + m_store + c_epi
+    elif v > 1:
         tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
         exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
         total = tiles * tile + exposed_w + m_step + m_store
@@ -265,10 +285,13 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
     return [s for _, _, s in scored[:max(1, k)]]
 
 
-def _bias_once(ocb: int, s: ConvSchedule) -> bool:
-    """The bias of every output channel is loaded once, before the first tile (no LOAD ACC
-    waits for the memory port between tiles); ``footprint`` counts it."""
-    return True
+def _bias_per_thread(hw: HwConfig, s: ConvSchedule) -> bool:
+    """Whether each virtual thread loads its tiles' bias into its own accumulator bank: on
+    banked accumulators (a separate ALU pipeline), so a thread's epilogue reads only its own
+    bank while the other thread's GEMMs hold theirs. Otherwise the bias of every output channel
+    is loaded once, before the first tile (no LOAD ACC waits for the memory port between
+    tiles); ``footprint`` counts it either way."""
+    return hw.alu.acc_banks > 1 and s.vthreads > 1
 
 
 def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
@@ -321,8 +344,8 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         sch[wgt].compute_at(out, level["oc"])
     else:
         sch[wgt].compute_at(a, ic_o)
-    if bias is not None and op.bias is not None and not _bias_once(op.bias.shape[0], s):
-        sch[bias].compute_at(out, level["oc"])  # else at the root: one LOAD ACC up front
+    if bias is not None and op.bias is not None and _bias_per_thread(hw, s):
+        sch[bias].compute_at(out, level[vt_role])  # per thread; else at the root, once
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
     return sch
 
