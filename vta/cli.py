@@ -194,7 +194,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 #: ``vta run`` flags that only the accelerator target (``--target vta``) reads, by dest (the GPU
 #: path reads no HwConfig and prints no JSON) ...
 _VTA_ONLY = ("hw", "json", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
-             "dump_ir", "check_reference", "trace")
+             "dump_ir", "check_reference", "trace", "plot")
 #: ... and those only the GPU targets read.
 _GPU_ONLY = ("emit_cuda",)
 
@@ -305,7 +305,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             print(f"trace written to {args.trace}")
         print(_verdict(r.passed, r.mismatches, r.saturated, r.raw_slices))
+    if args.plot:
+        _plot([(r, 1)], hw, args.plot, quiet=args.json)
     return 0 if r.passed else 1
+
+
+def _plot(runs: list, hw, path: str, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    """``--plot``: the layers against both bounds and where each unit's cycles went
+    (``vta.plot``), the units summed over the layers as often as each runs."""
+    from vta.plot import LayerPoint, plot_run
+
+    points, units = [], {}
+    for r, n in runs:
+        b = r.roofline
+        busier = b["memory_cycles"] * hw.memory.bus_bytes  # max(read, written) compulsory
+        points.append(LayerPoint(r.compiled.workload.name, b["ops"], busier, r.cycles,
+                                 b["bound_cycles"], b["machine_cycles"]))
+        for name, u in r.stats.units.items():
+            acc = units.setdefault(name, dict.fromkeys(("busy", "token", "queue", "memory",
+                                                        "conflict", "idle"), 0))
+            for k in acc:
+                acc[k] += getattr(u, k) * n
+    plot_run(points, units, hw, path)
+    if not quiet:
+        print(f"plot written to {path}")
 
 
 def _verdict(passed: bool, mismatches: int, saturated: float, raw_slices: int) -> str:
@@ -328,6 +351,8 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> i
     s = r.summary()
     if args.json:
         print(json.dumps(s, indent=2, default=str))
+        if args.plot:
+            _plot(r.layers, hw, args.plot, quiet=True)
         return 0 if r.passed else 1
     print(f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
           f"{len(s['layers'])} distinct layers")
@@ -351,6 +376,8 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> i
             f"at most {s['saturated_max']:.2%} of a layer's outputs saturated")
     print(f"PASS: every layer bit-exact against numpy ({what})" if r.passed else
           "FAIL: some layer differs from numpy")
+    if args.plot:
+        _plot(r.layers, hw, args.plot, quiet=False)
     return 0 if r.passed else 1
 
 
@@ -397,6 +424,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-latency-hiding", action="store_true",
                      help="one virtual thread (no load/compute overlap)")
     run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace")
+    run.add_argument("--plot", metavar="FILE.png",
+                     help="draw the layer(s) against the roofline and the machine bound, and "
+                          "each unit's busy/stall shares")
     run.add_argument("--json", action="store_true", help="print JSON instead of tables")
     run.add_argument("--seed", type=_seed, default=None, help="seed for the random inputs")
     run.add_argument("--epilogue", choices=("calibrated", "none"), default="calibrated",
