@@ -83,7 +83,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     table = Table(title=f"{hw.name} ({hw.source})", show_header=False)
     for key, value in summary.items():
         if isinstance(value, dict):
-            value = "  ".join(f"{k}={v}" for k, v in value.items())
+            sep = "\n" if key == "resource_breakdown" else "  "
+            value = sep.join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, str(value))
     Console().print(table)
     return 0
@@ -315,7 +316,8 @@ def _plot(runs: list, hw, path: str, quiet: bool) -> None:  # type: ignore[no-un
     (``vta.plot``), the units summed over the layers as often as each runs."""
     from vta.plot import LayerPoint, plot_run
 
-    points, units = [], {}
+    points: list[LayerPoint] = []
+    units: dict[str, dict[str, int]] = {}
     for r, n in runs:
         b = r.roofline
         busier = b["memory_cycles"] * hw.memory.bus_bytes  # max(read, written) compulsory

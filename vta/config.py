@@ -422,6 +422,8 @@ class HwConfig:
             "isa_widths": asdict(w),
             "timing_model": self.timing_model,
             "resources": self.resource_estimate(),
+            "resource_breakdown": {f"{comp} ({res})": f"{amount} = {rule}"
+                                   for res, comp, amount, rule in _breakdown(self)},
             "fits_board": self.fits_board(),
         }
 
@@ -671,6 +673,12 @@ def _model_defaults(source: str, model: str, parts: dict[str, Any]
     return parts, tuple(chosen)
 
 
+def _breakdown(cfg: HwConfig) -> list[tuple[str, str, int, str]]:
+    from vta.resources import breakdown
+
+    return breakdown(cfg)
+
+
 def _is_pow2(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
@@ -741,6 +749,7 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "memory.bus_bytes", f"must be a power of two, got {m.bus_bytes}")
     if m.latency < 0:
         raise _fail(src, "memory.latency", f"must be >= 0, got {m.latency}")
+    assert m.burst_bytes is not None and m.outstanding is not None  # set from the model
     if m.burst_bytes < m.bus_bytes or m.burst_bytes % m.bus_bytes:
         raise _fail(src, "memory.burst_bytes", f"must be a multiple of bus_bytes ({m.bus_bytes}), "
                     f"got {m.burst_bytes}")

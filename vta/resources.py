@@ -132,6 +132,7 @@ def _variants(hw: HwConfig) -> list[Row]:
         banks = a.acc_banks
         rows.append(("bram36", "ALU II=1: second acc read port", banks * _bram(sp.acc // banks),
                      "a copy of the accumulator"))
+    assert m.outstanding is not None and m.burst_bytes is not None  # set from the model
     if hw.timing_model == "hls":
         fifo = m.outstanding * m.burst_bytes
         rows.append(("bram36", "reads in flight: read data FIFOs",

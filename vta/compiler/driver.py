@@ -193,7 +193,7 @@ def packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
 def _span(size: int, out: int, k: int, stride: int, pad: int) -> int:
     """How many of ``size`` input rows (or columns) some window reads: ``out`` windows of
     ``k`` taps, ``stride`` apart, starting ``pad`` before the first."""
-    read = set()
+    read: set[int] = set()
     for o in range(out):
         lo = o * stride - pad
         read.update(range(max(0, lo), min(size, lo + k)))

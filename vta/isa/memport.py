@@ -66,6 +66,8 @@ class _Job:
     arrival: int
     next: int = 0  # index of the next burst to issue
     done: int = -1  # completion time once its last burst is issued (its last beat/response)
+    #: its completion if it stays alone on the channel (it arrived at an idle one); else -1
+    solo: int = -1
 
     @property
     def issuing(self) -> bool:
@@ -149,17 +151,25 @@ class Port:
         self.state = {False: _State(), True: _State()}
         self.jobs: dict[bool, list[_Job]] = {False: [], True: []}
         self._keys = 0
-        #: the next completion under the current plan (a new transfer or a retired one
-        #: plans again)
-        self._next: int | None = None
+        #: per channel, the next completion under the current plan (a new transfer or a
+        #: retired one on that channel plans again)
+        self._next: dict[bool, int | None] = {False: None, True: None}
 
     def submit(self, transfer: Transfer, now: int) -> int:
         """Add ``transfer`` at cycle ``now``; returns its key."""
         w = transfer.write
         self._commit(w, now)
         self._keys += 1
-        self.jobs[w].append(_Job(self._keys, transfer, now))
-        self._next = None
+        job = _Job(self._keys, transfer, now)
+        st, ch = self.state[w], self.channels[w]
+        if not self.jobs[w] and st.free <= now and st.last_issue < now \
+                and all(r <= now for r in st.slots):
+            job.solo = now + alone(ch, transfer)  # an idle channel: as its definition says
+        else:
+            for other in self.jobs[w]:
+                other.solo = -1
+        self.jobs[w].append(job)
+        self._next[w] = None
         return self._keys
 
     def _commit(self, w: bool, now: int) -> None:
@@ -168,19 +178,22 @@ class Port:
     def next_completion(self) -> int:
         """The cycle at which the next active transfer completes, planning the bursts not yet
         issued only as far as that (a burst issued later completes later)."""
-        if self._next is not None:
-            return self._next
         best = None
         for w in (False, True):
             jobs = self.jobs[w]
             if not jobs:
                 continue
-            trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in jobs]
-            _run(self.channels[w], self.state[w].copy(), trial, None, first_done=True)
-            done = min(j.done for j in trial if not j.issuing)
+            done = self._next[w]
+            if done is None:
+                if len(jobs) == 1 and jobs[0].solo >= 0:
+                    done = jobs[0].solo
+                else:
+                    trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in jobs]
+                    _run(self.channels[w], self.state[w].copy(), trial, None, first_done=True)
+                    done = min(j.done for j in trial if not j.issuing)
+                self._next[w] = done
             best = done if best is None else min(best, done)
         assert best is not None, "no transfer is active"
-        self._next = best
         return best
 
     def predictions(self) -> dict[int, int]:
@@ -198,6 +211,11 @@ class Port:
         returns their keys."""
         done: list[int] = []
         for w in (False, True):
+            if not self.jobs[w]:
+                continue
+            nxt = self._next[w]
+            if nxt is not None and nxt > now:
+                continue  # nothing on this channel completes yet (its issues commit later)
             self._commit(w, now)
             keep = []
             for j in self.jobs[w]:
@@ -205,9 +223,9 @@ class Port:
                     done.append(j.key)
                 else:
                     keep.append(j)
+            if len(keep) != len(self.jobs[w]):
+                self._next[w] = None
             self.jobs[w] = keep
-        if done:
-            self._next = None
         return done
 
     @property

@@ -119,6 +119,8 @@ class _AccBanks:
         self.program, self.hw = program, hw
         self.size = max(1, hw.acc_depth // hw.alu.acc_banks)
         self.uops: dict[int, Uop] = {}
+        #: banks of each instruction seen since the micro-ops last changed
+        self.seen: dict[Any, tuple[int, ...]] = {}
 
     def _span(self, lo: int, hi: int) -> tuple[int, ...]:
         if hi <= lo:
@@ -128,7 +130,14 @@ class _AccBanks:
     def of(self, insn: Any, d: InstructionDef) -> tuple[int, ...]:
         if d.role == "load" and insn.mem is MemType.UOP:
             self._load_uops(insn)
+            self.seen.clear()
             return ()
+        hit = self.seen.get(insn)
+        if hit is None:
+            hit = self.seen[insn] = self._banks(insn, d)
+        return hit
+
+    def _banks(self, insn: Any, d: InstructionDef) -> tuple[int, ...]:
         if d.role == "load" and insn.mem is MemType.ACC:
             return self._span(insn.sram_base, insn.sram_base + insn.sram_elems)
         if d.role != "compute":
