@@ -119,12 +119,13 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, res in zip(axes, ("bram36", "lut"), strict=True):
-        for name, r in results.items():
+        for k, (name, r) in enumerate(results.items()):
             if r["network_cycles"] is None:
                 continue
             x, y = r["resources"][res], r["network_cycles"] / 1e6
             ax.scatter([x], [y], color="#2b7bba" if r["fits_board"] else "#d64541", zorder=3)
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+            ax.annotate(name, (x, y), textcoords="offset points", fontsize=8,
+                        xytext=(6, 8 - 9 * (k % 3)))  # staggered: near points do not overlap
         ax.set_xlabel(f"{res} (estimate, vta.resources)")
         ax.grid(True, alpha=0.3)
     if "bram36" in PYNQ.resource_estimate() and PYNQ.board.bram36:

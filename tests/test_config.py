@@ -280,7 +280,7 @@ def test_docs_model_table_matches_the_model_defaults() -> None:
         for text, model in zip(rows[key], ("hls", "chisel"), strict=True):
             rule = by_model[model]
             if callable(rule):
-                assert text == f"{rule(sec) // 8} × `bus_bytes`", key
+                assert text == f"{rule(sec) // 8} \u00d7 `bus_bytes`", key
             else:
                 assert int(text) == rule, key
 

@@ -132,13 +132,20 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
 
 
 @lru_cache(maxsize=65536)
+def _alone_plan(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
+    """A transfer alone on an idle channel from cycle 0: its completion and the channel's state
+    once every burst is issued."""
+    job = _Job(0, transfer, 0)
+    st = _State()
+    _run(ch, st, [job], None)
+    return job.done, st
+
+
 def alone(ch: Channel, transfer: Transfer) -> int:
     """Cycles ``transfer`` takes on an idle channel (its definition's duration reads this)."""
     if not transfer.bursts:
         return 0
-    job = _Job(0, transfer, 0)
-    _run(ch, _State(), [job], None)
-    return job.done
+    return _alone_plan(ch, transfer)[0]
 
 
 class Port:
@@ -216,6 +223,15 @@ class Port:
             nxt = self._next[w]
             if nxt is not None and nxt > now:
                 continue  # nothing on this channel completes yet (its issues commit later)
+            lone = self.jobs[w][0]
+            if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
+                    and lone.solo <= now:
+                # it ran alone from an idle channel: its plan, shifted, is the channel's state
+                done_at, st = _alone_plan(self.channels[w], lone.transfer)
+                t0 = lone.arrival
+                self.state[w] = _State(st.last_issue + t0, st.free + t0,
+                                       [r + t0 for r in st.slots], lone.key)
+                lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
             self._commit(w, now)
             keep = []
             for j in self.jobs[w]:
