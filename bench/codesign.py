@@ -19,7 +19,7 @@ bound achieved (``vta.compiler.driver.roofline``); per configuration: the networ
 layer as often as ResNet-18 has it), its GEMM utilization and the DSP/BRAM/LUT estimate
 (``vta.resources``).
 
-    python bench/codesign.py [--layers C2,C5] [--configs pynq,pynq_overlap]
+    python bench/codesign.py [--layers C2,C5] [--configs pynq,pynq_overlap] [--replot]
 
 Prints a table, writes bench/results/codesign.json and bench/results/codesign.png (network
 cycles against BRAM and LUT estimates, one point per configuration).
@@ -119,13 +119,14 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, res in zip(axes, ("bram36", "lut"), strict=True):
-        for k, (name, r) in enumerate(results.items()):
-            if r["network_cycles"] is None:
-                continue
-            x, y = r["resources"][res], r["network_cycles"] / 1e6
-            ax.scatter([x], [y], color="#2b7bba" if r["fits_board"] else "#d64541", zorder=3)
+        pts = [(name, r["resources"][res], r["network_cycles"] / 1e6, r["fits_board"])
+               for name, r in results.items() if r["network_cycles"] is not None]
+        for name, x, y, fits in pts:
+            ax.scatter([x], [y], color="#2b7bba" if fits else "#d64541", zorder=3)
+            # points at the same resource: labels stacked from the top one down
+            rank = sorted((-yy for _, xx, yy, _ in pts if xx == x)).index(-y)
             ax.annotate(name, (x, y), textcoords="offset points", fontsize=8,
-                        xytext=(6, 8 - 9 * (k % 3)))  # staggered: near points do not overlap
+                        xytext=(8, 10 - 12 * rank))
         ax.set_xlabel(f"{res} (estimate, vta.resources)")
         ax.grid(True, alpha=0.3)
     if "bram36" in PYNQ.resource_estimate() and PYNQ.board.bram36:
@@ -144,7 +145,12 @@ def main() -> int:
     ap.add_argument("--layers", default=",".join(RESNET18))
     ap.add_argument("--configs", default=",".join(VARIANTS))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "codesign.json"))
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the PNG from the JSON of an earlier run (no simulation)")
     a = ap.parse_args()
+    if a.replot:
+        plot(json.loads(Path(a.out).read_text()), Path(a.out).with_suffix(".png"))
+        return 0
     layers = a.layers.split(",")
     results = {}
     t0 = time.perf_counter()
