@@ -187,33 +187,39 @@ def test_finish_drains_load_and_store(hw: HwConfig) -> None:
     assert r.stats.bytes["inp"] == 64 and r.stats.bytes["out"] == 128
 
 
-def test_port_contention_interleaves_bursts() -> None:
-    """A LOAD.INP (load unit) and a LOAD.ACC (compute unit) of 256 B each (two 16-beat bursts)
-    both start at 39 (after the fetch of 3 words). Alone each takes 32 + 32 + 1 = 65. Sharing
-    the read channel burst by burst (round robin): the INP bursts issue at 39 and 41, the ACC
-    bursts at 40 and 42; data INP 71..87, ACC 87..103, INP 103..119, ACC 119..135. The INP load
-    ends at 119 + 1 = 120 (81 cycles: busy 65, 16 of them memory stall), the ACC load at 136
-    (97: busy 65, 32 memory). Holding the port through a whole DMA would have ended them at 104
-    and 169. FINISH (on compute, after the LOAD.ACC) waits for the load unit, then one cycle:
-    137. With a port per unit they do not meet: 39 + 65 + 1 = 105."""
+@BOTH
+def test_port_contention_interleaves_bursts(hw: HwConfig) -> None:
+    """A LOAD.INP (load unit) and a LOAD.ACC (compute unit) of 256 B each both start at 39
+    (after the fetch of 3 words). Alone each takes 32 + 32 + 1 = 65.
+    HLS, two 16-beat bursts each, taking turns burst by burst (round robin): the INP bursts
+    issue at 39 and 41, the ACC bursts at 40 and 42; data INP 71..87, ACC 87..103, INP 103..119,
+    ACC 119..135. The INP load ends at 119 + 1 = 120 (81 cycles: busy 65, 16 of them memory
+    stall), the ACC load at 136 (97: busy 65, 32 memory). Holding the port through a whole DMA
+    would have ended them at 104 and 169.
+    Chisel, one 32-beat burst each: INP issues at 39, data 71..103, ends 104 (no stall); ACC
+    issues at 40, data 103..135, ends 136 (97 cycles: busy 65, 32 memory).
+    FINISH (on compute, after the LOAD.ACC) waits for the load unit, then one cycle: 137. With
+    a port per unit they do not meet: 39 + 65 + 1 = 105."""
     insns = [Load(MemType.INP, 0, 0, 1, 16, 16), Load(MemType.ACC, 0, 0, 1, 4, 4), Finish()]
-    shared = simulate(_program(HLS, insns), HLS)  # type: ignore[arg-type]
+    shared = simulate(_program(hw, insns), hw)  # type: ignore[arg-type]
     u = shared.stats.units
-    assert (u["load"].busy, u["load"].memory) == (65, 16)
-    assert (u["compute"].busy - 1, u["compute"].memory) == (65, 32)  # FINISH is 1 busy cycle
+    assert (u["load"].busy, u["load"].memory) == (65, _by_model(hw, 16, 0))
+    # FINISH is one busy cycle of compute
+    assert (u["compute"].busy - 1, u["compute"].memory) == (65, 32)
     assert shared.cycles == 137
-    split_hw = HLS.with_changes(**{"memory.shared_port": False})
+    split_hw = hw.with_changes(**{"memory.shared_port": False})
     split = simulate(_program(split_hw, insns), split_hw)  # type: ignore[arg-type]
     assert split.cycles == 105 and split.stats.units["load"].memory == 0
 
 
-def test_reads_and_writes_use_their_own_channels() -> None:
+@BOTH
+def test_reads_and_writes_use_their_own_channels(hw: HwConfig) -> None:
     """A LOAD and a STORE issued together do not wait for each other (AXI's read and write
     channels are independent): the machine ends when the slower, the STORE, has (see
     ``test_finish_drains_load_and_store``)."""
-    p = _program(HLS, [Load(MemType.INP, 0, 0, 1, 64, 64), Store(MemType.OUT, 0, 0, 1, 64, 64),
-                       Finish()])
-    r = simulate(p, HLS)  # type: ignore[arg-type]
+    p = _program(hw, [Load(MemType.INP, 0, 0, 1, 64, 64), Store(MemType.OUT, 0, 0, 1, 64, 64),
+                      Finish()])
+    r = simulate(p, hw)  # type: ignore[arg-type]
     assert r.stats.units["store"].memory == 0 and r.stats.units["load"].memory == 0
 
 
