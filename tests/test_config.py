@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import _SECTIONS, ALU_OPS, HwConfig, HwConfigError
+from vta.config import _SECTIONS, ALU_OPS, MODEL_DEFAULTS, HwConfig, HwConfigError
 from vta.isa import by_name
 from vta.isa.defs import layout_of
 
@@ -246,21 +246,64 @@ def _doc_value(text: str) -> object:
 
 def test_docs_table_lists_every_field_with_the_codes_default() -> None:
     doc, schema = doc_fields(), schema_fields()
-    assert set(doc) == set(schema) | {"name"}
+    assert set(doc) == set(schema) | {"name", "timing_model"}
     assert doc["name"][1] == "required"
+    assert _doc_value(doc["timing_model"][1]) == "hls" and doc["timing_model"][0] == "string"
     for key, f in schema.items():
         typ, default, _ = doc[key]
+        if default == "model":  # the timing model's (MODEL_DEFAULTS), documented per model
+            assert f.default is None and key in MODEL_DEFAULTS and str(f.type) == "int | None"
+            assert typ == "int", key
+            continue
         assert _TYPES[typ] == str(f.type), key
         if f.default is dataclasses.MISSING:
             assert default == "required", key
         else:
             want = list(f.default) if isinstance(f.default, tuple) else f.default
             assert default != "required" and _doc_value(default) == want, key
+    assert {k for k, (_, d, _) in doc.items() if d == "model"} == set(MODEL_DEFAULTS)
+
+
+def test_docs_model_table_matches_the_model_defaults() -> None:
+    """docs/hwconfig.md's per-model table gives each model's value (burst in beats)."""
+    rows = {}
+    lines = (ROOT / "docs" / "hwconfig.md").read_text().splitlines()
+    start = lines.index("| field | `hls` | `chisel` |")
+    for line in lines[start + 2:]:
+        m = re.match(r"^\| `([a-z_.]+)` \| ([^|]+) \| ([^|]+) \|$", line)
+        if not m:
+            break
+        rows[m[1]] = (m[2].strip(), m[3].strip())
+    assert set(rows) == set(MODEL_DEFAULTS)
+    sec = {"bus_bytes": 8}
+    for key, by_model in MODEL_DEFAULTS.items():
+        for text, model in zip(rows[key], ("hls", "chisel"), strict=True):
+            rule = by_model[model]
+            if callable(rule):
+                assert text == f"{rule(sec) // 8} \u00d7 `bus_bytes`", key
+            else:
+                assert int(text) == rule, key
+
+
+def test_timing_model_chooses_the_left_out_fields() -> None:
+    """pynq_tsim.yaml differs from pynq.yaml in its name and timing_model alone; the fields the
+    file leaves out follow the model, and changing the model derives them again."""
+    hls, tsim = HwConfig.from_yaml(PYNQ), HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq_tsim.yaml")
+    assert (hls.alu.ii_imm, hls.memory.outstanding, hls.memory.burst_bytes) == (2, 4, 128)
+    assert (tsim.alu.ii_imm, tsim.memory.outstanding, tsim.memory.burst_bytes) == (1, 16, 2048)
+    assert hls.with_changes(timing_model="chisel").to_dict() == {**tsim.to_dict(), "name": "pynq"}
+    assert tsim.with_changes(timing_model="hls").memory == hls.memory
+    # a value the file gives stays
+    fixed = hls.with_changes(**{"memory.outstanding": 8})
+    assert fixed.with_changes(timing_model="chisel").memory.outstanding == 8
 
 
 def test_docs_table_pynq_column_matches_pynq_yaml() -> None:
     hw = HwConfig.from_yaml(PYNQ).to_dict()
     for key, (_, _, pynq) in doc_fields().items():
+        if key == "timing_model":
+            assert _doc_value(pynq) == hw["timing_model"]
+            continue
         if key == "alu.ops":
             assert pynq == "all" and hw["alu"]["ops"] == list(ALU_OPS)
             continue
@@ -279,7 +322,14 @@ def test_only_required_fields_load_with_the_documented_defaults(tmp_path: Path) 
     assert set(d) == {"name", "gemm", "scratchpad", "memory"}  # alu, queues, board: optional
     hw = HwConfig.from_yaml(write(tmp_path, d))
     for key, (_, default, _) in doc_fields().items():
-        if default != "required":
+        if default == "model":
+            sec, leaf = key.split(".")
+            rule = MODEL_DEFAULTS[key]["hls"]
+            want = rule(pynq_dict()[sec]) if callable(rule) else rule
+            assert getattr(getattr(hw, sec), leaf) == want, key
+        elif key == "timing_model":
+            assert hw.timing_model == "hls"
+        elif default != "required":
             sec, leaf = key.split(".")
             got = getattr(getattr(hw, sec), leaf)
             assert (list(got) if isinstance(got, tuple) else got) == _doc_value(default), key

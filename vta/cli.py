@@ -83,7 +83,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     table = Table(title=f"{hw.name} ({hw.source})", show_header=False)
     for key, value in summary.items():
         if isinstance(value, dict):
-            value = "  ".join(f"{k}={v}" for k, v in value.items())
+            sep = "\n" if key == "resource_breakdown" else "  "
+            value = sep.join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, str(value))
     Console().print(table)
     return 0
@@ -194,7 +195,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 #: ``vta run`` flags that only the accelerator target (``--target vta``) reads, by dest (the GPU
 #: path reads no HwConfig and prints no JSON) ...
 _VTA_ONLY = ("hw", "json", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
-             "dump_ir", "check_reference", "trace")
+             "dump_ir", "check_reference", "trace", "plot")
 #: ... and those only the GPU targets read.
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile")
 
@@ -294,18 +295,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{s['workload']}: {s['shape']} on {hw.name}  schedule {s['schedule']}")
         print(format_report(r.sim, hw), end="")
         kind = "memory" if s["memory_bound"] else "compute"
+        moved = "memory" if s["memory_bound_moved"] else "compute"
         print(f"roofline (classic): {s['roofline_cycles']:,.0f} cycles, {kind}-bound (GEMM "
-              f"{s['roofline_compute_cycles']:,.0f}, DRAM {s['roofline_memory_cycles']:,.0f}); "
-              f"achieved {s['of_roofline']:.1%} of it")
-        print(f"machine bound (GEMM + serial ALU epilogue {s['epilogue_cycles']:,.0f}): "
-              f"{s['machine_bound_cycles']:,.0f} cycles, utilization ceiling "
-              f"{s['utilization_ceiling']:.3f}; achieved {s['of_machine_bound']:.1%} of it")
+              f"{s['roofline_compute_cycles']:,.0f}, DRAM {s['roofline_memory_cycles']:,.0f} "
+              f"compulsory; {s['moved_memory_cycles']:,.0f} for the bytes moved: {moved}-"
+              f"bound); achieved {s['of_roofline']:.1%} of it")
+        how = "serial" if s["serial_epilogue"] else "separate"
+        print(f"machine bound (GEMM {s['machine_gemm_cycles']:,.0f} + {how} ALU "
+              f"{s['epilogue_cycles']:,.0f}): {s['machine_bound_cycles']:,.0f} cycles, "
+              f"utilization ceiling {s['utilization_ceiling']:.3f}; achieved "
+              f"{s['of_machine_bound']:.1%} of it")
         print(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
               f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
               f"acc hazards {s['acc_hazards']}")
         if args.trace:
             print(f"trace written to {args.trace}")
         print(_verdict(r.passed, r.mismatches, r.saturated, r.raw_slices))
+    if args.plot:
+        _plot([(r, 1)], hw, args.plot, quiet=args.json)
     return 0 if r.passed else 1
 
 
@@ -388,7 +395,61 @@ def _run_graph(args: argparse.Namespace) -> int:
         print(format_run(s, hw.board.clock_mhz))
         if args.trace:
             print(f"trace written to {args.trace} (one timeline, an ops track above the units)")
+    if args.plot:
+        _plot_graph(r, hw, args.plot, quiet=args.json)
     return 0 if r.passed else 1
+
+
+def _plot(runs: list, hw, path: str, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    """``--plot``: the layers against both bounds and where each unit's cycles went
+    (``vta.plot``), the units summed over the layers as often as each runs."""
+    from vta.plot import LayerPoint
+
+    points: list[LayerPoint] = []
+    units: dict[str, dict[str, int]] = {}
+    for r, n in runs:
+        b = r.roofline
+        busier = b["memory_cycles"] * hw.memory.bus_bytes  # max(read, written) compulsory
+        points.append(LayerPoint(r.compiled.workload.name, b["ops"], busier, r.cycles,
+                                 b["bound_cycles"], b["machine_cycles"]))
+        _add_units(units, r.stats, n)
+    _write_plot(points, units, hw, path, quiet)
+
+
+def _plot_graph(run, hw, path: str, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    """``--plot`` of a whole graph: every convolution and dense kernel (its fused operators
+    included) against both bounds, and the units' cycles summed over every kernel."""
+    from vta.plot import LayerPoint
+
+    points: list[LayerPoint] = []
+    units: dict[str, dict[str, int]] = {}
+    for s in run.steps:
+        if s.sim is None:
+            continue  # a host fallback: no accelerator cycles
+        _add_units(units, s.sim.stats, 1)
+        b = s.step.bound
+        if "bound_cycles" in b:  # a GEMM kernel (driver.roofline); window kernels have no MACs
+            busier = b["memory_cycles"] * hw.memory.bus_bytes
+            points.append(LayerPoint(s.step.group.output.name, b["ops"], busier, s.cycles,
+                                     b["bound_cycles"], b["machine_cycles"]))
+    _write_plot(points, units, hw, path, quiet)
+
+
+def _add_units(units: dict[str, dict[str, int]], stats, times: int) -> None:  # type: ignore[no-untyped-def]
+    for name, u in stats.units.items():
+        acc = units.setdefault(name, dict.fromkeys(("busy", "token", "queue", "memory",
+                                                    "conflict", "idle"), 0))
+        for k in acc:
+            acc[k] += getattr(u, k) * times
+
+
+def _write_plot(points: list, units: dict[str, dict[str, int]], hw, path: str,  # type: ignore[no-untyped-def]
+                quiet: bool) -> None:
+    from vta.plot import plot_run
+
+    plot_run(points, units, hw, path)
+    if not quiet:
+        print(f"plot written to {path}")
 
 
 def _verdict(passed: bool, mismatches: int, saturated: float, raw_slices: int) -> str:
@@ -411,6 +472,8 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> i
     s = r.summary()
     if args.json:
         print(json.dumps(s, indent=2, default=str))
+        if args.plot:
+            _plot(r.layers, hw, args.plot, quiet=True)
         return 0 if r.passed else 1
     print(f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
           f"{len(s['layers'])} distinct layers")
@@ -434,6 +497,8 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> i
             f"at most {s['saturated_max']:.2%} of a layer's outputs saturated")
     print(f"PASS: every layer bit-exact against numpy ({what})" if r.passed else
           "FAIL: some layer differs from numpy")
+    if args.plot:
+        _plot(r.layers, hw, args.plot, quiet=False)
     return 0 if r.passed else 1
 
 
@@ -489,6 +554,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-latency-hiding", action="store_true",
                      help="one virtual thread (no load/compute overlap)")
     run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace")
+    run.add_argument("--plot", metavar="FILE.png",
+                     help="draw the layer(s) against the roofline and the machine bound, and "
+                          "each unit's busy/stall shares")
     run.add_argument("--json", action="store_true", help="print JSON instead of tables")
     run.add_argument("--seed", type=_seed, default=None, help="seed for the random inputs")
     run.add_argument("--epilogue", choices=("calibrated", "none"), default="calibrated",

@@ -99,11 +99,18 @@ class AluConfig:
     lanes: int = 16
     #: initiation interval with a register operand (one acc read port: 2 in VTA's HLS design)
     ii: int = 2
-    #: initiation interval with an immediate operand
-    ii_imm: int = 1
+    #: initiation interval with an immediate operand (None in a file: the timing model's, see
+    #: ``MODEL_DEFAULTS``; HLS 2, Chisel 1)
+    ii_imm: int | None = None
     pipeline_depth: int = 4
     #: signed immediate width in bits
     imm_bits: int = 16
+    #: the ALU as a pipeline of its own (its own command queue and tokens) that runs
+    #: concurrently with the GEMM core, instead of VTA's one compute pipeline
+    separate_pipeline: bool = False
+    #: accumulator (and out) banks: a separate ALU and the GEMM core run together only on
+    #: different banks (each bank has its own two BRAM ports)
+    acc_banks: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +142,12 @@ class MemoryConfig:
     bus_bytes: int
     #: cycles from issuing a request to its first beat
     latency: int = 32
-    #: largest single burst in bytes; longer rows are split into several bursts
-    burst_bytes: int = 256
-    #: requests (bursts) in flight at once: their latencies overlap
-    outstanding: int = 4
+    #: largest single burst in bytes; longer rows are split into several bursts (None in a
+    #: file: the timing model's, 16 beats for HLS, 256 for Chisel)
+    burst_bytes: int | None = None
+    #: read bursts in flight at once on the port: their latencies overlap (None in a file: the
+    #: timing model's, 4 for HLS, 16 for Chisel)
+    outstanding: int | None = None
     #: fixed cycles of address generation per 2-D row
     row_overhead: int = 1
     #: whether fetch/load/store share one port (contend) or each has its own
@@ -205,17 +214,15 @@ class HwConfig:
     board: BoardConfig
     #: optional intrinsics, in the order the file lists them (``intrinsics:`` in YAML)
     intrinsics: tuple[IntrinsicConfig, ...] = ()
+    #: which of VTA's implementations the timing follows: ``hls`` (hardware/xilinx, the PYNQ
+    #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
+    timing_model: str = "hls"
     source: str = field(default="<dict>", compare=False)
-    #: the hash of the fields above, computed once (configs key many caches)
-    _hash: int = field(default=0, init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((
-            self.name, self.gemm, self.alu, self.scratchpad, self.queues, self.memory,
-            self.board, self.intrinsics)))
-
-    def __hash__(self) -> int:
-        return self._hash
+    #: fields the file left out whose value came from the timing model (``with_changes`` of
+    #: ``timing_model`` derives them again)
+    from_model: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: the hash, computed on first use (timing caches key on the config)
+    _hash_value: int | None = field(default=None, init=False, compare=False, repr=False)
 
     # ---------------------------------------------------------------- construction
 
@@ -254,7 +261,8 @@ class HwConfig:
         """The config as plain data (round-trips through ``from_dict``)."""
         d = asdict(self)
         d.pop("source")
-        d.pop("_hash")
+        d.pop("from_model")
+        d.pop("_hash_value")
         d["alu"]["ops"] = list(d["alu"]["ops"])
         d["intrinsics"] = {i.name: dict(i.params) for i in self.intrinsics}
         return d
@@ -269,6 +277,10 @@ class HwConfig:
         Example: ``with_changes(**{"gemm.block_in": 32})``.
         """
         d = self.to_dict()
+        for key in self.from_model:  # what the model chose is chosen again (by a new model)
+            if key not in changes:
+                sec, leaf = key.split(".")
+                d[sec].pop(leaf)
         for key, value in changes.items():
             node = d
             *parents, leaf = key.split(".")
@@ -276,6 +288,14 @@ class HwConfig:
                 node = node[part]
             node[leaf] = value
         return _build(d, self.source)
+
+    def __hash__(self) -> int:
+        # hashed often (timing caches key on the config): computed once per object
+        cached = self._hash_value
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+            object.__setattr__(self, "_hash_value", cached)
+        return int(cached)
 
     @property
     def hash(self) -> str:
@@ -366,24 +386,18 @@ class HwConfig:
         return self.memory.bus_bytes * self.board.clock_mhz * 1e6 / 1e9
 
     def resource_estimate(self) -> dict[str, int]:
-        """A first-order resource estimate: BRAM36 for the buffers, DSP for the MACs.
+        """A first-order estimate of DSP slices, BRAM36 blocks, datapath LUTs and pipeline
+        registers (``vta.resources``: every component and its rule)."""
+        from vta.resources import estimate
 
-        BRAM: each buffer needs ceil(bytes / 4.5 KiB) 36-Kbit blocks (a lower bound: port
-        widths can force more). DSP: one DSP48 slice packs two int8 multipliers (wider types take
-        one each). LUTs are not estimated.
-        """
-        sp = self.scratchpad
-        bram = sum(math.ceil(getattr(sp, k) / 4608) for k in ("uop", "inp", "wgt", "acc", "out"))
-        g = self.gemm
-        per_dsp = 2 if max(DTYPE_BITS[g.inp_dtype], DTYPE_BITS[g.wgt_dtype]) <= 8 else 1
-        dsp = math.ceil(g.batch * g.block_in * g.block_out / per_dsp)
-        return {"bram36": bram, "dsp": dsp}
+        return estimate(self)
 
     def fits_board(self) -> bool:
         """Whether the resource estimate fits the board (unknown resources count as fitting)."""
         est = self.resource_estimate()
         b = self.board
-        return (b.bram36 == 0 or est["bram36"] <= b.bram36) and (b.dsp == 0 or est["dsp"] <= b.dsp)
+        return all(have == 0 or est[k] <= have
+                   for k, have in (("bram36", b.bram36), ("dsp", b.dsp), ("lut", b.lut)))
 
     def summary(self) -> dict[str, Any]:
         """Derived values for ``vta info``."""
@@ -401,7 +415,10 @@ class HwConfig:
             "depths": {k: self.depth(k) for k in ("uop", "inp", "wgt", "acc", "out")},
             "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")},
             "isa_widths": asdict(w),
+            "timing_model": self.timing_model,
             "resources": self.resource_estimate(),
+            "resource_breakdown": {f"{comp} ({res})": f"{amount} = {rule}"
+                                   for res, comp, amount, rule in _breakdown(self)},
             "fits_board": self.fits_board(),
         }
 
@@ -418,7 +435,29 @@ _SECTIONS: dict[str, type] = {
     "memory": MemoryConfig,
     "board": BoardConfig,
 }
-_TOP_KEYS = ("name", *_SECTIONS, "intrinsics")
+_TOP_KEYS = ("name", "timing_model", *_SECTIONS, "intrinsics")
+
+#: The timing models (``timing_model``): VTA's two implementations, whose behaviour
+#: ``vta.isa.timing`` follows.
+TIMING_MODELS: tuple[str, ...] = ("hls", "chisel")
+
+#: Defaults that depend on the timing model, for fields a file leaves out: ``section.field`` ->
+#: {model: value, or a function of the section's other values}. Each is the implementation's
+#: own number (docs/simulator.md cites the source):
+#: * ``alu.ii_imm``: HLS 2 (vta.cc ``alu()``: ``#pragma HLS PIPELINE II = 2`` for every op, the
+#:   loop reads both operands), Chisel 1 (TensorAlu.scala: ``advance = alu_use_imm ||
+#:   stutter``);
+#: * ``memory.outstanding``: HLS 4 (a choice: the masters reach the Zynq's ACP port through a
+#:   SmartConnect; 4 outstanding reads is the ACP figure UG1085 documents), Chisel 16
+#:   (shell/VME.scala ``RequestQueueDepth``);
+#: * ``memory.burst_bytes``: HLS 16 beats (Vivado HLS's m_axi ``max_read_burst_length``
+#:   default; vta.cc's memcpy bursts), Chisel 256 beats (AXI4, ``lenBits = 8``).
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "alu.ii_imm": {"hls": 2, "chisel": 1},
+    "memory.outstanding": {"hls": 4, "chisel": 16},
+    "memory.burst_bytes": {"hls": lambda sec: 16 * sec["bus_bytes"],
+                           "chisel": lambda sec: 256 * sec["bus_bytes"]},
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,6 +575,8 @@ def _coerce(source: str, where: str, value: Any, annot: str) -> Any:
         if not isinstance(value, bool):
             raise _fail(source, where, f"expected true or false, got {value!r}")
         return value
+    if annot == "int | None":  # a field whose default comes from the timing model
+        annot = "int"
     if annot == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise _fail(source, where, f"expected an integer, got {value!r}")
@@ -598,10 +639,39 @@ def _build(data: Any, source: str) -> HwConfig:
             raise _fail(source, sec, "missing required section")
         else:
             parts[sec] = cls()
+    model = _coerce(source, "timing_model", data.get("timing_model", "hls"), "str")
+    if model not in TIMING_MODELS:
+        hint = difflib.get_close_matches(model, TIMING_MODELS, n=1)
+        did = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise _fail(source, "timing_model", f"unknown timing model {model!r}{did}; expected one "
+                    f"of {', '.join(TIMING_MODELS)} (VTA's HLS design or its Chisel design)")
+    parts, chosen = _model_defaults(source, model, parts)
     cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
-                   **parts)
+                   timing_model=model, from_model=chosen, **parts)
     _validate(cfg)
     return cfg
+
+
+def _model_defaults(source: str, model: str, parts: dict[str, Any]
+                    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``parts`` with every field the file left out (None) set from ``MODEL_DEFAULTS``, and the
+    names of those fields."""
+    chosen = []
+    for key, by_model in MODEL_DEFAULTS.items():
+        sec, leaf = key.split(".")
+        if getattr(parts[sec], leaf) is not None:
+            continue
+        rule = by_model[model]
+        value = rule(asdict(parts[sec])) if callable(rule) else rule
+        parts = {**parts, sec: replace(parts[sec], **{leaf: value})}
+        chosen.append(key)
+    return parts, tuple(chosen)
+
+
+def _breakdown(cfg: HwConfig) -> list[tuple[str, str, int, str]]:
+    from vta.resources import breakdown
+
+    return breakdown(cfg)
 
 
 def _is_pow2(n: int) -> bool:
@@ -637,9 +707,17 @@ def _validate(cfg: HwConfig) -> None:
             did = f" (did you mean '{hint[0]}'?)" if hint else ""
             raise _fail(src, "alu.ops",
                         f"unknown op {op!r}{did}; expected some of {', '.join(ALU_OPS)}")
-    for f in ("lanes", "ii", "ii_imm", "pipeline_depth"):
+    for f in ("lanes", "ii", "ii_imm", "pipeline_depth", "acc_banks"):
         if getattr(a, f) < 1:
             raise _fail(src, f"alu.{f}", f"must be >= 1, got {getattr(a, f)}")
+    if not _is_pow2(a.acc_banks):
+        raise _fail(src, "alu.acc_banks", f"must be a power of two, got {a.acc_banks}")
+    if a.separate_pipeline and a.acc_banks < 2:
+        raise _fail(src, "alu.acc_banks", "a separate ALU pipeline needs at least 2 accumulator "
+                    "banks (the GEMM core uses both ports of its bank every cycle), got 1")
+    if a.acc_banks > 1 and not a.separate_pipeline:
+        raise _fail(src, "alu.acc_banks", f"banks only matter to a separate ALU pipeline "
+                    f"(alu.separate_pipeline: true), got {a.acc_banks} banks without one")
     if not _is_pow2(a.lanes):
         raise _fail(src, "alu.lanes", f"must be a power of two, got {a.lanes}")
     if not 2 <= a.imm_bits <= 32:
@@ -654,6 +732,9 @@ def _validate(cfg: HwConfig) -> None:
         need = cfg.acc_depth * cfg.out_elem_bytes
         raise _fail(src, "scratchpad.out", f"must hold as many entries as acc ({cfg.acc_depth} x "
                     f"{cfg.out_elem_bytes} B = {need} bytes), got {sp.out}")
+    if a.acc_banks > cfg.acc_depth:
+        raise _fail(src, "alu.acc_banks", f"more banks ({a.acc_banks}) than accumulator entries "
+                    f"({cfg.acc_depth})")
 
     for f in ("command_depth", "token_depth", "fetch_batch"):
         if getattr(q, f) < 1:
@@ -663,6 +744,7 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "memory.bus_bytes", f"must be a power of two, got {m.bus_bytes}")
     if m.latency < 0:
         raise _fail(src, "memory.latency", f"must be >= 0, got {m.latency}")
+    assert m.burst_bytes is not None and m.outstanding is not None  # set from the model
     if m.burst_bytes < m.bus_bytes or m.burst_bytes % m.bus_bytes:
         raise _fail(src, "memory.burst_bytes", f"must be a multiple of bus_bytes ({m.bus_bytes}), "
                     f"got {m.burst_bytes}")

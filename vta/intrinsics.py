@@ -53,14 +53,15 @@ from vta.isa.defs import by_name, check_layouts, instance, registered
 from vta.isa.defs import register as _register_instruction
 from vta.isa.defs import unregister as _unregister_instruction
 from vta.isa.insn import n_ops
-from vta.isa.timing import alu_issues, microop_cycles
+from vta.isa.timing import alu_issues, loop_cycles, microop_cycles
 from vta.sim.dram import entry_spec
 
 __all__ = [
     "AsmSyntax", "BUILDER", "DefinitionError", "Deps", "Field", "InstructionDef", "MicroOpLoop",
     "Module",
     "NO_DEPS", "Opcode", "Operand", "TensorIntrinsic", "alu_issues", "by_name",
-    "elementwise_patterns", "instruction_intrinsics", "loop_head", "microop_cycles",
+    "elementwise_patterns", "instruction_intrinsics", "loop_cycles", "loop_head",
+    "microop_cycles",
     "microop_syntax", "n_ops", "register", "register_tensor_intrinsic", "registered",
     "unregister", "usable", "validation_config", "wrap",
 ]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler import driver
-from vta.compiler.driver import Compiled, Cost, packed_bytes, roofline
+from vta.compiler.driver import Compiled, Cost, memory_cycles, packed_bytes, roofline
 from vta.compiler.ops import packing
 from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_acc
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue, random_bias, saturated_fraction
@@ -96,6 +96,8 @@ class RunResult:
         c, hw, st = self.compiled, self.compiled.hw, self.stats
         t = self.cycles / (hw.board.clock_mhz * 1e6)
         ops = self.roofline["ops"]
+        b = st.bytes
+        moved = memory_cycles(hw, sum(v for k, v in b.items() if k != "out"), b.get("out", 0))
         units = {n: {"busy": u.busy, "token": u.token, "queue": u.queue, "memory": u.memory,
                      "idle": u.idle, "insns": u.insns} for n, u in st.units.items()}
         return {
@@ -121,10 +123,15 @@ class RunResult:
             "roofline_memory_cycles": self.roofline["memory_cycles"],
             "of_roofline": self.roofline["bound_cycles"] / self.cycles,
             "memory_bound": self.roofline["memory_cycles"] > self.roofline["compute_cycles"],
+            "moved_memory_cycles": moved,
+            "memory_bound_moved": moved > self.roofline["compute_cycles"],
+            "compulsory_bytes": self.roofline["min_bytes"],
             "machine_bound_cycles": self.roofline["machine_cycles"],
+            "machine_gemm_cycles": self.roofline["gemm_cycles"],
             "epilogue_cycles": self.roofline["epilogue_cycles"],
+            "serial_epilogue": self.roofline["serial_epilogue"],
             "of_machine_bound": self.roofline["machine_cycles"] / self.cycles,
-            "utilization_ceiling": self.roofline["compute_cycles"]
+            "utilization_ceiling": self.roofline["gemm_cycles"]
             / self.roofline["machine_cycles"],
             "instructions": len(c.program.instructions),
             "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,

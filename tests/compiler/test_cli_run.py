@@ -34,7 +34,22 @@ def test_run_dump_ir(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # t
     assert "# after uop_gen" in out and trace.exists()
 
 
+def test_run_plot_draws_a_png(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--plot``: the roofline with the layer against both bounds, and the units' shares; drawn
+    headless (Agg), for one layer and for a network's layers."""
+    png = tmp_path / "roof.png"
+    assert main(["run", "--hw", PYNQ, "matmul", "16", "32", "16", "--plot", str(png)]) == 0
+    assert f"plot written to {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    net = tmp_path / "net.png"
+    assert main(["run", "--hw", PYNQ, "resnet18", "--layers", "C10,C11", "--plot",
+                 str(net)]) == 0
+    assert net.stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("argv, msg", [
+    (["run", "--hw", PYNQ, "matmul", "16", "16", "16", "--plot", "/nonexistent/dir/x.png"],
+     "cannot write the picture"),
     (["run", "--hw", PYNQ, "resnet18:C99"], "unknown ResNet-18 layer"),
     (["run", "--hw", PYNQ, "nonsense"], "unknown workload"),
     (["run", "--hw", PYNQ, "matmul", "0", "4", "4"], "M must be >= 1"),

@@ -67,14 +67,39 @@ def test_lower_alu_epilogue_order() -> None:
 
 
 def test_uop_gen_folds_big_loops() -> None:
-    f = run_until(lowered(), "uop_gen")
+    """Timed as VTA's Chisel design (one pipeline drain per instruction), folding costs nothing,
+    so the fewest micro-ops win: x (6) and y (3) or a channel loop fold; the ALU's immediate
+    forms are one micro-op over a folded loop."""
+    f = run_until(lowered(name="pynq_tsim"), "uop_gen", name="pynq_tsim")
     insns = nodes(f, ComputeInsn)
     gemm = next(g for g in insns if g.instruction.name == GEMM_NAME and not g.reset)
-    # x (6) and y (3) or a channel loop fold; the rest are micro-ops
     assert gemm.iter_out * gemm.iter_in * len(gemm.uops) == 2 * 3 * 6 * 2 * 9
     assert len(gemm.uops) <= 2 * 9 * 2 * 3
     alu = [a for a in insns if a.instruction.name.startswith("ALU.")]
     assert all(len(a.uops) == 1 for a in alu if dict(a.params)["use_imm"])  # one uop
+
+
+def test_uop_gen_enumerates_where_each_loop_entry_fills_the_pipeline() -> None:
+    """Timed as VTA's HLS design, every entry of the micro-op loop fills the pipeline: an ALU
+    instruction over the tile's 2 x 3 x 6 = 36 entries costs ``36 * (2 + 4)`` cycles as one
+    micro-op looped 36 times but ``36 * 2 + 4`` as 36 micro-ops; the compiler enumerates them
+    (or 18 twice, ``2 * (18 * 2 + 4)``, when loading 18 fewer micro-ops pays for the fill:
+    the same tensor ops, a fraction of the cycles)."""
+    from _vta_helpers import hw
+
+    from vta.isa import by_name
+    from vta.isa.defs import instance
+
+    pynq = hw("pynq")
+    f = run_until(lowered(), "uop_gen")
+    alu = [a for a in nodes(f, ComputeInsn) if a.instruction.name.startswith("ALU.")
+           and dict(a.params)["use_imm"]]
+    assert alu and all(a.iter_out * a.iter_in * len(a.uops) == 2 * 3 * 6 for a in alu)
+    assert all(len(a.uops) >= 18 and a.iter_out * a.iter_in <= 2 for a in alu)
+    shr = by_name("ALU.SHR")
+    looped = instance(shr, use_imm=True, iter_out=1, iter_in=36, uop_end=1)
+    listed = instance(shr, use_imm=True, iter_out=1, iter_in=1, uop_end=36)
+    assert (shr.duration(looped, pynq), shr.duration(listed, pynq)) == (36 * 6, 36 * 2 + 4)
 
 
 def test_fold_loops_avoids_hazards_and_merges() -> None:

@@ -14,7 +14,8 @@ from vta.runner import compile_workload
 def test_pass_order_and_reasons() -> None:
     assert [n for n, _, _ in PASSES] == [
         "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma",
-        "tensorize", "lower_alu", "uop_gen", "virtual_thread", "flatten", "coproc_sync"]
+        "tensorize", "lower_alu", "uop_gen", "virtual_thread", "flatten", "hoist_resets",
+        "coproc_sync"]
     assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
     for _, fn, _ in PASSES:
         mod = __import__(fn.__module__, fromlist=["_"])

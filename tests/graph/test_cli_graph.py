@@ -27,9 +27,14 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_report(small: None, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    trace = tmp_path / "t.json"
-    assert main(["run", "--hw", PYNQ, "resnet18", "--trace", str(trace)]) == 0
+    trace, png = tmp_path / "t.json", tmp_path / "net.png"
+    assert main(["run", "--hw", PYNQ, "resnet18", "--trace", str(trace), "--plot",
+                 str(png)]) == 0
     out = capsys.readouterr().out.splitlines()
+    # --plot: every GEMM kernel against both bounds, the units' shares over every kernel
+    assert out[-1] == f"plot written to {png}"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = out[:-1]
     assert out[0] == "resnet18 on pynq (fusion: full): 23 kernels, 0 host fallbacks"
     assert out[1].split() == ["#", "op", "on", "fused", "cycles", "util", "%bound",
                               "DRAM", "bytes", "check"]

@@ -18,9 +18,9 @@ from vta.isa import InstructionDef, Program, definition_of
 from vta.isa.defs import instance
 
 __all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles",
-           "dma_instruction_cycles"]
+           "dma_instruction_cycles", "reset_instruction"]
 
-_UNITS = {0: "load", 1: "compute", 2: "store"}
+_UNITS = {0: "load", 1: "compute", 2: "store", 3: "alu"}
 
 
 def instruction_cycles(insn: Any, hw: HwConfig) -> int:
@@ -33,7 +33,7 @@ def unit_busy(program: Program, hw: HwConfig) -> dict[str, int]:
     out = dict.fromkeys(_UNITS.values(), 0)
     for insn in program.instructions:
         d = definition_of(insn)
-        out[_UNITS[int(d.unit_of(insn))]] += int(d.duration(insn, hw))
+        out[_UNITS[int(d.unit_of(insn, hw))]] += int(d.duration(insn, hw))
         if d.drains:
             break
     return out
@@ -46,15 +46,20 @@ def prototype(defn: InstructionDef, **fields: Any) -> Any:
 
 def microop_instruction_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                                **fields: Any) -> int:
-    """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops (memoised:
-    the schedule model prices thousands of candidates with a few distinct instructions)."""
+    """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops, folded as
+    micro-op generation would where the timing model pays per loop entry (as many micro-ops
+    as one instruction may hold, ``uop_gen``: a quarter of the uop buffer, the rest in
+    ``iter_in``). Memoised: the schedule model prices thousands of candidates with a few
+    distinct instructions."""
     return _microop_cycles(defn, n_ops, hw, tuple(sorted(fields.items())))
 
 
 @lru_cache(maxsize=4096)
 def _microop_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                     fields: tuple[tuple[str, Any], ...]) -> int:
-    return instruction_cycles(prototype(defn, iter_out=n_ops, iter_in=1, uop_end=1,
+    per = max(1, min(n_ops, hw.uop_depth // 4))
+    loops = -(-n_ops // per)
+    return instruction_cycles(prototype(defn, iter_out=1, iter_in=loops, uop_end=per,
                                         **dict(fields)), hw)
 
 
@@ -67,3 +72,20 @@ def dma_instruction_cycles(defn: InstructionDef, kind: str, rows: int, cols: int
 
     return instruction_cycles(prototype(defn, mem=MemType[kind.upper()], y_size=rows,
                                         x_size=cols, x_stride=cols), hw)
+
+
+def reset_instruction(hw: HwConfig, accumulating: InstructionDef
+                      ) -> tuple[InstructionDef, tuple[tuple[str, Any], ...]]:
+    """The instruction (and its fields) that zeroes an accumulator before ``accumulating``
+    sums into it: on hardware whose ALU is a separate pipeline, an ALU reset (it runs beside
+    the GEMM core, so the next tile's reset overlaps this tile's GEMMs; as an immediate form it
+    issues at ``alu.ii_imm``), else the accumulating instruction's own reset (VTA's GEMM
+    reset)."""
+    if not hw.alu.separate_pipeline:
+        return accumulating, ()
+    from vta.isa import AluOp
+    from vta.isa.builtins import ALU
+
+    op = next(o for o in (AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL)
+              if o.name.lower() in hw.alu.ops)
+    return ALU[op], (("use_imm", True), ("imm", 0))

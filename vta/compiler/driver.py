@@ -19,7 +19,7 @@ from typing import Any
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, packed_dims
 from vta.compiler.ops.epilogue import Epilogue, PackedOp, epilogue_cycles_per_entry
 from vta.compiler.ops.fold import FOLDS, ConvFold, fold_candidates
-from vta.compiler.ops.fused import Chain, apply_chain, chain_cost, chain_cycles_per_entry
+from vta.compiler.ops.fused import Chain, apply_chain, chain_cost, chain_cycles_split
 from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
 from vta.compiler.schedules.default import (
@@ -34,8 +34,8 @@ from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.isa import Program
 
-__all__ = ["Compiled", "Cost", "Rewrite", "compile_workload", "op_compute", "packed_bytes",
-           "roofline", "exact_layout"]
+__all__ = ["Compiled", "Cost", "Rewrite", "compile_workload", "compulsory_bytes",
+           "exact_layout", "memory_cycles", "op_compute", "packed_bytes", "roofline"]
 
 #: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
@@ -233,38 +233,85 @@ def packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
             + nb * ocb * conv.oh * conv.ow * hw.out_elem_bytes)
 
 
+def _span(size: int, out: int, k: int, stride: int, pad: int) -> int:
+    """How many of ``size`` input rows (or columns) some window reads: ``out`` windows of
+    ``k`` taps, ``stride`` apart, starting ``pad`` before the first."""
+    read: set[int] = set()
+    for o in range(out):
+        lo = o * stride - pad
+        read.update(range(max(0, lo), min(size, lo + k)))
+    return len(read)
+
+
+def compulsory_bytes(w: Workload, hw: HwConfig, bias: bool) -> tuple[int, int]:
+    """``(read, written)`` bytes any schedule must move: every input element some window reads
+    (a strided 1x1 layer reads a quarter of its input), every weight, the bias and every output
+    element, each once, at its dtype's width (no channel padding, no halo twice)."""
+    from vta.config import DTYPE_BITS
+
+    g = hw.gemm
+    ib, wb, ob = (DTYPE_BITS[t] // 8 for t in (g.inp_dtype, g.wgt_dtype, g.out_dtype))
+    bb = DTYPE_BITS[g.acc_dtype] // 8
+    spec = w.spec
+    if isinstance(spec, MatmulSpec):
+        return (spec.m * spec.k * ib + spec.n * spec.k * wb + (spec.n * bb if bias else 0),
+                spec.m * spec.n * ob)
+    c = spec
+    pixels = _span(c.h, c.oh, c.kh, c.stride, c.pad) * _span(c.w, c.ow, c.kw, c.stride, c.pad)
+    read = (c.n * c.ic * pixels * ib + c.oc * c.ic * c.kh * c.kw * wb
+            + (c.oc * bb if bias else 0))
+    return read, c.n * c.oc * c.oh * c.ow * ob
+
+
+def memory_cycles(hw: HwConfig, read: int, written: int) -> float:
+    """The fewest cycles moving ``read`` and ``written`` bytes takes: the port's read and write
+    channels each move ``bus_bytes`` a cycle, side by side (``vta.isa.memport``)."""
+    return max(read, written) / hw.memory.bus_bytes
+
+
 def roofline(c: Compiled) -> dict[str, float]:
-    """Two bounds on the layer's cycles (unpadded ops; compulsory DRAM traffic: every packed
-    tensor moved exactly once):
+    """Two lower bounds on the layer's cycles, whatever schedule and layout the compiler
+    chose (``compulsory_bytes``: only the elements the computation reads, each once):
 
-    * the classic roofline ``max(compute, memory)``: ``compute`` = ideal GEMM cycles
-      (ops / (2 * MACs per cycle)), ``memory`` = compulsory bytes / bus bytes per cycle;
-    * the machine bound ``max(compute + epilogue, memory)``, which adds the ALU work the
-      compute module must do serially with its GEMMs: per accumulator entry one GEMM reset
-      and the epilogue's instructions, each at its definition's cycles per micro-op
-      (``ops.epilogue.epilogue_cycles_per_entry``: for the default epilogue on pynq, SHR, MAX
-      and MIN at ``alu.ii_imm`` and the bias ADD at ``alu.ii``).
+    * the classic roofline ``max(compute, memory)``: ``compute`` = the true MACs at the GEMM
+      core's peak (``ops / (2 * MACs per cycle)``), ``memory`` = the compulsory bytes over the
+      port (``memory_cycles``);
+    * the machine bound, which adds what this machine cannot avoid: the GEMM core does whole
+      micro-ops, each one accumulator entry (``batch x block_out`` outputs) by ``block_in`` of
+      its reduction, so an entry takes at least ``ceil(reduction / block_in)`` of them
+      (``gemm_cycles``; C1's 3 x 7 x 7 = 147 reduction needs 10 micro-ops of 16); and per entry
+      the accumulator reset and the epilogue's instructions (``ops.epilogue.
+      epilogue_cycles_per_entry``, each at its definition's issue cycles; HLS: SHR, bias ADD,
+      MAX, MIN at II=2), which VTA's one compute pipeline runs serially with its GEMMs
+      (``max(gemm + epilogue, memory)``) and a separate ALU pipeline beside them
+      (``max(gemm, epilogue, memory)``).
 
-    Both describe the user's layer, whatever layout the compiler chose: ``ops`` are the true
-    ``2*N*OC*OH*OW*KH*KW*IC``, so a folded layer (``ops.fold``), whose GEMMs do fewer padded
-    MACs, is held to the same compute bound as the plain one; the compulsory bytes are the
-    fewer of the plain and the chosen layout's (a fold can move fewer bytes than the plain
-    layout's channel padding)."""
+    Pipeline fills, DMA latencies and contention are not in either: a run's cycles are at least
+    both (a test holds every shipped configuration to it)."""
     hw, conv = c.hw, c.user_conv
     ops = c.workload.spec.ops
     compute = ops / (2 * hw.macs_per_cycle)
     g, epi = hw.gemm, c.epilogue
     ocb = math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
-    byts = min(packed_bytes(conv, hw, epi.bias), packed_bytes(c.conv, hw, epi.bias))
+    read, written = compulsory_bytes(c.workload, hw, epi.bias)
     entries = nb * ocb * conv.oh * conv.ow
+    gemm = entries * math.ceil(conv.ic * conv.kh * conv.kw / g.block_in) * g.ii
     per_entry = epilogue_cycles_per_entry(epi, hw)
-    if c.chain:  # fused operators: their instructions, their operands read once
-        per_entry += chain_cycles_per_entry(c.chain, hw)
-        byts += entries * len(c.chain.tensors) * hw.inp_elem_bytes
-    memory = byts / hw.memory.bus_bytes
+    if c.chain:  # fused operators: their instructions, their int8 operands read once
+        from vta.config import DTYPE_BITS
+
+        widen, alu = chain_cycles_split(c.chain, hw)
+        gemm += entries * widen  # the widening GEMMs run on the GEMM core
+        per_entry += alu
+        read += (len(c.chain.tensors) * conv.n * conv.oc * conv.oh * conv.ow
+                 * (DTYPE_BITS[g.inp_dtype] // 8))
+    memory = memory_cycles(hw, read, written)
     epilogue = entries * per_entry
+    serial = not hw.alu.separate_pipeline
+    machine = max(gemm + epilogue, memory) if serial else max(gemm, epilogue, memory)
     return {"compute_cycles": compute, "memory_cycles": memory,
-            "bound_cycles": max(compute, memory), "epilogue_cycles": epilogue,
-            "epilogue_per_entry": per_entry, "machine_cycles": max(compute + epilogue, memory),
-            "min_bytes": byts, "ops": ops}
+            "bound_cycles": max(compute, memory), "gemm_cycles": gemm,
+            "epilogue_cycles": epilogue, "epilogue_per_entry": per_entry,
+            "machine_cycles": machine, "min_bytes": read + written, "min_read_bytes": read,
+            "min_write_bytes": written, "ops": ops, "serial_epilogue": serial}

@@ -422,11 +422,24 @@ def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
         fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
     else:
         fn = mapping
-    return _rewrite(node, fn, descend)
+    return _rewrite(node, fn, descend, {})
 
 
 def _rewrite(node: Any, fn: Callable[[Any], Any | None],
-             descend: Callable[[Any], bool] | None) -> Any:
+             descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+    # ``memo``: a subtree shared by many parents (a micro-op list's common base expression) is
+    # rewritten once per call; nodes are immutable and alive for the call (the memo holds
+    # them), so their ids are stable
+    done = memo.get(id(node))
+    if done is not None:
+        return done[1]
+    out = _rewrite_node(node, fn, descend, memo)
+    memo[id(node)] = (node, out)
+    return out
+
+
+def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
+                  descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
     r = fn(node)
     if r is not None:
         return r
@@ -438,7 +451,7 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
     for name in names:
         v = getattr(node, name)
         if type(v) is tuple:
-            nv = tuple(_rewrite(x, fn, descend)
+            nv = tuple(_rewrite(x, fn, descend, memo)
                        if node_fields(type(x)) is not None and (descend is None or descend(x))
                        else x for x in v)
             if any(a is not b for a, b in zip(nv, v, strict=True)):
@@ -446,7 +459,7 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
                     changed = {}
                 changed[name] = nv
         elif node_fields(type(v)) is not None and (descend is None or descend(v)):
-            nv = _rewrite(v, fn, descend)
+            nv = _rewrite(v, fn, descend, memo)
             if nv is not v:
                 if changed is None:
                     changed = {}

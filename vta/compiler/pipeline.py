@@ -18,6 +18,7 @@ from vta.compiler.passes.bound_inference import infer_bounds
 from vta.compiler.passes.coproc_sync import insert_tokens
 from vta.compiler.passes.emit import emit_program
 from vta.compiler.passes.flatten import flatten
+from vta.compiler.passes.hoist_resets import hoist_resets
 from vta.compiler.passes.inject_dma import inject_dma
 from vta.compiler.passes.lower_alu import lower_alu
 from vta.compiler.passes.scratchpad_alloc import allocate_scratchpads
@@ -62,6 +63,9 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
      "interleaves the threads' stages"),
     ("flatten", flatten,
      "token insertion reasons about concrete SRAM ranges of instructions in program order"),
+    ("hoist_resets", hoist_resets,
+     "needs the concrete SRAM ranges flatten gives and must precede token insertion: on a "
+     "separate ALU pipeline a reset moves up to just after the store it must follow"),
     ("coproc_sync", insert_tokens,
      "last IR pass: any reordering after it would invalidate the push/pop pairing"),
 )
@@ -104,7 +108,7 @@ def compile_func(func: S.PrimFunc, hw: HwConfig, *, check: bool = True,
         verify(func)
     for name, fn, _why in PASSES:
         func = fn(func, hw)
-        if check and name not in ("flatten", "coproc_sync"):
+        if check and name not in ("flatten", "hoist_resets", "coproc_sync"):
             verify(func)
         if keep_ir:
             ir[name] = func

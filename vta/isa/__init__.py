@@ -53,8 +53,10 @@ from vta.isa.insn import (
     Store,
     Uop,
     flag_for,
+    flag_queues,
     n_ops,
     queue_of,
+    token_queues,
 )
 from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder, ProgramError
 
@@ -67,6 +69,6 @@ __all__ = [
     "ProgramBuilder", "ProgramError", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available",
     "by_name", "check_fields", "decode", "decode_program", "decode_uop", "definition_of",
     "disassemble", "encode", "encode_program", "encode_uop", "flag_for", "format_insn",
-    "layout", "module_of", "n_ops", "pops_of", "pushes_of", "queue_of", "registered",
-    "uop_layout",
+    "flag_queues", "layout", "module_of", "n_ops", "pops_of", "pushes_of", "queue_of",
+    "registered", "token_queues", "uop_layout",
 ]

@@ -29,7 +29,7 @@ from vta.isa.defs import (
     register,
 )
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Module, Opcode, Store
-from vta.isa.timing import alu_issues, dma_cycles, microop_cycles
+from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
 
 __all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
            "store_rows", "wrap", "elementwise_patterns", "gemm_pattern"]
@@ -103,13 +103,25 @@ def _load_unit(insn: Load) -> Module:
     return Module.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Module.COMPUTE
 
 
-def _load_duration(insn: Load, hw: HwConfig) -> int:
+def _load_timing(insn: Load, hw: HwConfig) -> DmaTiming | None:
+    """A LOAD on the read channel: its rows, and its pads (``vta.isa.timing``)."""
     pads = insn.sram_elems - insn.y_size * insn.x_size if insn.sram_elems else 0
-    return dma_cycles(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind), pads)
+    return dma_timing(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind), pads,
+                      kind=insn.mem.kind)
 
 
-def _store_duration(insn: Store, hw: HwConfig) -> int:
-    return dma_cycles(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind))
+def _store_timing(insn: Store, hw: HwConfig) -> DmaTiming | None:
+    """A STORE on the write channel."""
+    return dma_timing(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind),
+                      kind=insn.mem.kind, write=True)
+
+
+def _dma_duration(timing: Callable[[Any, HwConfig], DmaTiming | None]
+                  ) -> Callable[[Any, HwConfig], int]:
+    def duration(insn: Any, hw: HwConfig) -> int:
+        t = timing(insn, hw)
+        return 1 if t is None else t.alone
+    return duration
 
 
 def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
@@ -171,13 +183,15 @@ def _mem_syntax(name: str) -> AsmSyntax:
 
 LOAD = register(InstructionDef(
     name="LOAD", cls=Load, opcode=Opcode.LOAD, layout=_load_layout, unit=_load_unit,
-    duration=_load_duration, asm=_mem_syntax("LOAD"), dma=_dma, direction="load",
+    duration=_dma_duration(_load_timing), dma_timing=_load_timing, asm=_mem_syntax("LOAD"),
+    dma=_dma, direction="load",
     semantics=load_image, mnemonic=lambda i: f"LOAD.{i.mem.name}", check=_mem_check("LOAD"),
     doc="2-D strided DMA from DRAM into a scratchpad with zero padding on four sides"))
 
 STORE = register(InstructionDef(
     name="STORE", cls=Store, opcode=Opcode.STORE, layout=_store_layout, unit=Module.STORE,
-    duration=_store_duration, asm=_mem_syntax("STORE"), dma=_dma, direction="store",
+    duration=_dma_duration(_store_timing), dma_timing=_store_timing, asm=_mem_syntax("STORE"),
+    dma=_dma, direction="store",
     semantics=store_rows, mnemonic=lambda i: f"STORE.{i.mem.name}", check=_mem_check("STORE"),
     doc="2-D strided DMA from the out scratchpad to DRAM"))
 
@@ -254,7 +268,7 @@ def _elementwise(t: Any, hw: HwConfig, fn: Callable[..., Any], name: str, regist
 
 GEMM = register(InstructionDef(
     name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Module.COMPUTE,
-    duration=lambda i, hw: microop_cycles(i.n_ops, hw.gemm.ii, hw.gemm.pipeline_depth),
+    duration=lambda i, hw: loop_cycles(i, hw, hw.gemm.ii, hw.gemm.pipeline_depth),
     asm=microop_syntax("GEMM"), check=_uop_order,
     operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
               Operand("src", "inp", factors=("src_factor_out", "src_factor_in")),
@@ -321,6 +335,7 @@ def _alu_semantics(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[...,
 def alu_issue(insn: Alu, hw: HwConfig) -> int:
     """Cycles per ALU micro-op: the vector's issues at ``alu.ii_imm`` (immediate) or
     ``alu.ii`` (register operand)."""
+    assert hw.alu.ii_imm is not None
     return alu_issues(hw) * (hw.alu.ii_imm if insn.use_imm else hw.alu.ii)
 
 
@@ -357,8 +372,8 @@ def _alu_syntax(op: AluOp) -> AsmSyntax:
 def _alu_def(op: AluOp) -> InstructionDef:
     return InstructionDef(
         name=f"ALU.{op.name}", cls=Alu, opcode=Opcode.ALU, function=("op", int(op)),
-        layout=_alu_layout, unit=Module.COMPUTE,
-        duration=lambda i, hw: microop_cycles(i.n_ops, alu_issue(i, hw), hw.alu.pipeline_depth),
+        layout=_alu_layout, unit=Module.COMPUTE, alu=True,
+        duration=lambda i, hw: loop_cycles(i, hw, alu_issue(i, hw), hw.alu.pipeline_depth),
         asm=_alu_syntax(op), check=_alu_check(op),
         operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out",
                                                               "dst_factor_in")),
@@ -388,5 +403,5 @@ def _finish_syntax() -> AsmSyntax:
 FINISH = register(InstructionDef(
     name="FINISH", cls=Finish, opcode=Opcode.FINISH, layout=_finish_layout,
     unit=Module.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
-    drains=(Module.LOAD, Module.STORE),
-    doc="ends the program once the load and store modules have drained"))
+    drains=(Module.LOAD, Module.ALU, Module.STORE),
+    doc="ends the program once the load, ALU (when separate) and store modules have drained"))

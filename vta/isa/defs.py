@@ -179,6 +179,12 @@ class InstructionDef:
     check: Callable[[Any, HwConfig], str | None] | None = None
     #: ``(memory kind, bytes)`` the instruction moves over the memory port (None: it does not)
     dma: Callable[[Any, HwConfig], tuple[str, int] | None] | None = None
+    #: a DMA's timing on the memory port (``vta.isa.timing.DmaTiming``; None: an empty one):
+    #: its duration is this alone on the port, the simulator shares the port among DMAs
+    dma_timing: Callable[[Any, HwConfig], Any] | None = None
+    #: runs on the ALU: the compute module's, or the ALU module of hardware whose ALU is a
+    #: separate pipeline (``alu.separate_pipeline``)
+    alu: bool = False
     #: a DMA's direction: ``"load"`` (DRAM -> scratchpad) or ``"store"`` (out -> DRAM)
     direction: Literal["load", "store"] | None = None
     #: FINISH: waits for these modules to drain and ends the program
@@ -206,7 +212,11 @@ class InstructionDef:
 
     # ------------------------------------------------------------------ queries
 
-    def unit_of(self, insn: Any) -> Module:
+    def unit_of(self, insn: Any, hw: HwConfig | None = None) -> Module:
+        """The module that executes ``insn`` (on ``hw``: an ALU instruction goes to the ALU
+        module when the hardware's ALU is a separate pipeline)."""
+        if self.alu and hw is not None and hw.alu.separate_pipeline:
+            return Module.ALU
         return self.unit if isinstance(self.unit, Module) else self.unit(insn)
 
     def mnemonic_of(self, insn: Any) -> str:
@@ -416,9 +426,10 @@ def definition_of(insn: Any) -> InstructionDef:
     return d
 
 
-def module_of(insn: Any) -> Module:
-    """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does)."""
-    return definition_of(insn).unit_of(insn)
+def module_of(insn: Any, hw: HwConfig | None = None) -> Module:
+    """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does); with
+    ``hw``, as that hardware routes it (its ALU may be a module of its own)."""
+    return definition_of(insn).unit_of(insn, hw)
 
 
 def family(opcode: int) -> tuple[InstructionDef, ...]:
@@ -619,12 +630,14 @@ def dataclass_field_names(cls: type) -> tuple[str, ...]:
 
 
 
-def _flag_queues(insn: Any, flags: tuple[str, str]) -> list[tuple[Module, Module]]:
-    m = module_of(insn)
+def _flag_queues(insn: Any, flags: tuple[str, str],
+                 hw: HwConfig | None) -> list[tuple[Module, Module]]:
+    m = module_of(insn, hw)
+    separate = hw is not None and hw.alu.separate_pipeline
     out = []
     for flag in flags:
         if getattr(insn.deps, flag):
-            q = queue_of(m, flag)
+            q = queue_of(m, flag, separate)
             if q is None:
                 raise ValueError(f"{definition_of(insn).mnemonic_of(insn)}: {flag} has no token "
                                  f"queue on the {m.name.lower()} module")
@@ -632,14 +645,15 @@ def _flag_queues(insn: Any, flags: tuple[str, str]) -> list[tuple[Module, Module
     return out
 
 
-def pops_of(insn: Any) -> list[tuple[Module, Module]]:
-    """Token queues this instruction pops from, in flag order (pop_prev, pop_next)."""
-    return _flag_queues(insn, ("pop_prev", "pop_next"))
+def pops_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Module, Module]]:
+    """Token queues this instruction pops from, in flag order (pop_prev, pop_next); with
+    ``hw``, on that hardware's module chain (``vta.isa.insn.FLAG_QUEUES``)."""
+    return _flag_queues(insn, ("pop_prev", "pop_next"), hw)
 
 
-def pushes_of(insn: Any) -> list[tuple[Module, Module]]:
+def pushes_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Module, Module]]:
     """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
-    return _flag_queues(insn, ("push_prev", "push_next"))
+    return _flag_queues(insn, ("push_prev", "push_next"), hw)
 
 
 def _config_check(hw: HwConfig) -> list[tuple[str, str]]:

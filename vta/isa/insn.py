@@ -40,6 +40,9 @@ __all__ = [
     "FLAG_QUEUES",
     "queue_of",
     "flag_for",
+    "flag_queues",
+    "token_queues",
+    "FLAG_QUEUES_SEPARATE_ALU",
     "n_ops",
 ]
 
@@ -77,6 +80,9 @@ class Module(IntEnum):
     LOAD = 0
     COMPUTE = 1
     STORE = 2
+    #: the ALU as a module of its own: only on hardware whose ALU is a separate pipeline
+    #: (``alu.separate_pipeline``); it then sits between compute and store (``FLAG_QUEUES``)
+    ALU = 3
 
 
 #: The four token queues, named (producer, consumer).
@@ -275,14 +281,46 @@ FLAG_QUEUES: dict[tuple[Module, str], tuple[Module, Module]] = {
 }
 
 
-def queue_of(module: Module, flag: str) -> tuple[Module, Module] | None:
+#: The token routing of hardware whose ALU is a separate pipeline: the modules form the chain
+#: load <-> compute <-> alu <-> store (compute's "next" and store's "prev" are the ALU), so every
+#: instruction keeps VTA's four flags. A dependence between compute and store goes through an
+#: ALU instruction (the compiler's token pass relays it, ``coproc_sync``).
+FLAG_QUEUES_SEPARATE_ALU: dict[tuple[Module, str], tuple[Module, Module]] = {
+    (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
+    (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
+    (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
+    (Module.COMPUTE, "pop_next"): (Module.ALU, Module.COMPUTE),
+    (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
+    (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.ALU),
+    (Module.ALU, "pop_prev"): (Module.COMPUTE, Module.ALU),
+    (Module.ALU, "pop_next"): (Module.STORE, Module.ALU),
+    (Module.ALU, "push_prev"): (Module.ALU, Module.COMPUTE),
+    (Module.ALU, "push_next"): (Module.ALU, Module.STORE),
+    (Module.STORE, "pop_prev"): (Module.ALU, Module.STORE),
+    (Module.STORE, "push_prev"): (Module.STORE, Module.ALU),
+}
+
+
+def flag_queues(separate_alu: bool = False) -> dict[tuple[Module, str], tuple[Module, Module]]:
+    """The routing table of VTA's modules, or of the chain with a separate ALU module."""
+    return FLAG_QUEUES_SEPARATE_ALU if separate_alu else FLAG_QUEUES
+
+
+def token_queues(separate_alu: bool = False) -> tuple[tuple[Module, Module], ...]:
+    """The token queues of that routing, (producer, consumer), each once."""
+    return tuple(dict.fromkeys(flag_queues(separate_alu).values()))
+
+
+def queue_of(module: Module, flag: str, separate_alu: bool = False
+             ) -> tuple[Module, Module] | None:
     """The token queue a flag of ``module`` refers to (None if the flag has no queue there)."""
-    return FLAG_QUEUES.get((module, flag))
+    return flag_queues(separate_alu).get((module, flag))
 
 
-def flag_for(queue: tuple[Module, Module], module: Module, push: bool) -> str:
+def flag_for(queue: tuple[Module, Module], module: Module, push: bool,
+             separate_alu: bool = False) -> str:
     """The flag with which ``module`` pushes to (``push``) or pops from ``queue``."""
-    for (m, f), q in FLAG_QUEUES.items():
+    for (m, f), q in flag_queues(separate_alu).items():
         if m is module and q == queue and f.startswith("push" if push else "pop"):
             return f
     raise ValueError(f"the {module.name.lower()} module has no flag for queue {queue}")

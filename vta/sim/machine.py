@@ -1,13 +1,24 @@
-"""The cycle-level machine: fetch, load, compute and store as simpy processes.
+"""The cycle-level machine: fetch, load, compute, store (and, on hardware whose ALU is a
+separate pipeline, alu) as simpy processes.
 
 One ``simpy.Environment`` per run. Fetch reads instruction words over the memory port in
-batches of ``queues.fetch_batch`` and routes each (``module_of``) into a bounded command queue;
-each unit pops its dependency tokens, takes the memory port if it moves data, holds the unit
-for the instruction's duration (its definition's ``duration``: one timeout per instruction),
-executes the instruction's arithmetic at completion, and pushes its tokens. What an instruction
-does, where it runs, how long it takes and whether it ends the program are all read from its
-definition (``vta.isa.defs``), by table. Units meet only through these
-bounded Stores and the memory port(s), so every stall emerges from the model.
+batches of ``queues.fetch_batch`` and routes each (``module_of`` on the hardware) into a bounded
+command queue; each unit pops its dependency tokens, executes the instruction and pushes its
+tokens. What an instruction does, where it runs, how long it takes and whether it ends the
+program are all read from its definition (``vta.isa.defs``), by table: a micro-op instruction
+holds its unit for its ``duration``; a DMA submits its bursts to the memory port
+(``vta.isa.memport.Port``, shared by every unit or one per unit, ``memory.shared_port``), which
+interleaves them burst by burst with the other units' transfers, and completes when its
+transfer and its scratchpad work are done (``DmaTiming.cycles``): alone on the port that is
+exactly its duration, so the compiler's cost model and the simulator agree on every
+uncontended instruction. The arithmetic executes at completion. Units meet only through these
+bounded Stores, the port and (separate ALU) the accumulator banks, so every stall emerges from
+the model.
+
+A separate ALU pipeline (``alu.separate_pipeline``) shares the accumulator with the GEMM core
+through ``alu.acc_banks`` banks: an instruction holds the banks its accumulator indices fall in
+(computed before the run from the micro-ops the program loads), and waits (``conflict``) for a
+bank the other pipeline holds.
 
 The run ends when the environment has no events left. A unit still waiting then is a deadlock
 (``DeadlockError`` names each waiting unit, what it waits on and its instruction).
@@ -21,36 +32,40 @@ from typing import Any
 
 import simpy
 from numpy.typing import ArrayLike
-from simpy.resources.resource import Request
 
 from vta.config import HwConfig
 from vta.isa import (
     DefinitionError,
     Instruction,
     InstructionDef,
+    MemType,
     Module,
     Opcode,
     Program,
+    Uop,
     definition_of,
     n_ops,
     pops_of,
     pushes_of,
+    token_queues,
 )
 from vta.isa.builtins import GEMM
 from vta.isa.defs import require
-from vta.isa.timing import INSN_BYTES, fetch_cycles
+from vta.isa.memport import Port, Transfer
+from vta.isa.timing import INSN_BYTES, DmaTiming, fetch_timing, read_channel, write_channel
 from vta.sim.dram import Dram, random_inputs
 from vta.sim.errors import DeadlockError, SimError, where
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
-from vta.sim.stats import UNITS, SimResult, SimStats, Slice, UnitStats
+from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
 
 __all__ = ["simulate", "mnemonic"]
 
 Queue = tuple[Module, Module]
 Proc = Generator[simpy.Event, Any, None]
 
-_UNIT_OF = {Module.LOAD: "load", Module.COMPUTE: "compute", Module.STORE: "store"}
+_UNIT_OF = {Module.LOAD: "load", Module.COMPUTE: "compute", Module.STORE: "store",
+            Module.ALU: "alu"}
 
 
 def _qname(q: Queue) -> str:
@@ -73,20 +88,122 @@ class _Static:
     pushes: tuple[Queue, ...]
     #: (memory kind, bytes) a DMA moves over the memory port; None: it does not use the port
     dma: tuple[str, int] | None
+    #: a DMA's bursts and scratchpad work (None: not a DMA, or an empty one)
+    timing: DmaTiming | None
+    #: accumulator banks the instruction touches (separate ALU pipeline only; else empty)
+    banks: tuple[int, ...] = ()
 
 
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     out = []
+    banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     for i, insn in enumerate(insns):
         try:
             d = definition_of(insn)
             require(d, hw)
-            pops, pushes = tuple(pops_of(insn)), tuple(pushes_of(insn))
+            pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
         except (ValueError, DefinitionError) as e:
             raise SimError(f"{where(i, insn, program)}: {e}") from None
         dma = d.dma(insn, hw) if d.dma is not None else None
-        out.append(_Static(d, d.unit_of(insn), d.duration(insn, hw), pops, pushes, dma))
+        timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
+        out.append(_Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma,
+                           timing, banks.of(insn, d) if banks is not None else ()))
     return out
+
+
+class _AccBanks:
+    """Which accumulator banks each instruction touches, from the micro-ops the program has
+    loaded by then (its LOAD.UOPs replayed in program order over the allocations' contents)."""
+
+    def __init__(self, program: Program, hw: HwConfig) -> None:
+        self.program, self.hw = program, hw
+        self.size = max(1, hw.acc_depth // hw.alu.acc_banks)
+        self.uops: dict[int, Uop] = {}
+        #: banks of each instruction seen since the micro-ops last changed
+        self.seen: dict[Any, tuple[int, ...]] = {}
+
+    def _span(self, lo: int, hi: int) -> tuple[int, ...]:
+        if hi <= lo:
+            return ()
+        return tuple(range(lo // self.size, (hi - 1) // self.size + 1))
+
+    def of(self, insn: Any, d: InstructionDef) -> tuple[int, ...]:
+        if d.role == "load" and insn.mem is MemType.UOP:
+            self._load_uops(insn)
+            self.seen.clear()
+            return ()
+        hit = self.seen.get(insn)
+        if hit is None:
+            hit = self.seen[insn] = self._banks(insn, d)
+        return hit
+
+    def _banks(self, insn: Any, d: InstructionDef) -> tuple[int, ...]:
+        if d.role == "load" and insn.mem is MemType.ACC:
+            return self._span(insn.sram_base, insn.sram_base + insn.sram_elems)
+        if d.role != "compute":
+            return ()
+        uops = [self.uops.get(k) for k in range(insn.uop_bgn, insn.uop_end)]
+        if not uops or n_ops(insn) == 0:
+            return ()
+        touched: set[int] = set()
+        for op in (d.dst, *d.reads(insn)):
+            if op.memory != "acc" or any(u is None for u in uops):
+                continue
+            fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
+                if op.factors else (0, 0)
+            base = [getattr(u, op.name) for u in uops if u is not None]
+            steps = (insn.iter_out - 1) * fo + (insn.iter_in - 1) * fi
+            touched.update(self._span(min(base), max(base) + steps + 1))
+        return tuple(sorted(touched))
+
+    def _load_uops(self, insn: Any) -> None:
+        alloc = self.program.find("uop", insn.dram_base)
+        if alloc is None:
+            return
+        words = self.program.uops.get(alloc.name, ())
+        k = insn.sram_base
+        for y in range(insn.y_size):
+            first = insn.dram_base - alloc.base + y * insn.x_stride
+            for x in range(insn.x_size):
+                if 0 <= first + x < len(words):
+                    self.uops[k] = words[first + x]
+                k += 1
+
+
+class _PortServer:
+    """The simulator's side of a ``memport.Port``: a process that wakes when a transfer
+    completes (by the port's exact prediction) or a new one arrives, and triggers the event of
+    each completed transfer."""
+
+    def __init__(self, env: simpy.Environment, hw: HwConfig) -> None:
+        self.env = env
+        self.port = Port(read_channel(hw), write_channel(hw))
+        self.waiting: dict[int, simpy.Event] = {}
+        self.wake = env.event()
+        env.process(self._serve())
+
+    def request(self, transfer: Transfer) -> simpy.Event:
+        """An event that fires when ``transfer``, submitted now, has completed."""
+        key = self.port.submit(transfer, int(self.env.now))
+        done = self.env.event()
+        self.waiting[key] = done
+        if not self.wake.triggered:
+            self.wake.succeed()
+        return done
+
+    def _serve(self) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        while True:
+            self.wake = env.event()
+            if not self.port.active:
+                yield self.wake
+                continue
+            now = int(env.now)
+            nxt = self.port.next_completion()
+            if nxt > now:
+                yield env.timeout(nxt - now) | self.wake
+            for key in self.port.finish(int(env.now)):
+                self.waiting.pop(key).succeed()
 
 
 class _Unit:
@@ -94,7 +211,7 @@ class _Unit:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.busy = self.token = self.queue = self.memory = 0
+        self.busy = self.token = self.queue = self.memory = self.conflict = 0
         self.insns = 0
         self.waiting: str | None = None
         self.current: int | None = None
@@ -147,15 +264,17 @@ class Machine:
         self.info = _static(program, hw, self.insns)
         env = self.env = simpy.Environment()
         q = hw.queues
-        self.cmdq = {m: simpy.Store(env, capacity=q.command_depth) for m in Module}
-        self.tokq = {k: simpy.Store(env, capacity=q.token_depth) for k in
-                     ((Module.LOAD, Module.COMPUTE), (Module.COMPUTE, Module.LOAD),
-                      (Module.COMPUTE, Module.STORE), (Module.STORE, Module.COMPUTE))}
-        shared = simpy.Resource(env, capacity=1) if hw.memory.shared_port else None
-        self.port = {u: shared or simpy.Resource(env, capacity=1) for u in UNITS}
-        self.units = {u: _Unit(u) for u in UNITS}
-        self.count = {m: sum(1 for s in self.info if s.module == m) for m in Module}
-        self.drained = {m: env.event() for m in (Module.LOAD, Module.STORE)}
+        separate = hw.alu.separate_pipeline
+        self.modules = [m for m in Module if m is not Module.ALU or separate]
+        self.unit_names = units_of(separate)
+        self.cmdq = {m: simpy.Store(env, capacity=q.command_depth) for m in self.modules}
+        self.tokq = {k: simpy.Store(env, capacity=q.token_depth) for k in token_queues(separate)}
+        shared = _PortServer(env, hw) if hw.memory.shared_port else None
+        self.port = {u: shared or _PortServer(env, hw) for u in self.unit_names}
+        self.banks = [simpy.Resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
+        self.units = {u: _Unit(u) for u in self.unit_names}
+        self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
+        self.drained = {m: env.event() for m in self.modules}
         for m, ev in self.drained.items():
             if self.count[m] == 0:
                 ev.succeed()
@@ -177,29 +296,47 @@ class Machine:
             self.slices.append(Slice(u.name, kind, since, now, index, label))
         u.waiting = None
 
-    def _acquire(self, u: _Unit, index: int) -> Generator[simpy.Event, Any, Request]:
-        port = self.port[u.name]
-        t = self._now()
+    def _dma(self, u: _Unit, timing: DmaTiming, alone: int, index: int
+             ) -> Generator[simpy.Event, Any, None]:
+        """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
+        The unit is busy for the DMA's duration (``alone``); the cycles the port's other
+        traffic added are ``memory`` stall."""
+        start = self._now()
         u.waiting = "the memory port"
-        req = port.request()
-        yield req
-        self._waited(u, "memory", t, "wait memory", index)
-        return req
+        yield self.port[u.name].request(timing.transfer)
+        total = timing.cycles(self._now() - start)
+        yield self.env.timeout(start + total - self._now())
+        u.waiting = None
+        u.busy += alone
+        if total > alone:
+            u.memory += total - alone
+            self.slices.append(Slice(u.name, "memory", start + alone, start + total, index,
+                                     "port contention"))
+
+    def _acquire_banks(self, u: _Unit, banks: tuple[int, ...], index: int
+                       ) -> Generator[simpy.Event, Any, list[Any]]:
+        """Hold the accumulator banks an instruction touches (in bank order: no deadlock)."""
+        held = []
+        t = self._now()
+        for b in banks:
+            u.waiting = f"accumulator bank {b}"
+            req = self.banks[b].request()
+            yield req
+            held.append((b, req))
+        self._waited(u, "conflict", t, "wait acc bank", index)
+        return held
 
     # ------------------------------------------------------------------ processes
 
     def _fetch(self) -> Proc:
-        u, env, n = self.units["fetch"], self.env, len(self.insns)
+        u, n = self.units["fetch"], len(self.insns)
         batch = self.hw.queues.fetch_batch
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
-            req = yield from self._acquire(u, first)
-            cycles = fetch_cycles(self.hw, k)
+            timing = fetch_timing(self.hw, k)
             start = self._now()
-            yield env.timeout(cycles)
-            self.port["fetch"].release(req)
-            u.busy += cycles
+            yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
             self.slices.append(Slice("fetch", "insn", start, self._now(), first,
@@ -229,18 +366,22 @@ class Machine:
                 yield self.tokq[q].get()
                 self._waited(u, "token", t, f"pop {_qname(q)}", index)
             if info.defn.drains:
-                names = " and ".join(_UNIT_OF[m] for m in info.defn.drains)
+                others = [m for m in info.defn.drains if m in self.drained and m is not module]
+                names = " and ".join(_UNIT_OF[m] for m in others)
                 u.waiting = f"the {names} units to drain ({mnemonic(insn)})"
-                yield simpy.AllOf(self.env, [self.drained[m] for m in info.defn.drains])
+                yield simpy.AllOf(self.env, [self.drained[m] for m in others])
                 u.waiting = None
-            req = (yield from self._acquire(u, index)) if info.dma is not None else None
+            held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
             start = self._now()
-            yield env.timeout(info.cycles)
-            if req is not None:
-                assert info.dma is not None
-                self.port[name].release(req)
+            if info.timing is not None:
+                yield from self._dma(u, info.timing, info.cycles, index)
+            else:
+                yield env.timeout(info.cycles)
+                u.busy += info.cycles
+            for b, req in held:
+                self.banks[b].release(req)
+            if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
-            u.busy += info.cycles
             if self.execute is not None:
                 self.execute(index, insn, info.defn)
             self.slices.append(Slice(name, "insn", start, self._now(), index, mnemonic(insn)))
@@ -251,7 +392,7 @@ class Machine:
                 self._waited(u, "queue", t, f"push {_qname(q)}", index)
             u.insns += 1
             u.current = None
-            if module in self.drained and u.insns == self.count[module]:
+            if u.insns == self.count[module] and not self.drained[module].triggered:
                 self.drained[module].succeed()
             if info.defn.drains:
                 self.finished_at = self._now()
@@ -261,10 +402,10 @@ class Machine:
     def run(self) -> int:
         """Run to completion; returns total cycles. Raises DeadlockError if stuck."""
         procs = {"fetch": self.env.process(self._fetch())}
-        for m in Module:
+        for m in self.modules:
             procs[_UNIT_OF[m]] = self.env.process(self._unit(m))
         self.env.run()
-        stuck = [n for n in UNITS if procs[n].is_alive]
+        stuck = [n for n in self.unit_names if procs[n].is_alive]
         if stuck:
             raise DeadlockError(self._deadlock_text(stuck))
         return int(self.env.now if self.finished_at is None else self.finished_at)
@@ -281,10 +422,10 @@ class Machine:
 
     def stats(self, cycles: int, hazards: int | None) -> SimStats:
         units = {}
-        for n in UNITS:
+        for n in self.unit_names:
             u = self.units[n]
-            idle = cycles - u.busy - u.token - u.queue - u.memory
-            units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns)
+            idle = cycles - u.busy - u.token - u.queue - u.memory - u.conflict
+            units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns, u.conflict)
         counts: dict[str, int] = {}
         gemm_ops = alu_ops = macs = 0
         for insn, info in zip(self.insns, self.info, strict=True):

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vta.config import HwConfig
-from vta.sim.stats import UNITS, SimResult
+from vta.sim.stats import SimResult
 
 __all__ = ["format_report"]
 
@@ -32,12 +32,14 @@ def _summary(result: SimResult, hw: HwConfig) -> Table:
 def _units(result: SimResult) -> Table:
     s = result.stats
     t = Table(title="per-unit cycles")
-    for col in ("unit", "insns", "busy", "token wait", "queue wait", "memory wait", "idle"):
+    conflicts = any(u.conflict for u in s.units.values())
+    cols = ["unit", "insns", "busy", "token wait", "queue wait", "memory wait"]
+    cols += ["bank wait"] * conflicts + ["idle"]
+    for col in cols:
         t.add_column(col, justify="left" if col == "unit" else "right")
-    for name in UNITS:
-        u = s.units[name]
-        pct = [f"{v:,} ({v / s.cycles:.0%})" if s.cycles else str(v)
-               for v in (u.busy, u.token, u.queue, u.memory, u.idle)]
+    for name, u in s.units.items():
+        values = (u.busy, u.token, u.queue, u.memory, *((u.conflict,) * conflicts), u.idle)
+        pct = [f"{v:,} ({v / s.cycles:.0%})" if s.cycles else str(v) for v in values]
         t.add_row(name, str(u.insns), *pct)
     return t
 

@@ -5,10 +5,12 @@ Definitions (all in cycles of the board clock):
 * ``cycles``: the cycle at which FINISH completes (FINISH waits until the load and store units
   have completed every instruction fetched before it, then takes one cycle); a program without
   FINISH ends when its last instruction completes.
-* per unit: ``busy`` (executing instructions), ``token`` (waiting to pop a dependency token),
-  ``queue`` (waiting on its command queue: empty for load/compute/store, full for fetch; or on
-  a full token queue when pushing), ``memory`` (waiting for the memory port), ``idle`` (the
-  rest: done, or FINISH waiting for the other units to drain).
+* per unit: ``busy`` (executing instructions: each its definition's duration, the cycles it
+  takes alone on the memory port), ``token`` (waiting to pop a dependency token), ``queue``
+  (waiting on its command queue: empty for load/compute/alu/store, full for fetch; or on a full
+  token queue when pushing), ``memory`` (the cycles a DMA took beyond its duration because
+  other transfers shared the port), ``conflict`` (waiting for an accumulator bank the other
+  pipeline holds), ``idle`` (the rest: done, or FINISH waiting for the other units to drain).
 * ``bytes``: bytes that crossed the memory port per buffer kind (pads excluded), plus ``insn``
   for instruction fetch.
 * ``gemm_cycles``: cycles the GEMM array did tensor ops, ``sum(n_ops * gemm.ii)`` over GEMMs
@@ -29,14 +31,22 @@ from numpy.typing import ArrayLike
 
 from vta.isa import Program
 
-__all__ = ["UNITS", "UnitStats", "Slice", "SimStats", "SimResult"]
+__all__ = ["UNITS", "units_of", "UnitStats", "Slice", "SimStats", "SimResult"]
 
-UNITS: tuple[str, ...] = ("fetch", "load", "compute", "store")
+#: every unit a machine may have, in timeline order (``alu`` only on hardware whose ALU is a
+#: separate pipeline: ``units_of``)
+UNITS: tuple[str, ...] = ("fetch", "load", "compute", "alu", "store")
+
+
+def units_of(separate_alu: bool) -> tuple[str, ...]:
+    """The units of a machine (with the ALU module or without)."""
+    return tuple(u for u in UNITS if u != "alu" or separate_alu)
 
 
 @dataclass(frozen=True, slots=True)
 class UnitStats:
-    """Where one unit's cycles went; the five fields sum to the run's total cycles."""
+    """Where one unit's cycles went: ``busy``, ``token``, ``queue``, ``memory``, ``conflict``
+    and ``idle`` sum to the run's total cycles."""
 
     busy: int
     token: int
@@ -44,6 +54,8 @@ class UnitStats:
     memory: int
     idle: int
     insns: int
+    #: waiting for an accumulator bank the other pipeline holds (separate ALU pipeline)
+    conflict: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)

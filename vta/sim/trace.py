@@ -1,9 +1,10 @@
 """Chrome trace-event JSON (opens in ui.perfetto.dev or chrome://tracing).
 
 One process (the run) with one thread (track) per unit, named by metadata events, in the order
-fetch, load, compute, store. Every executed instruction is a complete (``"X"``) slice named by
-its mnemonic, with its index, assembly text, duration in cycles and fields in ``args``; waits
-(on a token, a queue or the memory port) are slices too, in category ``stall``. Timestamps and
+fetch, load, compute, (alu,) store. Every executed instruction is a complete (``"X"``) slice
+named by its mnemonic, with its index, assembly text, duration in cycles and fields in
+``args``; waits (on a token, a queue, the memory port or an accumulator bank) are slices too,
+in category ``stall``. Timestamps and
 durations are microseconds at the board clock (``cycle / clock_mhz``).
 """
 
@@ -16,7 +17,7 @@ from typing import Any, cast
 
 from vta.isa import format_insn
 from vta.sim.errors import SimError
-from vta.sim.stats import UNITS, SimResult
+from vta.sim.stats import SimResult
 
 __all__ = ["trace_events", "write_trace"]
 
@@ -36,7 +37,7 @@ def trace_events(result: SimResult) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0,
          "args": {"name": f"vta {result.hw_name}"}}]
-    tid = {u: i + 1 for i, u in enumerate(UNITS)}
+    tid = {u: i + 1 for i, u in enumerate(result.stats.units)}
     for u, t in tid.items():
         events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": t, "args": {"name": u}})
         events.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": t,

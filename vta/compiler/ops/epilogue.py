@@ -297,14 +297,18 @@ def _plan(epi: Epilogue, key: tuple[Any, ...], hw: HwConfig) -> tuple[Selected, 
 
 
 def epilogue_cycles_per_entry(epi: Epilogue, hw: HwConfig) -> int:
-    """Cycles the compute module spends per accumulator entry outside the GEMMs: the
-    accumulator reset (a GEMM reset micro-op) and the epilogue's instructions (``issue``
-    cycles of each, from their definitions)."""
+    """Cycles per accumulator entry outside the GEMMs: the accumulator reset
+    (``cost.reset_instruction``: a GEMM reset micro-op, or an ALU one where the ALU is a
+    separate pipeline) and the epilogue's instructions (``issue`` cycles of each, from their
+    definitions). On VTA the compute module spends them serially with its GEMMs; a separate
+    ALU spends them beside."""
+    from vta.compiler.cost import reset_instruction
     from vta.isa.builtins import GEMM
     from vta.isa.defs import instance
 
-    assert GEMM.issue is not None
-    total = GEMM.issue(instance(GEMM, reset=True), hw)
+    reset, fields = reset_instruction(hw, GEMM)
+    assert reset.issue is not None
+    total = reset.issue(instance(reset, reset=True, **dict(fields)), hw)
     for sel in epilogue_plan(epi, hw):
         d = sel.intrin.instruction
         assert d is not None and d.issue is not None

@@ -35,8 +35,9 @@ from vta.config import HwConfig
 
 __all__ = ["Operand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "apply_chain", "widen",
            "identity_weights", "check_widening", "ew", "chain_plan", "chain_instructions",
-           "ChainCost", "chain_cost", "chain_cycles_per_entry", "requant_stage",
-           "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
+           "ChainCost", "chain_cost", "chain_cycles_per_entry", "chain_cycles_split",
+           "requant_stage", "round_clip_stage", "rounding", "clip_stage", "add_stage",
+           "scaled_operand"]
 
 TENSOR, CHANNEL = "tensor", "channel"
 #: the name of the identity weight block an op that widens int8 operands reads
@@ -273,15 +274,27 @@ def chain_instructions(chain: Chain, hw: HwConfig) -> tuple[tuple[Any, dict[str,
 
 
 def chain_cycles_per_entry(chain: Chain, hw: HwConfig) -> int:
-    """Compute-module cycles one accumulator entry of ``chain`` costs (``issue`` cycles of each
-    of ``chain_instructions``, from their definitions)."""
+    """Cycles one accumulator entry of ``chain`` costs (``issue`` cycles of each of
+    ``chain_instructions``, from their definitions), on whichever module runs them."""
+    return sum(chain_cycles_split(chain, hw))
+
+
+def chain_cycles_split(chain: Chain, hw: HwConfig) -> tuple[int, int]:
+    """``chain_cycles_per_entry`` split as ``(GEMM core, ALU)``: the widening GEMMs and the ALU
+    stages. On VTA's one compute pipeline the two add up; on hardware whose ALU is a pipeline
+    of its own (``alu.separate_pipeline``) they run side by side, so a lower bound takes each
+    on its own pipeline."""
     from vta.isa.defs import instance
 
-    total = 0
+    gemm = alu = 0
     for d, fields in chain_instructions(chain, hw):
         assert d.issue is not None
-        total += d.issue(instance(d, **fields), hw)
-    return total
+        cycles = int(d.issue(instance(d, **fields), hw))
+        if d.alu:
+            alu += cycles
+        else:
+            gemm += cycles
+    return gemm, alu
 
 
 def chain_plan(chain: Chain, hw: HwConfig) -> tuple[Any, ...]:

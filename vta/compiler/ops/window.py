@@ -43,7 +43,7 @@ from vta.compiler.ops.fused import (
     Chain,
     apply_chain,
     chain_cost,
-    chain_cycles_per_entry,
+    chain_cycles_split,
     chain_instructions,
     check_widening,
     ew,
@@ -394,7 +394,9 @@ def window_bound(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None
     """The machine bound of ``spec`` with ``chain``: the compute module's cycles with each
     input entry widened once (max, ewise) or each output entry's window summed once (sum) and
     each output entry's own and fused instructions at one micro-op each (their definitions'
-    issue cycles), against every packed tensor moved once over the bus."""
+    issue cycles; on a separate ALU pipeline the larger of the GEMM core's and the ALU's),
+    against every packed tensor moved once over the port (reads and writes on their own
+    channels, ``driver.memory_cycles``)."""
     nb, cb = _blocks(spec, hw)
     out_e = nb * cb * spec.oh * spec.ow
     in_e = nb * cb * spec.h * spec.w
@@ -404,18 +406,27 @@ def window_bound(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None
 
     reset, gemm = issue(GEMM, reset=True), issue(GEMM)
     if spec.kind == "sum":
-        compute = out_e * (reset + spec.taps * gemm)
+        on_gemm, on_alu, resets = out_e * spec.taps * gemm, 0, out_e
     elif spec.kind == "ewise":
-        compute = in_e * (reset + gemm)
+        on_gemm, on_alu, resets = in_e * gemm, 0, in_e
     else:
-        compute = (in_e * (reset + gemm) + out_e * (reset + issue(_alu_def("add"))
-                   + (spec.taps - 1) * issue(_alu_def("max"))))
+        on_gemm, resets = in_e * gemm, in_e + out_e
+        on_alu = out_e * (issue(_alu_def("add")) + (spec.taps - 1) * issue(_alu_def("max")))
     tensors = 0
     if chain:
-        compute += out_e * chain_cycles_per_entry(chain, hw)
+        widen, alu = chain_cycles_split(chain, hw)
+        on_gemm += out_e * widen
+        on_alu += out_e * alu
         tensors = len(chain.tensors)
-    byts = (in_e * hw.inp_elem_bytes + out_e * hw.out_elem_bytes
-            + tensors * out_e * hw.inp_elem_bytes)
-    memory = byts / hw.memory.bus_bytes
+    if hw.alu.separate_pipeline:
+        # the ALU runs beside the GEMM core; the resets may run on either (left out: a bound)
+        compute = max(on_gemm, on_alu)
+    else:  # VTA's one compute pipeline runs everything in turn
+        compute = on_gemm + on_alu + resets * reset
+    read = in_e * hw.inp_elem_bytes + tensors * out_e * hw.inp_elem_bytes
+    written = out_e * hw.out_elem_bytes
+    from vta.compiler.driver import memory_cycles
+
+    memory = memory_cycles(hw, read, written)
     return {"compute_cycles": float(compute), "memory_cycles": memory,
-            "machine_cycles": max(float(compute), memory), "min_bytes": float(byts)}
+            "machine_cycles": max(float(compute), memory), "min_bytes": float(read + written)}

@@ -1,11 +1,12 @@
-"""Dependency tokens: push/pop pairs between the load, compute and store modules
+"""Dependency tokens: push/pop pairs between the load, compute (alu) and store modules
 (VTA's CoProcSync, computed on the flattened instruction stream).
 
 Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten) in program order, without dependency flags.
-Post: the same instructions with ``Deps`` set so that running the three modules concurrently,
-      each in its own program order, gives the sequential result. For every instruction and
-      every queue into its module, the latest earlier instruction of the producing module it
-      conflicts with is found from the SRAM ranges both touch (inp, wgt, acc = out):
+Post: the same instructions with ``Deps`` set so that running the modules concurrently, each in
+      its own program order, gives the sequential result. For every instruction and every
+      other module, the latest earlier instruction of that module it conflicts with is found
+      from the SRAM ranges both touch (inp, wgt, acc = out, and uop: the micro-ops an ALU
+      module reads):
 
       * RAW load -> compute: a GEMM reads inp/wgt a LOAD wrote;
       * WAR compute -> load: a LOAD overwrites inp/wgt a GEMM still reads (the other thread's
@@ -13,10 +14,20 @@ Post: the same instructions with ``Deps`` set so that running the three modules 
       * RAW compute -> store: a STORE reads out entries GEMM/ALU wrote;
       * WAR store -> compute: a GEMM reset/ALU/LOAD ACC overwrites entries a STORE still reads.
 
-      The producer gets the push flag, the consumer the pop flag. Needs are strictly increasing
-      per queue, so the k-th pop of a queue waits for exactly the k-th push (queues are FIFO
-      counters): tokens balance by construction (every push is popped once) and every edge
-      points backwards in program order (no deadlock).
+      Where the two modules share a token queue (``vta.isa.token_queues`` of the hardware),
+      the producer gets the push flag and the consumer the pop flag. Needs are strictly
+      increasing per queue, so the k-th pop of a queue waits for exactly the k-th push (queues
+      are FIFO counters): tokens balance by construction (every push is popped once) and every
+      edge points backwards in program order (no deadlock).
+
+      Hardware whose ALU is a separate pipeline chains its modules load <-> compute <-> alu <->
+      store: compute and store share no queue. A conflict between them is already ordered
+      when the instruction waits, through the tokens it pops, for one that waited for the
+      conflicting one (each instruction's vector clock: the latest instruction of every module
+      known complete before it starts); otherwise an ALU instruction with no micro-ops is
+      inserted just before it as a relay (it pops from the producer and pushes to the
+      consumer), as VTA's runtime emits empty LOADs and STOREs to carry tokens. On VTA's own
+      chain (load <-> compute <-> store) load and store never share a memory: nothing changes.
 """
 
 from __future__ import annotations
@@ -30,30 +41,62 @@ from vta.compiler import stmt as S
 from vta.compiler.passes._common import CompileError
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
-from vta.isa import TOKEN_QUEUES, Deps, MemType, Module, definition_of, flag_for, module_of
+from vta.isa import Alu, AluOp, Deps, MemType, Module, definition_of, flag_for, module_of
+from vta.isa import token_queues as _token_queues
 
-__all__ = ["insert_tokens", "accesses"]
+__all__ = ["insert_tokens", "accesses", "relay"]
 
-#: (producer, consumer) -> (producer's push flag, consumer's pop flag), from the ISA's one table
-FLAGS = {q: (flag_for(q, q[0], push=True), flag_for(q, q[1], push=False)) for q in TOKEN_QUEUES}
+Queue = tuple[Module, Module]
+
+
+def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
+    """(producer, consumer) -> (producer's push flag, consumer's pop flag), from the ISA's one
+    table for this chain of modules."""
+    return {q: (flag_for(q, q[0], True, separate), flag_for(q, q[1], False, separate))
+            for q in _token_queues(separate)}
+
+
+#: the routing of VTA's modules (tests read it)
+FLAGS = _flags(False)
+
+
+def relay() -> Insn:
+    """A token carrier on the ALU module: an ALU instruction that executes no micro-op."""
+    return Insn(Alu(AluOp.ADD, False, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), note="token relay")
+
+
+_EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
+
+
+def _extremes(uops: tuple[Any, ...], f: str) -> tuple[int, int]:
+    """The smallest and largest ``f`` field of a micro-op list (once per list object)."""
+    key = (id(uops), f)
+    hit = _EXTREMES.get(key)
+    if hit is None or hit[0] is not uops:
+        vals = [getattr(u, f) for u in uops]
+        hit = _EXTREMES[key] = (uops, min(vals), max(vals))
+        if len(_EXTREMES) > 4096:
+            _EXTREMES.clear()
+            _EXTREMES[key] = hit
+    return hit[1], hit[2]
 
 
 def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tuple[int, int]:  # type: ignore[no-untyped-def]
-    vals = [getattr(u, f) for u in uops]
-    lo = min(vals)
-    hi = max(vals) + (io - 1) * fo + (ii - 1) * fi
+    lo, top = _extremes(uops, f)
+    hi = top + (io - 1) * fo + (ii - 1) * fi
     return base + lo, base + hi + 1
 
 
 def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
-    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out),
-    from its definition: a DMA its SRAM range, a micro-op instruction each operand it uses."""
+    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out;
+    ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from its
+    definition: a DMA its SRAM range, a micro-op instruction each operand it uses."""
     i = ins.insn
     d = definition_of(i)
     x: Any = i
     if d.role == "load":
         if x.mem is MemType.UOP:
-            return []
+            return [("uop", x.sram_base, x.sram_base + x.sram_elems, True)]
         return [(x.mem.kind, x.sram_base, x.sram_base + x.sram_elems, True)]
     if d.role == "store":
         return [("acc", x.sram_base, x.sram_base + x.sram_elems, False)]
@@ -65,6 +108,8 @@ def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
         base = getattr(x, op.base) if op.base else 0
         lo, hi = _span(ins.uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
         out.append((op.memory, lo, hi, op.writes))
+    if x.uop_end > x.uop_bgn:  # set by the emitter; before it, micro-ops are not yet placed
+        out.append(("uop", x.uop_bgn, x.uop_end, False))
     return out
 
 
@@ -77,40 +122,105 @@ def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     insns = [x for x in stmts if isinstance(x, Insn)]
     if len(insns) != len(stmts):
         raise CompileError(f"{func.name}: token insertion needs the flattened instruction stream")
-    depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc")}
-    last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
-    last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
-    satisfied = {q: -1 for q in FLAGS}
-    flags: list[dict[str, bool]] = [{} for _ in insns]
-    mods = [module_of(x.insn) for x in insns]
-    for k, ins in enumerate(insns):
-        m = mods[k]
-        acc = accesses(ins)
-        for (p, c) in FLAGS:
-            if c is not m:
+    out = _Tokens(hw).run(insns)
+    new: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
+    for b in reversed(wrap):
+        new = S.Allocate(b, new)
+    return func.with_body(new)
+
+
+class _Tokens:
+    """The pass's state over the instruction stream (indices are output positions: relays are
+    inserted as the stream is built)."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.hw = hw
+        self.separate = hw.alu.separate_pipeline
+        self.flags = _flags(self.separate)
+        self.modules = [m for m in Module if m is not Module.ALU or self.separate]
+        depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
+        self.last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
+        self.last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
+        self.satisfied = {q: -1 for q in self.flags}
+        self.out: list[Insn] = []
+        self.mods: list[Module] = []
+        self.pending: list[dict[str, bool]] = []
+        #: per instruction: the latest index of each module known complete before it starts
+        #: (``start``) and once it completes (``done``)
+        self.done: list[dict[Module, int]] = []
+        self.last_of: dict[Module, int] = {}
+
+    def run(self, insns: list[Insn]) -> list[Insn]:
+        for ins in insns:
+            self._add(ins)
+        result = []
+        for ins, f in zip(self.out, self.pending, strict=True):
+            if f:
+                insn: Any = ins.insn
+                ins = dataclasses.replace(ins, insn=dataclasses.replace(insn, deps=Deps(**f)))
+            result.append(ins)
+        return result
+
+    def _needs(self, m: Module, acc: list[tuple[str, int, int, bool]]) -> dict[Module, int]:
+        """The latest earlier instruction of each other module that ``acc`` conflicts with."""
+        needs: dict[Module, int] = {}
+        for p in self.modules:
+            if p is m:
                 continue
             need = -1
             for mem, lo, hi, wr in acc:
                 if hi <= lo:
                     continue
-                need = max(need, int(last_w[(p, mem)][lo:hi].max()))
+                need = max(need, int(self.last_w[(p, mem)][lo:hi].max()))
                 if wr:
-                    need = max(need, int(last_r[(p, mem)][lo:hi].max()))
-            if need > satisfied[(p, c)]:
-                push, pop = FLAGS[(p, c)]
-                flags[need][push] = True
-                flags[k][pop] = True
-                satisfied[(p, c)] = need
+                    need = max(need, int(self.last_r[(p, mem)][lo:hi].max()))
+            if need >= 0:
+                needs[p] = need
+        return needs
+
+    def _start(self, m: Module, pops: dict[Queue, int]) -> dict[Module, int]:
+        clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
+        for need in pops.values():
+            for mod, idx in self.done[need].items():
+                clock[mod] = max(clock.get(mod, -1), idx)
+        return clock
+
+    def _append(self, ins: Insn, m: Module, pops: dict[Queue, int]) -> int:
+        k = len(self.out)
+        flags: dict[str, bool] = {}
+        for q, need in pops.items():
+            push, pop = self.flags[q]
+            self.pending[need][push] = True
+            flags[pop] = True
+            self.satisfied[q] = need
+        clock = self._start(m, pops)
+        clock[m] = k
+        self.out.append(ins)
+        self.mods.append(m)
+        self.pending.append(flags)
+        self.done.append(clock)
+        self.last_of[m] = k
+        return k
+
+    def _add(self, ins: Insn) -> None:
+        m = module_of(ins.insn, self.hw)
+        acc = accesses(ins)
+        needs = self._needs(m, acc)
+        pops = {(p, m): n for p, n in needs.items()
+                if (p, m) in self.flags and n > self.satisfied[(p, m)]}
+        clock = self._start(m, pops)
+        for p, n in needs.items():
+            if (p, m) in self.flags or clock.get(p, -1) >= n:
+                continue
+            # no queue between them and not yet ordered: relay through the ALU module
+            r = Module.ALU
+            if (p, r) not in self.flags or (r, m) not in self.flags:
+                raise CompileError(f"no token path from the {p.name.lower()} to the "
+                                   f"{m.name.lower()} module")
+            carrier_pops = {(p, r): n} if n > self.satisfied[(p, r)] else {}
+            carrier = self._append(relay(), r, carrier_pops)
+            pops[(r, m)] = carrier
+            clock = self._start(m, pops)
+        k = self._append(ins, m, pops)
         for mem, lo, hi, wr in acc:
-            (last_w if wr else last_r)[(m, mem)][lo:hi] = k
-    # load <-> store have no queue: they never share a memory (checked, not assumed)
-    out = []
-    for ins, f in zip(insns, flags, strict=True):
-        if f:
-            insn: Any = ins.insn
-            ins = dataclasses.replace(ins, insn=dataclasses.replace(insn, deps=Deps(**f)))
-        out.append(ins)
-    new: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
-    for b in reversed(wrap):
-        new = S.Allocate(b, new)
-    return func.with_body(new)
+            (self.last_w if wr else self.last_r)[(m, mem)][lo:hi] = k

@@ -58,26 +58,29 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
-    # micro-op blocks, deduplicated, in first-use order
-    blocks: dict[tuple[Uop, ...], int] = {}
+    # micro-op blocks, deduplicated, in first-use order; a block is hashed once per tuple
+    # object (flatten shares them), then known by the id of its first copy
+    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
+    canon: dict[int, tuple[Uop, ...]] = {}
     for ins in insns:
-        if ins.uops and ins.uops not in blocks:
-            blocks[ins.uops] = -1
+        if ins.uops and id(ins.uops) not in canon:
+            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
+    blocks = list(first.values())
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
     if any(len(b) > depth for b in blocks):
         raise CompileError(f"{func.name}: an instruction needs more micro-ops than the uop "
                            f"buffer holds ({depth})")
     uop_alloc = pb.alloc("uops", "uop", 0)
-    dram_pos: dict[tuple[Uop, ...], int] = {}
+    dram_pos: dict[int, int] = {}
     for b in blocks:
-        dram_pos[b] = pb.add_uops("uops", b)
-    resident: dict[tuple[Uop, ...], int] = {}
+        dram_pos[id(b)] = pb.add_uops("uops", b)
+    resident: dict[int, tuple[int, int]] = {}  # block id -> (position, length)
     out: list[Instruction] = []
     if total <= depth:
         pos = 0
         for b in blocks:
-            resident[b] = pos
+            resident[id(b)] = (pos, len(b))
             pos += len(b)
         if total:
             out.append(Load(MemType.UOP, 0, uop_alloc.base, 1, total, total))
@@ -85,19 +88,22 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for ins in insns:
         i = ins.insn
         role = definition_of(i).role
-        if role == "compute":
-            b = ins.uops
-            if b not in resident:
+        if role == "compute" and not ins.uops:  # a token relay: no micro-op to place
+            out.append(i)
+        elif role == "compute":
+            b = canon[id(ins.uops)]
+            if id(b) not in resident:
                 if cursor + len(b) > depth:
                     cursor = 0
                 lo, hi = cursor, cursor + len(b)
-                for ob, op in list(resident.items()):
-                    if op < hi and lo < op + len(ob):
+                for ob, (op, ol) in list(resident.items()):
+                    if op < hi and lo < op + ol:
                         del resident[ob]
-                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[b], 1, len(b), len(b)))
-                resident[b] = lo
+                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1, len(b),
+                                len(b)))
+                resident[id(b)] = (lo, len(b))
                 cursor = hi
-            start = resident[b]
+            start = resident[id(b)][0]
             out.append(dataclasses.replace(i, uop_bgn=start, uop_end=start + len(b)))
         elif role in ("load", "store"):
             assert ins.dram is not None
@@ -105,5 +111,31 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         else:
             out.append(i)
     out.append(Finish())
+    if hw.alu.separate_pipeline:
+        out = _alu_waits_for_uops(func, hw, out, total <= depth)
     pb.extend(out)
     return pb.build()
+
+
+def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],
+                        resident: bool) -> list[Instruction]:
+    """On hardware whose ALU is a separate module, the micro-ops the compute module loads first
+    must be there before the ALU reads them: the first ALU instruction waits for the LOAD.UOP
+    (a compute -> alu token) unless it already waits, through its tokens, for a later compute
+    instruction. Reloading micro-ops mid-program would race the ALU: refused."""
+    from vta.isa import Module, module_of
+
+    if not resident:
+        raise CompileError(f"{func.name}: the program's micro-ops exceed the uop buffer "
+                           f"({hw.uop_depth}); with a separate ALU pipeline they must all be "
+                           f"resident (reloading them would race the ALU)")
+    first_alu = next((k for k, x in enumerate(out) if module_of(x, hw) is Module.ALU), None)
+    if first_alu is None or not (isinstance(out[0], Load) and out[0].mem is MemType.UOP):
+        return out
+    x: Any = out[first_alu]
+    if x.deps.pop_prev:  # pops compute -> alu: waits for a compute instruction after the load
+        return out
+    load: Any = out[0]
+    out[0] = dataclasses.replace(load, deps=dataclasses.replace(load.deps, push_next=True))
+    out[first_alu] = dataclasses.replace(x, deps=dataclasses.replace(x.deps, pop_prev=True))
+    return out

@@ -25,6 +25,26 @@ from vta.isa.defs import instance
 __all__ = ["flatten"]
 
 
+def _free_vars(node: object) -> set[E.Var]:
+    """The variables under ``node``, each shared subtree visited once (a micro-op list shares
+    its base expression among thousands of entries)."""
+    seen: set[int] = set()
+    out: set[E.Var] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, E.Var):
+            out.add(n)
+        elif isinstance(n, tuple):
+            stack.extend(n)
+        else:
+            stack.extend(E.children(n))
+    return out
+
+
 def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     out: list[S.Stmt] = []
     allocs: list[S.Buffer] = []
@@ -46,8 +66,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     def _fv(u: tuple) -> tuple[E.Var, ...]:
         k = id(u)
         if k not in fv_cache:
-            fv_cache[k] = tuple(sorted({v for t in u for x in t for v in E.free_vars(x)},
-                                       key=lambda v: v.name + str(id(v))))
+            fv_cache[k] = tuple(sorted(_free_vars(u), key=lambda v: v.name + str(id(v))))
         return fv_cache[k]
 
     def visit(s: S.Stmt, thread: int) -> None:

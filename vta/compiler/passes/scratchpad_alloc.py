@@ -5,7 +5,8 @@ Pre:  bound inference has run; on-chip buffers are ``Allocate``d with packed sha
 Post: the same body; ``attrs["sram"]`` = ((buffer, base, entries), ...) where ``base`` is an
       expression: a constant, or ``c + vt * entries`` for a buffer allocated inside a virtual
       thread loop (each thread gets its own copy, as VTA's InjectVirtualThread duplicates
-      buffers). Buffers of a scope are laid out one after another. Capacity is checked here, at
+      buffers; on banked accumulators, ``c + vt * bank``: each thread's copy in its own bank).
+      Buffers of a scope are laid out one after another. Capacity is checked here, at
       compile time: ``ScratchpadOverflow`` names the buffer, the bytes needed and available.
       The out scratchpad mirrors acc (same entry indices), so acc-scope buffers cover both.
 """
@@ -51,7 +52,10 @@ def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             if b.scope in ("out", "uop"):
                 raise CompileError(f"{func.name}: buffer {b.name}: scope {b.scope} is managed by "
                                    f"the pipeline (use acc for results)")
-            if b.scope in _SCOPES:
+            if b.scope == "acc" and hw.alu.acc_banks > 1:
+                _check_entry(func, b, hw)
+                table.append(_banked(func, b, vt, used, hw))
+            elif b.scope in _SCOPES:
                 _check_entry(func, b, hw)
                 n = entries_of(b)
                 copies = vt[1] if vt else 1
@@ -81,6 +85,30 @@ def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     visit(func.body, None)
     return S.PrimFunc(func.name, func.params, func.body, set_attr(func, "sram", tuple(table)))
+
+
+def _banked(func: S.PrimFunc, b: S.Buffer, vt: tuple[E.Var, int] | None,
+            used: dict[str, int], hw: HwConfig) -> tuple[S.Buffer, E.Expr, int]:
+    """An acc buffer on banked accumulators (``alu.acc_banks``): every thread's copy at the
+    same offset of a bank of its own (``c + vt * bank``), so one thread's epilogue on the
+    separate ALU and the other thread's GEMMs never want the same bank; a buffer shared by
+    the threads lies in bank 0 (the same offset stays free in the others)."""
+    n = entries_of(b)
+    bank = hw.depth("acc") // hw.alu.acc_banks
+    copies = vt[1] if vt else 1
+    start = used["acc"]
+    eb = hw.elem_bytes("acc")
+    if copies > hw.alu.acc_banks:
+        raise ScratchpadOverflow(f"{func.name}: buffer {b.name} (acc) has {copies} virtual-thread "
+                                 f"copies but {hw.name} has {hw.alu.acc_banks} accumulator banks")
+    if start + n > bank:
+        raise ScratchpadOverflow(
+            f"{func.name}: buffer {b.name} (acc) needs {n * eb} bytes ({n} entries) in each of "
+            f"{copies} banks, available {(bank - start) * eb} bytes of a {bank * eb}-byte bank "
+            f"({hw.name}, {hw.alu.acc_banks} banks; {start * eb} bytes used by other buffers)")
+    used["acc"] = start + n
+    base: E.Expr = E.IntImm(start) + (vt[0] * bank if vt else 0)
+    return b, base, n
 
 
 def _check_entry(func: S.PrimFunc, b: S.Buffer, hw: HwConfig) -> None:

@@ -11,7 +11,8 @@ Pre:  DMA insertion has run. ``lower`` wrapped each tensorized region (the intri
 Post: each region is a ``ComputeNest`` of the intrinsic's instruction (the outer loops, and each
       operand's entry index as an affine expression including its buffer's SRAM base), under
       ``AttrStmt("stage", "<dst>.update")``; init nests are ``ComputeNest(reset)`` of the
-      instruction that accumulates into that buffer (GEMM when none does) under
+      instruction that accumulates into that buffer (GEMM when none does), or an ALU reset on
+      hardware whose ALU is a separate pipeline (``cost.reset_instruction``), under
       ``"<dst>.init"``. The intrinsic's own loops are gone (one micro-op executes them all).
       Which buffer is which operand comes from the region's binding, never from scopes or
       names; an operand in the wrong scratchpad, or a block that is not one entry, is a
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
+from vta.compiler.cost import reset_instruction
 from vta.compiler.intrin import TensorizeRegion
 from vta.compiler.passes._common import CompileError, flat_entry, loop_nest, map_stmt, sram_map
 from vta.compiler.vta_ir import ComputeNest
@@ -55,7 +57,7 @@ def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         if isinstance(inner, S.AttrStmt) and inner.key == "tensorize":
             g = _compute(func, outer, inner, bases, hw)
             return S.AttrStmt("stage", f"{g.operand_buffers[0].name}.update", g)
-        r = _reset(s, bases, resets)
+        r = _reset(s, bases, resets, hw)
         return None if r is None else S.AttrStmt("stage", f"{r.operand_buffers[0].name}.init", r)
 
     return func.with_body(map_stmt(func.body, rewrite))
@@ -70,7 +72,7 @@ def _peel(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
 
 
 def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
-           resets: dict[S.Buffer, InstructionDef]) -> ComputeNest | None:
+           resets: dict[S.Buffer, InstructionDef], hw: HwConfig) -> ComputeNest | None:
     try:
         loops, body = loop_nest(nest)
     except CompileError:
@@ -81,8 +83,8 @@ def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
     entry = set(body.indices[-2:])
     outer = tuple((v, n) for v, n in loops if v not in entry)
     dst = E.simplify_int(bases[body.buffer] + flat_entry(body.buffer, body.indices))
-    defn = resets.get(body.buffer, GEMM)
-    return ComputeNest(defn, True, outer, ("dst",), (dst,), (), (body.buffer,))
+    defn, params = reset_instruction(hw, resets.get(body.buffer, GEMM))
+    return ComputeNest(defn, True, outer, ("dst",), (dst,), params, (body.buffer,))
 
 
 def _entry_index(where: str, buf: S.Buffer, indices: tuple[E.Expr, ...],

@@ -43,14 +43,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from vta.compiler.cost import dma_instruction_cycles, microop_instruction_cycles
+from vta.compiler.cost import (
+    dma_instruction_cycles,
+    microop_instruction_cycles,
+    reset_instruction,
+)
 from vta.compiler.intrin import vta_gemm_intrinsic
 from vta.compiler.lower import lower
 from vta.compiler.ops.conv2d import packed_dims, row_subsampled
 from vta.compiler.ops.epilogue import Epilogue, epilogue_plan
-from vta.compiler.schedule import Schedule, ScheduleError, create_schedule
+from vta.compiler.schedule import AttachAt, Schedule, ScheduleError, create_schedule
 from vta.compiler.schedules.fusion import attach_epilogue
 from vta.compiler.tensor import IterVar
 from vta.config import HwConfig
@@ -109,9 +114,18 @@ def footprint(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-de
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
+    channels = 1 + (fused.channels if fused is not None else 0)
+    banks = hw.alu.acc_banks
+    if banks > 1:
+        # banked accumulators: each thread's tile (and its fused operands' tiles) and its own
+        # copy of the per-channel operands in a bank of its own (``_bias_per_thread``;
+        # scratchpad allocation aligns the threads' copies to banks)
+        acc = banks * (s.tco * s.th * s.tw * (1 + extra) + s.tco * channels)
+    else:
+        acc = tile * (1 + extra) + ocbp * channels
     return {"inp": v * s.tci * th_in * tw_in + extra * tile,
             "wgt": wgt + (1 if extra else 0),  # the identity block of the widening GEMMs
-            "acc": tile * (1 + extra) + ocbp * (1 + (fused.channels if fused else 0))}
+            "acc": acc}
 
 
 def fit_report(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
@@ -152,12 +166,14 @@ def _tile_choices(extent: int, limit: int = 64) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=16384)
 def _dma(hw: HwConfig, kind: str, rows: int, cols: int) -> float:
     """Cycles of one 2-D LOAD of ``rows`` x ``cols`` ``kind`` entries: the LOAD definition's own
     duration (the one the simulator charges)."""
     return dma_instruction_cycles(LOAD, kind, rows, cols, hw)
 
 
+@lru_cache(maxsize=16384)
 def _store(hw: HwConfig, rows: int, cols: int) -> float:
     """Cycles of one STORE of ``rows`` x ``cols`` out entries (the STORE definition's)."""
     return dma_instruction_cycles(STORE, "out", rows, cols, hw)
@@ -171,7 +187,13 @@ ISSUE_GAP = 4
 def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> float:
     """Cycles of one micro-op instruction of ``n_ops`` executions (its definition's timing)
     plus the model's issue gap."""
-    return microop_instruction_cycles(defn, n_ops, hw, **fields) + ISSUE_GAP
+    return _microop_cached(hw, defn, n_ops, tuple(sorted(fields.items()))) + ISSUE_GAP
+
+
+@lru_cache(maxsize=16384)
+def _microop_cached(hw: HwConfig, defn: InstructionDef, n_ops: int,
+                    fields: tuple[tuple[str, Any], ...]) -> float:
+    return microop_instruction_cycles(defn, n_ops, hw, **dict(fields))
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
@@ -196,7 +218,8 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     tiles = nb * (ocp // s.tco) * (ohp // s.th) * (owp // s.tw)
     entries = s.tco * s.th * s.tw
     c_step = _microop(hw, GEMM, entries * s.tci * k2)
-    c_epi = _microop(hw, GEMM, entries, reset=True)
+    reset, reset_fields = reset_instruction(hw, GEMM)
+    c_epi = _microop(hw, reset, entries, reset=True, **dict(reset_fields))
     for sel in epilogue_plan(epi, hw):
         assert sel.intrin.instruction is not None
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
@@ -212,7 +235,15 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
     if fused is not None:  # the operand tiles, loaded once per tile
         m_store += fused.tensors * s.tco * _dma(hw, "inp", s.th, s.tw)
     n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
-    if v > 1:
+    if v > 1 and hw.alu.separate_pipeline:
+        # the ALU runs the reset and epilogue beside the GEMMs; a thread's epilogue, store and
+        # next reset must fit in the other thread's last step (the skewed threads) or wait
+        cover = c_step if n_ic == 1 else max(c_step, m_step)
+        stall = max(0.0, c_epi + m_store - cover)
+        tile = max(n_ic * max(c_step, m_step) + stall, c_epi, n_ic * m_step + m_store)
+        exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
+        total = tiles * tile + exposed_w + m_step + m_store + c_epi
+    elif v > 1:
         tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
         exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
         total = tiles * tile + exposed_w + m_step + m_store
@@ -280,6 +311,15 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
     return [s for _, _, s in scored[:max(1, k)]]
 
 
+def _bias_per_thread(hw: HwConfig, s: ConvSchedule) -> bool:
+    """Whether each virtual thread loads its tiles' bias into its own accumulator bank: on
+    banked accumulators (a separate ALU pipeline), so a thread's epilogue reads only its own
+    bank while the other thread's GEMMs hold theirs. Otherwise the bias of every output channel
+    is loaded once, before the first tile (no LOAD ACC waits for the memory port between
+    tiles); ``footprint`` counts it either way."""
+    return hw.alu.acc_banks > 1 and s.vthreads > 1
+
+
 def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
     """The schedule primitives for knobs ``s`` on ``op`` (see the module docstring)."""
     sch = create_schedule(op.out)
@@ -326,8 +366,10 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
         sch[wgt].compute_at(a, ic_o)
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
     # the epilogue (requantization, fused operators) on the accumulator tile; the bias (and
-    # any per-channel operand) one LOAD ACC before the first tile
-    return attach_epilogue(sch, op, hw)
+    # any per-channel operand) one LOAD ACC before the first tile, or per thread into its own
+    # accumulator bank (``_bias_per_thread``)
+    per_thread = AttachAt(out, level[vt_role]) if _bias_per_thread(hw, s) else None
+    return attach_epilogue(sch, op, hw, operands_at=per_thread)
 
 
 def lower_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> S.PrimFunc:

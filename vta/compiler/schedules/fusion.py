@@ -13,7 +13,9 @@ built by ``ops.epilogue`` and ``ops.fused.apply_chain``) without the user mentio
 * a widening stage (an int8 operand brought into acc through the GEMM core,
   ``ops.fused.widen``) also gets its operand copied into ``inp`` at that loop, its identity
   weights into ``wgt`` once, and is tensorized onto the GEMM intrinsic;
-* per-channel int32 operands (the bias) are copied into ``acc`` once, before the first tile.
+* per-channel int32 operands (the bias) are copied into ``acc`` once, before the first tile
+  (or at ``operands_at``: per virtual thread on banked accumulators, so each thread's epilogue
+  reads its own bank).
 
 Stages the user did schedule are left as they are. The GPU's counterpart is the output stage of
 ``vta.gpu.ops``: the same stages inlined into the kernel's store.
@@ -50,10 +52,12 @@ def anchor_tile(sch: Schedule, op: PackedOp) -> AttachAt:
 
 
 def attach_epilogue(sch: Schedule, op: PackedOp, hw: HwConfig,
-                    at: AttachAt | None = None) -> Schedule:
+                    at: AttachAt | None = None,
+                    operands_at: AttachAt | None = None) -> Schedule:
     """Complete ``sch`` (a schedule of ``op``'s anchor) with ``op``'s fused epilogue (module
-    docstring) at ``at`` (default: where the anchor's accumulator tile is, ``anchor_tile``);
-    returns ``sch``."""
+    docstring) at ``at`` (default: where the anchor's accumulator tile is, ``anchor_tile``),
+    its per-channel operands at ``operands_at`` (default: the root, loaded once); returns
+    ``sch``."""
     at = at or anchor_tile(sch, op)
     staged = {id(t) for t in op.epilogue}
     widening: list[Stage] = []
@@ -83,5 +87,7 @@ def attach_epilogue(sch: Schedule, op: PackedOp, hw: HwConfig,
     for p in op.inputs:
         readers = [r for r in sch.readers(p) if id(r.tensor) in staged]
         if readers and not any(r is s for r in readers for s in widening):
-            sch.cache_read(p, "acc", readers)  # loaded once, before the first tile
+            c = sch.cache_read(p, "acc", readers)  # loaded once, before the first tile
+            if operands_at is not None:
+                sch[c].compute_at(operands_at.stage, operands_at.axis)
     return sch

@@ -1,0 +1,249 @@
+"""The memory port: how DMA transfers share it, burst by burst.
+
+One implementation serves two readers: an instruction's ``duration`` (its transfer alone on an
+idle port, ``alone``) and the simulator (every unit's transfers together, ``Port``), so a DMA
+that meets no other traffic takes exactly the cycles its definition states, and the cost
+model and the simulator agree on it by construction.
+
+A port has a **read channel** and a **write channel** (AXI's R and W channels are independent:
+a STORE streams while a LOAD's data arrives). Each channel moves one beat of ``bus_bytes`` per
+cycle. A transfer is a sequence of bursts (``Transfer``), each a number of beats:
+
+* a burst is *issued* (its address handshake) at most one per cycle per channel, when fewer
+  than ``in_flight`` bursts of the channel are outstanding;
+* a read burst's data starts ``latency`` cycles after its issue, or when the channel is free,
+  whichever is later, and occupies the channel for its beats; it is outstanding until its last
+  beat;
+* a write burst's data starts ``command`` cycles after its issue (the write-address handshake)
+  or when the channel is free, occupies the channel for its beats, and is outstanding until
+  its write response, ``latency`` cycles after its last beat;
+* the transfers active on a channel take turns burst by burst (round robin in arrival order:
+  the interleaving of VTA's five DMA masters at the shared AXI port), so no transfer holds the
+  port through its latency;
+* a read transfer completes with its last beat, a write transfer with its last response.
+
+The channel is the resource the bound counts (``bus_bytes`` per cycle); the in-flight limit is
+what makes a transfer of few bursts latency-bound: with ``in_flight`` bursts outstanding the
+next waits for the oldest to finish, so every batch of bursts costs a latency and its beats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+__all__ = ["Channel", "Transfer", "Port", "alone"]
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """How one channel of the port serves bursts (see the module docstring)."""
+
+    latency: int
+    in_flight: int
+    #: cycles from a write burst's issue to its first beat (0 for reads: they wait ``latency``)
+    command: int = 0
+    write: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One DMA's bursts, in issue order: the beats of each (a beat is one cycle of the
+    channel)."""
+
+    bursts: tuple[int, ...]
+    write: bool = False
+
+    @property
+    def beats(self) -> int:
+        return sum(self.bursts)
+
+
+@dataclass(slots=True)
+class _Job:
+    key: int
+    transfer: Transfer
+    arrival: int
+    next: int = 0  # index of the next burst to issue
+    done: int = -1  # completion time once its last burst is issued (its last beat/response)
+    #: its completion if it stays alone on the channel (it arrived at an idle one); else -1
+    solo: int = -1
+
+    @property
+    def issuing(self) -> bool:
+        return self.next < len(self.transfer.bursts)
+
+
+@dataclass(slots=True)
+class _State:
+    """A channel's committed state: what has been issued so far."""
+
+    last_issue: int = -(1 << 60)
+    free: int = 0  # the first cycle the channel's data lines are free
+    #: release times of the bursts still outstanding after ``last_issue``
+    slots: list[int] = field(default_factory=list)
+    last_key: int = 0  # the job served last (round robin continues after it)
+
+    def copy(self) -> _State:
+        return _State(self.last_issue, self.free, list(self.slots), self.last_key)
+
+
+def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
+    """The earliest cycle ``job``'s next burst can issue: after the previous issue, not before
+    the job arrived, and when fewer than ``in_flight`` bursts are outstanding."""
+    t = max(st.last_issue + 1, job.arrival)
+    pending = sorted(r for r in st.slots if r > t)
+    if len(pending) >= ch.in_flight:
+        t = pending[len(pending) - ch.in_flight]
+    return t
+
+
+def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
+    beats = job.transfer.bursts[job.next]
+    start = max(t + (ch.command if ch.write else ch.latency), st.free)
+    end = start + beats
+    st.free = end
+    release = end + ch.latency if ch.write else end
+    st.slots = [r for r in st.slots if r > t]
+    st.slots.append(release)
+    st.last_issue = t
+    st.last_key = job.key
+    job.next += 1
+    job.done = max(job.done, release)
+
+
+def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
+         first_done: bool = False) -> None:
+    """Issue bursts of ``jobs`` (round robin by arrival order, one burst per turn) on ``st``
+    until every burst is issued or the next issue would be at or after ``until``; with
+    ``first_done``, also stop once some job has issued its last burst and no later issue can
+    complete before it (what comes next no longer changes the first completion)."""
+    while True:
+        live = [j for j in jobs if j.issuing]
+        if not live:
+            return
+        job = next((j for j in live if j.key > st.last_key), live[0])
+        t = _issue_time(ch, st, job)
+        if until is not None and t >= until:
+            return
+        if first_done and any(not j.issuing and j.done <= t for j in jobs):
+            return
+        _issue(ch, st, job, t)
+
+
+@lru_cache(maxsize=65536)
+def _alone_plan(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
+    """A transfer alone on an idle channel from cycle 0: its completion and the channel's state
+    once every burst is issued."""
+    job = _Job(0, transfer, 0)
+    st = _State()
+    _run(ch, st, [job], None)
+    return job.done, st
+
+
+def alone(ch: Channel, transfer: Transfer) -> int:
+    """Cycles ``transfer`` takes on an idle channel (its definition's duration reads this)."""
+    if not transfer.bursts:
+        return 0
+    return _alone_plan(ch, transfer)[0]
+
+
+class Port:
+    """The simulator's port: transfers submitted at the current cycle, completions predicted
+    exactly from the committed issues plus the round-robin plan of what remains. Adding a
+    transfer re-plans the bursts not yet issued (those issued before it stay)."""
+
+    def __init__(self, read: Channel, write: Channel) -> None:
+        self.channels = {False: read, True: write}
+        self.state = {False: _State(), True: _State()}
+        self.jobs: dict[bool, list[_Job]] = {False: [], True: []}
+        self._keys = 0
+        #: per channel, the next completion under the current plan (a new transfer or a
+        #: retired one on that channel plans again)
+        self._next: dict[bool, int | None] = {False: None, True: None}
+
+    def submit(self, transfer: Transfer, now: int) -> int:
+        """Add ``transfer`` at cycle ``now``; returns its key."""
+        w = transfer.write
+        self._commit(w, now)
+        self._keys += 1
+        job = _Job(self._keys, transfer, now)
+        st, ch = self.state[w], self.channels[w]
+        if not self.jobs[w] and st.free <= now and st.last_issue < now \
+                and all(r <= now for r in st.slots):
+            job.solo = now + alone(ch, transfer)  # an idle channel: as its definition says
+        else:
+            for other in self.jobs[w]:
+                other.solo = -1
+        self.jobs[w].append(job)
+        self._next[w] = None
+        return self._keys
+
+    def _commit(self, w: bool, now: int) -> None:
+        _run(self.channels[w], self.state[w], self.jobs[w], now)
+
+    def next_completion(self) -> int:
+        """The cycle at which the next active transfer completes, planning the bursts not yet
+        issued only as far as that (a burst issued later completes later)."""
+        best = None
+        for w in (False, True):
+            jobs = self.jobs[w]
+            if not jobs:
+                continue
+            done = self._next[w]
+            if done is None:
+                if len(jobs) == 1 and jobs[0].solo >= 0:
+                    done = jobs[0].solo
+                else:
+                    trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in jobs]
+                    _run(self.channels[w], self.state[w].copy(), trial, None, first_done=True)
+                    done = min(j.done for j in trial if not j.issuing)
+                self._next[w] = done
+            best = done if best is None else min(best, done)
+        assert best is not None, "no transfer is active"
+        return best
+
+    def predictions(self) -> dict[int, int]:
+        """Completion cycle of every active transfer under the current plan (the whole plan;
+        for tests and reports)."""
+        out: dict[int, int] = {}
+        for w in (False, True):
+            trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in self.jobs[w]]
+            _run(self.channels[w], self.state[w].copy(), trial, None)
+            out.update((j.key, j.done) for j in trial)
+        return out
+
+    def finish(self, now: int) -> list[int]:
+        """Commit the issues before ``now`` and retire the transfers complete by ``now``;
+        returns their keys."""
+        done: list[int] = []
+        for w in (False, True):
+            if not self.jobs[w]:
+                continue
+            nxt = self._next[w]
+            if nxt is not None and nxt > now:
+                continue  # nothing on this channel completes yet (its issues commit later)
+            lone = self.jobs[w][0]
+            if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
+                    and lone.solo <= now:
+                # it ran alone from an idle channel: its plan, shifted, is the channel's state
+                done_at, st = _alone_plan(self.channels[w], lone.transfer)
+                t0 = lone.arrival
+                self.state[w] = _State(st.last_issue + t0, st.free + t0,
+                                       [r + t0 for r in st.slots], lone.key)
+                lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
+            self._commit(w, now)
+            keep = []
+            for j in self.jobs[w]:
+                if j.next == len(j.transfer.bursts) and j.done <= now:
+                    done.append(j.key)
+                else:
+                    keep.append(j)
+            if len(keep) != len(self.jobs[w]):
+                self._next[w] = None
+            self.jobs[w] = keep
+        return done
+
+    @property
+    def active(self) -> bool:
+        return bool(self.jobs[False] or self.jobs[True])

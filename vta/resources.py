@@ -1,0 +1,158 @@
+"""A first-order FPGA resource estimate of a configuration, component by component.
+
+``breakdown(hw)`` lists ``(resource, component, amount, why)`` rows; ``estimate(hw)`` sums them
+per resource (``HwConfig.resource_estimate`` and ``vta info`` print it). Every number is derived
+from the configuration's fields by the rule stated beside it; none is measured on a synthesised
+design. Resources: ``dsp`` (DSP48 slices), ``bram36`` (36-Kbit block RAMs, 4.5 KiB each),
+``lut`` (6-input LUTs of the datapath: adders, comparators, shifters, multiplexers; control
+logic is not counted) and ``ff`` (pipeline registers of the datapath).
+
+The datapath:
+
+* GEMM: one DSP per two int8 multipliers (one per wider product); the reduction adder tree of
+  each output lane (``block_in / 2**l`` adders of ``product bits + l`` bits at level ``l``, one
+  LUT per bit of a carry-chain adder) and the accumulator adder (``acc bits`` LUTs); a pipeline
+  register of the accumulator vector (``batch * block_out * acc bits``) per stage of
+  ``gemm.pipeline_depth``.
+* ALU (``alu.lanes`` lanes of ``acc bits``): per bit one LUT for the adder, two for MIN/MAX
+  (comparator and multiplexer), ``log2(acc bits)`` for the SHR barrel shifter, one for the
+  result multiplexer; MUL in DSPs (``ceil(bits/25) * ceil(bits/18)`` DSP48 per lane); a
+  register of the lane vector per stage of ``alu.pipeline_depth``.
+* Buffers: ``ceil(bytes / 4.5 KiB)`` BRAM36 each (a lower bound: port widths can force more);
+  acc and out per bank.
+
+The variants the co-design benchmark sweeps, each with what it costs:
+
+* ``alu.separate_pipeline`` with ``alu.acc_banks``: the ALU reads micro-ops while the GEMM
+  core does, so the micro-op buffer gets a second copy (its two ports already serve the DMA
+  write and the GEMM read); the ALU gets its own command queue (``queues.command_depth`` x 16 B
+  of BRAM); each bank rounds to whole BRAMs; a crossbar steers each bank's two ports to the
+  GEMM core or the ALU (per extra bank, a 2:1 multiplexer on the read data and the write data
+  of each pipeline: ``4 * entry bits`` LUTs).
+* ``alu.ii = 1``: a register operand needs a second accumulator read port in the same cycle:
+  a second copy of the accumulator, written with the first (its BRAMs again).
+* ``memory.outstanding`` (reads in flight): in the HLS design each read master (fetch, load,
+  micro-op, compute's data port) buffers the data of its outstanding bursts (UG1399: "a FIFO of
+  size num_read_outstanding * max_read_burst_length * word_size"); in the Chisel design the VME
+  keeps one tag per request (``shell/VME.scala``: client id, tag and mask bits per entry of
+  ``RequestQueueDepth``), in LUT RAM (64 bits per LUT).
+* ``gemm.pipeline_depth``: its registers, above.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vta.config import HwConfig
+
+__all__ = ["breakdown", "estimate", "RESOURCES"]
+
+RESOURCES = ("dsp", "bram36", "lut", "ff")
+BRAM36_BYTES = 4608
+#: the HLS design's read masters: fetch's ins_port, load's data port, compute's uop_port and data
+#: port (vta.cc's m_axi bundles; the store is the one write master)
+HLS_READ_MASTERS = 4
+#: bits of one VME tag entry besides its mask (shell/VME.scala clientTag: 3 + 21)
+VME_TAG_BITS = 24
+
+Row = tuple[str, str, int, str]
+
+
+def _bits(dtype: str) -> int:
+    from vta.config import DTYPE_BITS
+
+    return DTYPE_BITS[dtype]
+
+
+def _bram(nbytes: int) -> int:
+    return math.ceil(nbytes / BRAM36_BYTES)
+
+
+def _gemm(hw: HwConfig) -> list[Row]:
+    g = hw.gemm
+    lanes = g.batch * g.block_out
+    wide = max(_bits(g.inp_dtype), _bits(g.wgt_dtype))
+    per_dsp = 2 if wide <= 8 else 1
+    prod = _bits(g.inp_dtype) + _bits(g.wgt_dtype)
+    levels = max(1, math.ceil(math.log2(g.block_in))) if g.block_in > 1 else 0
+    tree = sum((g.block_in >> lv) * (prod + lv) for lv in range(1, levels + 1))
+    acc = _bits(g.acc_dtype)
+    return [
+        ("dsp", "GEMM multipliers", math.ceil(g.batch * g.block_in * g.block_out / per_dsp),
+         f"{per_dsp} multiplier(s) per DSP48"),
+        ("lut", "GEMM adder trees", lanes * (tree + acc),
+         f"{lanes} lanes x ({tree} tree + {acc} accumulate) adder bits"),
+        ("ff", "GEMM pipeline registers", g.pipeline_depth * lanes * acc,
+         f"{g.pipeline_depth} stages x {lanes} x {acc} bits"),
+    ]
+
+
+def _alu(hw: HwConfig) -> list[Row]:
+    a, bits = hw.alu, _bits(hw.gemm.acc_dtype)
+    ops = set(a.ops)
+    per_bit = 1 + (2 if ops & {"min", "max"} else 0) + (1 if "add" in ops else 0) \
+        + (math.ceil(math.log2(bits)) if "shr" in ops else 0)
+    rows: list[Row] = [
+        ("lut", "ALU lanes", a.lanes * bits * per_bit,
+         f"{a.lanes} lanes x {bits} bits x {per_bit} LUT/bit"),
+        ("ff", "ALU pipeline registers", a.pipeline_depth * a.lanes * bits,
+         f"{a.pipeline_depth} stages x {a.lanes} x {bits} bits")]
+    if "mul" in ops:
+        per = math.ceil(bits / 25) * math.ceil(bits / 18)
+        rows.append(("dsp", "ALU multipliers", a.lanes * per, f"{per} DSP48 per {bits}-bit lane"))
+    return rows
+
+
+def _buffers(hw: HwConfig) -> list[Row]:
+    sp, banks = hw.scratchpad, hw.alu.acc_banks
+    rows: list[Row] = [(("bram36", f"{k} buffer", _bram(getattr(sp, k)), f"{getattr(sp, k)} B"))
+                       for k in ("uop", "inp", "wgt")]
+    for k in ("acc", "out"):
+        size = getattr(sp, k)
+        rows.append(("bram36", f"{k} buffer", banks * _bram(size // banks),
+                     f"{banks} bank(s) of {size // banks} B" if banks > 1 else f"{size} B"))
+    return rows
+
+
+def _variants(hw: HwConfig) -> list[Row]:
+    a, sp, m = hw.alu, hw.scratchpad, hw.memory
+    rows: list[Row] = []
+    if a.separate_pipeline:
+        g = hw.gemm
+        entry = g.batch * g.block_out * _bits(g.acc_dtype)
+        rows += [("bram36", "separate ALU: micro-op copy", _bram(sp.uop),
+                  "a third micro-op read port"),
+                 ("bram36", "separate ALU: command queue", _bram(hw.queues.command_depth * 16),
+                  f"{hw.queues.command_depth} x 16 B"),
+                 ("lut", "separate ALU: bank crossbar", (a.acc_banks - 1) * 4 * entry,
+                  f"{a.acc_banks - 1} extra bank(s) x 4 x {entry}-bit 2:1 multiplexers")]
+    if a.ii == 1:
+        banks = a.acc_banks
+        rows.append(("bram36", "ALU II=1: second acc read port", banks * _bram(sp.acc // banks),
+                     "a copy of the accumulator"))
+    assert m.outstanding is not None and m.burst_bytes is not None  # set from the model
+    if hw.timing_model == "hls":
+        fifo = m.outstanding * m.burst_bytes
+        rows.append(("bram36", "reads in flight: read data FIFOs",
+                     HLS_READ_MASTERS * _bram(fifo),
+                     f"{HLS_READ_MASTERS} read masters x {m.outstanding} x {m.burst_bytes} B"))
+    else:
+        bits = m.outstanding * (VME_TAG_BITS + m.outstanding)
+        rows.append(("lut", "reads in flight: VME tags", math.ceil(bits / 64),
+                     f"{m.outstanding} tags x {VME_TAG_BITS + m.outstanding} bits in LUT RAM"))
+    return rows
+
+
+def breakdown(hw: HwConfig) -> list[Row]:
+    """Every component's ``(resource, component, amount, rule)`` (see the module docstring)."""
+    return [*_gemm(hw), *_alu(hw), *_buffers(hw), *_variants(hw)]
+
+
+def estimate(hw: HwConfig) -> dict[str, int]:
+    """The total of each resource in ``RESOURCES``."""
+    out = dict.fromkeys(RESOURCES, 0)
+    for res, _, amount, _ in breakdown(hw):
+        out[res] += amount
+    return out
