@@ -134,8 +134,15 @@ class Point:
 class BoundSpace(Protocol):
     """A space bound to one problem (what the search and the tuner see)."""
 
-    name: str
-    knobs: tuple[str, ...]
+    @property
+    def name(self) -> str:
+        """The space's name (a cache key part)."""
+        ...
+
+    @property
+    def knobs(self) -> tuple[str, ...]:
+        """The knobs, in enumeration order."""
+        ...
 
     def domain(self, knob: str, point: Mapping[str, Any]) -> tuple[Any, ...]:
         """The values ``knob`` may take given the values of the knobs before it."""
