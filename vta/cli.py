@@ -71,9 +71,17 @@ def _read_text(path: str, what: str) -> str:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from vta.config import HwConfig
+    from vta.resources import BOARDS, fits, published_comparison, shares
 
     hw = HwConfig.from_yaml(args.hw)
     summary = hw.summary()
+    est = hw.resource_estimate()
+    summary["boards"] = {b.name: ("fits" if fits(est, b.limits) else "does not fit") + " (" +
+                         ", ".join(f"{k} {v:.0%}" for k, v in shares(est, b.limits).items()) +
+                         ")" for b in BOARDS.values()}
+    summary["against VTA's published PYNQ design"] = {
+        what: f"published {pub}; estimate {mine}: {verdict}"
+        for what, pub, mine, verdict in published_comparison(hw)}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -83,7 +91,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     table = Table(title=f"{hw.name} ({hw.source})", show_header=False)
     for key, value in summary.items():
         if isinstance(value, dict):
-            sep = "\n" if key == "resource_breakdown" else "  "
+            sep = "\n" if key in ("resource_breakdown", "boards",
+                                  "against VTA's published PYNQ design") else "  "
             value = sep.join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, str(value))
     Console().print(table)

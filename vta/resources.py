@@ -278,6 +278,6 @@ def published_comparison(hw: HwConfig) -> list[Comparison]:
         (f"fits the {b.part}", "yes (OSDI'18 section 6.4)",
          ", ".join(f"{k} {v:.0%}" for k, v in share.items()),
          "agrees" if fits(est, b.limits) else "DISAGREES: the estimate does not fit"),
-        ("synthesised utilisation", "not in VTA_REFERENCE.md", "estimate only",
-         "no measured DSP/LUT/BRAM figure to compare with"),
+        ("synthesised utilisation", "not in VTA_REFERENCE.md", "-",
+         "no measured DSP/LUT/BRAM count to compare the estimate with"),
     ]

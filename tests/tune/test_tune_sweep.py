@@ -143,3 +143,15 @@ def test_boards_and_the_published_pynq_facts() -> None:
     assert not fits(wide.resource_estimate(), b.limits)
     assert {r[0]: r for r in published_comparison(wide)}["fits the xc7z020"][3].startswith(
         "DISAGREES")
+
+
+def test_vta_info_names_the_boards_and_the_published_facts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["info", "--hw", str(PYNQ), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["boards"]["pynq-z1"].startswith("fits (dsp 87%")
+    facts = s["against VTA's published PYNQ design"]
+    assert facts["fits the xc7z020"].endswith("agrees")
+    assert "not in VTA_REFERENCE.md" in facts["synthesised utilisation"]

@@ -388,26 +388,28 @@ def write_csv(result: SweepResult, path: str | Path) -> None:
 _COLOURS = ("#2b7bba", "#e08a1e", "#d64541")
 
 
-def plot(result: SweepResult, path: str | Path, what: str = "") -> None:
-    """The Pareto plot: frames/s (runs of the workloads per second at each point's clock)
-    against each resource estimate; the boards' limits as dashed lines; colour by the boards
-    a point fits; the Pareto front with a black edge and its points named."""
+def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = "") -> None:
+    """The Pareto plot of a sweep (or of its ``summary()``, as a JSON file keeps it):
+    frames/s (runs of the workloads per second at each point's clock) against each resource
+    estimate; the boards' limits as dashed lines; colour by the boards a point fits; the
+    Pareto front with a black edge and its points named."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    boards = result.grid.boards
-    ok = [r for r in result.points if r.status == "ok" and r.cycles]
+    s = result.summary() if isinstance(result, SweepResult) else result
+    boards = [board(b) for b in s["boards"]]
+    ok = [r for r in s["points"] if r["status"] == "ok" and r["cycles"]]
     fig, axes = plt.subplots(1, len(LIMITED), figsize=(5 * len(LIMITED), 4.6), sharey=True)
     for ax, res in zip(axes, LIMITED, strict=True):
         for r in ok:
-            k = next((i for i, b in enumerate(boards) if r.fits.get(b.name)), len(boards))
+            k = next((i for i, b in enumerate(boards) if r[f"fits_{b.name}"]), len(boards))
             colour = _COLOURS[min(k, 1) if k < len(boards) else 2]
-            ax.scatter([r.resources[res]], [r.per_s], color=colour, zorder=3, s=40,
-                       edgecolors="black" if r.pareto else "none", linewidths=1.2)
-            if r.pareto:
-                ax.annotate(r.point.name, (r.resources[res], r.per_s), fontsize=7,
+            ax.scatter([r[res]], [r["frames_per_s"]], color=colour, zorder=3, s=40,
+                       edgecolors="black" if r["pareto"] else "none", linewidths=1.2)
+            if r["pareto"]:
+                ax.annotate(r["point"], (r[res], r["frames_per_s"]), fontsize=7,
                             textcoords="offset points", xytext=(5, 4))
         for i, b in enumerate(boards):
             ax.axvline(b.limits[res], color=_COLOURS[min(i, 1)], lw=1, ls="--",
@@ -415,11 +417,11 @@ def plot(result: SweepResult, path: str | Path, what: str = "") -> None:
         ax.set_xlabel(f"{res} (estimate, vta.resources)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    axes[0].set_ylabel(f"{what or '+'.join(result.workloads)} per second")
+    axes[0].set_ylabel(f"{what or '+'.join(s['workloads'])} per second")
     names = ", ".join(b.name for b in boards)
-    fig.suptitle(f"{result.grid.name}: {len(ok)} points, tuned ({result.trials} trials a layer);"
-                 f" colour: fits {boards[0].name} / only a larger board / none of {names}; "
-                 f"black edge: Pareto front", fontsize=9)
+    fig.suptitle(f"{s['grid']}: {len(ok)} points, {s['trials']} schedule trials a layer; colour:"
+                 f" fits {boards[0].name} / only a larger board / none of {names}; black "
+                 f"edge: Pareto front", fontsize=9)
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=110)
