@@ -90,6 +90,9 @@ def test_gpu_modules_take_the_same_arrays(schedule, inputs) -> None:  # type: ig
     assert ld >= ld_min > 0
     assert p.instructions and all(v > 0 for v in p.instructions.values())
     assert f"global load sectors {ld:,}" in r.report()
+    # without counters (a timing comparison), the same integers and no profile
+    quiet = vta.build(schedule(dense()), target="cuda-emu", profile=False)(inputs)
+    assert quiet.stats.profile is None and np.array_equal(quiet["res"], r["res"])
     assert [b.name for b in mod.kernel.params] == ["x", "w", "bias", "res"]
     assert mod.gpu_func is not None and "__global__" in mod.cuda
     with pytest.raises(vta.BuildError, match="no accelerator program"):
