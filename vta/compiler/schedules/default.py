@@ -92,22 +92,25 @@ def _blocks(spec, hw: HwConfig) -> tuple[int, int]:  # type: ignore[no-untyped-d
     return math.ceil(spec.ic / hw.gemm.block_in), math.ceil(spec.oc / hw.gemm.block_out)
 
 
-def _in_rows(spec, hw: HwConfig, s: ConvSchedule) -> int:  # type: ignore[no-untyped-def]
+def _in_rows(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
+             row_view: bool = True) -> int:
     """Input rows one tile's input copy holds (only the rows read when ``data_pad`` keeps
-    every stride-th row, ``ops.conv2d.row_subsampled``)."""
-    if row_subsampled(packed_dims(spec, hw, s)):
+    every stride-th row, ``ops.conv2d.row_subsampled``; ``row_view=False``: the padding stage
+    is not ``conv2d_compute``'s and keeps every row, as a packed logical compute's does)."""
+    if row_view and row_subsampled(packed_dims(spec, hw, s)):
         return s.th
     return (s.th - 1) * spec.stride + spec.kh
 
 
 def footprint(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
-              fused: ChainCost | None = None) -> dict[str, int]:
+              fused: ChainCost | None = None, row_view: bool = True) -> dict[str, int]:
     """Scratchpad entries the schedule needs per buffer kind (threads included); each int8
-    operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``."""
+    operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``
+    (``row_view``: see ``_in_rows``)."""
     icb, ocb = _blocks(spec, hw)
     v = s.vthreads
     v_oc = v if s.vt_axis == "oc" else 1
-    th_in = _in_rows(spec, hw, s)
+    th_in = _in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     hoist = s.tci >= icb
     wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
@@ -129,9 +132,9 @@ def footprint(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-de
 
 
 def fit_report(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
-               fused: ChainCost | None = None) -> None:
+               fused: ChainCost | None = None, row_view: bool = True) -> None:
     """Raise ScheduleError naming the first buffer the schedule overflows."""
-    need = footprint(spec, hw, s, fused)
+    need = footprint(spec, hw, s, fused, row_view)
     for kind, entries in need.items():
         depth = hw.depth(kind)
         if entries > depth:
@@ -197,11 +200,12 @@ def _microop_cached(hw: HwConfig, defn: InstructionDef, n_ops: int,
 
 
 def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def]
-             epi: Epilogue | None = None, fused: ChainCost | None = None) -> float:
+             epi: Epilogue | None = None, fused: ChainCost | None = None,
+             row_view: bool = True) -> float:
     """First-order cycles of ``spec`` under ``s`` with epilogue ``epi`` (default: the
     requantizing one) and the ``fused`` chain after it (its instructions per entry, its int8
     operands' tile loads); every instruction's cycles come from its definition (see the module
-    docstring)."""
+    docstring; ``row_view``: see ``_in_rows``)."""
     epi = epi or Epilogue()
     g = hw.gemm
     icb, ocb = _blocks(spec, hw)
@@ -225,7 +229,7 @@ def estimate(spec, hw: HwConfig, s: ConvSchedule,  # type: ignore[no-untyped-def
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
     for defn, fields in (fused.instructions if fused is not None else ()):
         c_epi += _microop(hw, defn, entries, **fields)
-    th_in = _in_rows(spec, hw, s)
+    th_in = _in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
     hoist = s.tci >= icb
@@ -269,12 +273,13 @@ Accept = Callable[[ConvSchedule], bool]
 
 def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,  # type: ignore[no-untyped-def]
                      epi: Epilogue | None = None, fused: ChainCost | None = None,
-                     accept: Accept | None = None,
+                     accept: Accept | None = None, row_view: bool = True,
                      **overrides: int | str) -> list[ConvSchedule]:
     """The model's ``k`` best schedules, cheapest estimate first (``default_schedule`` is the
     first; ``driver.compile_workload`` can let the timing-only simulator pick among them).
     ``fused``: a chain fused after the epilogue (its scratchpad tiles and instructions);
-    ``accept``: only schedules it accepts (none accepted is a ``ScheduleError``)."""
+    ``accept``: only schedules it accepts (none accepted is a ``ScheduleError``);
+    ``row_view=False``: the input's padding stage keeps every row (``_in_rows``)."""
     icb, ocb = _blocks(spec, hw)
     vs = [vthreads] if vthreads is not None else [2, 1]
     axes = [str(overrides["vt_axis"])] if "vt_axis" in overrides else ["oh", "oc"]
@@ -291,20 +296,20 @@ def ranked_schedules(spec, hw: HwConfig, k: int, *, vthreads: int | None = None,
                         for tw in tws:
                             s = ConvSchedule(tco, tci, th, tw, v, axis)
                             try:
-                                fit_report(spec, hw, s, fused)
+                                fit_report(spec, hw, s, fused, row_view)
                             except ScheduleError:
                                 continue
                             if accept is not None and not accept(s):
                                 continue
-                            scored.append((estimate(spec, hw, s, epi, fused), len(scored),
-                                           s))
+                            scored.append((estimate(spec, hw, s, epi, fused, row_view),
+                                           len(scored), s))
         if scored and vthreads is None:
             break  # two threads fit: keep them (the model's rule)
     if not scored:
         s = ConvSchedule(int(overrides.get("tco", 1)), int(overrides.get("tci", 1)),
                          int(overrides.get("th", 1)), int(overrides.get("tw", 1)),
                          vthreads or 1, str(overrides.get("vt_axis", "oh")))
-        fit_report(spec, hw, s, fused)  # raises the named error
+        fit_report(spec, hw, s, fused, row_view)  # raises the named error
         why = " and writes the packed layout asked for" if accept is not None else ""
         raise ScheduleError(f"no schedule of {spec.describe()} fits {hw.name}{why}")
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
