@@ -90,6 +90,9 @@ def test_gpu_modules_take_the_same_arrays(schedule, inputs) -> None:  # type: ig
     assert ld >= ld_min > 0
     assert p.instructions and all(v > 0 for v in p.instructions.values())
     assert f"global load sectors {ld:,}" in r.report()
+    # without counters (a timing comparison), the same integers and no profile
+    quiet = vta.build(schedule(dense()), target="cuda-emu", profile=False)(inputs)
+    assert quiet.stats.profile is None and np.array_equal(quiet["res"], r["res"])
     assert [b.name for b in mod.kernel.params] == ["x", "w", "bias", "res"]
     assert mod.gpu_func is not None and "__global__" in mod.cuda
     with pytest.raises(vta.BuildError, match="no accelerator program"):
@@ -222,3 +225,33 @@ def test_a_hand_packed_compute_takes_its_own_layout(pynq: vta.HwConfig) -> None:
                      ins["w"].astype(np.int64)).astype(np.int32).astype(np.int8)
     assert np.array_equal(mod(ins)["res"], want)
     assert np.array_equal(mod.interpret(ins)["res"], want)
+
+
+@pytest.mark.parametrize("stride,h", [(2, 7), (3, 10), (2, 12)])
+def test_a_strided_one_row_logical_conv_fits_its_schedule(stride: int, h: int) -> None:
+    """A logical 1x1 strided convolution keeps every input row in its own padding stage (no
+    strided row view as ``ops.conv2d`` has): ``schedule_packed`` sizes the input tile for
+    those rows, so the schedule it picks fits the scratchpad and runs bit-exact (found by
+    test_logical_targets on small_hw: a tile of 3 rows sized as 2 overflowed inp)."""
+    from vta.compiler.layout import pack
+    from vta.compiler.ops.conv2d import Conv2dSpec
+
+    hw = vt.small_hw()
+    s = Conv2dSpec(n=1, ic=13, h=h, w=3, oc=5, kh=1, kw=1, stride=stride, pad=0)
+    data = placeholder((s.n, s.ic, s.h, s.w), "int8", "data")
+    kern = placeholder((s.oc, s.ic, 1, 1), "int8", "kernel")
+    ic = reduce_axis(s.ic, "ic")
+    acc = compute((s.n, s.oc, s.oh, s.ow), lambda n, o, y, x: sum_(
+        data[n, ic, y * stride, x * stride].astype("int32")
+        * kern[o, ic, 0, 0].astype("int32"), ic), "conv")
+    shr = compute(acc.shape, lambda *i: acc[i] >> 4, "shr")
+    clip = compute(acc.shape, lambda *i: min_(max_(shr[i], -128), 127), "clip")
+    res = compute(acc.shape, lambda *i: clip[i].astype("int8"), "res")
+    args = [data, kern, res]
+    P = pack(args, hw)
+    mod = vta.build(schedule_packed(P, hw), P, "vta", hw=hw)
+    ins = vt.random_inputs(args, 3)
+    x = ins["data"].astype(np.int64)[:, :, ::stride, ::stride]
+    want = np.einsum("nchw,oc->nohw", x, ins["kernel"].astype(np.int64)[:, :, 0, 0])
+    want = np.clip(want.astype(np.int32) >> 4, -128, 127).astype(np.int8)
+    assert np.array_equal(mod(ins)["res"], want)

@@ -164,6 +164,9 @@ class Module:
         #: the GPU-lowered function and the rendered kernel (GPU targets only)
         self.gpu_func: S.PrimFunc | None = None
         self.kernel: Any = None
+        #: whether a ``cuda-emu`` run collects the emulator's counters (``GpuLaunch.profile``;
+        #: counting costs emulation time, so a timing comparison turns it off)
+        self.profile = True
 
     # ------------------------------------------------------------------ views
 
@@ -317,7 +320,7 @@ class Module:
         else:
             from vta.gpu.emulator import Emulator
 
-            emu = Emulator(self.gpu_func, profile=True)  # type: ignore[arg-type]
+            emu = Emulator(self.gpu_func, profile=self.profile)  # type: ignore[arg-type]
             emu.run(*ordered)
             profile = emu.profile
         dt = time.perf_counter() - t0
@@ -377,12 +380,15 @@ def _compile_vta(sch: Schedule, func: S.PrimFunc, hw: HwConfig) -> Any:
 
 def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
           args: Sequence[Tensor] | Packed | None = None, target: str = "vta", *,
-          hw: HwConfig | str | Path | None = None, name: str | None = None) -> Module:
+          hw: HwConfig | str | Path | None = None, name: str | None = None,
+          profile: bool = True) -> Module:
     """Compile ``schedule`` with parameters ``args`` (inputs, then outputs) for ``target``
     (``"vta"``, ``"cuda-emu"`` or ``"cuda"``); see the module docstring. ``schedule`` may be a
     ``(schedule, args)`` pair (what the GPU schedules of ``vta.gpu.implicit_gemm`` return);
     ``args`` a ``Packed`` compute (``vta.compiler.layout.pack``), whose layouts the module
-    applies. ``name`` names the function (default: the first output's name)."""
+    applies. ``name`` names the function (default: the first output's name). ``profile``: a
+    ``cuda-emu`` module counts what makes the kernel slow on each run (``GpuLaunch.profile``;
+    off, the emulator runs several times faster)."""
     if isinstance(schedule, tuple):
         schedule, pair_args = schedule
         args = pair_args if args is None else args
@@ -413,6 +419,7 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
     params = [_Param(t, b, layouts[t.name], isinstance(t.op, ComputeOp))
               for t, b in zip(tensors, func.params, strict=True)]
     mod = Module(target, func, params, hwc)
+    mod.profile = profile
     if target == "vta":
         assert hwc is not None
         mod.compiled = _compile_vta(schedule, func, hwc)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,9 +87,10 @@ def issue(insn: DwMac, hw: HwConfig) -> int:
 
 
 def duration(insn: DwMac, hw: HwConfig) -> int:
-    """``vectors`` executions per issue, ``ii`` cycles apart, then the pipeline drains."""
-    return vi.microop_cycles(math.ceil(vi.n_ops(insn) / _param(hw, "vectors")), issue(insn, hw),
-                             _param(hw, "pipeline_depth"))
+    """``vectors`` executions per issue, ``ii`` cycles apart; the pipeline fills and drains as
+    the config's timing model says (per micro-op loop entry on VTA's HLS design)."""
+    return vi.loop_cycles(insn, hw, issue(insn, hw), _param(hw, "pipeline_depth"),
+                          per_issue=_param(hw, "vectors"))
 
 
 def _check(insn: DwMac, hw: HwConfig) -> str | None:

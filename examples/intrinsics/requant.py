@@ -112,7 +112,7 @@ def _uop_order(insn: Requant, hw: HwConfig) -> str | None:
 REQUANT = vi.InstructionDef(
     name=NAME, cls=Requant, opcode=vi.Opcode.ALU, function=("op", 5), layout=layout,
     unit=vi.Module.COMPUTE,
-    duration=lambda i, hw: vi.microop_cycles(vi.n_ops(i), issue(i, hw), depth(hw)),
+    duration=lambda i, hw: vi.loop_cycles(i, hw, issue(i, hw), depth(hw)),
     asm=vi.microop_syntax(NAME), check=_uop_order,
     operands=(vi.Operand("dst", "acc", writes=True,
                          factors=("dst_factor_out", "dst_factor_in")),),

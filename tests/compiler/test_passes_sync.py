@@ -3,12 +3,17 @@
 from collections import Counter
 
 from _vta_helpers import hw, lowered, run_until
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import vta.testing as vt
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.passes.emit import emit_program
 from vta.compiler.vta_ir import Insn
+from vta.compiler.workloads import Workload
 from vta.isa import Finish, Gemm, Load, MemType, Module, module_of, pops_of, pushes_of
+from vta.runner import run_workload
 
 
 def test_virtual_thread_removes_vthread_loops_and_tags_copies() -> None:
@@ -64,3 +69,36 @@ def test_emit_builds_program_with_uops_and_finish() -> None:
         if isinstance(i, Gemm):
             assert 0 <= i.uop_bgn < i.uop_end <= n_uops
     assert all(module_of(i) in Module for i in p.instructions)
+
+
+def _room_for_every_push(program, depth: int) -> None:  # type: ignore[no-untyped-def]
+    """Each queue's k-th push comes after, in program order, the pop that makes room for it
+    (the (k - token_depth)-th): fetch is in order, so otherwise a module can stall on a full
+    token queue while the pop that would empty it waits, unfetched, behind it."""
+    push_at: dict = {}
+    pop_at: dict = {}
+    for pos, i in enumerate(program.instructions):
+        for q in pushes_of(i):
+            push_at.setdefault(q, []).append(pos)
+        for q in pops_of(i):
+            pop_at.setdefault(q, []).append(pos)
+    for q, pushes in push_at.items():
+        pops = pop_at.get(q, [])
+        assert len(pops) == len(pushes), q
+        for k in range(depth, len(pushes)):
+            assert pops[k - depth] < pushes[k], (q, k, pops[k - depth], pushes[k])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=vt.conv2d_specs(kernels=(1, 3), max_pad=1, max_hw=7, max_channels=12),
+       depth=st.integers(1, 3), cmd=st.integers(1, 3), seed=st.integers(0, 100))
+def test_token_queues_of_any_depth_never_deadlock(spec, depth: int, cmd: int,  # type: ignore[no-untyped-def]
+                                                  seed: int) -> None:
+    """Token queues as shallow as one token, command queues as short as one instruction (a
+    random config once deadlocked here: compute pushed a second WAR token to load while the
+    pop of the first was fetched behind compute's full command queue): the program gives
+    every push room before it is issued, and runs bit-exact."""
+    hw = vt.small_hw(block=4, **{"queues.token_depth": depth, "queues.command_depth": cmd})
+    r = run_workload(Workload("conv2d", spec), hw, seed=seed)
+    _room_for_every_push(r.compiled.program, depth)
+    assert r.passed, r.summary()

@@ -24,7 +24,7 @@ import pytest
 from vta.config import HwConfig
 from vta.isa import Alu, AluOp, Finish, Gemm, Load, MemType, ProgramBuilder, Store
 from vta.isa.memport import Channel, Port, Transfer, alone
-from vta.isa.timing import duration, fetch_cycles
+from vta.isa.timing import duration, fetch_cycles, loop_cycles
 from vta.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,6 +148,18 @@ def test_alu_immediate_and_register(hw: HwConfig) -> None:
     assert duration(hw, reg) == _by_model(hw, 72, 52)
     if hw is CHISEL:
         assert duration(hw.with_changes(**{"alu.lanes": 4}), reg) == 24 * 4 * 2 + 4
+
+
+@BOTH
+def test_loop_cycles_of_a_wide_unit(hw: HwConfig) -> None:
+    """``loop_cycles`` with ``per_issue`` (a user's unit taking several micro-ops an issue, as
+    the depthwise MAC example does): 5 micro-ops x 2 x 3, 4 per issue at II 3, depth 2.
+    HLS: each of the 6 loop entries issues ceil(5/4) = 2 and refills: 6 * (2 * 3 + 2) = 48.
+    Chisel: 30 micro-ops flattened, ceil(30/4) = 8 issues, one drain: 8 * 3 + 2 = 26.
+    One per issue is the GEMM's rule: HLS 6 * (5 * 3 + 2) = 102, Chisel 30 * 3 + 2 = 92."""
+    g = Gemm(False, 0, 5, 2, 3, 0, 0, 0, 0, 0, 0)
+    assert loop_cycles(g, hw, 3, 2, per_issue=4) == _by_model(hw, 48, 26)
+    assert loop_cycles(g, hw, 3, 2) == _by_model(hw, 102, 92)
 
 
 @BOTH

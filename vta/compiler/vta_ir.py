@@ -23,7 +23,7 @@ from vta.isa import Deps, Instruction, InstructionDef, Uop
 from vta.isa.asm import format_insn
 
 __all__ = ["DmaLoad", "DmaStore", "ComputeNest", "ComputeInsn", "Insn", "NO_DEPS", "deps_str",
-           "UopExpr"]
+           "UopExpr", "UopTable", "Offsets"]
 
 NO_DEPS = Deps()
 
@@ -136,8 +136,7 @@ class ComputeNest(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class UopExpr:
-    """A micro-op before flattening: entry indices as expressions (dataclass fields, so
-    substitution and free-variable walks see them)."""
+    """A micro-op before flattening: entry indices as expressions (``UopTable.rows``)."""
 
     dst: Expr
     src: Expr
@@ -147,15 +146,49 @@ class UopExpr:
         return iter((self.dst, self.src, self.wgt))
 
 
+class Offsets(tuple):  # type: ignore[type-arg]
+    """Integer ``(dst, src, wgt)`` offsets, one triple per micro-op. A tuple subclass, so IR
+    traversals (which descend into plain tuples of nodes only) treat it as one leaf."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UopTable:
+    """The micro-ops of one instruction before flattening: per field (dst, src, wgt) one base
+    expression, affine in the loops around the instruction and the virtual thread, plus an
+    integer offset per micro-op (the enumerated loops' share, ``offsets``). Only the three
+    bases are IR children, so a thread's copy (substitution) and free-variable walks touch
+    three expressions however many micro-ops there are (VTA's HLS timing makes micro-op
+    generation enumerate hundreds per instruction), and flattening evaluates the bases once per
+    execution and adds the offsets."""
+
+    base: tuple[Expr, Expr, Expr]
+    offsets: Offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def rows(self) -> tuple[UopExpr, ...]:
+        """Each micro-op's entry expressions (base + offset; for printing and tests)."""
+        d, s, w = self.base
+        return tuple(UopExpr(d + a, s + b, w + c) for a, b, c in self.offsets)
+
+    def evaluate(self, ev: Callable[[Expr], int]) -> tuple[Uop, ...]:
+        """The concrete micro-ops, the bases evaluated by ``ev`` (under the loops' values)."""
+        d, s, w = (ev(x) for x in self.base)
+        return tuple(Uop(d + a, s + b, w + c) for a, b, c in self.offsets)
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeInsn(Stmt):
-    """One micro-op instruction: micro-ops (dst, src, wgt entry expressions) run under the two
-    folded loops ``iter_out`` x ``iter_in`` with per-operand factors (``factors``: operand ->
-    (factor_out, factor_in)); ``params`` are its other fields."""
+    """One micro-op instruction: micro-ops (``UopTable``: dst, src, wgt entry indices) run
+    under the two folded loops ``iter_out`` x ``iter_in`` with per-operand factors (``factors``:
+    operand -> (factor_out, factor_in)); ``params`` are its other fields."""
 
     instruction: InstructionDef
     reset: bool
-    uops: tuple[UopExpr, ...]
+    uops: UopTable
     iter_out: int
     iter_in: int
     factors: tuple[tuple[str, int, int], ...]
@@ -164,13 +197,14 @@ class ComputeInsn(Stmt):
     def render(self, e: Render, nm: Any) -> list[str]:
         fs = " ".join(f"{f}_f=({fo}, {fi})" for f, fo, fi in self.factors)
         name = self.instruction.name.lower() + (".reset" if self.reset else "")
-        shown = ", ".join(f"({e(d)}, {e(s)}, {e(w)})" for d, s, w in self.uops[:3])
+        first = UopTable(self.uops.base, Offsets(self.uops.offsets[:3])).rows()
+        shown = ", ".join(f"({e(d)}, {e(s)}, {e(w)})" for d, s, w in first)
         more = ", ..." if len(self.uops) > 3 else ""
         return [f"{name}{_params_str(self.params)} iter=({self.iter_out}, {self.iter_in}) {fs} "
                 f"uops[{len(self.uops)}]: {shown}{more}"]
 
     def exprs(self) -> tuple[Expr, ...]:
-        return tuple(x for u in self.uops for x in u)
+        return self.uops.base
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,20 +212,24 @@ def alu_issues(hw: HwConfig) -> int:
     return _ceil(g.batch * g.block_out, hw.alu.lanes)
 
 
-def loop_cycles(insn: Any, hw: HwConfig, issue: int, pipeline_depth: int) -> int:
-    """A micro-op loop instruction under ``hw``'s timing model (the module docstring)."""
+def loop_cycles(insn: Any, hw: HwConfig, issue: int, pipeline_depth: int,
+                per_issue: int = 1) -> int:
+    """A micro-op loop instruction under ``hw``'s timing model (the module docstring):
+    ``per_issue`` micro-ops issue together every ``issue`` cycles (a unit ``per_issue`` vectors
+    wide, e.g. a user's depthwise MAC), the pipeline filling per loop entry (HLS) or once per
+    instruction (Chisel)."""
     nuops = max(0, insn.uop_end - insn.uop_bgn)
     loops = insn.iter_out * insn.iter_in
     if loops * nuops == 0:
         return 1
     if model_of(hw).fill_per_loop:
-        return loops * (nuops * issue + pipeline_depth)
-    return loops * nuops * issue + pipeline_depth
+        return loops * (_ceil(nuops, per_issue) * issue + pipeline_depth)
+    return _ceil(loops * nuops, per_issue) * issue + pipeline_depth
 
 
 def microop_cycles(n_ops: int, issue: int, pipeline_depth: int) -> int:
     """``n_ops`` executions ``issue`` cycles apart, then one drain of the pipeline (the Chisel
-    rule, for a user's instruction that states its own timing)."""
+    rule whatever the config's timing model; ``loop_cycles`` follows the model)."""
     return n_ops * issue + pipeline_depth
 
 

@@ -4,7 +4,7 @@ one entry)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vta.compiler import expr as E
@@ -13,8 +13,9 @@ from vta.compiler import stmt as S
 from vta.compiler.visitor import Dispatch
 from vta.errors import VtaError
 
-__all__ = ["CompileError", "NotAffine", "affine", "evaluate", "entry_shape", "flat_entry",
-           "map_stmt", "stages", "sram_map", "entries_of", "strip_cast"]
+__all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
+           "entry_shape", "flat_entry", "map_stmt", "stages", "sram_map", "entries_of",
+           "strip_cast"]
 
 #: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
 ONCHIP = ("inp", "wgt", "acc", "out", "uop")
@@ -82,6 +83,53 @@ _EVAL: Dispatch[int] = Dispatch("integer evaluation", {
     E.Cast: lambda e, env: _EVAL(e.value, env),
     E.BinOp: _binop,
 }, default=_cannot)
+
+
+IntFn = Callable[[Mapping[E.Var, int]], int]
+
+
+def compile_int(e: Any) -> IntFn:
+    """``evaluate`` specialised to ``e``: a function of the environment computing the same
+    integer (operators from ``expr.INT_OPS``, the same errors), the tree walked once. For an
+    expression evaluated under many environments (a DMA's fields in a tile loop, flattening)."""
+    return _COMPILE(e)
+
+
+def _compile_var(e: E.Var) -> IntFn:
+    def var(env: Mapping[E.Var, int]) -> int:
+        try:
+            return env[e]
+        except KeyError:
+            raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
+    return var
+
+
+def _compile_binop(e: E.BinOp) -> IntFn:
+    op = E.INT_OPS.get(type(e))
+    if op is None:
+        return _compile_cannot(e)
+    fa, fb = _COMPILE(e.a), _COMPILE(e.b)
+    return lambda env: op(fa(env), fb(env))
+
+
+def _compile_const(v: int) -> IntFn:
+    return lambda env: v
+
+
+def _compile_cannot(e: Any) -> IntFn:
+    def cannot(env: Mapping[E.Var, int]) -> int:
+        raise CompileError(f"cannot evaluate {e} as an integer")
+    return cannot
+
+
+#: ``compile_int``'s rules, one per node class (the same cases as ``_EVAL``)
+_COMPILE: Dispatch[IntFn] = Dispatch("integer evaluation (compiled)", {
+    int: _compile_const,
+    E.IntImm: lambda e: _compile_const(e.value),
+    E.Var: _compile_var,
+    E.Cast: lambda e: _COMPILE(e.value),
+    E.BinOp: _compile_binop,
+}, default=_compile_cannot)
 
 
 def entry_shape(buf: S.Buffer) -> tuple[int, ...]:

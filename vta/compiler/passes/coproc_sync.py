@@ -18,7 +18,16 @@ Post: the same instructions with ``Deps`` set so that running the modules concur
       the producer gets the push flag and the consumer the pop flag. Needs are strictly
       increasing per queue, so the k-th pop of a queue waits for exactly the k-th push (queues
       are FIFO counters): tokens balance by construction (every push is popped once) and every
-      edge points backwards in program order (no deadlock).
+      edge points backwards in program order.
+
+      Token queues hold ``queues.token_depth`` tokens and fetch is in order, so a push also
+      waits for room: the pop that makes room for a queue's k-th push (its (k - depth)-th)
+      must come before the push in program order, or the pushing module can stall while that
+      pop sits unfetched behind it (the pusher's command queue full). Where a new token would
+      break this, the queue's latest pop waits for the new producer instead (its push moves
+      later; it came after the producer in program order) and no token is added. With every
+      wait - for a token, for room - pointing backwards in program order, the earliest
+      unfinished instruction can always run: no deadlock at any queue depth.
 
       Hardware whose ALU is a separate pipeline chains its modules load <-> compute <-> alu <->
       store: compute and store share no queue. A conflict between them is already ordered
@@ -149,6 +158,31 @@ class _Tokens:
         #: (``start``) and once it completes (``done``)
         self.done: list[dict[Module, int]] = []
         self.last_of: dict[Module, int] = {}
+        #: per queue, where its pushes and pops are (the k-th pop pairs with the k-th push)
+        self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
+        self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
+        self.token_depth = hw.queues.token_depth
+
+    def _would_overflow(self, q: Queue, need: int) -> bool:
+        """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
+        full with no way out: fetch is in order, so the pop that makes room for the k-th push
+        (the (k - depth)-th) must come before the push in program order, or the pushing
+        module stalls while that pop is never fetched (its command queue fills behind it)."""
+        pops = self.pop_at[q]
+        k = len(pops) + 1  # this token's number
+        return k > self.token_depth and pops[k - 1 - self.token_depth] > need
+
+    def _retarget(self, q: Queue, need: int) -> None:
+        """Instead of a new token, make the queue's latest pop wait for ``need`` (its push moves
+        from an earlier instruction of the producer to ``need``). The latest pop comes after
+        ``need`` in program order (``_would_overflow``), so the edge still points backwards;
+        it waits longer, never less; and the moved push keeps its room (the pop that frees it
+        came before the old position)."""
+        push, _pop = self.flags[q]
+        old = self.push_at[q][-1]
+        self.pending[old].pop(push, None)
+        self.pending[need][push] = True
+        self.push_at[q][-1] = need
 
     def run(self, insns: list[Insn]) -> list[Insn]:
         for ins in insns:
@@ -190,10 +224,15 @@ class _Tokens:
         flags: dict[str, bool] = {}
         for q, need in pops.items():
             push, pop = self.flags[q]
+            self.satisfied[q] = need
+            if self._would_overflow(q, need):
+                self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
+                continue
             self.pending[need][push] = True
             flags[pop] = True
-            self.satisfied[q] = need
-        clock = self._start(m, pops)
+            self.push_at[q].append(need)
+            self.pop_at[q].append(k)
+        clock = self._start(m, pops)  # a retargeted wait orders this one too (same module)
         clock[m] = k
         self.out.append(ins)
         self.mods.append(m)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import CompileError, evaluate
-from vta.compiler.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopExpr
+from vta.compiler.passes._common import CompileError, IntFn, compile_int
+from vta.compiler.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
 from vta.config import HwConfig
 from vta.isa import Load, MemType, Store, Uop
 from vta.isa.defs import instance
@@ -51,22 +51,29 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     env: dict[E.Var, int] = {}
     uop_cache: dict[tuple, tuple[Uop, ...]] = {}
 
-    def ev(e: E.Expr) -> int:
-        return e.value if isinstance(e, E.IntImm) else evaluate(e, env)
+    compiled: dict[int, tuple[E.Expr, IntFn]] = {}
 
-    def uops(u: tuple[UopExpr, ...]) -> tuple[Uop, ...]:
+    def ev(e: E.Expr) -> int:
+        if isinstance(e, E.IntImm):
+            return e.value
+        hit = compiled.get(id(e))  # the same field object recurs in every tile of its loop
+        if hit is None:
+            hit = compiled[id(e)] = (e, compile_int(e))  # e kept alive: its id stays its own
+        return hit[1](env)
+
+    def uops(u: UopTable) -> tuple[Uop, ...]:
         key = (id(u), tuple(env.get(v, 0) for v in _fv(u)))
         hit = uop_cache.get(key)
         if hit is None:
-            hit = uop_cache[key] = tuple(Uop(ev(d), ev(s), ev(w)) for d, s, w in u)
+            hit = uop_cache[key] = u.evaluate(ev)
         return hit
 
     fv_cache: dict[int, tuple[E.Var, ...]] = {}
 
-    def _fv(u: tuple) -> tuple[E.Var, ...]:
+    def _fv(u: UopTable) -> tuple[E.Var, ...]:
         k = id(u)
         if k not in fv_cache:
-            fv_cache[k] = tuple(sorted(_free_vars(u), key=lambda v: v.name + str(id(v))))
+            fv_cache[k] = tuple(sorted(_free_vars(u.base), key=lambda v: v.name + str(id(v))))
         return fv_cache[k]
 
     def visit(s: S.Stmt, thread: int) -> None:

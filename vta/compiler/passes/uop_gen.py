@@ -30,7 +30,7 @@ from collections.abc import Callable
 from vta.compiler import expr as E
 from vta.compiler import stmt as S
 from vta.compiler.passes._common import affine, map_stmt
-from vta.compiler.vta_ir import ComputeInsn, ComputeNest, UopExpr
+from vta.compiler.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
 from vta.config import HwConfig
 from vta.isa import InstructionDef
 from vta.isa.defs import instance, layout_of
@@ -182,8 +182,11 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
 
 
 def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]],
-          uop_loops: list[tuple[int, tuple[int, ...]]]) -> tuple[tuple[E.Expr, ...], ...]:
-    """Micro-op expressions: field = rest + outer vars * coef + enumerated uop offsets."""
+          uop_loops: list[tuple[int, tuple[int, ...]]]
+          ) -> tuple[list[E.Expr], list[tuple[int, ...]]]:
+    """Micro-op fields as ``(base, offsets)``: field = base + offset, the base being ``rest`` +
+    outer vars * coef (simplified once per field), each offset an enumeration of the micro-op
+    loops (earlier loops outer)."""
     base = list(rest)
     for v, _n, c in outer:
         for f in range(len(base)):
@@ -192,9 +195,7 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
     offs = [(0,) * len(base)]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
         offs = [tuple(o[f] + j * c[f] for f in range(len(base))) for o in offs for j in range(n)]
-    # the base simplified once per field: adding a constant re-folds only the sum
-    base = [E.simplify_int(b) for b in base]
-    return tuple(tuple(base[f] + o[f] for f in range(len(base))) for o in offs)
+    return [E.simplify_int(b) for b in base], offs
 
 
 _FIELDS = ("dst", "src", "wgt")
@@ -268,10 +269,11 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         fo = fold_loops(list(s.loops), coefs, tuple(w for _, w in fields), lag, max_uops,
                         not s.reset and d.kind == "accumulate", max_iter,
                         (insn_cycles, load, times))
-        rows = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+        base, offs = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
         pos = {name: k for k, (name, _) in enumerate(fields)}
-        uops = tuple(UopExpr(*(r[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS))
-                     for r in rows)
+        table_base = tuple(base[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS)
+        uops = UopTable(table_base, Offsets(  # type: ignore[arg-type]
+            tuple(o[pos[f]] if f in pos else 0 for f in _FIELDS) for o in offs))
         factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
                         if by_name[name].factors is not None)
         st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)

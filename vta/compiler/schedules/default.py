@@ -51,15 +51,16 @@ def default_schedule(spec: Conv2dSpec, hw: HwConfig, *, vthreads: int | None = N
 
 def ranked_schedules(spec: Conv2dSpec, hw: HwConfig, k: int, *, vthreads: int | None = None,
                      epi: Epilogue | None = None, fused: ChainCost | None = None,
-                     accept: Accept | None = None,
+                     accept: Accept | None = None, row_view: bool = True,
                      **overrides: Any) -> list[ConvSchedule]:
     """The model's ``k`` best schedules of the convolution ``spec`` in its own layout (no
     fold), cheapest estimate first (``default_schedule`` is the first; ``driver.
     compile_workload`` can let the timing-only simulator pick among them). ``fused``: a chain
     fused after the epilogue (its scratchpad tiles and instructions); ``accept``: only
-    schedules it accepts (none accepted is a ``ScheduleError``)."""
+    schedules it accepts (none accepted is a ``ScheduleError``); ``row_view=False``: the
+    input's padding stage keeps every row (``space.in_rows``)."""
     problem = ConvSpace(hw).bind(spec, fused=fused, accept=accept, fold="none",
-                                 vthreads=vthreads, **overrides)
+                                 vthreads=vthreads, row_view=row_view, **overrides)
     ranked = rank(problem, epi, limit=k, prefer_two_threads=vthreads is None)
     if not ranked:
         raise problem.no_fit_error(problem.folds[0])

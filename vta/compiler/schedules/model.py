@@ -77,11 +77,12 @@ def _microop_cached(hw: HwConfig, defn: InstructionDef, n_ops: int,
 
 
 def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-             epi: Epilogue | None = None, fused: ChainCost | None = None) -> float:
+             epi: Epilogue | None = None, fused: ChainCost | None = None,
+             row_view: bool = True) -> float:
     """First-order cycles of ``spec`` under ``s`` with epilogue ``epi`` (default: the
     requantizing one) and the ``fused`` chain after it (its instructions per entry, its int8
     operands' tile loads); every instruction's cycles come from its definition (see the module
-    docstring)."""
+    docstring; ``row_view``: see ``space.in_rows``)."""
     epi = epi or Epilogue()
     g = hw.gemm
     icb, ocb = _blocks(spec, hw)
@@ -105,7 +106,7 @@ def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
     for defn, fields in (fused.instructions if fused is not None else ()):
         c_epi += _microop(hw, defn, entries, **fields)
-    th_in = in_rows(spec, hw, s)
+    th_in = in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
     hoist = s.tci >= icb
@@ -151,8 +152,8 @@ def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None
                 continue
             _, s = problem.schedule(p)
             two = two or s.vthreads > 1
-            kept.append((estimate(f.device, hw, s, epi, problem.fused), len(scored) + len(kept),
-                         p))
+            cost = estimate(f.device, hw, s, epi, problem.fused, problem.row_view)
+            kept.append((cost, len(scored) + len(kept), p))
         scored += kept
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
     top = scored if limit is None else scored[:max(1, limit)]

@@ -140,10 +140,13 @@ def schedule_packed(p: Packed, hw: HwConfig, **knobs: Any) -> Schedule:
     blocks and pixels of the packed compute)."""
     op, gm = packed_op(p)
     vthreads = knobs.pop("vthreads", None)
-    ranked = ranked_schedules(_spec(op, gm), hw, 1 << 30, vthreads=vthreads, **knobs)
+    # the packed compute's own padding stage keeps every input row (no strided row view)
+    ranked = ranked_schedules(_spec(op, gm), hw, 1 << 30, vthreads=vthreads, row_view=False,
+                              **knobs)
     fits = [s for s in ranked if _divides(op, s)]
     if not fits and vthreads is None:
-        ranked = ranked_schedules(_spec(op, gm), hw, 1 << 30, vthreads=1, **knobs)
+        ranked = ranked_schedules(_spec(op, gm), hw, 1 << 30, vthreads=1, row_view=False,
+                                  **knobs)
         fits = [s for s in ranked if _divides(op, s)]
     if not fits:
         raise _fail(f"no schedule the model ranks for {op.out.name} has tiles dividing its "

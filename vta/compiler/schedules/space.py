@@ -205,22 +205,24 @@ def _blocks(spec: Conv2dSpec, hw: HwConfig) -> tuple[int, int]:
     return math.ceil(spec.ic / hw.gemm.block_in), math.ceil(spec.oc / hw.gemm.block_out)
 
 
-def in_rows(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule) -> int:
+def in_rows(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule, row_view: bool = True) -> int:
     """Input rows one tile's input copy holds (only the rows read when ``data_pad`` keeps
-    every stride-th row, ``ops.conv2d.row_subsampled``)."""
-    if row_subsampled(packed_dims(spec, hw, s)):
+    every stride-th row, ``ops.conv2d.row_subsampled``; ``row_view=False``: the padding stage
+    is not ``conv2d_compute``'s and keeps every row, as a packed logical compute's does)."""
+    if row_view and row_subsampled(packed_dims(spec, hw, s)):
         return s.th
     return (s.th - 1) * spec.stride + spec.kh
 
 
 def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-              fused: ChainCost | None = None) -> dict[str, int]:
+              fused: ChainCost | None = None, row_view: bool = True) -> dict[str, int]:
     """Scratchpad entries the schedule needs per buffer kind (threads included); each int8
-    operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``."""
+    operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``
+    (``row_view``: see ``in_rows``)."""
     icb, ocb = _blocks(spec, hw)
     v = s.vthreads
     v_oc = v if s.vt_axis == "oc" else 1
-    th_in = in_rows(spec, hw, s)
+    th_in = in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     hoist = s.tci >= icb
     wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
@@ -247,12 +249,13 @@ def knobs_text(s: ConvSchedule) -> str:
 
 
 def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-                 fused: ChainCost | None = None) -> list[tuple[str, str]]:
+                 fused: ChainCost | None = None,
+                 row_view: bool = True) -> list[tuple[str, str]]:
     """Why the schedule does not fit, as ``(reason, message)`` pairs (empty when it fits):
     a scratchpad it overflows (``"<kind> scratchpad"``), padding a LOAD cannot write
     (``"pad field"``)."""
     out: list[tuple[str, str]] = []
-    for kind, entries in footprint(spec, hw, s, fused).items():
+    for kind, entries in footprint(spec, hw, s, fused, row_view).items():
         depth = hw.depth(kind)
         if entries > depth:
             eb = hw.elem_bytes(kind)
@@ -274,9 +277,9 @@ def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
 
 
 def fit_report(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-               fused: ChainCost | None = None) -> None:
+               fused: ChainCost | None = None, row_view: bool = True) -> None:
     """Raise ScheduleError naming the first buffer (or pad field) the schedule overflows."""
-    problems = fit_problems(spec, hw, s, fused)
+    problems = fit_problems(spec, hw, s, fused, row_view)
     if problems:
         raise ScheduleError(problems[0][1])
 
@@ -323,19 +326,21 @@ class ConvSpace:
 
     def bind(self, spec: Conv2dSpec | MatmulSpec, *, fused: ChainCost | None = None,
              exact: bool = False, accept: Accept | None = None, fold: str | None = None,
-             vthreads: int | None = None, **forced: Any) -> ConvProblem:
+             vthreads: int | None = None, row_view: bool = True,
+             **forced: Any) -> ConvProblem:
         """The space of ``spec`` (the user's convolution or matmul). ``fold``, ``vthreads``
         and ``forced`` knobs (tco, tci, th, tw, vt_axis) fix those knobs to one value;
         ``fused``: a chain fused after the epilogue (its tiles count in the footprint);
         ``exact``: only packed tensors of the tensors' exact shapes; ``accept``: only the
-        schedules it accepts."""
+        schedules it accepts; ``row_view=False``: the input's padding stage keeps every row
+        (``in_rows``)."""
         unknown = sorted(set(forced) - {"tco", "tci", "th", "tw", "vt_axis"})
         if unknown:
             raise ScheduleError(f"unknown schedule knob {unknown[0]!r}; expected tco, tci, th, "
                                 f"tw, vthreads, vt_axis")
         conv = spec if isinstance(spec, Conv2dSpec) else spec.as_conv(self.hw.gemm.batch)
         return ConvProblem(self, spec, _folds(spec, conv, self.hw, fold), fused, exact, accept,
-                           vthreads, dict(forced))
+                           vthreads, dict(forced), row_view)
 
 
 def _folds(spec: Conv2dSpec | MatmulSpec, conv: Conv2dSpec, hw: HwConfig,
@@ -363,6 +368,7 @@ class ConvProblem:
     accept: Accept | None = None
     vthreads: int | None = None
     forced: dict[str, int | str] = field(default_factory=dict)
+    row_view: bool = True
 
     name: ClassVar[str] = ConvSpace.name
     knobs: ClassVar[tuple[str, ...]] = ConvSpace.KNOBS
@@ -445,7 +451,7 @@ class ConvProblem:
                         f"{', '.join(map(str, self.domain(knob, partial)))})")
             partial[knob] = point[knob]
         _, s = self.schedule(point)
-        problems = fit_problems(fold.device, self.hw, s, self.fused)
+        problems = fit_problems(fold.device, self.hw, s, self.fused, self.row_view)
         if problems:
             return problems[0]
         if self.exact and not exact_layout(self.spec, self.hw, fold)(s):
@@ -461,7 +467,7 @@ class ConvProblem:
         f = self.forced
         s = ConvSchedule(int(f.get("tco", 1)), int(f.get("tci", 1)), int(f.get("th", 1)),
                          int(f.get("tw", 1)), self.vthreads or 1, str(f.get("vt_axis", "oh")))
-        problems = fit_problems(fold.device, self.hw, s, self.fused)
+        problems = fit_problems(fold.device, self.hw, s, self.fused, self.row_view)
         if problems:
             return ScheduleError(problems[0][1])
         why = " and writes the packed layout asked for" if (self.exact or self.accept) else ""
