@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -684,8 +685,9 @@ def _tune_parsers(sub: Any) -> None:
                  "pad"):
         tune.add_argument(f"--{flag}", type=int, default=None, help=f"override the {flag}")
     tune.add_argument("--trials", type=int, default=64,
-                      help="points measured per layer at most (default 64; the default "
-                           "schedule's candidates always are)")
+                      help="points measured per layer at most by the auto and evolution "
+                           "searches (default 64; the default schedule's candidates always "
+                           "are; --search exhaustive measures every point that fits)")
     tune.add_argument("--search", default="auto",
                       help="auto (exhaustive when the space is no larger than --trials), "
                            "exhaustive, or evolution (model-guided, seeded)")
@@ -744,6 +746,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:  # the reader went away (``vta run ... | head``): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail too
+        return 0
     except Exception as e:  # a bug in vta: still one line, and a distinct status
         msg = " ".join(str(e).split())
         print(f"vta: internal error: {type(e).__name__}: {msg} (this is a bug in vta, not in "

@@ -259,7 +259,7 @@ Comparison = tuple[str, str, str, str]
 
 def published_comparison(hw: HwConfig) -> list[Comparison]:
     """``(what, published, this estimate, verdict)`` rows: ``hw``'s estimate against the facts
-    VTA published for its PYNQ design (``PUBLISHED_PYNQ``)."""
+    VTA published for its PYNQ design on the ``PUBLISHED_BOARD`` (VTA_REFERENCE.md)."""
     est = estimate(hw)
     b = BOARDS[PUBLISHED_BOARD]
     sp = hw.scratchpad

@@ -109,3 +109,17 @@ def test_space_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "--target", "cuda", "--gpu-schedule", "mma", "matmul", "256", "256",
                  "256", "--space"]) == 0
     assert "cuda.mma" in capsys.readouterr().out
+
+
+def test_jobs_of_one_key_share_their_measurements(tmp_path: Path) -> None:
+    """Two sweep points that differ only in the clock (not in the cache key) measure each
+    point once between them, in one call and without a cache, and agree on the best."""
+    hw = HwConfig.from_yaml(PYNQ)
+    fast = hw.with_changes(name="pynq_200", **{"board.clock_mhz": 200})
+    w = resolve(SMALL[0], [], height=7, in_channels=64, out_channels=64)
+    with LocalExecutor(1) as ex:
+        [alone] = tune([Job(w, hw, trials=6)], ex, None)
+        a, b = tune([Job(w, hw, trials=6), Job(w, fast, trials=6)], ex, None)
+    assert a.key.digest == b.key.digest
+    assert a.measured + b.measured == alone.measured > 0
+    assert (a.best, a.best_cost) == (b.best, b.best_cost) == (alone.best, alone.best_cost)

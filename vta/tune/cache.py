@@ -200,8 +200,9 @@ class Cache:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
             raise CacheError(f"{self.path}: a vta tuning cache of schema {version}; this vta "
-                             f"reads schema {SCHEMA_VERSION} (clear it with 'vta cache clear' "
-                             f"or give another file)")
+                             f"reads schema {SCHEMA_VERSION} (the vta that wrote it reads it; give "
+                             f"this one another file with --cache or {CACHE_ENV}, or delete "
+                             f"the file)")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
 

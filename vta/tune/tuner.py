@@ -350,6 +350,9 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
     prog = progress or _Quiet()
     out: list[JobResult | None] = [None] * len(jobs)
     active: list[tuple[int, _State]] = []
+    # jobs of one key (a sweep's points that differ only in clock, board or name) share their
+    # measurements: a point is measured once however many of them ask for it
+    shared: dict[str, dict[str, Outcome]] = {}
     for i, job in enumerate(jobs):
         t0 = time.perf_counter()
         key = job_key_of(job)
@@ -359,7 +362,11 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
             prog.done(out[i])  # type: ignore[arg-type]
             continue
         try:
-            active.append((i, _start(job, key, cache, prog)))
+            st = _start(job, key, cache, prog)
+            pool = shared.setdefault(key.digest, {})
+            pool.update(st.known)
+            st.known = pool
+            active.append((i, st))
         except ScheduleError as e:  # no point of the space fits this hardware
             out[i] = JobResult(job, key, None, None, None, None, job.search,
                                failures={"no fit": str(e)},
@@ -367,6 +374,8 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
             prog.done(out[i])  # type: ignore[arg-type]
     while active:
         items: list[tuple[_State, Point]] = []
+        later: list[tuple[_State, Point]] = []  # asked by two jobs of one key: measured once
+        queued: set[tuple[str, str]] = set()
         still: list[tuple[int, _State]] = []
         for i, st in active:
             st.pending = st.search.ask()
@@ -378,7 +387,11 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
                 if p.key() in st.known:
                     st.result.reused += 1
                     prog.advance(st.job, _best_so_far(st, p))
+                elif (st.result.key.digest, p.key()) in queued:
+                    st.result.reused += 1
+                    later.append((st, p))
                 else:
+                    queued.add((st.result.key.digest, p.key()))
                     items.append((st, p))
         active = still
         tasks = [st.job.task(p) for st, p in items]
@@ -392,6 +405,8 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
             if cache is not None:
                 cache.add_trial(st.result.key.digest, p.key(), o.cost, refused=o.refused,
                                 method=o.method, seconds=o.seconds)
+            prog.advance(st.job, _best_so_far(st, p))
+        for st, p in later:
             prog.advance(st.job, _best_so_far(st, p))
         for _, st in active:
             st.search.tell([(p, st.known[p.key()].cost) for p in st.pending])

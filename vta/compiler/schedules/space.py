@@ -31,7 +31,7 @@ The accelerator's conv2d / matmul space (``ConvSpace``), knobs in enumeration or
 
 A point is refused (and counted) when a scratchpad cannot hold its per-thread buffers
 (``footprint``: the closed form of the tiles' isl footprints, which the compiled program's
-scratchpad allocation checks again, ``tests/tune/test_space.py`` holding the two equal), when
+scratchpad allocation checks again, ``tests/tune/test_tune_space.py`` holding the two equal), when
 its padding needs more than a LOAD's pad fields write, when graph layout planning needs the
 packed tensors exact and the point pads them (``exact_layout``), or when the caller's
 predicate refuses it.
