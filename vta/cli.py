@@ -3,7 +3,8 @@
 Every user error (a ``VtaError``, or a bad command line: an unknown flag, a value of the wrong
 type or range, a flag that does not apply to the workload or target) is printed as one line
 ``vta: error: ...`` on stderr and exits with status 2; a failed correctness check exits with
-status 1. Anything else is a bug in vta: one line ``vta: internal error: ...`` and status 3.
+status 1, as does output cut short by a reader that closed the pipe (silently). Anything else
+is a bug in vta: one line ``vta: internal error: ...`` and status 3.
 """
 
 from __future__ import annotations
@@ -746,10 +747,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         return 130
-    except BrokenPipeError:  # the reader went away (``vta run ... | head``): not an error
+    except BrokenPipeError:  # the reader went away (``vta run ... | head``): no traceback;
+        # status 1 (the output is incomplete), as rich's Console does for the tables
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail too
-        return 0
+        return 1
     except Exception as e:  # a bug in vta: still one line, and a distinct status
         msg = " ".join(str(e).split())
         print(f"vta: internal error: {type(e).__name__}: {msg} (this is a bug in vta, not in "
