@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def pynq() -> HwConfig:
     return HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_tuning_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``vta run`` compiles the tuning cache's best schedules: the tests read and write an
+    empty cache of their own, never the user's (``VTA_CACHE``)."""
+    os.environ["VTA_CACHE"] = str(tmp_path_factory.mktemp("cache") / "tune.sqlite")

@@ -585,3 +585,20 @@ def test_any_yaml_values_are_handled(changes: list[tuple[str, object]]) -> None:
         p.write_text(yaml.safe_dump(d))
         rc, _, err = _cli(["info", "--hw", str(p), "--json"])
     _handled(rc, err)
+
+
+@pytest.mark.parametrize("argv", [["info", "--hw", HW], ["info", "--hw", HW, "--json"],
+                                  ["sim", GEMM_TINY, "--hw", HW]])
+def test_a_reader_that_stops_early_ends_quietly(argv: list[str]) -> None:
+    """``vta info ... | head -1``: the reader closes the pipe before vta writes; vta ends with
+    status 1 (its output is incomplete) and nothing on stderr, not an internal error, whether
+    rich's tables or plain prints met the closed pipe."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "vta.cli", *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # before vta has imported anything, let alone written
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1 and err == "", err

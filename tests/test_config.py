@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import _SECTIONS, ALU_OPS, MODEL_DEFAULTS, HwConfig, HwConfigError
+from vta.config import _SECTIONS, ALU_OPS, BOARD_RESOURCES, MODEL_DEFAULTS, HwConfig, HwConfigError
 from vta.isa import by_name
 from vta.isa.defs import layout_of
 
@@ -255,6 +255,10 @@ def test_docs_table_lists_every_field_with_the_codes_default() -> None:
             assert f.default is None and key in MODEL_DEFAULTS and str(f.type) == "int | None"
             assert typ == "int", key
             continue
+        if default == "part":  # the board part's (vta.resources.BOARDS)
+            assert f.default is None and key in {f"board.{k}" for k in BOARD_RESOURCES}
+            assert typ == "int" and str(f.type) == "int | None", key
+            continue
         assert _TYPES[typ] == str(f.type), key
         if f.default is dataclasses.MISSING:
             assert default == "required", key
@@ -327,9 +331,37 @@ def test_only_required_fields_load_with_the_documented_defaults(tmp_path: Path) 
             rule = MODEL_DEFAULTS[key]["hls"]
             want = rule(pynq_dict()[sec]) if callable(rule) else rule
             assert getattr(getattr(hw, sec), leaf) == want, key
+        elif default == "part":  # no board section: an unknown part, resources unknown (0)
+            assert getattr(hw.board, key.split(".")[1]) == 0, key
         elif key == "timing_model":
             assert hw.timing_model == "hls"
         elif default != "required":
             sec, leaf = key.split(".")
             got = getattr(getattr(hw, sec), leaf)
             assert (list(got) if isinstance(got, tuple) else got) == _doc_value(default), key
+
+
+def test_board_resources_come_from_the_part() -> None:
+    """The shipped files name their part only; the resources are the part's (vta.resources
+    .BOARDS), a file's own value stays, and a new part brings its own resources."""
+    from vta.resources import BOARDS
+
+    hw = HwConfig.from_yaml(PYNQ)
+    b = BOARDS["pynq-z1"]
+    assert (hw.board.dsp, hw.board.bram36, hw.board.lut) == (b.dsp, b.bram36, b.lut)
+    assert hw.with_changes(**{"board.dsp": 100}).board.dsp == 100
+    z = hw.with_changes(**{"board.part": "xczu7ev"}).board
+    assert (z.dsp, z.bram36, z.lut) == (1728, 312, 230400)
+    assert hw.with_changes(**{"board.part": "xc9999"}).board.lut == 0  # unknown part
+
+
+def test_a_pickled_config_rehashes_in_its_process() -> None:
+    """Workers of a process pool or a Dask cluster get configs by pickle: the copy equals the
+    original and its hash is computed afresh (str hashes differ between processes)."""
+    import pickle
+
+    hw = HwConfig.from_yaml(PYNQ)
+    hash(hw)
+    copy = pickle.loads(pickle.dumps(hw))
+    assert copy == hw and copy._hash_value is None and hash(copy) == hash(hw)
+    assert copy.from_model == hw.from_model and copy.source == hw.source

@@ -181,15 +181,14 @@ def test_duplicate_name_needs_replace(scratch) -> None:
 # ------------------------------------------------------------------ one fact, every layer
 
 def _c2_candidates(hw: HwConfig) -> list[Any]:
-    from vta.compiler.driver import _compile_with, _folds
+    from vta.compiler.driver import build, space_of
     from vta.compiler.ops.epilogue import Epilogue
-    from vta.compiler.schedules.default import ranked_schedules
+    from vta.compiler.schedules.model import rank
     from vta.compiler.workloads import Workload, resnet18_layer
 
     w = Workload("C2", resnet18_layer("C2"))
-    f = _folds(w, hw, "none")[0]
-    return [_compile_with(w, hw, f, s, Epilogue(), False).program
-            for s in ranked_schedules(f.device, hw, 4)]
+    ranked = rank(space_of(w, hw), Epilogue(), limit=4, prefer_two_threads=True)
+    return [build(w, hw, p, epilogue=Epilogue()).program for _, p in ranked]
 
 
 @pytest.mark.parametrize("change", [{"alu.ii": 3}, {"memory.latency": 80, "memory.bus_bytes": 16},

@@ -3,13 +3,15 @@
 Every user error (a ``VtaError``, or a bad command line: an unknown flag, a value of the wrong
 type or range, a flag that does not apply to the workload or target) is printed as one line
 ``vta: error: ...`` on stderr and exits with status 2; a failed correctness check exits with
-status 1. Anything else is a bug in vta: one line ``vta: internal error: ...`` and status 3.
+status 1, as does output cut short by a reader that closed the pipe (silently). Anything else
+is a bug in vta: one line ``vta: internal error: ...`` and status 3.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -71,9 +73,17 @@ def _read_text(path: str, what: str) -> str:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from vta.config import HwConfig
+    from vta.resources import BOARDS, fits, published_comparison, shares
 
     hw = HwConfig.from_yaml(args.hw)
     summary = hw.summary()
+    est = hw.resource_estimate()
+    summary["boards"] = {b.name: ("fits" if fits(est, b.limits) else "does not fit") + " (" +
+                         ", ".join(f"{k} {v:.0%}" for k, v in shares(est, b.limits).items()) +
+                         ")" for b in BOARDS.values()}
+    summary["against VTA's published PYNQ design"] = {
+        what: f"published {pub}; estimate {mine}: {verdict}"
+        for what, pub, mine, verdict in published_comparison(hw)}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -83,7 +93,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     table = Table(title=f"{hw.name} ({hw.source})", show_header=False)
     for key, value in summary.items():
         if isinstance(value, dict):
-            sep = "\n" if key == "resource_breakdown" else "  "
+            sep = "\n" if key in ("resource_breakdown", "boards",
+                                  "against VTA's published PYNQ design") else "  "
             value = sep.join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, str(value))
     Console().print(table)
@@ -195,7 +206,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 #: ``vta run`` flags that only the accelerator target (``--target vta``) reads, by dest (the GPU
 #: path reads no HwConfig and prints no JSON) ...
 _VTA_ONLY = ("hw", "json", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
-             "dump_ir", "check_reference", "trace", "plot")
+             "dump_ir", "check_reference", "trace", "plot", "cache", "no_cache")
 #: ... and those only the GPU targets read.
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile")
 
@@ -282,17 +293,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _run_network(args, net, hw, knobs, raw)
     assert w is not None
     epi = {"epilogue": Epilogue.none()} if raw else {}
-    compiled = compile_workload(w, hw, latency_hiding=not args.no_latency_hiding, **epi, **knobs)
+    from vta.tune.commands import tuned_compile
+
+    tuned = tuned_compile(args, w, hw, epi.get("epilogue"), knobs)
+    compiled = tuned[0] if tuned else compile_workload(
+        w, hw, latency_hiding=not args.no_latency_hiding, **epi, **knobs)
     if args.dump_ir:
         print(compiled.result.dump(args.dump_ir))
     r = run_workload(w, hw, seed=args.seed or 0, trace_path=args.trace, compiled=compiled,
                      check_reference=args.check_reference, raw=raw)
     r.seconds_compile = compiled.result.seconds
     s = r.summary()
+    s["tuned"] = tuned[1] if tuned else None
     if args.json:
         print(json.dumps(s, indent=2, default=str))
     else:
         print(f"{s['workload']}: {s['shape']} on {hw.name}  schedule {s['schedule']}")
+        if tuned:
+            t = tuned[1]
+            print(f"schedule from the tuning cache {t['cache']} (key {t['key']}: "
+                  f"{t['cycles']:,.0f} cycles by the {t['method']}, {t['measured']})")
         print(format_report(r.sim, hw), end="")
         kind = "memory" if s["memory_bound"] else "compute"
         moved = "memory" if s["memory_bound_moved"] else "compute"
@@ -328,7 +348,7 @@ def _is_graph(args: argparse.Namespace) -> bool:
 #: refuses them by name
 _LAYER_ONLY = ("height", "width", "in_channels", "out_channels", "kernel", "stride", "pad",
                "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding", "dump_ir",
-               "check_reference", "emit_cuda", "gpu_schedule", "profile")
+               "check_reference", "emit_cuda", "gpu_schedule", "profile", "cache", "no_cache")
 
 
 def _run_graph(args: argparse.Namespace) -> int:
@@ -466,9 +486,11 @@ def _verdict(passed: bool, mismatches: int, saturated: float, raw_slices: int) -
 
 def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> int:  # type: ignore[no-untyped-def]
     from vta.runner import run_network
+    from vta.tune.commands import tuned_picker
 
+    pick, used = tuned_picker(args, hw, raw, knobs)
     r = run_network(net, hw, seed=args.seed or 0, latency_hiding=not args.no_latency_hiding,
-                    raw=raw, **knobs)
+                    raw=raw, pick=pick, **knobs)
     s = r.summary()
     if args.json:
         print(json.dumps(s, indent=2, default=str))
@@ -493,6 +515,9 @@ def _run_network(args: argparse.Namespace, net, hw, knobs: dict, raw: bool) -> i
           f"(useful, unpadded: {s['useful_utilization']:.1%}); "
           f"{s['of_machine_bound']:.1%} of the machine bound")
     print(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s")
+    if used:
+        print(f"{len(used)} of {len(s['layers'])} layers with their schedule from the tuning "
+              f"cache {used[0]['cache']}: {', '.join(u['workload'] for u in used)}")
     what = ("int32 accumulators (no epilogue)" if s["raw"] else
             f"at most {s['saturated_max']:.2%} of a layer's outputs saturated")
     print(f"PASS: every layer bit-exact against numpy ({what})" if r.passed else
@@ -578,6 +603,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--gpu-schedule", choices=("wmma", "simt", "mma"), default=None,
                      help="GPU kernel: wmma (tensor-core schedule, default), simt, or mma (the "
                           "task-mapping kernels: cp.async pipeline, ldmatrix, mma.sync)")
+    run.add_argument("--cache", default=None, metavar="FILE",
+                     help="the tuning cache whose best schedules are used (default: $VTA_CACHE, "
+                          "else the user cache directory's; a forced knob wins)")
+    run.add_argument("--no-cache", action="store_true",
+                     help="ignore the tuning cache: the default schedule")
     run.add_argument("--profile", action="store_true",
                      help="with --target cuda-emu: count bank conflicts, global sectors, "
                           "barriers and instructions by kind")
@@ -592,7 +622,117 @@ def _parser() -> argparse.ArgumentParser:
                     help="also show the ranges and shapes at these sizes")
     tc.set_defaults(func=_cmd_tc)
 
+    _tune_parsers(sub)
     return p
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from vta.tune.commands import tune_command
+
+    return tune_command(args)
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from vta.tune.commands import cache_command
+
+    return cache_command(args)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from vta.tune.commands import sweep_command
+
+    return sweep_command(args)
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _where_args(p: argparse.ArgumentParser) -> None:
+    """Where trials run and where they are kept (``vta tune`` and ``vta sweep``)."""
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="local worker processes (default: the CPUs this process may use)")
+    p.add_argument("--cluster", default=None, metavar="ADDR",
+                   help="run the trials on a Dask cluster: tcp://HOST:PORT (a running "
+                        "scheduler) or local:N (a local cluster of N workers); needs the dask "
+                        "extra")
+    p.add_argument("--cache", default=None, metavar="FILE",
+                   help="the tuning cache (default: $VTA_CACHE, else "
+                        "$XDG_CACHE_HOME/vta/tune.sqlite or ~/.cache/vta/tune.sqlite)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the tuning cache")
+    p.add_argument("--seed", type=_seed, default=None, help="the search's seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _tune_parsers(sub: Any) -> None:
+    tune = sub.add_parser("tune", help="search a workload's schedule space with the timing-only "
+                                       "simulator; keep the best in the tuning cache")
+    tune.add_argument("workload", nargs="?", default="conv2d",
+                      help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense, or "
+                           "resnet18 (every layer; --layers C2,C10: those)")
+    tune.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
+    tune.add_argument("--hw", default=None, help=f"hardware config YAML (default {DEFAULT_HW};"
+                                                 f" accelerator only)")
+    tune.add_argument("--layers", default=None, help="for resnet18: only these layers")
+    for flag in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
+                 "pad"):
+        tune.add_argument(f"--{flag}", type=int, default=None, help=f"override the {flag}")
+    tune.add_argument("--trials", type=int, default=64,
+                      help="points measured per layer at most by the auto and evolution "
+                           "searches (default 64; the default schedule's candidates always "
+                           "are; --search exhaustive measures every point that fits)")
+    tune.add_argument("--search", default="auto",
+                      help="auto (exhaustive when the space is no larger than --trials), "
+                           "exhaustive, or evolution (model-guided, seeded)")
+    tune.add_argument("--space", action="store_true",
+                      help="print the schedule space (knobs, values, refusals) and measure "
+                           "nothing")
+    tune.add_argument("--target", choices=("vta", "cuda", "cuda-emu"), default="vta",
+                      help="vta: the accelerator (timing-only simulator); cuda: kernels timed "
+                           "on a GPU (the SIMT emulator cannot time one)")
+    tune.add_argument("--gpu-schedule", choices=("simt", "wmma", "mma"), default=None,
+                      help="with --target cuda: the kernel family whose knobs are tuned "
+                           "(default wmma)")
+    _where_args(tune)
+    tune.set_defaults(func=_cmd_tune)
+
+    cache = sub.add_parser("cache", help="the tuning cache: list keys, show one, clear, export")
+    cache.add_argument("action", choices=("list", "show", "clear", "export"),
+                       help="list: every key; show KEY: its trials; clear [KEY]: delete "
+                            "(everything, or one key); export: every trial as JSON lines")
+    cache.add_argument("key", nargs="?", default=None, help="a key (or a prefix of one)")
+    cache.add_argument("--cache", default=None, metavar="FILE",
+                       help="the cache file (default: $VTA_CACHE, else the user cache "
+                            "directory's)")
+    cache.add_argument("--out", default=None, metavar="FILE.jsonl",
+                       help="export: write here instead of stdout")
+    cache.add_argument("--json", action="store_true", help="list/show: print JSON")
+    cache.set_defaults(func=_cmd_cache)
+
+    sweep = sub.add_parser("sweep", help="tune workloads on every point of a hardware grid; "
+                                         "write a CSV and a Pareto plot")
+    sweep.add_argument("--grid", required=True, metavar="FILE.yaml",
+                       help="the grid: a base config and the fields to vary (docs/tuning.md)")
+    sweep.add_argument("workloads", nargs="+",
+                       help="resnet18 (its 11 distinct layers, each as often as it occurs), "
+                            "resnet18:C2, conv2d, matmul, dense")
+    sweep.add_argument("--trials", type=int, default=None,
+                       help="schedule trials per layer and point (default: the grid's; 0: "
+                            "the default schedule)")
+    sweep.add_argument("--out", default=None, metavar="PREFIX",
+                       help="write PREFIX.csv and PREFIX.png (default: the grid file's name)")
+    sweep.add_argument("--no-check", action="store_true",
+                       help="skip running each tuned layer bit-exact against numpy")
+    _where_args(sweep)
+    sweep.set_defaults(func=_cmd_sweep)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -607,6 +747,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:  # the reader went away (``vta run ... | head``): no traceback;
+        # status 1 (the output is incomplete), as rich's Console does for the tables
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail too
+        return 1
     except Exception as e:  # a bug in vta: still one line, and a distinct status
         msg = " ".join(str(e).split())
         print(f"vta: internal error: {type(e).__name__}: {msg} (this is a bug in vta, not in "

@@ -156,13 +156,14 @@ class MemoryConfig:
 
 @dataclass(frozen=True, slots=True)
 class BoardConfig:
-    """The FPGA board: clock and resources, used to check that a design fits."""
+    """The FPGA board: clock and resources, used to check that a design fits. A resource the
+    file leaves out (None) is the part's (``vta.resources.BOARDS``), 0 for an unknown part."""
 
     part: str = "unknown"
     clock_mhz: float = 100.0
-    dsp: int = 0
-    bram36: int = 0
-    lut: int = 0
+    dsp: int | None = None
+    bram36: int | None = None
+    lut: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +219,8 @@ class HwConfig:
     #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
     timing_model: str = "hls"
     source: str = field(default="<dict>", compare=False)
-    #: fields the file left out whose value came from the timing model (``with_changes`` of
-    #: ``timing_model`` derives them again)
+    #: fields the file left out whose value came from the timing model or the board's part
+    #: (``with_changes`` of ``timing_model`` or ``board.part`` derives them again)
     from_model: tuple[str, ...] = field(default=(), compare=False, repr=False)
     #: the hash, computed on first use (timing caches key on the config)
     _hash_value: int | None = field(default=None, init=False, compare=False, repr=False)
@@ -288,6 +289,14 @@ class HwConfig:
                 node = node[part]
             node[leaf] = value
         return _build(d, self.source)
+
+    def __getstate__(self) -> list[Any]:
+        # the cached hash is per process (str hashes are salted): a pickled copy recomputes it
+        return [None if f.name == "_hash_value" else getattr(self, f.name) for f in fields(self)]
+
+    def __setstate__(self, state: list[Any]) -> None:
+        for f, value in zip(fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
     def __hash__(self) -> int:
         # hashed often (timing caches key on the config): computed once per object
@@ -394,10 +403,11 @@ class HwConfig:
 
     def fits_board(self) -> bool:
         """Whether the resource estimate fits the board (unknown resources count as fitting)."""
-        est = self.resource_estimate()
+        from vta.resources import fits
+
         b = self.board
-        return all(have == 0 or est[k] <= have
-                   for k, have in (("bram36", b.bram36), ("dsp", b.dsp), ("lut", b.lut)))
+        return fits(self.resource_estimate(),
+                    {k: int(getattr(b, k) or 0) for k in BOARD_RESOURCES})
 
     def summary(self) -> dict[str, Any]:
         """Derived values for ``vta info``."""
@@ -646,6 +656,8 @@ def _build(data: Any, source: str) -> HwConfig:
         raise _fail(source, "timing_model", f"unknown timing model {model!r}{did}; expected one "
                     f"of {', '.join(TIMING_MODELS)} (VTA's HLS design or its Chisel design)")
     parts, chosen = _model_defaults(source, model, parts)
+    parts, by_part = _board_defaults(parts)
+    chosen += by_part
     cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
                    timing_model=model, from_model=chosen, **parts)
     _validate(cfg)
@@ -666,6 +678,24 @@ def _model_defaults(source: str, model: str, parts: dict[str, Any]
         parts = {**parts, sec: replace(parts[sec], **{leaf: value})}
         chosen.append(key)
     return parts, tuple(chosen)
+
+
+#: The board resources a file may leave out: then the part's (``vta.resources.BOARDS``).
+BOARD_RESOURCES: tuple[str, ...] = ("dsp", "bram36", "lut")
+
+
+def _board_defaults(parts: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``parts`` with every board resource the file left out set from its part's entry in
+    ``vta.resources.BOARDS`` (0, unknown, for a part not listed there), and their names."""
+    from vta.resources import part_resources
+
+    b = parts["board"]
+    known = part_resources(b.part)
+    missing = [k for k in BOARD_RESOURCES if getattr(b, k) is None]
+    if not missing:
+        return parts, ()
+    filled = replace(b, **{k: known.get(k, 0) for k in missing})
+    return {**parts, "board": filled}, tuple(f"board.{k}" for k in missing)
 
 
 def _breakdown(cfg: HwConfig) -> list[tuple[str, str, int, str]]:
@@ -755,7 +785,7 @@ def _validate(cfg: HwConfig) -> None:
 
     if b.clock_mhz <= 0:
         raise _fail(src, "board.clock_mhz", f"must be > 0, got {b.clock_mhz}")
-    for f in ("dsp", "bram36", "lut"):
+    for f in BOARD_RESOURCES:
         if getattr(b, f) < 0:
             raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
 

@@ -37,17 +37,34 @@ The variants the co-design benchmark sweeps, each with what it costs:
   keeps one tag per request (``shell/VME.scala``: client id, tag and mask bits per entry of
   ``RequestQueueDepth``), in LUT RAM (64 bits per LUT).
 * ``gemm.pipeline_depth``: its registers, above.
+
+Boards (``BOARDS``): the resources of the FPGA parts the shipped configurations name, from the
+vendors' data sheets (Xilinx DS190 for the Zynq-7000 xc7z020 of the PYNQ-Z1, DS891 for the Zynq
+UltraScale+ parts of the Ultra96, ZCU104 and ZCU102; Intel's Cyclone V data sheet for the
+DE10-Nano, in Xilinx equivalents). A hardware config's ``board`` section names its part and
+takes the part's resources from here unless it sets them; ``fits``/``shares`` compare an
+estimate with a board, and a design-space sweep (``vta.tune.sweep``) marks the points that fit
+each board it names.
+
+``published_comparison(hw)`` sets the estimate of a config beside what VTA's own publications
+state about the design on the PYNQ (docs/tuning.md shows it for ``hwconfigs/pynq.yaml``).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from vta.errors import VtaError
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
 
-__all__ = ["breakdown", "estimate", "RESOURCES"]
+__all__ = ["breakdown", "estimate", "RESOURCES", "Board", "BOARDS", "BoardError", "board",
+           "part_resources", "fits", "shares", "published_comparison"]
 
 RESOURCES = ("dsp", "bram36", "lut", "ff")
 BRAM36_BYTES = 4608
@@ -156,3 +173,111 @@ def estimate(hw: HwConfig) -> dict[str, int]:
     for res, _, amount, _ in breakdown(hw):
         out[res] += amount
     return out
+
+
+# ------------------------------------------------------------------------------------- boards
+
+#: the resources a board limits (``ff`` is estimated but every board has several per LUT)
+LIMITED = ("dsp", "bram36", "lut")
+
+
+class BoardError(VtaError):
+    """An unknown board name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """An FPGA board: its part and the part's DSP slices, 36-Kbit block RAMs and LUTs."""
+
+    name: str
+    part: str
+    dsp: int
+    bram36: int
+    lut: int
+    #: where the numbers come from
+    source: str
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return {"dsp": self.dsp, "bram36": self.bram36, "lut": self.lut}
+
+
+#: Boards by name; each part's resources are defined here once (configs name the part).
+BOARDS: dict[str, Board] = {b.name: b for b in (
+    Board("pynq-z1", "xc7z020", 220, 140, 53200,
+          "Xilinx DS190 (Zynq-7000): Z-7020; VTA_REFERENCE.md"),
+    Board("ultra96", "xczu3eg", 360, 216, 70560, "Xilinx DS891 (Zynq UltraScale+): ZU3EG"),
+    Board("zcu104", "xczu7ev", 1728, 312, 230400, "Xilinx DS891 (Zynq UltraScale+): ZU7EV"),
+    Board("zcu102", "xczu9eg", 2520, 912, 274080, "Xilinx DS891 (Zynq UltraScale+): ZU9EG"),
+    Board("de10-nano", "5CSEBA6U23I7", 224, 138, 83820,
+          "Intel Cyclone V SE A6: 112 variable-precision DSP blocks (224 18x18 multipliers), "
+          "553 M10K blocks (in 36-Kbit equivalents), 41,910 ALMs (two LUTs each)"),
+)}
+
+
+def board(name: str) -> Board:
+    """The board called ``name`` (case-insensitive; a part name works too)."""
+    key = name.lower()
+    for b in BOARDS.values():
+        if key in (b.name, b.part.lower()):
+            return b
+    hint = difflib.get_close_matches(key, list(BOARDS), n=1)
+    did = f" (did you mean '{hint[0]}'?)" if hint else ""
+    raise BoardError(f"unknown board {name!r}{did}; known: {', '.join(BOARDS)}")
+
+
+def part_resources(part: str) -> dict[str, int]:
+    """The resources of FPGA part ``part`` (empty for a part no board here has)."""
+    for b in BOARDS.values():
+        if b.part.lower() == part.lower():
+            return b.limits
+    return {}
+
+
+def fits(est: Mapping[str, int], limits: Mapping[str, int]) -> bool:
+    """Whether an estimate fits the limits (a limit of 0 is unknown and fits anything)."""
+    return all(limits.get(k, 0) == 0 or est[k] <= limits[k] for k in LIMITED)
+
+
+def shares(est: Mapping[str, int], limits: Mapping[str, int]) -> dict[str, float]:
+    """Each limited resource's estimate as a fraction of the limit (unknown limits left out)."""
+    return {k: est[k] / limits[k] for k in LIMITED if limits.get(k, 0)}
+
+
+# ------------------------------------------------------------- against VTA's publications
+
+#: What VTA's publications state about its PYNQ design (VTA_REFERENCE.md): the buffers of
+#: vta_config.json, 256 int8 MACs a cycle, and that the design fits the PYNQ's xc7z020 (TVM
+#: OSDI'18, section 6.4: a 16x16 unit on the PYNQ's Artix-7 fabric). VTA_REFERENCE.md quotes no
+#: synthesised utilisation (DSP, LUT or BRAM counts of the bitstream).
+PUBLISHED_BUFFER_BYTES = 32768 + 32768 + 262144 + 131072 + 32768
+PUBLISHED_MACS = 256
+PUBLISHED_BOARD = "pynq-z1"
+
+Comparison = tuple[str, str, str, str]
+
+
+def published_comparison(hw: HwConfig) -> list[Comparison]:
+    """``(what, published, this estimate, verdict)`` rows: ``hw``'s estimate against the facts
+    VTA published for its PYNQ design on the ``PUBLISHED_BOARD`` (VTA_REFERENCE.md)."""
+    est = estimate(hw)
+    b = BOARDS[PUBLISHED_BOARD]
+    sp = hw.scratchpad
+    buf = sp.uop + sp.inp + sp.wgt + sp.acc + sp.out
+    pub_buf = PUBLISHED_BUFFER_BYTES
+    buf_bram = sum(a for r, c, a, _ in breakdown(hw) if r == "bram36" and c.endswith("buffer"))
+    macs = hw.gemm.batch * hw.gemm.block_in * hw.gemm.block_out
+    share = shares(est, b.limits)
+    return [
+        ("on-chip buffers", f"{pub_buf // 1024} KiB (vta_config.json)",
+         f"{buf // 1024} KiB in {buf_bram} BRAM36 (at least {math.ceil(buf / BRAM36_BYTES)})",
+         "same sizes" if buf == pub_buf else "different sizes"),
+        ("GEMM MACs per cycle", str(PUBLISHED_MACS), f"{macs} in {est['dsp']} DSP48 "
+         f"({est['dsp'] / b.dsp:.0%} of {b.part})", "same core" if macs == PUBLISHED_MACS
+         else "different core"),
+        (f"fits the {b.part}", "yes (OSDI'18 section 6.4)",
+         ", ".join(f"{k} {v:.0%}" for k, v in share.items()),
+         "agrees" if fits(est, b.limits) else "DISAGREES: the estimate does not fit"),
+        ("synthesised utilisation", "not in VTA_REFERENCE.md", "-",
+         "no measured DSP/LUT/BRAM count to compare the estimate with"),
+    ]

@@ -24,7 +24,7 @@ refused, naming the shape, before anything is compiled or allocated.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,13 +326,17 @@ class NetworkResult:
 
 
 def run_network(net: Network, hw: HwConfig, *, seed: int = 0, latency_hiding: bool = True,
-                raw: bool = False, **knobs: Any) -> NetworkResult:
+                raw: bool = False, pick: Callable[[Workload], Compiled | None] | None = None,
+                **knobs: Any) -> NetworkResult:
     """Compile and simulate every distinct layer of ``net`` once (bit-exact against numpy;
-    repeats of a shape run the same program, whose cycle count does not depend on the data)."""
+    repeats of a shape run the same program, whose cycle count does not depend on the data).
+    ``pick``: a layer's program compiled elsewhere (a tuned schedule), or None for the
+    default."""
     for w, _ in net.layers:  # refuse a too-large layer before compiling any
         check_size(w, hw)
-    layers = [(run_workload(w, hw, seed=seed, latency_hiding=latency_hiding, raw=raw, **knobs),
-               n) for w, n in net.layers]
+    layers = [(run_workload(w, hw, seed=seed, latency_hiding=latency_hiding, raw=raw,
+                            compiled=pick(w) if pick is not None else None, **knobs), n)
+              for w, n in net.layers]
     return NetworkResult(net, hw, layers)
 
 

@@ -1,9 +1,11 @@
 """Compile a workload for the accelerator: choose the layout and schedule, lower, run the pipeline.
 
-``compile_workload`` picks the schedule (the knobs given, else the default model's ranking, and
-among its best candidates the one a caller-supplied cost oracle finds fastest), defines the op in
-the tensor IR (``conv2d_compute`` / ``matmul_compute``), schedules it with the primitives and
-``lower``s it (``schedules.default.lower_op``) and runs the VTA pipeline. Running the program and
+``space_of`` is a workload's schedule space (``schedules.space``); ``build`` compiles one point
+of it: defines the op in the tensor IR (``conv2d_compute`` / ``matmul_compute``) over the
+point's layout, schedules it with the primitives and ``lower``s it (``schedules.build``) and
+runs the VTA pipeline. ``compile_workload`` picks the point (the knobs given, else the analytic
+model's ranking of the space, and among its best candidates the one a caller-supplied cost
+oracle finds fastest) and builds it; ``vta.tune`` searches the same space. Running the program and
 checking it against numpy is ``vta.runner``'s job: it sits above the compiler and the simulator
 and passes the timing-only simulator as the cost oracle.
 """
@@ -18,24 +20,28 @@ from typing import Any
 
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute, packed_dims
 from vta.compiler.ops.epilogue import Epilogue, PackedOp, epilogue_cycles_per_entry
-from vta.compiler.ops.fold import FOLDS, ConvFold, fold_candidates
+from vta.compiler.ops.fold import ConvFold
 from vta.compiler.ops.fused import Chain, apply_chain, chain_cost, chain_cycles_split
 from vta.compiler.ops.matmul import MatmulSpec, matmul_compute, packed_matmul_dims
 from vta.compiler.pipeline import CompileResult, compile_func
-from vta.compiler.schedules.default import (
+from vta.compiler.schedule import ScheduleError
+from vta.compiler.schedules import model
+from vta.compiler.schedules.build import lower_op
+from vta.compiler.schedules.space import (
+    ConvProblem,
     ConvSchedule,
-    ScheduleError,
-    estimate,
+    ConvSpace,
+    Point,
     fit_report,
-    lower_op,
-    ranked_schedules,
 )
+from vta.compiler.schedules.space import exact_layout as space_exact_layout
 from vta.compiler.workloads import Workload
 from vta.config import HwConfig
 from vta.isa import Program
 
-__all__ = ["Compiled", "Cost", "Rewrite", "compile_workload", "compulsory_bytes",
-           "exact_layout", "memory_cycles", "op_compute", "packed_bytes", "roofline"]
+__all__ = ["Compiled", "Cost", "Rewrite", "build", "compile_workload", "compulsory_bytes",
+           "default_points", "exact_layout", "memory_cycles", "op_compute", "packed_bytes",
+           "roofline", "space_of"]
 
 #: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
@@ -89,17 +95,28 @@ def _conv_of(w: Workload, hw: HwConfig) -> Conv2dSpec:
 REFINE = 3
 
 
-def _folds(w: Workload, hw: HwConfig, fold: str | None) -> list[ConvFold]:
-    """The layouts to consider: ``fold`` if given, else the plain one and, for a convolution
-    with fewer channels than ``block_in``, its folds (``ops.fold.fold_candidates``)."""
-    conv = _conv_of(w, hw)
-    if fold is not None:
-        if fold not in FOLDS:
-            return [ConvFold(conv, fold)]  # raises the named error
-        if fold != "none" and not isinstance(w.spec, Conv2dSpec):
-            return [ConvFold(conv)]  # a matmul has no window to fold
-        return [ConvFold(conv, fold)]
-    return fold_candidates(conv, hw) if isinstance(w.spec, Conv2dSpec) else [ConvFold(conv)]
+def space_of(w: Workload, hw: HwConfig, *, chain: Chain | None = None, exact: bool = False,
+             fold: str | None = None, vthreads: int | None = None,
+             **forced: Any) -> ConvProblem:
+    """The schedule space of ``w`` on ``hw`` (``schedules.space.ConvSpace`` bound to its
+    shape): what ``compile_workload`` ranks, ``vta tune`` searches and ``build`` compiles."""
+    fused = chain_cost(chain, hw) if chain else None
+    return ConvSpace(hw).bind(w.spec, fused=fused, exact=exact, fold=fold, vthreads=vthreads,
+                              **forced)
+
+
+def build(w: Workload, hw: HwConfig, point: Point, *, epilogue: Epilogue | None = None,
+          check: bool = False, rewrite: Rewrite | None = None, chain: Chain | None = None,
+          exact: bool = False) -> Compiled:
+    """Compile ``w`` with the schedule at ``point`` of its space: the one function from a
+    point to a program (the default schedule, the tuner and the graph level all build
+    through it). A point that does not fit is a ``ScheduleError`` naming why."""
+    problem = space_of(w, hw, chain=chain, exact=exact)
+    why = problem.refusal(point)
+    if why is not None:
+        raise ScheduleError(why[1])
+    fold, sch = problem.schedule(point)
+    return _compile_with(w, hw, fold, sch, epilogue or w.epilogue, check, rewrite, chain)
 
 
 def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
@@ -132,33 +149,22 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     if not latency_hiding:
         vth = 1
     over = {k: v for k, v in knobs.items() if v is not None}
-    fused = chain_cost(chain, hw) if chain else None
     if {"tco", "tci", "th", "tw"} <= over.keys():
-        f = _folds(w, hw, fold or "none")[0]
+        problem = space_of(w, hw, chain=chain, exact=exact, fold=fold or "none")
+        f = problem.folds[0]
         sch = ConvSchedule(over["tco"], over["tci"], over["th"], over["tw"], vth or 1,
                            over.get("vt_axis", "oh"))
-        fit_report(f.device, hw, sch, fused)
+        fit_report(f.device, hw, sch, problem.fused)
         if exact and not exact_layout(w, hw, f)(sch):
             raise ScheduleError(f"schedule {sch} pads the packed tensors of {w.name}; the "
                                 f"graph's layout needs them exact")
         return _compile_with(w, hw, f, sch, epi, check, rewrite, chain)
-    scored: list[tuple[float, int, ConvFold, ConvSchedule]] = []
-    error: ScheduleError | None = None
-    for f in _folds(w, hw, fold):
-        dev = f.device
-        try:
-            ranked = ranked_schedules(dev, hw, refine, vthreads=vth, epi=epi, fused=fused,
-                                      accept=exact_layout(w, hw, f) if exact else None,
-                                      **over)
-        except ScheduleError as e:
-            error = error or e
-            continue
-        scored += [(estimate(dev, hw, s, epi, fused), len(scored), f, s) for s in ranked]
-    if not scored:
-        assert error is not None
-        raise error
-    scored.sort(key=lambda e: (round(e[0], 6), e[1]))
-    cands = [(f, s) for _, _, f, s in scored[:max(1, refine) if cost is not None else 1]]
+    problem = space_of(w, hw, chain=chain, exact=exact, fold=fold, vthreads=vth, **over)
+    ranked = model.rank(problem, epi, limit=max(1, refine) if cost is not None else 1,
+                        prefer_two_threads=vth is None)
+    if not ranked:
+        raise problem.no_fit_error(problem.folds[0])
+    cands = [problem.schedule(p) for _, p in ranked]
     if len(cands) == 1 or cost is None:
         return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check, rewrite, chain)
     best: tuple[int, Compiled] | None = None
@@ -171,6 +177,19 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     c = best[1]
     c.result.seconds = time.perf_counter() - t0  # the whole choice counts as compile time
     return c
+
+
+def default_points(w: Workload, hw: HwConfig, *, epilogue: Epilogue | None = None,
+                   refine: int = REFINE, chain: Chain | None = None,
+                   exact: bool = False) -> list[Point]:
+    """The points ``compile_workload`` (with a cost oracle) times: the model's ``refine``
+    best, the one the oracle finds fastest being the default schedule."""
+    problem = space_of(w, hw, chain=chain, exact=exact)
+    ranked = model.rank(problem, epilogue or w.epilogue, limit=max(1, refine),
+                        prefer_two_threads=True)
+    if not ranked:
+        raise problem.no_fit_error(problem.folds[0])
+    return [p for _, p in ranked]
 
 
 def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
@@ -191,26 +210,8 @@ def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
 
 def exact_layout(w: Workload, hw: HwConfig, fold: ConvFold) -> Callable[[ConvSchedule], bool]:
     """Whether a schedule's packed tensors are exactly the tensors' (``compile_workload``'s
-    ``exact``): output channels, rows and columns unpadded, and the input's channels too
-    unless the input is folded (the host repacks a folded input anyway)."""
-    g = hw.gemm
-    if isinstance(w.spec, MatmulSpec):
-        m = w.spec
-
-        def ok_mm(s: ConvSchedule) -> bool:
-            P = packed_matmul_dims(m, hw, s)
-            return (P.mb, P.kb, P.nb) == (math.ceil(m.m / g.batch), math.ceil(m.k / g.block_in),
-                                          math.ceil(m.n / g.block_out))
-
-        return ok_mm
-    dev, folded = fold.device, fold.kind != "none"
-
-    def ok(s: ConvSchedule) -> bool:
-        P = packed_dims(dev, hw, s)
-        return (P.ocb == math.ceil(dev.oc / g.block_out) and (P.ohp, P.owp) == (dev.oh, dev.ow)
-                and (folded or P.icb == math.ceil(dev.ic / g.block_in)))
-
-    return ok
+    ``exact``; ``schedules.space.exact_layout``)."""
+    return space_exact_layout(w.spec, hw, fold)
 
 
 def op_compute(w: Workload, hw: HwConfig, sch: ConvSchedule, epi: Epilogue,

@@ -35,6 +35,7 @@ from vta.compiler.ops.fused import Chain
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.schedule import Schedule, ScheduleError, Stage, create_schedule
 from vta.compiler.tensor import IterVar
+from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
 
 __all__ = ["SimtKnobs", "WmmaKnobs", "ScheduleError", "ACC_DTYPE", "simt_schedule",
@@ -60,8 +61,9 @@ class SimtKnobs:
             raise ScheduleError(f"SIMT knobs: bm={self.bm} must be a multiple of tm={self.tm} and "
                                 f"bn={self.bn} of tn={self.tn}")
         threads = (self.bm // self.tm) * (self.bn // self.tn)
-        if threads > 1024:
-            raise ScheduleError(f"SIMT knobs give {threads} threads per block (limit 1024)")
+        if threads > MAX_THREADS:
+            raise ScheduleError(f"SIMT knobs give {threads} threads per block (limit "
+                                f"{MAX_THREADS})")
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,8 @@ class WmmaKnobs:
         if self.bm % (t * self.warps_m) or self.bn % (t * self.warps_n) or self.bk % t:
             raise ScheduleError(f"WMMA knobs: bm={self.bm} must be a multiple of 16*warps_m, "
                                 f"bn={self.bn} of 16*warps_n, bk={self.bk} of 16")
-        if 32 * self.warps_m * self.warps_n > 1024:
-            raise ScheduleError("WMMA knobs: more than 1024 threads per block")
+        if WARP_SIZE * self.warps_m * self.warps_n > MAX_THREADS:
+            raise ScheduleError(f"WMMA knobs: more than {MAX_THREADS} threads per block")
         if self.vec < 1 or self.bk % self.vec:
             raise ScheduleError(f"WMMA knobs: vec={self.vec} must divide bk={self.bk}")
 

@@ -22,7 +22,7 @@ from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
 from vta.config import HwConfig
 
 if TYPE_CHECKING:
-    from vta.compiler.schedules.default import ConvSchedule
+    from vta.compiler.schedules.space import ConvSchedule
 
 __all__ = ["Conv2dSpec", "PackedConv2d", "conv2d_acc", "conv2d_reference", "conv2d_compute",
            "packed_dims"]

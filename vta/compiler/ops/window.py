@@ -52,8 +52,8 @@ from vta.compiler.ops.fused import (
 )
 from vta.compiler.pipeline import CompileResult, compile_func
 from vta.compiler.schedule import AttachAt, Schedule, ScheduleError, create_schedule
-from vta.compiler.schedules.default import ISSUE_GAP
 from vta.compiler.schedules.fusion import attach_epilogue
+from vta.compiler.schedules.model import ISSUE_GAP
 from vta.compiler.tensor import Tensor, placeholder, reduce_axis
 from vta.compiler.tensor import sum_ as tsum
 from vta.config import HwConfig
@@ -260,7 +260,7 @@ def _fits(spec: WindowSpec, hw: HwConfig, s: WindowSchedule, chain: Chain | None
 
 def _microop(hw: HwConfig, defn: Any, n_ops: int, **fields: object) -> float:
     """One micro-op instruction of ``n_ops`` executions (its definition's cycles) plus the
-    schedule model's issue gap (``schedules.default.ISSUE_GAP``)."""
+    schedule model's issue gap (``schedules.model.ISSUE_GAP``)."""
     return float(microop_instruction_cycles(defn, n_ops, hw, **fields)) + ISSUE_GAP
 
 

@@ -1,4 +1,6 @@
-"""Default schedules for the accelerator, derived from the HwConfig by a small cost model."""
+"""Accelerator schedules: the schedule space (``space``), its analytic cost model (``model``),
+the construction of a schedule from a point (``build``), the default schedule (``default``: the
+model ranking the space), post-scheduling fusion (``fusion``) and packed computes (``packed``)."""
 
 from vta.compiler.schedules.default import ConvSchedule, ScheduleError, default_schedule, fit_report
 

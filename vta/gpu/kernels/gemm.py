@@ -38,6 +38,7 @@ from vta.compiler import stmt as S
 from vta.compiler.expr import DTYPES
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
 from vta.gpu.kernels.layout import (
@@ -82,8 +83,8 @@ class MmaKnobs:
                                    f"(the {dtype} mma.sync {sh.name} k)")
         if self.stages < 2:
             raise GpuLoweringError(f"mma knobs: stages={self.stages} must be >= 2")
-        if 32 * self.warps_m * self.warps_n > 1024:
-            raise GpuLoweringError("mma knobs: more than 1024 threads per block")
+        if WARP_SIZE * self.warps_m * self.warps_n > MAX_THREADS:
+            raise GpuLoweringError(f"mma knobs: more than {MAX_THREADS} threads per block")
 
     @property
     def threads(self) -> int:

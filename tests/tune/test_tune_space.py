@@ -1,0 +1,168 @@
+"""The schedule spaces: rules from the hardware, pruning with counted reasons, the footprint
+against the compiled program's scratchpad allocation, every point compiles or is refused, and
+the default schedule as the analytic model ranking the space."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vta.compiler import driver
+from vta.compiler import expr as E
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.schedule import ScheduleError
+from vta.compiler.schedules.default import ranked_schedules
+from vta.compiler.schedules.model import rank
+from vta.compiler.schedules.space import (
+    COL_TILES,
+    ROW_TILES,
+    ConvSpace,
+    Point,
+    divisors,
+    enumerate_space,
+    fit_problems,
+    footprint,
+    tile_choices,
+)
+from vta.compiler.workloads import Workload, resolve
+from vta.config import HwConfig
+from vta.gpu.space import GpuSpace
+from vta.runner import timing_cost
+
+ROOT = Path(__file__).resolve().parents[2]
+PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
+
+
+def test_the_rules_are_the_same_for_every_shape() -> None:
+    """One space per hardware: binding two shapes materialises the same rules (divisors of the
+    channel blocks, tile counts up to ROW_TILES / COL_TILES)."""
+    space = ConvSpace(PYNQ)
+    assert space.KNOBS == ("fold", "vthreads", "vt_axis", "tco", "tci", "th", "tw")
+    for layer in ("C2", "C11", "C4"):
+        spec = resolve(f"resnet18:{layer}").spec
+        assert isinstance(spec, Conv2dSpec)
+        p = space.bind(spec)
+        first = {"fold": "none", "vthreads": 2, "vt_axis": "oh"}
+        assert p.domain("tco", first) == divisors(spec.oc // 16)
+        assert p.domain("tci", first) == divisors(spec.ic // 16)
+        assert p.domain("th", first) == tile_choices(spec.oh, ROW_TILES)
+        assert p.domain("tw", first) == tile_choices(spec.ow, COL_TILES)
+        assert p.domain("vt_axis", {**first, "vthreads": 1}) == ("oh",)
+    assert tile_choices(56, 8) == (7, 8, 10, 12, 14, 19, 28, 56)
+    c1 = ConvSpace(PYNQ).bind(resolve("resnet18:C1").spec)  # 3 channels: the folds too
+    assert c1.domain("fold", {}) == ("none", "kw", "khkw")
+
+
+def test_refusals_are_counted_by_reason_and_match_the_fit_check() -> None:
+    spec = resolve("resnet18:C11").spec
+    assert isinstance(spec, Conv2dSpec)
+    p = ConvSpace(PYNQ).bind(spec)
+    e = enumerate_space(p)
+    brute: Counter[str] = Counter()
+    for q in p.points():
+        _, s = p.schedule(q)
+        probs = fit_problems(spec, PYNQ, s)
+        if probs:
+            brute[probs[0][0]] += 1
+    assert e.refused == brute and e.size == len(list(p.points()))
+    assert set(e.refused) <= {"inp scratchpad", "wgt scratchpad", "acc scratchpad", "pad field"}
+    assert all("does not fit the" in e.examples[k] for k in e.refused if "scratchpad" in k)
+    assert len(e.valid) == e.size - sum(e.refused.values()) > 0
+
+
+def test_points_outside_the_space_are_refused_with_the_knob_named() -> None:
+    p = driver.space_of(resolve("resnet18:C2"), PYNQ)
+    good = next(iter(p.points()))
+    assert p.refusal(good.replace(tco=3)) is not None
+    why = p.refusal(good.replace(tco=3))
+    assert why is not None and why[0] == "outside the space" and "tco=3" in why[1]
+    assert p.refusal(good.replace(fold="khkw"))[0] == "outside the space"  # type: ignore[index]
+    with pytest.raises(ScheduleError, match="tco=3"):
+        driver.build(resolve("resnet18:C2"), PYNQ, good.replace(tco=3))
+
+
+def test_a_point_round_trips_through_json() -> None:
+    p = driver.space_of(resolve("resnet18:C2"), PYNQ)
+    for q in list(p.points())[:20]:
+        assert Point.from_json(q.key()) == q
+
+
+def _allocated(c: driver.Compiled) -> dict[str, int]:
+    """Entries per scope of the compiled program's scratchpad allocation (isl's footprints):
+    a buffer allocated per virtual thread counts once per thread."""
+    table = next(dict(f.attrs)["sram"] for f in reversed(c.result.ir.values())
+                 if "sram" in dict(f.attrs))
+    used: dict[str, int] = {}
+    for buf, base, n in table:
+        copies = 1 if isinstance(base, E.IntImm) else c.schedule.vthreads
+        used[buf.scope] = used.get(buf.scope, 0) + n * copies
+    return used
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_footprint_is_the_compiled_allocation(data: st.DataObject) -> None:
+    """The space prunes with ``footprint`` (a closed form); the compiled program's scratchpad
+    allocation (bound inference with isl) needs exactly as many entries per scope."""
+    spec = Conv2dSpec(1, data.draw(st.sampled_from([16, 32, 64])), 10, 10,
+                      data.draw(st.sampled_from([16, 32, 64])), 3, 3,
+                      data.draw(st.sampled_from([1, 2])), 1)
+    w = Workload("t", spec)
+    p = driver.space_of(w, PYNQ)
+    valid = enumerate_space(p).valid
+    point = data.draw(st.sampled_from(valid))
+    c = driver.build(w, PYNQ, point)
+    _, s = p.schedule(point)
+    assert _allocated(c) == footprint(spec, PYNQ, s)
+
+
+def test_every_point_compiles_or_is_refused_with_its_reason() -> None:
+    """A small matmul's whole space: every point that fits builds and runs on the timing-only
+    simulator; every refused point's build raises the refusal's message."""
+    w = resolve("matmul", [32, 32, 32])
+    p = driver.space_of(w, PYNQ)
+    cost = timing_cost(PYNQ)
+    built = refused = 0
+    for q in p.points():
+        why = p.refusal(q)
+        if why is None:
+            assert cost(driver.build(w, PYNQ, q).program) > 0
+            built += 1
+        else:
+            with pytest.raises(ScheduleError) as e:
+                driver.build(w, PYNQ, q)
+            assert str(e.value) == why[1]
+            refused += 1
+    assert built > 20
+
+
+def test_the_default_is_the_model_ranking_the_space() -> None:
+    """``ranked_schedules`` (the default model) is ``rank`` over the bound space with the
+    two-thread rule, and ``compile_workload`` without an oracle compiles its first point."""
+    w = resolve("resnet18:C5")
+    spec = w.spec
+    assert isinstance(spec, Conv2dSpec)
+    ranked = rank(driver.space_of(w, PYNQ), w.epilogue, limit=5, prefer_two_threads=True)
+    want = [driver.space_of(w, PYNQ).schedule(q)[1] for _, q in ranked]
+    assert ranked_schedules(spec, PYNQ, 5, epi=w.epilogue) == want
+    assert driver.default_points(w, PYNQ) == [q for _, q in ranked[:3]]
+    assert driver.compile_workload(w, PYNQ).schedule == want[0]
+    ests = [e for e, _ in rank(driver.space_of(w, PYNQ), w.epilogue)]
+    assert ests == sorted(ests)
+
+
+def test_gpu_spaces_prune_by_the_knobs_rules_and_the_problem() -> None:
+    w = resolve("matmul", [64, 64, 64])
+    for kind in ("simt", "wmma", "mma"):
+        p = GpuSpace(kind).bind(w.spec)
+        e = enumerate_space(p)
+        assert e.valid and e.size == len(e.valid) + sum(e.refused.values())
+        assert p.refusal(p.default()) is None, kind
+        # no block tile past the smallest of the space covering 64
+        assert all(q["bm"] <= 64 and q["bn"] <= 64 for q in e.valid)
+    small = GpuSpace("wmma").bind(resolve("matmul", [8, 64, 64]).spec)
+    assert enumerate_space(small).refused["smaller than a tile"] > 0

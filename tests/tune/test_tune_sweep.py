@@ -1,0 +1,157 @@
+"""Design-space sweeps: grid files (errors name the file and field), refused points, a small
+sweep's rows (cycles, board fit, Pareto front, bit-exact check), the CSV and the PNG, ``vta
+sweep``; the board table and the resource estimate against VTA's published PYNQ facts."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from vta.cli import main
+from vta.config import HwConfig
+from vta.resources import BOARDS, BoardError, board, fits, published_comparison, shares
+from vta.tune.executor import LocalExecutor
+from vta.tune.sweep import SweepError, load_grid, plot, run_sweep, sweep_workloads, write_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+PYNQ = ROOT / "hwconfigs" / "pynq.yaml"
+
+GRID = f"""
+name: tiny
+base: {PYNQ}
+boards: [pynq-z1, zcu104]
+trials: 2
+grid:
+  memory.bus_bytes: [8, 16]
+points:
+  separate ALU: {{alu.separate_pipeline: true, alu.acc_banks: 2}}
+  small core: {{gemm.block_in: 8, gemm.block_out: 8}}
+  banks alone: {{alu.acc_banks: 2}}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "g.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("text, culprit", [
+    ("base: x.yaml\ngrd: {}", "grd: unknown key (did you mean 'grid'?)"),
+    ("name: x", "base: missing"),
+    (f"base: {PYNQ}\ngrid: {{memory.bus_byte: [8]}}",
+     "grid.memory.bus_byte: unknown HwConfig field 'memory.bus_byte' (did you mean "
+     "'memory.bus_bytes'?)"),
+    (f"base: {PYNQ}\ngrid: {{memory.bus_bytes: 8}}", "grid.memory.bus_bytes: expected a "
+     "non-empty list"),
+    (f"base: {PYNQ}\nboards: [pynq-z3]", "boards: unknown board 'pynq-z3'"),
+    (f"base: {PYNQ}\ntrials: -1", "trials: expected an integer >= 0"),
+    (f"base: {PYNQ}\npoints: {{a: {{alu.lanes: 8}}}}\ngrid: {{alu.lanes: [8]}}\n", None),
+    (f"base: {PYNQ}\npoints: {{a: {{gemm.bogus: 1}}}}", "points.a.gemm.bogus: unknown"),
+    ("base: [", "not valid YAML"),
+])
+def test_grid_errors_name_the_file_and_field(tmp_path: Path, text: str,
+                                             culprit: str | None) -> None:
+    path = write(tmp_path, text)
+    if culprit is None:  # a grid point and a named point may share the changes, not the name
+        assert len(load_grid(path).points) == 2
+        return
+    with pytest.raises(SweepError) as e:
+        load_grid(path)
+    assert str(e.value).startswith(str(path)) and culprit in str(e.value)
+
+
+def test_a_small_sweep(tmp_path: Path) -> None:
+    """Two bus widths, a separate ALU, a small core whose buffers' depths overflow the ISA
+    fields and banks without a separate ALU (both refused by the schema): valid points tuned,
+    checked bit-exact and placed on the Pareto front."""
+    grid = load_grid(write(tmp_path, GRID))
+    assert [p.name for p in grid.points] == ["bus_bytes=8", "bus_bytes=16", "separate ALU",
+                                             "small core", "banks alone"]
+    with LocalExecutor(1) as ex:
+        res = run_sweep(grid, ["matmul:32x32x32"], ex, trials=2)
+    rows = {p.point.name: p for p in res.points}
+    assert rows["banks alone"].status == "refused" and "alu.acc_banks" in \
+        rows["banks alone"].reason
+    assert rows["small core"].status == "refused" and "ISA fields" in rows["small core"].reason
+    ok = [p for p in res.points if p.status == "ok"]
+    assert len(ok) == 3 and all(p.passed and p.cycles > 0 for p in ok)
+    assert all(p.cycles <= p.default_cycles for p in ok)
+    assert all(p.fits["pynq-z1"] and p.fits["zcu104"] for p in ok)
+    assert any(p.pareto for p in ok)
+    for p in ok:  # nothing on the front is beaten on every axis
+        if p.pareto:
+            assert not any(o.ms < p.ms and all(o.resources[k] <= p.resources[k]
+                                               for k in ("dsp", "bram36", "lut")) for o in ok)
+    # bus width changes no resource: the slower of the two bus widths is not on the front
+    b8, b16 = rows["bus_bytes=8"], rows["bus_bytes=16"]
+    assert b16.cycles <= b8.cycles and (b8.pareto is False or b8.cycles == b16.cycles)
+    csv_path, png = tmp_path / "s.csv", tmp_path / "s.png"
+    write_csv(res, csv_path)
+    plot(res, png)
+    table = list(csv.DictReader(csv_path.open()))
+    assert [r["point"] for r in table] == [p.point.name for p in res.points]
+    assert {"cycles", "frames_per_s", "dsp", "bram36", "lut", "fits_pynq-z1", "fits_zcu104",
+            "pareto", "passed", "status", "reason"} <= set(table[0])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_vta_sweep_writes_the_csv_and_the_plot(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    grid = write(tmp_path, f"base: {PYNQ}\nboards: [pynq-z1]\ngrid: {{memory.bus_bytes: [8]}}\n")
+    out = tmp_path / "res" / "sweep"
+    assert main(["sweep", "--grid", str(grid), "matmul:16x16x16", "--trials", "0", "--workers",
+                 "1", "--out", str(out), "--cache", str(tmp_path / "c.sqlite")]) == 0
+    text = capsys.readouterr().out
+    assert "bus_bytes=8" in text and "wrote" in text
+    assert out.with_suffix(".csv").exists() and out.with_suffix(".png").exists()
+    for argv, culprit in ((["sweep", "--grid", str(tmp_path / "none.yaml"), "resnet18"],
+                           "none.yaml: cannot read"),
+                          (["sweep", "--grid", str(grid), "resnet19"], "unknown workload"),
+                          (["sweep", "--grid", str(grid), "matmul", "--trials", "-1"],
+                           "--trials must be >= 0")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("vta: error:") and culprit in err and err.count("\n") == 1
+
+
+def test_sweep_workloads_expand_a_network() -> None:
+    [(name, layers)] = sweep_workloads(["resnet18"])
+    assert name == "resnet18" and len(layers) == 11 and sum(n for _, n in layers) == 20
+    [(_, [(w, n)])] = sweep_workloads(["matmul:8x16x32"])
+    assert (w.spec.m, w.spec.n, w.spec.k, n) == (8, 16, 32, 1)  # type: ignore[union-attr]
+
+
+def test_boards_and_the_published_pynq_facts() -> None:
+    assert board("PYNQ-Z1") is BOARDS["pynq-z1"] and board("xczu7ev") is BOARDS["zcu104"]
+    with pytest.raises(BoardError, match="did you mean 'zcu104'"):
+        board("zcu14")
+    b = BOARDS["pynq-z1"]
+    assert (b.dsp, b.bram36, b.lut) == (220, 140, 53200)
+    assert (BOARDS["zcu104"].dsp, BOARDS["zcu104"].bram36, BOARDS["zcu104"].lut) == \
+        (1728, 312, 230400)
+    hw = HwConfig.from_yaml(PYNQ)
+    est = hw.resource_estimate()
+    assert fits(est, b.limits) and max(shares(est, b.limits).values()) < 1
+    rows = {r[0]: r for r in published_comparison(hw)}
+    assert rows["on-chip buffers"][3] == "same sizes"
+    assert rows["GEMM MACs per cycle"][3] == "same core"
+    assert rows["fits the xc7z020"][3] == "agrees"
+    wide = hw.with_changes(**{"gemm.block_out": 32})
+    assert not fits(wide.resource_estimate(), b.limits)
+    assert {r[0]: r for r in published_comparison(wide)}["fits the xc7z020"][3].startswith(
+        "DISAGREES")
+
+
+def test_vta_info_names_the_boards_and_the_published_facts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["info", "--hw", str(PYNQ), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["boards"]["pynq-z1"].startswith("fits (dsp 87%")
+    facts = s["against VTA's published PYNQ design"]
+    assert facts["fits the xc7z020"].endswith("agrees")
+    assert "not in VTA_REFERENCE.md" in facts["synthesised utilisation"]

@@ -1,0 +1,104 @@
+"""Build a schedule from a point of the space: the schedule primitives for the tile knobs.
+
+``schedule_op`` expresses a point's knobs (``schedules.space.ConvSchedule``) with the schedule
+primitives on the op's tensor IR (``ops.epilogue.PackedOp``) and ``lower_op`` lowers it
+(vta.compiler.lower); ``driver.build`` wraps them into the one function that turns a point of
+the space into a compiled program (layout, op, schedule, pipeline):
+
+* ``cache_read`` data_pad -> inp (the padding stage ``compute_inline``d into the copy),
+  kernel -> wgt; ``cache_write`` of the reduction into acc (its global stage inlined into the
+  epilogue);
+* the output tiled over oc / oh / ow (``split`` + ``reorder``), the threads' axis split off
+  and marked ``virtual_thread``; the reduction ``compute_at`` the tile loop;
+* the reduction's channel axis split into an outer ic loop (the input copy, and the weight
+  copy unless it covers every channel, ``compute_at`` it) and the batch x block loops
+  ``tensorize``d onto ``vta_gemm_intrinsic(hw)``; whole-reduction weights and the bias are
+  copied once per output-channel tile (weight reuse across every spatial tile);
+* the epilogue is not scheduled here: post-scheduling fusion (``schedules.fusion``) attaches
+  it, and any fused operator, to the accumulator tile (bias -> acc once, before the first
+  tile), as it does for a user's own anchor schedule.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vta.compiler.intrin import vta_gemm_intrinsic
+from vta.compiler.lower import lower
+from vta.compiler.schedule import AttachAt, Schedule, create_schedule
+from vta.compiler.schedules.fusion import attach_epilogue
+from vta.compiler.schedules.space import ConvSchedule
+from vta.compiler.tensor import IterVar
+from vta.config import HwConfig
+
+if TYPE_CHECKING:
+    from vta.compiler import stmt as S
+    from vta.compiler.ops.epilogue import PackedOp
+
+__all__ = ["schedule_op", "lower_op"]
+
+
+def _bias_per_thread(hw: HwConfig, s: ConvSchedule) -> bool:
+    """Whether each virtual thread loads its tiles' bias into its own accumulator bank: on
+    banked accumulators (a separate ALU pipeline), so a thread's epilogue reads only its own
+    bank while the other thread's GEMMs hold theirs. Otherwise the bias of every output channel
+    is loaded once, before the first tile (no LOAD ACC waits for the memory port between
+    tiles); ``footprint`` counts it either way."""
+    return hw.alu.acc_banks > 1 and s.vthreads > 1
+
+
+def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
+    """The schedule primitives for knobs ``s`` on ``op`` (see the module docstring)."""
+    sch = create_schedule(op.out)
+    acc = sch.cache_write(op.acc, "acc")
+    sch[op.acc].compute_inline()
+    inp = sch.cache_read(op.pad if op.pad is not None else op.data, "inp", [acc])
+    wgt = sch.cache_read(op.kernel, "wgt", [acc])
+    if op.pad is not None:
+        sch[op.pad].compute_inline()
+    out = sch[op.out]
+    axes = out.axis
+    role = {r: axes[k] for r, k in op.roles.items()}
+    vt_role = s.vt_axis if s.vt_axis in role else "ow"
+    outer: list[IterVar] = [role["n"]] if "n" in role else []
+    inner: list[IterVar] = []
+    level: dict[str, IterVar] = {}
+    for r, f in (("oc", s.tco), ("oh", s.th), ("ow", s.tw)):
+        if r not in role:
+            continue
+        t, i = out.split(role[r], f)
+        inner.append(i)
+        if s.vthreads > 1 and r == vt_role:
+            o, vt = out.split(t, s.vthreads)
+            outer += [o, vt]
+            level[r] = vt
+        else:
+            outer.append(t)
+            level[r] = t
+    out.reorder(*outer, *inner, *axes[-2:])
+    if s.vthreads > 1:
+        out.virtual_thread(level[vt_role])
+    tile = outer[-1]
+    sch[acc].compute_at(out, tile)
+    a = sch[acc]
+    red = a.reduce_axis
+    ic_o, ic_i = a.split(red[0], s.tci)
+    sp = a.axis
+    a.reorder(ic_o, *sp[:-2], ic_i, *red[1:-1], *sp[-2:], red[-1])
+    sch[inp].compute_at(a, ic_o)
+    hoist = s.tci >= op.kernel.shape[1]
+    if hoist:
+        sch[wgt].compute_at(out, level["oc"])
+    else:
+        sch[wgt].compute_at(a, ic_o)
+    a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
+    # the epilogue (requantization, fused operators) on the accumulator tile; the bias (and
+    # any per-channel operand) one LOAD ACC before the first tile, or per thread into its own
+    # accumulator bank (``_bias_per_thread``)
+    per_thread = AttachAt(out, level[vt_role]) if _bias_per_thread(hw, s) else None
+    return attach_epilogue(sch, op, hw, operands_at=per_thread)
+
+
+def lower_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> S.PrimFunc:
+    """``schedule_op`` lowered to the loop-nest IR the VTA pipeline compiles."""
+    return lower(schedule_op(op, hw, s), op.args, op.name)
