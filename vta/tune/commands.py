@@ -389,19 +389,21 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def sweep_table(res: Any) -> str:
-    """The sweep's points: cycles, frames/s, resources, board fit, Pareto front."""
+    """The sweep's points: cycles, frames/s, resources, board fit, Pareto front (the point
+    column as wide as the longest name: grid points are named by every field they set)."""
     boards = res.grid.boards
-    head = (f"{'point':30} {'cycles':>12} {'default':>12} {'fr/s':>8} {'DSP':>5} {'BRAM':>5} "
+    w = max([len("point"), *(len(p.point.name) for p in res.points)])
+    head = (f"{'point':{w}} {'cycles':>12} {'default':>12} {'fr/s':>8} {'DSP':>5} {'BRAM':>5} "
             f"{'LUT':>7} " + " ".join(f"{b.name[:8]:>8}" for b in boards) + "  pareto check")
     lines = [head]
     for p in res.points:
         if p.status != "ok":
-            lines.append(f"{p.point.name[:30]:30} {p.status}: {p.reason}")
+            lines.append(f"{p.point.name:{w}} {p.status}: {p.reason}")
             continue
         e = p.resources
         fit = " ".join(f"{'fits' if p.fits[b.name] else 'NO':>8}" for b in boards)
         check = "-" if p.passed is None else ("ok" if p.passed else "BAD")
-        lines.append(f"{p.point.name[:30]:30} {p.cycles:>12,} {p.default_cycles:>12,} "
+        lines.append(f"{p.point.name:{w}} {p.cycles:>12,} {p.default_cycles:>12,} "
                      f"{p.per_s:>8.2f} {e['dsp']:>5} {e['bram36']:>5} {e['lut']:>7} {fit}  "
                      f"{'*' if p.pareto else ' ':>6} {check}")
     return "\n".join(lines)
