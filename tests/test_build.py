@@ -255,3 +255,29 @@ def test_a_strided_one_row_logical_conv_fits_its_schedule(stride: int, h: int) -
     want = np.einsum("nchw,oc->nohw", x, ins["kernel"].astype(np.int64)[:, :, 0, 0])
     want = np.clip(want.astype(np.int32) >> 4, -128, 127).astype(np.int8)
     assert np.array_equal(mod(ins)["res"], want)
+
+
+def test_an_epilogue_written_inside_the_narrowing_runs_on_the_accelerator(
+        pynq: vta.HwConfig) -> None:
+    """The whole epilogue in the output's one expression (``min_(max_((acc >> 7) + bias,
+    -128), 127).astype("int8")``): ``pack`` gives the value a stage of its own, so the ALU
+    computes it and the out STORE narrows (it reached flatten unlowered before)."""
+    from vta.compiler.layout import pack
+
+    M, N, K = 16, 32, 48
+    x = placeholder((M, K), "int8", "x")
+    w = placeholder((N, K), "int8", "w")
+    bias = placeholder((N,), "int32", "bias")
+    k = reduce_axis(K, "k")
+    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
+                                            k), "acc")
+    res = compute((M, N), lambda i, j: min_(max_((acc[i, j] >> 7) + bias[j], -128),
+                                            127).astype("int8"), "res")
+    args = [x, w, bias, res]
+    P = pack(args, pynq)
+    assert [t.name for t in P.args] == ["x", "w", "bias", "res"]
+    mod = vta.build(schedule_packed(P, pynq), P, "vta", hw=pynq)
+    ins = vt.random_inputs(args, 6)
+    want = numpy_dense(ins)
+    assert np.array_equal(mod(ins)["res"], want)
+    assert np.array_equal(mod.interpret(ins)["res"], want)

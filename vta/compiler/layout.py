@@ -25,6 +25,9 @@ before scheduling (as TVM's graph packing runs before VTA's schedules):
   an entry lane of ``f``; the lanes go last, in role order. The packed placeholders keep their
   names, the blocked axes become ``<axis>_o`` / ``<axis>_i``, a reduction axis ``k`` becomes
   ``k_o`` (in its place) and ``k_i`` (innermost), so the GEMM region is exactly the intrinsic.
+* An output that narrows a computed value (``min_(max_(acc >> 7, -128), 127).astype("int8")``
+  in one expression) is packed as two stages, ``<name>_val`` (the value) and the narrowing of
+  it: the ALU computes the first, the out STORE is the second.
 
 Exactness: the host pads blocked dimensions with zeros. Padded output rows/columns are computed
 and dropped; padded reduction lanes multiply zeros, which needs every stage between an input
@@ -469,10 +472,34 @@ def _not_zero_preserving(t: Tensor) -> Tensor | None:
 # ---------------------------------------------------------------------------- rewriting
 
 
+def _split_narrowing(t: Tensor) -> Tensor:
+    """An output stage that narrows a computed value (``min_(max_(acc >> 4, -128),
+    127).astype("int8")``) as two stages: ``<name>_val`` computing the value in its own dtype,
+    and the output narrowing a read of it. On the accelerator the ALU computes the first and
+    the out STORE narrows (the copy-out stage is a cast of a read); any other stage is
+    returned unchanged."""
+    op = t.op
+    assert isinstance(op, ComputeOp)
+    body = op.body
+    if not isinstance(body, E.Cast) or isinstance(_strip(body), TensorRead):
+        return t
+    inner = body.value
+    axes = tuple(IterVar(E.Var(f"{a.name}_v"), a.extent) for a in op.axes)
+    rename = {a.var: b.var for a, b in zip(op.axes, axes, strict=True)}
+    value = Tensor(ComputeOp(f"{op.name}_val", axes, E.substitute(
+        inner, lambda n: rename.get(n) if isinstance(n, E.Var) else None), inner.dtype,
+        op.tag), t.shape, inner.dtype)
+    read = TensorRead(value, tuple(a.var for a in op.axes), inner.dtype)
+    return Tensor(ComputeOp(op.name, op.axes, E.Cast(body.dtype, read), op.dtype, op.tag),
+                  t.shape, t.dtype)
+
+
 class _Rewriter:
-    def __init__(self, lanes: dict[Tensor, LaneMap], gemms: Mapping[Tensor, _Gemm]) -> None:
+    def __init__(self, lanes: dict[Tensor, LaneMap], gemms: Mapping[Tensor, _Gemm],
+                 outputs: frozenset[Tensor] = frozenset()) -> None:
         self.lanes = lanes
         self.gemms = gemms
+        self.outputs = outputs  # computed arguments: their narrowing gets a stage of its own
         self.new: dict[Tensor, Tensor] = {}
 
     def layout(self, t: Tensor) -> Layout:
@@ -483,6 +510,8 @@ class _Rewriter:
             out = placeholder(self.layout(t).packed_shape, t.dtype, t.name)
         else:
             out = self.compute(t)
+            if t in self.outputs:
+                out = _split_narrowing(out)
         self.new[t] = out
         return out
 
@@ -593,7 +622,8 @@ def pack(args: Sequence[Tensor], hw: HwConfig) -> Packed:
     (inputs and outputs, the order ``vta.build`` takes): see the module docstring."""
     planner = _Planner(args, hw)
     lanes = planner.run()
-    rw = _Rewriter(lanes, planner.gemms)
+    rw = _Rewriter(lanes, planner.gemms,
+                   frozenset(t for t in args if isinstance(t.op, ComputeOp)))
     for t in planner.order:
         rw.tensor(t)
     for t in args:
