@@ -385,6 +385,10 @@ RUN_CASES: list[tuple[list[str], tuple[str, ...]]] = (
         ([*RUN, "conv2d", "--epilogue", "relu"], ("argument --epilogue", "'relu'")),
         ([*RUN, "conv2d", "--bogus"], ("unrecognized arguments: --bogus",)),
         ([*RUN, "conv2d", "--height"], ("argument --height: expected one argument",)),
+        ([*RUN, "conv2d", "--plot", "/no/such/dir/c2.png"],
+         ("--plot /no/such/dir/c2.png", "no directory /no/such/dir")),
+        ([*RUN, "conv2d", "--plot", "c2.xyz"], ("--plot c2.xyz", "'.xyz'", "png")),
+        ([*RUN, "resnet18", "--plot", "net"], ("--plot net", "'(none)'")),
     ]
 )
 

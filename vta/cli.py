@@ -219,6 +219,22 @@ def _given(args: argparse.Namespace, dest: str) -> bool:
     return getattr(args, dest) not in (None, False)
 
 
+def _check_plot_path(path: str) -> None:
+    """A ``UsageError`` before anything runs when ``--plot PATH`` cannot be written: its
+    directory does not exist, or matplotlib has no format for its suffix."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise UsageError(f"--plot {path}: no directory {p.parent} to write the picture in")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if p.suffix.lower().lstrip(".") not in formats:
+        raise UsageError(f"--plot {path}: the suffix {p.suffix or '(none)'!r} names no picture "
+                         f"format matplotlib writes ({', '.join(sorted(formats))})")
+
+
 def _run_flags_apply(args: argparse.Namespace) -> None:
     """A ``UsageError`` naming a flag the target or workload would silently ignore."""
     from vta.compiler.workloads import NETWORKS
@@ -235,6 +251,8 @@ def _run_flags_apply(args: argparse.Namespace) -> None:
     if args.layers is not None and args.workload not in NETWORKS:
         raise UsageError(f"--layers does not apply to {args.workload} (it picks layers of a "
                          f"network: {', '.join(NETWORKS)})")
+    if _given(args, "plot"):
+        _check_plot_path(args.plot)
     if _given(args, "fusion") and not _is_graph(args):
         raise UsageError(f"--fusion does not apply to {args.workload} (it sets how a whole "
                          f"network's operators are fused: resnet18 or --onnx)")
