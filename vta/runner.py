@@ -102,9 +102,7 @@ class RunResult:
                      "idle": u.idle, "insns": u.insns} for n, u in st.units.items()}
         return {
             "workload": c.workload.name, "shape": c.workload.spec.describe(), "hw": hw.name,
-            "schedule": {"tco": c.schedule.tco, "tci": c.schedule.tci, "th": c.schedule.th,
-                         "tw": c.schedule.tw, "vthreads": c.schedule.vthreads,
-                         "vt_axis": c.schedule.vt_axis},
+            "schedule": _schedule_dict(c.schedule),
             "fold": c.fold_kind, "device_shape": c.conv.describe(),
             "passed": self.passed, "mismatches": self.mismatches,
             "reference_agrees": self.reference_agrees,
@@ -211,13 +209,23 @@ def _join_slices(parts: list[np.ndarray], bits: int, acc_bits: int) -> np.ndarra
     return ((total & ((1 << acc_bits) - 1)) ^ sign) - sign
 
 
+def _schedule_dict(s: Any) -> dict[str, Any]:
+    """A run's schedule knobs (the loop order and operand placement where not VTA's)."""
+    d = {"tco": s.tco, "tci": s.tci, "th": s.th, "tw": s.tw, "vthreads": s.vthreads,
+         "vt_axis": s.vt_axis}
+    d.update({f: getattr(s, f) for f, v in (("order", "oc"), ("operands", "once"))
+              if getattr(s, f) != v})
+    return d
+
+
 def _slice_programs(w: Workload, hw: HwConfig, first: Compiled) -> list[Compiled]:
     """``first`` (epilogue ``none(0)``) and the programs reading the accumulator's other
     slices, compiled with ``first``'s fold and schedule (so they address the same layouts)."""
     bits = DTYPE_BITS[hw.gemm.out_dtype]
     sch = first.schedule
     knobs = {"tco": sch.tco, "tci": sch.tci, "th": sch.th, "tw": sch.tw,
-             "vthreads": sch.vthreads, "vt_axis": sch.vt_axis}
+             "vthreads": sch.vthreads, "vt_axis": sch.vt_axis, "order": sch.order,
+             "operands": sch.operands}
     return [first] + [compile_workload(w, hw, epilogue=Epilogue.none(i * bits),
                                        fold=first.fold_kind, **knobs)
                       for i in range(1, _slices(hw))]

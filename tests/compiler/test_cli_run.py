@@ -1,6 +1,7 @@
 """``vta run``: success, mismatch-free output, and the exit-2 error paths."""
 
 import json
+from pathlib import Path
 
 import pytest
 from _vta_helpers import ROOT
@@ -49,7 +50,7 @@ def test_run_plot_draws_a_png(capsys: pytest.CaptureFixture[str], tmp_path) -> N
 
 @pytest.mark.parametrize("argv, msg", [
     (["run", "--hw", PYNQ, "matmul", "16", "16", "16", "--plot", "/nonexistent/dir/x.png"],
-     "cannot write the picture"),
+     "no directory /nonexistent/dir"),
     (["run", "--hw", PYNQ, "resnet18:C99"], "unknown ResNet-18 layer"),
     (["run", "--hw", PYNQ, "nonsense"], "unknown workload"),
     (["run", "--hw", PYNQ, "matmul", "0", "4", "4"], "M must be >= 1"),
@@ -62,3 +63,15 @@ def test_run_errors_exit_2(argv, msg, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("vta: error:") and msg in err and err.count("\n") == 1
+
+
+def test_a_plot_path_that_cannot_be_written_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``--plot`` path that passes the early check (its directory exists, its suffix is a
+    format) but cannot be written (it is a directory) is still one line with exit 2."""
+    target = tmp_path / "x.png"
+    target.mkdir()
+    assert main(["run", "--hw", PYNQ, "matmul", "16", "16", "16", "--plot", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vta: error:") and "cannot write the picture" in err
+    assert err.count("\n") == 1

@@ -105,7 +105,8 @@ def test_space_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "--hw", PYNQ, "resnet18:C1", "--space"]) == 0
     out = capsys.readouterr().out
     assert "fold      khkw, kw, none" in out and "vthreads  1, 2" in out
-    assert "refused" in out and "4927 fit" in out
+    assert "order     oc, px" in out and "operands  once, tile" in out
+    assert "refused" in out and "40320 points, 20286 fit" in out
     assert main(["tune", "--target", "cuda", "--gpu-schedule", "mma", "matmul", "256", "256",
                  "256", "--space"]) == 0
     assert "cuda.mma" in capsys.readouterr().out

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
 W = resolve("resnet18:C5")
 PROBLEM = driver.space_of(W, PYNQ)
-RANKED = rank(PROBLEM, W.epilogue)
+RANKED = rank(PROBLEM, W.epilogue, every_order=True)
 FIRST = driver.default_points(W, PYNQ)
 
 

@@ -31,7 +31,7 @@ from vta.compiler.schedules.space import (
 from vta.compiler.workloads import Workload, resolve
 from vta.config import HwConfig
 from vta.gpu.space import GpuSpace
-from vta.runner import timing_cost
+from vta.runner import run_workload, timing_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
@@ -41,7 +41,8 @@ def test_the_rules_are_the_same_for_every_shape() -> None:
     """One space per hardware: binding two shapes materialises the same rules (divisors of the
     channel blocks, tile counts up to ROW_TILES / COL_TILES)."""
     space = ConvSpace(PYNQ)
-    assert space.KNOBS == ("fold", "vthreads", "vt_axis", "tco", "tci", "th", "tw")
+    assert space.KNOBS == ("fold", "vthreads", "vt_axis", "order", "operands", "tco", "tci",
+                           "th", "tw")
     for layer in ("C2", "C11", "C4"):
         spec = resolve(f"resnet18:{layer}").spec
         assert isinstance(spec, Conv2dSpec)
@@ -52,6 +53,8 @@ def test_the_rules_are_the_same_for_every_shape() -> None:
         assert p.domain("th", first) == tile_choices(spec.oh, ROW_TILES)
         assert p.domain("tw", first) == tile_choices(spec.ow, COL_TILES)
         assert p.domain("vt_axis", {**first, "vthreads": 1}) == ("oh",)
+        assert p.domain("order", first) == ("oc", "px")
+        assert p.domain("operands", first) == ("once", "tile")
     assert tile_choices(56, 8) == (7, 8, 10, 12, 14, 19, 28, 56)
     c1 = ConvSpace(PYNQ).bind(resolve("resnet18:C1").spec)  # 3 channels: the folds too
     assert c1.domain("fold", {}) == ("none", "kw", "khkw")
@@ -151,7 +154,7 @@ def test_the_default_is_the_model_ranking_the_space() -> None:
     assert ranked_schedules(spec, PYNQ, 5, epi=w.epilogue) == want
     assert driver.default_points(w, PYNQ) == [q for _, q in ranked[:3]]
     assert driver.compile_workload(w, PYNQ).schedule == want[0]
-    ests = [e for e, _ in rank(driver.space_of(w, PYNQ), w.epilogue)]
+    ests = [e for e, _ in rank(driver.space_of(w, PYNQ), w.epilogue, every_order=True)]
     assert ests == sorted(ests)
 
 
@@ -166,3 +169,31 @@ def test_gpu_spaces_prune_by_the_knobs_rules_and_the_problem() -> None:
         assert all(q["bm"] <= 64 and q["bn"] <= 64 for q in e.valid)
     small = GpuSpace("wmma").bind(resolve("matmul", [8, 64, 64]).spec)
     assert enumerate_space(small).refused["smaller than a tile"] > 0
+
+
+@pytest.mark.parametrize("config", ["pynq", "pynq_overlap"])
+@pytest.mark.parametrize("layer", ["C10", "C11"])
+def test_loop_order_and_operand_placement_run_bit_exact(config: str, layer: str) -> None:
+    """Every (order, operands, threads) combination of a 1x1 stride-2 and a 3x3 layer, with
+    one tile covering every input channel (so ``px`` hoists the input to the pixel tile and
+    ``oc`` the weights to the channel tile), builds, allocates what ``footprint`` says and runs
+    bit-exact against numpy on stock and banked accumulators (one thread on banked
+    accumulators loads the operands once: its footprint was undercounted before)."""
+    hw = HwConfig.from_yaml(ROOT / "hwconfigs" / f"{config}.yaml")
+    w = resolve(f"resnet18:{layer}")
+    p = driver.space_of(w, hw)
+    valid = enumerate_space(p).valid
+    seen = set()
+    for q in valid:
+        _, s = p.schedule(q)
+        combo = (s.order, s.operands, s.vthreads, s.vt_axis)
+        hoisted = s.tci == p.domain("tci", q.as_dict())[-1]
+        if combo in seen or not hoisted or s.th * s.tw < 7:
+            continue
+        seen.add(combo)
+        c = driver.build(w, hw, q)
+        assert _allocated(c) == footprint(w.spec, hw, s), (combo, s)
+        r = run_workload(w, hw, compiled=c)
+        assert r.passed, (combo, s)
+    assert {o for o, *_ in seen} == {"oc", "px"}
+    assert {x for _, x, *_ in seen} == {"once", "tile"}  # banked: "once" with one thread

@@ -153,7 +153,8 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         problem = space_of(w, hw, chain=chain, exact=exact, fold=fold or "none")
         f = problem.folds[0]
         sch = ConvSchedule(over["tco"], over["tci"], over["th"], over["tw"], vth or 1,
-                           over.get("vt_axis", "oh"))
+                           over.get("vt_axis", "oh"), over.get("order", "oc"),
+                           over.get("operands", "once"))
         fit_report(f.device, hw, sch, problem.fused)
         if exact and not exact_layout(w, hw, f)(sch):
             raise ScheduleError(f"schedule {sch} pads the packed tensors of {w.name}; the "

@@ -236,7 +236,9 @@ def _knobs(p: dict[str, Any] | None) -> str:
         return "-"
     vt = f" vt={p['vthreads']}{p['vt_axis'] if p['vthreads'] > 1 else ''}"
     fold = f" fold={p['fold']}" if p.get("fold", "none") != "none" else ""
-    return f"{p['tco']}/{p['tci']}/{p['th']}/{p['tw']}{vt}{fold}"
+    more = "".join(f" {k}={p[k]}" for k, d in (("order", "oc"), ("operands", "once"))
+                   if p.get(k, d) != d)
+    return f"{p['tco']}/{p['tci']}/{p['th']}/{p['tw']}{vt}{fold}{more}"
 
 
 def _tune_table(results: list[Any], repeats: dict[str, int]) -> str:

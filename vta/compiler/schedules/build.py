@@ -8,15 +8,20 @@ the space into a compiled program (layout, op, schedule, pipeline):
 * ``cache_read`` data_pad -> inp (the padding stage ``compute_inline``d into the copy),
   kernel -> wgt; ``cache_write`` of the reduction into acc (its global stage inlined into the
   epilogue);
-* the output tiled over oc / oh / ow (``split`` + ``reorder``), the threads' axis split off
-  and marked ``virtual_thread``; the reduction ``compute_at`` the tile loop;
+* the output tiled over oc / oh / ow (``split`` + ``reorder``; ``order`` ``oc``: channel
+  tiles outside the pixel tiles, ``px``: inside them), the threads' axis split off and marked
+  ``virtual_thread``; the reduction ``compute_at`` the tile loop;
 * the reduction's channel axis split into an outer ic loop (the input copy, and the weight
   copy unless it covers every channel, ``compute_at`` it) and the batch x block loops
-  ``tensorize``d onto ``vta_gemm_intrinsic(hw)``; whole-reduction weights and the bias are
-  copied once per output-channel tile (weight reuse across every spatial tile);
+  ``tensorize``d onto ``vta_gemm_intrinsic(hw)``. When one tile covers every input channel,
+  the operand the outer loops reuse is hoisted to them: in ``oc`` order the weights, copied
+  once per output-channel tile (reused by every pixel tile), in ``px`` order the input,
+  copied once per pixel tile (reused by every channel tile);
 * the epilogue is not scheduled here: post-scheduling fusion (``schedules.fusion``) attaches
-  it, and any fused operator, to the accumulator tile (bias -> acc once, before the first
-  tile), as it does for a user's own anchor schedule.
+  it, and any fused operator, to the accumulator tile; its per-channel operands (the bias)
+  go to acc once before the first tile (``operands`` ``once``) or with each output-channel
+  tile (``tile``; per thread, into its own bank, on banked accumulators), as fusion does for a
+  user's own anchor schedule.
 """
 
 from __future__ import annotations
@@ -38,15 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["schedule_op", "lower_op"]
 
 
-def _bias_per_thread(hw: HwConfig, s: ConvSchedule) -> bool:
-    """Whether each virtual thread loads its tiles' bias into its own accumulator bank: on
-    banked accumulators (a separate ALU pipeline), so a thread's epilogue reads only its own
-    bank while the other thread's GEMMs hold theirs. Otherwise the bias of every output channel
-    is loaded once, before the first tile (no LOAD ACC waits for the memory port between
-    tiles); ``footprint`` counts it either way."""
-    return hw.alu.acc_banks > 1 and s.vthreads > 1
-
-
 def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
     """The schedule primitives for knobs ``s`` on ``op`` (see the module docstring)."""
     sch = create_schedule(op.out)
@@ -63,7 +59,10 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
     outer: list[IterVar] = [role["n"]] if "n" in role else []
     inner: list[IterVar] = []
     level: dict[str, IterVar] = {}
-    for r, f in (("oc", s.tco), ("oh", s.th), ("ow", s.tw)):
+    tiles = (("oc", s.tco), ("oh", s.th), ("ow", s.tw))
+    if s.order == "px":
+        tiles = (*tiles[1:], tiles[0])
+    for r, f in tiles:
         if r not in role:
             continue
         t, i = out.split(role[r], f)
@@ -85,18 +84,27 @@ def schedule_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> Schedule:
     ic_o, ic_i = a.split(red[0], s.tci)
     sp = a.axis
     a.reorder(ic_o, *sp[:-2], ic_i, *red[1:-1], *sp[-2:], red[-1])
-    sch[inp].compute_at(a, ic_o)
     hoist = s.tci >= op.kernel.shape[1]
+    pixels = [level[r] for r in ("oh", "ow") if r in level]
+    if hoist and s.order == "px" and pixels:
+        sch[inp].compute_at(out, pixels[-1])  # once per pixel tile, for every channel tile
+    else:
+        sch[inp].compute_at(a, ic_o)
     if hoist:
-        sch[wgt].compute_at(out, level["oc"])
+        sch[wgt].compute_at(out, level["oc"])  # once per channel tile (per tile in px order)
     else:
         sch[wgt].compute_at(a, ic_o)
     a.tensorize(sp[-2], vta_gemm_intrinsic(hw))
     # the epilogue (requantization, fused operators) on the accumulator tile; the bias (and
-    # any per-channel operand) one LOAD ACC before the first tile, or per thread into its own
-    # accumulator bank (``_bias_per_thread``)
-    per_thread = AttachAt(out, level[vt_role]) if _bias_per_thread(hw, s) else None
-    return attach_epilogue(sch, op, hw, operands_at=per_thread)
+    # any per-channel operand) one LOAD ACC before the first tile, or with each channel tile
+    # (per thread into its own accumulator bank on banked accumulators)
+    at = None
+    if s.operands_per_tile(hw):
+        # at the channel tile (inside every thread in px order); banked accumulators with
+        # threads on rows in oc order: at the thread, so each bank holds its own copy
+        banked_rows = hw.alu.acc_banks > 1 and s.vthreads > 1 and s.order == "oc"
+        at = AttachAt(out, level[vt_role] if banked_rows else level["oc"])
+    return attach_epilogue(sch, op, hw, operands_at=at)
 
 
 def lower_op(op: PackedOp, hw: HwConfig, s: ConvSchedule) -> S.PrimFunc:

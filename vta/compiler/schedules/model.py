@@ -111,35 +111,56 @@ def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
     m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
     hoist = s.tci >= icb
     m_wgt = _dma(hw, "wgt", s.tco, s.tci * k2)
-    m_step = m_inp + (0 if hoist else m_wgt)
+    if s.order == "oc":
+        # a whole reduction's weights once per channel tile, shared by the threads on rows
+        m_step = m_inp + (0 if hoist else m_wgt)
+        n_once, m_once = (nb * (ocp // s.tco) if hoist else 0), m_wgt
+        shared = v if s.vt_axis == "oc" else 1
+    else:
+        # every input channel once per pixel tile, shared by the threads on channels; the
+        # weights with every tile
+        m_step = (0 if hoist else m_inp) + m_wgt
+        n_once, m_once = (nb * (ohp // s.th) * (owp // s.tw) if hoist else 0), m_inp
+        shared = v if s.vt_axis == "oh" else 1
     m_store = s.tco * _store(hw, s.th, s.tw)
     if fused is not None:  # the operand tiles, loaded once per tile
         m_store += fused.tensors * s.tco * _dma(hw, "inp", s.th, s.tw)
-    n_wgt_loads = nb * (ocp // s.tco) if hoist else 0
+    m_operands = 0.0
+    if s.operands == "tile" and hw.alu.acc_banks == 1:
+        # one LOAD ACC of the channel tile's operands (on the compute module) per channel
+        # tile: per tile in pixel-outer order
+        channels = 1 + (fused.channels if fused is not None else 0)
+        loads = nb * (ocp // s.tco) if s.order == "oc" else tiles
+        m_operands = loads * channels * _dma(hw, "acc", 1, s.tco)
     if v > 1 and hw.alu.separate_pipeline:
         # the ALU runs the reset and epilogue beside the GEMMs; a thread's epilogue, store and
         # next reset must fit in the other thread's last step (the skewed threads) or wait
         cover = c_step if n_ic == 1 else max(c_step, m_step)
         stall = max(0.0, c_epi + m_store - cover)
         tile = max(n_ic * max(c_step, m_step) + stall, c_epi, n_ic * m_step + m_store)
-        exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
-        total = tiles * tile + exposed_w + m_step + m_store + c_epi
+        total = tiles * tile + m_once * n_once / shared + m_step + m_store + c_epi
     elif v > 1:
         tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
-        exposed_w = m_wgt * n_wgt_loads / (v if s.vt_axis == "oc" else 1)
-        total = tiles * tile + exposed_w + m_step + m_store
+        total = tiles * tile + m_once * n_once / shared + m_step + m_store
     else:
         tile = n_ic * (c_step + m_step) + c_epi + m_store
-        total = tiles * tile + m_wgt * n_wgt_loads
+        total = tiles * tile + m_once * n_once
     n_insns = tiles * (n_ic * (s.tci + 1 + (0 if hoist else 1)) + 5 + s.tco)
-    return total + n_insns * 0.5  # prefer fewer instructions on ties
+    return total + m_operands + n_insns * 0.5  # prefer fewer instructions on ties
+
+
+def _forced(problem: ConvProblem) -> bool:
+    return "order" in problem.forced or "operands" in problem.forced
 
 
 def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None = None,
-         prefer_two_threads: bool = False) -> list[tuple[float, Point]]:
+         prefer_two_threads: bool = False,
+         every_order: bool = False) -> list[tuple[float, Point]]:
     """The points of ``problem`` that fit, cheapest estimate first, as ``(estimate, point)``
     (ties in enumeration order; at most ``limit``). ``prefer_two_threads``: the default
-    model's rule, within each layout only two-thread points when any fits."""
+    model's rule, within each layout only two-thread points when any fits. Only points with
+    VTA's loop order and operand placement (``ConvSchedule.vta_rule``) unless the problem
+    forces those knobs or ``every_order`` (the tuner, which searches them with the simulator)."""
     hw = problem.hw
     scored: list[tuple[float, int, Point]] = []
     for f in problem.folds:
@@ -148,9 +169,11 @@ def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None
         for p in problem.fold_points(f.kind):
             if prefer_two_threads and two and p["vthreads"] == 1:
                 break  # two threads fit this layout: keep them (points come two-thread first)
+            _, s = problem.schedule(p)
+            if not every_order and not s.vta_rule(hw) and not _forced(problem):
+                continue  # the default model keeps VTA's loop order and operand placement
             if problem.refusal(p) is not None:
                 continue
-            _, s = problem.schedule(p)
             two = two or s.vthreads > 1
             cost = estimate(f.device, hw, s, epi, problem.fused, problem.row_view)
             kept.append((cost, len(scored) + len(kept), p))

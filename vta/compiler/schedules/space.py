@@ -23,6 +23,16 @@ The accelerator's conv2d / matmul space (``ConvSpace``), knobs in enumeration or
 * ``vt_axis``: the threads' axis: ``oh`` (threads split the output rows and share the
   weights) or ``oc`` (they split the output channels and double-buffer the weights); one
   thread has ``oh`` only;
+* ``order``: the tile loops' order: ``oc`` (output-channel tiles outside the pixel tiles, as
+  VTA's schedules: a tile's weights, when one tile holds the whole reduction, are loaded once
+  per channel tile and reused by every pixel tile) or ``px`` (pixel tiles outside: a tile's
+  input, when one tile holds every input channel, is loaded once per pixel tile and reused by
+  every channel tile, and the weights are loaded per tile);
+* ``operands``: where the epilogue's per-channel operands (the bias, a fused per-channel
+  tensor) are loaded into acc: ``once`` (every channel's, before the first tile) or ``tile``
+  (each channel tile's with it, per thread when the threads split the channels: fewer acc
+  entries, one more LOAD ACC per channel tile); on banked accumulators with two threads,
+  ``tile`` only (each thread's epilogue reads its own bank);
 * ``tco``, ``tci``: output and input channel blocks (``block_out`` / ``block_in`` channels
   each) per tile: every divisor of the block count (whole blocks, no padded block);
 * ``th``, ``tw``: output rows and columns per tile: for ``k`` tiles ``ceil(extent / k)`` (the
@@ -59,6 +69,10 @@ __all__ = ["ConvSchedule", "Point", "BoundSpace", "Enumerated", "enumerate_space
            "ConvProblem", "footprint", "fit_problems", "fit_report", "exact_layout",
            "divisors", "tile_choices", "ROW_TILES", "COL_TILES", "Accept"]
 
+#: the tile loops' orders (``ConvSchedule.order``) and the operand placements (``operands``)
+ORDERS = ("oc", "px")
+PLACEMENTS = ("once", "tile")
+
 #: most tiles the space splits the output rows into (``th``) ...
 ROW_TILES = 64
 #: ... and the output columns (``tw``: the contiguous dimension of every DMA)
@@ -75,13 +89,30 @@ class ConvSchedule:
     tw: int  # output columns per tile
     vthreads: int = 2
     vt_axis: str = "oh"  # "oh" or "oc"
+    order: str = "oc"  # "oc": channel tiles outside the pixel tiles; "px": pixel tiles outside
+    operands: str = "once"  # per-channel epilogue operands: "once" before the first tile, "tile"
 
     def __post_init__(self) -> None:
         for f in ("tco", "tci", "th", "tw", "vthreads"):
             if getattr(self, f) < 1:
                 raise ScheduleError(f"schedule: {f} must be >= 1, got {getattr(self, f)}")
-        if self.vt_axis not in ("oh", "oc"):
-            raise ScheduleError(f"schedule: vt_axis must be 'oh' or 'oc', got {self.vt_axis!r}")
+        for f, values in (("vt_axis", ("oh", "oc")), ("order", ORDERS),
+                          ("operands", PLACEMENTS)):
+            if getattr(self, f) not in values:
+                raise ScheduleError(f"schedule: {f} must be one of {', '.join(values)}, got "
+                                    f"{getattr(self, f)!r}")
+
+    def operands_per_tile(self, hw: HwConfig) -> bool:
+        """Whether the per-channel operands are loaded with each channel tile: asked for, or
+        forced by banked accumulators with two threads (each thread's epilogue reads only its
+        own bank)."""
+        return self.operands == "tile" or (hw.alu.acc_banks > 1 and self.vthreads > 1)
+
+    def vta_rule(self, hw: HwConfig) -> bool:
+        """Whether the schedule follows the default model's fixed choices: VTA's loop order
+        and the operands loaded once (per tile where banked accumulators force it)."""
+        forced = hw.alu.acc_banks > 1 and self.vthreads > 1
+        return self.order == "oc" and self.operands == ("tile" if forced else "once")
 
 
 #: A predicate on schedules (``ConvSpace.bind(accept=...)``): e.g. "the packed output has
@@ -222,30 +253,46 @@ def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
     icb, ocb = _blocks(spec, hw)
     v = s.vthreads
     v_oc = v if s.vt_axis == "oc" else 1
+    v_oh = v if s.vt_axis == "oh" else 1
     th_in = in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     hoist = s.tci >= icb
-    wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
+    if s.order == "oc":
+        # weights of a whole reduction at the channel tile, outside threads on rows
+        wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
+        inp = v * s.tci * th_in * tw_in
+    else:
+        # the input of every channel at the pixel tile, outside threads on channels; the
+        # weights at the channel tile, inside every thread
+        wgt = s.tco * s.tci * spec.kh * spec.kw * v
+        inp = (v_oh if hoist else v) * s.tci * th_in * tw_in
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
     channels = 1 + (fused.channels if fused is not None else 0)
     banks = hw.alu.acc_banks
-    if banks > 1:
+    if banks > 1 and v > 1:
         # banked accumulators: each thread's tile (and its fused operands' tiles) and its own
-        # copy of the per-channel operands in a bank of its own (``build._bias_per_thread``;
+        # copy of the per-channel operands in a bank of its own (``build.schedule_op``;
         # scratchpad allocation aligns the threads' copies to banks)
         acc = banks * (s.tco * s.th * s.tw * (1 + extra) + s.tco * channels)
+    elif s.operands_per_tile(hw):
+        # one channel tile's, per thread where the channel tile loop is inside the threads
+        copies = v if s.order == "px" else v_oc
+        acc = tile * (1 + extra) + copies * s.tco * channels
     else:
         acc = tile * (1 + extra) + ocbp * channels
-    return {"inp": v * s.tci * th_in * tw_in + extra * tile,
+    return {"inp": inp + extra * tile,
             "wgt": wgt + (1 if extra else 0),  # the identity block of the widening GEMMs
             "acc": acc}
 
 
 def knobs_text(s: ConvSchedule) -> str:
+    """The knobs as text (order and operand placement where they are not the defaults)."""
+    more = "".join(f", {f}={getattr(s, f)}" for f, d in (("order", "oc"), ("operands", "once"))
+                   if getattr(s, f) != d)
     return (f"(tco={s.tco}, tci={s.tci}, th={s.th}, tw={s.tw}, vthreads={s.vthreads}, "
-            f"vt_axis={s.vt_axis})")
+            f"vt_axis={s.vt_axis}{more})")
 
 
 def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
@@ -322,7 +369,8 @@ class ConvSpace:
     col_tiles: int = COL_TILES
 
     name: ClassVar[str] = "vta.conv2d"
-    KNOBS: ClassVar[tuple[str, ...]] = ("fold", "vthreads", "vt_axis", "tco", "tci", "th", "tw")
+    KNOBS: ClassVar[tuple[str, ...]] = ("fold", "vthreads", "vt_axis", "order", "operands",
+                                        "tco", "tci", "th", "tw")
 
     def bind(self, spec: Conv2dSpec | MatmulSpec, *, fused: ChainCost | None = None,
              exact: bool = False, accept: Accept | None = None, fold: str | None = None,
@@ -334,10 +382,11 @@ class ConvSpace:
         ``exact``: only packed tensors of the tensors' exact shapes; ``accept``: only the
         schedules it accepts; ``row_view=False``: the input's padding stage keeps every row
         (``in_rows``)."""
-        unknown = sorted(set(forced) - {"tco", "tci", "th", "tw", "vt_axis"})
+        unknown = sorted(set(forced) - {"tco", "tci", "th", "tw", "vt_axis", "order",
+                                        "operands"})
         if unknown:
             raise ScheduleError(f"unknown schedule knob {unknown[0]!r}; expected tco, tci, th, "
-                                f"tw, vthreads, vt_axis")
+                                f"tw, vthreads, vt_axis, order, operands")
         conv = spec if isinstance(spec, Conv2dSpec) else spec.as_conv(self.hw.gemm.batch)
         return ConvProblem(self, spec, _folds(spec, conv, self.hw, fold), fused, exact, accept,
                            vthreads, dict(forced), row_view)
@@ -395,6 +444,11 @@ class ConvProblem:
             return (self.forced[knob],)
         if knob == "vt_axis":
             return ("oh", "oc")
+        if knob == "order":
+            return ORDERS
+        if knob == "operands":
+            banked_threads = self.hw.alu.acc_banks > 1 and point["vthreads"] > 1
+            return ("tile",) if banked_threads else PLACEMENTS
         dev = self.fold(point["fold"]).device
         icb, ocb = _blocks(dev, self.hw)
         if knob == "tco":
@@ -427,12 +481,15 @@ class ConvProblem:
         """The layout and the tile knobs of ``point``."""
         return self.fold(point["fold"]), ConvSchedule(
             int(point["tco"]), int(point["tci"]), int(point["th"]), int(point["tw"]),
-            int(point["vthreads"]), str(point["vt_axis"]))
+            int(point["vthreads"]), str(point["vt_axis"]), str(point["order"]),
+            str(point["operands"]))
 
     def point_of(self, fold: str, s: ConvSchedule) -> Point:
         """The point of layout ``fold`` and schedule ``s``."""
+        operands = "tile" if s.operands_per_tile(self.hw) else s.operands
         return Point.of(self.knobs, {"fold": fold, "vthreads": s.vthreads,
-                                     "vt_axis": s.vt_axis, "tco": s.tco, "tci": s.tci,
+                                     "vt_axis": s.vt_axis, "order": s.order,
+                                     "operands": operands, "tco": s.tco, "tci": s.tci,
                                      "th": s.th, "tw": s.tw})
 
     def refusal(self, point: Point) -> tuple[str, str] | None:
@@ -466,7 +523,8 @@ class ConvProblem:
         knobs (or the smallest tiles), else a sentence naming the problem and the hardware."""
         f = self.forced
         s = ConvSchedule(int(f.get("tco", 1)), int(f.get("tci", 1)), int(f.get("th", 1)),
-                         int(f.get("tw", 1)), self.vthreads or 1, str(f.get("vt_axis", "oh")))
+                         int(f.get("tw", 1)), self.vthreads or 1, str(f.get("vt_axis", "oh")),
+                         str(f.get("order", "oc")), str(f.get("operands", "once")))
         problems = fit_problems(fold.device, self.hw, s, self.fused, self.row_view)
         if problems:
             return ScheduleError(problems[0][1])
