@@ -292,8 +292,9 @@ def _bind(job: Job) -> tuple[BoundSpace, list[tuple[float, Point]], Enumerated, 
         return gp, [(0.0, p) for p in listed.valid], listed, [gp.default()]
     w, hw, epi = job.workload, job.accel, job.epi
     problem = driver.space_of(w, hw)
-    ranked = model.rank(problem, epi, every_order=True)
-    return problem, ranked, enumerate_space(problem), driver.default_points(w, hw, epilogue=epi)
+    listed = enumerate_space(problem)
+    ranked = model.rank(problem, epi, every_order=True, fits=frozenset(listed.valid))
+    return problem, ranked, listed, driver.default_points(w, hw, epilogue=epi)
 
 
 def job_key_of(job: Job) -> TuneKey:

@@ -21,6 +21,7 @@ simulator (``vta.runner.timing_cost``) is the measured cost model both refine it
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -154,13 +155,14 @@ def _forced(problem: ConvProblem) -> bool:
 
 
 def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None = None,
-         prefer_two_threads: bool = False,
-         every_order: bool = False) -> list[tuple[float, Point]]:
+         prefer_two_threads: bool = False, every_order: bool = False,
+         fits: Collection[Point] | None = None) -> list[tuple[float, Point]]:
     """The points of ``problem`` that fit, cheapest estimate first, as ``(estimate, point)``
     (ties in enumeration order; at most ``limit``). ``prefer_two_threads``: the default
     model's rule, within each layout only two-thread points when any fits. Only points with
     VTA's loop order and operand placement (``ConvSchedule.vta_rule``) unless the problem
-    forces those knobs or ``every_order`` (the tuner, which searches them with the simulator)."""
+    forces those knobs or ``every_order`` (the tuner, which searches them with the simulator).
+    ``fits``: the points already known to fit (an enumeration's), so none is checked again."""
     hw = problem.hw
     scored: list[tuple[float, int, Point]] = []
     for f in problem.folds:
@@ -172,7 +174,7 @@ def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None
             _, s = problem.schedule(p)
             if not every_order and not s.vta_rule(hw) and not _forced(problem):
                 continue  # the default model keeps VTA's loop order and operand placement
-            if problem.refusal(p) is not None:
+            if (p not in fits) if fits is not None else (problem.refusal(p) is not None):
                 continue
             two = two or s.vthreads > 1
             cost = estimate(f.device, hw, s, epi, problem.fused, problem.row_view)
