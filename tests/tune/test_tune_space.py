@@ -197,3 +197,41 @@ def test_loop_order_and_operand_placement_run_bit_exact(config: str, layer: str)
         assert r.passed, (combo, s)
     assert {o for o, *_ in seen} == {"oc", "px"}
     assert {x for _, x, *_ in seen} == {"once", "tile"}  # banked: "once" with one thread
+
+
+OVERLAP = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq_overlap.yaml")
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_one_thread_on_banked_accumulators_fits_one_bank(data: st.DataObject) -> None:
+    """With one thread on banked accumulators, every acc buffer shares one bank: a point the
+    space keeps builds with the allocation ``footprint`` says, a point it refuses (one bank
+    too small, though the whole scratchpad is not) fails to build with the same message."""
+    w = resolve(f"resnet18:{data.draw(st.sampled_from(['C4', 'C10', 'C11']))}")
+    p = driver.space_of(w, OVERLAP, vthreads=1)
+    q = data.draw(st.sampled_from(list(p.points())))
+    why = p.refusal(q)
+    if why is None:
+        c = driver.build(w, OVERLAP, q)
+        assert _allocated(c) == footprint(w.spec, OVERLAP, p.schedule(q)[1])
+    else:
+        with pytest.raises(ScheduleError) as e:
+            driver.build(w, OVERLAP, q)
+        assert str(e.value) == why[1]
+
+
+def test_a_point_too_big_for_one_bank_is_refused_as_the_allocator_would() -> None:
+    """A refusal for one bank (C4, one thread, pynq_overlap): ``build`` raises it, and the
+    program compiled anyway (past the space's check) overflows the bank in scratchpad
+    allocation: the space and the allocator agree."""
+    from vta.compiler.passes.scratchpad_alloc import ScratchpadOverflow
+
+    w = resolve("resnet18:C4")
+    p = driver.space_of(w, OVERLAP, vthreads=1)
+    q = next(q for q in p.points() if (r := p.refusal(q)) and "one acc bank" in r[1])
+    with pytest.raises(ScheduleError, match="one acc bank"):
+        driver.build(w, OVERLAP, q)
+    fold, s = p.schedule(q)
+    with pytest.raises(ScratchpadOverflow, match="bank"):
+        driver._compile_with(w, OVERLAP, fold, s, w.epilogue, False)

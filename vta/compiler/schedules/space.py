@@ -302,7 +302,8 @@ def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
     a scratchpad it overflows (``"<kind> scratchpad"``), padding a LOAD cannot write
     (``"pad field"``)."""
     out: list[tuple[str, str]] = []
-    for kind, entries in footprint(spec, hw, s, fused, row_view).items():
+    need = footprint(spec, hw, s, fused, row_view)
+    for kind, entries in need.items():
         depth = hw.depth(kind)
         if entries > depth:
             eb = hw.elem_bytes(kind)
@@ -310,6 +311,16 @@ def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
                         f"schedule {knobs_text(s)} does not fit the {kind} scratchpad of "
                         f"{hw.name}: needs {entries * eb} bytes ({entries} entries), available "
                         f"{depth * eb} bytes"))
+    banks = hw.alu.acc_banks
+    if banks > 1 and s.vthreads == 1 and not any(r == "acc scratchpad" for r, _ in out):
+        # one thread on banked accumulators: its buffers share one bank (two threads have a
+        # bank each, which the per-thread footprint already counts)
+        bank, eb = hw.depth("acc") // banks, hw.elem_bytes("acc")
+        if need["acc"] > bank:
+            out.append(("acc scratchpad",
+                        f"schedule {knobs_text(s)} does not fit one acc bank of {hw.name}: "
+                        f"needs {need['acc'] * eb} bytes ({need['acc']} entries), a bank holds "
+                        f"{bank * eb} bytes ({banks} banks)"))
     max_pad = (1 << hw.isa.pad) - 1  # rows past the image are clamped by DMA insertion
     if spec.pad > max_pad:
         out.append(("pad field", f"conv2d pad {spec.pad} needs more zero padding than a LOAD "
