@@ -26,16 +26,7 @@ from vta.gpu.runtime import GpuUnavailableError, gpu_available
 
 
 def dense(M: int = 16, N: int = 32, K: int = 48) -> list:  # type: ignore[type-arg]
-    x = placeholder((M, K), "int8", "x")
-    w = placeholder((N, K), "int8", "w")
-    bias = placeholder((N,), "int32", "bias")
-    k = reduce_axis(K, "k")
-    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
-                                            k), "acc")
-    shr = compute((M, N), lambda i, j: (acc[i, j] >> 7) + bias[j], "shr")
-    clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
-    res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
-    return [x, w, bias, res]
+    return vt.logical_dense(M, N, K, 7)
 
 
 def numpy_dense(ins: dict[str, np.ndarray]) -> np.ndarray:

@@ -9,22 +9,13 @@ from hypothesis import given, settings
 
 import vta
 import vta.testing as vt
-from vta.compiler import compute, max_, min_, placeholder, reduce_axis, schedule_packed, sum_
+from vta.compiler import schedule_packed
 from vta.errors import VtaError
 from vta.gpu.implicit_gemm import simt
 
 
 def dense(M: int, N: int, K: int, shift: int = 5) -> list:  # type: ignore[type-arg]
-    x = placeholder((M, K), "int8", "x")
-    w = placeholder((N, K), "int8", "w")
-    bias = placeholder((N,), "int32", "bias")
-    k = reduce_axis(K, "k")
-    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
-                                            k), "acc")
-    shr = compute((M, N), lambda i, j: (acc[i, j] >> shift) + bias[j], "shr")
-    clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
-    res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
-    return [x, w, bias, res]
+    return vt.logical_dense(M, N, K, shift)
 
 
 @settings(max_examples=30, deadline=None)

@@ -42,10 +42,20 @@ except ImportError as e:  # pragma: no cover - hypothesis is in the test extra
     raise ImportError("vta.testing needs hypothesis: pip install 'vta[test]' (or hypothesis)"
                       ) from e
 
+from vta.compiler.expr import max_, min_
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.tensor import ComputeOp, PlaceholderOp, Tensor, post_order
+from vta.compiler.tensor import (
+    ComputeOp,
+    PlaceholderOp,
+    Tensor,
+    compute,
+    placeholder,
+    post_order,
+    reduce_axis,
+    sum_,
+)
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs
@@ -55,6 +65,7 @@ __all__ = [
     "matmul_shapes", "matmul_specs", "conv2d_specs", "dtypes", "epilogues", "seeds",
     "inputs_for", "random_inputs", "workload_knobs", "simt_knobs", "wmma_knobs",
     "assert_same_on_targets", "first_difference", "reference_outputs", "Mismatch",
+    "logical_dense",
 ]
 
 #: GEMM dtypes (input, weight, output) of the shipped configs: ``hw_configs(dtypes=INT8)``
@@ -64,6 +75,22 @@ INT8 = ("int8", "int8", "int8")
 class Mismatch(AssertionError):
     """Two layers computed different values; the message names the layer, the output, the
     first differing element's indices and both values."""
+
+
+def logical_dense(M: int, N: int, K: int, shift: int = 6) -> list[Tensor]:
+    """``[x, w, bias, res]``: a dense layer written as a user's logical compute (the Python
+    API's running example): ``res = clip((x @ w.T >> shift) + bias, -128, 127)`` as int8, the
+    epilogue in separate stages."""
+    x = placeholder((M, K), "int8", "x")
+    w = placeholder((N, K), "int8", "w")
+    bias = placeholder((N,), "int32", "bias")
+    k = reduce_axis(K, "k")
+    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
+                                            k), "acc")
+    shr = compute((M, N), lambda i, j: (acc[i, j] >> shift) + bias[j], "shr")
+    clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
+    res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
+    return [x, w, bias, res]
 
 
 # ---------------------------------------------------------------------------- hardware

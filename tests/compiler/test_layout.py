@@ -17,8 +17,6 @@ from vta.compiler import (
     compute,
     create_schedule,
     lower,
-    max_,
-    min_,
     pack,
     pack_bias,
     pack_data,
@@ -35,16 +33,7 @@ from vta.config import HwConfig
 
 
 def dense(M: int, N: int, K: int, shift: int = 6) -> list:  # type: ignore[type-arg]
-    x = placeholder((M, K), "int8", "x")
-    w = placeholder((N, K), "int8", "w")
-    bias = placeholder((N,), "int32", "bias")
-    k = reduce_axis(K, "k")
-    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
-                                            k), "acc")
-    shr = compute((M, N), lambda i, j: (acc[i, j] >> shift) + bias[j], "shr")
-    clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
-    res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
-    return [x, w, bias, res]
+    return vt.logical_dense(M, N, K, shift)
 
 
 def conv(N: int, C: int, H: int, OC: int, k: int, s: int, p: int) -> list:  # type: ignore[type-arg]
