@@ -69,6 +69,12 @@ __all__ = ["ConvSchedule", "Point", "BoundSpace", "Enumerated", "enumerate_space
            "ConvProblem", "footprint", "fit_problems", "fit_report", "exact_layout",
            "divisors", "tile_choices", "ROW_TILES", "COL_TILES", "Accept"]
 
+def operands_forced(hw: HwConfig, vthreads: int) -> bool:
+    """Whether the epilogue's per-channel operands must go with each channel tile: two threads
+    on banked accumulators, where each thread's epilogue reads only its own bank."""
+    return hw.alu.acc_banks > 1 and vthreads > 1
+
+
 #: the tile loops' orders (``ConvSchedule.order``) and the operand placements (``operands``)
 ORDERS = ("oc", "px")
 PLACEMENTS = ("once", "tile")
@@ -106,12 +112,12 @@ class ConvSchedule:
         """Whether the per-channel operands are loaded with each channel tile: asked for, or
         forced by banked accumulators with two threads (each thread's epilogue reads only its
         own bank)."""
-        return self.operands == "tile" or (hw.alu.acc_banks > 1 and self.vthreads > 1)
+        return self.operands == "tile" or operands_forced(hw, self.vthreads)
 
     def vta_rule(self, hw: HwConfig) -> bool:
         """Whether the schedule follows the default model's fixed choices: VTA's loop order
         and the operands loaded once (per tile where banked accumulators force it)."""
-        forced = hw.alu.acc_banks > 1 and self.vthreads > 1
+        forced = operands_forced(hw, self.vthreads)
         return self.order == "oc" and self.operands == ("tile" if forced else "once")
 
 
@@ -458,8 +464,7 @@ class ConvProblem:
         if knob == "order":
             return ORDERS
         if knob == "operands":
-            banked_threads = self.hw.alu.acc_banks > 1 and point["vthreads"] > 1
-            return ("tile",) if banked_threads else PLACEMENTS
+            return ("tile",) if operands_forced(self.hw, point["vthreads"]) else PLACEMENTS
         dev = self.fold(point["fold"]).device
         icb, ocb = _blocks(dev, self.hw)
         if knob == "tco":
