@@ -156,8 +156,11 @@ def _single_piece(text: str, d: int) -> poly.DimBox | None:
     best: poly.DimBox | None = None
     for _, aff in lo.get_pieces():
         cand = poly.isl.PwAff.from_aff(aff).intersect_params(params)
-        below, top = lo.sub(cand).min_val(), hi.sub(cand).max_val()
-        cmin, cmax = cand.min_val(), cand.max_val()
+        try:
+            below, top = lo.sub(cand).min_val(), hi.sub(cand).max_val()
+            cmin, cmax = cand.min_val(), cand.max_val()
+        except poly.isl.Error:  # a piece with a rational coefficient: isl cannot bound it
+            continue
         if not all(v.is_int() for v in (below, top, cmin, cmax)) or below.get_num_si() < 0 \
                 or cmin.get_num_si() < 0:  # a box starting before the tensor is never guarded
             continue
