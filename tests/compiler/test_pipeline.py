@@ -15,7 +15,7 @@ def test_pass_order_and_reasons() -> None:
     assert [n for n, _, _ in PASSES] == [
         "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma",
         "tensorize", "lower_alu", "uop_gen", "virtual_thread", "flatten", "hoist_resets",
-        "coproc_sync"]
+        "drain_tail", "coproc_sync"]
     assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
     for _, fn, _ in PASSES:
         mod = __import__(fn.__module__, fromlist=["_"])

@@ -16,6 +16,7 @@ from vta.compiler import stmt as S
 from vta.compiler.passes.acc_inplace import reuse_acc_buffers
 from vta.compiler.passes.bound_inference import infer_bounds
 from vta.compiler.passes.coproc_sync import insert_tokens
+from vta.compiler.passes.drain_tail import drain_tail
 from vta.compiler.passes.emit import emit_program
 from vta.compiler.passes.flatten import flatten
 from vta.compiler.passes.hoist_resets import hoist_resets
@@ -66,6 +67,9 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
     ("hoist_resets", hoist_resets,
      "needs the concrete SRAM ranges flatten gives and must precede token insertion: on a "
      "separate ALU pipeline a reset moves up to just after the store it must follow"),
+    ("drain_tail", drain_tail,
+     "on the flat stream, before the tokens: the last instruction's parts and the store "
+     "pieces are ordered by their SRAM ranges like any other instructions"),
     ("coproc_sync", insert_tokens,
      "last IR pass: any reordering after it would invalidate the push/pop pairing"),
 )
@@ -108,7 +112,7 @@ def compile_func(func: S.PrimFunc, hw: HwConfig, *, check: bool = True,
         verify(func)
     for name, fn, _why in PASSES:
         func = fn(func, hw)
-        if check and name not in ("flatten", "hoist_resets", "coproc_sync"):
+        if check and name not in ("flatten", "hoist_resets", "drain_tail", "coproc_sync"):
             verify(func)
         if keep_ir:
             ir[name] = func

@@ -218,10 +218,20 @@ class Insn(Stmt):
     uops: tuple[Uop, ...] = ()
     thread: int = 0
     note: str = field(default="", compare=False)
+    #: one part of a split instruction (``passes.drain_tail``): it runs the micro-ops
+    #: ``uops[part[0]:part[1]]``; the block ``uops`` is still placed whole (parts share it)
+    part: tuple[int, int] | None = None
+
+    @property
+    def executed(self) -> tuple[Uop, ...]:
+        """The micro-ops this instruction runs (its part of ``uops``)."""
+        return self.uops if self.part is None else self.uops[self.part[0]:self.part[1]]
 
     def render(self, e: Render, nm: Any) -> list[str]:
         where = f"  ; {nm(self.dram, self.dram.name)}" if self.dram is not None else ""
         extra = f"  ; uops[{len(self.uops)}]" if self.uops else ""
+        if self.part is not None:
+            extra += f"[{self.part[0]}:{self.part[1]}]"
         vt = f"  ; vt{self.thread}" if self.thread else ""
         return [f"{format_insn(self.insn)}{where}{extra}{vt}"]
 

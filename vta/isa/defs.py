@@ -139,6 +139,13 @@ class Operand:
     #: operand: ``"zero"``, or ``"dst"`` (the ALU's convention for an immediate's src)
     unused: Literal["zero", "dst"] = "zero"
 
+    def placement(self, insn: Any) -> tuple[int, int, int]:
+        """``(factor_out, factor_in, base)`` of this operand in ``insn``: execution ``(o, i)`` of
+        micro-op ``u`` addresses entry ``u.<name> + o * factor_out + i * factor_in + base``."""
+        fo, fi = (getattr(insn, self.factors[0]), getattr(insn, self.factors[1])) \
+            if self.factors else (0, 0)
+        return fo, fi, (getattr(insn, self.base) if self.base else 0)
+
     def reads(self, insn: Any) -> bool:
         """Whether executing ``insn`` reads this operand (a reset reads nothing)."""
         if getattr(insn, "reset", False):

@@ -112,10 +112,10 @@ def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
     if d.role != "compute" or not ins.uops:
         return []
     out = []
+    uops = ins.executed
     for op in (d.dst, *d.reads(i)):
-        fo, fi = (getattr(x, op.factors[0]), getattr(x, op.factors[1])) if op.factors else (0, 0)
-        base = getattr(x, op.base) if op.base else 0
-        lo, hi = _span(ins.uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
+        fo, fi, base = op.placement(x)
+        lo, hi = _span(uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
         out.append((op.memory, lo, hi, op.writes))
     if x.uop_end > x.uop_bgn:  # set by the emitter; before it, micro-ops are not yet placed
         out.append(("uop", x.uop_bgn, x.uop_end, False))

@@ -58,14 +58,8 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
-    # micro-op blocks, deduplicated, in first-use order; a block is hashed once per tuple
-    # object (flatten shares them), then known by the id of its first copy
-    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
-    canon: dict[int, tuple[Uop, ...]] = {}
-    for ins in insns:
-        if ins.uops and id(ins.uops) not in canon:
-            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
-    blocks = list(first.values())
+    canon = _blocks(insns)
+    blocks = list(dict.fromkeys(canon.values()))
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
     if any(len(b) > depth for b in blocks):
@@ -104,7 +98,8 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 resident[id(b)] = (lo, len(b))
                 cursor = hi
             start = resident[id(b)][0]
-            out.append(dataclasses.replace(i, uop_bgn=start, uop_end=start + len(b)))
+            a, z = ins.part if ins.part is not None else (0, len(b))
+            out.append(dataclasses.replace(i, uop_bgn=start + a, uop_end=start + z))
         elif role in ("load", "store"):
             assert ins.dram is not None
             out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
@@ -115,6 +110,54 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         out = _alu_waits_for_uops(func, hw, out, total <= depth)
     pb.extend(out)
     return pb.build()
+
+
+def _used(ins: Insn) -> tuple[str, ...]:
+    """The micro-op fields ``ins`` reads: its destination and the operands it reads (a reset
+    reads only its destination)."""
+    d = definition_of(ins.insn)
+    return tuple(o.name for o in (d.dst, *d.reads(ins.insn)))
+
+
+def _blocks(insns: list[Insn]) -> dict[int, tuple[Uop, ...]]:
+    """The micro-op block each instruction's ``uops`` is placed as (by id of the tuple): equal
+    blocks are one, and a block whose instruction reads only some fields (a reset reads only
+    ``dst``, an ALU immediate ``dst`` alone too) is any earlier block that agrees on those
+    fields (a tile's reset and its epilogue's immediate ALU instructions share one block).
+    Blocks of instructions that read every field come first, in first-use order; a block is
+    hashed once per tuple object (flatten shares them)."""
+    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
+    canon: dict[int, tuple[Uop, ...]] = {}
+    partial: list[tuple[Insn, tuple[str, ...]]] = []
+    every = len(Uop.__dataclass_fields__)
+    for ins in insns:
+        if not ins.uops or id(ins.uops) in canon:
+            continue
+        used = _used(ins)
+        if len(used) < every:
+            canon[id(ins.uops)] = ins.uops  # placeholder until the second round
+            partial.append((ins, used))
+        else:
+            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
+    placed = list(first.values())
+    by_view: dict[tuple[str, ...], dict[tuple[tuple[int, ...], ...], tuple[Uop, ...]]] = {}
+    for ins, used in partial:
+        if used not in by_view:
+            by_view[used] = {}
+            for b in placed:
+                by_view[used].setdefault(_view(b, used), b)
+        hit = by_view[used].get(_view(ins.uops, used))
+        if hit is None:
+            hit = ins.uops
+            placed.append(hit)
+            for u, index in by_view.items():
+                index.setdefault(_view(hit, u), hit)
+        canon[id(ins.uops)] = hit
+    return canon
+
+
+def _view(block: tuple[Uop, ...], used: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(getattr(u, f) for f in used) for u in block)
 
 
 def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],

@@ -2,7 +2,7 @@
 .alloc kernel wgt 18
 .alloc bias acc 2
 .alloc res out 128
-.alloc uops uop 304
+.alloc uops uop 240
 .uop uops 2 0 0
 .uop uops 3 0 0
 .uop uops 4 0 0
@@ -107,38 +107,6 @@
 .uop uops 7 27 8
 .uop uops 8 28 8
 .uop uops 9 29 8
-.uop uops 2 2 0
-.uop uops 3 3 0
-.uop uops 4 4 0
-.uop uops 5 5 0
-.uop uops 6 6 0
-.uop uops 7 7 0
-.uop uops 8 8 0
-.uop uops 9 9 0
-.uop uops 10 10 0
-.uop uops 11 11 0
-.uop uops 12 12 0
-.uop uops 13 13 0
-.uop uops 14 14 0
-.uop uops 15 15 0
-.uop uops 16 16 0
-.uop uops 17 17 0
-.uop uops 18 18 0
-.uop uops 19 19 0
-.uop uops 20 20 0
-.uop uops 21 21 0
-.uop uops 22 22 0
-.uop uops 23 23 0
-.uop uops 24 24 0
-.uop uops 25 25 0
-.uop uops 26 26 0
-.uop uops 27 27 0
-.uop uops 28 28 0
-.uop uops 29 29 0
-.uop uops 30 30 0
-.uop uops 31 31 0
-.uop uops 32 32 0
-.uop uops 33 33 0
 .uop uops 34 0 0
 .uop uops 35 0 0
 .uop uops 36 0 0
@@ -243,38 +211,6 @@
 .uop uops 39 87 17
 .uop uops 40 88 17
 .uop uops 41 89 17
-.uop uops 34 34 0
-.uop uops 35 35 0
-.uop uops 36 36 0
-.uop uops 37 37 0
-.uop uops 38 38 0
-.uop uops 39 39 0
-.uop uops 40 40 0
-.uop uops 41 41 0
-.uop uops 42 42 0
-.uop uops 43 43 0
-.uop uops 44 44 0
-.uop uops 45 45 0
-.uop uops 46 46 0
-.uop uops 47 47 0
-.uop uops 48 48 0
-.uop uops 49 49 0
-.uop uops 50 50 0
-.uop uops 51 51 0
-.uop uops 52 52 0
-.uop uops 53 53 0
-.uop uops 54 54 0
-.uop uops 55 55 0
-.uop uops 56 56 0
-.uop uops 57 57 0
-.uop uops 58 58 0
-.uop uops 59 59 0
-.uop uops 60 60 0
-.uop uops 61 61 0
-.uop uops 62 62 0
-.uop uops 63 63 0
-.uop uops 64 64 0
-.uop uops 65 65 0
 .uop uops 34 1 0
 .uop uops 35 1 0
 .uop uops 36 1 0
@@ -307,40 +243,40 @@
 .uop uops 63 1 0
 .uop uops 64 1 0
 .uop uops 65 1 0
-LOAD.UOP sram=0 dram=uops+0 y=1 x=304 stride=304
+LOAD.UOP sram=0 dram=uops+0 y=1 x=240 stride=240
 LOAD.ACC sram=0 dram=bias+0 y=1 x=2 stride=2
 LOAD.WGT sram=0 dram=kernel+0 y=1 x=9 stride=9
 LOAD.WGT sram=9 dram=kernel+9 y=1 x=9 stride=9
 GEMM reset uop=0:32 iter=1,1 dst=0,0 src=0,0 wgt=0,0
 LOAD.INP sram=0 dram=data+0 y=5 x=8 stride=8 pad=1,0,1,1 | push_next
 GEMM uop=32:104 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev push_prev
-ALU.SHR uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=11
+ALU.SHR uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=11
 ALU.ADD uop=0:32 iter=1,1 dst=0,0 src=0,0
+ALU.MAX uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=-128
+ALU.MIN uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=2 dram=res+0 y=1 x=32 stride=32 | pop_prev push_prev
+GEMM reset uop=104:136 iter=1,1 dst=0,0 src=0,0 wgt=0,0
+LOAD.INP sram=60 dram=data+0 y=5 x=8 stride=8 pad=1,0,1,1 | push_next
+GEMM uop=136:208 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev push_prev
+ALU.SHR uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=11
+ALU.ADD uop=208:240 iter=1,1 dst=0,0 src=0,0
 ALU.MAX uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=-128
 ALU.MIN uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=2 dram=res+0 y=1 x=32 stride=32 | pop_prev push_prev
-GEMM reset uop=136:168 iter=1,1 dst=0,0 src=0,0 wgt=0,0
-LOAD.INP sram=60 dram=data+0 y=5 x=8 stride=8 pad=1,0,1,1 | push_next
-GEMM uop=168:240 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev push_prev
-ALU.SHR uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=11
-ALU.ADD uop=272:304 iter=1,1 dst=0,0 src=0,0
-ALU.MAX uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
 STORE.OUT sram=34 dram=res+64 y=1 x=32 stride=32 | pop_prev push_prev
 GEMM reset uop=0:32 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
 LOAD.INP sram=0 dram=data+24 y=5 x=8 stride=8 pad=0,1,1,1 | pop_next push_next
 GEMM uop=32:104 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev
-ALU.SHR uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=11
+ALU.SHR uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=11
 ALU.ADD uop=0:32 iter=1,1 dst=0,0 src=0,0
+ALU.MAX uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=-128
+ALU.MIN uop=0:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=2 dram=res+32 y=1 x=32 stride=32 | pop_prev
+GEMM reset uop=104:136 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
+LOAD.INP sram=60 dram=data+24 y=5 x=8 stride=8 pad=0,1,1,1 | pop_next push_next
+GEMM uop=136:208 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev
+ALU.SHR uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=11
+ALU.ADD uop=208:240 iter=1,1 dst=0,0 src=0,0
 ALU.MAX uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=-128
 ALU.MIN uop=104:136 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=2 dram=res+32 y=1 x=32 stride=32 | pop_prev
-GEMM reset uop=136:168 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
-LOAD.INP sram=60 dram=data+24 y=5 x=8 stride=8 pad=0,1,1,1 | pop_next push_next
-GEMM uop=168:240 iter=2,2 dst=16,8 src=20,10 wgt=0,0 | pop_prev
-ALU.SHR uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=11
-ALU.ADD uop=272:304 iter=1,1 dst=0,0 src=0,0
-ALU.MAX uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=240:272 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
 STORE.OUT sram=34 dram=res+96 y=1 x=32 stride=32 | pop_prev
 FINISH

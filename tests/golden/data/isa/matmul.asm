@@ -2,7 +2,7 @@
 .alloc kernel wgt 4
 .alloc bias acc 2
 .alloc res out 32
-.alloc uops uop 72
+.alloc uops uop 56
 .uop uops 2 0 0
 .uop uops 3 0 0
 .uop uops 4 0 0
@@ -27,14 +27,6 @@
 .uop uops 7 11 1
 .uop uops 8 13 1
 .uop uops 9 15 1
-.uop uops 2 2 0
-.uop uops 3 3 0
-.uop uops 4 4 0
-.uop uops 5 5 0
-.uop uops 6 6 0
-.uop uops 7 7 0
-.uop uops 8 8 0
-.uop uops 9 9 0
 .uop uops 10 0 0
 .uop uops 11 0 0
 .uop uops 12 0 0
@@ -59,14 +51,6 @@
 .uop uops 15 27 3
 .uop uops 16 29 3
 .uop uops 17 31 3
-.uop uops 10 10 0
-.uop uops 11 11 0
-.uop uops 12 12 0
-.uop uops 13 13 0
-.uop uops 14 14 0
-.uop uops 15 15 0
-.uop uops 16 16 0
-.uop uops 17 17 0
 .uop uops 10 1 0
 .uop uops 11 1 0
 .uop uops 12 1 0
@@ -75,40 +59,42 @@
 .uop uops 15 1 0
 .uop uops 16 1 0
 .uop uops 17 1 0
-LOAD.UOP sram=0 dram=uops+0 y=1 x=72 stride=72
+LOAD.UOP sram=0 dram=uops+0 y=1 x=56 stride=56
 LOAD.ACC sram=0 dram=bias+0 y=1 x=2 stride=2
 LOAD.WGT sram=0 dram=kernel+0 y=1 x=2 stride=2
 LOAD.WGT sram=2 dram=kernel+2 y=1 x=2 stride=2
 GEMM reset uop=0:8 iter=1,1 dst=0,0 src=0,0 wgt=0,0
 LOAD.INP sram=0 dram=data+0 y=1 x=16 stride=16 | push_next
 GEMM uop=8:24 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev push_prev
-ALU.SHR uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=10
+ALU.SHR uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=10
 ALU.ADD uop=0:8 iter=1,1 dst=0,0 src=0,0
+ALU.MAX uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=-128
+ALU.MIN uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=2 dram=res+0 y=8 x=1 stride=2 | pop_prev push_prev
+GEMM reset uop=24:32 iter=1,1 dst=0,0 src=0,0 wgt=0,0
+LOAD.INP sram=16 dram=data+0 y=1 x=16 stride=16 | push_next
+GEMM uop=32:48 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev push_prev
+ALU.SHR uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=10
+ALU.ADD uop=48:56 iter=1,1 dst=0,0 src=0,0
 ALU.MAX uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=-128
 ALU.MIN uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=2 dram=res+0 y=8 x=1 stride=2 | pop_prev push_prev
-GEMM reset uop=32:40 iter=1,1 dst=0,0 src=0,0 wgt=0,0
-LOAD.INP sram=16 dram=data+0 y=1 x=16 stride=16 | push_next
-GEMM uop=40:56 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev push_prev
-ALU.SHR uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=10
-ALU.ADD uop=64:72 iter=1,1 dst=0,0 src=0,0
-ALU.MAX uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
 STORE.OUT sram=10 dram=res+1 y=8 x=1 stride=2 | pop_prev push_prev
 GEMM reset uop=0:8 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
 LOAD.INP sram=0 dram=data+16 y=1 x=16 stride=16 | pop_next push_next
 GEMM uop=8:24 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev
-ALU.SHR uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=10
+ALU.SHR uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=10
 ALU.ADD uop=0:8 iter=1,1 dst=0,0 src=0,0
-ALU.MAX uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+ALU.MAX uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=-128
+ALU.MIN uop=0:8 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
 STORE.OUT sram=2 dram=res+16 y=8 x=1 stride=2 | pop_prev
-GEMM reset uop=32:40 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
+GEMM reset uop=24:32 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_next
 LOAD.INP sram=16 dram=data+16 y=1 x=16 stride=16 | pop_next push_next
-GEMM uop=40:56 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev
-ALU.SHR uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=10
-ALU.ADD uop=64:72 iter=1,1 dst=0,0 src=0,0
-ALU.MAX uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=56:64 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=10 dram=res+17 y=8 x=1 stride=2 | pop_prev
+GEMM uop=32:48 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev
+ALU.SHR uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=10
+ALU.ADD uop=48:56 iter=1,1 dst=0,0 src=0,0
+ALU.MAX uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=-128
+ALU.MIN uop=24:28 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=10 dram=res+17 y=4 x=1 stride=2 | pop_prev
+ALU.MIN uop=28:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=14 dram=res+25 y=4 x=1 stride=2 | pop_prev
 FINISH

@@ -1,0 +1,158 @@
+"""drain_tail: the last tile's store overlaps its epilogue's last instruction; emit's shared
+micro-op blocks (a reset and the immediate ALU instructions of the same tile)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+from _vta_helpers import hw
+
+from vta.compiler.passes import drain_tail as DT
+from vta.compiler.vta_ir import Insn
+from vta.compiler.workloads import Workload, resnet18_layer
+from vta.isa import Alu, AluOp, Gemm, Load, MemType, Store, Uop
+from vta.runner import run_workload
+
+
+def _c10() -> Workload:
+    return Workload("resnet18:C10", resnet18_layer("C10"))
+
+
+def _alu(op: AluOp, uops: tuple[Uop, ...], *, iter_in: int = 1, dst_in: int = 0,
+         src_in: int = 0, imm: bool = True) -> Insn:
+    insn = Alu(op, False, 0, 0, 1, iter_in, 0, dst_in, 0, src_in, imm, 127 if imm else 0)
+    return Insn(insn, uops=uops)
+
+
+def _store(base: int, y: int, x: int) -> Insn:
+    return Insn(Store(MemType.OUT, base, base, y, x, x))
+
+
+def test_c10_tail_is_split_and_stays_bit_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On pynq, C10's last MIN is split into parts sharing its micro-op block, its tile's
+    STORE into pieces in between; the result is bit-exact and the layer ends earlier than
+    with the pass switched off (the same program otherwise)."""
+    h = hw("pynq")
+    r = run_workload(_c10(), h)
+    assert r.passed and r.mismatches == 0
+    insns = r.compiled.program.instructions
+    tail_mins = []
+    for i in reversed(insns[:-1]):  # before FINISH
+        if isinstance(i, Alu):
+            if i.op is not AluOp.MIN:
+                break
+            tail_mins.append(i)
+    assert len(tail_mins) > 1
+    # the parts cover one block, back to back, without a gap or an overlap
+    ranges = sorted((i.uop_bgn, i.uop_end) for i in tail_mins)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    stores_after_first_part = [i for i in insns[insns.index(tail_mins[-1]):]
+                               if isinstance(i, Store)]
+    assert len(stores_after_first_part) >= len(tail_mins)
+    # the pieces store every output entry exactly once (C10's stores are single rows)
+    covered = sorted((s.dram_base, s.dram_base + s.x_size) for s in insns
+                     if isinstance(s, Store))
+    assert all(s.y_size == 1 for s in insns if isinstance(s, Store))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(covered))
+    assert covered[-1][1] - covered[0][0] == 512 // 16 * 7 * 7
+
+    monkeypatch.setattr(DT, "_drained", lambda insns, hw: None)  # the pass, switched off
+    off = run_workload(_c10(), h)
+    assert off.passed
+    assert r.cycles < off.cycles
+    assert sum(isinstance(i, Store) for i in off.compiled.program.instructions) == 2
+
+
+def test_split_refused_when_an_entry_is_written_twice() -> None:
+    """Two executions on one entry: their order would change with a split."""
+    twice = _alu(AluOp.MIN, (Uop(0, 0, 0), Uop(1, 1, 0)), iter_in=2, dst_in=0)
+    assert not DT._splittable(twice, hw("pynq"))
+    once = _alu(AluOp.MIN, (Uop(0, 0, 0), Uop(1, 1, 0)), iter_in=2, dst_in=2)
+    assert DT._splittable(once, hw("pynq"))
+
+
+def test_split_refused_when_an_operand_reads_another_destination() -> None:
+    """``acc[1] += acc[0]`` beside ``acc[0] += ...``: a part reads what another part writes."""
+    chained = _alu(AluOp.ADD, (Uop(0, 2, 0), Uop(1, 0, 0)), imm=False)
+    assert not DT._splittable(chained, hw("pynq"))
+    own = _alu(AluOp.ADD, (Uop(0, 2, 0), Uop(1, 3, 0)), imm=False)
+    assert DT._splittable(own, hw("pynq"))
+
+
+def test_resets_and_gemm_are_never_split() -> None:
+    h = hw("pynq")
+    reset = Insn(Alu(AluOp.ADD, True, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), uops=(Uop(0, 0, 0),))
+    assert not DT._splittable(reset, h)
+    gemm = Insn(Gemm(False, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0), uops=(Uop(0, 0, 0), Uop(1, 0, 0)))
+    assert not DT._splittable(gemm, h)
+
+
+def test_pieces_follow_the_part_that_completes_them() -> None:
+    """A 4-row store of 4-entry rows over an instruction writing entries 0..15 in uop order:
+    with 4 parts, row k follows part k; a one-row store is cut by columns."""
+    h = hw("pynq")
+    last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(16)))
+    plan = DT._plan(last, [_store(0, 4, 4)], DT._dst_entries(last), 4, h)
+    assert plan is not None
+    kinds = ["A" if isinstance(p.insn, Alu) else "S" for p in plan]
+    assert kinds == ["A", "S"] * 4
+    rows = [(p.insn.sram_base, p.insn.y_size) for p in plan if isinstance(p.insn, Store)]
+    assert rows == [(0, 1), (4, 1), (8, 1), (12, 1)]
+    parts = [p.part for p in plan if isinstance(p.insn, Alu)]
+    assert parts == [(0, 4), (4, 8), (8, 12), (12, 16)]
+    flat = DT._plan(last, [_store(0, 1, 16)], DT._dst_entries(last), 2, h)
+    assert flat is not None
+    cols = [(p.insn.sram_base, p.insn.x_size) for p in flat if isinstance(p.insn, Store)]
+    assert cols == [(0, 8), (8, 8)]
+
+
+def test_a_store_the_last_instruction_does_not_write_goes_first() -> None:
+    h = hw("pynq")
+    last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(8)))
+    other = _store(100, 1, 8)
+    plan = DT._plan(last, [other], DT._dst_entries(last), 2, h)
+    assert plan is not None and plan[0].insn == other.insn
+
+
+def test_no_change_when_the_program_does_not_end_in_stores() -> None:
+    h = hw("pynq")
+    last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(64)))
+    load = Insn(Load(MemType.INP, 0, 0, 1, 1, 1))
+    assert DT._drained([last, load], h) is None
+    assert DT._drained([last], h) is None
+    # a big enough tail is split; a one-entry store is not worth a part
+    assert DT._drained([last, _store(0, 1, 64)], h) is not None
+    tiny = _alu(AluOp.MIN, (Uop(0, 0, 0), Uop(1, 1, 0)))
+    assert DT._drained([tiny, _store(0, 1, 2)], h) is None
+
+
+def test_reset_shares_the_immediate_alu_block() -> None:
+    """C10: a tile's GEMM reset (reads no operand) and its epilogue's immediate SHR/MAX/MIN
+    (read only dst) run one micro-op block: same range in the uop buffer."""
+    r = run_workload(_c10(), hw("pynq"))
+    insns = r.compiled.program.instructions
+    resets = [(i.uop_bgn, i.uop_end) for i in insns if isinstance(i, Gemm) and i.reset]
+    shr = [(i.uop_bgn, i.uop_end) for i in insns if isinstance(i, Alu) and i.op is AluOp.SHR]
+    assert resets and resets == shr
+    uop_loads = [i for i in insns if isinstance(i, Load) and i.mem is MemType.UOP]
+    blocks = {(i.uop_bgn, i.uop_end) for i in insns if isinstance(i, (Gemm, Alu))
+              and i.uop_end > i.uop_bgn}
+    # one load of every distinct block's micro-ops (the split MIN's parts lie inside a block)
+    assert sum(u.x_size for u in uop_loads) < sum(b - a for a, b in blocks)
+
+
+def test_drained_program_disassembles_and_reassembles() -> None:
+    from vta.isa import assemble, disassemble
+
+    h = hw("pynq")
+    p = run_workload(_c10(), h).compiled.program
+    assert assemble(disassemble(p), h) == p
+
+
+def test_part_is_what_runs() -> None:
+    ins = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(6)))
+    assert ins.executed == ins.uops
+    half = dataclasses.replace(ins, part=(2, 5))
+    assert half.executed == ins.uops[2:5]
