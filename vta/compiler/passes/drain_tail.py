@@ -16,7 +16,8 @@ distinct and whose every other operand entry is either not a destination or the 
 of the same execution. The number of parts is the one whose tail ends first by the
 instructions' own durations (``InstructionDef.duration``, the timing model of the hardware):
 each part pays its loops' pipeline fill on the HLS design and each piece its DMA latency, so
-the split is only made where it shortens the tail (the simulator is the judge of how much).
+the split is only made where it shortens the tail, counting the port cycles its extra
+instruction words take to fetch (the simulator is the judge of how much).
 
 Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten, hoist_resets) in program order, no tokens.
 Post: the same instructions with the last compute instruction possibly replaced by parts and
@@ -36,6 +37,7 @@ from vta.compiler import stmt as S
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
 from vta.isa import Module, definition_of, module_of
+from vta.isa.timing import fetch_cycles
 
 __all__ = ["drain_tail", "MAX_PARTS"]
 
@@ -76,12 +78,13 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     if not _splittable(last, hw):
         return None
     sets = _dst_entries(last)
+    busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
     best: tuple[float, list[Insn]] | None = None
     for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
         plan = _plan(last, stores, sets, m, hw)
         if plan is None:
             continue
-        t = _finish(plan, hw)
+        t = _finish(plan, hw, 1 + len(stores), busy)
         if best is None or t < best[0]:
             best = (t, plan)
     if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
@@ -191,17 +194,48 @@ def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | No
     return out
 
 
-def _finish(tail: list[Insn], hw: HwConfig) -> float:
-    """When ``tail`` ends if it started on idle modules: the parts back to back, each store
-    piece when its part is done and the previous piece has left (durations from the
-    instructions' definitions)."""
-    compute = store = 0.0
+def _backlog(head: list[Insn], unit: Module, hw: HwConfig) -> float:
+    """How long the store module may still be busy with earlier STOREs when the last
+    instruction starts (time 0): each earlier STORE is taken to start when the instructions of
+    ``unit`` after it in program order would start if ``unit`` never waited, the latest its
+    producer can finish, so the backlog is never underestimated (a split that only queues
+    behind it is not made)."""
+    span = 0.0  # the ``unit`` work between a position and time 0
+    stores: list[tuple[float, int]] = []  # (its producer's latest end, duration), latest first
+    for ins in reversed(head):
+        if definition_of(ins.insn).role == "store":
+            stores.append((-span, _duration(ins, hw)))
+        elif module_of(ins.insn, hw) is unit:
+            span += _duration(ins, hw)
+            if stores and span >= sum(t for _, t in stores):
+                break  # every earlier store would have left before time 0
+    free = float("-inf")
+    for ready, t in reversed(stores):
+        free = max(free, ready) + t
+    return max(0.0, free)
+
+
+def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
+    """When ``tail`` ends, from the start of its first instruction: the parts back to back,
+    each store piece when its part is done and the store module has finished the previous
+    piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
+    instructions' definitions; plus the port cycles of fetching the instruction words it adds
+    to the ``before`` it replaces (fetched on the shared port, they delay a transfer)."""
+    extra = float(fetch_cycles(hw, len(tail)) - fetch_cycles(hw, before))
+    compute, store = extra, extra + busy
     for ins in tail:
-        d = definition_of(ins.insn)
-        x: Any = ins.insn
-        if d.role == "store":
-            store = max(store, compute) + d.duration(x, hw)
+        if definition_of(ins.insn).role == "store":
+            store = max(store, compute) + _duration(ins, hw)
         else:
-            a, b = ins.part if ins.part is not None else (0, len(ins.uops))
-            compute += d.duration(dataclasses.replace(x, uop_bgn=0, uop_end=b - a), hw)
+            compute += _duration(ins, hw)
     return max(compute, store)
+
+
+def _duration(ins: Insn, hw: HwConfig) -> int:
+    """``ins``'s duration by its definition; a micro-op instruction's range is set from the
+    micro-ops it runs (before emit places them, ``uop_bgn``/``uop_end`` are not set)."""
+    d = definition_of(ins.insn)
+    x: Any = ins.insn
+    if d.role == "compute":
+        x = dataclasses.replace(x, uop_bgn=0, uop_end=len(ins.executed))
+    return d.duration(x, hw)
