@@ -11,12 +11,13 @@ each piece right after the part that completes its entries: the store of the fir
 while the compute module works on the later parts, and only the last piece is left after it.
 
 Splitting is sound when the order of the instruction's executions does not matter: an
-element-wise (``update``) instruction on the ALU module whose destination entries are all
+element-wise (``update``) ALU instruction whose destination entries are all
 distinct and whose every other operand entry is either not a destination or the destination
 of the same execution. The number of parts is the one whose tail ends first by the
 instructions' own durations (``InstructionDef.duration``, the timing model of the hardware):
 each part pays its loops' pipeline fill on the HLS design and each piece its DMA latency, so
-the split is only made where it shortens the tail, counting the port cycles its extra
+the split is only made where it shortens the tail, counting the store module's backlog of
+earlier STOREs (pieces queued behind it gain nothing) and the port cycles the extra
 instruction words take to fetch (the simulator is the judge of how much).
 
 Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten, hoist_resets) in program order, no tokens.

@@ -93,8 +93,6 @@ GEMM uop=32:48 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev
 ALU.SHR uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=10
 ALU.ADD uop=48:56 iter=1,1 dst=0,0 src=0,0
 ALU.MAX uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=-128
-ALU.MIN uop=24:28 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=10 dram=res+17 y=4 x=1 stride=2 | pop_prev
-ALU.MIN uop=28:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
-STORE.OUT sram=14 dram=res+25 y=4 x=1 stride=2 | pop_prev
+ALU.MIN uop=24:32 iter=1,1 dst=0,0 src=0,0 imm=127 | push_next
+STORE.OUT sram=10 dram=res+17 y=8 x=1 stride=2 | pop_prev
 FINISH
