@@ -26,6 +26,11 @@ def _alu(op: AluOp, uops: tuple[Uop, ...], *, iter_in: int = 1, dst_in: int = 0,
     return Insn(insn, uops=uops)
 
 
+def _big_tail() -> Insn:
+    """A MIN over 1,024 entries, micro-op k writing entries 8k..8k+7."""
+    return _alu(AluOp.MIN, tuple(Uop(8 * k, 8 * k, 0) for k in range(128)), iter_in=8, dst_in=1)
+
+
 def _store(base: int, y: int, x: int) -> Insn:
     return Insn(Store(MemType.OUT, base, base, y, x, x))
 
@@ -118,12 +123,12 @@ def test_a_store_the_last_instruction_does_not_write_goes_first() -> None:
 
 def test_no_change_when_the_program_does_not_end_in_stores() -> None:
     h = hw("pynq")
-    last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(64)))
+    last = _big_tail()
     load = Insn(Load(MemType.INP, 0, 0, 1, 1, 1))
     assert DT._drained([last, load], h) is None
     assert DT._drained([last], h) is None
-    # a big enough tail is split; a one-entry store is not worth a part
-    assert DT._drained([last, _store(0, 1, 64)], h) is not None
+    # a big enough tail is split; a two-entry store is not worth a part
+    assert DT._drained([last, _store(0, 1, 1024)], h) is not None
     tiny = _alu(AluOp.MIN, (Uop(0, 0, 0), Uop(1, 1, 0)))
     assert DT._drained([tiny, _store(0, 1, 2)], h) is None
 
@@ -180,8 +185,8 @@ def test_a_tail_queued_behind_an_earlier_store_is_not_split() -> None:
     pieces would queue and each pay its latency (found on TC's tensordot planes, where the
     split made a 1,573-cycle program 10 cycles slower)."""
     h = hw("pynq")
-    last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(64)))
-    tail = _store(0, 1, 64)
+    last = _big_tail()
+    tail = _store(0, 1, 1024)
     assert DT._drained([last, tail], h) is not None
-    earlier = _store(100, 64, 1)
+    earlier = _store(1024, 512, 1)  # 512 rows of one entry: long
     assert DT._drained([earlier, last, tail], h) is None

@@ -17,8 +17,8 @@ of the same execution. The number of parts is the one whose tail ends first by t
 instructions' own durations (``InstructionDef.duration``, the timing model of the hardware):
 each part pays its loops' pipeline fill on the HLS design and each piece its DMA latency, so
 the split is only made where it shortens the tail, counting the store module's backlog of
-earlier STOREs (pieces queued behind it gain nothing) and the port cycles the extra
-instruction words take to fetch (the simulator is the judge of how much).
+earlier STOREs (pieces queued behind it gain nothing) and one fetch of the extra instruction
+words (the simulator is the judge of how much).
 
 Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten, hoist_resets) in program order, no tokens.
 Post: the same instructions with the last compute instruction possibly replaced by parts and
@@ -220,9 +220,10 @@ def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
     """When ``tail`` ends, from the start of its first instruction: the parts back to back,
     each store piece when its part is done and the store module has finished the previous
     piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
-    instructions' definitions; plus the port cycles of fetching the instruction words it adds
-    to the ``before`` it replaces (fetched on the shared port, they delay a transfer)."""
-    extra = float(fetch_cycles(hw, len(tail)) - fetch_cycles(hw, before))
+    instructions' definitions; plus one fetch of the instruction words it adds to the
+    ``before`` it replaces, latency included (fetched on the shared port they delay a transfer,
+    and the last words may be fetched late, when a module already waits for them)."""
+    extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
     compute, store = extra, extra + busy
     for ins in tail:
         if definition_of(ins.insn).role == "store":
