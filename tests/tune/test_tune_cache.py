@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,3 +209,32 @@ def test_vta_cache_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["cache", "show", "--cache", str(path)]) == 2
     assert main(["cache", "clear", "--cache", str(path)]) == 0
     assert "cleared 4 trials" in capsys.readouterr().out
+
+
+def _open_new(path: str, errors: Any) -> None:
+    try:
+        with Cache(path) as c:
+            c.keys()
+    except CacheError as e:
+        errors.put(str(e))
+
+
+def test_processes_opening_one_new_file_at_once_all_get_the_cache(tmp_path: Path) -> None:
+    """Eight processes open the same new file at once, fifteen times: each sees a vta cache
+    (one creates it; the others read its header in one snapshot and retry SQLite's immediate
+    "locked" answers), never "another application" (what a worker of the 500-record test
+    once saw: the application id read before the creator's commit, the tables after)."""
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                      else "spawn")
+    for r in range(15):
+        path = str(tmp_path / f"c{r}.sqlite")
+        errors = ctx.Queue()
+        procs = [ctx.Process(target=_open_new, args=(path, errors)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+        assert errors.empty(), errors.get()
+        with Cache(path) as c:
+            assert c.integrity() == "ok" and c.keys() == []

@@ -15,9 +15,11 @@ on, so a changed compiler never reuses a stale number). Tables:
 
 The best schedule of a key is its cheapest trial (``best``); ``vta run`` compiles it when
 present. Concurrency: every write is one ``BEGIN IMMEDIATE`` transaction and readers never
-block writers (WAL); a busy database is retried for ``BUSY_TIMEOUT_S``. A file that is not an
-SQLite database, or one that is not a vta cache (another application's, or a newer schema),
-is a ``CacheError`` naming the file, never a traceback.
+block writers (WAL); a busy database is retried for ``BUSY_TIMEOUT_S``. Processes opening one
+new file at once: each reads its header (application id and tables) in one snapshot, and the
+one that finds it empty makes it a cache under the write lock (checked again there). A file
+that is not an SQLite database, or one that is not a vta cache (another application's, or a
+newer schema), is a ``CacheError`` naming the file, never a traceback.
 """
 
 from __future__ import annotations
@@ -161,7 +163,17 @@ class Cache:
             raise CacheError(f"{self.path}: is a directory; the cache is one SQLite file")
         with self._errors("open"):
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self._check_and_init()
+            deadline = time.monotonic() + BUSY_TIMEOUT_S
+            while True:  # processes opening a new file at once: SQLite may answer "locked"
+                try:     # at once (a journal-mode change, a WAL recovery), without waiting
+                    self._check_and_init()
+                    break
+                except sqlite3.OperationalError as e:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    if "locked" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
 
     # ------------------------------------------------------------------ setup and errors
 
@@ -179,19 +191,36 @@ class Cache:
             raise CacheError(f"{self.path}: cannot {doing} the tuning cache: "
                              f"{e.strerror or e}") from None
 
+    def _header(self) -> tuple[int, set[str]]:
+        """The file's application id and tables, read in one transaction (one snapshot: another
+        process creating the cache commits both at once, never one without the other)."""
+        db = self._db
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")
+        try:
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            if own:
+                db.execute("COMMIT")
+        return app, tables
+
     def _check_and_init(self) -> None:
         db = self._db
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        app, tables = self._header()
         if app == 0 and not tables:  # a new (or empty) file: make it a vta cache
             db.execute("PRAGMA journal_mode=WAL")
             with self._write():
-                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        db.execute(stmt)
-            return
+                app, tables = self._header()  # again, under the lock: another process may
+                if app == 0 and not tables:   # have made it a cache since
+                    db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    for stmt in _SCHEMA.split(";"):
+                        if stmt.strip():
+                            db.execute(stmt)
+                    return
         if app != APPLICATION_ID or not _TABLES <= tables:
             have = ", ".join(sorted(tables)) or "no tables"
             raise CacheError(f"{self.path}: an SQLite database of another application "
