@@ -11,11 +11,12 @@ from vta.compiler import expr as E
 from vta.compiler import poly
 from vta.compiler import stmt as S
 from vta.compiler.visitor import Dispatch
+from vta.compiler.vta_ir import Insn
 from vta.errors import VtaError
 
 __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
            "entry_shape", "flat_entry", "map_stmt", "stages", "sram_map", "entries_of",
-           "strip_cast"]
+           "strip_cast", "flat_stream", "with_stream"]
 
 #: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
 ONCHIP = ("inp", "wgt", "acc", "out", "uop")
@@ -211,3 +212,24 @@ def loop_nest(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
 
 def set_attr(func: S.PrimFunc, key: str, value: Any) -> tuple[tuple[str, Any], ...]:
     return (*((k, v) for k, v in func.attrs if k != key), (key, value))
+
+
+def flat_stream(func: S.PrimFunc) -> tuple[list[Insn], list[S.Buffer]] | None:
+    """The flat instruction stream of ``func`` (what ``flatten`` leaves: allocations around a
+    sequence of ``Insn``s) and the allocations' buffers, outermost first; None when the body
+    holds anything else."""
+    body, wrap = func.body, []
+    while isinstance(body, S.Allocate):
+        wrap.append(body.buffer)
+        body = body.body
+    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    insns = [x for x in stmts if isinstance(x, Insn)]
+    return (insns, wrap) if len(insns) == len(stmts) else None
+
+
+def with_stream(func: S.PrimFunc, insns: list[Insn], wrap: list[S.Buffer]) -> S.PrimFunc:
+    """``func`` with ``insns`` as its flat stream inside the allocations of ``wrap``."""
+    new: S.Stmt = S.SeqStmt(tuple(insns)) if len(insns) != 1 else insns[0]
+    for b in reversed(wrap):
+        new = S.Allocate(b, new)
+    return func.with_body(new)

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import CompileError
+from vta.compiler.passes._common import CompileError, flat_stream, with_stream
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
 from vta.isa import Alu, AluOp, Deps, MemType, Module, definition_of, flag_for, module_of
@@ -123,19 +123,11 @@ def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
 
 
 def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
-    body, wrap = func.body, []
-    while isinstance(body, S.Allocate):
-        wrap.append(body.buffer)
-        body = body.body
-    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    insns = [x for x in stmts if isinstance(x, Insn)]
-    if len(insns) != len(stmts):
+    stream = flat_stream(func)
+    if stream is None:
         raise CompileError(f"{func.name}: token insertion needs the flattened instruction stream")
-    out = _Tokens(hw).run(insns)
-    new: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
-    for b in reversed(wrap):
-        new = S.Allocate(b, new)
-    return func.with_body(new)
+    insns, wrap = stream
+    return with_stream(func, _Tokens(hw).run(insns), wrap)
 
 
 class _Tokens:

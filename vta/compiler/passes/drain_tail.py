@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler import stmt as S
+from vta.compiler.passes._common import flat_stream, with_stream
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
 from vta.isa import Module, definition_of, module_of
@@ -49,22 +50,14 @@ MAX_PIECES = 64
 
 
 def drain_tail(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
-    body, wrap = func.body, []
-    while isinstance(body, S.Allocate):
-        wrap.append(body.buffer)
-        body = body.body
-    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    if not stmts or not all(isinstance(x, Insn) for x in stmts):
+    stream = flat_stream(func)
+    if stream is None or not stream[0]:
         return func
-    insns = [x for x in stmts if isinstance(x, Insn)]
+    insns, wrap = stream
     new_tail = _drained(insns, hw)
     if new_tail is None:
         return func
-    order = insns[:len(insns) - new_tail[0]] + new_tail[1]
-    new: S.Stmt = S.SeqStmt(tuple(order)) if len(order) != 1 else order[0]
-    for b in reversed(wrap):
-        new = S.Allocate(b, new)
-    return func.with_body(new)
+    return with_stream(func, insns[:len(insns) - new_tail[0]] + new_tail[1], wrap)
 
 
 def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:

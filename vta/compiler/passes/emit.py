@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 from vta.compiler import stmt as S
-from vta.compiler.passes._common import CompileError, entries_of
+from vta.compiler.passes._common import CompileError, entries_of, flat_stream
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
 from vta.isa import (
@@ -33,14 +33,10 @@ __all__ = ["emit_program"]
 
 
 def _insns(func: S.PrimFunc) -> list[Insn]:
-    body = func.body
-    while isinstance(body, S.Allocate):
-        body = body.body
-    xs = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    insns = [x for x in xs if isinstance(x, Insn)]
-    if len(insns) != len(xs):
+    stream = flat_stream(func)
+    if stream is None:
         raise CompileError(f"{func.name}: emit needs the flattened instruction stream")
-    return insns
+    return stream[0]
 
 
 def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from vta.compiler import stmt as S
+from vta.compiler.passes._common import flat_stream, with_stream
 from vta.compiler.passes.coproc_sync import accesses
 from vta.compiler.vta_ir import Insn
 from vta.config import HwConfig
@@ -32,18 +33,11 @@ __all__ = ["hoist_resets"]
 def hoist_resets(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     if not hw.alu.separate_pipeline:
         return func
-    body, wrap = func.body, []
-    while isinstance(body, S.Allocate):
-        wrap.append(body.buffer)
-        body = body.body
-    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
-    if not all(isinstance(x, Insn) for x in stmts):
+    stream = flat_stream(func)
+    if stream is None:
         return func
-    order = _hoisted([x for x in stmts if isinstance(x, Insn)], hw)
-    new: S.Stmt = S.SeqStmt(tuple(order)) if len(order) != 1 else order[0]
-    for b in reversed(wrap):
-        new = S.Allocate(b, new)
-    return func.with_body(new)
+    insns, wrap = stream
+    return with_stream(func, _hoisted(insns, hw), wrap)
 
 
 def _is_reset(ins: Insn) -> bool:
