@@ -22,8 +22,9 @@ def _c10() -> Workload:
 
 def _alu(op: AluOp, uops: tuple[Uop, ...], *, iter_in: int = 1, dst_in: int = 0,
          src_in: int = 0, imm: bool = True) -> Insn:
-    insn = Alu(op, False, 0, 0, 1, iter_in, 0, dst_in, 0, src_in, imm, 127 if imm else 0)
-    return Insn(insn, uops=uops)
+    insn = Alu(op, False, 0, len(uops), 1, iter_in, 0, dst_in, 0, src_in, imm,
+               127 if imm else 0)
+    return Insn(insn, uops=uops)  # flatten's convention: the range counts within the block
 
 
 def _big_tail() -> Insn:
@@ -88,9 +89,9 @@ def test_split_refused_when_an_operand_reads_another_destination() -> None:
 
 def test_resets_and_gemm_are_never_split() -> None:
     h = hw("pynq")
-    reset = Insn(Alu(AluOp.ADD, True, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), uops=(Uop(0, 0, 0),))
+    reset = Insn(Alu(AluOp.ADD, True, 0, 1, 1, 1, 0, 0, 0, 0, True, 0), uops=(Uop(0, 0, 0),))
     assert not DT._splittable(reset, h)
-    gemm = Insn(Gemm(False, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0), uops=(Uop(0, 0, 0), Uop(1, 0, 0)))
+    gemm = Insn(Gemm(False, 0, 2, 1, 1, 0, 0, 0, 0, 0, 0), uops=(Uop(0, 0, 0), Uop(1, 0, 0)))
     assert not DT._splittable(gemm, h)
 
 
@@ -105,7 +106,7 @@ def test_pieces_follow_the_part_that_completes_them() -> None:
     assert kinds == ["A", "S"] * 4
     rows = [(p.insn.sram_base, p.insn.y_size) for p in plan if isinstance(p.insn, Store)]
     assert rows == [(0, 1), (4, 1), (8, 1), (12, 1)]
-    parts = [p.part for p in plan if isinstance(p.insn, Alu)]
+    parts = [(p.insn.uop_bgn, p.insn.uop_end) for p in plan if isinstance(p.insn, Alu)]
     assert parts == [(0, 4), (4, 8), (8, 12), (12, 16)]
     flat = DT._plan(last, [_store(0, 1, 16)], DT._dst_entries(last), 2, h)
     assert flat is not None
@@ -159,7 +160,7 @@ def test_drained_program_disassembles_and_reassembles() -> None:
 def test_part_is_what_runs() -> None:
     ins = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(6)))
     assert ins.executed == ins.uops
-    half = dataclasses.replace(ins, part=(2, 5))
+    half = dataclasses.replace(ins, insn=dataclasses.replace(ins.insn, uop_bgn=2, uop_end=5))
     assert half.executed == ins.uops[2:5]
 
 

@@ -210,28 +210,26 @@ class ComputeInsn(Stmt):
 @dataclass(frozen=True, slots=True)
 class Insn(Stmt):
     """A concrete instruction after flattening: the ISA instruction (DRAM offsets relative to
-    ``dram``), its micro-ops (GEMM/ALU; ``uop_bgn``/``uop_end`` are filled in by the emitter)
-    and the thread it came from (for printing)."""
+    ``dram``), its micro-op block (GEMM/ALU) and the thread it came from (for printing). Until
+    the emitter places the block in the uop buffer, the instruction's ``uop_bgn``/``uop_end``
+    count within its own block: the whole of it from flatten, a slice for one part of a split
+    instruction (``passes.drain_tail``); the emitter adds the block's position."""
 
     insn: Instruction
     dram: Buffer | None = None
     uops: tuple[Uop, ...] = ()
     thread: int = 0
     note: str = field(default="", compare=False)
-    #: one part of a split instruction (``passes.drain_tail``): it runs the micro-ops
-    #: ``uops[part[0]:part[1]]``; the block ``uops`` is still placed whole (parts share it)
-    part: tuple[int, int] | None = None
 
     @property
     def executed(self) -> tuple[Uop, ...]:
-        """The micro-ops this instruction runs (its part of ``uops``)."""
-        return self.uops if self.part is None else self.uops[self.part[0]:self.part[1]]
+        """The micro-ops this instruction runs: ``uops[uop_bgn:uop_end]`` (before emit)."""
+        x: Any = self.insn
+        return self.uops[x.uop_bgn:x.uop_end] if self.uops else ()
 
     def render(self, e: Render, nm: Any) -> list[str]:
         where = f"  ; {nm(self.dram, self.dram.name)}" if self.dram is not None else ""
         extra = f"  ; uops[{len(self.uops)}]" if self.uops else ""
-        if self.part is not None:
-            extra += f"[{self.part[0]}:{self.part[1]}]"
         vt = f"  ; vt{self.thread}" if self.thread else ""
         return [f"{format_insn(self.insn)}{where}{extra}{vt}"]
 

@@ -117,7 +117,9 @@ def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
         fo, fi, base = op.placement(x)
         lo, hi = _span(uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
         out.append((op.memory, lo, hi, op.writes))
-    if x.uop_end > x.uop_bgn:  # set by the emitter; before it, micro-ops are not yet placed
+    # the micro-ops it reads: uop-buffer positions once emitted; before that the range counts
+    # within the instruction's own block, and no LOAD UOP exists yet to conflict with it
+    if x.uop_end > x.uop_bgn:
         out.append(("uop", x.uop_bgn, x.uop_end, False))
     return out
 

@@ -4,8 +4,8 @@ A program ends with the epilogue of its last tile (the ALU instructions on the a
 tile) and then the STOREs of that tile: the store module cannot start before the last ALU
 instruction has written every entry, so the whole tile's store (C10 on pynq: 1,600 cycles, 4%
 of the layer) runs after the compute module has finished. This pass splits that last
-instruction into parts along its micro-op range (``Insn.part``: every part runs the same
-``iter_out`` x ``iter_in`` loops over a slice of the same micro-op block, so no micro-op is
+instruction into parts along its micro-op range (each part's ``uop_bgn``/``uop_end`` a
+slice of the same block, running the same ``iter_out`` x ``iter_in`` loops, so no micro-op is
 added) and each trailing STORE into pieces (rows, or columns of a one-row store), and places
 each piece right after the part that completes its entries: the store of the first pieces runs
 while the compute module works on the later parts, and only the last piece is left after it.
@@ -90,8 +90,9 @@ def _splittable(ins: Insn, hw: HwConfig) -> bool:
     """Whether ``ins`` is an element-wise ALU instruction whose executions may run in any
     order (module docstring)."""
     d = definition_of(ins.insn)
-    if d.role != "compute" or d.kind != "update" or not ins.uops or ins.part is not None:
-        return False
+    if (d.role != "compute" or d.kind != "update" or not ins.uops
+            or len(ins.executed) != len(ins.uops)):
+        return False  # not an element-wise instruction running its whole block
     if module_of(ins.insn, hw) not in (Module.COMPUTE, Module.ALU) or not d.alu:
         return False
     x: Any = ins.insn
@@ -151,8 +152,10 @@ def _plan(last: Insn, stores: list[Insn], sets: np.ndarray, m: int,
         for j, p in pieces:
             after[j + 1].append(p)
     out: list[Insn] = list(after[0])
+    x: Any = last.insn
     for j, (a, b) in enumerate(parts):
-        out.append(last if m == 1 else dataclasses.replace(last, part=(a, b)))
+        out.append(last if m == 1 else dataclasses.replace(
+            last, insn=dataclasses.replace(x, uop_bgn=a, uop_end=b)))
         out += after[j + 1]
     return out
 
@@ -227,10 +230,4 @@ def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
 
 
 def _duration(ins: Insn, hw: HwConfig) -> int:
-    """``ins``'s duration by its definition; a micro-op instruction's range is set from the
-    micro-ops it runs (before emit places them, ``uop_bgn``/``uop_end`` are not set)."""
-    d = definition_of(ins.insn)
-    x: Any = ins.insn
-    if d.role == "compute":
-        x = dataclasses.replace(x, uop_bgn=0, uop_end=len(ins.executed))
-    return d.duration(x, hw)
+    return definition_of(ins.insn).duration(ins.insn, hw)

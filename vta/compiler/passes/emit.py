@@ -94,8 +94,8 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 resident[id(b)] = (lo, len(b))
                 cursor = hi
             start = resident[id(b)][0]
-            a, z = ins.part if ins.part is not None else (0, len(b))
-            out.append(dataclasses.replace(i, uop_bgn=start + a, uop_end=start + z))
+            x: Any = i  # its range counts within the block (the whole block, or a part of it)
+            out.append(dataclasses.replace(i, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end))
         elif role in ("load", "store"):
             assert ins.dram is not None
             out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
