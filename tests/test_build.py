@@ -256,12 +256,7 @@ def test_an_epilogue_written_inside_the_narrowing_runs_on_the_accelerator(
     from vta.compiler.layout import pack
 
     M, N, K = 16, 32, 48
-    x = placeholder((M, K), "int8", "x")
-    w = placeholder((N, K), "int8", "w")
-    bias = placeholder((N,), "int32", "bias")
-    k = reduce_axis(K, "k")
-    acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
-                                            k), "acc")
+    x, w, bias, acc = vt.dense_acc(M, N, K)
     res = compute((M, N), lambda i, j: min_(max_((acc[i, j] >> 7) + bias[j], -128),
                                             127).astype("int8"), "res")
     args = [x, w, bias, res]

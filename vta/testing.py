@@ -65,7 +65,7 @@ __all__ = [
     "matmul_shapes", "matmul_specs", "conv2d_specs", "dtypes", "epilogues", "seeds",
     "inputs_for", "random_inputs", "workload_knobs", "simt_knobs", "wmma_knobs",
     "assert_same_on_targets", "first_difference", "reference_outputs", "Mismatch",
-    "logical_dense",
+    "logical_dense", "dense_acc",
 ]
 
 #: GEMM dtypes (input, weight, output) of the shipped configs: ``hw_configs(dtypes=INT8)``
@@ -77,16 +77,23 @@ class Mismatch(AssertionError):
     first differing element's indices and both values."""
 
 
-def logical_dense(M: int, N: int, K: int, shift: int = 6) -> list[Tensor]:
-    """``[x, w, bias, res]``: a dense layer written as a user's logical compute (the Python
-    API's running example): ``res = clip((x @ w.T >> shift) + bias, -128, 127)`` as int8, the
-    epilogue in separate stages."""
+def dense_acc(M: int, N: int, K: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(x, w, bias, acc)``: a dense layer's int8 operands, its int32 bias and the int32
+    accumulator ``acc = x @ w.T``, for a user's epilogue to be written on."""
     x = placeholder((M, K), "int8", "x")
     w = placeholder((N, K), "int8", "w")
     bias = placeholder((N,), "int32", "bias")
     k = reduce_axis(K, "k")
     acc = compute((M, N), lambda i, j: sum_(x[i, k].astype("int32") * w[j, k].astype("int32"),
                                             k), "acc")
+    return x, w, bias, acc
+
+
+def logical_dense(M: int, N: int, K: int, shift: int = 6) -> list[Tensor]:
+    """``[x, w, bias, res]``: a dense layer written as a user's logical compute (the Python
+    API's running example): ``res = clip((x @ w.T >> shift) + bias, -128, 127)`` as int8, the
+    epilogue in separate stages."""
+    x, w, bias, acc = dense_acc(M, N, K)
     shr = compute((M, N), lambda i, j: (acc[i, j] >> shift) + bias[j], "shr")
     clip = compute((M, N), lambda *i: min_(max_(shr[i], -128), 127), "clip")
     res = compute((M, N), lambda *i: clip[i].astype("int8"), "res")
