@@ -19,10 +19,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-import vta.compiler.passes.drain_tail as DT
-from vta.compiler.workloads import Workload, resolve
+import vta.compiler.accel.passes.drain_tail as DT
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
-from vta.runner import compile_workload, timing_cost
+from vta.run.runner import compile_workload, timing_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -49,10 +49,10 @@ def _emulated(kind: str, n: int) -> Callable[[], None]:
 
 
 def _interpreted(n: int) -> Callable[[], None]:
-    from vta.compiler.interp import run_func
-    from vta.compiler.lower import lower
-    from vta.compiler.schedule import create_schedule
-    from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
+    from vta.compiler.ir.interp import run_func
+    from vta.compiler.ir.lower import lower
+    from vta.compiler.ir.schedule import create_schedule
+    from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
 
     A = placeholder((n, n), "int8", "A")
     B = placeholder((n, n), "int8", "B")

@@ -29,7 +29,7 @@ from _gpu_common import (
     write_results,
 )
 
-from vta.compiler.workloads import RESNET18
+from vta.compiler.ops.workloads import RESNET18
 
 LAYERS = [name for name in RESNET18 if name != "C1"]  # C1 (3 input channels) is not a GEMM
 
@@ -44,7 +44,7 @@ def main() -> None:
 
     from vta.compiler.ops.conv2d import Conv2dSpec
     from vta.compiler.ops.epilogue import random_bias
-    from vta.compiler.workloads import resolve
+    from vta.compiler.ops.workloads import resolve
     from vta.gpu.cuda import render_cuda
     from vta.gpu.kernels.conv2d import mma_conv2d
     from vta.gpu.lower_gpu import lower_for_gpu

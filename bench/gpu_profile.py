@@ -24,7 +24,7 @@ import numpy as np
 from vta.compiler.ops.conv2d import conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.workloads import RESNET18, resnet18_layer
+from vta.compiler.ops.workloads import RESNET18, resnet18_layer
 from vta.gpu.emulator import Emulator
 from vta.gpu.profile import Profile
 

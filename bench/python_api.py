@@ -28,17 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import vta  # noqa: E402
-from vta.compiler import (  # noqa: E402
-    compute,
-    placeholder,
-    reduce_axis,
-    schedule_packed,
-    select,
-    sum_,
-)
+from vta.compiler import compute, placeholder, reduce_axis, schedule_packed, sum_  # noqa: E402
+from vta.compiler.ir.expr import select  # noqa: E402
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference  # noqa: E402
 from vta.compiler.ops.epilogue import Epilogue, random_bias  # noqa: E402
-from vta.compiler.workloads import resolve  # noqa: E402
+from vta.compiler.ops.workloads import resolve  # noqa: E402
 from vta.gpu.implicit_gemm import tensorcore  # noqa: E402
 
 LAYERS = ("C2", "C5", "C8", "C11")
@@ -69,7 +63,7 @@ def bench(hw: vta.HwConfig, layers: list[str]) -> list[dict]:  # type: ignore[ty
     from vta.gpu.emulator import Emulator
     from vta.gpu.lower_gpu import lower_for_gpu
     from vta.gpu.schedules import conv2d_wmma
-    from vta.runner import run_workload
+    from vta.run.runner import run_workload
 
     rows = []
     for name in layers:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from vta.config import HwConfig  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.models import random_image, resnet18  # noqa: E402
-from vta.runner import run_graph, timing_cost  # noqa: E402
+from vta.run.runner import run_graph, timing_cost  # noqa: E402
 
 
 def run(hw: HwConfig, fusion: str) -> dict:

@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vta.compiler.workloads import RESNET18, resolve  # noqa: E402
+from vta.compiler.ops.workloads import RESNET18, resolve  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
-from vta.runner import run_workload  # noqa: E402
+from vta.run.runner import run_workload  # noqa: E402
 
 
 def bench(hw: HwConfig, layers: list[str]) -> list[dict]:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from vta.compiler.tc import load_file  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
-from vta.tc_runner import run_vta  # noqa: E402
+from vta.run.tc_runner import run_vta  # noqa: E402
 
 #: (file, entry, sizes): layer-like sizes the simulator runs in seconds
 EXAMPLES: list[tuple[str, str, dict[str, int]]] = [

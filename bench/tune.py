@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vta.compiler.workloads import RESNET18, RESNET18_REPEATS, resolve  # noqa: E402
+from vta.compiler.ops.workloads import RESNET18, RESNET18_REPEATS, resolve  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
 from vta.tune.cache import Cache  # noqa: E402
 from vta.tune.executor import LocalExecutor  # noqa: E402

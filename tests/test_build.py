@@ -12,7 +12,6 @@ from vta.compiler import (
     ScheduleError,
     compute,
     create_schedule,
-    lower,
     max_,
     min_,
     placeholder,
@@ -21,6 +20,7 @@ from vta.compiler import (
     sum_,
     vta_gemm_intrinsic,
 )
+from vta.compiler.ir.lower import lower
 from vta.gpu.implicit_gemm import ImplicitGemmError, simt, tensorcore
 from vta.gpu.runtime import GpuUnavailableError, gpu_available
 
@@ -224,7 +224,7 @@ def test_a_strided_one_row_logical_conv_fits_its_schedule(stride: int, h: int) -
     strided row view as ``ops.conv2d`` has): ``schedule_packed`` sizes the input tile for
     those rows, so the schedule it picks fits the scratchpad and runs bit-exact (found by
     test_logical_targets on small_hw: a tile of 3 rows sized as 2 overflowed inp)."""
-    from vta.compiler.layout import pack
+    from vta.compiler.accel.pack import pack
     from vta.compiler.ops.conv2d import Conv2dSpec
 
     hw = vt.small_hw()
@@ -253,7 +253,7 @@ def test_an_epilogue_written_inside_the_narrowing_runs_on_the_accelerator(
     """The whole epilogue in the output's one expression (``min_(max_((acc >> 7) + bias,
     -128), 127).astype("int8")``): ``pack`` gives the value a stage of its own, so the ALU
     computes it and the out STORE narrows (it reached flatten unlowered before)."""
-    from vta.compiler.layout import pack
+    from vta.compiler.accel.pack import pack
 
     M, N, K = 16, 32, 48
     x, w, bias, acc = vt.dense_acc(M, N, K)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from vta.compiler.ops.depthwise import DepthwiseSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.workloads import Workload
+from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.isa import assemble, decode, disassemble, encode, layout
 
@@ -68,7 +68,7 @@ def disassemble_one(insn: object) -> str:
 
 
 def _run(w: Workload, hw: HwConfig, epi: Epilogue):  # type: ignore[no-untyped-def]
-    from vta.runner import run_workload
+    from vta.run.runner import run_workload
 
     return run_workload(w, hw, epilogue=epi, check_reference=True)
 
@@ -91,7 +91,7 @@ def test_requant_matmul_bit_exact_with_and_without(m: int, n: int, k: int, shift
 
 
 def test_requant_replaces_four_alu_passes_on_c2() -> None:
-    from vta.compiler.workloads import resolve
+    from vta.compiler.ops.workloads import resolve
 
     w = resolve("resnet18:C2")
     epi = requant.calibrated(w.spec)
@@ -109,7 +109,7 @@ def test_requant_replaces_four_alu_passes_on_c2() -> None:
 
 
 def _run_quick(w, hw, epi):  # type: ignore[no-untyped-def]
-    from vta.runner import run_workload
+    from vta.run.runner import run_workload
 
     return run_workload(w, hw, epilogue=epi)
 
@@ -144,7 +144,7 @@ def test_dwmac_on_hardware_without_it_is_refused_by_name() -> None:
 
 
 def test_dwmac_timing_follows_its_parameter() -> None:
-    from vta.compiler.cost import microop_instruction_cycles
+    from vta.compiler.accel.cost import microop_instruction_cycles
 
     one, four = (depthwise_mac.with_dwmac(PYNQ, v) for v in (1, 4))
     assert microop_instruction_cycles(depthwise_mac.DWMAC, 100, one) == 100 + 4

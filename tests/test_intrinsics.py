@@ -181,10 +181,10 @@ def test_duplicate_name_needs_replace(scratch) -> None:
 # ------------------------------------------------------------------ one fact, every layer
 
 def _c2_candidates(hw: HwConfig) -> list[Any]:
-    from vta.compiler.driver import build, space_of
+    from vta.compiler.accel.driver import build, space_of
+    from vta.compiler.accel.schedules.model import rank
     from vta.compiler.ops.epilogue import Epilogue
-    from vta.compiler.schedules.model import rank
-    from vta.compiler.workloads import Workload, resnet18_layer
+    from vta.compiler.ops.workloads import Workload, resnet18_layer
 
     w = Workload("C2", resnet18_layer("C2"))
     ranked = rank(space_of(w, hw), Epilogue(), limit=4, prefer_two_threads=True)
@@ -198,7 +198,7 @@ def test_a_changed_fact_moves_compiler_costs_and_simulator_together(change) -> N
     changed: the busy cycles the compiler's cost functions assign to every unit equal the
     simulator's on both, and the simulator's compute unit moves by exactly what the changed
     definition says."""
-    from vta.compiler.cost import unit_busy
+    from vta.compiler.accel.cost import unit_busy
     from vta.sim import simulate
 
     variant = PYNQ.with_changes(**change)
@@ -218,8 +218,9 @@ def test_a_changed_fact_moves_compiler_costs_and_simulator_together(change) -> N
 
 def test_selection_uses_what_the_config_enables() -> None:
     """Without MUL in alu.ops a multiplying epilogue has no cover: a named error."""
-    from vta.compiler.ops.epilogue import Epilogue, epilogue_plan
-    from vta.compiler.passes._common import CompileError
+    from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
+    from vta.compiler.accel.passes._common import CompileError
+    from vta.compiler.ops.epilogue import Epilogue
 
     epi = Epilogue(kind="fixed_point", mult=3, shift=4)
     names = [s.intrin.instruction.name for s in epilogue_plan(epi, PYNQ)]
@@ -246,12 +247,13 @@ def test_builtins_are_definitions_too() -> None:
 def test_tensorize_carries_the_match_through_lower() -> None:
     """The match is robust to the region's loop order and to names, and ``lower`` leaves it on
     the region with each intrinsic tensor bound to the lowered buffer the back ends read."""
-    from vta.compiler import stmt as S
-    from vta.compiler.expr import walk
-    from vta.compiler.intrin import TensorizeRegion, vta_gemm_intrinsic
-    from vta.compiler.lower import lower
-    from vta.compiler.schedule import create_schedule
-    from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
+    from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
+    from vta.compiler.ir import stmt as S
+    from vta.compiler.ir.expr import walk
+    from vta.compiler.ir.intrin import TensorizeRegion
+    from vta.compiler.ir.lower import lower
+    from vta.compiler.ir.schedule import create_schedule
+    from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
 
     X = placeholder((4, 32), "int8", "activations")
     W = placeholder((16, 32), "int8", "filters")

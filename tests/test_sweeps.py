@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from vta.compiler.workloads import resolve
+from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
-from vta.runner import run_workload
+from vta.run.runner import run_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "hwconfigs").glob("*.yaml"))

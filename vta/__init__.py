@@ -19,8 +19,8 @@ from vta.config import HwConfig, HwConfigError
 from vta.errors import VtaError
 
 if TYPE_CHECKING:
-    from vta.compiler.layout import Layout, LayoutError, Packed, pack
-    from vta.module import TARGETS, BuildError, GpuLaunch, InputError, Module, Result, build
+    from vta.compiler.accel.pack import Layout, LayoutError, Packed, pack
+    from vta.run.build import TARGETS, BuildError, GpuLaunch, InputError, Module, Result, build
 
 __version__ = "0.1.0"
 
@@ -30,8 +30,8 @@ __all__ = ["HwConfig", "HwConfigError", "VtaError", "build", "Module", "Result",
 
 #: public name -> the module defining it (imported on first use)
 _LAZY = {**dict.fromkeys(("build", "Module", "Result", "GpuLaunch", "BuildError", "InputError",
-                          "TARGETS"), "vta.module"),
-         **dict.fromkeys(("pack", "Packed", "Layout", "LayoutError"), "vta.compiler.layout")}
+                          "TARGETS"), "vta.run.build"),
+         **dict.fromkeys(("pack", "Packed", "Layout", "LayoutError"), "vta.compiler.accel.pack")}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,13 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler.intrin import (
-    BUILDER,
-    TensorIntrinsic,
-    instruction_intrinsics,
-    usable,
-)
-from vta.compiler.intrin import register as register_tensor_intrinsic
+from vta.compiler.accel.insn_intrin import instruction_intrinsics, usable
+from vta.compiler.ir.intrin import BUILDER, TensorIntrinsic
+from vta.compiler.ir.intrin import register as register_tensor_intrinsic
 from vta.config import HwConfig, HwConfigError, declare_intrinsic, forget_intrinsic
 from vta.isa import (
     AsmSyntax,

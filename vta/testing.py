@@ -42,11 +42,8 @@ except ImportError as e:  # pragma: no cover - hypothesis is in the test extra
     raise ImportError("vta.testing needs hypothesis: pip install 'vta[test]' (or hypothesis)"
                       ) from e
 
-from vta.compiler.expr import max_, min_
-from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.tensor import (
+from vta.compiler.ir.expr import max_, min_
+from vta.compiler.ir.tensor import (
     ComputeOp,
     PlaceholderOp,
     Tensor,
@@ -56,6 +53,9 @@ from vta.compiler.tensor import (
     reduce_axis,
     sum_,
 )
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.matmul import MatmulSpec
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs
@@ -391,9 +391,9 @@ def _compare(label: str, got: Mapping[str, np.ndarray], want: Mapping[str, np.nd
 def reference_outputs(compute_fn: Callable[[], Sequence[Tensor]],
                       inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The outputs of the *unscheduled* compute in the tensor-IR interpreter: its meaning."""
-    from vta.compiler.interp import run_func
-    from vta.compiler.lower import lower
-    from vta.compiler.schedule import create_schedule
+    from vta.compiler.ir.interp import run_func
+    from vta.compiler.ir.lower import lower
+    from vta.compiler.ir.schedule import create_schedule
 
     args = list(compute_fn())
     outs = [t for t in args if isinstance(t.op, ComputeOp)]
@@ -451,8 +451,8 @@ def assert_same_on_targets(compute_fn: Callable[[], Sequence[Tensor]], schedules
     when CuPy finds one, ``True`` requires it. Floats compare within ``atol + rtol * |x|``.
     Returns each run's ``vta.Result`` by label (``"vta"``, ``"vta/reference"``,
     ``"vta/interp"``, ``"cuda"``, ``"cuda/gpu"``...)."""
-    from vta.compiler.layout import pack
-    from vta.module import build
+    from vta.compiler.accel.pack import pack
+    from vta.run.build import build
 
     probe = list(compute_fn())
     data = dict(inputs) if inputs is not None else random_inputs(probe, seed)

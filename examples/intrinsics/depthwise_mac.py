@@ -133,7 +133,7 @@ def run_layer(spec: Any, hw: HwConfig, *, custom: bool, seed: int = 0,
               check_reference: bool = False) -> Any:
     """One depthwise layer: on DWMAC (vector weights in the input scratchpad) or stock (the
     diagonal-GEMM lowering)."""
-    from vta.runner import run_depthwise
+    from vta.run.runner import run_depthwise
 
     if custom:
         return run_depthwise(spec, hw, seed=seed, check_reference=check_reference,

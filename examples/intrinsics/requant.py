@@ -157,8 +157,8 @@ def run(layers: list[str] | None = None, hw_path: Path = ROOT / "hwconfigs/pynq.
         seed: int = 0) -> dict[str, Any]:
     """Every layer of ResNet-18 (or ``layers``) with the calibrated fixed-point epilogue, on
     stock pynq and on pynq with REQUANT; bit-exact against numpy either way."""
-    from vta.compiler.workloads import resolve_network
-    from vta.runner import run_workload
+    from vta.compiler.ops.workloads import resolve_network
+    from vta.run.runner import run_workload
 
     define()
     stock = HwConfig.from_yaml(hw_path)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vta.compiler import stmt as S
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute
+from vta.compiler.accel.ops.conv2d_packed import conv2d_compute
+from vta.compiler.accel.pipeline import PASSES
+from vta.compiler.accel.schedules.default import ConvSchedule, lower_op
+from vta.compiler.ir import stmt as S
+from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.pipeline import PASSES
-from vta.compiler.schedules.default import ConvSchedule, lower_op
 from vta.config import HwConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,6 @@ def run_until(func: S.PrimFunc, last: str, name: str = "pynq") -> S.PrimFunc:
 
 
 def nodes(func: S.PrimFunc, cls: type) -> list:
-    from vta.compiler.expr import walk
+    from vta.compiler.ir.expr import walk
 
     return [n for n in walk(func.body) if isinstance(n, cls)]

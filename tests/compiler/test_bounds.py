@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.driver import compulsory_bytes, roofline
+from vta.compiler.accel.driver import compulsory_bytes, roofline
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.workloads import Workload, resolve
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
-from vta.runner import compile_workload
+from vta.run.runner import compile_workload
 from vta.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[2]

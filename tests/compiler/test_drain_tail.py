@@ -9,11 +9,11 @@ import itertools
 import pytest
 from _vta_helpers import hw
 
-from vta.compiler.passes import drain_tail as DT
-from vta.compiler.vta_ir import Insn
-from vta.compiler.workloads import Workload, resnet18_layer
+from vta.compiler.accel.passes import drain_tail as DT
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ops.workloads import Workload, resnet18_layer
 from vta.isa import Alu, AluOp, Gemm, Load, MemType, Store, Uop
-from vta.runner import run_workload
+from vta.run.runner import run_workload
 
 
 def _c10() -> Workload:

@@ -5,11 +5,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vta.testing as vt
+from vta.compiler.accel.schedules.default import ScheduleError
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.schedules.default import ScheduleError
-from vta.compiler.workloads import Workload
-from vta.runner import run_workload
+from vta.compiler.ops.workloads import Workload
+from vta.run.runner import run_workload
 
 CONFIGS = {h.name: h for h in vt.shipped_hw()}
 
@@ -36,7 +36,7 @@ def test_matmul_bit_exact(shape: tuple[int, int, int], cfg: str, lh: bool, seed:
 
 
 def test_resnet_c2_bit_exact_with_and_without_latency_hiding() -> None:
-    from vta.compiler.workloads import resolve
+    from vta.compiler.ops.workloads import resolve
 
     hw = CONFIGS["pynq"]
     on = run_workload(resolve("conv2d"), hw)

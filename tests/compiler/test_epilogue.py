@@ -21,7 +21,8 @@ from _vta_helpers import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import vta.runner as runner
+import vta.run.runner as runner
+from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
 from vta.compiler.ops.epilogue import (
     Epilogue,
@@ -31,11 +32,10 @@ from vta.compiler.ops.epilogue import (
     saturated_fraction,
 )
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc
-from vta.compiler.passes._common import CompileError
-from vta.compiler.workloads import RESNET18, Workload, resolve
+from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
 from vta.isa import Alu, AluOp, Deps, Gemm, Program
-from vta.runner import make_inputs, run_workload
+from vta.run.runner import make_inputs, run_workload
 
 LIMIT = 0.05
 
@@ -231,7 +231,7 @@ def gpu_args(**kw: object) -> argparse.Namespace:
 
 @pytest.mark.parametrize("epilogue", ["calibrated", "none"])
 def test_gpu_emulator_checks(epilogue: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from vta.gpu.cli_support import run_gpu_workload
+    from vta.run.gpu_runner import run_gpu_workload
 
     assert run_gpu_workload(gpu_args(epilogue=epilogue)) == 0
     out = capsys.readouterr().out
@@ -241,7 +241,7 @@ def test_gpu_emulator_checks(epilogue: str, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_gpu_raw_reference_is_the_accumulators() -> None:
-    from vta.gpu.workloads import make_workload
+    from vta.run.gpu_workloads import make_workload
 
     w = make_workload("resnet18:C4", raw=True, height=8, in_channels=20, out_channels=24)
     assert w.epi is None
@@ -252,7 +252,7 @@ def test_gpu_raw_reference_is_the_accumulators() -> None:
 def test_gpu_emulator_catches_one_wrong_accumulator(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     from vta.gpu import emulator
-    from vta.gpu.cli_support import run_gpu_workload
+    from vta.run.gpu_runner import run_gpu_workload
 
     real = emulator.Emulator.run
 

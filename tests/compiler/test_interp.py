@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.interp import InterpError, run_func
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.interp import InterpError, run_func
 
 
 def one_loop(n: int, body) -> tuple[S.PrimFunc, S.Buffer, S.Buffer]:
@@ -101,9 +101,9 @@ def test_allocation_is_not_zeroed() -> None:
 
 
 def test_matmul_64_is_fast() -> None:
-    from vta.compiler.lower import lower
-    from vta.compiler.schedule import create_schedule
-    from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
+    from vta.compiler.ir.lower import lower
+    from vta.compiler.ir.schedule import create_schedule
+    from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
 
     A = placeholder((64, 64), "int8", "A")
     B = placeholder((64, 64), "int8", "B")

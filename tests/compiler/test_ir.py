@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler.intrin import (
+from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.intrin import (
     IntrinError,
     TensorIntrinsic,
     for_target,
     gemm_decl,
     get,
     register,
-    vta_gemm_intrinsic,
 )
-from vta.compiler.tensor import compute, input_tensors, placeholder, reduce_axis
+from vta.compiler.ir.tensor import compute, input_tensors, placeholder, reduce_axis
 
 
 def test_input_tensors_are_direct_reads_only() -> None:

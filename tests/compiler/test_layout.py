@@ -16,7 +16,6 @@ from vta.compiler import (
     LayoutError,
     compute,
     create_schedule,
-    lower,
     pack,
     pack_bias,
     pack_data,
@@ -25,10 +24,11 @@ from vta.compiler import (
     placeholder,
     reduce_axis,
     run_func,
-    select,
     sum_,
 )
-from vta.compiler.layout import Lane, Layout
+from vta.compiler.accel.pack import Lane, Layout
+from vta.compiler.ir.expr import select
+from vta.compiler.ir.lower import lower
 from vta.config import HwConfig
 
 

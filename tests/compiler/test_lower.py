@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.bounds import BoundsError
-from vta.compiler.interp import run_func
-from vta.compiler.intrin import TensorIntrinsic, gemm_decl
-from vta.compiler.lower import LowerError, lower
-from vta.compiler.schedule import ScheduleError, create_schedule
-from vta.compiler.tensor import Tensor, compute, placeholder, reduce_axis, sum_
-from vta.compiler.verify import verify
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.interp import run_func
+from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
+from vta.compiler.ir.lower import LowerError, lower
+from vta.compiler.ir.regions import BoundsError
+from vta.compiler.ir.schedule import ScheduleError, create_schedule
+from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir.verify import verify
 
 RNG = np.random.default_rng(7)
 

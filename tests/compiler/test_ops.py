@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.ops import packing
+from vta.compiler.accel.ops import packing
 from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec, matmul_reference
@@ -37,11 +37,11 @@ def test_pack_matrix_roundtrip() -> None:
 
 
 def test_conv2d_compute_defines_the_packed_op_in_the_tensor_ir() -> None:
-    from vta.compiler.interp import run_func
-    from vta.compiler.lower import lower
-    from vta.compiler.ops.conv2d import conv2d_compute, packed_dims
-    from vta.compiler.schedule import create_schedule
-    from vta.compiler.schedules.default import ConvSchedule
+    from vta.compiler.accel.ops.conv2d_packed import conv2d_compute, packed_dims
+    from vta.compiler.accel.schedules.default import ConvSchedule
+    from vta.compiler.ir.interp import run_func
+    from vta.compiler.ir.lower import lower
+    from vta.compiler.ir.schedule import create_schedule
     from vta.config import HwConfig
 
     hw = HwConfig.from_yaml(__import__("_vta_helpers").ROOT / "hwconfigs" / "pynq.yaml")

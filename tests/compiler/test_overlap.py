@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vta.compiler import stmt as S
+from vta.compiler.accel.passes.coproc_sync import insert_tokens
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import stmt as S
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.passes.coproc_sync import insert_tokens
-from vta.compiler.vta_ir import Insn
-from vta.compiler.workloads import Workload, resolve
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
 from vta.isa import (
     Alu,
@@ -28,7 +28,7 @@ from vta.isa import (
     pops_of,
     pushes_of,
 )
-from vta.runner import run_workload
+from vta.run.runner import run_workload
 from vta.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,7 +131,7 @@ def test_overlap_runs_bit_exact_and_faster() -> None:
 def test_overlap_c2_gemm_utilization() -> None:
     """ResNet-18 C2 on pynq_overlap: the GEMM core busy at least 95% of the run (the epilogue,
     resets and stores of one thread run beside the other thread's GEMMs)."""
-    from vta.runner import compile_workload
+    from vta.run.runner import compile_workload
 
     c = compile_workload(resolve("resnet18:C2"), OVERLAP)
     st = simulate(c.program, OVERLAP, timing_only=True).stats

@@ -4,12 +4,12 @@ conv2d, and the named errors."""
 import pytest
 from _vta_helpers import hw, lowered, run_until
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.passes.acc_inplace import reuse_acc_buffers
-from vta.compiler.passes.bound_inference import BoundsError, infer_bounds
-from vta.compiler.passes.scratchpad_alloc import ScratchpadOverflow, allocate_scratchpads
-from vta.compiler.passes.unit_loops import fold_unit_loops
+from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
+from vta.compiler.accel.passes.bound_inference import BoundsError, infer_bounds
+from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow, allocate_scratchpads
+from vta.compiler.accel.passes.unit_loops import fold_unit_loops
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 
 
 def _allocs(f: S.PrimFunc) -> dict[str, S.Buffer]:

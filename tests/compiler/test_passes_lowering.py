@@ -2,19 +2,19 @@
 
 from _vta_helpers import lowered, nodes, run_until
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.accel.passes._common import evaluate
+from vta.compiler.accel.passes.uop_gen import fold_loops
+from vta.compiler.accel.schedules.default import ConvSchedule
+from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, DmaLoad, DmaStore
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.passes._common import evaluate
-from vta.compiler.passes.uop_gen import fold_loops
-from vta.compiler.schedules.default import ConvSchedule
-from vta.compiler.vta_ir import ComputeInsn, ComputeNest, DmaLoad, DmaStore
 
 GEMM_NAME = "GEMM"
 
 
 def _stage(f: S.PrimFunc, name: str) -> S.Stmt:
-    from vta.compiler.passes._common import stages
+    from vta.compiler.accel.passes._common import stages
 
     return next(s for s in stages(f.body) if s.value == name).body
 
@@ -126,8 +126,8 @@ def test_strided_1x1_lowering_has_no_padding() -> None:
 def test_inject_dma_refuses_a_select_that_is_not_padding() -> None:
     import pytest
 
-    from vta.compiler.passes._common import CompileError
-    from vta.compiler.passes.inject_dma import inject_dma
+    from vta.compiler.accel.passes._common import CompileError
+    from vta.compiler.accel.passes.inject_dma import inject_dma
 
     g = S.Buffer("g", (8, 1, 16), "int8")
     o = S.Buffer("o", (8, 1, 16), "int8", "inp")

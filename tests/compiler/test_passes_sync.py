@@ -7,13 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vta.testing as vt
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.passes.emit import emit_program
-from vta.compiler.vta_ir import Insn
-from vta.compiler.workloads import Workload
+from vta.compiler.accel.passes.emit import emit_program
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ops.workloads import Workload
 from vta.isa import Finish, Gemm, Load, MemType, Module, module_of, pops_of, pushes_of
-from vta.runner import run_workload
+from vta.run.runner import run_workload
 
 
 def test_virtual_thread_removes_vthread_loops_and_tags_copies() -> None:

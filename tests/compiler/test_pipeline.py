@@ -3,12 +3,17 @@
 import pytest
 from _vta_helpers import HWCONFIGS, hw
 
+from vta.compiler.accel.pipeline import PASS_NAMES, PASSES, UnknownPass
+from vta.compiler.accel.schedules.default import (
+    ConvSchedule,
+    ScheduleError,
+    default_schedule,
+    fit_report,
+)
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.pipeline import PASS_NAMES, PASSES, UnknownPass
-from vta.compiler.schedules.default import ConvSchedule, ScheduleError, default_schedule, fit_report
-from vta.compiler.workloads import RESNET18, Workload, resolve
+from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
-from vta.runner import compile_workload
+from vta.run.runner import compile_workload
 
 
 def test_pass_order_and_reasons() -> None:

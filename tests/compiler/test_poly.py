@@ -6,9 +6,9 @@ from __future__ import annotations
 import islpy as isl
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler import poly
-from vta.compiler.stmt import Buffer
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir.stmt import Buffer
 
 
 def test_matmul_tile_footprint() -> None:

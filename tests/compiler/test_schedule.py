@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler.intrin import TensorIntrinsic, gemm_decl
-from vta.compiler.schedule import INLINE, AttachAt, ScheduleError, create_schedule
-from vta.compiler.stmt import ForKind
-from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
+from vta.compiler.ir.schedule import INLINE, AttachAt, ScheduleError, create_schedule
+from vta.compiler.ir.stmt import ForKind
+from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
 
 
 def mm(m: int = 16, n: int = 16, k: int = 16):
@@ -235,8 +235,8 @@ def test_tensorize_match_and_refusals() -> None:
 def test_reorder_that_breaks_a_dependence_is_refused() -> None:
     """The general dependence check: a stage whose body reads its own output at another index
     (a recurrence, only expressible by rewriting a definition) must keep its loop order."""
-    from vta.compiler.schedule import stage_dependences
-    from vta.compiler.tensor import ComputeOp, TensorRead
+    from vta.compiler.ir.schedule import stage_dependences
+    from vta.compiler.ir.tensor import ComputeOp, TensorRead
 
     A = placeholder((8, 8), "int32", "A")
     T = compute((8, 8), lambda i, j: A[i, j], "T")

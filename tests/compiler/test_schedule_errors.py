@@ -15,7 +15,7 @@ from vta.compiler import (
     sum_,
     vta_gemm_intrinsic,
 )
-from vta.compiler.intrin import TensorIntrinsic, gemm_decl
+from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
 
 GEMM = TensorIntrinsic("t.gemm4", "vta", gemm_decl(1, 4, 4, "int8", "int8", "int32"))
 

@@ -9,13 +9,13 @@ from _vta_helpers import HWCONFIGS, hw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vta.compiler.accel.ops.fold import ConvFold, fold_candidates
+from vta.compiler.accel.ops.packing import fold_data, fold_kernel
 from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.fold import ConvFold, fold_candidates
-from vta.compiler.ops.packing import fold_data, fold_kernel
-from vta.compiler.workloads import Workload, resnet18_layer, resolve
+from vta.compiler.ops.workloads import Workload, resnet18_layer, resolve
 from vta.config import HwConfig
-from vta.runner import compile_workload, run_workload
+from vta.run.runner import compile_workload, run_workload
 
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in HWCONFIGS}
 

@@ -8,16 +8,17 @@ import pytest
 from _vta_helpers import ROOT, hw
 
 from vta.cli import main
-from vta.compiler.ops.conv2d import Conv2dSpec, packed_dims, row_subsampled
-from vta.compiler.schedules.default import ConvSchedule, default_schedule, ranked_schedules
-from vta.compiler.workloads import (
+from vta.compiler.accel.ops.conv2d_packed import packed_dims, row_subsampled
+from vta.compiler.accel.schedules.default import ConvSchedule, default_schedule, ranked_schedules
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.workloads import (
     RESNET18,
     RESNET18_REPEATS,
     UnknownWorkload,
     Workload,
     resolve_network,
 )
-from vta.runner import compile_workload, run_network, run_workload
+from vta.run.runner import compile_workload, run_network, run_workload
 
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")
 

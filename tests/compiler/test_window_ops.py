@@ -10,9 +10,9 @@ from _vta_helpers import hw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.ops import packing
-from vta.compiler.ops.conv2d import ShapeError
-from vta.compiler.ops.fused import (
+from vta.compiler.accel.ops import packing
+from vta.compiler.accel.ops.window_packed import compile_window, window_bound
+from vta.compiler.ops.chain import (
     Chain,
     add_stage,
     clip_stage,
@@ -20,7 +20,8 @@ from vta.compiler.ops.fused import (
     round_clip_stage,
     scaled_operand,
 )
-from vta.compiler.ops.window import WindowSpec, compile_window, window_bound
+from vta.compiler.ops.conv2d import ShapeError
+from vta.compiler.ops.window import WindowSpec
 from vta.graph import interp
 from vta.sim import simulate
 

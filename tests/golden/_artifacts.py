@@ -13,15 +13,15 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from vta.compiler.driver import Compiled
+from vta.compiler.accel.driver import Compiled
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.workloads import Workload
+from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.gpu.cuda import CudaKernel
 from vta.isa import disassemble
-from vta.runner import compile_workload
+from vta.run.runner import compile_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 HW_YAML = ROOT / "hwconfigs" / "pynq.yaml"
@@ -85,7 +85,7 @@ CUDA_CASES: dict[str, tuple[str, Conv2dSpec | MatmulSpec]] = {
 @cache
 def kernel(case: str) -> CudaKernel:
     from vta.gpu.lower_gpu import build
-    from vta.gpu.workloads import GpuWorkload, build_func
+    from vta.run.gpu_workloads import GpuWorkload, build_func
 
     schedule, spec = CUDA_CASES[case]
     return build(build_func(GpuWorkload(case, spec, "int8", Epilogue()), schedule))

@@ -26,10 +26,10 @@ from _artifacts import (
     pynq,
 )
 
-from vta.compiler.workloads import Workload
+from vta.compiler.ops.workloads import Workload
 from vta.gpu.nvcc import compile_ptx_batch, find_nvcc
 from vta.isa import assemble, disassemble
-from vta.runner import compile_workload
+from vta.run.runner import compile_workload
 
 
 @pytest.mark.parametrize("case", list(VTA_CASES))

@@ -4,11 +4,11 @@ build on machines without a GPU."""
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.workloads import resnet18_layer
+from vta.compiler.ops.workloads import resnet18_layer
 from vta.gpu.cuda import render_cuda
 from vta.gpu.dialect import WmmaMma
 from vta.gpu.lower_gpu import lower_for_gpu

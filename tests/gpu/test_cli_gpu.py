@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from vta.gpu.cli_support import run_gpu_workload
 from vta.gpu.runtime import GpuUnavailableError, gpu_available
+from vta.run.gpu_runner import run_gpu_workload
 
 
 def ns(**kw: object) -> argparse.Namespace:

@@ -82,8 +82,8 @@ def accelerator_result(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: st
                        ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
     """(user inputs, numpy reference, simulator output) from the accelerator's driver, or None
     when the accelerator compiler refuses the case (the GPU side is still checked)."""
-    from vta.compiler.workloads import Workload
-    from vta.runner import compile_workload, expected_and_actual, make_inputs
+    from vta.compiler.ops.workloads import Workload
+    from vta.run.runner import compile_workload, expected_and_actual, make_inputs
     from vta.sim import simulate
 
     hw = hwconfig(hw_name)
@@ -102,7 +102,7 @@ def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
                schedule: tuple[str, object], seed: int, run: Runner, sources: list[str]) -> None:
     acc = accelerator_result(spec, epi, hw_name, seed)
     if acc is None:
-        from vta.gpu.workloads import GpuWorkload, random_inputs, reference
+        from vta.run.gpu_workloads import GpuWorkload, random_inputs, reference
 
         user = None
     else:
@@ -225,7 +225,7 @@ def test_matmul_fp16_gpu_within_bound() -> None:
 
 def test_default_workload_schedules_render(nvcc_check) -> None:  # type: ignore[no-untyped-def]
     """The CLI's default kernels (tensor-core conv2d C2, both GEMMs of the benchmark) compile."""
-    from vta.gpu.workloads import build_func, make_workload
+    from vta.run.gpu_workloads import build_func, make_workload
 
     srcs = [render_cuda(lower_for_gpu(build_func(make_workload(n, dt), s))).source
             for n, dt, s in [("conv2d", "int8", "wmma"), ("conv2d", "int8", "simt"),

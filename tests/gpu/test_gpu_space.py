@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from vta.compiler.schedules.space import enumerate_space
-from vta.compiler.workloads import Workload, resolve
+from vta.compiler.accel.schedules.space import enumerate_space
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.gpu.space import GpuSpace
-from vta.gpu.workloads import make_workload
+from vta.run.gpu_workloads import make_workload
 from vta.tune.gpu import build_gpu
 from vta.tune.tuner import Job, TrialTask
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vta.testing as vt
-from vta.compiler import compute, placeholder, reduce_axis, schedule_packed, select, sum_
+from vta.compiler import compute, placeholder, reduce_axis, schedule_packed, sum_
+from vta.compiler.ir.expr import select
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.gpu.implicit_gemm import simt, tensorcore

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.workloads import resnet18_layer
+from vta.compiler.ops.workloads import resnet18_layer
 from vta.gpu.cuda import render_cuda
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.conv2d import conv_knobs, mma_conv2d, ohwi_weight

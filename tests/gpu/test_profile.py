@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.common import finish
 from vta.gpu.profile import bank_conflicts, request_sectors, shared_wavefronts

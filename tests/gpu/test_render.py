@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.gpu.cuda import CudaRenderError, render_cuda
 from vta.gpu.dialect import LaunchConfig
 from vta.gpu.emulator import Emulator

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.interp import run_func
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.interp import run_func
 from vta.gpu.taskmap import TaskMapping, TaskMappingError, repeat, spatial
 
 # ---------------------------------------------------------------------------- brute force

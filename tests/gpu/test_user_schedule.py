@@ -16,11 +16,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.lower import lower
-from vta.compiler.schedule import Schedule, ScheduleError, Stage, create_schedule
-from vta.compiler.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import Schedule, ScheduleError, Stage, create_schedule
+from vta.compiler.ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
 from vta.gpu.cuda import render_cuda
 from vta.gpu.emulator import Emulator, EmulatorRaceError
 from vta.gpu.lower_gpu import GpuLoweringError, lower_for_gpu

@@ -10,7 +10,13 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.ops.fused import Chain, add_stage, requant_stage, round_clip_stage, scaled_operand
+from vta.compiler.ops.chain import (
+    Chain,
+    add_stage,
+    requant_stage,
+    round_clip_stage,
+    scaled_operand,
+)
 from vta.compiler.ops.window import WindowSpec
 from vta.gpu.cuda import render_cuda
 from vta.gpu.emulator import Emulator

@@ -8,16 +8,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta.compiler.intrin import vta_gemm_intrinsic
-from vta.compiler.lower import lower
-from vta.compiler.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_compute
-from vta.compiler.ops.epilogue import Epilogue, PackedOp
-from vta.compiler.ops.fused import apply_chain
-from vta.compiler.pipeline import compile_func
-from vta.compiler.schedule import AttachAt, Schedule, ScheduleError, create_schedule
-from vta.compiler.schedules.default import ConvSchedule
-from vta.compiler.schedules.fusion import anchor_tile, attach_epilogue
+from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
+from vta.compiler.accel.ops import packing
+from vta.compiler.accel.ops.chain_plan import apply_chain
+from vta.compiler.accel.ops.conv2d_packed import conv2d_compute
+from vta.compiler.accel.ops.packed_op import PackedOp
+from vta.compiler.accel.pipeline import compile_func
+from vta.compiler.accel.schedules.default import ConvSchedule
+from vta.compiler.accel.schedules.fusion import anchor_tile, attach_epilogue
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import AttachAt, Schedule, ScheduleError, create_schedule
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
 from vta.config import HwConfig
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder

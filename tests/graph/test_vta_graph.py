@@ -16,7 +16,7 @@ from vta.graph.compile import compile_graph
 from vta.graph.ir import Graph
 from vta.graph.place import HostOp, Kernel
 from vta.graph.report import format_run
-from vta.runner import run_graph
+from vta.run.runner import run_graph
 
 from .conftest import ROOT, hw, mini_graph
 

@@ -10,7 +10,7 @@ import pytest
 
 from vta.compiler.tc import load_file
 from vta.config import HwConfig
-from vta.tc_runner import run_gpu, run_vta
+from vta.run.tc_runner import run_gpu, run_vta
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tc"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta.compiler import create_schedule, lower, run_func
+from vta.compiler import create_schedule, run_func
+from vta.compiler.ir.lower import lower
 from vta.compiler.tc import load
 from vta.compiler.tc.frontend import Definition, random_inputs
 from vta.compiler.tc.interp import CHUNK, NP_DTYPE

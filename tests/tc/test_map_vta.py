@@ -9,17 +9,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from vta.compiler.accel.tc_map import AluTask, CpuTask, GemmTask, combine_planes, plan_vta, planes
 from vta.compiler.tc import load
-from vta.compiler.tc.map_vta import (
-    AluTask,
-    CpuTask,
-    GemmTask,
-    combine_planes,
-    plan_vta,
-    planes,
-)
 from vta.config import HwConfig
-from vta.tc_runner import run_vta
+from vta.run.tc_runner import run_vta
 
 
 def _plan(src: str, sizes: dict[str, int], hw: HwConfig):  # type: ignore[no-untyped-def]
@@ -152,7 +145,8 @@ def test_runs_are_bit_exact(pynq: HwConfig, src: str, sizes: dict[str, int],
 def test_tc_matmul_is_the_gemm_intrinsic(pynq: HwConfig) -> None:
     """The tensor IR a TC matmul lowers to is what the tensorizer matches against the
     accelerator's GEMM intrinsic (1 x 16 x 16 on pynq), like a Python-API compute."""
-    from vta.compiler import create_schedule, lower, vta_gemm_intrinsic
+    from vta.compiler import create_schedule, vta_gemm_intrinsic
+    from vta.compiler.ir.lower import lower
 
     d = load("def mm(int8(M,K) A, int8(N,K) B) -> (C) { C(m,n) +=! A(m,k) * B(n,k) }")
     f = d.to_ir({"M": 4, "N": 32, "K": 64})

@@ -9,13 +9,14 @@ import numpy as np
 from hypothesis import assume, given, settings
 from tc_strategies import tc_programs
 
-from vta.compiler import create_schedule, lower, run_func
+from vta.compiler import create_schedule, run_func
+from vta.compiler.ir.lower import lower
 from vta.compiler.tc import TcRangeError, load
 from vta.compiler.tc.frontend import Definition, random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
 from vta.compiler.tc.ranges import Concrete
 from vta.config import HwConfig
-from vta.tc_runner import run_gpu, run_vta
+from vta.run.tc_runner import run_gpu, run_vta
 
 #: both targets compile and run every drawn program: half of the profile's examples
 EXAMPLES = max(5, settings().max_examples // 2)

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from vta.cli import main
-from vta.compiler.workloads import resolve
+from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.tune.cache import Cache
 from vta.tune.executor import DaskExecutor, ExecutorError, LocalExecutor, make_executor

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from vta.compiler import driver
-from vta.compiler.schedules.model import rank
-from vta.compiler.schedules.space import Point
-from vta.compiler.workloads import resolve
+from vta.compiler.accel import driver
+from vta.compiler.accel.schedules.model import rank
+from vta.compiler.accel.schedules.space import Point
+from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.tune.search import Evolution, Exhaustive, SearchError, make_search
 

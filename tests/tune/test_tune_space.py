@@ -11,13 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler import driver
-from vta.compiler import expr as E
-from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.schedule import ScheduleError
-from vta.compiler.schedules.default import ranked_schedules
-from vta.compiler.schedules.model import rank
-from vta.compiler.schedules.space import (
+from vta.compiler.accel import driver
+from vta.compiler.accel.schedules.default import ranked_schedules
+from vta.compiler.accel.schedules.model import rank
+from vta.compiler.accel.schedules.space import (
     COL_TILES,
     ROW_TILES,
     ConvSpace,
@@ -28,10 +25,13 @@ from vta.compiler.schedules.space import (
     footprint,
     tile_choices,
 )
-from vta.compiler.workloads import Workload, resolve
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.schedule import ScheduleError
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
 from vta.gpu.space import GpuSpace
-from vta.runner import run_workload, timing_cost
+from vta.run.runner import run_workload, timing_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
@@ -225,7 +225,7 @@ def test_a_point_too_big_for_one_bank_is_refused_as_the_allocator_would() -> Non
     """A refusal for one bank (C4, one thread, pynq_overlap): ``build`` raises it, and the
     program compiled anyway (past the space's check) overflows the bank in scratchpad
     allocation: the space and the allocator agree."""
-    from vta.compiler.passes.scratchpad_alloc import ScratchpadOverflow
+    from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow
 
     w = resolve("resnet18:C4")
     p = driver.space_of(w, OVERLAP, vthreads=1)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.printer import Namer
-from vta.compiler.visitor import Dispatch
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.printer import Namer
+from vta.compiler.ir.visitor import Dispatch
 from vta.errors import VtaError
 from vta.gpu.dialect import (
     STATIC_SHARED_BYTES,

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vta.compiler.expr import Expr
-from vta.compiler.stmt import Buffer, Stmt
+from vta.compiler.ir.expr import Expr
+from vta.compiler.ir.stmt import Buffer, Stmt
 
 __all__ = [
     "ThreadIndex", "LaunchConfig", "FragmentInfo", "WmmaFill", "WmmaLoad", "WmmaMma",

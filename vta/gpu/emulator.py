@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
-from vta.compiler.visitor import Dispatch
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ir.visitor import Dispatch
 from vta.errors import VtaError
 from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (

@@ -27,9 +27,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vta.compiler import expr as E
-from vta.compiler.schedule import Schedule
-from vta.compiler.tensor import (
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.schedule import Schedule
+from vta.compiler.ir.tensor import (
     ComputeOp,
     IterVar,
     PlaceholderOp,

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler import poly
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
-from vta.compiler.intrin import TensorIntrinsic
-from vta.compiler.intrin import register as register_intrinsic
-from vta.compiler.tensor import Tensor, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ir.intrin import TensorIntrinsic
+from vta.compiler.ir.intrin import register as register_intrinsic
+from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
 from vta.gpu.passes.bind_threads import GpuLoweringError
 
@@ -89,7 +89,7 @@ def wmma_intrinsic(in_dtype: str) -> Any:
 def _is_wmma(v: Any) -> bool:
     """Whether a tensorize annotation is a region matched to a fragment (WMMA) intrinsic: by the
     intrinsic's definition (target and hooks), not its name."""
-    from vta.compiler.intrin import TensorizeRegion
+    from vta.compiler.ir.intrin import TensorizeRegion
 
     return (isinstance(v, TensorizeRegion) and v.intrin.target == "cuda"
             and v.intrin.hooks.get("fragment", False))

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vta.compiler import stmt as S
-from vta.compiler.verify import verify
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.verify import verify
 from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.passes.bind_threads import GpuLoweringError, bind_threads
 from vta.gpu.passes.check_registers import check_registers

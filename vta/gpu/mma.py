@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler.expr import DTYPES
-from vta.compiler.stmt import Buffer, Stmt
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ir.stmt import Buffer, Stmt
 
 if TYPE_CHECKING:
     from vta.gpu.cuda import _Renderer

@@ -35,13 +35,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vta.compiler import expr as E
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.schedule import Schedule
+from vta.compiler.ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ops.chain import CHANNEL, Chain, ew
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.fused import CHANNEL, Chain, ew
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.schedule import Schedule
-from vta.compiler.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
 
 __all__ = ["ACC_DTYPE", "GemmDef", "matmul_gemm", "conv2d_gemm", "requantize",
            "attach_epilogue", "chain_operands"]

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vta.compiler import stmt as S
-from vta.compiler.lower import lower
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import Schedule, ScheduleError, Stage, create_schedule
+from vta.compiler.ir.tensor import IterVar
+from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.fused import Chain
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.schedule import Schedule, ScheduleError, Stage, create_schedule
-from vta.compiler.tensor import IterVar
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
 

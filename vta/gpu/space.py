@@ -26,9 +26,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from vta.compiler.accel.schedules.space import Point
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.schedules.space import Point
 from vta.errors import VtaError
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.mma import MMA_SHAPES
@@ -159,7 +159,7 @@ class GpuProblem:
         return next((t for t in tiles if t >= extent), tiles[-1])
 
     def refusal(self, point: Point) -> tuple[str, str] | None:
-        from vta.compiler.schedule import ScheduleError
+        from vta.compiler.ir.schedule import ScheduleError
         from vta.gpu.passes.bind_threads import GpuLoweringError
 
         v = point.as_dict()

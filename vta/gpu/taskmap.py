@@ -28,8 +28,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.errors import VtaError
 
 __all__ = ["TaskMappingError", "Atom", "TaskMapping", "spatial", "repeat"]

@@ -12,13 +12,13 @@ schedule gives one output element to each thread (128 per block): the reduction 
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.lower import lower
-from vta.compiler.ops.fused import Chain, ew
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import create_schedule
+from vta.compiler.ir.tensor import ComputeOp, Reduce, Tensor, placeholder, reduce_axis, sum_
+from vta.compiler.ops.chain import Chain, ew
 from vta.compiler.ops.window import WindowSpec
-from vta.compiler.schedule import create_schedule
-from vta.compiler.tensor import ComputeOp, Reduce, Tensor, placeholder, reduce_axis, sum_
 from vta.gpu.ops import chain_operands, requantize
 
 __all__ = ["window_func", "THREADS"]

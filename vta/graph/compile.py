@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from vta.compiler import driver
+from vta.compiler.accel import driver
 from vta.config import HwConfig
 from vta.graph.ir import Graph
 from vta.graph.link import link_program

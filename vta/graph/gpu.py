@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler import stmt as S
+from vta.compiler.ir import stmt as S
+from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.fused import Chain
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.window import WindowSpec
 from vta.errors import VtaError
@@ -119,7 +119,7 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
                 func = G.matmul_simt(ms, "int8", epi, chain=chain)
         return func, [a.x, a.weight, a.bias, *vals], chain
     if isinstance(a, (MaxPool2d, GlobalAvgPool, Add, Relu, Clip)):
-        from vta.compiler.ops.fused import requant_stage
+        from vta.compiler.ops.chain import requant_stage
 
         if isinstance(a, MaxPool2d):
             n, c, h, w = a.x.type.shape

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vta.compiler.ops import packing
-from vta.compiler.ops.fold import ConvFold
+from vta.compiler.accel.ops import packing
+from vta.compiler.accel.ops.fold import ConvFold
 from vta.config import HwConfig
 from vta.graph.ir import TensorType
 

@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler import driver
-from vta.compiler.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.fused import (
+from vta.compiler.accel import driver
+from vta.compiler.accel.ops import packing
+from vta.compiler.accel.ops.window_packed import compile_window, window_bound
+from vta.compiler.ops.chain import (
     EYE,
     Chain,
     EwStage,
@@ -45,9 +44,11 @@ from vta.compiler.ops.fused import (
     round_clip_stage,
     scaled_operand,
 )
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.compiler.ops.window import WindowSpec, compile_window, window_bound
-from vta.compiler.workloads import Workload
+from vta.compiler.ops.window import WindowSpec
+from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.graph.ir import (

@@ -113,7 +113,7 @@ def tuned_compile(args: argparse.Namespace, w: Any, hw: Any, epi: Any,
     forced. A cache file that does not exist is not created."""
     if _forced(args, knobs) or args.no_cache:
         return None
-    from vta.compiler import driver
+    from vta.compiler.accel import driver
     from vta.tune.tuner import lookup
 
     with _open_cache(args, create=False) as cache:
@@ -149,7 +149,7 @@ def tuned_picker(args: argparse.Namespace, hw: Any, raw: bool, knobs: dict[str, 
 
 
 def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
-    from vta.compiler.workloads import resolve, resolve_network
+    from vta.compiler.ops.workloads import resolve, resolve_network
     from vta.config import HwConfig
     from vta.tune.tuner import Job
 
@@ -207,8 +207,8 @@ def tune_command(args: argparse.Namespace) -> int:
 
 
 def _print_spaces(jobs: list[Any], as_json: bool) -> int:
-    from vta.compiler import driver
-    from vta.compiler.schedules.space import enumerate_space
+    from vta.compiler.accel import driver
+    from vta.compiler.accel.schedules.space import enumerate_space
 
     out = []
     for j in jobs:

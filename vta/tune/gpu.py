@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from vta.compiler.accel.schedules.space import Point, enumerate_space
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.schedules.space import Point, enumerate_space
 from vta.errors import VtaError
 from vta.gpu.space import GpuProblem, GpuSpace, knobs_of
 from vta.tune.cache import TuneKey, compiler_version
@@ -71,7 +71,7 @@ def build_gpu(task: Any) -> Any:
 def measure_gpu(task: Any) -> Any:
     """Build, check and time one GPU point (module docstring)."""
     from vta.gpu.runtime import GpuKernel, require_cupy
-    from vta.gpu.workloads import GpuWorkload, random_inputs, reference
+    from vta.run.gpu_workloads import GpuWorkload, random_inputs, reference
     from vta.tune.tuner import Outcome
 
     cp = require_cupy()
@@ -119,7 +119,7 @@ def _device() -> str:
 
 def tune_gpu_command(args: argparse.Namespace) -> int:
     """``vta tune --target cuda [--gpu-schedule simt|wmma|mma]`` (module docstring)."""
-    from vta.gpu.workloads import make_workload
+    from vta.run.gpu_workloads import make_workload
     from vta.tune.tuner import Job
 
     kernel = args.gpu_schedule or "wmma"
@@ -136,7 +136,7 @@ def tune_gpu_command(args: argparse.Namespace) -> int:
     over = {k: getattr(args, k) for k in ("batch", "height", "width", "in_channels",
                                           "out_channels", "kernel", "stride", "pad")}
     gw = make_workload(args.workload, "int8", args.sizes or None, **over)
-    from vta.compiler.workloads import Workload
+    from vta.compiler.ops.workloads import Workload
 
     job = Job(Workload(gw.name, gw.spec), None, trials=args.trials, search=args.search,
               seed=args.seed or 0, epilogue=gw.epi, target="cuda", kernel=kernel, dtype="int8")

@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from vta.compiler.workloads import NETWORKS, Workload, resolve, resolve_network
+from vta.compiler.ops.workloads import NETWORKS, Workload, resolve, resolve_network
 from vta.config import HwConfig, HwConfigError
 from vta.errors import VtaError
 from vta.resources import LIMITED, Board, board, fits, shares

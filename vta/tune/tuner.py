@@ -27,19 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from vta.compiler import driver
-from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.schedule import ScheduleError
-from vta.compiler.schedules import model
-from vta.compiler.schedules.space import (
+from vta.compiler.accel import driver
+from vta.compiler.accel.schedules import model
+from vta.compiler.accel.schedules.space import (
     BoundSpace,
     ConvSpace,
     Enumerated,
     Point,
     enumerate_space,
 )
-from vta.compiler.workloads import Workload
+from vta.compiler.ir.schedule import ScheduleError
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.tune.cache import Cache, Trial, TuneKey, Tuning, compiler_version
@@ -123,7 +123,7 @@ def measure(task: TrialTask) -> Outcome:
         from vta.tune.gpu import measure_gpu
 
         return measure_gpu(task)  # type: ignore[no-any-return]
-    from vta.runner import timing_cost
+    from vta.run.runner import timing_cost
 
     assert task.hw is not None
     t0 = time.perf_counter()
@@ -139,7 +139,7 @@ def measure(task: TrialTask) -> Outcome:
 def verify(task: TrialTask) -> dict[str, Any]:
     """Build ``task.point``, simulate it cycle by cycle on random data and check it bit-exact
     against numpy (``runner.run_workload``): what a sweep reports for each tuned layer."""
-    from vta.runner import run_workload
+    from vta.run.runner import run_workload
 
     assert task.hw is not None
     c = driver.build(task.workload, task.hw, task.point, epilogue=task.epilogue)

@@ -1,5 +1,8 @@
-"""Operators for the accelerator: conv2d, matmul/dense, the requantizing epilogue, and the
-runtime's packing between user layouts (NCHW, row-major matrices) and the packed NCHWnc layout."""
+"""What each operator computes, for every target: the problem (``Conv2dSpec``, ``MatmulSpec``,
+``DepthwiseSpec``, ``WindowSpec``), its bit-exact numpy reference, the requantizing epilogue
+(``epilogue``) and fused element-wise chains (``chain``) as tensor-IR stages, and the named
+workloads (``workloads``: ResNet-18's layers, matmul, dense). The accelerator's packed forms are
+in ``vta.compiler.accel.ops``, the GPU's in ``vta.gpu``."""
 
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue

@@ -1,31 +1,26 @@
-"""2-D convolution (NCHW int8 in, int32 accumulate, requantizing epilogue, int8 out).
+"""2-D convolution (NCHW int8 in, int32 accumulate, requantizing epilogue, int8 out): the
+problem and its bit-exact numpy reference.
 
-``Conv2dSpec`` describes the user's problem; ``conv2d_reference`` is the bit-exact numpy
-reference; ``conv2d_compute`` the tensor-IR definition over the packed NCHWnc layout (padding
-as a compute stage, the int32 reduction, the requantizing epilogue as element-wise stages and
-the narrowing cast as the output). ``schedules/default.py`` schedules and lowers it; the VTA
-pipeline (``vta.compiler.pipeline``) compiles the lowered function.
+``Conv2dSpec`` describes the user's problem; ``conv2d_acc`` computes its int32 accumulators
+(wrapping like the hardware's) and ``conv2d_reference`` applies the epilogue to them. The
+accelerator's packed form is ``vta.compiler.accel.ops.conv2d_packed``, the GPU's implicit GEMM
+``vta.gpu.ops``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler.ops.epilogue import Epilogue, PackedOp, apply_epilogue, epilogue_compute
-from vta.compiler.passes._common import CompileError
-from vta.compiler.tensor import compute, placeholder, reduce_axis, sum_
-from vta.config import HwConfig
+from vta.compiler.accel.passes._common import CompileError
+from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 
 if TYPE_CHECKING:
-    from vta.compiler.schedules.space import ConvSchedule
+    pass
 
-__all__ = ["Conv2dSpec", "PackedConv2d", "conv2d_acc", "conv2d_reference", "conv2d_compute",
-           "packed_dims"]
+__all__ = ["Conv2dSpec", "conv2d_acc", "conv2d_reference"]
 
 
 class ShapeError(CompileError):
@@ -96,100 +91,3 @@ def conv2d_reference(x: np.ndarray, k: np.ndarray, bias: np.ndarray | None, spec
     return apply_epilogue(conv2d_acc(x, k, spec), bias, epi, channel_axis=1)
 
 
-@dataclass(frozen=True, slots=True)
-class PackedConv2d:
-    """Packed dimensions of a conv2d under a hardware config and a schedule (in blocks/tiles)."""
-
-    nb: int
-    icb: int  # input channel blocks (padded to the ic tile)
-    ocb: int  # output channel blocks (padded to the oc tile x oc threads)
-    h: int
-    w: int
-    kh: int
-    kw: int
-    stride: int
-    pad: int
-    ohp: int  # output rows padded to whole tiles (x row threads)
-    owp: int
-    b: int
-    bi: int
-    bo: int
-
-    @property
-    def data_shape(self) -> tuple[int, ...]:
-        return (self.nb, self.icb, self.h, self.w, self.b, self.bi)
-
-    @property
-    def kernel_shape(self) -> tuple[int, ...]:
-        return (self.ocb, self.icb, self.kh, self.kw, self.bo, self.bi)
-
-    @property
-    def bias_shape(self) -> tuple[int, ...]:
-        return (self.ocb, self.b, self.bo)
-
-    @property
-    def res_shape(self) -> tuple[int, ...]:
-        return (self.nb, self.ocb, self.ohp, self.owp, self.b, self.bo)
-
-
-def _up(a: int, m: int) -> int:
-    return -(-a // m) * m
-
-
-def packed_dims(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule) -> PackedConv2d:
-    """Packed sizes: channels padded to whole tiles (x oc threads), output rows/columns to
-    whole tiles (x row threads); the runtime pads with zeros and drops the padding."""
-    g = hw.gemm
-    v_oc = sch.vthreads if sch.vt_axis == "oc" else 1
-    v_oh = sch.vthreads if sch.vt_axis == "oh" else 1
-    return PackedConv2d(
-        nb=math.ceil(spec.n / g.batch), icb=_up(math.ceil(spec.ic / g.block_in), sch.tci),
-        ocb=_up(math.ceil(spec.oc / g.block_out), sch.tco * v_oc), h=spec.h, w=spec.w,
-        kh=spec.kh, kw=spec.kw, stride=spec.stride, pad=spec.pad,
-        ohp=_up(spec.oh, sch.th * v_oh), owp=_up(spec.ow, sch.tw), b=g.batch, bi=g.block_in,
-        bo=g.block_out)
-
-
-def row_subsampled(P: PackedConv2d) -> bool:
-    """Whether ``data_pad`` keeps only the input rows a one-row, strided, unpadded kernel reads
-    (every row of the padded output tiles inside the image)."""
-    return P.kh == 1 and P.stride > 1 and P.pad == 0 and (P.ohp - 1) * P.stride < P.h
-
-
-def conv2d_compute(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule, epi: Epilogue) -> PackedOp:
-    """The packed conv2d in the tensor IR.
-
-    ``data_pad`` zero-pads the input (it covers every row/column the padded output tiles read;
-    rows past the image are zero too), ``conv`` reduces over input-channel blocks, the window and
-    the block lanes in int32, the epilogue stages requantize (``>> shift``, ``+ bias``,
-    ``max``/``min``) and ``res`` narrows to int8 (docs/ir.md: ``lower`` turns it into the
-    copy-out stage)."""
-    P = packed_dims(spec, hw, sch)
-    s, p = P.stride, P.pad
-    hp = max(P.h + 2 * p, (P.ohp - 1) * s + P.kh)
-    wp = max(P.w + 2 * p, (P.owp - 1) * s + P.kw)
-    data = placeholder(P.data_shape, "int8", "data")
-    kernel = placeholder(P.kernel_shape, "int8", "kernel")
-    bias = placeholder(P.bias_shape, "int32", "bias") if epi.bias else None
-    rs = s  # input rows per output row in data_pad
-    if row_subsampled(P):
-        # a one-row kernel with stride s reads only every s-th input row: data_pad keeps just
-        # those rows (a strided view), so the input copy is one DMA of rows s*W apart that
-        # moves no unused row (every row it names lies inside the image: no row padding)
-        hp, rs = P.ohp, 1
-        pad = compute((P.nb, P.icb, hp, wp, P.b, P.bi), lambda n, c, y, x, b, i: E.select(
-            (x >= p) & (x < P.w + p), data[n, c, y * s, x - p, b, i], E.const(0, "int8")),
-            "data_pad")
-    else:
-        pad = compute((P.nb, P.icb, hp, wp, P.b, P.bi), lambda n, c, y, x, b, i: E.select(
-            (y >= p) & (y < P.h + p) & (x >= p) & (x < P.w + p), data[n, c, y - p, x - p, b, i],
-            E.const(0, "int8")), "data_pad")
-    ric, rkh, rkw, rbi = (reduce_axis(P.icb, "ic"), reduce_axis(P.kh, "kh"),
-                          reduce_axis(P.kw, "kw"), reduce_axis(P.bi, "bi"))
-    conv = compute(P.res_shape, lambda n, o, y, x, b, j: sum_(
-        pad[n, ric, y * rs + rkh, x * s + rkw, b, rbi].astype("int32")
-        * kernel[o, ric, rkh, rkw, j, rbi].astype("int32"), [ric, rkh, rkw, rbi]), "conv")
-    stages, res = epilogue_compute(conv, bias, epi, channel_axis=1)
-    inputs = (data, kernel) if bias is None else (data, kernel, bias)
-    return PackedOp("conv2d", inputs, pad, conv, tuple(stages), res,
-                    {"n": 0, "oc": 1, "oh": 2, "ow": 3})

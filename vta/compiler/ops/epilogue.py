@@ -41,24 +41,22 @@ cast as the output), and ``PackedOp`` bundles an accelerator op's tensors for th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler.passes._common import CompileError
-from vta.compiler.tensor import ComputeOp, Tensor, TensorRead, compute, placeholder
+from vta.compiler.accel.passes._common import CompileError
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.tensor import Tensor, compute
 
 if TYPE_CHECKING:
-    from vta.compiler.select import Selected
-    from vta.config import HwConfig
+    pass
 
-__all__ = ["CALIBRATION_Z", "Epilogue", "PackedOp", "apply_epilogue", "calibrated_epilogue",
-           "epilogue_compute", "random_bias", "saturated_fraction", "epilogue_plan",
-           "epilogue_cycles_per_entry"]
+__all__ = ["CALIBRATION_Z", "Epilogue", "apply_epilogue", "calibrated_epilogue", "epilogue_compute",
+           "random_bias", "saturated_fraction"]
 
 #: an element-wise stage: ``(name, fn(x, bias) -> expression)``; ``bias`` is the bias read at
 #: the element's channel (None without a bias)
@@ -254,95 +252,3 @@ def epilogue_compute(acc: Tensor, bias: Tensor | None, epi: Epilogue,
     return stages, out
 
 
-def epilogue_plan(epi: Epilogue, hw: HwConfig) -> tuple[Selected, ...]:
-    """The instructions ``hw`` runs for ``epi`` on each accumulator entry, in order: instruction
-    selection (``vta.compiler.select.cover``, the same the ALU lowering does) over the
-    epilogue's stages. The cost model and the machine bound read their cycles from here."""
-    return _plan(epi, (hw.gemm, hw.alu, hw.intrinsics), hw)
-
-
-@lru_cache(maxsize=128)
-def _plan(epi: Epilogue, key: tuple[Any, ...], hw: HwConfig) -> tuple[Selected, ...]:
-    from vta.compiler.select import candidates, cover
-
-    g = hw.gemm
-    shape = (1, 1, g.batch, g.block_out)
-    acc = placeholder(shape, g.acc_dtype, "acc")
-    bias = placeholder((1, g.batch, g.block_out), g.acc_dtype, "bias") if epi.bias else None
-    stages, _ = epilogue_compute(acc, bias, epi, channel_axis=1)
-    cands = candidates(hw)
-    out: list[Selected] = []
-    prev = acc
-    for st in stages:
-        op = st.op
-        assert isinstance(op, ComputeOp)
-        axes = tuple(a.var for a in op.axes)
-        me = prev[axes]
-
-        def register(e: E.Expr, prev: Tensor = prev, lanes: tuple[E.Expr, ...] = axes[-2:]
-                     ) -> bool:
-            return isinstance(e, TensorRead) and e.tensor is not prev \
-                and tuple(e.indices[-2:]) == lanes
-
-        why: list[str] = []
-        chosen = cover(op.body, me, register, hw, cands, why)
-        if chosen is None:
-            detail = f"; {why[0]}" if why else ""
-            raise CompileError(f"epilogue stage {op.name} ({op.body}): no instruction of "
-                               f"{hw.name} computes it (alu.ops: {', '.join(hw.alu.ops)})"
-                               f"{detail}")
-        out += chosen
-        prev = st
-    return tuple(out)
-
-
-def epilogue_cycles_per_entry(epi: Epilogue, hw: HwConfig) -> int:
-    """Cycles per accumulator entry outside the GEMMs: the accumulator reset
-    (``cost.reset_instruction``: a GEMM reset micro-op, or an ALU one where the ALU is a
-    separate pipeline) and the epilogue's instructions (``issue`` cycles of each, from their
-    definitions). On VTA the compute module spends them serially with its GEMMs; a separate
-    ALU spends them beside."""
-    from vta.compiler.cost import reset_instruction
-    from vta.isa.builtins import GEMM
-    from vta.isa.defs import instance
-
-    reset, fields = reset_instruction(hw, GEMM)
-    assert reset.issue is not None
-    total = reset.issue(instance(reset, reset=True, **dict(fields)), hw)
-    for sel in epilogue_plan(epi, hw):
-        d = sel.intrin.instruction
-        assert d is not None and d.issue is not None
-        total += d.issue(instance(d, **sel.fields), hw)
-    return total
-
-
-@dataclass(frozen=True)
-class PackedOp:
-    """An accelerator op in the tensor IR: ``inputs`` (placeholders, in parameter order),
-    the padding stage to inline into the input copy (or None), the int32 reduction ``acc``
-    (reduce axes: channel blocks first, block lanes last), the epilogue stages and the int8
-    output. ``roles`` name the output's tile axes (``n``, ``oc``, ``oh``, ``ow``) by position."""
-
-    name: str
-    inputs: tuple[Tensor, ...]
-    pad: Tensor | None
-    acc: Tensor
-    epilogue: tuple[Tensor, ...]
-    out: Tensor
-    roles: Mapping[str, int]
-
-    @property
-    def data(self) -> Tensor:
-        return self.inputs[0]
-
-    @property
-    def kernel(self) -> Tensor:
-        return self.inputs[1]
-
-    @property
-    def bias(self) -> Tensor | None:
-        return self.inputs[2] if len(self.inputs) > 2 else None
-
-    @property
-    def args(self) -> list[Tensor]:
-        return [*self.inputs, self.out]

@@ -28,11 +28,11 @@ import keyword
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from vta.compiler import expr as E
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.tensor import Reduce, Tensor, compute, placeholder, reduce_axis
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.ranges import Concrete
 from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
-from vta.compiler.tensor import Reduce, Tensor, compute, placeholder, reduce_axis
 
 __all__ = ["COMBINER", "StmtIR", "TcFunc", "to_ir", "translate"]
 

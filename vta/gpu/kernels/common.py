@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
-from vta.compiler.verify import verify
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ir.verify import verify
 from vta.gpu.dialect import LaunchConfig, ThreadIndex
 from vta.gpu.passes.bind_threads import MAX_THREADS, GpuLoweringError
 from vta.gpu.passes.check_registers import check_registers

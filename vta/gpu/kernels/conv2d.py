@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.gpu.kernels.common import alloc, finish

@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vta.compiler import expr as E
-from vta.compiler.expr import DTYPES
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.expr import DTYPES
 from vta.gpu.mma import bitxor
 from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import BANKS, WORD, bank_conflicts

@@ -13,8 +13,8 @@ with its size).
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.errors import VtaError
 from vta.gpu.dialect import STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
 
@@ -100,7 +100,7 @@ def bind_threads(func: S.PrimFunc) -> S.PrimFunc:
 def _shared_bytes(body: S.Stmt, fname: str) -> int:
     """Static shared memory of one block; refused above ``MAX_SHARED_BYTES``, naming each
     shared buffer with its shape and size."""
-    from vta.compiler.expr import DTYPES
+    from vta.compiler.ir.expr import DTYPES
 
     total = 0
     parts = []

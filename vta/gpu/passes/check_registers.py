@@ -9,9 +9,9 @@ holds 1/32 of each fragment).
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
-from vta.compiler.expr import DTYPES
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
 from vta.gpu.passes.bind_threads import GpuLoweringError
 
 __all__ = ["check_registers", "MAX_REGISTERS"]

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vta.compiler import expr as E
-from vta.compiler import poly
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir import stmt as S
 from vta.gpu.dialect import ThreadIndex, WmmaLoad, WmmaStore
 from vta.gpu.passes.bind_threads import GpuLoweringError
 

@@ -14,8 +14,8 @@ lowered (runs before ``bind_threads``). After: no ``warp`` buffer is left; each 
 
 from __future__ import annotations
 
-from vta.compiler import expr as E
-from vta.compiler import stmt as S
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.gpu.passes.bind_threads import GpuLoweringError
 
 __all__ = ["lower_warp_buffers"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vta.compiler.ops.fused import EYE
+from vta.compiler.ops.chain import EYE
 from vta.config import HwConfig
 from vta.graph.ir import Graph
 from vta.graph.passes.layout import DramTensor, LayoutPlan

@@ -1,0 +1,7 @@
+"""``python -m vta.cli``: the ``vta`` command."""
+
+import sys
+
+from vta.cli import main
+
+sys.exit(main())

@@ -1,0 +1,235 @@
+"""Helpers shared by the VTA passes: affine index analysis, integer evaluation, statement
+rewriting and the scratchpad layout of buffers (leading dims row-major, the last two dims are
+one entry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import Dispatch
+from vta.errors import VtaError
+
+__all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
+           "entry_shape", "flat_entry", "map_stmt", "stages", "sram_map", "entries_of",
+           "strip_cast", "flat_stream", "with_stream"]
+
+#: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
+ONCHIP = ("inp", "wgt", "acc", "out", "uop")
+
+
+class CompileError(VtaError):
+    """The VTA pipeline cannot compile this function; the message names the culprit."""
+
+
+class NotAffine(CompileError):
+    """An index expression is not affine in the loop variables."""
+
+
+def strip_cast(e: E.Expr) -> E.Expr:
+    while isinstance(e, E.Cast) and not e.dtype.startswith("float"):
+        e = e.value
+    return e
+
+
+def affine(e: E.Expr, vars_: Iterable[E.Var]) -> tuple[dict[E.Var, int], E.Expr]:
+    """Split ``e`` into ``sum(coeff[v] * v for v in vars_) + rest`` (rest free of ``vars_``):
+    the IR's one affine decomposition (``poly.linear_form``) read for these variables."""
+    vs = set(vars_)
+    terms, const = poly.linear_form(e)
+    coef: dict[E.Var, int] = {}
+    rest: dict[E.Expr, int] = {}
+    for atom, c in terms.items():
+        if isinstance(atom, E.Var) and atom in vs:
+            coef[atom] = c
+        elif E.free_vars(atom) & vs:
+            raise NotAffine(f"index {e} is not affine in the loop variables ({atom})")
+        else:
+            rest[atom] = c
+    return coef, poly.from_linear(rest, const, e.dtype)
+
+
+def evaluate(e: Any, env: dict[E.Var, int]) -> int:
+    """Evaluate an integer expression under ``env`` (every free variable must be bound)."""
+    return _EVAL(e, env)
+
+
+def _var(e: E.Var, env: dict[E.Var, int]) -> int:
+    try:
+        return env[e]
+    except KeyError:
+        raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
+
+
+def _cannot(e: Any, env: dict[E.Var, int]) -> int:
+    raise CompileError(f"cannot evaluate {e} as an integer")
+
+
+def _binop(e: E.BinOp, env: dict[E.Var, int]) -> int:
+    op = E.INT_OPS.get(type(e))
+    if op is None:
+        return _cannot(e, env)
+    return op(_EVAL(e.a, env), _EVAL(e.b, env))
+
+
+#: integer evaluation of index expressions (operators from ``expr.INT_OPS``)
+_EVAL: Dispatch[int] = Dispatch("integer evaluation", {
+    int: lambda e, env: e,
+    E.IntImm: lambda e, env: e.value,
+    E.Var: _var,
+    E.Cast: lambda e, env: _EVAL(e.value, env),
+    E.BinOp: _binop,
+}, default=_cannot)
+
+
+IntFn = Callable[[Mapping[E.Var, int]], int]
+
+
+def compile_int(e: Any) -> IntFn:
+    """``evaluate`` specialised to ``e``: a function of the environment computing the same
+    integer (operators from ``expr.INT_OPS``, the same errors), the tree walked once. For an
+    expression evaluated under many environments (a DMA's fields in a tile loop, flattening)."""
+    return _COMPILE(e)
+
+
+def _compile_var(e: E.Var) -> IntFn:
+    def var(env: Mapping[E.Var, int]) -> int:
+        try:
+            return env[e]
+        except KeyError:
+            raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
+    return var
+
+
+def _compile_binop(e: E.BinOp) -> IntFn:
+    op = E.INT_OPS.get(type(e))
+    if op is None:
+        return _compile_cannot(e)
+    fa, fb = _COMPILE(e.a), _COMPILE(e.b)
+    return lambda env: op(fa(env), fb(env))
+
+
+def _compile_const(v: int) -> IntFn:
+    return lambda env: v
+
+
+def _compile_cannot(e: Any) -> IntFn:
+    def cannot(env: Mapping[E.Var, int]) -> int:
+        raise CompileError(f"cannot evaluate {e} as an integer")
+    return cannot
+
+
+#: ``compile_int``'s rules, one per node class (the same cases as ``_EVAL``)
+_COMPILE: Dispatch[IntFn] = Dispatch("integer evaluation (compiled)", {
+    int: _compile_const,
+    E.IntImm: lambda e: _compile_const(e.value),
+    E.Var: _compile_var,
+    E.Cast: lambda e: _COMPILE(e.value),
+    E.BinOp: _compile_binop,
+}, default=_compile_cannot)
+
+
+def entry_shape(buf: S.Buffer) -> tuple[int, ...]:
+    """The leading (entry-indexing) dims of a packed buffer: all but the last two."""
+    return buf.shape[:-2]
+
+
+def entries_of(buf: S.Buffer) -> int:
+    n = 1
+    for d in entry_shape(buf):
+        n *= d
+    return n
+
+
+def flat_entry(buf: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
+    """Row-major entry index of ``buf[idx]`` (the last two indices select inside the entry)."""
+    shape = entry_shape(buf)
+    out: E.Expr = E.IntImm(0)
+    for d, i in zip(shape, idx[: len(shape)], strict=True):
+        out = out * d + i
+    return out
+
+
+def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
+    """Rewrite statements: ``fn`` returns a replacement (not recursed) or None to recurse. The
+    IR's one rewriter (``expr.substitute``) restricted to statements (expressions are not
+    visited)."""
+    def visit(n: S.Stmt) -> S.Stmt | None:
+        r = fn(n)
+        if r is None and isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat
+            new = tuple(map_stmt(x, fn) for x in n.stmts)
+            changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
+            return S.seq(*new) if changed else n
+        return r
+
+    result: S.Stmt = E.substitute(s, visit, descend=_is_stmt)
+    return result
+
+
+def _is_stmt(x: object) -> bool:
+    return isinstance(x, S.Stmt)
+
+
+def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:
+    """Every ``AttrStmt("stage", ...)`` under ``s``, in program order."""
+    if isinstance(s, S.AttrStmt) and s.key == "stage":
+        yield s
+    if isinstance(s, S.SeqStmt):
+        for x in s.stmts:
+            yield from stages(x)
+    elif hasattr(s, "body") and isinstance(s.body, S.Stmt):
+        yield from stages(s.body)
+    elif isinstance(s, S.IfThenElse):
+        yield from stages(s.then_case)
+        if s.else_case is not None:
+            yield from stages(s.else_case)
+
+
+def sram_map(func: S.PrimFunc) -> dict[S.Buffer, E.Expr]:
+    """Buffer -> SRAM base entry (an expression in the virtual-thread variable when the buffer
+    is duplicated per thread), as recorded by scratchpad allocation."""
+    table = func.attr("sram")
+    if table is None:
+        raise CompileError(f"{func.name}: scratchpad allocation has not run")
+    return {b: base for b, base, _n in table}
+
+
+def loop_nest(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
+    """Peel perfectly nested constant-extent loops: ([(var, extent)...], innermost body)."""
+    loops: list[tuple[E.Var, int]] = []
+    while isinstance(s, S.For):
+        if not (isinstance(s.min, E.IntImm) and s.min.value == 0
+                and isinstance(s.extent, E.IntImm)):
+            raise CompileError(f"loop {s.var.name} must start at 0 with a constant extent")
+        loops.append((s.var, s.extent.value))
+        s = s.body
+    return loops, s
+
+
+def set_attr(func: S.PrimFunc, key: str, value: Any) -> tuple[tuple[str, Any], ...]:
+    return (*((k, v) for k, v in func.attrs if k != key), (key, value))
+
+
+def flat_stream(func: S.PrimFunc) -> tuple[list[Insn], list[S.Buffer]] | None:
+    """The flat instruction stream of ``func`` (what ``flatten`` leaves: allocations around a
+    sequence of ``Insn``s) and the allocations' buffers, outermost first; None when the body
+    holds anything else."""
+    body, wrap = func.body, []
+    while isinstance(body, S.Allocate):
+        wrap.append(body.buffer)
+        body = body.body
+    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    insns = [x for x in stmts if isinstance(x, Insn)]
+    return (insns, wrap) if len(insns) == len(stmts) else None
+
+
+def with_stream(func: S.PrimFunc, insns: list[Insn], wrap: list[S.Buffer]) -> S.PrimFunc:
+    """``func`` with ``insns`` as its flat stream inside the allocations of ``wrap``."""
+    new: S.Stmt = S.SeqStmt(tuple(insns)) if len(insns) != 1 else insns[0]
+    for b in reversed(wrap):
+        new = S.Allocate(b, new)
+    return func.with_body(new)

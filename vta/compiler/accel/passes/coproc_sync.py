@@ -1,0 +1,259 @@
+"""Dependency tokens: push/pop pairs between the load, compute (alu) and store modules
+(VTA's CoProcSync, computed on the flattened instruction stream).
+
+Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten) in program order, without dependency flags.
+Post: the same instructions with ``Deps`` set so that running the modules concurrently, each in
+      its own program order, gives the sequential result. For every instruction and every
+      other module, the latest earlier instruction of that module it conflicts with is found
+      from the SRAM ranges both touch (inp, wgt, acc = out, and uop: the micro-ops an ALU
+      module reads):
+
+      * RAW load -> compute: a GEMM reads inp/wgt a LOAD wrote;
+      * WAR compute -> load: a LOAD overwrites inp/wgt a GEMM still reads (the other thread's
+        buffer is free, so only a thread's own previous use waits);
+      * RAW compute -> store: a STORE reads out entries GEMM/ALU wrote;
+      * WAR store -> compute: a GEMM reset/ALU/LOAD ACC overwrites entries a STORE still reads.
+
+      Where the two modules share a token queue (``vta.isa.token_queues`` of the hardware),
+      the producer gets the push flag and the consumer the pop flag. Needs are strictly
+      increasing per queue, so the k-th pop of a queue waits for exactly the k-th push (queues
+      are FIFO counters): tokens balance by construction (every push is popped once) and every
+      edge points backwards in program order.
+
+      Token queues hold ``queues.token_depth`` tokens and fetch is in order, so a push also
+      waits for room: the pop that makes room for a queue's k-th push (its (k - depth)-th)
+      must come before the push in program order, or the pushing module can stall while that
+      pop sits unfetched behind it (the pusher's command queue full). Where a new token would
+      break this, the queue's latest pop waits for the new producer instead (its push moves
+      later; it came after the producer in program order) and no token is added. With every
+      wait - for a token, for room - pointing backwards in program order, the earliest
+      unfinished instruction can always run: no deadlock at any queue depth.
+
+      Hardware whose ALU is a separate pipeline chains its modules load <-> compute <-> alu <->
+      store: compute and store share no queue. A conflict between them is already ordered
+      when the instruction waits, through the tokens it pops, for one that waited for the
+      conflicting one (each instruction's vector clock: the latest instruction of every module
+      known complete before it starts); otherwise an ALU instruction with no micro-ops is
+      inserted just before it as a relay (it pops from the producer and pushes to the
+      consumer), as VTA's runtime emits empty LOADs and STOREs to carry tokens. On VTA's own
+      chain (load <-> compute <-> store) load and store never share a memory: nothing changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from vta.compiler.accel.passes._common import CompileError, flat_stream, with_stream
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+from vta.isa import Alu, AluOp, Deps, MemType, Module, definition_of, flag_for, module_of
+from vta.isa import token_queues as _token_queues
+
+__all__ = ["insert_tokens", "accesses", "relay"]
+
+Queue = tuple[Module, Module]
+
+
+def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
+    """(producer, consumer) -> (producer's push flag, consumer's pop flag), from the ISA's one
+    table for this chain of modules."""
+    return {q: (flag_for(q, q[0], True, separate), flag_for(q, q[1], False, separate))
+            for q in _token_queues(separate)}
+
+
+#: the routing of VTA's modules (tests read it)
+FLAGS = _flags(False)
+
+
+def relay() -> Insn:
+    """A token carrier on the ALU module: an ALU instruction that executes no micro-op."""
+    return Insn(Alu(AluOp.ADD, False, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), note="token relay")
+
+
+_EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
+
+
+def _extremes(uops: tuple[Any, ...], f: str) -> tuple[int, int]:
+    """The smallest and largest ``f`` field of a micro-op list (once per list object)."""
+    key = (id(uops), f)
+    hit = _EXTREMES.get(key)
+    if hit is None or hit[0] is not uops:
+        vals = [getattr(u, f) for u in uops]
+        hit = _EXTREMES[key] = (uops, min(vals), max(vals))
+        if len(_EXTREMES) > 4096:
+            _EXTREMES.clear()
+            _EXTREMES[key] = hit
+    return hit[1], hit[2]
+
+
+def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    lo, top = _extremes(uops, f)
+    hi = top + (io - 1) * fo + (ii - 1) * fi
+    return base + lo, base + hi + 1
+
+
+def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
+    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out;
+    ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from its
+    definition: a DMA its SRAM range, a micro-op instruction each operand it uses."""
+    i = ins.insn
+    d = definition_of(i)
+    x: Any = i
+    if d.role == "load":
+        if x.mem is MemType.UOP:
+            return [("uop", x.sram_base, x.sram_base + x.sram_elems, True)]
+        return [(x.mem.kind, x.sram_base, x.sram_base + x.sram_elems, True)]
+    if d.role == "store":
+        return [("acc", x.sram_base, x.sram_base + x.sram_elems, False)]
+    if d.role != "compute" or not ins.uops:
+        return []
+    out = []
+    uops = ins.executed
+    for op in (d.dst, *d.reads(i)):
+        fo, fi, base = op.placement(x)
+        lo, hi = _span(uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
+        out.append((op.memory, lo, hi, op.writes))
+    # the micro-ops it reads: uop-buffer positions once emitted; before that the range counts
+    # within the instruction's own block, and no LOAD UOP exists yet to conflict with it
+    if x.uop_end > x.uop_bgn:
+        out.append(("uop", x.uop_bgn, x.uop_end, False))
+    return out
+
+
+def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    stream = flat_stream(func)
+    if stream is None:
+        raise CompileError(f"{func.name}: token insertion needs the flattened instruction stream")
+    insns, wrap = stream
+    return with_stream(func, _Tokens(hw).run(insns), wrap)
+
+
+class _Tokens:
+    """The pass's state over the instruction stream (indices are output positions: relays are
+    inserted as the stream is built)."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.hw = hw
+        self.separate = hw.alu.separate_pipeline
+        self.flags = _flags(self.separate)
+        self.modules = [m for m in Module if m is not Module.ALU or self.separate]
+        depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
+        self.last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
+        self.last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
+        self.satisfied = {q: -1 for q in self.flags}
+        self.out: list[Insn] = []
+        self.mods: list[Module] = []
+        self.pending: list[dict[str, bool]] = []
+        #: per instruction: the latest index of each module known complete before it starts
+        #: (``start``) and once it completes (``done``)
+        self.done: list[dict[Module, int]] = []
+        self.last_of: dict[Module, int] = {}
+        #: per queue, where its pushes and pops are (the k-th pop pairs with the k-th push)
+        self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
+        self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
+        self.token_depth = hw.queues.token_depth
+
+    def _would_overflow(self, q: Queue, need: int) -> bool:
+        """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
+        full with no way out: fetch is in order, so the pop that makes room for the k-th push
+        (the (k - depth)-th) must come before the push in program order, or the pushing
+        module stalls while that pop is never fetched (its command queue fills behind it)."""
+        pops = self.pop_at[q]
+        k = len(pops) + 1  # this token's number
+        return k > self.token_depth and pops[k - 1 - self.token_depth] > need
+
+    def _retarget(self, q: Queue, need: int) -> None:
+        """Instead of a new token, make the queue's latest pop wait for ``need`` (its push moves
+        from an earlier instruction of the producer to ``need``). The latest pop comes after
+        ``need`` in program order (``_would_overflow``), so the edge still points backwards;
+        it waits longer, never less; and the moved push keeps its room (the pop that frees it
+        came before the old position)."""
+        push, _pop = self.flags[q]
+        old = self.push_at[q][-1]
+        self.pending[old].pop(push, None)
+        self.pending[need][push] = True
+        self.push_at[q][-1] = need
+
+    def run(self, insns: list[Insn]) -> list[Insn]:
+        for ins in insns:
+            self._add(ins)
+        result = []
+        for ins, f in zip(self.out, self.pending, strict=True):
+            if f:
+                insn: Any = ins.insn
+                ins = dataclasses.replace(ins, insn=dataclasses.replace(insn, deps=Deps(**f)))
+            result.append(ins)
+        return result
+
+    def _needs(self, m: Module, acc: list[tuple[str, int, int, bool]]) -> dict[Module, int]:
+        """The latest earlier instruction of each other module that ``acc`` conflicts with."""
+        needs: dict[Module, int] = {}
+        for p in self.modules:
+            if p is m:
+                continue
+            need = -1
+            for mem, lo, hi, wr in acc:
+                if hi <= lo:
+                    continue
+                need = max(need, int(self.last_w[(p, mem)][lo:hi].max()))
+                if wr:
+                    need = max(need, int(self.last_r[(p, mem)][lo:hi].max()))
+            if need >= 0:
+                needs[p] = need
+        return needs
+
+    def _start(self, m: Module, pops: dict[Queue, int]) -> dict[Module, int]:
+        clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
+        for need in pops.values():
+            for mod, idx in self.done[need].items():
+                clock[mod] = max(clock.get(mod, -1), idx)
+        return clock
+
+    def _append(self, ins: Insn, m: Module, pops: dict[Queue, int]) -> int:
+        k = len(self.out)
+        flags: dict[str, bool] = {}
+        for q, need in pops.items():
+            push, pop = self.flags[q]
+            self.satisfied[q] = need
+            if self._would_overflow(q, need):
+                self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
+                continue
+            self.pending[need][push] = True
+            flags[pop] = True
+            self.push_at[q].append(need)
+            self.pop_at[q].append(k)
+        clock = self._start(m, pops)  # a retargeted wait orders this one too (same module)
+        clock[m] = k
+        self.out.append(ins)
+        self.mods.append(m)
+        self.pending.append(flags)
+        self.done.append(clock)
+        self.last_of[m] = k
+        return k
+
+    def _add(self, ins: Insn) -> None:
+        m = module_of(ins.insn, self.hw)
+        acc = accesses(ins)
+        needs = self._needs(m, acc)
+        pops = {(p, m): n for p, n in needs.items()
+                if (p, m) in self.flags and n > self.satisfied[(p, m)]}
+        clock = self._start(m, pops)
+        for p, n in needs.items():
+            if (p, m) in self.flags or clock.get(p, -1) >= n:
+                continue
+            # no queue between them and not yet ordered: relay through the ALU module
+            r = Module.ALU
+            if (p, r) not in self.flags or (r, m) not in self.flags:
+                raise CompileError(f"no token path from the {p.name.lower()} to the "
+                                   f"{m.name.lower()} module")
+            carrier_pops = {(p, r): n} if n > self.satisfied[(p, r)] else {}
+            carrier = self._append(relay(), r, carrier_pops)
+            pops[(r, m)] = carrier
+            clock = self._start(m, pops)
+        k = self._append(ins, m, pops)
+        for mem, lo, hi, wr in acc:
+            (self.last_w if wr else self.last_r)[(m, mem)][lo:hi] = k

@@ -1,0 +1,233 @@
+"""Drain the tail: the last tile's store overlaps the last instruction of its epilogue.
+
+A program ends with the epilogue of its last tile (the ALU instructions on the accumulator
+tile) and then the STOREs of that tile: the store module cannot start before the last ALU
+instruction has written every entry, so the whole tile's store (C10 on pynq: 1,600 cycles, 4%
+of the layer) runs after the compute module has finished. This pass splits that last
+instruction into parts along its micro-op range (each part's ``uop_bgn``/``uop_end`` a
+slice of the same block, running the same ``iter_out`` x ``iter_in`` loops, so no micro-op is
+added) and each trailing STORE into pieces (rows, or columns of a one-row store), and places
+each piece right after the part that completes its entries: the store of the first pieces runs
+while the compute module works on the later parts, and only the last piece is left after it.
+
+Splitting is sound when the order of the instruction's executions does not matter: an
+element-wise (``update``) ALU instruction whose destination entries are all
+distinct and whose every other operand entry is either not a destination or the destination
+of the same execution. The number of parts is the one whose tail ends first by the
+instructions' own durations (``InstructionDef.duration``, the timing model of the hardware):
+each part pays its loops' pipeline fill on the HLS design and each piece its DMA latency, so
+the split is only made where it shortens the tail, counting the store module's backlog of
+earlier STOREs (pieces queued behind it gain nothing) and one fetch of the extra instruction
+words (the simulator is the judge of how much).
+
+Pre:  a flat ``SeqStmt`` of ``Insn``s (flatten, hoist_resets) in program order, no tokens.
+Post: the same instructions with the last compute instruction possibly replaced by parts and
+      the STOREs after it by pieces, interleaved; the set of (entry, operation) pairs each
+      module performs is unchanged and every store piece follows every write to its entries,
+      so token insertion (next) orders them like the original.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from vta.compiler.accel.passes._common import flat_stream, with_stream
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+from vta.isa import Module, definition_of, module_of
+from vta.isa.timing import fetch_cycles
+
+__all__ = ["drain_tail", "MAX_PARTS"]
+
+#: the most parts the last instruction is split into (each costs a pipeline fill on HLS)
+MAX_PARTS = 32
+#: the most pieces one STORE is split into
+MAX_PIECES = 64
+
+
+def drain_tail(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    stream = flat_stream(func)
+    if stream is None or not stream[0]:
+        return func
+    insns, wrap = stream
+    new_tail = _drained(insns, hw)
+    if new_tail is None:
+        return func
+    return with_stream(func, insns[:len(insns) - new_tail[0]] + new_tail[1], wrap)
+
+
+def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
+    """(how many trailing instructions to replace, their replacement), or None to keep all."""
+    k = len(insns)
+    while k > 0 and definition_of(insns[k - 1].insn).role == "store":
+        k -= 1
+    stores = insns[k:]
+    if not stores or k == 0:
+        return None
+    last = insns[k - 1]
+    if not _splittable(last, hw):
+        return None
+    sets = _dst_entries(last)
+    busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
+    best: tuple[float, list[Insn]] | None = None
+    for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
+        plan = _plan(last, stores, sets, m, hw)
+        if plan is None:
+            continue
+        t = _finish(plan, hw, 1 + len(stores), busy)
+        if best is None or t < best[0]:
+            best = (t, plan)
+    if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
+        return None
+    return 1 + len(stores), best[1]
+
+
+def _splittable(ins: Insn, hw: HwConfig) -> bool:
+    """Whether ``ins`` is an element-wise ALU instruction whose executions may run in any
+    order (module docstring)."""
+    d = definition_of(ins.insn)
+    if (d.role != "compute" or d.kind != "update" or not ins.uops
+            or len(ins.executed) != len(ins.uops)):
+        return False  # not an element-wise instruction running its whole block
+    if module_of(ins.insn, hw) not in (Module.COMPUTE, Module.ALU) or not d.alu:
+        return False
+    x: Any = ins.insn
+    if getattr(x, "reset", False):
+        return False
+    dst = _indices(ins, d.dst)
+    flat = dst.ravel()
+    if np.unique(flat).size != flat.size:
+        return False
+    for op in d.reads(x):
+        if op.memory != d.dst.memory:
+            continue
+        src = _indices(ins, op)
+        clash = np.isin(src, flat) & (src != dst)
+        if clash.any():
+            return False
+    return True
+
+
+def _indices(ins: Insn, op: Any) -> np.ndarray:
+    """The entries operand ``op`` of ``ins`` addresses: an array (uop, iter_out, iter_in)."""
+    x: Any = ins.insn
+    fo, fi, base = op.placement(x)
+    u = np.array([getattr(v, op.name) for v in ins.uops], np.int64)
+    o = np.arange(x.iter_out, dtype=np.int64) * fo
+    i = np.arange(x.iter_in, dtype=np.int64) * fi
+    return base + u[:, None, None] + o[None, :, None] + i[None, None, :]
+
+
+def _dst_entries(ins: Insn) -> np.ndarray:
+    """Per micro-op of ``ins``, the destination entries it writes (uop x executions)."""
+    d = definition_of(ins.insn)
+    idx = _indices(ins, d.dst)
+    return idx.reshape(idx.shape[0], -1)
+
+
+def _bounds(n: int, m: int) -> list[tuple[int, int]]:
+    """``m`` near-equal consecutive slices of ``range(n)``."""
+    cuts = [round(j * n / m) for j in range(m + 1)]
+    return [(cuts[j], cuts[j + 1]) for j in range(m)]
+
+
+def _plan(last: Insn, stores: list[Insn], sets: np.ndarray, m: int,
+          hw: HwConfig) -> list[Insn] | None:
+    """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
+    that completes them; None when a store would need too many pieces."""
+    parts = _bounds(len(last.uops), m)
+    lo = int(sets.min())
+    ready = np.full(int(sets.max()) - lo + 1, -1, np.int64)  # entry -> part writing it
+    for j, (a, b) in enumerate(parts):
+        ready[sets[a:b].ravel() - lo] = j
+    after: list[list[Insn]] = [[] for _ in range(m + 1)]  # index 0: before the first part
+    for st in stores:
+        pieces = _pieces(st, ready, lo)
+        if pieces is None:
+            return None
+        for j, p in pieces:
+            after[j + 1].append(p)
+    out: list[Insn] = list(after[0])
+    x: Any = last.insn
+    for j, (a, b) in enumerate(parts):
+        out.append(last if m == 1 else dataclasses.replace(
+            last, insn=dataclasses.replace(x, uop_bgn=a, uop_end=b)))
+        out += after[j + 1]
+    return out
+
+
+def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | None:
+    """``st`` cut into runs of rows (or, for one row, of columns) that the same part
+    completes: (part index or -1, piece)."""
+    x: Any = st.insn
+    e = x.sram_base + np.arange(x.y_size * x.x_size, dtype=np.int64)
+    inside = (e >= lo) & (e < lo + ready.size)
+    r = np.where(inside, ready[np.clip(e - lo, 0, ready.size - 1)], -1)
+    rows = x.y_size > 1
+    key = r.reshape(x.y_size, x.x_size).max(axis=1) if rows else r
+    runs: list[tuple[int, int, int]] = []  # (start, stop, part)
+    for k, v in enumerate(key.tolist()):
+        if runs and runs[-1][2] == v:
+            runs[-1] = (runs[-1][0], k + 1, v)
+        else:
+            runs.append((k, k + 1, v))
+    if len(runs) > MAX_PIECES:
+        return None
+    if len(runs) == 1:
+        return [(runs[0][2], st)]
+    out = []
+    for a, b, v in runs:
+        if rows:
+            piece = dataclasses.replace(x, sram_base=x.sram_base + a * x.x_size,
+                                        dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
+        else:
+            piece = dataclasses.replace(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
+                                        x_size=b - a)
+        out.append((v, dataclasses.replace(st, insn=piece, note="tail piece")))
+    return out
+
+
+def _backlog(head: list[Insn], unit: Module, hw: HwConfig) -> float:
+    """How long the store module may still be busy with earlier STOREs when the last
+    instruction starts (time 0): each earlier STORE is taken to start when the instructions of
+    ``unit`` after it in program order would start if ``unit`` never waited, the latest its
+    producer can finish, so the backlog is never underestimated (a split that only queues
+    behind it is not made)."""
+    span = 0.0  # the ``unit`` work between a position and time 0
+    stores: list[tuple[float, int]] = []  # (its producer's latest end, duration), latest first
+    for ins in reversed(head):
+        if definition_of(ins.insn).role == "store":
+            stores.append((-span, _duration(ins, hw)))
+        elif module_of(ins.insn, hw) is unit:
+            span += _duration(ins, hw)
+            if stores and span >= sum(t for _, t in stores):
+                break  # every earlier store would have left before time 0
+    free = float("-inf")
+    for ready, t in reversed(stores):
+        free = max(free, ready) + t
+    return max(0.0, free)
+
+
+def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
+    """When ``tail`` ends, from the start of its first instruction: the parts back to back,
+    each store piece when its part is done and the store module has finished the previous
+    piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
+    instructions' definitions; plus one fetch of the instruction words it adds to the
+    ``before`` it replaces, latency included (fetched on the shared port they delay a transfer,
+    and the last words may be fetched late, when a module already waits for them)."""
+    extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
+    compute, store = extra, extra + busy
+    for ins in tail:
+        if definition_of(ins.insn).role == "store":
+            store = max(store, compute) + _duration(ins, hw)
+        else:
+            compute += _duration(ins, hw)
+    return max(compute, store)
+
+
+def _duration(ins: Insn, hw: HwConfig) -> int:
+    return definition_of(ins.insn).duration(ins.insn, hw)

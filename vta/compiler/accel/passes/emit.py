@@ -1,0 +1,180 @@
+"""Emit: the token-synchronised instruction stream becomes an ``isa.Program``.
+
+Pre:  ``insert_tokens`` has run (flat ``Insn`` stream with dependency flags).
+Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in parameter order,
+      one per global buffer (kind from how it is moved: loaded into inp/wgt/acc, or stored
+      from out), then ``uops``; micro-op blocks deduplicated and placed in the uop buffer: all
+      loaded by one LOAD UOP at the start when they fit, else loaded on demand into a ring
+      (the compute module runs in order, so a block is never overwritten while in use); DRAM
+      offsets made absolute; a FINISH at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vta.compiler.accel.passes._common import CompileError, entries_of, flat_stream
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+from vta.isa import (
+    Finish,
+    Instruction,
+    Load,
+    MemType,
+    Program,
+    ProgramBuilder,
+    Uop,
+    definition_of,
+)
+
+__all__ = ["emit_program"]
+
+
+def _insns(func: S.PrimFunc) -> list[Insn]:
+    stream = flat_stream(func)
+    if stream is None:
+        raise CompileError(f"{func.name}: emit needs the flattened instruction stream")
+    return stream[0]
+
+
+def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
+    insns = _insns(func)
+    kinds: dict[S.Buffer, str] = {}
+    for ins in insns:
+        if ins.dram is not None:
+            i: Any = ins.insn
+            k = "out" if definition_of(i).role == "store" else i.mem.kind
+            if kinds.setdefault(ins.dram, k) != k:
+                raise CompileError(f"{func.name}: global buffer {ins.dram.name} is moved as both "
+                                   f"{kinds[ins.dram]} and {k}")
+    pb = ProgramBuilder(hw)
+    allocs = {}
+    for p in func.params:
+        if p in kinds:
+            allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
+    canon = _blocks(insns)
+    blocks = list(dict.fromkeys(canon.values()))
+    total = sum(len(b) for b in blocks)
+    depth = hw.uop_depth
+    if any(len(b) > depth for b in blocks):
+        raise CompileError(f"{func.name}: an instruction needs more micro-ops than the uop "
+                           f"buffer holds ({depth})")
+    uop_alloc = pb.alloc("uops", "uop", 0)
+    dram_pos: dict[int, int] = {}
+    for b in blocks:
+        dram_pos[id(b)] = pb.add_uops("uops", b)
+    resident: dict[int, tuple[int, int]] = {}  # block id -> (position, length)
+    out: list[Instruction] = []
+    if total <= depth:
+        pos = 0
+        for b in blocks:
+            resident[id(b)] = (pos, len(b))
+            pos += len(b)
+        if total:
+            out.append(Load(MemType.UOP, 0, uop_alloc.base, 1, total, total))
+    cursor = 0
+    for ins in insns:
+        i = ins.insn
+        role = definition_of(i).role
+        if role == "compute" and not ins.uops:  # a token relay: no micro-op to place
+            out.append(i)
+        elif role == "compute":
+            b = canon[id(ins.uops)]
+            if id(b) not in resident:
+                if cursor + len(b) > depth:
+                    cursor = 0
+                lo, hi = cursor, cursor + len(b)
+                for ob, (op, ol) in list(resident.items()):
+                    if op < hi and lo < op + ol:
+                        del resident[ob]
+                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1, len(b),
+                                len(b)))
+                resident[id(b)] = (lo, len(b))
+                cursor = hi
+            start = resident[id(b)][0]
+            x: Any = i  # its range counts within the block (the whole block, or a part of it)
+            out.append(dataclasses.replace(i, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end))
+        elif role in ("load", "store"):
+            assert ins.dram is not None
+            out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
+        else:
+            out.append(i)
+    out.append(Finish())
+    if hw.alu.separate_pipeline:
+        out = _alu_waits_for_uops(func, hw, out, total <= depth)
+    pb.extend(out)
+    return pb.build()
+
+
+def _used(ins: Insn) -> tuple[str, ...]:
+    """The micro-op fields ``ins`` reads: its destination and the operands it reads (a reset
+    reads only its destination)."""
+    d = definition_of(ins.insn)
+    return tuple(o.name for o in (d.dst, *d.reads(ins.insn)))
+
+
+def _blocks(insns: list[Insn]) -> dict[int, tuple[Uop, ...]]:
+    """The micro-op block each instruction's ``uops`` is placed as (by id of the tuple): equal
+    blocks are one, and a block whose instruction reads only some fields (a reset reads only
+    ``dst``, an ALU immediate ``dst`` alone too) is any earlier block that agrees on those
+    fields (a tile's reset and its epilogue's immediate ALU instructions share one block).
+    Blocks of instructions that read every field come first, in first-use order; a block is
+    hashed once per tuple object (flatten shares them)."""
+    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
+    canon: dict[int, tuple[Uop, ...]] = {}
+    partial: list[tuple[Insn, tuple[str, ...]]] = []
+    every = len(Uop.__dataclass_fields__)
+    for ins in insns:
+        if not ins.uops or id(ins.uops) in canon:
+            continue
+        used = _used(ins)
+        if len(used) < every:
+            canon[id(ins.uops)] = ins.uops  # placeholder until the second round
+            partial.append((ins, used))
+        else:
+            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
+    placed = list(first.values())
+    by_view: dict[tuple[str, ...], dict[tuple[tuple[int, ...], ...], tuple[Uop, ...]]] = {}
+    for ins, used in partial:
+        if used not in by_view:
+            by_view[used] = {}
+            for b in placed:
+                by_view[used].setdefault(_view(b, used), b)
+        hit = by_view[used].get(_view(ins.uops, used))
+        if hit is None:
+            hit = ins.uops
+            placed.append(hit)
+            for u, index in by_view.items():
+                index.setdefault(_view(hit, u), hit)
+        canon[id(ins.uops)] = hit
+    return canon
+
+
+def _view(block: tuple[Uop, ...], used: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(getattr(u, f) for f in used) for u in block)
+
+
+def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],
+                        resident: bool) -> list[Instruction]:
+    """On hardware whose ALU is a separate module, the micro-ops the compute module loads first
+    must be there before the ALU reads them: the first ALU instruction waits for the LOAD.UOP
+    (a compute -> alu token) unless it already waits, through its tokens, for a later compute
+    instruction. Reloading micro-ops mid-program would race the ALU: refused."""
+    from vta.isa import Module, module_of
+
+    if not resident:
+        raise CompileError(f"{func.name}: the program's micro-ops exceed the uop buffer "
+                           f"({hw.uop_depth}); with a separate ALU pipeline they must all be "
+                           f"resident (reloading them would race the ALU)")
+    first_alu = next((k for k, x in enumerate(out) if module_of(x, hw) is Module.ALU), None)
+    if first_alu is None or not (isinstance(out[0], Load) and out[0].mem is MemType.UOP):
+        return out
+    x: Any = out[first_alu]
+    if x.deps.pop_prev:  # pops compute -> alu: waits for a compute instruction after the load
+        return out
+    load: Any = out[0]
+    out[0] = dataclasses.replace(load, deps=dataclasses.replace(load.deps, push_next=True))
+    out[first_alu] = dataclasses.replace(x, deps=dataclasses.replace(x.deps, pop_prev=True))
+    return out

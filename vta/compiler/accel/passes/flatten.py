@@ -1,0 +1,141 @@
+"""Flatten: evaluate the remaining tile loops into the concrete instruction stream.
+
+Pre:  virtual threads are expanded; every statement left is a loop, a sequence, an
+      allocation, an attribute, or a dialect statement (DMA, ``ComputeInsn``).
+Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around one flat
+      ``SeqStmt`` of ``Insn``s, each wrapping one ``vta.isa`` instruction with concrete fields
+      (DRAM offsets still relative to the global buffer; micro-ops concrete, their uop-buffer
+      position left to the emitter) and no dependency flags. A micro-op instruction is built
+      from its definition (factors, fields, function); for an operand with a base field (an
+      instruction field added to every index of it), the base is the smallest index its micro-ops
+      use and the micro-ops keep the offsets. DMAs whose tile lies entirely outside the tensor
+      (only possible for padded, discarded output tiles) are dropped.
+"""
+
+from __future__ import annotations
+
+from vta.compiler.accel.passes._common import CompileError, IntFn, compile_int
+from vta.compiler.accel.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+from vta.isa import Load, MemType, Store, Uop
+from vta.isa.defs import instance
+
+__all__ = ["flatten"]
+
+
+def _free_vars(node: object) -> set[E.Var]:
+    """The variables under ``node``, each shared subtree visited once (a micro-op list shares
+    its base expression among thousands of entries)."""
+    seen: set[int] = set()
+    out: set[E.Var] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, E.Var):
+            out.add(n)
+        elif isinstance(n, tuple):
+            stack.extend(n)
+        else:
+            stack.extend(E.children(n))
+    return out
+
+
+def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    out: list[S.Stmt] = []
+    allocs: list[S.Buffer] = []
+    env: dict[E.Var, int] = {}
+    uop_cache: dict[tuple, tuple[Uop, ...]] = {}
+
+    compiled: dict[int, tuple[E.Expr, IntFn]] = {}
+
+    def ev(e: E.Expr) -> int:
+        if isinstance(e, E.IntImm):
+            return e.value
+        hit = compiled.get(id(e))  # the same field object recurs in every tile of its loop
+        if hit is None:
+            hit = compiled[id(e)] = (e, compile_int(e))  # e kept alive: its id stays its own
+        return hit[1](env)
+
+    def uops(u: UopTable) -> tuple[Uop, ...]:
+        key = (id(u), tuple(env.get(v, 0) for v in _fv(u)))
+        hit = uop_cache.get(key)
+        if hit is None:
+            hit = uop_cache[key] = u.evaluate(ev)
+        return hit
+
+    fv_cache: dict[int, tuple[E.Var, ...]] = {}
+
+    def _fv(u: UopTable) -> tuple[E.Var, ...]:
+        k = id(u)
+        if k not in fv_cache:
+            fv_cache[k] = tuple(sorted(_free_vars(u.base), key=lambda v: v.name + str(id(v))))
+        return fv_cache[k]
+
+    def visit(s: S.Stmt, thread: int) -> None:
+        if isinstance(s, S.SeqStmt):
+            for child in s.stmts:
+                visit(child, thread)
+        elif isinstance(s, S.For):
+            lo, n = ev(s.min), ev(s.extent)
+            for i in range(lo, lo + n):
+                env[s.var] = i
+                visit(s.body, thread)
+            env.pop(s.var, None)
+        elif isinstance(s, S.Allocate):
+            if not any(b is s.buffer for b in allocs):
+                allocs.append(s.buffer)
+            visit(s.body, thread)
+        elif isinstance(s, S.AttrStmt):
+            visit(s.body, s.value if s.key == "vthread" else thread)
+        elif isinstance(s, DmaLoad):
+            y, x = ev(s.y_size), ev(s.x_size)
+            if y <= 0 or x <= 0:
+                return
+            out.append(Insn(Load(MemType[s.mem.upper()], ev(s.sram_base), ev(s.dram_base), y, x,
+                                 ev(s.x_stride), ev(s.pad_y0), ev(s.pad_y1), ev(s.pad_x0),
+                                 ev(s.pad_x1)), s.dram, (), thread))
+        elif isinstance(s, DmaStore):
+            y, x = ev(s.y_size), ev(s.x_size)
+            if y <= 0 or x <= 0:
+                return
+            out.append(Insn(Store(MemType.OUT, ev(s.sram_base), ev(s.dram_base), y, x,
+                                  ev(s.x_stride)), s.dram, (), thread))
+        elif isinstance(s, ComputeInsn):
+            out.append(_compute(s, uops(s.uops), thread))
+        elif isinstance(s, Insn):
+            out.append(s)
+        else:
+            raise CompileError(f"{func.name}: flatten cannot execute {type(s).__name__} (a pass "
+                               f"before it left an unlowered statement: {s})")
+
+    visit(func.body, 0)
+    body: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
+    for b in reversed(allocs):
+        body = S.Allocate(b, body)
+    return func.with_body(body)
+
+
+def _compute(s: ComputeInsn, u: tuple[Uop, ...], thread: int) -> Insn:
+    """The instruction of a ``ComputeInsn`` with concrete micro-ops (see the module docstring
+    for operands with a base field)."""
+    d = s.instruction
+    fields: dict[str, object] = dict(s.params)
+    fields.update(reset=s.reset, uop_bgn=0, uop_end=len(u), iter_out=s.iter_out,
+                  iter_in=s.iter_in)
+    by_name = {o.name: o for o in d.operands}
+    for name, fo, fi in s.factors:
+        factors = by_name[name].factors
+        assert factors is not None
+        fields[factors[0]], fields[factors[1]] = fo, fi
+    for o in d.operands:
+        if o.base is not None and u:
+            base = min(getattr(x, o.name) for x in u)
+            fields[o.base] = base
+            u = tuple(Uop(**{**{k: getattr(x, k) for k in ("dst", "src", "wgt")},
+                             o.name: getattr(x, o.name) - base}) for x in u)
+    return Insn(instance(d, **fields), None, u, thread)

@@ -1,0 +1,253 @@
+"""DMA insertion: copy nests between global memory and a scratchpad become 2-D DMAs.
+
+Pre:  scratchpad allocation has run. A copy is a perfect loop nest (a cache stage, or the
+      loops of the output stage left inside its tile loop) whose body is one ``BufferStore``
+      between a global buffer and an on-chip buffer: a load ``onchip[i] = g[f(i)]`` or
+      ``= select(in_bounds, g[f(i)], 0)`` (a padding stage inlined into the copy; the condition
+      must be a conjunction of bounds ``0 <= f_d(i)`` / ``f_d(i) < shape_d`` of ``g``), or a
+      store ``g[f(i)] = cast(acc[i])`` (the out write; the narrowing is the STORE from the out
+      scratchpad). The two innermost indices of both sides are the entry.
+Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
+      ``AttrStmt("stage", name)``: loops of one iteration vanish, the innermost loops
+      contiguous in both SRAM and DRAM merge into the row (x), the next loops into the rows (y,
+      any DRAM stride), and loops that do not merge stay as loops around several DMAs (a >2-D
+      copy is split). Padding comes from the isl footprint of the copy's global box
+      (``poly.footprint``, parametric in the tile loops) clamped to the tensor
+      (``Box.clamp``): the in-bounds part is what the DMA reads, the rest its zero pads on four
+      sides (expressions in the tile loops). Rows past the tensor's end beyond what the pad field
+      holds (``hw.isa.pad`` bits) are left unwritten: they only feed output rows past the real
+      output (discarded).
+      Other statements are unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vta.compiler.accel.passes._common import (
+    ONCHIP,
+    CompileError,
+    affine,
+    entry_shape,
+    flat_entry,
+    loop_nest,
+    map_stmt,
+    sram_map,
+    strip_cast,
+)
+from vta.compiler.accel.vta_ir import DmaLoad, DmaStore
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+
+__all__ = ["inject_dma"]
+
+
+@dataclass
+class _Dim:
+    var: E.Var
+    ext: int
+    sram: int  # coefficient in the SRAM entry index
+    dram: int  # coefficient in the DRAM entry index
+    gdim: int | None  # the global dim this loop walks with coefficient 1 (padding), if any
+
+
+def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    bases = sram_map(func)
+    max_pad = (1 << hw.isa.pad) - 1
+
+    def rewrite(s: S.Stmt) -> S.Stmt | None:
+        if isinstance(s, S.AttrStmt) and s.key == "stage":
+            new = _copy_nest(func, str(s.value), s.body, bases, max_pad)
+            return None if new is None else S.AttrStmt("stage", s.value, new[0])
+        if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
+            new = _copy_nest(func, "copy", s, bases, max_pad)
+            return None if new is None else S.AttrStmt("stage", new[1], new[0])
+        return None
+
+    return func.with_body(map_stmt(func.body, rewrite))
+
+
+def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
+                    glob: S.Buffer) -> set[int]:
+    """The dims of ``glob`` whose bounds ``cond`` tests; an error unless every conjunct is a
+    bound ``0 <= gidx[d]`` or ``gidx[d] < shape[d]`` (then the select is exactly the padding)."""
+    conj: list[E.Expr] = []
+    todo = [cond]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, E.And):
+            todo += [c.a, c.b]
+        else:
+            conj.append(c)
+    dims: set[int] = set()
+    for c in conj:
+        if not isinstance(c, E.Cmp) or c.op not in ("<", "<=", ">", ">="):
+            raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}")
+        # as "lin >= 0"
+        lin = {">=": c.a - c.b, ">": c.a - c.b - 1, "<=": c.b - c.a, "<": c.b - c.a - 1}[c.op]
+        terms, const = poly.linear_form(lin)
+        if not terms:  # an index the unit loops made constant
+            if const >= 0:
+                continue
+            raise CompileError(f"{where}: select condition {c} is never true")
+        for d, (e, n) in enumerate(zip(gidx, glob.shape, strict=True)):
+            if _same(lin, e) or _same(lin, E.IntImm(n - 1) - e):
+                dims.add(d)
+                break
+        else:
+            raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}'s "
+                               f"index {list(gidx)}")
+    return dims
+
+
+def _same(a: E.Expr, b: E.Expr) -> bool:
+    terms, const = poly.linear_form(a - b)
+    return not terms and const == 0
+
+
+def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
+               max_pad: int) -> tuple[S.Stmt, str] | None:
+    if not isinstance(nest, S.For):
+        return None
+    try:
+        loops, body = loop_nest(nest)
+    except CompileError:
+        return None
+    if not isinstance(body, S.BufferStore):
+        return None
+    unit = {v: E.IntImm(0) for v, n in loops if n == 1}
+    if unit:
+        body = E.substitute(body, unit)
+        loops = [(v, n) for v, n in loops if n != 1]
+    value = strip_cast(body.value)
+    cond = None
+    if isinstance(value, E.Select):
+        if not (isinstance(value.f, E.IntImm) and value.f.value == 0):
+            return None
+        cond, value = value.cond, strip_cast(value.t)
+    if not isinstance(value, S.BufferLoad):
+        return None
+    dst, src = body.buffer, value.buffer
+    if dst.scope in ONCHIP and src.scope == "global":
+        onchip, oidx, glob, gidx, is_load = dst, body.indices, src, value.indices, True
+    elif dst.scope == "global" and src.scope == "acc":
+        onchip, oidx, glob, gidx, is_load = src, value.indices, dst, body.indices, False
+    else:
+        return None
+    if name == "copy":
+        name = glob.name
+    where = f"{func.name}: stage {name}"
+    if oidx[-2:] != gidx[-2:] or not all(isinstance(i, (E.Var, E.IntImm)) for i in oidx[-2:]):
+        raise CompileError(f"{where}: the entry dims of {onchip.name} and {glob.name} must be "
+                           f"copied whole (same innermost two indices)")
+    if glob.shape[-2:] != onchip.shape[-2:]:
+        raise CompileError(f"{where}: entry shapes differ: {glob.name} {glob.shape[-2:]} vs "
+                           f"{onchip.name} {onchip.shape[-2:]}")
+    entry_vars = {i for i in oidx[-2:] if isinstance(i, E.Var)}
+    outer = [(v, n) for v, n in loops if v not in entry_vars]
+    ovars = [v for v, _ in outer]
+    s_coef, s_rest = affine(flat_entry(onchip, oidx), ovars)
+    d_coef, d_rest = affine(flat_entry(glob, gidx), ovars)
+    if not isinstance(s_rest, E.IntImm) or s_rest.value != 0:
+        raise CompileError(f"{where}: {onchip.name} must be indexed from 0 by the copy loops")
+    padded: dict[E.Var, tuple[int, E.Expr]] = {}  # var -> (global dim, offset of that dim)
+    whole: list[E.Expr] = []
+    clamped = None
+    if cond is not None:
+        tested = _in_bounds_dims(where, cond, gidx, glob)
+        nd = len(entry_shape(glob))
+        box = poly.footprint(gidx[:nd], dict(outer))
+        clamped = box.clamp([0] * nd, glob.shape[:nd])
+        for gd in sorted(tested):
+            c, rest = affine(gidx[gd], ovars)
+            if not c:
+                # a one-element slice (one input row: a 1-row kernel, so no padding rows before
+                # the image): in bounds, or past the end where it feeds only discarded outputs
+                # and is skipped (in-bounds extent 0 or 1)
+                whole.append(clamped.extents[gd])
+                continue
+            if len(c) != 1 or next(iter(c.values())) != 1:
+                raise CompileError(f"{where}: padded dimension {gd} of {glob.name} is walked "
+                                   f"as {gidx[gd]}; a LOAD pads only unit-stride rows")
+            padded[next(iter(c))] = (gd, rest)
+    dims = [_Dim(v, n, s_coef.get(v, 0), d_coef.get(v, 0), padded.get(v, (None,))[0])
+            for v, n in outer]
+    base = bases[onchip]
+    mem = onchip.scope
+    # x: the innermost loops contiguous in SRAM and DRAM
+    xs: list[_Dim] = []
+    rest_dims = list(dims)
+    run = 1
+    while rest_dims:
+        d = rest_dims[-1]
+        if d.sram == run and d.dram == run and (not xs or (d.gdim is None and xs[-1].gdim is None)):
+            xs.append(rest_dims.pop())
+            run *= d.ext
+        else:
+            break
+    if not xs:  # nothing contiguous: one entry per row, rows from the innermost loop
+        cols = 1
+    else:
+        cols = run
+    ys: list[_Dim] = []
+    rows = 1
+    stride = None
+    while rest_dims:
+        d = rest_dims[-1]
+        if d.sram != cols * rows or d.ext == 0:
+            break
+        if stride is None:
+            stride = d.dram
+        elif d.dram != stride * rows or d.gdim is not None or (ys and ys[-1].gdim is not None):
+            break
+        ys.append(rest_dims.pop())
+        rows *= d.ext
+    if stride is None:
+        stride = cols
+    loop_dims = rest_dims  # stay as loops around the DMA
+    for d in loop_dims:
+        if d.gdim is not None:
+            raise CompileError(f"{where}: dimension {d.gdim} of {glob.name} needs padding but is"
+                               f" not one of the DMA's two dimensions")
+    # padding: only a single-loop x or y can be padded
+    zero = E.IntImm(0)
+    pad: dict[str, E.Expr] = {"y0": zero, "y1": zero, "x0": zero, "x1": zero}
+    env_sub: dict[E.Var, E.Expr] = {}
+    x_size: E.Expr = E.IntImm(cols)
+    y_size: E.Expr = E.IntImm(rows)
+    for axis, group, total in (("x", xs, cols), ("y", ys, rows)):
+        pd = [d for d in group if d.gdim is not None]
+        if not pd:
+            for d in group:
+                env_sub[d.var] = zero
+            continue
+        if len(group) != 1:
+            raise CompileError(f"{where}: a padded DMA dimension must be a single loop")
+        d = group[0]
+        gdim, _off = padded[d.var]
+        assert clamped is not None
+        p0, p1 = clamped.pad_before[gdim], clamped.pad_after[gdim]
+        if axis == "y":
+            y_size = E.IntImm(total) - p0 - p1
+            p1 = E.min_(p1, max_pad)  # rows past the tensor feed only discarded outputs
+        else:
+            x_size = E.IntImm(total) - p0 - p1
+        pad[axis + "0"], pad[axis + "1"] = p0, p1
+        env_sub[d.var] = p0
+    for valid in whole:
+        y_size = y_size * valid
+    dram_base = E.substitute(d_rest + sum((E.IntImm(d.dram) * d.var for d in dims), E.IntImm(0)),
+                             env_sub) if dims else d_rest
+    sram_base = base + sum((E.IntImm(d.sram) * d.var for d in loop_dims), E.IntImm(0))
+    dram_base = E.simplify_int(dram_base)
+    stmt: S.Stmt
+    if is_load:
+        stmt = DmaLoad(mem, onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride),
+                       pad["y0"], pad["y1"], pad["x0"], pad["x1"])
+    else:
+        stmt = DmaStore(onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride))
+    for d in reversed(loop_dims):
+        stmt = S.For(d.var, E.IntImm(0), E.IntImm(d.ext), stmt)
+    return stmt, name

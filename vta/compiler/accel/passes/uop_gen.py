@@ -1,0 +1,288 @@
+"""Micro-op generation with loop folding into ``iter_out`` / ``iter_in``.
+
+Pre:  tensorize and ALU lowering have run: ``ComputeNest`` statements carry their loops and the
+      affine entry index of each operand (dst, src, wgt).
+Post: each nest is one ``ComputeInsn`` of its instruction (or a few, inside loops, when its
+      micro-ops would not fit the uop buffer). Affine index analysis gives every loop a
+      coefficient per operand field; adjacent loops whose coefficients compose (outer = inner x
+      extent in every field) merge into one; the two loops with the largest extents whose
+      coefficients fit the instruction's factor fields (their widths from its layout on ``hw``)
+      fold into ``iter_out`` / ``iter_in`` (so one instruction does thousands of tensor ops);
+      the remaining loops are enumerated as micro-ops (spatial loops innermost). Among the
+      foldings (which loops fold, which are enumerated, which stay instruction loops when the
+      micro-ops would not fit) the one of fewest cycles is chosen: the instruction's duration
+      from its definition times the times the nest runs, plus loading its micro-ops (the LOAD
+      definition's duration); where the timing model fills the pipeline on each entry of the
+      micro-op loop (VTA's HLS design) this enumerates more micro-ops than it folds. The choice
+      avoids accumulator read-after-write hazards: an acc entry is not revisited within the
+      instruction's hazard window (``InstructionDef.hazard_lag``) when any choice allows it.
+      An operand the instruction does not read gets 0 (or, where the definition says so, the
+      destination's index: the ALU's immediate form).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable
+
+from vta.compiler.accel.passes._common import affine, map_stmt
+from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.config import HwConfig
+from vta.isa import InstructionDef
+from vta.isa.defs import instance, layout_of
+
+__all__ = ["generate_uops", "fold_loops", "Folding"]
+
+
+class Folding:
+    """The result of folding: outer loops (stay loops), iter_out/iter_in loops, uop loops."""
+
+    def __init__(self, outer: list[tuple[E.Var, int, tuple[int, ...]]],
+                 fo: tuple[int, tuple[int, ...]], fi: tuple[int, tuple[int, ...]],
+                 uop_loops: list[tuple[int, tuple[int, ...]]]) -> None:
+        self.outer, self.fo, self.fi, self.uop_loops = outer, fo, fi, uop_loops
+
+
+#: the cycles of one instruction executing ``(iter_out, iter_in, micro-ops)``, and of loading
+#: ``n`` micro-ops; with the times the nest runs (``fold_loops``'s cost model)
+Cost = tuple[Callable[[int, int, int], float], Callable[[int], float], int]
+
+
+#: foldings within this fraction of the fewest cycles count as equally fast (the one of fewest
+#: micro-ops is taken)
+CYCLE_SLACK = 0.002
+
+
+Loop = tuple[E.Var, int, tuple[int, ...]]
+Score = tuple[bool, float, int, bool]
+
+
+def _divisors(n: int) -> list[int]:
+    """The proper divisors ``1 < b < n`` of ``n``."""
+    return [b for b in range(2, n) if n % b == 0]
+
+
+def _peel(rem: list[int], merged: list[Loop], max_uops: int) -> tuple[list[int], list[int]]:
+    """Too many micro-ops for the buffer: peel loops (reductions, then the outermost) into
+    instruction loops."""
+    rem, outer = list(rem), []
+    while math.prod(merged[k][1] for k in rem) > max_uops and rem:
+        red = [k for k in rem if merged[k][2][0] == 0]
+        k = (red or rem)[0]
+        rem.remove(k)
+        outer.append(k)
+    return rem, outer
+
+
+Option = tuple[Score, int | None, int | None, list[Loop]]
+
+
+def _best(options: list[Option]) -> Option:
+    """The safe options (all, if none is safe) within ``CYCLE_SLACK`` of the fewest cycles;
+    among them the fewest micro-ops, then both loops folded, then the fewest cycles."""
+    safe = [o for o in options if o[0][0]] or options
+    fewest = min(-o[0][1] for o in safe)
+    near = [o for o in safe if -o[0][1] <= fewest * (1 + CYCLE_SLACK)]
+    return max(near, key=lambda o: (o[0][2], o[0][3], o[0][1]))
+
+
+def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
+            reduce_ok: bool, max_iter: int, cost: Cost | None) -> list[Option]:
+    """Every folding of the loops ``merged``, scored (see ``fold_loops``)."""
+    cands = list(range(len(merged)))
+    limits = tuple(1 << b for b in field_bits)
+
+    def fits(k: int) -> bool:
+        n, c = merged[k][1], merged[k][2]
+        return n <= max_iter and all(0 <= c[f] < limits[f] for f in range(len(c)))
+
+    scored: list[Option] = []
+    options: list[tuple[int | None, int | None]] = [(None, None)]
+    options += [(None, k) for k in cands if fits(k)]
+    options += [(a, b) for a, b in itertools.permutations(cands, 2) if fits(a) and fits(b)]
+    for fo, fi in options:
+        rem = [k for k in cands if k not in (fo, fi)]
+        spatial = math.prod(merged[k][1] for k in rem if merged[k][2][0] != 0)
+        n_rem = math.prod(merged[k][1] for k in rem)
+        ok = True
+        if reduce_ok:
+            if any(merged[k][2][0] == 0 for k in rem) and spatial < hazard_lag:
+                ok = False
+            if fi is not None and merged[fi][2][0] == 0 and n_rem < hazard_lag:
+                ok = False
+            if (fo is not None and merged[fo][2][0] == 0
+                    and n_rem * (merged[fi][1] if fi is not None else 1) < hazard_lag):
+                ok = False
+        cycles = 0.0
+        if cost is not None:
+            insn_cycles, load_cycles, times = cost
+            kept, outer = _peel(rem, merged, max_uops)
+            n_uops = math.prod(merged[k][1] for k in kept)
+            copies = math.prod(merged[k][1] for k in outer)
+            n_o = merged[fo][1] if fo is not None else 1
+            n_i = merged[fi][1] if fi is not None else 1
+            cycles = times * copies * insn_cycles(n_o, n_i, n_uops) \
+                + load_cycles(n_uops * copies)
+        scored.append(((ok, -cycles, -n_rem, fo is not None and fi is not None), fo, fi,
+                       merged))
+    return scored
+
+
+def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
+               field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
+               reduce_ok: bool, max_iter: int = (1 << 14) - 1,
+               cost: Cost | None = None) -> Folding:
+    """Choose the folding of a loop nest (see the module docstring): among the safe foldings
+    within ``CYCLE_SLACK`` of the fewest cycles, the one of fewest micro-ops.
+
+    ``coefs[k][f]``: coefficient of loop k in field f (field 0 is dst). Loops with a zero dst
+    coefficient are reductions. Returns which loops stay outer, fold, or become micro-ops.
+    ``cost`` (instruction cycles, micro-op load cycles, repetitions) ranks the safe foldings
+    by cycles; without it, the fewest micro-ops win.
+    """
+    # drop unit loops and merge composable neighbours (outer -> inner order)
+    items = [(v, n, c) for (v, n), c in zip(loops, coefs, strict=True) if n > 1]
+    merged: list[tuple[E.Var, int, tuple[int, ...]]] = []
+    for v, n, c in items:
+        if merged:
+            _pv, pn, pc = merged[-1]
+            if all(pc[f] == c[f] * n for f in range(len(c))):
+                merged[-1] = (v, pn * n, c)  # the inner var stands for the merged loop
+                continue
+        merged.append((v, n, c))
+    every = _choose(merged, field_bits, hazard_lag, max_uops, reduce_ok, max_iter, cost)
+    if cost is not None:
+        # a long spatial loop may also fold in part: ``n = a * b`` as a loop of ``a`` (stride
+        # ``b * coef``) around ``b`` (the instruction folds one, enumerates the other), which
+        # trades pipeline fills against micro-ops to load
+        for k, (v, n, c) in enumerate(merged):
+            if c[0] == 0:
+                continue
+            for b in _divisors(n):
+                split = [*merged[:k], (E.Var(f"{v.name}.o", v.dtype), n // b,
+                                       tuple(x * b for x in c)), (v, b, c), *merged[k + 1:]]
+                every += _choose(split, field_bits, hazard_lag, max_uops, reduce_ok,
+                                 max_iter, cost)
+    _, fo, fi, merged = _best(every)
+    cands = list(range(len(merged)))
+    rem, outer = _peel([k for k in cands if k not in (fo, fi)], merged, max_uops)
+    # uop order: reductions outside, spatial inside (so an acc entry recurs as late as possible)
+    rem.sort(key=lambda k: (merged[k][2][0] != 0, k))
+    nf = len(merged[0][2]) if merged else 3
+
+    def fold(k: int | None) -> tuple[int, tuple[int, ...]]:
+        return (1, (0,) * nf) if k is None else (merged[k][1], merged[k][2])
+
+    return Folding([merged[k] for k in sorted(outer)], fold(fo), fold(fi),
+                   [(merged[k][1], merged[k][2]) for k in rem])
+
+
+def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]],
+          uop_loops: list[tuple[int, tuple[int, ...]]]
+          ) -> tuple[list[E.Expr], list[tuple[int, ...]]]:
+    """Micro-op fields as ``(base, offsets)``: field = base + offset, the base being ``rest`` +
+    outer vars * coef (simplified once per field), each offset an enumeration of the micro-op
+    loops (earlier loops outer)."""
+    base = list(rest)
+    for v, _n, c in outer:
+        for f in range(len(base)):
+            if c[f]:
+                base[f] = base[f] + v * c[f]
+    offs = [(0,) * len(base)]
+    for n, c in uop_loops:  # earlier loops are outer in the enumeration
+        offs = [tuple(o[f] + j * c[f] for f in range(len(base))) for o in offs for j in range(n)]
+    return [E.simplify_int(b) for b in base], offs
+
+
+_FIELDS = ("dst", "src", "wgt")
+
+
+def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, int]]:
+    """The micro-op fields an instruction uses, in micro-op order, with the width of the
+    factor fields that step each along ``iter_out`` / ``iter_in`` on ``hw`` (0 for an operand
+    without factors: a loop that moves it cannot fold)."""
+    widths = {f.name: f.width for half in layout_of(d, hw) for f in half}
+    by_name = {o.name: o for o in d.operands}
+    out = []
+    for name in _FIELDS:
+        o = by_name.get(name)
+        if o is not None:
+            w = min(widths[o.factors[0]], widths[o.factors[1]]) if o.factors else 0
+            out.append((name, w))
+    return out
+
+
+def _uop_load(hw: HwConfig) -> Callable[[int], float]:
+    """Cycles of loading ``n`` micro-ops (the LOAD definition's duration)."""
+    from vta.compiler.accel.cost import instruction_cycles, prototype
+    from vta.isa import MemType
+    from vta.isa.builtins import LOAD
+
+    def cycles(n: int) -> float:
+        return instruction_cycles(prototype(LOAD, mem=MemType.UOP, y_size=1, x_size=n,
+                                            x_stride=n), hw) if n else 0.0
+    return cycles
+
+
+def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+    max_uops = max(1, hw.uop_depth // 4)
+    max_iter = (1 << hw.isa.loop_iter) - 1
+    load = _uop_load(hw)
+
+    def nest(times: int) -> Callable[[S.Stmt], S.Stmt | None]:
+        def rewrite(s: S.Stmt) -> S.Stmt | None:
+            if isinstance(s, S.For) and isinstance(s.extent, E.IntImm):
+                return dataclasses.replace(s, body=map_stmt(s.body,
+                                                             nest(times * s.extent.value)))
+            if isinstance(s, ComputeNest):
+                return compute(s, times)
+            return None
+        return rewrite
+
+    def compute(s: ComputeNest, times: int) -> S.Stmt:
+        d = s.instruction
+        given = dict(zip(s.operands, s.indices, strict=True))
+        by_name = {o.name: o for o in d.operands}
+        fields = _fields(d, hw)
+        exprs = []
+        for name, _w in fields:
+            if name in given:
+                exprs.append(given[name])
+            elif not s.reset and by_name[name].unused == "dst" and by_name[name].factors:
+                exprs.append(given["dst"])
+            else:
+                exprs.append(E.IntImm(0))
+        vars_ = [v for v, _ in s.loops]
+        parts = [affine(e, vars_) for e in exprs]
+        coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
+        proto = instance(d, reset=s.reset, **dict(s.params))
+        lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
+
+        def insn_cycles(n_o: int, n_i: int, n: int) -> float:
+            return d.duration(dataclasses.replace(proto, iter_out=n_o, iter_in=n_i, uop_bgn=0,
+                                                  uop_end=n), hw)
+
+        fo = fold_loops(list(s.loops), coefs, tuple(w for _, w in fields), lag, max_uops,
+                        not s.reset and d.kind == "accumulate", max_iter,
+                        (insn_cycles, load, times))
+        base, offs = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+        pos = {name: k for k, (name, _) in enumerate(fields)}
+        table_base = tuple(base[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS)
+        uops = UopTable(table_base, Offsets(  # type: ignore[arg-type]
+            tuple(o[pos[f]] if f in pos else 0 for f in _FIELDS) for o in offs))
+        factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
+                        if by_name[name].factors is not None)
+        st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
+        return _wrap(st, fo)
+
+    return func.with_body(map_stmt(func.body, nest(1)))
+
+
+def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:
+    for v, n, _c in reversed(fo.outer):
+        st = S.For(v, E.IntImm(0), E.IntImm(n), st)
+    return st

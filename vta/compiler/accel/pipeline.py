@@ -1,0 +1,120 @@
+"""The VTA lowering pipeline: an ordered list of pure passes, each with the reason for its place.
+
+``compile_func(func, hw)`` runs them and returns the ``isa.Program`` plus the IR after every
+pass (``--dump-ir PASS`` prints one, ``--dump-ir all`` all of them). Every pass is a pure
+function ``(PrimFunc, HwConfig) -> PrimFunc`` in its own file under ``passes/``, whose
+docstring states what must hold before and after it; the structural verifier runs after each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
+from vta.compiler.accel.passes.bound_inference import infer_bounds
+from vta.compiler.accel.passes.coproc_sync import insert_tokens
+from vta.compiler.accel.passes.drain_tail import drain_tail
+from vta.compiler.accel.passes.emit import emit_program
+from vta.compiler.accel.passes.flatten import flatten
+from vta.compiler.accel.passes.hoist_resets import hoist_resets
+from vta.compiler.accel.passes.inject_dma import inject_dma
+from vta.compiler.accel.passes.lower_alu import lower_alu
+from vta.compiler.accel.passes.scratchpad_alloc import allocate_scratchpads
+from vta.compiler.accel.passes.tensorize import tensorize
+from vta.compiler.accel.passes.unit_loops import fold_unit_loops
+from vta.compiler.accel.passes.uop_gen import generate_uops
+from vta.compiler.accel.passes.virtual_thread import inject_virtual_thread
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.verify import verify
+from vta.config import HwConfig
+from vta.errors import VtaError
+from vta.isa import Program
+
+__all__ = ["PASSES", "PASS_NAMES", "CompileResult", "compile_func", "UnknownPass"]
+
+Pass = Callable[[S.PrimFunc, HwConfig], S.PrimFunc]
+
+#: (name, pass, why it is here) in order.
+PASSES: tuple[tuple[str, Pass, str], ...] = (
+    ("unit_loops", fold_unit_loops,
+     "first: lower keeps one-iteration tile loops whose variable is pinned to 0 by isl; "
+     "later passes read on-chip indices relative to their allocation"),
+    ("bound_inference", infer_bounds,
+     "every later pass trusts that on-chip accesses stay inside the buffers lower sized"),
+    ("acc_inplace", reuse_acc_buffers,
+     "before allocation: element-wise epilogue stages take over their producer's acc buffer "
+     "(the ALU updates in place, and acc space is what limits the tile)"),
+    ("scratchpad_alloc", allocate_scratchpads,
+     "DMA, GEMM and ALU statements address SRAM entries, so bases (one copy per virtual "
+     "thread) must exist first; capacity errors surface here, at compile time"),
+    ("inject_dma", inject_dma,
+     "copy stages become LOAD/STORE before tensorize so the remaining scalar nests are only "
+     "compute (the tensorize region and the epilogue)"),
+    ("tensorize", tensorize,
+     "replaces the GEMM-shaped region (and the init nest) by GEMM nests on the intrinsic"),
+    ("lower_alu", lower_alu,
+     "after tensorize: what is left on acc buffers is the element-wise epilogue for the ALU"),
+    ("uop_gen", generate_uops,
+     "needs every GEMM/ALU nest with affine indices to fold loops into iter_out/iter_in and "
+     "enumerate the rest as micro-ops"),
+    ("virtual_thread", inject_virtual_thread,
+     "after uop generation (micro-ops are per-thread expressions) and before flattening: "
+     "interleaves the threads' stages"),
+    ("flatten", flatten,
+     "token insertion reasons about concrete SRAM ranges of instructions in program order"),
+    ("hoist_resets", hoist_resets,
+     "needs the concrete SRAM ranges flatten gives and must precede token insertion: on a "
+     "separate ALU pipeline a reset moves up to just after the store it must follow"),
+    ("drain_tail", drain_tail,
+     "on the flat stream, before the tokens: the last instruction's parts and the store "
+     "pieces are ordered by their SRAM ranges like any other instructions"),
+    ("coproc_sync", insert_tokens,
+     "last IR pass: any reordering after it would invalidate the push/pop pairing"),
+)
+PASS_NAMES = (*(n for n, _, _ in PASSES), "emit")
+
+
+class UnknownPass(VtaError):
+    pass
+
+
+@dataclass
+class CompileResult:
+    program: Program
+    ir: dict[str, S.PrimFunc] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def dump(self, which: str) -> str:
+        """The IR after pass ``which`` (or every pass for ``all``), as text."""
+        if which == "all":
+            return "\n\n".join(self.dump(n) for n in [*self.ir, "emit"])
+        if which == "emit":
+            from vta.isa import disassemble
+
+            return "# after emit\n" + disassemble(self.program)
+        if which not in self.ir:
+            raise UnknownPass(f"unknown pass {which!r}; expected one of: input, "
+                              f"{', '.join(PASS_NAMES)}, all")
+        f = self.ir[which]
+        prev = list(self.ir.values())[list(self.ir).index(which) - 1] if which != "input" else None
+        note = " (unchanged)" if prev is not None and prev.body is f.body else ""
+        return f"# after {which}{note}\n{f}"
+
+
+def compile_func(func: S.PrimFunc, hw: HwConfig, *, check: bool = True,
+                 keep_ir: bool = True) -> CompileResult:
+    """Run the VTA pipeline on a lowered function."""
+    t0 = time.perf_counter()
+    ir: dict[str, S.PrimFunc] = {"input": func} if keep_ir else {}
+    if check:
+        verify(func)
+    for name, fn, _why in PASSES:
+        func = fn(func, hw)
+        if check and name not in ("flatten", "hoist_resets", "drain_tail", "coproc_sync"):
+            verify(func)
+        if keep_ir:
+            ir[name] = func
+    program = emit_program(func, hw)
+    return CompileResult(program, ir, time.perf_counter() - t0)

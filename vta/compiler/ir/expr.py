@@ -1,0 +1,479 @@
+"""Scalar expressions shared by the tensor IR and the loop-nest IR.
+
+Nodes are frozen, slotted dataclasses compared structurally, except ``Var``, whose identity is
+the object (two variables named ``i`` are different variables; the printer makes names unique).
+Python operators build expressions, folding integer constants as they go, so index arithmetic
+produced by scheduling stays readable.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from vta.compiler.ir.visitor import node_fields
+
+__all__ = [
+    "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
+    "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
+    "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk",
+    "free_vars",
+    "substitute", "simplify_int", "select", "INT_OPS",
+]
+
+#: scalar types the IR knows, with their width in bits
+DTYPES: dict[str, int] = {
+    "int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint32": 32,
+    "float16": 16, "float32": 32, "float64": 64, "bool": 1,
+}
+
+
+class Expr:
+    """Base of scalar expressions. Subclasses are frozen dataclasses with a ``dtype``."""
+
+    __slots__ = ()
+    dtype: str
+
+    # -- arithmetic builders (constant-folding for integers)
+    def __add__(self, o: ExprLike) -> Expr:
+        return _bin(Add, self, o)
+
+    def __radd__(self, o: ExprLike) -> Expr:
+        return _bin(Add, o, self)
+
+    def __sub__(self, o: ExprLike) -> Expr:
+        return _bin(Sub, self, o)
+
+    def __rsub__(self, o: ExprLike) -> Expr:
+        return _bin(Sub, o, self)
+
+    def __mul__(self, o: ExprLike) -> Expr:
+        return _bin(Mul, self, o)
+
+    def __rmul__(self, o: ExprLike) -> Expr:
+        return _bin(Mul, o, self)
+
+    def __floordiv__(self, o: ExprLike) -> Expr:
+        return _bin(FloorDiv, self, o)
+
+    def __mod__(self, o: ExprLike) -> Expr:
+        return _bin(FloorMod, self, o)
+
+    def __rshift__(self, o: ExprLike) -> Expr:
+        return _bin(Shr, self, o)
+
+    def __lshift__(self, o: ExprLike) -> Expr:
+        return _bin(Shl, self, o)
+
+    def __neg__(self) -> Expr:
+        return _bin(Sub, 0, self)
+
+    def __and__(self, o: ExprLike) -> Expr:
+        return And(self, as_expr(o))
+
+    def __or__(self, o: ExprLike) -> Expr:
+        return Or(self, as_expr(o))
+
+    def __invert__(self) -> Expr:
+        return Not(self)
+
+    # comparisons build expressions (so ``==`` is not overloaded: use ``eq``)
+    def __lt__(self, o: ExprLike) -> Expr:
+        return Cmp("<", self, as_expr(o))
+
+    def __le__(self, o: ExprLike) -> Expr:
+        return Cmp("<=", self, as_expr(o))
+
+    def __gt__(self, o: ExprLike) -> Expr:
+        return Cmp(">", self, as_expr(o))
+
+    def __ge__(self, o: ExprLike) -> Expr:
+        return Cmp(">=", self, as_expr(o))
+
+    def eq(self, o: ExprLike) -> Expr:
+        return Cmp("==", self, as_expr(o))
+
+    def ne(self, o: ExprLike) -> Expr:
+        return Cmp("!=", self, as_expr(o))
+
+    def astype(self, dtype: str) -> Expr:
+        """Cast to ``dtype`` (integer narrowing wraps, as C does on two's complement)."""
+        return self if self.dtype == dtype else Cast(dtype, self)
+
+    def __str__(self) -> str:
+        from vta.compiler.ir.printer import expr_str
+
+        return expr_str(self)
+
+
+ExprLike = Expr | int | float
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Var(Expr):
+    """A scalar variable. Identity is the object; ``name`` is a printing hint only."""
+
+    name: str
+    dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return f"Var({self.name}@{id(self) & 0xFFFF:04x})"
+
+
+@dataclass(frozen=True, slots=True)
+class IntImm(Expr):
+    value: int
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm(Expr):
+    value: float
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(Expr):
+    """Binary arithmetic; ``dtype`` is the operands' common type. Subclasses fix the operator."""
+
+    a: Expr
+    b: Expr
+    dtype: str = "int32"
+
+    symbol: ClassVar[str] = "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Add(BinOp):
+    symbol: ClassVar[str] = "+"
+
+
+@dataclass(frozen=True, slots=True)
+class Sub(BinOp):
+    symbol: ClassVar[str] = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Mul(BinOp):
+    symbol: ClassVar[str] = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class FloorDiv(BinOp):
+    """Division rounding toward minus infinity (Python's ``//``)."""
+
+    symbol: ClassVar[str] = "//"
+
+
+@dataclass(frozen=True, slots=True)
+class FloorMod(BinOp):
+    """Remainder with the divisor's sign (Python's ``%``)."""
+
+    symbol: ClassVar[str] = "%"
+
+
+@dataclass(frozen=True, slots=True)
+class Min(BinOp):
+    symbol: ClassVar[str] = "min"
+
+
+@dataclass(frozen=True, slots=True)
+class Max(BinOp):
+    symbol: ClassVar[str] = "max"
+
+
+@dataclass(frozen=True, slots=True)
+class Shr(BinOp):
+    """Arithmetic shift right."""
+
+    symbol: ClassVar[str] = ">>"
+
+
+@dataclass(frozen=True, slots=True)
+class Shl(BinOp):
+    symbol: ClassVar[str] = "<<"
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp(Expr):
+    """Comparison ``a op b`` with op in <, <=, >, >=, ==, != ; boolean result."""
+
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class And(Expr):
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Expr):
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    a: Expr
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """``t if cond else f`` (both sides evaluated: no side effects in expressions)."""
+
+    cond: Expr
+    t: Expr
+    f: Expr
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A pure intrinsic call by name (e.g. ``"clip"``); backends map names to code."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: str = "int32"
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def const(value: int | float, dtype: str | None = None) -> Expr:
+    """A constant (``int32``/``float32`` unless ``dtype`` says otherwise; bools are ``bool``)."""
+    if isinstance(value, bool):
+        return IntImm(int(value), "bool")
+    if isinstance(value, int):
+        return IntImm(value, dtype or "int32")
+    return FloatImm(float(value), dtype or "float32")
+
+
+def as_expr(x: ExprLike) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (int, float)):
+        return const(x)
+    if hasattr(x, "__expr__"):  # e.g. an IterVar stands for its variable
+        return x.__expr__()  # type: ignore[no-any-return]
+    raise TypeError(f"cannot use {x!r} ({type(x).__name__}) as an expression")
+
+
+def is_const(e: Expr, value: int | None = None) -> bool:
+    return isinstance(e, IntImm) and (value is None or e.value == value)
+
+
+def _common(a: Expr, b: Expr) -> str:
+    if a.dtype == b.dtype:
+        return a.dtype
+    # a bare int literal adapts to the other side
+    if isinstance(a, IntImm) and a.dtype == "int32":
+        return b.dtype
+    if isinstance(b, IntImm) and b.dtype == "int32":
+        return a.dtype
+    fa, fb = a.dtype.startswith("float"), b.dtype.startswith("float")
+    if fa != fb:
+        return a.dtype if fa else b.dtype
+    return a.dtype if DTYPES.get(a.dtype, 32) >= DTYPES.get(b.dtype, 32) else b.dtype
+
+
+#: what each binary operator means on Python integers (exact; ``//`` and ``%`` floor): the one
+#: integer semantics that constant folding and integer evaluation read
+INT_OPS: dict[type, Callable[[int, int], int]] = {}
+
+
+def _fold(cls: type, x: int, y: int) -> int | None:
+    """``x op y`` folded at compile time, or None where folding must not happen (a division by
+    zero, a negative shift, a left shift leaving int32)."""
+    op = INT_OPS.get(cls)
+    if op is None or (cls in (FloorDiv, FloorMod) and y == 0) or (cls in (Shr, Shl) and y < 0):
+        return None
+    r = op(x, y)
+    if cls is Shl and not -(1 << 31) <= r < 1 << 31:
+        return None
+    return r
+
+
+def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
+    ea, eb = as_expr(a), as_expr(b)
+    dtype = _common(ea, eb)
+    if isinstance(ea, IntImm) and isinstance(eb, IntImm):
+        v = _fold(cls, ea.value, eb.value)
+        if v is not None:
+            return IntImm(v, dtype)
+    # identities that keep scheduled index arithmetic small
+    if cls is Add:
+        if is_const(ea, 0):
+            return eb if eb.dtype == dtype else Cast(dtype, eb)
+        if is_const(eb, 0):
+            return ea if ea.dtype == dtype else Cast(dtype, ea)
+    if cls is Sub and is_const(eb, 0):
+        return ea
+    if cls is Mul:
+        if is_const(ea, 1):
+            return eb
+        if is_const(eb, 1):
+            return ea
+        if (is_const(ea, 0) or is_const(eb, 0)) and not dtype.startswith("float"):
+            return IntImm(0, dtype)
+    if cls is FloorDiv and is_const(eb, 1):
+        return ea
+    if cls is FloorMod and is_const(eb, 1):
+        return IntImm(0, dtype)
+    return cls(ea, eb, dtype)
+
+
+INT_OPS.update({Add: operator.add, Sub: operator.sub, Mul: operator.mul,
+                FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: min, Max: max,
+                Shr: operator.rshift, Shl: operator.lshift})
+
+
+def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """``t if cond else f`` typed like the branches (a bare int literal adapts to the other)."""
+    et, ef = as_expr(t), as_expr(f)
+    dtype = _common(et, ef)
+    et = et if et.dtype == dtype else Cast(dtype, et)
+    if ef.dtype != dtype:
+        ef = IntImm(ef.value, dtype) if isinstance(ef, IntImm) else Cast(dtype, ef)
+    return Select(as_expr(cond), et, ef, dtype)
+
+
+def min_(a: ExprLike, b: ExprLike) -> Expr:
+    """The smaller of ``a`` and ``b`` (element-wise in a compute: ``min_(x[i], 127)``)."""
+    return _bin(Min, a, b)
+
+
+def max_(a: ExprLike, b: ExprLike) -> Expr:
+    """The larger of ``a`` and ``b`` (``max_(x[i], 0)`` is a ReLU)."""
+    return _bin(Max, a, b)
+
+
+# ---------------------------------------------------------------------------- traversal
+
+
+def _is_node(x: Any) -> bool:
+    """Whether ``x`` is an IR node to traverse. Objects that mark themselves ``_ir_opaque``
+    (a ``Tensor`` referenced by a read, an intrinsic in an annotation) are leaves: a traversal
+    of one compute body must not wander into the bodies of the tensors it reads."""
+    return node_fields(type(x)) is not None
+
+
+def children(node: Any) -> Iterator[Any]:
+    """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
+    names = node_fields(type(node))
+    if names is None:
+        return
+    for name in names:
+        v = getattr(node, name)
+        if type(v) is tuple:
+            for x in v:
+                if node_fields(type(x)) is not None:
+                    yield x
+        elif node_fields(type(v)) is not None:
+            yield v
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Pre-order traversal of every dataclass node under ``node`` (itself included)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        names = node_fields(type(n))
+        if names is None:
+            continue
+        kids: list[Any] = []
+        for name in names:
+            v = getattr(n, name)
+            if type(v) is tuple:
+                kids.extend(x for x in v if node_fields(type(x)) is not None)
+            elif node_fields(type(v)) is not None:
+                kids.append(v)
+        stack.extend(reversed(kids))
+
+
+def free_vars(e: Any) -> set[Var]:
+    return {n for n in walk(e) if isinstance(n, Var)}
+
+
+def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
+               descend: Callable[[Any], bool] | None = None) -> Any:
+    """Rebuild ``node`` replacing variables (a dict) or any node (a callable returning a
+    replacement, or None to recurse). Returns ``node`` itself when nothing changed. The one
+    rewriter of the IR: ``descend(child)`` (default: every node) limits where it recurses
+    (statement rewrites skip expressions)."""
+    fn: Callable[[Any], Any | None]
+    if isinstance(mapping, dict):
+        m = mapping
+        fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
+    else:
+        fn = mapping
+    return _rewrite(node, fn, descend, {})
+
+
+def _rewrite(node: Any, fn: Callable[[Any], Any | None],
+             descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+    # ``memo``: a subtree shared by many parents (a micro-op list's common base expression) is
+    # rewritten once per call; nodes are immutable and alive for the call (the memo holds
+    # them), so their ids are stable
+    done = memo.get(id(node))
+    if done is not None:
+        return done[1]
+    out = _rewrite_node(node, fn, descend, memo)
+    memo[id(node)] = (node, out)
+    return out
+
+
+def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
+                  descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+    r = fn(node)
+    if r is not None:
+        return r
+    cls = type(node)
+    names = node_fields(cls)
+    if names is None:
+        return node
+    changed: dict[str, Any] | None = None
+    for name in names:
+        v = getattr(node, name)
+        if type(v) is tuple:
+            nv = tuple(_rewrite(x, fn, descend, memo)
+                       if node_fields(type(x)) is not None and (descend is None or descend(x))
+                       else x for x in v)
+            if any(a is not b for a, b in zip(nv, v, strict=True)):
+                if changed is None:
+                    changed = {}
+                changed[name] = nv
+        elif node_fields(type(v)) is not None and (descend is None or descend(v)):
+            nv = _rewrite(v, fn, descend, memo)
+            if nv is not v:
+                if changed is None:
+                    changed = {}
+                changed[name] = nv
+    if changed is None:
+        return node
+    if isinstance(node, BinOp):
+        # re-fold: substitution may have made both sides constant
+        return _bin(cls, changed.get("a", node.a), changed.get("b", node.b))
+    import dataclasses
+
+    return dataclasses.replace(node, **changed)
+
+
+def simplify_int(e: Expr) -> Expr:
+    """Light simplification: re-fold constants bottom-up (``substitute`` with no mapping)."""
+    return substitute(e, lambda n: None)

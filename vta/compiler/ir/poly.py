@@ -1,0 +1,439 @@
+"""Integer-set analysis with islpy: affine forms, access footprints, capacity, dependences.
+
+What lives here is the compiler's integer arithmetic that must be *exact*: the region of a tensor
+a tile of loops touches (a DMA's extents, a scratchpad allocation, a conv halo of ``h*s + r``),
+the part of that region that lies inside the real data when the rest is zero padding, whether
+the buffers fit the scratchpads, and which loop transformations keep the dependences.
+
+Performance rule: isl is slow compared to evaluating an expression, so nothing here is called
+per loop iteration. A footprint is computed once, *parametrically* in the outer loop variables,
+and returned as a closed form (an affine ``min`` expression per dimension and a constant extent)
+that callers evaluate or emit. Every isl computation is keyed by its text and cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import islpy as isl
+
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.stmt import Buffer
+from vta.compiler.ir.visitor import Dispatch
+from vta.errors import VtaError
+
+if TYPE_CHECKING:
+    from vta.config import HwConfig
+
+__all__ = [
+    "PolyError", "CapacityError", "linear_form", "coefficient", "simplify", "to_isl",
+    "aff_to_expr", "Box",
+    "Clamped", "footprint", "set_box", "DimBox", "buffer_bytes", "check_capacity",
+    "region_text",
+    "Dependences", "dependences", "violations", "carries",
+]
+
+
+class PolyError(VtaError):
+    """An expression or region the integer analysis cannot handle (not affine, unbounded)."""
+
+
+class CapacityError(VtaError):
+    """Buffers do not fit a scratchpad; the message names them, bytes needed and available."""
+
+
+# --------------------------------------------------------------------------- affine forms
+
+LinearTerms = dict[E.Expr, int]
+
+
+def linear_form(e: E.Expr) -> tuple[LinearTerms, int]:
+    """``e`` as ``sum(coef * atom) + const``. Atoms are variables or the sub-expressions that are
+    not linear (``x // 4``, ``x % 4``, a load); terms keep the order of first appearance. The
+    IR's one affine decomposition: every pass that needs coefficients reads it."""
+    return _LINEAR(e)
+
+
+def _atom(e: E.Expr) -> tuple[LinearTerms, int]:
+    return {e: 1}, 0
+
+
+def _add_sub(e: E.Add | E.Sub) -> tuple[LinearTerms, int]:
+    ta, ca = _LINEAR(e.a)
+    tb, cb = _LINEAR(e.b)
+    sign = 1 if isinstance(e, E.Add) else -1
+    out = dict(ta)
+    for atom, c in tb.items():
+        out[atom] = out.get(atom, 0) + sign * c
+    return {k: v for k, v in out.items() if v}, ca + sign * cb
+
+
+def _mul(e: E.Mul) -> tuple[LinearTerms, int]:
+    ta, ca = _LINEAR(e.a)
+    tb, cb = _LINEAR(e.b)
+    if not tb:
+        return {k: v * cb for k, v in ta.items() if v * cb}, ca * cb
+    if not ta:
+        return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb
+    return _atom(e)
+
+
+def _cast(e: E.Cast) -> tuple[LinearTerms, int]:
+    if not e.dtype.startswith("float") and e.dtype != "bool":
+        return _LINEAR(e.value)
+    return _atom(e)
+
+
+_LINEAR: Dispatch[tuple[LinearTerms, int]] = Dispatch("affine decomposition", {
+    E.IntImm: lambda e: ({}, e.value),
+    E.Add: _add_sub,
+    E.Sub: _add_sub,
+    E.Mul: _mul,
+    E.Cast: _cast,
+    E.FloorDiv: lambda e: ({type(e)(simplify(e.a), e.b, e.dtype): 1}, 0),
+    E.FloorMod: lambda e: ({type(e)(simplify(e.a), e.b, e.dtype): 1}, 0),
+}, default=_atom)
+
+
+def coefficient(e: E.Expr, v: E.Var) -> int | None:
+    """``c`` when ``e == rest + c * v`` with ``rest`` free of ``v`` (0 when ``v`` does not
+    occur); None when ``v`` occurs non-linearly (``linear_form``'s reading)."""
+    terms, _ = linear_form(e)
+    c = 0
+    for atom, k in terms.items():
+        if atom is v:
+            c = k
+        elif v in E.free_vars(atom):
+            return None
+    return c
+
+
+def from_linear(terms: LinearTerms, const: int, dtype: str = "int32") -> E.Expr:
+    """Rebuild an expression from a linear form (positive terms first, constant last)."""
+    out: E.Expr | None = None
+    for atom, c in sorted(terms.items(), key=lambda kv: kv[1] < 0):
+        if out is None:
+            out = atom * c if c != 1 else atom
+        elif c > 0:
+            out = out + (atom * c if c != 1 else atom)
+        else:
+            out = out - (atom * -c if c != -1 else atom)
+    if out is None:
+        return E.IntImm(const, dtype)
+    return out + const if const >= 0 else out - (-const)
+
+
+def simplify(e: E.Expr) -> E.Expr:
+    """Canonical affine form of an integer index expression (``(x*4 + y) - x*4`` becomes ``y``);
+    non-integer or non-index expressions come back unchanged."""
+    if e.dtype.startswith("float") or e.dtype == "bool":
+        return e
+    terms, const = linear_form(e)
+    return from_linear(terms, const, e.dtype)
+
+
+def to_isl(e: E.Expr, name: Mapping[E.Var, str]) -> str:
+    """isl text of an affine expression over the variables in ``name``."""
+    return _ISL(e, name)
+
+
+def _isl_var(e: E.Var, name: Mapping[E.Var, str]) -> str:
+    if e not in name:
+        raise PolyError(f"variable {e.name} is not bound in this analysis")
+    return name[e]
+
+
+def _not_affine(e: E.Expr, name: Mapping[E.Var, str]) -> str:
+    raise PolyError(f"index expression {e} is not affine (+, -, * by a constant, // and % by a "
+                    f"positive constant)")
+
+
+def _isl_mul(e: E.Mul, name: Mapping[E.Var, str]) -> str:
+    if isinstance(e.a, E.IntImm) or isinstance(e.b, E.IntImm):
+        return f"({_ISL(e.a, name)} * {_ISL(e.b, name)})"
+    return _not_affine(e, name)
+
+
+def _isl_div(e: E.FloorDiv | E.FloorMod, name: Mapping[E.Var, str]) -> str:
+    if not (isinstance(e.b, E.IntImm) and e.b.value > 0):
+        return _not_affine(e, name)
+    if isinstance(e, E.FloorDiv):
+        return f"floor(({_ISL(e.a, name)})/{e.b.value})"
+    return f"(({_ISL(e.a, name)}) mod {e.b.value})"
+
+
+def _isl_cast(e: E.Cast, name: Mapping[E.Var, str]) -> str:
+    if e.dtype.startswith("float"):
+        return _not_affine(e, name)
+    return _ISL(e.value, name)
+
+
+_ISL: Dispatch[str] = Dispatch("isl text", {
+    E.Var: _isl_var,
+    E.IntImm: lambda e, name: str(e.value),
+    E.Add: lambda e, name: f"({_ISL(e.a, name)} + {_ISL(e.b, name)})",
+    E.Sub: lambda e, name: f"({_ISL(e.a, name)} - {_ISL(e.b, name)})",
+    E.Mul: _isl_mul,
+    E.FloorDiv: _isl_div,
+    E.FloorMod: _isl_div,
+    E.Min: lambda e, name: f"{e.symbol}({_ISL(e.a, name)}, {_ISL(e.b, name)})",
+    E.Max: lambda e, name: f"{e.symbol}({_ISL(e.a, name)}, {_ISL(e.b, name)})",
+    E.Cast: _isl_cast,
+}, default=_not_affine)
+
+
+def _val(v: isl.Val) -> tuple[int, int]:
+    return v.get_num_si(), v.get_den_val().get_num_si()
+
+
+def aff_to_expr(aff: isl.Aff, var: Mapping[str, E.Var]) -> E.Expr:
+    """The integer value of an isl ``aff`` over parameters named in ``var``, as an expression.
+
+    isl writes an integer-valued affine function with rational coefficients and integer
+    divisions ``floor(aff_j)``; multiplying by the common denominator gives ``num // den``."""
+    from math import lcm
+
+    terms: list[tuple[E.Expr, tuple[int, int]]] = []
+    for i in range(aff.dim(isl.dim_type.param)):
+        n, d = _val(aff.get_coefficient_val(isl.dim_type.param, i))
+        if n:
+            terms.append((var[str(aff.get_dim_name(isl.dim_type.param, i))], (n, d)))
+    for j in range(aff.dim(isl.dim_type.div)):
+        n, d = _val(aff.get_coefficient_val(isl.dim_type.div, j))
+        if n:
+            terms.append((aff_to_expr(aff.get_div(j), var), (n, d)))
+    cn, cd = _val(aff.get_constant_val())
+    den = lcm(cd, *(d for _, (_, d) in terms))
+    num: LinearTerms = {}
+    for atom, (n, d) in terms:
+        num[atom] = num.get(atom, 0) + n * den // d
+    body = from_linear(num, cn * den // cd)
+    return body if den == 1 else simplify(body) // den
+
+
+# --------------------------------------------------------------------------- boxes
+
+
+@dataclass(frozen=True)
+class DimBox:
+    """One dimension of a parametric box: ``lo`` (an isl Aff over the parameters, or None when
+    the lower bound is piecewise, then ``lo_min`` is a constant lower bound used instead),
+    the constant ``extent``, and the range of ``lo`` over the parameters."""
+
+    lo: isl.Aff | None
+    lo_min: int | None
+    lo_max: int | None
+    hi_max: int | None
+    extent: int
+
+
+def _int(v: isl.Val, what: str) -> int:
+    if not v.is_int():
+        raise PolyError(f"{what} is unbounded")
+    return v.get_num_si()
+
+
+def _opt(v: isl.Val) -> int | None:
+    return v.get_num_si() if v.is_int() else None
+
+
+@lru_cache(maxsize=8192)
+def set_box(text: str) -> tuple[DimBox, ...]:
+    """Parametric bounding box of an isl set given as text: per dimension an affine lower bound
+    in the parameters and the largest extent over all parameter values (cached by text)."""
+    s = isl.Set(text)
+    if s.is_empty():
+        raise PolyError(f"empty region {text}")
+    dims = []
+    for d in range(s.dim(isl.dim_type.set)):
+        lo, hi = s.dim_min(d), s.dim_max(d)
+        extent = _int(hi.sub(lo).max_val(), "extent") + 1
+        lo_min, lo_max, hi_max = _opt(lo.min_val()), _opt(lo.max_val()), _opt(hi.max_val())
+        pieces = lo.get_pieces()
+        if len(pieces) == 1:
+            dims.append(DimBox(pieces[0][1], lo_min, lo_max, hi_max, extent))
+        elif lo_min is None or hi_max is None:
+            raise PolyError(f"dimension {d} of {text}: piecewise lower bound over unbounded "
+                            f"parameters; give the parameters' ranges")
+        else:  # piecewise lower bound: fall back to the constant hull over all parameters
+            dims.append(DimBox(None, lo_min, lo_min, hi_max, hi_max - lo_min + 1))
+    return tuple(dims)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A rectangular region ``[mins[d], mins[d] + extents[d])`` per dimension; ``mins`` are
+    expressions in the outer (parameter) variables, ``extents`` constants."""
+
+    mins: tuple[E.Expr, ...]
+    extents: tuple[int, ...]
+
+    def at(self, env: Mapping[E.Var, int]) -> tuple[tuple[int, int], ...]:
+        """Concrete ``(min, extent)`` per dimension for given parameter values."""
+        return tuple((_eval_int(m, env), x) for m, x in zip(self.mins, self.extents, strict=True))
+
+    def clamp(self, lower: Sequence[E.ExprLike], upper: Sequence[E.ExprLike]) -> Clamped:
+        """Split the box against the valid region ``[lower, upper)`` of each dimension: the
+        in-bounds part (what a DMA reads) and the zero padding before and after it."""
+        mins, exts, before, after = [], [], [], []
+        for m, x, lo, hi in zip(self.mins, self.extents, lower, upper, strict=True):
+            b = E.min_(E.max_(E.as_expr(lo) - m, 0), x)
+            a = E.min_(E.max_(m + x - E.as_expr(hi), 0), x - b)
+            before.append(simplify(b))
+            after.append(simplify(a))
+            mins.append(simplify(m + b))
+            exts.append(simplify(x - b - a))
+        return Clamped(tuple(mins), tuple(exts), tuple(before), tuple(after))
+
+
+@dataclass(frozen=True)
+class Clamped:
+    """The in-bounds part of a box (``mins``, ``extents``) and the padding on each side, all
+    expressions in the parameters (evaluate with ``at``)."""
+
+    mins: tuple[E.Expr, ...]
+    extents: tuple[E.Expr, ...]
+    pad_before: tuple[E.Expr, ...]
+    pad_after: tuple[E.Expr, ...]
+
+    def at(self, env: Mapping[E.Var, int]) -> dict[str, tuple[int, ...]]:
+        ev = lambda xs: tuple(_eval_int(x, env) for x in xs)  # noqa: E731
+        return {"mins": ev(self.mins), "extents": ev(self.extents),
+                "pad_before": ev(self.pad_before), "pad_after": ev(self.pad_after)}
+
+
+def _eval_int(e: E.Expr, env: Mapping[E.Var, int]) -> int:
+    v = E.simplify_int(E.substitute(e, {k: E.const(int(x)) for k, x in env.items()}))
+    if not isinstance(v, E.IntImm):
+        free = sorted(x.name for x in E.free_vars(v))
+        raise PolyError(f"cannot evaluate {v}: free variables {free}")
+    return v.value
+
+
+def region_text(indices: Sequence[E.Expr], ranged: Mapping[E.Var, int], params: Sequence[E.Var],
+                conds: Sequence[str] = (), names: Mapping[E.Var, str] | None = None) -> str:
+    """isl text of the image of ``indices`` over the ``ranged`` variables (each in
+    ``[0, extent)``), parametric in ``params``; ``conds`` are extra isl constraints."""
+    name = dict(names) if names is not None else {}
+    for v in [*params, *ranged]:
+        name.setdefault(v, f"v{len(name)}")
+    outs = [f"o{d}" for d in range(len(indices))]
+    cons = [f"0 <= {name[v]} < {x}" for v, x in ranged.items()]
+    cons += [f"{o} = {to_isl(i, name)}" for o, i in zip(outs, indices, strict=True)]
+    cons += list(conds)
+    ex = ", ".join(name[v] for v in ranged)
+    body = " and ".join(cons) or "true"
+    inner = f"exists ({ex} : {body})" if ex else body
+    return f"[{', '.join(name[p] for p in params)}] -> {{ [{', '.join(outs)}] : {inner} }}"
+
+
+def footprint(indices: Sequence[E.Expr], ranges: Mapping[E.Var, int],
+              params: Mapping[E.Var, int] | None = None) -> Box:
+    """The box of tensor elements ``indices`` touches while each variable of ``ranges`` runs over
+    ``[0, extent)``; other variables are parameters (outer loops, fixed), optionally bounded
+    by ``params`` (``[0, extent)``) so that guarded or piecewise regions get exact extents.
+
+    Strided and windowed accesses (``h*2 + r``) give exact halo extents; the result's mins are
+    affine expressions in the parameters, computed once, to be evaluated per tile."""
+    free = set().union(*(E.free_vars(i) for i in indices)) if indices else set()
+    pvars = [v for v in (params or {})] + sorted(
+        (v for v in free if v not in ranges and v not in (params or {})), key=lambda v: v.name)
+    name = {v: f"p{k}" for k, v in enumerate(pvars)}
+    conds = [f"0 <= {name[v]} < {x}" for v, x in (params or {}).items()]
+    text = region_text(indices, {v: x for v, x in ranges.items()}, pvars, conds, name)
+    by_name = {n: v for v, n in name.items()}
+    dims = set_box(text)
+    mins = tuple(aff_to_expr(d.lo, by_name) if d.lo is not None else E.const(d.lo_min or 0)
+                 for d in dims)
+    return Box(mins, tuple(d.extent for d in dims))
+
+
+# --------------------------------------------------------------------------- capacity
+
+#: scratchpads whose sizes a ``HwConfig`` gives
+SCRATCHPADS = ("inp", "wgt", "acc", "out", "uop")
+
+
+def buffer_bytes(buf: Buffer) -> int:
+    """Bytes a buffer occupies (elements x element width)."""
+    return buf.size * E.DTYPES[buf.dtype] // 8
+
+
+def check_capacity(buffers: Iterable[Buffer], hw: HwConfig, copies: int = 1) -> None:
+    """Raise ``CapacityError`` when the buffers of one scratchpad scope (live together, each
+    ``copies`` times, e.g. per virtual thread) need more bytes than the scratchpad has."""
+    need: dict[str, list[Buffer]] = {}
+    for b in buffers:
+        if b.scope in SCRATCHPADS:
+            need.setdefault(b.scope, []).append(b)
+    for scope, bufs in need.items():
+        total = copies * sum(buffer_bytes(b) for b in bufs)
+        avail = getattr(hw.scratchpad, scope)
+        if total > avail:
+            parts = ", ".join(f"{b.name}{list(b.shape)} {b.dtype} = {buffer_bytes(b)} B"
+                              for b in bufs)
+            times = f" x {copies} copies" if copies > 1 else ""
+            raise CapacityError(f"scratchpad {scope!r} of {hw.name}: needs {total} bytes "
+                                f"({parts}{times}), {avail} available")
+
+
+# --------------------------------------------------------------------------- dependences
+
+
+@dataclass(frozen=True)
+class Dependences:
+    """Dependences between instances of one statement in its original (lexicographic) order:
+    flow (write then read), anti (read then write), output (write then write)."""
+
+    flow: isl.Map
+    anti: isl.Map
+    output: isl.Map
+
+    def all(self) -> isl.Map:
+        return self.flow.union(self.anti).union(self.output)
+
+
+@lru_cache(maxsize=1024)
+def dependences(domain: str, writes: str, reads: str) -> Dependences:
+    """Dependences of a statement with iteration ``domain`` (isl set text), ``writes`` and
+    ``reads`` access relations (isl map text, domain -> tensor elements; a union over tensors
+    is fine as long as tensor names tag the ranges)."""
+    dom = isl.Set(domain)
+    w = isl.UnionMap(writes).intersect_domain(isl.UnionSet.from_set(dom))
+    r = isl.UnionMap(reads).intersect_domain(isl.UnionSet.from_set(dom))
+    before = isl.UnionMap.from_map(dom.lex_lt_set(dom))
+
+    def rel(a: isl.UnionMap, b: isl.UnionMap) -> isl.Map:
+        u = a.apply_range(b.reverse()).intersect(before)
+        return _as_map(u, dom)
+
+    return Dependences(flow=rel(w, r), anti=rel(r, w), output=rel(w, w))
+
+
+def _as_map(u: isl.UnionMap, dom: isl.Set) -> isl.Map:
+    return u.extract_map(dom.get_space().map_from_set())
+
+
+def violations(deps: isl.Map, schedule: isl.Map) -> isl.Map:
+    """The dependences ``x -> y`` that a new ``schedule`` (domain -> time vector) no longer runs
+    in order (``time(y) <= time(x)``); empty when the transformation is legal."""
+    times = deps.apply_domain(schedule).apply_range(schedule)
+    rng = schedule.range()
+    return times.intersect(rng.lex_ge_set(rng))
+
+
+def carries(deps: isl.Map, schedule: isl.Map, level: int) -> bool:
+    """Whether the loop at ``level`` of ``schedule`` carries a dependence (two dependent
+    instances share the outer loop values and differ in this one): such a loop must not run
+    its iterations in parallel (threads, virtual threads)."""
+    times = deps.apply_domain(schedule).apply_range(schedule)
+    n = times.dim(isl.dim_type.in_)
+    a = [f"a{i}" for i in range(n)]
+    b = [f"b{i}" for i in range(n)]
+    same = [f"{a[i]} = {b[i]}" for i in range(level)]
+    cons = " and ".join([*same, f"({a[level]} < {b[level]} or {a[level]} > {b[level]})"])
+    sel = isl.Map(f"{{ [{', '.join(a)}] -> [{', '.join(b)}] : {cons} }}")
+    return not times.intersect(sel).is_empty()

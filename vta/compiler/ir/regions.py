@@ -1,0 +1,237 @@
+"""Bound inference: the region of each stage that its readers need, per attach point.
+
+A stage computed at a loop of another (``compute_at``) only produces what the readers' iterations
+under that loop read. For each such stage this module builds one isl set: the image of every
+reader's accesses over the reader's iterations, parametric in the loops that enclose the stage
+(the attach path), and takes its bounding box (``poly.set_box``): an affine start in those loop
+variables and a constant extent. One isl call per (stage, attach point), never per iteration.
+
+Memory that is shared by the threads of a block is not per-thread: for a ``shared`` stage the
+enclosing ``threadIdx`` loops are *relaxed* (they range instead of being fixed), so the box is
+the whole block's need and its start does not depend on the thread (TVM's rule); a ``global``
+stage relaxes block loops too.
+
+Readers are cut at the tensor's end, so for the last (partial) tile isl may give the box's start
+piecewise; ``_single_piece`` picks the piece that is a lower bound everywhere, keeping the box
+as small as a whole tile's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir.schedule import AttachAt, Schedule, Split, Stage, leaf_extents
+from vta.compiler.ir.stmt import ForKind
+from vta.compiler.ir.tensor import IterVar, TensorRead
+from vta.errors import VtaError
+
+__all__ = ["BoundsError", "StageBounds", "Loop", "infer_bounds"]
+
+
+class BoundsError(VtaError):
+    """A schedule whose regions cannot be inferred (a reader outside the attach point, an
+    access out of the tensor's bounds)."""
+
+
+#: a loop of the attach path: the stage that owns it and its leaf axis
+Loop = tuple[Stage, IterVar]
+
+
+@dataclass(frozen=True)
+class StageBounds:
+    """Where a stage's root axes run: ``base[d] + [0, extent[d])`` for each spatial root axis
+    (``base`` in the enclosing loops' variables), reduction axes over their whole extent;
+    ``overhang[d]`` when the box can pass the tensor's end (the last tile): lowering guards it;
+    ``extents`` of every iteration variable of the stage (roots, splits, fuses)."""
+
+    base: tuple[E.Expr, ...]
+    extent: tuple[int, ...]
+    overhang: tuple[bool, ...]
+    extents: Mapping[IterVar, int]
+
+
+def _relaxed(stage: Stage, loop: Loop) -> bool:
+    attr = loop[0].iter_attrs.get(loop[1])
+    if attr is None or attr.kind is not ForKind.THREAD_BINDING or attr.thread is None:
+        return False
+    if stage.scope == "shared":
+        return attr.thread.startswith("threadIdx")
+    if stage.scope == "warp":  # shared by the 32 lanes (threadIdx.x) of one warp
+        return attr.thread == "threadIdx.x"
+    return stage.scope == "global"
+
+
+class _Namer:
+    def __init__(self) -> None:
+        self.names: dict[object, str] = {}
+
+    def __call__(self, key: object, prefix: str) -> str:
+        if key not in self.names:
+            self.names[key] = f"{prefix}{len(self.names)}"
+        return self.names[key]
+
+
+def infer_bounds(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, E.Expr],
+                 env: Mapping[Stage, list[Loop]],
+                 loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageBounds]:
+    """Bounds of every stage in ``stages`` (producers first). ``bodies`` are the stages'
+    definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
+    ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
+    out: dict[Stage, StageBounds] = {}
+    for st in reversed(stages):
+        readers = [c for c in stages if c is not st and st.tensor in _read_tensors(bodies[c])]
+        if isinstance(st.attach, AttachAt):
+            base, ext, over = _attached(st, readers, bodies, env, loopvar, out)
+        else:
+            base = tuple(E.const(0) for _ in st.axis)
+            ext = tuple(iv.extent for iv in st.axis)
+            over = tuple(False for _ in st.axis)
+        root = {iv: x for iv, x in zip(st.axis, ext, strict=True)}
+        root.update({iv: iv.extent for iv in st.reduce_axis})
+        out[st] = StageBounds(base, ext, over, leaf_extents(st, root))
+    return out
+
+
+def _read_tensors(body: E.Expr) -> list[object]:
+    return [n.tensor for n in E.walk(body) if isinstance(n, TensorRead)]
+
+
+def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+              env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
+              done: Mapping[Stage, StageBounds]) -> tuple[tuple[E.Expr, ...], tuple[int, ...],
+                                                          tuple[bool, ...]]:
+    assert isinstance(st.attach, AttachAt)
+    mine = env[st]
+    params = [lp for lp in mine if not _relaxed(st, lp)]
+    nm = _Namer()
+    pnames = [nm(loopvar[lp[1]], "p") for lp in params]
+    pieces = []
+    for c in readers:
+        path = [*env[c], *((c, iv) for iv in c.leaf_iter_vars)]
+        if not all(any(lp[0] is q[0] and lp[1] is q[1] for q in path) for lp in mine):
+            where = f"{st.attach.stage.name}.{st.attach.axis.name}"
+            raise BoundsError(f"stage {st.name} is computed at {where} but stage {c.name} "
+                              f"reads it outside that loop")
+        pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
+    text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
+    dims = poly.set_box(text)
+    by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
+    base, ext, over = [], [], []
+    for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
+        if (box.lo_min is not None and box.lo_min < 0) or (box.hi_max is not None
+                                                            and box.hi_max >= n):
+            raise BoundsError(f"stage {st.name}: its readers access dimension {d} from "
+                              f"{box.lo_min} to {box.hi_max}, outside [0, {n})")
+        if box.lo is None:
+            box = _single_piece(text, d) or box
+        base.append(poly.aff_to_expr(box.lo, by_name) if box.lo is not None
+                    else E.const(box.lo_min or 0))
+        ext.append(box.extent)
+        # the base's largest value over the whole loop ranges: a loop iteration whose readers
+        # need nothing (a thread past the tensor's end) still runs the copy
+        top = _max_over(base[-1], {loopvar[lp[1]]: done[lp[0]].extents[lp[1]]
+                                   for lp in params})
+        over.append(box.lo_max is None or box.lo_max + box.extent > n
+                    or top is None or top + box.extent > n)
+    return tuple(base), tuple(ext), tuple(over)
+
+
+@lru_cache(maxsize=4096)
+def _single_piece(text: str, d: int) -> poly.DimBox | None:
+    """A tighter box for dimension ``d`` whose lower bound isl gave piecewise, or None.
+
+    The pieces come from the readers' own range checks (the last tile of a fused or split
+    index is cut at the tensor's end; isl splits the minimum by case instead of keeping the
+    floor division). One piece's affine expression is usually a lower bound everywhere: the
+    cut tiles only start later. Among the pieces that are (and never start before the tensor),
+    the one with the smallest extent is taken, when it beats the constant hull ``set_box`` falls
+    back to; the end past the tensor is the overhang that lowering guards."""
+    s = poly.isl.Set(text)
+    lo, hi = s.dim_min(d), s.dim_max(d)
+    params = s.params()
+    best: poly.DimBox | None = None
+    for _, aff in lo.get_pieces():
+        cand = poly.isl.PwAff.from_aff(aff).intersect_params(params)
+        try:
+            below, top = lo.sub(cand).min_val(), hi.sub(cand).max_val()
+            cmin, cmax = cand.min_val(), cand.max_val()
+        except poly.isl.Error:  # a piece with a rational coefficient: isl cannot bound it
+            continue
+        if not all(v.is_int() for v in (below, top, cmin, cmax)) or below.get_num_si() < 0 \
+                or cmin.get_num_si() < 0:  # a box starting before the tensor is never guarded
+            continue
+        extent = top.get_num_si() + 1
+        if best is None or extent < best.extent:
+            best = poly.DimBox(aff, cmin.get_num_si(), cmax.get_num_si(),
+                               cmax.get_num_si() + extent - 1, extent)
+    hull = poly.set_box(text)[d]
+    return best if best is not None and best.extent < hull.extent else None
+
+
+def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
+    """The largest value of the affine ``e`` with each variable in ``[0, ranges[v])``."""
+    terms, const = poly.linear_form(e)
+    for atom, c in terms.items():
+        if not isinstance(atom, E.Var) or atom not in ranges:
+            return None
+        const += c * (ranges[atom] - 1) if c > 0 else 0
+    return const
+
+
+def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+                   done: Mapping[Stage, StageBounds], loopvar: Mapping[IterVar, E.Var],
+                   nm: _Namer, params: list[Loop]) -> list[str]:
+    """isl pieces ``[o...] : exists (...)`` of the elements of ``st`` that ``c`` reads (the
+    reader and the stages owning its enclosing loops come later, so their bounds are known)."""
+    cb = done[c]
+    name: dict[E.Var, str] = {}
+    cons: list[str] = []
+    ex: list[str] = []
+
+    def var(key: E.Var, prefix: str) -> str:
+        n = nm(key, prefix)
+        name[key] = n
+        return n
+
+    pset = {id(lp[1]) for lp in params}
+    for owner, iv in [*cenv, *((c, iv) for iv in c.leaf_iter_vars)]:
+        n = var(loopvar[iv], "p" if id(iv) in pset else "l")
+        ext = done[owner].extents[iv]
+        cons.append(f"0 <= {n} < {ext}")
+        if id(iv) not in pset:
+            ex.append(n)
+    # relative values of every iteration variable of the reader
+    rel: dict[IterVar, str] = {iv: name[loopvar[iv]] for iv in c.leaf_iter_vars}
+    for r in c.relations:
+        for iv in ((r.parent,) if isinstance(r, Split) else (r.outer, r.inner)):
+            if iv not in rel:
+                rel[iv] = nm(iv, "x")
+                ex.append(rel[iv])
+    for r in c.relations:
+        if isinstance(r, Split):
+            cons.append(f"{rel[r.parent]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}")
+        else:
+            cons.append(f"{rel[r.fused]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}")
+    for iv in (*c.axis, *c.reduce_axis):
+        cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
+    for iv in rel:  # split results that were fused again range over their own extents
+        if iv not in c.leaf_iter_vars and iv not in c.axis and iv not in c.reduce_axis:
+            cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
+    bases = dict(zip(c.axis, cb.base, strict=True))
+    for iv in (*c.axis, *c.reduce_axis):
+        a = var(iv.var, "a")
+        ex.append(a)
+        base = poly.to_isl(bases[iv], name) if iv in bases else "0"
+        cons.append(f"{a} = {base} + {rel[iv]}")
+        cons.append(f"0 <= {a} < {iv.extent}")
+    out = []
+    for n in E.walk(body):
+        if isinstance(n, TensorRead) and n.tensor is st.tensor:
+            eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(n.indices)]
+            outs = ", ".join(f"o{d}" for d in range(len(n.indices)))
+            out.append(f"[{outs}] : exists ({', '.join(ex)} : {' and '.join(cons + eqs)})")
+    return out

@@ -1,0 +1,103 @@
+"""Structural verifier for the loop-nest IR (a pass that changes nothing, or raises).
+
+Checks that hold after every pass, for every target: each variable is bound (by a loop, a let
+or a thread binding) before use and bound only once; each buffer access has as many indices as
+the buffer has dimensions; each non-global buffer is allocated around its uses; loop extents
+are positive when constant. Target pipelines add their own checks (scratchpad fit, ISA ranges).
+"""
+
+from __future__ import annotations
+
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.errors import VtaError
+
+__all__ = ["VerifyError", "verify"]
+
+
+class VerifyError(VtaError):
+    """The IR breaks an invariant; the message names the node."""
+
+
+def verify(func: S.PrimFunc) -> S.PrimFunc:
+    """Return ``func`` unchanged if it is well formed, else raise VerifyError."""
+    _Checker(func).run()
+    return func
+
+
+class _Checker:
+    def __init__(self, func: S.PrimFunc) -> None:
+        self.func = func
+        self.bound: set[E.Var] = set()
+        self.ever_bound: set[E.Var] = set()
+        self.live: set[S.Buffer] = set(func.params)
+
+    def fail(self, msg: str) -> VerifyError:
+        return VerifyError(f"{self.func.name}: {msg}")
+
+    def run(self) -> None:
+        self.stmt(self.func.body)
+
+    def bind(self, v: E.Var) -> None:
+        if v in self.ever_bound:
+            raise self.fail(f"variable {v.name} is bound twice")
+        self.bound.add(v)
+        self.ever_bound.add(v)
+
+    def expr(self, e: E.Expr) -> None:
+        for n in E.walk(e):
+            if isinstance(n, E.Var) and n not in self.bound:
+                raise self.fail(f"variable {n.name} is used outside the loop or let binding it")
+            if isinstance(n, S.BufferLoad):
+                self.access(n.buffer, n.indices, "load from")
+
+    def access(self, b: S.Buffer, idx: tuple[E.Expr, ...], what: str) -> None:
+        if len(idx) != b.ndim:
+            raise self.fail(f"{what} {b.name}: {len(idx)} indices for {b.ndim} dimensions")
+        if b not in self.live:
+            raise self.fail(f"{what} {b.name} (scope {b.scope}) outside its allocation")
+
+    def stmt(self, s: S.Stmt) -> None:
+        if isinstance(s, S.SeqStmt):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, S.For):
+            self.expr(s.min)
+            self.expr(s.extent)
+            if isinstance(s.extent, E.IntImm) and s.extent.value <= 0:
+                raise self.fail(f"loop {s.var.name} has extent {s.extent.value}")
+            self.bind(s.var)
+            self.stmt(s.body)
+            self.bound.discard(s.var)
+        elif isinstance(s, S.LetStmt):
+            self.expr(s.value)
+            self.bind(s.var)
+            self.stmt(s.body)
+            self.bound.discard(s.var)
+        elif isinstance(s, S.BufferStore):
+            self.access(s.buffer, s.indices, "store to")
+            self.expr(s.value)
+            for i in s.indices:
+                self.expr(i)
+        elif isinstance(s, S.IfThenElse):
+            self.expr(s.cond)
+            self.stmt(s.then_case)
+            if s.else_case is not None:
+                self.stmt(s.else_case)
+        elif isinstance(s, S.Allocate):
+            self.live.add(s.buffer)
+            self.stmt(s.body)
+            self.live.discard(s.buffer)
+        elif isinstance(s, S.Evaluate):
+            self.expr(s.value)
+        elif isinstance(s, S.AttrStmt):
+            self.stmt(s.body)
+        elif isinstance(s, S.Barrier):
+            pass
+        else:
+            # target dialect statements expose their expressions through ``exprs()``
+            for e in getattr(s, "exprs", lambda: ())():
+                self.expr(e)
+            for b in getattr(s, "buffers", lambda: ())():
+                if b not in self.live:
+                    raise self.fail(f"{type(s).__name__} uses {b.name} outside its allocation")

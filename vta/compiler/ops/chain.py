@@ -1,0 +1,145 @@
+"""Fused element-wise chains: the operators fusion appends to an op's epilogue, for both targets.
+
+A ``Chain`` is what graph-level fusion (``vta.graph.passes.fuse``) hands the compiler after an
+anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``EwStage``s, each
+``x -> fn(x, *operands)`` on the running int32 value, and the ``Operand``s they read:
+
+* ``"tensor"``: an int8 tensor shaped like the op's output (a residual branch), optionally
+  scaled first (``prep``: e.g. ``b * mult_b``, the add's requantization of its other branch);
+* ``"channel"``: an int32 vector per output channel (like a bias).
+
+Each stage states its integer formula once, in the tensor IR; the accelerator builds it on
+its packed op (``vta.compiler.accel.ops.chain_plan.apply_chain``) and the GPU ops on their
+output stage (``vta.gpu.ops``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vta.compiler.accel.passes._common import CompileError
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.tensor import Tensor, compute
+
+__all__ = ["Operand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
+           "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
+
+TENSOR, CHANNEL = "tensor", "channel"
+#: the name of the identity weight block an op that widens int8 operands reads
+EYE = "eye"
+
+
+@dataclass(frozen=True, eq=False)
+class Operand:
+    """An extra input of a chain (module docstring). ``label`` describes ``prep`` (it enters
+    the chain's ``key``)."""
+
+    name: str
+    kind: str
+    prep: Callable[[E.Expr], E.Expr] | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in (TENSOR, CHANNEL):
+            raise CompileError(f"chain operand {self.name}: kind must be {TENSOR!r} or "
+                               f"{CHANNEL!r}, got {self.kind!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class EwStage:
+    """``x -> fn(x, *values of operands[reads])``; ``label`` states the formula with its
+    constants (it enters the chain's ``key``)."""
+
+    name: str
+    fn: Callable[..., E.Expr]
+    reads: tuple[int, ...] = ()
+    label: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """Element-wise stages after an op's epilogue, and the operands they read."""
+
+    stages: tuple[EwStage, ...] = ()
+    operands: tuple[Operand, ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """A structural key: equal keys compute the same function of the same operands."""
+        return (tuple((s.label, s.reads) for s in self.stages),
+                tuple((o.kind, o.label) for o in self.operands))
+
+    @property
+    def tensors(self) -> list[Operand]:
+        return [o for o in self.operands if o.kind == TENSOR]
+
+    def __bool__(self) -> bool:
+        return bool(self.stages)
+
+
+# ------------------------------------------------------------------------------ stages
+
+
+def rounding(x: E.Expr, pre: int, post: int) -> E.Expr:
+    """``((x >> pre) + 2**(post-1)) >> post``: a rounding shift right by ``pre + post`` whose
+    rounding constant is a small immediate (``vta.graph.ir.split_shift``)."""
+    if pre:
+        x = x >> pre
+    return (x + (1 << (post - 1))) >> post
+
+
+def _times(x: E.Expr, mult: int) -> E.Expr:
+    """``x * mult``; just ``x`` for a multiplier of 1 (no MUL instruction needed)."""
+    return x if mult == 1 else x * mult
+
+
+def requant_stage(mult: int, pre: int, post: int, lo: int, hi: int,
+                  name: str = "requant") -> EwStage:
+    """``clip(rounding(x * mult, pre, post), lo, hi)``, each step wrapping to int32."""
+    return EwStage(name, lambda x: E.min_(E.max_(rounding(_times(x, mult), pre, post), lo),
+                                          hi),
+                   label=f"requant({mult},{pre},{post},{lo},{hi})")
+
+
+def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round") -> EwStage:
+    """``clip(rounding(x, pre, post), lo, hi)``."""
+    return EwStage(name, lambda x: E.min_(E.max_(rounding(x, pre, post), lo), hi),
+                   label=f"round({pre},{post},{lo},{hi})")
+
+
+def clip_stage(lo: int, hi: int, name: str = "clip") -> EwStage:
+    """``min(max(x, lo), hi)`` (a ReLU is ``clip(0, 127)``)."""
+    return EwStage(name, lambda x: E.min_(E.max_(x, lo), hi), label=f"clip({lo},{hi})")
+
+
+def add_stage(mult: int, operand: int, name: str = "add") -> EwStage:
+    """``x * mult + operand`` (the operand already scaled by its ``prep``)."""
+    return EwStage(name, lambda x, o: _times(x, mult) + o, (operand,), label=f"madd({mult})")
+
+
+def scaled_operand(name: str, mult: int) -> Operand:
+    """An int8 tensor operand multiplied by ``mult`` on its own tile first."""
+    return Operand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
+                   f"*{mult}" if mult != 1 else "")
+
+
+# ------------------------------------------------------------------------------ building
+
+
+def ew(shape: tuple[int, ...], fn: Callable[..., E.Expr], name: str) -> Tensor:
+    """``compute(shape, fn, name)`` with ``fn`` taking one axis per dimension positionally."""
+    def f(*ax: E.Var) -> E.Expr:
+        return fn(*ax)
+
+    f.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(f"a{d}", inspect.Parameter.POSITIONAL_ONLY)
+         for d in range(len(shape))])
+    return compute(shape, f, name)
+
+
+# ------------------------------------------------------------------------------ cost
+
+

@@ -1,0 +1,1 @@
+"""Running workloads on a target: compile, execute, compare with a reference, measure."""

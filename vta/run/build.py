@@ -1,0 +1,436 @@
+"""``vta.build``: from a schedule to a callable module on the accelerator or a GPU.
+
+``build(schedule, args, target, hw=...)`` lowers the schedule (``vta.compiler.lower``) and
+compiles it for ``target``:
+
+* ``"vta"``: the accelerator pipeline (``vta.compiler.compile_func``) to an ``isa.Program``;
+  calling the module runs it on the cycle-level simulator (``vta.sim.simulate``).
+* ``"cuda-emu"``: the GPU pipeline (``vta.gpu.lower_gpu``) and the CUDA text; calling runs the
+  kernel in the lockstep SIMT emulator.
+* ``"cuda"``: the same kernel launched on an NVIDIA GPU through CuPy.
+
+The module is called with the inputs' arrays by placeholder name (``mod(x=..., w=...)``), by
+tensor (``mod({x: ..., w: ...})``) or by position, and returns a ``Result``: the outputs as
+numpy arrays by name, plus the run's statistics (the simulator's ``SimStats`` with cycles and
+the per-unit table, or the GPU launch). Arrays are in the placeholders' *logical* layouts: when
+``args`` is a ``vta.compiler.layout.Packed`` (the accelerator's packed version of a logical
+compute), the module packs the inputs and unpacks the outputs with each parameter's ``Layout``
+(zero padding, entry blocking, broadcast lanes), so the same arrays go to every target. One
+naming scheme everywhere: the placeholders' names are the DRAM allocations of the program, the
+CUDA kernel's parameters and the keys of the inputs and outputs.
+
+Everything a build produced stays reachable: ``mod.func`` (the lowered loop-nest IR),
+``mod.program`` and ``mod.compiled`` (the IR after every accelerator pass), ``mod.kernel`` and
+``mod.cuda`` (the GPU kernel and its source). ``mod.interpret(...)`` runs ``mod.func`` in the
+IR interpreter and, on the accelerator, ``mod.reference(...)`` runs the program on the ISA's
+reference interpreter: the same arrays, the same ``Result``, so the layers can be compared.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vta.compiler.accel.pack import Layout, Packed
+from vta.compiler.ir import stmt as S
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import Schedule
+from vta.compiler.ir.tensor import ComputeOp, Tensor
+from vta.config import HwConfig
+from vta.errors import VtaError
+
+__all__ = ["TARGETS", "BuildError", "InputError", "Module", "Result", "GpuLaunch", "build"]
+
+#: what ``build`` compiles for
+TARGETS = ("vta", "cuda-emu", "cuda")
+
+
+class BuildError(VtaError):
+    """``build`` was given something it cannot compile (target, hardware, arguments)."""
+
+
+class InputError(VtaError):
+    """A module was called with missing, unknown or ill-shaped arrays; names the tensor."""
+
+
+@dataclass(frozen=True)
+class GpuLaunch:
+    """How a GPU kernel ran: its grid and block, static shared memory, wall time, and on the
+    emulator its counters (``vta.gpu.profile.Profile``: sectors per global buffer against the
+    tiles' footprint, shared-memory wavefronts and bank conflicts, warp instructions by kind,
+    barriers)."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    seconds: float
+    profile: Any = None
+
+    @property
+    def threads(self) -> int:
+        """Threads launched in all."""
+        return self.grid[0] * self.grid[1] * self.grid[2] * self.block[0] * self.block[1] \
+            * self.block[2]
+
+
+@dataclass
+class Result:
+    """One run of a module: ``outputs`` by name (logical layout), on ``target`` (``"vta"``,
+    ``"vta-reference"``, ``"interp"``, ``"cuda-emu"``, ``"cuda"``), with ``stats`` (the
+    simulator's ``SimStats``, or a ``GpuLaunch``; None for interpreters)."""
+
+    target: str
+    outputs: dict[str, np.ndarray]
+    stats: Any = None
+    seconds: float = 0.0
+    sim: Any = field(default=None, repr=False)
+    hw: HwConfig | None = field(default=None, repr=False)
+    #: the module that ran (its program, kernel and IR)
+    module: Module | None = field(default=None, repr=False)
+
+    def __getitem__(self, key: str | Tensor) -> np.ndarray:
+        name = key if isinstance(key, str) else key.name
+        try:
+            return self.outputs[name]
+        except KeyError:
+            raise KeyError(f"no output named {name!r} (outputs: "
+                           f"{', '.join(self.outputs)})") from None
+
+    @property
+    def output(self) -> np.ndarray:
+        """The only output (an error when there are several)."""
+        if len(self.outputs) != 1:
+            raise KeyError(f"the module has {len(self.outputs)} outputs "
+                           f"({', '.join(self.outputs)}); index the result by name")
+        return next(iter(self.outputs.values()))
+
+    @property
+    def cycles(self) -> int | None:
+        """Simulated cycles (accelerator runs; None elsewhere)."""
+        return getattr(self.stats, "cycles", None)
+
+    def report(self) -> str:
+        """The run's statistics as text: cycles, utilization, the per-unit busy/stall table
+        and bytes per buffer (accelerator), or the launch shape (GPU)."""
+        if self.sim is not None and self.hw is not None:
+            from vta.sim import format_report
+
+            return format_report(self.sim, self.hw)
+        if isinstance(self.stats, GpuLaunch):
+            s = self.stats
+            text = (f"{self.target}: grid {s.grid}, block {s.block} ({s.threads:,} threads), "
+                    f"{s.shared_bytes:,} B static shared memory, {s.seconds * 1e3:.1f} ms")
+            if s.profile is not None:
+                p = s.profile
+                ld, ld_min = p.sectors(False)
+                st, st_min = p.sectors(True)
+                text += (f"\nbank conflicts {p.bank_conflicts:,}; global load sectors {ld:,} "
+                         f"(minimum {ld_min:,}), store sectors {st:,} (minimum {st_min:,}); "
+                         f"{p.barriers:,} barriers; warp instructions "
+                         + ", ".join(f"{k} {v:,}" for k, v in sorted(p.instructions.items())))
+            return text
+        return f"{self.target}: {self.seconds * 1e3:.1f} ms"
+
+
+@dataclass(frozen=True)
+class _Param:
+    tensor: Tensor
+    buffer: S.Buffer
+    layout: Layout
+    is_output: bool
+
+    @property
+    def name(self) -> str:
+        return self.tensor.name
+
+
+class Module:
+    """A compiled schedule (``build``'s result); call it with the inputs' arrays."""
+
+    def __init__(self, target: str, func: S.PrimFunc, params: list[_Param],
+                 hw: HwConfig | None) -> None:
+        self.target = target
+        #: the lowered loop-nest IR (before the target's pipeline)
+        self.func = func
+        self.hw = hw
+        self._params = params
+        #: the accelerator's program and the IR after every pass (``vta`` only)
+        self.compiled: Any = None
+        #: the GPU-lowered function and the rendered kernel (GPU targets only)
+        self.gpu_func: S.PrimFunc | None = None
+        self.kernel: Any = None
+        #: whether a ``cuda-emu`` run collects the emulator's counters (``GpuLaunch.profile``;
+        #: counting costs emulation time, so a timing comparison turns it off)
+        self.profile = True
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def program(self) -> Any:
+        """The accelerator's ``isa.Program`` (``vta`` target)."""
+        if self.compiled is None:
+            raise BuildError(f"a {self.target} module has no accelerator program")
+        return self.compiled.program
+
+    @property
+    def cuda(self) -> str:
+        """The CUDA source (GPU targets)."""
+        if self.kernel is None:
+            raise BuildError(f"a {self.target} module has no CUDA kernel")
+        return str(self.kernel.source)
+
+    @property
+    def inputs(self) -> list[str]:
+        """The inputs' names, in parameter order (the order of positional calls)."""
+        return [p.name for p in self._params if not p.is_output]
+
+    @property
+    def outputs(self) -> list[str]:
+        """The outputs' names (the keys of a ``Result``)."""
+        return [p.name for p in self._params if p.is_output]
+
+    @property
+    def layouts(self) -> dict[str, Layout]:
+        """Each parameter's layout (identity unless built from a ``Packed`` compute)."""
+        return {p.name: p.layout for p in self._params}
+
+    def __repr__(self) -> str:
+        return (f"Module({self.func.name}, target={self.target}, inputs={self.inputs}, "
+                f"outputs={self.outputs})")
+
+    # ------------------------------------------------------------------ inputs
+
+    def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        given: dict[str, Any] = {}
+        ins = [p for p in self._params if not p.is_output]
+        if len(args) == 1 and isinstance(args[0], Mapping):
+            for k, v in args[0].items():
+                given[k if isinstance(k, str) else k.name] = v
+        else:
+            if len(args) > len(ins):
+                raise InputError(f"{self.func.name}: takes {len(ins)} input arrays "
+                                 f"({', '.join(p.name for p in ins)}), got {len(args)}")
+            for p, a in zip(ins, args, strict=False):
+                given[p.name] = a
+        for k, v in kwargs.items():
+            if k in given:
+                raise InputError(f"{self.func.name}: input {k} given twice")
+            given[k] = v
+        known = {p.name for p in ins}
+        outs = {p.name for p in self._params if p.is_output}
+        for k in given:
+            if k in outs:
+                raise InputError(f"{self.func.name}: {k} is an output; the module allocates it")
+            if k not in known:
+                raise InputError(f"{self.func.name}: no input named {k!r} (inputs: "
+                                 f"{', '.join(sorted(known))})")
+        missing = [p.name for p in ins if p.name not in given]
+        if missing:
+            raise InputError(f"{self.func.name}: missing input(s) {', '.join(missing)}")
+        return {p.name: _as_array(p, given[p.name]) for p in ins}
+
+    # ------------------------------------------------------------------ running
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Result:
+        """Run on the module's target (module docstring)."""
+        arrays = self._bind(args, kwargs)
+        r = self._simulate(arrays) if self.target == "vta" else self._gpu(arrays, self.target)
+        r.module = self
+        return r
+
+    def interpret(self, *args: Any, **kwargs: Any) -> Result:
+        """Run the lowered loop-nest IR (``mod.func``) in the tensor-IR interpreter."""
+        from vta.compiler.ir.interp import run_func
+
+        arrays = self._bind(args, kwargs)
+        mem = self._packed_arrays(arrays)
+        t0 = time.perf_counter()
+        run_func(self.func, {p.buffer: mem[p.name] for p in self._params})
+        return Result("interp", self._unpacked(mem), seconds=time.perf_counter() - t0,
+                      module=self)
+
+    def reference(self, *args: Any, **kwargs: Any) -> Result:
+        """Run the accelerator program on the ISA's reference interpreter (``vta`` only)."""
+        from vta.sim import run_reference
+
+        if self.compiled is None or self.hw is None:
+            raise BuildError(f"the ISA reference interpreter runs accelerator programs; this "
+                             f"module's target is {self.target}")
+        arrays = self._bind(args, kwargs)
+        t0 = time.perf_counter()
+        out = run_reference(self.program, self.hw, self._dram_inputs(arrays))
+        return Result("vta-reference", self._from_dram(out), seconds=time.perf_counter() - t0,
+                      module=self)
+
+    def _packed_arrays(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every parameter in its stored layout: inputs packed, outputs zero."""
+        out = {}
+        for p in self._params:
+            if p.is_output:
+                out[p.name] = np.zeros(p.buffer.shape, np.dtype(p.buffer.dtype))
+            else:
+                out[p.name] = p.layout.pack(arrays[p.name])
+        return out
+
+    def _unpacked(self, mem: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {p.name: p.layout.unpack(mem[p.name]) for p in self._params if p.is_output}
+
+    def _dram_inputs(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from vta.compiler.accel.ops.packing import to_entries
+
+        allocs = {a.name for a in self.program.allocations}
+        packed = self._packed_arrays(arrays)
+        return {p.name: to_entries(packed[p.name]) if len(p.buffer.shape) >= 2
+                else packed[p.name]
+                for p in self._params if not p.is_output and p.name in allocs}
+
+    def _from_dram(self, outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        res = {}
+        for p in self._params:
+            if not p.is_output:
+                continue
+            if p.name not in outputs:
+                raise BuildError(f"{self.func.name}: the program never stores output {p.name}")
+            res[p.name] = p.layout.unpack(np.asarray(outputs[p.name]))
+        return res
+
+    def _simulate(self, arrays: Mapping[str, np.ndarray]) -> Result:
+        from vta.sim import simulate
+
+        assert self.hw is not None
+        t0 = time.perf_counter()
+        sim = simulate(self.program, self.hw, self._dram_inputs(arrays))
+        return Result("vta", self._from_dram(sim.outputs), sim.stats,
+                      time.perf_counter() - t0, sim, self.hw)
+
+    def _gpu(self, arrays: Mapping[str, np.ndarray], target: str) -> Result:
+        mem = self._packed_arrays(arrays)
+        ordered = [np.ascontiguousarray(mem[p.name]) for p in self._params]
+        profile = None
+        t0 = time.perf_counter()
+        if target == "cuda":
+            from vta.gpu.runtime import run_kernel
+
+            ordered = run_kernel(self.kernel, ordered)
+        else:
+            from vta.gpu.emulator import Emulator
+
+            emu = Emulator(self.gpu_func, profile=self.profile)  # type: ignore[arg-type]
+            emu.run(*ordered)
+            profile = emu.profile
+        dt = time.perf_counter() - t0
+        out = dict(zip((p.name for p in self._params), ordered, strict=True))
+        launch = self.kernel.launch
+        return Result(target, self._unpacked(out),
+                      GpuLaunch(launch.grid, launch.block, launch.shared_bytes, dt, profile), dt)
+
+
+def _as_array(p: _Param, a: Any) -> np.ndarray:
+    """``a`` as an array of ``p``'s logical shape and dtype (integers converted when every
+    value fits)."""
+    arr = np.asarray(a)
+    want = np.dtype(p.layout.dtype)
+    if tuple(arr.shape) != p.layout.shape:
+        raise InputError(f"input {p.name}: expected shape {list(p.layout.shape)}, got "
+                         f"{list(arr.shape)}")
+    if arr.dtype == want:
+        return arr
+    if arr.dtype.kind in "iub" and want.kind in "iu":
+        info = np.iinfo(want)
+        if arr.size == 0 or (int(arr.min()) >= info.min and int(arr.max()) <= info.max):
+            return arr.astype(want)
+        raise InputError(f"input {p.name}: values {int(arr.min())}..{int(arr.max())} do not fit "
+                         f"its dtype {want}")
+    if want.kind == "f" and arr.dtype.kind in "iuf":
+        return arr.astype(want)
+    raise InputError(f"input {p.name}: expected dtype {want}, got {arr.dtype}")
+
+
+def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
+    if isinstance(hw, (str, Path)):
+        return HwConfig.from_yaml(hw)
+    if hw is None and target == "vta":
+        raise BuildError("build(target='vta') needs the hardware: hw=HwConfig or a YAML path")
+    return hw
+
+
+def _compile_vta(sch: Schedule, func: S.PrimFunc, hw: HwConfig) -> Any:
+    """The accelerator pipeline; a tile that overflows a scratchpad is reported with the
+    splits that size it and the factors that would fit (``vta.compiler.tiles``)."""
+    from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow
+    from vta.compiler.accel.pipeline import compile_func
+    from vta.compiler.ir.schedule import ScheduleError
+    from vta.compiler.ir.tiles import explain_overflow
+
+    try:
+        return compile_func(func, hw)
+    except ScratchpadOverflow as e:
+        if e.buffer is None:
+            raise
+        why = explain_overflow(sch, func, e.buffer.name, e.entries, e.copies, e.available)
+        if not why:
+            raise
+        raise ScheduleError(f"{e}; {why}") from None
+
+
+def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
+          args: Sequence[Tensor] | Packed | None = None, target: str = "vta", *,
+          hw: HwConfig | str | Path | None = None, name: str | None = None,
+          profile: bool = True) -> Module:
+    """Compile ``schedule`` with parameters ``args`` (inputs, then outputs) for ``target``
+    (``"vta"``, ``"cuda-emu"`` or ``"cuda"``); see the module docstring. ``schedule`` may be a
+    ``(schedule, args)`` pair (what the GPU schedules of ``vta.gpu.implicit_gemm`` return);
+    ``args`` a ``Packed`` compute (``vta.compiler.layout.pack``), whose layouts the module
+    applies. ``name`` names the function (default: the first output's name). ``profile``: a
+    ``cuda-emu`` module counts what makes the kernel slow on each run (``GpuLaunch.profile``;
+    off, the emulator runs several times faster)."""
+    if isinstance(schedule, tuple):
+        schedule, pair_args = schedule
+        args = pair_args if args is None else args
+    if not isinstance(schedule, Schedule):
+        raise BuildError(f"build: expected a Schedule, got {type(schedule).__name__}")
+    if target not in TARGETS:
+        raise BuildError(f"build: unknown target {target!r} (expected one of "
+                         f"{', '.join(TARGETS)})")
+    if args is None:
+        raise BuildError("build: give the parameters (args), inputs then outputs")
+    hwc = _hw(hw, target)
+    if isinstance(args, Packed):
+        tensors, layouts = list(args.args), dict(args.layouts)
+    else:
+        tensors = list(args)
+        layouts = {t.name: Layout(t.name, t.shape, t.dtype) for t in tensors}
+    seen: dict[str, Tensor] = {}
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise BuildError(f"build: args must be tensors, got {t!r}")
+        if t.name in seen and seen[t.name] is not t:
+            raise BuildError(f"build: two parameters are named {t.name!r}; the name is how "
+                             f"arrays are passed and returned, so it must be unique")
+        seen[t.name] = t
+    outs = [t for t in tensors if isinstance(t.op, ComputeOp)]
+    fname = name or (outs[0].name if outs else "main")
+    func = lower(schedule, tensors, fname, whole_tiles=target == "vta")
+    params = [_Param(t, b, layouts[t.name], isinstance(t.op, ComputeOp))
+              for t, b in zip(tensors, func.params, strict=True)]
+    mod = Module(target, func, params, hwc)
+    mod.profile = profile
+    if target == "vta":
+        assert hwc is not None
+        mod.compiled = _compile_vta(schedule, func, hwc)
+    else:
+        from vta.gpu.cuda import render_cuda
+        from vta.gpu.lower_gpu import lower_for_gpu
+
+        mod.gpu_func = lower_for_gpu(func)
+        mod.kernel = render_cuda(mod.gpu_func)
+        if target == "cuda":
+            from vta.gpu.runtime import require_cupy
+
+            require_cupy()
+    return mod

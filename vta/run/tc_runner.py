@@ -1,0 +1,484 @@
+"""Run Tensor Comprehensions definitions: ``vta tc show`` and ``vta run --tc``.
+
+This module sits above the compiler, the simulator and the GPU backend and joins them (as
+``vta.runner`` does for named workloads): it loads a TC definition (``vta.compiler.tc``),
+maps it without a user schedule (``map_vta`` for the accelerator, ``map_gpu`` for the GPU),
+runs it on random inputs and checks every output against the TC interpreter.
+
+On the accelerator the host executes the plan's tasks in order: a GEMM task gathers its
+operands into matrices (the layout transform), packs them, simulates one program run per
+batch and per output plane, and scatters the result back; an ALU task gathers its operands
+into the output's layout and simulates its program per plane; a CPU task runs the value's
+loop nest in the IR interpreter. Cycles are the sum of every simulated run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vta.compiler.accel.driver import Compiled
+from vta.compiler.accel.ops import packing
+from vta.compiler.accel.tc_map import (
+    AluTask,
+    CpuTask,
+    GemmTask,
+    Leaf,
+    Task,
+    VtaPlan,
+    alu_program,
+    combine_planes,
+    gather,
+    gemm_program,
+    out_bits,
+    pack_rows,
+    plan_vta,
+    planes,
+)
+from vta.compiler.ir.interp import run_func
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import create_schedule
+from vta.compiler.ir.tensor import Tensor
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.tc import (
+    Definition,
+    TcSizeError,
+    definitions,
+    describe,
+    load_file,
+    parse_sizes,
+)
+from vta.compiler.tc.frontend import random_inputs
+from vta.compiler.tc.interp import NP_DTYPE
+from vta.compiler.tc.ranges import Concrete
+from vta.config import HwConfig
+from vta.gpu.tc_map import GpuProgram, MappingOptions, isolate, map_gpu
+from vta.isa import Program
+
+__all__ = ["TaskReport", "VtaRun", "GpuRun", "run_vta", "run_gpu", "check_outputs",
+           "tc_command", "run_tc"]
+
+Simulate = Callable[[Program, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], int]]
+
+
+def _simulator(hw: HwConfig) -> Simulate:
+    from vta.sim import simulate
+
+    def run(program: Program, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+        r = simulate(program, hw, inputs)
+        return {k: np.asarray(v) for k, v in r.outputs.items()}, r.stats.cycles
+
+    return run
+
+
+def _timing(hw: HwConfig) -> Callable[[Program], int]:
+    from vta.run.runner import timing_cost
+
+    return timing_cost(hw)
+
+
+@dataclass
+class TaskReport:
+    """How one task ran: ``kind`` GEMM, ALU or CPU; the statements (labels) it computes;
+    ``detail`` (shapes, planes, batches) or the fallback ``reason``; simulated cycles and
+    program runs; the work (domain points) of its statements."""
+
+    kind: str
+    statements: list[str]
+    detail: str
+    cycles: int = 0
+    runs: int = 0
+    work: int = 0
+    macs: int = 0
+
+    def line(self) -> str:
+        what = "; ".join(self.statements) or "(a value between statements)"
+        if self.kind == "CPU":
+            return f"{what}: CPU fallback: {self.detail}"
+        return f"{what}: {self.kind} {self.detail}: {self.cycles:,} cycles in {self.runs} runs"
+
+
+@dataclass
+class VtaRun:
+    """A definition run on the simulated accelerator."""
+
+    name: str
+    hw: str
+    outputs: dict[str, np.ndarray]
+    tasks: list[TaskReport]
+    work: int
+    work_accel: int
+    seconds_compile: float
+    seconds_sim: float
+    passed: bool | None = None
+    mismatches: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return sum(t.cycles for t in self.tasks)
+
+    @property
+    def fraction(self) -> float:
+        """Work (domain points: MACs and element operations) on the accelerator / all."""
+        return self.work_accel / self.work if self.work else 0.0
+
+    @property
+    def macs(self) -> int:
+        return sum(t.macs for t in self.tasks)
+
+    def summary(self) -> dict[str, Any]:
+        return {"definition": self.name, "hw": self.hw, "target": "vta", "passed": self.passed,
+                "mismatches": self.mismatches, "cycles": self.cycles,
+                "accelerator_fraction": self.fraction, "work": self.work,
+                "work_on_accelerator": self.work_accel, "gemm_macs": self.macs,
+                "tasks": [t.__dict__ for t in self.tasks],
+                "compile_s": self.seconds_compile, "sim_s": self.seconds_sim}
+
+
+def _labels(plan: VtaPlan, task: Task) -> list[str]:
+    """The statements a task computes; a task that only places a statement's result into
+    its tensor (a partial range, or a combination with the previous value) says so."""
+    out = []
+    for s in plan.func.stmts:
+        if s.core in task.stages:
+            out.append(s.stmt.label)
+        elif s.final in task.stages:
+            out.append(f"{s.stmt.label} [placing its result]")
+    return out
+
+
+def _work(plan: VtaPlan, task: Task, c: Concrete) -> int:
+    cores = {s.core: s.stmt.index for s in plan.func.stmts}
+    return sum(c.points(cores[t]) for t in task.stages if t in cores)
+
+
+def _run_gemm(task: GemmTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim: Simulate,
+              cost: Callable[[Program], int] | None, refine: int
+              ) -> tuple[np.ndarray, int, int, float]:
+    """Gather the operands (a convolution's input and weights in NCHW/OIHW, else the (batch, M,
+    K) and (batch, N, K) matrices), simulate one program per batch and plane, scatter back."""
+    n_planes = planes(task.value_range, task.cast, hw)
+    t0 = time.perf_counter()
+    progs = [gemm_program(task, hw, p, cost, refine) for p in range(n_planes)]
+    t_compile = time.perf_counter() - t0
+    nb = task.batches
+    conv = task.conv
+    if conv is not None:
+        xs = gather(Leaf(task.x.tensor, conv.inp_index), (*task.batch, *conv.inp_axes), values)
+        xs = xs.reshape(nb, *conv.inp_axes_extents())
+        wa = [a for a in conv.wgt_axes if a is not None]
+        ws = gather(task.y, (*task.batch, *wa), values).reshape(
+            nb, *(a.extent if a is not None else 1 for a in conv.wgt_axes))
+        out_order = [a for a in conv.out_axes if a is not None]
+        out = np.zeros((nb, *(a.extent if a is not None else 1 for a in conv.out_axes)),
+                       NP_DTYPE[task.out.dtype])
+    else:
+        s = task.spec
+        xs = gather(task.x, (*task.batch, *task.rows, *task.red), values).reshape(nb, s.m, s.k)
+        ws = gather(task.y, (*task.batch, *task.cols, *task.red), values).reshape(nb, s.n, s.k)
+        out_order = [*task.rows, *task.cols]
+        out = np.zeros((nb, s.m, s.n), NP_DTYPE[task.out.dtype])
+    bs = None
+    if task.bias is not None:
+        bs = gather(task.bias, (*task.batch, *task.cols), values).reshape(nb, -1)
+    cycles = runs = 0
+    for b in range(nb):
+        parts = []
+        for c in progs:
+            res, cyc = sim(c.program, _packed_inputs(c, xs[b], ws[b],
+                                                     bs[b] if bs is not None else None))
+            cycles += cyc
+            runs += 1
+            parts.append(_unpacked(c, res["res"], task))
+        out[b] = combine_planes(parts, task.out.dtype, out_bits(hw))
+    order = [*task.batch, *out_order]
+    arr = out.reshape([a.extent for a in order])
+    arr = np.transpose(arr, [order.index(a) for a in task.axes]) if order else arr
+    return np.ascontiguousarray(arr), cycles, runs, t_compile
+
+
+def _packed_inputs(c: Compiled, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None
+                   ) -> dict[str, np.ndarray]:
+    """The runtime's packing (as ``vta.runner.make_inputs``): a matmul's matrices in blocks, a
+    convolution's NCHW input and OIHW weights folded (``c.fold``) and packed NCHWnc."""
+    g, P = c.hw.gemm, c.packed
+    if isinstance(c.workload.spec, Conv2dSpec):
+        xf, wf = x.astype(g.inp_dtype), w.astype(g.wgt_dtype)
+        if c.fold is not None and c.fold.kind != "none":
+            xf, wf = packing.fold_data(xf, c.fold), packing.fold_kernel(wf, c.fold)
+        data = packing.pack_data(xf, g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_kernel(wf, g.block_out, g.block_in, P.kernel_shape)
+    else:
+        data = packing.pack_matrix(x.astype(g.inp_dtype), g.batch, g.block_in, P.data_shape)
+        kernel = packing.pack_matrix(w.astype(g.wgt_dtype), g.block_out, g.block_in,
+                                     P.kernel_shape)
+    out = {"data": packing.to_entries(data), "kernel": packing.to_entries(kernel)}
+    if bias is not None:
+        out["bias"] = packing.to_entries(packing.pack_bias(bias, g.batch, g.block_out, P.ocb))
+    return out
+
+
+def _unpacked(c: Compiled, res: np.ndarray, task: GemmTask) -> np.ndarray:
+    P = c.packed
+    r = res.reshape(P.res_shape)
+    if isinstance(c.workload.spec, Conv2dSpec):
+        s = c.user_conv
+        return packing.unpack_result(r, s.n, s.oc, s.oh, s.ow)
+    return packing.unpack_matrix(r, task.spec.m, task.spec.n)
+
+
+def _run_alu(task: AluTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim: Simulate
+             ) -> tuple[np.ndarray, int, int, float]:
+    g = hw.gemm
+    lanes = g.batch * g.block_out
+    shape = task.out.shape
+    n = int(np.prod(shape))
+    entries = -(-n // lanes)
+    n_planes = planes(task.value_range, task.cast, hw)
+    t0 = time.perf_counter()
+    progs = [alu_program(task, hw, p, entries) for p in range(n_planes)]
+    t_compile = time.perf_counter() - t0
+    leaves = [gather(lf, task.axes, values) for lf in task.leaves]
+    parts = []
+    cycles = 0
+    for c in progs:
+        assert isinstance(c.packed, tuple)
+        inputs = {f"L{k}": packing.to_entries(pack_rows(a, c.packed, hw))
+                  for k, a in enumerate(leaves)}
+        res, cyc = sim(c.program, inputs)
+        cycles += cyc
+        parts.append(res["res"].reshape(-1)[:n].reshape(shape))
+    return combine_planes(parts, task.out.dtype, out_bits(hw)), cycles, len(progs), t_compile
+
+
+def _run_cpu(task: CpuTask, values: dict[Tensor, np.ndarray]) -> np.ndarray:
+    out, inputs, orig = isolate(task.out)
+    func = lower(create_schedule(out), [*inputs, out], f"cpu_{task.out.name}")
+    arrays = [np.ascontiguousarray(values[orig[ph]]) for ph in inputs]
+    arrays.append(np.zeros(out.shape, NP_DTYPE[out.dtype]))
+    run_func(func, dict(zip(func.params, arrays, strict=True)))
+    return arrays[-1]
+
+
+def _detail(task: Task, hw: HwConfig) -> str:
+    if isinstance(task, GemmTask):
+        s = task.spec
+        chain = " ".join(st.op + (f" {st.imm}" if st.imm is not None else " reg")
+                         for st in task.steps)
+        what = task.conv.spec.describe() if task.conv is not None else \
+            f"matmul {s.m}x{s.n}x{s.k}"
+        return (f"{task.batches} x {what}"
+                + (f" + ALU {chain}" if chain else "")
+                + f", {planes(task.value_range, task.cast, hw)} plane(s)")
+    if isinstance(task, AluTask):
+        ops = [st.op + (f" {st.imm}" if st.imm is not None else " reg") for st in task.steps]
+        return (f"{len(task.leaves)} operand(s), {' '.join(ops)}, "
+                f"{planes(task.value_range, task.cast, hw)} plane(s)")
+    return task.reason
+
+
+def run_vta(d: Definition, sizes: dict[str, int], hw: HwConfig,
+            inputs: dict[str, np.ndarray] | None = None, *, seed: int = 0, refine: int = 1,
+            check: bool = True) -> VtaRun:
+    """Map ``d`` to the accelerator at ``sizes`` (``plan_vta``), run it on the cycle-level
+    simulator (CPU tasks on the host) and, with ``check``, compare with the interpreter."""
+    c = d.at(sizes)
+    ins = inputs if inputs is not None else random_inputs(d, c, seed)
+    f = d.to_ir(sizes)
+    plan = plan_vta(f, hw)
+    sim = _simulator(hw)
+    cost = _timing(hw) if refine > 1 else None
+    values: dict[Tensor, np.ndarray] = {t: ins[t.name] for t in f.inputs}
+    reports = []
+    t_compile = t_sim = 0.0
+    accelerated = plan.accelerated()
+    for task in plan.tasks:
+        t0 = time.perf_counter()
+        rep = TaskReport("CPU", _labels(plan, task), _detail(task, hw), work=_work(plan, task, c))
+        if isinstance(task, GemmTask):
+            arr, rep.cycles, rep.runs, tc = _run_gemm(task, hw, values, sim, cost, refine)
+            rep.kind, rep.macs = "GEMM", task.macs
+        elif isinstance(task, AluTask):
+            arr, rep.cycles, rep.runs, tc = _run_alu(task, hw, values, sim)
+            rep.kind = "ALU"
+        else:
+            arr, tc = _run_cpu(task, values), 0.0
+        t_compile += tc
+        t_sim += time.perf_counter() - t0 - tc
+        values[task.out] = arr
+        reports.append(rep)
+    outs = {t.name: values[t] for t in f.outputs}
+    work = sum(c.points(k) for k in range(len(d.cdef.stmts)))
+    accel = sum(c.points(k) for k in accelerated)
+    run = VtaRun(d.name, hw.name, outs, reports, work, accel, t_compile, t_sim)
+    if check:
+        run.passed, run.mismatches = check_outputs(d, c, ins, outs)
+    return run
+
+
+def check_outputs(d: Definition, c: Concrete, inputs: dict[str, np.ndarray],
+                  outputs: dict[str, np.ndarray]) -> tuple[bool, dict[str, int]]:
+    """Compare ``outputs`` with the TC interpreter: integers bit-exact, floats within 1e-3
+    (fp16: 1e-2) relative and absolute (a compiled float sum adds in another order)."""
+    ref = d.interpret(c, inputs)
+    bad: dict[str, int] = {}
+    for name in d.cdef.outputs:
+        got, want = outputs[name], ref[name]
+        if got.shape != want.shape or got.dtype != want.dtype:
+            bad[name] = int(want.size)
+        elif got.dtype.kind == "f":
+            tol = 1e-2 if got.dtype == np.float16 else 1e-3
+            bad[name] = int(np.count_nonzero(~np.isclose(got, want, rtol=tol, atol=tol)))
+        else:
+            bad[name] = int(np.count_nonzero(got != want))
+    return not any(bad.values()), bad
+
+
+# ---------------------------------------------------------------------------- GPU
+
+
+@dataclass
+class GpuRun:
+    """A definition run through the GPU mapper (emulated or on a GPU)."""
+
+    name: str
+    target: str
+    program: GpuProgram
+    sources: list[str]
+    outputs: dict[str, np.ndarray]
+    seconds: float
+    passed: bool | None = None
+    mismatches: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"definition": self.name, "target": self.target, "passed": self.passed,
+                "mismatches": self.mismatches, "seconds": self.seconds,
+                "kernels": [{"name": k.name, "statements": list(k.statements),
+                             "shared": list(k.shared), "tile": list(k.knobs.tile),
+                             "threads": list(k.knobs.threads), "reduction_tile": k.knobs.kt}
+                            for k in self.program.kernels]}
+
+
+def run_gpu(d: Definition, sizes: dict[str, int], target: str = "cuda-emu",
+            options: MappingOptions | None = None, inputs: dict[str, np.ndarray] | None = None,
+            *, seed: int = 0, check: bool = True) -> GpuRun:
+    """Map ``d`` to the GPU (``map_gpu``), lower, render, run each kernel in order (the SIMT
+    emulator for ``cuda-emu``, CuPy for ``cuda``) and compare with the interpreter."""
+    from vta.gpu.cuda import render_cuda
+    from vta.gpu.lower_gpu import lower_for_gpu
+
+    c = d.at(sizes)
+    ins = inputs if inputs is not None else random_inputs(d, c, seed)
+    prog = map_gpu(d.to_ir(sizes), options)
+    bufs: dict[str, np.ndarray] = {k: np.ascontiguousarray(v) for k, v in ins.items()}
+    for name, (shape, dt) in prog.buffers.items():
+        bufs[name] = np.zeros(shape, NP_DTYPE[dt])
+    for o in d.cdef.outputs:
+        bufs[o] = np.zeros(c.shapes[o], NP_DTYPE[d.cdef.tensors[o].dtype])
+    sources = []
+    t0 = time.perf_counter()
+    for k in prog.kernels:
+        func = lower_for_gpu(k.func)
+        kernel = render_cuda(func)
+        sources.append(kernel.source)
+        arrays = [bufs[n] for n in (*k.inputs, k.output)]
+        if target == "cuda":
+            from vta.gpu.runtime import run_kernel
+
+            bufs[k.output] = run_kernel(kernel, arrays)[-1]
+        else:
+            from vta.gpu.emulator import Emulator
+
+            Emulator(func).run(*arrays)
+    outs = {o: bufs[o] for o in d.cdef.outputs}
+    run = GpuRun(d.name, target, prog, sources, outs, time.perf_counter() - t0)
+    if check:
+        run.passed, run.mismatches = check_outputs(d, c, ins, outs)
+    return run
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def tc_command(args: argparse.Namespace) -> int:
+    """``vta tc show FILE [--entry NAME] [--size N=..]``: print the inferred domains."""
+    sizes = parse_sizes(args.size)
+    names = [args.entry] if args.entry else definitions(args.file)
+    texts = []
+    for name in names:
+        d = load_file(args.file, name)
+        texts.append(describe(d, d.at(sizes) if sizes else None))
+    print("\n\n".join(texts))
+    return 0
+
+
+#: ``vta run`` options that describe a named workload or its hand-set schedule
+_WORKLOAD_FLAGS = ("layers", "batch", "height", "width", "in_channels", "out_channels", "kernel",
+                   "stride", "pad", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "trace",
+                   "dump_ir")
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Options of ``vta run`` that mean nothing for a TC definition are refused by name."""
+    given = [f for f in _WORKLOAD_FLAGS if getattr(args, f, None) not in (None, False)]
+    given += [f for f in ("no_latency_hiding", "check_reference") if getattr(args, f, False)]
+    if getattr(args, "sizes", None):
+        given.append("positional sizes")
+    if given:
+        names = ", ".join(n if " " in n else "--" + n.replace("_", "-") for n in given)
+        raise TcSizeError(f"vta run --tc: {names} apply to named workloads, not to a TC "
+                          f"definition (sizes come from --size, the schedule from the mapper)")
+    if getattr(args, "emit_cuda", False) and args.target == "vta":
+        raise TcSizeError("vta run --tc: --emit-cuda needs --target cuda-emu or cuda")
+
+
+def run_tc(args: argparse.Namespace) -> int:
+    """``vta run --tc FILE [--entry NAME] --size N=.. [--target vta|cuda-emu|cuda]``: map,
+    run and check against the TC interpreter; 0 on PASS, 1 on a mismatch."""
+    _check_flags(args)
+    d = load_file(args.tc, args.entry)
+    sizes = parse_sizes(args.size)
+    seed = args.seed or 0
+    if args.target == "vta":
+        from vta.cli import DEFAULT_HW
+
+        hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
+        r = run_vta(d, sizes, hw, seed=seed, refine=3)
+        if args.json:
+            print(json.dumps(r.summary(), indent=2, default=str))
+            return 0 if r.passed else 1
+        print(f"{d.name} ({', '.join(f'{k}={v}' for k, v in sizes.items())}) on {hw.name}")
+        for t in r.tasks:
+            print(f"  {t.line()}")
+        clock = hw.board.clock_mhz * 1e6
+        print(f"total {r.cycles:,} cycles = {r.cycles / clock * 1e3:.3f} ms at "
+              f"{hw.board.clock_mhz} MHz; {r.macs:,} MACs on the GEMM core; "
+              f"{r.fraction:.1%} of the work ({r.work_accel:,} of {r.work:,} MACs and element "
+              f"operations) on the accelerator")
+        print(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
+    else:
+        g = run_gpu(d, sizes, args.target, seed=seed)
+        if args.emit_cuda:
+            for src in g.sources:
+                print(src)
+        if args.json:
+            print(json.dumps(g.summary(), indent=2, default=str))
+            return 0 if g.passed else 1
+        where = "GPU" if args.target == "cuda" else "SIMT emulator"
+        print(f"{d.name} ({', '.join(f'{k}={v}' for k, v in sizes.items())}) on the {where}: "
+              f"{len(g.program.kernels)} kernel(s), {g.seconds * 1e3:.0f} ms")
+        for k in g.program.kernels:
+            print(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
+                  f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction tile "
+                  f"{k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
+        r = g  # type: ignore[assignment]
+    ok = bool(r.passed)
+    print("PASS: bit-exact against the TC interpreter" if ok else
+          f"FAIL: outputs differ from the TC interpreter: {r.mismatches}")
+    return 0 if ok else 1
