@@ -16,7 +16,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def cupy_or_exit() -> Any:
     """CuPy with a GPU, or exit with a clear message (status 2: nothing was measured)."""
-    from vta.gpu.runtime import GpuUnavailableError, require_cupy
+    from vta.errors import GpuUnavailableError
+    from vta.gpu.runtime import require_cupy
 
     try:
         return require_cupy()

@@ -21,8 +21,9 @@ from vta.compiler import (
     vta_gemm_intrinsic,
 )
 from vta.compiler.ir.lower import lower
-from vta.gpu.implicit_gemm import ImplicitGemmError, simt, tensorcore
-from vta.gpu.runtime import GpuUnavailableError, gpu_available
+from vta.errors import GpuUnavailableError, ImplicitGemmError
+from vta.gpu.implicit_gemm import simt, tensorcore
+from vta.gpu.runtime import gpu_available
 
 
 def dense(M: int = 16, N: int = 32, K: int = 48) -> list:  # type: ignore[type-arg]

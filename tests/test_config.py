@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import _SECTIONS, ALU_OPS, BOARD_RESOURCES, MODEL_DEFAULTS, HwConfig, HwConfigError
+from vta.config import _SECTIONS, ALU_OPS, BOARD_RESOURCES, MODEL_DEFAULTS, HwConfig
+from vta.errors import HwConfigError
 from vta.isa import by_name
 from vta.isa.defs import layout_of
 

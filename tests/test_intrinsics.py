@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from vta import intrinsics as vi
-from vta.config import HwConfig, HwConfigError
+from vta.config import HwConfig
+from vta.errors import HwConfigError
 from vta.isa import Alu, AluOp, Opcode, by_name, decode, encode
 from vta.isa.builtins import ALU, GEMM, alu_issue, elementwise_patterns, loop_head
 
@@ -219,8 +220,8 @@ def test_a_changed_fact_moves_compiler_costs_and_simulator_together(change) -> N
 def test_selection_uses_what_the_config_enables() -> None:
     """Without MUL in alu.ops a multiplying epilogue has no cover: a named error."""
     from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
-    from vta.compiler.accel.passes._common import CompileError
     from vta.compiler.ops.epilogue import Epilogue
+    from vta.errors import CompileError
 
     epi = Epilogue(kind="fixed_point", mult=3, shift=4)
     names = [s.intrin.instruction.name for s in epilogue_plan(epi, PYNQ)]

@@ -15,12 +15,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from vta import isa as _isa  # noqa: F401 - registers the built-in instructions and their checks
-from vta.config import HwConfig, HwConfigError
-from vta.errors import VtaError
+from vta.config import HwConfig
+from vta.errors import HwConfigError, VtaError
 
 if TYPE_CHECKING:
-    from vta.compiler.accel.pack import Layout, LayoutError, Packed, pack
-    from vta.run.build import TARGETS, BuildError, GpuLaunch, InputError, Module, Result, build
+    from vta.compiler.accel.pack import Layout, Packed, pack
+    from vta.errors import BuildError, InputError, LayoutError
+    from vta.run.build import TARGETS, GpuLaunch, Module, Result, build
 
 __version__ = "0.1.0"
 

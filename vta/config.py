@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from vta.errors import VtaError
+from vta.errors import HwConfigError
 
 __all__ = [
     "AluConfig",
@@ -62,10 +62,6 @@ UOP_BITS = 32
 #: Every number in a hardware description is a hardware parameter of the generated design, held
 #: in a signed 32-bit register; a larger value is a typo, refused naming the field.
 MAX_FIELD = (1 << 31) - 1
-
-
-class HwConfigError(VtaError, ValueError):
-    """A hardware description is invalid; the message names file, field and expectation."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ import numpy as np
 from vta.compiler.accel.insn_intrin import instruction_intrinsics, usable
 from vta.compiler.ir.intrin import BUILDER, TensorIntrinsic
 from vta.compiler.ir.intrin import register as register_tensor_intrinsic
-from vta.config import HwConfig, HwConfigError, declare_intrinsic, forget_intrinsic
+from vta.config import HwConfig, declare_intrinsic, forget_intrinsic
+from vta.errors import HwConfigError
 from vta.isa import (
     AsmSyntax,
     DefinitionError,

@@ -58,7 +58,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vta.errors import VtaError
+from vta.errors import BoardError
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
@@ -179,10 +179,6 @@ def estimate(hw: HwConfig) -> dict[str, int]:
 
 #: the resources a board limits (``ff`` is estimated but every board has several per LUT)
 LIMITED = ("dsp", "bram36", "lut")
-
-
-class BoardError(VtaError):
-    """An unknown board name."""
 
 
 @dataclass(frozen=True, slots=True)

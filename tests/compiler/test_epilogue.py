@@ -22,7 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vta.run.runner as runner
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
 from vta.compiler.ops.epilogue import (
     Epilogue,
@@ -34,6 +33,7 @@ from vta.compiler.ops.epilogue import (
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc
 from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
+from vta.errors import CompileError
 from vta.isa import Alu, AluOp, Deps, Gemm, Program
 from vta.run.runner import make_inputs, run_workload
 

@@ -9,7 +9,8 @@ import pytest
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.interp import InterpError, run_func
+from vta.compiler.ir.interp import run_func
+from vta.errors import InterpError
 
 
 def one_loop(n: int, body) -> tuple[S.PrimFunc, S.Buffer, S.Buffer]:

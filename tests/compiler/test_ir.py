@@ -6,15 +6,9 @@ import pytest
 
 from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
 from vta.compiler.ir import expr as E
-from vta.compiler.ir.intrin import (
-    IntrinError,
-    TensorIntrinsic,
-    for_target,
-    gemm_decl,
-    get,
-    register,
-)
+from vta.compiler.ir.intrin import TensorIntrinsic, for_target, gemm_decl, get, register
 from vta.compiler.ir.tensor import compute, input_tensors, placeholder, reduce_axis
+from vta.errors import IntrinError
 
 
 def test_input_tensors_are_direct_reads_only() -> None:

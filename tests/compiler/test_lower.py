@@ -13,11 +13,11 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.interp import run_func
 from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
-from vta.compiler.ir.lower import LowerError, lower
-from vta.compiler.ir.regions import BoundsError
-from vta.compiler.ir.schedule import ScheduleError, create_schedule
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import create_schedule
 from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.compiler.ir.verify import verify
+from vta.errors import LowerError, RegionError, ScheduleError
 
 RNG = np.random.default_rng(7)
 
@@ -369,7 +369,7 @@ def test_lower_refuses_missing_args_and_outside_readers() -> None:
     E2 = compute((8, 8), lambda i, j: C[i, j] * 2, "E")
     s = create_schedule([D, E2])
     s[C].compute_at(s[D], s[D].axis[0])
-    with pytest.raises(BoundsError, match=r"stage C is computed at D\.i but stage E reads it"):
+    with pytest.raises(RegionError, match=r"stage C is computed at D\.i but stage E reads it"):
         lower(s, [A, B, D, E2])
 
 

@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vta.compiler.accel.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_reference
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec, matmul_reference
+from vta.errors import ShapeError
 
 
 @settings(max_examples=25, deadline=None)

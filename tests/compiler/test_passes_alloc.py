@@ -5,11 +5,12 @@ import pytest
 from _vta_helpers import hw, lowered, run_until
 
 from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
-from vta.compiler.accel.passes.bound_inference import BoundsError, infer_bounds
-from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow, allocate_scratchpads
+from vta.compiler.accel.passes.bound_inference import infer_bounds
+from vta.compiler.accel.passes.scratchpad_alloc import allocate_scratchpads
 from vta.compiler.accel.passes.unit_loops import fold_unit_loops
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.errors import RegionError, ScratchpadOverflow
 
 
 def _allocs(f: S.PrimFunc) -> dict[str, S.Buffer]:
@@ -75,7 +76,7 @@ def test_bound_inference_rejects_out_of_range_access() -> None:
     b = S.Buffer("t", (2, 1, 16), "int32", "acc")
     i = E.Var("i")
     body = S.Allocate(b, S.For(i, E.IntImm(0), E.IntImm(3), b.store(0, i, 0, 0)))
-    with pytest.raises(BoundsError, match="t dimension 0 accessed over \\[0, 2\\]"):
+    with pytest.raises(RegionError, match="t dimension 0 accessed over \\[0, 2\\]"):
         infer_bounds(S.PrimFunc("f", (), body), hw())
 
 

@@ -126,8 +126,8 @@ def test_strided_1x1_lowering_has_no_padding() -> None:
 def test_inject_dma_refuses_a_select_that_is_not_padding() -> None:
     import pytest
 
-    from vta.compiler.accel.passes._common import CompileError
     from vta.compiler.accel.passes.inject_dma import inject_dma
+    from vta.errors import CompileError
 
     g = S.Buffer("g", (8, 1, 16), "int8")
     o = S.Buffer("o", (8, 1, 16), "int8", "inp")

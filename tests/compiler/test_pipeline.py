@@ -3,7 +3,7 @@
 import pytest
 from _vta_helpers import HWCONFIGS, hw
 
-from vta.compiler.accel.pipeline import PASS_NAMES, PASSES, UnknownPass
+from vta.compiler.accel.pipeline import PASS_NAMES, PASSES
 from vta.compiler.accel.schedules.default import (
     ConvSchedule,
     ScheduleError,
@@ -13,6 +13,7 @@ from vta.compiler.accel.schedules.default import (
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
+from vta.errors import UnknownPass
 from vta.run.runner import compile_workload
 
 

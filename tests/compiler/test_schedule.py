@@ -6,9 +6,10 @@ import pytest
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
-from vta.compiler.ir.schedule import INLINE, AttachAt, ScheduleError, create_schedule
+from vta.compiler.ir.schedule import INLINE, AttachAt, create_schedule
 from vta.compiler.ir.stmt import ForKind
 from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
+from vta.errors import ScheduleError
 
 
 def mm(m: int = 16, n: int = 16, k: int = 16):

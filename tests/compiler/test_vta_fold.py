@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from vta.compiler.accel.ops.fold import ConvFold, fold_candidates
 from vta.compiler.accel.ops.packing import fold_data, fold_kernel
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_reference
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import Workload, resnet18_layer, resolve
 from vta.config import HwConfig
+from vta.errors import ShapeError
 from vta.run.runner import compile_workload, run_workload
 
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in HWCONFIGS}

@@ -11,13 +11,8 @@ from vta.cli import main
 from vta.compiler.accel.ops.conv2d_packed import packed_dims, row_subsampled
 from vta.compiler.accel.schedules.default import ConvSchedule, default_schedule, ranked_schedules
 from vta.compiler.ops.conv2d import Conv2dSpec
-from vta.compiler.ops.workloads import (
-    RESNET18,
-    RESNET18_REPEATS,
-    UnknownWorkload,
-    Workload,
-    resolve_network,
-)
+from vta.compiler.ops.workloads import RESNET18, RESNET18_REPEATS, Workload, resolve_network
+from vta.errors import UnknownWorkload
 from vta.run.runner import compile_workload, run_network, run_workload
 
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")

@@ -20,8 +20,8 @@ from vta.compiler.ops.chain import (
     round_clip_stage,
     scaled_operand,
 )
-from vta.compiler.ops.conv2d import ShapeError
 from vta.compiler.ops.window import WindowSpec
+from vta.errors import ShapeError
 from vta.graph import interp
 from vta.sim import simulate
 

@@ -8,7 +8,8 @@ import pytest
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.gpu.emulator import Emulator, EmulatorError, EmulatorRaceError
+from vta.errors import EmulatorError, EmulatorRaceError
+from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import GpuLoweringError, lower_for_gpu
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs, matmul_simt, matmul_wmma
 

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from vta.gpu.runtime import GpuUnavailableError, gpu_available
+from vta.errors import GpuUnavailableError
+from vta.gpu.runtime import gpu_available
 from vta.run.gpu_runner import run_gpu_workload
 
 

@@ -154,7 +154,7 @@ def test_resnet_layers_on_gpu() -> None:
 
 
 def test_bad_requests_are_named_errors() -> None:
-    from vta.gpu.passes.bind_threads import GpuLoweringError
+    from vta.errors import GpuLoweringError
 
     s = Conv2dSpec(1, 8, 6, 6, 8, 3, 3, 1, 1)
     with pytest.raises(GpuLoweringError, match="requantizing epilogue is for int8"):

@@ -16,11 +16,11 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.errors import GpuLoweringError
 from vta.gpu.cuda import render_cuda
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.gemm import MmaKnobs, mma_gemm
 from vta.gpu.mma import CpAsync, LdMatrix, MmaSync
-from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import Profile
 from vta.testing import epilogues
 

@@ -9,8 +9,9 @@ import pytest
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.errors import EmulatorRaceError
 from vta.gpu.cuda import render_cuda
-from vta.gpu.emulator import Emulator, EmulatorRaceError
+from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.common import finish
 from vta.gpu.mma import (
     MMA_SHAPES,
@@ -253,7 +254,7 @@ def test_wait_group_keeps_the_newest_groups_in_flight() -> None:
 
 
 def test_statements_built_wrongly_are_named_errors() -> None:
-    from vta.gpu.passes.bind_threads import GpuLoweringError
+    from vta.errors import GpuLoweringError
 
     g = S.Buffer("G", (64,), "int8")
     sh = S.Buffer("Sh", (64,), "int8", "shared")
@@ -273,7 +274,7 @@ def test_statements_built_wrongly_are_named_errors() -> None:
 
 
 def test_misaligned_ldmatrix_row_is_an_emulator_error() -> None:
-    from vta.gpu.emulator import EmulatorError
+    from vta.errors import EmulatorError
 
     X = S.Buffer("X", (64,), "int8")
     out = S.Buffer("out", (32, 4), "uint32")
@@ -291,7 +292,7 @@ def test_misaligned_ldmatrix_row_is_an_emulator_error() -> None:
 
 
 def test_mma_by_part_of_a_warp_is_an_emulator_error() -> None:
-    from vta.gpu.emulator import EmulatorError
+    from vta.errors import EmulatorError
 
     func = mma_kernel("int8")
     body = func.body  # wrap the whole body in "if tid < 16": half a warp runs the mma

@@ -7,7 +7,8 @@ import pytest
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.gpu.cuda import CudaRenderError, render_cuda
+from vta.errors import CudaRenderError
+from vta.gpu.cuda import render_cuda
 from vta.gpu.dialect import LaunchConfig
 from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import GpuLoweringError, lower_for_gpu

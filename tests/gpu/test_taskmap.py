@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.interp import run_func
-from vta.gpu.taskmap import TaskMapping, TaskMappingError, repeat, spatial
+from vta.errors import TaskMappingError
+from vta.gpu.taskmap import TaskMapping, repeat, spatial
 
 # ---------------------------------------------------------------------------- brute force
 

@@ -19,10 +19,11 @@ import pytest
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.lower import lower
-from vta.compiler.ir.schedule import Schedule, ScheduleError, Stage, create_schedule
+from vta.compiler.ir.schedule import Schedule, Stage, create_schedule
 from vta.compiler.ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
+from vta.errors import EmulatorRaceError, ScheduleError
 from vta.gpu.cuda import render_cuda
-from vta.gpu.emulator import Emulator, EmulatorRaceError
+from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import GpuLoweringError, lower_for_gpu
 
 NvccCheck = Callable[[list[str]], None]

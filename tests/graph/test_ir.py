@@ -9,18 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vta.errors import GraphError
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import (
-    Add,
-    Conv2d,
-    Graph,
-    GraphError,
-    Relu,
-    TensorType,
-    Value,
-    node_macs,
-    split_shift,
-)
+from vta.graph.ir import Add, Conv2d, Graph, Relu, TensorType, Value, node_macs, split_shift
 from vta.graph.printer import format_graph
 from vta.graph.quant import fixed_point, fixed_point_pair
 from vta.graph.verify import verify_graph

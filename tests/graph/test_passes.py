@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vta.errors import GraphError
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import Fused, Graph, GraphError
+from vta.graph.ir import Fused, Graph
 from vta.graph.passes.fuse import fuse, group_nodes
 
 

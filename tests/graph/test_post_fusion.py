@@ -17,10 +17,11 @@ from vta.compiler.accel.pipeline import compile_func
 from vta.compiler.accel.schedules.default import ConvSchedule
 from vta.compiler.accel.schedules.fusion import anchor_tile, attach_epilogue
 from vta.compiler.ir.lower import lower
-from vta.compiler.ir.schedule import AttachAt, Schedule, ScheduleError, create_schedule
+from vta.compiler.ir.schedule import AttachAt, Schedule, create_schedule
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import Graph

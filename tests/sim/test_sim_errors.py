@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
-from vta.sim import BoundsError, DeadlockError, InputError, SimError, run_reference, simulate
+from vta.sim import AddressError, DeadlockError, InputError, SimError, run_reference, simulate
 from vta.sim.dram import Dram, random_inputs
 
 
@@ -82,7 +82,7 @@ def test_out_of_range_names_the_instruction(pynq, run, insn, uops, pattern):
     if pattern is None:
         go()
         return
-    with pytest.raises(BoundsError, match=pattern):
+    with pytest.raises(AddressError, match=pattern):
         go()
 
 

@@ -19,8 +19,8 @@ from vta.compiler.tc import (
     parse_sizes,
 )
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.errors import Source
 from vta.compiler.tc.parser import parse, tokenize
+from vta.compiler.tc.source import Source
 
 # ---------------------------------------------------------------------------- parser
 

@@ -13,10 +13,11 @@ import pytest
 from vta.compiler.tc import load
 from vta.compiler.tc.frontend import random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
+from vta.errors import MappingError
 from vta.gpu.cuda import render_cuda
 from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import lower_for_gpu
-from vta.gpu.tc_map import GpuProgram, MappingError, MappingOptions, map_gpu, resolve
+from vta.gpu.tc_map import GpuProgram, MappingOptions, map_gpu, resolve
 
 NvccCheck = Callable[[list[str]], None]
 

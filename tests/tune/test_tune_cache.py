@@ -18,15 +18,8 @@ from typing import Any
 import pytest
 
 from vta.cli import main
-from vta.tune.cache import (
-    CACHE_ENV,
-    Cache,
-    CacheError,
-    TuneKey,
-    Tuning,
-    compiler_version,
-    default_cache_path,
-)
+from vta.errors import CacheError
+from vta.tune.cache import CACHE_ENV, Cache, TuneKey, Tuning, compiler_version, default_cache_path
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")

@@ -13,8 +13,9 @@ pytest.importorskip("distributed")
 from vta.cli import main
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
+from vta.errors import ExecutorError
 from vta.tune.cache import Cache
-from vta.tune.executor import DaskExecutor, ExecutorError, LocalExecutor, make_executor
+from vta.tune.executor import DaskExecutor, LocalExecutor, make_executor
 from vta.tune.sweep import load_grid, run_sweep
 from vta.tune.tuner import Job, tune
 

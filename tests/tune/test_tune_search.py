@@ -14,7 +14,8 @@ from vta.compiler.accel.schedules.model import rank
 from vta.compiler.accel.schedules.space import Point
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
-from vta.tune.search import Evolution, Exhaustive, SearchError, make_search
+from vta.errors import SearchError
+from vta.tune.search import Evolution, Exhaustive, make_search
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")

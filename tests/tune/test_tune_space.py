@@ -26,10 +26,10 @@ from vta.compiler.accel.schedules.space import (
     tile_choices,
 )
 from vta.compiler.ir import expr as E
-from vta.compiler.ir.schedule import ScheduleError
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 from vta.gpu.space import GpuSpace
 from vta.run.runner import run_workload, timing_cost
 
@@ -225,7 +225,7 @@ def test_a_point_too_big_for_one_bank_is_refused_as_the_allocator_would() -> Non
     """A refusal for one bank (C4, one thread, pynq_overlap): ``build`` raises it, and the
     program compiled anyway (past the space's check) overflows the bank in scratchpad
     allocation: the space and the allocator agree."""
-    from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow
+    from vta.errors import ScratchpadOverflow
 
     w = resolve("resnet18:C4")
     p = driver.space_of(w, OVERLAP, vthreads=1)

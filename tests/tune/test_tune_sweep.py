@@ -11,9 +11,10 @@ import pytest
 
 from vta.cli import main
 from vta.config import HwConfig
-from vta.resources import BOARDS, BoardError, board, fits, published_comparison, shares
+from vta.errors import BoardError, SweepError
+from vta.resources import BOARDS, board, fits, published_comparison, shares
 from vta.tune.executor import LocalExecutor
-from vta.tune.sweep import SweepError, load_grid, plot, run_sweep, sweep_workloads, write_csv
+from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = ROOT / "hwconfigs" / "pynq.yaml"

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from vta.errors import VtaError
+from vta.errors import UsageError, VtaError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,10 +28,6 @@ DEFAULT_HW = "hwconfigs/pynq.yaml"
 
 #: Seeds are 64-bit: numpy accepts larger ones, but a seed that long is a typo.
 SEED_LIMIT = 1 << 64
-
-
-class UsageError(VtaError):
-    """A bad command line: the message names the flag or argument."""
 
 
 class _Parser(argparse.ArgumentParser):

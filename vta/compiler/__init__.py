@@ -53,23 +53,16 @@ if TYPE_CHECKING:
         unpack_matrix,
         unpack_result,
     )
-    from vta.compiler.accel.pack import Layout, LayoutError, Packed, pack
+    from vta.compiler.accel.pack import Layout, Packed, pack
     from vta.compiler.accel.pipeline import compile_func
     from vta.compiler.accel.schedules.packed import schedule_packed
     from vta.compiler.ir.expr import const, max_, min_, select
     from vta.compiler.ir.interp import run_func
     from vta.compiler.ir.intrin import TensorIntrinsic, register
     from vta.compiler.ir.lower import lower
-    from vta.compiler.ir.schedule import Schedule, ScheduleError, Stage, create_schedule
-    from vta.compiler.ir.tensor import (
-        Tensor,
-        TensorIRError,
-        cast,
-        compute,
-        placeholder,
-        reduce_axis,
-        sum_,
-    )
+    from vta.compiler.ir.schedule import Schedule, Stage, create_schedule
+    from vta.compiler.ir.tensor import Tensor, cast, compute, placeholder, reduce_axis, sum_
+    from vta.errors import LayoutError, ScheduleError, TensorIRError
 
 #: public name -> the module defining it
 _HOMES = {

@@ -21,7 +21,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.printer import Namer
 from vta.compiler.ir.visitor import Dispatch
-from vta.errors import VtaError
+from vta.errors import CudaRenderError
 from vta.gpu.dialect import (
     STATIC_SHARED_BYTES,
     FragmentInfo,
@@ -35,10 +35,6 @@ from vta.gpu.dialect import (
 
 __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
            "vector_copy_parts"]
-
-
-class CudaRenderError(VtaError):
-    """The IR holds something the CUDA renderer cannot express; the message names it."""
 
 
 #: IR scalar type -> CUDA type

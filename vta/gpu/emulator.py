@@ -37,7 +37,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.visitor import Dispatch
-from vta.errors import VtaError
+from vta.errors import EmulatorError, EmulatorRaceError
 from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (
     FragmentInfo,
@@ -73,15 +73,6 @@ _BINOP: dict[type, Callable[[Any, Any], Any]] = {
     E.Add: lambda x, y: x + y, E.Sub: lambda x, y: x - y, E.Mul: lambda x, y: x * y,
     E.FloorDiv: np.floor_divide, E.FloorMod: np.mod, E.Min: np.minimum, E.Max: np.maximum,
     E.Shr: np.right_shift, E.Shl: np.left_shift}
-
-
-class EmulatorError(VtaError):
-    """The kernel did something a GPU would not allow or would do wrong (out-of-bounds access,
-    divergent barrier, non-uniform WMMA operand); the message names the buffer or statement."""
-
-
-class EmulatorRaceError(EmulatorError):
-    """Two threads touched the same shared (or global) element without a barrier between."""
 
 
 def _is_vec(x: Any) -> bool:

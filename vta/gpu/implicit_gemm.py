@@ -41,15 +41,11 @@ from vta.compiler.ir.tensor import (
     reduce_axis,
     sum_,
 )
-from vta.errors import VtaError
+from vta.errors import ImplicitGemmError
 from vta.gpu.ops import GemmDef
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs, simt_schedule, wmma_schedule
 
 __all__ = ["ImplicitGemmError", "Contraction", "analyse", "gemm_of", "simt", "tensorcore"]
-
-
-class ImplicitGemmError(VtaError):
-    """A compute that is not a contraction with an element-wise epilogue; names the stage."""
 
 
 def _strip(e: E.Expr) -> E.Expr:

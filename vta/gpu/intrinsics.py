@@ -35,8 +35,8 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.intrin import TensorIntrinsic
 from vta.compiler.ir.intrin import register as register_intrinsic
 from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
+from vta.errors import GpuLoweringError
 from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
-from vta.gpu.passes.bind_threads import GpuLoweringError
 
 __all__ = ["WMMA_INT8", "WMMA_FP16", "wmma_intrinsic", "lower_tensorize", "wmma_reference",
            "fragment_tile"]

@@ -24,8 +24,9 @@ from collections.abc import Callable
 
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.verify import verify
+from vta.errors import GpuLoweringError
 from vta.gpu.cuda import CudaKernel, render_cuda
-from vta.gpu.passes.bind_threads import GpuLoweringError, bind_threads
+from vta.gpu.passes.bind_threads import bind_threads
 from vta.gpu.passes.check_registers import check_registers
 from vta.gpu.passes.insert_barriers import insert_barriers
 from vta.gpu.passes.warp_buffers import lower_warp_buffers

@@ -141,7 +141,7 @@ def _smem_addr(rd: _Renderer, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
 
 def _lowering_error(msg: str) -> Exception:
     """A statement built wrongly: a ``GpuLoweringError`` (a ``VtaError``) naming it."""
-    from vta.gpu.passes.bind_threads import GpuLoweringError
+    from vta.errors import GpuLoweringError
 
     return GpuLoweringError(msg)
 
@@ -167,7 +167,7 @@ def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: in
 
 
 def _emu_error(em: Emulator, msg: str) -> Exception:
-    from vta.gpu.emulator import EmulatorError
+    from vta.errors import EmulatorError
 
     return EmulatorError(f"{em.func.name}: {msg}")
 

@@ -14,13 +14,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from vta.errors import VtaError
+from vta.errors import NvccError
 
 __all__ = ["NvccError", "find_nvcc", "compile_ptx", "compile_ptx_batch"]
-
-
-class NvccError(VtaError):
-    """nvcc is missing or rejected a kernel; the message carries nvcc's diagnostics."""
 
 
 def find_nvcc() -> str | None:

@@ -12,15 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import VtaError
+from vta.errors import GpuUnavailableError, VtaError
 from vta.gpu.cuda import CudaKernel
 
 __all__ = ["GpuUnavailableError", "require_cupy", "gpu_available", "gpu_name", "GpuKernel",
            "run_kernel"]
-
-
-class GpuUnavailableError(VtaError):
-    """CuPy is not installed or no CUDA GPU is usable."""
 
 
 def require_cupy() -> Any:

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.lower import lower
-from vta.compiler.ir.schedule import Schedule, ScheduleError, Stage, create_schedule
+from vta.compiler.ir.schedule import Schedule, Stage, create_schedule
 from vta.compiler.ir.tensor import IterVar
 from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.errors import ScheduleError
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
 

@@ -159,8 +159,7 @@ class GpuProblem:
         return next((t for t in tiles if t >= extent), tiles[-1])
 
     def refusal(self, point: Point) -> tuple[str, str] | None:
-        from vta.compiler.ir.schedule import ScheduleError
-        from vta.gpu.passes.bind_threads import GpuLoweringError
+        from vta.errors import GpuLoweringError, ScheduleError
 
         v = point.as_dict()
         doms = _domains(self.rules.kind, self.rules.dtype)

@@ -30,16 +30,12 @@ from dataclasses import dataclass
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.errors import VtaError
+from vta.errors import TaskMappingError
 
 __all__ = ["TaskMappingError", "Atom", "TaskMapping", "spatial", "repeat"]
 
 Task = tuple[int, ...]
 Body = Callable[[tuple[E.Expr, ...]], S.Stmt]
-
-
-class TaskMappingError(VtaError):
-    """A task mapping built or used wrongly (rank mismatch, bad shape, worker out of range)."""
 
 
 @dataclass(frozen=True, slots=True)

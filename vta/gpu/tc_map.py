@@ -57,17 +57,13 @@ from vta.compiler.ir.tensor import (
     post_order,
 )
 from vta.compiler.tc.to_ir import TcFunc
-from vta.errors import VtaError
+from vta.errors import MappingError
 
 __all__ = ["MappingError", "MappingOptions", "Resolved", "KernelPlan", "GpuKernelDef",
            "GpuProgram", "plan_kernels", "map_gpu", "resolve", "isolate"]
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-
-
-class MappingError(VtaError):
-    """Mapping options that do not fit the kernel or the GPU; the message names the option."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from vta.errors import GraphError
 from vta.graph import interp
 from vta.graph.ir import (
     INT8_MAX,
@@ -25,7 +26,6 @@ from vta.graph.ir import (
     Dense,
     GlobalAvgPool,
     Graph,
-    GraphError,
     MaxPool2d,
     Node,
     Relu,

@@ -24,7 +24,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.window import WindowSpec
-from vta.errors import VtaError
+from vta.errors import HostFallback
 from vta.graph import interp
 from vta.graph.ir import (
     Add,
@@ -84,10 +84,6 @@ class GpuGraphRun:
                 "mismatched_tensors": [r["op"] for r in steps if r["mismatches"]]}
 
 
-class _Host(VtaError):
-    pass
-
-
 def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
     """The scheduled GPU kernel of ``group``, the graph values of its array parameters (in
     order, the output last excluded) and its chain; a group no kernel takes raises with the
@@ -99,7 +95,7 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
     a = nodes[0]
     if isinstance(a, (Conv2d, Dense)):
         if len(nodes) < 2 or not isinstance(nodes[1], Requantize):
-            raise _Host(f"{a.op} without a requantize (an int32 result)")
+            raise HostFallback(f"{a.op} without a requantize (an int32 result)")
         chain, vals = chain_of(nodes[1:], a.output)
         epi = Epilogue(shift=0, bias=True, clip=False)
         if isinstance(a, Conv2d):
@@ -129,7 +125,7 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
         elif isinstance(a, GlobalAvgPool):
             n, c, h, w = a.x.type.shape
             if h != w:
-                raise _Host(f"global average pool over a {h}x{w} image")
+                raise HostFallback(f"global average pool over a {h}x{w} image")
             spec_w = WindowSpec("sum", n, c, h, w, h)
             pre, post = split_shift(a.shift)
             rest, vals = chain_of(nodes[1:], a.output)
@@ -143,7 +139,7 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
             spec_w = WindowSpec("ewise", n, c, h, w)
             chain, vals = chain_of(nodes, x)
         return window_func(spec_w, chain or None), [x, *vals], chain
-    raise _Host(f"no GPU kernel for {a.op}")
+    raise HostFallback(f"no GPU kernel for {a.op}")
 
 
 def _arrays(params: list[Value], env: dict[Value, np.ndarray], out: Value,
@@ -176,7 +172,7 @@ def run_graph_gpu(graph: Graph, inputs: dict[str, np.ndarray], *, target: str = 
         t0 = time.perf_counter()
         try:
             func, params, _ = group_kernel(group)
-        except _Host as e:
+        except HostFallback as e:
             out = interp.eval_node(group, env)
             env[group.output] = out
             steps.append(GpuStep(k, group, "host", 0.0,

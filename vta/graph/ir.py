@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from vta.errors import VtaError
+from vta.errors import GraphError
 
 __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requantize",
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Fused", "Graph", "ELEMENTWISE",
@@ -55,11 +55,6 @@ def split_shift(shift: int) -> tuple[int, int]:
     then ``>> post``."""
     post = min(shift, ROUND_BITS)
     return shift - post, post
-
-
-class GraphError(VtaError):
-    """A graph is malformed or an operator does not apply to its inputs; the message names
-    the node (or value) and the field at fault."""
 
 
 @dataclass(frozen=True, slots=True)

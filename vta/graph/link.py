@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from vta.errors import ProgramError
 from vta.graph.passes.layout import DramTensor
 from vta.graph.passes.memory import MemoryPlan
 from vta.isa import Allocation, Load, MemType, Program, Store
-from vta.isa.program import ProgramError
 
 __all__ = ["link_program", "const_name", "CONST_SEP"]
 

@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
+from vta.errors import GraphError
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import Graph, GraphError, Value
+from vta.graph.ir import Graph, Value
 
 __all__ = ["resnet18", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS"]
 

@@ -28,14 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from vta.errors import OnnxImportError
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import Graph, GraphError, Value
+from vta.graph.ir import Graph, Value
 
 __all__ = ["load_onnx", "OnnxImportError"]
-
-
-class OnnxImportError(GraphError):
-    """A model the importer does not take; the message names the node and why."""
 
 
 def _onnx() -> Any:

@@ -50,7 +50,7 @@ from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.window import WindowSpec
 from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import HostFallback, VtaError
 from vta.graph.ir import (
     INT8_MAX,
     Add,
@@ -108,10 +108,6 @@ class HostOp:
 Step = Kernel | HostOp
 
 
-class _Unplaceable(VtaError):
-    """A group the accelerator cannot run; the message is the reason."""
-
-
 # ------------------------------------------------------------------------------ chains
 
 
@@ -157,7 +153,7 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             pre, post = split_shift(n.shift)
             stages.append(("round", (pre, post, n.lo, n.hi)))
         else:
-            raise _Unplaceable(f"{n.op} is not an element-wise operator")
+            raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
     out: list[EwStage] = []
     for kind, p in stages:
@@ -199,7 +195,7 @@ def _check_layout(name: str, have: tuple[int, ...], want: PackedLayout, what: st
     """The kernel's packed shape of ``name`` is ``want``'s (same entries in the same order)."""
     sq = lambda s: tuple(d for d in s if d != 1)  # noqa: E731
     if math.prod(have) != math.prod(want.shape) or sq(have) != sq(want.shape):
-        raise _Unplaceable(f"{what}: its {name} is packed as {have}, the graph's layout is "
+        raise HostFallback(f"{what}: its {name} is packed as {have}, the graph's layout is "
                            f"{want.shape}")
 
 
@@ -212,7 +208,7 @@ class _Placer:
     def place(self, group: Node) -> Step:
         try:
             return self._kernel(group)
-        except _Unplaceable as e:
+        except HostFallback as e:
             return HostOp(group, str(e))
         except VtaError as e:  # a stage no instruction covers, a shape no schedule fits
             return HostOp(group, f"{type(e).__name__}: {e}")
@@ -224,7 +220,7 @@ class _Placer:
             return self._gemm(group, a, nodes[1:])
         if isinstance(a, MaxPool2d):
             if a.pad and not nonnegative(a.x, self.graph):
-                raise _Unplaceable("max-pool pads with -inf but a LOAD pads with zeros, and its "
+                raise HostFallback("max-pool pads with -inf but a LOAD pads with zeros, and its "
                                    "input may be negative")
             n, c, h, w = a.x.type.shape
             spec = WindowSpec("max", n, c, h, w, a.kernel, a.stride, a.pad)
@@ -233,7 +229,7 @@ class _Placer:
         if isinstance(a, GlobalAvgPool):
             n, c, h, w = a.x.type.shape
             if h != w:
-                raise _Unplaceable(f"global average pool over a {h}x{w} image (the sum window "
+                raise HostFallback(f"global average pool over a {h}x{w} image (the sum window "
                                    f"is square)")
             spec = WindowSpec("sum", n, c, h, w, h)
             pre, post = split_shift(a.shift)
@@ -247,7 +243,7 @@ class _Placer:
             n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
             chain, vals = chain_of(nodes, x)
             return self._window(group, WindowSpec("ewise", n, c, h, w), chain, x, vals)
-        raise _Unplaceable(f"no accelerator kernel for {a.op} (its int32 input cannot be "
+        raise HostFallback(f"no accelerator kernel for {a.op} (its int32 input cannot be "
                            f"stored by the accelerator)" if isinstance(a, Requantize) else
                            f"no accelerator kernel for {a.op}")
 
@@ -256,12 +252,12 @@ class _Placer:
     def _gemm(self, group: Node, a: Conv2d | Dense, rest: tuple[Node, ...]) -> Kernel:
         hw, g = self.hw, self.hw.gemm
         if not rest or not isinstance(rest[0], Requantize):
-            raise _Unplaceable(f"{a.op} without a requantize: its int32 result does not fit "
+            raise HostFallback(f"{a.op} without a requantize: its int32 result does not fit "
                                f"the accelerator's {g.out_dtype} out port")
         chain, vals = chain_of(rest, a.output)
         w_data, b_data = a.weight.data, a.bias.data
         if w_data is None or b_data is None:
-            raise _Unplaceable(f"{a.op} weights and bias must be constants")
+            raise HostFallback(f"{a.op} weights and bias must be constants")
         epi = Epilogue(shift=0, bias=True, clip=False)  # acc + bias; the chain requantizes
         if isinstance(a, Conv2d):
             n, ic, h, w = a.x.type.shape

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from vta.graph.ir import GraphError, split_shift
+from vta.errors import GraphError
+from vta.graph.ir import split_shift
 
 __all__ = ["MULT_BITS", "fixed_point", "fixed_point_pair", "effective_ratio"]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from vta.errors import GraphError
 from vta.graph.ir import (
     INT8_MAX,
     INT8_MIN,
@@ -24,7 +25,6 @@ from vta.graph.ir import (
     Fused,
     GlobalAvgPool,
     Graph,
-    GraphError,
     MaxPool2d,
     Node,
     Relu,

@@ -7,11 +7,11 @@ instruction is registered the same way (``vta.intrinsics``). See docs/isa.md.
 """
 
 from vta.config import add_check
+from vta.errors import AsmError, DefinitionError, IsaError, ProgramError
 from vta.isa import builtins  # noqa: F401 - registers LOAD, STORE, GEMM, ALU.*, FINISH
-from vta.isa.asm import AsmError, assemble, disassemble, format_insn
+from vta.isa.asm import assemble, disassemble, format_insn
 from vta.isa.defs import (
     AsmSyntax,
-    DefinitionError,
     Field,
     InstructionDef,
     Operand,
@@ -25,7 +25,6 @@ from vta.isa.defs import (
     registered,
 )
 from vta.isa.encoding import (
-    IsaError,
     check_fields,
     decode,
     decode_program,
@@ -58,7 +57,7 @@ from vta.isa.insn import (
     queue_of,
     token_queues,
 )
-from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder, ProgramError
+from vta.isa.program import DRAM_ALIGN, KINDS, Allocation, Program, ProgramBuilder
 
 add_check(_config_check)  # every HwConfig built from now on checks the instruction formats
 

@@ -30,21 +30,18 @@ from dataclasses import fields
 from typing import Any
 
 from vta.config import HwConfig
-from vta.errors import VtaError
-from vta.isa.defs import AsmSyntax, DefinitionError, InstructionDef, definition_of, registered
-from vta.isa.encoding import IsaError, check_fields
+from vta.errors import AsmError, DefinitionError, IsaError
+from vta.isa.defs import AsmSyntax, InstructionDef, definition_of, registered
+from vta.isa.encoding import check_fields
 from vta.isa.insn import Deps, Instruction, Uop
 from vta.isa.program import Program, ProgramBuilder
 
-__all__ = ["AsmError", "assemble", "disassemble", "format_insn", "microop_syntax", "AsmLine"]
+__all__ = ["AsmError", "assemble", "disassemble", "format_insn", "microop_syntax", "AsmLine",
+           "where"]
 
 _FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 #: fields every micro-op instruction has, printed by the common part of its syntax
 MICROOP_FIELDS = ("reset", "uop_bgn", "uop_end", "iter_out", "iter_in")
-
-
-class AsmError(VtaError, ValueError):
-    """A line of assembly is malformed; the message names the source, line and problem."""
 
 
 # --------------------------------------------------------------------------------- printing
@@ -300,3 +297,8 @@ def assemble(text: str, hw: HwConfig, source: str = "<asm>") -> Program:
             raise line.error(str(e)) from None
         b.emit(insn)
     return b.build()
+
+
+def where(index: int, insn: Instruction, program: Program | None) -> str:
+    """``instruction 7 (GEMM uop=0:4 ...)``: how every per-instruction error names its culprit."""
+    return f"instruction {index} ({format_insn(insn, program)})"

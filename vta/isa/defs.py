@@ -60,7 +60,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from vta.errors import VtaError
+from vta.errors import DefinitionError
 from vta.isa.insn import Module, queue_of
 
 if TYPE_CHECKING:
@@ -78,11 +78,6 @@ __all__ = [
 
 INSN_HALF_BITS = 64
 UOP_BITS = 32
-
-
-class DefinitionError(VtaError, ValueError):
-    """An instruction or intrinsic definition is malformed or collides with another; the
-    message names the definition and what is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,7 +629,6 @@ def check_layouts(hw: HwConfig) -> list[str]:
 
 def dataclass_field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
-
 
 
 def _flag_queues(insn: Any, flags: tuple[str, str],

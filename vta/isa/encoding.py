@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import DefinitionError, IsaError
 from vta.isa.defs import (
     HEAD_FLAGS,
     INSN_HALF_BITS,
-    DefinitionError,
     Field,
     InstructionDef,
     by_name,
@@ -41,10 +40,6 @@ from vta.isa.insn import Deps, Instruction, Uop
 
 __all__ = ["IsaError", "encode", "decode", "encode_uop", "decode_uop", "layout", "uop_layout",
            "encode_program", "decode_program", "check_fields", "insn_label"]
-
-
-class IsaError(VtaError, ValueError):
-    """An instruction cannot be encoded (a field is out of range) or a word cannot be decoded."""
 
 
 def insn_label(insn: Any) -> str:

@@ -16,15 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import ProgramError
 from vta.isa.insn import Instruction, Load, MemType, Store, Uop
 
 __all__ = ["Allocation", "Program", "ProgramBuilder", "ProgramError", "KINDS", "DRAM_ALIGN"]
 
-
-class ProgramError(VtaError, ValueError):
-    """A program's DRAM map is invalid (bad kind or count, a name declared twice, an
-    allocation the instructions' DRAM address field cannot reach)."""
 
 KINDS = ("inp", "wgt", "acc", "out", "uop")
 #: every allocation starts on a multiple of this many bytes (and of its element size)

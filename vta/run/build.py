@@ -42,20 +42,12 @@ from vta.compiler.ir.lower import lower
 from vta.compiler.ir.schedule import Schedule
 from vta.compiler.ir.tensor import ComputeOp, Tensor
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import BuildError, InputError
 
 __all__ = ["TARGETS", "BuildError", "InputError", "Module", "Result", "GpuLaunch", "build"]
 
 #: what ``build`` compiles for
 TARGETS = ("vta", "cuda-emu", "cuda")
-
-
-class BuildError(VtaError):
-    """``build`` was given something it cannot compile (target, hardware, arguments)."""
-
-
-class InputError(VtaError):
-    """A module was called with missing, unknown or ill-shaped arrays; names the tensor."""
 
 
 @dataclass(frozen=True)
@@ -362,10 +354,9 @@ def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
 def _compile_vta(sch: Schedule, func: S.PrimFunc, hw: HwConfig) -> Any:
     """The accelerator pipeline; a tile that overflows a scratchpad is reported with the
     splits that size it and the factors that would fit (``vta.compiler.tiles``)."""
-    from vta.compiler.accel.passes.scratchpad_alloc import ScratchpadOverflow
     from vta.compiler.accel.pipeline import compile_func
-    from vta.compiler.ir.schedule import ScheduleError
     from vta.compiler.ir.tiles import explain_overflow
+    from vta.errors import ScheduleError, ScratchpadOverflow
 
     try:
         return compile_func(func, hw)

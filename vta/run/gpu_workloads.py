@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vta.compiler.ir import stmt as S
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_acc, conv2d_reference
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, random_bias
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc, matmul_reference
-from vta.errors import VtaError
+from vta.errors import ShapeError, VtaError
 
 RESNET18_LAYERS = tuple(f"C{i}" for i in range(2, 12))
 

@@ -20,17 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import PlotError
 
 __all__ = ["LayerPoint", "plot_run", "PlotError"]
 
 _KINDS = ("busy", "token", "queue", "memory", "conflict", "idle")
 _COLORS = {"busy": "#2b7bba", "token": "#f0a830", "queue": "#9e9e9e", "memory": "#d64541",
            "conflict": "#8e44ad", "idle": "#e8e8e8"}
-
-
-class PlotError(VtaError):
-    """The picture cannot be written (the file's directory, its format)."""
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,12 @@ import numpy as np
 from vta.compiler.accel import driver
 from vta.compiler.accel.driver import Compiled, Cost, memory_cycles, packed_bytes, roofline
 from vta.compiler.accel.ops import packing
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError, conv2d_acc
+from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue, random_bias, saturated_fraction
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc
 from vta.compiler.ops.workloads import Network, Workload
 from vta.config import DTYPE_BITS, HwConfig
+from vta.errors import ShapeError
 from vta.isa import Program
 from vta.sim import run_reference, simulate
 from vta.sim.dram import MAX_DRAM_BYTES

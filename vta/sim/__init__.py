@@ -5,8 +5,8 @@ cycle-level simpy machine (same bits, plus cycles, stalls, traffic and a timelin
 docs/simulator.md.
 """
 
+from vta.errors import AddressError, DeadlockError, InputError, SimError
 from vta.sim.dram import Dram, random_inputs
-from vta.sim.errors import BoundsError, DeadlockError, InputError, SimError
 from vta.sim.machine import simulate
 from vta.sim.reference import reference_dram, run_reference
 from vta.sim.report import format_report
@@ -14,7 +14,7 @@ from vta.sim.stats import SimResult, SimStats, Slice, UnitStats
 from vta.sim.trace import write_trace
 
 __all__ = [
-    "BoundsError", "DeadlockError", "Dram", "InputError", "SimError", "SimResult", "SimStats",
+    "AddressError", "DeadlockError", "Dram", "InputError", "SimError", "SimResult", "SimStats",
     "Slice", "UnitStats", "format_report", "random_inputs", "reference_dram", "run_reference",
     "simulate", "write_trace",
 ]

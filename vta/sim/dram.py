@@ -31,8 +31,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vta.config import HwConfig
+from vta.errors import InputError
 from vta.isa import Allocation, Program, Uop, uop_layout
-from vta.sim.errors import InputError
 
 __all__ = ["Dram", "MAX_DRAM_BYTES", "check_dram_size", "entry_spec", "encode_uops",
            "random_inputs"]

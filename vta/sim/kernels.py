@@ -23,7 +23,7 @@ The loops (defined by reference.py; see docs/simulator.md):
 * STORE copies ``y_size x x_size`` contiguous out entries to DRAM rows ``x_stride`` apart;
   overlapping rows are written in row order (the later row wins).
 
-Every SRAM index and DRAM byte is bounds-checked first; a violation raises ``BoundsError``
+Every SRAM index and DRAM byte is bounds-checked first; a violation raises ``AddressError``
 naming the instruction, the buffer and the offending index, before anything is modified.
 """
 
@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from vta.config import HwConfig
+from vta.errors import AddressError
 from vta.isa import Instruction, InstructionDef, Load, Operand, Program, Store, uop_layout
+from vta.isa.asm import where
 from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
-from vta.sim.errors import BoundsError, where
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
            "apply_sums", "count_raw_hazards", "operand_label"]
@@ -52,8 +53,8 @@ class Ctx:
     insn: Instruction
     program: Program | None
 
-    def bounds(self, buffer: str, index: int, size: int, detail: str = "") -> BoundsError:
-        return BoundsError(f"{where(self.index, self.insn, self.program)}: {buffer} index "
+    def bounds(self, buffer: str, index: int, size: int, detail: str = "") -> AddressError:
+        return AddressError(f"{where(self.index, self.insn, self.program)}: {buffer} index "
                            f"{index} out of range (size {size}){detail}")
 
 
@@ -88,7 +89,7 @@ def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
     end = (base + (rows - 1) * stride + cols) * eb
     if end > dram.buf.size:
         last = base + (rows - 1) * stride + cols - 1
-        raise BoundsError(f"{where(ctx.index, ctx.insn, ctx.program)}: DRAM {kind} element "
+        raise AddressError(f"{where(ctx.index, ctx.insn, ctx.program)}: DRAM {kind} element "
                           f"{last} (byte {end - 1}) is outside the DRAM image "
                           f"({dram.buf.size} bytes)")
     return np.lib.stride_tricks.as_strided(dram.buf[base * eb:], shape=(rows, cols * eb),

@@ -34,6 +34,7 @@ import simpy
 from numpy.typing import ArrayLike
 
 from vta.config import HwConfig
+from vta.errors import DeadlockError, SimError
 from vta.isa import (
     DefinitionError,
     Instruction,
@@ -49,12 +50,12 @@ from vta.isa import (
     pushes_of,
     token_queues,
 )
+from vta.isa.asm import where
 from vta.isa.builtins import GEMM
 from vta.isa.defs import require
 from vta.isa.memport import Port, Transfer
 from vta.isa.timing import INSN_BYTES, DmaTiming, fetch_timing, read_channel, write_channel
 from vta.sim.dram import Dram, random_inputs
-from vta.sim.errors import DeadlockError, SimError, where
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of

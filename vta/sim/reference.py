@@ -22,7 +22,7 @@ either one's loops, indexing, batching or fast paths shows up as a mismatch. It 
 obviously correct, not fast: ResNet-18 C2 (514k micro-ops) takes seconds.
 
 Bounds: every index an instruction uses is checked before the instruction writes anything; a
-``BoundsError`` names the instruction, the buffer and the offending index (the same messages
+``AddressError`` names the instruction, the buffer and the offending index (the same messages
 as the machine's).
 """
 
@@ -35,10 +35,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vta.config import DTYPE_BITS, HwConfig
+from vta.errors import AddressError, SimError
 from vta.isa import Instruction, InstructionDef, Load, Program, Store, definition_of, uop_layout
+from vta.isa.asm import where
 from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
-from vta.sim.errors import BoundsError, SimError, where
 
 __all__ = ["run_reference", "reference_dram", "wrap"]
 
@@ -99,8 +100,8 @@ class _Run:
         assert self.insn is not None
         return where(self.index, self.insn, self.program)
 
-    def _out_of_range(self, buffer: str, index: int, size: int, detail: str = "") -> BoundsError:
-        return BoundsError(f"{self._where()}: {buffer} index {index} out of range "
+    def _out_of_range(self, buffer: str, index: int, size: int, detail: str = "") -> AddressError:
+        return AddressError(f"{self._where()}: {buffer} index {index} out of range "
                            f"(size {size}){detail}")
 
     def _check_entries(self, kind: str, base: int, n: int) -> None:
@@ -116,7 +117,7 @@ class _Run:
         last = max(base + r * stride + cols - 1 for r in range(rows))  # the highest element
         end = (last + 1) * eb
         if end > self.dram.buf.size:
-            raise BoundsError(f"{self._where()}: DRAM {kind} element {last} (byte {end - 1}) is "
+            raise AddressError(f"{self._where()}: DRAM {kind} element {last} (byte {end - 1}) is "
                               f"outside the DRAM image ({self.dram.buf.size} bytes)")
 
     # ------------------------------------------------------------------ DRAM entries

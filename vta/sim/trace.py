@@ -15,8 +15,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, cast
 
+from vta.errors import SimError
 from vta.isa import format_insn
-from vta.sim.errors import SimError
 from vta.sim.stats import SimResult
 
 __all__ = ["trace_events", "write_trace"]

@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from vta.errors import VtaError
+from vta.errors import CacheError
 
 __all__ = ["CacheError", "TuneKey", "Trial", "Tuning", "Cache", "default_cache_path",
            "compiler_version", "CACHE_ENV", "SCHEMA_VERSION"]
@@ -66,10 +66,6 @@ CREATE TABLE IF NOT EXISTS tunings (
     seconds REAL NOT NULL, finished_at REAL NOT NULL, host TEXT NOT NULL);
 """
 _TABLES = {"ops", "trials", "tunings"}
-
-
-class CacheError(VtaError):
-    """A cache file that cannot be used: not SQLite, not a vta cache, unreadable."""
 
 
 @lru_cache(maxsize=1)

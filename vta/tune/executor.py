@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
-from vta.errors import VtaError
+from vta.errors import ExecutorError
 
 __all__ = ["Executor", "LocalExecutor", "DaskExecutor", "ExecutorError", "make_executor"]
 
@@ -35,10 +35,6 @@ R = TypeVar("R")
 
 #: seconds to wait for a Dask scheduler to answer
 CONNECT_TIMEOUT_S = 10
-
-
-class ExecutorError(VtaError):
-    """A cluster address that is malformed or cannot be reached, or Dask missing."""
 
 
 class Executor(ABC):

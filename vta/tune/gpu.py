@@ -150,7 +150,8 @@ def tune_gpu_command(args: argparse.Namespace) -> int:
         for why, n in e.refused.items():
             print(f"  refused {n:6} {why}: e.g. {e.examples[why]}")
         return 0
-    from vta.gpu.runtime import GpuUnavailableError, require_cupy
+    from vta.errors import GpuUnavailableError
+    from vta.gpu.runtime import require_cupy
 
     try:
         require_cupy()

@@ -28,15 +28,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from vta.compiler.accel.schedules.space import BoundSpace, Point
-from vta.errors import VtaError
+from vta.errors import SearchError
 
 __all__ = ["Search", "Exhaustive", "Evolution", "make_search", "SEARCHES", "SearchError"]
 
 SEARCHES = ("auto", "exhaustive", "evolution")
-
-
-class SearchError(VtaError):
-    """An unknown search or a bad budget."""
 
 
 class Search(ABC):

@@ -43,8 +43,8 @@ from typing import Any
 import yaml
 
 from vta.compiler.ops.workloads import NETWORKS, Workload, resolve, resolve_network
-from vta.config import HwConfig, HwConfigError
-from vta.errors import VtaError
+from vta.config import HwConfig
+from vta.errors import HwConfigError, SweepError, VtaError
 from vta.resources import LIMITED, Board, board, fits, shares
 from vta.tune.cache import Cache
 from vta.tune.executor import Executor
@@ -54,10 +54,6 @@ __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "Poi
            "SweepResult", "run_sweep", "write_csv", "plot"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
-
-
-class SweepError(VtaError):
-    """A bad grid file: the message names the file and the field."""
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,11 @@ from vta.compiler.accel.schedules.space import (
     Point,
     enumerate_space,
 )
-from vta.compiler.ir.schedule import ScheduleError
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import ScheduleError, VtaError
 from vta.tune.cache import Cache, Trial, TuneKey, Tuning, compiler_version
 from vta.tune.executor import Executor
 from vta.tune.search import make_search

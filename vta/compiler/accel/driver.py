@@ -35,13 +35,13 @@ from vta.compiler.accel.schedules.space import (
     fit_report,
 )
 from vta.compiler.accel.schedules.space import exact_layout as space_exact_layout
-from vta.compiler.ir.schedule import ScheduleError
 from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 from vta.isa import Program
 
 __all__ = ["Compiled", "Cost", "Rewrite", "build", "compile_workload", "compulsory_bytes",

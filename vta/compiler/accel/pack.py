@@ -58,7 +58,7 @@ from vta.compiler.ir.tensor import (
     placeholder,
     post_order,
 )
-from vta.errors import VtaError
+from vta.errors import LayoutError
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
@@ -67,10 +67,6 @@ __all__ = ["Lane", "Layout", "LayoutError", "Packed", "PackedGemm", "pack", "ROL
 
 #: the GEMM intrinsic's lane roles: batch rows, input block, output block
 ROLES = ("b", "bi", "bo")
-
-
-class LayoutError(VtaError):
-    """A compute (or an array) does not fit the accelerator's layout; names tensor and index."""
 
 
 @dataclass(frozen=True, slots=True)

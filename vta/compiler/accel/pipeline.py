@@ -29,7 +29,7 @@ from vta.compiler.accel.passes.virtual_thread import inject_virtual_thread
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.verify import verify
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import UnknownPass
 from vta.isa import Program
 
 __all__ = ["PASSES", "PASS_NAMES", "CompileResult", "compile_func", "UnknownPass"]
@@ -74,10 +74,6 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
      "last IR pass: any reordering after it would invalidate the push/pop pairing"),
 )
 PASS_NAMES = (*(n for n, _, _ in PASSES), "emit")
-
-
-class UnknownPass(VtaError):
-    pass
 
 
 @dataclass

@@ -29,7 +29,7 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import Dispatch
-from vta.errors import VtaError
+from vta.errors import InterpError
 
 __all__ = ["InterpError", "run_func"]
 
@@ -37,10 +37,6 @@ __all__ = ["InterpError", "run_func"]
 GRID_LIMIT = 1 << 21
 #: value that fills a fresh allocation: reading before writing shows up as wrong results
 _FILL = 0x5A
-
-
-class InterpError(VtaError):
-    """The function cannot be executed (unknown statement, out-of-bounds access, bad args)."""
 
 
 def _np_dtype(dtype: str) -> np.dtype:

@@ -33,7 +33,7 @@ from vta.compiler.ir.tensor import (
     reduce_axis,
     sum_,
 )
-from vta.errors import VtaError
+from vta.errors import IntrinError
 from vta.isa import InstructionDef
 
 if TYPE_CHECKING:
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorIntrinsic", "IntrinError", "Match", "register", "get", "for_target", "match",
            "gemm_decl", "BUILDER", "TensorizeRegion"]
-
-
-class IntrinError(VtaError):
-    """An intrinsic registration or lookup failed; the message names the intrinsic."""
 
 
 @dataclass(frozen=True, eq=False)

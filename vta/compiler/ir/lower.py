@@ -26,7 +26,6 @@ from vta.compiler.ir.schedule import (
     INLINE,
     AttachAt,
     Schedule,
-    ScheduleError,
     Stage,
     describe_split,
     nondividing_splits,
@@ -34,13 +33,9 @@ from vta.compiler.ir.schedule import (
     split_guards,
 )
 from vta.compiler.ir.tensor import IterVar, PlaceholderOp, Reduce, Tensor, TensorRead
-from vta.errors import VtaError
+from vta.errors import LowerError, ScheduleError
 
 __all__ = ["LowerError", "lower"]
-
-
-class LowerError(VtaError):
-    """The schedule and arguments cannot be lowered; the message names the tensor or stage."""
 
 
 def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", *,

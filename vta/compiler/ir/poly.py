@@ -23,7 +23,7 @@ import islpy as isl
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.stmt import Buffer
 from vta.compiler.ir.visitor import Dispatch
-from vta.errors import VtaError
+from vta.errors import CapacityError, PolyError
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
@@ -35,14 +35,6 @@ __all__ = [
     "region_text",
     "Dependences", "dependences", "violations", "carries",
 ]
-
-
-class PolyError(VtaError):
-    """An expression or region the integer analysis cannot handle (not affine, unbounded)."""
-
-
-class CapacityError(VtaError):
-    """Buffers do not fit a scratchpad; the message names them, bytes needed and available."""
 
 
 # --------------------------------------------------------------------------- affine forms

@@ -27,14 +27,9 @@ from vta.compiler.ir import poly
 from vta.compiler.ir.schedule import AttachAt, Schedule, Split, Stage, leaf_extents
 from vta.compiler.ir.stmt import ForKind
 from vta.compiler.ir.tensor import IterVar, TensorRead
-from vta.errors import VtaError
+from vta.errors import RegionError
 
-__all__ = ["BoundsError", "StageBounds", "Loop", "infer_bounds"]
-
-
-class BoundsError(VtaError):
-    """A schedule whose regions cannot be inferred (a reader outside the attach point, an
-    access out of the tensor's bounds)."""
+__all__ = ["RegionError", "StageBounds", "Loop", "infer_bounds"]
 
 
 #: a loop of the attach path: the stage that owns it and its leaf axis
@@ -114,7 +109,7 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
         path = [*env[c], *((c, iv) for iv in c.leaf_iter_vars)]
         if not all(any(lp[0] is q[0] and lp[1] is q[1] for q in path) for lp in mine):
             where = f"{st.attach.stage.name}.{st.attach.axis.name}"
-            raise BoundsError(f"stage {st.name} is computed at {where} but stage {c.name} "
+            raise RegionError(f"stage {st.name} is computed at {where} but stage {c.name} "
                               f"reads it outside that loop")
         pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
     text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
@@ -124,7 +119,7 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
         if (box.lo_min is not None and box.lo_min < 0) or (box.hi_max is not None
                                                             and box.hi_max >= n):
-            raise BoundsError(f"stage {st.name}: its readers access dimension {d} from "
+            raise RegionError(f"stage {st.name}: its readers access dimension {d} from "
                               f"{box.lo_min} to {box.hi_max}, outside [0, {n})")
         if box.lo is None:
             box = _single_piece(text, d) or box

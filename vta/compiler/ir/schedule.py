@@ -27,7 +27,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir.stmt import SCOPES, ForKind
 from vta.compiler.ir.tensor import ComputeOp, IterVar, Tensor, TensorRead, post_order
-from vta.errors import VtaError
+from vta.errors import ScheduleError
 
 if TYPE_CHECKING:
     from vta.compiler.ir.intrin import TensorIntrinsic
@@ -40,12 +40,6 @@ __all__ = [
 #: GPU thread indices a loop can be bound to
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                "threadIdx.z")
-
-
-class ScheduleError(VtaError):
-    """A schedule was refused: a primitive (names the stage, the axis and why), a schedule that
-    does not fit the hardware (names the buffer, bytes needed and available) or GPU knobs that
-    do not fit the problem (names the knob). The one class every schedule layer raises."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,17 +21,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from vta.compiler.ir.expr import DTYPES, Cast, Expr, ExprLike, Var, as_expr, walk
-from vta.errors import VtaError
+from vta.errors import TensorIRError
 
 __all__ = [
     "IterVar", "Tensor", "TensorRead", "Reduce", "Operation", "PlaceholderOp", "ComputeOp",
     "placeholder", "compute", "reduce_axis", "sum_", "cast", "TensorIRError", "input_tensors",
     "post_order",
 ]
-
-
-class TensorIRError(VtaError, ValueError):
-    """A tensor definition is malformed (shape, dtype, arity); the message names the tensor."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.errors import VtaError
+from vta.errors import VerifyError
 
 __all__ = ["VerifyError", "verify"]
-
-
-class VerifyError(VtaError):
-    """The IR breaks an invariant; the message names the node."""
 
 
 def verify(func: S.PrimFunc) -> S.PrimFunc:

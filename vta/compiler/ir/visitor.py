@@ -20,15 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
-from vta.errors import VtaError
+from vta.errors import NoRule
 
 __all__ = ["Dispatch", "NoRule", "child_fields", "is_node", "node_fields"]
 
 T = TypeVar("T")
-
-
-class NoRule(VtaError, TypeError):
-    """A table has no rule for a node's type; the message names the table and the type."""
 
 
 class Dispatch(Generic[T]):

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, compute
+from vta.errors import CompileError
 
 __all__ = ["Operand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]

@@ -14,17 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
+from vta.errors import ShapeError
 
 if TYPE_CHECKING:
     pass
 
 __all__ = ["Conv2dSpec", "conv2d_acc", "conv2d_reference"]
-
-
-class ShapeError(CompileError):
-    """A workload shape is invalid."""
 
 
 @dataclass(frozen=True, slots=True)

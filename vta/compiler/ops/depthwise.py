@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vta.compiler.ops.conv2d import ShapeError
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
+from vta.errors import ShapeError
 
 if TYPE_CHECKING:
     pass

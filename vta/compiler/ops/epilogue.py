@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, compute
+from vta.errors import CompileError
 
 if TYPE_CHECKING:
     pass

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError
+from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
+from vta.errors import ShapeError
 
 __all__ = ["MatmulSpec", "matmul_acc", "matmul_reference"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vta.compiler.ops.conv2d import ShapeError
+from vta.errors import ShapeError
 
 __all__ = ["WindowSpec", "KINDS"]
 

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vta.compiler.ops.conv2d import Conv2dSpec, ShapeError
+from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue, calibrated_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.errors import VtaError
+from vta.errors import ShapeError, UnknownWorkload
 
 __all__ = ["CONV_OPTIONS", "NETWORKS", "RESNET18", "RESNET18_REPEATS", "Network",
            "UnknownWorkload",
            "WORKLOAD_NAMES", "Workload", "resolve", "resolve_network"]
-
-
-class UnknownWorkload(VtaError):
-    pass
 
 
 #: ResNet-18 convolutions: H=W (input), IC, OC, kernel, pad, stride (VTA_REFERENCE.md).

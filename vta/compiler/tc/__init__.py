@@ -13,7 +13,6 @@ checked against. ``map_gpu`` and ``map_vta`` map a definition to the two targets
 user schedule.
 """
 
-from vta.compiler.tc.errors import TcError, TcRangeError, TcSizeError, TcSyntaxError, TcTypeError
 from vta.compiler.tc.frontend import (
     Definition,
     definitions,
@@ -22,6 +21,7 @@ from vta.compiler.tc.frontend import (
     load_file,
     parse_sizes,
 )
+from vta.errors import TcError, TcRangeError, TcSizeError, TcSyntaxError, TcTypeError
 
 __all__ = ["Definition", "TcError", "definitions", "TcRangeError", "TcSizeError", "TcSyntaxError",
            "TcTypeError", "describe", "load", "load_file", "parse_sizes"]

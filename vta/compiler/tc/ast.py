@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vta.compiler.tc.errors import Pos, Source
+from vta.compiler.tc.source import Pos, Source
 
 __all__ = [
     "Expr", "Num", "Ident", "Unary", "Binary", "Ternary", "Apply",

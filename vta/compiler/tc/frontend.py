@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vta.compiler.tc.errors import TcError, TcSizeError
 from vta.compiler.tc.interp import NP_DTYPE, interpret
 from vta.compiler.tc.parser import parse
 from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate
 from vta.compiler.tc.sema import CheckedDef, check
 from vta.compiler.tc.to_ir import COMBINER, TcFunc, to_ir
+from vta.errors import TcError, TcSizeError
 
 __all__ = ["Definition", "load", "load_file", "definitions", "parse_sizes", "describe",
            "random_inputs"]

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.errors import TcSizeError
 from vta.compiler.tc.ranges import Concrete
 from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
+from vta.errors import TcSizeError
 
 __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 

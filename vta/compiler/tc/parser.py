@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.errors import Pos, Source, TcSyntaxError
+from vta.compiler.tc.source import Pos, Source
+from vta.errors import TcSyntaxError
 
 __all__ = ["Token", "tokenize", "parse"]
 

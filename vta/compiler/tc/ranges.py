@@ -28,8 +28,8 @@ from functools import reduce
 import islpy as isl
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.errors import TcRangeError, TcSizeError
 from vta.compiler.tc.sema import CheckedDef, CheckedStmt
+from vta.errors import TcRangeError, TcSizeError
 
 __all__ = ["StmtRanges", "DefRanges", "Concrete", "infer", "instantiate", "reads_of",
            "index_vars", "isl_expr"]

@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.errors import Pos, Source, TcTypeError
+from vta.compiler.tc.source import Pos, Source
+from vta.errors import TcTypeError
 
 __all__ = ["DTYPE_NAMES", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
            "identity", "is_float"]

@@ -15,8 +15,9 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.verify import verify
+from vta.errors import GpuLoweringError
 from vta.gpu.dialect import LaunchConfig, ThreadIndex
-from vta.gpu.passes.bind_threads import MAX_THREADS, GpuLoweringError
+from vta.gpu.passes.bind_threads import MAX_THREADS
 from vta.gpu.passes.check_registers import check_registers
 
 __all__ = ["MAX_DYNAMIC_SHARED", "finish", "shared_bytes", "threads", "alloc"]

@@ -46,12 +46,12 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
+from vta.errors import GpuLoweringError
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
 from vta.gpu.kernels.gemm import GemmBody, MmaKnobs
 from vta.gpu.kernels.layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
-from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat, spatial
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from vta.compiler.ir import expr as E
-from vta.gpu.passes.bind_threads import GpuLoweringError
+from vta.errors import GpuLoweringError
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import TaskMapping, repeat, spatial
 

@@ -38,6 +38,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.errors import GpuLoweringError
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
@@ -49,7 +50,6 @@ from vta.gpu.kernels.layout import (
     storage_shape,
 )
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait, LdMatrix, MmaSync
-from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat
 

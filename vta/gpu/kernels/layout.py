@@ -22,8 +22,8 @@ import numpy as np
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.expr import DTYPES
+from vta.errors import GpuLoweringError
 from vta.gpu.mma import bitxor
-from vta.gpu.passes.bind_threads import GpuLoweringError
 from vta.gpu.profile import BANKS, WORD, bank_conflicts
 
 __all__ = ["SwizzledTile", "PaddedTile", "Tile", "Pattern", "conflicts", "choose_layout",

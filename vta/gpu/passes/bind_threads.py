@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.errors import VtaError
+from vta.errors import GpuLoweringError
 from vta.gpu.dialect import STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
 
 __all__ = ["bind_threads", "GpuLoweringError"]
-
-
-class GpuLoweringError(VtaError):
-    """The IR cannot be lowered to a GPU kernel; the message names the loop or buffer."""
 
 
 #: bytes of static ``__shared__`` memory a scheduled kernel may declare (schedules get static

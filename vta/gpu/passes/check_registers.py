@@ -12,7 +12,7 @@ from __future__ import annotations
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
-from vta.gpu.passes.bind_threads import GpuLoweringError
+from vta.errors import GpuLoweringError
 
 __all__ = ["check_registers", "MAX_REGISTERS"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
+from vta.errors import GpuLoweringError
 from vta.gpu.dialect import ThreadIndex, WmmaLoad, WmmaStore
-from vta.gpu.passes.bind_threads import GpuLoweringError
 
 __all__ = ["insert_barriers"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.gpu.passes.bind_threads import GpuLoweringError
+from vta.errors import GpuLoweringError
 
 __all__ = ["lower_warp_buffers"]
 

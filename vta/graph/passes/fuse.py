@@ -20,7 +20,8 @@ leave the kernel, the granularity of ONNX's QLinear operators): the unfused base
 
 from __future__ import annotations
 
-from vta.graph.ir import ELEMENTWISE, Conv2d, Dense, Fused, Graph, GraphError, Node, Requantize
+from vta.errors import GraphError
+from vta.graph.ir import ELEMENTWISE, Conv2d, Dense, Fused, Graph, Node, Requantize
 from vta.graph.verify import verify_graph
 
 __all__ = ["fuse", "LEVELS", "group_nodes"]

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vta.config import HwConfig
-from vta.graph.ir import Graph, GraphError, Value
+from vta.errors import GraphError
+from vta.graph.ir import Graph, Value
 from vta.graph.layout import PackedLayout
 from vta.graph.place import HostOp, Kernel, Step
 

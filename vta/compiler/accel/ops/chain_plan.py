@@ -17,12 +17,12 @@ from functools import lru_cache
 from typing import Any
 
 from vta.compiler.accel.ops.packed_op import PackedOp
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, TensorRead, placeholder, reduce_axis
 from vta.compiler.ir.tensor import sum_ as tsum
 from vta.compiler.ops.chain import CHANNEL, EYE, TENSOR, Chain, EwStage, Operand, ew
 from vta.config import HwConfig
+from vta.errors import CompileError
 
 
 def check_widening(hw: HwConfig, what: str) -> None:

@@ -30,11 +30,10 @@ import numpy as np
 from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
-from vta.compiler.ops.conv2d import ShapeError
 from vta.compiler.ops.depthwise import DepthwiseSpec
 from vta.compiler.ops.epilogue import Epilogue, epilogue_compute
 from vta.config import HwConfig
-from vta.errors import VtaError
+from vta.errors import ShapeError, VtaError
 
 if TYPE_CHECKING:
     from vta.compiler.ir.intrin import TensorIntrinsic

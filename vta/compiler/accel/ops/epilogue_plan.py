@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from vta.compiler.accel.passes._common import CompileError
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import ComputeOp, Tensor, TensorRead, placeholder
 from vta.compiler.ops.epilogue import Epilogue, epilogue_compute
+from vta.errors import CompileError
 
 if TYPE_CHECKING:
     from vta.compiler.accel.select import Selected

@@ -53,7 +53,7 @@ class ConvFold:
 
     def __post_init__(self) -> None:
         if self.kind not in FOLDS:
-            from vta.compiler.ops.conv2d import ShapeError
+            from vta.errors import ShapeError
 
             raise ShapeError(f"conv2d fold must be one of {', '.join(FOLDS)}, got {self.kind!r}")
 

@@ -50,12 +50,13 @@ from vta.compiler.accel.schedules.fusion import attach_epilogue
 from vta.compiler.accel.schedules.model import ISSUE_GAP
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.lower import lower
-from vta.compiler.ir.schedule import AttachAt, Schedule, ScheduleError, create_schedule
+from vta.compiler.ir.schedule import AttachAt, Schedule, create_schedule
 from vta.compiler.ir.tensor import Tensor, placeholder, reduce_axis
 from vta.compiler.ir.tensor import sum_ as tsum
 from vta.compiler.ops.chain import Chain, ew
 from vta.compiler.ops.window import WindowSpec
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 from vta.isa import MemType, Program
 from vta.isa.builtins import GEMM, LOAD, STORE
 from vta.isa.defs import instance

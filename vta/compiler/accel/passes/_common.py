@@ -12,7 +12,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import Dispatch
-from vta.errors import VtaError
+from vta.errors import CompileError, NotAffine
 
 __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
            "entry_shape", "flat_entry", "map_stmt", "stages", "sram_map", "entries_of",
@@ -20,14 +20,6 @@ __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "In
 
 #: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
 ONCHIP = ("inp", "wgt", "acc", "out", "uop")
-
-
-class CompileError(VtaError):
-    """The VTA pipeline cannot compile this function; the message names the culprit."""
-
-
-class NotAffine(CompileError):
-    """An index expression is not affine in the loop variables."""
 
 
 def strip_cast(e: E.Expr) -> E.Expr:

@@ -7,23 +7,20 @@ Pre:  a lowered ``PrimFunc`` (docs/ir.md): on-chip buffers (scopes inp/wgt/acc) 
 Post: the same body; ``attrs["bounds"]`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
       on-chip buffer: the exact box of every access over all its enclosing loops (an isl
       footprint, ``poly.footprint``: one cached isl call per access expression, never per
-      iteration); raises ``BoundsError`` naming the buffer, dimension and range when an access
+      iteration); raises ``RegionError`` naming the buffer, dimension and range when an access
       falls outside the declared shape (so no DMA or micro-op can address past it).
 """
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import ONCHIP, CompileError, set_attr
+from vta.compiler.accel.passes._common import ONCHIP, set_attr
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import RegionError
 
-__all__ = ["infer_bounds", "BoundsError"]
-
-
-class BoundsError(CompileError):
-    """An on-chip buffer is accessed outside its declared shape."""
+__all__ = ["infer_bounds", "RegionError"]
 
 
 def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
@@ -37,16 +34,16 @@ def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         used = set().union(*(E.free_vars(e) for e in idx))
         free = used - loops.keys()
         if free:
-            raise BoundsError(f"{func.name}: index {list(idx)} of on-chip buffer {buf.name} "
+            raise RegionError(f"{func.name}: index {list(idx)} of on-chip buffer {buf.name} "
                               f"uses {sorted(v.name for v in free)}, bound by no loop")
         try:
             box = poly.footprint(idx, {v: n for v, n in loops.items() if v in used})
         except poly.PolyError as e:
-            raise BoundsError(f"{func.name}: on-chip buffer {buf.name}: {e}") from None
+            raise RegionError(f"{func.name}: on-chip buffer {buf.name}: {e}") from None
         for d, ((lo, ext), n) in enumerate(zip(box.at({}), buf.shape, strict=True)):
             hi = lo + ext - 1
             if lo < 0 or hi >= n:
-                raise BoundsError(f"{func.name}: {buf.name} dimension {d} accessed over [{lo}, "
+                raise RegionError(f"{func.name}: {buf.name} dimension {d} accessed over [{lo}, "
                                   f"{hi}], outside its extent {n}")
             r[d] = (min(r[d][0], lo), max(r[d][1], hi))
 
@@ -61,7 +58,7 @@ def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
                 stmt(x)
         elif isinstance(s, S.For):
             if not isinstance(s.extent, E.IntImm) or not E.is_const(s.min, 0):
-                raise BoundsError(f"{func.name}: loop {s.var.name} must start at 0 with a "
+                raise RegionError(f"{func.name}: loop {s.var.name} must start at 0 with a "
                                   f"constant extent")
             loops[s.var] = s.extent.value
             stmt(s.body)

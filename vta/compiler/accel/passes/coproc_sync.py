@@ -46,10 +46,11 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler.accel.passes._common import CompileError, flat_stream, with_stream
+from vta.compiler.accel.passes._common import flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError
 from vta.isa import Alu, AluOp, Deps, MemType, Module, definition_of, flag_for, module_of
 from vta.isa import token_queues as _token_queues
 

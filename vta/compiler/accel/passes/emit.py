@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from vta.compiler.accel.passes._common import CompileError, entries_of, flat_stream
+from vta.compiler.accel.passes._common import entries_of, flat_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError
 from vta.isa import (
     Finish,
     Instruction,

@@ -14,11 +14,12 @@ Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around o
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import CompileError, IntFn, compile_int
+from vta.compiler.accel.passes._common import IntFn, compile_int
 from vta.compiler.accel.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError
 from vta.isa import Load, MemType, Store, Uop
 from vta.isa.defs import instance
 

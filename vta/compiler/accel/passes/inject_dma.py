@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from vta.compiler.accel.passes._common import (
     ONCHIP,
-    CompileError,
     affine,
     entry_shape,
     flat_entry,
@@ -40,6 +39,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError
 
 __all__ = ["inject_dma"]
 

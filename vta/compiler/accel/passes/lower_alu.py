@@ -17,19 +17,13 @@ Post: each such stage is a sequence of ``ComputeNest``s, one per selected instru
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import (
-    CompileError,
-    flat_entry,
-    loop_nest,
-    map_stmt,
-    sram_map,
-    strip_cast,
-)
+from vta.compiler.accel.passes._common import flat_entry, loop_nest, map_stmt, sram_map, strip_cast
 from vta.compiler.accel.select import candidates, cover
 from vta.compiler.accel.vta_ir import ComputeNest
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError
 
 __all__ = ["lower_alu"]
 

@@ -13,25 +13,15 @@ Post: the same body; ``attrs["sram"]`` = ((buffer, base, entries), ...) where ``
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import CompileError, entries_of, set_attr
+from vta.compiler.accel.passes._common import entries_of, set_attr
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
+from vta.errors import CompileError, ScratchpadOverflow
 
 __all__ = ["allocate_scratchpads", "ScratchpadOverflow"]
 
 _SCOPES = ("inp", "wgt", "acc")
-
-
-class ScratchpadOverflow(CompileError):
-    """The on-chip buffers of a scope need more than the scratchpad holds; ``buffer`` is the
-    one that did not fit, ``entries`` what it needs per copy (``copies`` virtual threads),
-    ``available`` the entries left for it."""
-
-    def __init__(self, msg: str, buffer: S.Buffer | None = None, entries: int = 0,
-                 copies: int = 1, available: int = 0) -> None:
-        super().__init__(msg)
-        self.buffer, self.entries, self.copies, self.available = buffer, entries, copies, available
 
 
 def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:

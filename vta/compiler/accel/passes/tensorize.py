@@ -22,27 +22,18 @@ Post: each region is a ``ComputeNest`` of the intrinsic's instruction (the outer
 from __future__ import annotations
 
 from vta.compiler.accel.cost import reset_instruction
-from vta.compiler.accel.passes._common import (
-    CompileError,
-    flat_entry,
-    loop_nest,
-    map_stmt,
-    sram_map,
-)
+from vta.compiler.accel.passes._common import flat_entry, loop_nest, map_stmt, sram_map
 from vta.compiler.accel.vta_ir import ComputeNest
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.intrin import TensorizeRegion
 from vta.config import HwConfig
+from vta.errors import CompileError, TensorizeError
 from vta.isa import DefinitionError, InstructionDef
 from vta.isa.builtins import GEMM
 from vta.isa.defs import require
 
 __all__ = ["tensorize", "TensorizeError"]
-
-
-class TensorizeError(CompileError):
-    """A tensorize region cannot become the intrinsic's instruction; the message says why."""
 
 
 def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:

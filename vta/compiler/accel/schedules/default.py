@@ -29,10 +29,10 @@ from vta.compiler.accel.schedules.space import (
     fit_report,
     footprint,
 )
-from vta.compiler.ir.schedule import ScheduleError
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 
 if TYPE_CHECKING:
     from vta.compiler.accel.ops.chain_plan import ChainCost

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
 from vta.compiler.accel.ops.packed_op import PackedOp
-from vta.compiler.ir.schedule import AttachAt, Schedule, ScheduleError, Stage, reads_of
+from vta.compiler.ir.schedule import AttachAt, Schedule, Stage, reads_of
 from vta.compiler.ir.tensor import PlaceholderOp, Reduce, Tensor
 from vta.compiler.ops.chain import EYE
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 
 __all__ = ["attach_epilogue", "anchor_tile"]
 

@@ -21,10 +21,11 @@ from vta.compiler.accel.pack import Packed, PackedGemm
 from vta.compiler.accel.schedules.default import ConvSchedule, ranked_schedules, schedule_op
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
-from vta.compiler.ir.schedule import Schedule, ScheduleError
+from vta.compiler.ir.schedule import Schedule
 from vta.compiler.ir.tensor import ComputeOp, PlaceholderOp, Reduce, Tensor, TensorRead, post_order
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 
 __all__ = ["packed_op", "schedule_packed"]
 

@@ -59,10 +59,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from vta.compiler.accel.ops.conv2d_packed import packed_dims, row_subsampled
 from vta.compiler.accel.ops.fold import FOLDS, ConvFold, fold_candidates
 from vta.compiler.accel.ops.matmul_packed import packed_matmul_dims
-from vta.compiler.ir.schedule import ScheduleError
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.config import HwConfig
+from vta.errors import ScheduleError
 
 if TYPE_CHECKING:
     from vta.compiler.accel.ops.chain_plan import ChainCost
