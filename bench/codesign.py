@@ -39,8 +39,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from vta.cli.tune import sweep_table  # noqa: E402
 from vta.compiler.ops.workloads import RESNET18  # noqa: E402
-from vta.tune.commands import sweep_table  # noqa: E402
 from vta.tune.executor import LocalExecutor  # noqa: E402
 from vta.tune.sweep import load_grid, plot, run_sweep, write_csv  # noqa: E402
 

@@ -22,7 +22,7 @@ from rich.table import Table
 import vta.compiler.accel.passes.drain_tail as DT
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
-from vta.run.runner import compile_workload, timing_cost
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def _cycles(w: Workload, hw: HwConfig, on: bool) -> int:
     if not on:
         DT._drained = lambda insns, hw: None  # type: ignore[assignment]
     try:
-        return timing_cost(hw)(compile_workload(w, hw).program)
+        return AccelTarget(hw).cycles(AccelTarget(hw).compile_layer(w).program)
     finally:
         DT._drained = drained  # type: ignore[assignment]
 

@@ -34,6 +34,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference  # noqa: E402
 from vta.compiler.ops.epilogue import Epilogue, random_bias  # noqa: E402
 from vta.compiler.ops.workloads import resolve  # noqa: E402
 from vta.gpu.implicit_gemm import tensorcore  # noqa: E402
+from vta.run.targets import AccelTarget  # noqa: E402
 
 LAYERS = ("C2", "C5", "C8", "C11")
 
@@ -63,7 +64,7 @@ def bench(hw: vta.HwConfig, layers: list[str]) -> list[dict]:  # type: ignore[ty
     from vta.gpu.emulator import Emulator
     from vta.gpu.lower_gpu import lower_for_gpu
     from vta.gpu.schedules import conv2d_wmma
-    from vta.run.runner import run_workload
+    from vta.run.layer import run_layer
 
     rows = []
     for name in layers:
@@ -80,7 +81,7 @@ def bench(hw: vta.HwConfig, layers: list[str]) -> list[dict]:  # type: ignore[ty
         mod = vta.build(schedule_packed(P, hw), P, "vta", hw=hw)
         t_compile = time.perf_counter() - t0
         r = mod(ins)
-        builtin = run_workload(w, hw)
+        builtin = run_layer(w, AccelTarget(hw))
         t1 = time.perf_counter()
         # no counters: timed like the built-in kernel's plain emulation below
         tc = vta.build(tensorcore(logical_conv2d(s, epi)), target="cuda-emu", profile=False)

@@ -31,14 +31,15 @@ sys.path.insert(0, str(ROOT))
 from vta.config import HwConfig  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.models import random_image, resnet18  # noqa: E402
-from vta.run.runner import run_graph, timing_cost  # noqa: E402
+from vta.run.graph import run_graph  # noqa: E402
+from vta.run.targets import AccelTarget  # noqa: E402
 
 
 def run(hw: HwConfig, fusion: str) -> dict:
     graph = resnet18()
     image = random_image(0, graph.inputs[0].type.shape)
     t0 = time.perf_counter()
-    cg = compile_graph(graph, hw, fusion=fusion, cost=timing_cost(hw))
+    cg = compile_graph(graph, hw, fusion=fusion, cost=AccelTarget(hw).cycles)
     t_compile = time.perf_counter() - t0
     t1 = time.perf_counter()
     r = run_graph(cg, image)

@@ -30,15 +30,16 @@ sys.path.insert(0, str(ROOT))
 
 from vta.compiler.ops.workloads import RESNET18, resolve  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
-from vta.run.runner import run_workload  # noqa: E402
+from vta.run.layer import run_layer  # noqa: E402
+from vta.run.targets import AccelTarget  # noqa: E402
 
 
 def bench(hw: HwConfig, layers: list[str]) -> list[dict]:
     rows = []
     for layer in layers:
         w = resolve(f"resnet18:{layer}")
-        on = run_workload(w, hw)
-        off = run_workload(w, hw, latency_hiding=False)
+        on = run_layer(w, AccelTarget(hw))
+        off = run_layer(w, AccelTarget(hw), latency_hiding=False)
         s, s0 = on.summary(), off.summary()
         mem_bound = s["memory_bound"]
         rows.append({

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from vta.compiler.tc import load_file  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
-from vta.run.tc_runner import run_vta  # noqa: E402
+from vta.run.targets import AccelTarget  # noqa: E402
+from vta.run.tc import run_vta  # noqa: E402
 
 #: (file, entry, sizes): layer-like sizes the simulator runs in seconds
 EXAMPLES: list[tuple[str, str, dict[str, int]]] = [
@@ -53,7 +54,7 @@ def bench(hw: HwConfig, only: set[str] | None) -> list[dict]:
             continue
         d = load_file(ROOT / "examples" / "tc" / file, entry)
         t0 = time.perf_counter()
-        r = run_vta(d, sizes, hw, refine=3)
+        r = run_vta(d, sizes, AccelTarget(hw), refine=3)
         wall = time.perf_counter() - t0
         useful = r.macs / (r.cycles * hw.macs_per_cycle) if r.cycles else 0.0
         rows.append({

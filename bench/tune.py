@@ -32,7 +32,8 @@ from vta.compiler.ops.workloads import RESNET18, RESNET18_REPEATS, resolve  # no
 from vta.config import HwConfig  # noqa: E402
 from vta.tune.cache import Cache  # noqa: E402
 from vta.tune.executor import LocalExecutor  # noqa: E402
-from vta.tune.tuner import Job, lookup, tune  # noqa: E402
+from vta.tune.job import Job  # noqa: E402
+from vta.tune.tuner import lookup, tune  # noqa: E402
 
 
 def bench_layer(layer: str, hw: HwConfig, cache: Cache, ex: LocalExecutor, trials: int,

@@ -367,10 +367,9 @@ RUN_CASES: list[tuple[list[str], tuple[str, ...]]] = (
         # flags that do not apply to a GPU target
         *[([*GPU, "matmul", "16", "16", "16", *flag],
            (f"{flag[0]} does not apply to --target cuda-emu",))
-          for flag in (["--hw", HW], ["--json"], ["--tco", "1"], ["--tci", "1"], ["--th", "1"],
+          for flag in (["--hw", HW], ["--tco", "1"], ["--tci", "1"], ["--th", "1"],
                        ["--tw", "1"], ["--vthreads", "2"], ["--vt-axis", "oc"],
-                       ["--no-latency-hiding"], ["--dump-ir", "all"], ["--check-reference"],
-                       ["--trace", "t.json"])],
+                       ["--no-latency-hiding"], ["--dump-ir", "all"], ["--trace", "t.json"])],
         ([*GPU, "matmul", "100000", "100000", "100000"],
          ("matmul M=100000", "too large for the GPU targets")),
         ([*GPU, "conv2d", "--height", "100000"],

@@ -26,6 +26,8 @@ sys.path.insert(0, str(ROOT / "examples" / "intrinsics"))
 import depthwise_mac  # noqa: E402
 import requant  # noqa: E402
 
+from vta.run.targets import AccelTarget  # noqa: E402
+
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs/pynq.yaml")
 requant.define()
 depthwise_mac.define()
@@ -68,9 +70,9 @@ def disassemble_one(insn: object) -> str:
 
 
 def _run(w: Workload, hw: HwConfig, epi: Epilogue):  # type: ignore[no-untyped-def]
-    from vta.run.runner import run_workload
+    from vta.run.layer import run_layer
 
-    return run_workload(w, hw, epilogue=epi, check_reference=True)
+    return run_layer(w, AccelTarget(hw), epilogue=epi, check_reference=True)
 
 
 @given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 48),
@@ -109,9 +111,9 @@ def test_requant_replaces_four_alu_passes_on_c2() -> None:
 
 
 def _run_quick(w, hw, epi):  # type: ignore[no-untyped-def]
-    from vta.run.runner import run_workload
+    from vta.run.layer import run_layer
 
-    return run_workload(w, hw, epilogue=epi)
+    return run_layer(w, AccelTarget(hw), epilogue=epi)
 
 
 # ------------------------------------------------------------------ DWMAC

@@ -37,7 +37,7 @@ def _layout(hw: Any) -> tuple[tuple[vi.Field, ...], tuple[vi.Field, ...]]:
 
 def _scale(**over: Any) -> vi.InstructionDef:
     base = vi.InstructionDef(
-        name="TEST.SCALE", cls=Scale, opcode=6, layout=_layout, unit=vi.Module.COMPUTE,
+        name="TEST.SCALE", cls=Scale, opcode=6, layout=_layout, unit=vi.Unit.COMPUTE,
         duration=lambda i, hw: vi.microop_cycles(vi.n_ops(i), 1, 3),
         asm=vi.microop_syntax("TEST.SCALE"),
         operands=(vi.Operand("dst", "acc", writes=True,

@@ -13,7 +13,8 @@ import pytest
 
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
-from vta.run.runner import run_workload
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "hwconfigs").glob("*.yaml"))
@@ -26,8 +27,8 @@ LAYERS = [f"C{i}" for i in range(1, 12)]
 def test_layer_bit_exact_on_every_config(config: Path, layer: str) -> None:
     hw = HwConfig.from_yaml(config)
     w = resolve(f"resnet18:{layer}", [])
-    hidden = run_workload(w, hw, seed=1, check_reference=layer in ("C4", "C10"))
-    serial = run_workload(w, hw, seed=2, latency_hiding=False)
+    hidden = run_layer(w, AccelTarget(hw), seed=1, check_reference=layer in ("C4", "C10"))
+    serial = run_layer(w, AccelTarget(hw), seed=2, latency_hiding=False)
     assert hidden.passed and serial.passed
     if layer in ("C4", "C10"):
         assert hidden.reference_agrees is True

@@ -16,23 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 from vta import isa as _isa  # noqa: F401 - registers the built-in instructions and their checks
 from vta.config import HwConfig
-from vta.errors import HwConfigError, VtaError
+from vta.errors import BuildError, HwConfigError, InputError, LayoutError, VtaError
+from vta.version import __version__
 
 if TYPE_CHECKING:
     from vta.compiler.accel.pack import Layout, Packed, pack
-    from vta.errors import BuildError, InputError, LayoutError
     from vta.run.build import TARGETS, GpuLaunch, Module, Result, build
-
-__version__ = "0.1.0"
 
 __all__ = ["HwConfig", "HwConfigError", "VtaError", "build", "Module", "Result", "GpuLaunch",
            "BuildError", "InputError", "TARGETS", "pack", "Packed", "Layout", "LayoutError",
            "__version__"]
 
 #: public name -> the module defining it (imported on first use)
-_LAZY = {**dict.fromkeys(("build", "Module", "Result", "GpuLaunch", "BuildError", "InputError",
-                          "TARGETS"), "vta.run.build"),
-         **dict.fromkeys(("pack", "Packed", "Layout", "LayoutError"), "vta.compiler.accel.pack")}
+_LAZY = {**dict.fromkeys(("build", "Module", "Result", "GpuLaunch", "TARGETS"), "vta.run.build"),
+         **dict.fromkeys(("pack", "Packed", "Layout"), "vta.compiler.accel.pack")}
 
 
 def __getattr__(name: str) -> Any:

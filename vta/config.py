@@ -32,7 +32,9 @@ from typing import Any
 
 import yaml
 
+from vta.dtypes import DTYPE_BITS
 from vta.errors import HwConfigError
+from vta.resources import breakdown, estimate, fits, part_resources
 
 __all__ = [
     "AluConfig",
@@ -47,11 +49,13 @@ __all__ = [
     "IsaWidths",
     "IntrinsicConfig",
     "declare_intrinsic",
+    "shipped_configs",
+    "SHIPPED_DIR",
     "add_check",
 ]
 
-#: Integer element types the datapath supports, with their width in bits.
-DTYPE_BITS: dict[str, int] = {"int8": 8, "int16": 16, "int32": 32}
+#: where the shipped hardware configs live (package data)
+SHIPPED_DIR = Path(__file__).resolve().parent / "hwconfigs"
 
 #: ALU operations a config may enable (opcode meaning is fixed by the ISA, see vta.isa).
 ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
@@ -224,6 +228,20 @@ class HwConfig:
     # ---------------------------------------------------------------- construction
 
     @classmethod
+    def load(cls, spec: str | Path) -> HwConfig:
+        """A hardware config by shipped name (``"pynq"``: ``shipped_configs``) or by YAML
+        path. A name that is neither a file nor a shipped config is an error listing the
+        shipped ones."""
+        p = Path(spec)
+        if p.exists() or p.suffix.lower() in (".yaml", ".yml") or len(p.parts) > 1:
+            return cls.from_yaml(p)
+        shipped = shipped_configs()
+        if str(spec) in shipped:
+            return cls.from_yaml(shipped[str(spec)])
+        raise HwConfigError(f"{spec}: no such file, and no shipped hardware config is called "
+                            f"that (shipped: {', '.join(shipped)})")
+
+    @classmethod
     def from_yaml(cls, path: str | Path) -> HwConfig:
         """Load and validate a YAML hardware description (UTF-8, one mapping, no key twice)."""
         p = Path(path)
@@ -393,14 +411,10 @@ class HwConfig:
     def resource_estimate(self) -> dict[str, int]:
         """A first-order estimate of DSP slices, BRAM36 blocks, datapath LUTs and pipeline
         registers (``vta.resources``: every component and its rule)."""
-        from vta.resources import estimate
-
         return estimate(self)
 
     def fits_board(self) -> bool:
         """Whether the resource estimate fits the board (unknown resources count as fitting)."""
-        from vta.resources import fits
-
         b = self.board
         return fits(self.resource_estimate(),
                     {k: int(getattr(b, k) or 0) for k in BOARD_RESOURCES})
@@ -467,6 +481,13 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 # --------------------------------------------------------------------------------------------
+def shipped_configs() -> dict[str, Path]:
+    """The hardware configs shipped with vta, by name (the file's stem): the package data
+    ``vta/hwconfigs/*.yaml``, found wherever vta is installed (a checkout's ``hwconfigs/``
+    is the same folder)."""
+    return {p.stem: p for p in sorted(SHIPPED_DIR.glob("*.yaml"))}
+
+
 # Hooks filled by the layers above (dependency inversion: the config stays the bottom layer)
 # --------------------------------------------------------------------------------------------
 
@@ -683,8 +704,6 @@ BOARD_RESOURCES: tuple[str, ...] = ("dsp", "bram36", "lut")
 def _board_defaults(parts: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``parts`` with every board resource the file left out set from its part's entry in
     ``vta.resources.BOARDS`` (0, unknown, for a part not listed there), and their names."""
-    from vta.resources import part_resources
-
     b = parts["board"]
     known = part_resources(b.part)
     missing = [k for k in BOARD_RESOURCES if getattr(b, k) is None]
@@ -695,8 +714,6 @@ def _board_defaults(parts: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, .
 
 
 def _breakdown(cfg: HwConfig) -> list[tuple[str, str, int, str]]:
-    from vta.resources import breakdown
-
     return breakdown(cfg)
 
 
@@ -861,8 +878,3 @@ def _isa_widths(cfg: HwConfig) -> IsaWidths:
     )
 
 
-def replace_config(cfg: HwConfig, **kw: Any) -> HwConfig:
-    """``dataclasses.replace`` followed by validation (for programmatic variants)."""
-    new = replace(cfg, **kw)
-    _validate(new)
-    return new

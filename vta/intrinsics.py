@@ -23,6 +23,7 @@ examples/intrinsics/.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,9 +41,9 @@ from vta.isa import (
     Field,
     InstructionDef,
     MicroOpLoop,
-    Module,
     Opcode,
     Operand,
+    Unit,
 )
 from vta.isa.asm import microop_syntax
 from vta.isa.builtins import elementwise_patterns, loop_head, wrap
@@ -55,7 +56,7 @@ from vta.sim.dram import entry_spec
 
 __all__ = [
     "AsmSyntax", "BUILDER", "DefinitionError", "Deps", "Field", "InstructionDef", "MicroOpLoop",
-    "Module",
+    "Unit",
     "NO_DEPS", "Opcode", "Operand", "TensorIntrinsic", "alu_issues", "by_name",
     "elementwise_patterns", "instruction_intrinsics", "loop_cycles", "loop_head",
     "microop_cycles",
@@ -64,6 +65,16 @@ __all__ = [
 ]
 
 NO_DEPS = Deps()
+
+
+def __getattr__(name: str) -> Any:
+    """Names kept for one release after a rename, with a ``DeprecationWarning``."""
+    if name == "Module":
+        warnings.warn("vta.intrinsics.Module is now vta.intrinsics.Unit (the hardware unit an "
+                      "instruction runs on; vta.Module is a built module)", DeprecationWarning,
+                      stacklevel=2)
+        return Unit
+    raise AttributeError(f"module 'vta.intrinsics' has no attribute {name!r}")
 
 #: a neutral configuration definitions are checked against when no ``hw`` is given
 _VALIDATION = {

@@ -58,6 +58,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vta.dtypes import DTYPE_BITS
 from vta.errors import BoardError
 
 if TYPE_CHECKING:
@@ -78,8 +79,6 @@ Row = tuple[str, str, int, str]
 
 
 def _bits(dtype: str) -> int:
-    from vta.config import DTYPE_BITS
-
     return DTYPE_BITS[dtype]
 
 

@@ -29,12 +29,17 @@ Strategies: hardware configs (``shipped_hw``, ``small_hw``, ``random_hw``: rando
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from vta.compiler.accel.pack import pack
+from vta.compiler.ir.interp import run_func
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import create_schedule
+from vta.gpu.runtime import gpu_available
+from vta.run.build import build
 
 try:
     from hypothesis import strategies as st
@@ -56,12 +61,12 @@ from vta.compiler.ir.tensor import (
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.config import HwConfig
+from vta.config import HwConfig, shipped_configs
 from vta.errors import VtaError
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs
 
 __all__ = [
-    "INT8", "small_hw", "shipped_hw", "hwconfig_dirs", "random_hw", "hw_configs", "dims", "shapes",
+    "INT8", "small_hw", "shipped_hw", "random_hw", "hw_configs", "dims", "shapes",
     "matmul_shapes", "matmul_specs", "conv2d_specs", "dtypes", "epilogues", "seeds",
     "inputs_for", "random_inputs", "workload_knobs", "simt_knobs", "wmma_knobs",
     "assert_same_on_targets", "first_difference", "reference_outputs", "Mismatch",
@@ -119,22 +124,11 @@ def small_hw(batch: int = 1, block: int = 4, depth: int = 64, **changes: Any) ->
     return hw.with_changes(**changes) if changes else hw
 
 
-def hwconfig_dirs() -> list[Path]:
-    """Where the shipped configs are looked for: ``hwconfigs/`` of the source tree the package
-    runs from, then ``<prefix>/share/vta/hwconfigs`` (an installed wheel's data files)."""
-    here = Path(__file__).resolve().parent.parent / "hwconfigs"
-    return [here, Path(sys.prefix) / "share" / "vta" / "hwconfigs"]
-
-
 @functools.cache
 def shipped_hw() -> tuple[HwConfig, ...]:
-    """Every shipped configuration (pynq, ultra96, zcu104, de10nano, research_32x32)."""
-    for d in hwconfig_dirs():
-        files = sorted(d.glob("*.yaml"))
-        if files:
-            return tuple(HwConfig.from_yaml(f) for f in files)
-    raise VtaError(f"no shipped hardware configs found (looked in "
-                   f"{', '.join(str(d) for d in hwconfig_dirs())})")
+    """Every shipped configuration (``vta.config.shipped_configs``: pynq, ultra96, zcu104,
+    de10nano, research_32x32, and the pynq variants)."""
+    return tuple(HwConfig.from_yaml(p) for p in shipped_configs().values())
 
 
 @functools.cache
@@ -391,10 +385,6 @@ def _compare(label: str, got: Mapping[str, np.ndarray], want: Mapping[str, np.nd
 def reference_outputs(compute_fn: Callable[[], Sequence[Tensor]],
                       inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The outputs of the *unscheduled* compute in the tensor-IR interpreter: its meaning."""
-    from vta.compiler.ir.interp import run_func
-    from vta.compiler.ir.lower import lower
-    from vta.compiler.ir.schedule import create_schedule
-
     args = list(compute_fn())
     outs = [t for t in args if isinstance(t.op, ComputeOp)]
     func = lower(create_schedule(outs), args, "reference")
@@ -425,7 +415,6 @@ def _target_of(label: str) -> str:
 def _use_gpu(gpu: bool | str) -> bool:
     if gpu is False:
         return False
-    from vta.gpu.runtime import gpu_available
 
     if gpu == "auto":
         return gpu_available()
@@ -451,9 +440,6 @@ def assert_same_on_targets(compute_fn: Callable[[], Sequence[Tensor]], schedules
     when CuPy finds one, ``True`` requires it. Floats compare within ``atol + rtol * |x|``.
     Returns each run's ``vta.Result`` by label (``"vta"``, ``"vta/reference"``,
     ``"vta/interp"``, ``"cuda"``, ``"cuda/gpu"``...)."""
-    from vta.compiler.accel.pack import pack
-    from vta.run.build import build
-
     probe = list(compute_fn())
     data = dict(inputs) if inputs is not None else random_inputs(probe, seed)
     want = reference_outputs(compute_fn, data)

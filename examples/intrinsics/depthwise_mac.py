@@ -28,6 +28,7 @@ import numpy as np
 
 from vta import intrinsics as vi
 from vta.config import HwConfig
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "DWMAC"
@@ -100,7 +101,7 @@ def _check(insn: DwMac, hw: HwConfig) -> str | None:
 
 
 DWMAC = vi.InstructionDef(
-    name=NAME, cls=DwMac, opcode=5, layout=layout, unit=vi.Module.COMPUTE,
+    name=NAME, cls=DwMac, opcode=5, layout=layout, unit=vi.Unit.COMPUTE,
     duration=duration, asm=vi.microop_syntax(NAME), check=_check,
     operands=(vi.Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
               vi.Operand("src", "inp", factors=("src_factor_out", "src_factor_in")),
@@ -133,12 +134,12 @@ def run_layer(spec: Any, hw: HwConfig, *, custom: bool, seed: int = 0,
               check_reference: bool = False) -> Any:
     """One depthwise layer: on DWMAC (vector weights in the input scratchpad) or stock (the
     diagonal-GEMM lowering)."""
-    from vta.run.runner import run_depthwise
+    from vta.run.layer import run_depthwise
 
     if custom:
-        return run_depthwise(spec, hw, seed=seed, check_reference=check_reference,
+        return run_depthwise(spec, AccelTarget(hw), seed=seed, check_reference=check_reference,
                              intrinsic=intrinsic(hw), weight_scope="inp", layout="vector")
-    return run_depthwise(spec, hw, seed=seed, check_reference=check_reference)
+    return run_depthwise(spec, AccelTarget(hw), seed=seed, check_reference=check_reference)
 
 
 def run(vectors: list[int], hw_path: Path = ROOT / "hwconfigs/pynq.yaml") -> dict[str, Any]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from vta import intrinsics as vi
 from vta.config import HwConfig
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "ALU.REQUANT"
@@ -111,7 +112,7 @@ def _uop_order(insn: Requant, hw: HwConfig) -> str | None:
 
 REQUANT = vi.InstructionDef(
     name=NAME, cls=Requant, opcode=vi.Opcode.ALU, function=("op", 5), layout=layout,
-    unit=vi.Module.COMPUTE,
+    unit=vi.Unit.COMPUTE,
     duration=lambda i, hw: vi.loop_cycles(i, hw, issue(i, hw), depth(hw)),
     asm=vi.microop_syntax(NAME), check=_uop_order,
     operands=(vi.Operand("dst", "acc", writes=True,
@@ -158,7 +159,7 @@ def run(layers: list[str] | None = None, hw_path: Path = ROOT / "hwconfigs/pynq.
     """Every layer of ResNet-18 (or ``layers``) with the calibrated fixed-point epilogue, on
     stock pynq and on pynq with REQUANT; bit-exact against numpy either way."""
     from vta.compiler.ops.workloads import resolve_network
-    from vta.run.runner import run_workload
+    from vta.run.layer import run_layer
 
     define()
     stock = HwConfig.from_yaml(hw_path)
@@ -170,7 +171,7 @@ def run(layers: list[str] | None = None, hw_path: Path = ROOT / "hwconfigs/pynq.
         epi = calibrated(w.spec, seed)
         row: dict[str, Any] = {"layer": w.name, "count": count}
         for label, hw in (("stock", stock), ("requant", fused)):
-            r = run_workload(w, hw, seed=seed, epilogue=epi)
+            r = run_layer(w, AccelTarget(hw), seed=seed, epilogue=epi)
             counts = r.stats.insn_counts
             row[label] = {"cycles": r.cycles, "passed": r.passed,
                           "alu_insns": sum(v for k, v in counts.items() if k.startswith("ALU")),

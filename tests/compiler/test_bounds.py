@@ -17,7 +17,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
-from vta.run.runner import compile_workload
+from vta.run.targets import AccelTarget
 from vta.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def matmul_workloads(draw: st.DrawFn) -> Workload:
 
 
 def _cycles(w: Workload, hw: HwConfig) -> tuple[int, dict[str, float]]:
-    c = compile_workload(w, hw)
+    c = AccelTarget(hw).compile_layer(w)
     return simulate(c.program, hw, timing_only=True).cycles, roofline(c)
 
 
@@ -89,13 +89,13 @@ def test_machine_bound_counts_whole_micro_ops() -> None:
     """C1's reduction is 3 x 7 x 7 = 147 products: any layout needs ceil(147 / 16) = 10 GEMM
     micro-ops per accumulator entry (112 * 112 * 4 entries), more than the true MACs at the
     core's peak; the HLS epilogue adds reset 1 + SHR 2 + ADD 2 + MAX 2 + MIN 2 = 9 a entry."""
-    c = compile_workload(resolve("resnet18:C1"), PYNQ)
+    c = AccelTarget(PYNQ).compile_layer(resolve("resnet18:C1"))
     b = roofline(c)
     entries = 112 * 112 * 4
     assert b["gemm_cycles"] == entries * 10 > b["compute_cycles"] == 112 * 112 * 64 * 147 / 256
     assert b["epilogue_per_entry"] == 9 and b["machine_cycles"] == entries * (10 + 9)
     overlap = SHIPPED["pynq_overlap"]
-    bo = roofline(compile_workload(resolve("resnet18:C1"), overlap))
+    bo = roofline(AccelTarget(overlap).compile_layer(resolve("resnet18:C1")))
     # beside the GEMMs: reset 1 + SHR 1 + ADD 2 (register) + MAX 1 + MIN 1 = 6 on the ALU
     assert bo["epilogue_per_entry"] == 6
     assert bo["machine_cycles"] == max(entries * 10, entries * 6) == entries * 10

@@ -13,7 +13,8 @@ from vta.compiler.accel.passes import drain_tail as DT
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ops.workloads import Workload, resnet18_layer
 from vta.isa import Alu, AluOp, Gemm, Load, MemType, Store, Uop
-from vta.run.runner import run_workload
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 
 
 def _c10() -> Workload:
@@ -41,7 +42,7 @@ def test_c10_tail_is_split_and_stays_bit_exact(monkeypatch: pytest.MonkeyPatch) 
     STORE into pieces in between; the result is bit-exact and the layer ends earlier than
     with the pass switched off (the same program otherwise)."""
     h = hw("pynq")
-    r = run_workload(_c10(), h)
+    r = run_layer(_c10(), AccelTarget(h))
     assert r.passed and r.mismatches == 0
     insns = r.compiled.program.instructions
     tail_mins = []
@@ -65,7 +66,7 @@ def test_c10_tail_is_split_and_stays_bit_exact(monkeypatch: pytest.MonkeyPatch) 
     assert covered[-1][1] - covered[0][0] == 512 // 16 * 7 * 7
 
     monkeypatch.setattr(DT, "_drained", lambda insns, hw: None)  # the pass, switched off
-    off = run_workload(_c10(), h)
+    off = run_layer(_c10(), AccelTarget(h))
     assert off.passed
     assert r.cycles < off.cycles
     assert sum(isinstance(i, Store) for i in off.compiled.program.instructions) == 2
@@ -137,7 +138,7 @@ def test_no_change_when_the_program_does_not_end_in_stores() -> None:
 def test_reset_shares_the_immediate_alu_block() -> None:
     """C10: a tile's GEMM reset (reads no operand) and its epilogue's immediate SHR/MAX/MIN
     (read only dst) run one micro-op block: same range in the uop buffer."""
-    r = run_workload(_c10(), hw("pynq"))
+    r = run_layer(_c10(), AccelTarget(hw("pynq")))
     insns = r.compiled.program.instructions
     resets = [(i.uop_bgn, i.uop_end) for i in insns if isinstance(i, Gemm) and i.reset]
     shr = [(i.uop_bgn, i.uop_end) for i in insns if isinstance(i, Alu) and i.op is AluOp.SHR]
@@ -153,7 +154,7 @@ def test_drained_program_disassembles_and_reassembles() -> None:
     from vta.isa import assemble, disassemble
 
     h = hw("pynq")
-    p = run_workload(_c10(), h).compiled.program
+    p = run_layer(_c10(), AccelTarget(h)).compiled.program
     assert assemble(disassemble(p), h) == p
 
 
@@ -168,17 +169,17 @@ def test_backlog_of_earlier_stores() -> None:
     """An earlier STORE keeps the store module busy past the last instruction's start by its
     duration minus the compute work after it (never less: that work is taken as if it never
     waited)."""
-    from vta.isa import Module, definition_of
+    from vta.isa import Unit, definition_of
 
     h = hw("pynq")
     st = _store(100, 64, 1)
     d = definition_of(st.insn).duration(st.insn, h)
-    assert DT._backlog([st], Module.COMPUTE, h) == d
+    assert DT._backlog([st], Unit.COMPUTE, h) == d
     work = _alu(AluOp.MAX, tuple(Uop(k, k, 0) for k in range(8)))
     w = definition_of(work.insn).duration(dataclasses.replace(work.insn, uop_end=8), h)
-    assert DT._backlog([st, work], Module.COMPUTE, h) == max(0, d - w)
+    assert DT._backlog([st, work], Unit.COMPUTE, h) == max(0, d - w)
     long_work = _alu(AluOp.MAX, tuple(Uop(k, k, 0) for k in range(8)), iter_in=64, dst_in=8)
-    assert DT._backlog([st, long_work], Module.COMPUTE, h) == 0
+    assert DT._backlog([st, long_work], Unit.COMPUTE, h) == 0
 
 
 def test_a_tail_queued_behind_an_earlier_store_is_not_split() -> None:

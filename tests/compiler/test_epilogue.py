@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
@@ -21,7 +20,7 @@ from _vta_helpers import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import vta.run.runner as runner
+import vta.run.targets as targets
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
 from vta.compiler.ops.epilogue import (
     Epilogue,
@@ -35,7 +34,8 @@ from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa import Alu, AluOp, Deps, Gemm, Program
-from vta.run.runner import make_inputs, run_workload
+from vta.run.layer import LayerRun, layer_inputs, run_layer
+from vta.run.targets import AccelTarget, CudaEmuTarget
 
 LIMIT = 0.05
 
@@ -119,11 +119,11 @@ def test_saturated_fraction_counts_what_the_clip_changed() -> None:
 
 def test_runner_uses_the_calibrated_epilogue_and_its_bias_bound() -> None:
     w = resolve("matmul", [16, 32, 576])
-    r = run_workload(w, hw(), seed=3)
+    r = run_layer(w, AccelTarget(hw()), seed=3)
     c = r.compiled
     assert c.epilogue == w.epilogue == calibrated_epilogue(576)
     assert r.passed and r.saturated < LIMIT and r.summary()["saturated"] == r.saturated
-    user, _ = make_inputs(c, 3)
+    user = layer_inputs(w.spec, c.epilogue, 3)
     assert np.abs(user["bias"]).max() <= c.epilogue.bias_bound
     # the SHR in the program is the calibrated shift
     shifts = {i.imm for i in c.program.instructions if isinstance(i, Alu) and i.op == AluOp.SHR}
@@ -135,7 +135,7 @@ def test_raw_accumulators_are_bit_exact_on_the_simulator(name: str,
                                                          sizes: list[int] | None) -> None:
     over = {"height": 8, "in_channels": 20, "out_channels": 24} if sizes is None else {}
     w = resolve(name, sizes, **over)
-    r = run_workload(w, hw(), seed=5, raw=True, check_reference=True)
+    r = run_layer(w, AccelTarget(hw()), seed=5, raw=True, check_reference=True)
     assert r.passed and r.raw_slices == 4 and r.reference_agrees
     assert r.compiled.epilogue == Epilogue.none()
     assert not any(isinstance(i, Alu) for i in r.compiled.program.instructions)
@@ -144,14 +144,14 @@ def test_raw_accumulators_are_bit_exact_on_the_simulator(name: str,
 
 def test_raw_accumulators_on_an_int32_output_port() -> None:
     h = hw().with_changes(**{"gemm.out_dtype": "int32", "scratchpad.out": 131072})
-    r = run_workload(resolve("matmul", [16, 16, 64]), h, raw=True)
+    r = run_layer(resolve("matmul", [16, 16, 64]), AccelTarget(h), raw=True)
     assert r.passed and r.raw_slices == 1
 
 
 @settings(max_examples=6)
 @given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 300), st.integers(0, 99))
 def test_raw_random_matmuls(m: int, n: int, k: int, seed: int) -> None:
-    assert run_workload(resolve("matmul", [m, n, k]), hw(), seed=seed, raw=True).passed
+    assert run_layer(resolve("matmul", [m, n, k]), AccelTarget(hw()), seed=seed, raw=True).passed
 
 
 # ----------------------------------------------------------------------------- planted bugs
@@ -172,15 +172,15 @@ def plant(program: Program, delta: int) -> Program:
 
 
 def planted_run(monkeypatch: pytest.MonkeyPatch, delta: int | None, raw: bool,
-                shape: list[int]) -> runner.RunResult:
-    real = runner.simulate
+                shape: list[int]) -> LayerRun:
+    real = targets.simulate
 
     def sim(program: Program, *args, **kw):  # type: ignore[no-untyped-def]
         d = delta if delta is not None else 1 << calibrated_epilogue(shape[2]).shift
         return real(plant(program, d), *args, **kw)
 
-    monkeypatch.setattr(runner, "simulate", sim)
-    return run_workload(resolve("matmul", shape), hw(), seed=11, raw=raw)
+    monkeypatch.setattr(targets, "simulate", sim)
+    return run_layer(resolve("matmul", shape), AccelTarget(hw()), seed=11, raw=raw)
 
 
 @pytest.mark.parametrize("shape", [[16, 16, 16], [5, 40, 100]])
@@ -204,7 +204,7 @@ def test_planted_one_step_error_fails_the_calibrated_check(
 
 def test_one_wrong_accumulator_in_the_output_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Exactly one accumulator's low byte off by one (in the readback) is one mismatch."""
-    real = runner.simulate
+    real = targets.simulate
     calls: list[int] = []
 
     def sim(program: Program, hw_: HwConfig, inputs=None, **kw):  # type: ignore[no-untyped-def]
@@ -216,28 +216,25 @@ def test_one_wrong_accumulator_in_the_output_fails(monkeypatch: pytest.MonkeyPat
         calls.append(1)
         return res
 
-    monkeypatch.setattr(runner, "simulate", sim)
-    r = run_workload(resolve("matmul", [16, 16, 16]), hw(), raw=True)
+    monkeypatch.setattr(targets, "simulate", sim)
+    r = run_layer(resolve("matmul", [16, 16, 16]), AccelTarget(hw()), raw=True)
     assert not r.passed and r.mismatches == 1 and len(calls) == 4
 
 
 # ----------------------------------------------------------------------------- GPU emulator
 
 
-def gpu_args(**kw: object) -> argparse.Namespace:
-    return argparse.Namespace(**{"target": "cuda-emu", "emit_cuda": False, "seed": 0,
-                                 "workload": "matmul", "sizes": [24, 40, 72], **kw})
+def gpu_run(raw: bool) -> LayerRun:
+    return run_layer(resolve("matmul", [24, 40, 72]), CudaEmuTarget(), raw=raw)
 
 
-@pytest.mark.parametrize("epilogue", ["calibrated", "none"])
-def test_gpu_emulator_checks(epilogue: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from vta.run.gpu_runner import run_gpu_workload
-
-    assert run_gpu_workload(gpu_args(epilogue=epilogue)) == 0
-    out = capsys.readouterr().out
-    assert "PASS" in out
-    assert ("int32 accumulators" in out) == (epilogue == "none")
-    assert ("saturated" in out) == (epilogue == "calibrated")
+@pytest.mark.parametrize("raw", [False, True])
+def test_gpu_emulator_checks(raw: bool) -> None:
+    r = gpu_run(raw)
+    line = r.check.line()
+    assert r.passed and line.startswith("PASS: ")
+    assert ("int32 accumulators" in line) == raw
+    assert ("saturated" in line) == (not raw)
 
 
 def test_gpu_raw_reference_is_the_accumulators() -> None:
@@ -249,10 +246,8 @@ def test_gpu_raw_reference_is_the_accumulators() -> None:
     assert c.epi == resolve("resnet18:C4", height=8, in_channels=20, out_channels=24).epilogue
 
 
-def test_gpu_emulator_catches_one_wrong_accumulator(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_gpu_emulator_catches_one_wrong_accumulator(monkeypatch: pytest.MonkeyPatch) -> None:
     from vta.gpu import emulator
-    from vta.run.gpu_runner import run_gpu_workload
 
     real = emulator.Emulator.run
 
@@ -261,5 +256,6 @@ def test_gpu_emulator_catches_one_wrong_accumulator(monkeypatch: pytest.MonkeyPa
         arrays[-1].reshape(-1)[7] += 1
 
     monkeypatch.setattr(emulator.Emulator, "run", run)
-    assert run_gpu_workload(gpu_args(epilogue="none")) == 1
-    assert "FAIL" in capsys.readouterr().out
+    r = gpu_run(True)
+    assert not r.passed and r.mismatches == 1
+    assert r.check.line().startswith("FAIL: 1 int32 accumulators differ from numpy")

@@ -20,15 +20,16 @@ from vta.isa import (
     Gemm,
     Load,
     MemType,
-    Module,
     ProgramBuilder,
     Store,
+    Unit,
     Uop,
     module_of,
     pops_of,
     pushes_of,
 )
-from vta.run.runner import run_workload
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 from vta.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,14 +42,14 @@ def test_alu_routing_and_token_chain() -> None:
     chain compute <-> alu <-> store; GEMM's "next" is the ALU, STORE's "prev" is the ALU."""
     alu = Alu(AluOp.ADD, False, 0, 1, 1, 1, 0, 0, 0, 0, True, 1,
               Deps(pop_prev=True, pop_next=True, push_prev=True, push_next=True))
-    assert module_of(alu) is Module.COMPUTE and module_of(alu, OVERLAP) is Module.ALU
-    assert pops_of(alu, OVERLAP) == [(Module.COMPUTE, Module.ALU), (Module.STORE, Module.ALU)]
-    assert pushes_of(alu, OVERLAP) == [(Module.ALU, Module.COMPUTE), (Module.ALU, Module.STORE)]
+    assert module_of(alu) is Unit.COMPUTE and module_of(alu, OVERLAP) is Unit.ALU
+    assert pops_of(alu, OVERLAP) == [(Unit.COMPUTE, Unit.ALU), (Unit.STORE, Unit.ALU)]
+    assert pushes_of(alu, OVERLAP) == [(Unit.ALU, Unit.COMPUTE), (Unit.ALU, Unit.STORE)]
     g = Gemm(False, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, Deps(pop_next=True, push_next=True))
-    assert pops_of(g, OVERLAP) == [(Module.ALU, Module.COMPUTE)]
-    assert pushes_of(g, OVERLAP) == [(Module.COMPUTE, Module.ALU)]
+    assert pops_of(g, OVERLAP) == [(Unit.ALU, Unit.COMPUTE)]
+    assert pushes_of(g, OVERLAP) == [(Unit.COMPUTE, Unit.ALU)]
     st = Store(MemType.OUT, 0, 0, 1, 1, 1, Deps(pop_prev=True))
-    assert pops_of(st, OVERLAP) == [(Module.ALU, Module.STORE)]
+    assert pops_of(st, OVERLAP) == [(Unit.ALU, Unit.STORE)]
 
 
 def _flat(insns: list[Insn]) -> S.PrimFunc:
@@ -62,7 +63,7 @@ def test_token_pass_relays_compute_to_store_through_the_alu() -> None:
     gemm = Insn(Gemm(False, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), uops=(Uop(0, 0, 0),))
     store = Insn(Store(MemType.OUT, 0, 0, 1, 1, 1))
     out = [x.insn for x in insert_tokens(_flat([gemm, store]), OVERLAP).body.stmts]
-    assert [module_of(x, OVERLAP) for x in out] == [Module.COMPUTE, Module.ALU, Module.STORE]
+    assert [module_of(x, OVERLAP) for x in out] == [Unit.COMPUTE, Unit.ALU, Unit.STORE]
     relay = out[1]
     assert isinstance(relay, Alu) and relay.n_ops == 0
     assert out[0].deps == Deps(push_next=True)
@@ -120,10 +121,11 @@ def test_overlap_runs_bit_exact_and_faster() -> None:
     numpy, the ALU module executes the epilogue and resets, and the run is faster than on
     pynq (its epilogue no longer serial with the GEMMs)."""
     w = Workload("conv2d", Conv2dSpec(n=1, ic=32, h=14, w=14, oc=32, kh=3, kw=3, pad=1))
-    r = run_workload(w, OVERLAP, check_reference=True)
+    r = run_layer(w, AccelTarget(OVERLAP), check_reference=True)
     assert r.passed and r.reference_agrees
-    assert r.stats.units["alu"].insns > 0 and "alu" not in run_workload(w, PYNQ).stats.units
-    assert r.cycles < run_workload(w, PYNQ).cycles
+    assert r.stats.units["alu"].insns > 0
+    assert "alu" not in run_layer(w, AccelTarget(PYNQ)).stats.units
+    assert r.cycles < run_layer(w, AccelTarget(PYNQ)).cycles
     s = r.summary()
     assert not s["serial_epilogue"] and s["of_machine_bound"] <= 1
 
@@ -131,8 +133,7 @@ def test_overlap_runs_bit_exact_and_faster() -> None:
 def test_overlap_c2_gemm_utilization() -> None:
     """ResNet-18 C2 on pynq_overlap: the GEMM core busy at least 95% of the run (the epilogue,
     resets and stores of one thread run beside the other thread's GEMMs)."""
-    from vta.run.runner import compile_workload
 
-    c = compile_workload(resolve("resnet18:C2"), OVERLAP)
+    c = AccelTarget(OVERLAP).compile_layer(resolve("resnet18:C2"))
     st = simulate(c.program, OVERLAP, timing_only=True).stats
     assert st.utilization >= 0.95, st.utilization

@@ -1,11 +1,11 @@
-"""unit_loops, bound_inference, acc_inplace and scratchpad_alloc: before/after on the lowered
+"""unit_loops, region_inference, acc_inplace and scratchpad_alloc: before/after on the lowered
 conv2d, and the named errors."""
 
 import pytest
 from _vta_helpers import hw, lowered, run_until
 
 from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
-from vta.compiler.accel.passes.bound_inference import infer_bounds
+from vta.compiler.accel.passes.region_inference import infer_regions
 from vta.compiler.accel.passes.scratchpad_alloc import allocate_scratchpads
 from vta.compiler.accel.passes.unit_loops import fold_unit_loops
 from vta.compiler.ir import expr as E
@@ -29,9 +29,9 @@ def test_unit_loops_pin_their_variable_to_zero() -> None:
                    if isinstance(n, (S.BufferLoad, S.BufferStore)))
 
 
-def test_bound_inference_records_full_tiles_and_keeps_body() -> None:
+def test_region_inference_records_full_tiles_and_keeps_body() -> None:
     f = run_until(lowered(), "unit_loops")
-    g = infer_bounds(f, hw())
+    g = infer_regions(f, hw())
     assert g.body is f.body
     bounds = {b.name: r for b, r in g.attr("bounds")}
     # one image, 2 channel blocks, a 3-row tile with its 3x3 halo (5 x 8), one entry
@@ -40,7 +40,7 @@ def test_bound_inference_records_full_tiles_and_keeps_body() -> None:
 
 
 def test_acc_inplace_collapses_the_epilogue_onto_the_accumulator() -> None:
-    f = run_until(lowered(), "bound_inference")
+    f = run_until(lowered(), "region_inference")
     assert {"conv_acc", "res_shr", "res_bias", "res_clip"} <= _allocs(f).keys()
     g = reuse_acc_buffers(f, hw())
     allocs = _allocs(g)
@@ -72,12 +72,12 @@ def test_acc_inplace_refuses_when_the_producer_is_read_later() -> None:
     assert set(_allocs(reuse_acc_buffers(ok, hw()))) == {"a"}
 
 
-def test_bound_inference_rejects_out_of_range_access() -> None:
+def test_region_inference_rejects_out_of_range_access() -> None:
     b = S.Buffer("t", (2, 1, 16), "int32", "acc")
     i = E.Var("i")
     body = S.Allocate(b, S.For(i, E.IntImm(0), E.IntImm(3), b.store(0, i, 0, 0)))
     with pytest.raises(RegionError, match="t dimension 0 accessed over \\[0, 2\\]"):
-        infer_bounds(S.PrimFunc("f", (), body), hw())
+        infer_regions(S.PrimFunc("f", (), body), hw())
 
 
 def test_scratchpad_alloc_duplicates_thread_buffers() -> None:

@@ -12,8 +12,9 @@ from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.workloads import Workload
-from vta.isa import Finish, Gemm, Load, MemType, Module, module_of, pops_of, pushes_of
-from vta.run.runner import run_workload
+from vta.isa import Finish, Gemm, Load, MemType, Unit, module_of, pops_of, pushes_of
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 
 
 def test_virtual_thread_removes_vthread_loops_and_tags_copies() -> None:
@@ -53,8 +54,8 @@ def test_tokens_balance_and_point_backwards() -> None:
             # the k-th pop may only happen after at least k pushes were issued earlier
             assert pushes[q] >= pops[q]
     assert pushes == pops and pushes  # every push is popped, and there is overlap to sync
-    assert pushes[(Module.LOAD, Module.COMPUTE)] and pushes[(Module.COMPUTE, Module.STORE)]
-    assert pushes[(Module.COMPUTE, Module.LOAD)] and pushes[(Module.STORE, Module.COMPUTE)]
+    assert pushes[(Unit.LOAD, Unit.COMPUTE)] and pushes[(Unit.COMPUTE, Unit.STORE)]
+    assert pushes[(Unit.COMPUTE, Unit.LOAD)] and pushes[(Unit.STORE, Unit.COMPUTE)]
 
 
 def test_emit_builds_program_with_uops_and_finish() -> None:
@@ -68,7 +69,7 @@ def test_emit_builds_program_with_uops_and_finish() -> None:
     for i in p.instructions:
         if isinstance(i, Gemm):
             assert 0 <= i.uop_bgn < i.uop_end <= n_uops
-    assert all(module_of(i) in Module for i in p.instructions)
+    assert all(module_of(i) in Unit for i in p.instructions)
 
 
 def _room_for_every_push(program, depth: int) -> None:  # type: ignore[no-untyped-def]
@@ -99,6 +100,6 @@ def test_token_queues_of_any_depth_never_deadlock(spec, depth: int, cmd: int,  #
     pop of the first was fetched behind compute's full command queue): the program gives
     every push room before it is issued, and runs bit-exact."""
     hw = vt.small_hw(block=4, **{"queues.token_depth": depth, "queues.command_depth": cmd})
-    r = run_workload(Workload("conv2d", spec), hw, seed=seed)
+    r = run_layer(Workload("conv2d", spec), AccelTarget(hw), seed=seed)
     _room_for_every_push(r.compiled.program, depth)
     assert r.passed, r.summary()

@@ -14,12 +14,12 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import RESNET18, Workload, resolve
 from vta.config import HwConfig
 from vta.errors import UnknownPass
-from vta.run.runner import compile_workload
+from vta.run.targets import AccelTarget
 
 
 def test_pass_order_and_reasons() -> None:
     assert [n for n, _, _ in PASSES] == [
-        "unit_loops", "bound_inference", "acc_inplace", "scratchpad_alloc", "inject_dma",
+        "unit_loops", "region_inference", "acc_inplace", "scratchpad_alloc", "inject_dma",
         "tensorize", "lower_alu", "uop_gen", "virtual_thread", "flatten", "hoist_resets",
         "drain_tail", "coproc_sync"]
     assert all((why and fn.__doc__ is None) or why for _, fn, why in PASSES)
@@ -29,7 +29,7 @@ def test_pass_order_and_reasons() -> None:
 
 
 def test_dump_ir_after_each_pass() -> None:
-    c = compile_workload(resolve("matmul", [16, 16, 16]), hw(), check=True)
+    c = AccelTarget(hw()).compile_layer(resolve("matmul", [16, 16, 16]), check=True)
     for name in ("input", *PASS_NAMES):
         text = c.result.dump(name)
         assert text.startswith(f"# after {name}")
@@ -57,7 +57,7 @@ def test_too_large_tile_fails_at_compile_time() -> None:
     w = Workload("c", Conv2dSpec(n=1, ic=64, h=56, w=56, oc=64, kh=3, kw=3, stride=1, pad=1))
     with pytest.raises(ScheduleError, match=r"inp scratchpad of pynq: needs .* bytes .*available "
                                             "32768 bytes"):
-        compile_workload(w, hw(), tco=4, tci=4, th=56, tw=56)
+        AccelTarget(hw()).compile_layer(w, tco=4, tci=4, th=56, tw=56)
 
 
 def test_overrides_are_honoured() -> None:

@@ -16,7 +16,8 @@ from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import Workload, resnet18_layer, resolve
 from vta.config import HwConfig
 from vta.errors import ShapeError
-from vta.run.runner import compile_workload, run_workload
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in HWCONFIGS}
 
@@ -63,7 +64,7 @@ def test_folded_reference_equals_plain(spec: Conv2dSpec, kind: str, stride: int,
        fold=st.sampled_from([None, "kw", "khkw"]), lh=st.booleans(), seed=st.integers(0, 1000))
 def test_folded_conv_bit_exact(spec: Conv2dSpec, cfg: str, fold: str | None, lh: bool,
                                seed: int) -> None:
-    r = run_workload(Workload("conv2d", spec), CONFIGS[cfg], seed=seed, latency_hiding=lh,
+    r = run_layer(Workload("conv2d", spec), AccelTarget(CONFIGS[cfg]), seed=seed, latency_hiding=lh,
                      check_reference=True, fold=fold)
     assert r.mismatches == 0 and r.reference_agrees, r.summary()
     if fold is not None:
@@ -78,10 +79,10 @@ def test_every_fold_of_small_ic_shapes_is_bit_exact(ic: int, k: int, stride: int
     spec = Conv2dSpec(n=1, ic=ic, h=13, w=11, oc=24, kh=k, kw=k, stride=stride, pad=pad)
     cycles = {}
     for fold in ("none", "kw", "khkw"):
-        r = run_workload(Workload("c", spec), hw(), seed=ic, fold=fold)
+        r = run_layer(Workload("c", spec), AccelTarget(hw()), seed=ic, fold=fold)
         assert r.passed, (fold, r.summary())
         cycles[fold] = r.cycles
-    auto = compile_workload(Workload("c", spec), hw())
+    auto = AccelTarget(hw()).compile_layer(Workload("c", spec))
     assert auto.fold_kind in cycles
 
 
@@ -91,10 +92,10 @@ def test_c1_folds_on_every_config_and_beats_the_plain_layout() -> None:
     slowest program to simulate)."""
     w = resolve("resnet18:C1")
     for name, h in CONFIGS.items():
-        auto = run_workload(w, h)
+        auto = run_layer(w, AccelTarget(h))
         assert auto.passed and auto.compiled.fold_kind != "none", name
         if name in ("pynq", "pynq_tsim"):
-            plain = run_workload(w, h, fold="none")
+            plain = run_layer(w, AccelTarget(h), fold="none")
             assert plain.passed
             assert auto.cycles < 0.5 * plain.cycles, name
             # the bounds describe the user's layer: the same for both layouts
@@ -115,8 +116,8 @@ def test_candidates_only_below_block_in() -> None:
     for spec in (Conv2dSpec(1, 16, 8, 8, 32, 3, 3, 1, 1),  # a full block: plain code
                  Conv2dSpec(1, 3, 8, 8, 16, 1, 1, 1, 0)):  # a 1x1 window: nothing to fold
         assert [f.kind for f in fold_candidates(spec, h)] == ["none"]
-        assert compile_workload(Workload("c", spec), h).fold_kind == "none"
-    assert compile_workload(resolve("matmul", [16, 16, 16]), h).fold_kind == "none"
+        assert AccelTarget(h).compile_layer(Workload("c", spec)).fold_kind == "none"
+    assert AccelTarget(h).compile_layer(resolve("matmul", [16, 16, 16])).fold_kind == "none"
 
 
 def test_folded_shapes() -> None:
@@ -129,10 +130,10 @@ def test_folded_shapes() -> None:
 
 def test_forced_knobs_and_bad_fold() -> None:
     spec = Conv2dSpec(n=1, ic=3, h=10, w=10, oc=16, kh=3, kw=3, stride=1, pad=1)
-    r = run_workload(Workload("c", spec), hw(), fold="khkw", tco=1, tci=1, th=5, tw=10,
+    r = run_layer(Workload("c", spec), AccelTarget(hw()), fold="khkw", tco=1, tci=1, th=5, tw=10,
                      vthreads=2)
     assert r.passed and r.compiled.fold_kind == "khkw"
-    r = run_workload(Workload("c", spec), hw(), tco=1, tci=1, th=5, tw=10)
+    r = run_layer(Workload("c", spec), AccelTarget(hw()), tco=1, tci=1, th=5, tw=10)
     assert r.passed and r.compiled.fold_kind == "none"  # forced knobs: the plain layout
     with pytest.raises(ShapeError, match="fold"):
-        compile_workload(Workload("c", spec), hw(), fold="rows")
+        AccelTarget(hw()).compile_layer(Workload("c", spec), fold="rows")

@@ -13,7 +13,9 @@ from vta.compiler.accel.schedules.default import ConvSchedule, default_schedule,
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import RESNET18, RESNET18_REPEATS, Workload, resolve_network
 from vta.errors import UnknownWorkload
-from vta.run.runner import compile_workload, run_network, run_workload
+from vta.run.layer import run_layer
+from vta.run.network import run_network
+from vta.run.targets import AccelTarget
 
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")
 
@@ -31,7 +33,7 @@ def test_resnet18_has_its_twenty_convolutions() -> None:
 def test_network_subset_is_bit_exact_and_sums_repeats() -> None:
     net = resolve_network("resnet18", layers=["C10", "C11"])
     assert net is not None
-    r = run_network(net, hw())
+    r = run_network(net, AccelTarget(hw()))
     assert r.passed
     s = r.summary()
     assert [row["repeats"] for row in s["layers"]] == [1, 3]
@@ -57,19 +59,20 @@ def test_one_row_strided_kernel_loads_only_the_rows_it_reads() -> None:
     h = hw()
     sch = ConvSchedule(tco=2, tci=2, th=6, tw=6, vthreads=1)
     assert row_subsampled(packed_dims(STRIDED, h, sch))
-    r = run_workload(Workload("strided", STRIDED), h, tco=2, tci=2, th=6, tw=6, vthreads=1)
+    r = run_layer(Workload("strided", STRIDED), AccelTarget(h), tco=2, tci=2, th=6, tw=6,
+                  vthreads=1)
     assert r.passed
     # 6 rows of the 12 (every other one), each of the 11 columns the tile spans, 2 ic blocks
     assert r.stats.bytes["inp"] == 2 * 6 * 11 * h.inp_elem_bytes
     # output rows padded past the image: the rows would leave it, so the dense copy is kept
     assert not row_subsampled(packed_dims(STRIDED, h, ConvSchedule(2, 2, 4, 6, 1)))
-    assert run_workload(Workload("strided", STRIDED), h, tco=2, tci=2, th=4, tw=6,
+    assert run_layer(Workload("strided", STRIDED), AccelTarget(h), tco=2, tci=2, th=4, tw=6,
                         vthreads=1).passed
 
 
 @pytest.mark.parametrize("name", ["pynq", "research_32x32"])
 def test_strided_rows_with_threads_are_bit_exact(name: str) -> None:
-    assert run_workload(Workload("strided", STRIDED), hw(name)).passed
+    assert run_layer(Workload("strided", STRIDED), AccelTarget(hw(name))).passed
 
 
 def test_ranked_schedules_and_refinement() -> None:
@@ -78,10 +81,11 @@ def test_ranked_schedules_and_refinement() -> None:
     ranked = ranked_schedules(spec, h, 3)
     assert ranked[0] == default_schedule(spec, h) and len(set(ranked)) == 3
     w = Workload("c", spec)
-    assert compile_workload(w, h).schedule in ranked
-    assert compile_workload(w, h, refine=1).schedule == ranked[0]
+    assert AccelTarget(h).compile_layer(w).schedule in ranked
+    assert AccelTarget(h).compile_layer(w, refine=1).schedule == ranked[0]
 
 
 def test_bias_is_loaded_once() -> None:
-    r = run_workload(Workload("strided", STRIDED), hw(), tco=1, tci=2, th=6, tw=6, vthreads=1)
+    r = run_layer(Workload("strided", STRIDED), AccelTarget(hw()), tco=1, tci=2, th=6, tw=6,
+                  vthreads=1)
     assert r.passed and r.stats.insn_counts["LOAD.ACC"] == 1

@@ -21,7 +21,7 @@ from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.gpu.cuda import CudaKernel
 from vta.isa import disassemble
-from vta.run.runner import compile_workload
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 HW_YAML = ROOT / "hwconfigs" / "pynq.yaml"
@@ -62,7 +62,7 @@ def pynq() -> HwConfig:
 @cache
 def compiled(case: str) -> Compiled:
     c = VTA_CASES[case]
-    return compile_workload(Workload(c.name, c.spec), pynq(), check=True, **c.knobs)
+    return AccelTarget(pynq()).compile_layer(Workload(c.name, c.spec), check=True, **c.knobs)
 
 
 def isa_text(case: str) -> str:

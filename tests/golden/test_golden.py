@@ -29,7 +29,7 @@ from _artifacts import (
 from vta.compiler.ops.workloads import Workload
 from vta.gpu.nvcc import compile_ptx_batch, find_nvcc
 from vta.isa import assemble, disassemble
-from vta.run.runner import compile_workload
+from vta.run.targets import AccelTarget
 
 
 @pytest.mark.parametrize("case", list(VTA_CASES))
@@ -65,7 +65,7 @@ def test_pinned_knobs_are_the_default_choice(case: str) -> None:
     picks. If the schedule model or the simulator's timing changed the choice, update the
     knobs in _artifacts.py to the new default and refresh the golden files."""
     c = VTA_CASES[case]
-    got = compile_workload(Workload(c.name, c.spec), pynq()).schedule
+    got = AccelTarget(pynq()).compile_layer(Workload(c.name, c.spec)).schedule
     assert {k: getattr(got, k) for k in c.knobs} == c.knobs
 
 

@@ -1,58 +1,55 @@
-"""``run_gpu_workload``: the GPU side of ``vta run --target cuda|cuda-emu [--emit-cuda]``."""
+"""Layers on the GPU targets (``vta.run.layer.run_layer`` with ``CudaEmuTarget`` or
+``CudaTarget``) and ``vta run --target cuda|cuda-emu``."""
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
+from vta import cli
+from vta.compiler.ops.workloads import resolve
 from vta.errors import GpuUnavailableError
 from vta.gpu.runtime import gpu_available
-from vta.run.gpu_runner import run_gpu_workload
-
-
-def ns(**kw: object) -> argparse.Namespace:
-    return argparse.Namespace(**{"target": "cuda-emu", "emit_cuda": False, "seed": 0, **kw})
+from vta.run.layer import run_layer
+from vta.run.targets import CudaEmuTarget, CudaTarget
 
 
 @pytest.mark.parametrize("workload", ["resnet18:C4", "matmul", "dense"])
-def test_emulated_run_passes(workload: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_gpu_workload(ns(workload=workload)) == 0
-    out = capsys.readouterr().out
-    assert "SIMT emulator" in out and "PASS" in out
+def test_emulated_run_passes(workload: str) -> None:
+    r = run_layer(resolve(workload), CudaEmuTarget())
+    assert r.passed and r.check.line().startswith("PASS: bit-exact against numpy (")
 
 
 def test_emit_cuda_prints_the_kernel(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_gpu_workload(ns(workload="resnet18:C7", emit_cuda=True)) == 0
+    assert cli.main(["run", "--target", "cuda-emu", "--emit-cuda", "resnet18:C7"]) == 0
     out = capsys.readouterr().out
     assert "wmma::mma_sync" in out and "__global__" in out and "PASS" in out
+    assert "on the SIMT emulator" in out
 
 
-def test_fp16_matmul(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_gpu_workload(ns(workload="matmul", dtype="float16")) == 0
-    assert "PASS" in capsys.readouterr().out
+def test_fp16_matmul_is_within_tolerance_not_bit_exact(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    r = run_layer(resolve("matmul"), CudaEmuTarget(), dtype="float16")
+    assert r.passed and r.check.line().startswith("PASS: within 0.001 against numpy")
+    assert cli.main(["run", "--target", "cuda-emu", "--dtype", "float16", "matmul"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: within 0.001" in out and "bit-exact" not in out
 
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
-def test_cuda_target_without_gpu_is_a_clear_error() -> None:
+def test_cuda_target_without_gpu_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(GpuUnavailableError, match="cuda-emu"):
-        run_gpu_workload(ns(workload="matmul", target="cuda"))
+        CudaTarget()
+    assert cli.main(["run", "--target", "cuda", "matmul"]) == 2
+    assert "cuda-emu" in capsys.readouterr().err
 
 
 @pytest.mark.gpu
-def test_cuda_target_on_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cuda_target_on_gpu() -> None:
     if not gpu_available():
         pytest.skip("no CUDA GPU with CuPy in this environment")
-    assert run_gpu_workload(ns(workload="conv2d", target="cuda")) == 0
-    assert "PASS" in capsys.readouterr().out
+    assert run_layer(resolve("conv2d"), CudaTarget()).passed
 
 
-def test_cli_flags_when_run_command_exists(capsys: pytest.CaptureFixture[str]) -> None:
-    from vta import cli
-
-    try:
-        rc = cli.main(["run", "--target", "cuda-emu", "resnet18:C10"])
-    except SystemExit as e:  # the run subcommand or its --target option is not wired yet
-        pytest.skip(f"vta run --target is not available yet (exit {e.code})")
-    assert rc == 0
-    assert "PASS" in capsys.readouterr().out
+def test_cli_run_on_the_emulator(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--target", "cuda-emu", "resnet18:C10"]) == 0
+    assert "PASS: bit-exact against numpy" in capsys.readouterr().out

@@ -34,6 +34,7 @@ from vta.gpu.schedules import (
     matmul_simt,
     matmul_wmma,
 )
+from vta.run.targets import AccelTarget
 
 from .conftest import gpu_or_skip
 
@@ -83,18 +84,19 @@ def accelerator_result(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: st
     """(user inputs, numpy reference, simulator output) from the accelerator's driver, or None
     when the accelerator compiler refuses the case (the GPU side is still checked)."""
     from vta.compiler.ops.workloads import Workload
-    from vta.run.runner import compile_workload, expected_and_actual, make_inputs
-    from vta.sim import simulate
+    from vta.run.layer import AccelLayer, layer_inputs, layer_reference
 
     hw = hwconfig(hw_name)
     w = Workload("case", spec)
+    target = AccelTarget(hw)
     try:
-        c = compile_workload(w, hw, epilogue=epi)
+        c = target.compile_layer(w, epilogue=epi)
     except VtaError:
         return None
-    user, packed = make_inputs(c, seed)
-    sim = simulate(c.program, hw, packed)
-    want, got = expected_and_actual(c, user, sim.outputs)
+    layer = AccelLayer(c)
+    user = layer_inputs(spec, c.epilogue, seed)
+    got = layer.unpack(target.execute(c, layer.pack(user)).outputs)
+    want, _ = layer_reference(spec, user, c.epilogue)
     return user, want, got
 
 

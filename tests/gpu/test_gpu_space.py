@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from vta.compiler.accel.schedules.space import enumerate_space
+from vta.compiler.ir.space import enumerate_space
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.gpu.space import GpuSpace
 from vta.run.gpu_workloads import make_workload
-from vta.tune.gpu import build_gpu
-from vta.tune.tuner import Job, TrialTask
+from vta.run.targets import CudaEmuTarget
+from vta.tune.gpu import gpu_func
+from vta.tune.job import Job, TrialTask
 
 from .conftest import gpu_or_skip
 
@@ -33,8 +34,9 @@ def test_sampled_points_compile_or_are_refused(kind: str, name: str, sizes: list
     points = [problem.default(), *random.Random(0).sample(e.valid, 4)]
     sources = []
     for p in points:
-        kernel, func = build_gpu(TrialTask(w, None, p, gw.epi, "cuda", kind, "int8"))
-        assert func.params and kernel.source
+        kernel = CudaEmuTarget().compile(gpu_func(TrialTask(w, None, p, gw.epi, "cuda", kind,
+                                                            "int8")))
+        assert kernel.func.params and kernel.source
         sources.append(kernel.source)
     nvcc_check(sources)
 

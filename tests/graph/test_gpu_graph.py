@@ -6,11 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta.graph.gpu import run_graph_gpu
 from vta.graph.ir import Graph
-from vta.graph.report import format_gpu_run
+from vta.run.graph import GraphRun, compile_for, run_graph
+from vta.run.report import format_gpu_run
+from vta.run.targets import CudaEmuTarget
 
 from .conftest import mini_graph
+
+
+def run_graph_gpu(g: Graph, inputs: dict[str, np.ndarray]) -> GraphRun:
+    return run_graph(compile_for(g, CudaEmuTarget()), inputs)
 
 
 def test_mini_graph_on_the_gpu_path() -> None:

@@ -17,7 +17,7 @@ from vta.errors import OnnxImportError  # noqa: E402
 from vta.graph import interp  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
-from vta.run.runner import run_graph  # noqa: E402
+from vta.run.graph import run_graph  # noqa: E402
 
 from .conftest import hw  # noqa: E402
 

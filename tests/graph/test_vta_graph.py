@@ -15,8 +15,8 @@ from vta.graph.builder import GraphBuilder
 from vta.graph.compile import compile_graph
 from vta.graph.ir import Graph
 from vta.graph.place import HostOp, Kernel
-from vta.graph.report import format_run
-from vta.run.runner import run_graph
+from vta.run.graph import run_graph
+from vta.run.report import format_run
 
 from .conftest import ROOT, hw, mini_graph
 

@@ -23,11 +23,11 @@ from vta.isa import (
     IsaError,
     Load,
     MemType,
-    Module,
     Opcode,
     Program,
     ProgramBuilder,
     Store,
+    Unit,
     Uop,
     assemble,
     decode,
@@ -214,21 +214,21 @@ def test_decode_rejects_unknown_codes() -> None:
 # ----------------------------------------------------------------- modules and tokens
 
 def test_routing_and_token_queues() -> None:
-    assert module_of(Load(MemType.INP, 0, 0, 1, 1, 1)) is Module.LOAD
-    assert module_of(Load(MemType.WGT, 0, 0, 1, 1, 1)) is Module.LOAD
-    assert module_of(Load(MemType.UOP, 0, 0, 1, 1, 1)) is Module.COMPUTE
-    assert module_of(Load(MemType.ACC, 0, 0, 1, 1, 1)) is Module.COMPUTE
-    assert module_of(Store(MemType.OUT, 0, 0, 1, 1, 1)) is Module.STORE
-    assert module_of(Finish()) is Module.COMPUTE
+    assert module_of(Load(MemType.INP, 0, 0, 1, 1, 1)) is Unit.LOAD
+    assert module_of(Load(MemType.WGT, 0, 0, 1, 1, 1)) is Unit.LOAD
+    assert module_of(Load(MemType.UOP, 0, 0, 1, 1, 1)) is Unit.COMPUTE
+    assert module_of(Load(MemType.ACC, 0, 0, 1, 1, 1)) is Unit.COMPUTE
+    assert module_of(Store(MemType.OUT, 0, 0, 1, 1, 1)) is Unit.STORE
+    assert module_of(Finish()) is Unit.COMPUTE
     ld = Load(MemType.INP, 0, 0, 1, 1, 1, deps=Deps(pop_next=True, push_next=True))
-    assert pops_of(ld) == [(Module.COMPUTE, Module.LOAD)]
-    assert pushes_of(ld) == [(Module.LOAD, Module.COMPUTE)]
+    assert pops_of(ld) == [(Unit.COMPUTE, Unit.LOAD)]
+    assert pushes_of(ld) == [(Unit.LOAD, Unit.COMPUTE)]
     g = Gemm(False, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, Deps(True, True, True, True))
-    assert pops_of(g) == [(Module.LOAD, Module.COMPUTE), (Module.STORE, Module.COMPUTE)]
-    assert pushes_of(g) == [(Module.COMPUTE, Module.LOAD), (Module.COMPUTE, Module.STORE)]
+    assert pops_of(g) == [(Unit.LOAD, Unit.COMPUTE), (Unit.STORE, Unit.COMPUTE)]
+    assert pushes_of(g) == [(Unit.COMPUTE, Unit.LOAD), (Unit.COMPUTE, Unit.STORE)]
     st_ = Store(MemType.OUT, 0, 0, 1, 1, 1, Deps(pop_prev=True, push_prev=True))
-    assert pops_of(st_) == [(Module.COMPUTE, Module.STORE)]
-    assert pushes_of(st_) == [(Module.STORE, Module.COMPUTE)]
+    assert pops_of(st_) == [(Unit.COMPUTE, Unit.STORE)]
+    assert pushes_of(st_) == [(Unit.STORE, Unit.COMPUTE)]
     with pytest.raises(ValueError, match="pop_prev has no token queue on the load module"):
         pops_of(Load(MemType.INP, 0, 0, 1, 1, 1, deps=Deps(pop_prev=True)))
 

@@ -31,7 +31,8 @@ def test_json_trace_and_outputs(tmp_path, capsys):
                "--save-outputs", str(tmp_path / "out")])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["check"] == {"passed": True, "mismatched": []}
+    assert doc["check"]["passed"] is True and doc["check"]["mismatched"] == []
+    assert doc["check"]["how"] == "bit-exact"
     assert doc["cycles"] > 0 and doc["gemm_ops"] == 4
     assert json.loads(trace.read_text())["traceEvents"]
     assert np.array_equal(np.load(tmp_path / "out" / "A.npy").reshape(4, 16), a)
@@ -66,7 +67,8 @@ FINISH
 def test_racy_program_fails_the_check(tmp_path, capsys):
     """Without a token the store runs before the ALU: the machine differs from the reference."""
     assert main(["sim", _asm(tmp_path, RACY), "--hw", HW]) == 1
-    assert "FAIL: machine differs from the reference in Y" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAIL: Y differs from the reference interpreter (bit-exact required)" in out
 
 
 @pytest.mark.parametrize("text,extra,message", [

@@ -10,7 +10,8 @@ import pytest
 
 from vta.compiler.tc import load_file
 from vta.config import HwConfig
-from vta.run.tc_runner import run_gpu, run_vta
+from vta.run.targets import AccelTarget, CudaEmuTarget
+from vta.run.tc import run_gpu, run_vta
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tc"
 
@@ -42,7 +43,7 @@ def test_every_example_is_covered() -> None:
 @pytest.mark.parametrize("file, entry, sizes, kinds", CASES, ids=IDS)
 def test_example_on_the_simulator(pynq: HwConfig, file: str, entry: str,
                                   sizes: dict[str, int], kinds: list[str]) -> None:
-    r = run_vta(load_file(EXAMPLES / file, entry), sizes, pynq, seed=2)
+    r = run_vta(load_file(EXAMPLES / file, entry), sizes, AccelTarget(pynq), seed=2)
     assert r.passed, r.mismatches
     assert [t.kind for t in r.tasks] == kinds
     assert r.fraction == 1.0 and r.cycles > 0
@@ -51,6 +52,6 @@ def test_example_on_the_simulator(pynq: HwConfig, file: str, entry: str,
 @pytest.mark.parametrize("file, entry, sizes, kinds", CASES, ids=IDS)
 def test_example_in_the_gpu_emulator(file: str, entry: str, sizes: dict[str, int],
                                      kinds: list[str]) -> None:
-    g = run_gpu(load_file(EXAMPLES / file, entry), sizes, "cuda-emu", seed=2)
+    g = run_gpu(load_file(EXAMPLES / file, entry), sizes, CudaEmuTarget(), seed=2)
     assert g.passed, g.mismatches
     assert g.program.kernels and all("__global__" in s for s in g.sources)

@@ -12,7 +12,8 @@ import pytest
 from vta.compiler.accel.tc_map import AluTask, CpuTask, GemmTask, combine_planes, plan_vta, planes
 from vta.compiler.tc import load
 from vta.config import HwConfig
-from vta.run.tc_runner import run_vta
+from vta.run.targets import AccelTarget
+from vta.run.tc import run_vta
 
 
 def _plan(src: str, sizes: dict[str, int], hw: HwConfig):  # type: ignore[no-untyped-def]
@@ -135,7 +136,7 @@ RUNS = [
 def test_runs_are_bit_exact(pynq: HwConfig, src: str, sizes: dict[str, int],
                             kinds: list[str]) -> None:
     d = load(src)
-    r = run_vta(d, sizes, pynq, seed=5)
+    r = run_vta(d, sizes, AccelTarget(pynq), seed=5)
     assert r.passed, r.mismatches
     assert [t.kind for t in r.tasks] == [k[:-4].upper() for k in kinds]
     assert r.cycles > 0 and 0 < r.fraction <= 1

@@ -16,7 +16,8 @@ from vta.compiler.tc.frontend import Definition, random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
 from vta.compiler.tc.ranges import Concrete
 from vta.config import HwConfig
-from vta.run.tc_runner import run_gpu, run_vta
+from vta.run.targets import AccelTarget, CudaEmuTarget
+from vta.run.tc import run_gpu, run_vta
 
 #: both targets compile and run every drawn program: half of the profile's examples
 EXAMPLES = max(5, settings().max_examples // 2)
@@ -40,9 +41,9 @@ def test_random_programs_on_both_targets(pynq: HwConfig, prog: tuple[str, dict[s
     src, sizes = prog
     d, c = _instantiate(src, sizes)
     ins = random_inputs(d, c, seed=7)
-    r = run_vta(d, sizes, pynq, ins)
+    r = run_vta(d, sizes, AccelTarget(pynq), ins)
     assert r.passed, (src, sizes, r.mismatches, [t.line() for t in r.tasks])
-    g = run_gpu(d, sizes, "cuda-emu", inputs=ins)
+    g = run_gpu(d, sizes, CudaEmuTarget(), inputs=ins)
     assert g.passed, (src, sizes, g.mismatches)
 
 

@@ -15,7 +15,8 @@ from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.tune.cache import Cache
 from vta.tune.executor import LocalExecutor
-from vta.tune.tuner import Job, lookup, tune
+from vta.tune.job import Job
+from vta.tune.tuner import lookup, tune
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")

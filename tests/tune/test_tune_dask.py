@@ -16,8 +16,9 @@ from vta.config import HwConfig
 from vta.errors import ExecutorError
 from vta.tune.cache import Cache
 from vta.tune.executor import DaskExecutor, LocalExecutor, make_executor
+from vta.tune.job import Job
 from vta.tune.sweep import load_grid, run_sweep
-from vta.tune.tuner import Job, tune
+from vta.tune.tuner import tune
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")

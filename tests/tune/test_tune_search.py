@@ -11,7 +11,7 @@ import pytest
 
 from vta.compiler.accel import driver
 from vta.compiler.accel.schedules.model import rank
-from vta.compiler.accel.schedules.space import Point
+from vta.compiler.ir.space import Point
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.errors import SearchError

@@ -18,20 +18,20 @@ from vta.compiler.accel.schedules.space import (
     COL_TILES,
     ROW_TILES,
     ConvSpace,
-    Point,
     divisors,
-    enumerate_space,
     fit_problems,
     footprint,
     tile_choices,
 )
 from vta.compiler.ir import expr as E
+from vta.compiler.ir.space import Point, enumerate_space
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
 from vta.errors import ScheduleError
 from vta.gpu.space import GpuSpace
-from vta.run.runner import run_workload, timing_cost
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
@@ -128,7 +128,7 @@ def test_every_point_compiles_or_is_refused_with_its_reason() -> None:
     simulator; every refused point's build raises the refusal's message."""
     w = resolve("matmul", [32, 32, 32])
     p = driver.space_of(w, PYNQ)
-    cost = timing_cost(PYNQ)
+    cost = AccelTarget(PYNQ).cycles
     built = refused = 0
     for q in p.points():
         why = p.refusal(q)
@@ -193,7 +193,7 @@ def test_loop_order_and_operand_placement_run_bit_exact(config: str, layer: str)
         seen.add(combo)
         c = driver.build(w, hw, q)
         assert _allocated(c) == footprint(w.spec, hw, s), (combo, s)
-        r = run_workload(w, hw, compiled=c)
+        r = run_layer(w, AccelTarget(hw), compiled=c)
         assert r.passed, (combo, s)
     assert {o for o, *_ in seen} == {"oc", "px"}
     assert {x for _, x, *_ in seen} == {"once", "tile"}  # banked: "once" with one thread

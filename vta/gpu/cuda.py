@@ -31,6 +31,8 @@ from vta.gpu.dialect import (
     WmmaLoad,
     WmmaMma,
     WmmaStore,
+    affine_terms,
+    flat_index,
 )
 
 __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
@@ -114,15 +116,6 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     return CudaKernel(func.name, src, launch, func.params, r.dyn_bytes if r.dynamic else 0)
 
 
-def _flat(b: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
-    if len(idx) != b.ndim:
-        raise CudaRenderError(f"access to {b.name}: {len(idx)} indices for {b.ndim} dimensions")
-    flat: E.Expr = E.IntImm(0)
-    for i, d in zip(idx, b.shape, strict=False):
-        flat = flat * d + i
-    return flat
-
-
 class _Renderer:
     def __init__(self, func: S.PrimFunc) -> None:
         self.func = func
@@ -192,9 +185,6 @@ class _Renderer:
         return f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
 
     def call(self, e: E.Call) -> str:
-        if e.name == "clip" and len(e.args) == 3:
-            x, lo, hi = (self.expr(a) for a in e.args)
-            return f"min(max({x}, {lo}), {hi})"
         if e.name in _BITWISE and len(e.args) == 2:
             return f"({self.expr(e.args[0])} {_BITWISE[e.name]} {self.expr(e.args[1])})"
         raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
@@ -218,7 +208,7 @@ class _Renderer:
     def store(self, s: S.BufferStore, ind: int) -> list[str]:
         if s.buffer in self.frags:
             raise CudaRenderError(f"scalar store into fragment {s.buffer.name}")
-        idx = self.expr(_flat(s.buffer, s.indices))
+        idx = self.expr(flat_index(s.buffer, s.indices))
         return [f"{'  ' * ind}{self.name(s.buffer)}[{idx}] = {self.expr(s.value)};"]
 
     def let(self, s: S.LetStmt, ind: int) -> list[str]:
@@ -247,7 +237,7 @@ class _Renderer:
                 f"{self.expr(val)});"]
 
     def wmma_load(self, s: WmmaLoad, ind: int) -> list[str]:
-        ptr = f"&{self.name(s.src)}[{self.expr(_flat(s.src, s.offset))}]"
+        ptr = f"&{self.name(s.src)}[{self.expr(flat_index(s.src, s.offset))}]"
         return [f"{'  ' * ind}wmma::load_matrix_sync({self.frag(s.frag, s.index)}, {ptr}, "
                 f"{s.ldm});"]
 
@@ -257,7 +247,7 @@ class _Renderer:
                 f"{self.frag(s.b, s.b_index)}, {self.frag(s.c, s.c_index)});"]
 
     def wmma_store(self, s: WmmaStore, ind: int) -> list[str]:
-        ptr = f"&{self.name(s.dst)}[{self.expr(_flat(s.dst, s.offset))}]"
+        ptr = f"&{self.name(s.dst)}[{self.expr(flat_index(s.dst, s.offset))}]"
         lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
         return [f"{'  ' * ind}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
                 f"{s.ldm}, {lay});"]
@@ -376,7 +366,7 @@ def vector_copy_parts(s: S.For) -> VectorCopy | None:
     nbytes = s.extent.value * _BYTES[b.buffer.dtype]
     if nbytes not in (4, 8, 16):
         return None
-    fd, fs = _flat(b.buffer, b.indices), _flat(src.buffer, src.indices)
+    fd, fs = flat_index(b.buffer, b.indices), flat_index(src.buffer, src.indices)
     # unit stride in the loop variable on both sides: one wide load and store (the schedule
     # that asked for vectorization guarantees the alignment of the first element)
     if not (_linear_in(fd, s.var) and _linear_in(fs, s.var)):
@@ -404,7 +394,7 @@ _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     E.Select: lambda e, r: f"({r.expr(e.cond)} ? {r.expr(e.t)} : {r.expr(e.f)})",
     E.Cast: lambda e, r: r.cast(e.dtype, e.value),
     E.Call: lambda e, r: r.call(e),
-    S.BufferLoad: lambda e, r: f"{r.name(e.buffer)}[{r.expr(_flat(e.buffer, e.indices))}]",
+    S.BufferLoad: lambda e, r: f"{r.name(e.buffer)}[{r.expr(flat_index(e.buffer, e.indices))}]",
 }, default=lambda e, r: r.unknown_expr(e))
 
 #: the CUDA lines of each statement node (a dialect statement that renders itself, such as
@@ -427,9 +417,7 @@ _STMT: Dispatch[list[str]] = Dispatch("CUDA renderer", {
 
 
 def _linear_in(e: E.Expr, v: E.Var) -> bool:
-    from vta.gpu.passes.insert_barriers import _affine
-
-    f = _affine(e)
+    f = affine_terms(e)
     if f is not None:
         return f.get(v, 0) == 1
     # non-affine parts must not involve v

@@ -18,12 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
+from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import Expr
 from vta.compiler.ir.stmt import Buffer, Stmt
+from vta.errors import CudaRenderError
 
 __all__ = [
     "ThreadIndex", "LaunchConfig", "FragmentInfo", "WmmaFill", "WmmaLoad", "WmmaMma",
     "WmmaStore", "THREAD_TAGS", "WMMA_STMTS", "STATIC_SHARED_BYTES", "MAX_THREADS", "WARP_SIZE",
+    "affine_terms", "flat_index",
 ]
 
 #: bytes of static ``__shared__`` memory one block may declare (CUDA's static limit; more is
@@ -188,3 +193,24 @@ class WmmaStore(Stmt):
 
 
 WMMA_STMTS = (WmmaFill, WmmaLoad, WmmaMma, WmmaStore)
+
+
+def affine_terms(e: E.Expr) -> dict[object, int] | None:
+    """``e`` as {var or thread index: coefficient, 1: constant} (``poly.linear_form``), or None
+    when a term is not a plain variable."""
+    terms, const = poly.linear_form(e)
+    if any(not isinstance(a, (E.Var, ThreadIndex)) for a in terms):
+        return None
+    out: dict[object, int] = {a: c for a, c in terms.items()}  # widens the key type
+    out[1] = const
+    return out
+
+
+def flat_index(b: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
+    """The row-major flat index of ``idx`` into ``b`` (what a C array access takes)."""
+    if len(idx) != b.ndim:
+        raise CudaRenderError(f"access to {b.name}: {len(idx)} indices for {b.ndim} dimensions")
+    flat: E.Expr = E.IntImm(0)
+    for i, d in zip(idx, b.shape, strict=False):
+        flat = flat * d + i
+    return flat

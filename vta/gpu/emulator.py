@@ -49,6 +49,7 @@ from vta.gpu.dialect import (
     WmmaStore,
 )
 from vta.gpu.profile import Profile
+from vta.gpu.wmma import wmma_reference
 
 __all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
 
@@ -77,12 +78,6 @@ _BINOP: dict[type, Callable[[Any, Any], Any]] = {
 
 def _is_vec(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.ndim > 0
-
-
-def _scalar(x: Any) -> Any:
-    if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
-        return x.item()
-    return x
 
 
 class _Ctx:
@@ -254,9 +249,6 @@ class Emulator:
         return cast
 
     def call(self, e: E.Call) -> ExprFn:
-        if e.name == "clip" and len(e.args) == 3:
-            x, lo, hi = (self.expr(a) for a in e.args)
-            return lambda ctx, m: np.minimum(np.maximum(x(ctx, m), lo(ctx, m)), hi(ctx, m))
         if e.name in _BITWISE and len(e.args) == 2:
             x, y = (self.expr(a) for a in e.args)
             bit = _BITWISE[e.name]
@@ -762,7 +754,7 @@ class Emulator:
         if s.intrin is not None:
             semantics = s.intrin.hooks["emulate"]
         else:  # a hand-built statement: the built-in WMMA semantics
-            from vta.gpu.intrinsics import wmma_reference as semantics
+            semantics = wmma_reference
 
         def run(ctx: _Ctx, m: Any) -> None:
             warps = self.active_warps(ctx, m, "wmma.mma")

@@ -43,7 +43,7 @@ from vta.compiler.ir.tensor import (
 )
 from vta.errors import ImplicitGemmError
 from vta.gpu.ops import GemmDef
-from vta.gpu.schedules import SimtKnobs, WmmaKnobs, simt_schedule, wmma_schedule
+from vta.gpu.schedules import SimtKnobs, WmmaKnobs, fit_knobs, simt_schedule, wmma_schedule
 
 __all__ = ["ImplicitGemmError", "Contraction", "analyse", "gemm_of", "simt", "tensorcore"]
 
@@ -337,13 +337,11 @@ def tensorcore(args: Sequence[Tensor], knobs: WmmaKnobs | None = None
     """The tensor-core schedule (``vta.gpu.schedules.wmma_schedule``) of the logical compute
     with parameters ``args``, its GEMM padded to the schedule's tiles: ``(schedule,
     parameters)`` for ``vta.build``. M and N must be at least 16 (one tensor-core tile)."""
-    from vta.gpu.schedules import _fit
-
     g0 = analyse(args)
     if knobs is None:
         vec = 16 if g0.in_dtype == "int8" else 8
         knobs = WmmaKnobs(vec=vec) if len(g0.rows) == 1 and len(g0.red) == 1 else \
             WmmaKnobs(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, vec=vec)
-    kb = _fit(knobs, g0.m, g0.n, g0.k)
+    kb = fit_knobs(knobs, g0.m, g0.n, g0.k)
     g = gemm_of(args, pad=(kb.bm, kb.bn, kb.bk))
     return wmma_schedule(g, kb), list(g.args)

@@ -30,13 +30,12 @@ from vta.gpu.passes.bind_threads import bind_threads
 from vta.gpu.passes.check_registers import check_registers
 from vta.gpu.passes.insert_barriers import insert_barriers
 from vta.gpu.passes.warp_buffers import lower_warp_buffers
+from vta.gpu.wmma import lower_tensorize
 
 __all__ = ["PIPELINE", "lower_for_gpu", "build", "GpuLoweringError"]
 
 
 def _lower_tensorize(func: S.PrimFunc) -> S.PrimFunc:
-    from vta.gpu.intrinsics import lower_tensorize
-
     return lower_tensorize(func)
 
 

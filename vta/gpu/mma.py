@@ -44,6 +44,8 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
+from vta.errors import EmulatorError, GpuLoweringError
+from vta.gpu.dialect import flat_index
 
 if TYPE_CHECKING:
     from vta.gpu.cuda import _Renderer
@@ -126,23 +128,17 @@ def _idx(r: Render, idx: tuple[E.Expr, ...]) -> str:
 
 def _regs(rd: _Renderer, b: Buffer, idx: tuple[E.Expr, ...], n: int) -> list[str]:
     """C lvalues of ``n`` consecutive registers of ``b`` starting at ``idx``."""
-    from vta.gpu.cuda import _flat
-
-    flat = _flat(b, idx)
+    flat = flat_index(b, idx)
     return [f"{rd.name(b)}[{rd.expr(flat + i)}]" for i in range(n)]
 
 
 def _smem_addr(rd: _Renderer, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
-    from vta.gpu.cuda import _flat
-
     return (f"(unsigned)__cvta_generic_to_shared(&{rd.name(b)}"
-            f"[{rd.expr(_flat(b, idx))}])")
+            f"[{rd.expr(flat_index(b, idx))}])")
 
 
 def _lowering_error(msg: str) -> Exception:
     """A statement built wrongly: a ``GpuLoweringError`` (a ``VtaError``) naming it."""
-    from vta.errors import GpuLoweringError
-
     return GpuLoweringError(msg)
 
 
@@ -167,8 +163,6 @@ def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: in
 
 
 def _emu_error(em: Emulator, msg: str) -> Exception:
-    from vta.errors import EmulatorError
-
     return EmulatorError(f"{em.func.name}: {msg}")
 
 
@@ -219,10 +213,8 @@ class CpAsync(Stmt):
         return (self.dst, self.src)
 
     def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
-        from vta.gpu.cuda import _flat
-
         pad = "  " * ind
-        src = f"&{rd.name(self.src)}[{rd.expr(_flat(self.src, self.src_index))}]"
+        src = f"&{rd.name(self.src)}[{rd.expr(flat_index(self.src, self.src_index))}]"
         size = str(self.nbytes)
         if self.valid is not None:  # nothing is read where invalid: point at the buffer start
             cond = rd.expr(self.valid)

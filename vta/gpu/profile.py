@@ -33,14 +33,17 @@ constants, are folded by a compiler and not counted).
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 __all__ = ["BANKS", "WORD", "SECTOR", "phase_lanes", "shared_wavefronts", "bank_conflicts",
-           "request_sectors", "BufferCounters", "Profile", "print_profile"]
+           "request_sectors", "BufferCounters", "Profile", "format_profile"]
 
 #: shared-memory banks and their width in bytes
 BANKS = 32
@@ -250,12 +253,10 @@ class Profile:
         }
 
 
-def print_profile(p: Profile) -> None:
-    """Print the counters as rich tables (``vta run --target cuda-emu --profile``)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    con = Console()
+def format_profile(p: Profile) -> str:
+    """The counters as text tables (``vta run --target cuda-emu --profile``)."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=110, color_system=None)
     con.print(f"[bold]{p.kernel}[/bold]: {p.blocks} blocks x {p.threads_per_block} threads, "
               f"{p.barriers / max(1, p.blocks):.0f} barriers per block")
     gl = Table(title="global memory (32-byte sectors; min: the tiles' footprint)")
@@ -288,6 +289,7 @@ def print_profile(p: Profile) -> None:
     st, st_min = p.sectors(True)
     con.print(f"bank conflicts {p.bank_conflicts}; global load sectors {ld:,} "
               f"({_ratio(ld, ld_min)} the minimum), store sectors {st:,} ({_ratio(st, st_min)})")
+    return buf.getvalue()
 
 
 def _ratio(n: int, lo: int) -> str:

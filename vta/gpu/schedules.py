@@ -38,6 +38,7 @@ from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import ScheduleError
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
+from vta.gpu.wmma import wmma_intrinsic
 
 __all__ = ["SimtKnobs", "WmmaKnobs", "ScheduleError", "ACC_DTYPE", "simt_schedule",
            "wmma_schedule", "matmul_simt", "conv2d_simt", "matmul_wmma", "conv2d_wmma"]
@@ -172,8 +173,6 @@ def simt_schedule(g: GemmDef, kb: SimtKnobs = SimtKnobs()) -> Schedule:
 def wmma_schedule(g: GemmDef, kb: WmmaKnobs = WmmaKnobs()) -> Schedule:
     """The tensor-core schedule of an implicit GEMM (module docstring); the GEMM must be
     padded to whole tiles (``pad=(bm, bn, bk)``), the output stage stores only M x N."""
-    from vta.gpu.intrinsics import wmma_intrinsic
-
     kb.check()
     if g.m % kb.bm or g.n % kb.bn or g.k % kb.bk:
         raise ScheduleError(f"WMMA schedule: the GEMM {g.m}x{g.n}x{g.k} is not a multiple of "
@@ -267,7 +266,7 @@ def _widest_vec(vec: int, k: int) -> int:
     return vec
 
 
-def _fit(kb: WmmaKnobs, m: int, n: int, k: int) -> WmmaKnobs:
+def fit_knobs(kb: WmmaKnobs, m: int, n: int, k: int) -> WmmaKnobs:
     """Shrink the warp tiles of ``kb`` to the problem: bound inference sizes a warp's
     accumulator tile by what the output reads, so a warp tile must not exceed M x N (rounded
     down to 16); copies get the widest vector that divides K."""
@@ -285,7 +284,7 @@ def matmul_wmma(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None =
                 chain: Chain | None = None) -> S.PrimFunc:
     if knobs is None:
         knobs = WmmaKnobs(vec=16 if dtype == "int8" else 8)
-    kb = _fit(knobs, spec.m, spec.n, spec.k)
+    kb = fit_knobs(knobs, spec.m, spec.n, spec.k)
     g = matmul_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk), chain=chain)
     return _func(g, wmma_schedule(g, kb), "wmma", kb)
 
@@ -296,6 +295,6 @@ def conv2d_wmma(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = No
     if knobs is None:
         knobs = WmmaKnobs(bm=64, bn=64, bk=32, warps_m=2, warps_n=2,
                           vec=16 if dtype == "int8" else 8)
-    kb = _fit(knobs, spec.n * spec.oh * spec.ow, spec.oc, spec.ic * spec.kh * spec.kw)
+    kb = fit_knobs(knobs, spec.n * spec.oh * spec.ow, spec.oc, spec.ic * spec.kh * spec.kw)
     g = conv2d_gemm(spec, dtype, epi, out_dtype, pad=(kb.bm, kb.bn, kb.bk), chain=chain)
     return _func(g, wmma_schedule(g, kb), "wmma", kb)

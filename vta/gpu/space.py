@@ -1,8 +1,8 @@
 """Schedule spaces of the GPU kernels: the knobs of the SIMT, WMMA and task-mapping kernels.
 
-The same shape of space as the accelerator's (``vta.compiler.schedules.space``): knobs whose
-values come from the GPU's hardware facts, the same rules for every problem, bound to one
-problem for pruning. Knobs and values:
+The same shape of space as the accelerator's (``vta.compiler.accel.schedules.space``; points
+and enumeration are ``vta.compiler.ir.space``): knobs whose values come from the GPU's hardware
+facts, the same rules for every problem, bound to one problem for pruning. Knobs and values:
 
 * ``simt`` (``schedules.SimtKnobs``): block tile ``bm`` x ``bn`` of 32, 64 or 128, K slice
   ``bk`` 8, 16 or 32, per-thread register tile ``tm`` x ``tn`` of 2, 4 or 8;
@@ -26,11 +26,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from vta.compiler.accel.schedules.space import Point
+from vta.compiler.ir.space import Point
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.errors import VtaError
+from vta.errors import GpuLoweringError, ScheduleError, VtaError
+from vta.gpu import schedules as G
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
+from vta.gpu.kernels.gemm import MmaKnobs
 from vta.gpu.mma import MMA_SHAPES
 
 __all__ = ["GpuSpace", "GpuProblem", "KINDS", "knobs_of"]
@@ -61,9 +63,6 @@ def _gemm_dims(spec: Conv2dSpec | MatmulSpec) -> tuple[int, int, int]:
 
 def knobs_of(kind: str, dtype: str, point: Point) -> Any:
     """The kernel family's knob object of ``point``."""
-    from vta.gpu import schedules as G
-    from vta.gpu.kernels.gemm import MmaKnobs
-
     v = point.as_dict()
     if kind == "simt":
         return G.SimtKnobs(v["bm"], v["bn"], v["bk"], v["tm"], v["tn"])
@@ -132,9 +131,6 @@ class GpuProblem:
     def default(self) -> Point:
         """The point of the kernel family's default knobs for this problem (the schedule
         ``vta run --target cuda`` uses), moved into the space where it lies outside."""
-        from vta.gpu import schedules as G
-        from vta.gpu.kernels.gemm import MmaKnobs
-
         kind = self.rules.kind
         if kind == "simt":
             d = G.SimtKnobs()
@@ -159,8 +155,6 @@ class GpuProblem:
         return next((t for t in tiles if t >= extent), tiles[-1])
 
     def refusal(self, point: Point) -> tuple[str, str] | None:
-        from vta.errors import GpuLoweringError, ScheduleError
-
         v = point.as_dict()
         doms = _domains(self.rules.kind, self.rules.dtype)
         for k, vals in doms.items():

@@ -31,8 +31,8 @@ from vta.config import HwConfig
 from vta.graph.ir import Graph
 from vta.graph.link import link_program
 from vta.graph.passes.fuse import fuse
-from vta.graph.passes.layout import LayoutPlan, plan_layouts
 from vta.graph.passes.memory import MemoryPlan, plan_memory
+from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
 from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
 from vta.isa import Program
 

@@ -15,8 +15,8 @@ import dataclasses
 from typing import Any
 
 from vta.errors import ProgramError
-from vta.graph.passes.layout import DramTensor
 from vta.graph.passes.memory import MemoryPlan
+from vta.graph.passes.plan_layouts import DramTensor
 from vta.isa import Allocation, Load, MemType, Program, Store
 
 __all__ = ["link_program", "const_name", "CONST_SEP"]

@@ -36,8 +36,8 @@ from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
     EYE,
     Chain,
+    ChainOperand,
     EwStage,
-    Operand,
     add_stage,
     clip_stage,
     requant_stage,
@@ -51,6 +51,7 @@ from vta.compiler.ops.window import WindowSpec
 from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import HostFallback, VtaError
+from vta.graph.dram_layout import PackedLayout, canonical
 from vta.graph.ir import (
     INT8_MAX,
     Add,
@@ -67,7 +68,6 @@ from vta.graph.ir import (
     node_macs,
     split_shift,
 )
-from vta.graph.layout import PackedLayout, canonical
 from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
@@ -131,7 +131,7 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     """The ``fused.Chain`` computing ``nodes`` (element-wise) on the running value, and the
     graph values of its operands (``opnd0``, ``opnd1``, ...)."""
     stages: list[tuple[str, tuple[Any, ...]]] = []  # (kind, params), clips merged below
-    operands: list[Operand] = []
+    operands: list[ChainOperand] = []
     values: list[Value] = []
     cur = running
     for n in nodes:

@@ -37,7 +37,6 @@ from vta.isa.encoding import (
 )
 from vta.isa.insn import (
     FLAG_QUEUES,
-    TOKEN_QUEUES,
     Alu,
     AluOp,
     Deps,
@@ -47,9 +46,9 @@ from vta.isa.insn import (
     Load,
     MemType,
     MicroOpLoop,
-    Module,
     Opcode,
     Store,
+    Unit,
     Uop,
     flag_for,
     flag_queues,
@@ -64,8 +63,8 @@ add_check(_config_check)  # every HwConfig built from now on checks the instruct
 __all__ = [
     "Allocation", "Alu", "AluOp", "AsmError", "AsmSyntax", "DRAM_ALIGN", "DefinitionError",
     "Deps", "FLAG_QUEUES", "Field", "Finish", "Gemm", "Instruction", "InstructionDef",
-    "IsaError", "KINDS", "Load", "MemType", "MicroOpLoop", "Module", "Opcode", "Operand", "Program",
-    "ProgramBuilder", "ProgramError", "Store", "TOKEN_QUEUES", "Uop", "assemble", "available",
+    "IsaError", "KINDS", "Load", "MemType", "MicroOpLoop", "Unit", "Opcode", "Operand", "Program",
+    "ProgramBuilder", "ProgramError", "Store", "Uop", "assemble", "available",
     "by_name", "check_fields", "decode", "decode_program", "decode_uop", "definition_of",
     "disassemble", "encode", "encode_program", "encode_uop", "flag_for", "format_insn",
     "flag_queues", "layout", "module_of", "n_ops", "pops_of", "pushes_of", "queue_of",

@@ -31,7 +31,7 @@ from typing import Any
 
 from vta.config import HwConfig
 from vta.errors import AsmError, DefinitionError, IsaError
-from vta.isa.defs import AsmSyntax, InstructionDef, definition_of, registered
+from vta.isa.defs import AsmSyntax, InstructionDef, by_name, definition_of, registered
 from vta.isa.encoding import check_fields
 from vta.isa.insn import Deps, Instruction, Uop
 from vta.isa.program import Program, ProgramBuilder
@@ -204,8 +204,6 @@ def microop_args(d: InstructionDef, line: AsmLine, tokens: list[str],
 def microop_syntax(d_name: str) -> AsmSyntax:
     """The generic micro-op syntax of the definition named ``d_name`` (looked up when used, so
     the syntax can be built before the definition)."""
-    from vta.isa.defs import by_name
-
     def fmt(insn: Any, _dram: Callable[[str, int], str]) -> str:
         return microop_text(by_name(d_name), insn)
 

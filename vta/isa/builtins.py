@@ -28,7 +28,7 @@ from vta.isa.defs import (
     definition_of,
     register,
 )
-from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Module, Opcode, Store
+from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
 from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
 
 __all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
@@ -99,8 +99,8 @@ def store_rows(insn: Store, entries: np.ndarray) -> np.ndarray:
     return entries.reshape(insn.y_size, insn.x_size, *entries.shape[1:])
 
 
-def _load_unit(insn: Load) -> Module:
-    return Module.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Module.COMPUTE
+def _load_unit(insn: Load) -> Unit:
+    return Unit.LOAD if insn.mem in (MemType.INP, MemType.WGT) else Unit.COMPUTE
 
 
 def _load_timing(insn: Load, hw: HwConfig) -> DmaTiming | None:
@@ -189,7 +189,7 @@ LOAD = register(InstructionDef(
     doc="2-D strided DMA from DRAM into a scratchpad with zero padding on four sides"))
 
 STORE = register(InstructionDef(
-    name="STORE", cls=Store, opcode=Opcode.STORE, layout=_store_layout, unit=Module.STORE,
+    name="STORE", cls=Store, opcode=Opcode.STORE, layout=_store_layout, unit=Unit.STORE,
     duration=_dma_duration(_store_timing), dma_timing=_store_timing, asm=_mem_syntax("STORE"),
     dma=_dma, direction="store",
     semantics=store_rows, mnemonic=lambda i: f"STORE.{i.mem.name}", check=_mem_check("STORE"),
@@ -267,7 +267,7 @@ def _elementwise(t: Any, hw: HwConfig, fn: Callable[..., Any], name: str, regist
 
 
 GEMM = register(InstructionDef(
-    name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Module.COMPUTE,
+    name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Unit.COMPUTE,
     duration=lambda i, hw: loop_cycles(i, hw, hw.gemm.ii, hw.gemm.pipeline_depth),
     asm=microop_syntax("GEMM"), check=_uop_order,
     operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
@@ -372,7 +372,7 @@ def _alu_syntax(op: AluOp) -> AsmSyntax:
 def _alu_def(op: AluOp) -> InstructionDef:
     return InstructionDef(
         name=f"ALU.{op.name}", cls=Alu, opcode=Opcode.ALU, function=("op", int(op)),
-        layout=_alu_layout, unit=Module.COMPUTE, alu=True,
+        layout=_alu_layout, unit=Unit.COMPUTE, alu=True,
         duration=lambda i, hw: loop_cycles(i, hw, alu_issue(i, hw), hw.alu.pipeline_depth),
         asm=_alu_syntax(op), check=_alu_check(op),
         operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out",
@@ -402,6 +402,6 @@ def _finish_syntax() -> AsmSyntax:
 
 FINISH = register(InstructionDef(
     name="FINISH", cls=Finish, opcode=Opcode.FINISH, layout=_finish_layout,
-    unit=Module.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
-    drains=(Module.LOAD, Module.ALU, Module.STORE),
+    unit=Unit.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
+    drains=(Unit.LOAD, Unit.ALU, Unit.STORE),
     doc="ends the program once the load, ALU (when separate) and store modules have drained"))

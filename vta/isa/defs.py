@@ -61,7 +61,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vta.errors import DefinitionError
-from vta.isa.insn import Module, queue_of
+from vta.isa.insn import Deps, Unit, queue_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -170,7 +170,7 @@ class InstructionDef:
     cls: type
     opcode: int
     layout: Layout
-    unit: Module | Callable[[Any], Module]
+    unit: Unit | Callable[[Any], Unit]
     duration: Callable[[Any, HwConfig], int]
     asm: AsmSyntax
     #: (function field, value) telling this definition apart from others with its opcode
@@ -190,7 +190,7 @@ class InstructionDef:
     #: a DMA's direction: ``"load"`` (DRAM -> scratchpad) or ``"store"`` (out -> DRAM)
     direction: Literal["load", "store"] | None = None
     #: FINISH: waits for these modules to drain and ends the program
-    drains: tuple[Module, ...] = ()
+    drains: tuple[Unit, ...] = ()
     # ----------------------------------------------------------- micro-op compute instructions
     operands: tuple[Operand, ...] = ()
     kind: Literal["accumulate", "update"] | None = None
@@ -214,12 +214,12 @@ class InstructionDef:
 
     # ------------------------------------------------------------------ queries
 
-    def unit_of(self, insn: Any, hw: HwConfig | None = None) -> Module:
+    def unit_of(self, insn: Any, hw: HwConfig | None = None) -> Unit:
         """The module that executes ``insn`` (on ``hw``: an ALU instruction goes to the ALU
         module when the hardware's ALU is a separate pipeline)."""
         if self.alu and hw is not None and hw.alu.separate_pipeline:
-            return Module.ALU
-        return self.unit if isinstance(self.unit, Module) else self.unit(insn)
+            return Unit.ALU
+        return self.unit if isinstance(self.unit, Unit) else self.unit(insn)
 
     def mnemonic_of(self, insn: Any) -> str:
         return self.name if self.mnemonic is None else self.mnemonic(insn)
@@ -428,7 +428,7 @@ def definition_of(insn: Any) -> InstructionDef:
     return d
 
 
-def module_of(insn: Any, hw: HwConfig | None = None) -> Module:
+def module_of(insn: Any, hw: HwConfig | None = None) -> Unit:
     """Which module executes ``insn`` (fetch routes by this, as VTA's fetch module does); with
     ``hw``, as that hardware routes it (its ALU may be a module of its own)."""
     return definition_of(insn).unit_of(insn, hw)
@@ -466,7 +466,6 @@ def _zeros(d: InstructionDef) -> dict[str, Any]:
     if hit is None:
         import typing
 
-        from vta.isa.insn import Deps
 
         hints = typing.get_type_hints(d.cls)
         hit = {}
@@ -632,7 +631,7 @@ def dataclass_field_names(cls: type) -> tuple[str, ...]:
 
 
 def _flag_queues(insn: Any, flags: tuple[str, str],
-                 hw: HwConfig | None) -> list[tuple[Module, Module]]:
+                 hw: HwConfig | None) -> list[tuple[Unit, Unit]]:
     m = module_of(insn, hw)
     separate = hw is not None and hw.alu.separate_pipeline
     out = []
@@ -646,13 +645,13 @@ def _flag_queues(insn: Any, flags: tuple[str, str],
     return out
 
 
-def pops_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Module, Module]]:
+def pops_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
     """Token queues this instruction pops from, in flag order (pop_prev, pop_next); with
     ``hw``, on that hardware's module chain (``vta.isa.insn.FLAG_QUEUES``)."""
     return _flag_queues(insn, ("pop_prev", "pop_next"), hw)
 
 
-def pushes_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Module, Module]]:
+def pushes_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
     """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
     return _flag_queues(insn, ("push_prev", "push_next"), hw)
 

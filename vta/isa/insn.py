@@ -32,11 +32,10 @@ __all__ = [
     "Load",
     "MemType",
     "MicroOpLoop",
-    "Module",
+    "Unit",
     "Opcode",
     "Store",
     "Uop",
-    "TOKEN_QUEUES",
     "FLAG_QUEUES",
     "queue_of",
     "flag_for",
@@ -76,22 +75,13 @@ class AluOp(IntEnum):
     MUL = 4  # our choice for opcode 4 (VTA's fsim); see the module docstring
 
 
-class Module(IntEnum):
+class Unit(IntEnum):
     LOAD = 0
     COMPUTE = 1
     STORE = 2
     #: the ALU as a module of its own: only on hardware whose ALU is a separate pipeline
     #: (``alu.separate_pipeline``); it then sits between compute and store (``FLAG_QUEUES``)
     ALU = 3
-
-
-#: The four token queues, named (producer, consumer).
-TOKEN_QUEUES: tuple[tuple[Module, Module], ...] = (
-    (Module.LOAD, Module.COMPUTE),
-    (Module.COMPUTE, Module.LOAD),
-    (Module.COMPUTE, Module.STORE),
-    (Module.STORE, Module.COMPUTE),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,15 +259,15 @@ def n_ops(insn: Any) -> int:
 #: What each dependency flag names on each module: (module, flag) -> (producer, consumer).
 #: The one home of VTA's token routing (docs/isa.md); the simulator and the compiler's token
 #: insertion both read it.
-FLAG_QUEUES: dict[tuple[Module, str], tuple[Module, Module]] = {
-    (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
-    (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
-    (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
-    (Module.COMPUTE, "pop_next"): (Module.STORE, Module.COMPUTE),
-    (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
-    (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.STORE),
-    (Module.STORE, "pop_prev"): (Module.COMPUTE, Module.STORE),
-    (Module.STORE, "push_prev"): (Module.STORE, Module.COMPUTE),
+FLAG_QUEUES: dict[tuple[Unit, str], tuple[Unit, Unit]] = {
+    (Unit.LOAD, "pop_next"): (Unit.COMPUTE, Unit.LOAD),
+    (Unit.LOAD, "push_next"): (Unit.LOAD, Unit.COMPUTE),
+    (Unit.COMPUTE, "pop_prev"): (Unit.LOAD, Unit.COMPUTE),
+    (Unit.COMPUTE, "pop_next"): (Unit.STORE, Unit.COMPUTE),
+    (Unit.COMPUTE, "push_prev"): (Unit.COMPUTE, Unit.LOAD),
+    (Unit.COMPUTE, "push_next"): (Unit.COMPUTE, Unit.STORE),
+    (Unit.STORE, "pop_prev"): (Unit.COMPUTE, Unit.STORE),
+    (Unit.STORE, "push_prev"): (Unit.STORE, Unit.COMPUTE),
 }
 
 
@@ -285,39 +275,39 @@ FLAG_QUEUES: dict[tuple[Module, str], tuple[Module, Module]] = {
 #: load <-> compute <-> alu <-> store (compute's "next" and store's "prev" are the ALU), so every
 #: instruction keeps VTA's four flags. A dependence between compute and store goes through an
 #: ALU instruction (the compiler's token pass relays it, ``coproc_sync``).
-FLAG_QUEUES_SEPARATE_ALU: dict[tuple[Module, str], tuple[Module, Module]] = {
-    (Module.LOAD, "pop_next"): (Module.COMPUTE, Module.LOAD),
-    (Module.LOAD, "push_next"): (Module.LOAD, Module.COMPUTE),
-    (Module.COMPUTE, "pop_prev"): (Module.LOAD, Module.COMPUTE),
-    (Module.COMPUTE, "pop_next"): (Module.ALU, Module.COMPUTE),
-    (Module.COMPUTE, "push_prev"): (Module.COMPUTE, Module.LOAD),
-    (Module.COMPUTE, "push_next"): (Module.COMPUTE, Module.ALU),
-    (Module.ALU, "pop_prev"): (Module.COMPUTE, Module.ALU),
-    (Module.ALU, "pop_next"): (Module.STORE, Module.ALU),
-    (Module.ALU, "push_prev"): (Module.ALU, Module.COMPUTE),
-    (Module.ALU, "push_next"): (Module.ALU, Module.STORE),
-    (Module.STORE, "pop_prev"): (Module.ALU, Module.STORE),
-    (Module.STORE, "push_prev"): (Module.STORE, Module.ALU),
+FLAG_QUEUES_SEPARATE_ALU: dict[tuple[Unit, str], tuple[Unit, Unit]] = {
+    (Unit.LOAD, "pop_next"): (Unit.COMPUTE, Unit.LOAD),
+    (Unit.LOAD, "push_next"): (Unit.LOAD, Unit.COMPUTE),
+    (Unit.COMPUTE, "pop_prev"): (Unit.LOAD, Unit.COMPUTE),
+    (Unit.COMPUTE, "pop_next"): (Unit.ALU, Unit.COMPUTE),
+    (Unit.COMPUTE, "push_prev"): (Unit.COMPUTE, Unit.LOAD),
+    (Unit.COMPUTE, "push_next"): (Unit.COMPUTE, Unit.ALU),
+    (Unit.ALU, "pop_prev"): (Unit.COMPUTE, Unit.ALU),
+    (Unit.ALU, "pop_next"): (Unit.STORE, Unit.ALU),
+    (Unit.ALU, "push_prev"): (Unit.ALU, Unit.COMPUTE),
+    (Unit.ALU, "push_next"): (Unit.ALU, Unit.STORE),
+    (Unit.STORE, "pop_prev"): (Unit.ALU, Unit.STORE),
+    (Unit.STORE, "push_prev"): (Unit.STORE, Unit.ALU),
 }
 
 
-def flag_queues(separate_alu: bool = False) -> dict[tuple[Module, str], tuple[Module, Module]]:
+def flag_queues(separate_alu: bool = False) -> dict[tuple[Unit, str], tuple[Unit, Unit]]:
     """The routing table of VTA's modules, or of the chain with a separate ALU module."""
     return FLAG_QUEUES_SEPARATE_ALU if separate_alu else FLAG_QUEUES
 
 
-def token_queues(separate_alu: bool = False) -> tuple[tuple[Module, Module], ...]:
+def token_queues(separate_alu: bool = False) -> tuple[tuple[Unit, Unit], ...]:
     """The token queues of that routing, (producer, consumer), each once."""
     return tuple(dict.fromkeys(flag_queues(separate_alu).values()))
 
 
-def queue_of(module: Module, flag: str, separate_alu: bool = False
-             ) -> tuple[Module, Module] | None:
+def queue_of(module: Unit, flag: str, separate_alu: bool = False
+             ) -> tuple[Unit, Unit] | None:
     """The token queue a flag of ``module`` refers to (None if the flag has no queue there)."""
     return flag_queues(separate_alu).get((module, flag))
 
 
-def flag_for(queue: tuple[Module, Module], module: Module, push: bool,
+def flag_for(queue: tuple[Unit, Unit], module: Unit, push: bool,
              separate_alu: bool = False) -> str:
     """The flag with which ``module`` pushes to (``push``) or pops from ``queue``."""
     for (m, f), q in flag_queues(separate_alu).items():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from vta.config import HwConfig
 from vta.errors import ProgramError
-from vta.isa.insn import Instruction, Load, MemType, Store, Uop
+from vta.isa.insn import Instruction, Uop
 
 __all__ = ["Allocation", "Program", "ProgramBuilder", "ProgramError", "KINDS", "DRAM_ALIGN"]
 
@@ -166,6 +166,3 @@ def _check_addressable(a: Allocation, hw: HwConfig) -> None:
                            f"end at element {a.base + a.elems})")
 
 
-def dram_kind(insn: Load | Store) -> str:
-    """The buffer kind whose elements an instruction's DRAM address counts."""
-    return MemType(insn.mem).kind

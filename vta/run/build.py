@@ -36,38 +36,30 @@ from typing import Any
 
 import numpy as np
 
+from vta.compiler.accel.ops.packing import to_entries
 from vta.compiler.accel.pack import Layout, Packed
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.interp import run_func
 from vta.compiler.ir.lower import lower
 from vta.compiler.ir.schedule import Schedule
 from vta.compiler.ir.tensor import ComputeOp, Tensor
 from vta.config import HwConfig
 from vta.errors import BuildError, InputError
+from vta.run.targets import (
+    TARGET_NAMES,
+    AccelTarget,
+    CompiledKernel,
+    CudaEmuTarget,
+    GpuLaunch,
+    Target,
+    get_target,
+)
+from vta.sim import format_report
 
 __all__ = ["TARGETS", "BuildError", "InputError", "Module", "Result", "GpuLaunch", "build"]
 
-#: what ``build`` compiles for
-TARGETS = ("vta", "cuda-emu", "cuda")
-
-
-@dataclass(frozen=True)
-class GpuLaunch:
-    """How a GPU kernel ran: its grid and block, static shared memory, wall time, and on the
-    emulator its counters (``vta.gpu.profile.Profile``: sectors per global buffer against the
-    tiles' footprint, shared-memory wavefronts and bank conflicts, warp instructions by kind,
-    barriers)."""
-
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-    seconds: float
-    profile: Any = None
-
-    @property
-    def threads(self) -> int:
-        """Threads launched in all."""
-        return self.grid[0] * self.grid[1] * self.grid[2] * self.block[0] * self.block[1] \
-            * self.block[2]
+#: what ``build`` compiles for (``vta.run.targets``)
+TARGETS = TARGET_NAMES
 
 
 @dataclass
@@ -110,8 +102,6 @@ class Result:
         """The run's statistics as text: cycles, utilization, the per-unit busy/stall table
         and bytes per buffer (accelerator), or the launch shape (GPU)."""
         if self.sim is not None and self.hw is not None:
-            from vta.sim import format_report
-
             return format_report(self.sim, self.hw)
         if isinstance(self.stats, GpuLaunch):
             s = self.stats
@@ -144,21 +134,42 @@ class _Param:
 class Module:
     """A compiled schedule (``build``'s result); call it with the inputs' arrays."""
 
-    def __init__(self, target: str, func: S.PrimFunc, params: list[_Param],
+    def __init__(self, target: Target, func: S.PrimFunc, params: list[_Param],
                  hw: HwConfig | None) -> None:
-        self.target = target
+        #: where the module runs (``vta.run.targets``)
+        self.runner = target
+        #: the target's name (``"vta"``, ``"cuda-emu"``, ``"cuda"``)
+        self.target = target.name
         #: the lowered loop-nest IR (before the target's pipeline)
         self.func = func
         self.hw = hw
         self._params = params
         #: the accelerator's program and the IR after every pass (``vta`` only)
         self.compiled: Any = None
-        #: the GPU-lowered function and the rendered kernel (GPU targets only)
-        self.gpu_func: S.PrimFunc | None = None
-        self.kernel: Any = None
-        #: whether a ``cuda-emu`` run collects the emulator's counters (``GpuLaunch.profile``;
-        #: counting costs emulation time, so a timing comparison turns it off)
-        self.profile = True
+        #: the GPU target's compiled kernel (``CompiledKernel``: the GPU-lowered function and
+        #: the rendered CUDA; GPU targets only)
+        self.compiled_kernel: CompiledKernel | None = None
+
+    @property
+    def gpu_func(self) -> S.PrimFunc | None:
+        """The GPU-lowered function (GPU targets only)."""
+        return self.compiled_kernel.func if self.compiled_kernel is not None else None
+
+    @property
+    def kernel(self) -> Any:
+        """The rendered CUDA kernel (``CudaKernel``; GPU targets only)."""
+        return self.compiled_kernel.cuda if self.compiled_kernel is not None else None
+
+    @property
+    def profile(self) -> bool:
+        """Whether a ``cuda-emu`` run collects the emulator's counters (``GpuLaunch.profile``;
+        counting costs emulation time, so a timing comparison turns it off)."""
+        return isinstance(self.runner, CudaEmuTarget) and self.runner.profile
+
+    @profile.setter
+    def profile(self, on: bool) -> None:
+        if isinstance(self.runner, CudaEmuTarget):
+            self.runner.profile = on
 
     # ------------------------------------------------------------------ views
 
@@ -231,14 +242,17 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Result:
         """Run on the module's target (module docstring)."""
         arrays = self._bind(args, kwargs)
-        r = self._simulate(arrays) if self.target == "vta" else self._gpu(arrays, self.target)
-        r.module = self
-        return r
+        if isinstance(self.runner, AccelTarget):
+            ex = self.runner.execute(self.compiled, self._dram_inputs(arrays))
+            return Result("vta", self._from_dram(ex.outputs), ex.stats, ex.seconds, ex.sim,
+                          self.hw, self)
+        assert self.compiled_kernel is not None
+        ex = self.runner.execute(self.compiled_kernel, self._packed_arrays(arrays))
+        return Result(self.target, self._unpacked(ex.outputs), ex.stats, ex.seconds,
+                      module=self)
 
     def interpret(self, *args: Any, **kwargs: Any) -> Result:
         """Run the lowered loop-nest IR (``mod.func``) in the tensor-IR interpreter."""
-        from vta.compiler.ir.interp import run_func
-
         arrays = self._bind(args, kwargs)
         mem = self._packed_arrays(arrays)
         t0 = time.perf_counter()
@@ -248,14 +262,12 @@ class Module:
 
     def reference(self, *args: Any, **kwargs: Any) -> Result:
         """Run the accelerator program on the ISA's reference interpreter (``vta`` only)."""
-        from vta.sim import run_reference
-
-        if self.compiled is None or self.hw is None:
+        if not isinstance(self.runner, AccelTarget):
             raise BuildError(f"the ISA reference interpreter runs accelerator programs; this "
                              f"module's target is {self.target}")
         arrays = self._bind(args, kwargs)
         t0 = time.perf_counter()
-        out = run_reference(self.program, self.hw, self._dram_inputs(arrays))
+        out = self.runner.reference(self.compiled, self._dram_inputs(arrays))
         return Result("vta-reference", self._from_dram(out), seconds=time.perf_counter() - t0,
                       module=self)
 
@@ -273,8 +285,6 @@ class Module:
         return {p.name: p.layout.unpack(mem[p.name]) for p in self._params if p.is_output}
 
     def _dram_inputs(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from vta.compiler.accel.ops.packing import to_entries
-
         allocs = {a.name for a in self.program.allocations}
         packed = self._packed_arrays(arrays)
         return {p.name: to_entries(packed[p.name]) if len(p.buffer.shape) >= 2
@@ -290,36 +300,6 @@ class Module:
                 raise BuildError(f"{self.func.name}: the program never stores output {p.name}")
             res[p.name] = p.layout.unpack(np.asarray(outputs[p.name]))
         return res
-
-    def _simulate(self, arrays: Mapping[str, np.ndarray]) -> Result:
-        from vta.sim import simulate
-
-        assert self.hw is not None
-        t0 = time.perf_counter()
-        sim = simulate(self.program, self.hw, self._dram_inputs(arrays))
-        return Result("vta", self._from_dram(sim.outputs), sim.stats,
-                      time.perf_counter() - t0, sim, self.hw)
-
-    def _gpu(self, arrays: Mapping[str, np.ndarray], target: str) -> Result:
-        mem = self._packed_arrays(arrays)
-        ordered = [np.ascontiguousarray(mem[p.name]) for p in self._params]
-        profile = None
-        t0 = time.perf_counter()
-        if target == "cuda":
-            from vta.gpu.runtime import run_kernel
-
-            ordered = run_kernel(self.kernel, ordered)
-        else:
-            from vta.gpu.emulator import Emulator
-
-            emu = Emulator(self.gpu_func, profile=self.profile)  # type: ignore[arg-type]
-            emu.run(*ordered)
-            profile = emu.profile
-        dt = time.perf_counter() - t0
-        out = dict(zip((p.name for p in self._params), ordered, strict=True))
-        launch = self.kernel.launch
-        return Result(target, self._unpacked(out),
-                      GpuLaunch(launch.grid, launch.block, launch.shared_bytes, dt, profile), dt)
 
 
 def _as_array(p: _Param, a: Any) -> np.ndarray:
@@ -349,24 +329,6 @@ def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
     if hw is None and target == "vta":
         raise BuildError("build(target='vta') needs the hardware: hw=HwConfig or a YAML path")
     return hw
-
-
-def _compile_vta(sch: Schedule, func: S.PrimFunc, hw: HwConfig) -> Any:
-    """The accelerator pipeline; a tile that overflows a scratchpad is reported with the
-    splits that size it and the factors that would fit (``vta.compiler.tiles``)."""
-    from vta.compiler.accel.pipeline import compile_func
-    from vta.compiler.ir.tiles import explain_overflow
-    from vta.errors import ScheduleError, ScratchpadOverflow
-
-    try:
-        return compile_func(func, hw)
-    except ScratchpadOverflow as e:
-        if e.buffer is None:
-            raise
-        why = explain_overflow(sch, func, e.buffer.name, e.entries, e.copies, e.available)
-        if not why:
-            raise
-        raise ScheduleError(f"{e}; {why}") from None
 
 
 def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
@@ -409,19 +371,10 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
     func = lower(schedule, tensors, fname, whole_tiles=target == "vta")
     params = [_Param(t, b, layouts[t.name], isinstance(t.op, ComputeOp))
               for t, b in zip(tensors, func.params, strict=True)]
-    mod = Module(target, func, params, hwc)
-    mod.profile = profile
-    if target == "vta":
-        assert hwc is not None
-        mod.compiled = _compile_vta(schedule, func, hwc)
+    tgt = get_target(target, hwc, profile=profile)
+    mod = Module(tgt, func, params, hwc)
+    if isinstance(tgt, AccelTarget):
+        mod.compiled = tgt.compile(func, schedule)
     else:
-        from vta.gpu.cuda import render_cuda
-        from vta.gpu.lower_gpu import lower_for_gpu
-
-        mod.gpu_func = lower_for_gpu(func)
-        mod.kernel = render_cuda(mod.gpu_func)
-        if target == "cuda":
-            from vta.gpu.runtime import require_cupy
-
-            require_cupy()
+        mod.compiled_kernel = tgt.compile(func)
     return mod

@@ -16,7 +16,12 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue, random_bias
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc, matmul_reference
+from vta.compiler.ops.workloads import resolve
 from vta.errors import ShapeError, VtaError
+from vta.gpu import schedules as G
+from vta.gpu.emulator import NP_DTYPES
+from vta.gpu.kernels.conv2d import mma_conv2d
+from vta.gpu.kernels.gemm import mma_gemm
 
 RESNET18_LAYERS = tuple(f"C{i}" for i in range(2, 12))
 
@@ -57,8 +62,6 @@ def make_workload(name: str, dtype: str = "int8", sizes: list[int] | None = None
     resnet18:C2, ``resnet18:C1..C11``, ``matmul``, ``dense``), with the same calibrated epilogue
     (none with ``raw``: the kernel writes int32 accumulators). A ``ShapeError`` names a shape
     whose tensors exceed ``MAX_HOST_BYTES``."""
-    from vta.compiler.ops.workloads import resolve
-
     w = resolve(name, sizes, **over)
     need = host_bytes(w.spec, dtype)
     if need > MAX_HOST_BYTES:
@@ -74,8 +77,6 @@ def random_inputs(params: tuple[S.Buffer, ...], rng: np.random.Generator,
     """Random inputs for every parameter but the last (the output, zero-filled): int8 uniform
     over its range, an int32 bias within ``epi``'s bias bound (the default epilogue's when
     not given), floats standard normal."""
-    from vta.gpu.emulator import NP_DTYPES
-
     out: list[np.ndarray] = []
     for b in params[:-1]:
         dt = NP_DTYPES[b.dtype]
@@ -112,8 +113,6 @@ def reference(w: GpuWorkload, arrays: list[np.ndarray]) -> np.ndarray:
 
 def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
     """The scheduled (not yet GPU-lowered) function of a workload."""
-    from vta.gpu import schedules as G
-
     if schedule == "wmma":
         s = w.spec
         m, n = (s.n * s.oh * s.ow, s.oc) if isinstance(s, Conv2dSpec) else (s.m, s.n)
@@ -127,8 +126,6 @@ def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
             return G.conv2d_simt(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
         return G.matmul_simt(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
     if schedule == "mma":  # the task-mapping kernels (already lowered; OHWI conv weights)
-        from vta.gpu.kernels.conv2d import mma_conv2d
-        from vta.gpu.kernels.gemm import mma_gemm
 
         if w.is_conv:
             return mma_conv2d(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from vta.config import HwConfig
 from vta.errors import PlotError
+from vta.run.graph import GraphRun
+from vta.run.layer import LayerRun
 
-__all__ = ["LayerPoint", "plot_run", "PlotError"]
+__all__ = ["LayerPoint", "plot_run", "plot_layers", "plot_graph", "check_plot_path",
+           "PlotError"]
 
 _KINDS = ("busy", "token", "queue", "memory", "conflict", "idle")
 _COLORS = {"busy": "#2b7bba", "token": "#f0a830", "queue": "#9e9e9e", "memory": "#d64541",
@@ -114,3 +119,55 @@ def _units(ax, units: Mapping[str, Mapping[str, int]]) -> None:  # type: ignore[
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of the run's cycles")
     ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+
+
+def _add_units(units: dict[str, dict[str, int]], stats: Any, times: int) -> None:
+    for name, u in stats.units.items():
+        acc = units.setdefault(name, dict.fromkeys(_KINDS, 0))
+        for k in acc:
+            acc[k] += getattr(u, k) * times
+
+
+def plot_layers(runs: Sequence[tuple[LayerRun, int]], hw: HwConfig, path: str) -> None:
+    """``vta run --plot`` of layers: each against both bounds, and where each unit's cycles
+    went, the units summed over the layers as often as each runs."""
+    points: list[LayerPoint] = []
+    units: dict[str, dict[str, int]] = {}
+    for r, n in runs:
+        b = r.roofline
+        busier = b["memory_cycles"] * hw.memory.bus_bytes  # max(read, written) compulsory
+        points.append(LayerPoint(r.workload.name, b["ops"], busier, r.cycles,
+                                 b["bound_cycles"], b["machine_cycles"]))
+        _add_units(units, r.stats, n)
+    plot_run(points, units, hw, path)
+
+
+def plot_graph(run: GraphRun, hw: HwConfig, path: str) -> None:
+    """``vta run --plot`` of a whole graph: every convolution and dense kernel (its fused
+    operators included) against both bounds, and the units' cycles summed over every kernel."""
+    points: list[LayerPoint] = []
+    units: dict[str, dict[str, int]] = {}
+    for s in run.steps:
+        if s.sim is None:
+            continue  # a host fallback: no accelerator cycles
+        _add_units(units, s.sim.stats, 1)
+        b = s.step.bound
+        if "bound_cycles" in b:  # a GEMM kernel (driver.roofline); window kernels have no MACs
+            busier = b["memory_cycles"] * hw.memory.bus_bytes
+            points.append(LayerPoint(s.step.group.output.name, b["ops"], busier, s.cycles,
+                                     b["bound_cycles"], b["machine_cycles"]))
+    plot_run(points, units, hw, path)
+
+
+def check_plot_path(path: str) -> None:
+    """A ``PlotError`` before anything runs when ``path`` cannot be written: its directory
+    does not exist, or matplotlib has no format for its suffix."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise PlotError(f"--plot {path}: no directory {p.parent} to write the picture in")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if p.suffix.lower().lstrip(".") not in formats:
+        raise PlotError(f"--plot {path}: the suffix {p.suffix or '(none)'!r} names no picture "
+                        f"format matplotlib writes ({', '.join(sorted(formats))})")

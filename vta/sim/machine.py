@@ -40,9 +40,9 @@ from vta.isa import (
     Instruction,
     InstructionDef,
     MemType,
-    Module,
     Opcode,
     Program,
+    Unit,
     Uop,
     definition_of,
     n_ops,
@@ -59,14 +59,15 @@ from vta.sim.dram import Dram, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
+from vta.sim.trace import write_trace
 
 __all__ = ["simulate", "mnemonic"]
 
-Queue = tuple[Module, Module]
+Queue = tuple[Unit, Unit]
 Proc = Generator[simpy.Event, Any, None]
 
-_UNIT_OF = {Module.LOAD: "load", Module.COMPUTE: "compute", Module.STORE: "store",
-            Module.ALU: "alu"}
+_UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
+            Unit.ALU: "alu"}
 
 
 def _qname(q: Queue) -> str:
@@ -83,7 +84,7 @@ class _Static:
     """What the machine needs of one instruction, computed once before the run."""
 
     defn: InstructionDef
-    module: Module
+    module: Unit
     cycles: int
     pops: tuple[Queue, ...]
     pushes: tuple[Queue, ...]
@@ -266,7 +267,7 @@ class Machine:
         env = self.env = simpy.Environment()
         q = hw.queues
         separate = hw.alu.separate_pipeline
-        self.modules = [m for m in Module if m is not Module.ALU or separate]
+        self.modules = [m for m in Unit if m is not Unit.ALU or separate]
         self.unit_names = units_of(separate)
         self.cmdq = {m: simpy.Store(env, capacity=q.command_depth) for m in self.modules}
         self.tokq = {k: simpy.Store(env, capacity=q.token_depth) for k in token_queues(separate)}
@@ -351,7 +352,7 @@ class Machine:
                 self._waited(u, "queue", t, f"wait {_UNIT_OF[m]} queue", i)
         u.current = None
 
-    def _unit(self, module: Module) -> Proc:
+    def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env = self.units[name], self.env
         for _ in range(self.count[module]):
@@ -470,6 +471,5 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
         outputs={} if dram is None else dram.outputs(),
         dram=None if dram is None else dram.buf, timing_only=timing_only)
     if trace_path is not None:
-        from vta.sim.trace import write_trace
         write_trace(result, trace_path)
     return result

@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from vta.errors import CacheError
+from vta.version import __version__
 
 __all__ = ["CacheError", "TuneKey", "Trial", "Tuning", "Cache", "default_cache_path",
-           "compiler_version", "CACHE_ENV", "SCHEMA_VERSION"]
+           "compiler_version", "open_cache", "CACHE_ENV", "SCHEMA_VERSION"]
 
 #: The environment variable naming the cache file (``vta`` commands read it; ``--cache`` wins).
 CACHE_ENV = "VTA_CACHE"
@@ -72,9 +73,7 @@ _TABLES = {"ops", "trials", "tunings"}
 def compiler_version() -> str:
     """vta's version and a digest of the sources that make a program and time it (compiler,
     ISA, simulator, GPU backend, the config schema and the intrinsics registry)."""
-    import vta
-
-    root = Path(vta.__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
     files = sorted(p for sub in ("compiler", "isa", "sim", "gpu")
                    for p in (root / sub).rglob("*.py"))
     files += [root / "config.py", root / "intrinsics.py"]
@@ -82,7 +81,7 @@ def compiler_version() -> str:
     for p in files:
         h.update(p.relative_to(root).as_posix().encode())
         h.update(p.read_bytes())
-    return f"{vta.__version__}+{h.hexdigest()[:12]}"
+    return f"{__version__}+{h.hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -377,3 +376,14 @@ class Cache:
 @lru_cache(maxsize=1)
 def _host() -> str:
     return socket.gethostname()
+
+
+@contextmanager
+def open_cache(path: Path | None, *, create: bool) -> Iterator[Cache | None]:
+    """The cache at ``path`` for the duration of a ``with``; None when ``path`` is None (no
+    cache) or, unless ``create``, when no file is there (a lookup never creates one)."""
+    if path is None or (not create and not path.exists()):
+        yield None
+        return
+    with Cache(path) as c:
+        yield c

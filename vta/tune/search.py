@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from vta.compiler.accel.schedules.space import BoundSpace, Point
+from vta.compiler.ir.space import BoundSpace, Point
 from vta.errors import SearchError
 
 __all__ = ["Search", "Exhaustive", "Evolution", "make_search", "SEARCHES", "SearchError"]

@@ -48,7 +48,8 @@ from vta.errors import HwConfigError, SweepError, VtaError
 from vta.resources import LIMITED, Board, board, fits, shares
 from vta.tune.cache import Cache
 from vta.tune.executor import Executor
-from vta.tune.tuner import Job, JobResult, Progress, TrialTask, tune, verify
+from vta.tune.job import Job, TrialTask
+from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot"]

@@ -29,141 +29,53 @@ from typing import Any, Protocol
 
 from vta.compiler.accel import driver
 from vta.compiler.accel.schedules import model
-from vta.compiler.accel.schedules.space import (
-    BoundSpace,
-    ConvSpace,
-    Enumerated,
-    Point,
-    enumerate_space,
-)
-from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.accel.schedules.space import ConvSpace
+from vta.compiler.ir.space import BoundSpace, Enumerated, Point, enumerate_space
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import ScheduleError, VtaError
+from vta.gpu.runtime import gpu_name
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 from vta.tune.cache import Cache, Trial, TuneKey, Tuning, compiler_version
 from vta.tune.executor import Executor
+from vta.tune.gpu import gpu_key, gpu_problem, measure_gpu
+from vta.tune.job import BATCH, TARGET, Job, Outcome, TrialTask, op_text
 from vta.tune.search import make_search
 
 __all__ = ["Job", "JobResult", "Outcome", "TrialTask", "Progress", "tune", "measure", "verify",
-           "job_key", "hw_digest", "lookup", "BATCH", "TARGET"]
-
-#: points a job measures per round (fixed: the choices must not depend on the executor)
-BATCH = 8
-#: the accelerator target's name in keys and jobs
-TARGET = "vta"
-
-
-@dataclass(frozen=True)
-class Job:
-    """Tune ``workload`` on ``hw``: ``trials`` points measured at most (at least the default's
-    candidates), by ``search`` with ``seed``. ``target`` ``"cuda"``: a GPU kernel family
-    (``kernel``: simt, wmma, mma) for ``dtype``, timed on the GPU (``vta.tune.gpu``; ``hw`` is
-    None and ``epilogue`` None means int32 out)."""
-
-    workload: Workload
-    hw: HwConfig | None
-    trials: int = 64
-    search: str = "auto"
-    seed: int = 0
-    epilogue: Epilogue | None = None
-    target: str = TARGET
-    kernel: str = ""
-    dtype: str = "int8"
-
-    @property
-    def epi(self) -> Epilogue:
-        return self.epilogue or self.workload.epilogue
-
-    @property
-    def accel(self) -> HwConfig:
-        """The accelerator (an accelerator job's ``hw``)."""
-        assert self.hw is not None, "a GPU job has no HwConfig"
-        return self.hw
-
-    def task(self, point: Point) -> TrialTask:
-        epi = self.epi if self.target == TARGET else self.epilogue
-        return TrialTask(self.workload, self.hw, point, epi, self.target, self.kernel,
-                         self.dtype)
-
-
-@dataclass(frozen=True)
-class TrialTask:
-    """One point to measure (what travels to a worker)."""
-
-    workload: Workload
-    hw: HwConfig | None
-    point: Point
-    epilogue: Epilogue | None
-    target: str = TARGET
-    kernel: str = ""
-    dtype: str = "int8"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A measured point: its cycles, or why it did not compile or run; how long it took."""
-
-    cost: float | None
-    refused: str | None
-    seconds: float
-    method: str
-
-
-def method_of(hw: HwConfig) -> str:
-    """How the accelerator's trials are measured."""
-    return f"timing-only simulator ({hw.timing_model} timing)"
+           "job_key", "hw_digest", "lookup", "cached_program", "BATCH", "TARGET", "op_text"]
 
 
 def measure(task: TrialTask) -> Outcome:
-    """Build ``task.point`` and time it: with the timing-only simulator on the accelerator,
-    on the GPU for a GPU task (``vta.tune.gpu.measure_gpu``). Runs in a worker."""
+    """Build ``task.point`` and time it: with the timing-only simulator on the accelerator
+    (``AccelTarget.measure``), on the GPU for a GPU task (``vta.tune.gpu.measure_gpu``). Runs
+    in a worker."""
     if task.target != TARGET:
-        from vta.tune.gpu import measure_gpu
-
-        return measure_gpu(task)  # type: ignore[no-any-return]
-    from vta.run.runner import timing_cost
-
+        return measure_gpu(task)
     assert task.hw is not None
+    target = AccelTarget(task.hw)
     t0 = time.perf_counter()
     try:
         c = driver.build(task.workload, task.hw, task.point, epilogue=task.epilogue)
-        cycles = timing_cost(task.hw)(c.program)
+        m = target.measure(c)
     except VtaError as e:
         return Outcome(None, f"{type(e).__name__}: {e}", time.perf_counter() - t0,
-                       method_of(task.hw))
-    return Outcome(float(cycles), None, time.perf_counter() - t0, method_of(task.hw))
+                       target.method)
+    return Outcome(m.value, None, time.perf_counter() - t0, m.method)
 
 
 def verify(task: TrialTask) -> dict[str, Any]:
     """Build ``task.point``, simulate it cycle by cycle on random data and check it bit-exact
-    against numpy (``runner.run_workload``): what a sweep reports for each tuned layer."""
-    from vta.run.runner import run_workload
-
+    against numpy (``vta.run.layer.run_layer``): what a sweep reports for each tuned layer."""
     assert task.hw is not None
     c = driver.build(task.workload, task.hw, task.point, epilogue=task.epilogue)
-    r = run_workload(task.workload, task.hw, compiled=c)
+    r = run_layer(task.workload, AccelTarget(task.hw), compiled=c)
     s = r.summary()
     return {"passed": r.passed, "cycles": r.cycles, "mismatches": r.mismatches,
             "utilization": s["utilization"], "of_machine_bound": s["of_machine_bound"],
             "machine_bound_cycles": s["machine_bound_cycles"]}
-
-
-def op_text(w: Workload, epi: Epilogue | None) -> str:
-    """The canonical op of ``w`` with its epilogue (None: int32 out; what a cached schedule is
-    for)."""
-    s = w.spec
-    if isinstance(s, Conv2dSpec):
-        op = (f"conv2d(n={s.n},ic={s.ic},h={s.h},w={s.w},oc={s.oc},kh={s.kh},kw={s.kw},"
-              f"stride={s.stride},pad={s.pad})")
-    else:
-        op = f"matmul(m={s.m},n={s.n},k={s.k})"
-    e = epi
-    if e is None:
-        return f"{op}+acc"
-    clip = f",clip={e.clip_lo}..{e.clip_hi}" if e.clip else ""
-    mult = f",mult={e.mult}" if e.kind == "fixed_point" else ""
-    return f"{op}+{e.kind}(shift={e.shift}{mult},bias={int(e.bias)}{clip})"
 
 
 def hw_digest(hw: HwConfig) -> str:
@@ -188,6 +100,18 @@ def lookup(cache: Cache, w: Workload, hw: HwConfig,
     """The cache's best schedule of ``w`` on ``hw`` (None when it has none)."""
     best = cache.best(job_key(w, hw, epi or w.epilogue).digest)
     return (Point.from_json(best.point), best) if best is not None else None
+
+
+def cached_program(cache: Cache, w: Workload, hw: HwConfig, epi: Epilogue | None = None
+                   ) -> tuple[driver.Compiled, Point, Trial] | None:
+    """``w``'s program built from the cache's best schedule on ``hw`` (with ``epi``; None:
+    the layer's own), the point and its trial; None when the cache has none (what ``vta run``
+    uses)."""
+    found = lookup(cache, w, hw, epi)
+    if found is None:
+        return None
+    point, trial = found
+    return driver.build(w, hw, point, epilogue=epi), point, trial
 
 
 @dataclass
@@ -282,8 +206,6 @@ def _bind(job: Job) -> tuple[BoundSpace, list[tuple[float, Point]], Enumerated, 
     """The job's bound space, its points that fit ranked by the analytic model (the GPU
     kernels have none: all tie), its enumeration and the default schedule's candidates."""
     if job.target != TARGET:
-        from vta.tune.gpu import gpu_problem
-
         gp = gpu_problem(job)
         listed = enumerate_space(gp)
         if not listed.valid:
@@ -299,9 +221,7 @@ def _bind(job: Job) -> tuple[BoundSpace, list[tuple[float, Point]], Enumerated, 
 def job_key_of(job: Job) -> TuneKey:
     """The cache key of a job of either target."""
     if job.target != TARGET:
-        from vta.tune.gpu import _device, gpu_key
-
-        return gpu_key(job, _device())
+        return gpu_key(job, gpu_name())
     return job_key(job.workload, job.accel, job.epi)
 
 

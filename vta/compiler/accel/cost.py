@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from vta.config import HwConfig
-from vta.isa import InstructionDef, Program, definition_of
+from vta.isa import AluOp, InstructionDef, MemType, Program, definition_of
+from vta.isa.builtins import ALU
 from vta.isa.defs import instance
 
 __all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles",
@@ -68,8 +69,6 @@ def dma_instruction_cycles(defn: InstructionDef, kind: str, rows: int, cols: int
                            hw: HwConfig) -> int:
     """Cycles of one 2-D DMA of ``defn`` (LOAD or STORE) moving ``rows`` x ``cols`` entries of
     ``kind`` (memoised, as above)."""
-    from vta.isa import MemType
-
     return instruction_cycles(prototype(defn, mem=MemType[kind.upper()], y_size=rows,
                                         x_size=cols, x_stride=cols), hw)
 
@@ -83,8 +82,6 @@ def reset_instruction(hw: HwConfig, accumulating: InstructionDef
     reset)."""
     if not hw.alu.separate_pipeline:
         return accumulating, ()
-    from vta.isa import AluOp
-    from vta.isa.builtins import ALU
 
     op = next(o for o in (AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL)
               if o.name.lower() in hw.alu.ops)

@@ -27,20 +27,15 @@ from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.accel.pipeline import CompileResult, compile_func
 from vta.compiler.accel.schedules import model
 from vta.compiler.accel.schedules.build import lower_op
-from vta.compiler.accel.schedules.space import (
-    ConvProblem,
-    ConvSchedule,
-    ConvSpace,
-    Point,
-    fit_report,
-)
+from vta.compiler.accel.schedules.space import ConvProblem, ConvSchedule, ConvSpace, fit_report
 from vta.compiler.accel.schedules.space import exact_layout as space_exact_layout
+from vta.compiler.ir.space import Point
 from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.workloads import Workload
-from vta.config import HwConfig
+from vta.config import DTYPE_BITS, HwConfig
 from vta.errors import ScheduleError
 from vta.isa import Program
 
@@ -89,10 +84,6 @@ class Compiled:
     @property
     def fold_kind(self) -> str:
         return self.fold.kind if self.fold is not None else "none"
-
-
-def _conv_of(w: Workload, hw: HwConfig) -> Conv2dSpec:
-    return w.spec if isinstance(w.spec, Conv2dSpec) else w.spec.as_conv(hw.gemm.batch)
 
 
 #: How many of the schedule model's best candidates ``compile_workload`` compiles and measures
@@ -254,8 +245,6 @@ def compulsory_bytes(w: Workload, hw: HwConfig, bias: bool) -> tuple[int, int]:
     """``(read, written)`` bytes any schedule must move: every input element some window reads
     (a strided 1x1 layer reads a quarter of its input), every weight, the bias and every output
     element, each once, at its dtype's width (no channel padding, no halo twice)."""
-    from vta.config import DTYPE_BITS
-
     g = hw.gemm
     ib, wb, ob = (DTYPE_BITS[t] // 8 for t in (g.inp_dtype, g.wgt_dtype, g.out_dtype))
     bb = DTYPE_BITS[g.acc_dtype] // 8
@@ -306,7 +295,6 @@ def roofline(c: Compiled) -> dict[str, float]:
     gemm = entries * math.ceil(conv.ic * conv.kh * conv.kw / g.block_in) * g.ii
     per_entry = epilogue_cycles_per_entry(epi, hw)
     if c.chain:  # fused operators: their instructions, their int8 operands read once
-        from vta.config import DTYPE_BITS
 
         widen, alu = chain_cycles_split(c.chain, hw)
         gemm += entries * widen  # the widening GEMMs run on the GEMM core

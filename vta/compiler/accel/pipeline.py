@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
-from vta.compiler.accel.passes.bound_inference import infer_bounds
 from vta.compiler.accel.passes.coproc_sync import insert_tokens
 from vta.compiler.accel.passes.drain_tail import drain_tail
 from vta.compiler.accel.passes.emit import emit_program
@@ -21,6 +20,7 @@ from vta.compiler.accel.passes.flatten import flatten
 from vta.compiler.accel.passes.hoist_resets import hoist_resets
 from vta.compiler.accel.passes.inject_dma import inject_dma
 from vta.compiler.accel.passes.lower_alu import lower_alu
+from vta.compiler.accel.passes.region_inference import infer_regions
 from vta.compiler.accel.passes.scratchpad_alloc import allocate_scratchpads
 from vta.compiler.accel.passes.tensorize import tensorize
 from vta.compiler.accel.passes.unit_loops import fold_unit_loops
@@ -30,7 +30,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.verify import verify
 from vta.config import HwConfig
 from vta.errors import UnknownPass
-from vta.isa import Program
+from vta.isa import Program, disassemble
 
 __all__ = ["PASSES", "PASS_NAMES", "CompileResult", "compile_func", "UnknownPass"]
 
@@ -41,7 +41,7 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
     ("unit_loops", fold_unit_loops,
      "first: lower keeps one-iteration tile loops whose variable is pinned to 0 by isl; "
      "later passes read on-chip indices relative to their allocation"),
-    ("bound_inference", infer_bounds,
+    ("region_inference", infer_regions,
      "every later pass trusts that on-chip accesses stay inside the buffers lower sized"),
     ("acc_inplace", reuse_acc_buffers,
      "before allocation: element-wise epilogue stages take over their producer's acc buffer "
@@ -74,6 +74,8 @@ PASSES: tuple[tuple[str, Pass, str], ...] = (
      "last IR pass: any reordering after it would invalidate the push/pop pairing"),
 )
 PASS_NAMES = (*(n for n, _, _ in PASSES), "emit")
+#: former pass names, still accepted by ``dump`` (``vta run --dump-ir``) for one release
+RENAMED = {"bound_inference": "region_inference"}
 
 
 @dataclass
@@ -86,9 +88,8 @@ class CompileResult:
         """The IR after pass ``which`` (or every pass for ``all``), as text."""
         if which == "all":
             return "\n\n".join(self.dump(n) for n in [*self.ir, "emit"])
+        which = RENAMED.get(which, which)
         if which == "emit":
-            from vta.isa import disassemble
-
             return "# after emit\n" + disassemble(self.program)
         if which not in self.ir:
             raise UnknownPass(f"unknown pass {which!r}; expected one of: input, "

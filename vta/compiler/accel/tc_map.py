@@ -50,8 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vta.compiler.accel import driver
-from vta.compiler.accel.driver import Compiled as DriverCompiled
-from vta.compiler.accel.driver import Rewrite
+from vta.compiler.accel.driver import Compiled, Rewrite
 from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.accel.pipeline import compile_func
 from vta.compiler.ir import expr as E
@@ -79,7 +78,7 @@ from vta.isa import Program
 
 __all__ = ["Leaf", "AluStep", "ConvForm", "GemmTask", "AluTask", "CpuTask", "Task", "VtaPlan",
            "plan_vta", "gather", "gemm_program", "alu_program", "planes", "out_bits", "MAX_TAPS",
-           "MAX_LEAVES", "Compiled"]
+           "MAX_LEAVES", "AluProgram"]
 
 #: most window taps an ALU reduction loads (each tap is one accumulator tile)
 MAX_TAPS = 64
@@ -770,8 +769,8 @@ def gather(leaf: Leaf, axes: Sequence[IterVar], values: Mapping[Tensor, np.ndarr
 
 
 @dataclass
-class Compiled:
-    """A compiled ALU-only program with the layout the host packs for it."""
+class AluProgram:
+    """An ALU-only program (an ALU task's plane) with the layout the host packs for it."""
 
     program: Program
     seconds: float
@@ -845,7 +844,7 @@ def _rewrite(task: GemmTask, hw: HwConfig, plane: int) -> Rewrite:
 
 def gemm_program(task: GemmTask, hw: HwConfig, plane: int,
                  cost: Callable[[Program], int] | None = None, refine: int = 1
-                 ) -> DriverCompiled:
+                 ) -> Compiled:
     """The accelerator program of one batch of ``task`` (one ``out``-sized plane): the
     convolution op when the contraction is one (``task.conv``), else the matmul op, scheduled
     by the default model (``driver.compile_workload``: its layout folds, its ranking, the
@@ -872,7 +871,7 @@ def alu_tile(hw: HwConfig, leaves: int, entries: int) -> int:
     return max(1, min(entries, fit))
 
 
-def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> Compiled:
+def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> AluProgram:
     """The ALU-only program of ``task`` over ``entries`` accumulator entries (one plane)."""
     t0 = time.perf_counter()
     g = hw.gemm
@@ -899,7 +898,7 @@ def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> Compil
         s[st].compute_at(out, t_axis)
     func = lower(s, [*phs, res], "alu")
     r = compile_func(func, hw, check=False, keep_ir=False)
-    return Compiled(r.program, time.perf_counter() - t0, (tiles, tile))
+    return AluProgram(r.program, time.perf_counter() - t0, (tiles, tile))
 
 
 def pack_rows(a: np.ndarray, packed: tuple[int, int], hw: HwConfig) -> np.ndarray:

@@ -8,3 +8,5 @@ relations, footprints, dependences), ``intrin`` (tensor intrinsics and matching 
 against one), ``interp`` (the loop-nest interpreter), ``verify`` (the IR's invariants) and
 ``tiles`` (which split sizes an on-chip tile, for errors). Imports nothing above ``vta.config``.
 """
+
+from vta.compiler.ir import printer as _printer  # noqa: F401 - installs the nodes' __str__

@@ -102,12 +102,6 @@ class Expr:
         """Cast to ``dtype`` (integer narrowing wraps, as C does on two's complement)."""
         return self if self.dtype == dtype else Cast(dtype, self)
 
-    def __str__(self) -> str:
-        from vta.compiler.ir.printer import expr_str
-
-        return expr_str(self)
-
-
 ExprLike = Expr | int | float
 
 
@@ -244,7 +238,7 @@ class Cast(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
-    """A pure intrinsic call by name (e.g. ``"clip"``); backends map names to code."""
+    """A pure intrinsic call by name (e.g. ``"bitwise_xor"``); backends map names to code."""
 
     name: str
     args: tuple[Expr, ...]
@@ -363,13 +357,6 @@ def max_(a: ExprLike, b: ExprLike) -> Expr:
 
 
 # ---------------------------------------------------------------------------- traversal
-
-
-def _is_node(x: Any) -> bool:
-    """Whether ``x`` is an IR node to traverse. Objects that mark themselves ``_ir_opaque``
-    (a ``Tensor`` referenced by a read, an intrinsic in an annotation) are leaves: a traversal
-    of one compute body must not wander into the bodies of the tensors it reads."""
-    return node_fields(type(x)) is not None
 
 
 def children(node: Any) -> Iterator[Any]:

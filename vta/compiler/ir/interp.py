@@ -28,6 +28,7 @@ import numpy as np
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.poly import linear_form
 from vta.compiler.ir.visitor import Dispatch
 from vta.errors import InterpError
 
@@ -422,8 +423,6 @@ def _independent(v: E.Var, body: S.Stmt) -> bool:
     """Whether distinct values of ``v`` touch distinct elements of every buffer ``body``
     writes: each such buffer is accessed with one index tuple, which has a dimension
     ``c*v + (variables bound outside body)``; and nothing is allocated inside."""
-    from vta.compiler.ir.poly import linear_form
-
     inner: set[E.Var] = set()
     access: dict[S.Buffer, set[tuple[E.Expr, ...]]] = {}
     stored: set[S.Buffer] = set()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
+from vta.compiler.ir.relations import root_values
 from vta.compiler.ir.tensor import (
     ComputeOp,
     IterVar,
@@ -34,10 +35,10 @@ from vta.compiler.ir.tensor import (
     sum_,
 )
 from vta.errors import IntrinError
-from vta.isa import InstructionDef
 
 if TYPE_CHECKING:
     from vta.compiler.ir.schedule import Stage
+    from vta.isa import InstructionDef
 
 __all__ = ["TensorIntrinsic", "IntrinError", "Match", "register", "get", "for_target", "match",
            "gemm_decl", "BUILDER", "TensorizeRegion"]
@@ -223,8 +224,6 @@ def match(region: Sequence[IterVar], stage: Stage, intrin: TensorIntrinsic,
           extents: Mapping[IterVar, int]) -> Match | str:
     """Check that the loops ``region`` (the stage's innermost leaf axes, with ``extents``)
     compute ``intrin``'s declaration. Returns the bindings, or the reason it does not match."""
-    from vta.compiler.ir.schedule import root_values
-
     decl, op = intrin.op, stage.op
     if decl.dtype != op.dtype:
         return f"output dtype {op.dtype}, the intrinsic produces {decl.dtype}"

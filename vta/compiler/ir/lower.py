@@ -21,7 +21,8 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import intrin as intrin_mod
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.regions import Loop, StageBounds, infer_bounds
+from vta.compiler.ir.regions import Loop, StageRegion, infer_regions
+from vta.compiler.ir.relations import root_values, split_guards
 from vta.compiler.ir.schedule import (
     INLINE,
     AttachAt,
@@ -29,8 +30,6 @@ from vta.compiler.ir.schedule import (
     Stage,
     describe_split,
     nondividing_splits,
-    root_values,
-    split_guards,
 )
 from vta.compiler.ir.tensor import IterVar, PlaceholderOp, Reduce, Tensor, TensorRead
 from vta.errors import LowerError, ScheduleError
@@ -76,7 +75,7 @@ class _Emitted:
 
     stage: Stage
     buffer: S.Buffer
-    bounds: StageBounds
+    bounds: StageRegion
 
 
 class _Lowering:
@@ -102,7 +101,7 @@ class _Lowering:
         for st in self.live:
             self._env(st, [])
         self._check_inputs()
-        bounds = infer_bounds(self.sch, self.live, self.bodies, self.env, self.loopvar)
+        bounds = infer_regions(self.sch, self.live, self.bodies, self.env, self.loopvar)
         for st in self.live:
             b = bounds[st]
             buf = self.params.get(st.tensor)

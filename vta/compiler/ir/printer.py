@@ -164,3 +164,11 @@ def func_str(f: S.PrimFunc) -> str:
     out = [f"def {f.name}({params}):"]
     _s(f.body, nm, 1, out)
     return "\n".join(out)
+
+
+# The nodes print themselves with this module's text (``str(expr)``, ``str(func)``). The
+# printer sits above the nodes it prints, so it installs their ``__str__`` rather than the
+# nodes importing it; ``vta.compiler.ir`` imports this module first, so every node prints.
+E.Expr.__str__ = expr_str  # type: ignore[method-assign,assignment]
+S.Stmt.__str__ = stmt_str  # type: ignore[method-assign,assignment]
+S.PrimFunc.__str__ = func_str  # type: ignore[method-assign,assignment]

@@ -24,12 +24,13 @@ from functools import lru_cache
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
-from vta.compiler.ir.schedule import AttachAt, Schedule, Split, Stage, leaf_extents
+from vta.compiler.ir.relations import Split, leaf_extents
+from vta.compiler.ir.schedule import AttachAt, Schedule, Stage
 from vta.compiler.ir.stmt import ForKind
 from vta.compiler.ir.tensor import IterVar, TensorRead
 from vta.errors import RegionError
 
-__all__ = ["RegionError", "StageBounds", "Loop", "infer_bounds"]
+__all__ = ["RegionError", "StageRegion", "Loop", "infer_regions"]
 
 
 #: a loop of the attach path: the stage that owns it and its leaf axis
@@ -37,7 +38,7 @@ Loop = tuple[Stage, IterVar]
 
 
 @dataclass(frozen=True)
-class StageBounds:
+class StageRegion:
     """Where a stage's root axes run: ``base[d] + [0, extent[d])`` for each spatial root axis
     (``base`` in the enclosing loops' variables), reduction axes over their whole extent;
     ``overhang[d]`` when the box can pass the tensor's end (the last tile): lowering guards it;
@@ -70,13 +71,13 @@ class _Namer:
         return self.names[key]
 
 
-def infer_bounds(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, E.Expr],
+def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, E.Expr],
                  env: Mapping[Stage, list[Loop]],
-                 loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageBounds]:
+                 loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageRegion]:
     """Bounds of every stage in ``stages`` (producers first). ``bodies`` are the stages'
     definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
     ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
-    out: dict[Stage, StageBounds] = {}
+    out: dict[Stage, StageRegion] = {}
     for st in reversed(stages):
         readers = [c for c in stages if c is not st and st.tensor in _read_tensors(bodies[c])]
         if isinstance(st.attach, AttachAt):
@@ -87,7 +88,7 @@ def infer_bounds(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, 
             over = tuple(False for _ in st.axis)
         root = {iv: x for iv, x in zip(st.axis, ext, strict=True)}
         root.update({iv: iv.extent for iv in st.reduce_axis})
-        out[st] = StageBounds(base, ext, over, leaf_extents(st, root))
+        out[st] = StageRegion(base, ext, over, leaf_extents(st, root))
     return out
 
 
@@ -97,7 +98,7 @@ def _read_tensors(body: E.Expr) -> list[object]:
 
 def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
               env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
-              done: Mapping[Stage, StageBounds]) -> tuple[tuple[E.Expr, ...], tuple[int, ...],
+              done: Mapping[Stage, StageRegion]) -> tuple[tuple[E.Expr, ...], tuple[int, ...],
                                                           tuple[bool, ...]]:
     assert isinstance(st.attach, AttachAt)
     mine = env[st]
@@ -178,7 +179,7 @@ def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
 
 
 def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
-                   done: Mapping[Stage, StageBounds], loopvar: Mapping[IterVar, E.Var],
+                   done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
                    nm: _Namer, params: list[Loop]) -> list[str]:
     """isl pieces ``[o...] : exists (...)`` of the elements of ``st`` that ``c`` reads (the
     reader and the stages owning its enclosing loops come later, so their bounds are known)."""

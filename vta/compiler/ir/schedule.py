@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 from vta.compiler.ir import expr as E
-from vta.compiler.ir import poly
+from vta.compiler.ir import intrin, poly
+from vta.compiler.ir.relations import Fuse, Split, ceil_div, leaf_extents
 from vta.compiler.ir.stmt import SCOPES, ForKind
 from vta.compiler.ir.tensor import ComputeOp, IterVar, Tensor, TensorRead, post_order
 from vta.errors import ScheduleError
@@ -40,27 +41,6 @@ __all__ = [
 #: GPU thread indices a loop can be bound to
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                "threadIdx.z")
-
-
-@dataclass(frozen=True, slots=True)
-class Split:
-    """``parent = outer * factor + inner``; exactly one of ``factor``/``nparts`` is set (the
-    other follows from the parent's extent, which lowering infers)."""
-
-    parent: IterVar
-    outer: IterVar
-    inner: IterVar
-    factor: int | None
-    nparts: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Fuse:
-    """``fused = outer * extent(inner) + inner``."""
-
-    outer: IterVar
-    inner: IterVar
-    fused: IterVar
 
 
 Relation = Split | Fuse
@@ -88,10 +68,6 @@ INLINE = "inline"
 
 def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class Stage:
@@ -178,8 +154,8 @@ class Stage:
             key = "factor" if factor is not None else "nparts"
             raise self._fail("split", axis, f"{key} must be a positive integer, got {n!r}")
         assert n is not None
-        inner_ext = n if factor is not None else _ceil_div(axis.extent, n)
-        outer_ext = _ceil_div(axis.extent, n) if factor is not None else n
+        inner_ext = n if factor is not None else ceil_div(axis.extent, n)
+        outer_ext = ceil_div(axis.extent, n) if factor is not None else n
         outer = IterVar(E.Var(f"{axis.name}_o"), outer_ext, axis.kind)
         inner = IterVar(E.Var(f"{axis.name}_i"), inner_ext, axis.kind)
         self.relations.append(Split(axis, outer, inner, factor, nparts))
@@ -286,8 +262,6 @@ class Stage:
     def tensorize(self, axis: IterVar, intrinsic: TensorIntrinsic) -> None:
         """Replace the loops from ``axis`` inward by ``intrinsic``; refused unless the region
         computes exactly the intrinsic's declaration (shape, dtypes, access pattern)."""
-        from vta.compiler.ir import intrin
-
         k = self._leaf_index(axis, "tensorize")
         region = self.leaf_iter_vars[k:]
         extents = leaf_extents(self, {iv: iv.extent for iv in (*self.axis, *self.reduce_axis)})
@@ -537,45 +511,6 @@ def _replace_reads(op: ComputeOp, old: Tensor, new: Tensor) -> ComputeOp:
         return None
 
     return ComputeOp(op.name, op.axes, E.substitute(op.body, fn), op.dtype, op.tag)
-
-
-def leaf_extents(stage: Stage, root: dict[IterVar, int]) -> dict[IterVar, int]:
-    """Extents of every iteration variable from the extents of the root axes, following the
-    stage's splits and fuses (lowering passes the inferred extents of attached stages)."""
-    ext = dict(root)
-    for r in stage.relations:
-        if isinstance(r, Split):
-            n = ext[r.parent]
-            inner = r.factor if r.factor is not None else _ceil_div(n, r.nparts or 1)
-            ext[r.inner] = inner
-            ext[r.outer] = _ceil_div(n, inner)
-        else:
-            ext[r.fused] = ext[r.outer] * ext[r.inner]
-    return ext
-
-
-def root_values(stage: Stage, leaf: dict[IterVar, E.Expr],
-                ext: dict[IterVar, int]) -> dict[IterVar, E.Expr]:
-    """Each iteration variable's value (relative to its range's start) in terms of the leaf
-    loop values, walking the relations backwards."""
-    val = dict(leaf)
-    for r in reversed(stage.relations):
-        if isinstance(r, Split):
-            val[r.parent] = poly.simplify(val[r.outer] * ext[r.inner] + val[r.inner])
-        else:
-            val[r.outer] = val[r.fused] // ext[r.inner]
-            val[r.inner] = val[r.fused] % ext[r.inner]
-    return val
-
-
-def split_guards(stage: Stage, val: dict[IterVar, E.Expr],
-                 ext: dict[IterVar, int]) -> list[tuple[IterVar, E.Expr]]:
-    """``(axis, value < extent)`` for every split that does not divide its axis."""
-    out = []
-    for r in stage.relations:
-        if isinstance(r, Split) and ext[r.outer] * ext[r.inner] != ext[r.parent]:
-            out.append((r.parent, val[r.parent] < ext[r.parent]))
-    return out
 
 
 def divisors(n: int) -> list[int]:

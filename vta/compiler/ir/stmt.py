@@ -71,11 +71,6 @@ class Stmt:
 
     __slots__ = ()
 
-    def __str__(self) -> str:
-        from vta.compiler.ir.printer import stmt_str
-
-        return stmt_str(self)
-
 
 @dataclass(frozen=True, slots=True)
 class BufferStore(Stmt):
@@ -174,11 +169,6 @@ class PrimFunc:
 
     def with_body(self, body: Stmt) -> PrimFunc:
         return self if body is self.body else PrimFunc(self.name, self.params, body, self.attrs)
-
-    def __str__(self) -> str:
-        from vta.compiler.ir.printer import func_str
-
-        return func_str(self)
 
 
 def seq(*stmts: Stmt | None) -> Stmt:

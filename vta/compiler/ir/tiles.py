@@ -13,8 +13,10 @@ with that loop's extent: the bound is exact for such dimensions, and only they a
 from __future__ import annotations
 
 from vta.compiler.ir import expr as E
+from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.schedule import Schedule, Split, Stage, divisors, leaf_extents
+from vta.compiler.ir.relations import Split, leaf_extents
+from vta.compiler.ir.schedule import Schedule, Stage, divisors
 
 __all__ = ["explain_overflow"]
 
@@ -86,8 +88,6 @@ def explain_overflow(sch: Schedule, func: S.PrimFunc, buffer: str, entries: int,
 
 def _unit_in(e: E.Expr, tile_vars: set[E.Var]) -> bool:
     """``e`` has stride 1 in the tile loop it uses (other terms are outer loops: the base)."""
-    from vta.compiler.ir import poly
-
     terms, _ = poly.linear_form(e)
     inner = {v: c for v, c in terms.items() if v in tile_vars}
     return len(inner) == 1 and next(iter(inner.values())) == 1

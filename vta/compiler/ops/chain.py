@@ -2,7 +2,7 @@
 
 A ``Chain`` is what graph-level fusion (``vta.graph.passes.fuse``) hands the compiler after an
 anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``EwStage``s, each
-``x -> fn(x, *operands)`` on the running int32 value, and the ``Operand``s they read:
+``x -> fn(x, *operands)`` on the running int32 value, and the ``ChainOperand``s they read:
 
 * ``"tensor"``: an int8 tensor shaped like the op's output (a residual branch), optionally
   scaled first (``prep``: e.g. ``b * mult_b``, the add's requantization of its other branch);
@@ -24,7 +24,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 
-__all__ = ["Operand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
+__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
 
 TENSOR, CHANNEL = "tensor", "channel"
@@ -33,7 +33,7 @@ EYE = "eye"
 
 
 @dataclass(frozen=True, eq=False)
-class Operand:
+class ChainOperand:
     """An extra input of a chain (module docstring). ``label`` describes ``prep`` (it enters
     the chain's ``key``)."""
 
@@ -64,7 +64,7 @@ class Chain:
     """Element-wise stages after an op's epilogue, and the operands they read."""
 
     stages: tuple[EwStage, ...] = ()
-    operands: tuple[Operand, ...] = field(default=())
+    operands: tuple[ChainOperand, ...] = field(default=())
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -73,7 +73,7 @@ class Chain:
                 tuple((o.kind, o.label) for o in self.operands))
 
     @property
-    def tensors(self) -> list[Operand]:
+    def tensors(self) -> list[ChainOperand]:
         return [o for o in self.operands if o.kind == TENSOR]
 
     def __bool__(self) -> bool:
@@ -120,9 +120,9 @@ def add_stage(mult: int, operand: int, name: str = "add") -> EwStage:
     return EwStage(name, lambda x, o: _times(x, mult) + o, (operand,), label=f"madd({mult})")
 
 
-def scaled_operand(name: str, mult: int) -> Operand:
+def scaled_operand(name: str, mult: int) -> ChainOperand:
     """An int8 tensor operand multiplied by ``mult`` on its own tile first."""
-    return Operand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
+    return ChainOperand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
                    f"*{mult}" if mult != 1 else "")
 
 

@@ -19,7 +19,7 @@ from vta.errors import ShapeError
 if TYPE_CHECKING:
     pass
 
-__all__ = ["DepthwiseSpec", "depthwise_reference"]
+__all__ = ["DepthwiseSpec", "depthwise_acc", "depthwise_reference"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +61,9 @@ class DepthwiseSpec:
                 f"{self.c}x{self.oh}x{self.ow} k={self.k}x{self.k} s={self.stride} p={self.pad}")
 
 
-def depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
-                        spec: DepthwiseSpec, epi: Epilogue) -> np.ndarray:
-    """Bit-exact numpy reference: ``x`` NCHW int8, ``w`` (C, K, K) int8; int32 accumulation
-    (wrapping), then the epilogue."""
+def depthwise_acc(x: np.ndarray, w: np.ndarray, spec: DepthwiseSpec) -> np.ndarray:
+    """Bit-exact numpy accumulators (N, C, OH, OW) int32 (wrapping like the hardware's):
+    ``x`` NCHW int8, ``w`` (C, K, K) int8."""
     s, p = spec.stride, spec.pad
     xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (p, p), (p, p)))
     acc = np.zeros((spec.n, spec.c, spec.oh, spec.ow), np.int64)
@@ -72,6 +71,11 @@ def depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
         for q in range(spec.k):
             win = xp[:, :, r: r + s * (spec.oh - 1) + 1: s, q: q + s * (spec.ow - 1) + 1: s]
             acc += win * w[None, :, r, q, None, None].astype(np.int64)
-    return apply_epilogue(acc.astype(np.int32), bias, epi, channel_axis=1)
+    return acc.astype(np.int32)
 
 
+def depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                        spec: DepthwiseSpec, epi: Epilogue) -> np.ndarray:
+    """Bit-exact numpy reference: the int32 accumulators (``depthwise_acc``), then the
+    epilogue."""
+    return apply_epilogue(depthwise_acc(x, w, spec), bias, epi, channel_axis=1)

@@ -16,7 +16,7 @@ from vta.compiler.tc.source import Pos, Source
 
 __all__ = [
     "Expr", "Num", "Ident", "Unary", "Binary", "Ternary", "Apply",
-    "WhereRange", "WhereExists", "Where", "Stmt", "Param", "Def", "Program",
+    "WhereRange", "WhereExists", "Where", "Stmt", "Param", "Def", "TcFile",
     "TExpr", "TNum", "TSize", "TIndex", "TRead", "TUnary", "TBinary", "TSelect", "TCast",
     "TCall", "REDUCTIONS",
 ]
@@ -140,7 +140,7 @@ class Def:
 
 
 @dataclass(frozen=True)
-class Program:
+class TcFile:
     """Every ``def`` of one source."""
 
     defs: tuple[Def, ...]

@@ -1,6 +1,6 @@
 """Lexer and recursive-descent parser of the TC language (grammar: docs/tc.md).
 
-``parse(text, name)`` returns a ``Program`` of every ``def`` in the text. Errors are
+``parse(text, name)`` returns a ``TcFile`` of every ``def`` in the text. Errors are
 ``TcSyntaxError``s naming the file, line and column, with the line and a caret.
 
 Two lexical details of TC: a reduction operator may be followed by ``!`` with no space in
@@ -111,14 +111,14 @@ class _Parser:
 
     # ------------------------------------------------------------------ definitions
 
-    def program(self) -> A.Program:
+    def program(self) -> A.TcFile:
         defs = []
         while self.tok.kind != "eof":
             defs.append(self.definition())
         if not defs:
             raise TcSyntaxError("no definition ('def name(...) -> (...) { ... }') in the file",
                                 self.src, self.tok.pos)
-        return A.Program(tuple(defs), self.src)
+        return A.TcFile(tuple(defs), self.src)
 
     def definition(self) -> A.Def:
         start = self.expect("def", "'def'")
@@ -310,6 +310,6 @@ class _Parser:
         return A.Apply(name.text, tuple(args), name.pos)
 
 
-def parse(text: str, name: str = "<tc>") -> A.Program:
+def parse(text: str, name: str = "<tc>") -> A.TcFile:
     """Parse TC source ``text`` (reported as ``name``) into its definitions."""
     return _Parser(Source(text, name)).program()

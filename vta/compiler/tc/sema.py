@@ -438,10 +438,6 @@ def _walk(e: A.TExpr) -> list[A.TExpr]:
     return out
 
 
-def _has_index(e: A.TExpr) -> bool:
-    return any(isinstance(n, A.TIndex) for n in _walk(e))
-
-
 def _const(e: A.TExpr) -> int | None:
     """The value of an integer expression without variables or sizes, else None."""
     if isinstance(e, A.TNum) and isinstance(e.value, int):
@@ -513,7 +509,7 @@ def _adapt(a: A.TExpr, b: A.TExpr) -> str:
     return _common(a.dtype, b.dtype)
 
 
-def check(program: A.Program, entry: str | None = None) -> CheckedDef:
+def check(program: A.TcFile, entry: str | None = None) -> CheckedDef:
     """Type-check the definition ``entry`` of ``program`` (the only one when None)."""
     names: dict[str, A.Def] = {}
     for d in program.defs:

@@ -50,7 +50,7 @@ from vta.errors import GpuLoweringError
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
 from vta.gpu.kernels.gemm import GemmBody, MmaKnobs
-from vta.gpu.kernels.layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
+from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat, spatial

@@ -42,13 +42,7 @@ from vta.errors import GpuLoweringError
 from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
-from vta.gpu.kernels.layout import (
-    Pattern,
-    SwizzledTile,
-    Tile,
-    choose_layout,
-    storage_shape,
-)
+from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait, LdMatrix, MmaSync
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
 
@@ -96,8 +97,6 @@ def bind_threads(func: S.PrimFunc) -> S.PrimFunc:
 def _shared_bytes(body: S.Stmt, fname: str) -> int:
     """Static shared memory of one block; refused above ``MAX_SHARED_BYTES``, naming each
     shared buffer with its shape and size."""
-    from vta.compiler.ir.expr import DTYPES
-
     total = 0
     parts = []
     for n in E.walk(body):

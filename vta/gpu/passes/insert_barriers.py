@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vta.compiler.ir import expr as E
-from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import ThreadIndex, WmmaLoad, WmmaStore
+from vta.gpu.dialect import ThreadIndex, WmmaLoad, WmmaStore, affine_terms
 
 __all__ = ["insert_barriers"]
 
@@ -41,19 +40,8 @@ class _Summary:
     synced: bool = False
 
 
-def _affine(e: E.Expr) -> dict[object, int] | None:
-    """``e`` as {var or thread index: coefficient, 1: constant} (``poly.linear_form``), or None
-    when a term is not a plain variable."""
-    terms, const = poly.linear_form(e)
-    if any(not isinstance(a, (E.Var, ThreadIndex)) for a in terms):
-        return None
-    out: dict[object, int] = {a: c for a, c in terms.items()}  # widens the key type
-    out[1] = const
-    return out
-
-
 def _const_diff(a: E.Expr, b: E.Expr) -> int | None:
-    fa, fb = _affine(a), _affine(b)
+    fa, fb = affine_terms(a), affine_terms(b)
     if fa is None or fb is None:
         return None
     keys = set(fa) | set(fb)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from vta.compiler.ops.chain import EYE
 from vta.config import HwConfig
 from vta.graph.ir import Graph
-from vta.graph.passes.layout import DramTensor, LayoutPlan
+from vta.graph.passes.plan_layouts import DramTensor, LayoutPlan
 from vta.graph.place import Kernel, Step
 from vta.isa.program import DRAM_ALIGN
 

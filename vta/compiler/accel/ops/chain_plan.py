@@ -17,12 +17,15 @@ from functools import lru_cache
 from typing import Any
 
 from vta.compiler.accel.ops.packed_op import PackedOp
+from vta.compiler.accel.select import candidates, cover
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, TensorRead, placeholder, reduce_axis
 from vta.compiler.ir.tensor import sum_ as tsum
-from vta.compiler.ops.chain import CHANNEL, EYE, TENSOR, Chain, EwStage, Operand, ew
+from vta.compiler.ops.chain import CHANNEL, EYE, TENSOR, Chain, ChainOperand, EwStage, ew
 from vta.config import HwConfig
 from vta.errors import CompileError
+from vta.isa.builtins import GEMM
+from vta.isa.defs import instance
 
 
 def check_widening(hw: HwConfig, what: str) -> None:
@@ -56,7 +59,7 @@ def widen(src: Tensor, eye: Tensor, name: str) -> Tensor:
     return ew(src.shape, body, name)
 
 
-def _operand_value(op: PackedOp, o: Operand, t: Tensor, ax: tuple[E.Var, ...]) -> E.Expr:
+def _operand_value(op: PackedOp, o: ChainOperand, t: Tensor, ax: tuple[E.Var, ...]) -> E.Expr:
     if o.kind == CHANNEL:
         return t[ax[op.roles["oc"]], ax[-2], ax[-1]]
     return t[ax]
@@ -102,7 +105,7 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
         reads = [(chain.operands[k], values[k]) for k in s.reads]
 
         def body(*ax: E.Var, src: Tensor = src, s: EwStage = s,
-                 reads: Sequence[tuple[Operand, Tensor]] = reads) -> E.Expr:
+                 reads: Sequence[tuple[ChainOperand, Tensor]] = reads) -> E.Expr:
             return s.fn(src[ax], *(_operand_value(op, o, t, ax) for o, t in reads))
 
         cur = ew(shape, body, f"{op.name}_{s.name}")
@@ -133,8 +136,6 @@ def chain_instructions(chain: Chain, hw: HwConfig) -> tuple[tuple[Any, dict[str,
     """The instructions one accumulator entry of ``chain`` costs on ``hw``, in order, as
     ``(definition, fields)``: per int8 operand a GEMM reset and a GEMM (the widening) and its
     ``prep``'s ALU instructions, then each stage's (``chain_plan``)."""
-    from vta.isa.builtins import GEMM
-
     out: list[tuple[Any, dict[str, Any]]] = []
     for _ in chain.tensors:  # the widening: a reset and one GEMM per entry
         out += [(GEMM, {"reset": True}), (GEMM, {})]
@@ -154,8 +155,6 @@ def chain_cycles_split(chain: Chain, hw: HwConfig) -> tuple[int, int]:
     stages. On VTA's one compute pipeline the two add up; on hardware whose ALU is a pipeline
     of its own (``alu.separate_pipeline``) they run side by side, so a lower bound takes each
     on its own pipeline."""
-    from vta.isa.defs import instance
-
     gemm = alu = 0
     for d, fields in chain_instructions(chain, hw):
         assert d.issue is not None
@@ -176,8 +175,6 @@ def chain_plan(chain: Chain, hw: HwConfig) -> tuple[Any, ...]:
 
 @lru_cache(maxsize=256)
 def _plan(chain: Chain, key: tuple[Any, ...], hw: HwConfig) -> tuple[Any, ...]:
-    from vta.compiler.accel.select import candidates, cover
-
     g = hw.gemm
     shape = (1, 1, g.batch, g.block_out)
     acc = placeholder(shape, g.acc_dtype, "acc")

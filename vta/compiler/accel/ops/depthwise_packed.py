@@ -27,13 +27,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vta.compiler.accel.cost import instruction_cycles, microop_instruction_cycles, prototype
+from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
+from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
 from vta.compiler.accel.ops.packed_op import PackedOp
+from vta.compiler.accel.pipeline import compile_func
 from vta.compiler.ir import expr as E
+from vta.compiler.ir.lower import lower
+from vta.compiler.ir.schedule import create_schedule
 from vta.compiler.ir.tensor import compute, placeholder, reduce_axis, sum_
 from vta.compiler.ops.depthwise import DepthwiseSpec
 from vta.compiler.ops.epilogue import Epilogue, epilogue_compute
 from vta.config import HwConfig
 from vta.errors import ShapeError, VtaError
+from vta.isa import MemType
+from vta.isa.builtins import GEMM, LOAD, STORE
+from vta.isa.defs import require
 
 if TYPE_CHECKING:
     from vta.compiler.ir.intrin import TensorIntrinsic
@@ -159,8 +168,6 @@ def schedule_depthwise(op: PackedOp, s: DwSchedule, intrin: TensorIntrinsic,
     """The tile loops (channel blocks, rows split over ``vthreads``, columns), the input copy
     per tile, the weights copied once per channel tile (into ``weight_scope``), the bias once,
     the epilogue on the accumulator tile, and the block loops tensorized onto ``intrin``."""
-    from vta.compiler.ir.schedule import create_schedule
-
     sch = create_schedule(op.out)
     acc = sch.cache_write(op.acc, "acc")
     sch[op.acc].compute_inline()
@@ -244,11 +251,6 @@ def estimate(spec: DepthwiseSpec, hw: HwConfig, s: DwSchedule, intrin: TensorInt
              weight_scope: str, epi: Epilogue) -> float:
     """First-order cycles: per tile the compute instruction (its definition's timing), the
     epilogue (its instructions') and the input DMA, overlapped by two threads."""
-    from vta.compiler.accel.cost import instruction_cycles, microop_instruction_cycles, prototype
-    from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
-    from vta.isa import MemType
-    from vta.isa.builtins import GEMM, LOAD, STORE
-
     def micro(defn: Any, n: int, **fields: Any) -> float:
         return microop_instruction_cycles(defn, n, hw, **fields) + 4
 
@@ -306,11 +308,6 @@ def compile_depthwise(spec: DepthwiseSpec, hw: HwConfig, *,
     ``layout`` otherwise. The schedule is ``schedule``, else the best of the model's ``refine``
     cheapest by the ``cost`` oracle (cycles of a program; the timing-only simulator in
     ``vta.runner``), else the model's first choice."""
-    from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
-    from vta.compiler.accel.pipeline import compile_func
-    from vta.compiler.ir.lower import lower
-    from vta.isa.defs import require
-
     epi = epilogue or Epilogue()
     intrin = intrinsic or vta_gemm_intrinsic(hw)
     if intrin.instruction is None:

@@ -11,10 +11,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from vta.compiler.accel.cost import reset_instruction
+from vta.compiler.accel.select import candidates, cover
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import ComputeOp, Tensor, TensorRead, placeholder
 from vta.compiler.ops.epilogue import Epilogue, epilogue_compute
 from vta.errors import CompileError
+from vta.isa.builtins import GEMM
+from vta.isa.defs import instance
 
 if TYPE_CHECKING:
     from vta.compiler.accel.select import Selected
@@ -30,8 +34,6 @@ def epilogue_plan(epi: Epilogue, hw: HwConfig) -> tuple[Selected, ...]:
 
 @lru_cache(maxsize=128)
 def _plan(epi: Epilogue, key: tuple[Any, ...], hw: HwConfig) -> tuple[Selected, ...]:
-    from vta.compiler.accel.select import candidates, cover
-
     g = hw.gemm
     shape = (1, 1, g.batch, g.block_out)
     acc = placeholder(shape, g.acc_dtype, "acc")
@@ -69,10 +71,6 @@ def epilogue_cycles_per_entry(epi: Epilogue, hw: HwConfig) -> int:
     separate pipeline) and the epilogue's instructions (``issue`` cycles of each, from their
     definitions). On VTA the compute module spends them serially with its GEMMs; a separate
     ALU spends them beside."""
-    from vta.compiler.accel.cost import reset_instruction
-    from vta.isa.builtins import GEMM
-    from vta.isa.defs import instance
-
     reset, fields = reset_instruction(hw, GEMM)
     assert reset.issue is not None
     total = reset.issue(instance(reset, reset=True, **dict(fields)), hw)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.config import HwConfig
+from vta.errors import ShapeError
 
 __all__ = ["FOLDS", "ConvFold", "fold_candidates"]
 
@@ -53,14 +54,7 @@ class ConvFold:
 
     def __post_init__(self) -> None:
         if self.kind not in FOLDS:
-            from vta.errors import ShapeError
-
             raise ShapeError(f"conv2d fold must be one of {', '.join(FOLDS)}, got {self.kind!r}")
-
-    @property
-    def row_phases(self) -> int:
-        """Kernel-row phases folded into the channels (``"kw"``: the stride)."""
-        return self.spec.stride if self.kind == "kw" else 1
 
     @property
     def kh(self) -> int:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, microop_instruction_cycles, prototype
+from vta.compiler.accel.driver import memory_cycles
 from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
 from vta.compiler.accel.ops.chain_plan import (
     apply_chain,
@@ -57,7 +58,7 @@ from vta.compiler.ops.chain import Chain, ew
 from vta.compiler.ops.window import WindowSpec
 from vta.config import HwConfig
 from vta.errors import ScheduleError
-from vta.isa import MemType, Program
+from vta.isa import MemType, Program, by_name
 from vta.isa.builtins import GEMM, LOAD, STORE
 from vta.isa.defs import instance
 
@@ -231,8 +232,6 @@ def _own_cycles(spec: WindowSpec, hw: HwConfig, out_entries: int, in_entries: in
 
 
 def _alu_def(op: str) -> object:
-    from vta.isa import by_name
-
     return by_name(f"ALU.{op.upper()}")
 
 
@@ -372,7 +371,6 @@ def window_bound(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None
         compute = on_gemm + on_alu + resets * reset
     read = in_e * hw.inp_elem_bytes + tensors * out_e * hw.inp_elem_bytes
     written = out_e * hw.out_elem_bytes
-    from vta.compiler.accel.driver import memory_cycles
 
     memory = memory_cycles(hw, read, written)
     return {"compute_cycles": float(compute), "memory_cycles": memory,

@@ -51,12 +51,12 @@ from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
 from vta.errors import CompileError
-from vta.isa import Alu, AluOp, Deps, MemType, Module, definition_of, flag_for, module_of
+from vta.isa import Alu, AluOp, Deps, MemType, Unit, definition_of, flag_for, module_of
 from vta.isa import token_queues as _token_queues
 
 __all__ = ["insert_tokens", "accesses", "relay"]
 
-Queue = tuple[Module, Module]
+Queue = tuple[Unit, Unit]
 
 
 def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
@@ -141,18 +141,18 @@ class _Tokens:
         self.hw = hw
         self.separate = hw.alu.separate_pipeline
         self.flags = _flags(self.separate)
-        self.modules = [m for m in Module if m is not Module.ALU or self.separate]
+        self.modules = [m for m in Unit if m is not Unit.ALU or self.separate]
         depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
-        self.last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
-        self.last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Module for k in depth}
+        self.last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Unit for k in depth}
+        self.last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Unit for k in depth}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
-        self.mods: list[Module] = []
+        self.mods: list[Unit] = []
         self.pending: list[dict[str, bool]] = []
         #: per instruction: the latest index of each module known complete before it starts
         #: (``start``) and once it completes (``done``)
-        self.done: list[dict[Module, int]] = []
-        self.last_of: dict[Module, int] = {}
+        self.done: list[dict[Unit, int]] = []
+        self.last_of: dict[Unit, int] = {}
         #: per queue, where its pushes and pops are (the k-th pop pairs with the k-th push)
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
@@ -190,9 +190,9 @@ class _Tokens:
             result.append(ins)
         return result
 
-    def _needs(self, m: Module, acc: list[tuple[str, int, int, bool]]) -> dict[Module, int]:
+    def _needs(self, m: Unit, acc: list[tuple[str, int, int, bool]]) -> dict[Unit, int]:
         """The latest earlier instruction of each other module that ``acc`` conflicts with."""
-        needs: dict[Module, int] = {}
+        needs: dict[Unit, int] = {}
         for p in self.modules:
             if p is m:
                 continue
@@ -207,14 +207,14 @@ class _Tokens:
                 needs[p] = need
         return needs
 
-    def _start(self, m: Module, pops: dict[Queue, int]) -> dict[Module, int]:
+    def _start(self, m: Unit, pops: dict[Queue, int]) -> dict[Unit, int]:
         clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
         for need in pops.values():
             for mod, idx in self.done[need].items():
                 clock[mod] = max(clock.get(mod, -1), idx)
         return clock
 
-    def _append(self, ins: Insn, m: Module, pops: dict[Queue, int]) -> int:
+    def _append(self, ins: Insn, m: Unit, pops: dict[Queue, int]) -> int:
         k = len(self.out)
         flags: dict[str, bool] = {}
         for q, need in pops.items():
@@ -247,7 +247,7 @@ class _Tokens:
             if (p, m) in self.flags or clock.get(p, -1) >= n:
                 continue
             # no queue between them and not yet ordered: relay through the ALU module
-            r = Module.ALU
+            r = Unit.ALU
             if (p, r) not in self.flags or (r, m) not in self.flags:
                 raise CompileError(f"no token path from the {p.name.lower()} to the "
                                    f"{m.name.lower()} module")

@@ -38,7 +38,7 @@ from vta.compiler.accel.passes._common import flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
-from vta.isa import Module, definition_of, module_of
+from vta.isa import Unit, definition_of, module_of
 from vta.isa.timing import fetch_cycles
 
 __all__ = ["drain_tail", "MAX_PARTS"]
@@ -93,7 +93,7 @@ def _splittable(ins: Insn, hw: HwConfig) -> bool:
     if (d.role != "compute" or d.kind != "update" or not ins.uops
             or len(ins.executed) != len(ins.uops)):
         return False  # not an element-wise instruction running its whole block
-    if module_of(ins.insn, hw) not in (Module.COMPUTE, Module.ALU) or not d.alu:
+    if module_of(ins.insn, hw) not in (Unit.COMPUTE, Unit.ALU) or not d.alu:
         return False
     x: Any = ins.insn
     if getattr(x, "reset", False):
@@ -191,7 +191,7 @@ def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | No
     return out
 
 
-def _backlog(head: list[Insn], unit: Module, hw: HwConfig) -> float:
+def _backlog(head: list[Insn], unit: Unit, hw: HwConfig) -> float:
     """How long the store module may still be busy with earlier STOREs when the last
     instruction starts (time 0): each earlier STORE is taken to start when the instructions of
     ``unit`` after it in program order would start if ``unit`` never waited, the latest its

@@ -26,8 +26,10 @@ from vta.isa import (
     MemType,
     Program,
     ProgramBuilder,
+    Unit,
     Uop,
     definition_of,
+    module_of,
 )
 
 __all__ = ["emit_program"]
@@ -163,13 +165,11 @@ def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],
     must be there before the ALU reads them: the first ALU instruction waits for the LOAD.UOP
     (a compute -> alu token) unless it already waits, through its tokens, for a later compute
     instruction. Reloading micro-ops mid-program would race the ALU: refused."""
-    from vta.isa import Module, module_of
-
     if not resident:
         raise CompileError(f"{func.name}: the program's micro-ops exceed the uop buffer "
                            f"({hw.uop_depth}); with a separate ALU pipeline they must all be "
                            f"resident (reloading them would race the ALU)")
-    first_alu = next((k for k, x in enumerate(out) if module_of(x, hw) is Module.ALU), None)
+    first_alu = next((k for k, x in enumerate(out) if module_of(x, hw) is Unit.ALU), None)
     if first_alu is None or not (isinstance(out[0], Load) and out[0].mem is MemType.UOP):
         return out
     x: Any = out[first_alu]

@@ -27,12 +27,14 @@ import itertools
 import math
 from collections.abc import Callable
 
+from vta.compiler.accel.cost import instruction_cycles, prototype
 from vta.compiler.accel.passes._common import affine, map_stmt
 from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
-from vta.isa import InstructionDef
+from vta.isa import InstructionDef, MemType
+from vta.isa.builtins import LOAD
 from vta.isa.defs import instance, layout_of
 
 __all__ = ["generate_uops", "fold_loops", "Folding"]
@@ -218,10 +220,6 @@ def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, int]]:
 
 def _uop_load(hw: HwConfig) -> Callable[[int], float]:
     """Cycles of loading ``n`` micro-ops (the LOAD definition's duration)."""
-    from vta.compiler.accel.cost import instruction_cycles, prototype
-    from vta.isa import MemType
-    from vta.isa.builtins import LOAD
-
     def cycles(n: int) -> float:
         return instruction_cycles(prototype(LOAD, mem=MemType.UOP, y_size=1, x_size=n,
                                             x_stride=n), hw) if n else 0.0

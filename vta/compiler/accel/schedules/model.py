@@ -31,7 +31,8 @@ from vta.compiler.accel.cost import (
     reset_instruction,
 )
 from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
-from vta.compiler.accel.schedules.space import ConvProblem, ConvSchedule, Point, in_rows
+from vta.compiler.accel.schedules.space import ConvProblem, ConvSchedule, in_rows
+from vta.compiler.ir.space import Point
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.config import HwConfig

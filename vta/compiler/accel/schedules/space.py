@@ -49,16 +49,15 @@ predicate refuses it.
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vta.compiler.accel.ops.conv2d_packed import packed_dims, row_subsampled
 from vta.compiler.accel.ops.fold import FOLDS, ConvFold, fold_candidates
 from vta.compiler.accel.ops.matmul_packed import packed_matmul_dims
+from vta.compiler.ir.space import Point
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.config import HwConfig
@@ -67,7 +66,7 @@ from vta.errors import ScheduleError
 if TYPE_CHECKING:
     from vta.compiler.accel.ops.chain_plan import ChainCost
 
-__all__ = ["ConvSchedule", "Point", "BoundSpace", "Enumerated", "enumerate_space", "ConvSpace",
+__all__ = ["ConvSchedule", "ConvSpace",
            "ConvProblem", "footprint", "fit_problems", "fit_report", "exact_layout",
            "divisors", "tile_choices", "ROW_TILES", "COL_TILES", "Accept"]
 
@@ -129,98 +128,6 @@ Accept = Callable[[ConvSchedule], bool]
 
 
 # ------------------------------------------------------------------------------ points
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """One value per knob, in the space's knob order: hashable, and JSON for the cache."""
-
-    values: tuple[tuple[str, Any], ...]
-
-    @classmethod
-    def of(cls, knobs: Iterable[str], values: Mapping[str, Any]) -> Point:
-        """The point giving ``values`` to ``knobs`` (in that order)."""
-        return cls(tuple((k, values[k]) for k in knobs))
-
-    def __getitem__(self, knob: str) -> Any:
-        for k, v in self.values:
-            if k == knob:
-                return v
-        raise KeyError(knob)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.values)
-
-    def replace(self, **changes: Any) -> Point:
-        """This point with some knobs changed."""
-        return Point(tuple((k, changes.get(k, v)) for k, v in self.values))
-
-    def key(self) -> str:
-        """Canonical JSON (the cache stores points by it)."""
-        return json.dumps(self.as_dict(), separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Point:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError(f"a point is a JSON object, got {text!r}")
-        return cls(tuple(data.items()))
-
-    def __str__(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.values)
-
-
-class BoundSpace(Protocol):
-    """A space bound to one problem (what the search and the tuner see)."""
-
-    @property
-    def name(self) -> str:
-        """The space's name (a cache key part)."""
-        ...
-
-    @property
-    def knobs(self) -> tuple[str, ...]:
-        """The knobs, in enumeration order."""
-        ...
-
-    def domain(self, knob: str, point: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The values ``knob`` may take given the values of the knobs before it."""
-        ...
-
-    def points(self) -> Iterator[Point]:
-        """Every point of the space, before pruning, in enumeration order."""
-        ...
-
-    def refusal(self, point: Point) -> tuple[str, str] | None:
-        """None when ``point`` fits, else ``(reason, message)``."""
-        ...
-
-
-@dataclass
-class Enumerated:
-    """A bound space's points that fit (enumeration order) and the refused ones, counted by
-    reason, with one message per reason."""
-
-    valid: list[Point]
-    refused: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def size(self) -> int:
-        return len(self.valid) + sum(self.refused.values())
-
-
-def enumerate_space(space: BoundSpace) -> Enumerated:
-    """Every point of ``space``, pruned (``BoundSpace.refusal``)."""
-    out = Enumerated([])
-    for p in space.points():
-        why = space.refusal(p)
-        if why is None:
-            out.valid.append(p)
-        else:
-            out.refused[why[0]] += 1
-            out.examples.setdefault(why[0], why[1])
-    return out
 
 
 # ------------------------------------------------------------------------- rules
@@ -501,14 +408,6 @@ class ConvProblem:
             int(point["tco"]), int(point["tci"]), int(point["th"]), int(point["tw"]),
             int(point["vthreads"]), str(point["vt_axis"]), str(point["order"]),
             str(point["operands"]))
-
-    def point_of(self, fold: str, s: ConvSchedule) -> Point:
-        """The point of layout ``fold`` and schedule ``s``."""
-        operands = "tile" if s.operands_per_tile(self.hw) else s.operands
-        return Point.of(self.knobs, {"fold": fold, "vthreads": s.vthreads,
-                                     "vt_axis": s.vt_axis, "order": s.order,
-                                     "operands": operands, "tco": s.tco, "tci": s.tci,
-                                     "th": s.th, "tw": s.tw})
 
     def refusal(self, point: Point) -> tuple[str, str] | None:
         """None when ``point`` fits (module docstring), else ``(reason, message)``."""

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from vta.config import HwConfig
 from vta.errors import GraphError
+from vta.graph.dram_layout import PackedLayout
 from vta.graph.ir import Graph, Value
-from vta.graph.layout import PackedLayout
 from vta.graph.place import HostOp, Kernel, Step
 
 __all__ = ["DramTensor", "Transform", "LayoutPlan", "plan_layouts"]

@@ -20,10 +20,10 @@ from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
 from vta.errors import RegionError
 
-__all__ = ["infer_bounds", "RegionError"]
+__all__ = ["infer_regions", "RegionError"]
 
 
-def infer_bounds(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
+def infer_regions(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     ranges: dict[S.Buffer, list[tuple[int, int]]] = {}
     loops: dict[E.Var, int] = {}
 

@@ -1,9 +1,11 @@
-"""Run Tensor Comprehensions definitions: ``vta tc show`` and ``vta run --tc``.
+"""Tensor Comprehensions definitions on any target (``vta run --tc``), checked against the TC
+interpreter.
 
-This module sits above the compiler, the simulator and the GPU backend and joins them (as
-``vta.runner`` does for named workloads): it loads a TC definition (``vta.compiler.tc``),
-maps it without a user schedule (``map_vta`` for the accelerator, ``map_gpu`` for the GPU),
-runs it on random inputs and checks every output against the TC interpreter.
+A TC definition (``vta.compiler.tc``) is mapped without a user schedule
+(``vta.compiler.accel.tc_map`` for the accelerator, ``vta.gpu.tc_map`` for the GPU targets),
+run on random inputs (or the caller's) through the target's ``execute``, and every output is
+compared with the TC interpreter by ``vta.run.check.compare_all``: integers bit-exact, floats
+within the dtype's tolerance (a compiled float sum adds in another order).
 
 On the accelerator the host executes the plan's tasks in order: a GEMM task gathers its
 operands into matrices (the layout transform), packs them, simulates one program run per
@@ -14,11 +16,9 @@ loop nest in the IR interpreter. Cycles are the sum of every simulated run.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,11 +48,6 @@ from vta.compiler.ir.tensor import Tensor
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.tc import (
     Definition,
-    TcSizeError,
-    definitions,
-    describe,
-    load_file,
-    parse_sizes,
 )
 from vta.compiler.tc.frontend import random_inputs
 from vta.compiler.tc.interp import NP_DTYPE
@@ -60,27 +55,22 @@ from vta.compiler.tc.ranges import Concrete
 from vta.config import HwConfig
 from vta.gpu.tc_map import GpuProgram, MappingOptions, isolate, map_gpu
 from vta.isa import Program
+from vta.run.check import Check, compare_all
+from vta.run.targets import AccelTarget, Target
 
-__all__ = ["TaskReport", "VtaRun", "GpuRun", "run_vta", "run_gpu", "check_outputs",
-           "tc_command", "run_tc"]
+__all__ = ["TaskReport", "VtaRun", "GpuRun", "run_tc", "run_vta", "run_gpu", "check_outputs"]
 
 Simulate = Callable[[Program, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], int]]
 
 
-def _simulator(hw: HwConfig) -> Simulate:
-    from vta.sim import simulate
+def _simulator(target: AccelTarget) -> Simulate:
+    """A task's program run on the target: its outputs and cycles."""
 
     def run(program: Program, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
-        r = simulate(program, hw, inputs)
-        return {k: np.asarray(v) for k, v in r.outputs.items()}, r.stats.cycles
+        ex = target.execute(program, inputs)
+        return ex.outputs, int(ex.stats.cycles)
 
     return run
-
-
-def _timing(hw: HwConfig) -> Callable[[Program], int]:
-    from vta.run.runner import timing_cost
-
-    return timing_cost(hw)
 
 
 @dataclass
@@ -116,8 +106,16 @@ class VtaRun:
     work_accel: int
     seconds_compile: float
     seconds_sim: float
-    passed: bool | None = None
-    mismatches: dict[str, int] = field(default_factory=dict)
+    #: the outputs against the TC interpreter (None: not checked)
+    check: Check | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.check is None else self.check.passed
+
+    @property
+    def mismatches(self) -> dict[str, int]:
+        return {} if self.check is None else dict(self.check.counts)
 
     @property
     def cycles(self) -> int:
@@ -134,7 +132,9 @@ class VtaRun:
 
     def summary(self) -> dict[str, Any]:
         return {"definition": self.name, "hw": self.hw, "target": "vta", "passed": self.passed,
-                "mismatches": self.mismatches, "cycles": self.cycles,
+                "mismatches": self.mismatches,
+                "verdict": self.check.line() if self.check is not None else None,
+                "cycles": self.cycles,
                 "accelerator_fraction": self.fraction, "work": self.work,
                 "work_on_accelerator": self.work_accel, "gemm_macs": self.macs,
                 "tasks": [t.__dict__ for t in self.tasks],
@@ -283,17 +283,19 @@ def _detail(task: Task, hw: HwConfig) -> str:
     return task.reason
 
 
-def run_vta(d: Definition, sizes: dict[str, int], hw: HwConfig,
+def run_vta(d: Definition, sizes: dict[str, int], target: AccelTarget,
             inputs: dict[str, np.ndarray] | None = None, *, seed: int = 0, refine: int = 1,
             check: bool = True) -> VtaRun:
     """Map ``d`` to the accelerator at ``sizes`` (``plan_vta``), run it on the cycle-level
-    simulator (CPU tasks on the host) and, with ``check``, compare with the interpreter."""
+    simulator (CPU tasks on the host) and, with ``check``, compare with the interpreter.
+    ``refine``: GEMM tasks time that many schedule candidates on the timing-only simulator."""
+    hw = target.hw
     c = d.at(sizes)
     ins = inputs if inputs is not None else random_inputs(d, c, seed)
     f = d.to_ir(sizes)
     plan = plan_vta(f, hw)
-    sim = _simulator(hw)
-    cost = _timing(hw) if refine > 1 else None
+    sim = _simulator(target)
+    cost = target.cycles if refine > 1 else None
     values: dict[Tensor, np.ndarray] = {t: ins[t.name] for t in f.inputs}
     reports = []
     t_compile = t_sim = 0.0
@@ -318,26 +320,20 @@ def run_vta(d: Definition, sizes: dict[str, int], hw: HwConfig,
     accel = sum(c.points(k) for k in accelerated)
     run = VtaRun(d.name, hw.name, outs, reports, work, accel, t_compile, t_sim)
     if check:
-        run.passed, run.mismatches = check_outputs(d, c, ins, outs)
+        run.check = check_outputs(d, c, ins, outs)
     return run
 
 
 def check_outputs(d: Definition, c: Concrete, inputs: dict[str, np.ndarray],
-                  outputs: dict[str, np.ndarray]) -> tuple[bool, dict[str, int]]:
-    """Compare ``outputs`` with the TC interpreter: integers bit-exact, floats within 1e-3
-    (fp16: 1e-2) relative and absolute (a compiled float sum adds in another order)."""
+                  outputs: dict[str, np.ndarray]) -> Check:
+    """Compare ``outputs`` with the TC interpreter (``vta.run.check.compare_all``: integers
+    bit-exact, floats within their dtype's tolerance). An output of another dtype than the
+    interpreter's differs whole."""
     ref = d.interpret(c, inputs)
-    bad: dict[str, int] = {}
-    for name in d.cdef.outputs:
-        got, want = outputs[name], ref[name]
-        if got.shape != want.shape or got.dtype != want.dtype:
-            bad[name] = int(want.size)
-        elif got.dtype.kind == "f":
-            tol = 1e-2 if got.dtype == np.float16 else 1e-3
-            bad[name] = int(np.count_nonzero(~np.isclose(got, want, rtol=tol, atol=tol)))
-        else:
-            bad[name] = int(np.count_nonzero(got != want))
-    return not any(bad.values()), bad
+    want = {name: ref[name] for name in d.cdef.outputs}
+    got = {name: outputs[name] for name in d.cdef.outputs
+           if outputs[name].dtype == ref[name].dtype}
+    return compare_all(want, got, against="the TC interpreter")
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -345,7 +341,7 @@ def check_outputs(d: Definition, c: Concrete, inputs: dict[str, np.ndarray],
 
 @dataclass
 class GpuRun:
-    """A definition run through the GPU mapper (emulated or on a GPU)."""
+    """A definition run through the GPU mapper on ``target`` (the emulator or a GPU)."""
 
     name: str
     target: str
@@ -353,26 +349,33 @@ class GpuRun:
     sources: list[str]
     outputs: dict[str, np.ndarray]
     seconds: float
-    passed: bool | None = None
-    mismatches: dict[str, int] = field(default_factory=dict)
+    #: the outputs against the TC interpreter (None: not checked)
+    check: Check | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.check is None else self.check.passed
+
+    @property
+    def mismatches(self) -> dict[str, int]:
+        return {} if self.check is None else dict(self.check.counts)
 
     def summary(self) -> dict[str, Any]:
         return {"definition": self.name, "target": self.target, "passed": self.passed,
-                "mismatches": self.mismatches, "seconds": self.seconds,
+                "mismatches": self.mismatches,
+                "verdict": self.check.line() if self.check is not None else None,
+                "seconds": self.seconds,
                 "kernels": [{"name": k.name, "statements": list(k.statements),
                              "shared": list(k.shared), "tile": list(k.knobs.tile),
                              "threads": list(k.knobs.threads), "reduction_tile": k.knobs.kt}
                             for k in self.program.kernels]}
 
 
-def run_gpu(d: Definition, sizes: dict[str, int], target: str = "cuda-emu",
+def run_gpu(d: Definition, sizes: dict[str, int], target: Target,
             options: MappingOptions | None = None, inputs: dict[str, np.ndarray] | None = None,
             *, seed: int = 0, check: bool = True) -> GpuRun:
-    """Map ``d`` to the GPU (``map_gpu``), lower, render, run each kernel in order (the SIMT
-    emulator for ``cuda-emu``, CuPy for ``cuda``) and compare with the interpreter."""
-    from vta.gpu.cuda import render_cuda
-    from vta.gpu.lower_gpu import lower_for_gpu
-
+    """Map ``d`` to the GPU (``map_gpu``), compile each kernel for ``target`` (the SIMT
+    emulator or a GPU), run them in order and compare with the interpreter."""
     c = d.at(sizes)
     ins = inputs if inputs is not None else random_inputs(d, c, seed)
     prog = map_gpu(d.to_ir(sizes), options)
@@ -384,101 +387,24 @@ def run_gpu(d: Definition, sizes: dict[str, int], target: str = "cuda-emu",
     sources = []
     t0 = time.perf_counter()
     for k in prog.kernels:
-        func = lower_for_gpu(k.func)
-        kernel = render_cuda(func)
+        kernel = target.compile(k.func)
         sources.append(kernel.source)
-        arrays = [bufs[n] for n in (*k.inputs, k.output)]
-        if target == "cuda":
-            from vta.gpu.runtime import run_kernel
-
-            bufs[k.output] = run_kernel(kernel, arrays)[-1]
-        else:
-            from vta.gpu.emulator import Emulator
-
-            Emulator(func).run(*arrays)
+        params = kernel.func.params
+        arrays = {b.name: bufs[n] for b, n in zip(params, (*k.inputs, k.output), strict=True)}
+        ex = target.execute(kernel, arrays)
+        bufs[k.output] = ex.outputs[params[-1].name]
     outs = {o: bufs[o] for o in d.cdef.outputs}
-    run = GpuRun(d.name, target, prog, sources, outs, time.perf_counter() - t0)
+    run = GpuRun(d.name, target.name, prog, sources, outs, time.perf_counter() - t0)
     if check:
-        run.passed, run.mismatches = check_outputs(d, c, ins, outs)
+        run.check = check_outputs(d, c, ins, outs)
     return run
 
 
-# ---------------------------------------------------------------------------- CLI
-
-
-def tc_command(args: argparse.Namespace) -> int:
-    """``vta tc show FILE [--entry NAME] [--size N=..]``: print the inferred domains."""
-    sizes = parse_sizes(args.size)
-    names = [args.entry] if args.entry else definitions(args.file)
-    texts = []
-    for name in names:
-        d = load_file(args.file, name)
-        texts.append(describe(d, d.at(sizes) if sizes else None))
-    print("\n\n".join(texts))
-    return 0
-
-
-#: ``vta run`` options that describe a named workload or its hand-set schedule
-_WORKLOAD_FLAGS = ("layers", "batch", "height", "width", "in_channels", "out_channels", "kernel",
-                   "stride", "pad", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "trace",
-                   "dump_ir")
-
-
-def _check_flags(args: argparse.Namespace) -> None:
-    """Options of ``vta run`` that mean nothing for a TC definition are refused by name."""
-    given = [f for f in _WORKLOAD_FLAGS if getattr(args, f, None) not in (None, False)]
-    given += [f for f in ("no_latency_hiding", "check_reference") if getattr(args, f, False)]
-    if getattr(args, "sizes", None):
-        given.append("positional sizes")
-    if given:
-        names = ", ".join(n if " " in n else "--" + n.replace("_", "-") for n in given)
-        raise TcSizeError(f"vta run --tc: {names} apply to named workloads, not to a TC "
-                          f"definition (sizes come from --size, the schedule from the mapper)")
-    if getattr(args, "emit_cuda", False) and args.target == "vta":
-        raise TcSizeError("vta run --tc: --emit-cuda needs --target cuda-emu or cuda")
-
-
-def run_tc(args: argparse.Namespace) -> int:
-    """``vta run --tc FILE [--entry NAME] --size N=.. [--target vta|cuda-emu|cuda]``: map,
-    run and check against the TC interpreter; 0 on PASS, 1 on a mismatch."""
-    _check_flags(args)
-    d = load_file(args.tc, args.entry)
-    sizes = parse_sizes(args.size)
-    seed = args.seed or 0
-    if args.target == "vta":
-        from vta.cli import DEFAULT_HW
-
-        hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
-        r = run_vta(d, sizes, hw, seed=seed, refine=3)
-        if args.json:
-            print(json.dumps(r.summary(), indent=2, default=str))
-            return 0 if r.passed else 1
-        print(f"{d.name} ({', '.join(f'{k}={v}' for k, v in sizes.items())}) on {hw.name}")
-        for t in r.tasks:
-            print(f"  {t.line()}")
-        clock = hw.board.clock_mhz * 1e6
-        print(f"total {r.cycles:,} cycles = {r.cycles / clock * 1e3:.3f} ms at "
-              f"{hw.board.clock_mhz} MHz; {r.macs:,} MACs on the GEMM core; "
-              f"{r.fraction:.1%} of the work ({r.work_accel:,} of {r.work:,} MACs and element "
-              f"operations) on the accelerator")
-        print(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
-    else:
-        g = run_gpu(d, sizes, args.target, seed=seed)
-        if args.emit_cuda:
-            for src in g.sources:
-                print(src)
-        if args.json:
-            print(json.dumps(g.summary(), indent=2, default=str))
-            return 0 if g.passed else 1
-        where = "GPU" if args.target == "cuda" else "SIMT emulator"
-        print(f"{d.name} ({', '.join(f'{k}={v}' for k, v in sizes.items())}) on the {where}: "
-              f"{len(g.program.kernels)} kernel(s), {g.seconds * 1e3:.0f} ms")
-        for k in g.program.kernels:
-            print(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
-                  f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction tile "
-                  f"{k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
-        r = g  # type: ignore[assignment]
-    ok = bool(r.passed)
-    print("PASS: bit-exact against the TC interpreter" if ok else
-          f"FAIL: outputs differ from the TC interpreter: {r.mismatches}")
-    return 0 if ok else 1
+def run_tc(d: Definition, sizes: dict[str, int], target: Target, *, seed: int = 0,
+           inputs: dict[str, np.ndarray] | None = None, check: bool = True,
+           refine: int = 3) -> VtaRun | GpuRun:
+    """Run the definition ``d`` at ``sizes`` on ``target``, mapped without a schedule, and
+    (with ``check``) compare every output with the TC interpreter."""
+    if isinstance(target, AccelTarget):
+        return run_vta(d, sizes, target, inputs, seed=seed, refine=refine, check=check)
+    return run_gpu(d, sizes, target, inputs=inputs, seed=seed, check=check)

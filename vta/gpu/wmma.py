@@ -32,7 +32,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
-from vta.compiler.ir.intrin import TensorIntrinsic
+from vta.compiler.ir.intrin import TensorIntrinsic, TensorizeRegion
 from vta.compiler.ir.intrin import register as register_intrinsic
 from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.errors import GpuLoweringError
@@ -89,8 +89,6 @@ def wmma_intrinsic(in_dtype: str) -> Any:
 def _is_wmma(v: Any) -> bool:
     """Whether a tensorize annotation is a region matched to a fragment (WMMA) intrinsic: by the
     intrinsic's definition (target and hooks), not its name."""
-    from vta.compiler.ir.intrin import TensorizeRegion
-
     return (isinstance(v, TensorizeRegion) and v.intrin.target == "cuda"
             and v.intrin.hooks.get("fragment", False))
 

@@ -60,10 +60,6 @@ class SwizzledTile:
     def unit_elems(self) -> int:
         return 16 // self.item
 
-    def xor_of(self, r: int) -> int:
-        """``f(r)``: what row ``r``'s units are XORed with."""
-        return (r // max(1, LINE_UNITS // self.units)) % min(self.units, LINE_UNITS)
-
     def col(self, r: E.ExprLike, c: E.ExprLike) -> E.Expr:
         """Physical column (in elements) of logical element ``(r, c)``."""
         r, c = E.as_expr(r), E.as_expr(c)

@@ -1,8 +1,9 @@
 """``vta tune``, ``vta cache`` and ``vta sweep``: argument namespaces in, reports out.
 
-``vta/cli.py`` builds the parsers and calls these; the environment (``VTA_CACHE``,
-``XDG_CACHE_HOME``) is read here, at the command line's edge, and passed down as a path.
-Progress goes to stderr (a rich progress bar per job), reports and JSON to stdout.
+``vta.cli.parser`` builds the parsers and ``vta.cli.main`` calls these; the environment
+(``VTA_CACHE``, ``XDG_CACHE_HOME``) is read here, at the command line's edge, and passed down as
+a path. Progress goes to stderr (a rich progress bar per job), reports and JSON to stdout.
+``tuned_compile`` and ``tuned_picker`` are ``vta run``'s use of the cache.
 """
 
 from __future__ import annotations
@@ -12,37 +13,42 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from vta.errors import VtaError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-__all__ = ["cache_path", "tune_command", "cache_command", "sweep_command", "RichProgress",
-           "tuned_compile", "tuned_picker"]
+from vta.cli.parser import DEFAULT_HW, flag
+from vta.compiler.accel import driver
+from vta.compiler.ir.space import enumerate_space
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.workloads import Workload, resolve, resolve_network
+from vta.config import HwConfig
+from vta.errors import GpuUnavailableError, VtaError
+from vta.gpu.runtime import require_cupy
+from vta.run.gpu_workloads import make_workload
+from vta.tune.cache import Cache, default_cache_path, open_cache
+from vta.tune.executor import LocalExecutor, make_executor
+from vta.tune.gpu import gpu_problem
+from vta.tune.job import Job
+from vta.tune.search import SEARCHES
+from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
+from vta.tune.tuner import cached_program, tune
+
+__all__ = ["cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
+           "tuned_compile", "tuned_picker", "sweep_table"]
 
 
 def cache_path(args: argparse.Namespace) -> Path:
     """``--cache FILE``, else ``$VTA_CACHE``, else the user cache directory's file."""
-    from vta.tune.cache import default_cache_path
-
     given = getattr(args, "cache", None)
     return Path(given) if given else default_cache_path(os.environ)
 
 
 class RichProgress:
     """A rich progress bar per job on stderr (the tuner's ``Progress``)."""
-
     def __init__(self, quiet: bool = False) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
 
         self._console = Console(stderr=True)
         # no refresh thread: worker processes are forked while the bar is live
@@ -83,20 +89,10 @@ class RichProgress:
         self._bar.refresh()
 
 
-@contextmanager
-def _open_cache(args: argparse.Namespace, *, create: bool) -> Iterator[Any]:
+def _open_cache(args: argparse.Namespace, *, create: bool) -> Any:
     """The cache (None with ``--no-cache``, or when reading a file that does not exist)."""
-    from vta.tune.cache import Cache
-
-    if getattr(args, "no_cache", False):
-        yield None
-        return
-    path = cache_path(args)
-    if not create and not path.exists():
-        yield None
-        return
-    with Cache(path) as c:
-        yield c
+    return open_cache(None if getattr(args, "no_cache", False) else cache_path(args),
+                      create=create)
 
 
 # ------------------------------------------------------------- vta run: cached schedules
@@ -113,15 +109,11 @@ def tuned_compile(args: argparse.Namespace, w: Any, hw: Any, epi: Any,
     forced. A cache file that does not exist is not created."""
     if _forced(args, knobs) or args.no_cache:
         return None
-    from vta.compiler.accel import driver
-    from vta.tune.tuner import lookup
-
     with _open_cache(args, create=False) as cache:
-        found = lookup(cache, w, hw, epi) if cache is not None else None
+        found = cached_program(cache, w, hw, epi) if cache is not None else None
     if found is None:
         return None
-    point, trial = found
-    c = driver.build(w, hw, point, epilogue=epi)
+    c, point, trial = found
     return c, {"cache": str(cache_path(args)), "key": trial.key, "point": point.as_dict(),
                "cycles": trial.cost, "method": trial.method, "measured": _when(trial.measured_at),
                "workload": w.name}
@@ -131,8 +123,6 @@ def tuned_picker(args: argparse.Namespace, hw: Any, raw: bool, knobs: dict[str, 
                  ) -> tuple[Any, list[dict[str, Any]]]:
     """For ``vta run`` of a network's layers: a function giving a layer's tuned program (or
     None), and the list it fills with what it used."""
-    from vta.compiler.ops.epilogue import Epilogue
-
     used: list[dict[str, Any]] = []
 
     def pick(w: Any) -> Any:
@@ -149,9 +139,6 @@ def tuned_picker(args: argparse.Namespace, hw: Any, raw: bool, knobs: dict[str, 
 
 
 def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
-    from vta.compiler.ops.workloads import resolve, resolve_network
-    from vta.config import HwConfig
-    from vta.tune.tuner import Job
 
     shape = {k: getattr(args, k) for k in ("height", "width", "in_channels", "out_channels",
                                            "kernel", "stride", "pad")}
@@ -163,9 +150,8 @@ def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
                        f"network: resnet18)")
     wl = list(net.layers) if net is not None else \
         [(resolve(args.workload, args.sizes, batch=args.batch, **shape), 1)]
-    from vta.cli import DEFAULT_HW
 
-    hw = HwConfig.from_yaml(args.hw or DEFAULT_HW)
+    hw = HwConfig.load(args.hw or DEFAULT_HW)
     if args.trials < 1:
         raise VtaError(f"--trials must be >= 1, got {args.trials}")
     jobs = [Job(w, hw, trials=args.trials, search=args.search, seed=args.seed or 0)
@@ -173,21 +159,15 @@ def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
     return jobs, hw, {w.name: n for w, n in wl}
 
 
-def tune_command(args: argparse.Namespace) -> int:
+def tune_main(args: argparse.Namespace) -> int:
     """``vta tune``: tune a workload (or a network's layers) and print best against default."""
-    from vta.tune.executor import make_executor
-    from vta.tune.search import SEARCHES
-
     if args.target != "vta":
-        from vta.tune.gpu import tune_gpu_command
-
-        return tune_gpu_command(args)
+        return _tune_gpu(args)
     if args.search not in SEARCHES:
         raise VtaError(f"--search {args.search}: expected one of {', '.join(SEARCHES)}")
     jobs, hw, repeats = _jobs(args)
     if args.space:
         return _print_spaces(jobs, args.json)
-    from vta.tune.tuner import tune
 
     t0 = time.perf_counter()
     with _open_cache(args, create=True) as cache, make_executor(args.cluster, args.workers) as ex, \
@@ -207,8 +187,6 @@ def tune_command(args: argparse.Namespace) -> int:
 
 
 def _print_spaces(jobs: list[Any], as_json: bool) -> int:
-    from vta.compiler.accel import driver
-    from vta.compiler.accel.schedules.space import enumerate_space
 
     out = []
     for j in jobs:
@@ -268,7 +246,7 @@ def _tune_table(results: list[Any], repeats: dict[str, int]) -> str:
 # ---------------------------------------------------------------------------- vta cache
 
 
-def cache_command(args: argparse.Namespace) -> int:
+def cache_main(args: argparse.Namespace) -> int:
     """``vta cache list|show|clear|export``."""
     path = cache_path(args)
     if args.action in ("show",) and not args.key:
@@ -283,7 +261,6 @@ def cache_command(args: argparse.Namespace) -> int:
         if args.action != "export":
             print(f"no tuning cache at {path} yet")
         return 0
-    from vta.tune.cache import Cache
 
     with Cache(path) as c:
         if args.action == "list":
@@ -358,12 +335,9 @@ def _cache_export(c: Any, out: str | None) -> int:
 # ---------------------------------------------------------------------------- vta sweep
 
 
-def sweep_command(args: argparse.Namespace) -> int:
+def sweep_main(args: argparse.Namespace) -> int:
     """``vta sweep --grid FILE WORKLOAD...``: tune every workload on every hardware point and
     write the CSV and the Pareto plot."""
-    from vta.tune.executor import make_executor
-    from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
-
     grid = load_grid(args.grid)
     sweep_workloads(args.workloads)  # a bad name is refused before any work
     if args.trials is not None and args.trials < 0:
@@ -409,3 +383,54 @@ def sweep_table(res: Any) -> str:
                      f"{p.per_s:>8.2f} {e['dsp']:>5} {e['bram36']:>5} {e['lut']:>7} {fit}  "
                      f"{'*' if p.pareto else ' ':>6} {check}")
     return "\n".join(lines)
+
+
+def _tune_gpu(args: argparse.Namespace) -> int:
+    """``vta tune --target cuda [--gpu-schedule simt|wmma|mma]``: the kernel family's space
+    searched with kernels timed on a GPU (``vta.tune.gpu``)."""
+    kernel = args.gpu_schedule or "wmma"
+    if args.target == "cuda-emu" and not args.space:
+        raise VtaError("vta tune --target cuda-emu: the SIMT emulator runs a kernel on the CPU "
+                       "and counts its instructions, but cannot time it on a GPU; tune with "
+                       "--target cuda on a machine with a GPU (--space lists the space here)")
+    for dest in ("layers", "cluster"):
+        if getattr(args, dest):
+            raise VtaError(f"{flag(dest)} does not apply to --target {args.target}")
+    if args.hw is not None:
+        raise VtaError(f"--hw does not apply to --target {args.target} (it describes the "
+                       f"accelerator)")
+    over = {k: getattr(args, k) for k in ("batch", "height", "width", "in_channels",
+                                          "out_channels", "kernel", "stride", "pad")}
+    gw = make_workload(args.workload, "int8", args.sizes or None, **over)
+    job = Job(Workload(gw.name, gw.spec), None, trials=args.trials, search=args.search,
+              seed=args.seed or 0, epilogue=gw.epi, target="cuda", kernel=kernel, dtype="int8")
+    problem = gpu_problem(job)
+    if args.space:
+        e = enumerate_space(problem)
+        print(f"{gw.name}: space {problem.name}, {e.size} points, {len(e.valid)} fit; default "
+              f"{problem.default()}")
+        for k in problem.knobs:
+            print(f"  {k:8} {', '.join(map(str, problem.domain(k, {})))}")
+        for why, n in e.refused.items():
+            print(f"  refused {n:6} {why}: e.g. {e.examples[why]}")
+        return 0
+
+    try:
+        require_cupy()
+    except GpuUnavailableError as e:
+        raise GpuUnavailableError(f"vta tune --target cuda times kernels on a GPU, and none is "
+                                  f"usable here; the SIMT emulator cannot time a GPU kernel, so "
+                                  f"nothing is tuned without one (--space lists the space). "
+                                  f"{e}") from None
+    if args.workers not in (None, 1):
+        raise VtaError("--workers: one GPU runs one trial at a time (kernels timed side by "
+                       "side would time each other); leave --workers out")
+
+    with _open_cache(args, create=True) as cache, LocalExecutor(1) as ex, \
+            RichProgress(quiet=args.json) as progress:
+        results = tune([job], ex, cache, progress)
+    if args.json:
+        print(json.dumps([r.summary() for r in results], indent=2, default=str))
+    else:
+        print(_tune_table(results, {}).replace("cycles", "ms"))
+    return 0

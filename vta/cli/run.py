@@ -1,0 +1,258 @@
+"""``vta run``: one layer, a network's layers, a whole graph (a named model or ``--onnx``) or a
+TC definition (``--tc``), on any target (``--target vta|cuda-emu|cuda``), checked against its
+reference.
+
+This module only reads the command line, refuses flags that would be silently ignored, picks
+the target (``vta.run.targets.get_target``), calls the run (``vta.run.layer``, ``network``,
+``graph``, ``tc``) and prints its report (``vta.run.report``) or its summary as JSON. The exit
+status is 0 on PASS and 1 on FAIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from vta.cli.parser import DEFAULT_HW, flag
+from vta.cli.tune import tuned_compile, tuned_picker
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.workloads import NETWORKS, resolve, resolve_network
+from vta.compiler.tc import load_file, parse_sizes
+from vta.config import HwConfig
+from vta.errors import TcSizeError, UsageError
+from vta.graph.models import MODELS, random_image
+from vta.graph.onnx_import import load_onnx
+from vta.run.graph import compile_for, run_graph
+from vta.run.layer import run_layer
+from vta.run.network import run_network
+from vta.run.plot import check_plot_path, plot_graph, plot_layers
+from vta.run.report import format_gpu_run, format_layer, format_network, format_run, format_tc
+from vta.run.targets import AccelTarget, Target, get_target
+from vta.run.tc import run_tc
+
+__all__ = ["main"]
+
+#: flags only the accelerator target (``--target vta``) reads, by dest ...
+_VTA_ONLY = ("hw", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
+             "dump_ir", "trace", "plot", "cache", "no_cache")
+#: ... and those only the GPU targets read
+_GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile", "dtype")
+#: flags that set one layer's shape, schedule or check: a whole graph refuses them by name
+_LAYER_ONLY = ("height", "width", "in_channels", "out_channels", "kernel", "stride", "pad",
+               "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding", "dump_ir",
+               "check_reference", "emit_cuda", "gpu_schedule", "profile", "cache", "no_cache",
+               "dtype")
+#: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
+_WORKLOAD_FLAGS = ("layers", "batch", "height", "width", "in_channels", "out_channels", "kernel",
+                   "stride", "pad", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "trace",
+                   "dump_ir", "no_latency_hiding", "check_reference", "dtype", "plot")
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether ``dest`` was given (``--pad 0`` is given: 0 is not "absent")."""
+    value = getattr(args, dest)
+    return value is not None and value is not False
+
+
+def _is_graph(args: argparse.Namespace) -> bool:
+    """Whether ``vta run`` runs a whole graph: ``--onnx``, or a model by name without
+    ``--layers`` (which runs the model's convolutions one by one)."""
+    return args.onnx is not None or (args.workload in MODELS and args.layers is None)
+
+
+def _flags_apply(args: argparse.Namespace) -> None:
+    """A ``UsageError`` naming a flag the target or workload would silently ignore."""
+    for dest in ("entry", "size"):
+        if _given(args, dest):
+            raise UsageError(f"{flag(dest)} does not apply without --tc (it picks the "
+                             f"definition and sizes of a TC file)")
+    gpu = args.target != "vta"
+    for dest in _VTA_ONLY if gpu else _GPU_ONLY:
+        if _given(args, dest):
+            raise UsageError(f"{flag(dest)} does not apply to --target {args.target} (it is "
+                             f"for --target {'vta' if gpu else 'cuda or cuda-emu'})")
+    if args.profile and args.target != "cuda-emu":
+        raise UsageError("--profile counts in the SIMT emulator: use it with --target cuda-emu")
+    if args.layers is not None and args.workload not in NETWORKS:
+        raise UsageError(f"--layers does not apply to {args.workload} (it picks layers of a "
+                         f"network: {', '.join(NETWORKS)})")
+    if _given(args, "plot"):
+        check_plot_path(args.plot)
+    if _given(args, "fusion") and not _is_graph(args):
+        raise UsageError(f"--fusion does not apply to {args.workload} (it sets how a whole "
+                         f"network's operators are fused: resnet18 or --onnx)")
+    one_thread = args.vthreads == 1 or args.no_latency_hiding
+    if args.vt_axis is not None and one_thread:
+        raise UsageError("--vt-axis does not apply with one virtual thread (--vthreads 1 or "
+                         "--no-latency-hiding)")
+
+
+def _layers(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [p.strip().upper() for p in text.split(",")]
+    if not all(names):
+        raise UsageError(f"--layers {text!r}: expected layer names separated by commas, e.g. "
+                         f"C2,C10")
+    return names
+
+
+def _hw(args: argparse.Namespace) -> HwConfig:
+    return HwConfig.load(args.hw or DEFAULT_HW)
+
+
+def _target(args: argparse.Namespace) -> Target:
+    return get_target(args.target, _hw(args) if args.target == "vta" else None,
+                      profile=bool(args.profile))
+
+
+def _emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
+    print(json.dumps(summary, indent=2, default=str) if as_json else text)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.tc is not None:
+        return _run_tc(args)
+    _flags_apply(args)
+    if _is_graph(args):
+        return _run_graph(args)
+    shape = {"height": args.height, "width": args.width, "in_channels": args.in_channels,
+             "out_channels": args.out_channels, "kernel": args.kernel, "stride": args.stride,
+             "pad": args.pad}
+    net = resolve_network(args.workload, batch=args.batch, layers=_layers(args.layers),
+                          sizes=args.sizes, **shape)
+    target = _target(args)
+    knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
+             "vthreads": args.vthreads, "vt_axis": args.vt_axis}
+    raw = args.epilogue == "none"
+    options: dict[str, Any] = {"latency_hiding": not args.no_latency_hiding}
+    if isinstance(target, AccelTarget):
+        options.update(knobs)
+    else:
+        options.update(gpu_schedule=args.gpu_schedule or "wmma", dtype=args.dtype or "int8")
+    if net is not None:
+        return _run_network(args, net, target, raw, knobs, options)
+    w = resolve(args.workload, args.sizes, batch=args.batch, **shape)
+    tuned = None
+    if isinstance(target, AccelTarget):
+        target.check_size(w)
+        tuned = tuned_compile(args, w, target.hw, Epilogue.none() if raw else None, knobs)
+    r = run_layer(w, target, seed=args.seed or 0, raw=raw,
+                  compiled=tuned[0] if tuned else None, trace_path=args.trace,
+                  check_reference=args.check_reference, **options)
+    if args.dump_ir:
+        print(r.compiled.result.dump(args.dump_ir))
+    if tuned:
+        r.seconds_compile = r.compiled.result.seconds
+    if args.emit_cuda:
+        print(r.kernel.source)
+    s = r.summary()
+    s["tuned"] = tuned[1] if tuned else None
+    text = format_layer(r, tuned[1] if tuned else None)
+    if args.trace:
+        text += f"\ntrace written to {args.trace}"
+    _emit(s, text + "\n" + r.check.line() if isinstance(target, AccelTarget) else text,
+          args.json)
+    if args.plot:
+        plot_layers([(r, 1)], target.hw, args.plot)  # type: ignore[attr-defined]
+        if not args.json:
+            print(f"plot written to {args.plot}")
+    return 0 if r.passed else 1
+
+
+def _run_network(args: argparse.Namespace, net: Any, target: Target, raw: bool,
+                 knobs: dict[str, Any], options: dict[str, Any]) -> int:
+    used: list[dict[str, Any]] = []
+    pick = None
+    if isinstance(target, AccelTarget):
+        pick, used = tuned_picker(args, target.hw, raw, knobs)
+    r = run_network(net, target, seed=args.seed or 0, raw=raw, pick=pick, **options)
+    _emit(r.summary(), format_network(r, used), args.json)
+    if args.plot:
+        plot_layers(r.layers, target.hw, args.plot)  # type: ignore[attr-defined]
+        if not args.json:
+            print(f"plot written to {args.plot}")
+    return 0 if r.passed else 1
+
+
+def _run_graph(args: argparse.Namespace) -> int:
+    """``vta run resnet18`` / ``vta run --onnx FILE``: the whole graph, from the input image to
+    the outputs, every tensor checked against the graph interpreter."""
+    what = f"--onnx {args.onnx}" if args.onnx else f"the network {args.workload} (the whole graph)"
+    if args.onnx is not None and args.workload not in (None, "conv2d"):
+        raise UsageError(f"give either a workload ({args.workload}) or --onnx, not both")
+    for dest in _LAYER_ONLY:
+        if _given(args, dest):  # --pad 0 is given
+            raise UsageError(f"{flag(dest)} does not apply to {what} (it sets one layer's "
+                             f"shape, schedule or check; run one layer, e.g. resnet18:C2)")
+    if args.sizes:
+        who = args.onnx or args.workload
+        raise UsageError(f"{who} takes no sizes, got {' '.join(map(str, args.sizes))} (it is a "
+                         f"whole network)")
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be >= 1, got {args.batch}")
+    if args.epilogue == "none":
+        raise UsageError(f"--epilogue none does not apply to {what} (its requantizations are "
+                         f"operators of the graph)")
+    target = _target(args)
+    if args.onnx is not None:
+        if args.batch is not None:
+            raise UsageError("--batch does not apply to --onnx (the model fixes its shapes)")
+        graph = load_onnx(args.onnx)
+    else:
+        net = resolve_network(args.workload, batch=args.batch)
+        assert net is not None
+        if isinstance(target, AccelTarget):
+            for w, _ in net.layers:  # refuse a batch too large before building anything
+                target.check_size(w)
+        graph = MODELS[args.workload](batch=args.batch or 1)
+    seed = args.seed or 0
+    image = {v.name: random_image(seed + k, v.type.shape) for k, v in enumerate(graph.inputs)}
+    compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    r = run_graph(compiled, image, target=target, trace_path=args.trace)
+    s = r.summary()
+    if not isinstance(target, AccelTarget):
+        _emit(s, format_gpu_run(s), args.json)
+        return 0 if r.passed else 1
+    text = format_run(s, target.hw.board.clock_mhz)
+    if args.trace:
+        text += f"\ntrace written to {args.trace} (one timeline, an ops track above the units)"
+    _emit(s, text, args.json)
+    if args.plot:
+        plot_graph(r, target.hw, args.plot)
+        if not args.json:
+            print(f"plot written to {args.plot}")
+    return 0 if r.passed else 1
+
+
+def _tc_flags_apply(args: argparse.Namespace) -> None:
+    """Options of ``vta run`` that mean nothing for a TC definition are refused by name."""
+    given = [f for f in _WORKLOAD_FLAGS if _given(args, f)]
+    if args.sizes:
+        given.append("positional sizes")
+    if given:
+        names = ", ".join(n if " " in n else flag(n) for n in given)
+        raise TcSizeError(f"vta run --tc: {names} apply to named workloads, not to a TC "
+                          f"definition (sizes come from --size, the schedule from the mapper)")
+    if args.emit_cuda and args.target == "vta":
+        raise TcSizeError("vta run --tc: --emit-cuda needs --target cuda-emu or cuda")
+
+
+def _run_tc(args: argparse.Namespace) -> int:
+    """``vta run --tc FILE [--entry NAME] --size N=.. [--target vta|cuda-emu|cuda]``: map,
+    run and check against the TC interpreter."""
+    _tc_flags_apply(args)
+    d = load_file(args.tc, args.entry)
+    sizes = parse_sizes(args.size)
+    target = _target(args)
+    r = run_tc(d, sizes, target, seed=args.seed or 0)
+    if args.emit_cuda:
+        for src in getattr(r, "sources", []):
+            print(src)
+    if isinstance(target, AccelTarget):
+        text = format_tc(r, sizes, target.hw.board.clock_mhz, target.hw.name)
+    else:
+        text = format_tc(r, sizes)
+    _emit(r.summary(), text, args.json)
+    return 0 if r.passed else 1

@@ -1,0 +1,183 @@
+"""Text reports of runs, what ``vta run`` prints: each from the run's ``summary()`` (the same
+dictionary ``--json`` prints), ending with the run's verdict (``vta.run.check``).
+
+* ``format_layer(run)``: one layer: on the accelerator the simulator's report (cycles, per-unit
+  busy/stall table, bytes per buffer), the classic roofline and the machine bound; on a GPU
+  target the kernel's launch (and the emulator's counters with ``--profile``);
+* ``format_network(run)``: a network's layers, a row each, and the totals;
+* ``format_run(summary)``: a whole graph on the accelerator: per step the op (its output
+  tensor), where it ran (the accelerator, or the host with the reason), the operators fused
+  into it, cycles, GEMM utilization, % of its machine bound, DRAM bytes and its check; then the
+  totals (cycles, time at the clock, frames/s, GOP/s, share of MACs on the accelerator, peak
+  DRAM with and without reuse, the host's layout transforms); ``format_gpu_run`` on a GPU
+  target;
+* ``format_tc(run, sizes)``: a TC definition's tasks (accelerator) or kernels (GPU).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vta.gpu.profile import format_profile
+from vta.run.layer import LayerRun
+from vta.run.network import NetworkRun
+from vta.run.targets import AccelTarget, GpuLaunch
+from vta.run.tc import GpuRun, VtaRun
+from vta.sim import format_report
+
+__all__ = ["format_layer", "format_network", "format_run", "format_gpu_run", "format_tc"]
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def format_run(s: dict[str, Any], clock_mhz: float) -> str:
+    """The report of a graph run on the accelerator (module docstring)."""
+    out = [f"{s['graph']} on {s['hw']} (fusion: {s['fusion']}): {s['kernels']} kernels, "
+           f"{s['host_ops']} host fallbacks"]
+    out.append(f"{'#':>2} {'op':24} {'on':4} {'fused':30} {'cycles':>11} {'util':>6} "
+               f"{'%bound':>7} {'DRAM bytes':>11}  check")
+    for r in s["steps"]:
+        fused = "+".join(r["ops"]) if len(r["ops"]) > 1 else r["ops"][0]
+        ok = "ok" if not r["mismatches"] else f"BAD ({r['mismatches']} differ)"
+        if r["placement"] == "vta":
+            out.append(f"{r['step']:>2} {r['op']:24} {'vta':4} {fused:30} {_n(r['cycles']):>11} "
+                       f"{r['utilization']:>6.3f} {r['of_machine_bound']:>7.1%} "
+                       f"{_n(r['dram_bytes']):>11}  {ok}")
+        else:
+            out.append(f"{r['step']:>2} {r['op']:24} {'cpu':4} {fused:30} {'-':>11} {'-':>6} "
+                       f"{'-':>7} {'-':>11}  {ok}  host fallback: {r['reason']}")
+    out.append(f"total {_n(s['cycles'])} cycles = {s['time_ms']:.2f} ms at {clock_mhz:g} MHz; "
+               f"{s['frames_per_s']:.2f} frames/s; {s['gops']:.2f} GOP/s; GEMM utilization "
+               f"{s['utilization']:.1%} (useful {s['useful_utilization']:.1%}); "
+               f"{s['of_machine_bound']:.1%} of the summed machine bounds "
+               f"({_n(s['machine_bound_cycles'])} cycles)")
+    host = [r["op"] for r in s["steps"] if r["placement"] != "vta"]
+    out.append(f"MACs on the accelerator: {s['mac_share']:.1%} of {_n(s['macs'])}; host "
+               f"fallbacks: {', '.join(host) if host else 'none'}")
+    tr = ", ".join(f"{t['kind']} {t['tensor']}" for t in s["transforms"])
+    out.append(f"DRAM: peak activations {_n(s['peak_dram_bytes'])} B ({_n(s['naive_dram_bytes'])}"
+               f" B without reuse), constants {_n(s['const_dram_bytes'])} B; moved "
+               f"{_n(s['dram_bytes'])} B; host layout transforms: {tr or 'none'}")
+    out.append(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s  check "
+               f"{s['check_s']:.2f} s  interpreter {s['reference_s']:.2f} s")
+    out.append(s["verdict"])
+    return "\n".join(out)
+
+
+def format_gpu_run(s: dict[str, Any]) -> str:
+    """The report of a graph run on a GPU target (``vta.run.graph``)."""
+    out = [f"{s['graph']} on {s['where']} (fusion: {s['fusion']}): {len(s['steps'])} kernels"]
+    out.append(f"{'#':>2} {'op':24} {'fused':30} {'kernel':34} {'ms':>8}  check")
+    for r in s["steps"]:
+        fused = "+".join(r["ops"])
+        ok = "ok" if not r["mismatches"] else f"BAD ({r['mismatches']} differ)"
+        out.append(f"{r['step']:>2} {r['op']:24} {fused:30} {r['kernel']:34} "
+                   f"{r['ms']:>8.1f}  {ok}")
+    out.append(f"total {s['ms']:.1f} ms in {s['where']} (wall clock, not a GPU timing); "
+               f"lower + render {s['build_s']:.2f} s")
+    out.append(s["verdict"])
+    return "\n".join(out)
+
+
+def format_layer(r: LayerRun, tuned: dict[str, Any] | None = None) -> str:
+    """One layer's report (module docstring); ``tuned`` says where a cached schedule came
+    from."""
+    s = r.summary()
+    if not isinstance(r.target, AccelTarget):
+        launch: GpuLaunch = r.stats
+        out = [f"{s['workload']} [{s['shape']}] {s['dtype']} on {r.target.where}: kernel "
+               f"{s['kernel']}, grid {launch.grid}, block {launch.block}, "
+               f"{launch.shared_bytes} B shared, {s['gop']:.3f} GOP, "
+               f"{launch.seconds * 1e3:.1f} ms (incl. transfers)"]
+        if launch.profile is not None:
+            out.append(format_profile(launch.profile).rstrip("\n"))
+        out.append(s["verdict"])
+        return "\n".join(out)
+    hw = r.target.hw
+    out = [f"{s['workload']}: {s['shape']} on {hw.name}  schedule {s['schedule']}"]
+    if tuned:
+        out.append(f"schedule from the tuning cache {tuned['cache']} (key {tuned['key']}: "
+                   f"{tuned['cycles']:,.0f} cycles by the {tuned['method']}, "
+                   f"{tuned['measured']})")
+    out.append(format_report(r.sim, hw).rstrip("\n"))
+    kind = "memory" if s["memory_bound"] else "compute"
+    moved = "memory" if s["memory_bound_moved"] else "compute"
+    out.append(f"roofline (classic): {s['roofline_cycles']:,.0f} cycles, {kind}-bound (GEMM "
+               f"{s['roofline_compute_cycles']:,.0f}, DRAM {s['roofline_memory_cycles']:,.0f} "
+               f"compulsory; {s['moved_memory_cycles']:,.0f} for the bytes moved: {moved}-"
+               f"bound); achieved {s['of_roofline']:.1%} of it")
+    how = "serial" if s["serial_epilogue"] else "separate"
+    out.append(f"machine bound (GEMM {s['machine_gemm_cycles']:,.0f} + {how} ALU "
+               f"{s['epilogue_cycles']:,.0f}): {s['machine_bound_cycles']:,.0f} cycles, "
+               f"utilization ceiling {s['utilization_ceiling']:.3f}; achieved "
+               f"{s['of_machine_bound']:.1%} of it")
+    out.append(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
+               f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
+               f"acc hazards {s['acc_hazards']}")
+    return "\n".join(out)
+
+
+def format_network(r: NetworkRun, tuned: list[dict[str, Any]] | None = None) -> str:
+    """A network's layers, one row each, and the totals; ``tuned`` lists the layers whose
+    schedule came from the tuning cache."""
+    s = r.summary()
+    if not isinstance(r.target, AccelTarget):
+        rows = [f"{row['workload']:14} x{row['repeats']}  {row['kernel']}  {row['verdict']}"
+                for row in s["layers"]]
+        return "\n".join([f"{s['network']} on {r.target.where}: {len(rows)} distinct layers",
+                          *rows, s["verdict"]])
+    hw = r.target.hw
+    out = [f"{s['network']} on {hw.name}: {s['convolutions']} convolutions, "
+           f"{len(s['layers'])} distinct layers",
+           f"{'layer':14} {'x':>2} {'cycles':>11} {'total':>12} {'share':>6} {'util':>6} "
+           f"{'%mach':>6} {'fold':>5} {'sat':>5}  schedule         ok"]
+    for row in s["layers"]:
+        sc = row["schedule"]
+        knob = (f"{sc['tco']}/{sc['tci']}/{sc['th']}/{sc['tw']} vt={sc['vthreads']}"
+                f"{sc['vt_axis'] if sc['vthreads'] > 1 else ''}")
+        out.append(f"{row['workload']:14} {row['repeats']:>2} {row['cycles']:>11,} "
+                   f"{row['total_cycles']:>12,} {row['share']:>6.1%} "
+                   f"{row['utilization']:>6.3f} {row['of_machine_bound']:>6.1%} "
+                   f"{row['fold']:>5} {row['saturated']:>5.1%}  {knob:16} "
+                   f"{'ok' if row['passed'] else 'BAD'}")
+    out.append(f"total {s['cycles']:,} cycles = {s['time_ms']:.2f} ms at {hw.board.clock_mhz} "
+               f"MHz; {s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
+               f"(useful, unpadded: {s['useful_utilization']:.1%}); "
+               f"{s['of_machine_bound']:.1%} of the machine bound")
+    out.append(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s")
+    if tuned:
+        out.append(f"{len(tuned)} of {len(s['layers'])} layers with their schedule from the "
+                   f"tuning cache {tuned[0]['cache']}: "
+                   f"{', '.join(u['workload'] for u in tuned)}")
+    out.append(s["verdict"])
+    return "\n".join(out)
+
+
+def format_tc(r: VtaRun | GpuRun, sizes: dict[str, int], clock_mhz: float | None = None,
+              hw_name: str = "") -> str:
+    """A TC definition's run: its tasks on the accelerator (GEMM, ALU or host, with cycles)
+    or its kernels on a GPU target, and the verdict against the TC interpreter."""
+    at = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    out: list[str] = []
+    if isinstance(r, VtaRun):
+        assert clock_mhz is not None
+        out.append(f"{r.name} ({at}) on {hw_name}")
+        out += [f"  {t.line()}" for t in r.tasks]
+        out.append(f"total {r.cycles:,} cycles = {r.cycles / (clock_mhz * 1e6) * 1e3:.3f} ms at "
+                   f"{clock_mhz} MHz; {r.macs:,} MACs on the GEMM core; {r.fraction:.1%} of the "
+                   f"work ({r.work_accel:,} of {r.work:,} MACs and element operations) on the "
+                   f"accelerator")
+        out.append(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
+    else:
+        where = "GPU" if r.target == "cuda" else "SIMT emulator"
+        out.append(f"{r.name} ({at}) on the {where}: {len(r.program.kernels)} kernel(s), "
+                   f"{r.seconds * 1e3:.0f} ms")
+        for k in r.program.kernels:
+            out.append(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
+                       f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction "
+                       f"tile {k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
+    assert r.check is not None
+    out.append(r.check.line())
+    return "\n".join(out)
