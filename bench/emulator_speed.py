@@ -1,5 +1,6 @@
 """Speed of the CPU executors of the loop-nest IR: the SIMT emulator (vta/gpu/emulator.py) on
-the default SIMT and tensor-core schedules, and the reference interpreter (vta/compiler/interp.py).
+the default SIMT and tensor-core schedules, and the reference interpreter
+(vta/compiler/ir/interp.py).
 
 The issue's anchor: a 128x128x128 int8 GEMM runs in well under a second in the SIMT emulator
 (with race checking), against ~70 s for the Numba CUDA simulator. Prints a table and writes

@@ -4,7 +4,7 @@ built-in ops.
 Per layer: the logical NCHW convolution with the layer's calibrated epilogue (the stages of
 ``Epilogue.stages``, the padding as a ``select`` stage) is packed for the accelerator
 (``vta.pack``), scheduled with ``schedule_packed`` (the default model, whole tiles only),
-built (``vta.build``) and simulated; the built-in op (``vta.runner.run_workload``, the program
+built (``vta.build``) and simulated; the built-in op (``vta.run.layer.run_layer``, the program
 ``vta run`` compiles) gives the reference cycles. On the GPU the same logical compute goes
 through the implicit GEMM's tensor-core schedule in the SIMT emulator, against the built-in
 ``conv2d_wmma`` kernel. Every output is checked bit-exact against numpy.

@@ -1,13 +1,13 @@
 """ResNet-18 C1-C11 on every shipped hardware config: cycles, utilization with and without
 latency hiding, their ratio, two bounds, compile time and simulation wall time.
 
-Bounds (vta.compiler.driver.roofline): the classic roofline max(ideal GEMM cycles, compulsory
+Bounds (vta.compiler.accel.driver.roofline): the classic roofline max(ideal GEMM cycles, compulsory
 DRAM bytes / bus bytes) — ``bound`` says which side limits it — and the machine bound, which
 adds the ALU epilogue the compute module runs serially with its GEMMs (per acc entry: GEMM
 reset, SHR, bias ADD at alu.ii, MAX, MIN); ``ceil`` is the utilization that bound allows.
 Both count the layer's true MACs (2*OH*OW*K^2*IC*OC ops; C1's 3 channels, not the 16 the
 packed layout pads them to), also when the compiler folds the window into the channels
-(``fold``: kw / khkw, vta.compiler.ops.fold); ``util`` is the GEMM core's busy fraction
+(``fold``: kw / khkw, vta.compiler.accel.ops.fold); ``util`` is the GEMM core's busy fraction
 (padded lanes included), ``useful`` the true MACs per cycle over the core's peak;
 ``DRAM`` the bytes the simulator moved.
 

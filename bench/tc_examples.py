@@ -1,6 +1,6 @@
 """The TC examples (examples/tc/) on a hardware config: cycles and the accelerator's share.
 
-Each definition is mapped automatically (``vta.compiler.tc.map_vta``: contractions on the GEMM
+Each definition is mapped automatically (``vta.compiler.accel.tc_map``: contractions on the GEMM
 core, ALU chains on the ALU, the rest on the host's CPU fallback), simulated cycle by cycle and
 checked bit-exact against the TC interpreter. Per example: total cycles (every program run:
 batches and byte planes included), the fraction of the work (domain points: MACs and element

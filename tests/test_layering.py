@@ -181,3 +181,4 @@ def test_the_check_catches_a_hidden_import_and_spares_annotations(tmp_path: Path
     })
     assert violations(root) == [
         "vta/sim/machine.py:5: imports vta.isa.Program inside a function"]
+

@@ -17,7 +17,7 @@ parameters (declared here by ``register(..., params=...)``); compiling for a con
 one leaves the compiler with what the config has (instruction selection falls back to other
 instructions; an explicit ``tensorize`` names the missing intrinsic). The built-in LOAD, STORE,
 GEMM, ALU and FINISH (``vta.isa.builtins``) and the GPU's WMMA intrinsics
-(``vta.gpu.intrinsics``) are defined through the same types. See docs/custom_intrinsics.md and
+(``vta.gpu.wmma``) are defined through the same types. See docs/custom_intrinsics.md and
 examples/intrinsics/.
 """
 

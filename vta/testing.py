@@ -40,6 +40,7 @@ from vta.compiler.ir.lower import lower
 from vta.compiler.ir.schedule import create_schedule
 from vta.gpu.runtime import gpu_available
 from vta.run.build import build
+from vta.run.check import differing
 
 try:
     from hypothesis import strategies as st
@@ -322,7 +323,7 @@ def inputs_for(tensors: Sequence[Tensor]) -> st.SearchStrategy[dict[str, np.ndar
 @st.composite
 def workload_knobs(draw: st.DrawFn) -> dict[str, Any]:
     """Knobs the accelerator's default schedule model can be forced with (``vthreads``, and
-    sometimes ``th`` and ``vt_axis``; ``vta.runner.run_workload(**knobs)``)."""
+    sometimes ``th`` and ``vt_axis``; ``vta.run.layer.run_layer(**knobs)``)."""
     out: dict[str, Any] = {"vthreads": draw(st.sampled_from([None, 1, 2]))}
     if draw(st.booleans()):
         out["th"] = draw(st.integers(1, 4))
@@ -359,10 +360,8 @@ def first_difference(got: np.ndarray, want: np.ndarray, rtol: float = 0.0, atol:
     and ``want`` differ (floats: beyond ``atol + rtol * |want|``), or None. Shapes must match."""
     if got.shape != want.shape:
         raise Mismatch(f"shape {list(got.shape)} where {list(want.shape)} was expected")
-    if got.dtype.kind == "f" or want.dtype.kind == "f":
-        bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        bad = got != want
+    floats = got.dtype.kind == "f" or want.dtype.kind == "f"
+    bad = differing(want, got, rtol, atol) if floats else differing(want, got)
     n = int(np.count_nonzero(bad))
     if n == 0:
         return None

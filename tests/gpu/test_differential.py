@@ -104,9 +104,10 @@ def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
                schedule: tuple[str, object], seed: int, run: Runner, sources: list[str]) -> None:
     acc = accelerator_result(spec, epi, hw_name, seed)
     if acc is None:
-        from vta.run.gpu_workloads import GpuWorkload, random_inputs, reference
+        from vta.run.layer import layer_inputs, layer_reference
 
-        user = None
+        user = layer_inputs(spec, epi, seed)
+        want, _ = layer_reference(spec, user, epi)
     else:
         user, want, got_acc = acc
         assert np.array_equal(got_acc, want), "accelerator simulator differs from numpy"
@@ -119,16 +120,11 @@ def check_int8(spec: Conv2dSpec | MatmulSpec, epi: Epilogue, hw_name: str,
         func = (conv2d_wmma if conv else matmul_wmma)(spec, "int8", epi, knobs)  # type: ignore[arg-type]
     func = lower_for_gpu(func)
     sources.append(render_cuda(func).source)
-    if user is None:
-        w = GpuWorkload("case", spec, "int8", epi)
-        arrays = random_inputs(func.params, np.random.default_rng(seed))
-        want = reference(w, arrays)
-    else:
-        wt = user["kernel"].reshape(user["kernel"].shape[0], -1)
-        arrays = [user["data"], np.ascontiguousarray(wt)]
-        if epi.bias:
-            arrays.append(user["bias"])
-        arrays.append(np.zeros(want.shape, np.int8))
+    wt = user["kernel"].reshape(user["kernel"].shape[0], -1)
+    arrays = [user["data"], np.ascontiguousarray(wt)]
+    if epi.bias:
+        arrays.append(user["bias"])
+    arrays.append(np.zeros(want.shape, np.int8))
     run(func, *arrays)
     assert np.array_equal(arrays[-1], want), f"GPU path differs from numpy ({kind} {knobs})"
 

@@ -3,7 +3,7 @@
 Each schedule here uses only the public primitives (``create_schedule``, ``split``/``reorder``/
 ``fuse``, ``bind`` to blockIdx/threadIdx, ``cache_read`` into ``shared`` computed at the K-tile
 loop, ``cache_write`` into ``local`` computed at the innermost thread loop, ``unroll``), is
-lowered with ``vta.compiler.lower.lower`` and the GPU pipeline, rendered, compiled to PTX for
+lowered with ``vta.compiler.ir.lower.lower`` and the GPU pipeline, rendered, compiled to PTX for
 sm_80 and sm_90, and run in the SIMT emulator bit-exact against numpy. Then the refusals a user
 meets on a GPU: binding a reduction axis, too much shared memory, too many threads; and the
 barrier a user never writes (``insert_barriers`` adds it).

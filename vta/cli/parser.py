@@ -23,6 +23,9 @@ DEFAULT_HW = "pynq"
 #: Seeds are 64-bit: numpy accepts larger ones, but a seed that long is a typo.
 SEED_LIMIT = 1 << 64
 
+#: the targets, as vta.run.targets names them (the parser imports nothing heavy)
+TARGETS = ("vta", "cuda", "cuda-emu")
+
 _HW_HELP = "hardware config: a shipped one by name (pynq, ultra96, ...) or a YAML file"
 
 
@@ -61,6 +64,15 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
+
+
+def _target_flag(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--target", choices=TARGETS, default="vta", help=help_text)
+
+
+def _cache_flags(p: argparse.ArgumentParser, cache_help: str, no_cache_help: str) -> None:
+    p.add_argument("--cache", default=None, metavar="FILE", help=cache_help)
+    p.add_argument("--no-cache", action="store_true", help=no_cache_help)
 
 
 def _shape_flags(p: argparse.ArgumentParser) -> None:
@@ -133,9 +145,8 @@ def _run(sub: Any) -> None:
     run.add_argument("--check-reference", action="store_true",
                      help="also run the target's functional oracle (the ISA's reference "
                           "interpreter) and compare it with the run")
-    run.add_argument("--target", choices=("vta", "cuda", "cuda-emu"), default="vta",
-                     help="vta: the simulated accelerator; cuda: a GPU through CuPy; "
-                          "cuda-emu: the generated kernel in the SIMT emulator")
+    _target_flag(run, "vta: the simulated accelerator; cuda: a GPU through CuPy; cuda-emu: the "
+                      "generated kernel in the SIMT emulator")
     run.add_argument("--emit-cuda", action="store_true", help="print the generated CUDA kernel")
     run.add_argument("--tc", metavar="FILE.tc", default=None,
                      help="run a Tensor Comprehensions definition (docs/tc.md) instead of a "
@@ -149,11 +160,9 @@ def _run(sub: Any) -> None:
     run.add_argument("--dtype", choices=("int8", "float16"), default=None,
                      help="with a GPU target: the layer's element type (default int8; float16 "
                           "is checked within a tolerance, not bit for bit)")
-    run.add_argument("--cache", default=None, metavar="FILE",
-                     help="the tuning cache whose best schedules are used (default: $VTA_CACHE, "
-                          "else the user cache directory's; a forced knob wins)")
-    run.add_argument("--no-cache", action="store_true",
-                     help="ignore the tuning cache: the default schedule")
+    _cache_flags(run, "the tuning cache whose best schedules are used (default: $VTA_CACHE, "
+                      "else the user cache directory's; a forced knob wins)",
+                 "ignore the tuning cache: the default schedule")
     run.add_argument("--profile", action="store_true",
                      help="with --target cuda-emu: count bank conflicts, global sectors, "
                           "barriers and instructions by kind")
@@ -179,11 +188,9 @@ def _where_args(p: argparse.ArgumentParser) -> None:
                    help="run the trials on a Dask cluster: tcp://HOST:PORT (a running "
                         "scheduler) or local:N (a local cluster of N workers); needs the dask "
                         "extra")
-    p.add_argument("--cache", default=None, metavar="FILE",
-                   help="the tuning cache (default: $VTA_CACHE, else "
-                        "$XDG_CACHE_HOME/vta/tune.sqlite or ~/.cache/vta/tune.sqlite)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the tuning cache")
+    _cache_flags(p, "the tuning cache (default: $VTA_CACHE, else "
+                    "$XDG_CACHE_HOME/vta/tune.sqlite or ~/.cache/vta/tune.sqlite)",
+                 "neither read nor write the tuning cache")
     p.add_argument("--seed", type=seed, default=None, help="the search's seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
@@ -209,9 +216,8 @@ def _tune(sub: Any) -> None:
     tune.add_argument("--space", action="store_true",
                       help="print the schedule space (knobs, values, refusals) and measure "
                            "nothing")
-    tune.add_argument("--target", choices=("vta", "cuda", "cuda-emu"), default="vta",
-                      help="vta: the accelerator (timing-only simulator); cuda: kernels timed "
-                           "on a GPU (the SIMT emulator cannot time one)")
+    _target_flag(tune, "vta: the accelerator (timing-only simulator); cuda: kernels timed on a "
+                       "GPU (the SIMT emulator cannot time one)")
     tune.add_argument("--gpu-schedule", choices=("simt", "wmma", "mma"), default=None,
                       help="with --target cuda: the kernel family whose knobs are tuned "
                            "(default wmma)")

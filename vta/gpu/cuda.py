@@ -375,7 +375,7 @@ def vector_copy_parts(s: S.For) -> VectorCopy | None:
     return VectorCopy(b, src, cond, E.substitute(fd, zero), E.substitute(fs, zero), nbytes)
 
 
-#: the CUDA text of each expression node (``vta.compiler.visitor.Dispatch``; rules get the
+#: the CUDA text of each expression node (``vta.compiler.ir.visitor.Dispatch``; rules get the
 #: renderer, which keeps the names and what it knows of signs)
 _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     E.Var: lambda e, r: r.name(e),

@@ -2,7 +2,7 @@
 
 ``vta.gpu.ops`` defines matmul and conv2d for the GPU by hand; this module derives the same
 ``GemmDef`` from *any* logical contraction a user writes (the compute they also schedule onto
-the accelerator, ``vta.compiler.layout``), so ``simt_schedule`` and ``wmma_schedule`` apply to
+the accelerator, ``vta.compiler.accel.pack``), so ``simt_schedule`` and ``wmma_schedule`` apply to
 it unchanged and the kernel's parameters are the user's placeholders, by their names and in
 their shapes:
 
@@ -40,6 +40,7 @@ from vta.compiler.ir.tensor import (
     post_order,
     reduce_axis,
     sum_,
+    tensor_reads,
 )
 from vta.errors import ImplicitGemmError
 from vta.gpu.ops import GemmDef
@@ -48,14 +49,6 @@ from vta.gpu.schedules import SimtKnobs, WmmaKnobs, fit_knobs, simt_schedule, wm
 __all__ = ["ImplicitGemmError", "Contraction", "analyse", "gemm_of", "simt", "tensorcore"]
 
 
-def _strip(e: E.Expr) -> E.Expr:
-    while isinstance(e, E.Cast):
-        e = e.value
-    return e
-
-
-def _reads(body: E.Expr) -> list[TensorRead]:
-    return [n for n in E.walk(body) if isinstance(n, TensorRead)]
 
 
 def _vars(rd: TensorRead) -> set[E.Var]:
@@ -125,7 +118,7 @@ def analyse(args: Sequence[Tensor]) -> Contraction:
     src = op.body.source
     if op.body.combiner != "sum" or not isinstance(src, E.Mul):
         raise ImplicitGemmError(f"stage {c.name}: not a sum of products ({op.body})")
-    x, y = _strip(src.a), _strip(src.b)
+    x, y = E.strip_casts(src.a), E.strip_casts(src.b)
     if not (isinstance(x, TensorRead) and isinstance(y, TensorRead)):
         raise ImplicitGemmError(f"stage {c.name}: the product must be of two tensor reads, "
                                 f"got {src}")
@@ -151,7 +144,7 @@ def analyse(args: Sequence[Tensor]) -> Contraction:
             raise ImplicitGemmError(f"stage {t.name} after the GEMM {c.name} has shape "
                                     f"{t.shape}, not the GEMM's {c.shape} (an element-wise "
                                     f"epilogue keeps the shape)")
-        for rd in _reads(top.body):
+        for rd in tensor_reads(top.body):
             if rd.tensor in inside and not _is_pointwise(rd, top.axes):
                 raise ImplicitGemmError(f"stage {t.name} reads {rd.tensor.name} at "
                                         f"[{', '.join(map(str, rd.indices))}], not point-wise")

@@ -4,7 +4,7 @@
 
 1. ``verify`` - the input follows docs/ir.md.
 1b. ``lower_warp_buffers`` - ``warp``-scope stages become per-warp slices of shared memory.
-2. ``lower_tensorize`` (vta.gpu.intrinsics) - ``AttrStmt("tensorize", <cuda intrinsic>)``
+2. ``lower_tensorize`` (vta.gpu.wmma) - ``AttrStmt("tensorize", <cuda intrinsic>)``
    regions become WMMA fragment statements. First, because it still sees loops and buffers
    as the schedule wrote them (the fragment tile structure is in the loop nest).
 3. ``bind_threads`` - thread-bound loops become ``threadIdx``/``blockIdx`` lets with guards;

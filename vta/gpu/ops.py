@@ -1,4 +1,4 @@
-"""GPU-layout definitions of matmul and conv2d in the tensor IR (``vta.compiler.tensor``).
+"""GPU-layout definitions of matmul and conv2d in the tensor IR (``vta.compiler.ir.tensor``).
 
 The accelerator's computes (``vta.compiler.ops``) use its packed NCHWnc blocks; a GPU wants the
 plain layouts, so the kernels here are defined over them. Both are one *implicit GEMM*::
@@ -16,7 +16,7 @@ plain layouts, so the kernels here are defined over them. Both are one *implicit
 The requantizing epilogue (``vta.compiler.ops.epilogue.Epilogue``: shift right, per-channel
 bias, clip, narrowing cast) is element-wise computes after ``C``; the schedules inline them into
 the output stage, so they run on the accumulator tile before the only global store. A fused
-chain (``vta.compiler.ops.fused.Chain``: graph-level fusion's requantize, residual add, ReLU)
+chain (``vta.compiler.ops.chain.Chain``: graph-level fusion's requantize, residual add, ReLU)
 follows the epilogue, stated once for both targets: its stages are element-wise computes in
 the output's layout, reading their operands (a residual branch, int8 like the output) at the
 output's index; ``GemmDef.epilogue`` lists every epilogue compute, so post-scheduling fusion

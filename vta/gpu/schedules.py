@@ -1,7 +1,7 @@
 """Default GPU schedules of matmul/dense and conv2d, written with the schedule primitives.
 
 The kernels are the tensor-IR implicit GEMMs of ``vta.gpu.ops``; a schedule here is a list of
-primitives (``vta.compiler.schedule``) and ``lower`` (``vta.compiler.lower``) makes the loop
+primitives (``vta.compiler.ir.schedule``) and ``lower`` (``vta.compiler.ir.lower``) makes the loop
 nest, exactly as for the accelerator. The GPU pipeline (``vta.gpu.lower_gpu``) then binds
 threads, places barriers and lowers the tensor-core regions; nothing here writes IR by hand.
 

@@ -14,7 +14,7 @@ Learning Tensor Programs", ASPLOS 2023, section 4):
   ``a * inner.task_shape + b``.
 
 ``worker_tasks(w)`` is that definition, evaluated in Python; ``emit(worker, body)`` writes the
-same tasks as a loop nest of the loop-nest IR (``vta.compiler.stmt``): repeated dimensions
+same tasks as a loop nest of the loop-nest IR (``vta.compiler.ir.stmt``): repeated dimensions
 become (unrolled) loops, spatial ones index arithmetic on the worker expression, so a kernel's
 body (copies to shared memory, fragment loads, MMAs, the epilogue) is written at thread
 granularity in the same IR that ``render_cuda`` and the SIMT emulator take. A mapping is a
@@ -25,6 +25,7 @@ exact.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -49,10 +50,7 @@ class Atom:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def workers(self) -> int:

@@ -2,7 +2,7 @@
 
 ``map_gpu(func, options)`` turns the tensor IR of a definition (``to_ir``) into a sequence of
 scheduled kernels without a user schedule. Every decision is a schedule primitive
-(``vta.compiler.schedule``), so the result goes through ``lower`` and the GPU pipeline
+(``vta.compiler.ir.schedule``), so the result goes through ``lower`` and the GPU pipeline
 (``vta.gpu.lower_gpu``) like a hand-written schedule.
 
 1. **Fusion** (``fusion="max"``; ``"min"``: one kernel per statement value). Element-wise

@@ -1,6 +1,6 @@
 """Tensor-core intrinsics (WMMA m16n16k16) and the pass that lowers ``tensorize`` regions to them.
 
-Two intrinsics are registered with the shared registry (``vta.compiler.intrin``) for target
+Two intrinsics are registered with the shared registry (``vta.compiler.ir.intrin``) for target
 ``cuda``: ``wmma.m16n16k16.s8s8s32`` (int8 x int8 -> exact int32) and ``wmma.m16n16k16.f16f16f32``
 (fp16 x fp16 -> fp32 accumulate). Each declares its computation in the tensor IR (``decl``) and
 carries hooks: ``cuda`` (the statement that replaces a matched region) and ``emulate`` (numpy

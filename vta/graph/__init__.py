@@ -5,6 +5,6 @@
 ``models`` (a seeded quantized ResNet-18), ``onnx_import`` (the optional ONNX reader), the
 passes (``passes.fuse``, ``passes.layout``, ``passes.memory``), ``place`` (each fused group an
 accelerator kernel or a named host fallback), ``link`` and ``compile`` (``compile_graph``);
-``vta.runner.run_graph`` simulates a compiled graph and checks every tensor, ``gpu`` runs the
+``vta.run.graph.run_graph`` simulates a compiled graph and checks every tensor, ``gpu`` runs the
 same graph through the GPU path. See docs/graph.md.
 """

@@ -15,10 +15,10 @@
       │ passes.memory         DRAM offsets of the activations, freed space reused; constants
       │ link                  every kernel's program relocated to that DRAM map
       v
-    CompiledGraph             (vta.runner.run_graph simulates it and checks every tensor)
+    CompiledGraph             (vta.run.graph.run_graph simulates it and checks every tensor)
 
 The compiler never runs the simulator: ``cost`` (the timing-only simulator, passed by
-``vta.runner``) decides among the schedule model's best candidates.
+``vta.run``) decides among the schedule model's best candidates.
 """
 
 from __future__ import annotations

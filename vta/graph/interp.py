@@ -16,22 +16,7 @@ from typing import Any
 import numpy as np
 
 from vta.errors import GraphError
-from vta.graph.ir import (
-    INT8_MIN,
-    Add,
-    Clip,
-    Conv2d,
-    Dense,
-    Fused,
-    GlobalAvgPool,
-    Graph,
-    MaxPool2d,
-    Node,
-    Relu,
-    Requantize,
-    Value,
-    split_shift,
-)
+from vta.graph import ir as G
 
 __all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "rounding_shift", "scale_round"]
 
@@ -44,7 +29,7 @@ def wrap32(x: np.ndarray) -> np.ndarray:
 def rounding_shift(t: np.ndarray, shift: int) -> np.ndarray:
     """The rounding shift of int32 ``t`` (``ir.split_shift``): ``>> pre``, ``+ 2**(post-1)``
     (wrapping to int32), ``>> post``."""
-    pre, post = split_shift(shift)
+    pre, post = G.split_shift(shift)
     t = t.astype(np.int32) >> np.int32(pre)
     t = wrap32(t.astype(np.int64) + (1 << (post - 1)))
     return t >> np.int32(post)
@@ -73,63 +58,63 @@ def conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndar
     return wrap32(acc.astype(np.int64)).reshape(o, n, oh, ow).transpose(1, 0, 2, 3)
 
 
-def _conv2d(node: Conv2d, a: list[np.ndarray]) -> np.ndarray:
+def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
     x, w, b = a
     acc = conv2d_int32(x, w, node.stride, node.pad)
     return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
 
 
-def _dense(node: Dense, a: list[np.ndarray]) -> np.ndarray:
+def _dense(node: G.Dense, a: list[np.ndarray]) -> np.ndarray:
     x, w, b = a
     acc = (w.astype(np.float64) @ x.astype(np.float64).T).T.astype(np.int64)
     return wrap32(wrap32(acc).astype(np.int64) + b.astype(np.int64)[None, :])
 
 
-def _requantize(node: Requantize, a: list[np.ndarray]) -> np.ndarray:
+def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
     return _clip8(scale_round(a[0], node.mult, node.shift), node.lo, node.hi)
 
 
-def _relu(node: Relu, a: list[np.ndarray]) -> np.ndarray:
+def _relu(node: G.Relu, a: list[np.ndarray]) -> np.ndarray:
     return np.maximum(a[0], 0).astype(np.int8)
 
 
-def _clip(node: Clip, a: list[np.ndarray]) -> np.ndarray:
+def _clip(node: G.Clip, a: list[np.ndarray]) -> np.ndarray:
     return _clip8(a[0], node.lo, node.hi)
 
 
-def _add(node: Add, a: list[np.ndarray]) -> np.ndarray:
+def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
     p = wrap32(a[0].astype(np.int64) * node.mult_a)
     q = wrap32(a[1].astype(np.int64) * node.mult_b)
     t = wrap32(p.astype(np.int64) + q)
     return _clip8(rounding_shift(t, node.shift), node.lo, node.hi)
 
 
-def _max_pool(node: MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
+def _max_pool(node: G.MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
     x = a[0]
     k, s, p = node.kernel, node.stride, node.pad
     oh, ow = node.out.type.shape[2:]
-    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=INT8_MIN)
-    out = np.full(node.out.type.shape, INT8_MIN, np.int8)
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=G.INT8_MIN)
+    out = np.full(node.out.type.shape, G.INT8_MIN, np.int8)
     for r in range(k):
         for q in range(k):
             out = np.maximum(out, xp[:, :, r: r + s * (oh - 1) + 1: s, q: q + s * (ow - 1) + 1: s])
     return out
 
 
-def _global_avg_pool(node: GlobalAvgPool, a: list[np.ndarray]) -> np.ndarray:
+def _global_avg_pool(node: G.GlobalAvgPool, a: list[np.ndarray]) -> np.ndarray:
     total = wrap32(a[0].astype(np.int64).sum(axis=(2, 3)))
     return _clip8(scale_round(total, node.mult, node.shift), node.lo, node.hi)
 
 
 #: each operator's numpy semantics (operands in order -> output)
-KERNELS: dict[type[Node], Callable[..., np.ndarray]] = {
-    Conv2d: _conv2d, Dense: _dense, Requantize: _requantize, Relu: _relu, Clip: _clip,
-    Add: _add, MaxPool2d: _max_pool, GlobalAvgPool: _global_avg_pool}
+KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
+    G.Conv2d: _conv2d, G.Dense: _dense, G.Requantize: _requantize, G.Relu: _relu, G.Clip: _clip,
+    G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool}
 
 
-def eval_node(node: Node, env: Mapping[Value, np.ndarray]) -> np.ndarray:
+def eval_node(node: G.Node, env: Mapping[G.Value, np.ndarray]) -> np.ndarray:
     """``node``'s output from its operands' arrays in ``env`` (a fused node runs its chain)."""
-    if isinstance(node, Fused):
+    if isinstance(node, G.Fused):
         local = dict(env)
         for n in node.nodes:
             local[n.output] = eval_node(n, local)
@@ -143,10 +128,10 @@ def eval_node(node: Node, env: Mapping[Value, np.ndarray]) -> np.ndarray:
     return out
 
 
-def run_graph(graph: Graph, inputs: Mapping[Any, np.ndarray]) -> dict[Value, np.ndarray]:
+def run_graph(graph: G.Graph, inputs: Mapping[Any, np.ndarray]) -> dict[G.Value, np.ndarray]:
     """Every value of ``graph`` (inputs, constants, every node's output, and the outputs of the
     nodes inside fused ones) computed from ``inputs`` (by value or name)."""
-    env: dict[Value, np.ndarray] = {}
+    env: dict[G.Value, np.ndarray] = {}
     by_name = {v.name: v for v in graph.inputs}
     for k, arr in inputs.items():
         v = by_name.get(k) if isinstance(k, str) else k
@@ -164,7 +149,7 @@ def run_graph(graph: Graph, inputs: Mapping[Any, np.ndarray]) -> dict[Value, np.
     for v in graph.constants():
         env[v] = v.data  # type: ignore[assignment]
     for n in graph.nodes:
-        if isinstance(n, Fused):
+        if isinstance(n, G.Fused):
             for m in n.nodes:
                 env[m.output] = eval_node(m, env)
         else:

@@ -73,7 +73,7 @@ from vta.isa import Program
 
 __all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost"]
 
-#: a cost oracle for the compiler's schedule choice (``vta.runner.timing_cost``)
+#: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
 
 

@@ -15,30 +15,14 @@ from typing import Any
 import numpy as np
 
 from vta.errors import GraphError
-from vta.graph.ir import (
-    INT8_MAX,
-    INT8_MIN,
-    Add,
-    Clip,
-    Conv2d,
-    Dense,
-    Fused,
-    GlobalAvgPool,
-    Graph,
-    MaxPool2d,
-    Node,
-    Relu,
-    Requantize,
-    TensorType,
-    Value,
-)
+from vta.graph import ir as G
 
 __all__ = ["infer_type", "verify_graph", "check_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def _want(where: str, v: Value, dtype: str, rank: int, what: str) -> tuple[int, ...]:
+def _want(where: str, v: G.Value, dtype: str, rank: int, what: str) -> tuple[int, ...]:
     t = v.type
     if t.dtype != dtype or len(t.shape) != rank:
         raise GraphError(f"{where}: {what} {v.name} must be {dtype} of rank {rank}, got "
@@ -53,23 +37,23 @@ def _range(where: str, name: str, value: int, lo: int, hi: int) -> None:
 
 
 def _clip_range(where: str, lo: int, hi: int) -> None:
-    _range(where, "lo", lo, INT8_MIN, INT8_MAX)
-    _range(where, "hi", hi, INT8_MIN, INT8_MAX)
+    _range(where, "lo", lo, G.INT8_MIN, G.INT8_MAX)
+    _range(where, "hi", hi, G.INT8_MIN, G.INT8_MAX)
     if lo > hi:
         raise GraphError(f"{where}: clip range [{lo}, {hi}] is empty")
 
 
-def _scaled(where: str, v: Value) -> float:
+def _scaled(where: str, v: G.Value) -> float:
     if v.type.scale is None or not (math.isfinite(v.type.scale) and v.type.scale > 0):
         raise GraphError(f"{where}: {v.name} has no quantization scale (a positive number)")
     return v.type.scale
 
 
-def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, Any],
-               where: str) -> TensorType:
+def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str, Any],
+               where: str) -> G.TensorType:
     """The output type of ``op`` applied to ``inputs`` with ``attrs`` (the output's scale for
     operators that set it: requantize, add, global_avg_pool), or a ``GraphError``."""
-    if op is Conv2d:
+    if op is G.Conv2d:
         x, w, b = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         o, ci, kh, kw = _want(where, w, "int8", 4, "weight")
@@ -86,9 +70,9 @@ def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, An
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {kh}x{kw} kernel does not fit the {h}x{wd} input "
                              f"padded by {pad}")
-        return TensorType((n, o, oh, ow), "int32", "NCHW",
+        return G.TensorType((n, o, oh, ow), "int32", "NCHW",
                           _scaled(where, x) * _scaled(where, w))
-    if op is Dense:
+    if op is G.Dense:
         x, w, b = inputs
         n, k = _want(where, x, "int8", 2, "input")
         m, kw_ = _want(where, w, "int8", 2, "weight")
@@ -96,8 +80,8 @@ def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, An
         if kw_ != k or bm != m:
             raise GraphError(f"{where}: weight {w.name} {list(w.type.shape)} and bias {b.name} "
                              f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
-        return TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
-    if op is Requantize:
+        return G.TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
+    if op is G.Requantize:
         (x,) = inputs
         if x.type.dtype != "int32":
             raise GraphError(f"{where}: input {x.name} must be int32, got {x.type.dtype}")
@@ -107,15 +91,15 @@ def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, An
         if attrs["mult"] == 0:
             raise GraphError(f"{where}: mult must be non-zero")
         s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
-        return TensorType(x.type.shape, "int8", x.type.layout, abs(s))
-    if op in (Relu, Clip):
+        return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s))
+    if op in (G.Relu, G.Clip):
         (x,) = inputs
         if x.type.dtype != "int8":
             raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
-        if op is Clip:
+        if op is G.Clip:
             _clip_range(where, attrs["lo"], attrs["hi"])
         return x.type
-    if op is Add:
+    if op is G.Add:
         a, b = inputs
         for v in (a, b):
             if v.type.dtype != "int8":
@@ -127,8 +111,8 @@ def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, An
             _range(where, key, attrs[key], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"))
-    if op is MaxPool2d:
+        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"))
+    if op is G.MaxPool2d:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         k, s, p = attrs["kernel"], attrs["stride"], attrs["pad"]
@@ -138,20 +122,20 @@ def infer_type(op: type[Node], inputs: tuple[Value, ...], attrs: Mapping[str, An
         oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
-        return TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale)
-    if op is GlobalAvgPool:
+        return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale)
+    if op is G.GlobalAvgPool:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         _range(where, "mult", attrs["mult"], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return TensorType((n, c), "int8", "NC", attrs.get("scale"))
+        return G.TensorType((n, c), "int8", "NC", attrs.get("scale"))
     raise GraphError(f"{where}: unknown operator {op.__name__}")
 
 
-def check_node(node: Node, where: str) -> None:
+def check_node(node: G.Node, where: str) -> None:
     """``node``'s output type is the one its rule infers (scale compared relatively)."""
-    if isinstance(node, Fused):
+    if isinstance(node, G.Fused):
         prev = node.anchor.output
         check_node(node.anchor, f"{where} (anchor {node.anchor.op})")
         for m in node.chain:
@@ -174,14 +158,14 @@ def check_node(node: Node, where: str) -> None:
                          f"operator gives {want.scale:.6g}")
 
 
-def verify_graph(g: Graph) -> Graph:
+def verify_graph(g: G.Graph) -> G.Graph:
     """Check ``g`` (returned unchanged): unique value names, each value defined once and
     before use, constants matching their types, graph outputs computed, every node typed by
     its rule."""
     defined: set[int] = set()
-    names: dict[str, Value] = {}
+    names: dict[str, G.Value] = {}
 
-    def define(v: Value, where: str) -> None:
+    def define(v: G.Value, where: str) -> None:
         if id(v) in defined:
             raise GraphError(f"{where}: value {v.name} is defined twice")
         other = names.get(v.name)
@@ -203,7 +187,7 @@ def verify_graph(g: Graph) -> Graph:
             elif id(v) not in defined:
                 raise GraphError(f"{where}: reads {v.name}, which is not an input, a constant "
                                  f"or the output of an earlier node")
-        inner = n.nodes[:-1] if isinstance(n, Fused) else ()
+        inner = n.nodes[:-1] if isinstance(n, G.Fused) else ()
         for m in inner:
             define(m.output, where)
         check_node(n, where)
@@ -214,7 +198,7 @@ def verify_graph(g: Graph) -> Graph:
     return g
 
 
-def _check_const(v: Value, where: str) -> None:
+def _check_const(v: G.Value, where: str) -> None:
     assert v.data is not None
     if v.data.shape != v.type.shape or v.data.dtype != np.dtype(v.type.dtype):
         raise GraphError(f"{where}: constant {v.name} holds {v.data.dtype}{list(v.data.shape)}, "

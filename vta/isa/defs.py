@@ -19,7 +19,7 @@ An ``InstructionDef`` is the single home of what the accelerator knows about one
   its semantics as one numpy function (read by the reference interpreter and by the machine),
   the cycles one micro-op occupies the unit (``issue``) and its pipeline depth, from which the
   accumulator hazard window follows;
-* its **assembly** syntax, and what the compiler needs to match it (``vta.compiler.intrin``).
+* its **assembly** syntax, and what the compiler needs to match it (``vta.compiler.ir.intrin``).
 
 Built-in definitions (LOAD, STORE, GEMM, ALU.MIN/MAX/ADD/SHR/MUL, FINISH) are registered by
 ``vta.isa.builtins`` exactly as a user's are (``vta.intrinsics``). Lookups are tables: by the
@@ -49,7 +49,7 @@ this module needs no compiler import. It returns one or more variants ``(decl, b
 for a 0-d placeholder, to the instruction field that holds it as an immediate; ``fixed`` sets
 other fields for this variant (the ALU's ``use_imm``). A reduction pattern (GEMM) is matched
 against a loop region by ``tensorize``; an element-wise one (the ALU's functions) against the
-epilogue expressions by instruction selection (``vta.compiler.passes.lower_alu``).
+epilogue expressions by instruction selection (``vta.compiler.accel.passes.lower_alu``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``vta.build``: from a schedule to a callable module on the accelerator or a GPU.
 
-``build(schedule, args, target, hw=...)`` lowers the schedule (``vta.compiler.lower``) and
+``build(schedule, args, target, hw=...)`` lowers the schedule (``vta.compiler.ir.lower``) and
 compiles it for ``target``:
 
 * ``"vta"``: the accelerator pipeline (``vta.compiler.compile_func``) to an ``isa.Program``;
@@ -13,7 +13,7 @@ The module is called with the inputs' arrays by placeholder name (``mod(x=..., w
 tensor (``mod({x: ..., w: ...})``) or by position, and returns a ``Result``: the outputs as
 numpy arrays by name, plus the run's statistics (the simulator's ``SimStats`` with cycles and
 the per-unit table, or the GPU launch). Arrays are in the placeholders' *logical* layouts: when
-``args`` is a ``vta.compiler.layout.Packed`` (the accelerator's packed version of a logical
+``args`` is a ``vta.compiler.accel.pack.Packed`` (the accelerator's packed version of a logical
 compute), the module packs the inputs and unpacks the outputs with each parameter's ``Layout``
 (zero padding, entry blocking, broadcast lanes), so the same arrays go to every target. One
 naming scheme everywhere: the placeholders' names are the DRAM allocations of the program, the
@@ -338,7 +338,7 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
     """Compile ``schedule`` with parameters ``args`` (inputs, then outputs) for ``target``
     (``"vta"``, ``"cuda-emu"`` or ``"cuda"``); see the module docstring. ``schedule`` may be a
     ``(schedule, args)`` pair (what the GPU schedules of ``vta.gpu.implicit_gemm`` return);
-    ``args`` a ``Packed`` compute (``vta.compiler.layout.pack``), whose layouts the module
+    ``args`` a ``Packed`` compute (``vta.compiler.accel.pack.pack``), whose layouts the module
     applies. ``name`` names the function (default: the first output's name). ``profile``: a
     ``cuda-emu`` module counts what makes the kernel slow on each run (``GpuLaunch.profile``;
     off, the emulator runs several times faster)."""

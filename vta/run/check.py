@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Check", "FLOAT_TOLERANCE", "compare", "compare_all", "tolerance_of", "merge"]
+__all__ = ["Check", "FLOAT_TOLERANCE", "compare", "compare_all", "differing", "tolerance_of",
+           "merge"]
 
 #: relative and absolute tolerance of a float comparison, by dtype (the widest dtype compared)
 FLOAT_TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-3, "float64": 1e-3}
@@ -93,13 +94,21 @@ class Check:
                 "mismatched": list(self.mismatched), "line": self.line()}
 
 
+def differing(want: np.ndarray, got: np.ndarray, rtol: float | None = None,
+              atol: float | None = None) -> np.ndarray:
+    """Where ``got`` differs from ``want`` (same shapes): unequal bits when no tolerance is
+    given (integers), else beyond ``atol + rtol * |want|`` (``numpy.isclose``; NaN equals
+    NaN). The one rule every comparison in vta applies."""
+    if rtol is None and atol is None:
+        return np.asarray(want != got)
+    return ~np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol or 0.0,
+                       atol=atol or 0.0, equal_nan=True)
+
+
 def _mismatches(want: np.ndarray, got: np.ndarray, tol: float | None) -> int:
     if want.shape != got.shape:
         return max(int(want.size), int(got.size), 1)
-    if tol is None:
-        return int(np.count_nonzero(want != got))
-    return int(np.count_nonzero(~np.isclose(got.astype(np.float64), want.astype(np.float64),
-                                            rtol=tol, atol=tol)))
+    return int(np.count_nonzero(differing(want, got, tol, tol)))
 
 
 def _tolerance(want: np.ndarray, got: np.ndarray, tolerance: float | None) -> float | None:

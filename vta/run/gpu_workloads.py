@@ -1,9 +1,11 @@
-"""Named GPU workloads (ResNet-18 layers, matmul/dense) and their inputs and references.
+"""Named workloads (ResNet-18 layers, matmul/dense) on the GPU targets: the workload in a
+dtype, and the scheduled kernel function of each GPU schedule (``build_func``).
 
-A workload's int8 epilogue is the accelerator's calibrated one (``Workload.epilogue``), its
-random bias is drawn within that epilogue's bound, and ``raw=True`` drops the epilogue so the
-kernel writes the int32 accumulators. Workloads whose tensors exceed ``MAX_HOST_BYTES`` are
-refused, naming the shape, before anything is allocated.
+A workload's int8 epilogue is the accelerator's calibrated one (``Workload.epilogue``), and
+``raw=True`` drops it so the kernel writes the int32 accumulators. Workloads whose tensors
+exceed ``MAX_HOST_BYTES`` are refused, naming the shape, before anything is allocated. The
+inputs and the numpy reference are the layer run's (``vta.run.layer``), the same for every
+target.
 """
 
 from __future__ import annotations
@@ -13,20 +15,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vta.compiler.ir import stmt as S
-from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc, conv2d_reference
-from vta.compiler.ops.epilogue import Epilogue, random_bias
-from vta.compiler.ops.matmul import MatmulSpec, matmul_acc, matmul_reference
-from vta.compiler.ops.workloads import resolve
+from vta.compiler.ops.conv2d import Conv2dSpec
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.matmul import MatmulSpec
+from vta.compiler.ops.workloads import Workload, resolve
 from vta.errors import ShapeError, VtaError
 from vta.gpu import schedules as G
-from vta.gpu.emulator import NP_DTYPES
 from vta.gpu.kernels.conv2d import mma_conv2d
 from vta.gpu.kernels.gemm import mma_gemm
 
 RESNET18_LAYERS = tuple(f"C{i}" for i in range(2, 12))
 
-__all__ = ["MAX_HOST_BYTES", "GpuWorkload", "host_bytes", "make_workload", "random_inputs",
-           "reference", "build_func"]
+__all__ = ["MAX_HOST_BYTES", "GpuWorkload", "host_bytes", "make_workload", "gpu_workload",
+           "build_func"]
 
 #: Largest total of a workload's tensors (inputs and output) the GPU targets allocate on the
 #: host (1 GiB): the numpy reference works in int64, about eight times that again.
@@ -58,11 +59,17 @@ def host_bytes(spec: Conv2dSpec | MatmulSpec, dtype: str) -> int:
 
 def make_workload(name: str, dtype: str = "int8", sizes: list[int] | None = None,
                   raw: bool = False, **over: int | None) -> GpuWorkload:
-    """A workload by the accelerator's names (``vta.compiler.workloads.resolve``: ``conv2d`` =
+    """A workload by the accelerator's names (``vta.compiler.ops.workloads.resolve``: ``conv2d`` =
     resnet18:C2, ``resnet18:C1..C11``, ``matmul``, ``dense``), with the same calibrated epilogue
     (none with ``raw``: the kernel writes int32 accumulators). A ``ShapeError`` names a shape
     whose tensors exceed ``MAX_HOST_BYTES``."""
-    w = resolve(name, sizes, **over)
+    return gpu_workload(resolve(name, sizes, **over), dtype, raw)
+
+
+def gpu_workload(w: Workload, dtype: str = "int8", raw: bool = False) -> GpuWorkload:
+    """``w`` on a GPU target in ``dtype``: its calibrated epilogue for int8 (none with ``raw``
+    or a float dtype: the kernel writes the accumulators). A ``ShapeError`` names a shape whose
+    tensors exceed ``MAX_HOST_BYTES``."""
     need = host_bytes(w.spec, dtype)
     if need > MAX_HOST_BYTES:
         raise ShapeError(f"{w.name} ({w.spec.describe()}) is too large for the GPU targets: its "
@@ -70,45 +77,6 @@ def make_workload(name: str, dtype: str = "int8", sizes: list[int] | None = None
                          f"{MAX_HOST_BYTES:,}-byte limit")
     epi = w.epilogue if dtype == "int8" and not raw else None
     return GpuWorkload(w.name, w.spec, dtype, epi)
-
-
-def random_inputs(params: tuple[S.Buffer, ...], rng: np.random.Generator,
-                  epi: Epilogue | None = None) -> list[np.ndarray]:
-    """Random inputs for every parameter but the last (the output, zero-filled): int8 uniform
-    over its range, an int32 bias within ``epi``'s bias bound (the default epilogue's when
-    not given), floats standard normal."""
-    out: list[np.ndarray] = []
-    for b in params[:-1]:
-        dt = NP_DTYPES[b.dtype]
-        if b.dtype == "int8":
-            out.append(rng.integers(-128, 128, b.shape, dtype=np.int8))
-        elif b.dtype == "int32":  # bias
-            out.append(random_bias(epi or Epilogue(), int(np.prod(b.shape)), rng)
-                       .reshape(b.shape))
-        else:
-            out.append(rng.standard_normal(b.shape).astype(dt))
-    last = params[-1]
-    out.append(np.zeros(last.shape, NP_DTYPES[last.dtype]))
-    return out
-
-
-def reference(w: GpuWorkload, arrays: list[np.ndarray]) -> np.ndarray:
-    """The numpy reference for the kernel's output given its inputs (bit-exact for int8)."""
-    bias = arrays[2] if w.epi is not None and w.epi.bias else None
-    x, k = arrays[0], arrays[1]
-    if w.dtype != "int8":
-        if isinstance(w.spec, Conv2dSpec):
-            raise VtaError("fp16 conv2d has no reference here")
-        return x.astype(np.float32) @ k.astype(np.float32).T
-    if isinstance(w.spec, Conv2dSpec):
-        s = w.spec
-        kk = k.reshape(s.oc, s.ic, s.kh, s.kw)
-        if w.epi is None:  # the int32 accumulators
-            return conv2d_acc(x, kk, s)
-        return conv2d_reference(x, kk, bias, s, w.epi)
-    if w.epi is None:
-        return matmul_acc(x, k)
-    return matmul_reference(x, k, bias, w.epi)
 
 
 def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:

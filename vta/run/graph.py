@@ -177,6 +177,19 @@ def _inputs(graph: Graph, image: np.ndarray | dict[str, np.ndarray]) -> dict[Val
     return {graph.inputs[0]: np.asarray(image)}
 
 
+def _reference(graph: Graph, image: np.ndarray | dict[str, np.ndarray]
+               ) -> tuple[dict[Value, np.ndarray], dict[Value, np.ndarray], float]:
+    """The host's values to start from (the inputs and the constants), the interpreter's
+    value of every tensor, and how long the interpreter took."""
+    host = _inputs(graph, image)
+    t0 = time.perf_counter()
+    ref = interp.run_graph(graph, host)
+    t_ref = time.perf_counter() - t0
+    for v in graph.constants():
+        host[v] = v.data  # type: ignore[assignment]
+    return host, ref, t_ref
+
+
 def _compare(out: np.ndarray, want: np.ndarray) -> Check:
     return compare(want, out, against=AGAINST)
 
@@ -206,12 +219,7 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
 def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
                target: AccelTarget) -> GraphRun:
     hw = cg.hw
-    host = _inputs(cg.graph, image)
-    t0 = time.perf_counter()
-    ref = interp.run_graph(cg.graph, host)
-    t_ref = time.perf_counter() - t0
-    for v in cg.graph.constants():
-        host[v] = v.data  # type: ignore[assignment]
+    host, ref, t_ref = _reference(cg.graph, image)
     dram: dict[str, np.ndarray] = {}
     by_at: dict[int, list[Any]] = {}
     for tr in cg.layouts.transforms:
@@ -259,12 +267,7 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
 
 def _run_gpu(gg: GpuGraph, image: np.ndarray | dict[str, np.ndarray], target: Target
              ) -> GraphRun:
-    env = _inputs(gg.graph, image)
-    t0 = time.perf_counter()
-    ref = interp.run_graph(gg.graph, env)
-    t_ref = time.perf_counter() - t0
-    for v in gg.graph.constants():
-        env[v] = v.data  # type: ignore[assignment]
+    env, ref, t_ref = _reference(gg.graph, image)
     runs: list[StepRun] = []
     t_run = 0.0
     for k, (group, built) in enumerate(zip(gg.groups, gg.kernels, strict=True)):

@@ -47,10 +47,10 @@ from vta.compiler.ops.epilogue import Epilogue, apply_epilogue, random_bias, sat
 from vta.compiler.ops.matmul import MatmulSpec, matmul_acc
 from vta.compiler.ops.workloads import Workload
 from vta.config import DTYPE_BITS, HwConfig
-from vta.errors import ShapeError, VtaError
+from vta.errors import VtaError
 from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.run.check import Check, compare
-from vta.run.gpu_workloads import MAX_HOST_BYTES, GpuWorkload, build_func, host_bytes
+from vta.run.gpu_workloads import GpuWorkload, build_func, gpu_workload
 from vta.run.targets import AccelTarget, CompiledKernel, Execution, GpuLaunch, Target
 
 __all__ = ["LayerProgram", "AccelLayer", "GpuLayer", "LayerRun", "layer_inputs",
@@ -233,16 +233,6 @@ class GpuLayer:
         return np.asarray(outputs[out.name]).reshape(shape)
 
 
-def _gpu_workload(w: Workload, dtype: str, raw: bool) -> GpuWorkload:
-    need = host_bytes(w.spec, dtype)
-    if need > MAX_HOST_BYTES:
-        raise ShapeError(f"{w.name} ({w.spec.describe()}) is too large for the GPU targets: its "
-                         f"tensors take {need:,} bytes of host memory, more than the "
-                         f"{MAX_HOST_BYTES:,}-byte limit")
-    epi = w.epilogue if dtype == "int8" and not raw else None
-    return GpuWorkload(w.name, w.spec, dtype, epi)
-
-
 # ------------------------------------------------------------------- on any target
 
 
@@ -261,12 +251,31 @@ def compile_layer(w: Workload, target: Target, *, raw: bool = False,
             knobs["epilogue"] = Epilogue.none()
         c = compiled or target.compile_layer(w, latency_hiding=latency_hiding, **knobs)
         return [AccelLayer(p) for p in (_accel_slices(target, w, c) if raw else [c])]
-    gw = _gpu_workload(w, dtype, raw)
+    gw = gpu_workload(w, dtype, raw)
     return [GpuLayer(gw, target.compile(build_func(gw, gpu_schedule)))]
 
 
+class _Judged:
+    """What a run's ``check`` (and, when asked, its target's own oracle) says of it."""
+
+    check: Check
+    reference_agrees: bool | None
+
+    @property
+    def passed(self) -> bool:
+        return self.check.passed and self.reference_agrees is not False
+
+    @property
+    def mismatches(self) -> int:
+        return self.check.mismatches
+
+    @property
+    def saturated(self) -> float:
+        return self.check.saturated or 0.0
+
+
 @dataclass
-class LayerRun:
+class LayerRun(_Judged):
     """A layer run on a target: its programs (one, or the accelerator's accumulator slices),
     their executions, the check against numpy, and the times."""
 
@@ -280,18 +289,6 @@ class LayerRun:
     #: the target's functional oracle agreed with the execution (None: not run)
     reference_agrees: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return self.check.passed and self.reference_agrees is not False
-
-    @property
-    def mismatches(self) -> int:
-        return self.check.mismatches
-
-    @property
-    def saturated(self) -> float:
-        return self.check.saturated or 0.0
 
     @property
     def raw_slices(self) -> int:
@@ -459,7 +456,7 @@ def run_layer(w: Workload, target: Target, *, seed: int = 0, raw: bool = False,
 
 
 @dataclass
-class DepthwiseRun:
+class DepthwiseRun(_Judged):
     """A depthwise layer run on the accelerator (``accel.ops.depthwise_packed``)."""
 
     compiled: CompiledDepthwise
@@ -468,24 +465,12 @@ class DepthwiseRun:
     reference_agrees: bool | None
 
     @property
-    def passed(self) -> bool:
-        return self.check.passed and self.reference_agrees is not False
-
-    @property
     def cycles(self) -> int:
         return int(self.execution.stats.cycles)
 
     @property
     def stats(self) -> Any:
         return self.execution.stats
-
-    @property
-    def mismatches(self) -> int:
-        return self.check.mismatches
-
-    @property
-    def saturated(self) -> float:
-        return self.check.saturated or 0.0
 
     @property
     def gops(self) -> float:

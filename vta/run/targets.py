@@ -248,9 +248,24 @@ class _GpuTarget(Target):
         run_func(src, dict(zip(src.params, mem, strict=True)))
         return dict(zip(artifact.param_names, mem, strict=True))
 
-    def _launch(self, k: CompiledKernel, seconds: float, profile: Profile | None) -> GpuLaunch:
-        launch = k.cuda.launch
-        return GpuLaunch(launch.grid, launch.block, launch.shared_bytes, seconds, profile)
+    def execute(self, artifact: CompiledKernel, arrays: Mapping[str, np.ndarray], *,
+                trace_path: str | None = None) -> Execution:
+        if trace_path is not None:
+            raise TargetError(f"a trace is a timeline of the simulated accelerator; {self.where} "
+                              f"writes none")
+        mem = _ordered(artifact, arrays)
+        t0 = time.perf_counter()
+        out, profile = self._run(artifact, mem)
+        dt = time.perf_counter() - t0
+        launch = artifact.cuda.launch
+        return Execution(dict(zip(artifact.param_names, out, strict=True)),
+                         GpuLaunch(launch.grid, launch.block, launch.shared_bytes, dt, profile),
+                         dt)
+
+    @abstractmethod
+    def _run(self, k: CompiledKernel, mem: list[np.ndarray]
+             ) -> tuple[list[np.ndarray], Profile | None]:
+        """Every parameter after one launch on ``mem``, and the launch's counters (if any)."""
 
 
 def _ordered(k: CompiledKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -275,18 +290,11 @@ class CudaEmuTarget(_GpuTarget):
     def __init__(self, profile: bool = False) -> None:
         self.profile = profile
 
-    def execute(self, artifact: CompiledKernel, arrays: Mapping[str, np.ndarray], *,
-                trace_path: str | None = None) -> Execution:
-        if trace_path is not None:
-            raise TargetError("a trace is a timeline of the simulated accelerator; the SIMT "
-                              "emulator writes none")
-        mem = _ordered(artifact, arrays)
-        t0 = time.perf_counter()
-        emu = Emulator(artifact.func, profile=self.profile)
-        emu.run(*mem)
-        dt = time.perf_counter() - t0
-        return Execution(dict(zip(artifact.param_names, mem, strict=True)),
-                         self._launch(artifact, dt, emu.profile), dt)
+    def _run(self, k: CompiledKernel, mem: list[np.ndarray]
+             ) -> tuple[list[np.ndarray], Profile | None]:
+        emu = Emulator(k.func, profile=self.profile)
+        emu.run(*mem)  # writes the outputs in place
+        return mem, emu.profile
 
     def measure(self, artifact: CompiledKernel, arrays: Mapping[str, np.ndarray] | None = None
                 ) -> Measurement:
@@ -306,17 +314,9 @@ class CudaTarget(_GpuTarget):
     def __init__(self) -> None:
         require_cupy()
 
-    def execute(self, artifact: CompiledKernel, arrays: Mapping[str, np.ndarray], *,
-                trace_path: str | None = None) -> Execution:
-        if trace_path is not None:
-            raise TargetError("a trace is a timeline of the simulated accelerator; use "
-                              "Nsight Systems for a GPU")
-        mem = _ordered(artifact, arrays)
-        t0 = time.perf_counter()
-        out = run_kernel(artifact.cuda, mem)
-        dt = time.perf_counter() - t0
-        return Execution(dict(zip(artifact.param_names, out, strict=True)),
-                         self._launch(artifact, dt, None), dt)
+    def _run(self, k: CompiledKernel, mem: list[np.ndarray]
+             ) -> tuple[list[np.ndarray], Profile | None]:
+        return run_kernel(k.cuda, mem), None
 
     def measure(self, artifact: CompiledKernel, arrays: Mapping[str, np.ndarray] | None = None
                 ) -> Measurement:

@@ -94,8 +94,27 @@ class TaskReport:
         return f"{what}: {self.kind} {self.detail}: {self.cycles:,} cycles in {self.runs} runs"
 
 
+class _Checked:
+    """A definition's run, judged against the TC interpreter (``check``; None: not checked)."""
+
+    check: Check | None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.check is None else self.check.passed
+
+    @property
+    def mismatches(self) -> dict[str, int]:
+        """Elements that differ, by output."""
+        return {} if self.check is None else dict(self.check.counts)
+
+    def _verdict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "mismatches": self.mismatches,
+                "verdict": self.check.line() if self.check is not None else None}
+
+
 @dataclass
-class VtaRun:
+class VtaRun(_Checked):
     """A definition run on the simulated accelerator."""
 
     name: str
@@ -108,14 +127,6 @@ class VtaRun:
     seconds_sim: float
     #: the outputs against the TC interpreter (None: not checked)
     check: Check | None = None
-
-    @property
-    def passed(self) -> bool | None:
-        return None if self.check is None else self.check.passed
-
-    @property
-    def mismatches(self) -> dict[str, int]:
-        return {} if self.check is None else dict(self.check.counts)
 
     @property
     def cycles(self) -> int:
@@ -131,9 +142,7 @@ class VtaRun:
         return sum(t.macs for t in self.tasks)
 
     def summary(self) -> dict[str, Any]:
-        return {"definition": self.name, "hw": self.hw, "target": "vta", "passed": self.passed,
-                "mismatches": self.mismatches,
-                "verdict": self.check.line() if self.check is not None else None,
+        return {"definition": self.name, "hw": self.hw, "target": "vta", **self._verdict(),
                 "cycles": self.cycles,
                 "accelerator_fraction": self.fraction, "work": self.work,
                 "work_on_accelerator": self.work_accel, "gemm_macs": self.macs,
@@ -205,7 +214,7 @@ def _run_gemm(task: GemmTask, hw: HwConfig, values: dict[Tensor, np.ndarray], si
 
 def _packed_inputs(c: Compiled, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None
                    ) -> dict[str, np.ndarray]:
-    """The runtime's packing (as ``vta.runner.make_inputs``): a matmul's matrices in blocks, a
+    """The runtime's packing (as ``vta.run.layer.layer_inputs``): a matmul's matrices in blocks, a
     convolution's NCHW input and OIHW weights folded (``c.fold``) and packed NCHWnc."""
     g, P = c.hw.gemm, c.packed
     if isinstance(c.workload.spec, Conv2dSpec):
@@ -340,7 +349,7 @@ def check_outputs(d: Definition, c: Concrete, inputs: dict[str, np.ndarray],
 
 
 @dataclass
-class GpuRun:
+class GpuRun(_Checked):
     """A definition run through the GPU mapper on ``target`` (the emulator or a GPU)."""
 
     name: str
@@ -352,18 +361,8 @@ class GpuRun:
     #: the outputs against the TC interpreter (None: not checked)
     check: Check | None = None
 
-    @property
-    def passed(self) -> bool | None:
-        return None if self.check is None else self.check.passed
-
-    @property
-    def mismatches(self) -> dict[str, int]:
-        return {} if self.check is None else dict(self.check.counts)
-
     def summary(self) -> dict[str, Any]:
-        return {"definition": self.name, "target": self.target, "passed": self.passed,
-                "mismatches": self.mismatches,
-                "verdict": self.check.line() if self.check is not None else None,
+        return {"definition": self.name, "target": self.target, **self._verdict(),
                 "seconds": self.seconds,
                 "kernels": [{"name": k.name, "statements": list(k.statements),
                              "shared": list(k.shared), "tile": list(k.knobs.tile),

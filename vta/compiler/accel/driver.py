@@ -6,7 +6,7 @@ point's layout, schedules it with the primitives and ``lower``s it (``schedules.
 runs the VTA pipeline. ``compile_workload`` picks the point (the knobs given, else the analytic
 model's ranking of the space, and among its best candidates the one a caller-supplied cost
 oracle finds fastest) and builds it; ``vta.tune`` searches the same space. Running the program and
-checking it against numpy is ``vta.runner``'s job: it sits above the compiler and the simulator
+checking it against numpy is ``vta.run``'s job: it sits above the compiler and the simulator
 and passes the timing-only simulator as the cost oracle.
 """
 
@@ -43,7 +43,7 @@ __all__ = ["Compiled", "Cost", "Rewrite", "build", "compile_workload", "compulso
            "default_points", "exact_layout", "memory_cycles", "op_compute", "packed_bytes",
            "roofline", "space_of"]
 
-#: A cost oracle: cycles a program takes (``vta.runner`` passes the timing-only simulator).
+#: A cost oracle: cycles a program takes (``vta.run`` passes the timing-only simulator).
 Cost = Callable[[Program], int]
 #: A replacement of an op's epilogue (same inputs and accumulator; see ``compile_workload``).
 Rewrite = Callable[[PackedOp], PackedOp]

@@ -57,6 +57,7 @@ from vta.compiler.ir.tensor import (
     TensorRead,
     placeholder,
     post_order,
+    tensor_reads,
 )
 from vta.errors import LayoutError
 
@@ -228,14 +229,6 @@ class Packed:
 # ---------------------------------------------------------------------------- analysis
 
 
-def _strip(e: E.Expr) -> E.Expr:
-    while isinstance(e, E.Cast):
-        e = e.value
-    return e
-
-
-def _reads(body: E.Expr) -> list[TensorRead]:
-    return [n for n in E.walk(body) if isinstance(n, TensorRead)]
 
 
 def _pure_dim(read: TensorRead, var: E.Var) -> int | None:
@@ -268,7 +261,7 @@ def _operands(t: Tensor) -> tuple[TensorRead, TensorRead] | None:
     src = op.body.source
     if not isinstance(src, E.Mul):
         return None
-    a, b = _strip(src.a), _strip(src.b)
+    a, b = E.strip_casts(src.a), E.strip_casts(src.b)
     if isinstance(a, TensorRead) and isinstance(b, TensorRead):
         return a, b
     return None
@@ -333,7 +326,7 @@ class _Planner:
         self.readers: dict[Tensor, list[Tensor]] = {t: [] for t in self.order}
         for t in self.order:
             if isinstance(t.op, ComputeOp):
-                for rd in _reads(t.op.body):
+                for rd in tensor_reads(t.op.body):
                     if t not in self.readers[rd.tensor]:
                         self.readers[rd.tensor].append(t)
         self.gemms = {t: gm for t in self.order if (gm := _contraction(t, hw)) is not None}
@@ -377,7 +370,7 @@ class _Planner:
         """The tensors ``t`` reads, laid out along the same axes."""
         op = t.op
         assert isinstance(op, ComputeOp)
-        for rd in _reads(op.body):
+        for rd in tensor_reads(op.body):
             lanes = []
             for ln in self.lanes[t]:
                 if ln.dim is None:
@@ -401,7 +394,7 @@ class _Planner:
             assert isinstance(op, ComputeOp)
             if r in self.gemms or r in self.lanes:
                 continue
-            rd = next(x for x in _reads(op.body) if x.tensor is t)
+            rd = next(x for x in tensor_reads(op.body) if x.tensor is t)
             pos = {a.var: k for k, a in enumerate(op.axes)}
             lanes = []
             for ln in self.lanes[t]:
@@ -457,9 +450,9 @@ def _not_zero_preserving(t: Tensor) -> Tensor | None:
         return None
     op = t.op
     assert isinstance(op, ComputeOp)
-    body = _strip(op.body)
-    while isinstance(body, E.Select) and E.is_const(_strip(body.f), 0):
-        body = _strip(body.t)
+    body = E.strip_casts(op.body)
+    while isinstance(body, E.Select) and E.is_const(E.strip_casts(body.f), 0):
+        body = E.strip_casts(body.t)
     if isinstance(body, TensorRead):
         return _not_zero_preserving(body.tensor)
     return t
@@ -477,7 +470,7 @@ def _split_narrowing(t: Tensor) -> Tensor:
     op = t.op
     assert isinstance(op, ComputeOp)
     body = op.body
-    if not isinstance(body, E.Cast) or isinstance(_strip(body), TensorRead):
+    if not isinstance(body, E.Cast) or isinstance(E.strip_casts(body), TensorRead):
         return t
     inner = body.value
     axes = tuple(IterVar(E.Var(f"{a.name}_v"), a.extent) for a in op.axes)

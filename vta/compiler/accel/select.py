@@ -3,7 +3,7 @@
 An epilogue stage on the accelerator reads ``acc[i] = f(acc[i], ...)``. Each element-wise
 instruction the hardware implements (the ALU's functions, a user's, e.g. a fused requantize)
 declares its pattern in the tensor IR (``InstructionDef.pattern``, built into
-``TensorIntrinsic``s by ``vta.compiler.intrin``): a compute of the destination ``x`` and its
+``TensorIntrinsic``s by ``vta.compiler.ir.intrin``): a compute of the destination ``x`` and its
 operands (an acc entry read through ``src``, or immediates held in instruction fields). ``cover``
 finds the cheapest sequence of instructions that computes ``f`` in place: each instruction
 matches the top of an expression, its ``x`` binds to a sub-expression that earlier instructions

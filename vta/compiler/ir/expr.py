@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from vta.compiler.ir.visitor import node_fields
 
-__all__ = [
+__all__ = ["strip_casts",
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
     "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
     "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk",
@@ -464,3 +464,10 @@ def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
 def simplify_int(e: Expr) -> Expr:
     """Light simplification: re-fold constants bottom-up (``substitute`` with no mapping)."""
     return substitute(e, lambda n: None)
+
+
+def strip_casts(e: Expr) -> Expr:
+    """``e`` without the casts around it (a contraction's operand, whatever it is widened to)."""
+    while isinstance(e, Cast):
+        e = e.value
+    return e

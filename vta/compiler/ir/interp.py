@@ -318,7 +318,7 @@ _BIN = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.FloorDiv: np.fl
 
 _ACCUMULATORS: dict[type, np.ufunc] = {E.Add: np.add, E.Max: np.maximum, E.Min: np.minimum}
 
-#: what each statement does when interpreted (``vta.compiler.visitor.Dispatch``)
+#: what each statement does when interpreted (``vta.compiler.ir.visitor.Dispatch``)
 _STMT: Dispatch[None] = Dispatch("loop-nest interpreter", {
     S.SeqStmt: lambda s, m, env: m.seq(s, env),
     S.For: lambda s, m, env: m.loop(s, env),

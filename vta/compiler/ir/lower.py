@@ -5,7 +5,7 @@ buffers of ``args``; each stage becomes a loop nest over its leaf axes (fresh va
 values ``outer * factor + inner``, guards where a split does not divide), wrapped in
 ``AttrStmt("stage", name)``; a reduction gets an init nest right before its outermost reduction
 loop; a stage computed at another's loop is emitted inside that loop, its buffer allocated
-there and sized by bound inference (vta.compiler.bounds); readers index it relative to its
+there and sized by bound inference (vta.compiler.ir.regions); readers index it relative to its
 base; inlined stages are substituted; tensorized regions are wrapped in
 ``AttrStmt("tensorize", TensorizeRegion)`` after checking they match: the region carries the
 intrinsic and its ``Match`` translated to the lowered loops and buffers, so both back ends

@@ -58,7 +58,7 @@ def _indexed(name: str, idx: Any, nm: Namer) -> str:
     return f"{name}[{', '.join(_e(i, nm) for i in idx)}]"
 
 
-#: the printer's meaning of each expression node (``vta.compiler.visitor.Dispatch``)
+#: the printer's meaning of each expression node (``vta.compiler.ir.visitor.Dispatch``)
 _EXPR: Dispatch[str] = Dispatch("printer", {
     E.Var: lambda e, nm, p: nm(e, e.name),
     E.IntImm: lambda e, nm, p: (str(e.value) if e.dtype in ("int32", "bool")

@@ -2,7 +2,7 @@
 
 A ``Schedule`` holds one ``Stage`` per compute tensor reachable from the outputs. Primitives
 mutate the stage (a schedule is a builder, like TVM's) and record their effect as small frozen
-relation records; ``lower`` (vta.compiler.lower) turns the result into the immutable loop-nest
+relation records; ``lower`` (vta.compiler.ir.lower) turns the result into the immutable loop-nest
 IR. Every primitive checks that it is legal and refuses with a ``ScheduleError`` naming the
 stage, the axis and the reason.
 

@@ -10,6 +10,7 @@ Memory scopes: ``global`` (DRAM / device memory); the accelerator's scratchpads 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -44,10 +45,7 @@ class Buffer:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def load(self, *indices: ExprLike) -> BufferLoad:
         return BufferLoad(self, tuple(as_expr(i) for i in indices), self.dtype)

@@ -1,7 +1,7 @@
 """The tensor IR: placeholders and ``compute`` definitions with reduction axes.
 
 This is what users (and the TC frontend, later) write; a schedule turns it into the loop-nest IR
-(``vta.compiler.stmt``). Tensors, operations and iteration variables are identified by object,
+(``vta.compiler.ir.stmt``). Tensors, operations and iteration variables are identified by object,
 so two tensors both named ``A`` never alias.
 
 Example::
@@ -23,7 +23,7 @@ from typing import ClassVar
 from vta.compiler.ir.expr import DTYPES, Cast, Expr, ExprLike, Var, as_expr, walk
 from vta.errors import TensorIRError
 
-__all__ = [
+__all__ = ["tensor_reads",
     "IterVar", "Tensor", "TensorRead", "Reduce", "Operation", "PlaceholderOp", "ComputeOp",
     "placeholder", "compute", "reduce_axis", "sum_", "cast", "TensorIRError", "input_tensors",
     "post_order",
@@ -249,6 +249,11 @@ def compute(shape: Sequence[int], fcompute: Callable[..., ExprLike], name: str =
                                 f"not nested inside it")
     op = ComputeOp(name, axes, body, _check_dtype(name, body.dtype), tag)
     return Tensor(op, s, body.dtype)
+
+
+def tensor_reads(body: Expr) -> list[TensorRead]:
+    """Every tensor read in ``body``, in walk order (repeats included)."""
+    return [n for n in walk(body) if isinstance(n, TensorRead)]
 
 
 def input_tensors(op: Operation) -> list[Tensor]:

@@ -9,7 +9,7 @@ goes to ``default`` or raises naming the table and the node. A rule recurses by 
 dispatch again. Tables can grow (``register``), so a dialect adds its nodes without editing the
 consumer.
 
-The one rewriter (``vta.compiler.expr.substitute``) shares ``child_fields``: the names of a node
+The one rewriter (``vta.compiler.ir.expr.substitute``) shares ``child_fields``: the names of a node
 class's fields, computed once per class instead of reflecting over ``dataclasses.fields`` at
 every node.
 """

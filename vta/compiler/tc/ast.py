@@ -151,7 +151,7 @@ class TcFile:
 
 
 class TExpr:
-    """Base of typed expressions: ``dtype`` is a name of ``vta.compiler.expr.DTYPES``."""
+    """Base of typed expressions: ``dtype`` is a name of ``vta.compiler.ir.expr.DTYPES``."""
 
     __slots__ = ()
     dtype: str

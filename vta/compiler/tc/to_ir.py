@@ -1,4 +1,4 @@
-"""Lowering of a checked TC definition to the tensor IR (``vta.compiler.tensor``).
+"""Lowering of a checked TC definition to the tensor IR (``vta.compiler.ir.tensor``).
 
 ``to_ir(cdef, concrete)`` builds, at concrete sizes, what a user would write with the Python
 API: a ``placeholder`` per input, and per statement a ``compute`` over the statement's domain

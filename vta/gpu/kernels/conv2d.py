@@ -429,17 +429,7 @@ class ConvBody(GemmBody):
         eo = DTYPES[out_t] // 8
         img, oh0, ow0 = self.block(bx)
         n0 = by * kb.bn
-        pre: list[S.Stmt] = []
-        bufs: list[S.Buffer] = []
-        bias_s = None
-        if self.bias is not None:
-            bias, bs = self.bias, S.Buffer("bias_s", (kb.bn,), "int32", "shared")
-            bias_s = bs
-            bufs.append(bs)
-            tmb = copy_mapping(1, kb.bn, kb.threads, "bias copy")
-            pre.append(tmb.emit(tid, lambda t: bs.store(
-                E.select(n0 + t[1] < self.N, bias.load(n0 + t[1]), 0), t[1]),
-                workers=kb.threads, name="bb"))
+        pre, bufs, bias_s = self.stage_bias(tid, n0)
         # output ranges: whole planes (the block covers the image), rows, or row segments
         ohw = s.oh * s.ow
         if g.nrt == 1 and g.nct == 1:

@@ -15,7 +15,7 @@ Structure (Hidet's and CUTLASS's multi-stage design, every loop a task mapping):
   aligned; plain loads when not even 4) into a ring of ``stages`` shared buffers, one
   ``commit_group`` per stage; consecutive lanes take consecutive chunks of a row (coalesced);
   rows and K past the matrix are zero-filled. Tiles use the XOR swizzle of
-  ``vta.gpu.kernels.layout`` (no bank conflicts for the copies or ``ldmatrix``).
+  ``vta.gpu.kernels.smem_layout`` (no bank conflicts for the copies or ``ldmatrix``).
 - The main loop: at the first k-chunk of stage ``t`` the copy of stage ``t + stages - 1`` is
   issued; at the last, ``cp.async.wait_group(stages - 2)`` and one barrier make stage
   ``t + 1`` visible. Fragments are double-buffered in registers: ``ldmatrix`` of the next
@@ -255,24 +255,28 @@ class GemmBody:
             wy, warp // kb.warps_n, S.LetStmt(wx, warp % kb.warps_n, body))))
 
     # ------------------------------------------------------------------ epilogue
+    def stage_bias(self, tid: E.Expr, n0: E.Expr
+                   ) -> tuple[list[S.Stmt], list[S.Buffer], S.Buffer | None]:
+        """The bias of the block's ``kb.bn`` columns from ``n0``, once, through shared memory:
+        the statements that stage it, the buffers they need, and the shared copy (None without
+        a bias)."""
+        kb = self.kb
+        if self.bias is None:
+            return [], [], None
+        bias, bs = self.bias, S.Buffer("bias_s", (kb.bn,), "int32", "shared")
+        tmb = copy_mapping(1, kb.bn, kb.threads, "bias copy")
+        stage = tmb.emit(tid, lambda t: bs.store(
+            E.select(n0 + t[1] < self.N, bias.load(n0 + t[1]), 0), t[1]),
+            workers=kb.threads, name="bb")
+        return [stage], [bs], bs
+
     def epilogue(self, tid: E.Expr, lane: E.Expr, warp: E.Expr, wy: E.Expr, wx: E.Expr,
                  bx: E.Expr, by: E.Expr) -> S.Stmt:
         kb = self.kb
         out_t = self.Y.dtype
         eo = DTYPES[out_t] // 8
         n0 = bx * kb.bn
-        # bias of the block's columns, once, through shared memory
-        pre: list[S.Stmt] = []
-        bufs: list[S.Buffer] = []
-        bias_s = None
-        if self.bias is not None:
-            bias, bs = self.bias, S.Buffer("bias_s", (kb.bn,), "int32", "shared")
-            bias_s = bs
-            bufs.append(bs)
-            tmb = copy_mapping(1, kb.bn, kb.threads, "bias copy")
-            pre.append(tmb.emit(tid, lambda t: bs.store(
-                E.select(n0 + t[1] < self.N, bias.load(n0 + t[1]), 0), t[1]),
-                workers=kb.threads, name="bb"))
+        pre, bufs, bias_s = self.stage_bias(tid, n0)
         vb = vector_bytes(self.N * eo, kb.bn * eo)
         lay = self.staging_layout(eo, vb)
         cs = S.Buffer("Cs", (kb.warps_m, *storage_shape(lay)), out_t, "shared")

@@ -307,7 +307,7 @@ def compile_depthwise(spec: DepthwiseSpec, hw: HwConfig, *,
     tensorized onto the GEMM intrinsic); a custom ``intrinsic`` with its ``weight_scope`` and
     ``layout`` otherwise. The schedule is ``schedule``, else the best of the model's ``refine``
     cheapest by the ``cost`` oracle (cycles of a program; the timing-only simulator in
-    ``vta.runner``), else the model's first choice."""
+    ``vta.run``), else the model's first choice."""
     epi = epilogue or Epilogue()
     intrin = intrinsic or vta_gemm_intrinsic(hw)
     if intrin.instruction is None:

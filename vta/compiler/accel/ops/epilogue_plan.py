@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def epilogue_plan(epi: Epilogue, hw: HwConfig) -> tuple[Selected, ...]:
     """The instructions ``hw`` runs for ``epi`` on each accumulator entry, in order: instruction
-    selection (``vta.compiler.select.cover``, the same the ALU lowering does) over the
+    selection (``vta.compiler.accel.select.cover``, the same the ALU lowering does) over the
     epilogue's stages. The cost model and the machine bound read their cycles from here."""
     return _plan(epi, (hw.gemm, hw.alu, hw.intrinsics), hw)
 

@@ -1,1 +1,1 @@
-"""The VTA lowering passes, one a file; ``vta.compiler.pipeline`` lists them in order."""
+"""The VTA lowering passes, one a file; ``vta.compiler.accel.pipeline`` lists them in order."""

@@ -8,7 +8,7 @@ Pre:  tensorize has run. An epilogue stage is a perfect loop nest storing into a
       ``min``; or a user's fused instruction). The innermost two indices are the entry (one
       vector).
 Post: each such stage is a sequence of ``ComputeNest``s, one per selected instruction, in
-      evaluation order (``vta.compiler.select.cover``: the cheapest cover of ``f`` by the
+      evaluation order (``vta.compiler.accel.select.cover``: the cheapest cover of ``f`` by the
       patterns of the instructions ``hw`` implements). An expression no instruction covers is a
       ``CompileError`` naming the stage, the expression and what was refused (an op not in the
       config's ALU, an immediate too wide for its field). The narrowing cast stays with the out

@@ -2,7 +2,7 @@
 
 Pre:  a lowered ``PrimFunc`` (docs/ir.md): on-chip buffers (scopes inp/wgt/acc) allocated with
       ``Allocate`` at their attach point and sized by ``lower``'s bound inference
-      (vta.compiler.bounds, isl); loops start at 0 with constant extents; on-chip indices
+      (vta.compiler.ir.regions, isl); loops start at 0 with constant extents; on-chip indices
       affine in the enclosing loops.
 Post: the same body; ``attrs["bounds"]`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
       on-chip buffer: the exact box of every access over all its enclosing loops (an isl

@@ -2,7 +2,7 @@
 
 ``schedule_op`` expresses a point's knobs (``schedules.space.ConvSchedule``) with the schedule
 primitives on the op's tensor IR (``ops.epilogue.PackedOp``) and ``lower_op`` lowers it
-(vta.compiler.lower); ``driver.build`` wraps them into the one function that turns a point of
+(vta.compiler.ir.lower); ``driver.build`` wraps them into the one function that turns a point of
 the space into a compiled program (layout, op, schedule, pipeline):
 
 * ``cache_read`` data_pad -> inp (the padding stage ``compute_inline``d into the copy),

@@ -1,7 +1,7 @@
 """The analytic cost model of the accelerator's conv2d/matmul schedules: cycles from the knobs.
 
 ``estimate(spec, hw, s, epi, fused)`` is a first-order cycle count of one schedule, every
-instruction priced by its definition's duration (``vta.compiler.cost``, the function the
+instruction priced by its definition's duration (``vta.compiler.accel.cost``, the function the
 simulator charges):
 
 * compute = GEMM cycles (padded shape) + epilogue ALU cycles + per-instruction overheads;
@@ -15,7 +15,7 @@ simulator charges):
 ``rank(problem, epi, ...)`` orders the points of a bound space (``schedules.space``) by the
 estimate; it is the cheap pre-filter of the tuner and, with the rule "two virtual threads
 whenever two copies fit", the default schedule (``schedules.default``). The timing-only
-simulator (``vta.runner.timing_cost``) is the measured cost model both refine it with.
+simulator (``vta.run.targets.AccelTarget.cycles``) is the measured cost model both refine it with.
 """
 
 from __future__ import annotations

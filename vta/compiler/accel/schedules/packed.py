@@ -1,6 +1,6 @@
 """The accelerator's default schedule for a packed logical compute (``vta.pack``).
 
-A user's logical matmul or convolution, packed by ``vta.compiler.layout.pack``, has the shape
+A user's logical matmul or convolution, packed by ``vta.compiler.accel.pack.pack``, has the shape
 of the built-in ops (``ops.matmul``, ``ops.conv2d``): a contraction over blocked operands (an
 input that may go through a padding stage), element-wise epilogue stages reading the previous
 stage and at most one more tensor (a bias), and a narrowing output. ``schedule_packed`` turns
@@ -22,7 +22,15 @@ from vta.compiler.accel.schedules.default import ConvSchedule, ranked_schedules,
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir.schedule import Schedule
-from vta.compiler.ir.tensor import ComputeOp, PlaceholderOp, Reduce, Tensor, TensorRead, post_order
+from vta.compiler.ir.tensor import (
+    ComputeOp,
+    PlaceholderOp,
+    Reduce,
+    Tensor,
+    TensorRead,
+    post_order,
+    tensor_reads,
+)
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.config import HwConfig
 from vta.errors import ScheduleError
@@ -33,7 +41,7 @@ __all__ = ["packed_op", "schedule_packed"]
 def _reads(t: Tensor) -> list[TensorRead]:
     op = t.op
     assert isinstance(op, ComputeOp)
-    return [n for n in E.walk(op.body) if isinstance(n, TensorRead)]
+    return tensor_reads(op.body)
 
 
 def _fail(why: str) -> ScheduleError:

@@ -2,7 +2,7 @@
 
 Separated as the tuner needs them (docs/tuning.md): a *space* (this file) says what may be
 chosen and whether a choice fits the hardware; a *cost model* prices a point (the analytic one
-is ``schedules.model``; the timing-only simulator is the measured one, ``vta.runner``); a
+is ``schedules.model``; the timing-only simulator is the measured one, ``vta.run``); a
 *search* picks points (``vta.tune.search``); and one *build* function turns a point into a
 program (``driver.build``). The default schedule (``schedules.default``) is the analytic model
 ranking this space; the tuner, the graph level and the Python API's ``schedule_packed`` rank
