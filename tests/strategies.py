@@ -125,22 +125,18 @@ class _Gen:
                 y, x, stride = 1, n, n
             off = d(st.integers(0, dram.elems - (y - 1) * stride - x))
             return Load(mem, 0, dram.base + off, y, x, stride)
-        empty = d(st.integers(0, 7)) == 7  # an empty LOAD: VTA's token carrier
+        empty = d(st.integers(0, 7)) == 7  # no rows: VTA's token carrier, or pads alone
         y = 0 if empty else d(st.integers(1, 3))
         x = d(st.integers(1, min(4, len(self.dram_uops)) if mem == MemType.UOP else 4))
         stride = d(st.integers(0, x + 3)) if y > 1 else x
         pads = [d(st.sampled_from([0, 0, 0, 1, 2])) for _ in range(4)]  # zeros: sparing
-        if mem == MemType.UOP:  # one row: the SRAM contents stay easy to track
-            y, stride, pads[0], pads[1] = 1, x, 0, 0
-        span = (y - 1) * stride + x if y and x else 0
+        shape = Load(mem, 0, 0, y, x, stride, *pads)  # what this memory type reads of them
+        span = (shape.data_rows - 1) * stride + x if shape.data_elems else 0
         off = d(st.integers(0, dram.elems - span))
-        rows, cols = pads[0] + y + pads[1], pads[2] + x + pads[3]
-        n = rows * cols if y and x else 0
-        base = d(_index(self.depth[mem.kind] - n, self.hot))
-        if mem == MemType.UOP and n:
-            img = [Uop(0, 0, 0)] * pads[2] + self.dram_uops[off:off + x] + [Uop(0, 0, 0)] * pads[3]
-            self.sram_uops[base:base + n] = img
-        return Load(mem, base, dram.base + off, y, x, stride, pads[0], pads[1], pads[2], pads[3])
+        base = d(_index(self.depth[mem.kind] - shape.sram_elems, self.hot))
+        if mem == MemType.UOP:  # x_size micro-ops, whatever y_size and the pads say (vta.cc)
+            self.sram_uops[base:base + x] = self.dram_uops[off:off + x]
+        return Load(mem, base, dram.base + off, y, x, stride, *pads)
 
     def uop_prologue(self) -> Load:
         """Load every micro-op to SRAM entry 0 (as a compiled program starts)."""

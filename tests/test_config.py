@@ -127,6 +127,13 @@ BAD = [
     ("alu.ops", ["add", "shl"], "alu.ops: unknown op 'shl' (did you mean 'shr'?)"),
     ("alu.lanes", 12, "alu.lanes: must be a power of two, got 12"),
     ("alu.imm_bits", 40, "alu.imm_bits: must be between 2 and 32, got 40"),
+    ("alu.shift_bits", 1, "alu.shift_bits: must be between 2 and the accumulator's width "
+                          "(32 bits, int32), got 1"),
+    ("alu.shift_bits", 33, "alu.shift_bits: must be between 2 and the accumulator's width"),
+    ("alu.shift_bits", "five", "alu.shift_bits: expected an integer, got 'five'"),
+    ("alu.reset", "clear", "alu.reset: unknown value 'clear'; expected one of ignored, zero"),
+    ("gemm.reset_out", "zeros", "gemm.reset_out: unknown value 'zeros' (did you mean 'zero'?); "
+                                "expected one of sum, keep, zero"),
     ("queues.command_depth", 0, "queues.command_depth: must be >= 1, got 0"),
     ("memory.burst_bytes", 12, "memory.burst_bytes: must be a multiple of bus_bytes (8)"),
     ("memory.latency", -1, "memory.latency: must be >= 0, got -1"),
@@ -260,6 +267,10 @@ def test_docs_table_lists_every_field_with_the_codes_default() -> None:
             assert f.default is None and key in {f"board.{k}" for k in BOARD_RESOURCES}
             assert typ == "int" and str(f.type) == "int | None", key
             continue
+        if default == "acc":  # log2 of the accumulator's width
+            assert f.default is None and key == "alu.shift_bits"
+            assert typ == "int" and str(f.type) == "int | None", key
+            continue
         assert _TYPES[typ] == str(f.type), key
         if f.default is dataclasses.MISSING:
             assert default == "required", key
@@ -334,12 +345,31 @@ def test_only_required_fields_load_with_the_documented_defaults(tmp_path: Path) 
             assert getattr(getattr(hw, sec), leaf) == want, key
         elif default == "part":  # no board section: an unknown part, resources unknown (0)
             assert getattr(hw.board, key.split(".")[1]) == 0, key
+        elif default == "acc":  # int32 accumulators: 5 bits
+            assert hw.alu.shift_bits == 5, key
         elif key == "timing_model":
             assert hw.timing_model == "hls"
         elif default != "required":
             sec, leaf = key.split(".")
             got = getattr(getattr(hw, sec), leaf)
             assert (list(got) if isinstance(got, tuple) else got) == _doc_value(default), key
+
+
+def test_edge_semantics_fields() -> None:
+    """vta.cc's behaviour by default (5-bit shift amounts for int32 accumulators, the ALU's
+    reset ignored, a GEMM reset's out the sum); each variant is a field of the hash, and the
+    shift width follows the accumulator unless the file gives it."""
+    hw = HwConfig.from_yaml(PYNQ)
+    assert (hw.alu.shift_bits, hw.alu.reset, hw.gemm.reset_out) == (5, "ignored", "sum")
+    for change in ({"alu.shift_bits": 6}, {"alu.reset": "zero"}, {"gemm.reset_out": "keep"}):
+        assert hw.with_changes(**change).hash != hw.hash
+    int16 = {"gemm.acc_dtype": "int16", "scratchpad.acc": 65536}
+    assert hw.with_changes(**int16).alu.shift_bits == 4  # log2(16), as VTA_LOG_ACC_WIDTH
+    assert hw.with_changes(**int16, **{"alu.shift_bits": 5}).alu.shift_bits == 5
+    with pytest.raises(HwConfigError, match=r"alu.shift_bits: must be between 2 and the "
+                                            r"accumulator's width \(16 bits, int16\), got 17"):
+        hw.with_changes(**int16, **{"alu.shift_bits": 17})
+    assert HwConfig.load("pynq_overlap").alu.reset == "zero"  # resets on the separate ALU
 
 
 def test_board_resources_come_from_the_part() -> None:

@@ -51,6 +51,8 @@ __all__ = [
     "declare_intrinsic",
     "shipped_configs",
     "SHIPPED_DIR",
+    "RESET_OUT",
+    "ALU_RESET",
     "add_check",
 ]
 
@@ -59,6 +61,11 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "hwconfigs"
 
 #: ALU operations a config may enable (opcode meaning is fixed by the ISA, see vta.isa).
 ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
+
+#: What a GEMM's reset writes to out (``gemm.reset_out``), and what an ALU instruction's reset
+#: flag does (``alu.reset``); the simulators read them through the definitions' ``reset``.
+RESET_OUT: tuple[str, ...] = ("sum", "keep", "zero")
+ALU_RESET: tuple[str, ...] = ("ignored", "zero")
 
 #: bits of one micro-op (the micro-op entry size in the uop scratchpad)
 UOP_BITS = 32
@@ -88,6 +95,10 @@ class GemmConfig:
     pipeline_depth: int = 4
     #: initiation interval: cycles between successive micro-ops
     ii: int = 1
+    #: what a GEMM with its reset flag writes to the out entry while the accumulator entry gets
+    #: 0 (``RESET_OUT``): ``sum`` (vta.cc: the low bits of acc + inp . wgt^T, as without reset),
+    #: ``keep`` (the Chisel design: out is not written) or ``zero`` (out mirrors acc)
+    reset_out: str = "sum"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +116,15 @@ class AluConfig:
     pipeline_depth: int = 4
     #: signed immediate width in bits
     imm_bits: int = 16
+    #: SHR shifts by the low ``shift_bits`` bits of its operand (the immediate or the src
+    #: element) read as a signed number; a negative amount shifts left (None in a file: log2 of
+    #: the accumulator's width, as vta.cc: ``VTA_SHR_ARG_BIT_WIDTH = VTA_LOG_ACC_WIDTH``, 5 bits
+    #: for int32, so amounts -16..15)
+    shift_bits: int | None = None
+    #: what an ALU instruction's reset flag does (``ALU_RESET``): ``ignored`` (vta.cc's
+    #: ``alu()`` never reads it, nor does the Chisel ALU) or ``zero`` (the destination entries are
+    #: zeroed, acc and out, and nothing is read)
+    reset: str = "ignored"
     #: the ALU as a pipeline of its own (its own command queue and tokens) that runs
     #: concurrently with the GEMM core, instead of VTA's one compute pipeline
     separate_pipeline: bool = False
@@ -219,8 +239,8 @@ class HwConfig:
     #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
     timing_model: str = "hls"
     source: str = field(default="<dict>", compare=False)
-    #: fields the file left out whose value came from the timing model or the board's part
-    #: (``with_changes`` of ``timing_model`` or ``board.part`` derives them again)
+    #: fields the file left out whose value came from the timing model, the board's part or the
+    #: accumulator's width (``with_changes`` of those derives them again)
     from_model: tuple[str, ...] = field(default=(), compare=False, repr=False)
     #: the hash, computed on first use (timing caches key on the config)
     _hash_value: int | None = field(default=None, init=False, compare=False, repr=False)
@@ -675,6 +695,8 @@ def _build(data: Any, source: str) -> HwConfig:
     parts, chosen = _model_defaults(source, model, parts)
     parts, by_part = _board_defaults(parts)
     chosen += by_part
+    parts, by_acc = _acc_defaults(parts)
+    chosen += by_acc
     cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
                    timing_model=model, from_model=chosen, **parts)
     _validate(cfg)
@@ -713,6 +735,17 @@ def _board_defaults(parts: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, .
     return {**parts, "board": filled}, tuple(f"board.{k}" for k in missing)
 
 
+def _acc_defaults(parts: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``parts`` with ``alu.shift_bits`` set, when the file left it out, to log2 of the
+    accumulator's width (vta.cc's ``VTA_SHR_ARG_BIT_WIDTH``), and its name. An unknown
+    accumulator type leaves it unset (its own check names ``gemm.acc_dtype``)."""
+    a = parts["alu"]
+    bits = DTYPE_BITS.get(parts["gemm"].acc_dtype)
+    if a.shift_bits is not None or bits is None:
+        return parts, ()
+    return {**parts, "alu": replace(a, shift_bits=bits.bit_length() - 1)}, ("alu.shift_bits",)
+
+
 def _breakdown(cfg: HwConfig) -> list[tuple[str, str, int, str]]:
     return breakdown(cfg)
 
@@ -743,6 +776,9 @@ def _validate(cfg: HwConfig) -> None:
     for f in ("pipeline_depth", "ii"):
         if getattr(g, f) < 1:
             raise _fail(src, f"gemm.{f}", f"must be >= 1, got {getattr(g, f)}")
+    _one_of(src, "gemm.reset_out", g.reset_out, RESET_OUT,
+            "what a GEMM reset writes to out: the low bits of acc + inp.wgt as vta.cc, nothing "
+            "as the Chisel design, or zero")
 
     for op in a.ops:
         if op not in ALU_OPS:
@@ -765,6 +801,13 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "alu.lanes", f"must be a power of two, got {a.lanes}")
     if not 2 <= a.imm_bits <= 32:
         raise _fail(src, "alu.imm_bits", f"must be between 2 and 32, got {a.imm_bits}")
+    acc_bits = DTYPE_BITS[g.acc_dtype]
+    assert a.shift_bits is not None  # set from the accumulator's width
+    if not 2 <= a.shift_bits <= acc_bits:
+        raise _fail(src, "alu.shift_bits", f"must be between 2 and the accumulator's width "
+                    f"({acc_bits} bits, {g.acc_dtype}), got {a.shift_bits}")
+    _one_of(src, "alu.reset", a.reset, ALU_RESET,
+            "ignored as vta.cc's ALU does, or zero the destination")
 
     for kind in ("uop", "inp", "wgt", "acc", "out"):
         size = getattr(sp, kind)
@@ -803,6 +846,14 @@ def _validate(cfg: HwConfig) -> None:
             raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
 
     _run_checks(cfg)
+
+
+def _one_of(src: str, where: str, value: str, allowed: tuple[str, ...], meaning: str) -> None:
+    if value not in allowed:
+        hint = difflib.get_close_matches(value, allowed, n=1)
+        did = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise _fail(src, where, f"unknown value {value!r}{did}; expected one of "
+                    f"{', '.join(allowed)} ({meaning})")
 
 
 #: The GEMM fields whose product (times the dtype's bytes) is one entry of each buffer.

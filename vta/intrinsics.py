@@ -180,7 +180,7 @@ def _check_semantics(defn: InstructionDef, proto: Any, hw: HwConfig) -> None:
         return rng.integers(info.min, info.max, size=(n, *shape), dtype=np.int64,
                             endpoint=True)
 
-    operands = {o.name: entries(o.memory) for o in defn.reads(proto)}
+    operands = {o.name: entries(o.memory) for o in defn.reads(proto, hw)}
     dst = entries(defn.dst.memory)
     try:
         if defn.kind == "accumulate":

@@ -146,7 +146,9 @@ _BYTES = {"int8": 1, "int16": 2, "int32": 4}
 @st.composite
 def random_hw(draw: st.DrawFn, dtypes: tuple[str, str, str] | None = None) -> HwConfig:
     """A small random valid config: batch, block_in != block_out, dtypes (``dtypes`` fixes
-    input, weight and output types), depths, pipeline, ALU, queue and memory parameters."""
+    input, weight and output types), depths, pipeline, ALU, queue and memory parameters, and
+    the semantics variants (``alu.shift_bits``, ``alu.reset``, ``gemm.reset_out``: vta.cc's
+    or a fix, docs/hwconfig.md)."""
     g: dict[str, Any] = {"batch": draw(st.sampled_from([1, 2, 4])),
                          "block_in": draw(st.sampled_from([2, 4, 8])),
                          "block_out": draw(st.sampled_from([2, 4, 8])),
@@ -155,7 +157,8 @@ def random_hw(draw: st.DrawFn, dtypes: tuple[str, str, str] | None = None) -> Hw
                          "acc_dtype": "int32",
                          "out_dtype": draw(st.sampled_from(["int8", "int8", "int16", "int32"])),
                          "pipeline_depth": draw(st.integers(1, 6)),
-                         "ii": draw(st.integers(1, 2))}
+                         "ii": draw(st.integers(1, 2)),
+                         "reset_out": draw(st.sampled_from(["sum", "sum", "keep", "zero"]))}
     if dtypes is not None:
         g["inp_dtype"], g["wgt_dtype"], g["out_dtype"] = dtypes
     inp_b = g["batch"] * g["block_in"] * _BYTES[g["inp_dtype"]]
@@ -173,7 +176,10 @@ def random_hw(draw: st.DrawFn, dtypes: tuple[str, str, str] | None = None) -> Hw
                 "lanes": draw(st.sampled_from([1, 2, 4, 8, 16])),
                 "ii": draw(st.integers(1, 3)), "ii_imm": draw(st.integers(1, 2)),
                 "pipeline_depth": draw(st.integers(1, 6)),
-                "imm_bits": draw(st.sampled_from([8, 12, 16]))},
+                "imm_bits": draw(st.sampled_from([8, 12, 16])),
+                "reset": draw(st.sampled_from(["ignored", "ignored", "zero"])),
+                **({} if (bits := draw(st.sampled_from([None, None, 6, 32]))) is None
+                   else {"shift_bits": bits})},
         "scratchpad": {"uop": draw(depth) * 4, "inp": draw(depth) * inp_b,
                        "wgt": draw(depth) * wgt_b, "acc": acc_depth * acc_b,
                        "out": acc_depth * out_b},

@@ -24,14 +24,15 @@ def gemm_program(hw: HwConfig, uops: list[Uop], iter_out: int, iter_in: int,
     b.alloc("U", "uop", 0)
     b.add_uops("U", [*uops, Uop(0, 0, 0)])
     u = len(uops)
-    # tokens: load -> compute twice (inp, wgt are there), compute -> store (acc is final)
+    # tokens: load -> compute once both are there (the reset reads inp and wgt too: vta.cc
+    # writes the low bits of acc + inp . wgt to out), compute -> store (acc is final)
     b.extend([
         Load(MemType.UOP, 0, b.build().allocation("U").base, 1, u + 1, u + 1),
-        Load(MemType.INP, 0, 0, 1, n_inp, n_inp, deps=Deps(push_next=True)),
+        Load(MemType.INP, 0, 0, 1, n_inp, n_inp),
         Load(MemType.WGT, 0, b.build().allocation("W").base, 1, n_wgt, n_wgt,
              deps=Deps(push_next=True)),
         Gemm(True, u, u + 1, 1, n_acc, 0, 1, 0, 0, 0, 0, Deps(pop_prev=True)),  # reset acc
-        Gemm(False, 0, u, iter_out, iter_in, *factors, Deps(pop_prev=True, push_next=True)),
+        Gemm(False, 0, u, iter_out, iter_in, *factors, Deps(push_next=True)),
         Store(MemType.OUT, 0, b.build().allocation("C").base, 1, n_acc, n_acc,
               Deps(pop_prev=True)),
         Finish(),

@@ -6,14 +6,31 @@ Each definition below is the one place its encoding, routing, duration, semantic
 syntax are written; the assembler, the encoder, both simulators and the compiler read them.
 The formulas are documented in ``vta.isa.timing`` and docs/isa.md.
 
-ALU function 4 is MUL (as VTA's functional simulator): ``acc = wrap(acc * operand)``. A shift
-left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
+The semantics at the ISA's edges are those of VTA's HLS design (apache/tvm-vta@d4a15f6
+hardware/xilinx/src/vta.cc), with a config field where vta.cc's behaviour reads as a hardware
+bug (docs/isa.md, "Semantics"):
+
+* SHR shifts by the low ``alu.shift_bits`` bits of its operand read as a signed number (vta.cc
+  line 376: ``aluop_shr_arg_T shft_by = src_1.range(VTA_SHR_ARG_BIT_WIDTH - 1, 0)``, an
+  ``ap_int`` of ``VTA_LOG_ACC_WIDTH`` = 5 bits), and a negative amount shifts left (line 393,
+  ``src_0 >> shft_by`` with a signed amount);
+* an ALU instruction's reset flag does what ``alu.reset`` says (vta.cc's ``alu()``, lines
+  327-413, never reads it);
+* a GEMM reset zeroes the accumulator and writes to out what ``gemm.reset_out`` says (vta.cc
+  lines 302-306: ``a_tensor = reset ? 0 : accum``, ``o_tensor = accum.range(...)``: the low
+  bits of acc + inp . wgt^T);
+* LOAD per memory type: ``vta.isa.insn.Load`` (WGT ignores pads, UOP copies ``x_size`` entries,
+  INP/ACC write their pads even without data).
+
+ALU function 4 is MUL, our extension (as VTA's functional simulator): ``acc = wrap(acc *
+operand)``; neither hardware design implements it. A shift left is an SHR by a negative amount,
+as VTA's compiler expresses ``<<``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,6 +41,7 @@ from vta.isa.defs import (
     Field,
     InstructionDef,
     Operand,
+    ResetMode,
     by_name,
     definition_of,
     register,
@@ -31,7 +49,8 @@ from vta.isa.defs import (
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
 from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
 
-__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
+__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "shift_amount",
+           "shift_range", "load_image",
            "store_rows", "wrap", "elementwise_patterns", "gemm_pattern"]
 
 
@@ -84,11 +103,13 @@ def _finish_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
 
 
 def load_image(insn: Load, data: np.ndarray) -> np.ndarray:
-    """LOAD's semantics: the ``(rows, cols, *entry)`` SRAM image of ``data`` (the ``(y_size,
-    x_size, *entry)`` entries read from DRAM) with ``pad_y0/y1/x0/x1`` zero entries around it.
-    Both simulators call this; they differ only in how they read the DRAM rows."""
+    """LOAD's semantics: the ``(rows, cols, *entry)`` SRAM image of ``data`` (the ``(data_rows,
+    x_size, *entry)`` entries read from DRAM) with the zero pads its memory type writes around
+    it (``Load.pads``). Both simulators call this; they differ only in how they read the DRAM
+    rows."""
+    y0, _, x0, _ = insn.pads
     img = np.zeros((insn.rows, insn.cols, *data.shape[2:]), dtype=data.dtype)
-    img[insn.pad_y0:insn.pad_y0 + insn.y_size, insn.pad_x0:insn.pad_x0 + insn.x_size] = data
+    img[y0:y0 + insn.data_rows, x0:x0 + insn.x_size] = data
     return img
 
 
@@ -104,10 +125,16 @@ def _load_unit(insn: Load) -> Unit:
 
 
 def _load_timing(insn: Load, hw: HwConfig) -> DmaTiming | None:
-    """A LOAD on the read channel: its rows, and its pads (``vta.isa.timing``)."""
-    pads = insn.sram_elems - insn.y_size * insn.x_size if insn.sram_elems else 0
-    return dma_timing(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind), pads,
-                      kind=insn.mem.kind)
+    """A LOAD on the read channel: its rows, and its pads (``vta.isa.timing``; None: no data)."""
+    return dma_timing(hw, insn.data_rows, insn.x_size, hw.elem_bytes(insn.mem.kind),
+                      insn.sram_elems - insn.data_elems, kind=insn.mem.kind)
+
+
+def _load_duration(insn: Load, hw: HwConfig) -> int:
+    """A LOAD's cycles alone on the port; one without data writes its pads (if any), one entry
+    a cycle and no port, as vta.cc's ``reset_mem`` does (a token carrier: one cycle)."""
+    t = _load_timing(insn, hw)
+    return max(1, insn.sram_elems) if t is None else t.alone
 
 
 def _store_timing(insn: Store, hw: HwConfig) -> DmaTiming | None:
@@ -125,10 +152,11 @@ def _dma_duration(timing: Callable[[Any, HwConfig], DmaTiming | None]
 
 
 def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
-    """The memory kind and bytes a non-empty DMA moves (pads excluded)."""
-    if insn.y_size <= 0 or insn.x_size <= 0:
+    """The memory kind and bytes a DMA moves (pads excluded; None: no data)."""
+    n = insn.data_elems if isinstance(insn, Load) else insn.y_size * insn.x_size
+    if n <= 0:
         return None
-    return insn.mem.kind, insn.y_size * insn.x_size * hw.elem_bytes(insn.mem.kind)
+    return insn.mem.kind, n * hw.elem_bytes(insn.mem.kind)
 
 
 _MEM_OK = {"LOAD": (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC),
@@ -183,7 +211,7 @@ def _mem_syntax(name: str) -> AsmSyntax:
 
 LOAD = register(InstructionDef(
     name="LOAD", cls=Load, opcode=Opcode.LOAD, layout=_load_layout, unit=_load_unit,
-    duration=_dma_duration(_load_timing), dma_timing=_load_timing, asm=_mem_syntax("LOAD"),
+    duration=_load_duration, dma_timing=_load_timing, asm=_mem_syntax("LOAD"),
     dma=_dma, direction="load",
     semantics=load_image, mnemonic=lambda i: f"LOAD.{i.mem.name}", check=_mem_check("LOAD"),
     doc="2-D strided DMA from DRAM into a scratchpad with zero padding on four sides"))
@@ -266,6 +294,12 @@ def _elementwise(t: Any, hw: HwConfig, fn: Callable[..., Any], name: str, regist
     return out
 
 
+def _gemm_reset(hw: HwConfig) -> ResetMode:
+    """A GEMM reset zeroes acc and writes to out what ``gemm.reset_out`` says (vta.cc: ``sum``);
+    the config's values are reset modes."""
+    return cast(ResetMode, hw.gemm.reset_out)
+
+
 GEMM = register(InstructionDef(
     name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Unit.COMPUTE,
     duration=lambda i, hw: loop_cycles(i, hw, hw.gemm.ii, hw.gemm.pipeline_depth),
@@ -276,7 +310,7 @@ GEMM = register(InstructionDef(
     kind="accumulate", semantics=gemm_semantics,
     issue=lambda i, hw: hw.gemm.ii, pipeline_depth=lambda hw: hw.gemm.pipeline_depth,
     macs=lambda i, hw: hw.gemm.batch * hw.gemm.block_in * hw.gemm.block_out,
-    pattern=gemm_pattern,
+    pattern=gemm_pattern, reset=_gemm_reset,
     doc="acc[dst] += inp[src] . wgt[wgt]^T (batch x block_in x block_out per micro-op)"))
 
 
@@ -291,14 +325,34 @@ def wrap(values: np.ndarray, bits: int) -> np.ndarray:
 
 
 def alu_shift(x: np.ndarray, s: np.ndarray | np.int64) -> np.ndarray:
-    """SHR: arithmetic ``floor(x / 2**s)`` for ``s >= 0``, ``x * 2**-s`` for ``s < 0`` (exact
-    int64; the caller wraps). ``x`` is at most 32 bits wide, so clamping the amount to 63
-    changes nothing: ``x >> 63`` is already 0 or -1 and ``x << 63`` has no bits left below bit
-    32."""
+    """A shift by amount ``s``: arithmetic ``floor(x / 2**s)`` for ``s >= 0``, ``x * 2**-s``
+    for ``s < 0`` (exact int64; the caller wraps). ``x`` is at most 32 bits wide, so clamping
+    the amount to 63 changes nothing: ``x >> 63`` is already 0 or -1 and ``x << 63`` has no bits
+    left below bit 32."""
     s = np.broadcast_to(np.asarray(s, dtype=np.int64), np.broadcast(x, s).shape)
     right = x >> np.clip(s, 0, 63)
     left = (x.astype(np.uint64) << np.clip(-s, 0, 63).astype(np.uint64)).astype(np.int64)
     return np.where(s >= 0, right, left)
+
+
+def shift_amount(operand: np.ndarray | np.int64, hw: HwConfig) -> np.ndarray:
+    """The amount SHR shifts by: the low ``alu.shift_bits`` bits of its operand, signed (vta.cc
+    line 376, ``src_1.range(VTA_SHR_ARG_BIT_WIDTH - 1, 0)`` into an ``ap_int``): with 5 bits, 16
+    is -16 and 24 is -8 (left shifts)."""
+    assert hw.alu.shift_bits is not None
+    return wrap(np.asarray(operand, dtype=np.int64), hw.alu.shift_bits)
+
+
+def shift_range(hw: HwConfig) -> tuple[int, int]:
+    """The amounts one SHR shifts by as written: ``-2**(shift_bits-1) .. 2**(shift_bits-1)-1``
+    (-16..15 with vta.cc's 5 bits); a larger immediate wraps into this range."""
+    assert hw.alu.shift_bits is not None
+    half = 1 << (hw.alu.shift_bits - 1)
+    return -half, half - 1
+
+
+def _shr(x: np.ndarray, operand: Any, hw: HwConfig) -> np.ndarray:
+    return alu_shift(x, shift_amount(operand, hw))
 
 
 #: what each ALU function computes, in the tensor IR (its pattern) and in numpy (its semantics)
@@ -310,13 +364,13 @@ ALU_PATTERNS: dict[AluOp, Callable[..., Any]] = {
     AluOp.MUL: lambda t, x, y: x * y,
 }
 
-#: the ALU's functions: AluOp -> exact int64 ``f(acc, operand)``
-ALU_FUNCTIONS: dict[AluOp, Callable[[np.ndarray, Any], np.ndarray]] = {
-    AluOp.MIN: np.minimum,
-    AluOp.MAX: np.maximum,
-    AluOp.ADD: np.add,
-    AluOp.SHR: alu_shift,
-    AluOp.MUL: np.multiply,
+#: the ALU's functions: AluOp -> exact int64 ``f(acc, operand, hw)`` (MUL: our extension)
+ALU_FUNCTIONS: dict[AluOp, Callable[[np.ndarray, Any, HwConfig], np.ndarray]] = {
+    AluOp.MIN: lambda x, y, hw: np.minimum(x, y),
+    AluOp.MAX: lambda x, y, hw: np.maximum(x, y),
+    AluOp.ADD: lambda x, y, hw: np.add(x, y),
+    AluOp.SHR: _shr,
+    AluOp.MUL: lambda x, y, hw: np.multiply(x, y),
 }
 
 
@@ -325,11 +379,23 @@ def alu_operand(insn: Alu, operands: dict[str, np.ndarray]) -> Any:
     return operands["src"] if "src" in operands else np.int64(insn.imm)
 
 
-def _alu_semantics(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[..., np.ndarray]:
+def _alu_semantics(fn: Callable[[np.ndarray, Any, HwConfig], np.ndarray]
+                   ) -> Callable[..., np.ndarray]:
     def semantics(insn: Alu, dst: np.ndarray, operands: dict[str, np.ndarray],
                   hw: HwConfig) -> np.ndarray:
-        return np.asarray(fn(dst, alu_operand(insn, operands)), dtype=np.int64)
+        return np.asarray(fn(dst, alu_operand(insn, operands), hw), dtype=np.int64)
     return semantics
+
+
+def _alu_reset(hw: HwConfig) -> ResetMode:
+    """An ALU instruction's reset flag does what ``alu.reset`` says (vta.cc: ``ignored``)."""
+    return cast(ResetMode, hw.alu.reset)
+
+
+def _shr_range(insn: Alu, hw: HwConfig) -> dict[str, tuple[int, int]]:
+    """SHR's pattern ``x >> imm`` holds for immediates inside the shift range only (a larger one
+    wraps: 24 shifts left by 8 with 5 bits)."""
+    return {"imm": shift_range(hw)} if insn.use_imm else {}
 
 
 def alu_issue(insn: Alu, hw: HwConfig) -> int:
@@ -381,7 +447,12 @@ def _alu_def(op: AluOp) -> InstructionDef:
                           used=lambda i: not i.use_imm, unused="dst")),
         kind="update", semantics=_alu_semantics(ALU_FUNCTIONS[op]), issue=alu_issue,
         pipeline_depth=lambda hw: hw.alu.pipeline_depth,
-        pattern=elementwise_patterns(ALU_PATTERNS[op], f"vta_alu_{op.name.lower()}"),
+        # SHR shifts by the low shift_bits bits of a register operand, which the IR's ``>>``
+        # does not say: the compiler selects SHR with an immediate in its range only
+        pattern=elementwise_patterns(ALU_PATTERNS[op], f"vta_alu_{op.name.lower()}",
+                                     register_operand=op is not AluOp.SHR),
+        imm_range=_shr_range if op is AluOp.SHR else None,
+        reset=_alu_reset,
         doc=f"acc[dst] = {op.name.lower()}(acc[dst], imm or acc[src])")
 
 

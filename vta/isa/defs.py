@@ -37,8 +37,17 @@ Semantics of a micro-op compute instruction (``semantics`` with ``kind``):
   Executions run in loop order: a simulator may batch them only when no execution reads an
   entry an earlier one wrote.
 
-A ``reset`` flag (every micro-op instruction has one) zeroes the destination instead and reads
-nothing: common to all, implemented once by each simulator.
+A ``reset`` flag (every micro-op instruction has one) does what the definition's ``reset``
+says for the hardware (``reset_mode``): ``"zero"`` (the default: acc and out entries zeroed,
+nothing read), ``"keep"`` (acc zeroed, out not written, nothing read), ``"sum"`` (acc zeroed;
+out gets the narrowing of what the execution would have written without reset, so its
+operands are read: vta.cc's GEMM) or ``"ignored"`` (the instruction computes as without it:
+vta.cc's ALU). Implemented once by each simulator.
+
+Immediates. ``imm_range(insn, hw)`` gives, per immediate field, the values for which the
+pattern states what the instruction computes, where that is narrower than the field (SHR:
+the shift amounts ``alu.shift_bits`` reads without wrapping): instruction selection keeps to
+them, and emit checks every program it builds (``outside_range``).
 
 Patterns. ``pattern(t, hw)`` states what the instruction computes in the compiler's tensor IR,
 so that the compiler can recognise it; ``t`` is the tensor-IR builder the compiler passes in
@@ -73,7 +82,7 @@ __all__ = [
     "INSN_HALF_BITS", "UOP_BITS", "register", "unregister", "registered", "by_name",
     "definition_of", "family", "available", "layout_of", "resolved_layout", "check_layouts",
     "module_of", "pops_of", "pushes_of", "require", "free_opcodes", "decode_table", "positions",
-    "instance",
+    "instance", "ResetMode", "RESET_MODES",
 ]
 
 INSN_HALF_BITS = 64
@@ -94,6 +103,15 @@ class Field:
         if self.signed:
             return -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
         return 0, (1 << self.width) - 1
+
+
+#: what a micro-op instruction's reset flag does (module docstring)
+ResetMode = Literal["zero", "keep", "sum", "ignored"]
+RESET_MODES: tuple[str, ...] = ("zero", "keep", "sum", "ignored")
+
+
+def _zero_reset(_hw: HwConfig) -> ResetMode:
+    return "zero"
 
 
 #: the head of every instruction word: opcode, then the four dependency flags
@@ -142,9 +160,8 @@ class Operand:
         return fo, fi, (getattr(insn, self.base) if self.base else 0)
 
     def reads(self, insn: Any) -> bool:
-        """Whether executing ``insn`` reads this operand (a reset reads nothing)."""
-        if getattr(insn, "reset", False):
-            return False
+        """Whether executing ``insn`` reads this operand when it computes (what a reset reads
+        is the definition's: ``InstructionDef.reads``)."""
         return (not self.writes) and self.used(insn)
 
 
@@ -205,6 +222,11 @@ class InstructionDef:
     #: (see "Patterns" in the module docstring); None: the compiler never selects it
     pattern: Callable[[Any, HwConfig], Sequence[tuple[Any, Mapping[Any, str],
                                                       Mapping[str, Any]]]] | None = None
+    #: what the reset flag does on a config (``ResetMode``, module docstring); default: zero
+    reset: Callable[[HwConfig], ResetMode] = _zero_reset
+    #: ``imm_range(insn, hw) -> {field: (lo, hi)}``: the immediates for which ``pattern``
+    #: states what the instruction computes, where narrower than the field (module docstring)
+    imm_range: Callable[[Any, HwConfig], Mapping[str, tuple[int, int]]] | None = None
     #: the HwConfig intrinsic that enables this definition (None: every config has it)
     requires: str | None = None
     doc: str = ""
@@ -247,9 +269,34 @@ class InstructionDef:
                 return o
         raise DefinitionError(f"{self.name}: no operand is written")
 
-    def reads(self, insn: Any) -> tuple[Operand, ...]:
-        """The operands ``insn`` reads (none for a reset)."""
+    def reset_mode(self, insn: Any, hw: HwConfig) -> ResetMode | None:
+        """What ``insn``'s reset flag does on ``hw`` (``"zero"``, ``"keep"``, ``"sum"``), or None
+        when it computes as usual (no reset, or a reset ``hw`` ignores)."""
+        if not getattr(insn, "reset", False):
+            return None
+        mode = self.reset(hw)
+        if mode not in RESET_MODES:
+            raise DefinitionError(f"{self.name}: reset returned {mode!r}; expected one of "
+                                  f"{', '.join(RESET_MODES)}")
+        return None if mode == "ignored" else mode
+
+    def reads(self, insn: Any, hw: HwConfig) -> tuple[Operand, ...]:
+        """The operands executing ``insn`` on ``hw`` reads besides its destination (none for a
+        reset that zeroes or keeps out; vta.cc's GEMM reset reads them for the out value)."""
+        if self.reset_mode(insn, hw) in ("zero", "keep"):
+            return ()
         return tuple(o for o in self.operands if o.reads(insn))
+
+    def outside_range(self, insn: Any, hw: HwConfig) -> str | None:
+        """Which immediate of ``insn`` lies outside ``imm_range`` (a message), or None."""
+        if self.imm_range is None:
+            return None
+        for name, (lo, hi) in self.imm_range(insn, hw).items():
+            v = getattr(insn, name)
+            if not lo <= v <= hi:
+                return (f"{self.name}'s {name}={v} is outside {lo}..{hi}, the values for "
+                        f"which it computes its pattern on {hw.name}")
+        return None
 
     def delta(self, insn: Any, operands: dict[str, np.ndarray], hw: HwConfig,
               shape: tuple[int, ...]) -> np.ndarray:

@@ -12,8 +12,10 @@ compute   pop_prev: load->compute; pop_next:         push_prev: compute->load; p
 store     pop_prev: compute->store                   push_prev: store->compute
 ========  =========================================  ========================================
 
-ALU opcode 4 is MUL (as VTA's functional simulator): ``acc = wrap32(acc * operand)``. A shift
-left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
+ALU opcode 4 is MUL, our extension (as VTA's functional simulator): ``acc = wrap32(acc *
+operand)``. Neither of VTA's hardware designs implements it (vta.cc's ``alu()`` has MIN, MAX, ADD
+and SHR; the Chisel decoder accepts functions 0-3). A shift left is an SHR by a negative amount,
+as VTA's compiler expresses ``<<``.
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ class AluOp(IntEnum):
     MIN = 0
     MAX = 1
     ADD = 2
-    SHR = 3  # arithmetic; a negative amount shifts left
-    MUL = 4  # our choice for opcode 4 (VTA's fsim); see the module docstring
+    SHR = 3  # arithmetic, by the low ``alu.shift_bits`` bits of the operand, signed (a negative
+    #        amount shifts left): vta.cc's ``alu()``
+    MUL = 4  # our extension (VTA's functional simulator's); see the module docstring
 
 
 class Unit(IntEnum):
@@ -107,6 +110,13 @@ class Load:
     Copies ``y_size`` rows of ``x_size`` elements, rows ``x_stride`` elements apart in DRAM
     (``dram_base`` counts elements of the target buffer), into a contiguous SRAM image of
     ``(pad_y0 + y_size + pad_y1) x (pad_x0 + x_size + pad_x1)`` elements at ``sram_base``.
+
+    What each memory type reads of these fields is VTA's HLS design's (apache/tvm-vta@d4a15f6
+    hardware/xilinx/src/vta.cc): INP and ACC write the whole padded image (``load_pad_2d``,
+    lines 47-73: the pads are written even when ``y_size`` or ``x_size`` is 0); WGT ignores the
+    pads (``load_2d``, lines 76-94); UOP copies ``x_size`` micro-ops from ``dram_base`` and
+    ignores ``y_size``, ``x_stride`` and the pads (``compute``, lines 482-486: one ``memcpy``).
+    ``pads``, ``data_rows``, ``rows``, ``cols`` and ``sram_elems`` state that once.
     """
 
     mem: MemType
@@ -124,18 +134,41 @@ class Load:
     opcode = Opcode.LOAD
 
     @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """``(y0, y1, x0, x1)`` zero entries written around the data: the pad fields, except
+        for WGT and UOP, whose loads ignore them."""
+        if self.mem in (MemType.WGT, MemType.UOP):
+            return 0, 0, 0, 0
+        return self.pad_y0, self.pad_y1, self.pad_x0, self.pad_x1
+
+    @property
+    def data_rows(self) -> int:
+        """Rows of ``x_size`` elements read from DRAM: ``y_size``, but one for UOP (its load
+        copies ``x_size`` micro-ops whatever ``y_size`` says)."""
+        return 1 if self.mem is MemType.UOP else self.y_size
+
+    @property
     def rows(self) -> int:
         """Rows written to SRAM, pads included."""
-        return self.pad_y0 + self.y_size + self.pad_y1
+        y0, y1, _, _ = self.pads
+        return y0 + self.data_rows + y1
 
     @property
     def cols(self) -> int:
         """Elements per SRAM row, pads included."""
-        return self.pad_x0 + self.x_size + self.pad_x1
+        _, _, x0, x1 = self.pads
+        return x0 + self.x_size + x1
+
+    @property
+    def data_elems(self) -> int:
+        """Elements read from DRAM (0: the LOAD moves no data, though it may write pads)."""
+        return self.data_rows * self.x_size
 
     @property
     def sram_elems(self) -> int:
-        return self.rows * self.cols if self.y_size and self.x_size else 0
+        """SRAM entries written from ``sram_base`` on: data and pads (0 for VTA's token
+        carrier, a LOAD without data or pads)."""
+        return self.rows * self.cols
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +194,9 @@ class Store:
 class MicroOpLoop:
     """The fields a micro-op loop instruction starts with: ``for o < iter_out: for i < iter_in:
     for u in uops[uop_bgn:uop_end]``, the destination entry ``u.dst + o*dst_factor_out +
-    i*dst_factor_in``, zeroed instead with ``reset``. GEMM and a user's instructions extend it
-    (their other operands' factors, immediates, then ``deps``)."""
+    i*dst_factor_in``. What ``reset`` does is the definition's (``InstructionDef.reset``: zero
+    the destination by default). GEMM and a user's instructions extend it (their other
+    operands' factors, immediates, then ``deps``)."""
 
     reset: bool
     uop_bgn: int
@@ -183,7 +217,8 @@ class Gemm(MicroOpLoop):
     """``for o < iter_out: for i < iter_in: for u in uops[uop_bgn:uop_end]``: one tensor op each.
 
     ``acc[dst] (+)= inp[src] . wgt[wgt]^T`` with ``idx = u.idx + o*idx_factor_out +
-    i*idx_factor_in``; with ``reset`` the accumulator entry is zeroed instead.
+    i*idx_factor_in``; with ``reset`` the accumulator entry gets 0 and the out entry what
+    ``gemm.reset_out`` says (vta.cc: the low bits of the sum, as without reset).
     """
 
     src_factor_out: int
@@ -199,7 +234,8 @@ class Gemm(MicroOpLoop):
 class Alu:
     """Vector ALU over accumulator entries: ``acc[dst] = op(acc[dst], imm or acc[src])``.
 
-    Loops like GEMM; ``src`` indexes acc. With ``reset`` the entry is zeroed instead.
+    Loops like GEMM; ``src`` indexes acc. The reset flag does what ``alu.reset`` says (vta.cc:
+    nothing).
     """
 
     op: AluOp | int  # an AluOp, or the function value of a user-defined ALU function

@@ -14,6 +14,12 @@ Instructions with too many distinct weights for grouping to pay use one batched 
 The index work (loop expansion, bounds checks, sort orders) depends only on the instruction's
 fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both: the same GEMM
 issued again (a tiled loop) costs only the gathers and the products.
+
+A GEMM reset (``reset``) zeroes its entries and, with ``gemm.reset_out: sum`` (vta.cc), writes
+to out what each entry's last execution computed: its product plus the old accumulator when
+that execution is the entry's first, else plus the 0 an earlier one wrote; only those last
+products are computed, as one product when they share a weight entry (a compiled reset's
+micro-ops read wgt 0).
 """
 
 from __future__ import annotations
@@ -116,6 +122,28 @@ def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
     return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
 
 
+@dataclass(frozen=True, slots=True)
+class _ResetPlan:
+    """Index work of one GEMM reset: its distinct entries (sorted), the inp and wgt index of
+    each entry's last execution, whether that execution is also its first, and the hazards."""
+
+    entries: np.ndarray
+    x: np.ndarray
+    w: np.ndarray
+    once: np.ndarray
+    hazards: int
+
+
+def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
+    """``a``, ``x``, ``w``: the dst, src and wgt index of every execution in loop order (at
+    least one)."""
+    order = np.argsort(a, kind="stable")
+    sa = a[order]
+    head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
+    first, last = order[head], order[np.r_[head[1:], True]]
+    return _ResetPlan(sa[head], x[last], w[last], first == last, hazards)
+
+
 class FastGemm:
     """Float64 (or int64, when float64 would not be exact) shadows of inp and wgt^T, and the
     grouped GEMM over them: a faster evaluation of the GEMM definition's semantics (the sum of
@@ -135,6 +163,7 @@ class FastGemm:
         #: the largest magnitude of one int product
         self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
         self.plans: dict[tuple, _Plan] = {}
+        self.resets: dict[tuple, _ResetPlan] = {}
         self.uop_version = 0
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
@@ -149,8 +178,9 @@ class FastGemm:
             self.uop_version += 1
 
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
-        """Execute a GEMM; returns its acc read-after-write hazard count."""
-        key = (insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+        """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
+        read-after-write hazard count."""
+        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
                insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, self.uop_version)
         plan = self.plans.get(key)
@@ -159,13 +189,9 @@ class FastGemm:
             a = idx["dst"]
             x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
             lag = self.defn.hazard_lag(insn, sram.hw)
-            hazards = 0 if insn.reset else count_raw_hazards(a, (a,), lag)
+            hazards = count_raw_hazards(a, (a,), lag)
             plan = self.plans[key] = _plan(a, x, w, hazards)
         if plan.entries.size == 0:
-            return 0
-        if insn.reset:
-            sram.data["acc"][plan.entries] = 0
-            sram.data["out"][plan.entries] = 0
             return 0
         if plan.cols is not None:
             sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
@@ -177,6 +203,37 @@ class FastGemm:
         if plan.starts.size != prods.shape[0]:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
         apply_sums(sram, plan.entries, prods.astype(np.int64))
+        return plan.hazards
+
+    def reset(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> int:
+        """Execute a GEMM reset whose ``reset_mode`` is ``mode`` (module docstring); returns
+        its acc read-after-write hazard count (a ``sum`` reset reads the accumulator)."""
+        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in, insn.dst_factor_out,
+               insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.wgt_factor_out,
+               insn.wgt_factor_in, mode, self.uop_version)
+        plan = self.resets.get(key)
+        if plan is None:
+            idx = microop_indices(sram, insn, self.defn, ctx)
+            a = idx["dst"]
+            if a.size == 0:
+                return 0
+            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+            lag = self.defn.hazard_lag(insn, sram.hw)
+            hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
+            plan = self.resets[key] = _reset_plan(a, x, w, hazards)
+        acc, out = sram.data["acc"], sram.data["out"]
+        if mode == "sum":
+            xs = self.inp[plan.x]  # (n, batch, block_in)
+            if np.all(plan.w == plan.w[0]):
+                prods = np.matmul(xs, self.wgt_t[plan.w[0]])
+            else:
+                prods = np.matmul(xs, self.wgt_t[plan.w])
+            old = acc[plan.entries].astype(np.int64)
+            new = np.where(plan.once[:, None, None], old, 0) + prods.astype(np.int64)
+            out[plan.entries] = new.astype(sram.acc_dtype).astype(sram.out_dtype)
+        elif mode == "zero":
+            out[plan.entries] = 0
+        acc[plan.entries] = 0
         return plan.hazards
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray) -> np.ndarray:

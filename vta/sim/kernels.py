@@ -9,17 +9,22 @@ function both simulators call; ``gemm.py`` is a faster evaluation of GEMM's.
 
 The loops (defined by reference.py; see docs/simulator.md):
 
-* LOAD copies ``y_size`` rows of ``x_size`` entries (rows ``x_stride`` entries apart in DRAM) into
-  a contiguous SRAM image of ``(pad_y0 + y + pad_y1) x (pad_x0 + x + pad_x1)`` entries, zeros in
-  the pads (``builtins.load_image``). A LOAD with ``y_size`` or ``x_size`` 0 writes nothing.
+* LOAD copies ``data_rows`` rows of ``x_size`` entries (rows ``x_stride`` entries apart in DRAM)
+  into a contiguous SRAM image of ``rows x cols`` entries, zeros in the pads its memory type
+  writes (``vta.isa.insn.Load``, ``builtins.load_image``): INP and ACC write their pads even
+  without data, WGT none, UOP copies ``x_size`` micro-ops. A LOAD without data or pads writes
+  nothing.
 * A micro-op instruction runs ``for o < iter_out: for i < iter_in: for u in uops[bgn:end]``;
   operand ``f`` of execution ``(o, i, u)`` is entry ``u.f + o*f_factor_out + i*f_factor_in``
-  (+ a base field) of its scratchpad. ``reset`` zeroes the destination. An ``accumulate``
-  instruction adds each execution's result to its destination (wrapping: the executions of one
-  instruction may be summed first); an ``update`` instruction replaces it, in loop order (a
-  later execution sees an earlier one's write), computed exactly then wrapped to acc.
+  (+ a base field) of its scratchpad. ``reset`` does what the definition says on the config
+  (``InstructionDef.reset_mode``: zero acc and out; zero acc and keep out; zero acc and write
+  to out what the execution computes, vta.cc's GEMM; or nothing, vta.cc's ALU). An
+  ``accumulate`` instruction adds each execution's result to its destination (wrapping: the
+  executions of one instruction may be summed first); an ``update`` instruction replaces it, in
+  loop order (a later execution sees an earlier one's write), computed exactly then wrapped to
+  acc.
 * Narrowing: after a compute instruction, ``out[a]`` = the low out-dtype bits of ``acc[a]``
-  (two's complement truncation).
+  (two's complement truncation), but for a reset's ``out`` as above.
 * STORE copies ``y_size x x_size`` contiguous out entries to DRAM rows ``x_stride`` apart;
   overlapping rows are written in row order (the later row wins).
 
@@ -109,9 +114,13 @@ def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, i
     if n == 0:
         return kind, insn.sram_base, insn.sram_base
     _check_sram(ctx, sram, kind, insn.sram_base, n)
-    raw = dram_rows(dram, ctx, kind, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
     dtype, shape = entry_spec(dram.hw, kind)
-    data = np.ascontiguousarray(raw).view(dtype).reshape(insn.y_size, insn.x_size, *shape)
+    rows, cols = insn.data_rows, insn.x_size
+    if insn.data_elems:
+        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
+        data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    else:  # pads only
+        data = np.zeros((rows, cols, *shape), dtype=dtype)
     img = load_image(insn, data).reshape(n, *shape)
     lo, hi = insn.sram_base, insn.sram_base + n
     if kind == "uop":
@@ -178,7 +187,7 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
     u = sram.uop[:, insn.uop_bgn: insn.uop_end]
     dims = (insn.iter_out, insn.iter_in, u.shape[1])
     out: dict[str, np.ndarray] = {}
-    for op in (d.dst, *d.reads(insn)):
+    for op in (d.dst, *d.reads(insn, sram.hw)):
         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) if op.factors \
             else (0, 0)
         base = u[_FIELD_ROW[op.name]] + (getattr(insn, op.base) if op.base else 0)
@@ -221,7 +230,7 @@ def _needs_order(a: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
 def _gather(sram: Sram, d: InstructionDef, insn: Any, idx: dict[str, np.ndarray],
             sel: Any = slice(None)) -> dict[str, np.ndarray]:
     return {op.name: sram.data[op.memory][idx[op.name][sel]].astype(np.int64)
-            for op in d.reads(insn)}
+            for op in d.reads(insn, sram.hw)}
 
 
 def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
@@ -233,12 +242,17 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     a = idx["dst"]
     if a.size == 0:
         return 0
-    if insn.reset:
+    mode = d.reset_mode(insn, sram.hw)
+    if mode in ("zero", "keep"):
         sram.data["acc"][a] = 0
-        sram.data["out"][a] = 0
+        if mode == "zero":
+            sram.data["out"][a] = 0
         return 0
-    acc_reads = [idx[op.name] for op in d.reads(insn) if op.memory == "acc"]
+    acc_reads = [idx[op.name] for op in d.reads(insn, sram.hw) if op.memory == "acc"]
     hazards = count_raw_hazards(a, (a, *acc_reads), lag)
+    if mode == "sum":
+        _reset_sum(sram, insn, d, idx)
+        return hazards
     if d.kind == "accumulate":
         delta = d.delta(insn, _gather(sram, d, insn, idx), sram.hw,
                         (a.size, *sram.data["acc"].shape[1:]))
@@ -258,6 +272,23 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
                        sram.hw)
         _set(sram, a[sel], new)
     return hazards
+
+
+def _reset_sum(sram: Sram, insn: Any, d: InstructionDef, idx: dict[str, np.ndarray]) -> None:
+    """A reset whose out gets the computed value (vta.cc's GEMM; the machine runs GEMM's in
+    ``gemm.FastGemm.reset``): one execution at a time, in loop order, each computing as without
+    reset from what it reads (a later one on the same entry sees the 0 an earlier one wrote),
+    acc becoming 0 and out the narrowing of what it computed."""
+    acc, out, hw = sram.data["acc"], sram.data["out"], sram.hw
+    a = idx["dst"]
+    for k in range(a.size):
+        sel = slice(k, k + 1)
+        cur = acc[a[sel]].astype(np.int64)
+        ops = _gather(sram, d, insn, idx, sel)
+        new = cur + d.delta(insn, ops, hw, cur.shape) if d.kind == "accumulate" \
+            else d.update(insn, cur, ops, hw)
+        acc[a[sel]] = 0
+        out[a[sel]] = new.astype(sram.acc_dtype).astype(sram.out_dtype)
 
 
 # ------------------------------------------------------------------------------ hazards

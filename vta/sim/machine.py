@@ -44,6 +44,7 @@ from vta.isa import (
     Program,
     Unit,
     Uop,
+    check_fields,
     definition_of,
     n_ops,
     pops_of,
@@ -52,7 +53,6 @@ from vta.isa import (
 )
 from vta.isa.asm import where
 from vta.isa.builtins import GEMM
-from vta.isa.defs import require
 from vta.isa.memport import Port, Transfer
 from vta.isa.timing import INSN_BYTES, DmaTiming, fetch_timing, read_channel, write_channel
 from vta.sim.dram import Dram, random_inputs
@@ -99,10 +99,13 @@ class _Static:
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
+    checked: set[Instruction] = set()  # a tiled program repeats most of its instructions
     for i, insn in enumerate(insns):
         try:
             d = definition_of(insn)
-            require(d, hw)
+            if insn not in checked:  # implemented by hw: a listed intrinsic, an enabled ALU op
+                check_fields(insn, hw)
+                checked.add(insn)
             pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
         except (ValueError, DefinitionError) as e:
             raise SimError(f"{where(i, insn, program)}: {e}") from None
@@ -148,7 +151,7 @@ class _AccBanks:
         if not uops or n_ops(insn) == 0:
             return ()
         touched: set[int] = set()
-        for op in (d.dst, *d.reads(insn)):
+        for op in (d.dst, *d.reads(insn, self.hw)):
             if op.memory != "acc" or any(u is None for u in uops):
                 continue
             fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
@@ -164,7 +167,7 @@ class _AccBanks:
             return
         words = self.program.uops.get(alloc.name, ())
         k = insn.sram_base
-        for y in range(insn.y_size):
+        for y in range(insn.data_rows):  # a LOAD.UOP copies x_size micro-ops (Load.data_rows)
             first = insn.dram_base - alloc.base + y * insn.x_stride
             for x in range(insn.x_size):
                 if 0 <= first + x < len(words):
@@ -244,7 +247,9 @@ class _Executor:
 
     def _compute(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
         if d is GEMM:
-            self.hazards += self.gemm.run(self.sram, insn, ctx)
+            mode = d.reset_mode(insn, self.hw)
+            self.hazards += self.gemm.run(self.sram, insn, ctx) if mode is None else \
+                self.gemm.reset(self.sram, insn, ctx, mode)
         else:
             self.hazards += exec_microop(self.sram, insn, d, ctx, d.hazard_lag(insn, self.hw))
 
@@ -434,8 +439,8 @@ class Machine:
             d = info.defn
             counts[mnemonic(insn)] = counts.get(mnemonic(insn), 0) + 1
             x: Any = insn
-            if not d.is_microop or x.reset:
-                continue
+            if not d.is_microop or d.reset_mode(x, self.hw) is not None:
+                continue  # a reset's work is not counted (an ignored reset flag computes)
             if d is GEMM:
                 gemm_ops += n_ops(x)
             elif d.opcode == Opcode.ALU:  # the ALU's functions, a user's included

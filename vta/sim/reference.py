@@ -6,12 +6,16 @@ program's dependency tokens guarantee) until the first instruction that ends the
 pseudo-code reads:
 
 * LOAD / STORE: explicit loops over rows and columns, one entry at a time; the padded image
-  and the rows are the definitions' ``load_image`` / ``store_rows``;
+  and the rows are the definitions' ``load_image`` / ``store_rows``, the rows and pads each
+  memory type reads ``vta.isa.insn.Load``'s (vta.cc: WGT ignores the pads, UOP copies
+  ``x_size`` micro-ops, INP and ACC write their pads even without data);
 * every micro-op instruction (GEMM, the ALU's functions, a user's unit): ``for o in
   range(iter_out): for i in range(iter_in): for u in uops[bgn:end]``, one execution at a time
   and in that order (so a later execution sees an earlier one's write), each computing the
   instruction's semantics (``InstructionDef.semantics``, the numpy function the machine calls
-  too) on the entries that execution addresses;
+  too) on the entries that execution addresses; a reset does what the definition says on
+  the config (``InstructionDef.reset_mode``; vta.cc: a GEMM reset zeroes acc and writes the
+  narrowed sum to out, an ALU ignores the flag);
 * wraparound is explicit: results are computed exactly (int64 where nothing can overflow) and
   wrapped to the acc width by ``wrap``; ``out`` is ``wrap(acc, out bits)``.
 
@@ -35,8 +39,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vta.config import DTYPE_BITS, HwConfig
-from vta.errors import AddressError, SimError
-from vta.isa import Instruction, InstructionDef, Load, Program, Store, definition_of, uop_layout
+from vta.errors import AddressError, IsaError, SimError
+from vta.isa import (
+    Instruction,
+    InstructionDef,
+    Load,
+    Program,
+    Store,
+    check_fields,
+    definition_of,
+    uop_layout,
+)
 from vta.isa.asm import where
 from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
@@ -144,14 +157,15 @@ class _Run:
 
     def load(self, insn: Load, d: InstructionDef) -> None:
         kind = insn.mem.kind
-        if insn.y_size == 0 or insn.x_size == 0:
-            return  # VTA's token carrier: writes nothing, not even pads
         rows, cols = insn.rows, insn.cols
+        if rows * cols == 0:
+            return  # VTA's token carrier: no data, no pads
         self._check_entries(kind, insn.sram_base, rows * cols)
-        self._check_dram(kind, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
+        if insn.data_elems:
+            self._check_dram(kind, insn.dram_base, insn.data_rows, insn.x_size, insn.x_stride)
         shape = () if kind == "uop" else self.sp.shape[kind]
-        data = np.zeros((insn.y_size, insn.x_size, *shape), dtype=np.int64)
-        for y in range(insn.y_size):
+        data = np.zeros((insn.data_rows, insn.x_size, *shape), dtype=np.int64)
+        for y in range(insn.data_rows):
             for x in range(insn.x_size):
                 elem = insn.dram_base + y * insn.x_stride + x
                 data[y, x] = self._read_word(elem) if kind == "uop" else \
@@ -183,7 +197,7 @@ class _Run:
         if insn.uop_end > self.sp.depth["uop"]:
             raise self._out_of_range("uop", insn.uop_end - 1, self.sp.depth["uop"],
                                      f" (uop range {insn.uop_bgn}:{insn.uop_end})")
-        ops = (d.dst, *d.reads(insn))
+        ops = (d.dst, *d.reads(insn, self.hw))
         execs = []
         for o in range(insn.iter_out):
             for i in range(insn.iter_in):
@@ -213,19 +227,27 @@ class _Run:
         self.sp.data["out"][entry] = self.sp.wrap_out(acc)
 
     def compute(self, insn: Any, d: InstructionDef) -> None:
-        acc = self.sp.data["acc"]
+        acc, out = self.sp.data["acc"], self.sp.data["out"]
+        mode = d.reset_mode(insn, self.hw)  # None: computes (no reset, or one it ignores)
         for _, _, _, idx in self._executions(insn, d):
             a = idx["dst"]
-            if insn.reset:
-                self._set_acc(a, np.zeros_like(acc[a]))
+            if mode in ("zero", "keep"):  # nothing read; out zeroed too, or left alone
+                acc[a] = 0
+                if mode == "zero":
+                    out[a] = 0
                 continue
             reads = {op.name: self.sp.data[op.memory][idx[op.name]][None]
-                     for op in d.reads(insn)}
+                     for op in d.reads(insn, self.hw)}
             if d.kind == "accumulate":
                 # int64 is exact: |acc| <= 2**31 plus one execution's bounded contribution
-                self._set_acc(a, acc[a] + d.delta(insn, reads, self.hw, (1, *acc[a].shape))[0])
+                new = acc[a] + d.delta(insn, reads, self.hw, (1, *acc[a].shape))[0]
             else:
-                self._set_acc(a, d.update(insn, acc[a][None], reads, self.hw)[0])
+                new = d.update(insn, acc[a][None], reads, self.hw)[0]
+            if mode == "sum":  # vta.cc's GEMM reset: acc 0, out the low bits of what it computed
+                acc[a] = 0
+                out[a] = self.sp.wrap_out(self.sp.wrap_acc(new))
+            else:
+                self._set_acc(a, new)
 
     def run(self) -> None:
         steps: dict[str, Callable[[Any, InstructionDef], None]] = {
@@ -233,9 +255,10 @@ class _Run:
         for index, insn in enumerate(self.program.instructions):
             self.index, self.insn = index, insn
             d = definition_of(insn)
-            if d.requires is not None and self.hw.intrinsic(d.requires) is None:
-                raise SimError(f"{self._where()}: {d.name} is not implemented by {self.hw.name} "
-                               f"(its intrinsics do not list {d.requires!r})")
+            try:  # implemented by hw (an intrinsic it lists, an ALU function alu.ops enables)
+                check_fields(insn, self.hw)
+            except IsaError as e:
+                raise SimError(f"{self._where()}: {e}") from None
             if d.drains:
                 break
             step = steps.get(d.role)

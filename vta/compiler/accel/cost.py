@@ -76,13 +76,14 @@ def dma_instruction_cycles(defn: InstructionDef, kind: str, rows: int, cols: int
 def reset_instruction(hw: HwConfig, accumulating: InstructionDef
                       ) -> tuple[InstructionDef, tuple[tuple[str, Any], ...]]:
     """The instruction (and its fields) that zeroes an accumulator before ``accumulating``
-    sums into it: on hardware whose ALU is a separate pipeline, an ALU reset (it runs beside
-    the GEMM core, so the next tile's reset overlaps this tile's GEMMs; as an immediate form it
-    issues at ``alu.ii_imm``), else the accumulating instruction's own reset (VTA's GEMM
-    reset)."""
+    sums into it: on hardware whose ALU is a separate pipeline and zeroes on reset
+    (``alu.reset: zero``; vta.cc's ALU ignores the flag), an ALU reset (it runs beside the GEMM
+    core, so the next tile's reset overlaps this tile's GEMMs; as an immediate form it issues
+    at ``alu.ii_imm``), else the accumulating instruction's own reset (VTA's GEMM reset)."""
     if not hw.alu.separate_pipeline:
         return accumulating, ()
-
-    op = next(o for o in (AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL)
-              if o.name.lower() in hw.alu.ops)
+    op = next((o for o in (AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL)
+               if o.name.lower() in hw.alu.ops and ALU[o].reset(hw) == "zero"), None)
+    if op is None:
+        return accumulating, ()
     return ALU[op], (("use_imm", True), ("imm", 0))

@@ -14,7 +14,13 @@ instruction selectors do; a larger pattern wins when it is cheaper than the smal
 Matching is structural, up to integer casts and the commutativity of ``+``, ``*``, ``min`` and
 ``max``; ``x - c`` is read as ``x + (-c)`` and ``x << c`` as ``x >> -c`` (the forms the ALU
 has). A pattern sub-expression of immediates alone (a rounding term ``1 << (s - 1)``) matches a
-constant once the immediates are bound. Immediates must fit their fields.
+constant once the immediates are bound. Immediates must fit their fields and lie where the
+instruction computes its pattern (``InstructionDef.imm_range``: one SHR shifts by the low
+``alu.shift_bits`` bits of its immediate, -16..15 on VTA). So a shift by a constant beyond one
+SHR's range (``builtins.shift_range``) is also covered as shifts within it, largest first:
+``x >> 24`` as ``(x >> 15) >> 9`` (arithmetic shifts compose; left shifts wrap alike); an amount
+past the accumulator's width is the width's (``x >> 40`` is ``x >> 31`` on int32, as numpy
+fills with the sign).
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ from vta.compiler.accel.insn_intrin import instruction_intrinsics, usable
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.intrin import TensorIntrinsic
 from vta.compiler.ir.tensor import TensorRead
-from vta.config import HwConfig
+from vta.config import DTYPE_BITS, HwConfig
 from vta.isa import registered
+from vta.isa.builtins import shift_range
 from vta.isa.defs import instance, layout_of
 
 __all__ = ["Selected", "candidates", "cover", "canonical"]
@@ -183,15 +190,36 @@ def candidates(hw: HwConfig) -> list[TensorIntrinsic]:
     return out
 
 
-def _fits(intrin: TensorIntrinsic, fields: dict[str, int], hw: HwConfig) -> str | None:
-    assert intrin.instruction is not None
-    widths = {f.name: f for half in layout_of(intrin.instruction, hw) for f in half}
+def _fits(intrin: TensorIntrinsic, fields: dict[str, Any], hw: HwConfig) -> str | None:
+    """Why ``fields`` (the variant's fixed ones and the bound immediates) cannot be the
+    instruction's: a value its field does not encode, or an immediate outside ``imm_range``."""
+    d = intrin.instruction
+    assert d is not None
+    widths = {f.name: f for half in layout_of(d, hw) for f in half}
     for name, v in fields.items():
         f = widths.get(name)
         if f is not None and not f.range[0] <= v <= f.range[1]:
-            return (f"immediate {v} does not fit {intrin.instruction.name}'s {f.width}-bit "
+            return (f"immediate {v} does not fit {d.name}'s {f.width}-bit "
                     f"field {name} ({f.range[0]}..{f.range[1]})")
-    return None
+    return d.outside_range(instance(d, **fields), hw) if d.imm_range is not None else None
+
+
+def _split_shift(e: E.Expr, hw: HwConfig) -> E.Expr | None:
+    """``x >> c`` with a constant ``c`` beyond one SHR's range as ``(x >> step) >> (c -
+    step)``, ``step`` the range's end on ``c``'s side (module docstring); None otherwise."""
+    if not isinstance(e, E.Shr):
+        return None
+    c = _strip(e.b)
+    if not isinstance(c, E.IntImm):
+        return None
+    lo, hi = shift_range(hw)
+    bits = DTYPE_BITS.get(e.dtype, DTYPE_BITS[hw.gemm.acc_dtype])
+    amount = max(-bits, min(c.value, bits - 1))  # past the width: the same bits
+    if lo <= amount <= hi:
+        return None if amount == c.value else E.Shr(e.a, E.IntImm(amount, c.dtype), e.dtype)
+    step = hi if amount > 0 else lo
+    inner = E.Shr(e.a, E.IntImm(step, c.dtype), e.dtype)
+    return E.Shr(inner, E.IntImm(amount - step, c.dtype), e.dtype)
 
 
 def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwConfig,
@@ -219,13 +247,13 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
             b = m.match(intrin.op.body, e, _Binding())
             if b is None or not m.resolve(b):
                 continue
-            bad = _fits(intrin, b.imms, hw)
+            fields = {**intrin.fixed, **b.imms}
+            bad = _fits(intrin, fields, hw)
             if bad:
                 if why is not None:
                     why.append(bad)
                 continue
             assert intrin.instruction is not None
-            fields = {**intrin.fixed, **b.imms}
             cost = float(intrin.instruction.issue(instance(intrin.instruction, **fields), hw)) \
                 if intrin.instruction.issue else 1.0
             rest = best(b.x) if b.x is not None else (0.0, [])
@@ -234,6 +262,12 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
             total = cost + rest[0]
             if found is None or total < found[0]:
                 found = (total, [*rest[1], Selected(intrin, b.operands, fields)])
+        split = _split_shift(e, hw)
+        if split is not None:
+            keep.append(split)
+            alt = best(split)
+            if alt is not None and (found is None or alt[0] < found[0]):
+                found = alt
         memo[key] = found
         return found
 

@@ -97,10 +97,16 @@ def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tu
     return base + lo, base + hi + 1
 
 
-def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
-    """(memory, lo, hi, is_write) ranges an instruction touches (acc stands for acc and out;
-    ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from its
-    definition: a DMA its SRAM range, a micro-op instruction each operand it uses."""
+def accesses(ins: Insn, hw: HwConfig) -> list[tuple[str, int, int, bool]]:
+    """(memory, lo, hi, is_write) ranges an instruction touches on ``hw`` (acc stands for acc
+    and out; ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from
+    its definition: a DMA its SRAM range (``Load.sram_elems``: what its memory type writes), a
+    micro-op instruction each operand it reads (``InstructionDef.reads``). A reset counts as
+    writing its destination only: what vta.cc's GEMM reset reads (inp, wgt: it writes the low
+    bits of acc + inp . wgt to out) reaches nothing but those out entries, and the compiler
+    follows every reset with the instructions that compute the entries before a STORE reads
+    them, so no token needs to order those reads (ordering them would hold each tile's reset
+    back until its input had loaded: C2 on pynq 572,574 -> 597,756 cycles)."""
     i = ins.insn
     d = definition_of(i)
     x: Any = i
@@ -114,7 +120,8 @@ def accesses(ins: Insn) -> list[tuple[str, int, int, bool]]:
         return []
     out = []
     uops = ins.executed
-    for op in (d.dst, *d.reads(i)):
+    reads = d.reads(i, hw) if d.reset_mode(i, hw) is None else ()
+    for op in (d.dst, *reads):
         fo, fi, base = op.placement(x)
         lo, hi = _span(uops, op.name, fo, fi, x.iter_out, x.iter_in, base)
         out.append((op.memory, lo, hi, op.writes))
@@ -238,7 +245,7 @@ class _Tokens:
 
     def _add(self, ins: Insn) -> None:
         m = module_of(ins.insn, self.hw)
-        acc = accesses(ins)
+        acc = accesses(ins, self.hw)
         needs = self._needs(m, acc)
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}

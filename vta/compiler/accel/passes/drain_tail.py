@@ -102,7 +102,7 @@ def _splittable(ins: Insn, hw: HwConfig) -> bool:
     flat = dst.ravel()
     if np.unique(flat).size != flat.size:
         return False
-    for op in d.reads(x):
+    for op in d.reads(x, hw):
         if op.memory != d.dst.memory:
             continue
         src = _indices(ins, op)

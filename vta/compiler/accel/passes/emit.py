@@ -6,7 +6,10 @@ Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in para
       from out), then ``uops``; micro-op blocks deduplicated and placed in the uop buffer: all
       loaded by one LOAD UOP at the start when they fit, else loaded on demand into a ring
       (the compute module runs in order, so a block is never overwritten while in use); DRAM
-      offsets made absolute; a FINISH at the end.
+      offsets made absolute; a FINISH at the end. Every immediate lies where its
+      instruction computes its pattern (``InstructionDef.imm_range``: an SHR amount within
+      ``alu.shift_bits``, which instruction selection keeps to): checked here, a
+      ``CompileError`` naming the instruction otherwise (``check_immediates``).
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from vta.isa import (
     definition_of,
     module_of,
 )
+from vta.isa.asm import where
 
-__all__ = ["emit_program"]
+__all__ = ["emit_program", "check_immediates"]
 
 
 def _insns(func: S.PrimFunc) -> list[Insn]:
@@ -57,7 +61,7 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
-    canon = _blocks(insns)
+    canon = _blocks(insns, hw)
     blocks = list(dict.fromkeys(canon.values()))
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
@@ -108,23 +112,54 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     if hw.alu.separate_pipeline:
         out = _alu_waits_for_uops(func, hw, out, total <= depth)
     pb.extend(out)
-    return pb.build()
+    program = pb.build()
+    check_immediates(program, hw, func.name)
+    return program
 
 
-def _used(ins: Insn) -> tuple[str, ...]:
-    """The micro-op fields ``ins`` reads: its destination and the operands it reads (a reset
-    reads only its destination)."""
+def check_immediates(program: Program, hw: HwConfig, name: str = "program") -> None:
+    """A ``CompileError`` naming the first instruction of ``program`` whose immediate lies
+    outside the values its definition computes its pattern for (``InstructionDef.imm_range``;
+    stock VTA would compute something else: an SHR by 24 shifts left by 8)."""
+    for k, insn in enumerate(program.instructions):
+        bad = definition_of(insn).outside_range(insn, hw)
+        if bad is not None:
+            raise CompileError(f"{name}: {where(k, insn, program)}: {bad}")
+
+
+def _used(ins: Insn, hw: HwConfig) -> tuple[str, ...]:
+    """The micro-op fields whose values ``ins`` needs: its destination and the operands it
+    reads, but for a reset its destination alone (what vta.cc's GEMM reset reads reaches only
+    out entries computed again before any STORE: ``coproc_sync.accesses``)."""
     d = definition_of(ins.insn)
-    return tuple(o.name for o in (d.dst, *d.reads(ins.insn)))
+    if d.reset_mode(ins.insn, hw) is not None:
+        return (d.dst.name,)
+    return tuple(o.name for o in (d.dst, *d.reads(ins.insn, hw)))
 
 
-def _blocks(insns: list[Insn]) -> dict[int, tuple[Uop, ...]]:
+def _in_range(ins: Insn, block: tuple[Uop, ...], hw: HwConfig) -> bool:
+    """Whether every entry ``ins`` reads on ``hw`` with ``block``'s micro-ops lies inside its
+    scratchpad (another block's fields it does not need may still be read: vta.cc's GEMM reset
+    reads inp and wgt)."""
+    d = definition_of(ins.insn)
+    x: Any = ins.insn
+    us = block[x.uop_bgn:x.uop_end]
+    for op in d.reads(x, hw):
+        fo, fi, base = op.placement(x)
+        top = max(getattr(u, op.name) for u in us) + base
+        top += max(0, x.iter_out - 1) * fo + max(0, x.iter_in - 1) * fi
+        if top >= hw.depth(op.memory):
+            return False
+    return True
+
+
+def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
     """The micro-op block each instruction's ``uops`` is placed as (by id of the tuple): equal
-    blocks are one, and a block whose instruction reads only some fields (a reset reads only
+    blocks are one, and a block whose instruction needs only some fields (a reset only
     ``dst``, an ALU immediate ``dst`` alone too) is any earlier block that agrees on those
-    fields (a tile's reset and its epilogue's immediate ALU instructions share one block).
-    Blocks of instructions that read every field come first, in first-use order; a block is
-    hashed once per tuple object (flatten shares them)."""
+    fields and keeps its other reads in range (a tile's reset and its epilogue's immediate ALU
+    instructions share one block). Blocks of instructions that need every field come first,
+    in first-use order; a block is hashed once per tuple object (flatten shares them)."""
     first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
     canon: dict[int, tuple[Uop, ...]] = {}
     partial: list[tuple[Insn, tuple[str, ...]]] = []
@@ -132,7 +167,7 @@ def _blocks(insns: list[Insn]) -> dict[int, tuple[Uop, ...]]:
     for ins in insns:
         if not ins.uops or id(ins.uops) in canon:
             continue
-        used = _used(ins)
+        used = _used(ins, hw)
         if len(used) < every:
             canon[id(ins.uops)] = ins.uops  # placeholder until the second round
             partial.append((ins, used))
@@ -146,7 +181,7 @@ def _blocks(insns: list[Insn]) -> dict[int, tuple[Uop, ...]]:
             for b in placed:
                 by_view[used].setdefault(_view(b, used), b)
         hit = by_view[used].get(_view(ins.uops, used))
-        if hit is None:
+        if hit is None or not _in_range(ins, hit, hw):
             hit = ins.uops
             placed.append(hit)
             for u, index in by_view.items():

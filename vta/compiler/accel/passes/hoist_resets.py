@@ -40,9 +40,9 @@ def hoist_resets(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return with_stream(func, _hoisted(insns, hw), wrap)
 
 
-def _is_reset(ins: Insn) -> bool:
+def _is_reset(ins: Insn, hw: HwConfig) -> bool:
     d = definition_of(ins.insn)
-    return d.alu and bool(getattr(ins.insn, "reset", False))
+    return d.alu and d.reset_mode(ins.insn, hw) == "zero"
 
 
 def _hoisted(insns: list[Insn], hw: HwConfig) -> list[Insn]:
@@ -54,9 +54,9 @@ def _hoisted(insns: list[Insn], hw: HwConfig) -> list[Insn]:
     stay: list[tuple[int, Insn]] = []
     last_reset = -1
     for k, ins in enumerate(insns):
-        acc = accesses(ins)
+        acc = accesses(ins, hw)
         anchor = k
-        if _is_reset(ins):
+        if _is_reset(ins, hw):
             need = last_reset  # resets keep their order among themselves (the ALU's queue)
             for mem, lo, hi, wr in acc:
                 if hi > lo:
