@@ -227,12 +227,11 @@ def _failure(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def corner_uses(program: Program) -> list[str]:
-    """The constructs of ``program`` whose meaning in vta.cc differs from vta's ISA as the
-    probes found it (``probes``): ALU.MUL, an ALU reset, SHR by an immediate outside -16..15
-    or by a register, LOAD.WGT/LOAD.UOP pads, LOAD.UOP with y_size other than 1, a LOAD
-    with no rows or columns carrying pads. A program using none of them should be
-    byte-identical on both; one that does may still be (a stored value may not depend on
-    it)."""
+    """The constructs of ``program`` at the ISA's edges, where vta.cc's meaning is the
+    surprising one (``probes``): ALU.MUL (vta's extension), an ALU reset, SHR by an immediate
+    outside -16..15 or by a register, LOAD.WGT/LOAD.UOP pads, LOAD.UOP with y_size other than
+    1, a LOAD with no rows or columns carrying pads. vta's simulators follow vta.cc on all but
+    MUL; the compiler emits none of them, which the tests check."""
     uses: set[str] = set()
     shifts: set[int] = set()
     for insn in program.instructions:
