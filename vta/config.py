@@ -60,6 +60,13 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "hwconfigs"
 #: ALU operations a config may enable (opcode meaning is fixed by the ISA, see vta.isa).
 ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
 
+#: The ALU functions VTA's hardware implements: its HLS design's ``alu()`` has branches for MIN,
+#: MAX, ADD and SHR only (apache/tvm-vta@d4a15f6 hardware/xilinx/src/vta.cc:378-396; no MUL
+#: branch) and its Chisel design decodes ALU functions 0-3 (hardware/chisel/src/main/scala/core/
+#: TensorAlu.scala:42, 520-527: its internal op 4 is SHR by a negative amount). A config that
+#: claims to be VTA (``stock: true``) enables no other; MUL is a variant that pays its DSPs.
+VTA_ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr")
+
 #: bits of one micro-op (the micro-op entry size in the uop scratchpad)
 UOP_BITS = 32
 
@@ -94,7 +101,7 @@ class GemmConfig:
 class AluConfig:
     """The vector ALU that works on accumulator entries."""
 
-    ops: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
+    ops: tuple[str, ...] = VTA_ALU_OPS
     #: elements processed per issue; a vector of batch*block_out takes ceil(vec/lanes) issues
     lanes: int = 16
     #: initiation interval with a register operand (one acc read port: 2 in VTA's HLS design)
@@ -218,6 +225,10 @@ class HwConfig:
     #: which of VTA's implementations the timing follows: ``hls`` (hardware/xilinx, the PYNQ
     #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
     timing_model: str = "hls"
+    #: the config claims to be VTA's own hardware: its instructions are VTA's alone (LOAD,
+    #: STORE, GEMM, the ALU functions of ``VTA_ALU_OPS``, FINISH), so no ALU MUL and no
+    #: intrinsic (validated); false for a co-design variant
+    stock: bool = False
     source: str = field(default="<dict>", compare=False)
     #: fields the file left out whose value came from the timing model or the board's part
     #: (``with_changes`` of ``timing_model`` or ``board.part`` derives them again)
@@ -436,6 +447,8 @@ class HwConfig:
             "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")},
             "isa_widths": asdict(w),
             "timing_model": self.timing_model,
+            "stock": self.stock,
+            "alu_ops": ", ".join(self.alu.ops),
             "resources": self.resource_estimate(),
             "resource_breakdown": {f"{comp} ({res})": f"{amount} = {rule}"
                                    for res, comp, amount, rule in _breakdown(self)},
@@ -455,7 +468,7 @@ _SECTIONS: dict[str, type] = {
     "memory": MemoryConfig,
     "board": BoardConfig,
 }
-_TOP_KEYS = ("name", "timing_model", *_SECTIONS, "intrinsics")
+_TOP_KEYS = ("name", "timing_model", "stock", *_SECTIONS, "intrinsics")
 
 #: The timing models (``timing_model``): VTA's two implementations, whose behaviour
 #: ``vta.isa.timing`` follows.
@@ -675,8 +688,9 @@ def _build(data: Any, source: str) -> HwConfig:
     parts, chosen = _model_defaults(source, model, parts)
     parts, by_part = _board_defaults(parts)
     chosen += by_part
+    stock = _coerce(source, "stock", data.get("stock", False), "bool")
     cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
-                   timing_model=model, from_model=chosen, **parts)
+                   timing_model=model, stock=stock, from_model=chosen, **parts)
     _validate(cfg)
     return cfg
 
@@ -765,6 +779,7 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "alu.lanes", f"must be a power of two, got {a.lanes}")
     if not 2 <= a.imm_bits <= 32:
         raise _fail(src, "alu.imm_bits", f"must be between 2 and 32, got {a.imm_bits}")
+    _check_stock(cfg)
 
     for kind in ("uop", "inp", "wgt", "acc", "out"):
         size = getattr(sp, kind)
@@ -803,6 +818,24 @@ def _validate(cfg: HwConfig) -> None:
             raise _fail(src, f"board.{f}", f"must be >= 0, got {getattr(b, f)}")
 
     _run_checks(cfg)
+
+
+def _check_stock(cfg: HwConfig) -> None:
+    """A config that claims to be VTA (``stock: true``) uses VTA's instructions alone: its
+    ``alu.ops`` within ``VTA_ALU_OPS`` and no intrinsic."""
+    if not cfg.stock:
+        return
+    extra = [op for op in cfg.alu.ops if op not in VTA_ALU_OPS]
+    if extra:
+        raise _fail(cfg.source, "alu.ops", f"{', '.join(extra)} is not an ALU function of VTA "
+                    f"(its ALU has {', '.join(VTA_ALU_OPS)}), but this config claims to be "
+                    f"stock VTA (stock: true): remove {', '.join(extra)} from alu.ops, or set "
+                    f"stock: false for a variant that pays for it")
+    if cfg.intrinsics:
+        name = cfg.intrinsics[0].name
+        raise _fail(cfg.source, f"intrinsics.{name}", "an intrinsic is not VTA's instruction, "
+                    "but this config claims to be stock VTA (stock: true): remove it, or set "
+                    "stock: false for a variant that implements it")
 
 
 #: The GEMM fields whose product (times the dtype's bytes) is one entry of each buffer.

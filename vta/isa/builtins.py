@@ -6,18 +6,22 @@ Each definition below is the one place its encoding, routing, duration, semantic
 syntax are written; the assembler, the encoder, both simulators and the compiler read them.
 The formulas are documented in ``vta.isa.timing`` and docs/isa.md.
 
-ALU function 4 is MUL (as VTA's functional simulator): ``acc = wrap(acc * operand)``. A shift
-left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
+ALU function 4 is MUL (as VTA's functional simulator): ``acc = wrap(acc * operand)``. VTA's
+hardware does not implement it (``VTA_INSTRUCTIONS`` lists what it does): a config enables it in
+``alu.ops`` and then does not claim to be VTA (``stock: false``). A shift left is an SHR by a
+negative amount, as VTA's compiler expresses ``<<``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from vta.config import HwConfig
+from vta.config import VTA_ALU_OPS, HwConfig
+from vta.dtypes import DTYPE_BITS
 from vta.isa.asm import AsmLine, microop_args, microop_syntax, microop_text
 from vta.isa.defs import (
     AsmSyntax,
@@ -29,10 +33,13 @@ from vta.isa.defs import (
     register,
 )
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
+from vta.isa.program import Program
 from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
 
-__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "load_image",
-           "store_rows", "wrap", "elementwise_patterns", "gemm_pattern"]
+__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "VTA_INSTRUCTIONS", "is_vta_instruction",
+           "instruction_counts", "non_vta_instructions",
+           "loop_head", "alu_shift", "load_image", "shr_amounts", "store_rows", "wrap",
+           "elementwise_patterns", "gemm_pattern"]
 
 
 # ------------------------------------------------------------------------------ layouts
@@ -320,6 +327,15 @@ ALU_FUNCTIONS: dict[AluOp, Callable[[np.ndarray, Any], np.ndarray]] = {
 }
 
 
+def shr_amounts(hw: HwConfig) -> tuple[int, int]:
+    """The shift amounts VTA's SHR honours, ``(lo, hi)``: its HLS design takes the low
+    ``log2(acc bits)`` bits of the operand as a signed number (apache/tvm-vta@d4a15f6
+    hardware/xilinx/src/vta.cc:376, ``VTA_SHR_ARG_BIT_WIDTH = VTA_LOG_ACC_WIDTH``), -16..15 for
+    int32 accumulators; a negative amount shifts left."""
+    half = (DTYPE_BITS[hw.gemm.acc_dtype].bit_length() - 1) - 1
+    return -(1 << half), (1 << half) - 1
+
+
 def alu_operand(insn: Alu, operands: dict[str, np.ndarray]) -> Any:
     """The second operand of an ALU function: the src entries, or the immediate."""
     return operands["src"] if "src" in operands else np.int64(insn.imm)
@@ -405,3 +421,31 @@ FINISH = register(InstructionDef(
     unit=Unit.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
     drains=(Unit.LOAD, Unit.ALU, Unit.STORE),
     doc="ends the program once the load, ALU (when separate) and store modules have drained"))
+
+
+# ------------------------------------------------------------------------------ VTA's own
+
+#: VTA's instructions: what a config that claims to be VTA (``HwConfig.stock``) runs. LOAD,
+#: STORE, GEMM, FINISH and the ALU functions VTA's hardware implements
+#: (``vta.config.VTA_ALU_OPS``: MIN, MAX, ADD, SHR); not ALU MUL, not a user's intrinsic.
+VTA_INSTRUCTIONS: tuple[InstructionDef, ...] = (
+    LOAD, STORE, GEMM, *(ALU[AluOp[op.upper()]] for op in VTA_ALU_OPS), FINISH)
+
+
+def is_vta_instruction(d: InstructionDef) -> bool:
+    """Whether ``d`` is one of VTA's own instructions (``VTA_INSTRUCTIONS``)."""
+    return any(d is v for v in VTA_INSTRUCTIONS)
+
+
+def instruction_counts(program: Program) -> dict[str, int]:
+    """How many instructions of each definition ``program`` holds (``ALU.SHR``, ``GEMM``, ...;
+    a LOAD or STORE counted as ``LOAD``/``STORE`` whatever its buffer), by name."""
+    counts = Counter(definition_of(i).name for i in program.instructions)
+    return dict(sorted(counts.items()))
+
+
+def non_vta_instructions(program: Program) -> dict[str, int]:
+    """The counts of ``program``'s instructions that are not VTA's (``VTA_INSTRUCTIONS``): an
+    ALU MUL, a user's intrinsic; empty for a program VTA's hardware runs."""
+    names = {d.name for d in VTA_INSTRUCTIONS}
+    return {k: n for k, n in instruction_counts(program).items() if k not in names}

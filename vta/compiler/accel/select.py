@@ -13,8 +13,12 @@ instruction selectors do; a larger pattern wins when it is cheaper than the smal
 
 Matching is structural, up to integer casts and the commutativity of ``+``, ``*``, ``min`` and
 ``max``; ``x - c`` is read as ``x + (-c)`` and ``x << c`` as ``x >> -c`` (the forms the ALU
-has). A pattern sub-expression of immediates alone (a rounding term ``1 << (s - 1)``) matches a
-constant once the immediates are bound. Immediates must fit their fields.
+has), and a shift pattern also matches ``x * 2**k`` as ``x >> -k``: a multiplication by a power
+of two is a left shift, which VTA's SHR does by a negative amount, so it needs no MUL (``k`` up
+to the largest left shift SHR's amount holds, ``vta.isa.builtins.shr_amounts``; a MUL or a
+fused pattern with a multiplier still matches the product as written, and the cheaper wins). A
+pattern sub-expression of immediates alone (a rounding term ``1 << (s - 1)``) matches a constant
+once the immediates are bound. Immediates must fit their fields.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from vta.compiler.ir.intrin import TensorIntrinsic
 from vta.compiler.ir.tensor import TensorRead
 from vta.config import HwConfig
 from vta.isa import registered
+from vta.isa.builtins import shr_amounts
 from vta.isa.defs import instance, layout_of
 
 __all__ = ["Selected", "candidates", "cover", "canonical"]
@@ -85,11 +90,23 @@ class Selected:
 
 
 class _Matcher:
-    """Matches one intrinsic's pattern against expressions of one stage."""
+    """Matches one intrinsic's pattern against expressions of one stage; ``left_most`` is the
+    largest left shift an SHR does (a shift pattern matches ``x * 2**k`` up to it)."""
 
-    def __init__(self, intrin: TensorIntrinsic, register: Callable[[E.Expr], bool]) -> None:
-        self.intrin, self.register = intrin, register
+    def __init__(self, intrin: TensorIntrinsic, register: Callable[[E.Expr], bool],
+                 left_most: int = 0) -> None:
+        self.intrin, self.register, self.left_most = intrin, register, left_most
         self.roles = dict(intrin.bind)
+
+    def as_shift(self, e: E.Mul) -> E.Expr:
+        """``x * 2**k`` as ``x >> -k`` (``1 <= k <= left_most``), else ``e`` itself."""
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            c = _strip(c)
+            if isinstance(c, E.IntImm) and c.value >= 2 and not c.value & (c.value - 1):
+                k = c.value.bit_length() - 1
+                if k <= self.left_most:
+                    return E.Shr(x, E.IntImm(-k, c.dtype), e.dtype)
+        return e
 
     def imm_only(self, p: E.Expr) -> bool:
         reads = [n for n in E.walk(p) if isinstance(n, TensorRead)]
@@ -98,6 +115,8 @@ class _Matcher:
 
     def match(self, p: E.Expr, e: E.Expr, b: _Binding) -> _Binding | None:
         p, e = _strip(p), _strip(e)
+        if isinstance(p, E.Shr) and isinstance(e, E.Mul):
+            e = self.as_shift(e)
         if isinstance(p, TensorRead):
             return self.leaf(p, e, b)
         if self.imm_only(p):
@@ -202,6 +221,7 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
     operand (another accumulator entry at the same lanes); ``why`` collects the reasons
     candidates were refused."""
     value, me = canonical(value), canonical(me)
+    left_most = -shr_amounts(hw)[0]
     memo: dict[int, tuple[float, list[Selected]] | None] = {}
     keep: list[E.Expr] = []  # keep sub-expressions alive so their ids stay unique
 
@@ -215,7 +235,7 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
         memo[key] = None  # a cycle is no cover
         found: tuple[float, list[Selected]] | None = None
         for intrin in cands:
-            m = _Matcher(intrin, register)
+            m = _Matcher(intrin, register, left_most)
             b = m.match(intrin.op.body, e, _Binding())
             if b is None or not m.resolve(b):
                 continue
