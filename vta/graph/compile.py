@@ -41,7 +41,7 @@ from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
 from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
 from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
-from vta.graph.quant import needs_mul
+from vta.graph.quant import effective_ratio, needs_mul
 from vta.isa import Program
 
 __all__ = ["CompiledGraph", "compile_graph", "check_multipliers"]
@@ -105,19 +105,15 @@ def check_multipliers(graph: Graph, hw: HwConfig) -> None:
     need = needs_mul(graph)
     if not need:
         return
-    node, what, mult, ratio = need[0]
+    node, what, mult, shift = need[0]
     more = f" (and {len(need) - 1} more)" if len(need) > 1 else ""
     why = "VTA's ALU has no MUL" if hw.stock else "its alu.ops has no mul"
     raise GraphError(
         f"graph {graph.name}: {node.op} {node.output.name}: its {what} {mult} (scale ratio "
-        f"{ratio:.6g} = {mult} / 2**{_shift(node)}, not a power of two) needs ALU MUL{more}, "
-        f"which {hw.name} does not have ({why}: alu.ops {', '.join(hw.alu.ops)}); run it on "
-        f"{_with_mul(hw)}, or give it power-of-two scale ratios (every requantization a "
-        f"shift)")
-
-
-def _shift(node: object) -> int:
-    return int(getattr(node, "shift", 0))
+        f"{effective_ratio(mult, shift):.6g} = {mult} / 2**{shift}, not a power of two) needs "
+        f"ALU MUL{more}, which {hw.name} does not have ({why}: alu.ops "
+        f"{', '.join(hw.alu.ops)}); run it on {_with_mul(hw)}, or give it power-of-two scale "
+        f"ratios (every requantization a shift)")
 
 
 def _with_mul(hw: HwConfig) -> str:

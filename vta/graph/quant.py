@@ -104,27 +104,25 @@ def is_pow2(mult: int) -> bool:
     return mult > 0 and mult & (mult - 1) == 0
 
 
-def multipliers(node: Node) -> tuple[tuple[str, int, float], ...]:
-    """The requantization multipliers ``node`` applies: ``(what, mult, ratio)`` with the ratio
-    of scales the multiplier (over ``2**shift``) stands for (none for other operators; a
-    fused group's are its nodes')."""
-    if isinstance(node, Requantize):
-        return (("multiplier", node.mult, effective_ratio(node.mult, node.shift)),)
-    if isinstance(node, GlobalAvgPool):
-        return (("multiplier", node.mult, effective_ratio(node.mult, node.shift)),)
+def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
+    """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
+    2**shift`` is the ratio of scales it stands for (none for other operators)."""
+    if isinstance(node, (Requantize, GlobalAvgPool)):
+        return (("multiplier", node.mult, node.shift),)
     if isinstance(node, Add):
-        return (("multiplier of a", node.mult_a, effective_ratio(node.mult_a, node.shift)),
-                ("multiplier of b", node.mult_b, effective_ratio(node.mult_b, node.shift)))
+        return (("multiplier of a", node.mult_a, node.shift),
+                ("multiplier of b", node.mult_b, node.shift))
     return ()
 
 
-def needs_mul(graph: Graph) -> list[tuple[Node, str, int, float]]:
-    """Every requantization of ``graph`` whose multiplier is not a power of two (it needs an
-    ALU MUL: a power of two is a shift), as ``(node, what, mult, ratio)``."""
+def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
+    """Every requantization of ``graph`` (a fused group's nodes included) whose multiplier is
+    not a power of two (it needs an ALU MUL: a power of two is a shift), as ``(node, what,
+    mult, shift)``."""
     out = []
     for n in graph.nodes:
         for node in (n.nodes if isinstance(n, Fused) else (n,)):
-            for what, mult, ratio in multipliers(node):
+            for what, mult, shift in multipliers(node):
                 if not is_pow2(mult):
-                    out.append((node, what, mult, ratio))
+                    out.append((node, what, mult, shift))
     return out
