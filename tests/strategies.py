@@ -179,7 +179,7 @@ class _Gen:
         io, ii = d(st.integers(1, 3)), d(st.integers(1, 3))
         dfo, dfi = d(_loop_fields([u.dst for u in us], self.depth["acc"], io, ii))
         sfo, sfi = d(_loop_fields([u.src for u in us], self.depth["acc"], io, ii))
-        op = d(st.sampled_from(list(AluOp)))
+        op = d(st.sampled_from([o for o in AluOp if o.name.lower() in self.hw.alu.ops]))
         use_imm = d(st.booleans())
         lim = 1 << (self.hw.alu.imm_bits - 1)
         imm = d(st.integers(-40, 40) | st.integers(-lim, lim - 1)) if use_imm else 0

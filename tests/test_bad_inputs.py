@@ -100,6 +100,8 @@ YAML_CASES: list[tuple[str, object]] = (
                            ("gemm.block_out", 1 << 24), ("scratchpad.wgt", 1 << 30),
                            ("scratchpad.uop", 1 << 30), ("alu.imm_bits", 33),
                            ("timing_model", 5), ("timing_model", "rtl"),
+                           ("stock", "yes"),  # pynq claims stock VTA: no MUL
+                           ("alu.ops", ["min", "max", "add", "shr", "mul"]),
                            ("alu.acc_banks", 3), ("alu.acc_banks", 2),
                            ("alu.separate_pipeline", True), ("alu.ii_imm", None))]
     # whole sections: not a mapping, empty, missing when required

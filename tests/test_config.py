@@ -11,10 +11,18 @@ import pytest
 import yaml
 
 from vta.cli import main
-from vta.config import _SECTIONS, ALU_OPS, BOARD_RESOURCES, MODEL_DEFAULTS, HwConfig
+from vta.config import (
+    _SECTIONS,
+    ALU_OPS,
+    BOARD_RESOURCES,
+    MODEL_DEFAULTS,
+    VTA_ALU_OPS,
+    HwConfig,
+)
 from vta.errors import HwConfigError
 from vta.isa import by_name
 from vta.isa.defs import layout_of
+from vta.resources import breakdown
 
 ROOT = Path(__file__).resolve().parents[1]
 PYNQ = ROOT / "hwconfigs" / "pynq.yaml"
@@ -254,9 +262,10 @@ def _doc_value(text: str) -> object:
 
 def test_docs_table_lists_every_field_with_the_codes_default() -> None:
     doc, schema = doc_fields(), schema_fields()
-    assert set(doc) == set(schema) | {"name", "timing_model"}
+    assert set(doc) == set(schema) | {"name", "timing_model", "stock"}
     assert doc["name"][1] == "required"
     assert _doc_value(doc["timing_model"][1]) == "hls" and doc["timing_model"][0] == "string"
+    assert _doc_value(doc["stock"][1]) is False and doc["stock"][0] == "bool"
     for key, f in schema.items():
         typ, default, _ = doc[key]
         if default == "model":  # the timing model's (MODEL_DEFAULTS), documented per model
@@ -317,11 +326,8 @@ def test_timing_model_chooses_the_left_out_fields() -> None:
 def test_docs_table_pynq_column_matches_pynq_yaml() -> None:
     hw = HwConfig.from_yaml(PYNQ).to_dict()
     for key, (_, _, pynq) in doc_fields().items():
-        if key == "timing_model":
-            assert _doc_value(pynq) == hw["timing_model"]
-            continue
-        if key == "alu.ops":
-            assert pynq == "all" and hw["alu"]["ops"] == list(ALU_OPS)
+        if key in ("timing_model", "stock"):
+            assert _doc_value(pynq) == hw[key]
             continue
         node: object = hw
         for part in key.split("."):
@@ -349,6 +355,8 @@ def test_only_required_fields_load_with_the_documented_defaults(tmp_path: Path) 
             assert hw.alu.shift_bits == 5, key
         elif key == "timing_model":
             assert hw.timing_model == "hls"
+        elif key == "stock":
+            assert hw.stock is False
         elif default != "required":
             sec, leaf = key.split(".")
             got = getattr(getattr(hw, sec), leaf)
@@ -396,3 +404,43 @@ def test_a_pickled_config_rehashes_in_its_process() -> None:
     copy = pickle.loads(pickle.dumps(hw))
     assert copy == hw and copy._hash_value is None and hash(copy) == hash(hw)
     assert copy.from_model == hw.from_model and copy.source == hw.source
+
+
+# ---------------------------------------------------------------------- stock VTA
+
+
+def test_a_stock_config_enables_vtas_alu_functions_alone(tmp_path: Path) -> None:
+    """``stock: true`` claims VTA's hardware: MUL (not in VTA's ALU) is refused naming the file
+    and the field; the same file without the claim loads, and the default claims nothing."""
+    assert set(VTA_ALU_OPS) < set(ALU_OPS) and "mul" not in VTA_ALU_OPS
+    d = pynq_dict()
+    assert d["stock"] is True and HwConfig.from_dict(d).alu.ops == VTA_ALU_OPS
+    d["alu"]["ops"] = [*VTA_ALU_OPS, "mul"]
+    p = write(tmp_path, d)
+    with pytest.raises(HwConfigError, match=rf"^{re.escape(str(p))}: alu\.ops: mul is not an ALU "
+                                            r"function of VTA \(its ALU has min, max, add, "
+                                            r"shr\), but this config claims to be stock VTA "
+                                            r"\(stock: true\)"):
+        HwConfig.from_yaml(p)
+    d["stock"] = False
+    assert HwConfig.from_yaml(write(tmp_path, d)).alu.ops == (*VTA_ALU_OPS, "mul")
+    del d["stock"]
+    assert HwConfig.from_yaml(write(tmp_path, d)).stock is False
+    with pytest.raises(HwConfigError, match=r"alu\.ops: mul is not an ALU function of VTA"):
+        HwConfig.from_yaml(PYNQ).with_changes(**{"alu.ops": [*VTA_ALU_OPS, "mul"]})
+
+
+def test_pynq_mul_is_pynq_with_mul_and_pays_its_dsps() -> None:
+    """pynq_mul.yaml differs from pynq.yaml in its name, the claim and ALU MUL; the estimate
+    charges MUL's DSPs (``lanes x ceil(32/25) x ceil(32/18)``) there and nowhere on pynq."""
+    pynq = HwConfig.from_yaml(PYNQ)
+    mul = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq_mul.yaml")
+    assert mul.to_dict() == {**pynq.to_dict(), "name": "pynq_mul", "stock": False,
+                             "alu": {**pynq.to_dict()["alu"], "ops": [*VTA_ALU_OPS, "mul"]}}
+    est, est_mul = pynq.resource_estimate(), mul.resource_estimate()
+    gemm_dsp = 16 * 16 // 2  # 256 int8 multipliers, two per DSP48
+    assert est["dsp"] == gemm_dsp == 128
+    assert est_mul["dsp"] == gemm_dsp + 16 * 2 * 2 == 192
+    assert {k: v for k, v in est_mul.items() if k != "dsp"} == \
+        {k: v for k, v in est.items() if k != "dsp"}
+    assert not any(c == "ALU multipliers" for _, c, _, _ in breakdown(pynq))

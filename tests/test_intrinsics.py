@@ -19,6 +19,10 @@ from vta.isa.builtins import ALU, GEMM, alu_issue, elementwise_patterns, loop_he
 
 ROOT = Path(__file__).resolve().parents[1]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs/pynq.yaml")
+#: pynq without the claim to be stock VTA: it may list a user's instruction
+EXT = PYNQ.with_changes(stock=False)
+#: pynq with ALU MUL (VTA's own ALU has none)
+MUL = HwConfig.from_yaml(ROOT / "hwconfigs/pynq_mul.yaml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +68,8 @@ def scratch():
 def test_register_round_trips_and_lists_in_the_config(scratch) -> None:
     d = vi.register(_scale(), params={"speed": 1})
     assert by_name("TEST.SCALE") is d
-    hw = PYNQ.with_changes(**{"intrinsics.scale": {"speed": 3}})
-    assert hw.intrinsic("scale").param("speed") == 3 and hw.hash != PYNQ.hash
+    hw = EXT.with_changes(**{"intrinsics.scale": {"speed": 3}})
+    assert hw.intrinsic("scale").param("speed") == 3 and hw.hash != EXT.hash
     insn = Scale(False, 0, 2, 3, 4, 5, 6, -7)
     assert decode(encode(insn, hw), hw) == insn
     from vta.isa import assemble, disassemble
@@ -79,30 +83,40 @@ def test_register_round_trips_and_lists_in_the_config(scratch) -> None:
     with pytest.raises(vi.DefinitionError, match=r"TEST\.SCALE is not implemented by pynq"):
         from vta.isa.defs import require
 
-        require(d, PYNQ)
+        require(d, EXT)
     from vta.isa import IsaError
 
     with pytest.raises(IsaError, match="do not list 'scale'"):
-        encode(insn, PYNQ)
+        encode(insn, EXT)
+    # a config that claims to be stock VTA runs VTA's instructions alone
+    with pytest.raises(HwConfigError, match=r"pynq\.yaml: intrinsics\.scale: an intrinsic is "
+                                            r"not VTA's instruction, but this config claims to "
+                                            r"be stock VTA \(stock: true\)"):
+        PYNQ.with_changes(**{"intrinsics.scale": {"speed": 3}})
 
 
 def test_config_rejects_unknown_intrinsics_and_params(scratch) -> None:
     vi.register(_scale(), params={"speed": 1})
     with pytest.raises(HwConfigError, match=r"intrinsics\.scal: unknown intrinsic \(did you mean "
                                             r"'scale'\?\)"):
-        PYNQ.with_changes(**{"intrinsics.scal": {}})
+        EXT.with_changes(**{"intrinsics.scal": {}})
     with pytest.raises(HwConfigError, match=r"intrinsics\.scale\.sped: unknown key \(did you "
                                             r"mean 'speed'\?\)"):
-        PYNQ.with_changes(**{"intrinsics.scale": {"sped": 2}})
+        EXT.with_changes(**{"intrinsics.scale": {"sped": 2}})
     with pytest.raises(HwConfigError, match=r"intrinsics\.scale\.speed: expected an integer"):
-        PYNQ.with_changes(**{"intrinsics.scale": {"speed": "fast"}})
-    assert PYNQ.with_changes(**{"intrinsics.scale": None}).intrinsic("scale").param("speed") == 1
+        EXT.with_changes(**{"intrinsics.scale": {"speed": "fast"}})
+    assert EXT.with_changes(**{"intrinsics.scale": None}).intrinsic("scale").param("speed") == 1
 
 
 def test_yaml_lists_intrinsics(tmp_path: Path, scratch) -> None:
     vi.register(_scale(), params={"speed": 1})
     text = (ROOT / "hwconfigs/pynq.yaml").read_text() + "intrinsics:\n  scale: {speed: 2}\n"
     p = tmp_path / "hw.yaml"
+    p.write_text(text)
+    with pytest.raises(HwConfigError, match=rf"{p}: intrinsics\.scale: an intrinsic is not "
+                                            rf"VTA's instruction"):
+        HwConfig.from_yaml(p)  # pynq.yaml claims to be stock VTA
+    text = text.replace("\nstock: true", "\nstock: false")
     p.write_text(text)
     assert HwConfig.from_yaml(p).intrinsic("scale").param("speed") == 2
     p.write_text(text.replace("scale:", "zoom:"))
@@ -218,19 +232,25 @@ def test_a_changed_fact_moves_compiler_costs_and_simulator_together(change) -> N
 
 
 def test_selection_uses_what_the_config_enables() -> None:
-    """Without MUL in alu.ops a multiplying epilogue has no cover: a named error."""
+    """Without MUL in alu.ops (VTA's ALU: pynq) a multiplying epilogue has no cover: a named
+    error; a multiplier that is a power of two is a left shift (SHR by a negative amount)."""
     from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
     from vta.compiler.ops.epilogue import Epilogue
     from vta.errors import CompileError
 
     epi = Epilogue(kind="fixed_point", mult=3, shift=4)
-    names = [s.intrin.instruction.name for s in epilogue_plan(epi, PYNQ)]
+    names = [s.intrin.instruction.name for s in epilogue_plan(epi, MUL)]
     assert names == ["ALU.ADD", "ALU.MUL", "ALU.ADD", "ALU.SHR", "ALU.MAX", "ALU.MIN"]
-    no_mul = PYNQ.with_changes(**{"alu.ops": ["min", "max", "add", "shr"]})
     with pytest.raises(CompileError, match="no instruction of pynq computes it"):
-        epilogue_plan(epi, no_mul)
-    assert [s.intrin.instruction.name for s in epilogue_plan(Epilogue(), no_mul)] == [
+        epilogue_plan(epi, PYNQ)
+    assert [s.intrin.instruction.name for s in epilogue_plan(Epilogue(), PYNQ)] == [
         "ALU.SHR", "ALU.ADD", "ALU.MAX", "ALU.MIN"]
+    four = Epilogue(kind="fixed_point", mult=4, shift=4)
+    for hw in (PYNQ, MUL):  # as cheap as a MUL where there is one: the ALU's own form wins
+        plan = epilogue_plan(four, hw)
+        assert [s.intrin.instruction.name for s in plan] == [
+            "ALU.ADD", "ALU.SHR", "ALU.ADD", "ALU.SHR", "ALU.MAX", "ALU.MIN"]
+        assert plan[1].fields["imm"] == -2
 
 
 def test_builtins_are_definitions_too() -> None:
@@ -238,7 +258,7 @@ def test_builtins_are_definitions_too() -> None:
     assert {d.name for d in vi.registered()} >= {"LOAD", "STORE", "GEMM", "FINISH",
                                                  *(f"ALU.{op.name}" for op in AluOp)}
     alu = Alu(AluOp.MUL, False, 0, 1, 2, 3, 4, 5, 6, 7, True, -3)
-    assert decode(encode(alu, PYNQ), PYNQ) == alu
+    assert decode(encode(alu, MUL), MUL) == alu
     rng = np.random.default_rng(1)
     x = rng.integers(-1000, 1000, (4, 1, 16))
     assert np.array_equal(ALU[AluOp.SHR].update(replace(alu, op=AluOp.SHR, imm=-2), x, {}, PYNQ),

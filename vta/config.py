@@ -66,6 +66,12 @@ ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
 #: flag does (``alu.reset``); the simulators read them through the definitions' ``reset``.
 RESET_OUT: tuple[str, ...] = ("sum", "keep", "zero")
 ALU_RESET: tuple[str, ...] = ("ignored", "zero")
+#: The ALU functions VTA's hardware implements: its HLS design's ``alu()`` has branches for MIN,
+#: MAX, ADD and SHR only (apache/tvm-vta@d4a15f6 hardware/xilinx/src/vta.cc:378-396; no MUL
+#: branch) and its Chisel design decodes ALU functions 0-3 (hardware/chisel/src/main/scala/core/
+#: TensorAlu.scala:42, 520-527: its internal op 4 is SHR by a negative amount). A config that
+#: claims to be VTA (``stock: true``) enables no other; MUL is a variant that pays its DSPs.
+VTA_ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr")
 
 #: bits of one micro-op (the micro-op entry size in the uop scratchpad)
 UOP_BITS = 32
@@ -105,7 +111,7 @@ class GemmConfig:
 class AluConfig:
     """The vector ALU that works on accumulator entries."""
 
-    ops: tuple[str, ...] = ("min", "max", "add", "shr", "mul")
+    ops: tuple[str, ...] = VTA_ALU_OPS
     #: elements processed per issue; a vector of batch*block_out takes ceil(vec/lanes) issues
     lanes: int = 16
     #: initiation interval with a register operand (one acc read port: 2 in VTA's HLS design)
@@ -238,6 +244,10 @@ class HwConfig:
     #: which of VTA's implementations the timing follows: ``hls`` (hardware/xilinx, the PYNQ
     #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
     timing_model: str = "hls"
+    #: the config claims to be VTA's own hardware: its instructions are VTA's alone (LOAD,
+    #: STORE, GEMM, the ALU functions of ``VTA_ALU_OPS``, FINISH), so no ALU MUL and no
+    #: intrinsic (validated); false for a co-design variant
+    stock: bool = False
     source: str = field(default="<dict>", compare=False)
     #: fields the file left out whose value came from the timing model, the board's part or the
     #: accumulator's width (``with_changes`` of those derives them again)
@@ -456,6 +466,8 @@ class HwConfig:
             "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")},
             "isa_widths": asdict(w),
             "timing_model": self.timing_model,
+            "stock": self.stock,
+            "alu_ops": ", ".join(self.alu.ops),
             "resources": self.resource_estimate(),
             "resource_breakdown": {f"{comp} ({res})": f"{amount} = {rule}"
                                    for res, comp, amount, rule in _breakdown(self)},
@@ -475,7 +487,7 @@ _SECTIONS: dict[str, type] = {
     "memory": MemoryConfig,
     "board": BoardConfig,
 }
-_TOP_KEYS = ("name", "timing_model", *_SECTIONS, "intrinsics")
+_TOP_KEYS = ("name", "timing_model", "stock", *_SECTIONS, "intrinsics")
 
 #: The timing models (``timing_model``): VTA's two implementations, whose behaviour
 #: ``vta.isa.timing`` follows.
@@ -697,8 +709,9 @@ def _build(data: Any, source: str) -> HwConfig:
     chosen += by_part
     parts, by_acc = _acc_defaults(parts)
     chosen += by_acc
+    stock = _coerce(source, "stock", data.get("stock", False), "bool")
     cfg = HwConfig(name=name, source=source, intrinsics=_intrinsics(source, data.get("intrinsics")),
-                   timing_model=model, from_model=chosen, **parts)
+                   timing_model=model, stock=stock, from_model=chosen, **parts)
     _validate(cfg)
     return cfg
 
@@ -808,6 +821,7 @@ def _validate(cfg: HwConfig) -> None:
                     f"({acc_bits} bits, {g.acc_dtype}), got {a.shift_bits}")
     _one_of(src, "alu.reset", a.reset, ALU_RESET,
             "ignored as vta.cc's ALU does, or zero the destination")
+    _check_stock(cfg)
 
     for kind in ("uop", "inp", "wgt", "acc", "out"):
         size = getattr(sp, kind)
@@ -854,6 +868,22 @@ def _one_of(src: str, where: str, value: str, allowed: tuple[str, ...], meaning:
         did = f" (did you mean '{hint[0]}'?)" if hint else ""
         raise _fail(src, where, f"unknown value {value!r}{did}; expected one of "
                     f"{', '.join(allowed)} ({meaning})")
+def _check_stock(cfg: HwConfig) -> None:
+    """A config that claims to be VTA (``stock: true``) uses VTA's instructions alone: its
+    ``alu.ops`` within ``VTA_ALU_OPS`` and no intrinsic."""
+    if not cfg.stock:
+        return
+    extra = [op for op in cfg.alu.ops if op not in VTA_ALU_OPS]
+    if extra:
+        raise _fail(cfg.source, "alu.ops", f"{', '.join(extra)} is not an ALU function of VTA "
+                    f"(its ALU has {', '.join(VTA_ALU_OPS)}), but this config claims to be "
+                    f"stock VTA (stock: true): remove {', '.join(extra)} from alu.ops, or set "
+                    f"stock: false for a variant that pays for it")
+    if cfg.intrinsics:
+        name = cfg.intrinsics[0].name
+        raise _fail(cfg.source, f"intrinsics.{name}", "an intrinsic is not VTA's instruction, "
+                    "but this config claims to be stock VTA (stock: true): remove it, or set "
+                    "stock: false for a variant that implements it")
 
 
 #: The GEMM fields whose product (times the dtype's bytes) is one entry of each buffer.

@@ -270,7 +270,8 @@ def dtypes(*names: str) -> st.SearchStrategy[str]:
 
 
 #: both epilogue forms: VTA's shift-bias-clip and the fixed-point requantization (its rounding
-#: term within the ALU's 16-bit immediate, so the accelerator runs it too)
+#: term within the ALU's 16-bit immediate, so an accelerator whose ALU has MUL runs it too; VTA's
+#: own ALU, a ``stock`` config, refuses its multiplier by name)
 def epilogues() -> st.SearchStrategy[Epilogue]:
     """A requantizing epilogue (``vta.compiler.ops.epilogue.Epilogue``), either form."""
     return st.one_of(

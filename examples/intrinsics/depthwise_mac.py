@@ -127,7 +127,8 @@ def intrinsic(hw: HwConfig) -> vi.TensorIntrinsic:
 
 
 def with_dwmac(hw: HwConfig, vectors: int) -> HwConfig:
-    return hw.with_changes(**{"intrinsics.dwmac": {"vectors": vectors}})
+    # DWMAC is not VTA's instruction: the config with it does not claim to be stock VTA
+    return hw.with_changes(**{"stock": False, "intrinsics.dwmac": {"vectors": vectors}})
 
 
 def run_layer(spec: Any, hw: HwConfig, *, custom: bool, seed: int = 0,

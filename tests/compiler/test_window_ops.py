@@ -29,8 +29,9 @@ EYE = np.eye(16, dtype=np.int8).reshape(1, 16, 16)
 
 
 def _run(spec: WindowSpec, chain: Chain | None, x: np.ndarray,
-         operands: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
-    h = hw()
+         operands: dict[str, np.ndarray] | None = None, config: str = "pynq"
+         ) -> tuple[np.ndarray, int]:
+    h = hw(config)
     c = compile_window(spec, h, chain)
     assert c.out_shape[2:4] == (spec.oh, spec.ow)  # exact: no padded rows or columns
     ins = {"data": packing.to_entries(packing.pack_data(x, 1, 16, c.in_shape)), "eye": EYE}
@@ -68,11 +69,12 @@ def test_max_pool(c: int, size: int, k: int, s: int, p: int, seed: int) -> None:
 @given(st.sampled_from([16, 48]), st.integers(1, 7), st.integers(0, 2 ** 32 - 1))
 def test_global_sum_pool_with_its_requantization(c: int, size: int, seed: int) -> None:
     x = np.random.default_rng(seed).integers(-128, 128, (1, c, size, size), dtype=np.int8)
-    chain = Chain((requant_stage(777, 1, 15, -128, 127),))  # a rounding shift by 16
-    got, _ = _run(WindowSpec("sum", 1, c, size, size, size), chain, x)
-    total = interp.wrap32(x.astype(np.int64).sum(axis=(2, 3)))
-    want = np.clip(interp.scale_round(total, 777, 16), -128, 127).astype(np.int8)
-    assert np.array_equal(got.reshape(1, c), want)
+    for mult, config in ((777, "pynq_mul"), (1, "pynq")):  # a multiplier needs ALU MUL
+        chain = Chain((requant_stage(mult, 1, 15, -128, 127),))  # a rounding shift by 16
+        got, _ = _run(WindowSpec("sum", 1, c, size, size, size), chain, x, config=config)
+        total = interp.wrap32(x.astype(np.int64).sum(axis=(2, 3)))
+        want = np.clip(interp.scale_round(total, mult, 16), -128, 127).astype(np.int8)
+        assert np.array_equal(got.reshape(1, c), want)
 
 
 @settings(max_examples=4)
@@ -82,13 +84,15 @@ def test_elementwise_add_relu(c: int, h: int, w: int, ma: int, mb: int, seed: in
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (1, c, h, w), dtype=np.int8)
     b = rng.integers(-128, 128, (1, c, h, w), dtype=np.int8)
-    chain = Chain((add_stage(ma, 0), round_clip_stage(0, 15, 0, 127)),
-                  (scaled_operand("opnd0", mb),))
-    got, _ = _run(WindowSpec("ewise", 1, c, h, w), chain, a, {"opnd0": b})
-    t = interp.wrap32(interp.wrap32(a.astype(np.int64) * ma).astype(np.int64)
-                      + interp.wrap32(b.astype(np.int64) * mb))
-    want = np.clip(interp.rounding_shift(t, 15), 0, 127).astype(np.int8)
-    assert np.array_equal(got, want)
+    # any multipliers on pynq_mul; powers of two (left shifts) on VTA's pynq
+    for xa, xb, config in ((ma, mb, "pynq_mul"), (1 << ma % 15, 1 << mb % 15, "pynq")):
+        chain = Chain((add_stage(xa, 0), round_clip_stage(0, 15, 0, 127)),
+                      (scaled_operand("opnd0", xb),))
+        got, _ = _run(WindowSpec("ewise", 1, c, h, w), chain, a, {"opnd0": b}, config=config)
+        t = interp.wrap32(interp.wrap32(a.astype(np.int64) * xa).astype(np.int64)
+                          + interp.wrap32(b.astype(np.int64) * xb))
+        want = np.clip(interp.rounding_shift(t, 15), 0, 127).astype(np.int8)
+        assert np.array_equal(got, want)
 
 
 def test_relu_kernel_and_errors() -> None:

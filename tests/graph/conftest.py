@@ -39,17 +39,19 @@ def compiled_small(small_resnet: Graph):  # type: ignore[no-untyped-def]
     return compile_graph(small_resnet, hw(), refine=1)
 
 
-def mini_graph(batch: int = 1) -> tuple[Graph, np.ndarray]:
+def mini_graph(batch: int = 1, requant: str = "shift") -> tuple[Graph, np.ndarray]:
     """Every kernel kind: conv + requantize + ReLU, max-pool, conv + add + ReLU (fused), a
-    stand-alone add, global average pool, dense + requantize."""
+    stand-alone add, global average pool, dense + requantize; every requantization a shift
+    (``requant="shift"``: power-of-two scales, VTA's ALU) or fixed-point (``"fixed"``)."""
     rng = np.random.default_rng(8)
     x = rng.integers(-128, 128, (batch, 16, 8, 8), dtype=np.int8)
-    b = GraphBuilder("mini", calibrate={"x": x})
+    b = GraphBuilder("mini", calibrate={"x": x}, requant=requant)
     xv = b.input("x", x.shape, 1 / 128)
+    sw, sf = (1 / 64, 1 / 128) if requant == "shift" else (0.02, 0.01)
 
     def conv(name: str, v, oc: int):  # type: ignore[no-untyped-def]
         w = b.const(f"{name}_w", rng.integers(-40, 40, (oc, v.type.shape[1], 3, 3),
-                                              dtype=np.int8), 0.02)
+                                              dtype=np.int8), sw)
         bias = b.const(f"{name}_b", rng.integers(-200, 200, (oc,), dtype=np.int32))
         return b.requantize(b.conv2d(v, w, bias, pad=1, name=name))
 
@@ -58,6 +60,6 @@ def mini_graph(batch: int = 1) -> tuple[Graph, np.ndarray]:
     z = b.relu(b.add(conv("c2", p, 16), p))
     u = b.add(z, p, name="add2")  # z and p both have another reader: a stand-alone add
     a = b.global_avg_pool(b.relu(u, name="u_relu"))
-    w = b.const("fc_w", rng.integers(-60, 60, (20, 16), dtype=np.int8), 0.01)
+    w = b.const("fc_w", rng.integers(-60, 60, (20, 16), dtype=np.int8), sf)
     fb = b.const("fc_b", rng.integers(-50, 50, (20,), dtype=np.int32))
     return b.build([b.requantize(b.dense(a, w, fb), name="logits"), z]), x

@@ -16,6 +16,7 @@ from vta.graph import models
 from .conftest import ROOT, SMALL
 
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")
+PYNQ_MUL = str(ROOT / "hwconfigs" / "pynq_mul.yaml")
 
 
 @pytest.fixture
@@ -23,7 +24,11 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     def build(batch: int = 1):  # type: ignore[no-untyped-def]
         return models.resnet18(batch=batch, **SMALL)
 
+    def build_fixed(batch: int = 1):  # type: ignore[no-untyped-def]
+        return models.resnet18_fixed(batch=batch, **SMALL)
+
     monkeypatch.setitem(models.MODELS, "resnet18", build)
+    monkeypatch.setitem(models.MODELS, "resnet18_fixed", build_fixed)
 
 
 def test_report(small: None, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -44,9 +49,32 @@ def test_report(small: None, capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert all(r.endswith("ok") for r in rows)
     assert out[25].startswith("total ") and "frames/s" in out[25]
     assert out[26].startswith("MACs on the accelerator: 100.0%")
-    assert "host layout transforms: pack image, unpack logits" in out[27]
+    assert out[27].startswith("ALU instructions: ADD ") and "MUL" not in out[27]
+    assert out[27].endswith("; VTA instructions only")
+    assert "host layout transforms: pack image, unpack logits" in out[28]
     assert out[-2].startswith("PASS: the outputs and all 23 stored tensors bit-exact")
     assert json.loads(trace.read_text())["otherData"]["graph"] == "resnet18"
+
+
+def test_fixed_point_variant_needs_mul(small: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """resnet18 requantizes by shifts (VTA's ALU: no MUL anywhere); resnet18_fixed's
+    fixed-point multipliers need ALU MUL: refused on pynq naming the multiplier and pynq_mul,
+    bit-exact on pynq_mul."""
+    assert main(["run", "--hw", PYNQ, "resnet18", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["passed"] and s["non_vta_instructions"] == {}
+    assert all("ALU.MUL" not in row["instructions"] for row in s["steps"])
+    assert main(["run", "--hw", PYNQ, "resnet18_fixed"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vta: error: graph resnet18_fixed: requantize "
+                                               "conv1_q: its multiplier "), err
+    assert "needs ALU MUL" in err[0] and "run it on pynq_mul (pynq with ALU MUL" in err[0]
+    assert main(["run", "--hw", PYNQ_MUL, "resnet18_fixed", "--json"]) == 0
+    f = json.loads(capsys.readouterr().out)
+    assert f["passed"] and f["graph"] == "resnet18_fixed" and f["kernels"] == 23
+    assert f["non_vta_instructions"]["ALU.MUL"] > 0
+    assert main(["run", "resnet18_fixed", "--layers", "C2"]) == 2
+    assert "--layers does not apply to resnet18_fixed" in capsys.readouterr().err
 
 
 def test_json_unfused(small: None, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,16 +122,33 @@ def test_onnx_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 
     path = tmp_path / "m.onnx"
     onnx.save(qdq_model(), str(path))
-    assert main(["run", "--hw", PYNQ, "--onnx", str(path)]) == 0
+    assert main(["run", "--hw", PYNQ, "--onnx", str(path)]) == 2  # its scales need MUL
+    assert "needs ALU MUL" in capsys.readouterr().err
+    assert main(["run", "--hw", PYNQ_MUL, "--onnx", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "qdq on pynq (fusion: full)" in out and "PASS" in out
+    assert "qdq on pynq_mul (fusion: full)" in out and "PASS" in out
     assert main(["run", "--onnx", str(path), "--target", "cuda-emu"]) == 0
     assert "PASS" in capsys.readouterr().out
 
 
 @pytest.mark.slow
 def test_full_resnet18(capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole network on VTA's own pynq: every tensor bit-exact, VTA's instructions alone
+    (no ALU MUL in any kernel)."""
     assert main(["run", "--hw", PYNQ, "resnet18", "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["passed"] and s["mac_share"] == 1.0 and s["kernels"] == 23
     assert s["of_machine_bound"] >= 0.85
+    assert s["non_vta_instructions"] == {} and "ALU.SHR" in s["instructions"]
+
+
+@pytest.mark.slow
+def test_full_resnet18_fixed_on_pynq_mul(capsys: pytest.CaptureFixture[str]) -> None:
+    """The fixed-point variant: refused on pynq, bit-exact on pynq_mul (ALU MUL in its
+    kernels)."""
+    assert main(["run", "--hw", PYNQ, "resnet18_fixed"]) == 2
+    assert "needs ALU MUL" in capsys.readouterr().err
+    assert main(["run", "--hw", PYNQ_MUL, "resnet18_fixed", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["passed"] and s["mac_share"] == 1.0 and s["kernels"] == 23
+    assert set(s["non_vta_instructions"]) == {"ALU.MUL"}

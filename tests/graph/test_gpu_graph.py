@@ -7,19 +7,21 @@ import numpy as np
 import pytest
 
 from vta.graph.ir import Graph
+from vta.graph.models import resnet18_fixed
 from vta.run.graph import GraphRun, compile_for, run_graph
 from vta.run.report import format_gpu_run
 from vta.run.targets import CudaEmuTarget
 
-from .conftest import mini_graph
+from .conftest import SMALL, mini_graph
 
 
 def run_graph_gpu(g: Graph, inputs: dict[str, np.ndarray]) -> GraphRun:
     return run_graph(compile_for(g, CudaEmuTarget()), inputs)
 
 
-def test_mini_graph_on_the_gpu_path() -> None:
-    g, x = mini_graph()
+@pytest.mark.parametrize("requant", ["shift", "fixed"])
+def test_mini_graph_on_the_gpu_path(requant: str) -> None:
+    g, x = mini_graph(requant=requant)
     r = run_graph_gpu(g, {"x": x})
     s = r.summary()
     assert r.passed, s["mismatched_tensors"]
@@ -38,4 +40,11 @@ def test_batch_of_two_on_the_gpu_path() -> None:
 @pytest.mark.slow
 def test_small_resnet_on_the_gpu_path(small_resnet: Graph, small_image: np.ndarray) -> None:
     r = run_graph_gpu(small_resnet, {"image": small_image})
+    assert r.passed and len(r.steps) == 23
+
+
+@pytest.mark.slow
+def test_small_fixed_point_resnet_on_the_gpu_path(small_image: np.ndarray) -> None:
+    """The fixed-point variant (multipliers a GPU has) is bit-exact there too."""
+    r = run_graph_gpu(resnet18_fixed(**SMALL), {"image": small_image})
     assert r.passed and len(r.steps) == 23

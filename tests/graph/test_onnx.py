@@ -1,7 +1,9 @@
 """ONNX import: a small quantized model built inside the test, in the QDQ form and with the
 QLinear operators; its results agree with ONNX's reference evaluator within one unit (the
 importer turns float scale ratios into fixed-point multipliers), and the imported graph runs
-bit-exact on the accelerator. Skipped without the onnx extra."""
+bit-exact on the accelerator: with arbitrary scales on pynq_mul (its multipliers need ALU MUL;
+VTA's own pynq refuses the graph by node and scale), with power-of-two scales on pynq (every
+requantization a shift). Skipped without the onnx extra."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from vta.errors import OnnxImportError  # noqa: E402
+from vta.errors import GraphError, OnnxImportError  # noqa: E402
 from vta.graph import interp  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
@@ -33,11 +35,17 @@ def _c(name: str, a: np.ndarray | float) -> TensorProto:
     return numpy_helper.from_array(arr, name)
 
 
-def qdq_model() -> onnx.ModelProto:
+#: the QDQ model's scales: arbitrary (fixed-point multipliers) ...
+SCALES = {"x": 0.02, "w1": 0.003, "a1": 0.05, "w2": 0.004, "c2": 0.08, "a2": 0.06, "p": 0.03,
+          "wf": 0.01, "y": 0.05}
+#: ... and each rounded to a power of two (every ratio a power of two: shifts alone; the pool
+#: averages 4 x 4 pixels, a power of two too)
+POW2 = {k: float(2.0 ** round(np.log2(v))) for k, v in SCALES.items()}
+
+
+def qdq_model(s: dict[str, float] = SCALES) -> onnx.ModelProto:
     """x -> Q -> DQ -> Conv -> Relu -> Q -> DQ -> MaxPool -> Conv -> (+ skip) -> Relu -> Q ->
-    DQ -> GlobalAveragePool -> Q -> DQ -> Flatten -> Gemm -> Q -> DQ -> y."""
-    s = {"x": 0.02, "w1": 0.003, "a1": 0.05, "w2": 0.004, "c2": 0.08, "a2": 0.06, "p": 0.03,
-         "wf": 0.01, "y": 0.05}
+    DQ -> GlobalAveragePool -> Q -> DQ -> Flatten -> Gemm -> Q -> DQ -> y, with scales ``s``."""
     z = np.zeros((), np.int8)
     nodes, inits = [], []
     for k, v in s.items():
@@ -111,8 +119,11 @@ def qlinear_model() -> onnx.ModelProto:
                                                helper.make_opsetid("com.microsoft", 1)])
 
 
-def test_qdq_model_matches_onnx_and_runs_on_the_accelerator(tmp_path: Path) -> None:
-    m = qdq_model()
+@pytest.mark.parametrize("scales,config", [(SCALES, "pynq_mul"), (POW2, "pynq")],
+                         ids=["fixed-point on pynq_mul", "power-of-two on pynq"])
+def test_qdq_model_matches_onnx_and_runs_on_the_accelerator(tmp_path: Path, scales: dict,
+                                                            config: str) -> None:
+    m = qdq_model(scales)
     onnx.checker.check_model(m)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
@@ -120,19 +131,40 @@ def test_qdq_model_matches_onnx_and_runs_on_the_accelerator(tmp_path: Path) -> N
     assert [n.op for n in g.nodes] == ["conv2d", "requantize", "relu", "max_pool2d", "conv2d",
                                        "requantize", "add", "relu", "global_avg_pool", "dense",
                                        "requantize"]
+    sx, sy = scales["x"], scales["y"]
     xf = np.random.default_rng(1).uniform(-2.5, 2.5, (1, 16, 8, 8)).astype(np.float32)
-    xq = np.clip(np.rint(xf / 0.02), -128, 127).astype(np.int8)
+    xq = np.clip(np.rint(xf / sx), -128, 127).astype(np.int8)
     ours = interp.run_graph(g, {"x": xq})[g.outputs[0]]
     from onnx.reference import ReferenceEvaluator
 
-    ref = ReferenceEvaluator(m).run(None, {"x": xq.astype(np.float32) * np.float32(0.02)})[0]
-    ref_q = np.rint(ref / 0.05).astype(np.int64)
+    ref = ReferenceEvaluator(m).run(None, {"x": xq.astype(np.float32) * np.float32(sx)})[0]
+    ref_q = np.rint(ref / sy).astype(np.int64)
     diff = np.abs(ours.astype(np.int64) - ref_q)
     assert diff.max() <= 1 and diff.mean() < 0.5, (ours, ref_q)
-    h = hw()
+    h = hw(config)
     r = run_graph(compile_graph(g, h, refine=1), {"x": xq})
     s = r.summary()
     assert r.passed and s["host_ops"] == 0 and s["mac_share"] == 1.0
+    assert ("ALU.MUL" in s["instructions"]) == (scales is SCALES)
+    assert s["non_vta_instructions"] == ({"ALU.MUL": s["instructions"]["ALU.MUL"]}
+                                         if scales is SCALES else {})
+
+
+def test_arbitrary_scales_are_refused_on_vtas_alu_by_node_and_scale() -> None:
+    """VTA's ALU has no MUL: a graph whose scale ratios are not powers of two is refused up
+    front, naming the first node, its multiplier and ratio, and the config that has MUL."""
+    g = load_onnx(qdq_model())
+    with pytest.raises(GraphError, match=r"graph qdq: requantize a1q_acc_q: its multiplier 2517 "
+                                         r"\(scale ratio 0\.0012002 = 2517 / 2\*\*21, not a "
+                                         r"power of two\) needs ALU MUL \(and 4 more\), which "
+                                         r"pynq does not have \(VTA's ALU has no MUL: alu\.ops "
+                                         r"min, max, add, shr\); run it on pynq_mul"):
+        compile_graph(g, hw(), refine=1)
+    with pytest.raises(GraphError, match=r"requantize c1: its multiplier 2517 .* needs ALU MUL "
+                                         r"\(and 2 more\), which ultra96 does not have .* run "
+                                         r"it on a config with mul in alu\.ops \(shipped: "
+                                         r"pynq_mul, research_32x32\)"):
+        compile_graph(load_onnx(qlinear_model()), hw("ultra96"), refine=1)
 
 
 def test_qlinear_model() -> None:
@@ -142,7 +174,7 @@ def test_qlinear_model() -> None:
     conv = g.nodes[0]
     assert np.array_equal(conv.weight.data, W1) and np.array_equal(conv.bias.data, B1)
     xq = np.random.default_rng(2).integers(-128, 128, (1, 16, 8, 8), dtype=np.int8)
-    r = run_graph(compile_graph(g, hw(), refine=1), {"x": xq})
+    r = run_graph(compile_graph(g, hw("pynq_mul"), refine=1), {"x": xq})
     assert r.passed and r.summary()["mac_share"] == 1.0
 
 

@@ -35,14 +35,15 @@ SPEC = Conv2dSpec(n=1, ic=32, h=8, w=8, oc=32, kh=3, kw=3, stride=1, pad=1)
 
 
 def _block() -> tuple[Graph, np.ndarray, np.ndarray]:
-    """relu(add(requantize(conv(x)), skip)): one residual block's second half."""
+    """relu(add(requantize(conv(x)), skip)): one residual block's second half, every scale
+    ratio a power of two (VTA's ALU: shifts, no MUL)."""
     rng = np.random.default_rng(5)
     x = rng.integers(0, 128, (1, 32, 8, 8), dtype=np.int8)
     skip = rng.integers(-128, 128, (1, 32, 8, 8), dtype=np.int8)
-    b = GraphBuilder("block", calibrate={"x": x, "skip": skip})
+    b = GraphBuilder("block", calibrate={"x": x, "skip": skip}, requant="shift")
     xv = b.input("x", x.shape, 1 / 128)
     sv = b.input("skip", skip.shape, 1 / 64)
-    w = b.const("w", rng.integers(-30, 30, (32, 32, 3, 3), dtype=np.int8), 0.01)
+    w = b.const("w", rng.integers(-30, 30, (32, 32, 3, 3), dtype=np.int8), 1 / 128)
     bias = b.const("b", rng.integers(-500, 500, (32,), dtype=np.int32))
     y = b.requantize(b.conv2d(xv, w, bias, pad=1))
     return b.build([b.relu(b.add(y, sv))]), x, skip
@@ -113,8 +114,8 @@ def test_user_anchor_schedule_gets_the_fused_epilogue_on_the_accelerator() -> No
                           1, 32, 8, 8)
     want = interp.run_graph(g, {"x": x, "skip": skip})[g.outputs[0]]
     assert np.array_equal(got, want)
-    mnemonics = set(sim.stats.insn_counts)
-    assert {"ALU.MUL", "ALU.ADD", "ALU.SHR", "ALU.MAX", "ALU.MIN"} <= mnemonics
+    mnemonics = {m for m in sim.stats.insn_counts if m.startswith("ALU")}
+    assert mnemonics == {"ALU.ADD", "ALU.SHR", "ALU.MAX", "ALU.MIN"}  # shifts: no MUL
 
 
 def test_an_anchor_schedule_without_an_accumulator_tile_is_refused() -> None:

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
-from vta.config import HwConfig
+from vta.errors import GraphError
 from vta.graph.builder import GraphBuilder
 from vta.graph.compile import compile_graph
-from vta.graph.ir import Graph
+from vta.graph.ir import Graph, Requantize
 from vta.graph.place import HostOp, Kernel
 from vta.run.graph import run_graph
 from vta.run.report import format_run
 
-from .conftest import ROOT, hw, mini_graph
+from .conftest import hw, mini_graph
 
 
 def test_small_resnet_bit_exact_on_the_accelerator(compiled_small, small_image,  # type: ignore[no-untyped-def]
@@ -59,20 +58,23 @@ def test_fusion_saves_dram_traffic_and_cycles(compiled_small, small_resnet: Grap
     assert a["cycles"] < b["cycles"] and a["dram_bytes"] < b["dram_bytes"]
 
 
-def _signed_pool_graph() -> Graph:
-    """A convolution whose output may be negative, then a padded max-pool."""
+def _signed_pool_graph(scale: float = 1 / 16) -> Graph:
+    """A convolution whose output may be negative, then a padded max-pool; the requantize's
+    output ``scale`` (the default makes its scale ratio a power of two: a shift)."""
     rng = np.random.default_rng(2)
     b = GraphBuilder("signed")
     x = b.input("x", (1, 16, 8, 8), 1 / 128)
-    w = b.const("w", rng.integers(-40, 40, (16, 16, 3, 3), dtype=np.int8), 0.01)
+    w = b.const("w", rng.integers(-40, 40, (16, 16, 3, 3), dtype=np.int8), 1 / 128)
     bias = b.const("b", rng.integers(-99, 99, (16,), dtype=np.int32))
-    q = b.requantize(b.conv2d(x, w, bias, pad=1), scale=0.05)
+    q = b.requantize(b.conv2d(x, w, bias, pad=1), scale=scale)
     return b.build([b.max_pool2d(q, 3, 2, 1)])
 
 
 def test_host_fallbacks_are_named_and_still_exact() -> None:
-    """A padded max-pool over a maybe-negative input runs on the host (LOAD pads zeros); on a
-    config without MUL the requantization has no instruction: host too. Both still check."""
+    """A padded max-pool over a maybe-negative input runs on the host (LOAD pads zeros), named,
+    and still checks. A requantization multiplier that is not a power of two has no
+    instruction on VTA's ALU (no MUL): the graph is refused by node and scale, naming pynq_mul,
+    where it runs."""
     g = _signed_pool_graph()
     x = np.random.default_rng(3).integers(-128, 128, (1, 16, 8, 8), dtype=np.int8)
     h = hw()
@@ -89,15 +91,16 @@ def test_host_fallbacks_are_named_and_still_exact() -> None:
     assert r.passed and s["host_ops"] == 1 and s["steps"][1]["placement"] == "cpu"
     assert "host fallback: max-pool pads with -inf" in format_run(s, 100)
 
-    data = yaml.safe_load((ROOT / "hwconfigs" / "pynq.yaml").read_text())
-    data["alu"]["ops"] = ["min", "max", "add", "shr"]  # VTA's HLS ALU: no MUL
-    no_mul = HwConfig.from_dict(data, "no_mul")
-    cg2 = compile_graph(g, no_mul)
-    st = cg2.steps[0]
-    assert isinstance(st, HostOp) and "fused stage requant" in st.reason
-    assert "no instruction of pynq computes it (alu.ops: min, max, add, shr)" in st.reason
-    r2 = run_graph(cg2, x)
-    assert r2.passed and r2.summary()["mac_share"] == 0.0
+    g2 = _signed_pool_graph(scale=0.05)
+    (mult,) = {n.mult for n in g2.nodes if isinstance(n, Requantize)}
+    with pytest.raises(GraphError, match=rf"graph signed: requantize conv_q: its multiplier "
+                                         rf"{mult} \(scale ratio [0-9.e-]+ = {mult} / 2\*\*\d+, "
+                                         rf"not a power of two\) needs ALU MUL, which pynq does "
+                                         rf"not have .* run it on pynq_mul"):
+        compile_graph(g2, h)
+    cg2 = compile_graph(g2, hw("pynq_mul"))
+    assert [type(s).__name__ for s in cg2.steps] == ["Kernel", "HostOp"]
+    assert run_graph(cg2, x).passed
 
 
 def test_linked_programs_address_the_plan(compiled_small) -> None:  # type: ignore[no-untyped-def]
@@ -127,12 +130,11 @@ def test_every_kernel_kind_with_a_batch_of_two() -> None:
 
 
 def test_average_pool_without_mul_needs_a_power_of_two() -> None:
-    """On an ALU without MUL (VTA's HLS one) the global average pool runs on the accelerator
-    as the GEMM core's sum and shifts when its scale ratio is a power of two (a 4x4 image,
-    equal scales: divide by 16), and on the host, named, when it is not (3x3: divide by 9)."""
-    data = yaml.safe_load((ROOT / "hwconfigs" / "pynq.yaml").read_text())
-    data["alu"]["ops"] = ["min", "max", "add", "shr"]
-    no_mul = HwConfig.from_dict(data, "no_mul")
+    """On VTA's ALU (pynq: no MUL) the global average pool runs on the accelerator as the GEMM
+    core's sum and shifts when its scale ratio is a power of two (a 4x4 image, equal scales:
+    divide by 16); when it is not (3x3: divide by 9) the graph is refused, naming the pool's
+    multiplier, and runs on pynq_mul. A shift-only graph keeps the 1/9 in the pool's scale
+    (``requant="shift"``): a shift again, on pynq."""
     rng = np.random.default_rng(9)
     for size, on_vta in ((4, True), (3, False)):
         b = GraphBuilder("gap")
@@ -140,9 +142,18 @@ def test_average_pool_without_mul_needs_a_power_of_two() -> None:
         g = b.build([b.global_avg_pool(x, scale=0.5)])
         (node,) = g.nodes
         assert (node.mult == 1) == on_vta
-        cg = compile_graph(g, no_mul, refine=1)
-        assert isinstance(cg.steps[0], Kernel) == on_vta
-        if not on_vta:
-            assert "computes it (alu.ops: min, max, add, shr)" in cg.steps[0].reason
         xv = rng.integers(-128, 128, (1, 32, size, size), dtype=np.int8)
+        if on_vta:
+            cg = compile_graph(g, hw(), refine=1)
+        else:
+            with pytest.raises(GraphError, match=rf"global_avg_pool avgpool: its multiplier "
+                                                 rf"{node.mult} .* needs ALU MUL"):
+                compile_graph(g, hw(), refine=1)
+            cg = compile_graph(g, hw("pynq_mul"), refine=1)
+        assert isinstance(cg.steps[0], Kernel)
         assert run_graph(cg, xv).passed
+    b = GraphBuilder("gap", calibrate={"x": xv}, requant="shift")
+    g = b.build([b.global_avg_pool(b.input("x", xv.shape, 0.5))])
+    (node,) = g.nodes
+    assert node.mult == 1 and node.out.type.scale == pytest.approx(0.5 * 2 ** node.shift / 9)
+    assert run_graph(compile_graph(g, hw(), refine=1), xv).passed

@@ -120,7 +120,8 @@ def insn_strategy(hw: HwConfig) -> st.SearchStrategy:
             deps=draw(deps_st))
         if alu:
             half = 1 << (w.imm - 1)
-            return Alu(op=draw(st.sampled_from(list(AluOp))), use_imm=draw(st.booleans()),
+            ops = [op for op in AluOp if op.name.lower() in hw.alu.ops]  # what hw enables
+            return Alu(op=draw(st.sampled_from(ops)), use_imm=draw(st.booleans()),
                        imm=draw(st.integers(-half, half - 1)),
                        src_factor_out=draw(_u(w.acc_idx)), src_factor_in=draw(_u(w.acc_idx)),
                        **common)

@@ -23,9 +23,11 @@ def run_both(program, hw, inputs):
 
 @pytest.fixture(scope="module")
 def wide():
-    """Out entries as wide as acc, so a STORE shows full accumulator values."""
+    """Out entries as wide as acc, so a STORE shows full accumulator values; ALU MUL enabled
+    (vta's extension) so every ALU function is tested."""
     hw = small_hw()
-    return hw.with_changes(**{"gemm.out_dtype": "int32", "scratchpad.out": hw.scratchpad.acc})
+    return hw.with_changes(**{"gemm.out_dtype": "int32", "scratchpad.out": hw.scratchpad.acc,
+                              "alu.ops": ["min", "max", "add", "shr", "mul"]})
 
 
 def _acc_program(hw, n_in, body, n_out, load=None):
@@ -139,7 +141,9 @@ def test_shr_range_with_full_amounts(wide, amount, value, expect):
 
 
 def test_mul_wraps_and_out_narrows(pynq):
-    """int32 wraparound in acc, then out keeps the low 8 bits (two's complement)."""
+    """int32 wraparound in acc, then out keeps the low 8 bits (two's complement); on pynq with
+    ALU MUL (vta's extension, the pynq_mul variant)."""
+    pynq = pynq.with_changes(**{"stock": False, "alu.ops": ["min", "max", "add", "shr", "mul"]})
     x = np.zeros((16, 1, 16), dtype=np.int32)
     x[0, 0, :3] = [2**30, 0x1234567, -0x181]
     alu = Alu(AluOp.MUL, False, 0, 1, 1, 1, 0, 0, 0, 0, True, 4, deps=PUSH)

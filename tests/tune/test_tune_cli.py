@@ -125,3 +125,13 @@ def test_jobs_of_one_key_share_their_measurements(tmp_path: Path) -> None:
     assert a.key.digest == b.key.digest
     assert a.measured + b.measured == alone.measured > 0
     assert (a.best, a.best_cost) == (b.best, b.best_cost) == (alone.best, alone.best_cost)
+
+
+def test_the_stock_claim_is_not_in_the_cache_key() -> None:
+    """``stock`` is a validated claim, not hardware: pynq without it keys the same
+    measurements; ALU MUL (pynq_mul) changes what the compiler may emit: another key."""
+    from vta.tune.tuner import hw_digest
+
+    hw = HwConfig.from_yaml(PYNQ)
+    assert hw_digest(hw.with_changes(stock=False)) == hw_digest(hw)
+    assert hw_digest(HwConfig.load("pynq_mul")) != hw_digest(hw)

@@ -111,8 +111,9 @@ def _run(sub: Any) -> None:
                                      "a reference")
     run.add_argument("workload", nargs="?", default="conv2d",
                      help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K],"
-                          " or resnet18: the whole quantized network (--layers C2,C10: those "
-                          "convolutions alone)")
+                          " or resnet18: the whole quantized network, every requantization a "
+                          "shift (--layers C2,C10: those convolutions alone), or resnet18_fixed: "
+                          "the same with fixed-point multipliers (needs ALU MUL: --hw pynq_mul)")
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default=None,
                      help=f"{_HW_HELP} (default {DEFAULT_HW}; accelerator only)")

@@ -21,7 +21,7 @@ from vta.compiler.ops.workloads import NETWORKS, resolve, resolve_network
 from vta.compiler.tc import load_file, parse_sizes
 from vta.config import HwConfig
 from vta.errors import TcSizeError, UsageError
-from vta.graph.models import MODELS, random_image
+from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
 from vta.run.graph import compile_for, run_graph
 from vta.run.layer import run_layer
@@ -201,7 +201,7 @@ def _run_graph(args: argparse.Namespace) -> int:
             raise UsageError("--batch does not apply to --onnx (the model fixes its shapes)")
         graph = load_onnx(args.onnx)
     else:
-        net = resolve_network(args.workload, batch=args.batch)
+        net = resolve_network(LAYERS_OF[args.workload], batch=args.batch)
         assert net is not None
         if isinstance(target, AccelTarget):
             for w, _ in net.layers:  # refuse a batch too large before building anything

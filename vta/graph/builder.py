@@ -7,6 +7,15 @@ convolution's sums comes from its actual weights and bias). With calibration dat
 (``GraphBuilder(calibrate={input name: array})``) every node is evaluated as it is added (the
 numpy interpreter), and an output scale left as ``None`` is calibrated: the
 ``CALIBRATION_QUANTILE`` of the magnitudes maps to 127, as post-training quantization does.
+
+``requant`` (``quant.SCALE_MODES``) says how: ``"fixed"`` (default) takes any ratio of scales;
+``"shift"`` keeps every ratio a power of two, so every multiplier is a power of two (a
+requantize's and a pool's 1: a rounding shift alone) and VTA's ALU (no MUL) runs every
+requantization. There a calibrated scale is rounded up to the input's scale times a power of
+two (``quant.shift_scale``: a requantize shifts right by at least 1; an add's scale is its
+larger branch's times ``2**k``, ``k >= 0``; a global average pool's is ``s_x * 2**k / (H*W)``, the
+pool's mean carried exactly in the scale), and a given scale whose ratio is not a power of two
+is a ``GraphError`` naming the node.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from vta.graph.ir import (
     TensorType,
     Value,
 )
-from vta.graph.quant import fixed_point, fixed_point_pair
+from vta.graph.quant import SCALE_MODES, fixed_point, fixed_point_pair, is_pow2, shift_scale
 from vta.graph.verify import infer_type, verify_graph
 
 __all__ = ["GraphBuilder", "CALIBRATION_QUANTILE"]
@@ -47,8 +56,13 @@ class GraphBuilder:
     """Add inputs, constants and operators in order; ``build`` verifies and returns the
     graph."""
 
-    def __init__(self, name: str, calibrate: Mapping[str, np.ndarray] | None = None) -> None:
+    def __init__(self, name: str, calibrate: Mapping[str, np.ndarray] | None = None,
+                 requant: str = "fixed") -> None:
+        if requant not in SCALE_MODES:
+            raise GraphError(f"graph {name}: requant must be one of {', '.join(SCALE_MODES)}, got "
+                             f"{requant!r}")
         self.name = name
+        self.requant = requant
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
         self._names: set[str] = set()
@@ -118,10 +132,14 @@ class GraphBuilder:
         fixed-point ``mult / 2**shift ~ s / scale``; the output's scale is the one the pair
         actually gives."""
         s_in = self._scale(x)
-        scale = scale if scale is not None else self._calibrated(x, s_in)
+        name = name or f"{x.name}_q"
+        if scale is None:
+            scale = self._calibrated(x, s_in)
+            if self.requant == "shift":
+                scale = shift_scale(s_in, scale)[0]
         mult, shift = fixed_point(s_in / scale, self.magnitude(x), f"requantize {x.name}")
-        return self._add_node(Requantize, name or f"{x.name}_q", (x,), mult=mult, shift=shift,
-                              lo=lo, hi=hi)
+        self._shift_only(f"requantize {name}", s_in / scale, mult)
+        return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi)
 
     def relu(self, x: Value, name: str | None = None) -> Value:
         return self._add_node(Relu, name or f"{x.name}_relu", (x,))
@@ -138,7 +156,11 @@ class GraphBuilder:
                 raise GraphError(f"add {name}: give its output scale (or calibration data)")
             real = self.values[a].astype(np.float64) * sa + self.values[b] * sb
             scale = self._quantile_scale(real)
+            if self.requant == "shift":
+                scale = shift_scale(max(sa, sb), scale, least=0)[0]
         ma, mb, shift = fixed_point_pair((sa / scale, sb / scale), (128, 128), f"add {name}")
+        self._shift_only(f"add {name}", sa / scale, ma)
+        self._shift_only(f"add {name}", sb / scale, mb)
         return self._add_node(Add, name, (a, b), mult_a=ma, mult_b=mb, shift=shift, lo=lo,
                               hi=hi, scale=scale)
 
@@ -161,11 +183,26 @@ class GraphBuilder:
                                  f"calibration data)")
             scale = self._quantile_scale(self.values[x].astype(np.float64).mean(axis=(2, 3))
                                          * sx)
+            if self.requant == "shift":  # a shift alone: the scale carries the 1 / (H*W)
+                scale, k = shift_scale(sx / hw, scale)
+                mult, shift = fixed_point(2.0 ** -k, hw * 128, f"global_avg_pool {name}")
+                return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo,
+                                      hi=hi, scale=scale)
         mult, shift = fixed_point(sx / (hw * scale), hw * 128, f"global_avg_pool {name}")
+        self._shift_only(f"global_avg_pool {name}", sx / (hw * scale), mult)
         return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
                               scale=scale)
 
     # ------------------------------------------------------------------ helpers
+
+    def _shift_only(self, what: str, ratio: float, mult: int) -> None:
+        """In a shift-only graph, a multiplier that is not a power of two is an error."""
+        if self.requant == "shift" and not is_pow2(mult):
+            raise GraphError(f"{what}: the ratio of scales {ratio:.6g} is not a power of two "
+                             f"(multiplier {mult}), but graph {self.name} requantizes by shifts "
+                             f"alone (requant='shift'): give scales whose ratio is a power of "
+                             f"two, or build it with requant='fixed' (its multipliers need ALU "
+                             f"MUL)")
 
     def _scale(self, v: Value) -> float:
         if v.type.scale is None:

@@ -19,6 +19,12 @@
 
 The compiler never runs the simulator: ``cost`` (the timing-only simulator, passed by
 ``vta.run``) decides among the schedule model's best candidates.
+
+A graph whose requantization multipliers are not all powers of two (``quant.needs_mul``: a
+fixed-point requantization, ``resnet18_fixed``, an ONNX model's arbitrary scales) needs ALU MUL;
+on hardware without it (VTA's own: ``stock: true``) it is refused up front, naming the node, its
+multiplier and scales and the configs that have MUL, instead of every kernel falling back to
+the host.
 """
 
 from __future__ import annotations
@@ -27,16 +33,18 @@ import time
 from dataclasses import dataclass
 
 from vta.compiler.accel import driver
-from vta.config import HwConfig
+from vta.config import HwConfig, shipped_configs
+from vta.errors import GraphError
 from vta.graph.ir import Graph
 from vta.graph.link import link_program
 from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
 from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
 from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
+from vta.graph.quant import effective_ratio, needs_mul
 from vta.isa import Program
 
-__all__ = ["CompiledGraph", "compile_graph"]
+__all__ = ["CompiledGraph", "compile_graph", "check_multipliers"]
 
 
 @dataclass
@@ -76,6 +84,7 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
     """Compile ``graph`` for ``hw`` (module docstring); ``fusion`` is the fusion level
     (``"full"``, or ``"requant"`` for the unfused baseline)."""
     t0 = time.perf_counter()
+    check_multipliers(graph, hw)
     fused = fuse(graph, fusion)
     steps = place_all(fused, hw, cost, refine)
     layouts = plan_layouts(fused, steps, hw)
@@ -85,3 +94,33 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
         else None for k, st in enumerate(steps)]
     return CompiledGraph(graph, fused, hw, fusion, steps, programs, layouts, memory,
                          time.perf_counter() - t0)
+
+
+def check_multipliers(graph: Graph, hw: HwConfig) -> None:
+    """A ``GraphError`` when ``graph`` has a requantization multiplier that is not a power of
+    two (``quant.needs_mul``) and ``hw``'s ALU has no MUL: the first such node, its multiplier
+    and ratio of scales, how many more, and the shipped configs with MUL to run it on."""
+    if "mul" in hw.alu.ops:
+        return
+    need = needs_mul(graph)
+    if not need:
+        return
+    node, what, mult, shift = need[0]
+    more = f" (and {len(need) - 1} more)" if len(need) > 1 else ""
+    why = "VTA's ALU has no MUL" if hw.stock else "its alu.ops has no mul"
+    raise GraphError(
+        f"graph {graph.name}: {node.op} {node.output.name}: its {what} {mult} (scale ratio "
+        f"{effective_ratio(mult, shift):.6g} = {mult} / 2**{shift}, not a power of two) needs "
+        f"ALU MUL{more}, which {hw.name} does not have ({why}: alu.ops "
+        f"{', '.join(hw.alu.ops)}); run it on {_with_mul(hw)}, or give it power-of-two scale "
+        f"ratios (every requantization a shift)")
+
+
+def _with_mul(hw: HwConfig) -> str:
+    """The shipped configs whose ALU has MUL, ``hw``'s own variant (``<name>_mul``) first."""
+    names = [n for n, p in shipped_configs().items() if "mul" in HwConfig.from_yaml(p).alu.ops]
+    mine = f"{hw.name}_mul"
+    if mine in names:
+        return f"{mine} ({hw.name} with ALU MUL: hwconfigs/{mine}.yaml)"
+    return f"a config with mul in alu.ops (shipped: {', '.join(names)})" if names else \
+        "a config with mul in alu.ops"

@@ -15,6 +15,14 @@ biases small; every activation scale is calibrated on a seeded calibration image
 (``GraphBuilder(calibrate=...)``: the 99.99 % quantile of each tensor's magnitudes maps to
 127), so activations use their int8 range through all 20 convolutions. ``width``, ``image``
 and ``classes`` shrink the network for tests (same structure).
+
+``requant`` (``quant.SCALE_MODES``) picks how it requantizes. ``"shift"`` (``resnet18``, what VTA's
+hardware runs): the weight scales are rounded to powers of two (the image's is one) and every
+calibrated scale up to a power-of-two multiple of its input's (``GraphBuilder``), as TVM's
+VTA flow quantizes (``round_for_shift``): every requantize is a rounding shift, every add's
+multipliers are powers of two, and the network runs on ALU MIN, MAX, ADD and SHR alone.
+``"fixed"`` (``resnet18_fixed``): the calibrated scales as they come, fixed-point multipliers,
+which need ALU MUL (``hwconfigs/pynq_mul.yaml``).
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from vta.errors import GraphError
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import Graph, Value
 
-__all__ = ["resnet18", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS"]
+__all__ = ["resnet18", "resnet18_fixed", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS",
+           "LAYERS_OF"]
 
 #: standard deviation of the int8 weights
 WEIGHT_STD = 24.0
@@ -64,10 +73,14 @@ class _Init:
         self.b = b
         self.rng = np.random.default_rng(seed)
 
+    def scale(self, s: float) -> float:
+        """A weight scale: ``s``, or in a shift-only graph the nearest power of two."""
+        return 2.0 ** round(math.log2(s)) if self.b.requant == "shift" else s
+
     def conv(self, name: str, oc: int, ic: int, k: int, x: Value) -> tuple[Value, Value]:
         fan_in = ic * k * k
         w = np.clip(np.rint(self.rng.normal(0, WEIGHT_STD, (oc, ic, k, k))), -127, 127)
-        sw = math.sqrt(2.0 / fan_in) / WEIGHT_STD
+        sw = self.scale(math.sqrt(2.0 / fan_in) / WEIGHT_STD)
         assert x.type.scale is not None
         bias_real = self.rng.normal(0, 0.05, oc)
         bias = np.rint(bias_real / (x.type.scale * sw)).astype(np.int64)
@@ -77,7 +90,7 @@ class _Init:
 
     def dense(self, name: str, m: int, k: int, x: Value) -> tuple[Value, Value]:
         w = np.clip(np.rint(self.rng.normal(0, WEIGHT_STD, (m, k))), -127, 127)
-        sw = math.sqrt(1.0 / k) / WEIGHT_STD
+        sw = self.scale(math.sqrt(1.0 / k) / WEIGHT_STD)
         assert x.type.scale is not None
         bias = np.rint(self.rng.normal(0, 0.05, m) / (x.type.scale * sw)).astype(np.int32)
         return self.b.const(f"{name}_w", w.astype(np.int8), sw), self.b.const(f"{name}_b", bias)
@@ -102,9 +115,10 @@ def _block(b: GraphBuilder, init: _Init, name: str, x: Value, oc: int, stride: i
 
 
 def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
-             classes: int = 1000) -> Graph:
+             classes: int = 1000, requant: str = "shift") -> Graph:
     """Quantized ResNet-18 (module docstring); weights, biases and the calibration image
-    from ``seed``."""
+    from ``seed``; ``requant`` ``"shift"`` (every requantization a shift: VTA's ALU) or
+    ``"fixed"`` (fixed-point multipliers: ALU MUL)."""
     for k, v in (("batch", batch), ("image", image), ("width", width), ("classes", classes)):
         if not isinstance(v, int) or v < 1:
             raise GraphError(f"resnet18: {k} must be a positive integer, got {v!r}")
@@ -112,7 +126,8 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
         raise GraphError(f"resnet18: image must be at least 32 pixels (five stride-2 steps), "
                          f"got {image}")
     shape = (batch, 3, image, image)
-    b = GraphBuilder("resnet18", calibrate={"image": random_image(seed + 1, shape)})
+    name = "resnet18" if requant == "shift" else f"resnet18_{requant}"
+    b = GraphBuilder(name, calibrate={"image": random_image(seed + 1, shape)}, requant=requant)
     init = _Init(b, seed)
     x = b.input("image", shape, IMAGE_SCALE)
     y = _conv_q(b, init, "conv1", x, width, 7, 2, 3, relu=True)
@@ -128,5 +143,14 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
     return b.build([logits])
 
 
+def resnet18_fixed(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
+                   classes: int = 1000) -> Graph:
+    """``resnet18`` requantized by fixed-point multipliers (``requant="fixed"``): needs ALU
+    MUL, so it runs on a config that has it (``hwconfigs/pynq_mul.yaml``), not on VTA's."""
+    return resnet18(seed, batch, image, width, classes, requant="fixed")
+
+
 #: networks ``vta run`` builds by name
-MODELS = {"resnet18": resnet18}
+MODELS = {"resnet18": resnet18, "resnet18_fixed": resnet18_fixed}
+#: the per-layer network (``vta.compiler.ops.workloads.NETWORKS``) of each model's convolutions
+LAYERS_OF = {"resnet18": "resnet18", "resnet18_fixed": "resnet18"}

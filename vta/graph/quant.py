@@ -1,4 +1,4 @@
-"""Fixed-point requantization parameters: ``mult / 2**shift`` approximating a ratio of scales.
+"""Requantization parameters: ``mult / 2**shift`` approximating a ratio of scales.
 
 A quantized operator rescales an integer ``x`` of scale ``s_in`` to scale ``s_out`` by
 ``x * mult`` and a rounding shift right by ``shift`` in 32-bit arithmetic, with ``mult /
@@ -6,6 +6,16 @@ A quantized operator rescales an integer ``x`` of scale ``s_in`` to scale ``s_ou
 accelerator's ALU is 32-bit). ``fixed_point`` picks the most precise pair whose products
 cannot overflow int32 for any input of magnitude up to ``bound`` and whose multiplier fits a
 signed immediate of ``MULT_BITS`` bits (the ALU's ``imm_bits`` on every shipped config).
+
+Two ways a graph requantizes (``SCALE_MODES``):
+
+* ``"shift"``: every ratio of scales is a power of two, so every multiplier is a power of two
+  (1 for a requantize: a rounding shift alone; ``2**j`` for one branch of an add: a left shift)
+  and the requantization is ADD and SHR (the rounding shift) and MIN/MAX (the clip): what VTA's
+  ALU has. TVM's VTA flow quantizes so (``qconfig(round_for_shift=True)``: power-of-two scales,
+  realized as a rounding add and a right shift). ``shift_scale`` picks such an output scale.
+* ``"fixed"``: any ratio, a fixed-point multiplier (``fixed_point``); a multiplier that is not a
+  power of two needs ALU MUL, which VTA's hardware does not have (``needs_mul``).
 """
 
 from __future__ import annotations
@@ -13,9 +23,13 @@ from __future__ import annotations
 import math
 
 from vta.errors import GraphError
-from vta.graph.ir import split_shift
+from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
 
-__all__ = ["MULT_BITS", "fixed_point", "fixed_point_pair", "effective_ratio"]
+__all__ = ["MULT_BITS", "SCALE_MODES", "fixed_point", "fixed_point_pair", "effective_ratio",
+           "shift_scale", "is_pow2", "needs_mul", "multipliers"]
+
+#: how a graph's requantizations scale (module docstring)
+SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
 
 #: multipliers are signed 16-bit immediates (``alu.imm_bits`` of the shipped configs)
 MULT_BITS = 16
@@ -69,3 +83,46 @@ def _pairs(ratios: list[float], bounds: list[int], what: str) -> tuple[list[int]
 def effective_ratio(mult: int, shift: int) -> float:
     """The ratio ``mult / 2**shift`` actually applied."""
     return mult / (1 << shift)
+
+
+def shift_scale(base: float, want: float, least: int = 1) -> tuple[float, int]:
+    """``(base * 2**k, k)`` for the smallest ``k >= least`` with ``base * 2**k >= want``: the
+    output scale of a shift-only requantization of a value of scale ``base`` (a scale rounded
+    up to the next power-of-two multiple: the calibrated range never clips more)."""
+    if not (math.isfinite(base) and base > 0 and math.isfinite(want) and want > 0):
+        raise GraphError(f"scales must be positive finite numbers, got {base} and {want}")
+    k = max(least, math.ceil(math.log2(want / base)))
+    while base * 2.0 ** k < want:  # log2's rounding
+        k += 1
+    while k > least and base * 2.0 ** (k - 1) >= want:
+        k -= 1
+    return base * 2.0 ** k, k
+
+
+def is_pow2(mult: int) -> bool:
+    """Whether ``mult`` is a positive power of two (``x * mult`` is a left shift)."""
+    return mult > 0 and mult & (mult - 1) == 0
+
+
+def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
+    """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
+    2**shift`` is the ratio of scales it stands for (none for other operators)."""
+    if isinstance(node, (Requantize, GlobalAvgPool)):
+        return (("multiplier", node.mult, node.shift),)
+    if isinstance(node, Add):
+        return (("multiplier of a", node.mult_a, node.shift),
+                ("multiplier of b", node.mult_b, node.shift))
+    return ()
+
+
+def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
+    """Every requantization of ``graph`` (a fused group's nodes included) whose multiplier is
+    not a power of two (it needs an ALU MUL: a power of two is a shift), as ``(node, what,
+    mult, shift)``."""
+    out = []
+    for n in graph.nodes:
+        for node in (n.nodes if isinstance(n, Fused) else (n,)):
+            for what, mult, shift in multipliers(node):
+                if not is_pow2(mult):
+                    out.append((node, what, mult, shift))
+    return out

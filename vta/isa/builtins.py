@@ -23,18 +23,20 @@ bug (docs/isa.md, "Semantics"):
   INP/ACC write their pads even without data).
 
 ALU function 4 is MUL, our extension (as VTA's functional simulator): ``acc = wrap(acc *
-operand)``; neither hardware design implements it. A shift left is an SHR by a negative amount,
-as VTA's compiler expresses ``<<``.
+operand)``. Neither of VTA's hardware designs implements it (``VTA_INSTRUCTIONS`` lists what
+they do): a config enables it in ``alu.ops`` and then does not claim to be VTA (``stock:
+false``). A shift left is an SHR by a negative amount, as VTA's compiler expresses ``<<``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
 
-from vta.config import HwConfig
+from vta.config import VTA_ALU_OPS, HwConfig
 from vta.isa.asm import AsmLine, microop_args, microop_syntax, microop_text
 from vta.isa.defs import (
     AsmSyntax,
@@ -47,11 +49,13 @@ from vta.isa.defs import (
     register,
 )
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
+from vta.isa.program import Program
 from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
 
-__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "loop_head", "alu_shift", "shift_amount",
-           "shift_range", "load_image",
-           "store_rows", "wrap", "elementwise_patterns", "gemm_pattern"]
+__all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "VTA_INSTRUCTIONS", "is_vta_instruction",
+           "instruction_counts", "non_vta_instructions", "loop_head", "alu_shift",
+           "shift_amount", "shift_range", "load_image", "store_rows", "wrap",
+           "elementwise_patterns", "gemm_pattern"]
 
 
 # ------------------------------------------------------------------------------ layouts
@@ -476,3 +480,31 @@ FINISH = register(InstructionDef(
     unit=Unit.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
     drains=(Unit.LOAD, Unit.ALU, Unit.STORE),
     doc="ends the program once the load, ALU (when separate) and store modules have drained"))
+
+
+# ------------------------------------------------------------------------------ VTA's own
+
+#: VTA's instructions: what a config that claims to be VTA (``HwConfig.stock``) runs. LOAD,
+#: STORE, GEMM, FINISH and the ALU functions VTA's hardware implements
+#: (``vta.config.VTA_ALU_OPS``: MIN, MAX, ADD, SHR); not ALU MUL, not a user's intrinsic.
+VTA_INSTRUCTIONS: tuple[InstructionDef, ...] = (
+    LOAD, STORE, GEMM, *(ALU[AluOp[op.upper()]] for op in VTA_ALU_OPS), FINISH)
+
+
+def is_vta_instruction(d: InstructionDef) -> bool:
+    """Whether ``d`` is one of VTA's own instructions (``VTA_INSTRUCTIONS``)."""
+    return any(d is v for v in VTA_INSTRUCTIONS)
+
+
+def instruction_counts(program: Program) -> dict[str, int]:
+    """How many instructions of each definition ``program`` holds (``ALU.SHR``, ``GEMM``, ...;
+    a LOAD or STORE counted as ``LOAD``/``STORE`` whatever its buffer), by name."""
+    counts = Counter(definition_of(i).name for i in program.instructions)
+    return dict(sorted(counts.items()))
+
+
+def non_vta_instructions(program: Program) -> dict[str, int]:
+    """The counts of ``program``'s instructions that are not VTA's (``VTA_INSTRUCTIONS``): an
+    ALU MUL, a user's intrinsic; empty for a program VTA's hardware runs."""
+    names = {d.name for d in VTA_INSTRUCTIONS}
+    return {k: n for k, n in instruction_counts(program).items() if k not in names}

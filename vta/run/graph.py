@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fuse import fuse, group_nodes
 from vta.graph.place import Kernel
+from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
 from vta.run.targets import AccelTarget, CompiledKernel, Execution, Target
 from vta.sim import SimError
@@ -340,6 +342,7 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
     hw: HwConfig = cg.hw
     clock = hw.board.clock_mhz * 1e6
     rows = []
+    insns: Counter[str] = Counter()
     bound = gemm = dram_bytes = 0.0
     for s in r.steps:
         st = s.step
@@ -357,7 +360,9 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "useful_utilization": st.macs / hw.macs_per_cycle / stats.cycles,
                         "macs": st.macs, "dram_bytes": nbytes, "machine_bound_cycles": b,
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
-                        "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards})
+                        "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
+                        "instructions": instruction_counts(st.program)})
+            insns.update(row["instructions"])
             bound += b
             gemm += stats.gemm_cycles
             dram_bytes += nbytes
@@ -386,6 +391,9 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
         "const_dram_bytes": mem.const_bytes, "dram_image_bytes": mem.total_bytes,
         "transforms": [{"kind": tr.kind, "tensor": tr.tensor.name, "at": tr.at}
                        for tr in cg.layouts.transforms],
+        "instructions": dict(sorted(insns.items())),
+        "non_vta_instructions": {k: n for k, n in sorted(insns.items())
+                                 if k not in {d.name for d in VTA_INSTRUCTIONS}},
         "tensors_checked": len(r.steps),
         "mismatched_tensors": list(check.mismatched),
         "compile_s": cg.compile_s, "sim_s": r.seconds_sim, "check_s": r.seconds_check,

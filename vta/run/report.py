@@ -8,9 +8,9 @@ dictionary ``--json`` prints), ending with the run's verdict (``vta.run.check``)
 * ``format_run(summary)``: a whole graph on the accelerator: per step the op (its output
   tensor), where it ran (the accelerator, or the host with the reason), the operators fused
   into it, cycles, GEMM utilization, % of its machine bound, DRAM bytes and its check; then the
-  totals (cycles, time at the clock, frames/s, GOP/s, share of MACs on the accelerator, peak
-  DRAM with and without reuse, the host's layout transforms); ``format_gpu_run`` on a GPU
-  target;
+  totals (cycles, time at the clock, frames/s, GOP/s, share of MACs on the accelerator, the
+  ALU instructions by function and whether every instruction is VTA's, peak DRAM with and
+  without reuse, the host's layout transforms); ``format_gpu_run`` on a GPU target;
 * ``format_tc(run, sizes)``: a TC definition's tasks (accelerator) or kernels (GPU).
 """
 
@@ -56,6 +56,11 @@ def format_run(s: dict[str, Any], clock_mhz: float) -> str:
     host = [r["op"] for r in s["steps"] if r["placement"] != "vta"]
     out.append(f"MACs on the accelerator: {s['mac_share']:.1%} of {_n(s['macs'])}; host "
                f"fallbacks: {', '.join(host) if host else 'none'}")
+    alu = ", ".join(f"{k.split('.')[1]} {_n(n)}" for k, n in s["instructions"].items()
+                    if k.startswith("ALU."))
+    foreign = ", ".join(f"{k} {_n(n)}" for k, n in s["non_vta_instructions"].items())
+    out.append(f"ALU instructions: {alu or 'none'}; "
+               f"{'not VTA instructions: ' + foreign if foreign else 'VTA instructions only'}")
     tr = ", ".join(f"{t['kind']} {t['tensor']}" for t in s["transforms"])
     out.append(f"DRAM: peak activations {_n(s['peak_dram_bytes'])} B ({_n(s['naive_dram_bytes'])}"
                f" B without reuse), constants {_n(s['const_dram_bytes'])} B; moved "

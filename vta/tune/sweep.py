@@ -96,7 +96,7 @@ def _fail(source: str, where: str, msg: str) -> SweepError:
 def _fields(hw: HwConfig) -> set[str]:
     d = hw.to_dict()
     return {f"{sec}.{k}" for sec, v in d.items() if isinstance(v, dict) and sec != "intrinsics"
-            for k in v} | {"timing_model"}
+            for k in v} | {"timing_model", "stock"}
 
 
 def _check_field(source: str, where: str, name: Any, known: set[str]) -> str:

@@ -20,7 +20,10 @@ instruction computes its pattern (``InstructionDef.imm_range``: one SHR shifts b
 SHR's range (``builtins.shift_range``) is also covered as shifts within it, largest first:
 ``x >> 24`` as ``(x >> 15) >> 9`` (arithmetic shifts compose; left shifts wrap alike); an amount
 past the accumulator's width is the width's (``x >> 40`` is ``x >> 31`` on int32, as numpy
-fills with the sign).
+fills with the sign). A shift pattern also matches ``x * 2**k`` as ``x >> -k``: a
+multiplication by a power of two is a left shift, which VTA's SHR does by a negative amount, so
+it needs no MUL (``k`` up to the largest left shift one SHR holds; a MUL or a fused pattern with
+a multiplier still matches the product as written, and the cheaper wins).
 """
 
 from __future__ import annotations
@@ -92,11 +95,23 @@ class Selected:
 
 
 class _Matcher:
-    """Matches one intrinsic's pattern against expressions of one stage."""
+    """Matches one intrinsic's pattern against expressions of one stage; ``left_most`` is the
+    largest left shift an SHR does (a shift pattern matches ``x * 2**k`` up to it)."""
 
-    def __init__(self, intrin: TensorIntrinsic, register: Callable[[E.Expr], bool]) -> None:
-        self.intrin, self.register = intrin, register
+    def __init__(self, intrin: TensorIntrinsic, register: Callable[[E.Expr], bool],
+                 left_most: int = 0) -> None:
+        self.intrin, self.register, self.left_most = intrin, register, left_most
         self.roles = dict(intrin.bind)
+
+    def as_shift(self, e: E.Mul) -> E.Expr:
+        """``x * 2**k`` as ``x >> -k`` (``1 <= k <= left_most``), else ``e`` itself."""
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            c = _strip(c)
+            if isinstance(c, E.IntImm) and c.value >= 2 and not c.value & (c.value - 1):
+                k = c.value.bit_length() - 1
+                if k <= self.left_most:
+                    return E.Shr(x, E.IntImm(-k, c.dtype), e.dtype)
+        return e
 
     def imm_only(self, p: E.Expr) -> bool:
         reads = [n for n in E.walk(p) if isinstance(n, TensorRead)]
@@ -105,6 +120,8 @@ class _Matcher:
 
     def match(self, p: E.Expr, e: E.Expr, b: _Binding) -> _Binding | None:
         p, e = _strip(p), _strip(e)
+        if isinstance(p, E.Shr) and isinstance(e, E.Mul):
+            e = self.as_shift(e)
         if isinstance(p, TensorRead):
             return self.leaf(p, e, b)
         if self.imm_only(p):
@@ -230,6 +247,7 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
     operand (another accumulator entry at the same lanes); ``why`` collects the reasons
     candidates were refused."""
     value, me = canonical(value), canonical(me)
+    left_most = -shift_range(hw)[0]
     memo: dict[int, tuple[float, list[Selected]] | None] = {}
     keep: list[E.Expr] = []  # keep sub-expressions alive so their ids stay unique
 
@@ -243,7 +261,7 @@ def cover(value: E.Expr, me: E.Expr, register: Callable[[E.Expr], bool], hw: HwC
         memo[key] = None  # a cycle is no cover
         found: tuple[float, list[Selected]] | None = None
         for intrin in cands:
-            m = _Matcher(intrin, register)
+            m = _Matcher(intrin, register, left_most)
             b = m.match(intrin.op.body, e, _Binding())
             if b is None or not m.resolve(b):
                 continue

@@ -75,6 +75,7 @@ from vta.compiler.tc.to_ir import TcFunc
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.isa import Program
+from vta.isa.builtins import shift_range
 
 __all__ = ["Leaf", "AluStep", "ConvForm", "GemmTask", "AluTask", "CpuTask", "Task", "VtaPlan",
            "plan_vta", "gather", "gemm_program", "alu_program", "planes", "out_bits", "MAX_TAPS",
@@ -109,7 +110,8 @@ class Leaf:
 @dataclass(frozen=True, eq=False)
 class AluStep:
     """One ALU operation on the accumulator: ``op`` (ADD, MUL, SHR, MAX, MIN) with an
-    immediate ``imm`` or a register operand ``leaf`` (a tensor loaded into acc)."""
+    immediate ``imm`` or a register operand ``leaf`` (a tensor loaded into acc). A product by a
+    constant ``2**k`` is an SHR by ``-k`` (VTA's ALU has no MUL)."""
 
     op: str
     imm: int | None = None
@@ -362,6 +364,9 @@ class _Chain:
     def imm(self, name: str, c: int) -> AluStep:
         if name == "MUL" and c == 0:
             raise _NoMap("a multiplication by zero (a constant, not an ALU operation)")
+        if name == "MUL" and c >= 2 and not c & (c - 1) \
+                and c.bit_length() - 1 <= -shift_range(self.hw)[0]:
+            return self.imm("SHR", 1 - c.bit_length())  # x * 2**k is SHR by -k: no MUL
         self.op(name)
         if not -self.lim <= c < self.lim:
             raise _NoMap(f"immediate {c} does not fit the ALU's {self.hw.alu.imm_bits}-bit "
