@@ -39,6 +39,7 @@ from vta.errors import AddressError, SimError
 from vta.isa import Instruction, InstructionDef, Load, Program, Store, definition_of, uop_layout
 from vta.isa.asm import where
 from vta.isa.builtins import load_image, store_rows
+from vta.isa.timing import chisel_refusal
 from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["run_reference", "reference_dram", "wrap"]
@@ -193,8 +194,7 @@ class _Run:
                     for op in ops:
                         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
                             if op.factors else (0, 0)
-                        base = getattr(insn, op.base) if op.base else 0
-                        idx[op.name] = u[op.name] + base + o * fo + i * fi
+                        idx[op.name] = u[op.name] + op.offset(insn) + o * fo + i * fi
                     execs.append((o, i, k, idx))
         for op in ops:  # every index is checked before anything is written
             size = self.sp.depth[op.memory]
@@ -236,6 +236,9 @@ class _Run:
             if d.requires is not None and self.hw.intrinsic(d.requires) is None:
                 raise SimError(f"{self._where()}: {d.name} is not implemented by {self.hw.name} "
                                f"(its intrinsics do not list {d.requires!r})")
+            refused = chisel_refusal(insn, self.hw)
+            if refused:
+                raise SimError(f"{self._where()}: {refused}")
             if d.drains:
                 break
             step = steps.get(d.role)
