@@ -71,6 +71,22 @@ def test_shipped_set() -> None:
     assert u.board.clock_mhz == 333 and u.memory.bus_bytes == 16
 
 
+def test_codesign_variants_cost_what_their_rules_say() -> None:
+    """pynq_uop_base, pynq_flat, pynq_uop64 are pynq with one field group changed each; their
+    estimate adds the rows vta.resources states: a base-start multiplexer per operand index
+    bit (GEMM 11 + 11 + 10, ALU 11 + 11 = 54 LUTs), a flattened loop's index generator per
+    loop (end compares of 14 + 14 + 14 counter bits and two offset adders per index bit: GEMM
+    42 + 64 = 106 LUTs, 64 FF; ALU 42 + 44 = 86 LUTs, 44 FF), a 2:1 micro-op read
+    multiplexer (32 LUTs)."""
+    base = HwConfig.load("pynq").resource_estimate()
+    extra = {"pynq_uop_base": {"lut": 54}, "pynq_flat": {"lut": 106 + 86, "ff": 64 + 44},
+             "pynq_uop64": {"lut": 32}}
+    for name, delta in extra.items():
+        got = HwConfig.load(name).resource_estimate()
+        assert got == {k: v + delta.get(k, 0) for k, v in base.items()}, name
+        assert HwConfig.load(name).fits_board()
+
+
 def test_hash_ignores_source_but_not_fields() -> None:
     a = HwConfig.from_yaml(PYNQ)
     b = HwConfig.from_dict(pynq_dict(), source="elsewhere.yaml")

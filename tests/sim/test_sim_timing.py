@@ -141,9 +141,14 @@ def test_load_uop_width(hw: HwConfig) -> None:
     issued at 2..5, data 34..50, 50..66, 66..82, 82..98; the fifth issues when the first
     completes (50): data 98..114, the sixth at 66: 114..130, the seventh at 82: 130..134;
     + 1 = 135.
-    Chisel: two micro-ops a bus beat: one 50-beat burst at 2, data 34..84; + 2 = 86."""
+    Chisel: two micro-ops a bus beat: one 50-beat burst at 2, data 34..84; + 2 = 86.
+    HLS with a 64-bit micro-op port (``memory.uop_beat_bytes: 8``, pynq_uop64): bursts of 16
+    eight-byte beats (128 B): three and one of 16 B, issued at 2..5: data 34..50, 50..66,
+    66..82, 82..84; + 1 = 85."""
     insn = Load(MemType.UOP, 0, 0, 1, 100, 100)
     assert duration(hw, insn) == _by_model(hw, 135, 86)
+    if hw is HLS:
+        assert duration(HwConfig.load("pynq_uop64"), insn) == 85
 
 
 @BOTH
