@@ -527,9 +527,9 @@ TIMING_MODELS: tuple[str, ...] = ("hls", "chisel")
 #: * ``memory.uop_beat_bytes``: HLS 4 (vta.cc:428: ``uop_port`` carries 32-bit ``uop_T``; a
 #:   narrower bus's width if less),
 #:   Chisel ``bus_bytes`` (LoadUop through TensorLoadWideVME: whole bus beats);
-#: * ``memory.arbiter``: HLS round robin (the SmartConnect in front of the ACP port,
-#:   scripts/vivado.tcl ``axi_smc0``), Chisel priority (VME.scala:242 ``PriorityEncoder``:
-#:   fetch, then micro-ops, inp, wgt, acc; Core.scala:74-78).
+#: * ``memory.arbiter``: HLS round robin (an assumption: the SmartConnect ``axi_smc0`` in front
+#:   of the ACP port, scripts/vivado.tcl:157-162, does not say), Chisel priority (VME.scala:242
+#:   ``PriorityEncoder``: fetch, then micro-ops, inp, wgt, acc; Core.scala:74-78).
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemm.fill": {"hls": lambda sec: sec["pipeline_depth"],
                   "chisel": lambda sec: sec["pipeline_depth"]},
