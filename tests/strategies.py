@@ -105,6 +105,9 @@ class _Gen:
                  hot: int):
         self.draw, self.hw, self.b, self.hot = draw, hw, b, hot
         self.depth = {k: hw.depth(k) for k in ("uop", "inp", "wgt", "acc", "out")}
+        #: VTA's Chisel design refuses empty micro-op loops and DMAs of zero rows but some
+        #: columns (``vta.isa.timing.chisel_refusal``): its token carriers have x_size 0
+        self.chisel = hw.timing_model == "chisel"
         self.sram_uops = [Uop(0, 0, 0)] * self.depth["uop"]
         self.dram_uops = uop_words
         self.written_out: set[int] = set()
@@ -125,9 +128,11 @@ class _Gen:
                 y, x, stride = 1, n, n
             off = d(st.integers(0, dram.elems - (y - 1) * stride - x))
             return Load(mem, 0, dram.base + off, y, x, stride)
-        empty = d(st.integers(0, 7)) == 7  # no rows: VTA's token carrier, or pads alone
-        y = 0 if empty else d(st.integers(1, 3))
+        empty = d(st.integers(0, 7)) == 7  # an empty LOAD: VTA's token carrier
+        y = 0 if empty and not self.chisel else d(st.integers(1, 3))
         x = d(st.integers(1, min(4, len(self.dram_uops)) if mem == MemType.UOP else 4))
+        if empty and self.chisel:
+            x = 0
         stride = d(st.integers(0, x + 3)) if y > 1 else x
         pads = [d(st.sampled_from([0, 0, 0, 1, 2])) for _ in range(4)]  # zeros: sparing
         shape = Load(mem, 0, 0, y, x, stride, *pads)  # what this memory type reads of them
@@ -162,8 +167,9 @@ class _Gen:
     def gemm(self, accumulate: bool = False) -> tuple[Gemm, list[Uop]]:
         """A random GEMM; ``accumulate``: one that runs at least once, without reset."""
         d = self.draw
-        bgn, end, us = self._uop_range(accumulate)
-        io = d(st.integers(1, 3)) if accumulate else (d(st.integers(0, 3)) + 1) % 4  # 0: no-op
+        bgn, end, us = self._uop_range(accumulate or self.chisel)
+        io = d(st.integers(1, 3)) if accumulate or self.chisel \
+            else (d(st.integers(0, 3)) + 1) % 4  # 0: no-op
         ii = d(st.integers(1, 3))
         fo = [_loop_fields(bases, self.depth[k], max(io, 1), ii) for bases, k in
               (([u.dst for u in us], "acc"), ([u.src for u in us], "inp"),
@@ -175,7 +181,7 @@ class _Gen:
 
     def alu(self) -> tuple[Alu, list[Uop]]:
         d = self.draw
-        bgn, end, us = self._uop_range()
+        bgn, end, us = self._uop_range(self.chisel)
         io, ii = d(st.integers(1, 3)), d(st.integers(1, 3))
         dfo, dfi = d(_loop_fields([u.dst for u in us], self.depth["acc"], io, ii))
         sfo, sfi = d(_loop_fields([u.src for u in us], self.depth["acc"], io, ii))
@@ -236,8 +242,9 @@ def programs(draw: st.DrawFn, hw: HwConfig) -> Program:
                 ld = gen.load(mem, alloc)
                 if not _load_writes(ld) & busy[mem.kind]:
                     break
-            else:
-                ld = Load(mem, 0, b._allocs[0 if alloc == "A" else 1].base, 0, 1, 1)
+            else:  # an empty LOAD (Chisel's token carriers have x_size 0)
+                y, x = (1, 0) if gen.chisel else (0, 1)
+                ld = Load(mem, 0, b._allocs[0 if alloc == "A" else 1].base, y, x, 1)
             loads.append(ld)
         # computes of phase p run alongside the stores of phases p-sbuf+1 .. p-1
         storing = set().union(*store_reads[max(0, p - sbuf + 1):p])
@@ -259,8 +266,9 @@ def programs(draw: st.DrawFn, hw: HwConfig) -> Program:
                 touched = _touched(insn, us)
                 if not touched["acc"] & storing:
                     break
-            else:  # an empty LOAD.ACC in its place
-                insn, touched = Load(MemType.ACC, 0, b._allocs[2].base, 0, 1, 1), None
+            else:  # an empty LOAD.ACC in its place (Chisel's token carriers have x_size 0)
+                y, x = (1, 0) if gen.chisel else (0, 1)
+                insn, touched = Load(MemType.ACC, 0, b._allocs[2].base, y, x, 1), None
             computes.append(insn)
             if touched:
                 read["inp"] |= touched["inp"]

@@ -67,9 +67,11 @@ FIELDS = schema()
 NUMERIC = [k for k, f in FIELDS.items() if str(f.type) in ("int", "float", "int | None")]
 REQUIRED = ["name"] + [k for k, f in FIELDS.items() if f.default is dataclasses.MISSING]
 #: fields where 0 is documented as valid (docs/hwconfig.md: "≥ 0")
-ZERO_OK = {"memory.latency", "memory.row_overhead", "board.dsp", "board.bram36", "board.lut"}
+ZERO_OK = {"memory.latency", "memory.row_overhead", "board.dsp", "board.bram36", "board.lut",
+           "gemm.fill", "alu.fill"}
 WRONG_TYPE = {"int": "sixteen", "float": "fast", "str": 5, "bool": "yes",
-              "tuple[str, ...]": "add", "int | None": "sixteen"}
+              "tuple[str, ...]": "add", "int | None": "sixteen", "bool | None": "yes",
+              "str | None": 5}
 
 
 def mutated(key: str, value: object) -> dict[str, Any]:
@@ -103,7 +105,10 @@ YAML_CASES: list[tuple[str, object]] = (
                            ("stock", "yes"),  # pynq claims stock VTA: no MUL
                            ("alu.ops", ["min", "max", "add", "shr", "mul"]),
                            ("alu.acc_banks", 3), ("alu.acc_banks", 2),
-                           ("alu.separate_pipeline", True), ("alu.ii_imm", None))]
+                           ("alu.separate_pipeline", True), ("alu.ii_imm", None),
+                           ("memory.arbiter", "fifo"), ("memory.uop_beat_bytes", 16),
+                           ("memory.uop_beat_bytes", 3), ("memory.burst_boundary", 4),
+                           ("memory.burst_boundary", 1001))]
     # whole sections: not a mapping, empty, missing when required
     + [("queues", 5), ("board", None), ("gemm", [1, 2]), ("scratchpad", DELETE),
        ("memory", DELETE)]

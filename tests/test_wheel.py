@@ -67,7 +67,7 @@ def test_the_wheel_carries_the_configs_and_no_checkout_is_read(installed: Path,
 def test_vta_run_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
     r = _run([str(installed / "vta"), "run", "conv2d"], tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "572,574" in r.stdout  # C2 on pynq: the same cycles as from the checkout
+    assert "574,906" in r.stdout  # C2 on pynq: the same cycles as from the checkout
     assert r.stdout.rstrip().endswith("PASS: bit-exact against numpy (0.03% of outputs saturated)")
     r = _run([str(installed / "vta"), "run", "--hw", "ultra96", "matmul", "16", "16", "16"],
              tmp_path)

@@ -105,6 +105,17 @@ class GemmConfig:
     #: 0 (``RESET_OUT``): ``sum`` (vta.cc: the low bits of acc + inp . wgt^T, as without reset),
     #: ``keep`` (the Chisel design: out is not written) or ``zero`` (out mirrors acc)
     reset_out: str = "sum"
+    #: cycles the micro-op loop costs beyond its issues each time it runs (None in a file: the
+    #: timing model's, ``pipeline_depth``; HLS: an assumption, Chisel: the cited drain)
+    fill: int | None = None
+    #: the micro-op loop and the two loops around it run as one flattened pipelined loop, so
+    #: the fill is paid once per instruction (None in a file: the model's; HLS false: vta.cc
+    #: pipelines only the innermost loop; Chisel true: one index generator)
+    flat_loop: bool | None = None
+    #: GEMM and ALU words carry a 1-bit micro-op base (``uop_base``, in the gap at bit 63 of
+    #: the low half): every operand index is offset by ``uop_base`` x its factor_out, so two
+    #: virtual threads' instructions can share one micro-op block (a co-design variant)
+    uop_base: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +131,10 @@ class AluConfig:
     #: ``MODEL_DEFAULTS``; HLS 2, Chisel 1)
     ii_imm: int | None = None
     pipeline_depth: int = 4
+    #: as ``gemm.fill`` for the ALU's micro-op loop
+    fill: int | None = None
+    #: as ``gemm.flat_loop`` for the ALU's micro-op loop
+    flat_loop: bool | None = None
     #: signed immediate width in bits
     imm_bits: int = 16
     #: SHR shifts by the low ``shift_bits`` bits of its operand (the immediate or the src
@@ -143,11 +158,13 @@ class AluConfig:
 class ScratchpadConfig:
     """On-chip buffer sizes in bytes (powers of two)."""
 
-    uop: int
     inp: int
     wgt: int
     acc: int
     out: int
+    #: micro-op buffer (None in a file: the timing model's; HLS 32 KiB, VTA's JSON configs;
+    #: Chisel 8 KiB, the 2,048 entries of its CoreConfig)
+    uop: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +173,9 @@ class QueueConfig:
 
     command_depth: int = 512
     token_depth: int = 1024
-    #: depth of the fetch unit's instruction prefetch (instructions read per DRAM burst)
-    fetch_batch: int = 8
+    #: instructions the fetch unit reads per DRAM request (None in a file: the timing
+    #: model's; HLS 8, Chisel 128: Fetch64Bit's queue of one 256-beat burst)
+    fetch_batch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +192,23 @@ class MemoryConfig:
     #: read bursts in flight at once on the port: their latencies overlap (None in a file: the
     #: timing model's, 4 for HLS, 16 for Chisel)
     outstanding: int | None = None
-    #: fixed cycles of address generation per 2-D row
-    row_overhead: int = 1
+    #: fixed cycles of address generation per 2-D row (None in a file: the timing model's;
+    #: HLS 1, Chisel 0)
+    row_overhead: int | None = None
+    #: whether the rows of one LOAD/STORE have their bursts in flight together (else a row's
+    #: requests wait for the previous row's data or write response; None in a file: the
+    #: timing model's, HLS false: vta.cc's row loop around a memcpy; Chisel true)
+    row_overlap: bool | None = None
+    #: bytes the micro-op master moves a cycle (None in a file: the timing model's; HLS 4:
+    #: vta.cc's 32-bit uop_port; Chisel a full bus beat)
+    uop_beat_bytes: int | None = None
+    #: how the port picks among masters with a burst ready: ``round_robin`` or ``priority``
+    #: (fetch, micro-ops, inp, wgt, acc; None in a file: the timing model's, HLS round robin:
+    #: the SmartConnect; Chisel priority: VME.scala)
+    arbiter: str | None = None
+    #: no burst crosses a multiple of this many bytes (None in a file: the timing model's;
+    #: HLS 4096: AXI's 4 KiB rule; Chisel ``burst_bytes``: GenVMECmd splits at it)
+    burst_boundary: int | None = None
     #: whether fetch/load/store share one port (contend) or each has its own
     shared_port: bool = True
 
@@ -226,6 +259,7 @@ class IsaWidths:
     alu_opcode: int
     imm: int
     uop_src: int  # a micro-op's src field indexes inp (GEMM) or acc (ALU)
+    uop_base: int = 0  # GEMM/ALU micro-op base field (gemm.uop_base: 1 bit, else none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +367,14 @@ class HwConfig:
                 node = node[part]
             node[leaf] = value
         return _build(d, self.source)
+
+    def with_mul(self) -> HwConfig:
+        """This config with vta's ALU MUL added, named ``<name>_mul`` and no longer stock VTA:
+        ``pynq``'s is ``pynq_mul.yaml``. For a program or test that needs the multiplier."""
+        if "mul" in self.alu.ops:
+            return self
+        return self.with_changes(**{"name": f"{self.name}_mul", "stock": False,
+                                    "alu.ops": [*self.alu.ops, "mul"]})
 
     def __getstate__(self) -> list[Any]:
         # the cached hash is per process (str hashes are salted): a pickled copy recomputes it
@@ -494,22 +536,63 @@ _TOP_KEYS = ("name", "timing_model", "stock", *_SECTIONS, "intrinsics")
 TIMING_MODELS: tuple[str, ...] = ("hls", "chisel")
 
 #: Defaults that depend on the timing model, for fields a file leaves out: ``section.field`` ->
-#: {model: value, or a function of the section's other values}. Each is the implementation's
-#: own number (docs/simulator.md cites the source):
-#: * ``alu.ii_imm``: HLS 2 (vta.cc ``alu()``: ``#pragma HLS PIPELINE II = 2`` for every op, the
-#:   loop reads both operands), Chisel 1 (TensorAlu.scala: ``advance = alu_use_imm ||
-#:   stutter``);
+#: {model: value, or a function of the section's other values (already filled in order)}. Each
+#: is the implementation's own number or a labelled assumption; docs/simulator.md cites the
+#: source (``apache/tvm-vta@d4a15f6``):
+#: * ``gemm.fill``, ``alu.fill``: the section's ``pipeline_depth`` in both. HLS: an
+#:   assumption (vta.cc fixes no pipeline depth for READ_GEMM_UOP / READ_ALU_UOP; no synthesis
+#:   report is published); Chisel: 4, the stages from the index generator to the accumulator
+#:   write (TensorGemm.scala:561,637,641; TensorAlu.scala:226-229);
+#: * ``gemm.flat_loop``, ``alu.flat_loop``: HLS false (vta.cc:253-262, 343-351: only the
+#:   micro-op loop is pipelined), Chisel true (TensorGemm.scala:220-296: one index generator);
+#: * ``alu.ii_imm``: HLS 2 (vta.cc:351 ``PIPELINE II = 2`` for every op), Chisel 1
+#:   (TensorAlu.scala:122 ``advance = alu_use_imm || stutter``);
+#: * ``scratchpad.uop``: HLS 32 KiB (VTA's JSON configs: LOG_UOP_BUFF_SIZE 15), Chisel 8 KiB
+#:   (core/Configs.scala:42 ``uopMemDepth = 2048`` micro-ops of 32 bits);
+#: * ``queues.fetch_batch``: HLS 8 (a choice), Chisel 128 (FetchVME64.scala:57: a queue of
+#:   ``1 << (lenBits - 1)`` instructions filled by one burst, drained before the next);
 #: * ``memory.outstanding``: HLS 4 (a choice: the masters reach the Zynq's ACP port through a
 #:   SmartConnect; 4 outstanding reads is the ACP figure UG1085 documents), Chisel 16
-#:   (shell/VME.scala ``RequestQueueDepth``);
+#:   (shell/VME.scala:36 ``RequestQueueDepth``);
 #: * ``memory.burst_bytes``: HLS 16 beats (Vivado HLS's m_axi ``max_read_burst_length``
-#:   default; vta.cc's memcpy bursts), Chisel 256 beats (AXI4, ``lenBits = 8``).
+#:   default; vta.cc's memcpy bursts), Chisel 256 beats (AXI4, ``lenBits = 8``);
+#: * ``memory.burst_boundary``: HLS 4096 (AXI's 4 KiB rule, kept by the m_axi adapter),
+#:   Chisel ``burst_bytes`` (TensorLoadNarrowVME.scala:574-577, TensorStoreNarrowVME.scala:
+#:   68,84-89: a burst ends at the next multiple of the largest burst);
+#: * ``memory.row_overhead``: HLS 1 (an assumption: the row loop's index updates, vta.cc:68-69),
+#:   Chisel 0 (TensorLoadNarrowVME.scala:597-625: the next row's command the cycle after);
+#: * ``memory.row_overlap``: HLS false (vta.cc:62-71, 547-557: one memcpy per iteration of the
+#:   row loop, which the variable-length memcpy keeps from pipelining: docs/simulator.md),
+#:   Chisel true (GenVMECmd issues every row's commands without waiting for data);
+#: * ``memory.uop_beat_bytes``: HLS 4 (vta.cc:428: ``uop_port`` carries 32-bit ``uop_T``; a
+#:   narrower bus's width if less),
+#:   Chisel ``bus_bytes`` (LoadUop through TensorLoadWideVME: whole bus beats);
+#: * ``memory.arbiter``: HLS round robin (an assumption: the SmartConnect ``axi_smc0`` in front
+#:   of the ACP port, scripts/vivado.tcl:157-162, does not say), Chisel priority (VME.scala:242
+#:   ``PriorityEncoder``: fetch, then micro-ops, inp, wgt, acc; Core.scala:74-78).
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemm.fill": {"hls": lambda sec: sec["pipeline_depth"],
+                  "chisel": lambda sec: sec["pipeline_depth"]},
+    "gemm.flat_loop": {"hls": False, "chisel": True},
     "alu.ii_imm": {"hls": 2, "chisel": 1},
+    "alu.fill": {"hls": lambda sec: sec["pipeline_depth"],
+                 "chisel": lambda sec: sec["pipeline_depth"]},
+    "alu.flat_loop": {"hls": False, "chisel": True},
+    "scratchpad.uop": {"hls": 32768, "chisel": 8192},
+    "queues.fetch_batch": {"hls": 8, "chisel": 128},
     "memory.outstanding": {"hls": 4, "chisel": 16},
     "memory.burst_bytes": {"hls": lambda sec: 16 * sec["bus_bytes"],
                            "chisel": lambda sec: 256 * sec["bus_bytes"]},
+    "memory.burst_boundary": {"hls": 4096, "chisel": lambda sec: sec["burst_bytes"]},
+    "memory.row_overhead": {"hls": 1, "chisel": 0},
+    "memory.row_overlap": {"hls": False, "chisel": True},
+    "memory.uop_beat_bytes": {"hls": lambda sec: min(4, sec["bus_bytes"]),
+                              "chisel": lambda sec: sec["bus_bytes"]},
+    "memory.arbiter": {"hls": "round_robin", "chisel": "priority"},
 }
+
+#: ``memory.arbiter``'s values
+ARBITERS: tuple[str, ...] = ("round_robin", "priority")
 
 
 # --------------------------------------------------------------------------------------------
@@ -630,12 +713,12 @@ def _check_keys(source: str, prefix: str, given: Mapping[str, Any],
 
 def _coerce(source: str, where: str, value: Any, annot: str) -> Any:
     """Check a YAML value against a dataclass field annotation (as a string)."""
+    if annot.endswith(" | None"):  # a field whose default comes from the timing model
+        annot = annot[:-len(" | None")]
     if annot == "bool":
         if not isinstance(value, bool):
             raise _fail(source, where, f"expected true or false, got {value!r}")
         return value
-    if annot == "int | None":  # a field whose default comes from the timing model
-        annot = "int"
     if annot == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise _fail(source, where, f"expected an integer, got {value!r}")
@@ -792,6 +875,10 @@ def _validate(cfg: HwConfig) -> None:
     _one_of(src, "gemm.reset_out", g.reset_out, RESET_OUT,
             "what a GEMM reset writes to out: the low bits of acc + inp.wgt as vta.cc, nothing "
             "as the Chisel design, or zero")
+    for sec, conf in (("gemm", g), ("alu", a)):
+        assert conf.fill is not None  # set from the model
+        if conf.fill < 0:
+            raise _fail(src, f"{sec}.fill", f"must be >= 0, got {conf.fill}")
 
     for op in a.ops:
         if op not in ALU_OPS:
@@ -844,7 +931,9 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "memory.bus_bytes", f"must be a power of two, got {m.bus_bytes}")
     if m.latency < 0:
         raise _fail(src, "memory.latency", f"must be >= 0, got {m.latency}")
-    assert m.burst_bytes is not None and m.outstanding is not None  # set from the model
+    # set from the model
+    assert m.burst_bytes is not None and m.outstanding is not None and m.row_overhead is not None
+    assert m.uop_beat_bytes is not None and m.burst_boundary is not None
     if m.burst_bytes < m.bus_bytes or m.burst_bytes % m.bus_bytes:
         raise _fail(src, "memory.burst_bytes", f"must be a multiple of bus_bytes ({m.bus_bytes}), "
                     f"got {m.burst_bytes}")
@@ -852,6 +941,17 @@ def _validate(cfg: HwConfig) -> None:
         raise _fail(src, "memory.outstanding", f"must be >= 1, got {m.outstanding}")
     if m.row_overhead < 0:
         raise _fail(src, "memory.row_overhead", f"must be >= 0, got {m.row_overhead}")
+    if not _is_pow2(m.uop_beat_bytes) or m.uop_beat_bytes > m.bus_bytes:
+        raise _fail(src, "memory.uop_beat_bytes", f"must be a power of two no wider than "
+                    f"bus_bytes ({m.bus_bytes}), got {m.uop_beat_bytes}")
+    if m.burst_boundary < m.bus_bytes or m.burst_boundary % m.bus_bytes:
+        raise _fail(src, "memory.burst_boundary", f"must be a multiple of bus_bytes "
+                    f"({m.bus_bytes}), got {m.burst_boundary}")
+    if m.arbiter not in ARBITERS:
+        hint = difflib.get_close_matches(str(m.arbiter), ARBITERS, n=1)
+        did = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise _fail(src, "memory.arbiter", f"unknown arbiter {m.arbiter!r}{did}; expected one "
+                    f"of {', '.join(ARBITERS)}")
 
     if b.clock_mhz <= 0:
         raise _fail(src, "board.clock_mhz", f"must be > 0, got {b.clock_mhz}")
@@ -956,6 +1056,7 @@ def _isa_widths(cfg: HwConfig) -> IsaWidths:
         alu_opcode=3,
         imm=cfg.alu.imm_bits,
         uop_src=max(inp, acc),
+        uop_base=1 if cfg.gemm.uop_base else 0,
     )
 
 

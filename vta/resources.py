@@ -37,6 +37,17 @@ The variants the co-design benchmark sweeps, each with what it costs:
   keeps one tag per request (``shell/VME.scala``: client id, tag and mask bits per entry of
   ``RequestQueueDepth``), in LUT RAM (64 bits per LUT).
 * ``gemm.pipeline_depth``: its registers, above.
+* ``gemm.uop_base`` (a micro-op base bit in GEMM/ALU words): each loop's outer offset
+  registers start at ``factor_out`` instead of 0 when the bit is set: a 2:1 multiplexer per
+  bit of the start value, for every operand index (GEMM dst, src, wgt; ALU dst, src).
+* ``gemm.flat_loop`` / ``alu.flat_loop`` under the HLS timing (the Chisel design's own loops
+  are flat): the flattened loop's index generator (as Chisel's ``TensorGemmIndexGenerator``):
+  an end compare per loop level (micro-op index, ``iter_in``, ``iter_out``: one LUT per bit)
+  and, per operand, an inner and an outer offset adder (one LUT per index bit each) with their
+  registers; the nested loops' own counters exist either way.
+* ``memory.uop_beat_bytes`` wider than VTA's 32-bit micro-op port (HLS): the micro-op buffer
+  is written that many bytes a cycle (the same BRAMs, configured wider) and read one micro-op
+  at a time through a multiplexer: 32 LUTs per extra micro-op of width.
 
 Boards (``BOARDS``): the resources of the FPGA parts the shipped configurations name, from the
 vendors' data sheets (Xilinx DS190 for the Zynq-7000 xc7z020 of the PYNQ-Z1, DS891 for the Zynq
@@ -161,9 +172,44 @@ def _variants(hw: HwConfig) -> list[Row]:
     return rows
 
 
+#: bits of a micro-op (one read of the micro-op buffer)
+UOP_BITS = 32
+
+
+def _microop_variants(hw: HwConfig) -> list[Row]:
+    """The micro-op loop's co-design variants (module docstring)."""
+    g, a, m, w = hw.gemm, hw.alu, hw.memory, hw.isa
+    idx = {"GEMM": (w.acc_idx, w.inp_idx, w.wgt_idx), "ALU": (w.acc_idx, w.acc_idx)}
+    rows: list[Row] = []
+    if g.uop_base:
+        bits = sum(sum(v) for v in idx.values())
+        rows.append(("lut", "micro-op base: outer offset start", bits,
+                     f"a 2:1 multiplexer per bit of the outer offsets' start (GEMM "
+                     f"{'+'.join(map(str, idx['GEMM']))}, ALU "
+                     f"{'+'.join(map(str, idx['ALU']))} bits)"))
+    if hw.timing_model == "hls":
+        levels = (w.uop_idx + 1) + 2 * w.loop_iter
+        for name, flat in (("GEMM", g.flat_loop), ("ALU", a.flat_loop)):
+            if not flat:
+                continue
+            offsets = 2 * sum(idx[name])
+            rows += [("lut", f"{name} flattened loop: index generator", levels + offsets,
+                      f"end compares of {levels} counter bits + inner and outer offset adders "
+                      f"of {sum(idx[name])} index bits"),
+                     ("ff", f"{name} flattened loop: offset registers", offsets,
+                      f"inner and outer offsets of {sum(idx[name])} index bits")]
+        assert m.uop_beat_bytes is not None
+        extra = m.uop_beat_bytes * 8 // UOP_BITS - 1
+        if extra > 0:
+            rows.append(("lut", "wide micro-op port: read multiplexer", extra * UOP_BITS,
+                         f"{extra + 1} micro-ops a buffer word, {UOP_BITS}-bit "
+                         f"{extra + 1}:1 multiplexer"))
+    return rows
+
+
 def breakdown(hw: HwConfig) -> list[Row]:
     """Every component's ``(resource, component, amount, rule)`` (see the module docstring)."""
-    return [*_gemm(hw), *_alu(hw), *_buffers(hw), *_variants(hw)]
+    return [*_gemm(hw), *_alu(hw), *_buffers(hw), *_variants(hw), *_microop_variants(hw)]
 
 
 def estimate(hw: HwConfig) -> dict[str, int]:

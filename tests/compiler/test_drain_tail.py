@@ -58,10 +58,9 @@ def test_c10_tail_is_split_and_stays_bit_exact(monkeypatch: pytest.MonkeyPatch) 
     stores_after_first_part = [i for i in insns[insns.index(tail_mins[-1]):]
                                if isinstance(i, Store)]
     assert len(stores_after_first_part) >= len(tail_mins)
-    # the pieces store every output entry exactly once (C10's stores are single rows)
-    covered = sorted((s.dram_base, s.dram_base + s.x_size) for s in insns
-                     if isinstance(s, Store))
-    assert all(s.y_size == 1 for s in insns if isinstance(s, Store))
+    # the pieces store every output entry exactly once (row by row)
+    covered = sorted((s.dram_base + y * s.x_stride, s.dram_base + y * s.x_stride + s.x_size)
+                     for s in insns if isinstance(s, Store) for y in range(s.y_size))
     assert all(a[1] == b[0] for a, b in itertools.pairwise(covered))
     assert covered[-1][1] - covered[0][0] == 512 // 16 * 7 * 7
 
@@ -69,7 +68,9 @@ def test_c10_tail_is_split_and_stays_bit_exact(monkeypatch: pytest.MonkeyPatch) 
     off = run_layer(_c10(), AccelTarget(h))
     assert off.passed
     assert r.cycles < off.cycles
-    assert sum(isinstance(i, Store) for i in off.compiled.program.instructions) == 2
+    # the pass cut the last tile's STORE into pieces
+    assert sum(isinstance(i, Store) for i in off.compiled.program.instructions) \
+        < sum(isinstance(i, Store) for i in insns)
 
 
 def test_split_refused_when_an_entry_is_written_twice() -> None:
@@ -178,7 +179,9 @@ def test_backlog_of_earlier_stores() -> None:
     work = _alu(AluOp.MAX, tuple(Uop(k, k, 0) for k in range(8)))
     w = definition_of(work.insn).duration(dataclasses.replace(work.insn, uop_end=8), h)
     assert DT._backlog([st, work], Unit.COMPUTE, h) == max(0, d - w)
-    long_work = _alu(AluOp.MAX, tuple(Uop(k, k, 0) for k in range(8)), iter_in=64, dst_in=8)
+    long_work = _alu(AluOp.MAX, tuple(Uop(k, k, 0) for k in range(8)), iter_in=256, dst_in=8)
+    assert definition_of(long_work.insn).duration(
+        dataclasses.replace(long_work.insn, uop_end=8), h) > d
     assert DT._backlog([st, long_work], Unit.COMPUTE, h) == 0
 
 

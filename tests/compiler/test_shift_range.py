@@ -103,7 +103,7 @@ def test_random_layers_emit_only_shifts_in_range(w: Workload, epi: Epilogue, hw:
     """Random matmuls and convolutions under random epilogues compile to programs whose every
     SHR immediate lies in the config's range, and run bit-exact against numpy."""
     if epi.kind == "fixed_point":  # its multiplier needs ALU MUL: a variant of the config
-        hw = hw.with_changes(**{"stock": False, "alu.ops": [*hw.alu.ops, "mul"]})
+        hw = hw.with_mul()
     r = run_layer(w, AccelTarget(hw), seed=seed, epilogue=epi, refine=1)
     assert r.passed
     lo, hi = shift_range(hw)

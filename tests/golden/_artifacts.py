@@ -41,10 +41,10 @@ class VtaCase:
 
 VTA_CASES: dict[str, VtaCase] = {c.name: c for c in (
     VtaCase("conv2d_3x3", Conv2dSpec(n=1, ic=16, h=8, w=8, oc=32, kh=3, kw=3, stride=1, pad=1),
-            {"tco": 1, "tci": 1, "th": 4, "tw": 8, "vthreads": 2, "vt_axis": "oc"}),
+            {"tco": 2, "tci": 1, "th": 2, "tw": 8, "vthreads": 2, "vt_axis": "oh"}),
     VtaCase("conv2d_1x1_s2", Conv2dSpec(n=1, ic=16, h=8, w=8, oc=32, kh=1, kw=1, stride=2,
                                         pad=0),
-            {"tco": 2, "tci": 1, "th": 2, "tw": 4, "vthreads": 2, "vt_axis": "oh"}),
+            {"tco": 2, "tci": 1, "th": 1, "tw": 4, "vthreads": 2, "vt_axis": "oh"}),
     VtaCase("matmul", MatmulSpec(16, 32, 32),
             {"tco": 1, "tci": 2, "th": 1, "tw": 8, "vthreads": 2, "vt_axis": "oc"}),
 )}

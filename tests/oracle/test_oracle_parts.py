@@ -10,8 +10,16 @@ import pytest
 
 from tools.vta_oracle import oracle
 from tools.vta_oracle import run as oracle_run
-from tools.vta_oracle.build import _VTA_FILES, ENV_AP_INT, ENV_TVM_VTA, check_layout, parse_layout
+from tools.vta_oracle.build import (
+    _VTA_FILES,
+    ENV_AP_INT,
+    ENV_TVM_VTA,
+    Driver,
+    check_layout,
+    parse_layout,
+)
 from tools.vta_oracle.errors import OracleBuildError, OracleConfigError, OracleSourceError
+from tools.vta_oracle.macros import vta_macros
 from tools.vta_oracle.probes import (
     PROBES,
     Probe,
@@ -155,7 +163,7 @@ def test_differences_names_allocation_entry_element_and_count() -> None:
 
 
 def test_corner_uses() -> None:
-    hw = HwConfig.load("pynq")
+    hw = HwConfig.load("pynq_mul")
     text = """.alloc X acc 1
 .alloc U uop 2
 LOAD.UOP sram=0 dram=U+0 y=2 x=1 stride=1
@@ -175,6 +183,17 @@ def test_run_refuses_an_instruction_vta_cc_lacks(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(oracle_run, "VTA_CC_INSTRUCTIONS", ("LOAD",))
     with pytest.raises(OracleConfigError, match="instruction 0: FINISH is not an instruction"):
         run_program(None, assemble("FINISH\n", hw))  # type: ignore[arg-type]
+
+
+def test_run_refuses_a_config_vta_cc_is_built_differently_for() -> None:
+    """A program built for a variant runs on a driver only where vta.cc's macros agree: the
+    MUL variant of pynq shares pynq's build, research_32x32 does not."""
+    pynq = HwConfig.load("pynq")
+    driver = Driver(Path("/nonexistent"), pynq, vta_macros(pynq), "")
+    assert oracle_run._same_build(driver, pynq.with_mul()) == pynq.with_mul()
+    program = assemble("FINISH\n", HwConfig.load("research_32x32"))
+    with pytest.raises(OracleConfigError, match=r"research_32x32: vta\.cc is compiled differently"):
+        run_program(driver, program, hw=HwConfig.load("research_32x32"))
 
 
 # ---------------------------------------------------------------------------- vta()'s loop

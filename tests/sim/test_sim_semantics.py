@@ -143,7 +143,7 @@ def test_shr_range_with_full_amounts(wide, amount, value, expect):
 def test_mul_wraps_and_out_narrows(pynq):
     """int32 wraparound in acc, then out keeps the low 8 bits (two's complement); on pynq with
     ALU MUL (vta's extension, the pynq_mul variant)."""
-    pynq = pynq.with_changes(**{"stock": False, "alu.ops": ["min", "max", "add", "shr", "mul"]})
+    pynq = pynq.with_mul()
     x = np.zeros((16, 1, 16), dtype=np.int32)
     x[0, 0, :3] = [2**30, 0x1234567, -0x181]
     alu = Alu(AluOp.MUL, False, 0, 1, 1, 1, 0, 0, 0, 0, True, 4, deps=PUSH)

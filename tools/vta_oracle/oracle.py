@@ -172,10 +172,11 @@ def run_probes(target: OracleTarget) -> list[dict[str, Any]]:
     out = []
     for p in PROBES:
         program, inputs = p.program(hw), p.draw(hw)
-        o = run_program(target.driver, program, inputs, fill=target.fill)
-        sim = simulate(program, hw, inputs).outputs
+        o = run_program(target.driver, program, inputs, fill=target.fill, hw=p.config(hw))
+        sim = simulate(program, p.config(hw), inputs).outputs
         diff = differences(program, o.outputs, sim)
-        out.append({"probe": p.name, "claim": p.claim, "complete": o.complete,
+        out.append({"probe": p.name, "claim": p.claim, "config": p.config(hw).name,
+                    "complete": o.complete,
                     "vta_cc_as_documented": not p.mismatches(hw, inputs, o.outputs),
                     "mismatches": p.mismatches(hw, inputs, o.outputs),
                     "simulator": "byte-identical" if not diff else diff[0].describe()})
@@ -200,7 +201,7 @@ def _chain(target: OracleTarget, n: int, finishes: bool) -> dict[str, Any]:
         ran, said = False, f"vta.cc failed ({str(e).split(' (')[0]}); the simulator ran it"
     claim = (f"vta() {'finishes' if finishes else 'gives up on'} a token chain of {n} links "
              f"(its main loop stops after {ROUND_LIMIT} rounds)")
-    return {"probe": f"token_chain_{n}", "claim": claim, "complete": True,
+    return {"probe": f"token_chain_{n}", "claim": claim, "config": hw.name, "complete": True,
             "vta_cc_as_documented": ran == finishes,
             "mismatches": [] if ran == finishes else [f"vta.cc {'did' if ran else 'did not'} "
                                                       f"finish"],
@@ -253,7 +254,7 @@ def _main(args: argparse.Namespace) -> int:
                 doc = "as documented" if res["vta_cc_as_documented"] else \
                     "NOT as documented: " + "; ".join(res["mismatches"])
                 print(f"probe {res['probe']}: vta.cc {doc} ({res['claim']}); "
-                      f"simulator vs vta.cc: {res['simulator']}")
+                      f"simulator ({res['config']}) vs vta.cc: {res['simulator']}")
         return 0 if all(r["vta_cc_as_documented"] and r["complete"] for r in results) else 1
     check = ""
     if layer:

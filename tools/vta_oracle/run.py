@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike
 from tools.vta_oracle.build import Driver
 from tools.vta_oracle.errors import OracleConfigError, OracleRunError
 from tools.vta_oracle.image import regions
+from tools.vta_oracle.macros import vta_macros
 from vta.config import HwConfig
 from vta.isa import (
     Alu,
@@ -165,14 +166,24 @@ def _image(program: Program, hw: HwConfig,
     return dram
 
 
+def _same_build(driver: Driver, hw: HwConfig) -> HwConfig:
+    """``hw`` if vta.cc compiles for it as for the driver's config (an error otherwise)."""
+    if vta_macros(hw) != vta_macros(driver.hw):
+        raise OracleConfigError(f"{hw.name}: vta.cc is compiled differently for it than for "
+                                f"the driver's {driver.hw.name}: build a driver for {hw.name}")
+    return hw
+
+
 def run_program(driver: Driver, program: Program,
                 inputs: Mapping[str, ArrayLike] | None = None, *, fill: int = 0,
-                timeout: float | None = None) -> OracleRun:
+                timeout: float | None = None, hw: HwConfig | None = None) -> OracleRun:
     """Run ``program`` on ``inputs`` (arrays by allocation name; missing ones zero, as
     ``run_reference``) through vta.cc. ``fill``: the byte vta()'s uninitialised on-chip
-    buffers (its inp, wgt and out arrays, locals of vta()) start with."""
+    buffers (its inp, wgt and out arrays, locals of vta()) start with. ``hw``: the config
+    ``program`` was built for when it is not the driver's but a variant vta.cc is compiled the
+    same for (e.g. the driver's with ALU MUL: vta.cc receives the same instruction words)."""
     _check_instructions(program)
-    hw = driver.hw
+    hw = driver.hw if hw is None else _same_build(driver, hw)
     dram = _image(program, hw, inputs)
     words = encode_program(program.instructions, hw).astype("<u8")
     regs = [r for r in regions(program, hw) if r.nbytes]

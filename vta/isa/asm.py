@@ -42,6 +42,8 @@ __all__ = ["AsmError", "assemble", "disassemble", "format_insn", "microop_syntax
 _FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 #: fields every micro-op instruction has, printed by the common part of its syntax
 MICROOP_FIELDS = ("reset", "uop_bgn", "uop_end", "iter_out", "iter_in")
+#: the optional micro-op base of GEMM/ALU (``gemm.uop_base``), written ``base=N`` when not 0
+BASE_FIELD = "uop_base"
 
 
 # --------------------------------------------------------------------------------- printing
@@ -158,7 +160,7 @@ def _deps(line: AsmLine, text: str) -> Deps:
 def _extra_fields(d: InstructionDef) -> list[str]:
     """Fields of a micro-op instruction printed as ``FIELD=VALUE``: all but the common ones,
     the operands' factors and the function field."""
-    skip = set(MICROOP_FIELDS) | {"deps"}
+    skip = set(MICROOP_FIELDS) | {"deps", BASE_FIELD}
     for o in d.operands:
         skip |= set(o.factors or ())
     if d.function is not None:
@@ -173,6 +175,8 @@ def microop_text(d: InstructionDef, insn: Any, extra: bool = True) -> str:
     for o in d.operands:
         if o.factors:
             parts.append(f"{o.name}={getattr(insn, o.factors[0])},{getattr(insn, o.factors[1])}")
+    if getattr(insn, BASE_FIELD, 0):
+        parts.append(f"base={getattr(insn, BASE_FIELD)}")
     if extra:
         parts += [f"{n}={int(getattr(insn, n))}" for n in _extra_fields(d)]
     return " ".join(parts)
@@ -186,7 +190,8 @@ def microop_args(d: InstructionDef, line: AsmLine, tokens: list[str],
     and bare words (``words_ok`` besides ``reset``)."""
     factored = [o for o in d.operands if o.factors]
     keys = {"uop", "iter", *(o.name for o in factored)}
-    kv, words = line.args(tokens, keys | set(extra), keys)
+    has_base = BASE_FIELD in {f.name for f in fields(d.cls)}
+    kv, words = line.args(tokens, keys | set(extra) | ({"base"} if has_base else set()), keys)
     bad = words - {"reset"} - set(words_ok)
     if bad:
         raise line.error(f"unexpected word(s) {', '.join(sorted(bad))}")
@@ -197,7 +202,9 @@ def microop_args(d: InstructionDef, line: AsmLine, tokens: list[str],
     for o in factored:
         assert o.factors is not None
         out[o.factors[0]], out[o.factors[1]] = line.pair(o.name, kv[o.name])
-    rest = {k: v for k, v in kv.items() if k not in keys}
+    if "base" in kv:
+        out[BASE_FIELD] = line.integer("base", kv["base"])
+    rest = {k: v for k, v in kv.items() if k not in keys and k != "base"}
     return out, rest, words
 
 

@@ -50,7 +50,15 @@ from vta.isa.defs import (
 )
 from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
 from vta.isa.program import Program
-from vta.isa.timing import DmaTiming, alu_issues, dma_timing, loop_cycles
+from vta.isa.timing import (
+    DmaTiming,
+    alu_issues,
+    chisel_refusal,
+    dma_timing,
+    empty_dma_cycles,
+    finish_cycles,
+    loop_cycles,
+)
 
 __all__ = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "VTA_INSTRUCTIONS", "is_vta_instruction",
            "instruction_counts", "non_vta_instructions", "loop_head", "alu_shift",
@@ -84,19 +92,26 @@ def _store_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
                         Field("x_stride", w.mem_size), Field("_pads", 4 * w.pad))
 
 
+def _base_field(w: Any) -> tuple[Field, ...]:
+    """The micro-op base (``gemm.uop_base``): one bit in the gap VTA leaves at bit 63 of a
+    GEMM/ALU word's low half (VTA_REFERENCE.md), absent on VTA's own hardware."""
+    return (Field("uop_base", w.uop_base),) if getattr(w, "uop_base", 0) else ()
+
+
 def _gemm_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
     w = hw.isa
-    return loop_head(w), (Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
-                          Field("src_factor_out", w.inp_idx), Field("src_factor_in", w.inp_idx),
-                          Field("wgt_factor_out", w.wgt_idx), Field("wgt_factor_in", w.wgt_idx))
+    return (*loop_head(w), *_base_field(w)), (
+        Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
+        Field("src_factor_out", w.inp_idx), Field("src_factor_in", w.inp_idx),
+        Field("wgt_factor_out", w.wgt_idx), Field("wgt_factor_in", w.wgt_idx))
 
 
 def _alu_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
     w = hw.isa
-    return loop_head(w), (Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
-                          Field("src_factor_out", w.acc_idx), Field("src_factor_in", w.acc_idx),
-                          Field("op", w.alu_opcode), Field("use_imm", 1),
-                          Field("imm", w.imm, signed=True))
+    return (*loop_head(w), *_base_field(w)), (
+        Field("dst_factor_out", w.acc_idx), Field("dst_factor_in", w.acc_idx),
+        Field("src_factor_out", w.acc_idx), Field("src_factor_in", w.acc_idx),
+        Field("op", w.alu_opcode), Field("use_imm", 1), Field("imm", w.imm, signed=True))
 
 
 def _finish_layout(hw: Any) -> tuple[tuple[Field, ...], tuple[Field, ...]]:
@@ -129,29 +144,38 @@ def _load_unit(insn: Load) -> Unit:
 
 
 def _load_timing(insn: Load, hw: HwConfig) -> DmaTiming | None:
-    """A LOAD on the read channel: its rows, and its pads (``vta.isa.timing``; None: no data)."""
-    return dma_timing(hw, insn.data_rows, insn.x_size, hw.elem_bytes(insn.mem.kind),
-                      insn.sram_elems - insn.data_elems, kind=insn.mem.kind)
+    """A LOAD on the read channel: its data rows at their DRAM addresses, and the pads its
+    memory type writes (``Load.pads``: none for WGT and UOP; ``Load.data_rows``: one for UOP);
+    None when it moves no data (``vta.isa.timing``)."""
+    e = hw.elem_bytes(insn.mem.kind)
+    return dma_timing(hw, insn.data_rows, insn.x_size, e, insn.pads, kind=insn.mem.kind,
+                      addr=insn.dram_base * e, stride=insn.x_stride * e)
 
 
 def _load_duration(insn: Load, hw: HwConfig) -> int:
-    """A LOAD's cycles alone on the port; one without data writes its pads (if any), one entry
-    a cycle and no port, as vta.cc's ``reset_mem`` does (a token carrier: one cycle)."""
+    """A LOAD's cycles alone on the port. One without data is VTA's token carrier: its module's
+    control cycles (``empty_dma_cycles``), and then the pads it still writes (INP/ACC), one
+    entry a cycle and no port, as vta.cc's ``reset_mem`` does."""
     t = _load_timing(insn, hw)
-    return max(1, insn.sram_elems) if t is None else t.alone
+    if t is None:
+        return empty_dma_cycles(hw, insn.mem.kind) + insn.sram_elems
+    return t.alone
 
 
 def _store_timing(insn: Store, hw: HwConfig) -> DmaTiming | None:
     """A STORE on the write channel."""
-    return dma_timing(hw, insn.y_size, insn.x_size, hw.elem_bytes(insn.mem.kind),
-                      kind=insn.mem.kind, write=True)
+    e = hw.elem_bytes(insn.mem.kind)
+    return dma_timing(hw, insn.y_size, insn.x_size, e, kind=insn.mem.kind, write=True,
+                      addr=insn.dram_base * e, stride=insn.x_stride * e)
 
 
 def _dma_duration(timing: Callable[[Any, HwConfig], DmaTiming | None]
                   ) -> Callable[[Any, HwConfig], int]:
     def duration(insn: Any, hw: HwConfig) -> int:
         t = timing(insn, hw)
-        return 1 if t is None else t.alone
+        if t is None:
+            return empty_dma_cycles(hw, insn.mem.kind, isinstance(insn, Store))
+        return t.alone
     return duration
 
 
@@ -168,11 +192,11 @@ _MEM_OK = {"LOAD": (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC),
 
 
 def _mem_check(name: str) -> Callable[[Any, HwConfig], str | None]:
-    def check(insn: Any, _hw: HwConfig) -> str | None:
+    def check(insn: Any, hw: HwConfig) -> str | None:
         if insn.mem not in _MEM_OK[name]:
             return (f"field mem={insn.mem.name} is not a valid target (allowed "
                     f"{', '.join(m.name for m in _MEM_OK[name])})")
-        return None
+        return chisel_refusal(insn, hw)
     return check
 
 
@@ -231,10 +255,13 @@ STORE = register(InstructionDef(
 # ------------------------------------------------------------------------------ GEMM
 
 
-def _uop_order(insn: Any, _hw: HwConfig) -> str | None:
+def _uop_order(insn: Any, hw: HwConfig) -> str | None:
     if insn.uop_end < insn.uop_bgn:
         return f"uop_end={insn.uop_end} is before uop_bgn={insn.uop_bgn}"
-    return None
+    if getattr(insn, "uop_base", 0) and not hw.gemm.uop_base:
+        return (f"uop_base={insn.uop_base} needs a micro-op base field, which {hw.name} does "
+                f"not have (gemm.uop_base: false)")
+    return chisel_refusal(insn, hw)
 
 
 def gemm_semantics(insn: Gemm, operands: dict[str, np.ndarray], hw: HwConfig) -> np.ndarray:
@@ -304,13 +331,23 @@ def _gemm_reset(hw: HwConfig) -> ResetMode:
     return cast(ResetMode, hw.gemm.reset_out)
 
 
+def _fill(section: Any) -> int:
+    """A micro-op loop's fill (``gemm.fill`` / ``alu.fill``, set from the model)."""
+    assert section.fill is not None
+    return int(section.fill)
+
+
 GEMM = register(InstructionDef(
     name="GEMM", cls=Gemm, opcode=Opcode.GEMM, layout=_gemm_layout, unit=Unit.COMPUTE,
-    duration=lambda i, hw: loop_cycles(i, hw, hw.gemm.ii, hw.gemm.pipeline_depth),
+    duration=lambda i, hw: loop_cycles(i, hw, hw.gemm.ii, _fill(hw.gemm),
+                                       flat=hw.gemm.flat_loop),
     asm=microop_syntax("GEMM"), check=_uop_order,
-    operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
-              Operand("src", "inp", factors=("src_factor_out", "src_factor_in")),
-              Operand("wgt", "wgt", factors=("wgt_factor_out", "wgt_factor_in"))),
+    operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in"),
+                      base="uop_base", base_steps=True),
+              Operand("src", "inp", factors=("src_factor_out", "src_factor_in"),
+                      base="uop_base", base_steps=True),
+              Operand("wgt", "wgt", factors=("wgt_factor_out", "wgt_factor_in"),
+                      base="uop_base", base_steps=True)),
     kind="accumulate", semantics=gemm_semantics,
     issue=lambda i, hw: hw.gemm.ii, pipeline_depth=lambda hw: hw.gemm.pipeline_depth,
     macs=lambda i, hw: hw.gemm.batch * hw.gemm.block_in * hw.gemm.block_out,
@@ -443,11 +480,14 @@ def _alu_def(op: AluOp) -> InstructionDef:
     return InstructionDef(
         name=f"ALU.{op.name}", cls=Alu, opcode=Opcode.ALU, function=("op", int(op)),
         layout=_alu_layout, unit=Unit.COMPUTE, alu=True,
-        duration=lambda i, hw: loop_cycles(i, hw, alu_issue(i, hw), hw.alu.pipeline_depth),
+        duration=lambda i, hw: loop_cycles(i, hw, alu_issue(i, hw), _fill(hw.alu),
+                                           flat=hw.alu.flat_loop),
         asm=_alu_syntax(op), check=_alu_check(op),
         operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out",
-                                                              "dst_factor_in")),
+                                                              "dst_factor_in"),
+                          base="uop_base", base_steps=True),
                   Operand("src", "acc", factors=("src_factor_out", "src_factor_in"),
+                          base="uop_base", base_steps=True,
                           used=lambda i: not i.use_imm, unused="dst")),
         kind="update", semantics=_alu_semantics(ALU_FUNCTIONS[op]), issue=alu_issue,
         pipeline_depth=lambda hw: hw.alu.pipeline_depth,
@@ -477,7 +517,7 @@ def _finish_syntax() -> AsmSyntax:
 
 FINISH = register(InstructionDef(
     name="FINISH", cls=Finish, opcode=Opcode.FINISH, layout=_finish_layout,
-    unit=Unit.COMPUTE, duration=lambda i, hw: 1, asm=_finish_syntax(),
+    unit=Unit.COMPUTE, duration=lambda i, hw: finish_cycles(hw), asm=_finish_syntax(),
     drains=(Unit.LOAD, Unit.ALU, Unit.STORE),
     doc="ends the program once the load, ALU (when separate) and store modules have drained"))
 

@@ -137,7 +137,8 @@ class Operand:
 
     ``field`` is the micro-op field holding the base index (``dst``, ``src`` or ``wgt``); the
     index of execution ``(o, i)`` is ``uop.field + o * insn.<factors[0]> + i *
-    insn.<factors[1]>`` (+ ``insn.<base>`` when the instruction has a base field). ``memory``
+    insn.<factors[1]>`` (+ ``insn.<base>`` when the instruction has a base field; times
+    ``insn.<factors[0]>`` with ``base_steps``: the outer loop starts at that iteration). ``memory``
     is the scratchpad (``acc``, ``inp``, ``wgt``); the destination (``writes``) is an acc entry
     whose narrowed copy the out scratchpad mirrors. ``used(insn)`` says whether this
     instruction reads the operand at all (an ALU immediate does not read ``src``)."""
@@ -147,6 +148,8 @@ class Operand:
     writes: bool = False
     factors: tuple[str, str] | None = None
     base: str | None = None
+    #: the base counts outer iterations (offset ``base * factor_out``), not entries
+    base_steps: bool = False
     used: Callable[[Any], bool] = _always
     #: what the compiler puts in the micro-op field when the instruction does not read the
     #: operand: ``"zero"``, or ``"dst"`` (the ALU's convention for an immediate's src)
@@ -157,7 +160,14 @@ class Operand:
         micro-op ``u`` addresses entry ``u.<name> + o * factor_out + i * factor_in + base``."""
         fo, fi = (getattr(insn, self.factors[0]), getattr(insn, self.factors[1])) \
             if self.factors else (0, 0)
-        return fo, fi, (getattr(insn, self.base) if self.base else 0)
+        return fo, fi, self.offset(insn)
+
+    def offset(self, insn: Any) -> int:
+        """What the instruction's base field adds to every index of this operand."""
+        if not self.base:
+            return 0
+        b = int(getattr(insn, self.base))
+        return b * getattr(insn, self.factors[0]) if self.base_steps and self.factors else b
 
     def reads(self, insn: Any) -> bool:
         """Whether executing ``insn`` reads this operand when it computes (what a reset reads

@@ -226,6 +226,9 @@ class Gemm(MicroOpLoop):
     wgt_factor_out: int
     wgt_factor_in: int
     deps: Deps = field(default=NO_DEPS)
+    #: the outer loop starts at iteration ``uop_base``: every operand index is offset by
+    #: ``uop_base * factor_out`` (hardware with ``gemm.uop_base`` only; else 0)
+    uop_base: int = 0
 
     opcode = Opcode.GEMM
 
@@ -251,6 +254,8 @@ class Alu:
     use_imm: bool
     imm: int
     deps: Deps = field(default=NO_DEPS)
+    #: as ``Gemm.uop_base``
+    uop_base: int = 0
 
     opcode = Opcode.ALU
 

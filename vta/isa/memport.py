@@ -17,9 +17,18 @@ cycle. A transfer is a sequence of bursts (``Transfer``), each a number of beats
 * a write burst's data starts ``command`` cycles after its issue (the write-address handshake)
   or when the channel is free, occupies the channel for its beats, and is outstanding until
   its write response, ``latency`` cycles after its last beat;
-* the transfers active on a channel take turns burst by burst (round robin in arrival order:
-  the interleaving of VTA's five DMA masters at the shared AXI port), so no transfer holds the
-  port through its latency;
+* a write burst's slot frees ``ack`` cycles after its response (the cycle a master spends
+  taking the response before its next command: Chisel's ``sWriteAck``);
+* a transfer may be **grouped** (``Transfer.groups``: bursts per row) so that its rows run one
+  after another: the first burst of a row issues ``gap`` cycles after the previous row
+  completed (its last beat; a write row: its last response), as VTA's HLS design does with one
+  ``memcpy`` per iteration of its row loop; and it may have a ``lead``: cycles after its
+  submission before its first burst may issue (the unit's work before the transfer);
+* the transfers active on a channel take turns burst by burst, so no transfer holds the port
+  through its latency: among the transfers whose next burst can issue earliest, the channel
+  picks round robin in arrival order (``Channel.priority`` false: the SmartConnect before
+  VTA's HLS masters) or by each transfer's ``priority`` (lower first: the fixed-priority
+  arbiter of VTA's Chisel VME, shell/VME.scala:242);
 * a read transfer completes with its last beat, a write transfer with its last response.
 
 The channel is the resource the bound counts (``bus_bytes`` per cycle); the in-flight limit is
@@ -44,15 +53,29 @@ class Channel:
     #: cycles from a write burst's issue to its first beat (0 for reads: they wait ``latency``)
     command: int = 0
     write: bool = False
+    #: cycles after a write response before its slot frees (and a transfer ending with it ends)
+    ack: int = 0
+    #: choose among ready transfers by their ``priority`` (else round robin in arrival order)
+    priority: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Transfer:
     """One DMA's bursts, in issue order: the beats of each (a beat is one cycle of the
-    channel)."""
+    channel); optionally grouped into rows that run one after another (``groups``: bursts per
+    row, ``gap`` cycles between a row's completion and the next row's first issue), a ``lead``
+    before the first burst, and the master's ``priority`` (lower wins under a priority
+    arbiter)."""
 
     bursts: tuple[int, ...]
     write: bool = False
+    groups: tuple[int, ...] = ()
+    gap: int = 0
+    lead: int = 0
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        assert not self.groups or sum(self.groups) == len(self.bursts), self
 
     @property
     def beats(self) -> int:
@@ -68,10 +91,30 @@ class _Job:
     done: int = -1  # completion time once its last burst is issued (its last beat/response)
     #: its completion if it stays alone on the channel (it arrived at an idle one); else -1
     solo: int = -1
+    #: the earliest cycle its next burst may issue (its lead; a new row: the gap after the
+    #: previous row's completion); -1: the arrival plus the lead
+    ready: int = -1
+
+    def __post_init__(self) -> None:
+        if self.ready < 0:
+            self.ready = self.arrival + self.transfer.lead
 
     @property
     def issuing(self) -> bool:
         return self.next < len(self.transfer.bursts)
+
+    def copy(self) -> _Job:
+        return _Job(self.key, self.transfer, self.arrival, self.next, self.done, -1, self.ready)
+
+
+@lru_cache(maxsize=4096)
+def _row_starts(groups: tuple[int, ...]) -> frozenset[int]:
+    """Indices of the bursts that begin a row after the first."""
+    out, k = set(), 0
+    for n in groups[:-1]:
+        k += n
+        out.add(k)
+    return frozenset(out)
 
 
 @dataclass(slots=True)
@@ -90,8 +133,9 @@ class _State:
 
 def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
     """The earliest cycle ``job``'s next burst can issue: after the previous issue, not before
-    the job arrived, and when fewer than ``in_flight`` bursts are outstanding."""
-    t = max(st.last_issue + 1, job.arrival)
+    the job is ready (its lead, or its previous row's completion and gap), and when fewer than
+    ``in_flight`` bursts are outstanding."""
+    t = max(st.last_issue + 1, job.ready)
     pending = sorted(r for r in st.slots if r > t)
     if len(pending) >= ch.in_flight:
         t = pending[len(pending) - ch.in_flight]
@@ -103,27 +147,40 @@ def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
     start = max(t + (ch.command if ch.write else ch.latency), st.free)
     end = start + beats
     st.free = end
-    release = end + ch.latency if ch.write else end
+    release = end + ch.latency + ch.ack if ch.write else end
     st.slots = [r for r in st.slots if r > t]
     st.slots.append(release)
     st.last_issue = t
     st.last_key = job.key
     job.next += 1
     job.done = max(job.done, release)
+    if job.next in _row_starts(job.transfer.groups):
+        job.ready = job.done + job.transfer.gap  # the next row waits for this one
 
 
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
          first_done: bool = False) -> None:
-    """Issue bursts of ``jobs`` (round robin by arrival order, one burst per turn) on ``st``
-    until every burst is issued or the next issue would be at or after ``until``; with
-    ``first_done``, also stop once some job has issued its last burst and no later issue can
-    complete before it (what comes next no longer changes the first completion)."""
+    """Issue bursts of ``jobs`` (one burst per turn: among the jobs whose next burst can issue
+    earliest, round robin by arrival order or, on a priority channel, the lowest
+    ``priority``) on ``st`` until every burst is issued or the next issue would be at or after
+    ``until``; with ``first_done``, also stop once some job has issued its last burst and no
+    later issue can complete before it (what comes next no longer changes the first
+    completion)."""
     while True:
         live = [j for j in jobs if j.issuing]
         if not live:
             return
-        job = next((j for j in live if j.key > st.last_key), live[0])
-        t = _issue_time(ch, st, job)
+        if len(live) == 1:
+            job = live[0]
+            t = _issue_time(ch, st, job)
+        else:
+            times = [_issue_time(ch, st, j) for j in live]
+            t = min(times)
+            ready = [j for j, tj in zip(live, times, strict=True) if tj == t]
+            if ch.priority:
+                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
+            else:
+                job = next((j for j in ready if j.key > st.last_key), ready[0])
         if until is not None and t >= until:
             return
         if first_done and any(not j.issuing and j.done <= t for j in jobs):
@@ -144,7 +201,7 @@ def _alone_plan(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
 def alone(ch: Channel, transfer: Transfer) -> int:
     """Cycles ``transfer`` takes on an idle channel (its definition's duration reads this)."""
     if not transfer.bursts:
-        return 0
+        return transfer.lead
     return _alone_plan(ch, transfer)[0]
 
 
@@ -195,7 +252,7 @@ class Port:
                 if len(jobs) == 1 and jobs[0].solo >= 0:
                     done = jobs[0].solo
                 else:
-                    trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in jobs]
+                    trial = [j.copy() for j in jobs]
                     _run(self.channels[w], self.state[w].copy(), trial, None, first_done=True)
                     done = min(j.done for j in trial if not j.issuing)
                 self._next[w] = done
@@ -208,7 +265,7 @@ class Port:
         for tests and reports)."""
         out: dict[int, int] = {}
         for w in (False, True):
-            trial = [_Job(j.key, j.transfer, j.arrival, j.next, j.done) for j in self.jobs[w]]
+            trial = [j.copy() for j in self.jobs[w]]
             _run(self.channels[w], self.state[w].copy(), trial, None)
             out.update((j.key, j.done) for j in trial)
         return out
@@ -232,6 +289,7 @@ class Port:
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)
                 lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
+                lone.ready = lone.done
             self._commit(w, now)
             keep = []
             for j in self.jobs[w]:

@@ -4,46 +4,63 @@ under one of two named timing models.
 These are the timing facts every layer reads: the simulator charges them, the compiler's cost
 model predicts with them. Each instruction's ``duration`` lives on its definition
 (``vta.isa.builtins`` for the built-ins); the shared formulas are here, and the memory port's
-burst scheduling in ``vta.isa.memport``.
+burst scheduling in ``vta.isa.memport``. Sources are cited as ``vta.cc:N`` for
+``apache/tvm-vta@d4a15f6 hardware/xilinx/src/vta.cc`` and ``File.scala:N`` for the files of
+``hardware/chisel/src/main/scala`` at the same commit; docs/simulator.md has the full table and
+says which numbers are assumptions.
 
-Two timing models (``HwConfig.timing_model``), one per implementation of VTA; docs/simulator.md
-cites the source file and function each rule follows:
+Two timing models (``HwConfig.timing_model``), one per implementation of VTA:
 
-* ``hls``: VTA's HLS design (hardware/xilinx/src/vta.cc), which the PYNQ bitstream is built
-  from. Only the innermost micro-op loop of GEMM and ALU is pipelined (``#pragma HLS PIPELINE``
-  on ``READ_GEMM_UOP`` / ``READ_ALU_UOP``; the ``iter_out``/``iter_in`` loops around it are not
-  perfectly nested), so the pipeline fills and drains on every entry of that loop. Micro-ops
-  are read over their own 32-bit port (``uop_T``, 4 bytes a beat). Pads are written by
-  ``reset_mem`` in the same loop as the row copies, one entry a cycle, serially with them.
-  Stores stream their bursts without waiting for each write response.
-* ``chisel``: VTA's Chisel design (hardware/chisel, what tsim runs). GEMM and ALU issue from
-  one flattened counter (``TensorGemmIndexGenerator``, ``TensorAluIndexGenerator``) and drain
-  once per instruction. Micro-ops arrive a full bus beat at a time (``LoadUop``: two per 64-bit
-  beat). ``ZeroPadding`` writes pads in the cycles no data arrives (``canWriteMem :=
-  !vmeDataFirePipe``). ``TensorStoreNarrowVME`` issues one write burst at a time, waits for its
-  response (``sWriteAck``), spends two cycles on the command (``sWriteCmd``, then the VME's
-  ``sWriteAddr``) and one cycle re-reading the scratchpad after each entry (``sReadMem``).
+* ``hls``: VTA's HLS design, which the PYNQ bitstream is built from. ``load``, ``compute`` and
+  ``store`` are separate HLS top functions (scripts/hls.tcl:110-138), each started in
+  auto-restart mode (src/pynq/pynq_driver.cc:126-128) and executing **one instruction per
+  call** (vta.cc:189, 453, 532): every instruction pays the call's control states
+  (``TimingModel.*.before/after``, an assumption: one state reading the instruction and its
+  tokens, one pushing tokens and finishing). A LOAD into inp/wgt also waits for the
+  ``y_offset`` multiplies (``Mul_LUT latency = 4``, vta.cc:200-204) before its rows.
+  A LOAD copies row by row (``load_pad_2d``, vta.cc:47-73; ``load_2d``, 76-94): per row the
+  left pads (``reset_mem``, one entry a cycle), one ``memcpy`` (bursts of the row in flight
+  together), the right pads; the top and bottom pad rows before and after. Whether the
+  pipelined row loop (vta.cc:63) overlaps one row's ``memcpy`` with the next is not fixed by
+  the source (HLS cannot pipeline a loop around a variable-length ``memcpy`` and variable pad
+  loops); the literal reading, one row after another, is ``memory.row_overlap: false``, the
+  default; ``true`` keeps every row's bursts in flight together, with the pads written after
+  the transfer. A STORE (vta.cc:547-557) writes one ``memcpy`` per row likewise, each row
+  waiting for its write responses. GEMM and ALU pipeline only the micro-op loop
+  (vta.cc:262-263, 350-351; the ``iter_out``/``iter_in`` loops around it are not), so each
+  entry of that loop costs ``gemm.fill`` / ``alu.fill`` beyond its issues (the fill is an
+  assumption: docs/simulator.md). Micro-ops arrive over their own 32-bit master
+  (vta.cc:428, ``memory.uop_beat_bytes``).
+* ``chisel``: VTA's Chisel design (what tsim runs). Each module is a small state machine
+  (Load.scala:64-82, Compute.scala:99-117, Store.scala:58-76): an idle cycle to start, the
+  work, and the cycle that sees ``done``. GEMM and ALU issue from one flattened counter
+  (TensorGemm.scala:220-296, TensorAlu.scala:100-182) after a registered start
+  (Compute.scala:162,180) and finish the cycle after their last write-back (``inflight``
+  reaching 0: TensorGemm.scala:579-581, TensorAlu.scala:214-216). Loads issue every row's
+  commands without waiting (``GenVMECmd``) after the VME's one-entry command queue
+  (VME.scala:216); read data is registered by the VME (VME.scala:297-302) and, for an entry
+  wider than a bus beat, once more (TensorLoadNarrowVME.scala:67-70), and ``done`` follows the
+  in-flight counter (87-99, 292); each top pad row delays the first command a cycle
+  (649-658); ``ZeroPadding`` writes pads in the cycles no data arrives. Micro-ops arrive a full
+  bus beat at a time. ``TensorStoreNarrowVME`` issues one write burst at a time, spends two
+  cycles on the command (``sWriteCmd``, then the VME's ``sWriteAddr``), re-reads the
+  scratchpad between entries (``sReadMem``, 116-127), and takes each write response in a cycle
+  of its own (``sWriteAck``, 128-131). A GEMM or ALU with no micro-op to run, or a LOAD/STORE
+  of zero rows but non-zero columns, would run its counters past zero (TensorGemm.scala:268-
+  292: ``uop_end - 1``, ``lp_1 - 1``, ``lp_0 - 1`` wrap; GenVMECmd never sets ``done`` for zero
+  rows, TensorLoadNarrowVME.scala:606-615; the store writes 2**16 rows,
+  TensorStoreNarrowVME.scala:131): refused under this model (``chisel_refusal``).
 
-Numbers that differ between the models and that a design may change (ALU II for immediates,
-reads in flight, burst length) are config fields whose defaults depend on the model
-(``vta.config.MODEL_DEFAULTS``); the behaviours above are the model's.
+Numbers that a design may change are config fields whose defaults depend on the model
+(``vta.config.MODEL_DEFAULTS``); the control overheads below are the model's.
 
-DMA (LOAD, STORE, instruction fetch; ``dma_timing``). A transfer of ``rows`` rows of
-``row_bytes`` bytes is split into bursts (``burst_bytes``; bursts never cross rows) of beats of
-``bus_bytes``; HLS's micro-op master is 32 bits wide: its bursts of 16 four-byte beats are
-packed into bus beats by the interconnect, and the master takes a cycle per four bytes. How
-bursts share the port, and how long a transfer takes alone, is ``vta.isa.memport``. The
-instruction takes ``max(port, overlap) + after`` cycles: ``overlap`` is the work done while
-data streams (the master's own beats; Chisel: also every pad entry, written between the data
-beats), ``after`` follows the transfer (each row's ``row_overhead`` of address generation; HLS:
-every pad entry). An empty LOAD or STORE (``x_size`` or ``y_size`` 0: VTA's token carrier) takes
-one cycle and does not use the port.
-
-Micro-op instructions (GEMM, ALU, a user's unit; ``loop_cycles``): with ``n`` micro-ops,
-``issue`` cycles each (``gemm.ii``; the ALU: ``ceil(batch * block_out / alu.lanes)`` issues at
-``alu.ii_imm`` with an immediate, ``alu.ii`` with a register operand) and pipeline depth ``d``:
-HLS ``iter_out * iter_in * (n * issue + d)``, Chisel ``iter_out * iter_in * n * issue + d``; an
-instruction that executes no micro-op takes one cycle. FINISH: one cycle.
+DMA (LOAD, STORE, instruction fetch; ``dma_timing``). Each row is split into bursts of at most
+``memory.burst_bytes`` that never cross a multiple of ``memory.burst_boundary`` (the address
+of a row is its DRAM element index times the element's bytes: the PYNQ driver passes 0 for
+every base); a burst occupies its channel a cycle per ``bus_bytes`` (per ``uop_beat_bytes``
+for micro-ops: the master takes its data at that rate). How bursts share the port is
+``vta.isa.memport``. The instruction takes ``max(port, overlap) + after`` cycles, the port's
+time including the lead before the first burst and the gaps between rows.
 """
 
 from __future__ import annotations
@@ -56,12 +73,26 @@ from vta.config import HwConfig
 from vta.isa.defs import definition_of
 from vta.isa.memport import Channel, Transfer, alone
 
-__all__ = ["INSN_BYTES", "TimingModel", "MODELS", "model_of", "DmaTiming", "read_channel",
-           "write_channel", "dma_timing", "dma_cycles", "fetch_timing", "fetch_cycles",
-           "alu_issues", "loop_cycles", "microop_cycles", "duration"]
+__all__ = ["INSN_BYTES", "Overhead", "TimingModel", "MODELS", "model_of", "DmaTiming",
+           "Pads", "read_channel", "write_channel", "dma_timing", "dma_cycles",
+           "empty_dma_cycles", "fetch_timing", "fetch_cycles", "alu_issues", "loop_cycles",
+           "microop_cycles", "finish_cycles", "duration", "chisel_refusal", "MASTER_PRIORITY"]
 
 #: bytes of one instruction word in DRAM
 INSN_BYTES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """A module's control cycles per instruction: ``before`` its first burst or micro-op,
+    ``after`` its last beat, write-back or response."""
+
+    before: int
+    after: int
+
+    @property
+    def total(self) -> int:
+        return self.before + self.after
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,24 +100,55 @@ class TimingModel:
     """The behaviours that tell VTA's two implementations apart (the module docstring)."""
 
     name: str
-    #: the pipeline fills and drains on each entry of the micro-op loop (else once per insn)
-    fill_per_loop: bool
-    #: bytes of micro-ops one beat carries (None: a full bus beat)
-    uop_beat_bytes: int | None
-    #: pads are written while the data streams in (else serially with it)
+    #: a LOAD into inp/wgt (the load module)
+    load: Overhead
+    #: a LOAD into uop/acc (the compute module)
+    compute_load: Overhead
+    #: a STORE
+    store: Overhead
+    #: a GEMM, an ALU function or a user's micro-op instruction
+    microop: Overhead
+    #: cycles of a FINISH
+    finish: int
+    #: cycles of a LOAD/STORE that moves nothing (VTA's token carrier); None: the kind's
+    #: ``before + after`` (plus the load module's setup)
+    empty: int | None
+    #: cycles a LOAD into inp/wgt spends before its rows (HLS: the y_offset multiplies)
+    load_setup: int
+    #: the first command waits a cycle per top pad row (Chisel's GenVMECmd)
+    pad_row_lead: bool
+    #: pads are written while the data streams in (else serially, in the row loop)
     pads_overlap: bool
-    #: STORE: one write burst in flight, with a scratchpad re-read cycle after each entry
+    #: a narrow read master registers its data once more before the scratchpad (Chisel:
+    #: an entry wider than a bus beat, TensorLoadNarrowVME)
+    narrow_read_stage: int
+    #: STORE: one write burst at a time, a scratchpad re-read cycle between entries
     store_serial: bool
     #: cycles from a write burst's issue to its first beat
     write_command: int
+    #: cycles taking a write response before the next command or the end
+    write_ack: int
 
 
 MODELS: dict[str, TimingModel] = {
-    "hls": TimingModel("hls", fill_per_loop=True, uop_beat_bytes=4, pads_overlap=False,
-                       store_serial=False, write_command=1),
-    "chisel": TimingModel("chisel", fill_per_loop=False, uop_beat_bytes=None, pads_overlap=True,
-                          store_serial=True, write_command=2),
+    # vta.cc: one call per instruction; the call's states are an assumption (1 + 1)
+    "hls": TimingModel(
+        "hls", load=Overhead(1, 1), compute_load=Overhead(1, 1), store=Overhead(1, 1),
+        microop=Overhead(1, 1), finish=2, empty=None, load_setup=4, pad_row_lead=False,
+        pads_overlap=False, narrow_read_stage=0, store_serial=False, write_command=1,
+        write_ack=0),
+    # Load.scala/Compute.scala/Store.scala state machines (the module docstring)
+    "chisel": TimingModel(
+        "chisel", load=Overhead(2, 2), compute_load=Overhead(2, 2), store=Overhead(1, 0),
+        microop=Overhead(2, 1), finish=2, empty=2, load_setup=0, pad_row_lead=True,
+        pads_overlap=True, narrow_read_stage=1, store_serial=True, write_command=2,
+        write_ack=1),
 }
+
+#: read masters by fixed priority (lower wins: Chisel's VME, Core.scala:74-78 with
+#: VME.scala:242): fetch, micro-ops, inp, wgt, acc
+MASTER_PRIORITY: dict[str, int] = {"insn": 0, "uop": 1, "inp": 2, "wgt": 3, "acc": 4,
+                                   "out": 0}
 
 
 def model_of(hw: HwConfig) -> TimingModel:
@@ -103,19 +165,24 @@ def _ceil(a: int, b: int) -> int:
 
 def read_channel(hw: HwConfig) -> Channel:
     """The port's read channel: ``memory.latency`` to the first beat, ``memory.outstanding``
-    bursts in flight."""
+    bursts in flight, masters chosen by ``memory.arbiter``."""
     m = hw.memory
     assert m.outstanding is not None
-    return Channel(m.latency, m.outstanding)
+    return Channel(m.latency, m.outstanding, priority=m.arbiter == "priority")
 
 
 def write_channel(hw: HwConfig) -> Channel:
     """The write channel: bursts in flight as reads (HLS) or one at a time (Chisel), each
-    outstanding until its response ``memory.latency`` after its last beat."""
+    outstanding until its response ``memory.latency`` after its last beat (and, Chisel, the
+    cycle taking it)."""
     m, tm = hw.memory, model_of(hw)
     assert m.outstanding is not None
     return Channel(m.latency, 1 if tm.store_serial else m.outstanding, tm.write_command,
-                   write=True)
+                   write=True, ack=tm.write_ack)
+
+
+#: pad entries of a LOAD: (top rows, bottom rows, left columns, right columns)
+Pads = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,68 +205,119 @@ class DmaTiming:
         return self.cycles(alone(self.channel, self.transfer))
 
 
-def _bursts(hw: HwConfig, rows: int, row_bytes: int, beat_bytes: int,
-            entry_bytes: int | None = None) -> tuple[int, ...]:
-    """Channel cycles of each burst of ``rows`` rows of ``row_bytes``. A master ``beat_bytes``
-    wide bursts as many of its beats as ``memory.burst_bytes`` holds bus beats (HLS's
-    ``max_read_burst_length``); a narrower master's beats are packed into full bus beats by
-    the interconnect's upsizer, so a burst occupies the channel ``ceil(bytes / bus_bytes)``
-    cycles. With ``entry_bytes``, one more cycle per entry (Chisel's store re-reads the
-    scratchpad after each entry)."""
+def _row_bursts(hw: HwConfig, addr: int, row_bytes: int, beat_bytes: int,
+                entry_bytes: int | None) -> list[int]:
+    """Channel cycles of each burst of one row of ``row_bytes`` at byte ``addr`` (modulo the
+    boundary). A master ``beat_bytes`` wide bursts as many of its beats as ``burst_bytes``
+    holds bus beats (HLS's ``max_read_burst_length``) and occupies the channel a cycle per
+    beat; no burst crosses a multiple of ``burst_boundary``. With ``entry_bytes``, one more
+    cycle between entries (Chisel's store re-reads the scratchpad)."""
     m = hw.memory
-    assert m.burst_bytes is not None
+    assert m.burst_bytes is not None and m.burst_boundary is not None
     per_burst = (m.burst_bytes // m.bus_bytes) * beat_bytes
     out: list[int] = []
-    for _ in range(rows):
-        left = row_bytes
-        while left > 0:
-            chunk = min(left, per_burst)
-            beats = _ceil(chunk, m.bus_bytes)
-            if entry_bytes is not None:
-                beats += _ceil(chunk, entry_bytes)
-            out.append(beats)
-            left -= chunk
-    return tuple(out)
+    left, at = row_bytes, addr
+    while left > 0:
+        chunk = min(left, per_burst, m.burst_boundary - at % m.burst_boundary)
+        cycles = _ceil(chunk, beat_bytes)
+        if entry_bytes is not None:
+            cycles += max(0, _ceil(chunk, entry_bytes) - 1)
+        out.append(cycles)
+        left -= chunk
+        at += chunk
+    return out
+
+
+def _overhead(tm: TimingModel, kind: str, write: bool) -> Overhead:
+    if write:
+        return tm.store
+    if kind in ("inp", "wgt"):
+        return tm.load
+    if kind == "insn":
+        return Overhead(0, 0)
+    return tm.compute_load
 
 
 @lru_cache(maxsize=65536)
-def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pad_entries: int = 0, *,
-               kind: str = "inp", write: bool = False) -> DmaTiming | None:
+def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads = (0, 0, 0, 0),
+               *, kind: str = "inp", write: bool = False, addr: int = 0,
+               stride: int = 0) -> DmaTiming | None:
     """The timing of a 2-D DMA of ``rows`` x ``cols`` entries of ``elem_bytes`` bytes of buffer
-    ``kind`` that also writes ``pad_entries`` zero entries (None: an empty DMA)."""
+    ``kind`` (``insn``: the fetch), the first row at byte ``addr`` and each next ``stride``
+    bytes on, writing ``pads`` (top and bottom pad rows, left and right pad columns) of zero
+    entries around them (None: an empty DMA, ``empty_dma_cycles``)."""
     if rows <= 0 or cols <= 0:
         return None
     tm, m = model_of(hw), hw.memory
-    beat = tm.uop_beat_bytes if kind == "uop" and tm.uop_beat_bytes else m.bus_bytes
+    assert m.uop_beat_bytes is not None and m.row_overhead is not None
+    assert m.burst_boundary is not None
+    beat = m.uop_beat_bytes if kind == "uop" else m.bus_bytes
     entry = elem_bytes if write and tm.store_serial else None
-    transfer = Transfer(_bursts(hw, rows, cols * elem_bytes, beat, entry), write)
-    after = rows * m.row_overhead
-    #: the master itself takes a cycle per beat of its own width
-    own = rows * _ceil(cols * elem_bytes, beat)
+    boundary = m.burst_boundary
+    row_bytes = cols * elem_bytes
+    by_row = [_row_bursts(hw, (addr + r * stride) % boundary, row_bytes, beat, entry)
+              for r in range(rows)]
+    bursts = tuple(c for row in by_row for c in row)
+    ov = _overhead(tm, kind, write)
+    py0, py1, px0, px1 = pads
+    width = px0 + cols + px1
+    pad_entries = (py0 + py1) * width + rows * (px0 + px1)
+    setup = tm.load_setup if kind in ("inp", "wgt") and not write else 0
+    narrow = kind in ("inp", "wgt", "acc") and elem_bytes > m.bus_bytes
+    stage = tm.narrow_read_stage if not write and narrow else 0
+    prio = MASTER_PRIORITY.get(kind, 0)
     channel = write_channel(hw) if write else read_channel(hw)
-    if tm.pads_overlap:
-        return DmaTiming(transfer, channel, overlap=max(own, transfer.beats) + pad_entries,
-                         after=after)
-    return DmaTiming(transfer, channel, overlap=own, after=after + pad_entries)
+    if tm.pads_overlap:  # Chisel: every row's bursts in flight; pads between the data beats
+        lead = ov.before + (py0 if tm.pad_row_lead else 0)
+        transfer = Transfer(bursts, write, lead=lead, priority=prio)
+        data = sum(bursts)
+        return DmaTiming(transfer, channel, overlap=lead + data + pad_entries,
+                         after=ov.after + stage + rows * m.row_overhead)
+    if m.row_overlap:
+        # every row's bursts in flight together; pads and row overheads after the transfer
+        transfer = Transfer(bursts, write, lead=ov.before + setup, priority=prio)
+        return DmaTiming(transfer, channel,
+                         after=rows * m.row_overhead + pad_entries + stage + ov.after)
+    # the literal reading of vta.cc's row loop: top pads, then per row its overhead, left pads,
+    # one memcpy (its bursts in flight together), right pads; then the bottom pads
+    lead = ov.before + setup + py0 * width + m.row_overhead + px0
+    transfer = Transfer(bursts, write, groups=tuple(len(r) for r in by_row),
+                        gap=px1 + m.row_overhead + px0, lead=lead, priority=prio)
+    return DmaTiming(transfer, channel, after=px1 + py1 * width + stage + ov.after)
 
 
-def dma_cycles(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pad_entries: int = 0, *,
-               kind: str = "inp", write: bool = False) -> int:
-    """Duration of a 2-D DMA alone on the port (one cycle for an empty one)."""
-    t = dma_timing(hw, rows, cols, elem_bytes, pad_entries, kind=kind, write=write)
-    return 1 if t is None else t.alone
+def dma_cycles(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads = (0, 0, 0, 0),
+               *, kind: str = "inp", write: bool = False, addr: int = 0,
+               stride: int = 0) -> int:
+    """Duration of a 2-D DMA alone on the port (``empty_dma_cycles`` for an empty one)."""
+    t = dma_timing(hw, rows, cols, elem_bytes, pads, kind=kind, write=write, addr=addr,
+                   stride=stride)
+    return empty_dma_cycles(hw, kind, write) if t is None else t.alone
 
 
-def fetch_timing(hw: HwConfig, n_insns: int) -> DmaTiming:
-    """Reading ``n_insns`` consecutive instruction words: one row of ``16 * n`` bytes."""
-    t = dma_timing(hw, 1, n_insns, INSN_BYTES, kind="insn")
+def empty_dma_cycles(hw: HwConfig, kind: str, write: bool = False) -> int:
+    """A LOAD or STORE that moves nothing (VTA's token carrier: ``x_size`` or ``y_size`` 0):
+    its module's control cycles (HLS: the call, and a load module's setup; Chisel: the
+    ``sSync`` state). It does not use the port."""
+    tm = model_of(hw)
+    if tm.empty is not None:
+        return tm.empty
+    setup = tm.load_setup if kind in ("inp", "wgt") and not write else 0
+    return _overhead(tm, kind, write).total + setup
+
+
+def fetch_timing(hw: HwConfig, n_insns: int, first: int = 0) -> DmaTiming:
+    """Reading ``n_insns`` consecutive instruction words from word ``first``: one row of
+    ``16 * n`` bytes (the fetch module runs once for the whole program: no per-request
+    control overhead is counted)."""
+    t = dma_timing(hw, 1, n_insns, INSN_BYTES, kind="insn", addr=first * INSN_BYTES)
     assert t is not None
     return t
 
 
-def fetch_cycles(hw: HwConfig, n_insns: int) -> int:
+def fetch_cycles(hw: HwConfig, n_insns: int, first: int = 0) -> int:
     """Cycles of fetching ``n_insns`` words alone on the port."""
-    return fetch_timing(hw, n_insns).alone
+    return fetch_timing(hw, n_insns, first).alone
 
 
 # ------------------------------------------------------------------------------ micro-op loops
@@ -213,24 +331,58 @@ def alu_issues(hw: HwConfig) -> int:
 
 
 def loop_cycles(insn: Any, hw: HwConfig, issue: int, pipeline_depth: int,
-                per_issue: int = 1) -> int:
-    """A micro-op loop instruction under ``hw``'s timing model (the module docstring):
-    ``per_issue`` micro-ops issue together every ``issue`` cycles (a unit ``per_issue`` vectors
-    wide, e.g. a user's depthwise MAC), the pipeline filling per loop entry (HLS) or once per
-    instruction (Chisel)."""
+                per_issue: int = 1, flat: bool | None = None) -> int:
+    """A micro-op loop instruction: ``per_issue`` micro-ops issue together every ``issue``
+    cycles (a unit ``per_issue`` vectors wide, e.g. a user's depthwise MAC), the loop costing
+    ``pipeline_depth`` more (its fill: ``gemm.fill`` / ``alu.fill`` for the built-ins) on each
+    entry of the micro-op loop, or once when the loops are flattened (``flat``; None: the
+    GEMM's, ``gemm.flat_loop``), plus the module's control cycles (``TimingModel.microop``).
+    An instruction that executes no micro-op costs the control cycles alone (refused under
+    the Chisel model, whose counters would wrap: ``chisel_refusal``)."""
     nuops = max(0, insn.uop_end - insn.uop_bgn)
     loops = insn.iter_out * insn.iter_in
+    control = model_of(hw).microop.total
     if loops * nuops == 0:
-        return 1
-    if model_of(hw).fill_per_loop:
-        return loops * (_ceil(nuops, per_issue) * issue + pipeline_depth)
-    return _ceil(loops * nuops, per_issue) * issue + pipeline_depth
+        return control
+    if flat is None:
+        flat = bool(hw.gemm.flat_loop)
+    if not flat:
+        return control + loops * (_ceil(nuops, per_issue) * issue + pipeline_depth)
+    return control + _ceil(loops * nuops, per_issue) * issue + pipeline_depth
 
 
 def microop_cycles(n_ops: int, issue: int, pipeline_depth: int) -> int:
-    """``n_ops`` executions ``issue`` cycles apart, then one drain of the pipeline (the Chisel
-    rule whatever the config's timing model; ``loop_cycles`` follows the model)."""
+    """``n_ops`` executions ``issue`` cycles apart, then one drain of the pipeline (a flat loop
+    without control cycles, whatever the config's timing model; ``loop_cycles`` follows the
+    model)."""
     return n_ops * issue + pipeline_depth
+
+
+def finish_cycles(hw: HwConfig) -> int:
+    """FINISH: HLS, a call of ``compute`` that sets ``done`` (vta.cc:470-472); Chisel, the
+    idle cycle and the ``sExe`` cycle whose ``done`` is constant (Compute.scala:94,99-116)."""
+    return model_of(hw).finish
+
+
+def chisel_refusal(insn: Any, hw: HwConfig) -> str | None:
+    """Why VTA's Chisel design cannot run ``insn`` (None: it can, or the model is not
+    Chisel): a micro-op loop with nothing to run wraps its counters, a LOAD/STORE of no rows
+    but some columns never finishes (the module docstring)."""
+    if hw.timing_model != "chisel":
+        return None
+    d = definition_of(insn)
+    if d.is_microop and (insn.uop_end <= insn.uop_bgn or insn.iter_out == 0
+                         or insn.iter_in == 0):
+        return (f"executes no micro-op (uop {insn.uop_bgn}:{insn.uop_end}, iter "
+                f"{insn.iter_out} x {insn.iter_in}); VTA's Chisel design would run its "
+                f"counters past zero (TensorGemm.scala:268-292, TensorAlu.scala:158-179) "
+                f"instead of doing nothing")
+    if d.direction is not None and insn.y_size == 0 and insn.x_size != 0:
+        return (f"has y_size 0 but x_size {insn.x_size}; VTA's Chisel design treats only "
+                f"x_size 0 as a token carrier (Decode.scala:178,206,228) and would never "
+                f"finish this one (TensorLoadNarrowVME.scala:606-615, "
+                f"TensorStoreNarrowVME.scala:131)")
+    return None
 
 
 def duration(hw: HwConfig, insn: Any) -> int:

@@ -182,7 +182,8 @@ class FastGemm:
         read-after-write hazard count."""
         key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
-               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, self.uop_version)
+               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, insn.uop_base,
+               self.uop_version)
         plan = self.plans.get(key)
         if plan is None:
             idx = microop_indices(sram, insn, self.defn, ctx)

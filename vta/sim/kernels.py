@@ -190,7 +190,7 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
     for op in (d.dst, *d.reads(insn, sram.hw)):
         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) if op.factors \
             else (0, 0)
-        base = u[_FIELD_ROW[op.name]] + (getattr(insn, op.base) if op.base else 0)
+        base = u[_FIELD_ROW[op.name]] + op.offset(insn)
         idx = _loop(base, insn.iter_out, insn.iter_in, fo, fi)
         _check_index(ctx, operand_label(d, op), idx, sram.depth[op.memory], dims, insn.uop_bgn)
         out[op.name] = idx

@@ -54,7 +54,14 @@ from vta.isa import (
 from vta.isa.asm import where
 from vta.isa.builtins import GEMM
 from vta.isa.memport import Port, Transfer
-from vta.isa.timing import INSN_BYTES, DmaTiming, fetch_timing, read_channel, write_channel
+from vta.isa.timing import (
+    INSN_BYTES,
+    DmaTiming,
+    chisel_refusal,
+    fetch_timing,
+    read_channel,
+    write_channel,
+)
 from vta.sim.dram import Dram, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
@@ -109,6 +116,9 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
             pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
         except (ValueError, DefinitionError) as e:
             raise SimError(f"{where(i, insn, program)}: {e}") from None
+        refused = chisel_refusal(insn, hw)
+        if refused:
+            raise SimError(f"{where(i, insn, program)}: {refused}")
         dma = d.dma(insn, hw) if d.dma is not None else None
         timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
         out.append(_Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma,
@@ -154,9 +164,8 @@ class _AccBanks:
         for op in (d.dst, *d.reads(insn, self.hw)):
             if op.memory != "acc" or any(u is None for u in uops):
                 continue
-            fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
-                if op.factors else (0, 0)
-            base = [getattr(u, op.name) for u in uops if u is not None]
+            fo, fi, off = op.placement(insn)
+            base = [getattr(u, op.name) + off for u in uops if u is not None]
             steps = (insn.iter_out - 1) * fo + (insn.iter_in - 1) * fi
             touched.update(self._span(min(base), max(base) + steps + 1))
         return tuple(sorted(touched))
@@ -341,7 +350,7 @@ class Machine:
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
-            timing = fetch_timing(self.hw, k)
+            timing = fetch_timing(self.hw, k, first)
             start = self._now()
             yield from self._dma(u, timing, timing.alone, first)
             u.insns += k

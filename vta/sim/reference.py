@@ -207,8 +207,7 @@ class _Run:
                     for op in ops:
                         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) \
                             if op.factors else (0, 0)
-                        base = getattr(insn, op.base) if op.base else 0
-                        idx[op.name] = u[op.name] + base + o * fo + i * fi
+                        idx[op.name] = u[op.name] + op.offset(insn) + o * fo + i * fi
                     execs.append((o, i, k, idx))
         for op in ops:  # every index is checked before anything is written
             size = self.sp.depth[op.memory]

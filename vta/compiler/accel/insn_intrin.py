@@ -122,4 +122,7 @@ def usable(defn: InstructionDef, hw: HwConfig, **fields: Any) -> bool:
         return False
     if defn.check is None:
         return True
-    return defn.check(instance(defn, **fields), hw) is None
+    # a micro-op instruction that runs one micro-op once (an empty one is a token relay, which
+    # some hardware refuses: ``vta.isa.timing.chisel_refusal``)
+    busy = {"uop_end": 1, "iter_out": 1, "iter_in": 1} if defn.is_microop else {}
+    return defn.check(instance(defn, **{**busy, **fields}), hw) is None

@@ -35,6 +35,7 @@ from vta.isa import (
     module_of,
 )
 from vta.isa.asm import where
+from vta.isa.defs import layout_of
 
 __all__ = ["emit_program", "check_immediates"]
 
@@ -62,6 +63,10 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
     canon = _blocks(insns, hw)
+    shifted = _shared_by_base(insns, canon, hw) if hw.gemm.uop_base else {}
+    for ins in insns:
+        if id(ins) in shifted:
+            canon[id(ins.uops)] = shifted[id(ins)][0]
     blocks = list(dict.fromkeys(canon.values()))
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
@@ -102,7 +107,10 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 cursor = hi
             start = resident[id(b)][0]
             x: Any = i  # its range counts within the block (the whole block, or a part of it)
-            out.append(dataclasses.replace(i, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end))
+            x = dataclasses.replace(x, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end)
+            if id(ins) in shifted:
+                x = dataclasses.replace(x, uop_base=1, **shifted[id(ins)][1])
+            out.append(x)
         elif role in ("load", "store"):
             assert ins.dram is not None
             out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
@@ -188,6 +196,64 @@ def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
                 index.setdefault(_view(hit, u), hit)
         canon[id(ins.uops)] = hit
     return canon
+
+
+def _shared_by_base(insns: list[Insn], canon: dict[int, tuple[Uop, ...]], hw: HwConfig
+                    ) -> dict[int, tuple[tuple[Uop, ...], dict[str, int]]]:
+    """Instructions (by id) that can run an earlier block with ``uop_base`` 1: their block is
+    the earlier one plus a constant ``delta`` in every field (``_norm`` equal), each field they
+    read has ``delta >= 0`` that fits its ``factor_out`` field, and either ``iter_out`` is 1
+    (the factor is theirs to set) or the factor already equals ``delta``. Maps each to the
+    earlier block and the ``factor_out`` fields to set. A block is shifted only when every
+    instruction that runs it can be."""
+    users: dict[int, list[Insn]] = {}
+    for ins in insns:
+        if ins.uops and definition_of(ins.insn).role == "compute":
+            users.setdefault(id(canon[id(ins.uops)]), []).append(ins)
+    kept: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
+    out: dict[int, tuple[tuple[Uop, ...], dict[str, int]]] = {}
+    for b in dict.fromkeys(canon.values()):
+        key = _norm(b)
+        b0 = kept.get(key)
+        plan = None if b0 is None else _shift_plan(users.get(id(b), []), b0, b, hw)
+        if plan is None:
+            kept.setdefault(key, b)
+            continue
+        for ins, fields in plan:
+            out[id(ins)] = (b0, fields)  # type: ignore[assignment]
+    return out
+
+
+def _norm(block: tuple[Uop, ...]) -> tuple[tuple[int, int, int], ...]:
+    """A block relative to its first micro-op: blocks one shift apart are equal."""
+    d0, s0, w0 = block[0].dst, block[0].src, block[0].wgt
+    return tuple((u.dst - d0, u.src - s0, u.wgt - w0) for u in block)
+
+
+def _shift_plan(users: list[Insn], b0: tuple[Uop, ...], b: tuple[Uop, ...], hw: HwConfig
+                ) -> list[tuple[Insn, dict[str, int]]] | None:
+    """The ``factor_out`` fields each of ``users`` needs to run ``b0`` as ``b`` (None: one
+    cannot)."""
+    plan = []
+    for ins in users:
+        d = definition_of(ins.insn)
+        x: Any = ins.insn
+        if not any(o.base_steps for o in d.operands) or getattr(x, "uop_base", 0):
+            return None
+        widths = {f.name: f.width for half in layout_of(d, hw) for f in half}
+        fields: dict[str, int] = {}
+        for o in (d.dst, *d.reads(x, hw)):
+            if not o.factors:
+                return None
+            delta = getattr(b[0], o.name) - getattr(b0[0], o.name)
+            fo = o.factors[0]
+            if delta < 0 or delta >= 1 << widths[fo]:
+                return None
+            if x.iter_out != 1 and getattr(x, fo) != delta:
+                return None
+            fields[fo] = delta
+        plan.append((ins, fields))
+    return plan
 
 
 def _view(block: tuple[Uop, ...], used: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:

@@ -134,7 +134,7 @@ def _compute(s: ComputeInsn, u: tuple[Uop, ...], thread: int) -> Insn:
         assert factors is not None
         fields[factors[0]], fields[factors[1]] = fo, fi
     for o in d.operands:
-        if o.base is not None and u:
+        if o.base is not None and not o.base_steps and u:
             base = min(getattr(x, o.name) for x in u)
             fields[o.base] = base
             u = tuple(Uop(**{**{k: getattr(x, k) for k in ("dst", "src", "wgt")},
