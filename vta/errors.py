@@ -166,7 +166,8 @@ class TensorizeError(CompileError):
 
 
 class _Buffer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
 
 class ScratchpadOverflow(CompileError):
@@ -196,7 +197,8 @@ class UnknownWorkload(VtaError):
 
 
 class _Source(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def locate(self, pos: Any) -> str: ...
 

@@ -145,6 +145,7 @@ def _buffers(hw: HwConfig) -> list[Row]:
 
 def _variants(hw: HwConfig) -> list[Row]:
     a, sp, m = hw.alu, hw.scratchpad, hw.memory
+    assert sp.uop is not None  # set from the timing model when the config loads
     rows: list[Row] = []
     if a.separate_pipeline:
         g = hw.gemm
@@ -304,6 +305,7 @@ def published_comparison(hw: HwConfig) -> list[Comparison]:
     est = estimate(hw)
     b = BOARDS[PUBLISHED_BOARD]
     sp = hw.scratchpad
+    assert sp.uop is not None  # set from the timing model when the config loads
     buf = sp.uop + sp.inp + sp.wgt + sp.acc + sp.out
     pub_buf = PUBLISHED_BUFFER_BYTES
     buf_bram = sum(a for r, c, a, _ in breakdown(hw) if r == "bram36" and c.endswith("buffer"))

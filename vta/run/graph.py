@@ -242,6 +242,7 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
         transforms(k)
         if isinstance(st, Kernel):
             prog = cg.programs[k]
+            assert prog is not None  # every Kernel step has its program
             bind = cg.layouts.bindings[k]
             inputs: dict[str, np.ndarray] = {}
             for a in prog.inputs:
@@ -400,12 +401,16 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
         "reference_s": r.seconds_reference}
 
 
+def _kernel_name(k: tuple[CompiledKernel, list[Value]] | None) -> str:
+    return k[0].func.name if k is not None else "host"
+
+
 def _gpu_summary(r: GraphRun) -> dict[str, Any]:
     gg = r.compiled
     assert isinstance(gg, GpuGraph)
     steps = [{"step": s.index, "op": _op_name(s),
               "ops": [n.op for n in group_nodes(s.step)],
-              "kernel": gg.kernels[s.index][0].func.name if gg.kernels[s.index] else "host",
+              "kernel": _kernel_name(gg.kernels[s.index]),
               "ms": s.seconds * 1e3, "mismatches": s.mismatches, "reason": s.reason}
              for s in r.steps]
     check = r.check

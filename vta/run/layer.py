@@ -85,6 +85,7 @@ def layer_inputs(spec: Conv2dSpec | MatmulSpec, epi: Epilogue | None, seed: int,
     ``calibrated_epilogue`` assumes); float data and weights standard normal."""
     rng = np.random.default_rng(seed)
     bias = random_bias(epi or Epilogue(), _oc(spec), rng)
+    shapes: list[tuple[int, ...]]
     if isinstance(spec, MatmulSpec):
         shapes = [(spec.m, spec.k), (spec.n, spec.k)]
     else:

@@ -347,6 +347,7 @@ class Machine:
     def _fetch(self) -> Proc:
         u, n = self.units["fetch"], len(self.insns)
         batch = self.hw.queues.fetch_batch
+        assert batch is not None  # set from the timing model when the config loads
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first

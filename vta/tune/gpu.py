@@ -49,14 +49,17 @@ def gpu_key(job: Job, device: str) -> TuneKey:
 def gpu_func(task: TrialTask) -> S.PrimFunc:
     """The scheduled kernel of ``task.point`` (the task-mapping kernels come lowered)."""
     spec, kb = task.workload.spec, knobs_of(task.kernel, task.dtype, task.point)
-    conv = isinstance(spec, Conv2dSpec)
+    if isinstance(spec, Conv2dSpec):
+        if task.kernel == "simt":
+            return G.conv2d_simt(spec, task.dtype, task.epilogue, knobs=kb)
+        if task.kernel == "wmma":
+            return G.conv2d_wmma(spec, task.dtype, task.epilogue, knobs=kb)
+        return mma_conv2d(spec, task.dtype, task.epilogue, kb)
     if task.kernel == "simt":
-        return (G.conv2d_simt if conv else G.matmul_simt)(spec, task.dtype, task.epilogue,
-                                                          knobs=kb)
+        return G.matmul_simt(spec, task.dtype, task.epilogue, knobs=kb)
     if task.kernel == "wmma":
-        return (G.conv2d_wmma if conv else G.matmul_wmma)(spec, task.dtype, task.epilogue,
-                                                          knobs=kb)
-    return (mma_conv2d if conv else mma_gemm)(spec, task.dtype, task.epilogue, kb)
+        return G.matmul_wmma(spec, task.dtype, task.epilogue, knobs=kb)
+    return mma_gemm(spec, task.dtype, task.epilogue, kb)
 
 
 def measure_gpu(task: TrialTask) -> Outcome:

@@ -238,7 +238,7 @@ def _shift_plan(users: list[Insn], b0: tuple[Uop, ...], b: tuple[Uop, ...], hw: 
     for ins in users:
         d = definition_of(ins.insn)
         x: Any = ins.insn
-        if not any(o.base_steps for o in d.operands) or getattr(x, "uop_base", 0):
+        if not any(o.base_steps for o in d.operands) or getattr(x, "uop_base", 0) != 0:
             return None
         widths = {f.name: f.width for half in layout_of(d, hw) for f in half}
         fields: dict[str, int] = {}
