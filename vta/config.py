@@ -35,6 +35,7 @@ import yaml
 from vta.dtypes import DTYPE_BITS
 from vta.errors import HwConfigError
 from vta.resources import breakdown, estimate, fits, part_resources
+from vta.words import ALU_OPCODE_BITS, OPCODE_BITS, UOP_BITS
 
 __all__ = [
     "AluConfig",
@@ -72,9 +73,6 @@ ALU_RESET: tuple[str, ...] = ("ignored", "zero")
 #: TensorAlu.scala:42, 520-527: its internal op 4 is SHR by a negative amount). A config that
 #: claims to be VTA (``stock: true``) enables no other; MUL is a variant that pays its DSPs.
 VTA_ALU_OPS: tuple[str, ...] = ("min", "max", "add", "shr")
-
-#: bits of one micro-op (the micro-op entry size in the uop scratchpad)
-UOP_BITS = 32
 
 #: Every number in a hardware description is a hardware parameter of the generated design, held
 #: in a signed 32-bit register; a larger value is a typo, refused naming the field.
@@ -1042,7 +1040,7 @@ def _isa_widths(cfg: HwConfig) -> IsaWidths:
     uop = _log2(cfg.uop_depth)
     inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in ("inp", "wgt", "acc", "out"))
     return IsaWidths(
-        opcode=3,
+        opcode=OPCODE_BITS,
         uop_idx=uop,
         inp_idx=inp,
         wgt_idx=wgt,
@@ -1053,7 +1051,7 @@ def _isa_widths(cfg: HwConfig) -> IsaWidths:
         mem_size=16,
         pad=4,
         loop_iter=14,
-        alu_opcode=3,
+        alu_opcode=ALU_OPCODE_BITS,
         imm=cfg.alu.imm_bits,
         uop_src=max(inp, acc),
         uop_base=1 if cfg.gemm.uop_base else 0,

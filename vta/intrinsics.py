@@ -50,7 +50,7 @@ from vta.isa.builtins import elementwise_patterns, loop_head, wrap
 from vta.isa.defs import by_name, check_layouts, instance, registered
 from vta.isa.defs import register as _register_instruction
 from vta.isa.defs import unregister as _unregister_instruction
-from vta.isa.insn import n_ops
+from vta.isa.insn import NO_DEPS, n_ops
 from vta.isa.timing import alu_issues, loop_cycles, microop_cycles
 from vta.sim.dram import entry_spec
 
@@ -63,8 +63,6 @@ __all__ = [
     "microop_syntax", "n_ops", "register", "register_tensor_intrinsic", "registered",
     "unregister", "usable", "validation_config", "wrap",
 ]
-
-NO_DEPS = Deps()
 
 
 def __getattr__(name: str) -> Any:
@@ -108,7 +106,8 @@ def register(defn: InstructionDef, *, params: Mapping[str, Any] | None = None,
             declare_intrinsic(defn.requires, dict(params or {}))
             declared = True
         ref = _with_intrinsic(hw or validation_config(), defn)
-        problems = [p for p in check_layouts(ref) if defn.name in p or "micro-op" in p]
+        problems = [p for p in check_layouts(ref)
+                    if defn.name in p.definitions or not p.definitions]
         if problems:
             raise DefinitionError(f"instruction {defn.name!r}: {problems[0]}")
         proto = _example(defn, example)

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING
 
 from vta.dtypes import DTYPE_BITS
 from vta.errors import BoardError
+from vta.words import UOP_BITS
 
 if TYPE_CHECKING:
     from vta.config import HwConfig
@@ -174,7 +175,6 @@ def _variants(hw: HwConfig) -> list[Row]:
 
 
 #: bits of a micro-op (one read of the micro-op buffer)
-UOP_BITS = 32
 
 
 def _microop_variants(hw: HwConfig) -> list[Row]:

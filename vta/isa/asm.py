@@ -33,13 +33,13 @@ from vta.config import HwConfig
 from vta.errors import AsmError, DefinitionError, IsaError
 from vta.isa.defs import AsmSyntax, InstructionDef, by_name, definition_of, registered
 from vta.isa.encoding import check_fields
-from vta.isa.insn import Deps, Instruction, Uop
+from vta.isa.insn import DEP_FLAGS, Deps, Instruction, Uop
 from vta.isa.program import Program, ProgramBuilder
 
 __all__ = ["AsmError", "assemble", "disassemble", "format_insn", "microop_syntax", "AsmLine",
            "where"]
 
-_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+_FLAGS = DEP_FLAGS
 #: fields every micro-op instruction has, printed by the common part of its syntax
 MICROOP_FIELDS = ("reset", "uop_bgn", "uop_end", "iter_out", "iter_in")
 #: the optional micro-op base of GEMM/ALU (``gemm.uop_base``), written ``base=N`` when not 0

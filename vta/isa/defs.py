@@ -70,7 +70,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vta.errors import DefinitionError
-from vta.isa.insn import Deps, Unit, queue_of
+from vta.isa.insn import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, Deps, Unit, queue_of
+from vta.words import INSN_BITS, INSN_HALF_BITS, OPCODE_BITS, UOP_BITS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,14 +80,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DefinitionError", "Field", "Operand", "InstructionDef", "AsmSyntax", "HEAD",
-    "INSN_HALF_BITS", "UOP_BITS", "register", "unregister", "registered", "by_name",
+    "register", "unregister", "registered", "by_name",
     "definition_of", "family", "available", "layout_of", "resolved_layout", "check_layouts",
+    "LayoutProblem",
     "module_of", "pops_of", "pushes_of", "require", "free_opcodes", "decode_table", "positions",
     "instance", "ResetMode", "RESET_MODES",
 ]
 
-INSN_HALF_BITS = 64
-UOP_BITS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def _zero_reset(_hw: HwConfig) -> ResetMode:
 
 
 #: the head of every instruction word: opcode, then the four dependency flags
-HEAD_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+HEAD_FLAGS = DEP_FLAGS
 
 
 def HEAD(opcode_bits: int) -> tuple[Field, ...]:
@@ -358,8 +358,9 @@ def _validate(d: InstructionDef) -> None:
                              for p in d.name.split(".")):
         raise DefinitionError(f"{where}: the name must be a mnemonic like MAC or ALU.ABS "
                               f"(letters, digits, _ and one optional '.')")
-    if not 0 <= d.opcode < 8:
-        raise DefinitionError(f"{where}: opcode must be in 0..7 (a 3-bit field), got "
+    if not 0 <= d.opcode < 1 << OPCODE_BITS:
+        raise DefinitionError(f"{where}: opcode must be in 0..{(1 << OPCODE_BITS) - 1} (a "
+                              f"{OPCODE_BITS}-bit field), got "
                               f"{d.opcode}")
     if not hasattr(d.cls, "__dataclass_fields__") or "deps" not in d.cls.__dataclass_fields__:
         raise DefinitionError(f"{where}: cls must be a dataclass with a 'deps' field (the "
@@ -458,7 +459,7 @@ def registered() -> tuple[InstructionDef, ...]:
 
 def free_opcodes() -> list[int]:
     used = {d.opcode for d in _DEFS.values()}
-    return [o for o in range(8) if o not in used]
+    return [o for o in range(1 << OPCODE_BITS) if o not in used]
 
 
 def by_name(name: str) -> InstructionDef:
@@ -621,39 +622,68 @@ def decode_table(hw: HwConfig) -> Mapping[int, tuple[tuple[int, int] | None,
     return _decode_table(hw.isa, frozenset(i.name for i in hw.intrinsics))
 
 
-def check_layouts(hw: HwConfig) -> list[str]:
+#: the scratchpads whose depths widen each part of the formats (``LayoutProblem.blame``): a
+#: low half holding the micro-op range grows with the micro-op buffer; any other low half holds
+#: an SRAM base sized by the deepest buffer; the rest (high halves, micro-ops) hold indices into
+#: the accumulator, input and weight buffers
+_UOP_RANGE: tuple[str, ...] = ("uop",)
+_SRAM_BASE: tuple[str, ...] = ("uop", "inp", "wgt", "acc", "out")
+_INDICES: tuple[str, ...] = ("acc", "inp", "wgt")
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutProblem:
+    """One problem ``check_layouts`` found: its message, the definitions it concerns (empty for
+    the micro-op format, which every micro-op instruction shares) and the scratchpads whose
+    depths widened the fields at fault, deepest first decides whom a config check blames."""
+
+    text: str
+    definitions: tuple[str, ...] = ()
+    blame: tuple[str, ...] = _INDICES
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_layouts(hw: HwConfig) -> list[LayoutProblem]:
     """Problems with the registered definitions' layouts on ``hw``: a half over 64 bits (with the
     breakdown), a family whose function field sits at different bits, a field a class lacks,
-    a micro-op over 32 bits. Returns messages (empty: every format fits)."""
+    a micro-op over 32 bits (empty: every format fits)."""
     w = hw.isa
-    problems: list[str] = []
+    problems: list[LayoutProblem] = []
     depths = ", ".join(f"{k}={hw.depth(k)}" for k in ("uop", "inp", "wgt", "acc"))
     for d in available(hw):
+        def problem(text: str, blame: tuple[str, ...] = _INDICES, d: InstructionDef = d) -> None:
+            problems.append(LayoutProblem(f"{d.name}: {text}", (d.name,), blame))
+
         try:
             halves = resolved_layout(d, w)
         except Exception as e:  # a user layout function failing is a definition problem
-            problems.append(f"{d.name}: its layout function failed: {e}")
+            problem(f"its layout function failed: {e}")
             continue
         names = [f.name for h in halves for f in h]
         if len(set(names)) != len(names):
-            problems.append(f"{d.name}: a field appears twice in its layout")
+            problem("a field appears twice in its layout")
         for f in (f for h in halves for f in h):
             if f.width < 0 or (f.width == 0 and not f.name.startswith("_")):
-                problems.append(f"{d.name}: field {f.name} has width {f.width} on these buffer "
-                                f"depths (fields need at least one bit)")
+                problem(f"field {f.name} has width {f.width} on these buffer depths (fields need "
+                        f"at least one bit)")
         for which, half in zip(("low", "high"), halves, strict=True):
             used = sum(f.width for f in half)
             if used > INSN_HALF_BITS:
                 parts = " + ".join(f"{f.width} ({f.name})" for f in half)
-                problems.append(f"ISA fields no longer fit the 128-bit instruction: {d.name} needs "
-                                f"{used} bits in the {which} 64-bit half = {parts} (buffer "
-                                f"depths {depths}); shrink a buffer or the ALU immediate")
+                blame = (_INDICES if which == "high" else
+                         _UOP_RANGE if any(f.name == "uop_bgn" for f in half) else _SRAM_BASE)
+                problems.append(LayoutProblem(
+                    f"ISA fields no longer fit the {INSN_BITS}-bit instruction: {d.name} needs "
+                    f"{used} bits in the {which} {INSN_HALF_BITS}-bit half = {parts} (buffer "
+                    f"depths {depths}); shrink a buffer or the ALU immediate", (d.name,), blame))
         cls_fields = dataclass_field_names(d.cls)
         own = ("opcode", *HEAD_FLAGS, *((d.function[0],) if d.function else ()))
         for f in (f for h in halves for f in h):
             if f.name not in own and f.name not in cls_fields and not f.name.startswith("_"):
-                problems.append(f"{d.name}: layout field {f.name!r} is not a field of "
-                                f"{d.cls.__name__} (name reserved bits with a leading '_')")
+                problem(f"layout field {f.name!r} is not a field of {d.cls.__name__} (name "
+                        f"reserved bits with a leading '_')")
     for fam in {d.opcode for d in available(hw)}:
         members = [d for d in available(hw) if d.opcode == fam and d.function is not None]
         spots = set()
@@ -662,24 +692,26 @@ def check_layouts(hw: HwConfig) -> list[str]:
             lo, hi = resolved_layout(d, w)
             where = {**positions(lo, 0), **positions(hi, INSN_HALF_BITS)}
             if d.function[0] not in where:
-                problems.append(f"{d.name}: its function field {d.function[0]!r} is not in its "
-                                f"layout")
+                problems.append(LayoutProblem(
+                    f"{d.name}: its function field {d.function[0]!r} is not in its layout",
+                    (d.name,)))
                 continue
             pos, width = where[d.function[0]]
             spots.add((pos, width))
             if not 0 <= d.function[1] < 1 << width:
-                problems.append(f"{d.name}: function value {d.function[1]} does not fit the "
-                                f"{width}-bit field {d.function[0]}")
+                problems.append(LayoutProblem(
+                    f"{d.name}: function value {d.function[1]} does not fit the {width}-bit "
+                    f"field {d.function[0]}", (d.name,)))
         if len(spots) > 1:
             member_names = ", ".join(d.name for d in members)
-            problems.append(f"opcode {fam} family ({member_names}): the function field must sit "
-                            f"at the "
-                            f"same bits in every member, got {sorted(spots)}")
+            problems.append(LayoutProblem(
+                f"opcode {fam} family ({member_names}): the function field must sit at the same "
+                f"bits in every member, got {sorted(spots)}", tuple(d.name for d in members)))
     uop_bits = w.acc_idx + w.uop_src + w.wgt_idx
     if uop_bits > UOP_BITS:
-        problems.append(f"micro-op fields need {uop_bits} bits (dst {w.acc_idx} + src "
-                        f"{w.uop_src} + wgt {w.wgt_idx}), more than {UOP_BITS} (buffer depths "
-                        f"{depths})")
+        problems.append(LayoutProblem(
+            f"micro-op fields need {uop_bits} bits (dst {w.acc_idx} + src {w.uop_src} + wgt "
+            f"{w.wgt_idx}), more than {UOP_BITS} (buffer depths {depths})"))
     return problems
 
 
@@ -687,7 +719,7 @@ def dataclass_field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
-def _flag_queues(insn: Any, flags: tuple[str, str],
+def _flag_queues(insn: Any, flags: tuple[str, ...],
                  hw: HwConfig | None) -> list[tuple[Unit, Unit]]:
     m = module_of(insn, hw)
     separate = hw is not None and hw.alu.separate_pipeline
@@ -697,7 +729,7 @@ def _flag_queues(insn: Any, flags: tuple[str, str],
             q = queue_of(m, flag, separate)
             if q is None:
                 raise ValueError(f"{definition_of(insn).mnemonic_of(insn)}: {flag} has no token "
-                                 f"queue on the {m.name.lower()} module")
+                                 f"queue on the {m.label} module")
             out.append(q)
     return out
 
@@ -705,25 +737,15 @@ def _flag_queues(insn: Any, flags: tuple[str, str],
 def pops_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
     """Token queues this instruction pops from, in flag order (pop_prev, pop_next); with
     ``hw``, on that hardware's module chain (``vta.isa.insn.FLAG_QUEUES``)."""
-    return _flag_queues(insn, ("pop_prev", "pop_next"), hw)
+    return _flag_queues(insn, POP_FLAGS, hw)
 
 
 def pushes_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
     """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
-    return _flag_queues(insn, ("push_prev", "push_next"), hw)
+    return _flag_queues(insn, PUSH_FLAGS, hw)
 
 
 def _config_check(hw: HwConfig) -> list[tuple[str, str]]:
-    """The layout check as the config runs it, each problem blamed on the scratchpad whose
-    depth widened the overflowing fields: the uop buffer for a low half with the micro-op range,
-    else the deepest of the buffers whose indices the format holds."""
-    out = []
-    for msg in check_layouts(hw):
-        if "low 64-bit half" in msg and "(uop_bgn)" in msg:
-            kinds: tuple[str, ...] = ("uop",)
-        elif "low 64-bit half" in msg:
-            kinds = ("uop", "inp", "wgt", "acc", "out")
-        else:
-            kinds = ("acc", "inp", "wgt")
-        out.append(("scratchpad." + max(kinds, key=hw.depth), msg))
-    return out
+    """The layout check as the config runs it, each problem blamed on the deepest scratchpad
+    among those whose depths widened its fields (``LayoutProblem.blame``)."""
+    return [("scratchpad." + max(p.blame, key=hw.depth), p.text) for p in check_layouts(hw)]

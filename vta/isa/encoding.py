@@ -26,7 +26,6 @@ from vta.config import HwConfig
 from vta.errors import DefinitionError, IsaError
 from vta.isa.defs import (
     HEAD_FLAGS,
-    INSN_HALF_BITS,
     Field,
     InstructionDef,
     by_name,
@@ -37,6 +36,7 @@ from vta.isa.defs import (
     require,
 )
 from vta.isa.insn import Deps, Instruction, Uop
+from vta.words import INSN_BITS, INSN_HALF_BITS
 
 __all__ = ["IsaError", "encode", "decode", "encode_uop", "decode_uop", "layout", "uop_layout",
            "encode_program", "decode_program", "check_fields", "insn_label"]
@@ -181,8 +181,8 @@ _UNKNOWN = {"mem": "memory type"}
 def decode(word: int, hw: HwConfig) -> Instruction:
     """The instruction a 128-bit word encodes; IsaError for an unknown opcode, function or
     field value (e.g. a memory type)."""
-    if not 0 <= word < 1 << 128:
-        raise IsaError(f"instruction word {word:#x} is not a 128-bit value")
+    if not 0 <= word < 1 << INSN_BITS:
+        raise IsaError(f"instruction word {word:#x} is not a {INSN_BITS}-bit value")
     op_val = word & ((1 << hw.isa.opcode) - 1)
     entry = decode_table(hw).get(op_val)
     if entry is None:

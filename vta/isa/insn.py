@@ -20,7 +20,7 @@ as VTA's compiler expresses ``<<``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -86,6 +86,11 @@ class Unit(IntEnum):
     #: (``alu.separate_pipeline``); it then sits between compute and store (``FLAG_QUEUES``)
     ALU = 3
 
+    @property
+    def label(self) -> str:
+        """The unit's name as statistics, timelines and reports print it (``load``)."""
+        return self.name.lower()
+
 
 @dataclass(frozen=True, slots=True)
 class Deps:
@@ -101,6 +106,13 @@ class Deps:
 
 
 NO_DEPS = Deps()
+
+#: the dependency flags by name, in their order in the instruction word (hw_spec.h: pop_prev_dep,
+#: pop_next_dep, push_prev_dep, push_next_dep after the opcode), the order of ``Deps``'s fields
+DEP_FLAGS: tuple[str, ...] = tuple(f.name for f in fields(Deps))
+#: the flags that pop a token before the instruction runs, and those that push one after it
+POP_FLAGS: tuple[str, ...] = tuple(f for f in DEP_FLAGS if f.startswith("pop_"))
+PUSH_FLAGS: tuple[str, ...] = tuple(f for f in DEP_FLAGS if f.startswith("push_"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,4 +366,4 @@ def flag_for(queue: tuple[Unit, Unit], module: Unit, push: bool,
     for (m, f), q in flag_queues(separate_alu).items():
         if m is module and q == queue and f.startswith("push" if push else "pop"):
             return f
-    raise ValueError(f"the {module.name.lower()} module has no flag for queue {queue}")
+    raise ValueError(f"the {module.label} module has no flag for queue {queue}")

@@ -72,14 +72,12 @@ from typing import Any
 from vta.config import HwConfig
 from vta.isa.defs import definition_of
 from vta.isa.memport import Channel, Transfer, alone
+from vta.words import INSN_BYTES
 
-__all__ = ["INSN_BYTES", "Overhead", "TimingModel", "MODELS", "model_of", "DmaTiming",
+__all__ = ["Overhead", "TimingModel", "MODELS", "model_of", "DmaTiming",
            "Pads", "read_channel", "write_channel", "dma_timing", "dma_cycles",
            "empty_dma_cycles", "fetch_timing", "fetch_cycles", "alu_issues", "loop_cycles",
            "microop_cycles", "finish_cycles", "duration", "chisel_refusal", "MASTER_PRIORITY"]
-
-#: bytes of one instruction word in DRAM
-INSN_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from vta.isa import (
     Store,
     Uop,
 )
+from vta.isa.insn import DEP_FLAGS
 
 __all__ = ["with_deps", "pipelined", "matmul_program", "pack_matmul", "unpack_matmul",
            "matmul_expected"]
@@ -37,7 +38,7 @@ def with_deps(insn: Instruction, **flags: bool) -> Instruction:
     """``insn`` with the given dependency flags set (or-ed into the existing ones)."""
     d = insn.deps
     merged = {f: getattr(d, f) or flags.get(f, False)
-              for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
+              for f in DEP_FLAGS}
     return replace(cast(Any, insn), deps=Deps(**merged))  # type: ignore[no-any-return]
 
 

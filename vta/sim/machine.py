@@ -55,7 +55,6 @@ from vta.isa.asm import where
 from vta.isa.builtins import GEMM
 from vta.isa.memport import Port, Transfer
 from vta.isa.timing import (
-    INSN_BYTES,
     DmaTiming,
     chisel_refusal,
     fetch_timing,
@@ -67,6 +66,7 @@ from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
 from vta.sim.trace import write_trace
+from vta.words import INSN_BYTES
 
 __all__ = ["simulate", "mnemonic"]
 
@@ -78,7 +78,7 @@ _UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
 
 
 def _qname(q: Queue) -> str:
-    return f"{q[0].name.lower()}->{q[1].name.lower()}"
+    return f"{q[0].label}->{q[1].label}"
 
 
 def mnemonic(insn: Instruction) -> str:

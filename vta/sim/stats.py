@@ -29,13 +29,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vta.isa import Program
+from vta.isa import Program, Unit
 
 __all__ = ["UNITS", "units_of", "UnitStats", "Slice", "SimStats", "SimResult"]
 
-#: every unit a machine may have, in timeline order (``alu`` only on hardware whose ALU is a
-#: separate pipeline: ``units_of``)
-UNITS: tuple[str, ...] = ("fetch", "load", "compute", "alu", "store")
+#: every unit a machine may have, in timeline order: the fetch unit, then the modules
+#: instructions run on (``vta.isa.Unit``; ``alu`` only on hardware whose ALU is a separate
+#: pipeline: ``units_of``)
+UNITS: tuple[str, ...] = ("fetch", *(u.label for u in (Unit.LOAD, Unit.COMPUTE, Unit.ALU,
+                                                        Unit.STORE)))
 
 
 def units_of(separate_alu: bool) -> tuple[str, ...]:

@@ -50,6 +50,20 @@ SCHEMA_VERSION = 1
 #: seconds a writer waits for another writer's transaction
 BUSY_TIMEOUT_S = 60.0
 
+#: SQLite's primary result codes for "another connection holds the database" (sqlite3.h:
+#: SQLITE_BUSY 5, SQLITE_LOCKED 6); an extended code keeps its primary code in the low byte
+_BUSY_CODES = (5, 6)
+
+
+def _busy(e: sqlite3.OperationalError) -> bool:
+    """Whether ``e`` means the database is held by another connection, so the call may be
+    retried. Python 3.11+ carries SQLite's result code on the exception; Python 3.10 (the
+    oldest we support) has only the message, whose text SQLite fixes ("database is locked")."""
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES
+    return "locked" in str(e)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ops (
     key TEXT PRIMARY KEY, op TEXT NOT NULL, dtypes TEXT NOT NULL, target TEXT NOT NULL,
@@ -166,7 +180,7 @@ class Cache:
                 except sqlite3.OperationalError as e:
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
-                    if "locked" not in str(e) or time.monotonic() > deadline:
+                    if not _busy(e) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.01)
 
@@ -240,7 +254,7 @@ class Cache:
                 self._db.execute("BEGIN IMMEDIATE")
                 break
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() > deadline:
+                if not _busy(e) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
         try:

@@ -14,14 +14,13 @@ from functools import lru_cache
 from typing import Any
 
 from vta.config import HwConfig
-from vta.isa import AluOp, InstructionDef, MemType, Program, definition_of
+from vta.isa import AluOp, InstructionDef, MemType, Program, Unit, definition_of
 from vta.isa.builtins import ALU
 from vta.isa.defs import instance
 
 __all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles",
+           "max_block_uops",
            "dma_instruction_cycles", "reset_instruction"]
-
-_UNITS = {0: "load", 1: "compute", 2: "store", 3: "alu"}
 
 
 def instruction_cycles(insn: Any, hw: HwConfig) -> int:
@@ -31,10 +30,10 @@ def instruction_cycles(insn: Any, hw: HwConfig) -> int:
 
 def unit_busy(program: Program, hw: HwConfig) -> dict[str, int]:
     """Busy cycles per unit (load, compute, store) of ``program`` up to its FINISH."""
-    out = dict.fromkeys(_UNITS.values(), 0)
+    out = dict.fromkeys((u.label for u in Unit), 0)
     for insn in program.instructions:
         d = definition_of(insn)
-        out[_UNITS[int(d.unit_of(insn, hw))]] += int(d.duration(insn, hw))
+        out[Unit(d.unit_of(insn, hw)).label] += int(d.duration(insn, hw))
         if d.drains:
             break
     return out
@@ -45,11 +44,19 @@ def prototype(defn: InstructionDef, **fields: Any) -> Any:
     return instance(defn, **fields)
 
 
+def max_block_uops(hw: HwConfig) -> int:
+    """The most micro-ops one GEMM/ALU instruction's block may hold: a quarter of the micro-op
+    buffer. A budget of the compiler's, not a hardware limit (``uop_bgn..uop_end`` may span the
+    buffer): several blocks stay resident side by side. ``uop_gen`` turns what a nest needs
+    beyond it into instruction loops, and the cost model prices instructions the same way."""
+    return max(1, hw.uop_depth // 4)
+
+
 def microop_instruction_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                                **fields: Any) -> int:
     """Cycles of one micro-op instruction of ``defn`` executing ``n_ops`` micro-ops, folded as
     micro-op generation would where the timing model pays per loop entry (as many micro-ops
-    as one instruction may hold, ``uop_gen``: a quarter of the uop buffer, the rest in
+    as one instruction may hold, ``max_block_uops``, the rest in
     ``iter_in``). Memoised: the schedule model prices thousands of candidates with a few
     distinct instructions."""
     return _microop_cycles(defn, n_ops, hw, tuple(sorted(fields.items())))
@@ -58,7 +65,7 @@ def microop_instruction_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
 @lru_cache(maxsize=4096)
 def _microop_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                     fields: tuple[tuple[str, Any], ...]) -> int:
-    per = max(1, min(n_ops, hw.uop_depth // 4))
+    per = max(1, min(n_ops, max_block_uops(hw)))
     loops = -(-n_ops // per)
     return instruction_cycles(prototype(defn, iter_out=1, iter_in=loops, uop_end=per,
                                         **dict(fields)), hw)

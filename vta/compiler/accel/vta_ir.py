@@ -21,17 +21,16 @@ from vta.compiler.ir.expr import Expr, Var
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.isa import Deps, Instruction, InstructionDef, Uop
 from vta.isa.asm import format_insn
+from vta.isa.insn import DEP_FLAGS, NO_DEPS
 
 __all__ = ["DmaLoad", "DmaStore", "ComputeNest", "ComputeInsn", "Insn", "NO_DEPS", "deps_str",
            "UopExpr", "UopTable", "Offsets"]
-
-NO_DEPS = Deps()
 
 Render = Callable[[Any], str]
 
 
 def deps_str(d: Deps) -> str:
-    flags = [n for n in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(d, n)]
+    flags = [n for n in DEP_FLAGS if getattr(d, n)]
     return f"  deps({', '.join(flags)})" if flags else ""
 
 

@@ -27,7 +27,7 @@ import itertools
 import math
 from collections.abc import Callable
 
-from vta.compiler.accel.cost import instruction_cycles, prototype
+from vta.compiler.accel.cost import instruction_cycles, max_block_uops, prototype
 from vta.compiler.accel.passes._common import affine, map_stmt
 from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
 from vta.compiler.ir import expr as E
@@ -227,7 +227,7 @@ def _uop_load(hw: HwConfig) -> Callable[[int], float]:
 
 
 def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
-    max_uops = max(1, hw.uop_depth // 4)
+    max_uops = max_block_uops(hw)
     max_iter = (1 << hw.isa.loop_iter) - 1
     load = _uop_load(hw)
 
