@@ -49,8 +49,9 @@ def test_pynq_matches_vta_defaults() -> None:
     # VTA_REFERENCE.md's table: entries per buffer
     assert (hw.uop_depth, hw.inp_depth, hw.wgt_depth, hw.acc_depth, hw.out_depth) == (
         8192, 2048, 1024, 2048, 2048)
-    assert (hw.inp_elem_bytes, hw.wgt_elem_bytes, hw.acc_elem_bytes, hw.out_elem_bytes) == (
-        16, 256, 64, 16)
+    assert [hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out")] == [16, 256, 64, 16]
+    assert [hw.entry(k).shape for k in ("uop", "inp", "wgt", "acc", "out")] == [
+        (), (1, 16), (16, 16), (1, 16), (1, 16)]
     assert hw.board.clock_mhz == 100 and hw.memory.bus_bytes == 8
     assert hw.queues.command_depth == 512
     assert hw.macs_per_cycle == 256
@@ -104,7 +105,8 @@ def test_hash_ignores_source_but_not_fields() -> None:
 
 def test_with_changes_revalidates() -> None:
     hw = HwConfig.from_yaml(PYNQ)
-    assert hw.with_changes(**{"gemm.block_out": 32, "scratchpad.wgt": 524288}).wgt_elem_bytes == 512
+    wide = hw.with_changes(**{"gemm.block_out": 32, "scratchpad.wgt": 524288})
+    assert wide.elem_bytes("wgt") == 512
     with pytest.raises(HwConfigError, match=r"gemm\.block_in: must be a power of two, got 12"):
         hw.with_changes(**{"gemm.block_in": 12})
 

@@ -398,37 +398,14 @@ class HwConfig:
 
     # ---------------------------------------------------------------- element sizes (bytes)
 
-    @property
-    def inp_elem_bytes(self) -> int:
-        """Bytes of one inp entry: batch x block_in inputs."""
-        g = self.gemm
-        return g.batch * g.block_in * DTYPE_BITS[g.inp_dtype] // 8
-
-    @property
-    def wgt_elem_bytes(self) -> int:
-        """Bytes of one wgt entry: block_out x block_in weights."""
-        g = self.gemm
-        return g.block_out * g.block_in * DTYPE_BITS[g.wgt_dtype] // 8
-
-    @property
-    def acc_elem_bytes(self) -> int:
-        """Bytes of one acc entry: batch x block_out accumulators."""
-        g = self.gemm
-        return g.batch * g.block_out * DTYPE_BITS[g.acc_dtype] // 8
-
-    @property
-    def out_elem_bytes(self) -> int:
-        """Bytes of one out entry: batch x block_out outputs."""
-        g = self.gemm
-        return g.batch * g.block_out * DTYPE_BITS[g.out_dtype] // 8
-
-    @property
-    def uop_elem_bytes(self) -> int:
-        return UOP_BITS // 8
+    def entry(self, kind: str) -> Entry:
+        """One entry of buffer ``kind`` (uop, inp, wgt, acc, out): its shape and element type
+        (``ENTRY_DIMS``); KeyError for another kind."""
+        return _entry(self, kind)
 
     def elem_bytes(self, kind: str) -> int:
         """Bytes of one entry of buffer ``kind`` (uop, inp, wgt, acc, out)."""
-        return _elem_bytes(self, kind)
+        return self.entry(kind).nbytes
 
     # ---------------------------------------------------------------- depths (entries)
 
@@ -502,8 +479,8 @@ class HwConfig:
             "clock_mhz": self.board.clock_mhz,
             "peak_gops": round(self.peak_gops, 3),
             "dram_gbps": round(self.dram_gbps, 3),
-            "depths": {k: self.depth(k) for k in ("uop", "inp", "wgt", "acc", "out")},
-            "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")},
+            "depths": {k: self.depth(k) for k in ("uop", *DATA_KINDS)},
+            "elem_bytes": {k: self.elem_bytes(k) for k in ("uop", *DATA_KINDS)},
             "isa_widths": asdict(w),
             "timing_model": self.timing_model,
             "stock": self.stock,
@@ -908,15 +885,15 @@ def _validate(cfg: HwConfig) -> None:
             "ignored as vta.cc's ALU does, or zero the destination")
     _check_stock(cfg)
 
-    for kind in ("uop", "inp", "wgt", "acc", "out"):
+    for kind in ("uop", *DATA_KINDS):
         size = getattr(sp, kind)
         if not _is_pow2(size):
             raise _fail(src, f"scratchpad.{kind}", f"must be a power of two (bytes), got {size}")
         _check_entry_fits(cfg, kind)
     if cfg.out_depth != cfg.acc_depth:
-        need = cfg.acc_depth * cfg.out_elem_bytes
+        need = cfg.acc_depth * cfg.elem_bytes("out")
         raise _fail(src, "scratchpad.out", f"must hold as many entries as acc ({cfg.acc_depth} x "
-                    f"{cfg.out_elem_bytes} B = {need} bytes), got {sp.out}")
+                    f"{cfg.elem_bytes('out')} B = {need} bytes), got {sp.out}")
     if a.acc_banks > cfg.acc_depth:
         raise _fail(src, "alu.acc_banks", f"more banks ({a.acc_banks}) than accumulator entries "
                     f"({cfg.acc_depth})")
@@ -984,13 +961,49 @@ def _check_stock(cfg: HwConfig) -> None:
                     "stock: false for a variant that implements it")
 
 
-#: The GEMM fields whose product (times the dtype's bytes) is one entry of each buffer.
-_ENTRY_DIMS: dict[str, tuple[tuple[str, ...], str]] = {
+#: The on-chip buffers (scratchpads) by kind: the GEMM's data buffers, then the micro-ops. Every
+#: layer names a buffer by one of these (``vta.isa.MemType.kind`` gives the same names to the
+#: LOAD/STORE memory types); the entry each holds is ``ENTRY_DIMS``.
+DATA_KINDS: tuple[str, ...] = ("inp", "wgt", "acc", "out")
+BUFFER_KINDS: tuple[str, ...] = (*DATA_KINDS, "uop")
+
+#: One entry of each buffer: the GEMM fields that are its shape and the GEMM field naming its
+#: element type (a micro-op is one ``UOP_BITS`` word: no dims, no dtype field). The one
+#: definition every layer reads through ``HwConfig.entry`` (entry sizes, buffer depths, the
+#: simulators' DRAM views, the error for an entry that does not fit).
+ENTRY_DIMS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "uop": ((), None),
     "inp": (("batch", "block_in"), "inp_dtype"),
     "wgt": (("block_out", "block_in"), "wgt_dtype"),
     "acc": (("batch", "block_out"), "acc_dtype"),
     "out": (("batch", "block_out"), "out_dtype"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a buffer on a config: ``shape`` (the values of the GEMM fields ``dims``),
+    its element type (``dtype``: a datapath type, or ``uint32`` for a micro-op word) and width."""
+
+    kind: str
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    bits: int
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.bits // 8
+
+
+@lru_cache(maxsize=1024)
+def _entry(cfg: HwConfig, kind: str) -> Entry:
+    dims, dtype_field = ENTRY_DIMS[kind]
+    if dtype_field is None:
+        return Entry(kind, (), (), f"uint{UOP_BITS}", UOP_BITS)
+    g = cfg.gemm
+    dtype = getattr(g, dtype_field)
+    return Entry(kind, dims, tuple(getattr(g, d) for d in dims), dtype, DTYPE_BITS[dtype])
 
 
 def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
@@ -1002,9 +1015,8 @@ def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
     if kind == "uop":
         raise _fail(cfg.source, "scratchpad.uop", f"too small for one tile: one uop entry is "
                     f"{elem} bytes, got {size}")
-    dims, dtype = _ENTRY_DIMS[kind]
-    g = cfg.gemm
-    item = DTYPE_BITS[getattr(g, dtype)] // 8
+    e, g = cfg.entry(kind), cfg.gemm
+    dims, item = e.dims, e.bits // 8
     big = max(dims, key=lambda d: getattr(g, d))
     formula = " x ".join(f"{d} {getattr(g, d)}" for d in dims) + f" x {item} B"
     if getattr(g, big) * item > size:
@@ -1016,19 +1028,9 @@ def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
 
 
 @lru_cache(maxsize=1024)
-def _elem_bytes(cfg: HwConfig, kind: str) -> int:
-    if kind not in _ELEM:
-        raise KeyError(kind)
-    return getattr(cfg, _ELEM[kind])  # type: ignore[no-any-return]
-
-
-_ELEM = {"uop": "uop_elem_bytes", "inp": "inp_elem_bytes", "wgt": "wgt_elem_bytes",
-         "acc": "acc_elem_bytes", "out": "out_elem_bytes"}
-
-
 @lru_cache(maxsize=1024)
 def _depth(cfg: HwConfig, kind: str) -> int:
-    return getattr(cfg.scratchpad, kind) // _elem_bytes(cfg, kind)  # type: ignore[no-any-return]
+    return getattr(cfg.scratchpad, kind) // cfg.elem_bytes(kind)  # type: ignore[no-any-return]
 
 
 def _log2(n: int) -> int:
@@ -1038,7 +1040,7 @@ def _log2(n: int) -> int:
 @lru_cache(maxsize=256)
 def _isa_widths(cfg: HwConfig) -> IsaWidths:
     uop = _log2(cfg.uop_depth)
-    inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in ("inp", "wgt", "acc", "out"))
+    inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in DATA_KINDS)
     return IsaWidths(
         opcode=OPCODE_BITS,
         uop_idx=uop,

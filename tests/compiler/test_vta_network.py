@@ -63,7 +63,7 @@ def test_one_row_strided_kernel_loads_only_the_rows_it_reads() -> None:
                   vthreads=1)
     assert r.passed
     # 6 rows of the 12 (every other one), each of the 11 columns the tile spans, 2 ic blocks
-    assert r.stats.bytes["inp"] == 2 * 6 * 11 * h.inp_elem_bytes
+    assert r.stats.bytes["inp"] == 2 * 6 * 11 * h.elem_bytes("inp")
     # output rows padded past the image: the rows would leave it, so the dense copy is kept
     assert not row_subsampled(packed_dims(STRIDED, h, ConvSchedule(2, 2, 4, 6, 1)))
     assert run_layer(Workload("strided", STRIDED), AccelTarget(h), tco=2, tci=2, th=4, tw=6,

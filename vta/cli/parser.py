@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
+from vta.compiler.ops.workloads import CONV_OPTIONS
 from vta.errors import UsageError
 
 __all__ = ["DEFAULT_HW", "SEED_LIMIT", "build_parser", "flag"]
@@ -76,8 +77,8 @@ def _cache_flags(p: argparse.ArgumentParser, cache_help: str, no_cache_help: str
 
 
 def _shape_flags(p: argparse.ArgumentParser) -> None:
-    for name in ("batch", "height", "width", "in-channels", "out-channels", "kernel", "stride",
-                 "pad"):
+    for key in CONV_OPTIONS:
+        name = key.replace("_", "-")
         p.add_argument(f"--{name}", type=int, default=None, help=f"override the {name}")
 
 

@@ -17,7 +17,13 @@ from typing import Any
 from vta.cli.parser import DEFAULT_HW, flag
 from vta.cli.tune import tuned_compile, tuned_picker
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.workloads import NETWORKS, resolve, resolve_network
+from vta.compiler.ops.workloads import (
+    CONV_OPTIONS,
+    LAYER_SHAPE_OPTIONS,
+    NETWORKS,
+    resolve,
+    resolve_network,
+)
 from vta.compiler.tc import load_file, parse_sizes
 from vta.config import HwConfig
 from vta.errors import TcSizeError, UsageError
@@ -33,20 +39,20 @@ from vta.run.tc import run_tc
 
 __all__ = ["main"]
 
+#: the flags of a hand-set accelerator schedule (tile sizes; virtual threads and their axis)
+_SCHEDULE = ("tco", "tci", "th", "tw", "vthreads", "vt_axis")
 #: flags only the accelerator target (``--target vta``) reads, by dest ...
-_VTA_ONLY = ("hw", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding",
-             "dump_ir", "trace", "plot", "cache", "no_cache")
+_VTA_ONLY = ("hw", *_SCHEDULE, "no_latency_hiding", "dump_ir", "trace", "plot", "cache",
+             "no_cache")
 #: ... and those only the GPU targets read
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that set one layer's shape, schedule or check: a whole graph refuses them by name
-_LAYER_ONLY = ("height", "width", "in_channels", "out_channels", "kernel", "stride", "pad",
-               "tco", "tci", "th", "tw", "vthreads", "vt_axis", "no_latency_hiding", "dump_ir",
+_LAYER_ONLY = (*LAYER_SHAPE_OPTIONS, *_SCHEDULE, "no_latency_hiding", "dump_ir",
                "check_reference", "emit_cuda", "gpu_schedule", "profile", "cache", "no_cache",
                "dtype")
 #: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
-_WORKLOAD_FLAGS = ("layers", "batch", "height", "width", "in_channels", "out_channels", "kernel",
-                   "stride", "pad", "tco", "tci", "th", "tw", "vthreads", "vt_axis", "trace",
-                   "dump_ir", "no_latency_hiding", "check_reference", "dtype", "plot")
+_WORKLOAD_FLAGS = ("layers", *CONV_OPTIONS, *_SCHEDULE, "trace", "dump_ir", "no_latency_hiding",
+                   "check_reference", "dtype", "plot")
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -117,9 +123,7 @@ def main(args: argparse.Namespace) -> int:
     _flags_apply(args)
     if _is_graph(args):
         return _run_graph(args)
-    shape = {"height": args.height, "width": args.width, "in_channels": args.in_channels,
-             "out_channels": args.out_channels, "kernel": args.kernel, "stride": args.stride,
-             "pad": args.pad}
+    shape = {k: getattr(args, k) for k in LAYER_SHAPE_OPTIONS}
     net = resolve_network(args.workload, batch=args.batch, layers=_layers(args.layers),
                           sizes=args.sizes, **shape)
     target = _target(args)

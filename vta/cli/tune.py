@@ -23,7 +23,13 @@ from vta.cli.parser import DEFAULT_HW, flag
 from vta.compiler.accel import driver
 from vta.compiler.ir.space import enumerate_space
 from vta.compiler.ops.epilogue import Epilogue
-from vta.compiler.ops.workloads import Workload, resolve, resolve_network
+from vta.compiler.ops.workloads import (
+    CONV_OPTIONS,
+    LAYER_SHAPE_OPTIONS,
+    Workload,
+    resolve,
+    resolve_network,
+)
 from vta.config import HwConfig
 from vta.errors import GpuUnavailableError, VtaError
 from vta.gpu.runtime import require_cupy
@@ -140,8 +146,7 @@ def tuned_picker(args: argparse.Namespace, hw: Any, raw: bool, knobs: dict[str, 
 
 def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
 
-    shape = {k: getattr(args, k) for k in ("height", "width", "in_channels", "out_channels",
-                                           "kernel", "stride", "pad")}
+    shape = {k: getattr(args, k) for k in LAYER_SHAPE_OPTIONS}
     layers = [s.strip().upper() for s in args.layers.split(",")] if args.layers else None
     net = resolve_network(args.workload, batch=args.batch, layers=layers, sizes=args.sizes,
                           **shape)
@@ -399,8 +404,7 @@ def _tune_gpu(args: argparse.Namespace) -> int:
     if args.hw is not None:
         raise VtaError(f"--hw does not apply to --target {args.target} (it describes the "
                        f"accelerator)")
-    over = {k: getattr(args, k) for k in ("batch", "height", "width", "in_channels",
-                                          "out_channels", "kernel", "stride", "pad")}
+    over = {k: getattr(args, k) for k in CONV_OPTIONS}
     gw = make_workload(args.workload, "int8", args.sizes or None, **over)
     job = Job(Workload(gw.name, gw.spec), None, trials=args.trials, search=args.search,
               seed=args.seed or 0, epilogue=gw.epi, target="cuda", kernel=kernel, dtype="int8")

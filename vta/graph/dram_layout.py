@@ -38,7 +38,7 @@ class PackedLayout:
         return int(np.prod(self.shape[:-2]))
 
     def nbytes(self, hw: HwConfig) -> int:
-        return self.entries * hw.inp_elem_bytes
+        return self.entries * hw.elem_bytes("inp")
 
     def describe(self) -> str:
         dims = "x".join(map(str, self.shape))

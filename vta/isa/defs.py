@@ -69,6 +69,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from vta.config import DATA_KINDS
 from vta.errors import DefinitionError
 from vta.isa.insn import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, Deps, Unit, queue_of
 from vta.words import INSN_BITS, INSN_HALF_BITS, OPCODE_BITS, UOP_BITS
@@ -627,7 +628,7 @@ def decode_table(hw: HwConfig) -> Mapping[int, tuple[tuple[int, int] | None,
 #: an SRAM base sized by the deepest buffer; the rest (high halves, micro-ops) hold indices into
 #: the accumulator, input and weight buffers
 _UOP_RANGE: tuple[str, ...] = ("uop",)
-_SRAM_BASE: tuple[str, ...] = ("uop", "inp", "wgt", "acc", "out")
+_SRAM_BASE: tuple[str, ...] = ("uop", *DATA_KINDS)
 _INDICES: tuple[str, ...] = ("acc", "inp", "wgt")
 
 

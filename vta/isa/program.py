@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from vta.config import HwConfig
+from vta.config import BUFFER_KINDS, HwConfig
 from vta.errors import ProgramError
 from vta.isa.insn import Instruction, Uop
 
 __all__ = ["Allocation", "Program", "ProgramBuilder", "ProgramError", "KINDS", "DRAM_ALIGN"]
 
 
-KINDS = ("inp", "wgt", "acc", "out", "uop")
+KINDS = BUFFER_KINDS
 #: every allocation starts on a multiple of this many bytes (and of its element size)
 DRAM_ALIGN = 64
 

@@ -55,17 +55,10 @@ def check_dram_size(program: Program) -> None:
 
 
 def entry_spec(hw: HwConfig, kind: str) -> tuple[np.dtype, tuple[int, ...]]:
-    """The little-endian dtype and the shape of one entry of buffer ``kind``."""
-    g = hw.gemm
-    if kind == "uop":
-        return np.dtype("<u4"), ()
-    dtype_name, shape = {
-        "inp": (g.inp_dtype, (g.batch, g.block_in)),
-        "wgt": (g.wgt_dtype, (g.block_out, g.block_in)),
-        "acc": (g.acc_dtype, (g.batch, g.block_out)),
-        "out": (g.out_dtype, (g.batch, g.block_out)),
-    }[kind]
-    return np.dtype(dtype_name).newbyteorder("<"), shape
+    """The little-endian dtype and the shape of one entry of buffer ``kind``
+    (``HwConfig.entry``)."""
+    e = hw.entry(kind)
+    return np.dtype(e.dtype).newbyteorder("<"), e.shape
 
 
 def encode_uops(uops: tuple[Uop, ...] | list[Uop], hw: HwConfig) -> np.ndarray:

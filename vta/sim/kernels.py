@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.config import HwConfig
+from vta.config import BUFFER_KINDS, DATA_KINDS, HwConfig
 from vta.errors import AddressError
 from vta.isa import Instruction, InstructionDef, Load, Operand, Program, Store, uop_layout
 from vta.isa.asm import where
@@ -68,10 +68,10 @@ class Sram:
 
     def __init__(self, hw: HwConfig) -> None:
         self.hw = hw
-        self.depth = {k: hw.depth(k) for k in ("uop", "inp", "wgt", "acc", "out")}
+        self.depth = {k: hw.depth(k) for k in BUFFER_KINDS}
         self.uop = np.zeros((3, self.depth["uop"]), dtype=np.int64)  # rows: dst, src, wgt
         self.data: dict[str, np.ndarray] = {}
-        for kind in ("inp", "wgt", "acc", "out"):
+        for kind in DATA_KINDS:
             dtype, shape = entry_spec(hw, kind)
             self.data[kind] = np.zeros((self.depth[kind], *shape), dtype=dtype.newbyteorder("="))
         self.acc_dtype = self.data["acc"].dtype

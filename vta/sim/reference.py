@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vta.config import DTYPE_BITS, HwConfig
+from vta.config import DATA_KINDS, DTYPE_BITS, HwConfig
 from vta.errors import AddressError, IsaError, SimError
 from vta.isa import (
     Instruction,
@@ -57,7 +57,7 @@ from vta.sim.dram import Dram, entry_spec
 __all__ = ["run_reference", "reference_dram", "wrap"]
 
 #: data buffers (the micro-op buffer is kept apart, decoded)
-_DATA = ("inp", "wgt", "acc", "out")
+_DATA = DATA_KINDS
 
 
 def wrap(value: int, bits: int) -> int:

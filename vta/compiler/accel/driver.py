@@ -225,10 +225,10 @@ def packed_bytes(conv: Conv2dSpec, hw: HwConfig, bias: bool) -> int:
     g = hw.gemm
     icb, ocb = math.ceil(conv.ic / g.block_in), math.ceil(conv.oc / g.block_out)
     nb = math.ceil(conv.n / g.batch)
-    return (nb * icb * conv.h * conv.w * hw.inp_elem_bytes
-            + ocb * icb * conv.kh * conv.kw * hw.wgt_elem_bytes
-            + (ocb * hw.acc_elem_bytes if bias else 0)
-            + nb * ocb * conv.oh * conv.ow * hw.out_elem_bytes)
+    return (nb * icb * conv.h * conv.w * hw.elem_bytes("inp")
+            + ocb * icb * conv.kh * conv.kw * hw.elem_bytes("wgt")
+            + (ocb * hw.elem_bytes("acc") if bias else 0)
+            + nb * ocb * conv.oh * conv.ow * hw.elem_bytes("out"))
 
 
 def _span(size: int, out: int, k: int, stride: int, pad: int) -> int:

@@ -23,6 +23,7 @@ import islpy as isl
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.stmt import Buffer
 from vta.compiler.ir.visitor import Dispatch
+from vta.config import BUFFER_KINDS
 from vta.errors import CapacityError, PolyError
 
 if TYPE_CHECKING:
@@ -346,7 +347,7 @@ def footprint(indices: Sequence[E.Expr], ranges: Mapping[E.Var, int],
 # --------------------------------------------------------------------------- capacity
 
 #: scratchpads whose sizes a ``HwConfig`` gives
-SCRATCHPADS = ("inp", "wgt", "acc", "out", "uop")
+SCRATCHPADS = BUFFER_KINDS
 
 
 def buffer_bytes(buf: Buffer) -> int:

@@ -16,13 +16,14 @@ from enum import Enum
 from typing import Any
 
 from vta.compiler.ir.expr import Expr, ExprLike, Var, as_expr
+from vta.config import BUFFER_KINDS
 
 __all__ = [
     "SCOPES", "Buffer", "BufferLoad", "Stmt", "BufferStore", "For", "ForKind", "SeqStmt",
     "IfThenElse", "LetStmt", "Allocate", "Evaluate", "Barrier", "AttrStmt", "PrimFunc", "seq",
 ]
 
-SCOPES = ("global", "inp", "wgt", "acc", "out", "uop", "shared", "warp", "local")
+SCOPES = ("global", *BUFFER_KINDS, "shared", "warp", "local")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

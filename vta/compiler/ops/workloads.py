@@ -15,8 +15,8 @@ from vta.compiler.ops.epilogue import Epilogue, calibrated_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import ShapeError, UnknownWorkload
 
-__all__ = ["CONV_OPTIONS", "NETWORKS", "RESNET18", "RESNET18_REPEATS", "Network",
-           "UnknownWorkload",
+__all__ = ["CONV_OPTIONS", "LAYER_SHAPE_OPTIONS", "NETWORKS", "RESNET18", "RESNET18_REPEATS",
+           "Network", "UnknownWorkload",
            "WORKLOAD_NAMES", "Workload", "resolve", "resolve_network"]
 
 
@@ -116,6 +116,8 @@ def resnet18_layer(layer: str, batch: int = 1) -> Conv2dSpec:
 #: The options that change a convolution's shape, as ``vta run`` spells them.
 CONV_OPTIONS = ("batch", "height", "width", "in_channels", "out_channels", "kernel", "stride",
                 "pad")
+#: ... less the batch: the options that shape one layer (a whole network takes a batch too)
+LAYER_SHAPE_OPTIONS = tuple(k for k in CONV_OPTIONS if k != "batch")
 #: Options that set a dense layer's M, N and K when no sizes are given.
 DENSE_OPTIONS = {"batch": 0, "out_channels": 1, "in_channels": 2}
 

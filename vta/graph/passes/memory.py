@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vta.compiler.ops.chain import EYE
-from vta.config import HwConfig
+from vta.config import BUFFER_KINDS, HwConfig
 from vta.graph.ir import Graph
 from vta.graph.passes.plan_layouts import DramTensor, LayoutPlan
 from vta.graph.place import Kernel, Step
@@ -31,7 +31,7 @@ ALIGN = DRAM_ALIGN
 
 
 def _align(hw: HwConfig) -> int:
-    return max(ALIGN, *(hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out", "uop")))
+    return max(ALIGN, *(hw.elem_bytes(k) for k in BUFFER_KINDS))
 
 
 def _up(x: int, a: int) -> int:

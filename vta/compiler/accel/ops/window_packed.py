@@ -369,8 +369,8 @@ def window_bound(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None
         compute = max(on_gemm, on_alu)
     else:  # VTA's one compute pipeline runs everything in turn
         compute = on_gemm + on_alu + resets * reset
-    read = in_e * hw.inp_elem_bytes + tensors * out_e * hw.inp_elem_bytes
-    written = out_e * hw.out_elem_bytes
+    read = in_e * hw.elem_bytes("inp") + tensors * out_e * hw.elem_bytes("inp")
+    written = out_e * hw.elem_bytes("out")
 
     memory = memory_cycles(hw, read, written)
     return {"compute_cycles": float(compute), "memory_cycles": memory,

@@ -12,6 +12,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import Dispatch
+from vta.config import BUFFER_KINDS
 from vta.errors import CompileError, NotAffine
 
 __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
@@ -19,7 +20,7 @@ __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "In
            "strip_cast", "flat_stream", "with_stream"]
 
 #: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
-ONCHIP = ("inp", "wgt", "acc", "out", "uop")
+ONCHIP = BUFFER_KINDS
 
 
 def strip_cast(e: E.Expr) -> E.Expr:
