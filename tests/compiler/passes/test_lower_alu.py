@@ -30,7 +30,7 @@ def test_epilogue_stages_become_alu_instructions_in_order() -> None:
         _stage("res_shr", lambda c, b, j: c >> 8),
         _stage("res_bias", lambda c, b, j: c + BIAS.load(0, b, j)),
         _stage("res_clip", lambda c, b, j: E.min_(E.max_(c, 0), 127))))), sram=TABLE)
-    xs = [E.Var("x") for _ in range(3)]
+    xs = [E.Var("x") for _ in range(4)]  # each nest binds its own loop variable
 
     def alu(op: AluOp, x: E.Var, params: tuple, src: bool = False) -> ComputeNest:
         if src:
@@ -42,7 +42,7 @@ def test_epilogue_stages_become_alu_instructions_in_order() -> None:
         stage("res_shr", alu(AluOp.SHR, xs[0], (("imm", 8), ("use_imm", True)))),
         stage("res_bias", alu(AluOp.ADD, xs[1], (("use_imm", False),), src=True)),
         stage("res_clip", alu(AluOp.MAX, xs[2], (("imm", 0), ("use_imm", True))),
-              alu(AluOp.MIN, xs[2], (("imm", 127), ("use_imm", True))))))), sram=TABLE)
+              alu(AluOp.MIN, xs[3], (("imm", 127), ("use_imm", True))))))), sram=TABLE)
     assert_structural_equal(lower_alu(before, PYNQ), expected)
 
 
