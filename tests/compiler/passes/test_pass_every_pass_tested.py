@@ -8,6 +8,6 @@ HERE = Path(__file__).parent
 
 
 def test_every_pipeline_pass_has_a_test_file() -> None:
-    missing = [n for n in PASS_NAMES if not (HERE / f"test_{n}.py").is_file()]
+    missing = [n for n in PASS_NAMES if not (HERE / f"test_pass_{n}.py").is_file()]
     assert not missing, (f"passes without a before/expected test (tests/compiler/passes/"
-                         f"test_<pass>.py): {', '.join(missing)}")
+                         f"test_pass_<pass>.py): {', '.join(missing)}")
