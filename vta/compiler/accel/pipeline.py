@@ -109,7 +109,7 @@ def compile_func(func: S.PrimFunc, hw: HwConfig, *, check: bool = True,
         verify(func)
     for name, fn, _why in PASSES:
         func = fn(func, hw)
-        if check and name not in ("flatten", "hoist_resets", "drain_tail", "coproc_sync"):
+        if check:
             verify(func)
         if keep_ir:
             ir[name] = func

@@ -122,8 +122,12 @@ class ComputeNest(Stmt):
         name = self.instruction.name.lower() + (".reset" if self.reset else "")
         return [f"{name}(for {_loops_str(self.loops, nm)}: {ops}{_params_str(self.params)})"]
 
+    def binds(self) -> tuple[Var, ...]:
+        """The loop variables this node binds (its indices use them)."""
+        return tuple(v for v, _n in self.loops)
+
     def exprs(self) -> tuple[Expr, ...]:
-        return ()  # loop variables are bound by the node itself
+        return self.indices
 
     def buffers(self) -> tuple[Buffer, ...]:
         return self.operand_buffers
@@ -233,10 +237,10 @@ class Insn(Stmt):
         return [f"{format_insn(self.insn)}{where}{extra}{vt}"]
 
     def exprs(self) -> tuple[Expr, ...]:
-        return ()
+        return ()  # every field is concrete
 
     def buffers(self) -> tuple[Buffer, ...]:
-        return ()
+        return () if self.dram is None else (self.dram,)
 
     @property
     def deps(self) -> Deps:

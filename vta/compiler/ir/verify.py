@@ -4,6 +4,11 @@ Checks that hold after every pass, for every target: each variable is bound (by 
 or a thread binding) before use and bound only once; each buffer access has as many indices as
 the buffer has dimensions; each non-global buffer is allocated around its uses; loop extents
 are positive when constant. Target pipelines add their own checks (scratchpad fit, ISA ranges).
+
+A target dialect statement states what it holds (docs/ir.md): ``exprs()`` (checked like any
+expression), ``buffers()`` (each must be a parameter or allocated around it) and, when it binds
+variables of its own (an accelerator ``ComputeNest``'s loops), ``binds()``: those are bound,
+once, for its expressions.
 """
 
 from __future__ import annotations
@@ -91,9 +96,14 @@ class _Checker:
         elif isinstance(s, S.Barrier):
             pass
         else:
-            # target dialect statements expose their expressions through ``exprs()``
+            # target dialect statements expose their variables, expressions and buffers
+            own = tuple(getattr(s, "binds", lambda: ())())
+            for v in own:
+                self.bind(v)
             for e in getattr(s, "exprs", lambda: ())():
                 self.expr(e)
+            for v in own:
+                self.bound.discard(v)
             for b in getattr(s, "buffers", lambda: ())():
                 if b not in self.live:
                     raise self.fail(f"{type(s).__name__} uses {b.name} outside its allocation")

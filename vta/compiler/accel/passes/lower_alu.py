@@ -9,10 +9,10 @@ Pre:  tensorize has run. An epilogue stage is a perfect loop nest storing into a
       vector).
 Post: each such stage is a sequence of ``ComputeNest``s, one per selected instruction, in
       evaluation order (``vta.compiler.accel.select.cover``: the cheapest cover of ``f`` by the
-      patterns of the instructions ``hw`` implements). An expression no instruction covers is a
-      ``CompileError`` naming the stage, the expression and what was refused (an op not in the
-      config's ALU, an immediate too wide for its field). The narrowing cast stays with the out
-      copy (the STORE of the out scratchpad).
+      patterns of the instructions ``hw`` implements), each binding loop variables of its own.
+      An expression no instruction covers is a ``CompileError`` naming the stage, the
+      expression and what was refused (an op not in the config's ALU, an immediate too wide for
+      its field). The narrowing cast stays with the out copy (the STORE of the out scratchpad).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
     outer = tuple((v, n) for v, n in loops if v not in entry)
     dst = E.simplify_int(bases[acc] + flat_entry(acc, body.indices))
     out: list[S.Stmt] = []
-    for sel in chosen:
+    for k, sel in enumerate(chosen):
         defn = sel.intrin.instruction
         assert defn is not None
         ops, idx, bufs = ["dst"], [dst], [acc]
@@ -83,6 +83,11 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
             ops.append(role)
             idx.append(E.simplify_int(bases[ld.buffer] + flat_entry(ld.buffer, ld.indices)))
             bufs.append(ld.buffer)
-        out.append(ComputeNest(defn, False, outer, tuple(ops), tuple(idx),
+        nest_loops = outer
+        if k:  # a nest binds its loop variables: each after the first gets its own
+            fresh = {v: E.Var(v.name, v.dtype) for v, _n in outer}
+            nest_loops = tuple((fresh[v], n) for v, n in outer)
+            idx = [E.substitute(x, fresh) for x in idx]
+        out.append(ComputeNest(defn, False, nest_loops, tuple(ops), tuple(idx),
                                tuple(sorted(sel.fields.items())), tuple(bufs)))
     return S.seq(*out)

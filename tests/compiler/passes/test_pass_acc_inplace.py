@@ -1,0 +1,48 @@
+"""acc_inplace: an element-wise stage on acc takes over its producer's buffer."""
+
+from _accel_ir import PYNQ
+
+from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
+from vta.compiler.ir.builder import alloc, buf, func, loop, seq, stage
+from vta.compiler.ir.structural import assert_structural_equal
+
+RES = buf("res", (2, 1, 16), "int8")
+
+
+def _each(body: object) -> object:
+    return loop(2, lambda i: loop(16, lambda j: body(i, j)))
+
+
+def test_shift_stage_writes_over_the_reduction_buffer() -> None:
+    acc = buf("conv_acc", (2, 1, 16), "int32", "acc")
+    shr = buf("res_shr", (2, 1, 16), "int32", "acc")
+    before = func("f", [RES], alloc(acc, alloc(shr, seq(
+        stage("conv_acc", _each(lambda i, j: acc.store(0, i, 0, j))),
+        stage("res_shr", _each(lambda i, j: shr.store(acc.load(i, 0, j) >> 8, i, 0, j))),
+        stage("res", _each(lambda i, j: RES.store(shr.load(i, 0, j).astype("int8"), i, 0, j)))))))
+    expected = func("f", [RES], alloc(acc, seq(
+        stage("conv_acc", _each(lambda i, j: acc.store(0, i, 0, j))),
+        stage("res_shr", _each(lambda i, j: acc.store(acc.load(i, 0, j) >> 8, i, 0, j))),
+        stage("res", _each(lambda i, j: RES.store(acc.load(i, 0, j).astype("int8"), i, 0, j))))))
+    assert_structural_equal(reuse_acc_buffers(before, PYNQ), expected)
+
+
+def test_a_read_at_another_element_keeps_both_buffers() -> None:
+    """``shr[i] = acc[1 - i]`` reads an element another iteration overwrites: not in place."""
+    acc = buf("conv_acc", (2, 1, 16), "int32", "acc")
+    shr = buf("res_shr", (2, 1, 16), "int32", "acc")
+    f = func("f", [RES], alloc(acc, alloc(shr, seq(
+        _each(lambda i, j: acc.store(0, i, 0, j)),
+        _each(lambda i, j: shr.store(acc.load(1 - i, 0, j) >> 8, i, 0, j))))))
+    assert reuse_acc_buffers(f, PYNQ) is f
+
+
+def test_a_producer_read_later_keeps_both_buffers() -> None:
+    acc = buf("conv_acc", (2, 1, 16), "int32", "acc")
+    shr = buf("res_shr", (2, 1, 16), "int32", "acc")
+    f = func("f", [RES], alloc(acc, alloc(shr, seq(
+        _each(lambda i, j: acc.store(0, i, 0, j)),
+        _each(lambda i, j: shr.store(acc.load(i, 0, j) >> 8, i, 0, j)),
+        _each(lambda i, j: RES.store((acc.load(i, 0, j) + shr.load(i, 0, j)).astype("int8"),
+                                     i, 0, j))))))
+    assert reuse_acc_buffers(f, PYNQ) is f

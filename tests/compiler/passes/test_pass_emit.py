@@ -1,0 +1,56 @@
+"""emit: the synchronised stream becomes a ``Program`` (DRAM allocations, micro-op blocks,
+absolute DRAM offsets, FINISH). Its output is a program, so the expected form is assembly."""
+
+import pytest
+from _accel_ir import PYNQ, isa, stream, uops
+
+from vta.compiler.accel.passes.emit import emit_program
+from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir.builder import alloc, buf, func, loop
+from vta.errors import CompileError
+from vta.isa import disassemble
+
+A = buf("A", (2, 1, 16), "int8")
+W = buf("W", (1, 16, 16), "int8")
+RES = buf("res", (2, 1, 16), "int8")
+
+
+def test_blocks_are_shared_and_loaded_once_offsets_made_absolute() -> None:
+    li, lw, g, st = isa("LOAD.INP sram=0 dram=0 y=1 x=2 stride=2\n"
+                        "LOAD.WGT sram=0 dram=0 y=1 x=1 stride=1 | push_next\n"
+                        "GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev\n"
+                        "STORE.OUT sram=0 dram=1 y=1 x=1 stride=1 | pop_prev")
+    (g2,) = isa("GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | push_next")
+    block = uops((0, 0, 0), (1, 1, 0))
+    f = stream([A, W, RES], [], Insn(li, A), Insn(lw, W), Insn(g, None, block),
+               Insn(g2, None, uops((0, 0, 0), (1, 1, 0))), Insn(st, RES))
+    assert disassemble(emit_program(f, PYNQ)) == """\
+.alloc A inp 2
+.alloc W wgt 1
+.alloc res out 2
+.alloc uops uop 2
+.uop uops 0 0 0
+.uop uops 1 1 0
+LOAD.UOP sram=0 dram=uops+0 y=1 x=2 stride=2
+LOAD.INP sram=0 dram=A+0 y=1 x=2 stride=2
+LOAD.WGT sram=0 dram=W+0 y=1 x=1 stride=1 | push_next
+GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | pop_prev
+GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | push_next
+STORE.OUT sram=0 dram=res+1 y=1 x=1 stride=1 | pop_prev
+FINISH
+"""
+
+
+def test_a_buffer_moved_as_two_kinds_is_refused() -> None:
+    li, lw = isa("LOAD.INP sram=0 dram=0 y=1 x=1 stride=1\n"
+                 "LOAD.WGT sram=0 dram=0 y=1 x=1 stride=1")
+    f = stream([A], [], Insn(li, A), Insn(lw, A))
+    with pytest.raises(CompileError, match="f: global buffer A is moved as both inp and wgt"):
+        emit_program(f, PYNQ)
+
+
+def test_an_unflattened_body_is_refused() -> None:
+    f = func("f", [A], alloc(buf("t", (2, 1, 16), "int8", "inp"), loop(2, lambda i: A.store(
+        0, i, 0, 0))))
+    with pytest.raises(CompileError, match="f: emit needs the flattened instruction stream"):
+        emit_program(f, PYNQ)

@@ -1,0 +1,47 @@
+"""uop_gen: each ``ComputeNest`` becomes a ``ComputeInsn``: loops folded into iter_out/iter_in
+or enumerated as micro-ops, whichever the hardware's timing makes faster."""
+
+from _accel_ir import PYNQ
+
+from vta.compiler.accel.passes.uop_gen import generate_uops
+from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.builder import buf, func, loop
+from vta.compiler.ir.structural import assert_structural_equal
+from vta.config import HwConfig
+from vta.isa import AluOp
+from vta.isa.builtins import ALU, GEMM
+
+C = buf("c_acc", (8, 1, 16), "int32", "acc")
+A = buf("a_inp", (8, 1, 16), "int8", "inp")
+W = buf("w_wgt", (4, 16, 16), "int8", "wgt")
+Z = E.IntImm(0)
+
+
+def test_chisel_timing_folds_both_loops_into_one_micro_op() -> None:
+    """On VTA's Chisel design folding costs nothing: the reduction over 4 weight blocks is
+    iter_out (dst and src factor 0, wgt 1), the 8 rows iter_in (dst and src 1): 1 micro-op."""
+    k, x = E.Var("k"), E.Var("x")
+    before = func("f", [], ComputeNest(GEMM, False, ((k, 4), (x, 8)), ("dst", "src", "wgt"),
+                                       (x, x, k), (), (C, A, W)))
+    table = UopTable((Z, Z, Z), Offsets(((0, 0, 0),)))
+    expected = func("f", [], ComputeInsn(GEMM, False, table, 4, 8,
+                                         (("dst", 0, 1), ("src", 0, 1), ("wgt", 1, 0))))
+    assert_structural_equal(generate_uops(before, HwConfig.load("pynq_tsim")), expected)
+
+
+def test_hls_timing_enumerates_a_short_loop_as_micro_ops() -> None:
+    """On VTA's HLS design each folded loop entry refills the pipeline: two rows are two
+    micro-ops (the immediate form's src is the dst), the base moving with the tile loop."""
+    x = E.Var("x")
+    params = (("imm", 8), ("use_imm", True))
+    before = func("f", [], loop(3, lambda t: ComputeNest(ALU[AluOp.SHR], False, ((x, 2),),
+                                                         ("dst",), (t * 2 + x,), params, (C,))))
+
+    def insn(t: E.Var) -> ComputeInsn:
+        table = UopTable((t * 2, t * 2, Z), Offsets(((0, 0, 0), (1, 1, 0))))
+        return ComputeInsn(ALU[AluOp.SHR], False, table, 1, 1, (("dst", 0, 0), ("src", 0, 0)),
+                           params)
+
+    expected = func("f", [], loop(3, insn))
+    assert_structural_equal(generate_uops(before, PYNQ), expected)
