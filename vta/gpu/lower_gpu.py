@@ -1,9 +1,10 @@
 """The GPU pipeline: ordered pure passes from a scheduled ``PrimFunc`` to a kernel.
 
-``lower_for_gpu(func)`` runs, in order (each pass documents its contract in its module):
+``lower_for_gpu(func)`` verifies its input (docs/ir.md), then runs, in order, each pass followed
+by the verifier (``vta.compiler.ir.verify``: every pass keeps the IR well formed; each pass
+documents its contract in its module):
 
-1. ``verify`` - the input follows docs/ir.md.
-1b. ``lower_warp_buffers`` - ``warp``-scope stages become per-warp slices of shared memory.
+1. ``lower_warp_buffers`` - ``warp``-scope stages become per-warp slices of shared memory.
 2. ``lower_tensorize`` (vta.gpu.wmma) - ``AttrStmt("tensorize", <cuda intrinsic>)``
    regions become WMMA fragment statements. First, because it still sees loops and buffers
    as the schedule wrote them (the fragment tile structure is in the loop nest).
@@ -13,7 +14,6 @@
 4. ``insert_barriers`` - ``__syncthreads`` for shared-memory staging (RAW and WAR, loop-carried
    included; double-buffered stages get one per iteration).
 5. ``check_registers`` - register tiles fit in the register file.
-6. ``verify`` - the output is still well formed.
 
 ``build(func)`` = ``render_cuda(lower_for_gpu(func))``. ``dump`` prints the IR after each pass.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.verify import verify
+from vta.compiler.ir.verify import verify, verify_after
 from vta.errors import GpuLoweringError
 from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.passes.bind_threads import bind_threads
@@ -41,22 +41,25 @@ def _lower_tensorize(func: S.PrimFunc) -> S.PrimFunc:
 
 #: (name, pass, why it sits here)
 PIPELINE: list[tuple[str, Callable[[S.PrimFunc], S.PrimFunc], str]] = [
-    ("verify", verify, "the input follows the lowering contract"),
     ("lower_warp_buffers", lower_warp_buffers, "warp tiles become shared memory before WMMA "
      "stores to them are matched; needs the thread loops"),
     ("lower_tensorize", _lower_tensorize, "needs the loop structure the schedule produced"),
     ("bind_threads", bind_threads, "barrier placement needs thread-dependence explicit"),
     ("insert_barriers", insert_barriers, "after binding: one SPMD program per block"),
     ("check_registers", check_registers, "register tiles are final after all rewrites"),
-    ("verify", verify, "every pass keeps the IR well formed"),
 ]
 
 
 def lower_for_gpu(func: S.PrimFunc, dump: Callable[[str, S.PrimFunc], None] | None = None
                   ) -> S.PrimFunc:
-    """Run the GPU pipeline; ``dump(name, func)`` is called after every pass when given."""
+    """Run the GPU pipeline, verifying the input and the IR after every pass (a pass that
+    breaks the IR is named by the error); ``dump(name, func)`` is called after every pass when
+    given."""
+    verify(func)
     for name, fn, _why in PIPELINE:
         new = fn(func)
+        if new is not func:
+            verify_after(name, new)
         if dump is not None:
             dump(name if new is not func else f"{name} (unchanged)", new)
         func = new

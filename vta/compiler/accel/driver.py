@@ -102,7 +102,7 @@ def space_of(w: Workload, hw: HwConfig, *, chain: Chain | None = None, exact: bo
 
 
 def build(w: Workload, hw: HwConfig, point: Point, *, epilogue: Epilogue | None = None,
-          check: bool = False, rewrite: Rewrite | None = None, chain: Chain | None = None,
+          rewrite: Rewrite | None = None, chain: Chain | None = None,
           exact: bool = False) -> Compiled:
     """Compile ``w`` with the schedule at ``point`` of its space: the one function from a
     point to a program (the default schedule, the tuner and the graph level all build
@@ -112,12 +112,12 @@ def build(w: Workload, hw: HwConfig, point: Point, *, epilogue: Epilogue | None 
     if why is not None:
         raise ScheduleError(why[1])
     fold, sch = problem.schedule(point)
-    return _compile_with(w, hw, fold, sch, epilogue or w.epilogue, check, rewrite, chain)
+    return _compile_with(w, hw, fold, sch, epilogue or w.epilogue, rewrite, chain)
 
 
 def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
-                     epilogue: Epilogue | None = None, check: bool = False,
-                     refine: int = REFINE, fold: str | None = None, cost: Cost | None = None,
+                     epilogue: Epilogue | None = None, refine: int = REFINE,
+                     fold: str | None = None, cost: Cost | None = None,
                      rewrite: Rewrite | None = None, chain: Chain | None = None,
                      exact: bool = False, **knobs: Any) -> Compiled:
     """Compile ``w``: the schedule is the knobs given, else the best of the model's ``refine``
@@ -155,7 +155,7 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         if exact and not exact_layout(w, hw, f)(sch):
             raise ScheduleError(f"schedule {sch} pads the packed tensors of {w.name}; the "
                                 f"graph's layout needs them exact")
-        return _compile_with(w, hw, f, sch, epi, check, rewrite, chain)
+        return _compile_with(w, hw, f, sch, epi, rewrite, chain)
     problem = space_of(w, hw, chain=chain, exact=exact, fold=fold, vthreads=vth, **over)
     ranked = model.rank(problem, epi, limit=max(1, refine) if cost is not None else 1,
                         prefer_two_threads=vth is None)
@@ -163,10 +163,10 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
         raise problem.no_fit_error(problem.folds[0])
     cands = [problem.schedule(p) for _, p in ranked]
     if len(cands) == 1 or cost is None:
-        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, check, rewrite, chain)
+        return _compile_with(w, hw, cands[0][0], cands[0][1], epi, rewrite, chain)
     best: tuple[int, Compiled] | None = None
     for f, sch in cands:
-        c = _compile_with(w, hw, f, sch, epi, check, rewrite, chain)
+        c = _compile_with(w, hw, f, sch, epi, rewrite, chain)
         cycles = cost(c.program)
         if best is None or cycles < best[0]:
             best = (cycles, c)
@@ -190,7 +190,7 @@ def default_points(w: Workload, hw: HwConfig, *, epilogue: Epilogue | None = Non
 
 
 def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
-                  epi: Epilogue, check: bool, rewrite: Rewrite | None = None,
+                  epi: Epilogue, rewrite: Rewrite | None = None,
                   chain: Chain | None = None) -> Compiled:
     t0 = time.perf_counter()
     op = op_compute(w, hw, sch, epi, fold)
@@ -200,7 +200,7 @@ def _compile_with(w: Workload, hw: HwConfig, fold: ConvFold, sch: ConvSchedule,
         op = apply_chain(op, chain, hw)
     func = lower_op(op, hw, sch)
     t_lower = time.perf_counter() - t0
-    res = compile_func(func, hw, check=check)
+    res = compile_func(func, hw)
     res.seconds += t_lower
     return Compiled(w, hw, fold.device, sch, epi, res, fold, chain)
 

@@ -27,7 +27,7 @@ from vta.compiler.accel.passes.unit_loops import fold_unit_loops
 from vta.compiler.accel.passes.uop_gen import generate_uops
 from vta.compiler.accel.passes.virtual_thread import inject_virtual_thread
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.verify import verify
+from vta.compiler.ir.verify import verify, verify_after
 from vta.config import HwConfig
 from vta.errors import UnknownPass
 from vta.isa import Program, disassemble
@@ -100,17 +100,16 @@ class CompileResult:
         return f"# after {which}{note}\n{f}"
 
 
-def compile_func(func: S.PrimFunc, hw: HwConfig, *, check: bool = True,
-                 keep_ir: bool = True) -> CompileResult:
-    """Run the VTA pipeline on a lowered function."""
+def compile_func(func: S.PrimFunc, hw: HwConfig, *, keep_ir: bool = True) -> CompileResult:
+    """Run the VTA pipeline on a lowered function, verifying the input and the IR after every
+    pass (``verify_after`` names the pass that broke it; the check costs milliseconds, so it is
+    never skipped)."""
     t0 = time.perf_counter()
     ir: dict[str, S.PrimFunc] = {"input": func} if keep_ir else {}
-    if check:
-        verify(func)
+    verify(func)
     for name, fn, _why in PASSES:
         func = fn(func, hw)
-        if check:
-            verify(func)
+        verify_after(name, func)
         if keep_ir:
             ir[name] = func
     program = emit_program(func, hw)

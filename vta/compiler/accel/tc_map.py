@@ -902,7 +902,7 @@ def alu_program(task: AluTask, hw: HwConfig, plane: int, entries: int) -> AluPro
         s[st].set_scope("acc")
         s[st].compute_at(out, t_axis)
     func = lower(s, [*phs, res], "alu")
-    r = compile_func(func, hw, check=False, keep_ir=False)
+    r = compile_func(func, hw, keep_ir=False)
     return AluProgram(r.program, time.perf_counter() - t0, (tiles, tile))
 
 

@@ -17,13 +17,22 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.errors import VerifyError
 
-__all__ = ["VerifyError", "verify"]
+__all__ = ["VerifyError", "verify", "verify_after"]
 
 
 def verify(func: S.PrimFunc) -> S.PrimFunc:
     """Return ``func`` unchanged if it is well formed, else raise VerifyError."""
     _Checker(func).run()
     return func
+
+
+def verify_after(pass_name: str, func: S.PrimFunc) -> S.PrimFunc:
+    """``verify`` on the output of pass ``pass_name``: the error names the pass that broke the
+    IR (both pipelines run it after every pass)."""
+    try:
+        return verify(func)
+    except VerifyError as e:
+        raise VerifyError(f"after pass {pass_name}: {e}") from e
 
 
 class _Checker:

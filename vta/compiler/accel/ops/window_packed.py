@@ -323,7 +323,7 @@ def compile_window(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None, *
     for s in cands:
         op = window_compute(spec, hw, chain)
         func = lower(schedule_window(op, spec, hw, s), op.args, op.name)
-        c = CompiledWindow(spec, hw, s, chain, compile_func(func, hw, check=False))
+        c = CompiledWindow(spec, hw, s, chain, compile_func(func, hw))
         if len(cands) == 1 or cost is None:
             best = (0, c)
             break
