@@ -290,7 +290,7 @@ def test_tensorize_carries_the_match_through_lower() -> None:
     s[Y].tensorize(col, intrin)
     f = lower(s, [X, W, Y])
     regions = [n.value for n in walk(f.body)
-               if isinstance(n, S.AttrStmt) and n.key == "tensorize"]
+               if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE]
     assert len(regions) == 1 and isinstance(regions[0], TensorizeRegion)
     reg = regions[0]
     assert reg.intrin is intrin and reg.buffer("src").name == "activations"

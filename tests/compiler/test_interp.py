@@ -84,7 +84,7 @@ class Mystery(S.Stmt):
 
 
 def test_unknown_dialect_statement_is_an_error() -> None:
-    f = S.PrimFunc("f", (), S.AttrStmt("stage", "s", Mystery()))
+    f = S.PrimFunc("f", (), S.AttrStmt(S.STAGE, "s", Mystery()))
     with pytest.raises(InterpError, match="cannot execute Mystery statements"):
         run_func(f, {})
 

@@ -297,7 +297,7 @@ def test_conv_copy_stages_follow_the_contract() -> None:
     data, kern, *_, out = tensors
     f = lower(vta_conv_schedule(tensors, 1, 2, 2, 1, _gemm(4)), [data, kern, out])
     stages = {x.value: x.body for x in _walk_stmts(f.body)
-              if isinstance(x, S.AttrStmt) and x.key == "stage"}
+              if isinstance(x, S.AttrStmt) and x.key is S.STAGE}
     assert set(stages) == {"out", "res_acc", "data_pad_inp", "kernel_wgt", "res_shr", "res_clip"}
     allocs = {x.buffer.name: x.buffer for x in _walk_stmts(f.body) if isinstance(x, S.Allocate)}
     # a 2x2 output tile at stride 2 with a 3x3 window reads a 5x5 halo of one channel block
@@ -308,7 +308,7 @@ def test_conv_copy_stages_follow_the_contract() -> None:
     copy = [x for x in _walk_stmts(stages["data_pad_inp"]) if isinstance(x, S.BufferStore)]
     assert len(copy) == 1 and isinstance(copy[0].value, E.Select)
     assert isinstance(copy[0].value.t, S.BufferLoad) and copy[0].value.t.buffer.name == "data"
-    tens = [x for x in _walk_stmts(f.body) if isinstance(x, S.AttrStmt) and x.key == "tensorize"]
+    tens = [x for x in _walk_stmts(f.body) if isinstance(x, S.AttrStmt) and x.key is S.TENSORIZE]
     assert len(tens) == 1 and isinstance(tens[0].body, S.For)
 
 
@@ -380,6 +380,6 @@ def test_tensorize_mismatch_at_lower() -> None:
     data, kern, *_, out = tensors
     s = vta_conv_schedule(tensors, 1, 1, 1, 1, _gemm(4))
     f = lower(s, [data, kern, out])
-    assert any(isinstance(x, S.AttrStmt) and x.key == "tensorize" for x in _walk_stmts(f.body))
+    assert any(isinstance(x, S.AttrStmt) and x.key is S.TENSORIZE for x in _walk_stmts(f.body))
     with pytest.raises(ScheduleError, match="tensorize"):
         vta_conv_schedule(tensors, 1, 1, 1, 1, _gemm(2))

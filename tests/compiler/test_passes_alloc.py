@@ -8,6 +8,7 @@ from vta.compiler.accel.passes.acc_inplace import reuse_acc_buffers
 from vta.compiler.accel.passes.region_inference import infer_regions
 from vta.compiler.accel.passes.scratchpad_alloc import allocate_scratchpads
 from vta.compiler.accel.passes.unit_loops import fold_unit_loops
+from vta.compiler.accel.vta_ir import BOUNDS, SRAM
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.errors import RegionError, ScratchpadOverflow
@@ -33,7 +34,7 @@ def test_region_inference_records_full_tiles_and_keeps_body() -> None:
     f = run_until(lowered(), "unit_loops")
     g = infer_regions(f, hw())
     assert g.body is f.body
-    bounds = {b.name: r for b, r in g.attr("bounds")}
+    bounds = {b.name: r for b, r in g.attr(BOUNDS)}
     # one image, 2 channel blocks, a 3-row tile with its 3x3 halo (5 x 8), one entry
     assert bounds["data_pad_inp"] == ((0, 0), (0, 1), (0, 4), (0, 7), (0, 0), (0, 15))
     assert bounds["conv_acc"][:4] == ((0, 0), (0, 1), (0, 2), (0, 5))
@@ -82,7 +83,7 @@ def test_region_inference_rejects_out_of_range_access() -> None:
 
 def test_scratchpad_alloc_duplicates_thread_buffers() -> None:
     f = run_until(lowered(), "scratchpad_alloc")
-    table = {b.name: (base, n) for b, base, n in f.attr("sram")}
+    table = {b.name: (base, n) for b, base, n in f.attr(SRAM)}
     # data_pad_inp lives inside the vthread loop: base is 0 + vt * entries
     base, n = table["data_pad_inp"]
     assert n == 2 * 5 * 8

@@ -5,7 +5,7 @@ from _vta_helpers import lowered, nodes, run_until
 from vta.compiler.accel.passes._common import evaluate
 from vta.compiler.accel.passes.uop_gen import fold_loops
 from vta.compiler.accel.schedules.default import ConvSchedule
-from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, DmaLoad, DmaStore
+from vta.compiler.accel.vta_ir import SRAM, ComputeInsn, ComputeNest, DmaLoad, DmaStore
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.conv2d import Conv2dSpec
@@ -40,14 +40,14 @@ def test_inject_dma_input_copy_becomes_padded_2d_loads() -> None:
 
 def test_tensorize_replaces_region_with_gemm_nest() -> None:
     f = run_until(lowered(), "tensorize")
-    assert not any(isinstance(n, S.AttrStmt) and n.key == "tensorize" for n in E.walk(f.body))
+    assert not any(isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE for n in E.walk(f.body))
     gemms = [g for g in nodes(f, ComputeNest) if g.instruction.name == GEMM_NAME]
     reset = [g for g in gemms if g.reset]
     upd = [g for g in gemms if not g.reset]
     assert len(reset) == 1 and len(upd) == 1
     assert [n for _, n in upd[0].loops] == [2, 3, 6, 2, 3, 3]  # co y x ci r q
     before = run_until(lowered(), "inject_dma")
-    region = [n for n in E.walk(before.body) if isinstance(n, S.AttrStmt) and n.key == "tensorize"]
+    region = [n for n in E.walk(before.body) if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE]
     assert len(region) == 1 and [lp.extent.value for lp in _loops(region[0].body)] == [1, 16, 16]
 
 
@@ -136,7 +136,7 @@ def test_inject_dma_refuses_a_select_that_is_not_padding() -> None:
     body = E.select(y < 5, g.load(y, b, i), E.const(0, "int8"))  # 5 is not g's extent
     nest = S.For(y, E.IntImm(0), E.IntImm(8), S.For(b, E.IntImm(0), E.IntImm(1), S.For(
         i, E.IntImm(0), E.IntImm(16), o.store(body, y, b, i))))
-    f = S.PrimFunc("f", (g,), S.Allocate(o, S.AttrStmt("stage", "o", nest)),
-                   (("sram", ((o, E.IntImm(0), 8),)),))
+    f = S.PrimFunc("f", (g,), S.Allocate(o, S.AttrStmt(S.STAGE, "o", nest)),
+                   ((SRAM, ((o, E.IntImm(0), 8),)),))
     with pytest.raises(CompileError, match="not a bound of g"):
         inject_dma(f, __import__("_vta_helpers").hw())

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import vta.testing as vt
 from vta.compiler.accel.passes.emit import emit_program
-from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.accel.vta_ir import VTHREAD, Insn
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.workloads import Workload
@@ -22,7 +22,7 @@ def test_virtual_thread_removes_vthread_loops_and_tags_copies() -> None:
     assert any(isinstance(n, S.For) and n.kind is S.ForKind.VTHREAD for n in E.walk(before.body))
     f = run_until(lowered(), "virtual_thread")
     assert not any(isinstance(n, S.For) and n.kind is S.ForKind.VTHREAD for n in E.walk(f.body))
-    tags = [n.value for n in E.walk(f.body) if isinstance(n, S.AttrStmt) and n.key == "vthread"]
+    tags = [n.value for n in E.walk(f.body) if isinstance(n, S.AttrStmt) and n.key is VTHREAD]
     assert set(tags) == {0, 1}
 
 

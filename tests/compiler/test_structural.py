@@ -66,7 +66,7 @@ def test_constants_dtypes_kinds_and_attrs_are_compared() -> None:
                                 loop(4, lambda i: a.store(0, i), kind=S.ForKind.UNROLLED))
     assert not structural_equal(stage("x", a.store(0, 0)), stage("y", a.store(0, 0)))
     f, g = _copy(), _copy()
-    assert not structural_equal(S.PrimFunc(f.name, f.params, f.body, (("k", 1),)), g)
+    assert not structural_equal(S.PrimFunc(f.name, f.params, f.body, ((S.TARGET, "cuda"),)), g)
 
 
 def test_dialect_statements_compare_fields_but_not_notes() -> None:

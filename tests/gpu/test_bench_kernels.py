@@ -10,7 +10,7 @@ from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.workloads import resnet18_layer
 from vta.gpu.cuda import render_cuda
-from vta.gpu.dialect import WmmaMma
+from vta.gpu.dialect import LAUNCH, WmmaMma
 from vta.gpu.lower_gpu import lower_for_gpu
 from vta.gpu.schedules import conv2d_wmma, matmul_wmma
 
@@ -22,7 +22,7 @@ def test_benchmark_kernels_compile(nvcc_check) -> None:  # type: ignore[no-untyp
     funcs += [lower_for_gpu(conv2d_wmma(resnet18_layer(f"C{i}"), "int8", Epilogue()))
               for i in range(2, 12)]
     gemm = funcs[0]
-    launch = gemm.attr("launch")
+    launch = gemm.attr(LAUNCH)
     assert launch.grid == (32, 32, 1) and launch.block == (32, 4, 2)
     assert launch.shared_bytes <= 48 * 1024
     assert sum(isinstance(n, WmmaMma) for n in E.walk(gemm.body)) == 1  # fm x fn unrolled

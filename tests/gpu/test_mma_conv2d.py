@@ -17,6 +17,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_reference
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import resnet18_layer
 from vta.gpu.cuda import render_cuda
+from vta.gpu.dialect import PATCH
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.conv2d import conv_knobs, mma_conv2d, ohwi_weight
 from vta.gpu.kernels.gemm import MmaKnobs
@@ -128,7 +129,7 @@ def test_resnet_kernels_compile(nvcc_check: Callable) -> None:
     only the taps' rows, whole planes of a 7x7 image)."""
     funcs = {layer: mma_conv2d(resnet18_layer(layer), "int8", Epilogue())
              for layer in ("C2", "C3", "C4", "C11")}
-    assert [funcs[x].attr("patch") for x in funcs] == ["rows", "rows", "segments", "planes"]
+    assert [funcs[x].attr(PATCH) for x in funcs] == ["rows", "rows", "segments", "planes"]
     nvcc_check([render_cuda(f).source for f in funcs.values()])
 
 

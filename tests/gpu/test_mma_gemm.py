@@ -18,6 +18,7 @@ from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
 from vta.gpu.cuda import render_cuda
+from vta.gpu.dialect import KNOBS, LAUNCH, REGISTERS
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.gemm import MmaKnobs, mma_gemm
 from vta.gpu.mma import CpAsync, LdMatrix, MmaSync
@@ -80,7 +81,7 @@ def variant(func: S.PrimFunc, spec: MatmulSpec, item: int, out_item: int) -> tup
     Y's rows are aligned. The tests compile one kernel per variant (nvcc's time dominates)."""
     from vta.gpu.kernels.copy import vector_bytes
 
-    return (func.name, func.attr("knobs"), tuple(b.dtype for b in func.params),
+    return (func.name, func.attr(KNOBS), tuple(b.dtype for b in func.params),
             vector_bytes(spec.k * item, 16), vector_bytes(spec.n * out_item, 16))
 
 
@@ -155,9 +156,9 @@ def test_kernel_structure_and_ptx(nvcc_check: Callable) -> None:
         assert any(isinstance(n, CpAsync) and n.nbytes == 16 for n in nodes)
         assert any(isinstance(n, LdMatrix) and n.num == 4 for n in nodes)
         assert sum(isinstance(n, MmaSync) for n in nodes) == 2 * 4 * 8  # 2 k-chunks x 4 x 8
-        assert f.attr("registers") <= 255
+        assert f.attr(REGISTERS) <= 255
         k = render_cuda(f)
-        assert k.dynamic_shared == f.attr("launch").shared_bytes > 48 * 1024
+        assert k.dynamic_shared == f.attr(LAUNCH).shared_bytes > 48 * 1024
         assert "extern __shared__" in k.source
     nvcc_check([render_cuda(f).source for f in funcs])
 

@@ -23,6 +23,7 @@ from vta.compiler.accel.schedules.space import (
     footprint,
     tile_choices,
 )
+from vta.compiler.accel.vta_ir import SRAM
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.space import Point, enumerate_space
 from vta.compiler.ops.conv2d import Conv2dSpec
@@ -97,8 +98,7 @@ def test_a_point_round_trips_through_json() -> None:
 def _allocated(c: driver.Compiled) -> dict[str, int]:
     """Entries per scope of the compiled program's scratchpad allocation (isl's footprints):
     a buffer allocated per virtual thread counts once per thread."""
-    table = next(dict(f.attrs)["sram"] for f in reversed(c.result.ir.values())
-                 if "sram" in dict(f.attrs))
+    table = next(t for f in reversed(c.result.ir.values()) if (t := f.attr(SRAM)) is not None)
     used: dict[str, int] = {}
     for buf, base, n in table:
         copies = 1 if isinstance(base, E.IntImm) else c.schedule.vthreads
@@ -234,4 +234,4 @@ def test_a_point_too_big_for_one_bank_is_refused_as_the_allocator_would() -> Non
         driver.build(w, OVERLAP, q)
     fold, s = p.schedule(q)
     with pytest.raises(ScratchpadOverflow, match="bank"):
-        driver._compile_with(w, OVERLAP, fold, s, w.epilogue, False)
+        driver._compile_with(w, OVERLAP, fold, s, w.epilogue)

@@ -23,7 +23,9 @@ from vta.compiler.ir.printer import Namer
 from vta.compiler.ir.visitor import Dispatch
 from vta.errors import CudaRenderError
 from vta.gpu.dialect import (
+    LAUNCH,
     STATIC_SHARED_BYTES,
+    WMMA_FRAGMENT,
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
@@ -89,7 +91,7 @@ class CudaKernel:
 
 def render_cuda(func: S.PrimFunc) -> CudaKernel:
     """Render a lowered GPU function as CUDA C (see the module docstring)."""
-    launch = func.attr("launch")
+    launch = func.attr(LAUNCH)
     if not isinstance(launch, LaunchConfig):
         raise CudaRenderError(f"{func.name}: no launch configuration; run "
                               f"vta.gpu.lower_gpu.lower_for_gpu first")
@@ -226,7 +228,7 @@ class _Renderer:
         return [*out, f"{pad}}}"]
 
     def attr(self, s: S.AttrStmt, ind: int) -> list[str]:
-        if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+        if s.key is WMMA_FRAGMENT and isinstance(s.body, S.Allocate):
             return self.allocate(s.body.buffer, s.value, ind) + self.stmt(s.body.body, ind)
         note = s.value.name if hasattr(s.value, "name") else str(s.value)
         return [f"{'  ' * ind}// {s.key}: {note}", *self.stmt(s.body, ind)]

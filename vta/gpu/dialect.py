@@ -8,7 +8,7 @@ buffers to the verifier (``exprs`` / ``buffers``).
 Fragments. A tensor-core operand lives in a *fragment*: an opaque register tile owned by a whole
 warp. In the IR a fragment array is a ``local`` buffer whose trailing two dimensions are the
 fragment's rows and columns (leading dimensions index the warp's register tile of fragments),
-allocated under ``AttrStmt("wmma.fragment", FragmentInfo(...), Allocate(...))``. Only the WMMA
+allocated under ``AttrStmt(WMMA_FRAGMENT, FragmentInfo(...), Allocate(...))``. Only the WMMA
 statements below touch fragment buffers.
 """
 
@@ -28,7 +28,8 @@ from vta.errors import CudaRenderError
 __all__ = [
     "ThreadIndex", "LaunchConfig", "FragmentInfo", "WmmaFill", "WmmaLoad", "WmmaMma",
     "WmmaStore", "THREAD_TAGS", "WMMA_STMTS", "STATIC_SHARED_BYTES", "MAX_THREADS", "WARP_SIZE",
-    "affine_terms", "flat_index",
+    "affine_terms", "flat_index", "LAUNCH", "REGISTERS", "KNOBS", "KERNEL", "PATCH",
+    "WMMA_FRAGMENT",
 ]
 
 #: bytes of static ``__shared__`` memory one block may declare (CUDA's static limit; more is
@@ -90,6 +91,21 @@ class FragmentInfo:
     def __str__(self) -> str:
         lay = f", {self.layout}" if self.layout else ""
         return f"fragment({self.role}, {self.m}x{self.n}x{self.k}{lay})"
+
+
+#: the keys GPU passes and kernels hand on (``PrimFunc.attr`` / ``AttrStmt``):
+#: the launch shape ``bind_threads`` records (the emulator and the CUDA renderer read it)
+LAUNCH: S.AttrKey[LaunchConfig] = S.AttrKey("launch", __name__)
+#: 32-bit registers a thread's tiles need (``check_registers``)
+REGISTERS: S.AttrKey[int] = S.AttrKey("registers", __name__)
+#: the knobs a kernel was built with (a schedule's or a task mapping's)
+KNOBS: S.AttrKey[Any] = S.AttrKey("knobs", __name__)
+#: which kernel family built the function (``"task-mapping"``)
+KERNEL: S.AttrKey[str] = S.AttrKey("kernel", __name__)
+#: how a task-mapping convolution gathers its input patches (``ConvGeometry.mode``)
+PATCH: S.AttrKey[str] = S.AttrKey("patch", __name__)
+#: over an ``Allocate``: the buffer is a WMMA fragment (``FragmentInfo``)
+WMMA_FRAGMENT: S.AttrKey[FragmentInfo] = S.AttrKey("wmma.fragment", __name__)
 
 
 def _idx(render: Callable[[Any], str], idx: tuple[Expr, ...]) -> str:

@@ -40,6 +40,8 @@ from vta.compiler.ir.visitor import Dispatch
 from vta.errors import EmulatorError, EmulatorRaceError
 from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (
+    LAUNCH,
+    WMMA_FRAGMENT,
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
@@ -137,7 +139,7 @@ class Emulator:
 
     def __init__(self, func: S.PrimFunc, check_races: bool = True, max_lanes: int = 1 << 15,
                  profile: bool = False) -> None:
-        launch = func.attr("launch")
+        launch = func.attr(LAUNCH)
         if not isinstance(launch, LaunchConfig):
             raise EmulatorError(f"{func.name}: no launch configuration; run "
                                 f"vta.gpu.lower_gpu.lower_for_gpu first")
@@ -503,7 +505,7 @@ class Emulator:
         return let
 
     def attr(self, s: S.AttrStmt) -> StmtFn:
-        if s.key == "wmma.fragment" and isinstance(s.body, S.Allocate):
+        if s.key is WMMA_FRAGMENT and isinstance(s.body, S.Allocate):
             self.frags[s.body.buffer] = s.value
         return self.stmt(s.body)
 

@@ -5,7 +5,7 @@ by the verifier (``vta.compiler.ir.verify``: every pass keeps the IR well formed
 documents its contract in its module):
 
 1. ``lower_warp_buffers`` - ``warp``-scope stages become per-warp slices of shared memory.
-2. ``lower_tensorize`` (vta.gpu.wmma) - ``AttrStmt("tensorize", <cuda intrinsic>)``
+2. ``lower_tensorize`` (vta.gpu.wmma) - ``AttrStmt(TENSORIZE, <cuda intrinsic>)``
    regions become WMMA fragment statements. First, because it still sees loops and buffers
    as the schedule wrote them (the fragment tile structure is in the loop nest).
 3. ``bind_threads`` - thread-bound loops become ``threadIdx``/``blockIdx`` lets with guards;

@@ -36,7 +36,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import ScheduleError
-from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
+from vta.gpu.dialect import KNOBS, MAX_THREADS, WARP_SIZE
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
 from vta.gpu.wmma import wmma_intrinsic
 
@@ -242,7 +242,7 @@ def wmma_schedule(g: GemmDef, kb: WmmaKnobs = WmmaKnobs()) -> Schedule:
 
 def _func(g: GemmDef, s: Schedule, kind: str, knobs: object) -> S.PrimFunc:
     f = lower(s, list(g.args), f"{g.name}_{g.in_dtype}_{kind}")
-    return S.PrimFunc(f.name, f.params, f.body, (("target", "cuda"), ("knobs", knobs)))
+    return S.PrimFunc(f.name, f.params, f.body, ((S.TARGET, "cuda"), (KNOBS, knobs)))
 
 
 def matmul_simt(spec: MatmulSpec, dtype: str = "int8", epi: Epilogue | None = None,

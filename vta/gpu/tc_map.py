@@ -46,7 +46,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir.lower import lower
 from vta.compiler.ir.schedule import Schedule, Stage, create_schedule, reads_of
-from vta.compiler.ir.stmt import PrimFunc
+from vta.compiler.ir.stmt import TARGET, PrimFunc
 from vta.compiler.ir.tensor import (
     ComputeOp,
     IterVar,
@@ -58,6 +58,7 @@ from vta.compiler.ir.tensor import (
 )
 from vta.compiler.tc.to_ir import TcFunc
 from vta.errors import MappingError
+from vta.gpu.dialect import KNOBS
 
 __all__ = ["MappingError", "MappingOptions", "Resolved", "KernelPlan", "GpuKernelDef",
            "GpuProgram", "plan_kernels", "map_gpu", "resolve", "isolate"]
@@ -549,8 +550,7 @@ def map_gpu(f: TcFunc, options: MappingOptions | None = None) -> GpuProgram:
         sch = ks.run()
         name = f"{f.cdef.name}_k{k}_{p.root.name}"
         func = lower(sch, [*cut.inputs, out], name)
-        func = PrimFunc(func.name, func.params, func.body, (("target", "cuda"),
-                                                            ("knobs", knobs)))
+        func = PrimFunc(func.name, func.params, func.body, ((TARGET, "cuda"), (KNOBS, knobs)))
         if p.root not in outs:
             buffers[p.root.name] = (p.root.shape, p.root.dtype)
         covered = sorted({stmt_of[t] for t in (p.root, p.fused, *p.inlined)

@@ -65,4 +65,4 @@ def window_func(spec: WindowSpec, chain: Chain | None = None) -> S.PrimFunc:
     else:
         sch[acc].compute_inline()
     func = lower(sch, [data, *ops, res], f"{spec.kind}_window")
-    return S.PrimFunc(func.name, func.params, func.body, (("target", "cuda"),))
+    return S.PrimFunc(func.name, func.params, func.body, ((S.TARGET, "cuda"),))

@@ -6,7 +6,7 @@ Two intrinsics are registered with the shared registry (``vta.compiler.ir.intrin
 carries hooks: ``cuda`` (the statement that replaces a matched region) and ``emulate`` (numpy
 semantics on one 16x16x16 tile, used by the SIMT emulator and by tests).
 
-Matched region (what the schedule writes under ``AttrStmt("tensorize", <intrinsic>)``)::
+Matched region (what the schedule writes under ``AttrStmt(TENSORIZE, <intrinsic>)``)::
 
     for i in 16: for j in 16: for k in 16:
         C[f.., i, j] = C[f.., i, j] + acc(A[fa.., i, k]) * acc(B[fb.., k, j])
@@ -36,7 +36,7 @@ from vta.compiler.ir.intrin import TensorIntrinsic, TensorizeRegion
 from vta.compiler.ir.intrin import register as register_intrinsic
 from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
+from vta.gpu.dialect import WMMA_FRAGMENT, FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
 
 __all__ = ["WMMA_INT8", "WMMA_FP16", "wmma_intrinsic", "lower_tensorize", "wmma_reference",
            "fragment_tile"]
@@ -140,7 +140,7 @@ def fragment_tile(func: S.PrimFunc) -> int:
     """The fragment edge of the function's WMMA regions, from their intrinsics' ``shape``
     hook (every region of one kernel shares it; this lowering handles square shapes)."""
     shapes = {tuple(n.value.intrin.hooks["shape"]) for n in E.walk(func.body)
-              if isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value)}
+              if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE and _is_wmma(n.value)}
     if not shapes:
         return TILE
     if len(shapes) > 1 or len(set(next(iter(shapes)))) != 1:
@@ -156,7 +156,7 @@ def _tile_fragments(body: S.Stmt, tile: int) -> S.Stmt:
     so every region reads ``C[.., i, j] += A[.., i, k] * B[.., k, j]``."""
     plan: dict[S.Buffer, bool] = {}  # buffer -> tile transposed
     for n in E.walk(body):
-        if not (isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value)):
+        if not (isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE and _is_wmma(n.value)):
             continue
         m = _tile_loops(n.body, tile)
         if m is None or not isinstance(m[1], S.BufferStore) or len(m[0]) != 3:
@@ -322,7 +322,7 @@ class _Lowerer:
 
     def run(self) -> S.PrimFunc:
         def first(n: Any) -> Any:
-            if isinstance(n, S.AttrStmt) and n.key == "tensorize" and _is_wmma(n.value):
+            if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE and _is_wmma(n.value):
                 return self.mma(n)
             return None
 
@@ -349,7 +349,7 @@ class _Lowerer:
                     raise self.fail(f"fragment {n.buffer.name} is never loaded")
                 inner = E.substitute(n.body, third)
                 t = self.tile
-                return S.AttrStmt("wmma.fragment", FragmentInfo(f.role, t, t, t, f.layout),
+                return S.AttrStmt(WMMA_FRAGMENT, FragmentInfo(f.role, t, t, t, f.layout),
                                   S.Allocate(n.buffer, inner))
             return None
 
@@ -360,9 +360,9 @@ class _Lowerer:
 def lower_tensorize(func: S.PrimFunc) -> S.PrimFunc:
     """Pass: replace WMMA ``tensorize`` regions and their fragment copies by WMMA statements.
 
-    Before: regions under ``AttrStmt("tensorize", <wmma intrinsic>)`` as in the module
+    Before: regions under ``AttrStmt(TENSORIZE, <wmma intrinsic>)`` as in the module
     docstring; no thread binding lowered yet. After: no such region; fragment buffers are
-    allocated under ``AttrStmt("wmma.fragment", FragmentInfo)`` and touched only by
+    allocated under ``AttrStmt(WMMA_FRAGMENT, FragmentInfo)`` and touched only by
     ``WmmaFill``/``WmmaLoad``/``WmmaMma``/``WmmaStore``. Functions without WMMA regions are
     returned unchanged.
     """

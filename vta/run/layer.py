@@ -48,6 +48,7 @@ from vta.compiler.ops.matmul import MatmulSpec, matmul_acc
 from vta.compiler.ops.workloads import Workload
 from vta.config import DTYPE_BITS, HwConfig
 from vta.errors import VtaError
+from vta.gpu.dialect import KERNEL
 from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.run.check import Check, compare
 from vta.run.gpu_workloads import GpuWorkload, build_func, gpu_workload
@@ -221,7 +222,7 @@ class GpuLayer:
     def pack(self, user: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         params = self.kernel.func.params
         wt = user["kernel"]
-        if self.workload.is_conv and self.kernel.func.attr("kernel") == "task-mapping":
+        if self.workload.is_conv and self.kernel.func.attr(KERNEL) == "task-mapping":
             wt = ohwi_weight(wt)
         arrays = [user["data"], wt] + ([user["bias"]] if "bias" in user else [])
         return {b.name: np.ascontiguousarray(a).reshape(b.shape)

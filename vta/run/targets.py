@@ -43,6 +43,7 @@ from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import ScheduleError, ScratchpadOverflow, ShapeError, TargetError
 from vta.gpu.cuda import CudaKernel, render_cuda
+from vta.gpu.dialect import LAUNCH
 from vta.gpu.emulator import Emulator
 from vta.gpu.lower_gpu import lower_for_gpu
 from vta.gpu.profile import Profile
@@ -231,7 +232,7 @@ class _GpuTarget(Target):
     def compile(self, func: S.PrimFunc, schedule: Schedule | None = None) -> CompiledKernel:
         """Lower ``func`` with the GPU pipeline (unless it is already: the task-mapping kernels
         carry their launch) and render it."""
-        if func.attr("launch") is not None:
+        if func.attr(LAUNCH) is not None:
             return CompiledKernel(func, render_cuda(func))
         low = lower_for_gpu(func)
         return CompiledKernel(low, render_cuda(low), func)

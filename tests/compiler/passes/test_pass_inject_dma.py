@@ -4,7 +4,7 @@ import pytest
 from _accel_ir import PYNQ, sram
 
 from vta.compiler.accel.passes.inject_dma import inject_dma
-from vta.compiler.accel.vta_ir import DmaLoad, DmaStore
+from vta.compiler.accel.vta_ir import SRAM, DmaLoad, DmaStore
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.builder import alloc, buf, func, loop, stage
 from vta.compiler.ir.structural import assert_structural_equal
@@ -25,7 +25,7 @@ def test_load_of_a_column_window_is_rows_of_a_strided_dma() -> None:
         g.load(y, x, b, k), y, x, b, k)))))
     before = func("f", [g], alloc(t, stage("a_inp", copy)), sram=sram((t, 5, 6)))
     dma = DmaLoad("inp", t, _i(5), g, Z, _i(2), _i(3), _i(4), Z, Z, Z, Z)
-    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr("sram"))
+    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr(SRAM))
     assert_structural_equal(inject_dma(before, PYNQ), expected)
 
 
@@ -36,7 +36,7 @@ def test_copy_out_inside_a_tile_loop_is_a_store_at_the_tile_offset() -> None:
         1, lambda b: loop(16, lambda k: res.store(acc.load(x, b, k).astype("int8"),
                                                   o * 2 + x, b, k)))))), sram=sram((acc, 0, 2)))
     expected = func("f", [res], loop(2, lambda o: alloc(acc, stage("res", DmaStore(
-        acc, Z, res, o * 2, _i(1), _i(2), _i(2))))), sram=before.attr("sram"))
+        acc, Z, res, o * 2, _i(1), _i(2), _i(2))))), sram=before.attr(SRAM))
     assert_structural_equal(inject_dma(before, PYNQ), expected)
 
 
@@ -55,7 +55,7 @@ def test_padding_select_becomes_the_dma_pads() -> None:
         y, x, b, k)))))
     before = func("f", [g], alloc(t, stage("a_inp", copy)), sram=sram((t, 0, 8)))
     dma = DmaLoad("inp", t, Z, g, Z, _i(2), _i(2), _i(2), _i(1), _i(1), Z, Z)
-    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr("sram"))
+    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr(SRAM))
     assert_structural_equal(inject_dma(before, PYNQ), expected)
 
 
@@ -72,7 +72,7 @@ def test_a_padded_single_loop_pads_the_row() -> None:
     copy = loop(4, lambda y: loop(1, lambda b: loop(16, lambda k: elem(y, b, k))))
     before = func("f", [g], alloc(t, stage("a_inp", copy)), sram=sram((t, 0, 4)))
     dma = DmaLoad("inp", t, Z, g, Z, _i(1), _i(2), _i(4), Z, Z, _i(1), _i(1))
-    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr("sram"))
+    expected = func("f", [g], alloc(t, stage("a_inp", dma)), sram=before.attr(SRAM))
     assert_structural_equal(inject_dma(before, PYNQ), expected)
 
 

@@ -18,13 +18,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vta.compiler.ir.expr import Expr, Var
-from vta.compiler.ir.stmt import Buffer, Stmt
+from vta.compiler.ir.stmt import AttrKey, Buffer, Stmt
 from vta.isa import Deps, Instruction, InstructionDef, Uop
 from vta.isa.asm import format_insn
 from vta.isa.insn import DEP_FLAGS, NO_DEPS
 
-__all__ = ["DmaLoad", "DmaStore", "ComputeNest", "ComputeInsn", "Insn", "NO_DEPS", "deps_str",
-           "UopExpr", "UopTable", "Offsets"]
+__all__ = ["VTHREAD", "BOUNDS", "SRAM", "DmaLoad", "DmaStore", "ComputeNest", "ComputeInsn",
+           "Insn", "NO_DEPS", "deps_str", "UopExpr", "UopTable", "Offsets"]
+
+#: the keys accelerator passes hand on (``AttrStmt`` / ``PrimFunc.attr``): a virtual thread's
+#: copy of its stage (``virtual_thread``; its index)
+VTHREAD: AttrKey[int] = AttrKey("vthread", __name__)
+#: each on-chip buffer's region, ((buffer, ((lo, hi), ...)), ...) (``region_inference``)
+BOUNDS: AttrKey[tuple[tuple[Buffer, tuple[tuple[int, int], ...]], ...]] = AttrKey("bounds",
+                                                                                   __name__)
+#: each on-chip buffer's place, ((buffer, base entry, entries), ...) (``scratchpad_alloc``; the
+#: base is an expression in the virtual-thread variable where the buffer has a copy per thread)
+SRAM: AttrKey[tuple[tuple[Buffer, Expr, int], ...]] = AttrKey("sram", __name__)
 
 Render = Callable[[Any], str]
 

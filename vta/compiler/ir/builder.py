@@ -52,16 +52,20 @@ def alloc(buffer: S.Buffer, *body: S.Stmt) -> S.Allocate:
     return S.Allocate(buffer, S.seq(*body))
 
 
-def attr(key: str, value: Any, *body: S.Stmt) -> S.AttrStmt:
-    return S.AttrStmt(key, value, S.seq(*body))
+def attr(key: S.AttrKey[Any] | str, value: Any, *body: S.Stmt) -> S.AttrStmt:
+    """``AttrStmt(key, value)`` over ``body``; ``key`` by its name as ``func``'s keywords."""
+    return S.AttrStmt(key if isinstance(key, S.AttrKey) else S.AttrKey.named(key), value,
+                      S.seq(*body))
 
 
 def stage(name: str, *body: S.Stmt) -> S.AttrStmt:
-    """``AttrStmt("stage", name)``: how ``lower`` marks each stage of a schedule."""
-    return attr("stage", name, *body)
+    """``AttrStmt(STAGE, name)``: how ``lower`` marks each stage of a schedule."""
+    return attr(S.STAGE, name, *body)
 
 
 def func(name: str, params: list[S.Buffer] | tuple[S.Buffer, ...], *body: S.Stmt,
          **attrs: Any) -> S.PrimFunc:
-    """A ``PrimFunc`` (attributes as keywords, in order)."""
-    return S.PrimFunc(name, tuple(params), S.seq(*body), tuple(attrs.items()))
+    """A ``PrimFunc`` (attributes as keywords by their keys' names, in order: ``launch=...``
+    is ``gpu.dialect.LAUNCH``)."""
+    return S.PrimFunc(name, tuple(params), S.seq(*body),
+                      tuple((S.AttrKey.named(k), v) for k, v in attrs.items()))

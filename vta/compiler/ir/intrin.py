@@ -138,7 +138,7 @@ def gemm_decl(batch: int, block_in: int, block_out: int, inp_dtype: str, wgt_dty
 
 @dataclass(frozen=True, eq=False)
 class TensorizeRegion:
-    """What ``lower`` leaves on a tensorized region (``AttrStmt("tensorize", region)``): the
+    """What ``lower`` leaves on a tensorized region (``AttrStmt(TENSORIZE, region)``): the
     intrinsic, how it matched (``match``), and the lowered objects its declaration maps to: each
     intrinsic axis's loop variable (``loops``) and each intrinsic tensor's buffer (``buffers``:
     placeholders to the buffers the region reads, ``decl`` to the buffer it writes). Back ends

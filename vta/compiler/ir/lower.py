@@ -3,11 +3,11 @@
 The contract is docs/ir.md ("The lowering contract"); in short: parameters are the global
 buffers of ``args``; each stage becomes a loop nest over its leaf axes (fresh variables, split
 values ``outer * factor + inner``, guards where a split does not divide), wrapped in
-``AttrStmt("stage", name)``; a reduction gets an init nest right before its outermost reduction
+``AttrStmt(STAGE, name)``; a reduction gets an init nest right before its outermost reduction
 loop; a stage computed at another's loop is emitted inside that loop, its buffer allocated
 there and sized by bound inference (vta.compiler.ir.regions); readers index it relative to its
 base; inlined stages are substituted; tensorized regions are wrapped in
-``AttrStmt("tensorize", TensorizeRegion)`` after checking they match: the region carries the
+``AttrStmt(TENSORIZE, TensorizeRegion)`` after checking they match: the region carries the
 intrinsic and its ``Match`` translated to the lowered loops and buffers, so both back ends
 lower it from the intrinsic's definition.
 """
@@ -234,7 +234,7 @@ class _Lowering:
                 assert isinstance(body, Reduce)
                 loop = S.seq(self._init(st, body, k, ext), loop)
             inner = loop
-        return S.AttrStmt("stage", st.name, inner)
+        return S.AttrStmt(S.STAGE, st.name, inner)
 
     def _guard_error(self, st: Stage, ext: Mapping[IterVar, int]) -> ScheduleError:
         """A stage whose body would need a guard where none is allowed: name the split that
@@ -329,7 +329,7 @@ class _Lowering:
                                 f"{iv.name}: {m}")
         buffers = {d: self._buffer_of(t) for d, t in m.tensors.items()}
         loops = {d: self.loopvar[r] for d, r in m.axes.items()}
-        return S.AttrStmt("tensorize", intrin_mod.TensorizeRegion(intrin, m, loops, buffers), loop)
+        return S.AttrStmt(S.TENSORIZE, intrin_mod.TensorizeRegion(intrin, m, loops, buffers), loop)
 
     def _buffer_of(self, t: Tensor) -> S.Buffer:
         """The buffer holding tensor ``t`` in the lowered function."""

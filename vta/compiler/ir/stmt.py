@@ -10,10 +10,11 @@ Memory scopes: ``global`` (DRAM / device memory); the accelerator's scratchpads 
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from vta.compiler.ir.expr import Expr, ExprLike, Var, as_expr
 from vta.config import BUFFER_KINDS
@@ -21,7 +22,69 @@ from vta.config import BUFFER_KINDS
 __all__ = [
     "SCOPES", "Buffer", "BufferLoad", "Stmt", "BufferStore", "For", "ForKind", "SeqStmt",
     "IfThenElse", "LetStmt", "Allocate", "Evaluate", "Barrier", "AttrStmt", "PrimFunc", "seq",
+    "AttrKey", "STAGE", "TENSORIZE", "TARGET",
 ]
+
+T = TypeVar("T")
+
+
+class AttrKey(Generic[T]):
+    """A typed key of an ``AttrStmt`` or of a ``PrimFunc``'s attributes: how one pass hands
+    information to a later one. Each key is defined once, by the layer that owns its meaning
+    (the IR's here, the accelerator's in ``accel.vta_ir``, the GPU's in ``gpu.dialect``); ``T``
+    is its value's type, which ``PrimFunc.attr`` returns. A second key with a taken name is an
+    error, and a bare string where a key belongs is refused by the nodes."""
+
+    _by_name: ClassVar[dict[str, AttrKey[Any]]] = {}
+    __slots__ = ("name", "owner")
+    name: str
+    owner: str
+
+    def __init__(self, name: str, owner: str) -> None:
+        """``owner``: the defining module's ``__name__`` (a pickled key is looked up there)."""
+        if name in AttrKey._by_name:
+            raise ValueError(f"attribute key {name!r} is already defined (in "
+                             f"{AttrKey._by_name[name].owner})")
+        self.name, self.owner = name, owner
+        AttrKey._by_name[name] = self
+
+    @staticmethod
+    def named(name: str) -> AttrKey[Any]:
+        """The key called ``name`` (KeyError naming the defined ones otherwise)."""
+        try:
+            return AttrKey._by_name[name]
+        except KeyError:
+            raise KeyError(f"no attribute key {name!r} (defined: "
+                           f"{', '.join(sorted(AttrKey._by_name))})") from None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"AttrKey({self.name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore_key, (self.owner, self.name))
+
+
+def _restore_key(owner: str, name: str) -> AttrKey[Any]:
+    """A key unpickled: the one object defined under ``name`` (importing its module first)."""
+    importlib.import_module(owner)
+    return AttrKey.named(name)
+
+
+#: the stage of a schedule a statement computes (its name; ``lower`` marks every stage)
+STAGE: AttrKey[str] = AttrKey("stage", __name__)
+#: a region to tensorize (``intrin.TensorizeRegion`` from ``lower``; the GPU's WMMA intrinsic)
+TENSORIZE: AttrKey[Any] = AttrKey("tensorize", __name__)
+#: the target a kernel is written for (``"cuda"``)
+TARGET: AttrKey[str] = AttrKey("target", __name__)
+
+
+def _check_key(key: object, where: str) -> None:
+    if not isinstance(key, AttrKey):
+        raise TypeError(f"{where}: the key must be an AttrKey (vta.compiler.ir.stmt), got "
+                        f"{key!r}")
 
 SCOPES = ("global", *BUFFER_KINDS, "shared", "warp", "local")
 
@@ -146,9 +209,12 @@ class Barrier(Stmt):
 class AttrStmt(Stmt):
     """An annotation ``key = value`` over ``body`` (pragmas, tensorize marks, pipeline info)."""
 
-    key: str
+    key: AttrKey[Any]
     value: Any
     body: Stmt
+
+    def __post_init__(self) -> None:
+        _check_key(self.key, "AttrStmt")
 
 
 @dataclass(frozen=True)
@@ -158,13 +224,24 @@ class PrimFunc:
     name: str
     params: tuple[Buffer, ...]
     body: Stmt
-    attrs: tuple[tuple[str, Any], ...] = field(default=())
+    attrs: tuple[tuple[AttrKey[Any], Any], ...] = field(default=())
 
-    def attr(self, key: str, default: Any = None) -> Any:
+    def __post_init__(self) -> None:
+        for k, _ in self.attrs:
+            _check_key(k, f"PrimFunc {self.name}")
+
+    def attr(self, key: AttrKey[T], default: T | None = None) -> T | None:
+        """The value of attribute ``key`` (``default`` when it is not set)."""
         for k, v in self.attrs:
-            if k == key:
-                return v
+            if k is key:
+                return v  # type: ignore[no-any-return]
         return default
+
+    def with_attr(self, key: AttrKey[T], value: T) -> PrimFunc:
+        """The function with attribute ``key`` set to ``value`` (replacing an earlier value,
+        which moves to the end: attributes keep the order they were last set in)."""
+        attrs = (*((k, v) for k, v in self.attrs if k is not key), (key, value))
+        return PrimFunc(self.name, self.params, self.body, attrs)
 
     def with_body(self, body: Stmt) -> PrimFunc:
         return self if body is self.body else PrimFunc(self.name, self.params, body, self.attrs)

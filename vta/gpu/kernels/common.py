@@ -10,13 +10,14 @@ them, so the schedule pipeline's barrier pass does not run on them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.verify import verify
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import LaunchConfig, ThreadIndex
+from vta.gpu.dialect import LAUNCH, LaunchConfig, ThreadIndex
 from vta.gpu.passes.bind_threads import MAX_THREADS
 from vta.gpu.passes.check_registers import check_registers
 
@@ -50,7 +51,8 @@ def alloc(bufs: list[S.Buffer], body: S.Stmt) -> S.Stmt:
 
 
 def finish(name: str, params: tuple[S.Buffer, ...], body: Callable[..., S.Stmt],
-           grid: tuple[int, int], nthreads: int, attrs: tuple[tuple[str, object], ...] = ()
+           grid: tuple[int, int], nthreads: int,
+           attrs: tuple[tuple[S.AttrKey[Any], object], ...] = ()
            ) -> S.PrimFunc:
     """The lowered kernel: ``body(tid, bx, by)`` under lets binding them to threadIdx.x,
     blockIdx.x and blockIdx.y; launch ``grid`` x ``nthreads`` threads."""
@@ -67,5 +69,5 @@ def finish(name: str, params: tuple[S.Buffer, ...], body: Callable[..., S.Stmt],
         raise GpuLoweringError(f"{name}: {smem} B of shared memory per block exceed "
                                f"{MAX_DYNAMIC_SHARED} B; use smaller tiles or fewer stages")
     launch = LaunchConfig((grid[0], grid[1], 1), (nthreads, 1, 1), smem)
-    func = S.PrimFunc(name, params, stmt, (("target", "cuda"), *attrs, ("launch", launch)))
+    func = S.PrimFunc(name, params, stmt, ((S.TARGET, "cuda"), *attrs, (LAUNCH, launch)))
     return check_registers(verify(func))

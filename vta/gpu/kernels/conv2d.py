@@ -47,6 +47,7 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.errors import GpuLoweringError
+from vta.gpu.dialect import KERNEL, KNOBS, PATCH
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
 from vta.gpu.kernels.gemm import GemmBody, MmaKnobs
@@ -178,7 +179,7 @@ def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = Non
     c = ConvBody(spec, dtype, kb, geo, data, weight, bias, out, epi)
     grid = (spec.n * geo.nrt * geo.nct, -(-spec.oc // kb.bn))
     return finish(f"conv2d_mma_{dtype}", params, c.body, grid, kb.threads,
-                  (("knobs", kb), ("kernel", "task-mapping"), ("patch", geo.mode)))
+                  ((KNOBS, kb), (KERNEL, "task-mapping"), (PATCH, geo.mode)))
 
 
 class ConvBody(GemmBody):

@@ -39,7 +39,7 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
+from vta.gpu.dialect import KERNEL, KNOBS, MAX_THREADS, WARP_SIZE
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
 from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
@@ -106,7 +106,7 @@ def mma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = No
     g = GemmBody(M, N, K, dtype, kb, X, W, bias, Y, epi)
     grid = (-(-N // kb.bn), -(-M // kb.bm))
     return finish(f"gemm_mma_{dtype}", params, g.body, grid, kb.threads,
-                  (("knobs", kb), ("kernel", "task-mapping")))
+                  ((KNOBS, kb), (KERNEL, "task-mapping")))
 
 
 class GemmBody:

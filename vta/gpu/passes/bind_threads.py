@@ -5,7 +5,7 @@ extents; a loop nested in another loop bound to the same tag has the same extent
 same hardware index).
 After: no THREAD_BINDING loop is left. Each became ``let v = min + <tag>`` (a ``ThreadIndex``),
 guarded by ``if <tag> < extent`` where the loop is shorter than the launch dimension (the
-largest extent bound to that tag). ``func.attrs`` gains ``("launch", LaunchConfig)``.
+largest extent bound to that tag). ``func.attr(LAUNCH)`` is set (a ``LaunchConfig``).
 Refused (``GpuLoweringError``): more than 1024 threads per block (naming the loop and stage
 that bind each index) or more than 48 KiB of static shared memory (naming every shared buffer
 with its size).
@@ -17,7 +17,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
+from vta.gpu.dialect import LAUNCH, STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
 
 __all__ = ["bind_threads", "GpuLoweringError"]
 
@@ -32,7 +32,7 @@ MAX_THREADS = 1024
 
 def _collect(s: S.Stmt, extents: dict[str, int], open_tags: dict[str, int], fname: str,
              where: dict[str, str], stage: str = "?") -> None:
-    if isinstance(s, S.AttrStmt) and s.key == "stage":
+    if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
         stage = str(s.value)
     if isinstance(s, S.For) and s.kind is S.ForKind.THREAD_BINDING:
         tag = s.thread
@@ -90,8 +90,7 @@ def bind_threads(func: S.PrimFunc) -> S.PrimFunc:
                                f"threads per block exceed the CUDA limit of {MAX_THREADS} "
                                f"({why})")
     launch = LaunchConfig(grid, block, _shared_bytes(body, func.name))
-    attrs = (*tuple((k, v) for k, v in func.attrs if k != "launch"), ("launch", launch))
-    return S.PrimFunc(func.name, func.params, body, attrs)
+    return func.with_body(body).with_attr(LAUNCH, launch)
 
 
 def _shared_bytes(body: S.Stmt, fname: str) -> int:

@@ -3,7 +3,7 @@
 Before: ``bind_threads`` ran. After: unchanged, or a ``GpuLoweringError`` naming the buffers
 when the thread's local arrays need more than ``MAX_REGISTERS`` 32-bit registers (they would
 spill to local memory, which the schedule did not ask for). The estimate is recorded in
-``func.attrs["registers"]``. Fragment buffers are excluded (a warp shares them, so each thread
+``func.attr(REGISTERS)``. Fragment buffers are excluded (a warp shares them, so each thread
 holds 1/32 of each fragment).
 """
 
@@ -13,6 +13,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.errors import GpuLoweringError
+from vta.gpu.dialect import REGISTERS, WMMA_FRAGMENT
 
 __all__ = ["check_registers", "MAX_REGISTERS"]
 
@@ -23,7 +24,7 @@ MAX_REGISTERS = 255
 def check_registers(func: S.PrimFunc) -> S.PrimFunc:
     """Estimate per-thread registers for local arrays; refuse tiles that cannot fit."""
     frags = {n.body.buffer for n in E.walk(func.body)
-             if isinstance(n, S.AttrStmt) and n.key == "wmma.fragment"
+             if isinstance(n, S.AttrStmt) and n.key is WMMA_FRAGMENT
              and isinstance(n.body, S.Allocate)}
     words = 0
     names = []
@@ -40,5 +41,4 @@ def check_registers(func: S.PrimFunc) -> S.PrimFunc:
         raise GpuLoweringError(f"{func.name}: register tiles {', '.join(names)} need {words} "
                                f"registers per thread (limit {MAX_REGISTERS}); use smaller "
                                f"split factors for the cache_write/cache_read local stages")
-    attrs = (*tuple((k, v) for k, v in func.attrs if k != "registers"), ("registers", words))
-    return S.PrimFunc(func.name, func.params, func.body, attrs)
+    return func.with_attr(REGISTERS, words)

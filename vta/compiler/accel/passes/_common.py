@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.accel.vta_ir import SRAM, Insn
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
@@ -168,8 +168,8 @@ def _is_stmt(x: object) -> bool:
 
 
 def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:
-    """Every ``AttrStmt("stage", ...)`` under ``s``, in program order."""
-    if isinstance(s, S.AttrStmt) and s.key == "stage":
+    """Every ``AttrStmt(STAGE, ...)`` under ``s``, in program order."""
+    if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
         yield s
     if isinstance(s, S.SeqStmt):
         for x in s.stmts:
@@ -185,7 +185,7 @@ def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:
 def sram_map(func: S.PrimFunc) -> dict[S.Buffer, E.Expr]:
     """Buffer -> SRAM base entry (an expression in the virtual-thread variable when the buffer
     is duplicated per thread), as recorded by scratchpad allocation."""
-    table = func.attr("sram")
+    table = func.attr(SRAM)
     if table is None:
         raise CompileError(f"{func.name}: scratchpad allocation has not run")
     return {b: base for b, base, _n in table}
@@ -201,10 +201,6 @@ def loop_nest(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
         loops.append((s.var, s.extent.value))
         s = s.body
     return loops, s
-
-
-def set_attr(func: S.PrimFunc, key: str, value: Any) -> tuple[tuple[str, Any], ...]:
-    return (*((k, v) for k, v in func.attrs if k != key), (key, value))
 
 
 def flat_stream(func: S.PrimFunc) -> tuple[list[Insn], list[S.Buffer]] | None:

@@ -15,7 +15,7 @@ Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around o
 from __future__ import annotations
 
 from vta.compiler.accel.passes._common import IntFn, compile_int
-from vta.compiler.accel.vta_ir import ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
+from vta.compiler.accel.vta_ir import VTHREAD, ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
@@ -92,7 +92,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
                 allocs.append(s.buffer)
             visit(s.body, thread)
         elif isinstance(s, S.AttrStmt):
-            visit(s.body, s.value if s.key == "vthread" else thread)
+            visit(s.body, s.value if s.key is VTHREAD else thread)
         elif isinstance(s, DmaLoad):
             y, x = ev(s.y_size), ev(s.x_size)
             if y <= 0 or x <= 0:

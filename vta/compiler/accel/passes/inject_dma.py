@@ -8,7 +8,7 @@ Pre:  scratchpad allocation has run. A copy is a perfect loop nest (a cache stag
       store ``g[f(i)] = cast(acc[i])`` (the out write; the narrowing is the STORE from the out
       scratchpad). The two innermost indices of both sides are the entry.
 Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
-      ``AttrStmt("stage", name)``: loops of one iteration vanish, the innermost loops
+      ``AttrStmt(STAGE, name)``: loops of one iteration vanish, the innermost loops
       contiguous in both SRAM and DRAM merge into the row (x), the next loops into the rows (y,
       any DRAM stride), and loops that do not merge stay as loops around several DMAs (a >2-D
       copy is split). Padding comes from the isl footprint of the copy's global box
@@ -58,12 +58,12 @@ def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     max_pad = (1 << hw.isa.pad) - 1
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
-        if isinstance(s, S.AttrStmt) and s.key == "stage":
+        if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
             new = _copy_nest(func, str(s.value), s.body, bases, max_pad)
-            return None if new is None else S.AttrStmt("stage", s.value, new[0])
+            return None if new is None else S.AttrStmt(S.STAGE, s.value, new[0])
         if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
             new = _copy_nest(func, "copy", s, bases, max_pad)
-            return None if new is None else S.AttrStmt("stage", new[1], new[0])
+            return None if new is None else S.AttrStmt(S.STAGE, new[1], new[0])
         return None
 
     return func.with_body(map_stmt(func.body, rewrite))

@@ -33,9 +33,9 @@ def lower_alu(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     cands = candidates(hw)
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
-        if isinstance(s, S.AttrStmt) and s.key == "stage" and isinstance(s.body, S.For):
+        if isinstance(s, S.AttrStmt) and s.key is S.STAGE and isinstance(s.body, S.For):
             r = _alu(func, str(s.value), s.body, bases, hw, cands)
-            return None if r is None else S.AttrStmt("stage", s.value, r)
+            return None if r is None else S.AttrStmt(S.STAGE, s.value, r)
         return None
 
     return func.with_body(map_stmt(func.body, rewrite))

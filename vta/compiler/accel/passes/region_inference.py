@@ -4,7 +4,7 @@ Pre:  a lowered ``PrimFunc`` (docs/ir.md): on-chip buffers (scopes inp/wgt/acc) 
       ``Allocate`` at their attach point and sized by ``lower``'s bound inference
       (vta.compiler.ir.regions, isl); loops start at 0 with constant extents; on-chip indices
       affine in the enclosing loops.
-Post: the same body; ``attrs["bounds"]`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
+Post: the same body; ``attr(BOUNDS)`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
       on-chip buffer: the exact box of every access over all its enclosing loops (an isl
       footprint, ``poly.footprint``: one cached isl call per access expression, never per
       iteration); raises ``RegionError`` naming the buffer, dimension and range when an access
@@ -13,7 +13,8 @@ Post: the same body; ``attrs["bounds"]`` = ((buffer, per-dim (lo, hi) inclusive)
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import ONCHIP, set_attr
+from vta.compiler.accel.passes._common import ONCHIP
+from vta.compiler.accel.vta_ir import BOUNDS
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
@@ -76,4 +77,4 @@ def infer_regions(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     stmt(func.body)
     table = tuple((b, tuple(r)) for b, r in ranges.items())
-    return S.PrimFunc(func.name, func.params, func.body, set_attr(func, "bounds", table))
+    return func.with_attr(BOUNDS, table)

@@ -2,7 +2,7 @@
 
 Pre:  bound inference has run; on-chip buffers are ``Allocate``d with packed shapes whose last
       two dims form one scratchpad entry (batch x block).
-Post: the same body; ``attrs["sram"]`` = ((buffer, base, entries), ...) where ``base`` is an
+Post: the same body; ``attr(SRAM)`` = ((buffer, base, entries), ...) where ``base`` is an
       expression: a constant, or ``c + vt * entries`` for a buffer allocated inside a virtual
       thread loop (each thread gets its own copy, as VTA's InjectVirtualThread duplicates
       buffers; on banked accumulators, ``c + vt * bank``: each thread's copy in its own bank).
@@ -13,7 +13,8 @@ Post: the same body; ``attrs["sram"]`` = ((buffer, base, entries), ...) where ``
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import entries_of, set_attr
+from vta.compiler.accel.passes._common import entries_of
+from vta.compiler.accel.vta_ir import SRAM
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
@@ -74,7 +75,7 @@ def allocate_scratchpads(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
                 visit(s.else_case, vt)
 
     visit(func.body, None)
-    return S.PrimFunc(func.name, func.params, func.body, set_attr(func, "sram", tuple(table)))
+    return func.with_attr(SRAM, tuple(table))
 
 
 def _banked(func: S.PrimFunc, b: S.Buffer, vt: tuple[E.Var, int] | None,

@@ -1,8 +1,8 @@
-"""Tensorize: regions under ``AttrStmt("tensorize", region)`` become nests of the matched
+"""Tensorize: regions under ``AttrStmt(TENSORIZE, region)`` become nests of the matched
 intrinsic's instruction.
 
 Pre:  DMA insertion has run. ``lower`` wrapped each tensorized region (the intrinsic's own
-      loops, e.g. GEMM's batch x block_out x block_in) in ``AttrStmt("tensorize",
+      loops, e.g. GEMM's batch x block_out x block_in) in ``AttrStmt(TENSORIZE,
       TensorizeRegion)``, which carries the intrinsic, its instruction definition and the
       ``Match`` translated to the lowered loops and buffers; the loops around it up to the
       enclosing allocation or sequence form a perfect nest (the instruction's outer loops); the
@@ -10,7 +10,7 @@ Pre:  DMA insertion has run. ``lower`` wrapped each tensorized region (the intri
       stores the constant 0 into an acc buffer (a reduction's init nest) is a reset.
 Post: each region is a ``ComputeNest`` of the intrinsic's instruction (the outer loops, and each
       operand's entry index as an affine expression including its buffer's SRAM base), under
-      ``AttrStmt("stage", "<dst>.update")``; init nests are ``ComputeNest(reset)`` of the
+      ``AttrStmt(STAGE, "<dst>.update")``; init nests are ``ComputeNest(reset)`` of the
       instruction that accumulates into that buffer (GEMM when none does), or an ALU reset on
       hardware whose ALU is a separate pipeline (``cost.reset_instruction``), under
       ``"<dst>.init"``. The intrinsic's own loops are gone (one micro-op executes them all).
@@ -40,22 +40,22 @@ def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     bases = sram_map(func)
     resets: dict[S.Buffer, InstructionDef] = {}
     for n in E.walk(func.body):
-        if isinstance(n, S.AttrStmt) and n.key == "tensorize" \
+        if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE \
                 and isinstance(n.value, TensorizeRegion) and n.value.intrin.instruction:
             resets[n.value.buffer("dst")] = n.value.intrin.instruction
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
-        if isinstance(s, S.AttrStmt) and s.key == "tensorize":
+        if isinstance(s, S.AttrStmt) and s.key is S.TENSORIZE:
             g = _compute(func, [], s, bases, hw)
-            return S.AttrStmt("stage", f"{g.operand_buffers[0].name}.update", g)
+            return S.AttrStmt(S.STAGE, f"{g.operand_buffers[0].name}.update", g)
         if not isinstance(s, S.For):
             return None
         outer, inner = _peel(s)
-        if isinstance(inner, S.AttrStmt) and inner.key == "tensorize":
+        if isinstance(inner, S.AttrStmt) and inner.key is S.TENSORIZE:
             g = _compute(func, outer, inner, bases, hw)
-            return S.AttrStmt("stage", f"{g.operand_buffers[0].name}.update", g)
+            return S.AttrStmt(S.STAGE, f"{g.operand_buffers[0].name}.update", g)
         r = _reset(s, bases, resets, hw)
-        return None if r is None else S.AttrStmt("stage", f"{r.operand_buffers[0].name}.init", r)
+        return None if r is None else S.AttrStmt(S.STAGE, f"{r.operand_buffers[0].name}.init", r)
 
     return func.with_body(map_stmt(func.body, rewrite))
 

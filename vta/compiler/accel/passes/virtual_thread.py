@@ -7,7 +7,7 @@ Post: no ``For(kind=VTHREAD)`` remains. The thread loop is pushed inward (thread
       sequences, allocations and composite stages (a stage with other stages attached inside
       it, as ``lower`` emits the output stage and the reduction), down to each leaf stage;
       there the stage is duplicated once per thread with ``vt`` replaced by the thread's index
-      (bound loop variables renamed), wrapped in ``AttrStmt("vthread", t)``; consecutive
+      (bound loop variables renamed), wrapped in ``AttrStmt(VTHREAD, t)``; consecutive
       stages are duplicated as one block per thread. The result interleaves the threads stage
       by stage: thread 1's loads sit in program order next to thread 0's compute, so the load
       module can run ahead while compute works, once tokens (next pass) allow it. A thread
@@ -21,6 +21,7 @@ Post: no ``For(kind=VTHREAD)`` remains. The thread loop is pushed inward (thread
 from __future__ import annotations
 
 from vta.compiler.accel.passes._common import map_stmt
+from vta.compiler.accel.vta_ir import VTHREAD
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
@@ -73,8 +74,8 @@ def inject_virtual_thread(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
 
 def _composite(s: S.Stmt) -> bool:
-    return (isinstance(s, S.AttrStmt) and s.key == "stage"
-            and any(isinstance(n, S.AttrStmt) and n.key == "stage"
+    return (isinstance(s, S.AttrStmt) and s.key is S.STAGE
+            and any(isinstance(n, S.AttrStmt) and n.key is S.STAGE
                     for n in _statements(s.body)))
 
 
@@ -98,7 +99,7 @@ def _unroll(run: list[S.Stmt], vt: E.Var, n: int,
         fresh: dict[E.Var, E.Expr] = {v: E.Var(v.name, v.dtype) for v in bound}
         return E.substitute(block, {vt: E.IntImm(t), **fresh, **(pinned or {})})
 
-    return S.seq(*(S.AttrStmt("vthread", t, copy(t)) for t in range(n)))
+    return S.seq(*(S.AttrStmt(VTHREAD, t, copy(t)) for t in range(n)))
 
 
 def _spliced(stmts: tuple[S.Stmt, ...], vt: E.Var) -> list[S.Stmt]:
