@@ -49,7 +49,7 @@ from vta.gpu.nvcc import compile_ptx_batch, find_nvcc
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint32")
 FLOAT_TYPES = ("float32", "float16")
 N = 8
-I = E.Var("i")
+IV = E.Var("i")
 X = {t: S.Buffer("X", (N,), t) for t in INT_TYPES + FLOAT_TYPES}
 OUT = {t: S.Buffer("Out", (N,), t) for t in INT_TYPES + FLOAT_TYPES}
 INT_OPS = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.Shr, E.Shl,
@@ -69,7 +69,7 @@ def edges(t: sem.DType) -> list[int]:
 
 
 def build(pick: Pick, t: str, depth: int, top: str | None = None) -> E.Expr:
-    """A random expression of type ``t`` over ``I`` and ``X[top][I]`` (``top``: the kernel's
+    """A random expression of type ``t`` over ``IV`` and ``X[top][IV]`` (``top``: the kernel's
     type, default ``t``; ``pick(n)`` chooses one of ``n``: a hypothesis draw or a seeded
     generator)."""
     top = top or t
@@ -77,9 +77,9 @@ def build(pick: Pick, t: str, depth: int, top: str | None = None) -> E.Expr:
     if depth == 0 or pick(4) == 0:
         k = pick(3)
         if k == 0:
-            return I if t == "int32" else E.Cast(t, I)
+            return IV if t == "int32" else E.Cast(t, IV)
         if k == 1:
-            return X[top].load(I) if top == t else E.Cast(t, X[top].load(I))
+            return X[top].load(IV) if top == t else E.Cast(t, X[top].load(IV))
         vals = edges(d)
         return E.IntImm(vals[pick(len(vals))], t) if d.is_int else E.FloatImm(
             [0.0, 1.5, -2.25, 65504.0, -0.5, 3.0][pick(6)], t)
@@ -130,14 +130,14 @@ def cases(draw: st.DrawFn, types: tuple[str, ...] = INT_TYPES) -> Case:
 
 
 def serial_kernel(c: Case, name: str = "k") -> S.PrimFunc:
-    body = S.For(I, E.IntImm(0), E.IntImm(N), OUT[c.dtype].store(c.expr, I), S.ForKind.SERIAL)
+    body = S.For(IV, E.IntImm(0), E.IntImm(N), OUT[c.dtype].store(c.expr, IV), S.ForKind.SERIAL)
     launch = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
     return S.PrimFunc(name, (X[c.dtype], OUT[c.dtype]), body,
                       (("target", "cuda"), ("launch", launch)))
 
 
 def thread_kernel(c: Case, name: str = "k") -> S.PrimFunc:
-    body = S.LetStmt(I, ThreadIndex("threadIdx.x"), OUT[c.dtype].store(c.expr, I))
+    body = S.LetStmt(IV, ThreadIndex("threadIdx.x"), OUT[c.dtype].store(c.expr, IV))
     launch = LaunchConfig((1, 1, 1), (N, 1, 1), 0)
     return S.PrimFunc(name, (X[c.dtype], OUT[c.dtype]), body,
                       (("target", "cuda"), ("launch", launch)))
@@ -166,7 +166,7 @@ def folded(c: Case) -> S.PrimFunc:
     stores = []
     for k in range(N):
         def const(n: object, k: int = k) -> E.Expr | None:
-            if n is I:
+            if n is IV:
                 return E.IntImm(k)
             if isinstance(n, S.BufferLoad):
                 v = xs[k].item()
@@ -186,14 +186,14 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 # the overflow the two evaluators once disagreed on: a serial int32 loop computing
 # A[i] = (((i+1)*65536)*65536)/2 + (i+1): the emulator kept Python ints unwrapped
-OVERFLOW = Case("int32", (((I + 1) * 65536) * 65536) // 2 + (I + 1), (0,) * N)
+OVERFLOW = Case("int32", (((IV + 1) * 65536) * 65536) // 2 + (IV + 1), (0,) * N)
 
 
 @given(c=cases())
 @example(c=OVERFLOW)
-@example(c=Case("int8", E.Mul(X["int8"].load(I), E.IntImm(-128, "int8"), "int8"),
+@example(c=Case("int8", E.Mul(X["int8"].load(IV), E.IntImm(-128, "int8"), "int8"),
                 (-128, -1, 1, 127, 0, 2, 3, -2)))
-@example(c=Case("int32", E.FloorDiv(X["int32"].load(I), E.IntImm(-1), "int32"),
+@example(c=Case("int32", E.FloorDiv(X["int32"].load(IV), E.IntImm(-1), "int32"),
                 (-2 ** 31,) + (5,) * (N - 1)))
 def test_every_evaluator_computes_the_same_bits(c: Case) -> None:
     ref = interpret(c)
@@ -208,7 +208,7 @@ def test_every_evaluator_computes_the_same_bits(c: Case) -> None:
     assert f is not None and same(f, ref), "constant folding"
     if index_form(c):
         fn = compile_int(c.expr)
-        got = np.array([fn({I: k}) for k in range(N)], ref.dtype)
+        got = np.array([fn({IV: k}) for k in range(N)], ref.dtype)
         assert same(got, ref), "index evaluation"
     render_cuda(serial_kernel(c))
     render_cuda(thread_kernel(c))
@@ -218,9 +218,9 @@ def test_every_evaluator_computes_the_same_bits(c: Case) -> None:
 
 def test_index_evaluation_refuses_what_has_no_meaning() -> None:
     with pytest.raises(CompileError, match="division by zero"):
-        compile_int(E.FloorDiv(I, E.IntImm(0), "int32"))({I: 3})
+        compile_int(E.FloorDiv(IV, E.IntImm(0), "int32"))({IV: 3})
     with pytest.raises(CompileError, match="shift amount"):
-        compile_int(E.Shl(I, E.IntImm(32), "int32"))({I: 3})
+        compile_int(E.Shl(IV, E.IntImm(32), "int32"))({IV: 3})
     # folding leaves them alone
     assert isinstance(E.IntImm(1) // 0, E.FloorDiv)
     assert isinstance(E.IntImm(1) << 32, E.Shl)
