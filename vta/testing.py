@@ -63,6 +63,7 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.config import HwConfig, shipped_configs
+from vta.dtypes import DATAPATH_DTYPES, DTYPES
 from vta.errors import VtaError
 from vta.gpu.schedules import SimtKnobs, WmmaKnobs
 
@@ -140,7 +141,8 @@ def _small() -> tuple[HwConfig, ...]:
                                  "queues.fetch_batch": 3}))
 
 
-_BYTES = {"int8": 1, "int16": 2, "int32": 4}
+#: bytes per element of the datapath's types (``vta.dtypes.DTYPES``)
+_BYTES = {n: DTYPES[n].bytes for n in DATAPATH_DTYPES}
 
 
 @st.composite

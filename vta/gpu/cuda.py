@@ -6,10 +6,16 @@ loops replaced by ``ThreadIndex`` lets, barriers in place, WMMA regions lowered)
 reads nothing but its argument, so it is tested without a GPU; the test suite compiles every
 rendered kernel to PTX with nvcc.
 
-Semantics kept from the IR: integer narrowing casts wrap (nvcc two's complement), ``>>`` on
-signed integers is arithmetic, ``//`` and ``%`` round toward minus infinity (a helper is used
-unless both operands are known non-negative), ``select`` evaluates only the chosen side (so a
-padded load is never issued out of bounds).
+The text computes what the IR means (``vta.compiler.ir.semantics``; checked by
+``tests/compiler/test_semantics_diff.py``): integer narrowing casts wrap (nvcc two's
+complement); an integer operator whose C type (after C's promotions) is not the node's dtype is
+cast back to it, so ``int8``/``int16`` arithmetic wraps at its own width as the IR says; ``>>``
+on signed integers is arithmetic; ``//`` and ``%`` round toward minus infinity: C's ``/`` and
+``%`` where both operands are provably non-negative *without overflow* (interval bounds from
+constants, thread indices and loop ranges), the prelude's helper otherwise (the 64-bit helper
+is emitted only when used); unsigned division is C's. ``select`` evaluates only the chosen side
+(so a padded load is never issued out of bounds). Signed 32/64-bit ``+ - *`` wrap on NVIDIA
+GPUs (PTX integer arithmetic is modular); the rendered text relies on that.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vta.compiler.ir import expr as E
+from vta.compiler.ir import semantics as sem
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.printer import Namer
 from vta.compiler.ir.visitor import Dispatch
@@ -41,18 +48,21 @@ __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy
            "vector_copy_parts"]
 
 
-#: IR scalar type -> CUDA type
-CTYPES: dict[str, str] = {
-    "int8": "signed char", "uint8": "unsigned char", "int16": "short", "int32": "int",
-    "int64": "long long", "uint32": "unsigned int", "float16": "half", "float32": "float",
-    "float64": "double", "bool": "bool",
+#: IR scalar type -> CUDA type (read from ``vta.dtypes.DTYPES``)
+CTYPES: dict[str, str] = {n: d.ctype for n, d in sem.DTYPES.items()}
+
+#: the 64-bit floor division helpers, emitted after the prelude only where a kernel uses them
+_PRELUDE64 = """\
+#ifndef VTA_CUDA_PRELUDE64
+#define VTA_CUDA_PRELUDE64
+__device__ __forceinline__ long long vta_floordiv64(long long a, long long b) {
+  long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-
-#: integer bitwise calls (``Call(name, (a, b))``) and their C operators
-_BITWISE = {"bitwise_xor": "^", "bitwise_and": "&", "bitwise_or": "|"}
-
-_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "uint32": 4,
-          "float16": 2, "float32": 4, "float64": 8, "bool": 1}
+__device__ __forceinline__ long long vta_floormod64(long long a, long long b) {
+  long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+#endif
+"""
 
 _PRELUDE = """\
 #include <cuda_fp16.h>
@@ -95,7 +105,7 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     if not isinstance(launch, LaunchConfig):
         raise CudaRenderError(f"{func.name}: no launch configuration; run "
                               f"vta.gpu.lower_gpu.lower_for_gpu first")
-    r = _Renderer(func)
+    r = _Renderer(func, launch)
     # above the static limit shared buffers are carved out of dynamic shared memory, which
     # the launch requests (CudaKernel.dynamic_shared)
     r.dynamic = launch.shared_bytes > STATIC_SHARED_BYTES
@@ -114,15 +124,21 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     nthreads = launch.threads_per_block
     head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) '
             f'{func.name}({", ".join(params)}) {{')
+    if r.uses64:
+        prelude += _PRELUDE64
     src = prelude + "\n" + head + "\n" + "\n".join(body) + "\n}\n"
     return CudaKernel(func.name, src, launch, func.params, r.dyn_bytes if r.dynamic else 0)
 
 
 class _Renderer:
-    def __init__(self, func: S.PrimFunc) -> None:
+    def __init__(self, func: S.PrimFunc, launch: LaunchConfig) -> None:
         self.func = func
         self.nm = Namer()
         self.nonneg: set[E.Var] = set()
+        #: integer bounds of variables (loop counters, lets, thread indices' extents)
+        self.ranges: dict[E.Var, tuple[int, int]] = {}
+        self.launch = launch
+        self.uses64 = False
         self.frags: dict[S.Buffer, FragmentInfo] = {}
         self.dynamic = False
         self.dyn_bytes = 0
@@ -135,6 +151,11 @@ class _Renderer:
 
     # ------------------------------------------------------------------ expressions
     def is_nonneg(self, e: E.Expr) -> bool:
+        """Whether ``e`` is non-negative: built of non-negative parts by ``+ * // % min max``
+        and, so that no wrap can make it negative, bounded inside its type (``bounds``)."""
+        return self._nonneg_form(e) and self.bounds(e) is not None
+
+    def _nonneg_form(self, e: E.Expr) -> bool:
         if isinstance(e, E.IntImm):
             return e.value >= 0
         if isinstance(e, ThreadIndex):
@@ -142,8 +163,38 @@ class _Renderer:
         if isinstance(e, E.Var):
             return e in self.nonneg
         if isinstance(e, (E.Add, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max)):
-            return self.is_nonneg(e.a) and self.is_nonneg(e.b)
+            return self._nonneg_form(e.a) and self._nonneg_form(e.b)
         return False
+
+    def bounds(self, e: E.Expr) -> tuple[int, int] | None:
+        """Integer bounds of ``e``'s value, or None when unknown or when some operator in it
+        could wrap (a bound leaves its node's type)."""
+        r = _BOUNDS(e, self)
+        if r is None:
+            return None
+        t = sem.DTYPES.get(e.dtype)
+        if t is None or not t.is_int or r[0] < t.min or r[1] > t.max:
+            return None
+        return r
+
+    def bound_binop(self, e: E.BinOp) -> tuple[int, int] | None:
+        a = self.bounds(e.a)
+        b = self.bounds(e.b)
+        if a is None or b is None:
+            return None
+        op = e.op
+        if op in (sem.Op.ADD, sem.Op.SUB, sem.Op.MUL, sem.Op.MIN, sem.Op.MAX):
+            f = sem.INT_OPS[op]
+            if op is sem.Op.SUB:
+                return a[0] - b[1], a[1] - b[0]
+            vals = [f(x, y) for x in a for y in b]
+            return min(vals), max(vals)
+        if op in (sem.Op.FLOORDIV, sem.Op.SHR) and b[0] == b[1] and b[0] > 0:
+            f = sem.INT_OPS[op]
+            return f(a[0], b[0]), f(a[1], b[0])
+        if op is sem.Op.FLOORMOD and b[0] == b[1] and b[0] > 0:
+            return 0, b[0] - 1
+        return None
 
     def expr(self, e: E.Expr) -> str:
         return _EXPR(e, self)
@@ -151,13 +202,19 @@ class _Renderer:
     def int_imm(self, e: E.IntImm) -> str:
         if e.dtype == "bool":
             return "true" if e.value else "false"
+        t = sem.dtype(e.dtype)
+        v = sem.wrap(e.value, t) if t.is_int else e.value
+        if t.is_int and v == t.min and t.signed:
+            # C has no negative literals: -2147483648 would be a long long
+            lit = f"{v + 1}LL" if t.bits == 64 else str(v + 1)
+            return f"(({t.ctype})({lit} - 1))" if t.bits < 32 else f"({lit} - 1)"
         if e.dtype == "int64":
-            return f"{e.value}LL"
+            return f"{v}LL"
         if e.dtype in ("int32", "int16", "int8", "uint8"):
-            return str(e.value) if e.dtype == "int32" else f"(({CTYPES[e.dtype]}){e.value})"
+            return str(v) if e.dtype == "int32" else f"(({CTYPES[e.dtype]}){v})"
         if e.dtype.startswith("float"):
             return self.expr(E.FloatImm(float(e.value), e.dtype))
-        return f"(({CTYPES[e.dtype]}){e.value})"
+        return f"(({CTYPES[e.dtype]}){v})"
 
     def float_imm(self, e: E.FloatImm) -> str:
         v = repr(float(e.value))
@@ -169,27 +226,44 @@ class _Renderer:
 
     def floor_div_mod(self, e: E.FloorDiv | E.FloorMod) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
-        if e.dtype.startswith("float"):
-            raise CudaRenderError(f"floor division of floats in {self.func.name}")
-        if self.is_nonneg(e.a) and self.is_nonneg(e.b):
-            return f"({a} {'/' if isinstance(e, E.FloorDiv) else '%'} {b})"
-        return f"vta_{'floordiv' if isinstance(e, E.FloorDiv) else 'floormod'}({a}, {b})"
+        t = sem.dtype(e.dtype)
+        if not t.is_int:
+            raise CudaRenderError(f"floor division of {t.name} in {self.func.name}")
+        if t.kind == "uint" or (self.is_nonneg(e.a) and self.is_nonneg(e.b)):
+            return self.wrapped(e, f"({a} {'/' if isinstance(e, E.FloorDiv) else '%'} {b})")
+        fn = "floordiv" if isinstance(e, E.FloorDiv) else "floormod"
+        if t.bits == 64:
+            self.uses64 = True
+            return f"vta_{fn}64({a}, {b})"
+        return self.wrapped(e, f"vta_{fn}({a}, {b})", "int32")
+
+    def wrapped(self, e: E.BinOp, text: str, ctype_of: str | None = None) -> str:
+        """``text`` cast back to ``e.dtype`` where C computes it in another type (C promotes
+        ``int8``/``int16`` to ``int``; mixed operands widen): the IR wraps at the node's type.
+        ``ctype_of``: the IR type C computes ``text`` in, when not the operands' promotion."""
+        t = sem.DTYPES.get(e.dtype)
+        if t is None or not t.is_int:
+            return text
+        c = ctype_of or _c_arith(e.a.dtype, e.b.dtype)
+        return text if c == t.name else f"(({t.ctype}){text})"
 
     def min_max(self, e: E.Min | E.Max) -> str:
         fn = "min" if isinstance(e, E.Min) else "max"
         if e.dtype == "float16":
             fn = "__hmin" if fn == "min" else "__hmax"
-        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+        return self.wrapped(e, f"{fn}({self.expr(e.a)}, {self.expr(e.b)})")
 
     def binop(self, e: E.BinOp) -> str:
         if e.dtype == "bool":  # pragma: no cover - the IR builds no boolean arithmetic
             raise CudaRenderError(f"operator {e.symbol} on {e.dtype}")
-        return f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
+        text = f"({self.expr(e.a)} {e.symbol} {self.expr(e.b)})"
+        if e.op in (sem.Op.SHR, sem.Op.SHL):  # C types a shift by its promoted left operand
+            return self.wrapped(e, text, _c_arith(e.a.dtype, e.a.dtype))
+        return self.wrapped(e, text)
 
     def call(self, e: E.Call) -> str:
-        if e.name in _BITWISE and len(e.args) == 2:
-            return f"({self.expr(e.args[0])} {_BITWISE[e.name]} {self.expr(e.args[1])})"
-        raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}()")
+        raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}() (scalar "
+                              f"operators are typed nodes; a call is a dialect's own)")
 
     def unknown_expr(self, e: E.Expr) -> str:
         raise CudaRenderError(f"{self.func.name}: cannot render expression {e!r}")
@@ -216,6 +290,9 @@ class _Renderer:
     def let(self, s: S.LetStmt, ind: int) -> list[str]:
         if self.is_nonneg(s.value):
             self.nonneg.add(s.var)
+        r = self.bounds(s.value)
+        if r is not None:
+            self.ranges[s.var] = r
         line = (f"{'  ' * ind}const {CTYPES[s.var.dtype]} {self.name(s.var)} = "
                 f"{self.expr(s.value)};")
         return [line, *self.stmt(s.body, ind)]
@@ -285,7 +362,7 @@ class _Renderer:
                     f"{self.name(b)}{dims};"]
         if b.scope == "shared" and self.dynamic:
             off = -(-self.dyn_bytes // 128) * 128  # 128-byte aligned carve-out
-            self.dyn_bytes = off + b.size * _BYTES[b.dtype]
+            self.dyn_bytes = off + b.size * sem.dtype(b.dtype).bytes
             return [f"{pad}{ctype}* const {self.name(b)} = reinterpret_cast<{ctype}*>("
                     f"vta_dyn_smem + {off});"]
         if b.scope == "shared":
@@ -304,6 +381,9 @@ class _Renderer:
                                   f"lower_for_gpu first")
         if self.is_nonneg(s.min):
             self.nonneg.add(s.var)
+        lo_r, ext_r = self.bounds(s.min), self.bounds(s.extent)
+        if lo_r is not None and ext_r is not None:
+            self.ranges[s.var] = (lo_r[0], max(lo_r[0], lo_r[1] + ext_r[1] - 1))
         if s.kind is S.ForKind.VECTORIZED:
             vec = self.vector_copy(s, ind)
             if vec is not None:
@@ -365,7 +445,7 @@ def vector_copy_parts(s: S.For) -> VectorCopy | None:
         return None
     if src.buffer.dtype != b.buffer.dtype:
         return None
-    nbytes = s.extent.value * _BYTES[b.buffer.dtype]
+    nbytes = s.extent.value * sem.dtype(b.buffer.dtype).bytes
     if nbytes not in (4, 8, 16):
         return None
     fd, fs = flat_index(b.buffer, b.indices), flat_index(src.buffer, src.indices)
@@ -416,6 +496,44 @@ _STMT: Dispatch[list[str]] = Dispatch("CUDA renderer", {
     WmmaMma: lambda s, r, ind: r.wmma_mma(s, ind),
     WmmaStore: lambda s, r, ind: r.wmma_store(s, ind),
 }, default=lambda s, r, ind: r.other(s, ind))
+
+
+def _bound_imm(e: E.IntImm) -> tuple[int, int] | None:
+    t = sem.DTYPES.get(e.dtype)
+    if t is None or not t.is_int:
+        return None
+    v = sem.wrap(e.value, t)
+    return v, v
+
+
+def _bound_cast(e: E.Cast, r: _Renderer) -> tuple[int, int] | None:
+    # an integer value keeps its bounds through a cast that holds them (``bounds`` checks the
+    # cast's own type); a float's are unknown
+    return r.bounds(e.value)
+
+
+#: integer bounds of an expression's value (``_Renderer.bounds``); None: unknown
+_BOUNDS: Dispatch[tuple[int, int] | None] = Dispatch("CUDA renderer bounds", {
+    E.IntImm: lambda e, r: _bound_imm(e),
+    ThreadIndex: lambda e, r: (0, r.launch.extent(e.tag) - 1),
+    E.Var: lambda e, r: r.ranges.get(e),
+    E.BinOp: lambda e, r: r.bound_binop(e),
+    E.Cast: _bound_cast,
+}, default=lambda e, r: None)
+
+
+def _c_arith(a: str, b: str) -> str:
+    """The IR type C computes ``a op b`` in for integer types (integer promotion to ``int``,
+    then the usual arithmetic conversions)."""
+    ta, tb = sem.DTYPES.get(a), sem.DTYPES.get(b)
+    if ta is None or tb is None or not (ta.is_int or ta.kind == "bool") \
+            or not (tb.is_int or tb.kind == "bool"):
+        return "?"
+    if 64 in (ta.bits, tb.bits):
+        return "int64"
+    if "uint32" in (a, b):
+        return "uint32"
+    return "int32"
 
 
 def _linear_in(e: E.Expr, v: E.Var) -> bool:

@@ -20,9 +20,12 @@ exact unless blocks communicate through global memory; for global buffers the ke
 and writes, the block that last wrote each element is tracked and a read of another block's
 write is reported.
 
-Arithmetic is exact and typed as the IR says: values carry the IR dtype as numpy dtypes, so int8
-products wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, ``>>``
-is arithmetic, ``//`` and ``%`` floor. ``wmma.mma`` on int8 accumulates exactly in int32 (with
+Arithmetic is the IR's, read from ``vta.compiler.ir.semantics`` (the table the loop-nest
+interpreter and constant folding read too): values carry the IR dtype as numpy dtypes, or are
+Python ints wrapped to theirs (a serial loop's counter, an ``int32`` constant), so int8 products
+wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, ``>>`` is
+arithmetic, ``//`` and ``%`` floor; a division by zero or an out-of-range shift on an active
+lane is an ``EmulatorError``. ``wmma.mma`` on int8 accumulates exactly in int32 (with
 wraparound); on fp16 it accumulates in fp32.
 """
 
@@ -34,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from vta.compiler.ir import expr as E
+from vta.compiler.ir import semantics as sem
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.visitor import Dispatch
 from vta.errors import EmulatorError, EmulatorRaceError
 from vta.gpu.cuda import vector_copy_parts
@@ -55,27 +58,16 @@ from vta.gpu.wmma import wmma_reference
 
 __all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
 
-NP_DTYPES: dict[str, Any] = {
-    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-    "int64": np.int64, "uint32": np.uint32, "float16": np.float16, "float32": np.float32,
-    "float64": np.float64, "bool": np.bool_,
-}
+#: IR scalar type -> numpy scalar type (read from ``vta.dtypes.DTYPES``)
+NP_DTYPES: dict[str, Any] = {n: d.np.type for n, d in sem.DTYPES.items()}
 
 Mask = "np.ndarray | None"
 
-#: integer bitwise calls (``Call(name, (a, b))``)
-_BITWISE: dict[str, Callable[[Any, Any], Any]] = {
-    "bitwise_xor": np.bitwise_xor, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or}
 ExprFn = Callable[["_Ctx", Any], Any]
 StmtFn = Callable[["_Ctx", Any], None]
 
-
-_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-        "==": np.equal, "!=": np.not_equal}
-_BINOP: dict[type, Callable[[Any, Any], Any]] = {
-    E.Add: lambda x, y: x + y, E.Sub: lambda x, y: x - y, E.Mul: lambda x, y: x * y,
-    E.FloorDiv: np.floor_divide, E.FloorMod: np.mod, E.Min: np.minimum, E.Max: np.maximum,
-    E.Shr: np.right_shift, E.Shl: np.left_shift}
+#: operators that can have no meaning for some operands (``semantics.undefined``)
+_PARTIAL = (sem.Op.FLOORDIV, sem.Op.FLOORMOD, sem.Op.SHR, sem.Op.SHL)
 
 
 def _is_vec(x: Any) -> bool:
@@ -223,7 +215,10 @@ class Emulator:
         return var
 
     def const(self, e: E.IntImm | E.FloatImm) -> ExprFn:
-        c = NP_DTYPES[e.dtype](e.value) if e.dtype != "int32" else int(e.value)
+        t = sem.dtype(e.dtype)
+        # int32 constants stay Python ints (wrapped to int32), so scalar index arithmetic
+        # stays in Python; ``semantics.binary`` wraps every result to its node's type
+        c = sem.wrap(int(e.value), t) if e.dtype == "int32" else t.np.type(e.value)
         return lambda ctx, m: c
 
     def thread_index(self, e: ThreadIndex) -> ExprFn:
@@ -232,8 +227,8 @@ class Emulator:
 
     def compare(self, e: E.Cmp) -> ExprFn:
         a, b = self.expr(e.a), self.expr(e.b)
-        op = _CMP[e.op]
-        return lambda ctx, m: op(a(ctx, m), b(ctx, m))
+        op = e.op
+        return lambda ctx, m: sem.compare(op, a(ctx, m), b(ctx, m))
 
     def logic(self, fn: Callable[..., Any], *args: E.Expr) -> ExprFn:
         xs = [self.expr(x) for x in args]
@@ -241,46 +236,37 @@ class Emulator:
 
     def cast(self, e: E.Cast) -> ExprFn:
         v = self.expr(e.value)
-        dt = NP_DTYPES[e.dtype]
-
-        def cast(ctx: _Ctx, m: Any) -> Any:
-            x = v(ctx, m)
-            if _is_vec(x):
-                return x.astype(dt, copy=False)
-            return np.array(x).astype(dt)[()]
-        return cast
+        t = sem.dtype(e.dtype)
+        return lambda ctx, m: sem.cast(v(ctx, m), t)
 
     def call(self, e: E.Call) -> ExprFn:
-        if e.name in _BITWISE and len(e.args) == 2:
-            x, y = (self.expr(a) for a in e.args)
-            bit = _BITWISE[e.name]
-            return lambda ctx, m: bit(x(ctx, m), y(ctx, m))
-        raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}()")
+        raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}() (scalar "
+                            f"operators are typed nodes; a call is a dialect's own)")
 
     def unknown(self, e: E.Expr) -> ExprFn:
         raise EmulatorError(f"{self.func.name}: cannot emulate expression {e!r}")
 
     def binop(self, e: E.BinOp) -> ExprFn:
+        """``a op b`` as ``semantics`` means it; an undefined case on an active lane fails."""
         a, b = self.expr(e.a), self.expr(e.b)
-        dt = NP_DTYPES.get(e.dtype)
-        isint = not e.dtype.startswith("float")
-        op = _BINOP.get(type(e)) if isint or not isinstance(e, E.FloorDiv) else \
-            (lambda x, y: np.floor(x / y))
-        if op is None:  # pragma: no cover
-            raise EmulatorError(f"unknown operator {type(e).__name__}")
+        t = sem.dtype(e.dtype)
+        op = e.op
+        binary = sem.binary
+        if not (t.is_int and op in _PARTIAL):
+            return lambda ctx, m: binary(op, a(ctx, m), b(ctx, m), t)
+        name = self.func.name
 
         def run(ctx: _Ctx, m: Any) -> Any:
             x, y = a(ctx, m), b(ctx, m)
-            r = op(x, y)
-            if _is_vec(r):
-                return r if r.dtype == dt else r.astype(dt)
-            if isinstance(x, int) and isinstance(y, int) and isint:
-                return int(r)
-            return np.array(r).astype(dt)[()]
+            why = sem.undefined(op, x, y, t, m)
+            if why is not None:
+                raise EmulatorError(f"{name}: {why} in {e}")
+            return binary(op, x, y, t)
         return run
 
     def select(self, e: E.Select) -> ExprFn:
         c, t, f = self.expr(e.cond), self.expr(e.t), self.expr(e.f)
+        t_sel = sem.dtype(e.dtype)
 
         def run(ctx: _Ctx, m: Any) -> Any:
             cond = c(ctx, m)
@@ -291,7 +277,7 @@ class Emulator:
             # only the chosen side's loads are issued (C's ?: semantics)
             tv = t(ctx, tm) if tm.any() else 0
             fv = f(ctx, fm) if fm.any() else 0
-            return np.where(cond, tv, fv).astype(NP_DTYPES[e.dtype], copy=False)
+            return sem.cast(np.where(cond, tv, fv), t_sel)
         return run
 
     # ------------------------------------------------------------------ memory
@@ -345,6 +331,7 @@ class Emulator:
         fi = self.flat_index(b, e.indices)
         shared = b.scope == "shared"
         tracked_global = b in self.rw_globals
+        item = sem.dtype(b.dtype).bytes
 
         def run(ctx: _Ctx, m: Any) -> Any:
             where = self._where(b, "load from", fi(ctx, m), ctx, m)
@@ -355,7 +342,7 @@ class Emulator:
             if self.check_races and (shared or tracked_global):
                 self.check_read(ctx, b, where, m)
             if self.profile is not None and not self._quiet:
-                self.observe(ctx, b, where, m, DTYPES[b.dtype] // 8 or 1, False)
+                self.observe(ctx, b, where, m, item, False)
             return val
         return run
 
@@ -381,7 +368,7 @@ class Emulator:
             return
         scope = self.scope_of.get(b, b.scope)
         where = np.broadcast_to(np.asarray(where, np.int64), (ctx.L,))
-        item = DTYPES[b.dtype] // 8 or 1
+        item = sem.dtype(b.dtype).bytes
         if scope == "global":
             addr = where * item
         else:
@@ -448,7 +435,8 @@ class Emulator:
         b = s.buffer
         fi = self.flat_index(b, s.indices)
         vf = self.expr(s.value)
-        dt = NP_DTYPES[b.dtype]
+        t = sem.dtype(b.dtype)
+        dt = t.np
         shared = b.scope == "shared"
         tracked_global = b in self.rw_globals
 
@@ -462,15 +450,14 @@ class Emulator:
                 where = where[m]
                 if _is_vec(val):
                     val = val[m]
-            if _is_vec(val):
-                val = val.astype(dt, copy=False)
-            else:
-                val = np.array(val).astype(dt)
+            val = sem.cast(val, t)
+            if not _is_vec(val):
+                val = np.array(val, dt)
             if self.profile is not None and not self._quiet:
                 full = where if m is None else np.zeros(ctx.L, np.int64)
                 if m is not None:
                     full[m] = where
-                self.observe(ctx, b, full, m, DTYPES[b.dtype] // 8 or 1, True)
+                self.observe(ctx, b, full, m, t.bytes, True)
             if shared and ctx.inflight:
                 self.check_inflight(ctx, b, where, None, "writes")
             if self.check_races and shared:

@@ -113,8 +113,8 @@ FRAGMENTS: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {
 
 
 def bitxor(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
-    """Integer ``a ^ b`` (an intrinsic call the renderer and the emulator know)."""
-    return E.Call("bitwise_xor", (E.as_expr(a), E.as_expr(b)), "int32")
+    """Integer ``a ^ b`` (a typed ``BitXor`` node, not folded: the swizzle stays visible)."""
+    return E.BitXor(E.as_expr(a), E.as_expr(b), "int32")
 
 
 # ---------------------------------------------------------------------------- helpers

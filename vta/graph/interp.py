@@ -15,15 +15,19 @@ from typing import Any
 
 import numpy as np
 
+from vta.compiler.ir import semantics as sem
 from vta.errors import GraphError
 from vta.graph import ir as G
 
 __all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "rounding_shift", "scale_round"]
 
+_INT32 = sem.dtype("int32")
+
 
 def wrap32(x: np.ndarray) -> np.ndarray:
-    """``x`` (any integer array) wrapped to int32, two's complement."""
-    return np.asarray(x, dtype=np.int64).astype(np.int32)
+    """``x`` (any integer array) wrapped to int32, two's complement (the IR's cast,
+    ``vta.compiler.ir.semantics``)."""
+    return np.asarray(sem.cast(np.asarray(x, dtype=np.int64), _INT32))
 
 
 def rounding_shift(t: np.ndarray, shift: int) -> np.ndarray:

@@ -8,26 +8,25 @@ produced by scheduling stays readable.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from vta.compiler.ir import semantics as sem
+from vta.compiler.ir.semantics import Op
 from vta.compiler.ir.visitor import node_fields
+from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
-    "Min", "Max", "Shr", "Shl", "Cmp", "And", "Or", "Not", "Select", "Cast", "Call",
-    "ExprLike", "const", "as_expr", "min_", "max_", "DTYPES", "is_const", "children", "walk",
-    "free_vars",
-    "substitute", "simplify_int", "select", "INT_OPS",
+    "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Cmp", "And", "Or", "Not",
+    "Select", "Cast", "Call", "ExprLike", "const", "as_expr", "min_", "max_", "bitwise_xor",
+    "DTYPES", "is_const", "children", "walk", "free_vars", "substitute", "simplify_int",
+    "select",
 ]
 
-#: scalar types the IR knows, with their width in bits
-DTYPES: dict[str, int] = {
-    "int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint32": 32,
-    "float16": 16, "float32": 32, "float64": 64, "bool": 1,
-}
+#: scalar types the IR knows, with their width in bits (read from ``vta.dtypes.DTYPES``)
+DTYPES: dict[str, int] = {n: d.bits for n, d in _DTYPE_TABLE.items()}
 
 
 class Expr:
@@ -137,21 +136,26 @@ class BinOp(Expr):
     dtype: str = "int32"
 
     symbol: ClassVar[str] = "?"
+    #: the operator's meaning (``semantics.OPS``)
+    op: ClassVar[Op]
 
 
 @dataclass(frozen=True, slots=True)
 class Add(BinOp):
     symbol: ClassVar[str] = "+"
+    op: ClassVar[Op] = Op.ADD
 
 
 @dataclass(frozen=True, slots=True)
 class Sub(BinOp):
     symbol: ClassVar[str] = "-"
+    op: ClassVar[Op] = Op.SUB
 
 
 @dataclass(frozen=True, slots=True)
 class Mul(BinOp):
     symbol: ClassVar[str] = "*"
+    op: ClassVar[Op] = Op.MUL
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +163,7 @@ class FloorDiv(BinOp):
     """Division rounding toward minus infinity (Python's ``//``)."""
 
     symbol: ClassVar[str] = "//"
+    op: ClassVar[Op] = Op.FLOORDIV
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,16 +171,19 @@ class FloorMod(BinOp):
     """Remainder with the divisor's sign (Python's ``%``)."""
 
     symbol: ClassVar[str] = "%"
+    op: ClassVar[Op] = Op.FLOORMOD
 
 
 @dataclass(frozen=True, slots=True)
 class Min(BinOp):
     symbol: ClassVar[str] = "min"
+    op: ClassVar[Op] = Op.MIN
 
 
 @dataclass(frozen=True, slots=True)
 class Max(BinOp):
     symbol: ClassVar[str] = "max"
+    op: ClassVar[Op] = Op.MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +191,33 @@ class Shr(BinOp):
     """Arithmetic shift right."""
 
     symbol: ClassVar[str] = ">>"
+    op: ClassVar[Op] = Op.SHR
 
 
 @dataclass(frozen=True, slots=True)
 class Shl(BinOp):
     symbol: ClassVar[str] = "<<"
+    op: ClassVar[Op] = Op.SHL
+
+
+@dataclass(frozen=True, slots=True)
+class BitAnd(BinOp):
+    """Bitwise and of two's complement integers."""
+
+    symbol: ClassVar[str] = "&"
+    op: ClassVar[Op] = Op.BIT_AND
+
+
+@dataclass(frozen=True, slots=True)
+class BitOr(BinOp):
+    symbol: ClassVar[str] = "|"
+    op: ClassVar[Op] = Op.BIT_OR
+
+
+@dataclass(frozen=True, slots=True)
+class BitXor(BinOp):
+    symbol: ClassVar[str] = "^"
+    op: ClassVar[Op] = Op.BIT_XOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +268,9 @@ class Cast(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
-    """A pure intrinsic call by name (e.g. ``"bitwise_xor"``); backends map names to code."""
+    """An opaque intrinsic call by name, for statements a target dialect executes itself.
+    Scalar operators are typed nodes (``BinOp`` subclasses, each naming its
+    ``semantics.Op``), never calls: no evaluator dispatches on ``name``."""
 
     name: str
     args: tuple[Expr, ...]
@@ -285,28 +317,30 @@ def _common(a: Expr, b: Expr) -> str:
     return a.dtype if DTYPES.get(a.dtype, 32) >= DTYPES.get(b.dtype, 32) else b.dtype
 
 
-#: what each binary operator means on Python integers (exact; ``//`` and ``%`` floor): the one
-#: integer semantics that constant folding and integer evaluation read
-INT_OPS: dict[type, Callable[[int, int], int]] = {}
+#: operators that fold exactly on integer constants typed as floats
+_FLOAT_FOLDS = (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.FLOORMOD, Op.MIN, Op.MAX)
 
 
-def _fold(cls: type, x: int, y: int) -> int | None:
-    """``x op y`` folded at compile time, or None where folding must not happen (a division by
-    zero, a negative shift, a left shift leaving int32)."""
-    op = INT_OPS.get(cls)
-    if op is None or (cls in (FloorDiv, FloorMod) and y == 0) or (cls in (Shr, Shl) and y < 0):
+def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
+    """``x op y`` folded at compile time as ``semantics`` means it in ``dtype`` (integers
+    wrap), or None where the operation has no meaning (a division by zero, a shift amount
+    outside the type's width). Integer constants typed as floats fold exactly."""
+    t = _DTYPE_TABLE[dtype]
+    if not t.is_int:
+        if (cls.op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or cls.op not in _FLOAT_FOLDS:
+            return None
+        return sem.INT_OPS[cls.op](x, y)
+    if sem.undefined(cls.op, x, y, t) is not None:
         return None
-    r = op(x, y)
-    if cls is Shl and not -(1 << 31) <= r < 1 << 31:
-        return None
+    r: int = sem.binary(cls.op, x, y, t)
     return r
 
 
-def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
+def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     ea, eb = as_expr(a), as_expr(b)
     dtype = _common(ea, eb)
     if isinstance(ea, IntImm) and isinstance(eb, IntImm):
-        v = _fold(cls, ea.value, eb.value)
+        v = _fold(cls, ea.value, eb.value, dtype)
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small
@@ -331,10 +365,6 @@ def _bin(cls: type, a: ExprLike, b: ExprLike) -> Expr:
     return cls(ea, eb, dtype)
 
 
-INT_OPS.update({Add: operator.add, Sub: operator.sub, Mul: operator.mul,
-                FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: min, Max: max,
-                Shr: operator.rshift, Shl: operator.lshift})
-
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
     """``t if cond else f`` typed like the branches (a bare int literal adapts to the other)."""
@@ -344,6 +374,11 @@ def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
     if ef.dtype != dtype:
         ef = IntImm(ef.value, dtype) if isinstance(ef, IntImm) else Cast(dtype, ef)
     return Select(as_expr(cond), et, ef, dtype)
+
+
+def bitwise_xor(a: ExprLike, b: ExprLike) -> Expr:
+    """Integer ``a ^ b`` on the two's complement bits (folded when both are constants)."""
+    return _bin(BitXor, a, b)
 
 
 def min_(a: ExprLike, b: ExprLike) -> Expr:

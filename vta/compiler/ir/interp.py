@@ -2,8 +2,9 @@
 
 ``run_func(func, {buffer_or_name: array})`` executes a ``PrimFunc`` in place on the caller's
 arrays. It is the oracle that lowering is tested against (lowered IR == numpy), so it follows
-the IR's meaning literally: every arithmetic node wraps to its dtype (two's complement, as
-C does), ``//`` and ``%`` floor, ``>>`` is arithmetic, casts narrow by wrapping. Annotations
+the IR's meaning literally: every operator and cast computes through
+``vta.compiler.ir.semantics`` (integers wrap to their dtype, ``//`` and ``%`` floor, ``>>`` is
+arithmetic; a division by zero or an out-of-range shift is an error). Annotations
 (``AttrStmt``: stage, tensorize, ...) are transparent: a tensorized region runs as its scalar
 loops. Loops of every kind (thread-bound, virtual-thread) run sequentially, which is the
 loop-nest semantics the GPU and accelerator backends must preserve.
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler.ir import expr as E
+from vta.compiler.ir import semantics as sem
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.poly import linear_form
 from vta.compiler.ir.visitor import Dispatch
@@ -40,8 +42,7 @@ GRID_LIMIT = 1 << 21
 _FILL = 0x5A
 
 
-def _np_dtype(dtype: str) -> np.dtype:
-    return np.dtype(np.bool_) if dtype == "bool" else np.dtype(dtype)
+_np_dtype = sem.np_dtype
 
 
 def run_func(func: S.PrimFunc, args: Mapping[Any, np.ndarray]) -> None:
@@ -246,14 +247,8 @@ class _Machine:
     # ------------------------------------------------------------------ expressions
 
     @staticmethod
-    def cast(x: Any, dtype: str) -> np.ndarray:
-        a = np.asarray(x)
-        dt = _np_dtype(dtype)
-        if dt.kind in "iu" and a.dtype.kind in "iu":
-            return a.astype(dt)  # wraps (two's complement)
-        if dt.kind in "iu" and a.dtype.kind == "f":
-            return np.trunc(a).astype(np.int64).astype(dt)
-        return a.astype(dt)
+    def cast(x: Any, dtype: str) -> Any:
+        return sem.cast(x, sem.dtype(dtype))
 
     def expr(self, e: E.Expr, env: Env, mask: np.ndarray | None) -> Any:
         return _EXPR(e, self, env, mask)
@@ -280,19 +275,13 @@ class _Machine:
         raise self.fail(f"cannot evaluate {type(e).__name__} ({e})")
 
     def binop(self, e: E.BinOp, env: Env, mask: np.ndarray | None) -> Any:
+        """``a op b`` as ``semantics`` means it (an undefined case is an error)."""
         a, b = self.expr(e.a, env, mask), self.expr(e.b, env, mask)
-        is_float = e.dtype.startswith("float")
-        if not is_float:
-            a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-            if isinstance(e, (E.FloorDiv, E.FloorMod)) and np.any(b == 0):
-                raise self.fail(f"division by zero in {e}")
-        else:
-            a, b = np.asarray(a, dtype=_np_dtype(e.dtype)), np.asarray(b, dtype=_np_dtype(e.dtype))
-        if isinstance(e, E.FloorDiv) and is_float:
-            r = np.floor_divide(a, b)
-        else:
-            r = _BIN[type(e)](a, b)
-        return self.cast(r, e.dtype)
+        t = sem.dtype(e.dtype)
+        why = sem.undefined(e.op, a, b, t, mask)
+        if why is not None:
+            raise self.fail(f"{why} in {e}")
+        return sem.binary(e.op, a, b, t)
 
     def load(self, e: S.BufferLoad, env: Env, mask: np.ndarray | None) -> Any:
         arr = self.mem.get(e.buffer)
@@ -308,15 +297,10 @@ class _Machine:
         return arr[tuple(idx)]
 
 
-_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-        "==": np.equal, "!=": np.not_equal}
-
-_BIN = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.FloorDiv: np.floor_divide,
-        E.FloorMod: np.mod, E.Min: np.minimum, E.Max: np.maximum, E.Shr: np.right_shift,
-        E.Shl: np.left_shift}
-
-
-_ACCUMULATORS: dict[type, np.ufunc] = {E.Add: np.add, E.Max: np.maximum, E.Min: np.minimum}
+#: accumulations vectorised as reductions: integers exact in int64 (then wrapped), floats in
+#: float64 (``semantics``: min/max on floats are fmin/fmax)
+_ACCUMULATORS: dict[type, tuple[np.ufunc, np.ufunc]] = {
+    E.Add: (np.add, np.add), E.Max: (np.maximum, np.fmax), E.Min: (np.minimum, np.fmin)}
 
 #: what each statement does when interpreted (``vta.compiler.ir.visitor.Dispatch``)
 _STMT: Dispatch[None] = Dispatch("loop-nest interpreter", {
@@ -334,12 +318,12 @@ _STMT: Dispatch[None] = Dispatch("loop-nest interpreter", {
 #: what each expression evaluates to (numpy values, vectorised over index grids)
 _EXPR: Dispatch[Any] = Dispatch("loop-nest interpreter", {
     E.Var: lambda e, m, env, mask: m.var(e, env),
-    E.IntImm: lambda e, m, env, mask: np.int64(e.value) if e.dtype != "bool" else np.bool_(e.value),
+    E.IntImm: lambda e, m, env, mask: _imm(e),
     E.FloatImm: lambda e, m, env, mask: _np_dtype(e.dtype).type(e.value),
     S.BufferLoad: lambda e, m, env, mask: m.load(e, env, mask),
     E.Select: lambda e, m, env, mask: m.select(e, env, mask),
     E.Cast: lambda e, m, env, mask: m.cast(m.expr(e.value, env, mask), e.dtype),
-    E.Cmp: lambda e, m, env, mask: _CMP[e.op](m.expr(e.a, env, mask), m.expr(e.b, env, mask)),
+    E.Cmp: lambda e, m, env, mask: sem.CMP[e.op](m.expr(e.a, env, mask), m.expr(e.b, env, mask)),
     E.And: lambda e, m, env, mask: m.logic(np.logical_and, e, env, mask),
     E.Or: lambda e, m, env, mask: m.logic(np.logical_or, e, env, mask),
     E.Not: lambda e, m, env, mask: m.logic(np.logical_not, e, env, mask),
@@ -347,11 +331,20 @@ _EXPR: Dispatch[Any] = Dispatch("loop-nest interpreter", {
 }, default=lambda e, m, env, mask: m.unknown(e, env, mask))
 
 
+def _imm(e: E.IntImm) -> Any:
+    """An integer constant's value in its type (wrapped to it; int64 numpy scalars for integers,
+    so index grids and counters stay exact before each operator's own wrap)."""
+    t = sem.dtype(e.dtype)
+    if t.is_int:
+        return np.int64(sem.wrap(e.value, t))
+    return t.np.type(e.value)
+
+
 def _ufunc_identity(fn: np.ufunc, dtype: type) -> Any:
     if fn is np.add:
         return 0
     info = np.iinfo(dtype) if dtype is np.int64 else np.finfo(dtype)
-    return info.min if fn is np.maximum else info.max
+    return info.min if fn in (np.maximum, np.fmax) else info.max
 
 
 def _perfect_nest(s: S.For) -> tuple[list[S.For], list[E.Expr], list[tuple[E.Var, E.Expr]],
@@ -386,9 +379,10 @@ def _loads_of(e: E.Expr, buf: S.Buffer) -> list[S.BufferLoad]:
 def _accumulation(store: S.BufferStore) -> tuple[np.ufunc, E.Expr] | None:
     """``buf[i] = buf[i] (+|max|min) e`` with ``e`` not reading ``buf``: (ufunc, e)."""
     v = store.value
-    fn = _ACCUMULATORS.get(type(v))
-    if fn is None:
+    fns = _ACCUMULATORS.get(type(v))
+    if fns is None:
         return None
+    fn = fns[1] if sem.dtype(v.dtype).is_float else fns[0]
     assert isinstance(v, E.BinOp)
     for acc, rhs in ((v.a, v.b), (v.b, v.a)):
         if isinstance(acc, S.BufferLoad) and acc.buffer is store.buffer \

@@ -14,9 +14,11 @@ Semantics (docs/tc.md), per statement in order:
   reads see the values from *before* the statement;
 * ``=`` stores the value at the left-hand point; a reduction operator combines the values
   of all points with the same left-hand indices, then combines that with the starting value;
-* arithmetic is typed as the typed tree says (every conversion explicit): integers wrap
-  (two's complement), ``/`` and ``%`` on integers floor, ``>>`` is arithmetic, casts to
-  narrower integers wrap, ``max``/``min`` on floats ignore NaN (C's ``fmax``).
+* arithmetic is typed as the typed tree says (every conversion explicit) and means what the
+  IR's operators mean (``vta.compiler.ir.semantics``, read here): integers wrap (two's
+  complement), ``/`` and ``%`` on integers floor, ``>>`` is arithmetic, casts to narrower
+  integers wrap, ``max``/``min`` on floats ignore NaN (C's ``fmax``). (A division by zero
+  is not reported here: sema's range checks are where TC refuses programs.)
 
 Large domains are evaluated in chunks (whole index grids up to ``CHUNK`` points at once,
 looping over reduction indices first), so memory stays bounded. Integer results do not
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from vta.compiler.ir import semantics as sem
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.ranges import Concrete
 from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
@@ -42,8 +45,9 @@ __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 #: largest number of domain points evaluated at once
 CHUNK = 1 << 21
 
-NP_DTYPE: dict[str, Any] = {"int8": np.int8, "int16": np.int16, "int32": np.int32,
-                            "float16": np.float16, "float32": np.float32, "bool": np.bool_}
+#: TC's scalar types -> numpy scalar types (read from ``vta.dtypes.DTYPES``)
+NP_DTYPE: dict[str, Any] = {n: sem.dtype(n).np.type
+                            for n in ("int8", "int16", "int32", "float16", "float32", "bool")}
 
 
 def interpret(cdef: CheckedDef, concrete: Concrete,
@@ -128,10 +132,11 @@ def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.fmax if op == "max" else np.fmin)(a, b).astype(a.dtype)
 
 
-_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.floor_divide,
-          "%": np.mod, "<<": np.left_shift, ">>": np.right_shift, "==": np.equal,
-          "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
-          ">=": np.greater_equal, "&&": np.logical_and, "||": np.logical_or}
+#: TC's arithmetic operators as the IR's (``semantics.OPS``; TC's ``/`` is the IR's ``//``)
+_ARITH: dict[str, sem.Op] = {"+": sem.Op.ADD, "-": sem.Op.SUB, "*": sem.Op.MUL,
+                             "/": sem.Op.FLOORDIV, "%": sem.Op.FLOORMOD, "<<": sem.Op.SHL,
+                             ">>": sem.Op.SHR}
+_LOGIC = {"&&": np.logical_and, "||": np.logical_or}
 
 
 def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
@@ -154,7 +159,9 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
         return np.logical_not(a) if e.op == "!" else np.negative(a).astype(dt)
     if isinstance(e, A.TBinary):
         a, b = _eval(e.a, grids, sizes, env), _eval(e.b, grids, sizes, env)
-        r = _ARITH[e.op](a, b)
+        if e.op in _ARITH:
+            return np.asarray(sem.binary(_ARITH[e.op], a, b, sem.dtype(e.dtype)))
+        r = sem.CMP[e.op](a, b) if e.op in sem.CMP else _LOGIC[e.op](a, b)
         return np.asarray(r).astype(dt)
     if isinstance(e, A.TSelect):
         c = _eval(e.cond, grids, sizes, env)
@@ -162,5 +169,5 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
                         ).astype(dt)
     assert isinstance(e, A.TCall)
     a, b = (_eval(x, grids, sizes, env) for x in e.args)
-    fn = np.fmax if e.fn == "max" else np.fmin
-    return np.asarray(fn(a, b)).astype(dt)
+    op = sem.Op.MAX if e.fn == "max" else sem.Op.MIN
+    return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))

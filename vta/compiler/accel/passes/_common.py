@@ -1,17 +1,16 @@
-"""Helpers shared by the VTA passes: affine index analysis, integer evaluation, statement
-rewriting and the scratchpad layout of buffers (leading dims row-major, the last two dims are
-one entry)."""
+"""Helpers shared by the VTA passes: affine index analysis, integer evaluation (re-exported from
+``vta.compiler.ir.int_eval``, the IR's one compiled form), statement rewriting and the
+scratchpad layout of buffers (leading dims row-major, the last two dims are one entry)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
 
 from vta.compiler.accel.vta_ir import SRAM, Insn
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.visitor import Dispatch
+from vta.compiler.ir.int_eval import IntFn, compile_int, evaluate
 from vta.config import BUFFER_KINDS
 from vta.errors import CompileError, NotAffine
 
@@ -44,86 +43,6 @@ def affine(e: E.Expr, vars_: Iterable[E.Var]) -> tuple[dict[E.Var, int], E.Expr]
         else:
             rest[atom] = c
     return coef, poly.from_linear(rest, const, e.dtype)
-
-
-def evaluate(e: Any, env: dict[E.Var, int]) -> int:
-    """Evaluate an integer expression under ``env`` (every free variable must be bound)."""
-    return _EVAL(e, env)
-
-
-def _var(e: E.Var, env: dict[E.Var, int]) -> int:
-    try:
-        return env[e]
-    except KeyError:
-        raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
-
-
-def _cannot(e: Any, env: dict[E.Var, int]) -> int:
-    raise CompileError(f"cannot evaluate {e} as an integer")
-
-
-def _binop(e: E.BinOp, env: dict[E.Var, int]) -> int:
-    op = E.INT_OPS.get(type(e))
-    if op is None:
-        return _cannot(e, env)
-    return op(_EVAL(e.a, env), _EVAL(e.b, env))
-
-
-#: integer evaluation of index expressions (operators from ``expr.INT_OPS``)
-_EVAL: Dispatch[int] = Dispatch("integer evaluation", {
-    int: lambda e, env: e,
-    E.IntImm: lambda e, env: e.value,
-    E.Var: _var,
-    E.Cast: lambda e, env: _EVAL(e.value, env),
-    E.BinOp: _binop,
-}, default=_cannot)
-
-
-IntFn = Callable[[Mapping[E.Var, int]], int]
-
-
-def compile_int(e: Any) -> IntFn:
-    """``evaluate`` specialised to ``e``: a function of the environment computing the same
-    integer (operators from ``expr.INT_OPS``, the same errors), the tree walked once. For an
-    expression evaluated under many environments (a DMA's fields in a tile loop, flattening)."""
-    return _COMPILE(e)
-
-
-def _compile_var(e: E.Var) -> IntFn:
-    def var(env: Mapping[E.Var, int]) -> int:
-        try:
-            return env[e]
-        except KeyError:
-            raise CompileError(f"variable {e.name} is not bound where it is evaluated") from None
-    return var
-
-
-def _compile_binop(e: E.BinOp) -> IntFn:
-    op = E.INT_OPS.get(type(e))
-    if op is None:
-        return _compile_cannot(e)
-    fa, fb = _COMPILE(e.a), _COMPILE(e.b)
-    return lambda env: op(fa(env), fb(env))
-
-
-def _compile_const(v: int) -> IntFn:
-    return lambda env: v
-
-
-def _compile_cannot(e: Any) -> IntFn:
-    def cannot(env: Mapping[E.Var, int]) -> int:
-        raise CompileError(f"cannot evaluate {e} as an integer")
-    return cannot
-
-
-#: ``compile_int``'s rules, one per node class (the same cases as ``_EVAL``)
-_COMPILE: Dispatch[IntFn] = Dispatch("integer evaluation (compiled)", {
-    int: _compile_const,
-    E.IntImm: lambda e: _compile_const(e.value),
-    E.Var: _compile_var,
-    E.Cast: lambda e: _COMPILE(e.value),
-    E.BinOp: _compile_binop,
-}, default=_compile_cannot)
 
 
 def entry_shape(buf: S.Buffer) -> tuple[int, ...]:
