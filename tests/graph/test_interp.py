@@ -14,16 +14,29 @@ from vta.graph.ir import split_shift
 
 @given(st.integers(1, 3), st.integers(1, 9), st.integers(1, 5), st.integers(1, 3),
        st.integers(1, 2), st.integers(0, 1), st.integers(0, 2 ** 32 - 1))
-def test_conv_matches_the_compiler_reference(ic: int, hw_: int, oc: int, k: int, s: int,
-                                             p: int, seed: int) -> None:
-    """Two independent int32 convolutions (BLAS im2col here, per-tap einsum in ops.conv2d)."""
+def test_conv_matches_its_definition(ic: int, hw_: int, oc: int, k: int, s: int,
+                                     p: int, seed: int) -> None:
+    """The one convolution reference (ops.conv2d.conv2d_int32, which the graph interpreter and
+    the layer runs read) against the definition written as loops over Python ints, wrapped to
+    int32 at the end: int8 operands (the float64 BLAS path) and int32 operands near the limits
+    (the int64 path, whose partial sums wrap)."""
     if p >= k or hw_ + 2 * p < k:
         return
     rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, (2, ic, hw_, hw_), dtype=np.int8)
-    w = rng.integers(-128, 128, (oc, ic, k, k), dtype=np.int8)
-    spec = Conv2dSpec(2, ic, hw_, hw_, oc, k, k, s, p)
-    assert np.array_equal(interp.conv2d_int32(x, w, s, p), conv2d_acc(x, w, spec))
+    oh = (hw_ + 2 * p - k) // s + 1
+    for lo, hi, dt in ((-128, 128, np.int8), (-(2 ** 31), 2 ** 31, np.int32)):
+        x = rng.integers(lo, hi, (2, ic, hw_, hw_), dtype=dt)
+        w = rng.integers(lo, hi, (oc, ic, k, k), dtype=dt)
+        want = np.zeros((2, oc, oh, oh), np.int64)
+        xs, ws = x.tolist(), w.tolist()
+        for b, o, y, z in np.ndindex(*want.shape):
+            t = sum(xs[b][c][y * s + r - p][z * s + q - p] * ws[o][c][r][q]
+                    for c in range(ic) for r in range(k) for q in range(k)
+                    if 0 <= y * s + r - p < hw_ and 0 <= z * s + q - p < hw_)
+            want[b, o, y, z] = (t + 2 ** 31) % 2 ** 32 - 2 ** 31
+        spec = Conv2dSpec(2, ic, hw_, hw_, oc, k, k, s, p)
+        assert np.array_equal(interp.conv2d_int32(x, w, s, p), want)
+        assert np.array_equal(conv2d_acc(x, w, spec), want)
 
 
 @given(st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(1, 31))

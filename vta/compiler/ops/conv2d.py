@@ -1,8 +1,10 @@
 """2-D convolution (NCHW int8 in, int32 accumulate, requantizing epilogue, int8 out): the
 problem and its bit-exact numpy reference.
 
-``Conv2dSpec`` describes the user's problem; ``conv2d_acc`` computes its int32 accumulators
-(wrapping like the hardware's) and ``conv2d_reference`` applies the epilogue to them. The
+``Conv2dSpec`` describes the user's problem; ``conv2d_int32`` is the one convolution reference
+(the layer runs' check and the graph interpreter read it), ``conv2d_acc`` its int32
+accumulators for a spec (wrapping like the hardware's) and ``conv2d_reference`` applies the
+epilogue to them. The
 accelerator's packed form is ``vta.compiler.accel.ops.conv2d_packed``, the GPU's implicit GEMM
 ``vta.gpu.ops``.
 """
@@ -14,13 +16,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vta.compiler.ir import semantics as sem
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.errors import ShapeError
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["Conv2dSpec", "conv2d_acc", "conv2d_reference"]
+__all__ = ["Conv2dSpec", "conv2d_int32", "conv2d_acc", "conv2d_reference"]
+
+#: a float64 sum of integer products is exact while every partial sum stays below 2**53
+_FLOAT64_EXACT = 1 << 53
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +74,36 @@ class Conv2dSpec:
                 f" k={self.kh}x{self.kw} s={self.stride} p={self.pad}")
 
 
+def _max_abs(a: np.ndarray) -> int:
+    return int(np.abs(a.astype(np.int64)).max()) if a.size else 0
+
+
+def conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Exact int32 (wrapping) sums (N, O, OH, OW) of an NCHW integer convolution with an OIHW
+    kernel, ``stride`` and ``pad`` zeros on each side. im2col and one matrix product: in float64
+    (BLAS, fast) when every partial sum is exact there (max |x| x max |w| x taps < 2**53, which
+    int8 and int16 operands always meet), else in int64, whose wrap modulo 2**64 keeps the
+    result modulo 2**32 exact; either way the int32 result wraps like the hardware's."""
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    taps = w[0].size if o else 0
+    exact = _max_abs(x) * _max_abs(w) * taps < _FLOAT64_EXACT
+    dt = np.float64 if exact else np.int64
+    xp = np.pad(x.astype(dt), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    win = win[:, :, : stride * (oh - 1) + 1: stride, : stride * (ow - 1) + 1: stride]
+    cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, -1)
+    # (O, K) @ (K, P): BLAS is far faster with the wide side last
+    acc = w.astype(dt).reshape(o, -1) @ cols.T
+    out = np.asarray(sem.cast(acc.astype(np.int64), sem.dtype("int32")))  # the IR's int32 wrap
+    return out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)
+
+
 def conv2d_acc(x: np.ndarray, k: np.ndarray, spec: Conv2dSpec) -> np.ndarray:
-    """Bit-exact numpy accumulators (N, OC, OH, OW) int32, wrapping like the hardware's."""
-    s, p = spec.stride, spec.pad
-    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (p, p), (p, p)))
-    acc = np.zeros((spec.n, spec.oc, spec.oh, spec.ow), np.int64)
-    kk = k.astype(np.int64)
-    for r in range(spec.kh):
-        for q in range(spec.kw):
-            win = xp[:, :, r: r + s * (spec.oh - 1) + 1: s, q: q + s * (spec.ow - 1) + 1: s]
-            acc += np.einsum("nchw,oc->nohw", win, kk[:, :, r, q], optimize=True)
-    return acc.astype(np.int32)  # wraps like the hardware's int32 accumulator
+    """Bit-exact numpy accumulators (N, OC, OH, OW) int32 of ``spec``, wrapping like the
+    hardware's (``conv2d_int32``)."""
+    return conv2d_int32(x, k, spec.stride, spec.pad)
 
 
 def conv2d_reference(x: np.ndarray, k: np.ndarray, bias: np.ndarray | None, spec: Conv2dSpec,
