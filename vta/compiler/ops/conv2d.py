@@ -97,7 +97,8 @@ def conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndar
     # (O, K) @ (K, P): BLAS is far faster with the wide side last
     acc = w.astype(dt).reshape(o, -1) @ cols.T
     out = np.asarray(sem.cast(acc.astype(np.int64), sem.dtype("int32")))  # the IR's int32 wrap
-    return out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)
+    # C order, as callers expect of a fresh array (np.zeros_like of it feeds kernels)
+    return np.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
 
 
 def conv2d_acc(x: np.ndarray, k: np.ndarray, spec: Conv2dSpec) -> np.ndarray:
