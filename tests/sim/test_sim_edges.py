@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _sim_helpers import run_both
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,16 +20,6 @@ from vta.config import HwConfig
 from vta.errors import SimError
 from vta.isa import Alu, AluOp, Finish, Program, assemble
 from vta.sim import run_reference, simulate
-
-
-def run_both(text: str, hw: HwConfig, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The reference's outputs of the assembled ``text``, after checking the machine's."""
-    program = assemble(text, hw)
-    ref = run_reference(program, hw, inputs)
-    mach = simulate(program, hw, inputs).outputs
-    for name in ref:
-        np.testing.assert_array_equal(ref[name], mach[name], err_msg=name)
-    return ref
 
 
 @pytest.fixture(scope="module")

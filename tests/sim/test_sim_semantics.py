@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _sim_helpers import run_both
 from strategies import small_hw
 
 from vta.isa import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
@@ -11,14 +12,6 @@ from vta.sim import run_reference, simulate
 
 PUSH, POP = Deps(push_next=True), Deps(pop_prev=True)
 
-
-def run_both(program, hw, inputs):
-    """Outputs of the reference, after checking the machine gives the same."""
-    ref = run_reference(program, hw, inputs)
-    mach = simulate(program, hw, inputs).outputs
-    for name in ref:
-        np.testing.assert_array_equal(ref[name], mach[name], err_msg=name)
-    return ref
 
 
 @pytest.fixture(scope="module")
