@@ -104,10 +104,38 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
 
 
 def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
-    """The best int8 GEMM CuPy reaches, ``y = x @ w.T`` (int8 in, int32 out): cuBLAS's
-    ``cublasGemmEx`` with int8 operands (tensor-core IMMA, the "TN" layout it requires) through
-    CuPy's cuBLAS binding; where that call is refused, ``cupy.matmul`` on int32 copies. Returns
-    (the call, its name) - the name goes into the results."""
+    """The best library int8 GEMM reachable here, ``y = x @ w.T`` (int8 in, int32 out).
+
+    First choice: cuBLASLt's IMMA kernels through PyTorch's ``torch._int_mm`` (operands shared
+    with CuPy by DLPack, no copy), where PyTorch with CUDA is installed: on an H200, cuBLAS's
+    legacy ``cublasGemmEx`` with int8 operands ran at 22 TOP/s for 4096^3 (a non-tensor-core
+    path), far from the library's real int8 speed, so it would flatter any kernel measured
+    against it. Second: ``cublasGemmEx`` with int8 operands through CuPy's cuBLAS binding;
+    last, ``cupy.matmul`` on int32 copies. The first choice is checked bit-exact against the
+    second before it is used. Returns (the call, its name) - the name goes into the results."""
+    legacy, legacy_name = _gemmex_int8(cp, x, w)
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch has no CUDA device")
+        xt, wt = torch.from_dlpack(x), torch.from_dlpack(w)
+
+        def lt() -> Any:
+            return cp.from_dlpack(torch._int_mm(xt, wt.t()))
+
+        got = lt()
+        cp.cuda.runtime.deviceSynchronize()
+        if not bool(cp.array_equal(got, legacy())):
+            raise RuntimeError("torch._int_mm differs from cublasGemmEx")
+        return lt, f"torch._int_mm int8 -> int32 (cuBLASLt IMMA, torch {torch.__version__})"
+    except Exception as e:  # no PyTorch, or it refused the shape: say why in the name
+        return legacy, f"{legacy_name} (torch._int_mm unavailable: {str(e)[:120]})"
+
+
+def _gemmex_int8(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
+    """``cublasGemmEx`` with int8 operands (the "TN" layout IMMA requires); where that call is
+    refused, ``cupy.matmul`` on int32 copies."""
     import numpy as np
 
     m, k = x.shape
@@ -130,7 +158,7 @@ def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]
 
         gemm()
         cp.cuda.runtime.deviceSynchronize()
-        return gemm, "cublasGemmEx int8 -> int32 (IMMA)"
+        return gemm, "cublasGemmEx int8 -> int32"
     except Exception as e:  # an older CuPy/cuBLAS: the int32 path CuPy always has
         xi, wi = x.astype(cp.int32), w.astype(cp.int32)
         return (lambda: cp.matmul(xi, wi.T)), f"cupy.matmul int32 (cublasGemmEx int8: {e})"

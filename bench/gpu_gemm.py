@@ -110,10 +110,13 @@ def main() -> None:
     args = ap.parse_args()
     cp = cupy_or_exit()
 
-    from vta.gpu.runtime import gpu_name
+    from vta.gpu.runtime import gpu_name, precompile
 
     gpu = gpu_name()
     before = device_info(cp)
+    # every kernel compiled up front, in parallel (nvcc takes seconds a kernel)
+    precompile([build(kind, n, dt) for dt in args.dtypes for n in args.sizes
+                for kind in args.kernels if dt in KERNELS[kind]])
     rows, table = [], []
     for dtype in args.dtypes:
         for n in args.sizes:

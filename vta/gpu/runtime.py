@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from vta.gpu.cuda import CudaKernel
 from vta.gpu.nvcc import find_nvcc
 
 __all__ = ["GpuUnavailableError", "require_cupy", "gpu_available", "gpu_name", "GpuKernel",
-           "run_kernel", "device_arch"]
+           "run_kernel", "device_arch", "precompile"]
 
 
 def require_cupy() -> Any:
@@ -100,6 +101,25 @@ def _cubin(source: str, arch: str) -> Path:
     if proc.returncode != 0:
         raise NvccError(f"nvcc -arch={arch} failed:\n{proc.stderr.strip()}")
     return cubin
+
+
+def precompile(kernels: Sequence[CudaKernel], workers: int = 8) -> None:
+    """Compile ``kernels`` with nvcc in parallel (one process each, ``workers`` at a time), so
+    a benchmark's many kernels cost one compile's wall time instead of their sum. A no-op
+    without nvcc (NVRTC then compiles each at first launch). A kernel nvcc rejects is left for
+    its first launch, which raises the NvccError naming it."""
+    if find_nvcc() is None:
+        return
+    arch = device_arch()
+
+    def one(kernel: CudaKernel) -> None:
+        try:
+            _cubin(kernel.source, arch)
+        except NvccError:
+            pass
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, kernels))
 
 
 @functools.lru_cache(maxsize=128)
