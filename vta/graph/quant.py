@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from vta.errors import GraphError
 from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
 
-__all__ = ["MULT_BITS", "SCALE_MODES", "fixed_point", "fixed_point_pair", "effective_ratio",
-           "shift_scale", "is_pow2", "needs_mul", "multipliers"]
+__all__ = ["quantize_linear", "MULT_BITS", "SCALE_MODES", "fixed_point", "fixed_point_pair",
+           "effective_ratio", "shift_scale", "is_pow2", "needs_mul", "multipliers"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -78,6 +80,14 @@ def _pairs(ratios: list[float], bounds: list[int], what: str) -> tuple[list[int]
                      f"{', '.join(f'{r:.4g}' for r in ratios)} cannot be represented as "
                      f"mult / 2**shift with a {MULT_BITS}-bit multiplier, a shift in 1..31 "
                      f"and no int32 overflow for inputs up to {max(bounds)}")
+
+
+def quantize_linear(x: np.ndarray, scale: float, zero: int = 0) -> np.ndarray:
+    """ONNX ``QuantizeLinear`` of float ``x`` to int8, as ONNX Runtime's MLAS computes it
+    (``onnxruntime/core/mlas/lib/quantize.cpp``: a float32 division by the scale, round half
+    to even, plus the zero point, saturated): how the host quantizes a float input."""
+    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int64) + zero
+    return np.clip(q, -128, 127).astype(np.int8)
 
 
 def effective_ratio(mult: int, shift: int) -> float:

@@ -1,0 +1,230 @@
+"""ONNX Runtime as the judge of the ONNX importer (needs ``onnx`` and ``onnxruntime``).
+
+* ``small_cnn`` / ``mlp``: float ONNX models built with ``onnx.helper`` from seeded weights
+  (no downloads): what a user brings before quantizing.
+* ``FORMATS`` and ``quantize``: the twelve ways ONNX Runtime's ``quantize_static`` writes a
+  model (QDQ and QOperator x symmetric int8, asymmetric int8 (ORT's default), uint8 x
+  per-tensor, per-channel), calibrated on seeded inputs by a ``CalibrationDataReader``.
+* ``ort_tensors``: ONNX Runtime's value of every int8 / uint8 tensor of a quantized model,
+  each made a graph output, run with **graph optimizations disabled**
+  (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
+  islands into integer kernels and disagree with each other on float-scale models, so the
+  reference is the graph as written).
+* ``agreement``: a vta run's tensors against ORT's, by tensor name.
+
+Both packages are optional (the ``test`` extra installs them) and imported only when used.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vta.errors import OnnxImportError
+from vta.graph.ir import Graph, Value
+from vta.graph.onnx_load import onnx_module
+
+__all__ = ["FORMATS", "Format", "small_cnn", "mlp", "MODELS", "calibration_inputs",
+           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One of ``quantize_static``'s output formats."""
+
+    layout: str  # "QDQ" or "QOperator"
+    types: str  # "s8" symmetric int8, "a8" asymmetric int8, "u8" uint8 (asymmetric)
+    per_channel: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.layout}/{self.types}/{'per-channel' if self.per_channel else 'per-tensor'}"
+
+
+#: the twelve formats, symmetric per-tensor first
+FORMATS: tuple[Format, ...] = tuple(Format(lay, t, pc) for lay in ("QDQ", "QOperator")
+                                    for t in ("s8", "a8", "u8") for pc in (False, True))
+
+
+def _init(name: str, a: np.ndarray) -> Any:
+    return onnx_module().numpy_helper.from_array(np.ascontiguousarray(a), name)
+
+
+def small_cnn(seed: int = 0, size: int = 8) -> Any:
+    """A float CNN: conv3x3(3->16)+ReLU, max-pool 2x2, conv3x3(16->16) + skip + ReLU, global
+    average pool, flatten, Gemm(16->10); input (1, 3, size, size), weights seeded."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits = [_init("w1", rng.normal(0, 0.25, (16, 3, 3, 3)).astype(np.float32)),
+             _init("b1", rng.normal(0, 0.1, (16,)).astype(np.float32)),
+             _init("w2", rng.normal(0, 0.12, (16, 16, 3, 3)).astype(np.float32)),
+             _init("b2", rng.normal(0, 0.1, (16,)).astype(np.float32)),
+             _init("wf", rng.normal(0, 0.3, (10, 16)).astype(np.float32)),
+             _init("bf", rng.normal(0, 0.1, (10,)).astype(np.float32))]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             h.make_node("Add", ["c2", "p1"], ["s2"]),
+             h.make_node("Relu", ["s2"], ["r2"]),
+             h.make_node("GlobalAveragePool", ["r2"], ["g"]),
+             h.make_node("Flatten", ["g"], ["f"]),
+             h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "small_cnn",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 10])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def mlp(seed: int = 0, k: int = 64, hidden: int = 32, classes: int = 10) -> Any:
+    """A float two-layer MLP: Gemm(k->hidden) + ReLU, Gemm(hidden->classes); input (1, k)."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits = [_init("w1", rng.normal(0, 0.15, (hidden, k)).astype(np.float32)),
+             _init("b1", rng.normal(0, 0.1, (hidden,)).astype(np.float32)),
+             _init("w2", rng.normal(0, 0.2, (classes, hidden)).astype(np.float32)),
+             _init("b2", rng.normal(0, 0.1, (classes,)).astype(np.float32))]
+    nodes = [h.make_node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1),
+             h.make_node("Relu", ["h1"], ["r1"]),
+             h.make_node("Gemm", ["r1", "w2", "b2"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "mlp", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                             [1, k])],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, classes])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+#: the float models the tests and bench/onnx_models.py quantize
+MODELS = {"small_cnn": small_cnn, "mlp": mlp}
+
+
+def input_shape(model: Any) -> tuple[int, ...]:
+    """The shape of ``model``'s (single) float input."""
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    return tuple(d.dim_value for d in dims)
+
+
+def calibration_inputs(model: Any, seed: int, count: int) -> list[np.ndarray]:
+    """``count`` seeded float32 inputs for ``model``: standard normal."""
+    rng = np.random.default_rng(seed)
+    shape = input_shape(model)
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+
+
+def ort_module() -> Any:
+    """``onnxruntime``, or an ``OnnxImportError`` saying how to install it."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise OnnxImportError("judging with ONNX Runtime needs the onnxruntime package: pip "
+                              "install onnxruntime") from None
+    return onnxruntime
+
+
+def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
+    """``model`` quantized by ``quantize_static`` in format ``fmt`` (MinMax calibration on
+    ``count`` seeded inputs)."""
+    ort_module()
+    from onnxruntime import quantization as q
+
+    name = model.graph.input[0].name
+    data = calibration_inputs(model, seed, count)
+
+    class Reader(q.CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.it: Iterator[np.ndarray] = iter(data)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            x = next(self.it, None)
+            return None if x is None else {name: x}
+
+    qt = q.QuantType.QUInt8 if fmt.types == "u8" else q.QuantType.QInt8
+    sym = fmt.types == "s8"
+    onnx = onnx_module()
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = Path(d) / "f.onnx", Path(d) / "q.onnx"
+        onnx.save(model, str(src))
+        q.quantize_static(str(src), str(dst), Reader(),
+                          quant_format=getattr(q.QuantFormat, fmt.layout),
+                          activation_type=qt, weight_type=qt, per_channel=fmt.per_channel,
+                          extra_options={"ActivationSymmetric": sym, "WeightSymmetric": sym})
+        return onnx.load(str(dst))
+
+
+def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """ONNX Runtime's value of every int8 / uint8 tensor of ``model`` (each made a graph
+    output) and of its outputs, run with ``ORT_DISABLE_ALL`` (module docstring)."""
+    onnx = onnx_module()
+    ort = ort_module()
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inferred = onnx.shape_inference.infer_shapes(m)
+    quant = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
+    have = {o.name for o in m.graph.output}
+    inits = {t.name for t in m.graph.initializer}
+    for vi in inferred.graph.value_info:
+        if vi.type.tensor_type.elem_type in quant and vi.name not in have | inits:
+            m.graph.output.append(vi)
+            have.add(vi.name)
+    for n in m.graph.node:  # com.microsoft operators' outputs: shape inference skips them
+        if n.domain == "com.microsoft":
+            for o in n.output:
+                if o not in have:
+                    m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
+                    have.add(o)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, dict(feeds)), strict=True))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """vta's int8 tensors against ORT's: ``tensors`` compared by name, ``elements`` in all,
+    ``equal`` of them bit-identical, ``max_diff`` the largest difference in units."""
+
+    tensors: int
+    elements: int
+    equal: int
+    max_diff: int
+
+    @property
+    def identical(self) -> bool:
+        return self.tensors > 0 and self.equal == self.elements
+
+    def __str__(self) -> str:
+        share = self.equal / self.elements if self.elements else 0.0
+        return (f"{self.equal}/{self.elements} int8 values equal ({share:.2%}) in "
+                f"{self.tensors} tensors, max diff {self.max_diff}")
+
+
+def agreement(graph: Graph, values: Mapping[Value, np.ndarray],
+              ort: Mapping[str, np.ndarray]) -> Agreement:
+    """Compare each int8 value of ``graph`` that ONNX Runtime also computed (same name, same
+    number of elements) with ORT's; no common tensor is an ``OnnxImportError``."""
+    tensors = elements = equal = worst = 0
+    for v in graph.values():
+        want = ort.get(v.name)
+        if v.is_const or v.type.dtype != "int8" or want is None or v not in values:
+            continue
+        got = np.asarray(values[v]).reshape(-1).astype(np.int64)
+        ref = np.asarray(want).reshape(-1).astype(np.int64)
+        if ref.size != got.size:
+            continue
+        tensors += 1
+        elements += got.size
+        equal += int(np.count_nonzero(got == ref))
+        worst = max(worst, int(np.abs(got - ref).max(initial=0)))
+    if tensors == 0:
+        raise OnnxImportError(f"graph {graph.name}: no int8 tensor in common with ONNX "
+                              f"Runtime's")
+    return Agreement(tensors, elements, equal, worst)
