@@ -42,7 +42,7 @@ import numpy as np
 from vta.errors import OnnxImportError
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import GlobalAvgPool, Graph, Value
-from vta.graph.onnx_attrs import node_attrs, window
+from vta.graph.onnx_attrs import Window, node_attrs, window
 from vta.graph.onnx_load import initializers, onnx_module, read_model
 
 __all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL"]
@@ -243,15 +243,23 @@ class _Importer:
 
     # ------------------------------------------------------------------ QLinear operators
 
-    def _conv(self, n: Any, x: Value, sx: float, w: np.ndarray, sw: float,
-              bias: np.ndarray, attrs: dict[str, Any], sy: float, out: str,
-              relu: bool = False, wname: str = "w") -> Value:
-        """A convolution and its requantize (``relu``: a ReLU after it), ratio
-        ``sx * sw / sy``."""
+    def conv_window(self, n: Any, x: Value, w_shape: tuple[int, ...]) -> Window:
+        """The window of Conv / QLinearConv ``n`` (every attribute honored or refused)."""
+        attrs = self.attrs(n)
         if attrs.get("group", 1) != 1:
             raise OnnxImportError(f"{self.where(n)}: group {attrs['group']}: grouped and "
                                   f"depthwise convolutions are not supported (only group 1)")
-        win = window(attrs, x.type.shape[2:], self.where(n), list(w.shape[2:]))
+        if len(x.type.shape) != 4 or len(w_shape) != 4 or x.type.shape[1] != w_shape[1]:
+            raise OnnxImportError(f"{self.where(n)}: a convolution of {list(x.type.shape)} by "
+                                  f"weights {list(w_shape)}: only 2-D NCHW by OIHW with matching "
+                                  f"channels is supported")
+        return window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
+
+    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float, bias: np.ndarray,
+              win: Window, sy: float, out: str, relu: bool = False, wname: str = "w"
+              ) -> Value:
+        """A convolution and its requantize (``relu``: a ReLU after it), ratio
+        ``sx * sw / sy``."""
         b = self.b
         wv = b.const(f"{out}_{wname}", w, sw)
         bv = b.const(f"{out}_b", bias)
@@ -275,8 +283,8 @@ class _Importer:
         sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
         self.zero(n.input[7], n)
         bias = self.bias(n.input[8] if len(n.input) > 8 else None, n, w.shape[0])
-        self.out(n.output[0], self._conv(n, x, sx, w, sw, bias, self.attrs(n), sy,
-                                         n.output[0]), sy)
+        win = self.conv_window(n, x, w.shape)
+        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0]), sy)
 
     def op_QLinearMatMul(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
@@ -455,7 +463,8 @@ class _Importer:
     def op_Conv(self, n: Any) -> None:
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
         b = self.dq(n.input[2], n) if len(n.input) > 2 and n.input[2] else None
-        self.env[n.output[0]] = _Pending("conv", (x, w, b), self.attrs(n))
+        win = self.conv_window(n, x.value, w.value.type.shape)
+        self.env[n.output[0]] = _Pending("conv", (x, w, b), {"window": win})
 
     def op_Gemm(self, n: Any) -> None:
         a = self.attrs(n)
@@ -511,8 +520,8 @@ class _Importer:
                 wdata.shape[-1]
             bdata = self._qdq_bias(n, bias, x.scale * w.scale, channels)
             if p.kind == "conv":
-                return self._conv(n, x.value, x.scale, wdata, w.scale, bdata, p.attrs, s, out,
-                                  relu=p.relu, wname=w.value.name)
+                return self._conv(x.value, x.scale, wdata, w.scale, bdata, p.attrs["window"], s,
+                                  out, relu=p.relu, wname=w.value.name)
             w_mk = wdata if p.attrs["trans_b"] else wdata.T
             self._two_d(n, x.value, w_mk.T)
             return self._dense(x.value, x.scale, w_mk, w.scale, bdata, s, out, relu=p.relu)
