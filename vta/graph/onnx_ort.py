@@ -27,10 +27,10 @@ import numpy as np
 
 from vta.errors import OnnxImportError
 from vta.graph.ir import Graph, Value
-from vta.graph.onnx_load import onnx_module
+from vta.graph.onnx_load import onnx_module, read_model
 
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "MODELS", "calibration_inputs",
-           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement"]
+           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "ort_verdict"]
 
 
 @dataclass(frozen=True)
@@ -228,3 +228,25 @@ def agreement(graph: Graph, values: Mapping[Value, np.ndarray],
         raise OnnxImportError(f"graph {graph.name}: no int8 tensor in common with ONNX "
                               f"Runtime's")
     return Agreement(tensors, elements, equal, worst)
+
+
+def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
+                feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """What ``vta run --onnx`` reports beside its self-check: ONNX Runtime's agreement with
+    ``values`` (vta's tensors, by graph value) on the float ``feeds``, or why it was not
+    judged (ONNX Runtime not installed, or it cannot run the model)."""
+    try:
+        ort = ort_module()
+    except OnnxImportError:
+        return {"judged": False, "reason": "onnxruntime is not installed (pip install "
+                                           "onnxruntime)"}
+    proto = read_model(model)
+    try:
+        tensors = ort_tensors(proto, feeds)
+    except Exception as e:  # ORT's own errors (a kernel it lacks, a type it refuses)
+        return {"judged": False, "reason": f"ONNX Runtime cannot run the model: "
+                                           f"{str(e).strip().splitlines()[0]}"}
+    a = agreement(graph, values, tensors)
+    return {"judged": True, "reference": f"onnxruntime {ort.__version__} CPU, ORT_DISABLE_ALL",
+            "tensors": a.tensors, "elements": a.elements, "equal": a.equal,
+            "max_diff": a.max_diff, "identical": a.identical, "text": str(a)}
