@@ -1,10 +1,11 @@
 """ONNX Runtime as the judge of the ONNX importer (needs ``onnx`` and ``onnxruntime``).
 
-* ``small_cnn`` / ``mlp``: float ONNX models built with ``onnx.helper`` from seeded weights
-  (no downloads): what a user brings before quantizing.
+* ``small_cnn`` / ``mlp`` / ``resnet18``: float ONNX models built with ``onnx.helper`` from
+  seeded weights (no downloads): what a user brings before quantizing.
 * ``FORMATS`` and ``quantize``: the twelve ways ONNX Runtime's ``quantize_static`` writes a
-  model (QDQ and QOperator x symmetric int8, asymmetric int8 (ORT's default), uint8 x
-  per-tensor, per-channel), calibrated on seeded inputs by a ``CalibrationDataReader``.
+  model (QDQ and QOperator x activations symmetric int8, asymmetric int8 (ORT's default),
+  asymmetric uint8 (U8S8) x per-tensor, per-channel weights; weights int8, symmetric),
+  calibrated on seeded inputs by a ``CalibrationDataReader``.
 * ``ort_tensors``: ONNX Runtime's value of every int8 / uint8 tensor of a quantized model,
   each made a graph output, run with **graph optimizations disabled**
   (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
@@ -26,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from vta.errors import OnnxImportError
-from vta.graph.ir import Graph, Value
+from vta.graph import interp
+from vta.graph.ir import Fused, Graph, Value
 from vta.graph.onnx_load import onnx_module, read_model
 
-__all__ = ["FORMATS", "Format", "small_cnn", "mlp", "MODELS", "calibration_inputs",
-           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "ort_verdict"]
+__all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
+           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
+           "ort_verdict"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,10 @@ class Format:
     """One of ``quantize_static``'s output formats."""
 
     layout: str  # "QDQ" or "QOperator"
-    types: str  # "s8" symmetric int8, "a8" asymmetric int8, "u8" uint8 (asymmetric)
+    #: "s8": symmetric int8 activations; "a8": asymmetric int8 activations (ORT's default);
+    #: "u8": asymmetric uint8 activations (ORT's U8S8); weights always int8, symmetric (ORT's
+    #: default for int8 weights)
+    types: str
     per_channel: bool
 
     @property
@@ -101,7 +107,58 @@ def mlp(seed: int = 0, k: int = 64, hidden: int = 32, classes: int = 10) -> Any:
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
-#: the float models the tests and bench/onnx_models.py quantize
+def resnet18(seed: int = 0, size: int = 224, classes: int = 1000) -> Any:
+    """A float ResNet-18 (He et al.; torchvision's layout, batch norm folded into each conv's
+    bias): 7x7/2 stem + max-pool 3x3/2, four stages of two basic blocks (64, 128, 256, 512
+    channels; 1x1/2 projection shortcuts), global average pool, flatten, Gemm; input (1, 3,
+    size, size), He-initialized seeded weights."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits: list[Any] = []
+    nodes: list[Any] = []
+
+    def conv(x: str, name: str, cin: int, cout: int, k: int, stride: int, relu: bool) -> str:
+        w = rng.normal(0, np.sqrt(2.0 / (cin * k * k)), (cout, cin, k, k)).astype(np.float32)
+        inits.extend([_init(f"{name}_w", w),
+                      _init(f"{name}_b", rng.normal(0, 0.05, (cout,)).astype(np.float32))])
+        nodes.append(h.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name],
+                                 kernel_shape=[k, k], strides=[stride, stride],
+                                 pads=[k // 2] * 4))
+        if not relu:
+            return name
+        nodes.append(h.make_node("Relu", [name], [f"{name}_relu"]))
+        return f"{name}_relu"
+
+    x = conv("x", "conv1", 3, 64, 7, 2, True)
+    nodes.append(h.make_node("MaxPool", [x], ["pool1"], kernel_shape=[3, 3], strides=[2, 2],
+                             pads=[1, 1, 1, 1]))
+    x, cin = "pool1", 64
+    for stage, cout in enumerate((64, 128, 256, 512), start=1):
+        for block in range(2):
+            stride = 2 if stage > 1 and block == 0 else 1
+            name = f"layer{stage}_{block}"
+            y = conv(x, f"{name}_conv1", cin, cout, 3, stride, True)
+            y = conv(y, f"{name}_conv2", cout, cout, 3, 1, False)
+            skip = conv(x, f"{name}_down", cin, cout, 1, stride, False) \
+                if stride != 1 or cin != cout else x
+            nodes.append(h.make_node("Add", [y, skip], [f"{name}_add"]))
+            nodes.append(h.make_node("Relu", [f"{name}_add"], [f"{name}_out"]))
+            x, cin = f"{name}_out", cout
+    nodes.append(h.make_node("GlobalAveragePool", [x], ["gap"]))
+    nodes.append(h.make_node("Flatten", ["gap"], ["flat"]))
+    inits.extend([_init("fc_w", rng.normal(0, np.sqrt(1.0 / 512), (classes, 512))
+                        .astype(np.float32)),
+                  _init("fc_b", np.zeros(classes, np.float32))])
+    nodes.append(h.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1))
+    g = h.make_graph(nodes, "resnet18",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
+                     [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, classes])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+#: the float models the tests and bench/onnx_models.py quantize (ResNet-18 only in the bench)
 MODELS = {"small_cnn": small_cnn, "mlp": mlp}
 
 
@@ -145,7 +202,7 @@ def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
             x = next(self.it, None)
             return None if x is None else {name: x}
 
-    qt = q.QuantType.QUInt8 if fmt.types == "u8" else q.QuantType.QInt8
+    act = q.QuantType.QUInt8 if fmt.types == "u8" else q.QuantType.QInt8
     sym = fmt.types == "s8"
     onnx = onnx_module()
     with tempfile.TemporaryDirectory() as d:
@@ -153,8 +210,9 @@ def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
         onnx.save(model, str(src))
         q.quantize_static(str(src), str(dst), Reader(),
                           quant_format=getattr(q.QuantFormat, fmt.layout),
-                          activation_type=qt, weight_type=qt, per_channel=fmt.per_channel,
-                          extra_options={"ActivationSymmetric": sym, "WeightSymmetric": sym})
+                          activation_type=act, weight_type=q.QuantType.QInt8,
+                          per_channel=fmt.per_channel,
+                          extra_options={"ActivationSymmetric": sym, "WeightSymmetric": True})
         return onnx.load(str(dst))
 
 
@@ -228,6 +286,32 @@ def agreement(graph: Graph, values: Mapping[Value, np.ndarray],
         raise OnnxImportError(f"graph {graph.name}: no int8 tensor in common with ONNX "
                               f"Runtime's")
     return Agreement(tensors, elements, equal, worst)
+
+
+def run_fed(graph: Graph, inputs: Mapping[str, np.ndarray],
+            ort: Mapping[str, np.ndarray]) -> dict[Value, np.ndarray]:
+    """Every value of ``graph`` with each operator fed ONNX Runtime's value of its int8
+    operands where ORT has them (same name and size): each output is then the operator's own
+    answer to ORT's inputs, so ``agreement`` of these values measures each operator alone (an
+    end-to-end run compounds a one-unit difference through every later layer)."""
+    by_name = {v.name: v for v in graph.inputs}
+    env: dict[Value, np.ndarray] = {by_name[k]: np.asarray(a) for k, a in inputs.items()}
+    for v in graph.constants():
+        env[v] = v.data  # type: ignore[assignment]
+    fed: dict[Value, np.ndarray] = dict(env)
+    for n in graph.nodes:
+        nodes = n.nodes if isinstance(n, Fused) else (n,)
+        for m in nodes:
+            env[m.output] = interp.eval_node(m, fed)
+            fed[m.output] = _ort_value(m.output, ort, env[m.output])
+    return env
+
+
+def _ort_value(v: Value, ort: Mapping[str, np.ndarray], own: np.ndarray) -> np.ndarray:
+    want = ort.get(v.name)
+    if v.type.dtype != "int8" or want is None or np.asarray(want).size != own.size:
+        return own
+    return np.asarray(want).reshape(own.shape).astype(np.int8)
 
 
 def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],

@@ -27,8 +27,9 @@ import numpy as np
 from vta.errors import GraphError
 from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
 
-__all__ = ["quantize_linear", "MULT_BITS", "SCALE_MODES", "fixed_point", "fixed_point_pair",
-           "effective_ratio", "shift_scale", "is_pow2", "needs_mul", "multipliers"]
+__all__ = ["quantize_linear", "even_shift", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
+           "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
+           "needs_mul", "multipliers"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -88,6 +89,29 @@ def quantize_linear(x: np.ndarray, scale: float, zero: int = 0) -> np.ndarray:
     to even, plus the zero point, saturated): how the host quantizes a float input."""
     q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int64) + zero
     return np.clip(q, -128, 127).astype(np.int8)
+
+
+#: ALU instructions per accumulator tile of ``even_shift`` (its docstring), against 2 for the
+#: rounding shift ``(t + 2**(s-1)) >> s`` the graph IR uses (ADD, SHR)
+EVEN_SHIFT_ALU_OPS = 7
+
+
+def even_shift(t: np.ndarray, shift: int) -> np.ndarray:
+    """``t / 2**shift`` rounded half to even (ONNX Runtime's rounding, for a power-of-two
+    scale ratio), written with the operations VTA's ALU has (ADD, SHR, where SHR by a negative
+    amount shifts left, MAX; no AND, no subtraction, no multiply): ``max((t + 2**(s-1) - 1) >>
+    s, ((t + 2**(s-1)) >> (s+1)) << 1)``. The first term rounds ties down, the second is the
+    even number at or below the tie-up result: they differ only at a tie, where the larger is
+    the even neighbour; off a tie the first is the answer and the second is not larger.
+    ``EVEN_SHIFT_ALU_OPS`` instructions per tile (copy t, ADD, SHR; ADD, SHR, SHR(-1); MAX)
+    against 2 for rounding half up. ``t`` is int64 here (no int32 wrap); ``shift >= 1``."""
+    if shift < 1:
+        raise GraphError(f"even_shift: the shift must be at least 1, got {shift}")
+    t = np.asarray(t, dtype=np.int64)
+    half = 1 << (shift - 1)
+    down = (t + (half - 1)) >> shift
+    even_up = ((t + half) >> (shift + 1)) << 1
+    return np.maximum(down, even_up)
 
 
 def effective_ratio(mult: int, shift: int) -> float:
