@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vta.errors import GraphError
-from vta.graph.quant import even_shift, quantize_linear
+from vta.graph.quant import even_shift, ort_requantize, quantize_linear
 
 
 @pytest.mark.parametrize("shift", [1, 2, 3, 7, 15, 20])
@@ -42,3 +42,20 @@ def test_quantize_linear_is_onnx_runtimes() -> None:
              onnx.numpy_helper.from_array(np.int8(0), "z")]),
             opset_imports=[h.make_opsetid("", 17)])
         assert np.array_equal(quantize_linear(x, scale), ort_tensors(m, {"x": x})["y"])
+
+
+def test_ort_requantize_is_float32_arithmetic_in_integers() -> None:
+    """``ort_requantize`` (integers only) equals numpy's float32 ``rint(float32(acc) *
+    float32(ratio))`` over the whole int32 range and many ratios (ties included)."""
+    rng = np.random.default_rng(1)
+    acc = np.concatenate([rng.integers(-2**31, 2**31, 20000), rng.integers(-5000, 5000, 20000),
+                          [0, 1, -1, 2**31 - 1, -2**31, 2**24 + 1, -(2**24 + 3)]])
+    ratios = [*rng.uniform(1e-5, 0.05, 40), 0.5, 0.25, 2.0**-13, 3.0, 0.1, 1e-3]
+    for r in ratios:
+        f = np.rint(acc.astype(np.float32) * np.float32(r)).astype(np.float64)
+        want = np.clip(f, -128, 127).astype(np.int64)
+        assert np.array_equal(ort_requantize(acc, float(r)), want), r
+    for r in (0.5, 0.25, 2.0**-13):  # ties
+        t = np.arange(-3000, 3000)
+        want = np.clip(np.rint(t.astype(np.float32) * np.float32(r)), -128, 127)
+        assert np.array_equal(ort_requantize(t, r), want.astype(np.int64))

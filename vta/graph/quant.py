@@ -27,7 +27,8 @@ import numpy as np
 from vta.errors import GraphError
 from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
 
-__all__ = ["quantize_linear", "even_shift", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
+__all__ = ["quantize_linear", "even_shift", "round_to_float32", "float32_parts",
+           "ort_requantize", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
            "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
            "needs_mul", "multipliers"]
 
@@ -112,6 +113,60 @@ def even_shift(t: np.ndarray, shift: int) -> np.ndarray:
     down = (t + (half - 1)) >> shift
     even_up = ((t + half) >> (shift + 1)) << 1
     return np.maximum(down, even_up)
+
+
+def _rne_shift(t: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``t / 2**s`` rounded half to even, elementwise ``s >= 0`` (``even_shift``'s formula with
+    a per-element shift; ``s == 0`` is ``t``)."""
+    s = np.asarray(s, dtype=np.int64)
+    one = np.maximum(s, 1)
+    half = np.left_shift(np.int64(1), one - 1)
+    down = (t + (half - 1)) >> one
+    even_up = ((t + half) >> (one + 1)) << 1
+    return np.where(s > 0, np.maximum(down, even_up), t)
+
+
+def _bit_length(t: np.ndarray) -> np.ndarray:
+    """The bit length of ``|t|`` (int64 array, ``|t| < 2**62``)."""
+    a = np.abs(t)
+    e = np.frexp(a.astype(np.float64))[1].astype(np.int64)  # float64 may round up a power
+    e = np.where((e > 0) & ((a >> np.maximum(e - 1, 0)) == 0), e - 1, e)
+    return np.where(a == 0, 0, e)
+
+
+def round_to_float32(t: np.ndarray) -> np.ndarray:
+    """Integers ``t`` (int64, ``|t| < 2**62``) rounded to 24 significant bits, half to even:
+    the value ``float32(t)`` has, in integers."""
+    t = np.asarray(t, dtype=np.int64)
+    d = np.maximum(_bit_length(t) - 24, 0)
+    return _rne_shift(t, d) << d
+
+
+def float32_parts(x: float) -> tuple[int, int]:
+    """``(m, s)`` with ``float32(x) == m / 2**s`` exactly, ``m`` a 24-bit integer (0 for 0)."""
+    f = float(np.float32(x))
+    if f == 0.0:
+        return 0, 0
+    mant, ex = math.frexp(f)
+    return int(mant * (1 << 24)), 24 - ex
+
+
+def ort_requantize(acc: np.ndarray, ratio: float, zero: int = 0, lo: int = -128,
+                   hi: int = 127) -> np.ndarray:
+    """ONNX Runtime's requantization of int32 accumulators (MLAS ``MlasRequantizeOutput``,
+    used by QLinearConv, QLinearMatMul and QGemm: ``float(acc) * scale``, rounded half to even,
+    plus the zero point, clamped), reproduced in integers: the conversion to float32 and the
+    float32 product each round to 24 significant bits (half to even), then the result rounds
+    half to even to an integer. ``ratio`` is ORT's float32 ``x_scale * w_scale / y_scale``.
+    A single rounding of ``acc * m / 2**s`` (a 24-bit multiplier, a 64-bit product) differs
+    from this only when the float32 product lands on a tie (bench/onnx_models.py counts it)."""
+    m, s = float32_parts(ratio)
+    p = round_to_float32(round_to_float32(acc) * m)
+    if s <= 0:
+        y = p << -s
+    else:
+        y = _rne_shift(p, np.full(p.shape, s))
+    return np.clip(y + zero, lo, hi).astype(np.int64)
 
 
 def effective_ratio(mult: int, shift: int) -> float:
