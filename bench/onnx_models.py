@@ -50,8 +50,6 @@ from vta.config import HwConfig  # noqa: E402
 from vta.errors import VtaError  # noqa: E402
 from vta.graph import interp  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
-from vta.graph.interp import wrap32  # noqa: E402
-from vta.graph.ir import Requantize  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
 from vta.graph.onnx_ort import (  # noqa: E402
     FORMATS,
@@ -62,15 +60,11 @@ from vta.graph.onnx_ort import (  # noqa: E402
     calibration_inputs,
     ort_tensors,
     quantize,
+    requant_arithmetic,
     resnet18,
     run_fed,
 )
-from vta.graph.quant import (  # noqa: E402
-    even_shift,
-    float32_parts,
-    ort_requantize,
-    quantize_linear,
-)
+from vta.graph.quant import quantize_linear  # noqa: E402
 from vta.run.graph import run_graph  # noqa: E402
 
 
@@ -157,48 +151,6 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-#: the requantization arithmetics compared with ORT's (module docstring)
-ARITHMETICS = ("vta: 15-bit mult, half up", "15-bit mult, half even",
-               "24-bit mult, 64-bit product, half even", "float32 in integers (ort_requantize)")
-
-
-def requant_arithmetic(fm: Any, inputs: int) -> dict[str, Any]:
-    """Values of ORT's QLinearConv / QGemm outputs each arithmetic reproduces (module
-    docstring), over ``inputs`` seeded inputs."""
-    from onnx import numpy_helper
-
-    q = quantize(fm, Format("QOperator", "s8", False), seed=1)
-    inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
-    onnx_nodes = {n.output[0]: n for n in q.graph.node}
-    g = load_onnx(q)
-    v = g.inputs[0]
-    equal = dict.fromkeys(ARITHMETICS, 0)
-    total = 0
-    for x in calibration_inputs(fm, 99, inputs):
-        ort = ort_tensors(q, {v.name: x})
-        env = run_fed(g, {v.name: quantize_linear(x, v.type.scale)}, ort)
-        for n in g.nodes:
-            on = onnx_nodes.get(n.output.name)
-            if not isinstance(n, Requantize) or on is None or n.output.name not in ort \
-                    or on.op_type not in ("QLinearConv", "QGemm"):
-                continue
-            f32 = np.float32
-            sy = inits[on.input[6] if on.op_type == "QLinearConv" else on.input[7]]
-            ratio = float(f32(f32(inits[on.input[1]]) * f32(inits[on.input[4]])) / f32(sy))
-            acc = env[n.x].astype(np.int64)
-            want = ort[n.output.name].reshape(acc.shape).astype(np.int64)
-            t = wrap32(acc * n.mult).astype(np.int64)
-            m, sh = float32_parts(ratio)
-            got = [env[n.output].astype(np.int64),
-                   np.clip(np.rint(t / 2.0 ** n.shift), -128, 127),
-                   np.clip(even_shift(acc * m, sh), -128, 127),
-                   ort_requantize(acc, ratio)]
-            for name, y in zip(ARITHMETICS, got, strict=True):
-                equal[name] += int(np.count_nonzero(y == want))
-            total += acc.size
-    return {"values": total, "equal": equal}
-
-
 def requant_table(model: str, r: dict[str, Any]) -> str:
     lines = [f"{model}: requantize arithmetic vs ORT ({r['values']:,} values of QLinearConv / "
              f"QGemm outputs, each fed ORT's operands)"]
@@ -226,7 +178,8 @@ def main() -> int:
         rows = [row(fmt, fm, a.inputs, not a.no_sim) for fmt in FORMATS]
         results["models"][name] = rows
         print(table(name, rows), flush=True)
-        arith = requant_arithmetic(fm, a.inputs)
+        q = quantize(fm, Format("QOperator", "s8", False), seed=1)
+        arith = requant_arithmetic(q, calibration_inputs(fm, 99, a.inputs))
         results.setdefault("requant_arithmetic", {})[name] = arith
         print(requant_table(name, arith), flush=True)
         print()

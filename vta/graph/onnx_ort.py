@@ -28,12 +28,15 @@ import numpy as np
 
 from vta.errors import OnnxImportError
 from vta.graph import interp
-from vta.graph.ir import Fused, Graph, Value
+from vta.graph.interp import wrap32
+from vta.graph.ir import Fused, Graph, Requantize, Value
+from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_load import onnx_module, read_model
+from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
 
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
-           "ort_verdict"]
+           "ort_verdict", "ARITHMETICS", "requant_arithmetic"]
 
 
 @dataclass(frozen=True)
@@ -312,6 +315,51 @@ def _ort_value(v: Value, ort: Mapping[str, np.ndarray], own: np.ndarray) -> np.n
     if v.type.dtype != "int8" or want is None or np.asarray(want).size != own.size:
         return own
     return np.asarray(want).reshape(own.shape).astype(np.int8)
+
+
+#: the requantization arithmetics ``requant_arithmetic`` compares with ORT's
+ARITHMETICS = ("vta: 15-bit mult, half up", "15-bit mult, half even",
+               "24-bit mult, 64-bit product, half even", "float32 in integers (ort_requantize)")
+
+
+def requant_arithmetic(q: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
+    """How many values of ORT's QLinearConv / QGemm outputs in QOperator model ``q`` each of
+    ``ARITHMETICS`` reproduces, each accumulator computed from ORT's own operands
+    (``run_fed``), over the float ``inputs``: ``{"values": n, "equal": {arithmetic: n}}``.
+    The arithmetics: the graph IR's requantize (a multiplier of at most 15 bits, round half
+    up), the same multiplier rounding half to even, a 24-bit multiplier with a 64-bit product
+    rounding half to even once (a requantize instruction's arithmetic), and
+    ``quant.ort_requantize`` (ORT's float32 rounding, in integers)."""
+    onnx = onnx_module()
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in q.graph.initializer}
+    onnx_nodes = {n.output[0]: n for n in q.graph.node}
+    g = load_onnx(q)
+    v = g.inputs[0]
+    equal = dict.fromkeys(ARITHMETICS, 0)
+    total = 0
+    for x in inputs:
+        ort = ort_tensors(q, {v.name: x})
+        env = run_fed(g, {v.name: quantize_linear(x, v.type.scale or 1.0)}, ort)
+        for n in g.nodes:
+            on = onnx_nodes.get(n.output.name)
+            if not isinstance(n, Requantize) or on is None or n.output.name not in ort \
+                    or on.op_type not in ("QLinearConv", "QGemm"):
+                continue
+            f32 = np.float32
+            sy = inits[on.input[6] if on.op_type == "QLinearConv" else on.input[7]]
+            ratio = float(f32(f32(inits[on.input[1]]) * f32(inits[on.input[4]])) / f32(sy))
+            acc = env[n.x].astype(np.int64)
+            want = ort[n.output.name].reshape(acc.shape).astype(np.int64)
+            t = wrap32(acc * n.mult).astype(np.int64)
+            m, sh = float32_parts(ratio)
+            got = [env[n.output].astype(np.int64),
+                   np.clip(np.rint(t / 2.0 ** n.shift), -128, 127),
+                   np.clip(even_shift(acc * m, sh), -128, 127),
+                   ort_requantize(acc, ratio)]
+            for name, y in zip(ARITHMETICS, got, strict=True):
+                equal[name] += int(np.count_nonzero(y == want))
+            total += acc.size
+    return {"values": total, "equal": equal}
 
 
 def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
