@@ -186,3 +186,43 @@ def test_resnet18_is_accepted_and_judged_by_ort() -> None:
         assert a.tensors >= 25 and a.max_diff <= 1 and a.equal >= 0.98 * a.elements, a
     r = requant_arithmetic(q, [x])
     assert r["equal"][ARITHMETICS[3]] == r["values"]
+
+
+def _qgemm_model(w: np.ndarray, zw: int, alpha: float = 1.0) -> object:
+    """x -> Q -> QGemm(w, zero point zw, alpha, bias) -> y, transB=1."""
+    rng = np.random.default_rng(6)
+    bias = rng.integers(-500, 500, (w.shape[0],), dtype=np.int32)
+    inits = [numpy_helper.from_array(np.float32(v), k) for k, v in
+             (("sx", 0.03), ("sw", 0.011), ("sy", 0.07))]
+    inits += [numpy_helper.from_array(np.int8(0), "z"), numpy_helper.from_array(np.int8(zw), "zw"),
+              numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "z"], ["xq"]),
+             helper.make_node("QGemm", ["xq", "sx", "z", "w", "sw", "zw", "b", "sy", "z"], ["y"],
+                              domain="com.microsoft", transB=1, alpha=alpha)]
+    return helper.make_model(helper.make_graph(
+        nodes, "qgemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, [1, w.shape[0]])], inits),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
+@pytest.mark.parametrize("zw,alpha", [(0, 1.0), (3, 1.0), (-5, 1.0), (0, 0.5)])
+def test_qgemm_weight_zero_point_and_alpha_agree_with_ort(zw: int, alpha: float) -> None:
+    """A weight zero point is folded into the weights (``w - z_w``) and QGemm's alpha into the
+    ratio; each agrees with ORT within one unit."""
+    w = np.random.default_rng(8).integers(-100, 100, (16, 32), dtype=np.int8)
+    m = _qgemm_model(w, zw, alpha)
+    g = load_onnx(m)
+    dense = g.nodes[0]
+    assert np.array_equal(dense.weight.data, (w.astype(int) - zw).astype(np.int8))
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 32)).astype(np.float32)
+        a = agreement(g, interp.run_graph(g, {"x": quantize_linear(x, 0.03)}),
+                      ort_tensors(m, {"x": x}))
+        assert a.tensors == 1 and a.max_diff <= 1, a
+
+
+def test_weights_whose_zero_point_leaves_int8_are_refused() -> None:
+    w = np.full((16, 32), 120, np.int8)
+    with pytest.raises(OnnxImportError, match=r"'y' \(QGemm\): weight w minus its zero point "
+                                              r"-20 spans \[140, 140\], beyond int8"):
+        load_onnx(_qgemm_model(w, -20))
