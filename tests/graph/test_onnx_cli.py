@@ -17,6 +17,7 @@ pytest.importorskip("onnxruntime")
 PIL_Image = pytest.importorskip("PIL.Image")
 
 from vta.cli import main  # noqa: E402
+from vta.graph import models  # noqa: E402
 from vta.graph.onnx_ort import (  # noqa: E402
     Format,
     calibration_inputs,
@@ -26,7 +27,7 @@ from vta.graph.onnx_ort import (  # noqa: E402
 )
 from vta.graph.quant import quantize_linear  # noqa: E402
 
-from .conftest import ROOT  # noqa: E402
+from .conftest import ROOT, SMALL  # noqa: E402
 
 PYNQ_MUL = str(ROOT / "hwconfigs" / "pynq_mul.yaml")
 
@@ -118,3 +119,26 @@ def test_bad_inputs_are_named_with_a_nonzero_exit(model: Path, tmp_path: Path, w
 def test_input_and_output_are_refused_for_a_layer(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "conv2d", "--input", "x.npy"]) != 0
     assert "--input applies to a whole graph" in capsys.readouterr().err
+
+
+def test_resnet18_takes_an_input_and_writes_its_output(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``vta run resnet18 --input image.npy --output logits.npy`` (the small ResNet-18 of the
+    default suite): a float input quantized with the graph's input scale, the logits written
+    and their top-5 listed; ONNX Runtime does not judge a model that is not ONNX."""
+    monkeypatch.setitem(models.MODELS, "resnet18",
+                        lambda batch=1: models.resnet18(batch=batch, **SMALL))
+    g = models.resnet18(**SMALL)
+    v = g.inputs[0]
+    x = np.random.default_rng(1).standard_normal(v.type.shape[1:]).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "logits.npy"
+    assert main(["run", "resnet18", "--input", str(tmp_path / "x.npy"), "--output",
+                 str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    y = np.load(out)
+    assert y.shape == g.outputs[0].type.shape and y.dtype == np.int8
+    assert [t["class"] for t in s["outputs"][g.outputs[0].name]["top5"][0]] == \
+        list(np.argsort(-y[0].astype(int), kind="stable")[:5])
+    assert "onnx_runtime" not in s

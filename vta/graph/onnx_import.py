@@ -81,8 +81,6 @@ class _Importer:
         self.inits = initializers(model, what)
         self.b = GraphBuilder(g.name or "onnx")
         self.env: dict[str, Any] = {}
-        #: the ONNX scale of each int8 value the graph computes (by id): ratios use these
-        self.qscale: dict[int, float] = {}
         self.consumers: dict[str, list[Any]] = {}
         for n in g.node:
             for i in n.input:
@@ -177,9 +175,10 @@ class _Importer:
         self.zero(zname, n)
         return v, self.scale(sname, n)
 
-    def out(self, name: str, v: Value, scale: float) -> None:
+    def out(self, name: str, v: Value) -> None:
+        """``v`` is the int8 tensor ONNX calls ``name`` (its scale is the operator's: the
+        scale of every later ratio comes from the model, never from ``v``'s type)."""
         self.env[name] = v
-        self.qscale[id(v)] = scale
 
     def bias(self, name: str | None, n: Any, channels: int) -> np.ndarray:
         if not name:
@@ -238,7 +237,7 @@ class _Importer:
         self.zero(q.input[2] if len(q.input) > 2 else None, q)
         s = self.scale(q.input[1], q)
         v = self.b.input(inp.name, shape, s)
-        self.out(q.output[0], v, s)
+        self.out(q.output[0], v)
         self.env[inp.name] = "quantized"  # consumed by that QuantizeLinear
 
     # ------------------------------------------------------------------ QLinear operators
@@ -284,7 +283,7 @@ class _Importer:
         self.zero(n.input[7], n)
         bias = self.bias(n.input[8] if len(n.input) > 8 else None, n, w.shape[0])
         win = self.conv_window(n, x, w.shape)
-        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0]), sy)
+        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0]))
 
     def op_QLinearMatMul(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
@@ -293,7 +292,7 @@ class _Importer:
         self.zero(n.input[7], n)
         self._two_d(n, x, w)
         self.out(n.output[0], self._dense(x, sx, w.T, sw, np.zeros(w.shape[1], np.int32),
-                                          sy, n.output[0]), sy)
+                                          sy, n.output[0]))
 
     def op_QGemm(self, n: Any) -> None:
         a = self.attrs(n)
@@ -313,7 +312,7 @@ class _Importer:
         alpha = float(a.get("alpha", 1.0))  # y = alpha * (A @ B) + C: C has scale alpha*sx*sw
         if not (math.isfinite(alpha) and alpha > 0):
             raise OnnxImportError(f"{self.where(n)}: alpha {alpha} must be positive")
-        self.out(n.output[0], self._dense(x, sx * alpha, w_mk, sw, bias, sy, n.output[0]), sy)
+        self.out(n.output[0], self._dense(x, sx * alpha, w_mk, sw, bias, sy, n.output[0]))
 
     def _two_d(self, n: Any, x: Value, w_km: np.ndarray) -> None:
         if len(x.type.shape) != 2 or w_km.ndim != 2 or x.type.shape[1] != w_km.shape[0]:
@@ -326,8 +325,8 @@ class _Importer:
         c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
         sy = self.scale(n.input[6], n)
         self.zero(n.input[7] if len(n.input) > 7 else None, n)
-        self.out(n.output[0], self.b.add(a, c, sy, name=n.output[0], ratios=(sa / sy, sc / sy)),
-                 sy)
+        self.out(n.output[0], self.b.add(a, c, sy, name=n.output[0],
+                                         ratios=(sa / sy, sc / sy)))
 
     def op_QLinearGlobalAveragePool(self, n: Any) -> None:
         if self.attrs(n).get("channels_last", 0):
@@ -336,7 +335,7 @@ class _Importer:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         sy = self.scale(n.input[3], n)
         self.zero(n.input[4], n)
-        self.out(n.output[0], self._gap(x, sx, sy, n.output[0]), sy)
+        self.out(n.output[0], self._gap(x, sx, sy, n.output[0]))
 
     def _gap(self, x: Value, sx: float, sy: float, name: str) -> Value:
         hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
@@ -355,7 +354,7 @@ class _Importer:
         if isinstance(v, _Dq):
             self.env[n.output[0]] = _Dq(y, v.scale)
         else:
-            self.out(n.output[0], y, self.qscale.get(id(inner), inner.type.scale or 1.0))
+            self.out(n.output[0], y)
 
     def op_Relu(self, n: Any) -> None:
         v = self.env.get(n.input[0])
@@ -365,8 +364,7 @@ class _Importer:
             self.env[n.output[0]] = _Dq(self.b.relu(v.value, name=n.output[0]), v.scale)
         else:
             x = self.value(n.input[0], n)
-            self.out(n.output[0], self.b.relu(x, name=n.output[0]),
-                     self.qscale.get(id(x), x.type.scale or 1.0))
+            self.out(n.output[0], self.b.relu(x, name=n.output[0]))
 
     def _flat_shape(self, n: Any) -> tuple[int, ...]:
         """The shape a Flatten / Reshape gives, from ONNX's own shape inference."""
@@ -433,8 +431,6 @@ class _Importer:
                                   f"{list(shape)}: only the (N, C, 1, 1) -> (N, C) reshape of "
                                   f"a pooled tensor is supported")
         self.env[n.output[0]] = v
-        if isinstance(v, Value):
-            self.qscale.setdefault(id(v), v.type.scale or 1.0)
 
     op_Flatten = _reshape
     op_Reshape = _reshape
@@ -500,13 +496,13 @@ class _Importer:
                                       f"{n.input[0]} from scale {p.scale:.8g} to {s:.8g}; only "
                                       f"a quantize that keeps the dequantize's scale is "
                                       f"supported around a float Relu / MaxPool / Flatten")
-            self.out(out, p.value, s)  # a max-pool or ReLU of integers, same scale
+            self.out(out, p.value)  # a max-pool or ReLU of integers, same scale
             return
         if not isinstance(p, _Pending):
             raise OnnxImportError(f"{self.where(n)}: quantizes {n.input[0]}, which is not "
                                   f"the result of a supported float operator on dequantized "
                                   f"inputs")
-        self.out(out, self._quantized(n, p, s, out), s)
+        self.out(out, self._quantized(n, p, s, out))
 
     def _quantized(self, n: Any, p: _Pending, s: float, out: str) -> Value:
         b = self.b
