@@ -181,3 +181,17 @@ def test_an_attribute_the_importer_does_not_read_is_refused() -> None:
     m.graph.node[0].attribute.append(helper.make_attribute("saturate", 1))
     m.opset_import[0].version = 21
     load_onnx(m)  # a known attribute (QuantizeLinear's saturate, int8 ignores it) is read
+
+
+def test_a_flatten_that_is_not_n_c_is_refused() -> None:
+    """Flatten axis=2 of a pooled (1, 4, 1, 1) tensor is (4, 1), not (N, C): refused by name
+    (it used to be accepted as the (N, C) no-op)."""
+    m = conv_model(pool={"kernel_shape": [6, 6]})  # (1, 4, 6, 6) -> (1, 4, 1, 1)
+    m.graph.node.append(helper.make_node("DequantizeLinear", ["y", "sy", "z"], ["yf"]))
+    m.graph.node.append(helper.make_node("Flatten", ["yf"], ["flat"], axis=2))
+    m.graph.node.append(helper.make_node("QuantizeLinear", ["flat", "sy", "z"], ["out"]))
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("out", TensorProto.INT8,
+                                                             ["a", "b"]))
+    with pytest.raises(OnnxImportError, match=r"'flat' \(Flatten\): Flatten of \[1, 4, 1, 1\] to "
+                                              r"\[4, 1\]: only the \(N, C, 1, 1\) -> \(N, C\)"):
+        load_onnx(m)
