@@ -121,6 +121,7 @@ def test_input_and_output_are_refused_for_a_layer(capsys: pytest.CaptureFixture[
     assert "--input applies to a whole graph" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 47 s on 2 cores: the same --input code as the ONNX tests above
 def test_resnet18_takes_an_input_and_writes_its_output(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
