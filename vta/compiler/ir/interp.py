@@ -328,6 +328,7 @@ _EXPR: Dispatch[Any] = Dispatch("loop-nest interpreter", {
     E.Or: lambda e, m, env, mask: m.logic(np.logical_or, e, env, mask),
     E.Not: lambda e, m, env, mask: m.logic(np.logical_not, e, env, mask),
     E.BinOp: lambda e, m, env, mask: m.binop(e, env, mask),
+    E.Math: lambda e, m, env, mask: sem.math(e.fn, m.expr(e.a, env, mask), sem.dtype(e.dtype)),
 }, default=lambda e, m, env, mask: m.unknown(e, env, mask))
 
 

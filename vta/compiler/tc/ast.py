@@ -228,7 +228,8 @@ class TCast(TExpr):
 
 @dataclass(frozen=True, slots=True)
 class TCall(TExpr):
-    """A built-in: ``max``/``min`` of two operands of ``dtype``."""
+    """A built-in: ``max``/``min`` of two operands of ``dtype``, or a math function
+    (``semantics.MATH``: ``exp``, ``log``, ...) of one float operand of ``dtype``."""
 
     fn: str
     args: tuple[TExpr, ...]

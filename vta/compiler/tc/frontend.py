@@ -92,8 +92,9 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 
 
 def random_inputs(d: Definition, concrete: Concrete, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random values for every input: full-range integers (int8 -128..127; wider integers a
-    few bits wider than int8 so products stay varied), standard normal floats."""
+    """Random values for every input: full-range 8-bit integers (int8 -128..127, uint8
+    0..255; wider integers a few bits wider than 8 so products stay varied), 0/1 for bool,
+    standard normal floats."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for t in d.cdef.inputs:
@@ -101,6 +102,11 @@ def random_inputs(d: Definition, concrete: Concrete, seed: int = 0) -> dict[str,
         dt = NP_DTYPE[t.dtype]
         if t.dtype.startswith("float"):
             out[t.name] = rng.standard_normal(shape).astype(dt)
+        elif t.dtype == "bool":
+            out[t.name] = rng.integers(0, 2, shape).astype(dt)
+        elif t.dtype.startswith("uint"):
+            out[t.name] = rng.integers(0, 256 if t.dtype == "uint8" else 1 << 12,
+                                       shape).astype(dt)
         else:
             lim = 128 if t.dtype == "int8" else 1 << 11
             out[t.name] = rng.integers(-lim, lim, shape).astype(dt)

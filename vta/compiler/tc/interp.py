@@ -37,7 +37,7 @@ import numpy as np
 from vta.compiler.ir import semantics as sem
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.ranges import Concrete
-from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
+from vta.compiler.tc.sema import DTYPE_NAMES, CheckedDef, CheckedStmt, identity, is_float
 from vta.errors import TcSizeError
 
 __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
@@ -46,8 +46,7 @@ __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 CHUNK = 1 << 21
 
 #: TC's scalar types -> numpy scalar types (read from ``vta.dtypes.DTYPES``)
-NP_DTYPE: dict[str, Any] = {n: sem.dtype(n).np.type
-                            for n in ("int8", "int16", "int32", "float16", "float32", "bool")}
+NP_DTYPE: dict[str, Any] = {n: sem.dtype(n).np.type for n in (*DTYPE_NAMES.values(), "bool")}
 
 
 def interpret(cdef: CheckedDef, concrete: Concrete,
@@ -160,7 +159,8 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
     if isinstance(e, A.TBinary):
         a, b = _eval(e.a, grids, sizes, env), _eval(e.b, grids, sizes, env)
         if e.op in _ARITH:
-            return np.asarray(sem.binary(_ARITH[e.op], a, b, sem.dtype(e.dtype)))
+            op = sem.Op.DIV if e.op == "/" and is_float(e.dtype) else _ARITH[e.op]
+            return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))
         r = sem.CMP[e.op](a, b) if e.op in sem.CMP else _LOGIC[e.op](a, b)
         return np.asarray(r).astype(dt)
     if isinstance(e, A.TSelect):
@@ -168,6 +168,9 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
         return np.where(c, _eval(e.t, grids, sizes, env), _eval(e.f, grids, sizes, env)
                         ).astype(dt)
     assert isinstance(e, A.TCall)
+    if len(e.args) == 1:  # a math function
+        return np.asarray(sem.math(e.fn, _eval(e.args[0], grids, sizes, env),
+                                   sem.dtype(e.dtype)))
     a, b = (_eval(x, grids, sizes, env) for x in e.args)
     op = sem.Op.MAX if e.fn == "max" else sem.Op.MIN
     return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))

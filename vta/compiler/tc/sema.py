@@ -29,20 +29,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from vta.compiler.ir.semantics import MATH
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.source import Pos, Source
+from vta.dtypes import dtype
 from vta.errors import TcTypeError
 
-__all__ = ["DTYPE_NAMES", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
+__all__ = ["DTYPE_NAMES", "MATH_NAMES", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
            "identity", "is_float"]
 
 #: TC type names -> IR dtype names
-DTYPE_NAMES = {"int8": "int8", "int16": "int16", "int32": "int32", "fp16": "float16",
-               "half": "float16", "float16": "float16", "fp32": "float32", "float": "float32",
-               "float32": "float32"}
-_INT_RANGE = {"int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1),
-              "int32": (-(1 << 31), (1 << 31) - 1)}
+DTYPE_NAMES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+               "uint8": "uint8", "uint16": "uint16", "bool": "bool",
+               "fp16": "float16", "half": "float16", "float16": "float16",
+               "fp32": "float32", "float": "float32", "float32": "float32",
+               "fp64": "float64", "float64": "float64", "double": "float64"}
+_INT_RANGE = {n: (int(dtype(n).min), int(dtype(n).max))
+              for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16")}
+#: integer types by rank (C's conversion rank, narrowest first)
+_INT_ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "int64")
 _BUILTINS = ("max", "min", "fmax", "fmin", "abs")
+#: TC's unary math built-ins (CUDA's names, with and without the ``f`` of the float version)
+#: -> the IR's math functions (``vta.compiler.ir.semantics.MATH``)
+MATH_NAMES = {**{n: n for n in MATH}, **{f"{n}f": n for n in MATH}}
+_NAMES = (*_BUILTINS, *MATH_NAMES)
 
 
 def is_float(dtype: str) -> bool:
@@ -50,17 +60,25 @@ def is_float(dtype: str) -> bool:
 
 
 def promote(dtype: str) -> str:
-    """C's promotion for arithmetic: narrow integers to int32, fp16 to fp32."""
+    """C's promotion for arithmetic: integers narrower than 32 bits (and bool) to int32, fp16
+    to fp32; int64, fp32 and fp64 stay."""
     if is_float(dtype):
-        return "float32"
-    return "int32" if dtype in ("int8", "int16", "int32") else dtype
+        return "float64" if dtype == "float64" else "float32"
+    return "int64" if dtype == "int64" else "int32"
 
 
 def _common(a: str, b: str) -> str:
+    """The common type of two operands (C's usual conversions, without the promotion: two
+    fp16 stay fp16; a signed and an unsigned integer of one width meet at the next width)."""
     if is_float(a) or is_float(b):
+        if "float64" in (a, b):
+            return "float64"
         return "float16" if a == b == "float16" else "float32"
-    order = ("int8", "int16", "int32")
-    return a if order.index(a) >= order.index(b) else b
+    hi, lo = (a, b) if _INT_ORDER.index(a) >= _INT_ORDER.index(b) else (b, a)
+    ra, rb = _INT_RANGE[hi], _INT_RANGE[lo]
+    if ra[0] <= rb[0] and rb[1] <= ra[1]:
+        return hi
+    return _INT_ORDER[_INT_ORDER.index(hi) + 1]
 
 
 def identity(op: str, dtype: str) -> int | float:
@@ -157,7 +175,7 @@ class _Checker:
         for p in self.d.params:
             if p.dtype not in DTYPE_NAMES:
                 raise self.err(f"unknown type {p.dtype!r} of parameter {p.name} (expected one "
-                               f"of int8, int16, int32, fp16, fp32)", p.pos)
+                               f"of {', '.join(DTYPE_NAMES)})", p.pos)
             if p.name in seen:
                 raise self.err(f"parameter {p.name} is declared twice", p.pos)
             seen[p.name] = p.pos
@@ -171,7 +189,7 @@ class _Checker:
         for s in self.sizes:
             if s in self.tensors:
                 raise self.err(f"{s} is both a size variable and a tensor", self._param_pos(s))
-            if s in DTYPE_NAMES or s in _BUILTINS:
+            if s in DTYPE_NAMES or s in _NAMES:
                 raise self.err(f"size variable {s} shadows a built-in name", self._param_pos(s))
         outs: list[str] = []
         for r in self.d.returns:
@@ -201,7 +219,7 @@ class _Checker:
             raise self.err(f"cannot write input tensor {name}", st.pos)
         if name in self.sizes:
             raise self.err(f"{name} is a size variable, not a tensor", st.pos)
-        if name in DTYPE_NAMES or name in _BUILTINS:
+        if name in DTYPE_NAMES or name in _NAMES:
             raise self.err(f"{name} is a built-in name, not a tensor", st.pos)
         self.var_pos: dict[str, Pos] = {}
         self.var_order: list[str] = []
@@ -287,7 +305,7 @@ class _Checker:
                 return A.TSize(e.name)
             if e.name in self.tensors:
                 raise self.err(f"tensor {e.name} is used without indices", e.pos)
-            if e.name in DTYPE_NAMES or e.name in _BUILTINS:
+            if e.name in DTYPE_NAMES or e.name in _NAMES:
                 raise self.err(f"{e.name} is a built-in name, not a value", e.pos)
             self._use(e.name, e.pos)
             return A.TIndex(e.name)
@@ -328,9 +346,6 @@ class _Checker:
         dt = _common(promote(a.dtype), promote(b.dtype))
         if e.op in ("%", "<<", ">>") and is_float(dt):
             raise self.err(f"'{e.op}' needs integer operands, got {a.dtype} and {b.dtype}", e.pos)
-        if e.op == "/" and is_float(dt):
-            raise self.err("'/' on floating-point values is not supported (the IR has no true "
-                           "division); only integer '/' (rounding toward minus infinity)", e.pos)
         ca, cb = _convert(a, dt), _convert(b, dt)
         if e.op in ("==", "!=", "<", "<=", ">", ">="):
             return A.TBinary(e.op, ca, cb, "bool")
@@ -345,6 +360,13 @@ class _Checker:
                 raise self.err(f"cast {e.name}(x) takes one argument, got {len(e.args)}", e.pos)
             a = self.expr(e.args[0])
             return _convert(a, DTYPE_NAMES[e.name], explicit=True)
+        if e.name in MATH_NAMES:
+            if len(e.args) != 1:
+                raise self.err(f"{e.name} takes one argument, got {len(e.args)}", e.pos)
+            x = self.expr(e.args[0])
+            self._want_num(x, e.args[0].pos, e.name)
+            ft = x.dtype if is_float(x.dtype) else "float32"
+            return A.TCall(MATH_NAMES[e.name], (_convert(x, ft),), ft)
         if e.name in _BUILTINS:
             want = 1 if e.name == "abs" else 2
             if len(e.args) != want:
@@ -379,7 +401,7 @@ class _Checker:
     def index_expr(self, e: A.Expr) -> A.TExpr:
         """A typed index expression, checked to be integer and affine."""
         t = self.expr(e)
-        if t.dtype not in ("int8", "int16", "int32"):
+        if t.dtype not in _INT_RANGE or t.dtype == "bool":
             raise self.err(f"an index must be an integer expression, this one is {t.dtype}",
                            e.pos)
         why = _affine_problem(t)
