@@ -266,10 +266,15 @@ def _run_alu(task: AluTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim:
     return combine_planes(parts, task.out.dtype, out_bits(hw)), cycles, len(progs), t_compile
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` C-contiguous, a 0-rank array kept 0-rank (``ascontiguousarray`` makes it 1-D)."""
+    return np.require(a, requirements="C")
+
+
 def _run_cpu(task: CpuTask, values: dict[Tensor, np.ndarray]) -> np.ndarray:
     out, inputs, orig = isolate(task.out)
     func = lower(create_schedule(out), [*inputs, out], f"cpu_{task.out.name}")
-    arrays = [np.ascontiguousarray(values[orig[ph]]) for ph in inputs]
+    arrays = [_contiguous(values[orig[ph]]) for ph in inputs]
     arrays.append(np.zeros(out.shape, NP_DTYPE[out.dtype]))
     run_func(func, dict(zip(func.params, arrays, strict=True)))
     return arrays[-1]
@@ -378,7 +383,7 @@ def run_gpu(d: Definition, sizes: dict[str, int], target: Target,
     c = d.at(sizes)
     ins = inputs if inputs is not None else random_inputs(d, c, seed)
     prog = map_gpu(d.to_ir(sizes), options)
-    bufs: dict[str, np.ndarray] = {k: np.ascontiguousarray(v) for k, v in ins.items()}
+    bufs: dict[str, np.ndarray] = {k: _contiguous(v) for k, v in ins.items()}
     for name, (shape, dt) in prog.buffers.items():
         bufs[name] = np.zeros(shape, NP_DTYPE[dt])
     for o in d.cdef.outputs:

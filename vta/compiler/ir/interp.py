@@ -207,6 +207,11 @@ class _Machine:
         if mask is not None:
             idx = tuple(np.broadcast_to(i, mask.shape)[mask] for i in idx)
             val = np.broadcast_to(val, mask.shape)[mask]
+        if not idx:  # a 0-rank buffer: every point combines into its one element
+            flat_val = np.ravel(val)
+            if flat_val.size:
+                arr[()] = self.cast(fn(arr[()].astype(wide), fn.reduce(flat_val)), dt)
+            return True
         cur = arr[idx].astype(wide)
         tmp = np.broadcast_to(cur, np.broadcast(cur, val).shape).copy()
         flat_idx = tuple(np.broadcast_to(i, tmp.shape).ravel() for i in idx)

@@ -131,6 +131,8 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
             init = "identity" if st.bang else f"previous {st.tensor}"
             lines.append(f"  reduction: {COMBINER[st.op]} over {', '.join(st.reduce)} "
                          f"(starting from the {init})")
+        if st.equivalent is not None:
+            lines.append(f"  equivalent (<=>, reported, not checked): {st.equivalent}")
         for acc, ok, _bad in sr.preconditions:
             lines.append(f"  precondition: {acc.text} stays in bounds only when "
                          f"{ok.gist_params(r.context).params()}")
@@ -140,9 +142,11 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
                 + f"  ({concrete.points(st.index):,} points)")
     lines.append("tensors:")
     for name, info in c.tensors.items():
-        shape = ", ".join(r.shape_text(name)) if info.kind != "input" else \
-            ", ".join(map(str, info.dims))
+        shape = ", ".join(r.shape_text(name)) if info.kind != "input" \
+            or info.shape_of is not None else ", ".join(map(str, info.dims))
         line = f"  {name}: {info.kind} {info.dtype} ({shape})"
+        if info.shape_of is not None:
+            line += f" (the starting values of {info.shape_of})"
         if concrete is not None:
             line += f" = {list(concrete.shapes[name])}"
         lines.append(line)

@@ -75,6 +75,8 @@ def _statement(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray]) -> np.n
     ranges = c.ranges[st.index]
     if st.prev >= 0 and not st.bang:
         out = env[st.tensor].copy()
+    elif st.init is not None:  # accumulating into the caller's values
+        out = env[st.init].astype(dt, copy=True)
     elif st.op != "=":
         out = np.full(shape, identity(st.op, st.dtype), dt)
     else:

@@ -205,8 +205,10 @@ class _Inference:
         self.context = isl.Set(f"{self.p}{{ : {cons} }}")
         self.extents: dict[str, tuple[isl.Set, ...]] = {}
         for t in cdef.inputs:
-            self.extents[t.name] = tuple(
-                self.set1(f"0 <= y < {_iname(d) if isinstance(d, str) else d}") for d in t.dims)
+            if t.shape_of is None:  # starting values take their tensor's shape, once inferred
+                self.extents[t.name] = tuple(
+                    self.set1(f"0 <= y < {_iname(d) if isinstance(d, str) else d}")
+                    for d in t.dims)
 
     def set1(self, cons: str, var: str = "y") -> isl.Set:
         """A 1-D set over ``[var]`` with the size parameters and the context."""
@@ -300,7 +302,8 @@ class _Inference:
                         f"{left[-1]} in 0:N')", left[0])
 
     def domain(self, st: CheckedStmt, ranges: dict[str, isl.Set]) -> isl.Set:
-        d = reduce(lambda a, b: a.flat_product(b), (ranges[v] for v in st.vars))
+        point = isl.Set(f"{self.p}{{ [] }}").intersect_params(self.context)  # a 0-rank value
+        d = reduce(lambda a, b: a.flat_product(b), (ranges[v] for v in st.vars), point)
         for i, v in enumerate(st.vars):
             d = d.set_dim_name(isl.dim_type.set, i, _iname(v))
         return d.set_tuple_name(f"S{st.index + 1}").gist_params(self.context)
@@ -329,6 +332,8 @@ class _Inference:
             out.append(sr)
             if st.prev < 0:  # the first definition gives the tensor its shape
                 self.extents[st.tensor] = tuple(self._extent(sr.ranges[v]) for v in st.lhs)
+                if st.init is not None:
+                    self.extents[st.init] = self.extents[st.tensor]
         return DefRanges(self.cdef, self.params, self.context, tuple(out), dict(self.extents))
 
     def _extent(self, r: isl.Set) -> isl.Set:
@@ -404,7 +409,8 @@ def instantiate(dr: DefRanges, sizes: dict[str, int]) -> Concrete:
     all_ranges: list[dict[str, tuple[int, int]]] = []
     shapes: dict[str, tuple[int, ...]] = {}
     for t in dr.cdef.inputs:
-        shapes[t.name] = tuple(sizes[d] if isinstance(d, str) else d for d in t.dims)
+        if t.shape_of is None:
+            shapes[t.name] = tuple(sizes[d] if isinstance(d, str) else d for d in t.dims)
     for sr in dr.stmts:
         st = sr.stmt
         rng: dict[str, tuple[int, int]] = {}
@@ -421,6 +427,14 @@ def instantiate(dr: DefRanges, sizes: dict[str, int]) -> Concrete:
         all_ranges.append(rng)
         if st.prev < 0:
             shapes[st.tensor] = tuple(rng[v][1] for v in st.lhs)
+            if st.init is not None:
+                shapes[st.init] = shapes[st.tensor]
+            decl = dr.cdef.tensors[st.tensor].declared
+            if decl is not None:
+                want = tuple(sizes[d] if isinstance(d, str) else d for d in decl)
+                if want != shapes[st.tensor]:
+                    raise inf.err(st, f"output {st.tensor} is declared {list(want)} but its "
+                                  f"inferred shape is {list(shapes[st.tensor])} (sizes {given})")
     return Concrete(sizes, tuple(all_ranges), shapes)
 
 

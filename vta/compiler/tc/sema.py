@@ -101,6 +101,11 @@ class TensorInfo:
     dtype: str
     kind: str  # "input", "output" or "temporary"
     dims: tuple[str | int, ...] = ()
+    #: an input without declared sizes: the starting values of this tensor (``O(i) += ...``
+    #: on a new output accumulates into values the caller gives), shaped like it
+    shape_of: str | None = None
+    #: an output's declared sizes (``-> (int32(M, N) O)``), checked against the inferred shape
+    declared: tuple[str | int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,9 @@ class CheckedStmt:
     right or in ``where`` clauses, not on the left; first-use order), ``rhs`` the typed value
     in the statement's ``dtype``; ``ranges`` the ``where i in lo:hi`` bounds (typed size
     expressions), ``exists`` the ``where exists`` reads; ``prev`` the statement that defined
-    the value this one updates (-1: the tensor is new)."""
+    the value this one updates (-1: the tensor is new); ``init`` the input that holds the
+    starting values of a new tensor accumulated into without ``!`` (TC: the caller's values);
+    ``equivalent`` TC's ``<=>`` annotation (reported, not checked)."""
 
     index: int
     tensor: str
@@ -127,6 +134,8 @@ class CheckedStmt:
     pos: Pos
     text: str
     var_pos: dict[str, Pos] = field(default_factory=dict)
+    init: str | None = None
+    equivalent: str | None = None
 
     @property
     def vars(self) -> tuple[str, ...]:
@@ -202,6 +211,21 @@ class _Checker:
                 raise self.err(f"output {r.name} is listed twice", r.pos)
             outs.append(r.name)
         self.outputs = tuple(outs)
+        self.declared: dict[str, A.Param] = {}
+        for r, typed in zip(self.d.returns, self.d.typed_returns or (None,) * len(outs),
+                            strict=True):
+            if typed is None:
+                continue
+            if typed.dtype not in DTYPE_NAMES:
+                raise self.err(f"unknown type {typed.dtype!r} of output {typed.name} (expected "
+                               f"one of {', '.join(DTYPE_NAMES)})", typed.pos)
+            for dim, dpos in zip(typed.dims, typed.dim_pos, strict=True):
+                if isinstance(dim, str) and dim not in self.sizes:
+                    raise self.err(f"size {dim} of output {typed.name} is not a size of any "
+                                   f"input", dpos)
+                if isinstance(dim, int) and dim < 1:
+                    raise self.err(f"size {dim} of {typed.name} must be positive", dpos)
+            self.declared[r.name] = typed
 
     def _param_pos(self, size: str) -> Pos:
         for p in self.d.params:
@@ -239,10 +263,25 @@ class _Checker:
             raise self.err(f"{name} has {self.ranks[name]} dimensions, written here with "
                            f"{len(lhs)} indices", st.pos)
         self.current = name
+        init = None
         if st.op != "=" and not st.bang and prev < 0:
-            raise self.err(f"'{st.op}=' without '!' accumulates into the existing values of "
-                           f"{name}, but no earlier statement defines {name}; write "
-                           f"'{st.op}=!' to start from the identity", st.op_pos)
+            if name not in self.outputs:
+                raise self.err(f"'{st.op}=' without '!' accumulates into the existing values of "
+                               f"{name}, but {name} is a temporary that no earlier statement "
+                               f"defines; write '{st.op}=!' to start from the identity",
+                               st.op_pos)
+            init = f"{name}_init"  # TC: the caller's values of the output
+            if init in self.tensors or init in self.sizes:
+                raise self.err(f"'{st.op}=' into output {name} takes its starting values as "
+                               f"input {init}, a name already in use", st.op_pos)
+        self.lets: dict[str, A.TExpr] = {}
+        for w in st.where:
+            if isinstance(w, A.WhereLet):
+                if w.var in self.sizes or w.var in self.tensors or w.var in lhs \
+                        or w.var in self.lets or w.var in DTYPE_NAMES or w.var in _NAMES:
+                    raise self.err(f"'where {w.var} = ...' names {w.var}, which is already a "
+                                   f"name in this statement", w.pos)
+                self.lets[w.var] = self.expr(w.value)
         rhs = self.expr(st.rhs)
         exists: list[A.TRead] = []
         ranges: list[tuple[str, A.TExpr, A.TExpr]] = []
@@ -269,13 +308,22 @@ class _Checker:
                            f"(a reduction): use a reduction operator ('+=!', 'max=!', ...)",
                            self.var_pos[reduce[0]])
         dtype = rhs.dtype if st.op in ("=", "max", "min") else promote(rhs.dtype)
+        decl = self.declared.get(name)
         if prev >= 0:
             dtype = self.tensors[name].dtype
+        elif decl is not None:
+            dtype = DTYPE_NAMES[decl.dtype]
+            if len(decl.dims) != len(lhs):
+                raise self.err(f"output {name} is declared with {len(decl.dims)} dimensions, "
+                               f"written here with {len(lhs)} indices", st.pos)
         rhs = _convert(rhs, dtype)
         if info is None:
             kind = "output" if name in self.outputs else "temporary"
-            self.tensors[name] = TensorInfo(name, dtype, kind)
+            self.tensors[name] = TensorInfo(name, dtype, kind,
+                                            declared=decl.dims if decl is not None else None)
             self.ranks[name] = len(lhs)
+            if init is not None:
+                self.tensors[init] = TensorInfo(init, dtype, "input", shape_of=name)
         elif len(lhs) != self.ranks[name]:
             raise self.err(f"{name} has {self.ranks[name]} dimensions, written here with "
                            f"{len(lhs)} indices", st.pos)
@@ -283,7 +331,8 @@ class _Checker:
         line = re.split(r"#|//", self.src.line(st.pos.line)[st.pos.col - 1:])[0]
         text = " ".join(line.split()).rstrip("}").rstrip()
         return CheckedStmt(k, name, st.op, st.bang, tuple(lhs), reduce, rhs, dtype,
-                           tuple(ranges), tuple(exists), prev, st.pos, text, dict(self.var_pos))
+                           tuple(ranges), tuple(exists), prev, st.pos, text, dict(self.var_pos),
+                           init, st.equivalent)
 
     def _use(self, var: str, pos: Pos) -> None:
         if var not in self.var_pos:
@@ -303,6 +352,11 @@ class _Checker:
         if isinstance(e, A.Ident):
             if e.name in self.sizes:
                 return A.TSize(e.name)
+            if e.name in self.lets:
+                return self.lets[e.name]
+            if e.name in self.tensors and self._rank(e.name) == 0 \
+                    and (self.tensors[e.name].kind == "input" or e.name in self.defined):
+                return self.read(A.Apply(e.name, (), e.pos))  # a 0-rank tensor: 'a' is 'a()'
             if e.name in self.tensors:
                 raise self.err(f"tensor {e.name} is used without indices", e.pos)
             if e.name in DTYPE_NAMES or e.name in _NAMES:
@@ -389,9 +443,15 @@ class _Checker:
             raise self.err(f"{e.name} is a size variable, not a tensor or function", e.pos)
         raise self.err(f"unknown tensor or function {e.name!r}", e.pos)
 
+    def _rank(self, name: str) -> int:
+        info = self.tensors[name]
+        if info.shape_of is not None:
+            return self.ranks[info.shape_of]
+        return len(info.dims) if info.kind == "input" else self.ranks.get(name, -1)
+
     def read(self, e: A.Apply) -> A.TRead:
         info = self.tensors[e.name]
-        rank = len(info.dims) if info.kind == "input" else self.ranks[e.name]
+        rank = self._rank(e.name)
         if len(e.args) != rank:
             raise self.err(f"tensor {e.name} has {rank} dimensions, read here with "
                            f"{len(e.args)} indices", e.pos)
@@ -430,6 +490,7 @@ class _Checker:
 
     def run(self) -> CheckedDef:
         self.ranks: dict[str, int] = {}
+        self.lets = {}
         self.current = ""
         self.signature()
         if not self.d.stmts:

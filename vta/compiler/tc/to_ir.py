@@ -137,7 +137,8 @@ class _Builder:
             else f"{st.tensor}_v{st.index + 1}"
         ext = tuple(rng[v][1] - rng[v][0] for v in st.lhs)
         cover = all(rng[v][0] == 0 for v in st.lhs) and ext == shape
-        prev = self.tensors.get((st.tensor, st.prev)) if st.prev >= 0 else None
+        prev = self.tensors.get((st.tensor, st.prev)) if st.prev >= 0 else \
+            self.tensors.get((st.init, -1)) if st.init is not None else None
         combine_prev = prev is not None and st.op != "=" and not st.bang
         direct = cover and not combine_prev
         core_name = final_name if direct else f"{st.tensor}_r{st.index + 1}"
