@@ -36,9 +36,9 @@ import numpy as np
 
 from vta.compiler.ir import semantics as sem
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.ranges import Concrete
+from vta.compiler.tc.ranges import Concrete, render
 from vta.compiler.tc.sema import DTYPE_NAMES, CheckedDef, CheckedStmt, identity, is_float
-from vta.errors import TcSizeError
+from vta.errors import TcRangeError, TcSizeError
 
 __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 
@@ -65,11 +65,31 @@ def interpret(cdef: CheckedDef, concrete: Concrete,
         env[t.name] = a
     with np.errstate(all="ignore"):
         for st in cdef.stmts:
-            env[st.tensor] = _statement(st, concrete, env)
+            env[st.tensor] = _statement(st, concrete, env, cdef)
     return {k: v for k, v in env.items() if k not in inputs}
 
 
-def _statement(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray]) -> np.ndarray:
+class _OutOfBounds(Exception):
+    """A read's index outside its tensor (a gather's data): reported with the statement."""
+
+    def __init__(self, read: A.TRead, dim: int, value: int, size: int) -> None:
+        super().__init__()
+        self.read, self.dim, self.value, self.size = read, dim, value, size
+
+
+def _statement(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray],
+               cdef: CheckedDef) -> np.ndarray:
+    """The new value of ``st.tensor`` (a gather out of bounds: ``TcRangeError``)."""
+    try:
+        return _statement_value(st, c, env)
+    except _OutOfBounds as e:
+        raise TcRangeError(
+            f"{st.label}: {render(e.read)} reads index {e.value} of dimension {e.dim} of "
+            f"{e.read.tensor} (size {e.size}): a data-dependent index out of bounds",
+            cdef.source, st.pos) from None
+
+
+def _statement_value(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray]) -> np.ndarray:
     dt = NP_DTYPE[st.dtype]
     shape = c.shapes[st.tensor]
     ranges = c.ranges[st.index]
@@ -151,8 +171,14 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
     if isinstance(e, A.TIndex):
         return grids[e.name].astype(dt)
     if isinstance(e, A.TRead):
+        arr = env[e.tensor]
         idx = tuple(_eval(i, grids, sizes, env).astype(np.intp) for i in e.indices)
-        return np.asarray(env[e.tensor][idx])
+        for d, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
+            bad = (i < 0) | (i >= n)
+            if np.any(bad):  # only a data-dependent index can: range inference bounds the rest
+                value = int(np.asarray(i)[np.nonzero(bad)][0]) if np.ndim(i) else int(i)
+                raise _OutOfBounds(e, d, value, n)
+        return np.asarray(arr[idx])
     if isinstance(e, A.TCast):
         return np.asarray(_eval(e.a, grids, sizes, env)).astype(dt)
     if isinstance(e, A.TUnary):

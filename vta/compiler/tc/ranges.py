@@ -28,7 +28,7 @@ from functools import reduce
 import islpy as isl
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.sema import CheckedDef, CheckedStmt
+from vta.compiler.tc.sema import CheckedDef, CheckedStmt, affine_problem
 from vta.errors import TcRangeError, TcSizeError
 
 __all__ = ["StmtRanges", "DefRanges", "Concrete", "infer", "instantiate", "reads_of",
@@ -91,12 +91,15 @@ def index_vars(e: A.TExpr) -> list[str]:
 
 
 def reads_of(e: A.TExpr) -> list[A.TRead]:
-    """Every tensor read in ``e`` (in evaluation order)."""
+    """Every tensor read in ``e`` (in evaluation order; a read inside another's index after
+    it)."""
     out: list[A.TRead] = []
 
     def go(x: A.TExpr) -> None:
         if isinstance(x, A.TRead):
             out.append(x)
+            for i in x.indices:  # a data-dependent index reads too (A(B(i)) reads B(i))
+                go(i)
         elif isinstance(x, (A.TUnary, A.TCast)):
             go(x.a)
         elif isinstance(x, A.TBinary):
@@ -272,7 +275,7 @@ class _Inference:
                 extents = self.extents[acc.read.tensor]
                 for e, ext in zip(acc.read.indices, extents, strict=True):
                     free = [v for v in index_vars(e) if v in unresolved]
-                    if len(free) != 1:
+                    if len(free) != 1 or affine_problem(e):  # a gather: checked at run time
                         continue
                     x = free[0]
                     good = self.valid(e, x, resolved, ext)
@@ -316,6 +319,8 @@ class _Inference:
         domain = domain.intersect_params(self.context)
         bad = domain.subtract(domain)  # empty, same space
         for e, ext in zip(acc.read.indices, self.extents[acc.read.tensor], strict=True):
+            if affine_problem(e):  # a data-dependent index: checked when the program runs
+                continue
             m = isl.Map(f"{self.p}{{ S{st.index + 1}[{names}] -> [{isl_expr(e)}] }}")
             bad = bad.union(m.intersect_range(ext.complement()).domain().intersect(domain))
         if bad.is_empty():

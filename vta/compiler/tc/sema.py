@@ -35,7 +35,7 @@ from vta.compiler.tc.source import Pos, Source
 from vta.dtypes import dtype
 from vta.errors import TcTypeError
 
-__all__ = ["DTYPE_NAMES", "MATH_NAMES", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
+__all__ = ["DTYPE_NAMES", "MATH_NAMES", "affine_problem", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
            "identity", "is_float"]
 
 #: TC type names -> IR dtype names
@@ -455,17 +455,20 @@ class _Checker:
         if len(e.args) != rank:
             raise self.err(f"tensor {e.name} has {rank} dimensions, read here with "
                            f"{len(e.args)} indices", e.pos)
-        idx = tuple(self.index_expr(a) for a in e.args)
+        idx = tuple(self.index_expr(a, affine=False) for a in e.args)
         return A.TRead(e.name, idx, info.dtype, self.defined.get(e.name, -1))
 
-    def index_expr(self, e: A.Expr) -> A.TExpr:
-        """A typed index expression, checked to be integer and affine."""
+    def index_expr(self, e: A.Expr, affine: bool = True) -> A.TExpr:
+        """A typed index expression, checked to be integer, and affine with ``affine``. A
+        read's index need not be: a data-dependent index (``A(B(i))``, a gather) or a
+        non-affine one (``A(i % j)``) takes no part in range inference and is checked against
+        the tensor's bounds when the program runs."""
         t = self.expr(e)
         if t.dtype not in _INT_RANGE or t.dtype == "bool":
             raise self.err(f"an index must be an integer expression, this one is {t.dtype}",
                            e.pos)
-        why = _affine_problem(t)
-        if why:
+        why = affine_problem(t)
+        if why and affine:
             raise self.err(f"index expression is not affine: {why}", e.pos)
         return t
 
@@ -538,27 +541,27 @@ def _const(e: A.TExpr) -> int | None:
     return None
 
 
-def _affine_problem(e: A.TExpr) -> str | None:
+def affine_problem(e: A.TExpr) -> str | None:
     """Why the integer expression ``e`` is not affine in the index variables (None if it is)."""
     if isinstance(e, (A.TNum, A.TSize, A.TIndex)):
         return None
     if isinstance(e, A.TCast):
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TRead):
         return f"it reads tensor {e.tensor} (data-dependent indices are not supported)"
     if isinstance(e, A.TUnary) and e.op == "-":
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TBinary) and e.op in ("+", "-"):
-        return _affine_problem(e.a) or _affine_problem(e.b)
+        return affine_problem(e.a) or affine_problem(e.b)
     if isinstance(e, A.TBinary) and e.op == "*":
         if _const(e.a) is None and _const(e.b) is None:
             return "'*' needs an integer constant on one side"
-        return _affine_problem(e.a) or _affine_problem(e.b)
+        return affine_problem(e.a) or affine_problem(e.b)
     if isinstance(e, A.TBinary) and e.op in ("/", "%"):
         c = _const(e.b)
         if c is None or c <= 0:
             return f"'{e.op}' needs a positive integer constant on the right"
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TSelect) or isinstance(e, A.TCall):
         return "conditional and built-in values cannot index"
     if isinstance(e, A.TBinary):
