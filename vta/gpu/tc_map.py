@@ -199,7 +199,10 @@ def plan_kernels(outputs: Sequence[Tensor], fusion: str = "max") -> list[KernelP
                 continue
             readers = [c for c in roots if any(n.tensor is r for n in E.walk(expanded[c])
                                                if isinstance(n, TensorRead))]
+            # one fused reduction per kernel (a kernel computes one register tile): a second
+            # reduction read by the same value (O(i) max=! ...; O(i) min= ...) has its own
             if len(readers) == 1 and not _is_reduce(readers[0]) \
+                    and readers[0] not in fused.values() \
                     and readers[0].shape == r.shape and _pointwise(readers[0], r, expanded):
                 fused[r] = readers[0]
     plans = []
