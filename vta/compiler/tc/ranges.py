@@ -295,6 +295,11 @@ class _Inference:
         uses = [a.text for a in accesses
                 if any(v in left for e in a.read.indices for v in index_vars(e))]
         names = ", ".join(left)
+        if uses and all(affine_problem(e) for a in accesses for e in a.read.indices
+                        if any(v in left for v in index_vars(e))):
+            return self.err(st, f"index {names} appears only in non-affine or data-dependent "
+                            f"indices ({', '.join(uses)}), which range inference does not use; "
+                            f"add a where clause (e.g. 'where {left[0]} in 0:N')", left[0])
         if not uses:
             return self.err(st, f"index {names} is used by no tensor read, so its range "
                             f"cannot be inferred; add a where clause (e.g. 'where {left[0]} in "
