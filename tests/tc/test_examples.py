@@ -7,13 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_float_examples import CASES as FLOAT_CASES
 
 from vta.compiler.tc import load_file
 from vta.config import HwConfig
 from vta.run.targets import AccelTarget, CudaEmuTarget
 from vta.run.tc import run_gpu, run_vta
-
-from test_float_examples import CASES as FLOAT_CASES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tc"
 

@@ -258,6 +258,13 @@ class _Renderer:
             fn = "__hmin" if fn == "min" else "__hmax"
         return self.wrapped(e, f"{fn}({self.expr(e.a)}, {self.expr(e.b)})")
 
+    def next_after(self, e: E.NextAfter) -> str:
+        """C's ``nextafterf`` (``double``: ``nextafter``; ``float16`` has none: refused)."""
+        if e.dtype == "float16":
+            raise CudaRenderError(f"nextafter of float16 in {self.func.name}")
+        fn = "nextafterf" if e.dtype == "float32" else "nextafter"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+
     def binop(self, e: E.BinOp) -> str:
         if e.dtype == "bool":  # pragma: no cover - the IR builds no boolean arithmetic
             raise CudaRenderError(f"operator {e.symbol} on {e.dtype}")
@@ -482,6 +489,7 @@ _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     E.FloorMod: lambda e, r: r.floor_div_mod(e),
     E.Min: lambda e, r: r.min_max(e),
     E.Max: lambda e, r: r.min_max(e),
+    E.NextAfter: lambda e, r: r.next_after(e),
     E.BinOp: lambda e, r: r.binop(e),
     E.Cmp: lambda e, r: f"({r.expr(e.a)} {e.op} {r.expr(e.b)})",
     E.And: lambda e, r: f"({r.expr(e.a)} && {r.expr(e.b)})",

@@ -19,7 +19,8 @@ from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
-    "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Div", "Math", "Cmp", "And", "Or", "Not",
+    "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Div", "NextAfter", "Math", "Cmp",
+    "And", "Or", "Not",
     "Select", "Cast", "Call", "ExprLike", "const", "as_expr", "min_", "max_", "bitwise_xor",
     "DTYPES", "is_const", "children", "walk", "free_vars", "substitute", "simplify_int",
     "select",
@@ -226,6 +227,14 @@ class Div(BinOp):
 
     symbol: ClassVar[str] = "/"
     op: ClassVar[Op] = Op.DIV
+
+
+@dataclass(frozen=True, slots=True)
+class NextAfter(BinOp):
+    """The next float after ``a`` toward ``b`` (``semantics.Op.NEXTAFTER``)."""
+
+    symbol: ClassVar[str] = "nextafter"
+    op: ClassVar[Op] = Op.NEXTAFTER
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ _EXPR: Dispatch[str] = Dispatch("printer", {
                                   else f"{e.dtype}({e.value!r})"),
     E.Min: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
     E.Max: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
+    E.NextAfter: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
     E.BinOp: _binop,
     E.Cmp: _cmp,
     E.And: lambda e, nm, p: _paren(f"{_e(e.a, nm, 2)} && {_e(e.b, nm, 3)}", 2, p),

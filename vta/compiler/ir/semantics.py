@@ -34,6 +34,8 @@ operands' values are taken as the integers they are, not first converted to ``t`
   the same name (``expf``, ``rsqrtf``, ...; ``float16`` through ``float``), which may differ in
   the last bits (CUDA documents 1-2 ulp for ``expf``/``logf``/``rsqrtf``): float results are
   compared with a tolerance.
+* **nextafter** (``Op.NEXTAFTER``, floats only): the next value of ``a``'s type after ``a``
+  toward ``b`` (C's ``nextafter``/``nextafterf``; numpy's ``nextafter``), exact.
 * **Bitwise calls** (``bitwise_and/or/xor``) act on the two's complement bits.
 * **Floats** are IEEE in their own width: each ``float16`` operation is rounded to
   ``float16``. Casts from a float to an integer truncate toward zero; a value outside the
@@ -58,7 +60,8 @@ import numpy as np
 
 from vta.dtypes import DTYPES, DType, dtype
 
-__all__ = ["Op", "OpDef", "OPS", "MathDef", "MATH", "math", "INT_OPS", "CMP", "wrap", "binary", "undefined", "cast",
+__all__ = ["Op", "OpDef", "OPS", "MathDef", "MATH", "math",
+           "INT_OPS", "CMP", "wrap", "binary", "undefined", "cast",
            "compare", "np_dtype", "DType", "DTYPES", "dtype"]
 
 
@@ -79,6 +82,7 @@ class Op(Enum):
     BIT_OR = "|"
     BIT_XOR = "^"
     DIV = "/"
+    NEXTAFTER = "nextafter"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,7 @@ OPS: dict[Op, OpDef] = {d.op: d for d in (
     OpDef(Op.BIT_OR, operator.or_, np.bitwise_or, None),
     OpDef(Op.BIT_XOR, operator.xor, np.bitwise_xor, None),
     OpDef(Op.DIV, None, None, np.true_divide),
+    OpDef(Op.NEXTAFTER, None, None, np.nextafter),
 )}
 
 #: each operator exactly on Python ints (no wrap): for symbolic reasoning about integers

@@ -200,5 +200,5 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
         return np.asarray(sem.math(e.fn, _eval(e.args[0], grids, sizes, env),
                                    sem.dtype(e.dtype)))
     a, b = (_eval(x, grids, sizes, env) for x in e.args)
-    op = sem.Op.MAX if e.fn == "max" else sem.Op.MIN
+    op = {"max": sem.Op.MAX, "min": sem.Op.MIN, "nextafter": sem.Op.NEXTAFTER}[e.fn]
     return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))

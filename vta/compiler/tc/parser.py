@@ -333,7 +333,7 @@ class _Parser:
         if not self.at("("):
             if self.at(".") or (self.tok.kind == "float" and self.tok.text.startswith(".")
                                 and self.tok.glued):
-                raise TcSyntaxError("dimension specifiers ('T.0') are not supported; name the "
+                raise TcSyntaxError("not supported: dimension specifiers ('T.0'); name the "
                                     "size variable instead", self.src, self.tok.pos)
             return A.Ident(name.text, name.pos)
         self.take()

@@ -35,7 +35,8 @@ from vta.compiler.tc.source import Pos, Source
 from vta.dtypes import dtype
 from vta.errors import TcTypeError
 
-__all__ = ["DTYPE_NAMES", "MATH_NAMES", "affine_problem", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
+__all__ = ["DTYPE_NAMES", "MATH_NAMES", "affine_problem", "TensorInfo", "CheckedStmt",
+           "CheckedDef", "check", "promote",
            "identity", "is_float"]
 
 #: TC type names -> IR dtype names
@@ -48,7 +49,7 @@ _INT_RANGE = {n: (int(dtype(n).min), int(dtype(n).max))
               for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16")}
 #: integer types by rank (C's conversion rank, narrowest first)
 _INT_ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "int64")
-_BUILTINS = ("max", "min", "fmax", "fmin", "abs")
+_BUILTINS = ("max", "min", "fmax", "fmin", "abs", "nextafter", "nextafterf")
 #: TC's unary math built-ins (CUDA's names, with and without the ``f`` of the float version)
 #: -> the IR's math functions (``vta.compiler.ir.semantics.MATH``)
 MATH_NAMES = {**{n: n for n in MATH}, **{f"{n}f": n for n in MATH}}
@@ -168,8 +169,8 @@ class CheckedDef:
 
 
 class _Checker:
-    def __init__(self, d: A.Def, src: Source) -> None:
-        self.d, self.src = d, src
+    def __init__(self, d: A.Def, src: Source, defs: frozenset[str] = frozenset()) -> None:
+        self.d, self.src, self.defs = d, src, defs
         self.sizes: list[str] = []
         self.tensors: dict[str, TensorInfo] = {}
         self.defined: dict[str, int] = {}  # tensor -> statement of its latest value
@@ -421,6 +422,18 @@ class _Checker:
             self._want_num(x, e.args[0].pos, e.name)
             ft = x.dtype if is_float(x.dtype) else "float32"
             return A.TCall(MATH_NAMES[e.name], (_convert(x, ft),), ft)
+        if e.name.startswith("nextafter"):
+            if len(e.args) != 2:
+                raise self.err(f"{e.name} takes 2 arguments, got {len(e.args)}", e.pos)
+            args = [self.expr(x) for x in e.args]
+            for x, ax in zip(args, e.args, strict=True):
+                self._want_num(x, ax.pos, e.name)
+            dt = _common(args[0].dtype, args[1].dtype)
+            dt = dt if is_float(dt) else "float32"
+            if dt == "float16":
+                raise self.err(f"{e.name} of fp16 values is not supported (CUDA has no half "
+                               f"nextafter)", e.pos)
+            return A.TCall("nextafter", (_convert(args[0], dt), _convert(args[1], dt)), dt)
         if e.name in _BUILTINS:
             want = 1 if e.name == "abs" else 2
             if len(e.args) != want:
@@ -441,6 +454,9 @@ class _Checker:
             raise self.err(f"tensor {e.name} is read before any statement defines it", e.pos)
         if e.name in self.sizes:
             raise self.err(f"{e.name} is a size variable, not a tensor or function", e.pos)
+        if e.name in self.defs:
+            raise self.err(f"not supported: calling definition {e.name} from another "
+                           f"definition (inline its statements)", e.pos)
         raise self.err(f"unknown tensor or function {e.name!r}", e.pos)
 
     def _rank(self, name: str) -> int:
@@ -612,4 +628,4 @@ def check(program: A.TcFile, entry: str | None = None) -> CheckedDef:
                           program.source)
     else:
         d = names[entry]
-    return _Checker(d, program.source).run()
+    return _Checker(d, program.source, frozenset(names)).run()

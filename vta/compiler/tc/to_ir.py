@@ -109,7 +109,7 @@ def translate(e: A.TExpr, index: Mapping[str, E.Expr], sizes: Mapping[str, int],
         assert isinstance(x, A.TCall)
         if len(x.args) == 1:
             return E.Math(x.fn, go(x.args[0]), x.dtype)
-        cls = E.Max if x.fn == "max" else E.Min
+        cls = {"max": E.Max, "min": E.Min, "nextafter": E.NextAfter}[x.fn]
         return cls(go(x.args[0]), go(x.args[1]), x.dtype)
 
     return go(e)
