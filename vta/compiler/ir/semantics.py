@@ -220,7 +220,7 @@ def binary(op: Op, a: Any, b: Any, t: DType) -> Any:
         if d.float_np is None:
             raise TypeError(f"operator {op.value} is not defined on {t.name}")
         npt = t.np
-        with np.errstate(over="ignore", invalid="ignore"):  # IEEE: inf and NaN are values
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # IEEE: inf, NaN
             return _scalar(np.asarray(d.float_np(np.asarray(a, npt), np.asarray(b, npt)), npt))
     raise TypeError(f"operator {op.value} is not defined on {t.name}")
 
