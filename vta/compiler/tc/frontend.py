@@ -118,7 +118,8 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
     sizes), the range of each index, the reduction and any precondition; then every tensor's
     type and shape (and, at given sizes, the concrete ranges and shapes)."""
     c, r = d.cdef, d.ranges
-    sig = ", ".join(f"{t.dtype}({', '.join(map(str, t.dims))}) {t.name}" for t in c.inputs)
+    sig = ", ".join(f"{t.dtype}({', '.join(map(str, t.dims))}) {t.name}" if t.dims
+                    else f"{t.dtype} {t.name}" for t in c.inputs)
     lines = [f"def {c.name}({sig}) -> ({', '.join(c.outputs)})",
              f"sizes: {', '.join(c.sizes) or '(none)'}"]
     for sr in r.stmts:
@@ -126,7 +127,11 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
         lines.append(sr.stmt.label[0].upper() + sr.stmt.label[1:])
         lines.append(f"  domain: {sr.domain}")
         rngs = ", ".join(f"{v} in {r.range_text(st.index, v)}" for v in st.vars)
-        lines.append(f"  ranges: {rngs}")
+        lines.append(f"  ranges: {rngs or '(none: one point)'}")
+        if sr.tc_ranges:
+            tc = ", ".join(f"{v} in {r.range_text(st.index, v, tc=True)}" for v in sr.tc_ranges)
+            lines.append(f"  TC's ranges: {tc} (a new tensor starts at 0 here: the points "
+                         f"below 0 are not computed)")
         if st.reduce:
             init = "identity" if st.bang else f"previous {st.tensor}"
             lines.append(f"  reduction: {COMBINER[st.op]} over {', '.join(st.reduce)} "

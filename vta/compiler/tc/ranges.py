@@ -22,7 +22,7 @@ One isl computation per index expression per round; nothing is evaluated per ele
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 import islpy as isl
@@ -161,6 +161,10 @@ class StmtRanges:
     ranges: dict[str, isl.Set]
     domain: isl.Set
     preconditions: tuple[tuple[Access, isl.Set, isl.Set], ...]
+    #: TC's ranges where they differ from ``ranges``: a new tensor's index whose range TC
+    #: infers with a negative minimum (``O(i) = I(i + 5)``: ``-5:N - 5``); vta's tensors start
+    #: at 0, so ``ranges`` (what is computed and stored) start there
+    tc_ranges: dict[str, isl.Set] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -184,9 +188,11 @@ class DefRanges:
             out.append(build.expr_from_pw_aff(size.gist_params(self.context)).to_C_str())
         return tuple(out)
 
-    def range_text(self, k: int, var: str) -> str:
-        """``lo:hi`` of ``var`` in statement ``k`` (C-like, ``hi`` exclusive)."""
-        s = self.stmts[k].ranges[var]
+    def range_text(self, k: int, var: str, tc: bool = False) -> str:
+        """``lo:hi`` of ``var`` in statement ``k`` (C-like, ``hi`` exclusive); ``tc``: TC's
+        range (``StmtRanges.tc_ranges``) where it differs."""
+        sr = self.stmts[k]
+        s = sr.tc_ranges.get(var, sr.ranges[var]) if tc else sr.ranges[var]
         build = isl.AstBuild.from_context(self.context)
         lo = build.expr_from_pw_aff(s.dim_min(0).gist_params(self.context)).to_C_str()
         hi = build.expr_from_pw_aff(s.dim_max(0).add(_one(self.context))
@@ -242,7 +248,11 @@ class _Inference:
         box = reduce(lambda a, b: a.flat_product(b), (resolved[v] for v in others),
                      isl.Set(f"{self.p}{{ [x] }}"))
         bad_x = bad.intersect(box).project_out(isl.dim_type.set, 1, len(others))
-        return isl.Set(f"{self.p}{{ [x] }}").intersect_params(self.context).subtract(bad_x)
+        # only sizes where the resolved ranges are non-empty count: elsewhere the statement
+        # has no points (without this, WeirdConv's h is "unbounded" where w's range is empty)
+        live = box.params()
+        return isl.Set(f"{self.p}{{ [x] }}").intersect_params(self.context) \
+            .intersect_params(live).subtract(bad_x)
 
     def interval(self, st: CheckedStmt, var: str, good: isl.Set) -> isl.Set:
         """``good`` checked to be a non-empty bounded interval (for some sizes)."""
@@ -260,8 +270,27 @@ class _Inference:
         return span.coalesce()
 
     def statement(self, st: CheckedStmt) -> StmtRanges:
-        resolved: dict[str, isl.Set] = {}
+        """TC's ranges of ``st``; where a new tensor's index would start below 0 (TC keeps
+        such a minimum), inferred again with that index held non-negative (vta's tensors
+        start at 0), TC's ranges kept for the report."""
+        tc = self.resolve(st, clip=False)
         new_lhs = set(st.lhs) if st.prev < 0 else set()
+        nonneg = self.set1("x >= 0", "x")
+        if all(tc[v].is_subset(nonneg) for v in new_lhs):
+            resolved, tc_ranges = tc, {}
+        else:
+            resolved = self.resolve(st, clip=True)
+            tc_ranges = {v: r for v, r in tc.items() if not r.is_equal(resolved[v])}
+        accesses = self.accesses(st)
+        domain = self.domain(st, resolved)
+        pre = tuple(p for acc in accesses if (p := self.precondition(acc, st, domain)))
+        return StmtRanges(st, resolved, domain, pre, tc_ranges)
+
+    def resolve(self, st: CheckedStmt, clip: bool) -> dict[str, isl.Set]:
+        """The rounds of TC's algorithm (module docstring); with ``clip``, a new tensor's
+        left-hand indices are also held non-negative."""
+        resolved: dict[str, isl.Set] = {}
+        new_lhs = set(st.lhs) if st.prev < 0 and clip else set()
         for v, lo, hi in st.ranges:
             s = self.set1(f"{isl_expr(lo)} <= x < {isl_expr(hi)}", "x")
             if v in new_lhs:
@@ -272,7 +301,7 @@ class _Inference:
         while unresolved:
             found: dict[str, isl.Set] = {}
             for acc in accesses:
-                extents = self.extents[acc.read.tensor]
+                extents = self.bounds(acc)
                 for e, ext in zip(acc.read.indices, extents, strict=True):
                     free = [v for v in index_vars(e) if v in unresolved]
                     if len(free) != 1 or affine_problem(e):  # a gather: checked at run time
@@ -287,9 +316,16 @@ class _Inference:
                     good = good.intersect(self.set1("x >= 0", "x"))
                 resolved[x] = self.interval(st, x, good)
                 unresolved.remove(x)
-        domain = self.domain(st, resolved)
-        pre = tuple(p for acc in accesses if (p := self.precondition(acc, st, domain)))
-        return StmtRanges(st, resolved, domain, pre)
+        return resolved
+
+    def bounds(self, acc: Access) -> tuple[isl.Set, ...]:
+        """What range inference keeps ``acc`` inside: an input's declared sizes, the tensor
+        itself for a statement's own left-hand side, and for a read of a defined tensor the
+        region the statements before have written (TC: the producer's written region, not the
+        whole tensor from 0)."""
+        if acc.lhs or acc.read.version < 0:
+            return self.extents[acc.read.tensor]
+        return self.written[(acc.read.tensor, acc.read.version)]
 
     def ambiguous(self, st: CheckedStmt, left: list[str], accesses: list[Access]) -> TcRangeError:
         uses = [a.text for a in accesses
@@ -337,9 +373,15 @@ class _Inference:
 
     def run(self) -> DefRanges:
         out = []
+        self.written: dict[tuple[str, int], tuple[isl.Set, ...]] = {}
         for st in self.cdef.stmts:
             sr = self.statement(st)
             out.append(sr)
+            here = tuple(sr.ranges[v] for v in st.lhs)
+            if st.prev >= 0:  # a tensor written again: both regions are written
+                here = tuple(_hull(a.union(b)) for a, b in
+                             zip(self.written[(st.tensor, st.prev)], here, strict=True))
+            self.written[(st.tensor, st.index)] = here
             if st.prev < 0:  # the first definition gives the tensor its shape
                 self.extents[st.tensor] = tuple(self._extent(sr.ranges[v]) for v in st.lhs)
                 if st.init is not None:
@@ -350,6 +392,13 @@ class _Inference:
         """``[0, max(r)]``: the dimension a left-hand range gives its tensor."""
         upto = isl.Map(f"{self.p}{{ [z] -> [y] : 0 <= y <= z }}")
         return upto.intersect_domain(r.lexmax()).range().coalesce()
+
+
+def _hull(s: isl.Set) -> isl.Set:
+    """The smallest interval holding the 1-D set ``s`` (parametric: piecewise bounds)."""
+    lo = isl.Map("{ [a] -> [x] : x >= a }").intersect_domain(s.lexmin()).range()
+    hi = isl.Map("{ [b] -> [x] : x <= b }").intersect_domain(s.lexmax()).range()
+    return lo.intersect(hi).coalesce()
 
 
 def infer(cdef: CheckedDef) -> DefRanges:
