@@ -15,7 +15,8 @@ import numpy as np
 
 from vta.compiler.tc.interp import NP_DTYPE, interpret
 from vta.compiler.tc.parser import parse
-from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate
+from vta.compiler.tc.ast import TCast, TRead
+from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate, reads_of
 from vta.compiler.tc.sema import CheckedDef, check
 from vta.compiler.tc.to_ir import COMBINER, TcFunc, to_ir
 from vta.errors import TcError, TcSizeError
@@ -94,13 +95,17 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 def random_inputs(d: Definition, concrete: Concrete, seed: int = 0) -> dict[str, np.ndarray]:
     """Random values for every input: full-range 8-bit integers (int8 -128..127, uint8
     0..255; wider integers a few bits wider than 8 so products stay varied), 0/1 for bool,
-    standard normal floats."""
+    standard normal floats; an integer input read directly as another read's index (a lookup
+    table's indices) in that dimension's bounds."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
+    lookups = _lookup_bounds(d, concrete)
     for t in d.cdef.inputs:
         shape = concrete.shapes[t.name]
         dt = NP_DTYPE[t.dtype]
-        if t.dtype.startswith("float"):
+        if t.name in lookups:  # an index table: values inside the tensor it indexes
+            out[t.name] = rng.integers(0, lookups[t.name], shape).astype(dt)
+        elif t.dtype.startswith("float"):
             out[t.name] = rng.standard_normal(shape).astype(dt)
         elif t.dtype == "bool":
             out[t.name] = rng.integers(0, 2, shape).astype(dt)
@@ -110,6 +115,21 @@ def random_inputs(d: Definition, concrete: Concrete, seed: int = 0) -> dict[str,
         else:
             lim = 128 if t.dtype == "int8" else 1 << 11
             out[t.name] = rng.integers(-lim, lim, shape).astype(dt)
+    return out
+
+
+def _lookup_bounds(d: Definition, concrete: Concrete) -> dict[str, int]:
+    """Integer inputs read directly as another read's index (``LUT(idx(b, l), d)``): the
+    size of the smallest dimension they index (random tables stay in bounds)."""
+    out: dict[str, int] = {}
+    for st in d.cdef.stmts:
+        for r in reads_of(st.rhs):
+            for dim, e in enumerate(r.indices):
+                while isinstance(e, TCast):
+                    e = e.a
+                if isinstance(e, TRead) and e.version < 0:
+                    n = concrete.shapes[r.tensor][dim]
+                    out[e.tensor] = min(out.get(e.tensor, n), n)
     return out
 
 
