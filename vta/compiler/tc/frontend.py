@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from vta.compiler.tc.ast import TCast, TRead
 from vta.compiler.tc.interp import NP_DTYPE, interpret
 from vta.compiler.tc.parser import parse
-from vta.compiler.tc.ast import TCast, TRead
 from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate, reads_of
 from vta.compiler.tc.sema import CheckedDef, check
 from vta.compiler.tc.to_ir import COMBINER, TcFunc, to_ir
