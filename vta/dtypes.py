@@ -84,6 +84,8 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", 32, "int", "int"),
     DType("int64", 64, "int", "long long"),
     DType("uint8", 8, "uint", "unsigned char"),
+    DType("uint16", 16, "uint", "unsigned short"),
+    DType("uint16", 16, "uint", "unsigned short"),
     DType("uint32", 32, "uint", "unsigned int"),
     DType("float16", 16, "float", "half"),
     DType("float32", 32, "float", "float"),

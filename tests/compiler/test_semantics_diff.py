@@ -54,7 +54,7 @@ X = {t: S.Buffer("X", (N,), t) for t in INT_TYPES + FLOAT_TYPES}
 OUT = {t: S.Buffer("Out", (N,), t) for t in INT_TYPES + FLOAT_TYPES}
 INT_OPS = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.Shr, E.Shl,
            E.BitAnd, E.BitOr, E.BitXor)
-FLOAT_OPS = (E.Add, E.Sub, E.Mul, E.Min, E.Max)
+FLOAT_OPS = (E.Add, E.Sub, E.Mul, E.Min, E.Max, E.Div)
 
 Pick = Callable[[int], int]
 
@@ -235,6 +235,35 @@ def test_float_evaluators_agree(c: Case) -> None:
     assert same(emulate(thread_kernel(c), c), ref)
     assert same(interpret(c, folded(c)), ref)  # type: ignore[arg-type]
     render_cuda(thread_kernel(c))
+
+
+@pytest.mark.parametrize("t", FLOAT_TYPES)
+@pytest.mark.parametrize("fn", sorted(sem.MATH))
+def test_math_functions_agree(fn: str, t: str) -> None:
+    """Each math function (``semantics.MATH``) means numpy's function in the node's type, on
+    the interpreter and the emulator (NaN, inf and negative arguments included), and renders
+    to C's function (``float16`` through ``float``)."""
+    xs = (0.0, 1.0, -1.5, 0.25, 1000.0, -7.0, 65504.0, 2.0)
+    c = Case(t, E.Math(fn, E.Div(X[t].load(IV), E.FloatImm(2.0, t), t), t), xs)
+    with np.errstate(all="ignore"):
+        want = sem.MATH[fn].np_fn(c.inputs() / np.asarray(2.0, sem.np_dtype(t)))
+    ref = interpret(c)
+    assert ref is not None and same(ref, want.astype(sem.np_dtype(t)))
+    assert same(emulate(serial_kernel(c), c), ref)
+    assert same(emulate(thread_kernel(c), c), ref)
+    assert sem.MATH[fn].cuda + "(" in render_cuda(thread_kernel(c)).source
+
+
+def test_nextafter_and_division_are_float_only() -> None:
+    c = Case("float32", E.NextAfter(X["float32"].load(IV), E.FloatImm(0.0), "float32"),
+             (0.0, 1.0, -1.5, 0.25, 1000.0, -7.0, 65504.0, 2.0))
+    ref = interpret(c)
+    assert ref is not None and same(ref, np.nextafter(c.inputs(), np.float32(0.0)))
+    assert same(emulate(thread_kernel(c), c), ref)
+    assert "nextafterf(" in render_cuda(thread_kernel(c)).source
+    with pytest.raises(TypeError, match="not defined on int32"):
+        sem.binary(sem.Op.DIV, 1, 2, sem.dtype("int32"))
+    assert sem.Op.DIV not in sem.INT_OPS and sem.Op.NEXTAFTER not in sem.INT_OPS
 
 
 # ---------------------------------------------------------------------------- the CUDA text

@@ -110,3 +110,65 @@ def test_run_empty_range(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--tc", str(EXAMPLES / "conv.tc"), "--entry", "conv2d",
                  "--size", "N=1,C=2,H=2,W=8,K=2,R=3,S=3"]) == 2
     assert "index h has an empty range at sizes" in capsys.readouterr().err
+
+
+def test_float_run_prints_placement_and_never_bit_exact(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    for target in ("vta", "cuda-emu"):
+        assert main(["run", "--tc", str(EXAMPLES / "softmax.tc"), "--size", "N=3,D=8",
+                     "--target", target]) == 0
+        out = capsys.readouterr().out
+        assert "PASS: within 0.001 against the TC interpreter" in out and "bit-exact" not in out
+        assert "placement:\n  statement 1 (mx(n) max=! I(n, d)): " in out
+    assert "statement 4 (O(n, d) = e(n, d) / s(n)): GPU, kernel softmax_k2_O" in out
+    assert main(["run", "--tc", str(EXAMPLES / "intermediate.tc"), "--size", "M=6,K=40,N=12",
+                 "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert [p["placement"] for p in s["placement"]] == [
+        "accelerator ALU", "accelerator GEMM", "accelerator GEMM"]
+    assert main(["run", "--tc", str(EXAMPLES / "softmax.tc"), "--size", "N=3,D=8",
+                 "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {p["placement"] for p in s["placement"]} == {"host"}
+    assert "float32" in s["placement"][1]["reason"] or "floating" in s["placement"][1]["reason"]
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("def f(float(N) A) -> (O) { O(i) = A.0 }", "not supported: dimension specifiers"),
+    ("def f(float(N) A) -> (O) { O(-1) = A(0) }", "not supported: '-' as a left-hand index"),
+    ("def f(float(N) A) -> (O) { O(i) = A(i) <=> }", "expected a name after '<=>'"),
+])
+def test_unsupported_constructs_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          text: str, msg: str) -> None:
+    assert main(["tc", "show", _file(tmp_path, text)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vta: error: ") and msg in err and "Traceback" not in err
+
+
+def test_show_reports_the_annotation_and_scalars(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    f = _file(tmp_path, "def f(float(N) A, float s) -> (O, T) {\n"
+                        "  O(i) = A(i) * s <=> scale(A, s)\n  T +=! A(i)\n}")
+    assert main(["tc", "show", f, "--size", "N=4"]) == 0
+    out = capsys.readouterr().out
+    assert "def f(float32(N) A, float32 s) -> (O, T)" in out
+    assert "equivalent (<=>, reported, not checked): scale(A, s)" in out
+    assert "T: output float32 () = []" in out
+
+
+def test_lookup_tables_run_and_bad_indices_are_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # random index tables stay inside the table they index
+    for target in ("vta", "cuda-emu"):
+        assert main(["run", "--tc", str(EXAMPLES / "lookup.tc"), "--entry", "embedding",
+                     "--size", "V=4,D=2,B=2,L=3", "--target", target]) == 0
+        assert "PASS" in capsys.readouterr().out
+    # an index computed past the table is a named error, exit status 2
+    f = _file(tmp_path, "def g(float(V) T, int32(N) I) -> (O) { O(n) = T(I(n) + V) }")
+    for target in ("vta", "cuda-emu"):
+        assert main(["run", "--tc", f, "--size", "V=4,N=3", "--target", target]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("vta: error: ") and "load from T" in err
+        assert "Traceback" not in err

@@ -218,8 +218,13 @@ class _Renderer:
 
     def float_imm(self, e: E.FloatImm) -> str:
         v = repr(float(e.value))
-        if v in ("inf", "-inf", "nan"):
-            raise CudaRenderError(f"float constant {v} in {self.func.name}")
+        if v in ("inf", "-inf", "nan"):  # C has no literal: the bits, reinterpreted
+            sign = "-" if v == "-inf" else ""
+            bits = "0x7fffffff" if v == "nan" else "0x7f800000"
+            f32 = f"{sign}__int_as_float({bits})"
+            if e.dtype == "float16":
+                return f"__float2half({f32})"
+            return f32 if e.dtype == "float32" else f"((double){f32})"
         if e.dtype == "float16":
             return f"__float2half({v}f)"
         return f"{v}f" if e.dtype == "float32" else v
@@ -253,6 +258,13 @@ class _Renderer:
             fn = "__hmin" if fn == "min" else "__hmax"
         return self.wrapped(e, f"{fn}({self.expr(e.a)}, {self.expr(e.b)})")
 
+    def next_after(self, e: E.NextAfter) -> str:
+        """C's ``nextafterf`` (``double``: ``nextafter``; ``float16`` has none: refused)."""
+        if e.dtype == "float16":
+            raise CudaRenderError(f"nextafter of float16 in {self.func.name}")
+        fn = "nextafterf" if e.dtype == "float32" else "nextafter"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+
     def binop(self, e: E.BinOp) -> str:
         if e.dtype == "bool":  # pragma: no cover - the IR builds no boolean arithmetic
             raise CudaRenderError(f"operator {e.symbol} on {e.dtype}")
@@ -260,6 +272,15 @@ class _Renderer:
         if e.op in (sem.Op.SHR, sem.Op.SHL):  # C types a shift by its promoted left operand
             return self.wrapped(e, text, _c_arith(e.a.dtype, e.a.dtype))
         return self.wrapped(e, text)
+
+    def math(self, e: E.Math) -> str:
+        """A math function (``semantics.MATH``): C's ``float`` function (``float16`` converted
+        to ``float`` and back), ``double``'s without the ``f``."""
+        fn = sem.MATH[e.fn].cuda
+        a = self.expr(e.a)
+        if e.dtype == "float16":
+            return f"__float2half({fn}(__half2float({a})))"
+        return f"{fn}({a})" if e.dtype == "float32" else f"{fn[:-1]}({a})"
 
     def call(self, e: E.Call) -> str:
         raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}() (scalar "
@@ -468,6 +489,7 @@ _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     E.FloorMod: lambda e, r: r.floor_div_mod(e),
     E.Min: lambda e, r: r.min_max(e),
     E.Max: lambda e, r: r.min_max(e),
+    E.NextAfter: lambda e, r: r.next_after(e),
     E.BinOp: lambda e, r: r.binop(e),
     E.Cmp: lambda e, r: f"({r.expr(e.a)} {e.op} {r.expr(e.b)})",
     E.And: lambda e, r: f"({r.expr(e.a)} && {r.expr(e.b)})",
@@ -476,6 +498,7 @@ _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     E.Select: lambda e, r: f"({r.expr(e.cond)} ? {r.expr(e.t)} : {r.expr(e.f)})",
     E.Cast: lambda e, r: r.cast(e.dtype, e.value),
     E.Call: lambda e, r: r.call(e),
+    E.Math: lambda e, r: r.math(e),
     S.BufferLoad: lambda e, r: f"{r.name(e.buffer)}[{r.expr(flat_index(e.buffer, e.indices))}]",
 }, default=lambda e, r: r.unknown_expr(e))
 

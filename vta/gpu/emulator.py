@@ -243,6 +243,11 @@ class Emulator:
         raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}() (scalar "
                             f"operators are typed nodes; a call is a dialect's own)")
 
+    def math(self, e: E.Math) -> ExprFn:
+        """A math function (``semantics.MATH``) of the lanes' values."""
+        a, t, fn = self.expr(e.a), sem.dtype(e.dtype), e.fn
+        return lambda ctx, m: sem.math(fn, a(ctx, m), t)
+
     def unknown(self, e: E.Expr) -> ExprFn:
         raise EmulatorError(f"{self.func.name}: cannot emulate expression {e!r}")
 
@@ -796,6 +801,7 @@ _EXPR: Dispatch[ExprFn] = Dispatch("SIMT emulator", {
     E.Select: lambda e, em: em.select(e),
     E.Cast: lambda e, em: em.cast(e),
     E.Call: lambda e, em: em.call(e),
+    E.Math: lambda e, em: em.math(e),
 }, default=lambda e, em: em.unknown(e))
 
 #: how each statement node is compiled (a dialect statement that emulates itself, such as

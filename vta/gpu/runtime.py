@@ -166,4 +166,5 @@ def run_kernel(kernel: CudaKernel, arrays: Sequence[np.ndarray]) -> list[np.ndar
     dev = [cp.asarray(np.ascontiguousarray(a)) for a in arrays]
     GpuKernel(kernel)(*dev)
     cp.cuda.runtime.deviceSynchronize()
-    return [cp.asnumpy(d) for d in dev]
+    # a 0-rank array travels as one element: it comes back with its own shape
+    return [cp.asnumpy(d).reshape(np.shape(a)) for d, a in zip(dev, arrays, strict=True)]

@@ -199,7 +199,10 @@ def plan_kernels(outputs: Sequence[Tensor], fusion: str = "max") -> list[KernelP
                 continue
             readers = [c for c in roots if any(n.tensor is r for n in E.walk(expanded[c])
                                                if isinstance(n, TensorRead))]
+            # one fused reduction per kernel (a kernel computes one register tile): a second
+            # reduction read by the same value (O(i) max=! ...; O(i) min= ...) has its own
             if len(readers) == 1 and not _is_reduce(readers[0]) \
+                    and readers[0] not in fused.values() \
                     and readers[0].shape == r.shape and _pointwise(readers[0], r, expanded):
                 fused[r] = readers[0]
     plans = []
@@ -404,6 +407,9 @@ class _KernelScheduler:
                 regs.append(r)
             else:
                 regs.append(bi)
+        if not out.axis:  # a 0-rank value: one thread computes it (the reduction in place)
+            self.threads = []
+            return s
         out.reorder(*blocks, *(t for _, t in thr), *regs)
         while len(blocks) > 3:  # CUDA grids have three dimensions: fuse the outer ones
             blocks[0:2] = [out.fuse(blocks[0], blocks[1])]
@@ -452,8 +458,8 @@ class _KernelScheduler:
         cands = []
         guarded = _guarded(op.body)
         for t in reads_of(op.body):
-            if not isinstance(t.op, PlaceholderOp) or t in guarded:
-                continue
+            if not isinstance(t.op, PlaceholderOp) or t in guarded or not t.shape:
+                continue  # (a 0-rank input is one register read: nothing to stage)
             reads = [n for n in E.walk(op.body) if isinstance(n, TensorRead) and n.tensor is t]
             if not any(_reused(n.indices, ranges) for n in reads):
                 continue

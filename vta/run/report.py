@@ -175,6 +175,9 @@ def format_tc(r: VtaRun | GpuRun, sizes: dict[str, int], clock_mhz: float | None
                    f"work ({r.work_accel:,} of {r.work:,} MACs and element operations) on the "
                    f"accelerator")
         out.append(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
+        out.append("placement:")
+        out += [f"  statement {p['statement']} ({p['text']}): {p['placement']}"
+                for p in r.placement]
     else:
         where = "GPU" if r.target == "cuda" else "SIMT emulator"
         out.append(f"{r.name} ({at}) on the {where}: {len(r.program.kernels)} kernel(s), "
@@ -183,6 +186,9 @@ def format_tc(r: VtaRun | GpuRun, sizes: dict[str, int], clock_mhz: float | None
             out.append(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
                        f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction "
                        f"tile {k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
+        out.append("placement:")
+        out += [f"  statement {p['statement']} ({p['text']}): GPU, kernel "
+                f"{', '.join(p['kernels']) or '-'}" for p in r.placement]
     assert r.check is not None
     out.append(r.check.line())
     return "\n".join(out)

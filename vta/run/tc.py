@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,8 @@ from vta.isa import Program
 from vta.run.check import Check, compare_all
 from vta.run.targets import AccelTarget, Target
 
-__all__ = ["TaskReport", "VtaRun", "GpuRun", "run_tc", "run_vta", "run_gpu", "check_outputs"]
+__all__ = ["TaskReport", "VtaRun", "GpuRun", "run_tc", "run_vta", "run_gpu", "check_outputs",
+           "placement_of", "gpu_placement", "PLACES"]
 
 Simulate = Callable[[Program, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], int]]
 
@@ -127,6 +128,8 @@ class VtaRun(_Checked):
     seconds_sim: float
     #: the outputs against the TC interpreter (None: not checked)
     check: Check | None = None
+    #: per statement, in order: where its computation ran (``placement_of``)
+    placement: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def cycles(self) -> int:
@@ -146,7 +149,7 @@ class VtaRun(_Checked):
                 "cycles": self.cycles,
                 "accelerator_fraction": self.fraction, "work": self.work,
                 "work_on_accelerator": self.work_accel, "gemm_macs": self.macs,
-                "tasks": [t.__dict__ for t in self.tasks],
+                "tasks": [t.__dict__ for t in self.tasks], "placement": self.placement,
                 "compile_s": self.seconds_compile, "sim_s": self.seconds_sim}
 
 
@@ -159,6 +162,28 @@ def _labels(plan: VtaPlan, task: Task) -> list[str]:
             out.append(s.stmt.label)
         elif s.final in task.stages:
             out.append(f"{s.stmt.label} [placing its result]")
+    return out
+
+
+#: where a task's kind runs, as the placement reports it
+PLACES = {"GEMM": "accelerator GEMM", "ALU": "accelerator ALU", "CPU": "host"}
+
+
+def placement_of(plan: VtaPlan, reports: list[TaskReport]) -> list[dict[str, Any]]:
+    """Per statement: ``placement`` (``accelerator GEMM``, ``accelerator ALU`` or ``host``:
+    where the task computing its domain ran; a GEMM's epilogue is the GEMM's) and, on the
+    host, the ``reason`` the accelerator could not take it."""
+    out = []
+    for s in plan.func.stmts:
+        k = next((i for i, t in enumerate(plan.tasks) if s.core in t.stages), None)
+        entry: dict[str, Any] = {"statement": s.stmt.index + 1, "text": s.stmt.text}
+        if k is None:  # a temporary no output reads
+            entry["placement"] = "nowhere (no output depends on it)"
+        else:
+            entry["placement"] = PLACES[reports[k].kind]
+            if reports[k].kind == "CPU":
+                entry["reason"] = reports[k].detail
+        out.append(entry)
     return out
 
 
@@ -266,10 +291,15 @@ def _run_alu(task: AluTask, hw: HwConfig, values: dict[Tensor, np.ndarray], sim:
     return combine_planes(parts, task.out.dtype, out_bits(hw)), cycles, len(progs), t_compile
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` C-contiguous, a 0-rank array kept 0-rank (``ascontiguousarray`` makes it 1-D)."""
+    return np.require(a, requirements="C")
+
+
 def _run_cpu(task: CpuTask, values: dict[Tensor, np.ndarray]) -> np.ndarray:
     out, inputs, orig = isolate(task.out)
     func = lower(create_schedule(out), [*inputs, out], f"cpu_{task.out.name}")
-    arrays = [np.ascontiguousarray(values[orig[ph]]) for ph in inputs]
+    arrays = [_contiguous(values[orig[ph]]) for ph in inputs]
     arrays.append(np.zeros(out.shape, NP_DTYPE[out.dtype]))
     run_func(func, dict(zip(func.params, arrays, strict=True)))
     return arrays[-1]
@@ -327,7 +357,8 @@ def run_vta(d: Definition, sizes: dict[str, int], target: AccelTarget,
     outs = {t.name: values[t] for t in f.outputs}
     work = sum(c.points(k) for k in range(len(d.cdef.stmts)))
     accel = sum(c.points(k) for k in accelerated)
-    run = VtaRun(d.name, hw.name, outs, reports, work, accel, t_compile, t_sim)
+    run = VtaRun(d.name, hw.name, outs, reports, work, accel, t_compile, t_sim,
+                 placement=placement_of(plan, reports))
     if check:
         run.check = check_outputs(d, c, ins, outs)
     return run
@@ -360,14 +391,24 @@ class GpuRun(_Checked):
     seconds: float
     #: the outputs against the TC interpreter (None: not checked)
     check: Check | None = None
+    #: per statement, in order: the kernels that compute it (``gpu_placement``)
+    placement: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {"definition": self.name, "target": self.target, **self._verdict(),
-                "seconds": self.seconds,
+                "seconds": self.seconds, "placement": self.placement,
                 "kernels": [{"name": k.name, "statements": list(k.statements),
                              "shared": list(k.shared), "tile": list(k.knobs.tile),
                              "threads": list(k.knobs.threads), "reduction_tile": k.knobs.kt}
                             for k in self.program.kernels]}
+
+
+def gpu_placement(d: Definition, prog: GpuProgram) -> list[dict[str, Any]]:
+    """Per statement: ``placement`` ``GPU`` and the ``kernels`` computing it (an element-wise
+    temporary is substituted into each kernel that reads it, so it may be several)."""
+    return [{"statement": st.index + 1, "text": st.text, "placement": "GPU",
+             "kernels": [k.name for k in prog.kernels if st.index + 1 in k.statements]}
+            for st in d.cdef.stmts]
 
 
 def run_gpu(d: Definition, sizes: dict[str, int], target: Target,
@@ -378,7 +419,7 @@ def run_gpu(d: Definition, sizes: dict[str, int], target: Target,
     c = d.at(sizes)
     ins = inputs if inputs is not None else random_inputs(d, c, seed)
     prog = map_gpu(d.to_ir(sizes), options)
-    bufs: dict[str, np.ndarray] = {k: np.ascontiguousarray(v) for k, v in ins.items()}
+    bufs: dict[str, np.ndarray] = {k: _contiguous(v) for k, v in ins.items()}
     for name, (shape, dt) in prog.buffers.items():
         bufs[name] = np.zeros(shape, NP_DTYPE[dt])
     for o in d.cdef.outputs:
@@ -393,7 +434,8 @@ def run_gpu(d: Definition, sizes: dict[str, int], target: Target,
         ex = target.execute(kernel, arrays)
         bufs[k.output] = ex.outputs[params[-1].name]
     outs = {o: bufs[o] for o in d.cdef.outputs}
-    run = GpuRun(d.name, target.name, prog, sources, outs, time.perf_counter() - t0)
+    run = GpuRun(d.name, target.name, prog, sources, outs, time.perf_counter() - t0,
+                 placement=gpu_placement(d, prog))
     if check:
         run.check = check_outputs(d, c, ins, outs)
     return run

@@ -327,6 +327,15 @@ def _leaf(e: E.Expr, what: str) -> Leaf:
     if e.tensor.dtype not in _INTS:
         raise _NoMap(f"{e.tensor.name} is {e.tensor.dtype}; the accelerator computes on "
                      f"integers")
+    for i in e.indices:
+        if any(isinstance(n, TensorRead) for n in E.walk(i)):
+            raise _NoMap(f"{e} has a data-dependent index (a gather: the host reads it, "
+                         f"checking its bounds)")
+        try:
+            poly.to_isl(i, {v: f"v{k}" for k, v in enumerate(E.free_vars(i))})
+        except poly.PolyError:
+            raise _NoMap(f"{e} has a non-affine index (the host reads it, checking its "
+                         f"bounds)") from None
     return Leaf(e.tensor, e.indices)
 
 

@@ -19,7 +19,8 @@ from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
     "Expr", "Var", "IntImm", "FloatImm", "BinOp", "Add", "Sub", "Mul", "FloorDiv", "FloorMod",
-    "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Cmp", "And", "Or", "Not",
+    "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Div", "NextAfter", "Math", "Cmp",
+    "And", "Or", "Not",
     "Select", "Cast", "Call", "ExprLike", "const", "as_expr", "min_", "max_", "bitwise_xor",
     "DTYPES", "is_const", "children", "walk", "free_vars", "substitute", "simplify_int",
     "select",
@@ -218,6 +219,31 @@ class BitOr(BinOp):
 class BitXor(BinOp):
     symbol: ClassVar[str] = "^"
     op: ClassVar[Op] = Op.BIT_XOR
+
+
+@dataclass(frozen=True, slots=True)
+class Div(BinOp):
+    """True division of floats (``semantics.Op.DIV``); integers divide with ``FloorDiv``."""
+
+    symbol: ClassVar[str] = "/"
+    op: ClassVar[Op] = Op.DIV
+
+
+@dataclass(frozen=True, slots=True)
+class NextAfter(BinOp):
+    """The next float after ``a`` toward ``b`` (``semantics.Op.NEXTAFTER``)."""
+
+    symbol: ClassVar[str] = "nextafter"
+    op: ClassVar[Op] = Op.NEXTAFTER
+
+
+@dataclass(frozen=True, slots=True)
+class Math(Expr):
+    """A unary math function of a float (``fn`` names an entry of ``semantics.MATH``)."""
+
+    fn: str
+    a: Expr
+    dtype: str = "float32"
 
 
 @dataclass(frozen=True, slots=True)

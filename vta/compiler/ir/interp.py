@@ -207,6 +207,11 @@ class _Machine:
         if mask is not None:
             idx = tuple(np.broadcast_to(i, mask.shape)[mask] for i in idx)
             val = np.broadcast_to(val, mask.shape)[mask]
+        if not idx:  # a 0-rank buffer: every point combines into its one element
+            flat_val = np.ravel(val)
+            if flat_val.size:
+                arr[()] = self.cast(fn(arr[()].astype(wide), fn.reduce(flat_val)), dt)
+            return True
         cur = arr[idx].astype(wide)
         tmp = np.broadcast_to(cur, np.broadcast(cur, val).shape).copy()
         flat_idx = tuple(np.broadcast_to(i, tmp.shape).ravel() for i in idx)
@@ -328,6 +333,7 @@ _EXPR: Dispatch[Any] = Dispatch("loop-nest interpreter", {
     E.Or: lambda e, m, env, mask: m.logic(np.logical_or, e, env, mask),
     E.Not: lambda e, m, env, mask: m.logic(np.logical_not, e, env, mask),
     E.BinOp: lambda e, m, env, mask: m.binop(e, env, mask),
+    E.Math: lambda e, m, env, mask: sem.math(e.fn, m.expr(e.a, env, mask), sem.dtype(e.dtype)),
 }, default=lambda e, m, env, mask: m.unknown(e, env, mask))
 
 

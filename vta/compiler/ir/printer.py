@@ -38,7 +38,7 @@ class Namer:
 
 
 _PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "cmp": 6, "<<": 7, ">>": 7, "+": 8, "-": 8,
-         "*": 9, "//": 9, "%": 9}
+         "*": 9, "//": 9, "/": 9, "%": 9}
 
 
 def _paren(s: str, p: int, parent: int) -> str:
@@ -68,6 +68,7 @@ _EXPR: Dispatch[str] = Dispatch("printer", {
                                   else f"{e.dtype}({e.value!r})"),
     E.Min: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
     E.Max: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
+    E.NextAfter: lambda e, nm, p: f"{e.symbol}({_e(e.a, nm)}, {_e(e.b, nm)})",
     E.BinOp: _binop,
     E.Cmp: _cmp,
     E.And: lambda e, nm, p: _paren(f"{_e(e.a, nm, 2)} && {_e(e.b, nm, 3)}", 2, p),
@@ -76,6 +77,7 @@ _EXPR: Dispatch[str] = Dispatch("printer", {
     E.Select: lambda e, nm, p: f"select({_e(e.cond, nm)}, {_e(e.t, nm)}, {_e(e.f, nm)})",
     E.Cast: lambda e, nm, p: f"{e.dtype}({_e(e.value, nm)})",
     E.Call: lambda e, nm, p: f"{e.name}({', '.join(_e(a, nm) for a in e.args)})",
+    E.Math: lambda e, nm, p: f"{e.fn}({_e(e.a, nm)})",
     S.BufferLoad: lambda e, nm, p: _indexed(nm(e.buffer, e.buffer.name), e.indices, nm),
     T.TensorRead: lambda e, nm, p: _indexed(nm(e.tensor, e.tensor.name), e.indices, nm),
     T.Reduce: lambda e, nm, p: (

@@ -26,6 +26,16 @@ operands' values are taken as the integers they are, not first converted to ``t`
 * **min / max** on integers are exact; on floats they are C's ``fmin``/``fmax`` (a NaN
   operand is ignored), which is what CUDA's ``min``/``max`` and ``__hmin``/``__hmax`` do.
 * **Comparisons** compare the operands' values exactly; ``and``/``or``/``not`` are logical.
+* **True division** (``/``, ``Op.DIV``) is defined on floats only: IEEE division in the node's
+  type (``x / 0`` is ``inf`` or NaN, as C and numpy give); integer division is ``//``.
+* **Math functions** (``MATH``: ``exp log tanh sqrt rsqrt fabs``) are unary nodes on floats,
+  numpy's meaning in the node's type (``log`` of a negative value and ``sqrt`` of one are NaN,
+  ``log(0)`` is ``-inf``, ``rsqrt(x)`` is ``1 / sqrt(x)``); CUDA renders the C math function of
+  the same name (``expf``, ``rsqrtf``, ...; ``float16`` through ``float``), which may differ in
+  the last bits (CUDA documents 1-2 ulp for ``expf``/``logf``/``rsqrtf``): float results are
+  compared with a tolerance.
+* **nextafter** (``Op.NEXTAFTER``, floats only): the next value of ``a``'s type after ``a``
+  toward ``b`` (C's ``nextafter``/``nextafterf``; numpy's ``nextafter``), exact.
 * **Bitwise calls** (``bitwise_and/or/xor``) act on the two's complement bits.
 * **Floats** are IEEE in their own width: each ``float16`` operation is rounded to
   ``float16``. Casts from a float to an integer truncate toward zero; a value outside the
@@ -50,7 +60,8 @@ import numpy as np
 
 from vta.dtypes import DTYPES, DType, dtype
 
-__all__ = ["Op", "OpDef", "OPS", "INT_OPS", "CMP", "wrap", "binary", "undefined", "cast",
+__all__ = ["Op", "OpDef", "OPS", "MathDef", "MATH", "math",
+           "INT_OPS", "CMP", "wrap", "binary", "undefined", "cast",
            "compare", "np_dtype", "DType", "DTYPES", "dtype"]
 
 
@@ -70,6 +81,8 @@ class Op(Enum):
     BIT_AND = "&"
     BIT_OR = "|"
     BIT_XOR = "^"
+    DIV = "/"
+    NEXTAFTER = "nextafter"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +93,8 @@ class OpDef:
     the node's type (None: not defined on floats)."""
 
     op: Op
-    exact: Callable[[int, int], int]
-    int_np: Callable[[Any, Any], Any]
+    exact: Callable[[int, int], int] | None
+    int_np: Callable[[Any, Any], Any] | None
     float_np: Callable[[Any, Any], Any] | None
 
 
@@ -98,10 +111,47 @@ OPS: dict[Op, OpDef] = {d.op: d for d in (
     OpDef(Op.BIT_AND, operator.and_, np.bitwise_and, None),
     OpDef(Op.BIT_OR, operator.or_, np.bitwise_or, None),
     OpDef(Op.BIT_XOR, operator.xor, np.bitwise_xor, None),
+    OpDef(Op.DIV, None, None, np.true_divide),
+    OpDef(Op.NEXTAFTER, None, None, np.nextafter),
 )}
 
 #: each operator exactly on Python ints (no wrap): for symbolic reasoning about integers
-INT_OPS: dict[Op, Callable[[int, int], int]] = {op: d.exact for op, d in OPS.items()}
+INT_OPS: dict[Op, Callable[[int, int], int]] = {op: d.exact for op, d in OPS.items()
+                                                if d.exact is not None}
+
+
+def _rsqrt(x: Any) -> Any:
+    return np.reciprocal(np.sqrt(x))
+
+
+@dataclass(frozen=True, slots=True)
+class MathDef:
+    """A unary math function on floats: ``np_fn`` its meaning (numpy, in the value's type),
+    ``cuda`` the C math function of the ``float`` version (``double``: without the ``f``)."""
+
+    name: str
+    np_fn: Callable[[Any], Any]
+    cuda: str
+
+
+#: the IR's unary math functions (``vta.compiler.ir.expr.Math`` names one), by name
+MATH: dict[str, MathDef] = {d.name: d for d in (
+    MathDef("exp", np.exp, "expf"),
+    MathDef("log", np.log, "logf"),
+    MathDef("tanh", np.tanh, "tanhf"),
+    MathDef("sqrt", np.sqrt, "sqrtf"),
+    MathDef("rsqrt", _rsqrt, "rsqrtf"),
+    MathDef("fabs", np.abs, "fabsf"),
+)}
+
+
+def math(fn: str, x: Any, t: DType) -> Any:
+    """Math function ``fn`` (``MATH``) of ``x`` in the float type ``t`` (numpy values of ``t``)."""
+    if t.kind != "float":
+        raise TypeError(f"math function {fn} is defined on floats, not {t.name}")
+    npt = t.np
+    with np.errstate(all="ignore"):  # IEEE: inf and NaN are values
+        return _scalar(np.asarray(MATH[fn].np_fn(np.asarray(x, npt)), npt))
 
 #: comparisons, by the ``Cmp`` node's operator (numpy ufuncs: also exact on Python ints)
 CMP: dict[str, Callable[[Any, Any], Any]] = {
@@ -156,6 +206,8 @@ def binary(op: Op, a: Any, b: Any, t: DType) -> Any:
     Python int, anything else numpy values of ``t``. The caller has checked ``undefined``."""
     d = OPS[op]
     if t.kind in ("int", "uint"):
+        if d.exact is None:
+            raise TypeError(f"operator {op.value} is not defined on {t.name}")
         ta, tb = type(a), type(b)
         if ta is int and tb is int:
             return wrap(d.exact(a, b), t)
@@ -168,12 +220,13 @@ def binary(op: Op, a: Any, b: Any, t: DType) -> Any:
         if d.float_np is None:
             raise TypeError(f"operator {op.value} is not defined on {t.name}")
         npt = t.np
-        with np.errstate(over="ignore", invalid="ignore"):  # IEEE: inf and NaN are values
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # IEEE: inf, NaN
             return _scalar(np.asarray(d.float_np(np.asarray(a, npt), np.asarray(b, npt)), npt))
     raise TypeError(f"operator {op.value} is not defined on {t.name}")
 
 
 def _int_np(d: OpDef, a: Any, b: Any, ta: type, tb: type, npt: np.dtype[Any], t: DType) -> Any:
+    assert d.int_np is not None
     if _native(a, ta, npt, t) and _native(b, tb, npt, t):
         # numpy's own operator on values of t wraps exactly as the exact result does
         return _scalar(d.int_np(a, b))

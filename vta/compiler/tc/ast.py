@@ -16,7 +16,7 @@ from vta.compiler.tc.source import Pos, Source
 
 __all__ = [
     "Expr", "Num", "Ident", "Unary", "Binary", "Ternary", "Apply",
-    "WhereRange", "WhereExists", "Where", "Stmt", "Param", "Def", "TcFile",
+    "WhereRange", "WhereExists", "WhereLet", "Where", "Stmt", "Param", "Def", "TcFile",
     "TExpr", "TNum", "TSize", "TIndex", "TRead", "TUnary", "TBinary", "TSelect", "TCast",
     "TCall", "REDUCTIONS",
 ]
@@ -102,12 +102,22 @@ class WhereExists:
     pos: Pos
 
 
-Where = WhereRange | WhereExists
+@dataclass(frozen=True, slots=True)
+class WhereLet:
+    """``where x = expr``: ``x`` names ``expr`` in the statement (substituted where used)."""
+
+    var: str
+    value: Expr
+    pos: Pos
+
+
+Where = WhereRange | WhereExists | WhereLet
 
 
 @dataclass(frozen=True, slots=True)
 class Stmt:
-    """``tensor(indices) op[!] rhs [where ...]``; ``op`` is ``=`` or one of ``REDUCTIONS``."""
+    """``tensor(indices) op[!] rhs [where ...] [<=> f(...)]``; ``op`` is ``=`` or one of
+    ``REDUCTIONS``; ``equivalent`` the text of TC's ``<=>`` annotation (reported only)."""
 
     tensor: str
     indices: tuple[Ident, ...]
@@ -117,6 +127,7 @@ class Stmt:
     where: tuple[Where, ...]
     pos: Pos
     op_pos: Pos
+    equivalent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +143,15 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class Def:
+    """A definition; ``typed_returns[k]`` the declared type and sizes of output ``k``
+    (``-> (int32(M, N) O)``), None where only the name is given."""
+
     name: str
     params: tuple[Param, ...]
     returns: tuple[Ident, ...]
     stmts: tuple[Stmt, ...]
     pos: Pos
+    typed_returns: tuple[Param | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -228,7 +243,8 @@ class TCast(TExpr):
 
 @dataclass(frozen=True, slots=True)
 class TCall(TExpr):
-    """A built-in: ``max``/``min`` of two operands of ``dtype``."""
+    """A built-in: ``max``/``min`` of two operands of ``dtype``, or a math function
+    (``semantics.MATH``: ``exp``, ``log``, ...) of one float operand of ``dtype``."""
 
     fn: str
     args: tuple[TExpr, ...]

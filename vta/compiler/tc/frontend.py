@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vta.compiler.tc.ast import TCast, TRead
 from vta.compiler.tc.interp import NP_DTYPE, interpret
 from vta.compiler.tc.parser import parse
-from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate
+from vta.compiler.tc.ranges import Concrete, DefRanges, infer, instantiate, reads_of
 from vta.compiler.tc.sema import CheckedDef, check
 from vta.compiler.tc.to_ir import COMBINER, TcFunc, to_ir
 from vta.errors import TcError, TcSizeError
@@ -92,18 +93,43 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 
 
 def random_inputs(d: Definition, concrete: Concrete, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random values for every input: full-range integers (int8 -128..127; wider integers a
-    few bits wider than int8 so products stay varied), standard normal floats."""
+    """Random values for every input: full-range 8-bit integers (int8 -128..127, uint8
+    0..255; wider integers a few bits wider than 8 so products stay varied), 0/1 for bool,
+    standard normal floats; an integer input read directly as another read's index (a lookup
+    table's indices) in that dimension's bounds."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
+    lookups = _lookup_bounds(d, concrete)
     for t in d.cdef.inputs:
         shape = concrete.shapes[t.name]
         dt = NP_DTYPE[t.dtype]
-        if t.dtype.startswith("float"):
+        if t.name in lookups:  # an index table: values inside the tensor it indexes
+            out[t.name] = rng.integers(0, lookups[t.name], shape).astype(dt)
+        elif t.dtype.startswith("float"):
             out[t.name] = rng.standard_normal(shape).astype(dt)
+        elif t.dtype == "bool":
+            out[t.name] = rng.integers(0, 2, shape).astype(dt)
+        elif t.dtype.startswith("uint"):
+            out[t.name] = rng.integers(0, 256 if t.dtype == "uint8" else 1 << 12,
+                                       shape).astype(dt)
         else:
             lim = 128 if t.dtype == "int8" else 1 << 11
             out[t.name] = rng.integers(-lim, lim, shape).astype(dt)
+    return out
+
+
+def _lookup_bounds(d: Definition, concrete: Concrete) -> dict[str, int]:
+    """Integer inputs read directly as another read's index (``LUT(idx(b, l), d)``): the
+    size of the smallest dimension they index (random tables stay in bounds)."""
+    out: dict[str, int] = {}
+    for st in d.cdef.stmts:
+        for r in reads_of(st.rhs):
+            for dim, e in enumerate(r.indices):
+                while isinstance(e, TCast):
+                    e = e.a
+                if isinstance(e, TRead) and e.version < 0:
+                    n = concrete.shapes[r.tensor][dim]
+                    out[e.tensor] = min(out.get(e.tensor, n), n)
     return out
 
 
@@ -112,7 +138,8 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
     sizes), the range of each index, the reduction and any precondition; then every tensor's
     type and shape (and, at given sizes, the concrete ranges and shapes)."""
     c, r = d.cdef, d.ranges
-    sig = ", ".join(f"{t.dtype}({', '.join(map(str, t.dims))}) {t.name}" for t in c.inputs)
+    sig = ", ".join(f"{t.dtype}({', '.join(map(str, t.dims))}) {t.name}" if t.dims
+                    else f"{t.dtype} {t.name}" for t in c.inputs)
     lines = [f"def {c.name}({sig}) -> ({', '.join(c.outputs)})",
              f"sizes: {', '.join(c.sizes) or '(none)'}"]
     for sr in r.stmts:
@@ -120,11 +147,17 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
         lines.append(sr.stmt.label[0].upper() + sr.stmt.label[1:])
         lines.append(f"  domain: {sr.domain}")
         rngs = ", ".join(f"{v} in {r.range_text(st.index, v)}" for v in st.vars)
-        lines.append(f"  ranges: {rngs}")
+        lines.append(f"  ranges: {rngs or '(none: one point)'}")
+        if sr.tc_ranges:
+            tc = ", ".join(f"{v} in {r.range_text(st.index, v, tc=True)}" for v in sr.tc_ranges)
+            lines.append(f"  TC's ranges: {tc} (a new tensor starts at 0 here: the points "
+                         f"below 0 are not computed)")
         if st.reduce:
             init = "identity" if st.bang else f"previous {st.tensor}"
             lines.append(f"  reduction: {COMBINER[st.op]} over {', '.join(st.reduce)} "
                          f"(starting from the {init})")
+        if st.equivalent is not None:
+            lines.append(f"  equivalent (<=>, reported, not checked): {st.equivalent}")
         for acc, ok, _bad in sr.preconditions:
             lines.append(f"  precondition: {acc.text} stays in bounds only when "
                          f"{ok.gist_params(r.context).params()}")
@@ -134,9 +167,11 @@ def describe(d: Definition, concrete: Concrete | None = None) -> str:
                 + f"  ({concrete.points(st.index):,} points)")
     lines.append("tensors:")
     for name, info in c.tensors.items():
-        shape = ", ".join(r.shape_text(name)) if info.kind != "input" else \
-            ", ".join(map(str, info.dims))
+        shape = ", ".join(r.shape_text(name)) if info.kind != "input" \
+            or info.shape_of is not None else ", ".join(map(str, info.dims))
         line = f"  {name}: {info.kind} {info.dtype} ({shape})"
+        if info.shape_of is not None:
+            line += f" (the starting values of {info.shape_of})"
         if concrete is not None:
             line += f" = {list(concrete.shapes[name])}"
         lines.append(line)

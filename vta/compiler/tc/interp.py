@@ -36,9 +36,9 @@ import numpy as np
 
 from vta.compiler.ir import semantics as sem
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.ranges import Concrete
-from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
-from vta.errors import TcSizeError
+from vta.compiler.tc.ranges import Concrete, render
+from vta.compiler.tc.sema import DTYPE_NAMES, CheckedDef, CheckedStmt, identity, is_float
+from vta.errors import TcRangeError, TcSizeError
 
 __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 
@@ -46,8 +46,7 @@ __all__ = ["interpret", "CHUNK", "NP_DTYPE"]
 CHUNK = 1 << 21
 
 #: TC's scalar types -> numpy scalar types (read from ``vta.dtypes.DTYPES``)
-NP_DTYPE: dict[str, Any] = {n: sem.dtype(n).np.type
-                            for n in ("int8", "int16", "int32", "float16", "float32", "bool")}
+NP_DTYPE: dict[str, Any] = {n: sem.dtype(n).np.type for n in (*DTYPE_NAMES.values(), "bool")}
 
 
 def interpret(cdef: CheckedDef, concrete: Concrete,
@@ -66,16 +65,38 @@ def interpret(cdef: CheckedDef, concrete: Concrete,
         env[t.name] = a
     with np.errstate(all="ignore"):
         for st in cdef.stmts:
-            env[st.tensor] = _statement(st, concrete, env)
+            env[st.tensor] = _statement(st, concrete, env, cdef)
     return {k: v for k, v in env.items() if k not in inputs}
 
 
-def _statement(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray]) -> np.ndarray:
+class _OutOfBounds(Exception):
+    """A read's index outside its tensor (a gather's data): reported with the statement."""
+
+    def __init__(self, read: A.TRead, dim: int, value: int, size: int) -> None:
+        super().__init__()
+        self.read, self.dim, self.value, self.size = read, dim, value, size
+
+
+def _statement(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray],
+               cdef: CheckedDef) -> np.ndarray:
+    """The new value of ``st.tensor`` (a gather out of bounds: ``TcRangeError``)."""
+    try:
+        return _statement_value(st, c, env)
+    except _OutOfBounds as e:
+        raise TcRangeError(
+            f"{st.label}: {render(e.read)} reads index {e.value} of dimension {e.dim} of "
+            f"{e.read.tensor} (size {e.size}): a data-dependent index out of bounds",
+            cdef.source, st.pos) from None
+
+
+def _statement_value(st: CheckedStmt, c: Concrete, env: dict[str, np.ndarray]) -> np.ndarray:
     dt = NP_DTYPE[st.dtype]
     shape = c.shapes[st.tensor]
     ranges = c.ranges[st.index]
     if st.prev >= 0 and not st.bang:
         out = env[st.tensor].copy()
+    elif st.init is not None:  # accumulating into the caller's values
+        out = env[st.init].astype(dt, copy=True)
     elif st.op != "=":
         out = np.full(shape, identity(st.op, st.dtype), dt)
     else:
@@ -150,8 +171,14 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
     if isinstance(e, A.TIndex):
         return grids[e.name].astype(dt)
     if isinstance(e, A.TRead):
+        arr = env[e.tensor]
         idx = tuple(_eval(i, grids, sizes, env).astype(np.intp) for i in e.indices)
-        return np.asarray(env[e.tensor][idx])
+        for d, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
+            bad = (i < 0) | (i >= n)
+            if np.any(bad):  # only a data-dependent index can: range inference bounds the rest
+                value = int(np.asarray(i)[np.nonzero(bad)][0]) if np.ndim(i) else int(i)
+                raise _OutOfBounds(e, d, value, n)
+        return np.asarray(arr[idx])
     if isinstance(e, A.TCast):
         return np.asarray(_eval(e.a, grids, sizes, env)).astype(dt)
     if isinstance(e, A.TUnary):
@@ -160,7 +187,8 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
     if isinstance(e, A.TBinary):
         a, b = _eval(e.a, grids, sizes, env), _eval(e.b, grids, sizes, env)
         if e.op in _ARITH:
-            return np.asarray(sem.binary(_ARITH[e.op], a, b, sem.dtype(e.dtype)))
+            op = sem.Op.DIV if e.op == "/" and is_float(e.dtype) else _ARITH[e.op]
+            return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))
         r = sem.CMP[e.op](a, b) if e.op in sem.CMP else _LOGIC[e.op](a, b)
         return np.asarray(r).astype(dt)
     if isinstance(e, A.TSelect):
@@ -168,6 +196,9 @@ def _eval(e: A.TExpr, grids: Mapping[str, np.ndarray], sizes: Mapping[str, int],
         return np.where(c, _eval(e.t, grids, sizes, env), _eval(e.f, grids, sizes, env)
                         ).astype(dt)
     assert isinstance(e, A.TCall)
+    if len(e.args) == 1:  # a math function
+        return np.asarray(sem.math(e.fn, _eval(e.args[0], grids, sizes, env),
+                                   sem.dtype(e.dtype)))
     a, b = (_eval(x, grids, sizes, env) for x in e.args)
-    op = sem.Op.MAX if e.fn == "max" else sem.Op.MIN
+    op = {"max": sem.Op.MAX, "min": sem.Op.MIN, "nextafter": sem.Op.NEXTAFTER}[e.fn]
     return np.asarray(sem.binary(op, a, b, sem.dtype(e.dtype)))

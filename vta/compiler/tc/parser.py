@@ -31,7 +31,7 @@ class Token:
     glued: bool
 
 
-_OPS = ("->", "+=", "*=", "==", "!=", "<=", ">=", "&&", "||", "<<", ">>",
+_OPS = ("->", "<=>", "+=", "*=", "==", "!=", "<=", ">=", "&&", "||", "<<", ">>",
         "+", "-", "*", "/", "%", "(", ")", "{", "}", ",", ":", "?", "=", "!", "<", ">", ".")
 _TOKEN = re.compile(
     r"(?P<ws>[ \t\r\f\v]+)|(?P<nl>\n)|(?P<comment>(#|//)[^\n]*)"
@@ -140,7 +140,9 @@ class _Parser:
                 raise self.fail("'}' closing the definition")
             stmts.append(self.statement())
         self.take()
-        return A.Def(name, tuple(params), tuple(returns), tuple(stmts), start.pos)
+        names = tuple(r if isinstance(r, A.Ident) else A.Ident(r.name, r.pos) for r in returns)
+        typed = tuple(r if isinstance(r, A.Param) else None for r in returns)
+        return A.Def(name, tuple(params), names, tuple(stmts), start.pos, typed)
 
     def param(self) -> A.Param:
         t = self.ident("a parameter type (int8, int16, int32, fp16, fp32)")
@@ -165,17 +167,23 @@ class _Parser:
         name = self.ident("the parameter's name").text
         return A.Param(t.text, tuple(dims), name, t.pos, tuple(dpos))
 
-    def returns(self) -> list[A.Ident]:
+    def returns(self) -> list[A.Ident | A.Param]:
         paren = self.at("(")
         if paren:
             self.take()
-        out = [self._ident_node("an output name")]
+        out = [self.output()]
         while self.at(","):
             self.take()
-            out.append(self._ident_node("an output name"))
+            out.append(self.output())
         if paren:
             self.expect(")", "',' or ')' after an output")
         return out
+
+    def output(self) -> A.Ident | A.Param:
+        """An output name, or a typed one (``int32(M, N) O``, ``float O``)."""
+        if self.tok.kind == "id" and (self.peek().kind == "id" or self.peek().text == "("):
+            return self.param()
+        return self._ident_node("an output name")
 
     def _ident_node(self, what: str) -> A.Ident:
         t = self.ident(what)
@@ -184,25 +192,51 @@ class _Parser:
     # ------------------------------------------------------------------ statements
 
     def statement(self) -> A.Stmt:
+        """``T(i, j) op rhs [where ...] [<=> f(...)]``; ``T = ...`` and ``T() = ...`` write a
+        0-rank tensor; an integer index on the left (``T(0)``) becomes an index variable
+        fixed by a ``where`` range of one value."""
         start = self.ident("a statement ('Out(i, j) = ...')")
-        self.expect("(", "'(' and the output's indices")
-        idx = [self._ident_node("an index variable")]
-        while self.at(","):
+        idx: list[A.Ident] = []
+        where: list[A.Where] = []
+        if self.at("("):
             self.take()
-            idx.append(self._ident_node("an index variable"))
-        self.expect(")", "',' or ')' after an index")
+            while not self.at(")"):
+                if idx:
+                    self.expect(",", "',' or ')' after an index")
+                t = self.tok
+                if t.kind == "int":  # O(0): a constant index
+                    self.take()
+                    var = f"__lhs{len(idx)}"
+                    idx.append(A.Ident(var, t.pos))
+                    where.append(A.WhereRange(var, A.Num(int(t.text), False, t.pos),
+                                              A.Num(int(t.text) + 1, False, t.pos), t.pos))
+                elif t.kind == "id":
+                    idx.append(self._ident_node("an index variable"))
+                else:
+                    raise TcSyntaxError(f"not supported: {t.text!r} as a left-hand index (an "
+                                        f"index variable or an integer is)" if t.kind != "eof"
+                                        else "expected ')' closing the indices", self.src, t.pos)
+            self.take()
         op_tok = self.tok
         op, bang = self.assignment()
         rhs = self.expr()
-        where: list[A.Where] = []
         if self.at("where"):
             self.take()
             where.append(self.where_clause())
             while self.at(","):
                 self.take()
                 where.append(self.where_clause())
+        equivalent = None
+        if self.at("<=>"):
+            self.take()
+            name = self.ident("a name after '<=>' (as in '<=> matmul(A, B)')")
+            e = self.postfix(name)
+            end = self.tok.pos
+            line = self.src.line(name.pos.line)
+            equivalent = line[name.pos.col - 1:end.col - 1].strip() \
+                if end.line == name.pos.line else render_untyped(e)
         return A.Stmt(start.text, tuple(idx), op, bang, rhs, tuple(where), start.pos,
-                      op_tok.pos)
+                      op_tok.pos, equivalent)
 
     def assignment(self) -> tuple[str, bool]:
         t = self.tok
@@ -237,8 +271,11 @@ class _Parser:
             if not isinstance(e, A.Apply):
                 raise self.fail("'(' of a tensor read after 'exists'")
             return A.WhereExists(e, t.pos)
-        var = self.ident("an index variable ('where i in 0:N')")
-        self.expect("in", "'in' (as in 'where i in 0:N')")
+        var = self.ident("an index variable ('where i in 0:N' or 'where x = expr')")
+        if self.at("=") and not self.peek().text == "=":
+            self.take()
+            return A.WhereLet(var.text, self.expr(), var.pos)
+        self.expect("in", "'in' (as in 'where i in 0:N') or '=' (as in 'where x = expr')")
         lo = self.expr()
         self.expect(":", "':' between the bounds ('lo:hi')")
         hi = self.expr()
@@ -296,7 +333,7 @@ class _Parser:
         if not self.at("("):
             if self.at(".") or (self.tok.kind == "float" and self.tok.text.startswith(".")
                                 and self.tok.glued):
-                raise TcSyntaxError("dimension specifiers ('T.0') are not supported; name the "
+                raise TcSyntaxError("not supported: dimension specifiers ('T.0'); name the "
                                     "size variable instead", self.src, self.tok.pos)
             return A.Ident(name.text, name.pos)
         self.take()
@@ -308,6 +345,22 @@ class _Parser:
                 args.append(self.expr())
         self.expect(")", "',' or ')' in the argument list")
         return A.Apply(name.text, tuple(args), name.pos)
+
+
+def render_untyped(e: A.Expr) -> str:
+    """TC text of an untyped expression (for the ``<=>`` annotation)."""
+    if isinstance(e, A.Num):
+        return repr(e.value)
+    if isinstance(e, A.Ident):
+        return e.name
+    if isinstance(e, A.Unary):
+        return f"{e.op}{render_untyped(e.a)}"
+    if isinstance(e, A.Binary):
+        return f"{render_untyped(e.a)} {e.op} {render_untyped(e.b)}"
+    if isinstance(e, A.Ternary):
+        return f"{render_untyped(e.cond)} ? {render_untyped(e.t)} : {render_untyped(e.f)}"
+    assert isinstance(e, A.Apply)
+    return f"{e.name}({', '.join(render_untyped(a) for a in e.args)})"
 
 
 def parse(text: str, name: str = "<tc>") -> A.TcFile:

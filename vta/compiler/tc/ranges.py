@@ -22,13 +22,13 @@ One isl computation per index expression per round; nothing is evaluated per ele
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 import islpy as isl
 
 from vta.compiler.tc import ast as A
-from vta.compiler.tc.sema import CheckedDef, CheckedStmt
+from vta.compiler.tc.sema import CheckedDef, CheckedStmt, affine_problem
 from vta.errors import TcRangeError, TcSizeError
 
 __all__ = ["StmtRanges", "DefRanges", "Concrete", "infer", "instantiate", "reads_of",
@@ -91,12 +91,15 @@ def index_vars(e: A.TExpr) -> list[str]:
 
 
 def reads_of(e: A.TExpr) -> list[A.TRead]:
-    """Every tensor read in ``e`` (in evaluation order)."""
+    """Every tensor read in ``e`` (in evaluation order; a read inside another's index after
+    it)."""
     out: list[A.TRead] = []
 
     def go(x: A.TExpr) -> None:
         if isinstance(x, A.TRead):
             out.append(x)
+            for i in x.indices:  # a data-dependent index reads too (A(B(i)) reads B(i))
+                go(i)
         elif isinstance(x, (A.TUnary, A.TCast)):
             go(x.a)
         elif isinstance(x, A.TBinary):
@@ -158,6 +161,10 @@ class StmtRanges:
     ranges: dict[str, isl.Set]
     domain: isl.Set
     preconditions: tuple[tuple[Access, isl.Set, isl.Set], ...]
+    #: TC's ranges where they differ from ``ranges``: a new tensor's index whose range TC
+    #: infers with a negative minimum (``O(i) = I(i + 5)``: ``-5:N - 5``); vta's tensors start
+    #: at 0, so ``ranges`` (what is computed and stored) start there
+    tc_ranges: dict[str, isl.Set] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -181,9 +188,11 @@ class DefRanges:
             out.append(build.expr_from_pw_aff(size.gist_params(self.context)).to_C_str())
         return tuple(out)
 
-    def range_text(self, k: int, var: str) -> str:
-        """``lo:hi`` of ``var`` in statement ``k`` (C-like, ``hi`` exclusive)."""
-        s = self.stmts[k].ranges[var]
+    def range_text(self, k: int, var: str, tc: bool = False) -> str:
+        """``lo:hi`` of ``var`` in statement ``k`` (C-like, ``hi`` exclusive); ``tc``: TC's
+        range (``StmtRanges.tc_ranges``) where it differs."""
+        sr = self.stmts[k]
+        s = sr.tc_ranges.get(var, sr.ranges[var]) if tc else sr.ranges[var]
         build = isl.AstBuild.from_context(self.context)
         lo = build.expr_from_pw_aff(s.dim_min(0).gist_params(self.context)).to_C_str()
         hi = build.expr_from_pw_aff(s.dim_max(0).add(_one(self.context))
@@ -205,8 +214,10 @@ class _Inference:
         self.context = isl.Set(f"{self.p}{{ : {cons} }}")
         self.extents: dict[str, tuple[isl.Set, ...]] = {}
         for t in cdef.inputs:
-            self.extents[t.name] = tuple(
-                self.set1(f"0 <= y < {_iname(d) if isinstance(d, str) else d}") for d in t.dims)
+            if t.shape_of is None:  # starting values take their tensor's shape, once inferred
+                self.extents[t.name] = tuple(
+                    self.set1(f"0 <= y < {_iname(d) if isinstance(d, str) else d}")
+                    for d in t.dims)
 
     def set1(self, cons: str, var: str = "y") -> isl.Set:
         """A 1-D set over ``[var]`` with the size parameters and the context."""
@@ -237,7 +248,11 @@ class _Inference:
         box = reduce(lambda a, b: a.flat_product(b), (resolved[v] for v in others),
                      isl.Set(f"{self.p}{{ [x] }}"))
         bad_x = bad.intersect(box).project_out(isl.dim_type.set, 1, len(others))
-        return isl.Set(f"{self.p}{{ [x] }}").intersect_params(self.context).subtract(bad_x)
+        # only sizes where the resolved ranges are non-empty count: elsewhere the statement
+        # has no points (without this, WeirdConv's h is "unbounded" where w's range is empty)
+        live = box.params()
+        return isl.Set(f"{self.p}{{ [x] }}").intersect_params(self.context) \
+            .intersect_params(live).subtract(bad_x)
 
     def interval(self, st: CheckedStmt, var: str, good: isl.Set) -> isl.Set:
         """``good`` checked to be a non-empty bounded interval (for some sizes)."""
@@ -255,8 +270,27 @@ class _Inference:
         return span.coalesce()
 
     def statement(self, st: CheckedStmt) -> StmtRanges:
-        resolved: dict[str, isl.Set] = {}
+        """TC's ranges of ``st``; where a new tensor's index would start below 0 (TC keeps
+        such a minimum), inferred again with that index held non-negative (vta's tensors
+        start at 0), TC's ranges kept for the report."""
+        tc = self.resolve(st, clip=False)
         new_lhs = set(st.lhs) if st.prev < 0 else set()
+        nonneg = self.set1("x >= 0", "x")
+        if all(tc[v].is_subset(nonneg) for v in new_lhs):
+            resolved, tc_ranges = tc, {}
+        else:
+            resolved = self.resolve(st, clip=True)
+            tc_ranges = {v: r for v, r in tc.items() if not r.is_equal(resolved[v])}
+        accesses = self.accesses(st)
+        domain = self.domain(st, resolved)
+        pre = tuple(p for acc in accesses if (p := self.precondition(acc, st, domain)))
+        return StmtRanges(st, resolved, domain, pre, tc_ranges)
+
+    def resolve(self, st: CheckedStmt, clip: bool) -> dict[str, isl.Set]:
+        """The rounds of TC's algorithm (module docstring); with ``clip``, a new tensor's
+        left-hand indices are also held non-negative."""
+        resolved: dict[str, isl.Set] = {}
+        new_lhs = set(st.lhs) if st.prev < 0 and clip else set()
         for v, lo, hi in st.ranges:
             s = self.set1(f"{isl_expr(lo)} <= x < {isl_expr(hi)}", "x")
             if v in new_lhs:
@@ -267,10 +301,10 @@ class _Inference:
         while unresolved:
             found: dict[str, isl.Set] = {}
             for acc in accesses:
-                extents = self.extents[acc.read.tensor]
+                extents = self.bounds(acc)
                 for e, ext in zip(acc.read.indices, extents, strict=True):
                     free = [v for v in index_vars(e) if v in unresolved]
-                    if len(free) != 1:
+                    if len(free) != 1 or affine_problem(e):  # a gather: checked at run time
                         continue
                     x = free[0]
                     good = self.valid(e, x, resolved, ext)
@@ -282,14 +316,26 @@ class _Inference:
                     good = good.intersect(self.set1("x >= 0", "x"))
                 resolved[x] = self.interval(st, x, good)
                 unresolved.remove(x)
-        domain = self.domain(st, resolved)
-        pre = tuple(p for acc in accesses if (p := self.precondition(acc, st, domain)))
-        return StmtRanges(st, resolved, domain, pre)
+        return resolved
+
+    def bounds(self, acc: Access) -> tuple[isl.Set, ...]:
+        """What range inference keeps ``acc`` inside: an input's declared sizes, the tensor
+        itself for a statement's own left-hand side, and for a read of a defined tensor the
+        region the statements before have written (TC: the producer's written region, not the
+        whole tensor from 0)."""
+        if acc.lhs or acc.read.version < 0:
+            return self.extents[acc.read.tensor]
+        return self.written[(acc.read.tensor, acc.read.version)]
 
     def ambiguous(self, st: CheckedStmt, left: list[str], accesses: list[Access]) -> TcRangeError:
         uses = [a.text for a in accesses
                 if any(v in left for e in a.read.indices for v in index_vars(e))]
         names = ", ".join(left)
+        if uses and all(affine_problem(e) for a in accesses for e in a.read.indices
+                        if any(v in left for v in index_vars(e))):
+            return self.err(st, f"index {names} appears only in non-affine or data-dependent "
+                            f"indices ({', '.join(uses)}), which range inference does not use; "
+                            f"add a where clause (e.g. 'where {left[0]} in 0:N')", left[0])
         if not uses:
             return self.err(st, f"index {names} is used by no tensor read, so its range "
                             f"cannot be inferred; add a where clause (e.g. 'where {left[0]} in "
@@ -300,7 +346,8 @@ class _Inference:
                         f"{left[-1]} in 0:N')", left[0])
 
     def domain(self, st: CheckedStmt, ranges: dict[str, isl.Set]) -> isl.Set:
-        d = reduce(lambda a, b: a.flat_product(b), (ranges[v] for v in st.vars))
+        point = isl.Set(f"{self.p}{{ [] }}").intersect_params(self.context)  # a 0-rank value
+        d = reduce(lambda a, b: a.flat_product(b), (ranges[v] for v in st.vars), point)
         for i, v in enumerate(st.vars):
             d = d.set_dim_name(isl.dim_type.set, i, _iname(v))
         return d.set_tuple_name(f"S{st.index + 1}").gist_params(self.context)
@@ -313,6 +360,8 @@ class _Inference:
         domain = domain.intersect_params(self.context)
         bad = domain.subtract(domain)  # empty, same space
         for e, ext in zip(acc.read.indices, self.extents[acc.read.tensor], strict=True):
+            if affine_problem(e):  # a data-dependent index: checked when the program runs
+                continue
             m = isl.Map(f"{self.p}{{ S{st.index + 1}[{names}] -> [{isl_expr(e)}] }}")
             bad = bad.union(m.intersect_range(ext.complement()).domain().intersect(domain))
         if bad.is_empty():
@@ -324,17 +373,32 @@ class _Inference:
 
     def run(self) -> DefRanges:
         out = []
+        self.written: dict[tuple[str, int], tuple[isl.Set, ...]] = {}
         for st in self.cdef.stmts:
             sr = self.statement(st)
             out.append(sr)
+            here = tuple(sr.ranges[v] for v in st.lhs)
+            if st.prev >= 0:  # a tensor written again: both regions are written
+                here = tuple(_hull(a.union(b)) for a, b in
+                             zip(self.written[(st.tensor, st.prev)], here, strict=True))
+            self.written[(st.tensor, st.index)] = here
             if st.prev < 0:  # the first definition gives the tensor its shape
                 self.extents[st.tensor] = tuple(self._extent(sr.ranges[v]) for v in st.lhs)
+                if st.init is not None:
+                    self.extents[st.init] = self.extents[st.tensor]
         return DefRanges(self.cdef, self.params, self.context, tuple(out), dict(self.extents))
 
     def _extent(self, r: isl.Set) -> isl.Set:
         """``[0, max(r)]``: the dimension a left-hand range gives its tensor."""
         upto = isl.Map(f"{self.p}{{ [z] -> [y] : 0 <= y <= z }}")
         return upto.intersect_domain(r.lexmax()).range().coalesce()
+
+
+def _hull(s: isl.Set) -> isl.Set:
+    """The smallest interval holding the 1-D set ``s`` (parametric: piecewise bounds)."""
+    lo = isl.Map("{ [a] -> [x] : x >= a }").intersect_domain(s.lexmin()).range()
+    hi = isl.Map("{ [b] -> [x] : x <= b }").intersect_domain(s.lexmax()).range()
+    return lo.intersect(hi).coalesce()
 
 
 def infer(cdef: CheckedDef) -> DefRanges:
@@ -404,7 +468,8 @@ def instantiate(dr: DefRanges, sizes: dict[str, int]) -> Concrete:
     all_ranges: list[dict[str, tuple[int, int]]] = []
     shapes: dict[str, tuple[int, ...]] = {}
     for t in dr.cdef.inputs:
-        shapes[t.name] = tuple(sizes[d] if isinstance(d, str) else d for d in t.dims)
+        if t.shape_of is None:
+            shapes[t.name] = tuple(sizes[d] if isinstance(d, str) else d for d in t.dims)
     for sr in dr.stmts:
         st = sr.stmt
         rng: dict[str, tuple[int, int]] = {}
@@ -421,6 +486,14 @@ def instantiate(dr: DefRanges, sizes: dict[str, int]) -> Concrete:
         all_ranges.append(rng)
         if st.prev < 0:
             shapes[st.tensor] = tuple(rng[v][1] for v in st.lhs)
+            if st.init is not None:
+                shapes[st.init] = shapes[st.tensor]
+            decl = dr.cdef.tensors[st.tensor].declared
+            if decl is not None:
+                want = tuple(sizes[d] if isinstance(d, str) else d for d in decl)
+                if want != shapes[st.tensor]:
+                    raise inf.err(st, f"output {st.tensor} is declared {list(want)} but its "
+                                  f"inferred shape is {list(shapes[st.tensor])} (sizes {given})")
     return Concrete(sizes, tuple(all_ranges), shapes)
 
 

@@ -29,20 +29,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from vta.compiler.ir.semantics import MATH
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.source import Pos, Source
+from vta.dtypes import dtype
 from vta.errors import TcTypeError
 
-__all__ = ["DTYPE_NAMES", "TensorInfo", "CheckedStmt", "CheckedDef", "check", "promote",
+__all__ = ["DTYPE_NAMES", "MATH_NAMES", "affine_problem", "TensorInfo", "CheckedStmt",
+           "CheckedDef", "check", "promote",
            "identity", "is_float"]
 
 #: TC type names -> IR dtype names
-DTYPE_NAMES = {"int8": "int8", "int16": "int16", "int32": "int32", "fp16": "float16",
-               "half": "float16", "float16": "float16", "fp32": "float32", "float": "float32",
-               "float32": "float32"}
-_INT_RANGE = {"int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1),
-              "int32": (-(1 << 31), (1 << 31) - 1)}
-_BUILTINS = ("max", "min", "fmax", "fmin", "abs")
+DTYPE_NAMES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+               "uint8": "uint8", "uint16": "uint16", "bool": "bool",
+               "fp16": "float16", "half": "float16", "float16": "float16",
+               "fp32": "float32", "float": "float32", "float32": "float32",
+               "fp64": "float64", "float64": "float64", "double": "float64"}
+_INT_RANGE = {n: (int(dtype(n).min), int(dtype(n).max))
+              for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16")}
+#: integer types by rank (C's conversion rank, narrowest first)
+_INT_ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "int64")
+_BUILTINS = ("max", "min", "fmax", "fmin", "abs", "nextafter", "nextafterf")
+#: TC's unary math built-ins (CUDA's names, with and without the ``f`` of the float version)
+#: -> the IR's math functions (``vta.compiler.ir.semantics.MATH``)
+MATH_NAMES = {**{n: n for n in MATH}, **{f"{n}f": n for n in MATH}}
+_NAMES = (*_BUILTINS, *MATH_NAMES)
 
 
 def is_float(dtype: str) -> bool:
@@ -50,17 +61,25 @@ def is_float(dtype: str) -> bool:
 
 
 def promote(dtype: str) -> str:
-    """C's promotion for arithmetic: narrow integers to int32, fp16 to fp32."""
+    """C's promotion for arithmetic: integers narrower than 32 bits (and bool) to int32, fp16
+    to fp32; int64, fp32 and fp64 stay."""
     if is_float(dtype):
-        return "float32"
-    return "int32" if dtype in ("int8", "int16", "int32") else dtype
+        return "float64" if dtype == "float64" else "float32"
+    return "int64" if dtype == "int64" else "int32"
 
 
 def _common(a: str, b: str) -> str:
+    """The common type of two operands (C's usual conversions, without the promotion: two
+    fp16 stay fp16; a signed and an unsigned integer of one width meet at the next width)."""
     if is_float(a) or is_float(b):
+        if "float64" in (a, b):
+            return "float64"
         return "float16" if a == b == "float16" else "float32"
-    order = ("int8", "int16", "int32")
-    return a if order.index(a) >= order.index(b) else b
+    hi, lo = (a, b) if _INT_ORDER.index(a) >= _INT_ORDER.index(b) else (b, a)
+    ra, rb = _INT_RANGE[hi], _INT_RANGE[lo]
+    if ra[0] <= rb[0] and rb[1] <= ra[1]:
+        return hi
+    return _INT_ORDER[_INT_ORDER.index(hi) + 1]
 
 
 def identity(op: str, dtype: str) -> int | float:
@@ -83,6 +102,11 @@ class TensorInfo:
     dtype: str
     kind: str  # "input", "output" or "temporary"
     dims: tuple[str | int, ...] = ()
+    #: an input without declared sizes: the starting values of this tensor (``O(i) += ...``
+    #: on a new output accumulates into values the caller gives), shaped like it
+    shape_of: str | None = None
+    #: an output's declared sizes (``-> (int32(M, N) O)``), checked against the inferred shape
+    declared: tuple[str | int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +117,9 @@ class CheckedStmt:
     right or in ``where`` clauses, not on the left; first-use order), ``rhs`` the typed value
     in the statement's ``dtype``; ``ranges`` the ``where i in lo:hi`` bounds (typed size
     expressions), ``exists`` the ``where exists`` reads; ``prev`` the statement that defined
-    the value this one updates (-1: the tensor is new)."""
+    the value this one updates (-1: the tensor is new); ``init`` the input that holds the
+    starting values of a new tensor accumulated into without ``!`` (TC: the caller's values);
+    ``equivalent`` TC's ``<=>`` annotation (reported, not checked)."""
 
     index: int
     tensor: str
@@ -109,6 +135,8 @@ class CheckedStmt:
     pos: Pos
     text: str
     var_pos: dict[str, Pos] = field(default_factory=dict)
+    init: str | None = None
+    equivalent: str | None = None
 
     @property
     def vars(self) -> tuple[str, ...]:
@@ -141,8 +169,8 @@ class CheckedDef:
 
 
 class _Checker:
-    def __init__(self, d: A.Def, src: Source) -> None:
-        self.d, self.src = d, src
+    def __init__(self, d: A.Def, src: Source, defs: frozenset[str] = frozenset()) -> None:
+        self.d, self.src, self.defs = d, src, defs
         self.sizes: list[str] = []
         self.tensors: dict[str, TensorInfo] = {}
         self.defined: dict[str, int] = {}  # tensor -> statement of its latest value
@@ -157,7 +185,7 @@ class _Checker:
         for p in self.d.params:
             if p.dtype not in DTYPE_NAMES:
                 raise self.err(f"unknown type {p.dtype!r} of parameter {p.name} (expected one "
-                               f"of int8, int16, int32, fp16, fp32)", p.pos)
+                               f"of {', '.join(DTYPE_NAMES)})", p.pos)
             if p.name in seen:
                 raise self.err(f"parameter {p.name} is declared twice", p.pos)
             seen[p.name] = p.pos
@@ -171,7 +199,7 @@ class _Checker:
         for s in self.sizes:
             if s in self.tensors:
                 raise self.err(f"{s} is both a size variable and a tensor", self._param_pos(s))
-            if s in DTYPE_NAMES or s in _BUILTINS:
+            if s in DTYPE_NAMES or s in _NAMES:
                 raise self.err(f"size variable {s} shadows a built-in name", self._param_pos(s))
         outs: list[str] = []
         for r in self.d.returns:
@@ -184,6 +212,21 @@ class _Checker:
                 raise self.err(f"output {r.name} is listed twice", r.pos)
             outs.append(r.name)
         self.outputs = tuple(outs)
+        self.declared: dict[str, A.Param] = {}
+        for r, typed in zip(self.d.returns, self.d.typed_returns or (None,) * len(outs),
+                            strict=True):
+            if typed is None:
+                continue
+            if typed.dtype not in DTYPE_NAMES:
+                raise self.err(f"unknown type {typed.dtype!r} of output {typed.name} (expected "
+                               f"one of {', '.join(DTYPE_NAMES)})", typed.pos)
+            for dim, dpos in zip(typed.dims, typed.dim_pos, strict=True):
+                if isinstance(dim, str) and dim not in self.sizes:
+                    raise self.err(f"size {dim} of output {typed.name} is not a size of any "
+                                   f"input", dpos)
+                if isinstance(dim, int) and dim < 1:
+                    raise self.err(f"size {dim} of {typed.name} must be positive", dpos)
+            self.declared[r.name] = typed
 
     def _param_pos(self, size: str) -> Pos:
         for p in self.d.params:
@@ -201,7 +244,7 @@ class _Checker:
             raise self.err(f"cannot write input tensor {name}", st.pos)
         if name in self.sizes:
             raise self.err(f"{name} is a size variable, not a tensor", st.pos)
-        if name in DTYPE_NAMES or name in _BUILTINS:
+        if name in DTYPE_NAMES or name in _NAMES:
             raise self.err(f"{name} is a built-in name, not a tensor", st.pos)
         self.var_pos: dict[str, Pos] = {}
         self.var_order: list[str] = []
@@ -221,10 +264,25 @@ class _Checker:
             raise self.err(f"{name} has {self.ranks[name]} dimensions, written here with "
                            f"{len(lhs)} indices", st.pos)
         self.current = name
+        init = None
         if st.op != "=" and not st.bang and prev < 0:
-            raise self.err(f"'{st.op}=' without '!' accumulates into the existing values of "
-                           f"{name}, but no earlier statement defines {name}; write "
-                           f"'{st.op}=!' to start from the identity", st.op_pos)
+            if name not in self.outputs:
+                raise self.err(f"'{st.op}=' without '!' accumulates into the existing values of "
+                               f"{name}, but {name} is a temporary that no earlier statement "
+                               f"defines; write '{st.op}=!' to start from the identity",
+                               st.op_pos)
+            init = f"{name}_init"  # TC: the caller's values of the output
+            if init in self.tensors or init in self.sizes:
+                raise self.err(f"'{st.op}=' into output {name} takes its starting values as "
+                               f"input {init}, a name already in use", st.op_pos)
+        self.lets: dict[str, A.TExpr] = {}
+        for w in st.where:
+            if isinstance(w, A.WhereLet):
+                if w.var in self.sizes or w.var in self.tensors or w.var in lhs \
+                        or w.var in self.lets or w.var in DTYPE_NAMES or w.var in _NAMES:
+                    raise self.err(f"'where {w.var} = ...' names {w.var}, which is already a "
+                                   f"name in this statement", w.pos)
+                self.lets[w.var] = self.expr(w.value)
         rhs = self.expr(st.rhs)
         exists: list[A.TRead] = []
         ranges: list[tuple[str, A.TExpr, A.TExpr]] = []
@@ -251,13 +309,22 @@ class _Checker:
                            f"(a reduction): use a reduction operator ('+=!', 'max=!', ...)",
                            self.var_pos[reduce[0]])
         dtype = rhs.dtype if st.op in ("=", "max", "min") else promote(rhs.dtype)
+        decl = self.declared.get(name)
         if prev >= 0:
             dtype = self.tensors[name].dtype
+        elif decl is not None:
+            dtype = DTYPE_NAMES[decl.dtype]
+            if len(decl.dims) != len(lhs):
+                raise self.err(f"output {name} is declared with {len(decl.dims)} dimensions, "
+                               f"written here with {len(lhs)} indices", st.pos)
         rhs = _convert(rhs, dtype)
         if info is None:
             kind = "output" if name in self.outputs else "temporary"
-            self.tensors[name] = TensorInfo(name, dtype, kind)
+            self.tensors[name] = TensorInfo(name, dtype, kind,
+                                            declared=decl.dims if decl is not None else None)
             self.ranks[name] = len(lhs)
+            if init is not None:
+                self.tensors[init] = TensorInfo(init, dtype, "input", shape_of=name)
         elif len(lhs) != self.ranks[name]:
             raise self.err(f"{name} has {self.ranks[name]} dimensions, written here with "
                            f"{len(lhs)} indices", st.pos)
@@ -265,7 +332,8 @@ class _Checker:
         line = re.split(r"#|//", self.src.line(st.pos.line)[st.pos.col - 1:])[0]
         text = " ".join(line.split()).rstrip("}").rstrip()
         return CheckedStmt(k, name, st.op, st.bang, tuple(lhs), reduce, rhs, dtype,
-                           tuple(ranges), tuple(exists), prev, st.pos, text, dict(self.var_pos))
+                           tuple(ranges), tuple(exists), prev, st.pos, text, dict(self.var_pos),
+                           init, st.equivalent)
 
     def _use(self, var: str, pos: Pos) -> None:
         if var not in self.var_pos:
@@ -285,9 +353,14 @@ class _Checker:
         if isinstance(e, A.Ident):
             if e.name in self.sizes:
                 return A.TSize(e.name)
+            if e.name in self.lets:
+                return self.lets[e.name]
+            if e.name in self.tensors and self._rank(e.name) == 0 \
+                    and (self.tensors[e.name].kind == "input" or e.name in self.defined):
+                return self.read(A.Apply(e.name, (), e.pos))  # a 0-rank tensor: 'a' is 'a()'
             if e.name in self.tensors:
                 raise self.err(f"tensor {e.name} is used without indices", e.pos)
-            if e.name in DTYPE_NAMES or e.name in _BUILTINS:
+            if e.name in DTYPE_NAMES or e.name in _NAMES:
                 raise self.err(f"{e.name} is a built-in name, not a value", e.pos)
             self._use(e.name, e.pos)
             return A.TIndex(e.name)
@@ -328,9 +401,6 @@ class _Checker:
         dt = _common(promote(a.dtype), promote(b.dtype))
         if e.op in ("%", "<<", ">>") and is_float(dt):
             raise self.err(f"'{e.op}' needs integer operands, got {a.dtype} and {b.dtype}", e.pos)
-        if e.op == "/" and is_float(dt):
-            raise self.err("'/' on floating-point values is not supported (the IR has no true "
-                           "division); only integer '/' (rounding toward minus infinity)", e.pos)
         ca, cb = _convert(a, dt), _convert(b, dt)
         if e.op in ("==", "!=", "<", "<=", ">", ">="):
             return A.TBinary(e.op, ca, cb, "bool")
@@ -345,6 +415,25 @@ class _Checker:
                 raise self.err(f"cast {e.name}(x) takes one argument, got {len(e.args)}", e.pos)
             a = self.expr(e.args[0])
             return _convert(a, DTYPE_NAMES[e.name], explicit=True)
+        if e.name in MATH_NAMES:
+            if len(e.args) != 1:
+                raise self.err(f"{e.name} takes one argument, got {len(e.args)}", e.pos)
+            x = self.expr(e.args[0])
+            self._want_num(x, e.args[0].pos, e.name)
+            ft = x.dtype if is_float(x.dtype) else "float32"
+            return A.TCall(MATH_NAMES[e.name], (_convert(x, ft),), ft)
+        if e.name.startswith("nextafter"):
+            if len(e.args) != 2:
+                raise self.err(f"{e.name} takes 2 arguments, got {len(e.args)}", e.pos)
+            args = [self.expr(x) for x in e.args]
+            for x, ax in zip(args, e.args, strict=True):
+                self._want_num(x, ax.pos, e.name)
+            dt = _common(args[0].dtype, args[1].dtype)
+            dt = dt if is_float(dt) else "float32"
+            if dt == "float16":
+                raise self.err(f"{e.name} of fp16 values is not supported (CUDA has no half "
+                               f"nextafter)", e.pos)
+            return A.TCall("nextafter", (_convert(args[0], dt), _convert(args[1], dt)), dt)
         if e.name in _BUILTINS:
             want = 1 if e.name == "abs" else 2
             if len(e.args) != want:
@@ -365,25 +454,37 @@ class _Checker:
             raise self.err(f"tensor {e.name} is read before any statement defines it", e.pos)
         if e.name in self.sizes:
             raise self.err(f"{e.name} is a size variable, not a tensor or function", e.pos)
+        if e.name in self.defs:
+            raise self.err(f"not supported: calling definition {e.name} from another "
+                           f"definition (inline its statements)", e.pos)
         raise self.err(f"unknown tensor or function {e.name!r}", e.pos)
+
+    def _rank(self, name: str) -> int:
+        info = self.tensors[name]
+        if info.shape_of is not None:
+            return self.ranks[info.shape_of]
+        return len(info.dims) if info.kind == "input" else self.ranks.get(name, -1)
 
     def read(self, e: A.Apply) -> A.TRead:
         info = self.tensors[e.name]
-        rank = len(info.dims) if info.kind == "input" else self.ranks[e.name]
+        rank = self._rank(e.name)
         if len(e.args) != rank:
             raise self.err(f"tensor {e.name} has {rank} dimensions, read here with "
                            f"{len(e.args)} indices", e.pos)
-        idx = tuple(self.index_expr(a) for a in e.args)
+        idx = tuple(self.index_expr(a, affine=False) for a in e.args)
         return A.TRead(e.name, idx, info.dtype, self.defined.get(e.name, -1))
 
-    def index_expr(self, e: A.Expr) -> A.TExpr:
-        """A typed index expression, checked to be integer and affine."""
+    def index_expr(self, e: A.Expr, affine: bool = True) -> A.TExpr:
+        """A typed index expression, checked to be integer, and affine with ``affine``. A
+        read's index need not be: a data-dependent index (``A(B(i))``, a gather) or a
+        non-affine one (``A(i % j)``) takes no part in range inference and is checked against
+        the tensor's bounds when the program runs."""
         t = self.expr(e)
-        if t.dtype not in ("int8", "int16", "int32"):
+        if t.dtype not in _INT_RANGE or t.dtype == "bool":
             raise self.err(f"an index must be an integer expression, this one is {t.dtype}",
                            e.pos)
-        why = _affine_problem(t)
-        if why:
+        why = affine_problem(t)
+        if why and affine:
             raise self.err(f"index expression is not affine: {why}", e.pos)
         return t
 
@@ -408,6 +509,7 @@ class _Checker:
 
     def run(self) -> CheckedDef:
         self.ranks: dict[str, int] = {}
+        self.lets = {}
         self.current = ""
         self.signature()
         if not self.d.stmts:
@@ -455,27 +557,27 @@ def _const(e: A.TExpr) -> int | None:
     return None
 
 
-def _affine_problem(e: A.TExpr) -> str | None:
+def affine_problem(e: A.TExpr) -> str | None:
     """Why the integer expression ``e`` is not affine in the index variables (None if it is)."""
     if isinstance(e, (A.TNum, A.TSize, A.TIndex)):
         return None
     if isinstance(e, A.TCast):
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TRead):
         return f"it reads tensor {e.tensor} (data-dependent indices are not supported)"
     if isinstance(e, A.TUnary) and e.op == "-":
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TBinary) and e.op in ("+", "-"):
-        return _affine_problem(e.a) or _affine_problem(e.b)
+        return affine_problem(e.a) or affine_problem(e.b)
     if isinstance(e, A.TBinary) and e.op == "*":
         if _const(e.a) is None and _const(e.b) is None:
             return "'*' needs an integer constant on one side"
-        return _affine_problem(e.a) or _affine_problem(e.b)
+        return affine_problem(e.a) or affine_problem(e.b)
     if isinstance(e, A.TBinary) and e.op in ("/", "%"):
         c = _const(e.b)
         if c is None or c <= 0:
             return f"'{e.op}' needs a positive integer constant on the right"
-        return _affine_problem(e.a)
+        return affine_problem(e.a)
     if isinstance(e, A.TSelect) or isinstance(e, A.TCall):
         return "conditional and built-in values cannot index"
     if isinstance(e, A.TBinary):
@@ -526,4 +628,4 @@ def check(program: A.TcFile, entry: str | None = None) -> CheckedDef:
                           program.source)
     else:
         d = names[entry]
-    return _Checker(d, program.source).run()
+    return _Checker(d, program.source, frozenset(names)).run()

@@ -32,7 +32,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Reduce, Tensor, compute, placeholder, reduce_axis
 from vta.compiler.tc import ast as A
 from vta.compiler.tc.ranges import Concrete
-from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity
+from vta.compiler.tc.sema import CheckedDef, CheckedStmt, identity, is_float
 
 __all__ = ["COMBINER", "StmtIR", "TcFunc", "to_ir", "translate"]
 
@@ -95,6 +95,8 @@ def translate(e: A.TExpr, index: Mapping[str, E.Expr], sizes: Mapping[str, int],
             return E.Not(a) if x.op == "!" else E.Sub(_num(0, x.dtype), a, x.dtype)
         if isinstance(x, A.TBinary):
             a, b = go(x.a), go(x.b)
+            if x.op == "/" and is_float(x.dtype):
+                return E.Div(a, b, x.dtype)
             if x.op in _BIN:
                 return _BIN[x.op](a, b, x.dtype)
             if x.op == "&&":
@@ -105,7 +107,9 @@ def translate(e: A.TExpr, index: Mapping[str, E.Expr], sizes: Mapping[str, int],
         if isinstance(x, A.TSelect):
             return E.Select(go(x.cond), go(x.t), go(x.f), x.dtype)
         assert isinstance(x, A.TCall)
-        cls = E.Max if x.fn == "max" else E.Min
+        if len(x.args) == 1:
+            return E.Math(x.fn, go(x.args[0]), x.dtype)
+        cls = {"max": E.Max, "min": E.Min, "nextafter": E.NextAfter}[x.fn]
         return cls(go(x.args[0]), go(x.args[1]), x.dtype)
 
     return go(e)
@@ -133,7 +137,8 @@ class _Builder:
             else f"{st.tensor}_v{st.index + 1}"
         ext = tuple(rng[v][1] - rng[v][0] for v in st.lhs)
         cover = all(rng[v][0] == 0 for v in st.lhs) and ext == shape
-        prev = self.tensors.get((st.tensor, st.prev)) if st.prev >= 0 else None
+        prev = self.tensors.get((st.tensor, st.prev)) if st.prev >= 0 else \
+            self.tensors.get((st.init, -1)) if st.init is not None else None
         combine_prev = prev is not None and st.op != "=" and not st.bang
         direct = cover and not combine_prev
         core_name = final_name if direct else f"{st.tensor}_r{st.index + 1}"
