@@ -68,7 +68,8 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
                 ) -> CompiledGraph | GpuGraph:
     """``graph`` compiled for ``target`` (module docstring)."""
     if isinstance(target, AccelTarget):
-        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles)
+        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
+                             memo=target.memo)
     t0 = time.perf_counter()
     fused = fuse(graph, fusion)
     kernels: list[tuple[CompiledKernel, list[Value]] | None] = []
