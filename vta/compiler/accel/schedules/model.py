@@ -166,12 +166,13 @@ def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None
     forces those knobs or ``every_order`` (the tuner, which searches them with the simulator).
     ``fits``: the points already known to fit (an enumeration's), so none is checked again.
 
-    Memoised per problem (hardware, shape, layouts, fused chain, forced knobs), epilogue and
-    options: a network's repeated layers, and the graph's, rank their space once a process.
+    The ``limit`` best are memoised per problem (hardware, shape, layouts, fused chain, forced
+    knobs), epilogue and options (bounded: ``_RANKED_MAX``): a network's repeated layers, and
+    the graph's, rank their space once a process.
     Points are walked as schedules (``ConvProblem.fold_schedules``: the other loop orders are
     skipped before their tiles are enumerated) and only the ``limit`` best become ``Point``s."""
-    key = None if fits is not None else _memo_key(problem, epi, limit, prefer_two_threads,
-                                                   every_order)
+    key = None if fits is not None or limit is None else _memo_key(
+        problem, epi, limit, prefer_two_threads, every_order)  # a whole ranking: not kept
     if key is not None and key in _RANKED:
         return list(_RANKED[key])
     out = _rank(problem, epi, limit, prefer_two_threads, every_order, fits)
