@@ -75,8 +75,11 @@ def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
 def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
     env = {**os.environ, "VTA_CACHE": str(cache), "OPENBLAS_NUM_THREADS": "1"}
     t0 = time.perf_counter()
+    # run in the checkout this process imported vta from: ``-m`` puts the working directory
+    # first on the path, so another checkout's vta would run instead
     p = subprocess.run([sys.executable, "-m", "vta.cli", "run", "--hw", hw_path, "resnet18"],
-                       capture_output=True, text=True, env=env, check=False)
+                       capture_output=True, text=True, env=env, check=False,
+                       cwd=Path(vta.__file__).resolve().parents[1])
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"vta run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
