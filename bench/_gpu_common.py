@@ -6,6 +6,7 @@ import json
 import platform
 import re
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,27 +27,69 @@ def cupy_or_exit() -> Any:
         raise SystemExit(2) from None
 
 
-def time_ms(cp: Any, fn: Callable[[], None], warmup: int = 3, reps: int = 20) -> float:
-    """Median milliseconds of ``fn`` over ``reps`` runs, each timed with CUDA events."""
+def time_ms(cp: Any, fn: Callable[[], None], warmup: int = 3, reps: int = 10,
+            launches: int | None = None) -> float:
+    """Median milliseconds per call of ``fn``: ``reps`` CUDA-event pairs, each around
+    ``launches`` back-to-back calls (so a microsecond kernel is timed on the GPU, not by the
+    host's dispatch of one launch). ``launches`` defaults to 100 for calls under 1 ms and to
+    enough calls for about 100 ms a pair above that (at least 5; a launch's few microseconds
+    of overhead are then under 1 % of the call)."""
     for _ in range(warmup):
         fn()
     cp.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
+    if launches is None:
+        one = _pair_ms(cp, fn, 1)
+        launches = 100 if one < 1.0 else max(5, min(100, round(100.0 / one)))
+    return statistics.median(_pair_ms(cp, fn, launches) / launches for _ in range(reps))
+
+
+def _pair_ms(cp: Any, fn: Callable[[], None], launches: int) -> float:
+    """Milliseconds of ``launches`` calls of ``fn`` between one pair of CUDA events."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(launches):
         fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    stop.record()
+    stop.synchronize()
+    return float(cp.cuda.get_elapsed_time(start, stop))
 
 
-def write_results(kind: str, gpu: str, rows: list[dict[str, Any]], extra: dict[str, Any]) -> Path:
+def device_info(cp: Any) -> dict[str, Any]:
+    """What ran the benchmark: the device, its compute capability, CUDA/CuPy versions and the
+    clocks nvidia-smi reads now (SM and memory, current and maximum; power and temperature), so
+    a result file says at which clocks its times were taken."""
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    info: dict[str, Any] = {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "compute_capability": str(dev.compute_capability),
+        "multiprocessors": int(props["multiProcessorCount"]),
+        "cuda_runtime": int(cp.cuda.runtime.runtimeGetVersion()),
+        "cuda_driver": int(cp.cuda.runtime.driverGetVersion()),
+        "cupy": cp.__version__,
+    }
+    fields = "clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader",
+                              f"--id={dev.id}"], capture_output=True, text=True, timeout=20)
+        info["clocks"] = dict(zip(fields.split(","), (v.strip() for v in out.stdout.split(",")),
+                                  strict=False)) if out.returncode == 0 else out.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        info["clocks"] = f"nvidia-smi unavailable: {e}"
+    return info
+
+
+def write_results(kind: str, gpu: str, rows: list[dict[str, Any]], extra: dict[str, Any],
+                  cp: Any = None) -> Path:
+    """Write ``rows`` to bench/results/<kind>_<gpu>.json, with the device and its clocks when
+    ``cp`` (CuPy) is given."""
     RESULTS.mkdir(exist_ok=True)
     slug = re.sub(r"[^A-Za-z0-9]+", "_", gpu).strip("_").lower()
     path = RESULTS / f"{kind}_{slug}.json"
     payload = {"gpu": gpu, "host": platform.node(), **extra, "rows": rows}
+    if cp is not None:
+        payload["device_after"] = device_info(cp)
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
 
@@ -61,10 +104,38 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
 
 
 def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
-    """The best int8 GEMM CuPy reaches, ``y = x @ w.T`` (int8 in, int32 out): cuBLAS's
-    ``cublasGemmEx`` with int8 operands (tensor-core IMMA, the "TN" layout it requires) through
-    CuPy's cuBLAS binding; where that call is refused, ``cupy.matmul`` on int32 copies. Returns
-    (the call, its name) - the name goes into the results."""
+    """The best library int8 GEMM reachable here, ``y = x @ w.T`` (int8 in, int32 out).
+
+    First choice: cuBLASLt's IMMA kernels through PyTorch's ``torch._int_mm`` (operands shared
+    with CuPy by DLPack, no copy), where PyTorch with CUDA is installed: on an H200, cuBLAS's
+    legacy ``cublasGemmEx`` with int8 operands ran at 22 TOP/s for 4096^3 (a non-tensor-core
+    path), far from the library's real int8 speed, so it would flatter any kernel measured
+    against it. Second: ``cublasGemmEx`` with int8 operands through CuPy's cuBLAS binding;
+    last, ``cupy.matmul`` on int32 copies. The first choice is checked bit-exact against the
+    second before it is used. Returns (the call, its name) - the name goes into the results."""
+    legacy, legacy_name = _gemmex_int8(cp, x, w)
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch has no CUDA device")
+        xt, wt = torch.from_dlpack(x), torch.from_dlpack(w)
+
+        def lt() -> Any:
+            return cp.from_dlpack(torch._int_mm(xt, wt.t()))
+
+        got = lt()
+        cp.cuda.runtime.deviceSynchronize()
+        if not bool(cp.array_equal(got, legacy())):
+            raise RuntimeError("torch._int_mm differs from cublasGemmEx")
+        return lt, f"torch._int_mm int8 -> int32 (cuBLASLt IMMA, torch {torch.__version__})"
+    except Exception as e:  # no PyTorch, or it refused the shape: say why in the name
+        return legacy, f"{legacy_name} (torch._int_mm unavailable: {str(e)[:120]})"
+
+
+def _gemmex_int8(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
+    """``cublasGemmEx`` with int8 operands (the "TN" layout IMMA requires); where that call is
+    refused, ``cupy.matmul`` on int32 copies."""
     import numpy as np
 
     m, k = x.shape
@@ -87,7 +158,38 @@ def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]
 
         gemm()
         cp.cuda.runtime.deviceSynchronize()
-        return gemm, "cublasGemmEx int8 -> int32 (IMMA)"
+        return gemm, "cublasGemmEx int8 -> int32"
     except Exception as e:  # an older CuPy/cuBLAS: the int32 path CuPy always has
         xi, wi = x.astype(cp.int32), w.astype(cp.int32)
         return (lambda: cp.matmul(xi, wi.T)), f"cupy.matmul int32 (cublasGemmEx int8: {e})"
+
+
+def float_gemm_baseline(cp: Any, x: Any, w: Any, dtype: str) -> tuple[Callable[[], Any], str]:
+    """cuBLAS's ``y = x @ w.T`` for ``float16`` or ``bfloat16`` operands with fp32 accumulation
+    and an output of the operands' type (``cublasGemmEx``, tensor-core HMMA/HGMMA), the same
+    contract as our kernels. bfloat16 arrays travel as uint16 bit patterns (numpy has no
+    bfloat16). Returns (the call, its name)."""
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+
+    m, k = x.shape
+    n = w.shape[0]
+    # cudaDataType values (library_types.h): CUDA_R_16F = 2, CUDA_R_16BF = 14
+    rt = cp.cuda.runtime
+    code = {"float16": getattr(rt, "CUDA_R_16F", 2),
+            "bfloat16": getattr(rt, "CUDA_R_16BF", 14)}[dtype]
+    y = cp.zeros((m, n), x.dtype)
+    handle = cp.cuda.device.get_cublas_handle()
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+
+    def gemm() -> Any:
+        # column-major: Y^T (n x m) = W (n x k, stored k-major: op T) . X^T (k x m)
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k,
+                      one.ctypes.data, w.data.ptr, code, k, x.data.ptr, code, k,
+                      zero.ctypes.data, y.data.ptr, code, n, cublas.CUBLAS_COMPUTE_32F,
+                      cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+        return y
+
+    gemm()
+    cp.cuda.runtime.deviceSynchronize()
+    return gemm, f"cublasGemmEx {dtype} -> {dtype} (fp32 accumulation)"

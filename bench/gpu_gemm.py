@@ -1,17 +1,20 @@
-"""Generated tensor-core GEMM kernels vs the library, fp16 and int8.
+"""Generated tensor-core GEMM kernels vs cuBLAS: fp16, bf16 and int8.
 
-    python bench/gpu_gemm.py [--sizes 1024 2048 4096 8192] [--reps 20] [--kernels mma wmma]
+    python bench/gpu_gemm.py [--sizes 1024 2048 4096 8192] [--reps 10] [--kernels mma wmma]
 
-For each size n, ``Y = X @ W.T`` with X, W of n x n: fp16 in / fp16 out (fp32 accumulation)
-against ``cupy.matmul`` (cuBLAS), and int8 in / int32 out against the best int8 GEMM CuPy
-reaches (``cublasGemmEx`` with int8 operands; ``_gpu_common.int8_gemm_baseline``). Our kernels:
-``mma``, the task-mapping kernel (vta.gpu.kernels.gemm: 128x128 block tiles, 4 warps of 64x64,
-a 3-stage cp.async ring, swizzled shared tiles, ldmatrix + mma.sync), and ``wmma``, the
-tensor-core schedule (vta.gpu.schedules.matmul_wmma). Times are medians of CUDA-event-timed
-runs; the table gives TFLOP/s (TOP/s for int8) and the ratio to the library; results go to
-bench/results/gpu_gemm_<gpu>.json. Targets (issue 13): fp16 4096^3 >= 0.8x cuBLAS, int8
-4096^3 >= 0.8x the int8 baseline. Without CuPy or a GPU the script says so and exits with
-status 2.
+For each size n, ``Y = X @ W.T`` with X, W of n x n: fp16 / bf16 in, same type out (fp32
+accumulation) against ``cublasGemmEx`` with the same types and fp32 compute
+(``_gpu_common.float_gemm_baseline``), and int8 in / int32 out against ``cublasGemmEx`` with
+int8 operands (``_gpu_common.int8_gemm_baseline``). Our kernels: ``mma``, the task-mapping
+kernel (vta.gpu.kernels.gemm: 128x128 block tiles, 4 warps of 64x64, a 3-stage cp.async ring,
+swizzled shared tiles, ldmatrix + mma.sync), and ``wmma``, the tensor-core schedule
+(vta.gpu.schedules.matmul_wmma); each runs the dtypes it supports. Each time is the median of
+``--reps`` CUDA-event pairs around 100 back-to-back launches (fewer above 1 ms a call;
+``_gpu_common.time_ms``); the table gives TFLOP/s (TOP/s for int8) and the ratio to cuBLAS;
+results, with the device and its clocks, go to bench/results/gpu_gemm_<gpu>.json. Integer
+results are checked bit-exact against cuBLAS, float ones within fp32-accumulation rounding.
+Targets (issue 24): fp16 4096^3 >= 0.8x cuBLAS, int8 >= 0.7x. Without CuPy or a GPU the script
+says so and exits with status 2.
 """
 
 from __future__ import annotations
@@ -21,11 +24,19 @@ import argparse
 import numpy as np
 from _gpu_common import (
     cupy_or_exit,
+    device_info,
+    float_gemm_baseline,
     int8_gemm_baseline,
     print_table,
     time_ms,
     write_results,
 )
+
+KERNELS: dict[str, tuple[str, ...]] = {
+    "mma": ("float16", "int8"),
+    "wmma": ("float16", "int8"),
+}
+"""Our kernels and the operand types each one builds."""
 
 
 def build(kind: str, n: int, dtype: str):  # type: ignore[no-untyped-def]
@@ -35,68 +46,122 @@ def build(kind: str, n: int, dtype: str):  # type: ignore[no-untyped-def]
     from vta.gpu.lower_gpu import lower_for_gpu
     from vta.gpu.schedules import matmul_wmma
 
-    out_t = "float16" if dtype == "float16" else "int32"
+    out_t = "int32" if dtype == "int8" else dtype
     spec = MatmulSpec(n, n, n)
     if kind == "mma":
         return render_cuda(mma_gemm(spec, dtype, None, out_dtype=out_t))
     return render_cuda(lower_for_gpu(matmul_wmma(spec, dtype, None, out_dtype=out_t)))
 
 
+def operands(cp, dtype: str, n: int):  # type: ignore[no-untyped-def]
+    """Seeded X, W (n x n) and a zeroed Y on the GPU; bfloat16 as uint16 bit patterns
+    (float32 rounded to nearest even)."""
+    rng = np.random.default_rng(0)
+    if dtype == "int8":
+        x, w = (rng.integers(-128, 128, (n, n), dtype=np.int8) for _ in range(2))
+        return cp.asarray(x), cp.asarray(w), cp.zeros((n, n), cp.int32)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    if dtype == "float16":
+        return cp.asarray(a.astype(np.float16)), cp.asarray(b.astype(np.float16)), \
+            cp.zeros((n, n), cp.float16)
+    return cp.asarray(to_bf16(a)), cp.asarray(to_bf16(b)), cp.zeros((n, n), cp.uint16)
+
+
+def to_bf16(a: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns (uint16), rounding to nearest even."""
+    u = a.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def as_float(cp, y, dtype: str):  # type: ignore[no-untyped-def]
+    """A GPU result as float32 (bfloat16 bit patterns widened)."""
+    if dtype == "bfloat16":
+        return (y.astype(cp.uint32) << 16).view(cp.float32)
+    return y.astype(cp.float32)
+
+
+def measure(cp, kind: str, n: int, dtype: str, arrays, ref, reps: int):  # type: ignore[no-untyped-def]
+    """Build, run, check and time one of our kernels on ``arrays`` = (X, W, Y)."""
+    from vta.gpu.runtime import GpuKernel
+
+    x, w, y = arrays
+    kernel = build(kind, n, dtype)
+    run = GpuKernel(kernel)
+    ours = lambda: run(x, w, y)  # noqa: E731
+    y.fill(0)
+    ours()
+    if dtype == "int8":
+        ok = bool(cp.array_equal(y, ref))
+    else:
+        ok = bool(cp.allclose(as_float(cp, y, dtype), as_float(cp, ref, dtype),
+                              rtol=2e-2, atol=0.5))
+    t = time_ms(cp, ours, reps=reps)
+    return {"dtype": dtype, "n": n, "kernel": kind, "ours_ms": t,
+            "ours_tflops": 2.0 * n ** 3 / t / 1e9, "correct": ok, "name": kernel.name,
+            "grid": kernel.grid, "block": kernel.block, "dynamic_shared": kernel.dynamic_shared}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--dtypes", nargs="+", default=["float16", "int8"])
-    ap.add_argument("--kernels", nargs="+", default=["mma", "wmma"], choices=["mma", "wmma"])
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16", "int8"])
+    ap.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=list(KERNELS))
     args = ap.parse_args()
     cp = cupy_or_exit()
 
-    from vta.gpu.runtime import GpuKernel, gpu_name
+    from vta.gpu.runtime import gpu_name, precompile
 
     gpu = gpu_name()
+    before = device_info(cp)
+    # every kernel compiled up front, in parallel (nvcc takes seconds a kernel)
+    precompile([build(kind, n, dt) for dt in args.dtypes for n in args.sizes
+                for kind in args.kernels if dt in KERNELS[kind]])
     rows, table = [], []
     for dtype in args.dtypes:
         for n in args.sizes:
-            rng = np.random.default_rng(0)
-            if dtype == "float16":
-                x = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
-                w = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
-                y = cp.zeros((n, n), cp.float16)
-                lib, lib_name = (lambda: cp.matmul(x, w.T)), "cupy.matmul (cuBLAS)"
-            else:
-                x = cp.asarray(rng.integers(-128, 128, (n, n), dtype=np.int8))
-                w = cp.asarray(rng.integers(-128, 128, (n, n), dtype=np.int8))
-                y = cp.zeros((n, n), cp.int32)
-                lib, lib_name = int8_gemm_baseline(cp, x, w)
-            ref = lib()
+            x, w, y = operands(cp, dtype, n)
+            try:
+                if dtype == "int8":
+                    lib, lib_name = int8_gemm_baseline(cp, x, w)
+                else:
+                    lib, lib_name = float_gemm_baseline(cp, x, w, dtype)
+                ref = lib().copy()
+            except Exception as e:  # e.g. a cuBLAS without this type: say so, go on
+                err = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                rows.append({"dtype": dtype, "n": n, "kernel": "cuBLAS", "correct": False,
+                             "error": err})
+                table.append([dtype, n, "cuBLAS", "", "", "", "", "", err[:60]])
+                continue
             t_lib = time_ms(cp, lib, reps=args.reps)
             flops = 2.0 * n ** 3
+            table.append([dtype, n, "cuBLAS", "", f"{t_lib:.3f}", "", f"{flops / t_lib / 1e9:.1f}",
+                          "", ""])
             for kind in args.kernels:
-                kernel = build(kind, n, dtype)
-                run = GpuKernel(kernel)
-                ours = lambda: run(x, w, y)  # noqa: E731
-                ours()
-                if dtype == "float16":
-                    ok = bool(cp.allclose(y.astype(cp.float32), ref.astype(cp.float32),
-                                          rtol=2e-2, atol=0.5))
-                else:
-                    ok = bool(cp.array_equal(y, ref))
-                t_ours = time_ms(cp, ours, reps=args.reps)
-                r = {"dtype": dtype, "n": n, "kernel": kind, "ours_ms": t_ours,
-                     "lib_ms": t_lib, "ours_tflops": flops / t_ours / 1e9,
-                     "lib_tflops": flops / t_lib / 1e9, "ratio": t_lib / t_ours,
-                     "correct": ok, "baseline": lib_name, "name": kernel.name,
-                     "grid": kernel.grid, "block": kernel.block,
-                     "dynamic_shared": kernel.dynamic_shared}
+                if dtype not in KERNELS[kind]:
+                    continue
+                try:
+                    r = measure(cp, kind, n, dtype, (x, w, y), ref, args.reps)
+                except Exception as e:  # one kernel's failure is a row, not the end of the run
+                    r = {"dtype": dtype, "n": n, "kernel": kind, "correct": False,
+                         "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+                    rows.append(r)
+                    table.append([dtype, n, kind, "", "", "", "", "", r["error"][:60]])
+                    continue
+                r.update(lib_ms=t_lib, lib_tflops=flops / t_lib / 1e9, ratio=t_lib / r["ours_ms"],
+                         baseline=lib_name)
                 rows.append(r)
-                table.append([dtype, n, kind, f"{t_ours:.3f}", f"{t_lib:.3f}",
+                table.append([dtype, n, kind, f"{r['ours_ms']:.3f}", f"{t_lib:.3f}",
                               f"{r['ours_tflops']:.1f}", f"{r['lib_tflops']:.1f}",
-                              f"{r['ratio']:.2f}x", "ok" if ok else "WRONG"])
-    print(f"GEMM on {gpu} (median of {args.reps} runs; TFLOP/s or TOP/s)")
+                              f"{r['ratio']:.2f}x", "ok" if r["correct"] else "WRONG"])
+    print(f"GEMM on {gpu} (median of {args.reps} event pairs; TFLOP/s or TOP/s)")
     print_table(["dtype", "n", "kernel", "ours ms", "lib ms", "ours T/s", "lib T/s", "vs lib",
                  "check"], table)
-    path = write_results("gpu_gemm", gpu, rows, {"reps": args.reps})
+    path = write_results("gpu_gemm", gpu, rows, {"reps": args.reps, "device_before": before},
+                         cp=cp)
     print(f"wrote {path}")
+    if not all(r["correct"] for r in rows):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,13 @@ build on machines without a GPU."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.epilogue import Epilogue
@@ -31,3 +38,31 @@ def test_benchmark_kernels_compile(nvcc_check) -> None:  # type: ignore[no-untyp
     src = render_cuda(gemm).source
     assert "int4" in src and "wmma::load_matrix_sync" in src
     nvcc_check([render_cuda(f).source for f in funcs])
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("script", ["gpu_gemm.py", "gpu_conv2d.py"])
+def test_gpu_benches_say_no_gpu(script: str) -> None:
+    """Where there is no GPU (or no CuPy) each GPU bench says so and exits 2: nothing measured."""
+    from vta.gpu.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    cmd = [sys.executable, str(ROOT / "bench" / script)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{script}: no GPU benchmark run" in proc.stderr
+
+
+def test_gpu_all_without_a_gpu_exits_2() -> None:
+    from vta.gpu.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    env = {**os.environ, "GPU_ALL_NO_INSTALL": "1", "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(ROOT / "bench" / "gpu_all.sh")], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "gpu_all: no GPU/CuPy" in proc.stdout

@@ -127,6 +127,12 @@ def _run(sub: Any) -> None:
     run.add_argument("--onnx", metavar="FILE.onnx", default=None,
                      help="run a quantized ONNX model (QLinearConv/QLinearAdd/... or QDQ form; "
                           "needs the onnx extra) as a whole graph")
+    run.add_argument("--input", metavar="X.npy|IMAGE.png", default=None,
+                     help="a whole graph's input: a .npy (float: quantized with the model's "
+                          "input scale; int8: as is) or an image (pixels in [0, 1]); default a "
+                          "seeded random image")
+    run.add_argument("--output", metavar="OUT.npy", default=None,
+                     help="write a whole graph's int8 output to this .npy")
     _shape_flags(run)
     for knob in ("tco", "tci", "th", "tw", "vthreads"):
         run.add_argument(f"--{knob}", type=int, default=None, help=f"schedule knob {knob}")

@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from vta.cli.parser import DEFAULT_HW, flag
 from vta.cli.tune import run_compile_cache, tuned_compile, tuned_picker
 from vta.compiler.ops.epilogue import Epilogue
@@ -30,6 +32,8 @@ from vta.config import HwConfig
 from vta.errors import TcSizeError, UsageError
 from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
+from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
+from vta.graph.onnx_ort import ort_verdict
 from vta.run.graph import compile_for, run_graph
 from vta.run.layer import run_layer
 from vta.run.network import run_network
@@ -53,7 +57,7 @@ _LAYER_ONLY = (*LAYER_SHAPE_OPTIONS, *_SCHEDULE, "no_latency_hiding", "dump_ir",
                "check_reference", "emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
 _WORKLOAD_FLAGS = ("layers", *CONV_OPTIONS, *_SCHEDULE, "trace", "dump_ir", "no_latency_hiding",
-                   "check_reference", "dtype", "plot")
+                   "check_reference", "dtype", "plot", "input", "output")
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -124,6 +128,10 @@ def main(args: argparse.Namespace) -> int:
     _flags_apply(args)
     if _is_graph(args):
         return _run_graph(args)
+    for dest in ("input", "output"):
+        if _given(args, dest):
+            raise UsageError(f"{flag(dest)} applies to a whole graph (--onnx FILE or "
+                             f"resnet18), not to {args.workload or 'a layer'}")
     shape = {k: getattr(args, k) for k in LAYER_SHAPE_OPTIONS}
     net = resolve_network(args.workload, batch=args.batch, layers=_layers(args.layers),
                           sizes=args.sizes, **shape)
@@ -201,6 +209,12 @@ def _run_network(args: argparse.Namespace, net: Any, target: Target, raw: bool,
     return 0 if r.passed else 1
 
 
+def _before_verdict(report: str, lines: str) -> str:
+    """``lines`` inserted before the report's last line (its PASS/FAIL verdict stays last)."""
+    head, _, verdict = report.rpartition("\n")
+    return f"{head}\n{lines}\n{verdict}" if head else f"{lines}\n{verdict}"
+
+
 def _run_graph(args: argparse.Namespace) -> int:
     """``vta run resnet18`` / ``vta run --onnx FILE``: the whole graph, from the input image to
     the outputs, every tensor checked against the graph interpreter."""
@@ -233,16 +247,31 @@ def _run_graph(args: argparse.Namespace) -> int:
                 target.check_size(w)
         graph = MODELS[args.workload](batch=args.batch or 1)
     seed = args.seed or 0
-    image = {v.name: random_image(seed + k, v.type.shape) for k, v in enumerate(graph.inputs)}
+    if args.output is not None and len(graph.outputs) != 1:
+        raise UsageError(f"--output writes one output; graph {graph.name} has "
+                         f"{len(graph.outputs)}")
+    if args.input is not None:
+        image, real = read_input(args.input, graph)
+    else:
+        image = {v.name: random_image(seed + k, v.type.shape)
+                 for k, v in enumerate(graph.inputs)}
+        real = {v.name: image[v.name].astype(np.float32) * np.float32(v.type.scale or 1.0)
+                for v in graph.inputs}
     with run_compile_cache(args, target) as memo:
         compiled = compile_for(graph, target, fusion=args.fusion or "full")
     _say_cache(memo)
     r = run_graph(compiled, image, target=target, trace_path=args.trace)
     s = r.summary()
+    verdict = ort_verdict(args.onnx, graph, {**r.reference, **r.outputs}, real) \
+        if args.onnx is not None else None
+    io = io_summary(graph, r.outputs, verdict)
+    s.update(io)
+    if args.output is not None:
+        write_output(args.output, r.outputs[graph.outputs[0]])
     if not isinstance(target, AccelTarget):
-        _emit(s, format_gpu_run(s), args.json)
+        _emit(s, _before_verdict(format_gpu_run(s), format_io(io)), args.json)
         return 0 if r.passed else 1
-    text = format_run(s, target.hw.board.clock_mhz)
+    text = _before_verdict(format_run(s, target.hw.board.clock_mhz), format_io(io))
     if args.trace:
         text += f"\ntrace written to {args.trace} (one timeline, an ops track above the units)"
     _emit(s, text, args.json)

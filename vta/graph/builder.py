@@ -127,18 +127,23 @@ class GraphBuilder:
         return self._add_node(Dense, name, (x, weight, bias))
 
     def requantize(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
-                   hi: int = INT8_MAX, name: str | None = None) -> Value:
+                   hi: int = INT8_MAX, name: str | None = None,
+                   ratio: float | None = None) -> Value:
         """``x`` (int32, scale ``s``) as int8 of ``scale`` (calibrated when None): the
         fixed-point ``mult / 2**shift ~ s / scale``; the output's scale is the one the pair
-        actually gives."""
+        actually gives. ``ratio`` (instead of ``scale``) is the ratio itself, when it is known
+        exactly (an imported model's own scales: ``s`` is already the approximation an
+        earlier requantization gave, and approximating ``s / scale`` would compound it)."""
         s_in = self._scale(x)
         name = name or f"{x.name}_q"
-        if scale is None:
-            scale = self._calibrated(x, s_in)
-            if self.requant == "shift":
-                scale = shift_scale(s_in, scale)[0]
-        mult, shift = fixed_point(s_in / scale, self.magnitude(x), f"requantize {x.name}")
-        self._shift_only(f"requantize {name}", s_in / scale, mult)
+        if ratio is None:
+            if scale is None:
+                scale = self._calibrated(x, s_in)
+                if self.requant == "shift":
+                    scale = shift_scale(s_in, scale)[0]
+            ratio = s_in / scale
+        mult, shift = fixed_point(ratio, self.magnitude(x), f"requantize {x.name}")
+        self._shift_only(f"requantize {name}", ratio, mult)
         return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi)
 
     def relu(self, x: Value, name: str | None = None) -> Value:
@@ -148,8 +153,10 @@ class GraphBuilder:
         return self._add_node(Clip, name or f"{x.name}_clip", (x,), lo=lo, hi=hi)
 
     def add(self, a: Value, b: Value, scale: float | None = None, lo: int = INT8_MIN,
-            hi: int = INT8_MAX, name: str = "add") -> Value:
-        """``a + b`` rescaled to ``scale`` (calibrated when None)."""
+            hi: int = INT8_MAX, name: str = "add",
+            ratios: tuple[float, float] | None = None) -> Value:
+        """``a + b`` rescaled to ``scale`` (calibrated when None); ``ratios``: the two ratios
+        of scales when known exactly (``requantize``'s ``ratio``)."""
         sa, sb = self._scale(a), self._scale(b)
         if scale is None:
             if self._calib is None:
@@ -158,9 +165,10 @@ class GraphBuilder:
             scale = self._quantile_scale(real)
             if self.requant == "shift":
                 scale = shift_scale(max(sa, sb), scale, least=0)[0]
-        ma, mb, shift = fixed_point_pair((sa / scale, sb / scale), (128, 128), f"add {name}")
-        self._shift_only(f"add {name}", sa / scale, ma)
-        self._shift_only(f"add {name}", sb / scale, mb)
+        ra, rb = ratios if ratios is not None else (sa / scale, sb / scale)
+        ma, mb, shift = fixed_point_pair((ra, rb), (128, 128), f"add {name}")
+        self._shift_only(f"add {name}", ra, ma)
+        self._shift_only(f"add {name}", rb, mb)
         return self._add_node(Add, name, (a, b), mult_a=ma, mult_b=mb, shift=shift, lo=lo,
                               hi=hi, scale=scale)
 
@@ -169,9 +177,11 @@ class GraphBuilder:
         return self._add_node(MaxPool2d, name, (x,), kernel=kernel, stride=stride, pad=pad)
 
     def global_avg_pool(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
-                        hi: int = INT8_MAX, name: str = "avgpool") -> Value:
+                        hi: int = INT8_MAX, name: str = "avgpool",
+                        ratio: float | None = None) -> Value:
         """The mean over each channel's pixels rescaled to ``scale`` (calibrated when None):
-        ``sum * mult >> shift`` with ``mult / 2**shift ~ s_x / (H * W * scale)``."""
+        ``sum * mult >> shift`` with ``mult / 2**shift ~ s_x / (H * W * scale)`` (or
+        ``ratio``, when known exactly: ``requantize``)."""
         sx = self._scale(x)
         if x.type.dtype != "int8" or len(x.type.shape) != 4:
             infer_type(GlobalAvgPool, (x,), {"mult": 1, "shift": 1, "lo": lo, "hi": hi},
@@ -188,8 +198,9 @@ class GraphBuilder:
                 mult, shift = fixed_point(2.0 ** -k, hw * 128, f"global_avg_pool {name}")
                 return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo,
                                       hi=hi, scale=scale)
-        mult, shift = fixed_point(sx / (hw * scale), hw * 128, f"global_avg_pool {name}")
-        self._shift_only(f"global_avg_pool {name}", sx / (hw * scale), mult)
+        r = ratio if ratio is not None else sx / (hw * scale)
+        mult, shift = fixed_point(r, hw * 128, f"global_avg_pool {name}")
+        self._shift_only(f"global_avg_pool {name}", r, mult)
         return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
                               scale=scale)
 
@@ -218,6 +229,10 @@ class GraphBuilder:
             raise GraphError(f"requantize {x.name}: give its output scale (or calibration "
                              f"data)")
         return self._quantile_scale(self.values[x].astype(np.float64) * s_in)
+
+    def producer(self, v: Value) -> Node | None:
+        """The node added so far that computes ``v`` (None for inputs and constants)."""
+        return self._producer.get(id(v))
 
     def magnitude(self, x: Value) -> int:
         """A bound on ``|x|``: for a convolution's or dense layer's output the largest

@@ -1,27 +1,38 @@
 """Load a quantized ONNX model into the graph IR (needs the optional ``onnx`` extra).
 
-Two spellings of an int8 network are understood:
+The model is validated first (``onnx_load``: the onnx checker with strict shape inference, a
+damaged or empty file named). Two spellings of an int8 network are understood, those ONNX
+Runtime's ``quantize_static`` writes:
 
-* the **QLinear operators**: ``QLinearConv``, ``QLinearMatMul``, ``QLinearAdd`` and
-  ``QLinearGlobalAveragePool`` (com.microsoft), ``MaxPool`` and ``Relu`` on int8 tensors;
+* the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd`` and
+  ``QLinearGlobalAveragePool`` (com.microsoft), ``MaxPool`` and ``Relu`` on int8 tensors, and
+  the ``DequantizeLinear -> float op -> QuantizeLinear`` islands ORT leaves around ``Relu``,
+  ``MaxPool``, ``GlobalAveragePool``, ``Flatten`` and ``Reshape``;
 * the **QDQ form**: float ``Conv``, ``Gemm``/``MatMul``, ``Add``, ``Relu``, ``MaxPool``,
   ``GlobalAveragePool`` between ``DequantizeLinear`` (of int8 activations and constant int8
-  weights / int32 biases) and ``QuantizeLinear`` (the integer operator is the quantized
-  computation: ``Q(Conv(DQ(x), DQ(w), DQ(b)))`` is a convolution and a requantize; a ``Relu``
-  before the ``Q`` is the graph's ``relu`` after it).
+  weights / int32 biases) and ``QuantizeLinear`` (``Q(Conv(DQ(x), DQ(w), DQ(b)))`` is a
+  convolution and a requantize; a ``Relu`` before the ``Q`` is the graph's ``relu`` after it).
 
-``Flatten``/``Reshape`` of an (N, C, 1, 1) tensor to (N, C) are layout no-ops. A float graph
+Scales: every requantization's multiplier approximates the ratio of the model's **own**
+scales (``s_x * s_w / s_y``, as ONNX Runtime's kernels compute it), never a ratio of scales
+an earlier approximation produced; a ``DequantizeLinear`` carries its own scale (a model may
+dequantize with any scale), so the importer never refuses a model for its own rounding.
+
+Zero points: a constant weight's zero point is folded into the weights (``w - z_w``) when the
+result is int8. The graph IR's activations are int8 with zero point 0 (its requantize has no
+output offset), so an activation with a non-zero zero point (ORT's default asymmetric
+quantization) or of type uint8 is refused by name, as are per-channel scales (the IR has one
+multiplier per requantize). ``Flatten``/``Reshape`` of an (N, C, 1, 1) tensor to (N, C) are
+layout no-ops. Every attribute is honored or refused by name (``onnx_attrs``). A float graph
 input that goes straight into a ``QuantizeLinear`` becomes an int8 input of that scale (the
-host quantizes the image), a ``DequantizeLinear`` of an output is dropped (the output is the
-int8 tensor, with its scale). Each requantization's ratio of ONNX scales becomes the graph's
-fixed-point ``mult / 2**shift`` (``quant``), so results agree with ONNX's float rounding
-within one unit of the last place. Anything else is a ``GraphError`` naming the node (or
-tensor) and what is not supported: another operator, a non-zero zero point (only symmetric
-quantization), uint8 data, per-channel scales, groups or dilations, asymmetric padding.
+host quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
+int8 tensor, with its scale). Anything else is an ``OnnxImportError`` naming the node (or
+tensor) and what is not supported.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,25 +41,23 @@ import numpy as np
 
 from vta.errors import OnnxImportError
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import Graph, Value
+from vta.graph.ir import GlobalAvgPool, Graph, Value
+from vta.graph.onnx_attrs import Window, node_attrs, window
+from vta.graph.onnx_load import initializers, onnx_module, read_model
 
-__all__ = ["load_onnx", "OnnxImportError"]
+__all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL"]
 
-
-def _onnx() -> Any:
-    try:
-        import onnx
-    except ImportError:
-        raise OnnxImportError("reading ONNX models needs the onnx package: pip install "
-                              "'vta[onnx]'") from None
-    return onnx
+#: two ONNX scales are "the same" (a quantize that re-states a dequantize's scale) within this
+SCALE_RTOL = 1e-6
 
 
 @dataclass
 class _Dq:
-    """A dequantized tensor: the int8 value (or constant) and its scale."""
+    """A dequantized tensor: the int8 value (or constant) and the scale the
+    ``DequantizeLinear`` states."""
 
     value: Value
+    scale: float
 
 
 @dataclass
@@ -64,12 +73,12 @@ class _Pending:
 
 
 class _Importer:
-    def __init__(self, model: Any) -> None:
-        onnx = _onnx()
-        self.onnx = onnx
+    def __init__(self, model: Any, what: str) -> None:
+        self.onnx = onnx_module()
         self.model = model
+        self.what = what
         g = model.graph
-        self.inits = {t.name: onnx.numpy_helper.to_array(t) for t in g.initializer}
+        self.inits = initializers(model, what)
         self.b = GraphBuilder(g.name or "onnx")
         self.env: dict[str, Any] = {}
         self.consumers: dict[str, list[Any]] = {}
@@ -82,6 +91,9 @@ class _Importer:
     def where(self, n: Any) -> str:
         return f"ONNX node {n.name or n.output[0]!r} ({n.op_type})"
 
+    def attrs(self, n: Any) -> dict[str, Any]:
+        return node_attrs(n, self.where(n))
+
     def const(self, name: str, n: Any) -> np.ndarray:
         if name not in self.inits:
             raise OnnxImportError(f"{self.where(n)}: {name} must be a constant (an initializer)")
@@ -90,18 +102,58 @@ class _Importer:
     def scale(self, name: str, n: Any) -> float:
         s = self.const(name, n)
         if s.size != 1:
-            raise OnnxImportError(f"{self.where(n)}: scale {name} has {s.size} values; only "
-                                  f"per-tensor scales are supported (not per-channel)")
-        return float(s.reshape(()))
+            raise OnnxImportError(f"{self.where(n)}: scale {name} has {s.size} values: "
+                                  f"per-channel scales are not supported (the graph IR has one "
+                                  f"multiplier per requantize; quantize with per_channel=False)")
+        v = float(s.reshape(()))
+        if not (math.isfinite(v) and v > 0):
+            raise OnnxImportError(f"{self.where(n)}: scale {name} is {v}, not a positive "
+                                  f"finite number")
+        return v
 
-    def zero(self, name: str | None, n: Any) -> None:
+    def zero(self, name: str | None, n: Any, what: str = "activation") -> int:
+        """The zero point ``name`` (0 when absent): uint8 is refused; a non-zero activation
+        zero point is refused; a weight's is returned (the caller folds it)."""
         if not name:
-            return
+            return 0
         z = self.const(name, n)
-        if z.dtype not in (np.int8, np.int32) or np.any(z != 0):
-            raise OnnxImportError(f"{self.where(n)}: zero point {name} is {z.dtype} "
-                                  f"{z.reshape(-1)[:4].tolist()}; only symmetric int8 "
-                                  f"quantization (zero point 0, int8) is supported")
+        if z.dtype == np.uint8:
+            raise OnnxImportError(f"{self.where(n)}: zero point {name} is uint8: uint8 tensors "
+                                  f"are not supported (the graph IR's tensors are int8; quantize "
+                                  f"with QuantType.QInt8)")
+        if z.dtype not in (np.int8, np.int32):
+            raise OnnxImportError(f"{self.where(n)}: zero point {name} is {z.dtype}; only int8 "
+                                  f"(and int32 for a bias) are supported")
+        if z.size != 1:
+            raise OnnxImportError(f"{self.where(n)}: zero point {name} has {z.size} values: "
+                                  f"per-channel quantization is not supported")
+        zv = int(z.reshape(()))
+        if zv != 0 and what == "activation":
+            raise OnnxImportError(f"{self.where(n)}: zero point {name} is int8 [{zv}]; only "
+                                  f"symmetric quantization of activations (zero point 0) is "
+                                  f"supported: the graph IR's requantize adds no output offset "
+                                  f"(quantize with ActivationSymmetric=True)")
+        return zv
+
+    def weight(self, data: np.ndarray, zname: str | None, n: Any, name: str) -> np.ndarray:
+        """Constant int8 weights ``data`` with the zero point ``zname`` folded in: ``w - z``
+        (gemmlowp's and TVM QNN's offset form), which must still be int8."""
+        if data.dtype == np.uint8:
+            raise OnnxImportError(f"{self.where(n)}: weight {name} is uint8: uint8 tensors are "
+                                  f"not supported (quantize with weight_type=QuantType.QInt8)")
+        if data.dtype != np.int8:
+            raise OnnxImportError(f"{self.where(n)}: weight {name} is {data.dtype}; weights "
+                                  f"must be int8")
+        z = self.zero(zname, n, what="weight")
+        if z == 0:
+            return data
+        w = data.astype(np.int32) - z
+        if w.min() < -128 or w.max() > 127:
+            raise OnnxImportError(f"{self.where(n)}: weight {name} minus its zero point {z} "
+                                  f"spans [{w.min()}, {w.max()}], beyond int8: asymmetric "
+                                  f"weights are not supported (quantize with "
+                                  f"WeightSymmetric=True)")
+        return w.astype(np.int8)
 
     def value(self, name: str, n: Any) -> Value:
         v = self.env.get(name)
@@ -110,35 +162,32 @@ class _Importer:
         raise OnnxImportError(f"{self.where(n)}: input {name} is not an int8 tensor of the "
                               f"graph (got {type(v).__name__ if v is not None else 'nothing'})")
 
-    def dq(self, name: str, n: Any) -> Value:
+    def dq(self, name: str, n: Any) -> _Dq:
         v = self.env.get(name)
         if isinstance(v, _Dq):
-            return v.value
+            return v
         raise OnnxImportError(f"{self.where(n)}: input {name} is not a DequantizeLinear output "
                               f"(the QDQ form quantizes every operand)")
 
-    def conv_attrs(self, n: Any) -> tuple[int, int]:
-        a = {x.name: self.onnx.helper.get_attribute_value(x) for x in n.attribute}
-        if a.get("group", 1) != 1:
-            raise OnnxImportError(f"{self.where(n)}: group {a['group']} (only group 1)")
-        if any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise OnnxImportError(f"{self.where(n)}: dilations {a['dilations']} (only 1)")
-        strides = list(a.get("strides", [1, 1]))
-        pads = list(a.get("pads", [0, 0, 0, 0]))
-        if len(set(strides)) != 1 or len(set(pads)) != 1:
-            raise OnnxImportError(f"{self.where(n)}: strides {strides} and pads {pads} must "
-                                  f"be equal on every side")
-        return strides[0], pads[0]
+    def qin(self, name: str, sname: str, zname: str, n: Any) -> tuple[Value, float]:
+        """A QLinear operator's int8 input and the scale the operator states for it."""
+        v = self.value(name, n)
+        self.zero(zname, n)
+        return v, self.scale(sname, n)
 
-    def pool_attrs(self, n: Any) -> tuple[int, int, int]:
-        a = {x.name: self.onnx.helper.get_attribute_value(x) for x in n.attribute}
-        ks = list(a.get("kernel_shape", []))
-        strides, pads = list(a.get("strides", [1, 1])), list(a.get("pads", [0, 0, 0, 0]))
-        if len(set(ks)) != 1 or len(set(strides)) != 1 or len(set(pads)) != 1 \
-                or a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1])):
-            raise OnnxImportError(f"{self.where(n)}: only square windows with equal strides "
-                                  f"and pads (no ceil mode, no dilation) are supported")
-        return ks[0], strides[0], pads[0]
+    def out(self, name: str, v: Value) -> None:
+        """``v`` is the int8 tensor ONNX calls ``name`` (its scale is the operator's: the
+        scale of every later ratio comes from the model, never from ``v``'s type)."""
+        self.env[name] = v
+
+    def bias(self, name: str | None, n: Any, channels: int) -> np.ndarray:
+        if not name:
+            return np.zeros(channels, np.int32)
+        b = self.const(name, n)
+        if b.dtype != np.int32 or b.shape != (channels,):
+            raise OnnxImportError(f"{self.where(n)}: bias {name} is {b.dtype}{list(b.shape)}; "
+                                  f"expected int32[{channels}]")
+        return b
 
     # ------------------------------------------------------------------ run
 
@@ -150,6 +199,9 @@ class _Importer:
                 continue
             self.graph_input(inp)
         for n in g.node:
+            if n.domain not in ("", "ai.onnx", "com.microsoft"):
+                raise OnnxImportError(f"{self.where(n)}: operator domain {n.domain!r} is not "
+                                      f"supported")
             handler = getattr(self, f"op_{n.op_type}", None)
             if handler is None:
                 raise OnnxImportError(f"{self.where(n)}: operator {n.op_type} is not supported "
@@ -160,8 +212,9 @@ class _Importer:
             v = self.env.get(o.name)
             if isinstance(v, _Dq):
                 v = v.value
-            if not isinstance(v, Value):
-                raise OnnxImportError(f"ONNX output {o.name} is not a quantized tensor")
+            if not isinstance(v, Value) or v.is_const:
+                raise OnnxImportError(f"ONNX output {o.name} is not a quantized tensor the graph "
+                                      f"computes")
             outs.append(v)
         return self.b.build(outs)
 
@@ -172,122 +225,249 @@ class _Importer:
             raise OnnxImportError(f"ONNX input {inp.name}: every dimension must be fixed, got "
                                   f"{shape}")
         dtype = self.onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
-        if dtype == np.int8:
-            raise OnnxImportError(f"ONNX input {inp.name} is int8 without a scale; quantize a "
+        if dtype in (np.int8, np.uint8):
+            raise OnnxImportError(f"ONNX input {inp.name} is {dtype} without a scale; quantize a "
                                   f"float input with QuantizeLinear")
         users = self.consumers.get(inp.name, [])
         if len(users) != 1 or users[0].op_type != "QuantizeLinear":
             raise OnnxImportError(f"ONNX input {inp.name} ({dtype}) must feed one "
                                   f"QuantizeLinear (the host quantizes the image)")
         q = users[0]
+        self.attrs(q)
         self.zero(q.input[2] if len(q.input) > 2 else None, q)
-        v = self.b.input(inp.name, shape, self.scale(q.input[1], q))
-        self.env[q.output[0]] = v
+        s = self.scale(q.input[1], q)
+        v = self.b.input(inp.name, shape, s)
+        self.out(q.output[0], v)
         self.env[inp.name] = "quantized"  # consumed by that QuantizeLinear
 
     # ------------------------------------------------------------------ QLinear operators
 
+    def conv_window(self, n: Any, x: Value, w_shape: tuple[int, ...]) -> Window:
+        """The window of Conv / QLinearConv ``n`` (every attribute honored or refused)."""
+        attrs = self.attrs(n)
+        if attrs.get("group", 1) != 1:
+            raise OnnxImportError(f"{self.where(n)}: group {attrs['group']}: grouped and "
+                                  f"depthwise convolutions are not supported (only group 1)")
+        if len(x.type.shape) != 4 or len(w_shape) != 4 or x.type.shape[1] != w_shape[1]:
+            raise OnnxImportError(f"{self.where(n)}: a convolution of {list(x.type.shape)} by "
+                                  f"weights {list(w_shape)}: only 2-D NCHW by OIHW with matching "
+                                  f"channels is supported")
+        return window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
+
+    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float, bias: np.ndarray,
+              win: Window, sy: float, out: str, relu: bool = False, wname: str = "w"
+              ) -> Value:
+        """A convolution and its requantize (``relu``: a ReLU after it), ratio
+        ``sx * sw / sy``."""
+        b = self.b
+        wv = b.const(f"{out}_{wname}", w, sw)
+        bv = b.const(f"{out}_b", bias)
+        acc = b.conv2d(x, wv, bv, win.stride, win.pad, name=f"{out}_acc")
+        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None)
+        return b.relu(y, name=out) if relu else y
+
+    def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float, bias: np.ndarray,
+               sy: float, out: str, relu: bool = False) -> Value:
+        """A dense layer ``x @ w_mk.T + bias`` and its requantize."""
+        b = self.b
+        wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), sw)
+        bv = b.const(f"{out}_b", bias)
+        acc = b.dense(x, wv, bv, name=f"{out}_acc")
+        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None)
+        return b.relu(y, name=out) if relu else y
+
     def op_QLinearConv(self, n: Any) -> None:
-        x = self.value(n.input[0], n)
-        self.zero(n.input[2], n)
-        self.zero(n.input[5], n)
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
+        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
         self.zero(n.input[7], n)
-        w = self.const(n.input[3], n)
-        ws = self.scale(n.input[4], n)
-        bias = self.const(n.input[8], n) if len(n.input) > 8 and n.input[8] else \
-            np.zeros(w.shape[0], np.int32)
-        stride, pad = self.conv_attrs(n)
-        wv = self.b.const(f"{n.output[0]}_w", w.astype(np.int8), ws)
-        bv = self.b.const(f"{n.output[0]}_b", bias.astype(np.int32))
-        acc = self.b.conv2d(x, wv, bv, stride, pad, name=f"{n.output[0]}_acc")
-        self.env[n.output[0]] = self.b.requantize(acc, self.scale(n.input[6], n),
-                                                  name=n.output[0])
+        bias = self.bias(n.input[8] if len(n.input) > 8 else None, n, w.shape[0])
+        win = self.conv_window(n, x, w.shape)
+        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0]))
 
     def op_QLinearMatMul(self, n: Any) -> None:
-        x = self.value(n.input[0], n)
-        for k in (2, 5, 7):
-            self.zero(n.input[k], n)
-        w = self.const(n.input[3], n)  # (K, M)
-        wv = self.b.const(f"{n.output[0]}_w", np.ascontiguousarray(w.T).astype(np.int8),
-                          self.scale(n.input[4], n))
-        bv = self.b.const(f"{n.output[0]}_b", np.zeros(w.shape[1], np.int32))
-        acc = self.b.dense(x, wv, bv, name=f"{n.output[0]}_acc")
-        self.env[n.output[0]] = self.b.requantize(acc, self.scale(n.input[6], n),
-                                                  name=n.output[0])
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])  # (K, M)
+        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
+        self.zero(n.input[7], n)
+        self._two_d(n, x, w)
+        self.out(n.output[0], self._dense(x, sx, w.T, sw, np.zeros(w.shape[1], np.int32),
+                                          sy, n.output[0]))
+
+    def op_QGemm(self, n: Any) -> None:
+        a = self.attrs(n)
+        if a.get("transA", 0):
+            raise OnnxImportError(f"{self.where(n)}: transA {a['transA']} is not supported "
+                                  f"(only 0)")
+        if len(n.input) < 8 or not n.input[7]:
+            raise OnnxImportError(f"{self.where(n)}: QGemm without y_scale (a float output) "
+                                  f"is not supported")
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
+        w_mk = w if a.get("transB", 0) else w.T
+        self._two_d(n, x, w_mk.T)
+        sw, sy = self.scale(n.input[4], n), self.scale(n.input[7], n)
+        self.zero(n.input[8] if len(n.input) > 8 else None, n)
+        bias = self.bias(n.input[6] or None, n, w_mk.shape[0])
+        alpha = float(a.get("alpha", 1.0))  # y = alpha * (A @ B) + C: C has scale alpha*sx*sw
+        if not (math.isfinite(alpha) and alpha > 0):
+            raise OnnxImportError(f"{self.where(n)}: alpha {alpha} must be positive")
+        self.out(n.output[0], self._dense(x, sx * alpha, w_mk, sw, bias, sy, n.output[0]))
+
+    def _two_d(self, n: Any, x: Value, w_km: np.ndarray) -> None:
+        if len(x.type.shape) != 2 or w_km.ndim != 2 or x.type.shape[1] != w_km.shape[0]:
+            raise OnnxImportError(f"{self.where(n)}: a matrix product of {list(x.type.shape)} "
+                                  f"by a constant {list(w_km.shape)}: only 2-D (N, K) @ (K, M) "
+                                  f"is supported")
 
     def op_QLinearAdd(self, n: Any) -> None:
-        a, c = self.value(n.input[0], n), self.value(n.input[3], n)
-        for k in (2, 5, 7):
-            self.zero(n.input[k], n)
-        self.env[n.output[0]] = self.b.add(a, c, self.scale(n.input[6], n), name=n.output[0])
+        a, sa = self.qin(n.input[0], n.input[1], n.input[2], n)
+        c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
+        sy = self.scale(n.input[6], n)
+        self.zero(n.input[7] if len(n.input) > 7 else None, n)
+        self.out(n.output[0], self.b.add(a, c, sy, name=n.output[0],
+                                         ratios=(sa / sy, sc / sy)))
 
     def op_QLinearGlobalAveragePool(self, n: Any) -> None:
-        x = self.value(n.input[0], n)
-        self.zero(n.input[2], n)
+        if self.attrs(n).get("channels_last", 0):
+            raise OnnxImportError(f"{self.where(n)}: channels_last 1 is not supported (NCHW "
+                                  f"only)")
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        sy = self.scale(n.input[3], n)
         self.zero(n.input[4], n)
-        self.env[n.output[0]] = self.b.global_avg_pool(x, self.scale(n.input[3], n),
-                                                       name=n.output[0])
+        self.out(n.output[0], self._gap(x, sx, sy, n.output[0]))
+
+    def _gap(self, x: Value, sx: float, sy: float, name: str) -> Value:
+        hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
+        return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy))
 
     # ------------------------------------------------------------------ both forms
 
     def op_MaxPool(self, n: Any) -> None:
-        k, s, p = self.pool_attrs(n)
         v = self.env.get(n.input[0])
-        if isinstance(v, _Dq):  # max commutes with a positive scale: pool the integers
-            self.env[n.output[0]] = _Dq(self.b.max_pool2d(v.value, k, s, p, name=n.output[0]))
+        inner = v.value if isinstance(v, _Dq) else self.value(n.input[0], n)
+        if len(inner.type.shape) != 4:
+            raise OnnxImportError(f"{self.where(n)}: input {n.input[0]} is not NCHW")
+        win = window(self.attrs(n), inner.type.shape[2:], self.where(n))
+        # max commutes with a positive scale (zero point 0): pool the integers
+        y = self.b.max_pool2d(inner, win.kernel, win.stride, win.pad, name=n.output[0])
+        if isinstance(v, _Dq):
+            self.env[n.output[0]] = _Dq(y, v.scale)
         else:
-            self.env[n.output[0]] = self.b.max_pool2d(self.value(n.input[0], n), k, s, p,
-                                                      name=n.output[0])
+            self.out(n.output[0], y)
 
     def op_Relu(self, n: Any) -> None:
         v = self.env.get(n.input[0])
         if isinstance(v, _Pending):
             self.env[n.output[0]] = _Pending(v.kind, v.inputs, v.attrs, relu=True)
         elif isinstance(v, _Dq):
-            self.env[n.output[0]] = _Dq(self.b.relu(v.value, name=n.output[0]))
+            self.env[n.output[0]] = _Dq(self.b.relu(v.value, name=n.output[0]), v.scale)
         else:
-            self.env[n.output[0]] = self.b.relu(self.value(n.input[0], n), name=n.output[0])
+            x = self.value(n.input[0], n)
+            self.out(n.output[0], self.b.relu(x, name=n.output[0]))
 
-    def _alias(self, n: Any) -> None:
-        v = self.env.get(n.input[0])
+    def _flat_shape(self, n: Any) -> tuple[int, ...]:
+        """The shape a Flatten / Reshape gives, from ONNX's own shape inference."""
+        a = self.attrs(n)
+        src = self._onnx_shape(n.input[0], n)
+        if n.op_type == "Flatten":
+            axis = int(a.get("axis", 1))
+            axis = axis + len(src) if axis < 0 else axis
+            return (int(np.prod(src[:axis])), int(np.prod(src[axis:])))
+        target = [int(d) for d in self.const(n.input[1], n)]
+        if a.get("allowzero", 0) and 0 in target:
+            raise OnnxImportError(f"{self.where(n)}: allowzero with a 0 in the shape is not "
+                                  f"supported")
+        shape = [src[i] if d == 0 else d for i, d in enumerate(target)]
+        if -1 in shape:
+            known = int(np.prod([d for d in shape if d != -1]))
+            shape[shape.index(-1)] = int(np.prod(src)) // max(known, 1)
+        return tuple(shape)
+
+    def _onnx_shape(self, name: str, n: Any) -> tuple[int, ...]:
+        shapes = self.__dict__.get("_shapes")
+        if shapes is None:
+            inferred = self.onnx.shape_inference.infer_shapes(self.model)
+            shapes = {}
+            for vi in (*inferred.graph.value_info, *inferred.graph.input,
+                       *inferred.graph.output):
+                dims = vi.type.tensor_type.shape.dim
+                shapes[vi.name] = tuple(d.dim_value for d in dims)
+            self.__dict__["_shapes"] = shapes
+        if shapes.get(name):
+            return shapes[name]
+        # an output of a com.microsoft operator (onnx's shape inference does not know them):
+        # the graph IR's tensor, a pooled (N, C) being ONNX's (N, C, 1, 1)
+        v = self.env.get(name)
         inner = v.value if isinstance(v, _Dq) else v
-        if not isinstance(inner, Value) or len(inner.type.shape) != 2:
-            raise OnnxImportError(f"{self.where(n)}: only the (N, C, 1, 1) -> (N, C) reshape "
-                                  f"of a pooled tensor is supported")
+        if isinstance(v, _Pending) and v.kind == "gap":
+            inner = v.inputs[0].value
+            return (*inner.type.shape[:2], 1, 1)
+        if not isinstance(inner, Value):
+            raise OnnxImportError(f"{self.where(n)}: the shape of {name} is not known after "
+                                  f"shape inference")
+        if isinstance(self.b.producer(inner), GlobalAvgPool):
+            return (*inner.type.shape, 1, 1)
+        return inner.type.shape
+
+    def _reshape(self, n: Any) -> None:
+        """(N, C, 1, 1) -> (N, C): a no-op on the graph IR's pooled (N, C) tensors."""
+        v = self.env.get(n.input[0])
+        shape = self._flat_shape(n)
+        src = self._onnx_shape(n.input[0], n)
+        ir_shape: tuple[int, ...]
+        if isinstance(v, _Pending) and v.kind == "gap" and not v.relu:
+            ir_shape = (src[0], src[1])
+        else:
+            inner = v.value if isinstance(v, _Dq) else v
+            if not isinstance(inner, Value):
+                raise OnnxImportError(f"{self.where(n)}: input {n.input[0]} is not an int8 "
+                                      f"tensor of the graph")
+            ir_shape = inner.type.shape
+        ok = len(src) == 4 and src[2:] == (1, 1) and shape == (src[0], src[1]) \
+            and tuple(ir_shape) == shape
+        if not ok and not (len(src) == 2 and shape == tuple(src)):
+            raise OnnxImportError(f"{self.where(n)}: {n.op_type} of {list(src)} to "
+                                  f"{list(shape)}: only the (N, C, 1, 1) -> (N, C) reshape of "
+                                  f"a pooled tensor is supported")
         self.env[n.output[0]] = v
 
-    op_Flatten = _alias
-    op_Reshape = _alias
+    op_Flatten = _reshape
+    op_Reshape = _reshape
 
     # ------------------------------------------------------------------ QDQ form
 
     def op_DequantizeLinear(self, n: Any) -> None:
-        self.zero(n.input[2] if len(n.input) > 2 else None, n)
+        self.attrs(n)
         s = self.scale(n.input[1], n)
+        zname = n.input[2] if len(n.input) > 2 else None
         name = n.input[0]
         if name in self.inits:
             data = self.inits[name]
-            if data.dtype not in (np.int8, np.int32):
-                raise OnnxImportError(f"{self.where(n)}: constant {name} is {data.dtype}; "
-                                      f"weights must be int8 and biases int32")
-            self.env[n.output[0]] = _Dq(self.b.const(name, data, s))
+            if data.dtype == np.int32:
+                if self.zero(zname, n, what="weight"):
+                    raise OnnxImportError(f"{self.where(n)}: int32 bias {name} has a non-zero "
+                                          f"zero point")
+                self.env[n.output[0]] = _Dq(self.b.const(name, data, s), s)
+                return
+            w = self.weight(data, zname, n, name)
+            self.env[n.output[0]] = _Dq(self.b.const(name, w, s), s)
             return
-        v = self.value(name, n)
-        if v.type.scale is None or not np.isclose(v.type.scale, s, rtol=1e-3):
-            raise OnnxImportError(f"{self.where(n)}: dequantizes {name} with scale {s}, but "
-                                  f"it was quantized with {v.type.scale}")
-        self.env[n.output[0]] = _Dq(v)
+        self.zero(zname, n)
+        self.env[n.output[0]] = _Dq(self.value(name, n), s)
 
     def op_Conv(self, n: Any) -> None:
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
         b = self.dq(n.input[2], n) if len(n.input) > 2 and n.input[2] else None
-        stride, pad = self.conv_attrs(n)
-        self.env[n.output[0]] = _Pending("conv", (x, w, b), {"stride": stride, "pad": pad})
+        win = self.conv_window(n, x.value, w.value.type.shape)
+        self.env[n.output[0]] = _Pending("conv", (x, w, b), {"window": win})
 
     def op_Gemm(self, n: Any) -> None:
-        a = {x.name: self.onnx.helper.get_attribute_value(x) for x in n.attribute}
+        a = self.attrs(n)
         if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
-            raise OnnxImportError(f"{self.where(n)}: only Gemm with transA 0, alpha 1, beta 1")
+            raise OnnxImportError(f"{self.where(n)}: transA {a.get('transA', 0)}, alpha "
+                                  f"{a.get('alpha', 1.0)}, beta {a.get('beta', 1.0)}: only "
+                                  f"Gemm with transA 0, alpha 1, beta 1 is supported")
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
         b = self.dq(n.input[2], n) if len(n.input) > 2 and n.input[2] else None
         self.env[n.output[0]] = _Pending("dense", (x, w, b), {"trans_b": a.get("transB", 0)})
@@ -306,53 +486,68 @@ class _Importer:
     def op_QuantizeLinear(self, n: Any) -> None:
         if self.env.get(n.input[0]) == "quantized":
             return  # the graph input's quantization, done by the host
+        self.attrs(n)
         p = self.env.get(n.input[0])
-        if isinstance(p, _Dq) and p.value.type.scale is not None and np.isclose(
-                p.value.type.scale, self.scale(n.input[1], n), rtol=1e-3):
-            self.env[n.output[0]] = p.value  # a max-pool or ReLU of integers, same scale
+        s, out = self.scale(n.input[1], n), n.output[0]
+        self.zero(n.input[2] if len(n.input) > 2 else None, n)
+        if isinstance(p, _Dq) and not p.value.is_const:
+            if not math.isclose(p.scale, s, rel_tol=SCALE_RTOL):
+                raise OnnxImportError(f"{self.where(n)}: requantizes the integers of "
+                                      f"{n.input[0]} from scale {p.scale:.8g} to {s:.8g}; only "
+                                      f"a quantize that keeps the dequantize's scale is "
+                                      f"supported around a float Relu / MaxPool / Flatten")
+            self.out(out, p.value)  # a max-pool or ReLU of integers, same scale
             return
         if not isinstance(p, _Pending):
             raise OnnxImportError(f"{self.where(n)}: quantizes {n.input[0]}, which is not "
                                   f"the result of a supported float operator on dequantized "
                                   f"inputs")
-        self.zero(n.input[2] if len(n.input) > 2 else None, n)
-        s, out = self.scale(n.input[1], n), n.output[0]
+        self.out(out, self._quantized(n, p, s, out))
+
+    def _quantized(self, n: Any, p: _Pending, s: float, out: str) -> Value:
         b = self.b
-        if p.kind == "conv":
+        if p.kind in ("conv", "dense"):
             x, w, bias = p.inputs
-            bv = bias if bias is not None else b.const(f"{out}_b",
-                                                       np.zeros(w.type.shape[0], np.int32))
-            y = b.requantize(b.conv2d(x, w, bv, p.attrs["stride"], p.attrs["pad"],
-                                      name=f"{out}_acc"), s, name=out if not p.relu else None)
-        elif p.kind == "dense":
-            x, w, bias = p.inputs
-            wv = w if p.attrs["trans_b"] else b.const(
-                f"{w.name}_t", np.ascontiguousarray(w.data.T), w.type.scale)
-            bv = bias if bias is not None else b.const(f"{out}_b",
-                                                       np.zeros(wv.type.shape[0], np.int32))
-            y = b.requantize(b.dense(x, wv, bv, name=f"{out}_acc"), s,
-                             name=out if not p.relu else None)
-        elif p.kind == "add":
+            if not w.value.is_const:
+                raise OnnxImportError(f"{self.where(n)}: the weights of a {p.kind} must be a "
+                                      f"constant")
+            wdata = w.value.data
+            channels = wdata.shape[0] if p.kind == "conv" or p.attrs["trans_b"] else \
+                wdata.shape[-1]
+            bdata = self._qdq_bias(n, bias, x.scale * w.scale, channels)
+            if p.kind == "conv":
+                return self._conv(x.value, x.scale, wdata, w.scale, bdata, p.attrs["window"], s,
+                                  out, relu=p.relu, wname=w.value.name)
+            w_mk = wdata if p.attrs["trans_b"] else wdata.T
+            self._two_d(n, x.value, w_mk.T)
+            return self._dense(x.value, x.scale, w_mk, w.scale, bdata, s, out, relu=p.relu)
+        if p.kind == "add":
             lhs, rhs = p.inputs
-            y = b.add(lhs, rhs, scale=s, name=out if not p.relu else f"{out}_add")
+            y = b.add(lhs.value, rhs.value, s, name=out if not p.relu else f"{out}_add",
+                      ratios=(lhs.scale / s, rhs.scale / s))
         else:
-            y = b.global_avg_pool(p.inputs[0], s, name=out if not p.relu else f"{out}_gap")
-        self.env[out] = b.relu(y, name=out) if p.relu else y
+            (x,) = p.inputs
+            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap")
+        return b.relu(y, name=out) if p.relu else y
+
+    def _qdq_bias(self, n: Any, bias: _Dq | None, want: float, channels: int) -> np.ndarray:
+        """A QDQ bias's int32 data; its scale must be the product of the input's and the
+        weights' (then it adds to the accumulator as is)."""
+        if bias is None:
+            return np.zeros(channels, np.int32)
+        data = bias.value.data
+        if data is None or data.dtype != np.int32 or data.shape != (channels,):
+            raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} must be a constant "
+                                  f"int32[{channels}]")
+        if not math.isclose(bias.scale, want, rel_tol=1e-5):
+            raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} has scale "
+                                  f"{bias.scale:.8g}, not input scale x weight scale "
+                                  f"{want:.8g}")
+        return data
 
 
 def load_onnx(model: str | Path | Any) -> Graph:
     """The graph of an ONNX model (a path or a ``ModelProto``; module docstring)."""
-    if isinstance(model, (str, Path)) and not Path(model).is_file():
-        # named before the onnx package is needed: a wrong path is the user's first problem
-        reason = "not a file" if Path(model).exists() else "No such file or directory"
-        raise OnnxImportError(f"{model}: cannot read an ONNX model: {reason}")
-    onnx = _onnx()
-    if isinstance(model, (str, Path)):
-        try:
-            model = onnx.load(str(model))
-        except (OSError, ValueError) as e:
-            raise OnnxImportError(f"{model}: cannot read an ONNX model: "
-                                  f"{getattr(e, 'strerror', None) or e}") from None
-        except Exception as e:  # protobuf's DecodeError for a file that is not a model
-            raise OnnxImportError(f"{model}: not an ONNX model ({type(e).__name__})") from None
-    return _Importer(model).run()
+    what = str(model) if isinstance(model, (str, Path)) else "the ONNX model"
+    proto = read_model(model)
+    return _Importer(proto, what).run()

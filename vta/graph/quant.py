@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from vta.errors import GraphError
 from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
 
-__all__ = ["MULT_BITS", "SCALE_MODES", "fixed_point", "fixed_point_pair", "effective_ratio",
-           "shift_scale", "is_pow2", "needs_mul", "multipliers"]
+__all__ = ["quantize_linear", "even_shift", "round_to_float32", "float32_parts",
+           "ort_requantize", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
+           "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
+           "needs_mul", "multipliers"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -78,6 +82,91 @@ def _pairs(ratios: list[float], bounds: list[int], what: str) -> tuple[list[int]
                      f"{', '.join(f'{r:.4g}' for r in ratios)} cannot be represented as "
                      f"mult / 2**shift with a {MULT_BITS}-bit multiplier, a shift in 1..31 "
                      f"and no int32 overflow for inputs up to {max(bounds)}")
+
+
+def quantize_linear(x: np.ndarray, scale: float, zero: int = 0) -> np.ndarray:
+    """ONNX ``QuantizeLinear`` of float ``x`` to int8, as ONNX Runtime's MLAS computes it
+    (``onnxruntime/core/mlas/lib/quantize.cpp``: a float32 division by the scale, round half
+    to even, plus the zero point, saturated): how the host quantizes a float input."""
+    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int64) + zero
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+#: ALU instructions per accumulator tile of ``even_shift`` (its docstring), against 2 for the
+#: rounding shift ``(t + 2**(s-1)) >> s`` the graph IR uses (ADD, SHR)
+EVEN_SHIFT_ALU_OPS = 7
+
+
+def even_shift(t: np.ndarray, shift: int) -> np.ndarray:
+    """``t / 2**shift`` rounded half to even (ONNX Runtime's rounding, for a power-of-two
+    scale ratio), written with the operations VTA's ALU has (ADD, SHR, where SHR by a negative
+    amount shifts left, MAX; no AND, no subtraction, no multiply): ``max((t + 2**(s-1) - 1) >>
+    s, ((t + 2**(s-1)) >> (s+1)) << 1)``. The first term rounds ties down, the second is the
+    even number at or below the tie-up result: they differ only at a tie, where the larger is
+    the even neighbour; off a tie the first is the answer and the second is not larger.
+    ``EVEN_SHIFT_ALU_OPS`` instructions per tile (copy t, ADD, SHR; ADD, SHR, SHR(-1); MAX)
+    against 2 for rounding half up. ``t`` is int64 here (no int32 wrap); ``shift >= 1``."""
+    if shift < 1:
+        raise GraphError(f"even_shift: the shift must be at least 1, got {shift}")
+    t = np.asarray(t, dtype=np.int64)
+    half = 1 << (shift - 1)
+    down = (t + (half - 1)) >> shift
+    even_up = ((t + half) >> (shift + 1)) << 1
+    return np.maximum(down, even_up)
+
+
+def _rne_shift(t: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``t / 2**s`` rounded half to even, elementwise ``s >= 0`` (``even_shift``'s formula with
+    a per-element shift; ``s == 0`` is ``t``)."""
+    s = np.asarray(s, dtype=np.int64)
+    one = np.maximum(s, 1)
+    half = np.left_shift(np.int64(1), one - 1)
+    down = (t + (half - 1)) >> one
+    even_up = ((t + half) >> (one + 1)) << 1
+    return np.where(s > 0, np.maximum(down, even_up), t)
+
+
+def _bit_length(t: np.ndarray) -> np.ndarray:
+    """The bit length of ``|t|`` (int64 array, ``|t| < 2**62``)."""
+    a = np.abs(t)
+    e = np.frexp(a.astype(np.float64))[1].astype(np.int64)  # float64 may round up a power
+    e = np.where((e > 0) & ((a >> np.maximum(e - 1, 0)) == 0), e - 1, e)
+    return np.where(a == 0, 0, e)
+
+
+def round_to_float32(t: np.ndarray) -> np.ndarray:
+    """Integers ``t`` (int64, ``|t| < 2**62``) rounded to 24 significant bits, half to even:
+    the value ``float32(t)`` has, in integers."""
+    t = np.asarray(t, dtype=np.int64)
+    d = np.maximum(_bit_length(t) - 24, 0)
+    return _rne_shift(t, d) << d
+
+
+def float32_parts(x: float) -> tuple[int, int]:
+    """``(m, s)`` with ``float32(x) == m / 2**s`` exactly, ``m`` a 24-bit integer (0 for 0)."""
+    f = float(np.float32(x))
+    if f == 0.0:
+        return 0, 0
+    mant, ex = math.frexp(f)
+    return int(mant * (1 << 24)), 24 - ex
+
+
+def ort_requantize(acc: np.ndarray, ratio: float, zero: int = 0, lo: int = -128,
+                   hi: int = 127) -> np.ndarray:
+    """ONNX Runtime's requantization of int32 accumulators (MLAS ``MlasRequantizeOutput``,
+    used by QLinearConv, QLinearMatMul and QGemm: ``float(acc) * scale``, rounded half to even,
+    plus the zero point, clamped), reproduced in integers: the conversion to float32 and the
+    float32 product each round to 24 significant bits (half to even), then the result rounds
+    half to even to an integer. ``ratio`` is ORT's float32 ``x_scale * w_scale / y_scale``.
+    A single rounding of ``acc * m / 2**s`` (a 24-bit multiplier, a 64-bit product) differs
+    from this only when the float32 product lands on a tie (bench/onnx_models.py counts it)."""
+    m, s = float32_parts(ratio)
+    p = round_to_float32(round_to_float32(acc) * m)
+    if s <= 0:
+        y = p << -s
+    else:
+        y = _rne_shift(p, np.full(p.shape, s))
+    return np.clip(y + zero, lo, hi).astype(np.int64)
 
 
 def effective_ratio(mult: int, shift: int) -> float:

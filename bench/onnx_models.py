@@ -1,0 +1,200 @@
+"""Bring your own quantized model: ONNX Runtime's twelve quantize_static formats, judged by ORT.
+
+For each float model built from seeded weights (``vta.graph.onnx_ort``: the small CNN, the
+two-layer MLP, ResNet-18) and each of the twelve formats ``quantize_static`` writes (QDQ and
+QOperator x symmetric int8 / asymmetric int8 / uint8 activations x per-tensor / per-channel
+weights), calibrated on 8 seeded inputs:
+
+* ``accepted``: whether ``load_onnx`` takes the file, else the start of its named refusal;
+* ``e2e`` and ``per-op``: vta's int8 tensors against ONNX Runtime's (CPU, graph optimizations
+  disabled: ``ORT_DISABLE_ALL``, the reference configuration) on ``--inputs`` seeded inputs,
+  every int8 tensor ORT computes compared by name: end to end (a one-unit difference
+  compounds through later layers) and per operator (each fed ORT's own operands,
+  ``onnx_ort.run_fed``), as the share of values bit-identical and the largest difference;
+* ``pynq``: VTA's stock ALU (MIN, MAX, ADD, SHR: no multiply) compiles the graph (cycles) or
+  refuses it (a multiplier that is not a power of two needs ALU MUL);
+* ``pynq_mul``: pynq with ALU MUL (the fixed-point requantization variant): cycles of one
+  simulated run from the input to the outputs, every stored tensor checked bit-exact against
+  the graph interpreter (the interpreter's tensors are the ones compared with ORT).
+
+Then, per model, which requantization arithmetic gives ORT's bits: every QLinearConv / QGemm
+output of the QOperator symmetric per-tensor model, its int32 accumulator computed from ORT's
+own operands, requantized four ways and compared with ORT's tensor: the graph IR's (a
+multiplier of at most 15 bits, round half up), the same multiplier rounding half to even, a
+24-bit multiplier with a 64-bit product rounding half to even once (a requantize
+instruction's arithmetic), and ``quant.ort_requantize`` (float32 rounding reproduced in
+integers).
+
+    python bench/onnx_models.py [--models small_cnn,mlp,resnet18] [--inputs 20]
+                                [--resnet-size 32] [--no-sim]
+
+Prints one table per model and writes bench/results/onnx_models.json. Exit status 1 if a
+simulated run differs from the interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from vta.config import HwConfig  # noqa: E402
+from vta.errors import VtaError  # noqa: E402
+from vta.graph import interp  # noqa: E402
+from vta.graph.compile import compile_graph  # noqa: E402
+from vta.graph.onnx_import import load_onnx  # noqa: E402
+from vta.graph.onnx_ort import (  # noqa: E402
+    FORMATS,
+    MODELS,
+    Agreement,
+    Format,
+    agreement,
+    calibration_inputs,
+    ort_tensors,
+    quantize,
+    requant_arithmetic,
+    resnet18,
+    run_fed,
+)
+from vta.graph.quant import quantize_linear  # noqa: E402
+from vta.run.graph import run_graph  # noqa: E402
+
+
+def _sum(parts: list[Agreement]) -> dict[str, Any]:
+    el = sum(a.elements for a in parts)
+    eq = sum(a.equal for a in parts)
+    return {"equal": eq, "elements": el, "share": eq / el if el else 0.0,
+            "max_diff": max(a.max_diff for a in parts), "tensors": parts[0].tensors}
+
+
+def judge(fm: Any, q: Any, inputs: int) -> tuple[Any, dict[str, Any]]:
+    """The imported graph and its agreement with ORT (end to end and per operator)."""
+    g = load_onnx(q)
+    v = g.inputs[0]
+    e2e, local = [], []
+    for x in calibration_inputs(fm, 99, inputs):
+        ort = ort_tensors(q, {v.name: x})
+        xq = quantize_linear(x, v.type.scale)
+        e2e.append(agreement(g, interp.run_graph(g, {v.name: xq}), ort))
+        local.append(agreement(g, run_fed(g, {v.name: xq}, ort), ort))
+    return g, {"e2e": _sum(e2e), "per_op": _sum(local)}
+
+
+def on_hw(g: Any, config: str, simulate: bool) -> dict[str, Any]:
+    """Compile (and simulate one input) on ``config``: cycles, or the refusal."""
+    hw = HwConfig.load(ROOT / "hwconfigs" / f"{config}.yaml")
+    try:
+        cg = compile_graph(g, hw, refine=1)
+    except VtaError as e:
+        return {"accepted": False, "reason": str(e)}
+    if not simulate:
+        return {"accepted": True}
+    v = g.inputs[0]
+    x = calibration_inputs_for(v.type.shape)
+    r = run_graph(cg, {v.name: quantize_linear(x, v.type.scale)})
+    s = r.summary()
+    return {"accepted": True, "cycles": r.cycles, "passed": r.passed,
+            "mac_share": s.get("mac_share"), "host_fallbacks": len(cg.host_ops)}
+
+
+def calibration_inputs_for(shape: tuple[int, ...]) -> np.ndarray:
+    """The simulated run's input: seeded, standard normal."""
+    return np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+
+
+def row(fmt: Format, fm: Any, inputs: int, simulate: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    q = quantize(fm, fmt, seed=1)
+    try:
+        g, agree = judge(fm, q, inputs)
+    except VtaError as e:
+        return {"format": fmt.name, "accepted": False, "reason": str(e),
+                "seconds": time.perf_counter() - t0}
+    out = {"format": fmt.name, "accepted": True, **agree,
+           "pynq": on_hw(g, "pynq", simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
+           "macs": g.macs}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _hw_cell(h: dict[str, Any]) -> str:
+    if not h["accepted"]:
+        return "refused (MUL)" if "needs ALU MUL" in h["reason"] else "refused"
+    if "cycles" not in h:
+        return "compiles"
+    return f"{h['cycles']:,}{'' if h['passed'] else ' FAIL'}"
+
+
+def table(model: str, rows: list[dict[str, Any]]) -> str:
+    head = f"{'format':26} {'accepted':9} {'e2e equal':>10} {'max':>4} {'per-op':>8} " \
+           f"{'max':>4} {'pynq cycles':>14} {'pynq_mul cycles':>16}"
+    lines = [f"{model}", head]
+    for r in rows:
+        if not r["accepted"]:
+            why = r["reason"].split(": ", 1)[-1][:70]
+            lines.append(f"{r['format']:26} {'no':9} {why}")
+            continue
+        lines.append(f"{r['format']:26} {'yes':9} {r['e2e']['share']:>10.2%} "
+                     f"{r['e2e']['max_diff']:>4} {r['per_op']['share']:>8.2%} "
+                     f"{r['per_op']['max_diff']:>4} {_hw_cell(r['pynq']):>14} "
+                     f"{_hw_cell(r['pynq_mul']):>16}")
+    accepted = sum(r["accepted"] for r in rows)
+    lines.append(f"accepted {accepted} of {len(rows)}")
+    return "\n".join(lines)
+
+
+def requant_table(model: str, r: dict[str, Any]) -> str:
+    lines = [f"{model}: requantize arithmetic vs ORT ({r['values']:,} values of QLinearConv / "
+             f"QGemm outputs, each fed ORT's operands)"]
+    for name, eq in r["equal"].items():
+        lines.append(f"  {name:42} {eq:>9,} equal ({eq / r['values']:.4%})")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="small_cnn,mlp,resnet18")
+    ap.add_argument("--inputs", type=int, default=20, help="seeded inputs judged per model")
+    ap.add_argument("--resnet-size", type=int, default=32,
+                    help="ResNet-18's input height and width (224: the ImageNet size)")
+    ap.add_argument("--no-sim", action="store_true",
+                    help="compile on pynq / pynq_mul without simulating (no cycles)")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "onnx_models.json"))
+    a = ap.parse_args()
+    builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size)}
+    results: dict[str, Any] = {"reference": "onnxruntime CPU, ORT_DISABLE_ALL",
+                               "inputs": a.inputs, "resnet_size": a.resnet_size, "models": {}}
+    ok = True
+    for name in a.models.split(","):
+        fm = builders[name](0)
+        rows = [row(fmt, fm, a.inputs, not a.no_sim) for fmt in FORMATS]
+        results["models"][name] = rows
+        print(table(name, rows), flush=True)
+        q = quantize(fm, Format("QOperator", "s8", False), seed=1)
+        arith = requant_arithmetic(q, calibration_inputs(fm, 99, a.inputs))
+        results.setdefault("requant_arithmetic", {})[name] = arith
+        print(requant_table(name, arith), flush=True)
+        print()
+        ok &= all(r["pynq_mul"].get("passed", True) and r["pynq"].get("passed", True)
+                  for r in rows if r["accepted"])
+    try:
+        import onnxruntime
+
+        results["reference"] = f"onnxruntime {onnxruntime.__version__} CPU, ORT_DISABLE_ALL"
+    except ImportError:
+        pass
+    Path(a.out).write_text(json.dumps(results, indent=1))
+    print(f"wrote {a.out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

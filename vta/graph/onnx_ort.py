@@ -1,0 +1,384 @@
+"""ONNX Runtime as the judge of the ONNX importer (needs ``onnx`` and ``onnxruntime``).
+
+* ``small_cnn`` / ``mlp`` / ``resnet18``: float ONNX models built with ``onnx.helper`` from
+  seeded weights (no downloads): what a user brings before quantizing.
+* ``FORMATS`` and ``quantize``: the twelve ways ONNX Runtime's ``quantize_static`` writes a
+  model (QDQ and QOperator x activations symmetric int8, asymmetric int8 (ORT's default),
+  asymmetric uint8 (U8S8) x per-tensor, per-channel weights; weights int8, symmetric),
+  calibrated on seeded inputs by a ``CalibrationDataReader``.
+* ``ort_tensors``: ONNX Runtime's value of every int8 / uint8 tensor of a quantized model,
+  each made a graph output, run with **graph optimizations disabled**
+  (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
+  islands into integer kernels and disagree with each other on float-scale models, so the
+  reference is the graph as written).
+* ``agreement``: a vta run's tensors against ORT's, by tensor name.
+
+Both packages are optional (the ``test`` extra installs them) and imported only when used.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vta.errors import OnnxImportError
+from vta.graph import interp
+from vta.graph.interp import wrap32
+from vta.graph.ir import Fused, Graph, Requantize, Value
+from vta.graph.onnx_import import load_onnx
+from vta.graph.onnx_load import onnx_module, read_model
+from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
+
+__all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
+           "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
+           "ort_verdict", "ARITHMETICS", "requant_arithmetic"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One of ``quantize_static``'s output formats."""
+
+    layout: str  # "QDQ" or "QOperator"
+    #: "s8": symmetric int8 activations; "a8": asymmetric int8 activations (ORT's default);
+    #: "u8": asymmetric uint8 activations (ORT's U8S8); weights always int8, symmetric (ORT's
+    #: default for int8 weights)
+    types: str
+    per_channel: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.layout}/{self.types}/{'per-channel' if self.per_channel else 'per-tensor'}"
+
+
+#: the twelve formats, symmetric per-tensor first
+FORMATS: tuple[Format, ...] = tuple(Format(lay, t, pc) for lay in ("QDQ", "QOperator")
+                                    for t in ("s8", "a8", "u8") for pc in (False, True))
+
+
+def _init(name: str, a: np.ndarray) -> Any:
+    return onnx_module().numpy_helper.from_array(np.ascontiguousarray(a), name)
+
+
+def small_cnn(seed: int = 0, size: int = 8) -> Any:
+    """A float CNN: conv3x3(3->16)+ReLU, max-pool 2x2, conv3x3(16->16) + skip + ReLU, global
+    average pool, flatten, Gemm(16->10); input (1, 3, size, size), weights seeded."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits = [_init("w1", rng.normal(0, 0.25, (16, 3, 3, 3)).astype(np.float32)),
+             _init("b1", rng.normal(0, 0.1, (16,)).astype(np.float32)),
+             _init("w2", rng.normal(0, 0.12, (16, 16, 3, 3)).astype(np.float32)),
+             _init("b2", rng.normal(0, 0.1, (16,)).astype(np.float32)),
+             _init("wf", rng.normal(0, 0.3, (10, 16)).astype(np.float32)),
+             _init("bf", rng.normal(0, 0.1, (10,)).astype(np.float32))]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             h.make_node("Add", ["c2", "p1"], ["s2"]),
+             h.make_node("Relu", ["s2"], ["r2"]),
+             h.make_node("GlobalAveragePool", ["r2"], ["g"]),
+             h.make_node("Flatten", ["g"], ["f"]),
+             h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "small_cnn",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 10])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def mlp(seed: int = 0, k: int = 64, hidden: int = 32, classes: int = 10) -> Any:
+    """A float two-layer MLP: Gemm(k->hidden) + ReLU, Gemm(hidden->classes); input (1, k)."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits = [_init("w1", rng.normal(0, 0.15, (hidden, k)).astype(np.float32)),
+             _init("b1", rng.normal(0, 0.1, (hidden,)).astype(np.float32)),
+             _init("w2", rng.normal(0, 0.2, (classes, hidden)).astype(np.float32)),
+             _init("b2", rng.normal(0, 0.1, (classes,)).astype(np.float32))]
+    nodes = [h.make_node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1),
+             h.make_node("Relu", ["h1"], ["r1"]),
+             h.make_node("Gemm", ["r1", "w2", "b2"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "mlp", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                             [1, k])],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, classes])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def resnet18(seed: int = 0, size: int = 224, classes: int = 1000) -> Any:
+    """A float ResNet-18 (He et al.; torchvision's layout, batch norm folded into each conv's
+    bias): 7x7/2 stem + max-pool 3x3/2, four stages of two basic blocks (64, 128, 256, 512
+    channels; 1x1/2 projection shortcuts), global average pool, flatten, Gemm; input (1, 3,
+    size, size), He-initialized seeded weights."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits: list[Any] = []
+    nodes: list[Any] = []
+
+    def conv(x: str, name: str, cin: int, cout: int, k: int, stride: int, relu: bool) -> str:
+        w = rng.normal(0, np.sqrt(2.0 / (cin * k * k)), (cout, cin, k, k)).astype(np.float32)
+        inits.extend([_init(f"{name}_w", w),
+                      _init(f"{name}_b", rng.normal(0, 0.05, (cout,)).astype(np.float32))])
+        nodes.append(h.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name],
+                                 kernel_shape=[k, k], strides=[stride, stride],
+                                 pads=[k // 2] * 4))
+        if not relu:
+            return name
+        nodes.append(h.make_node("Relu", [name], [f"{name}_relu"]))
+        return f"{name}_relu"
+
+    x = conv("x", "conv1", 3, 64, 7, 2, True)
+    nodes.append(h.make_node("MaxPool", [x], ["pool1"], kernel_shape=[3, 3], strides=[2, 2],
+                             pads=[1, 1, 1, 1]))
+    x, cin = "pool1", 64
+    for stage, cout in enumerate((64, 128, 256, 512), start=1):
+        for block in range(2):
+            stride = 2 if stage > 1 and block == 0 else 1
+            name = f"layer{stage}_{block}"
+            y = conv(x, f"{name}_conv1", cin, cout, 3, stride, True)
+            y = conv(y, f"{name}_conv2", cout, cout, 3, 1, False)
+            skip = conv(x, f"{name}_down", cin, cout, 1, stride, False) \
+                if stride != 1 or cin != cout else x
+            nodes.append(h.make_node("Add", [y, skip], [f"{name}_add"]))
+            nodes.append(h.make_node("Relu", [f"{name}_add"], [f"{name}_out"]))
+            x, cin = f"{name}_out", cout
+    nodes.append(h.make_node("GlobalAveragePool", [x], ["gap"]))
+    nodes.append(h.make_node("Flatten", ["gap"], ["flat"]))
+    inits.extend([_init("fc_w", rng.normal(0, np.sqrt(1.0 / 512), (classes, 512))
+                        .astype(np.float32)),
+                  _init("fc_b", np.zeros(classes, np.float32))])
+    nodes.append(h.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1))
+    g = h.make_graph(nodes, "resnet18",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
+                     [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, classes])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+#: the float models the tests and bench/onnx_models.py quantize (ResNet-18 only in the bench)
+MODELS = {"small_cnn": small_cnn, "mlp": mlp}
+
+
+def input_shape(model: Any) -> tuple[int, ...]:
+    """The shape of ``model``'s (single) float input."""
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    return tuple(d.dim_value for d in dims)
+
+
+def calibration_inputs(model: Any, seed: int, count: int) -> list[np.ndarray]:
+    """``count`` seeded float32 inputs for ``model``: standard normal."""
+    rng = np.random.default_rng(seed)
+    shape = input_shape(model)
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+
+
+def ort_module() -> Any:
+    """``onnxruntime``, or an ``OnnxImportError`` saying how to install it."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise OnnxImportError("judging with ONNX Runtime needs the onnxruntime package: pip "
+                              "install onnxruntime") from None
+    return onnxruntime
+
+
+def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
+    """``model`` quantized by ``quantize_static`` in format ``fmt`` (MinMax calibration on
+    ``count`` seeded inputs)."""
+    ort_module()
+    from onnxruntime import quantization as q
+
+    name = model.graph.input[0].name
+    data = calibration_inputs(model, seed, count)
+
+    class Reader(q.CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.it: Iterator[np.ndarray] = iter(data)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            x = next(self.it, None)
+            return None if x is None else {name: x}
+
+    act = q.QuantType.QUInt8 if fmt.types == "u8" else q.QuantType.QInt8
+    sym = fmt.types == "s8"
+    onnx = onnx_module()
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = Path(d) / "f.onnx", Path(d) / "q.onnx"
+        onnx.save(model, str(src))
+        q.quantize_static(str(src), str(dst), Reader(),
+                          quant_format=getattr(q.QuantFormat, fmt.layout),
+                          activation_type=act, weight_type=q.QuantType.QInt8,
+                          per_channel=fmt.per_channel,
+                          extra_options={"ActivationSymmetric": sym, "WeightSymmetric": True})
+        return onnx.load(str(dst))
+
+
+def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """ONNX Runtime's value of every int8 / uint8 tensor of ``model`` (each made a graph
+    output) and of its outputs, run with ``ORT_DISABLE_ALL`` (module docstring)."""
+    onnx = onnx_module()
+    ort = ort_module()
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inferred = onnx.shape_inference.infer_shapes(m)
+    quant = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
+    have = {o.name for o in m.graph.output}
+    inits = {t.name for t in m.graph.initializer}
+    for vi in inferred.graph.value_info:
+        if vi.type.tensor_type.elem_type in quant and vi.name not in have | inits:
+            m.graph.output.append(vi)
+            have.add(vi.name)
+    for n in m.graph.node:  # com.microsoft operators' outputs: shape inference skips them
+        if n.domain == "com.microsoft":
+            for o in n.output:
+                if o not in have:
+                    m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
+                    have.add(o)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, dict(feeds)), strict=True))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """vta's int8 tensors against ORT's: ``tensors`` compared by name, ``elements`` in all,
+    ``equal`` of them bit-identical, ``max_diff`` the largest difference in units."""
+
+    tensors: int
+    elements: int
+    equal: int
+    max_diff: int
+
+    @property
+    def identical(self) -> bool:
+        return self.tensors > 0 and self.equal == self.elements
+
+    def __str__(self) -> str:
+        share = self.equal / self.elements if self.elements else 0.0
+        return (f"{self.equal}/{self.elements} int8 values equal ({share:.2%}) in "
+                f"{self.tensors} tensors, max diff {self.max_diff}")
+
+
+def agreement(graph: Graph, values: Mapping[Value, np.ndarray],
+              ort: Mapping[str, np.ndarray]) -> Agreement:
+    """Compare each int8 value of ``graph`` that ONNX Runtime also computed (same name, same
+    number of elements) with ORT's; no common tensor is an ``OnnxImportError``."""
+    tensors = elements = equal = worst = 0
+    for v in graph.values():
+        want = ort.get(v.name)
+        if v.is_const or v.type.dtype != "int8" or want is None or v not in values:
+            continue
+        got = np.asarray(values[v]).reshape(-1).astype(np.int64)
+        ref = np.asarray(want).reshape(-1).astype(np.int64)
+        if ref.size != got.size:
+            continue
+        tensors += 1
+        elements += got.size
+        equal += int(np.count_nonzero(got == ref))
+        worst = max(worst, int(np.abs(got - ref).max(initial=0)))
+    if tensors == 0:
+        raise OnnxImportError(f"graph {graph.name}: no int8 tensor in common with ONNX "
+                              f"Runtime's")
+    return Agreement(tensors, elements, equal, worst)
+
+
+def run_fed(graph: Graph, inputs: Mapping[str, np.ndarray],
+            ort: Mapping[str, np.ndarray]) -> dict[Value, np.ndarray]:
+    """Every value of ``graph`` with each operator fed ONNX Runtime's value of its int8
+    operands where ORT has them (same name and size): each output is then the operator's own
+    answer to ORT's inputs, so ``agreement`` of these values measures each operator alone (an
+    end-to-end run compounds a one-unit difference through every later layer)."""
+    by_name = {v.name: v for v in graph.inputs}
+    env: dict[Value, np.ndarray] = {by_name[k]: np.asarray(a) for k, a in inputs.items()}
+    for v in graph.constants():
+        env[v] = v.data  # type: ignore[assignment]
+    fed: dict[Value, np.ndarray] = dict(env)
+    for n in graph.nodes:
+        nodes = n.nodes if isinstance(n, Fused) else (n,)
+        for m in nodes:
+            env[m.output] = interp.eval_node(m, fed)
+            fed[m.output] = _ort_value(m.output, ort, env[m.output])
+    return env
+
+
+def _ort_value(v: Value, ort: Mapping[str, np.ndarray], own: np.ndarray) -> np.ndarray:
+    want = ort.get(v.name)
+    if v.type.dtype != "int8" or want is None or np.asarray(want).size != own.size:
+        return own
+    return np.asarray(want).reshape(own.shape).astype(np.int8)
+
+
+#: the requantization arithmetics ``requant_arithmetic`` compares with ORT's
+ARITHMETICS = ("vta: 15-bit mult, half up", "15-bit mult, half even",
+               "24-bit mult, 64-bit product, half even", "float32 in integers (ort_requantize)")
+
+
+def requant_arithmetic(q: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
+    """How many values of ORT's QLinearConv / QGemm outputs in QOperator model ``q`` each of
+    ``ARITHMETICS`` reproduces, each accumulator computed from ORT's own operands
+    (``run_fed``), over the float ``inputs``: ``{"values": n, "equal": {arithmetic: n}}``.
+    The arithmetics: the graph IR's requantize (a multiplier of at most 15 bits, round half
+    up), the same multiplier rounding half to even, a 24-bit multiplier with a 64-bit product
+    rounding half to even once (a requantize instruction's arithmetic), and
+    ``quant.ort_requantize`` (ORT's float32 rounding, in integers)."""
+    onnx = onnx_module()
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in q.graph.initializer}
+    onnx_nodes = {n.output[0]: n for n in q.graph.node}
+    g = load_onnx(q)
+    v = g.inputs[0]
+    equal = dict.fromkeys(ARITHMETICS, 0)
+    total = 0
+    for x in inputs:
+        ort = ort_tensors(q, {v.name: x})
+        env = run_fed(g, {v.name: quantize_linear(x, v.type.scale or 1.0)}, ort)
+        for n in g.nodes:
+            on = onnx_nodes.get(n.output.name)
+            if not isinstance(n, Requantize) or on is None or n.output.name not in ort \
+                    or on.op_type not in ("QLinearConv", "QGemm"):
+                continue
+            f32 = np.float32
+            sy = inits[on.input[6] if on.op_type == "QLinearConv" else on.input[7]]
+            ratio = float(f32(f32(inits[on.input[1]]) * f32(inits[on.input[4]])) / f32(sy))
+            acc = env[n.x].astype(np.int64)
+            want = ort[n.output.name].reshape(acc.shape).astype(np.int64)
+            t = wrap32(acc * n.mult).astype(np.int64)
+            m, sh = float32_parts(ratio)
+            got = [env[n.output].astype(np.int64),
+                   np.clip(np.rint(t / 2.0 ** n.shift), -128, 127),
+                   np.clip(even_shift(acc * m, sh), -128, 127),
+                   ort_requantize(acc, ratio)]
+            for name, y in zip(ARITHMETICS, got, strict=True):
+                equal[name] += int(np.count_nonzero(y == want))
+            total += acc.size
+    return {"values": total, "equal": equal}
+
+
+def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
+                feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """What ``vta run --onnx`` reports beside its self-check: ONNX Runtime's agreement with
+    ``values`` (vta's tensors, by graph value) on the float ``feeds``, or why it was not
+    judged (ONNX Runtime not installed, or it cannot run the model)."""
+    try:
+        ort = ort_module()
+    except OnnxImportError:
+        return {"judged": False, "reason": "onnxruntime is not installed (pip install "
+                                           "onnxruntime)"}
+    proto = read_model(model)
+    try:
+        tensors = ort_tensors(proto, feeds)
+    except Exception as e:  # ORT's own errors (a kernel it lacks, a type it refuses)
+        return {"judged": False, "reason": f"ONNX Runtime cannot run the model: "
+                                           f"{str(e).strip().splitlines()[0]}"}
+    a = agreement(graph, values, tensors)
+    return {"judged": True, "reference": f"onnxruntime {ort.__version__} CPU, ORT_DISABLE_ALL",
+            "tensors": a.tensors, "elements": a.elements, "equal": a.equal,
+            "max_diff": a.max_diff, "identical": a.identical, "text": str(a)}
