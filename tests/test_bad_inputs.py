@@ -79,7 +79,7 @@ def mutated(key: str, value: object) -> dict[str, Any]:
     *parents, leaf = key.split(".")
     node = d
     for p in parents:
-        node = node[p]
+        node = node.setdefault(p, {})  # a section the file leaves out (energy)
     if value is DELETE:
         del node[leaf]
     else:

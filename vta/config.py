@@ -40,6 +40,7 @@ from vta.words import ALU_OPCODE_BITS, OPCODE_BITS, UOP_BITS
 __all__ = [
     "AluConfig",
     "BoardConfig",
+    "EnergyConfig",
     "DTYPE_BITS",
     "GemmConfig",
     "HwConfig",
@@ -224,6 +225,16 @@ class BoardConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class EnergyConfig:
+    """The technology the energy model prices (``vta.sim.energy``): its per-event energies are
+    Horowitz's 45 nm figures (ISSCC 2014) times ``scale``; ``node_nm`` names the node the
+    scaled figures stand for (a label the report prints; the scale is the user's to derive)."""
+
+    node_nm: int = 45
+    scale: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class IntrinsicConfig:
     """An optional intrinsic the accelerator implements (a user's instruction, see
     ``vta.intrinsics``), with its parameters after defaults were filled in."""
@@ -273,6 +284,8 @@ class HwConfig:
     board: BoardConfig
     #: optional intrinsics, in the order the file lists them (``intrinsics:`` in YAML)
     intrinsics: tuple[IntrinsicConfig, ...] = ()
+    #: the energy model's technology (``energy:`` in YAML; Horowitz's 45 nm by default)
+    energy: EnergyConfig = EnergyConfig()
     #: which of VTA's implementations the timing follows: ``hls`` (hardware/xilinx, the PYNQ
     #: bitstream) or ``chisel`` (hardware/chisel, what tsim runs); see vta.isa.timing
     timing_model: str = "hls"
@@ -503,6 +516,7 @@ _SECTIONS: dict[str, type] = {
     "queues": QueueConfig,
     "memory": MemoryConfig,
     "board": BoardConfig,
+    "energy": EnergyConfig,
 }
 _TOP_KEYS = ("name", "timing_model", "stock", *_SECTIONS, "intrinsics")
 
@@ -847,6 +861,11 @@ def _validate(cfg: HwConfig) -> None:
     for f in ("pipeline_depth", "ii"):
         if getattr(g, f) < 1:
             raise _fail(src, f"gemm.{f}", f"must be >= 1, got {getattr(g, f)}")
+    if cfg.energy.node_nm < 1:
+        raise _fail(src, "energy.node_nm", f"must be >= 1 (nanometres), got {cfg.energy.node_nm}")
+    if not cfg.energy.scale > 0 or math.isinf(cfg.energy.scale):
+        raise _fail(src, "energy.scale", f"must be a positive factor on the 45 nm energies, got "
+                    f"{cfg.energy.scale}")
     _one_of(src, "gemm.reset_out", g.reset_out, RESET_OUT,
             "what a GEMM reset writes to out: the low bits of acc + inp.wgt as vta.cc, nothing "
             "as the Chisel design, or zero")

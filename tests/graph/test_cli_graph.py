@@ -42,7 +42,7 @@ def test_report(small: None, capsys: pytest.CaptureFixture[str], tmp_path: Path)
     out = out[:-1]
     assert out[0] == "resnet18 on pynq (fusion: full): 23 kernels, 0 host fallbacks"
     assert out[1].split() == ["#", "op", "on", "fused", "cycles", "util", "%bound",
-                              "DRAM", "bytes", "check"]
+                              "DRAM", "bytes", "uJ", "check"]
     rows = out[2:25]
     assert rows[0].split()[1:4] == ["conv1_relu", "vta", "conv2d+requantize+relu"]
     assert sum("conv2d+requantize+add+relu" in r for r in rows) == 8

@@ -69,11 +69,18 @@ def test_run_uses_the_cached_best_and_says_so(tmp_path: Path,
     assert "resnet18:C10" in out.splitlines()[-2] and "PASS" in out
 
 
-def test_run_without_a_cache_file_creates_none(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_without_a_cache_file_keeps_only_its_program(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The tuning lookup writes nothing; the compile cache (issue 22) makes the file and keeps
+    the compiled program there; ``--no-cache`` creates no file."""
     cache = tmp_path / "none.sqlite"
     assert main(["run", "--hw", PYNQ, "matmul", "16", "16", "16", "--cache", str(cache)]) == 0
-    assert not cache.exists()
+    with Cache(cache) as c:
+        assert c.keys() == []
+    nothing = tmp_path / "nothing.sqlite"
+    assert main(["run", "--hw", PYNQ, "matmul", "16", "16", "16", "--cache", str(nothing),
+                 "--no-cache"]) == 0
+    assert not nothing.exists()
 
 
 def test_tune_a_network_layer_by_layer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

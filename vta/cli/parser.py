@@ -168,9 +168,11 @@ def _run(sub: Any) -> None:
     run.add_argument("--dtype", choices=("int8", "float16"), default=None,
                      help="with a GPU target: the layer's element type (default int8; float16 "
                           "is checked within a tolerance, not bit for bit)")
-    _cache_flags(run, "the tuning cache whose best schedules are used (default: $VTA_CACHE, "
-                      "else the user cache directory's; a forced knob wins)",
-                 "ignore the tuning cache: the default schedule")
+    _cache_flags(run, "the cache file: its tuned best schedules are used (a forced knob "
+                      "wins) and its compiled programs reused, those compiled kept (default: "
+                      "$VTA_CACHE, else the user cache directory's)",
+                 "neither read nor write the cache: the default schedule, everything "
+                 "compiled (the cold figure)")
     run.add_argument("--profile", action="store_true",
                      help="with --target cuda-emu: count bank conflicts, global sectors, "
                           "barriers and instructions by kind")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import numpy as np
 
 from vta.cli.parser import DEFAULT_HW, flag
-from vta.cli.tune import tuned_compile, tuned_picker
+from vta.cli.tune import run_compile_cache, tuned_compile, tuned_picker
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import (
     CONV_OPTIONS,
@@ -40,6 +41,7 @@ from vta.run.plot import check_plot_path, plot_graph, plot_layers
 from vta.run.report import format_gpu_run, format_layer, format_network, format_run, format_tc
 from vta.run.targets import AccelTarget, Target, get_target
 from vta.run.tc import run_tc
+from vta.tune.compile_cache import CompileCache
 
 __all__ = ["main"]
 
@@ -52,8 +54,7 @@ _VTA_ONLY = ("hw", *_SCHEDULE, "no_latency_hiding", "dump_ir", "trace", "plot", 
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that set one layer's shape, schedule or check: a whole graph refuses them by name
 _LAYER_ONLY = (*LAYER_SHAPE_OPTIONS, *_SCHEDULE, "no_latency_hiding", "dump_ir",
-               "check_reference", "emit_cuda", "gpu_schedule", "profile", "cache", "no_cache",
-               "dtype")
+               "check_reference", "emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
 _WORKLOAD_FLAGS = ("layers", *CONV_OPTIONS, *_SCHEDULE, "trace", "dump_ir", "no_latency_hiding",
                    "check_reference", "dtype", "plot", "input", "output")
@@ -135,6 +136,26 @@ def main(args: argparse.Namespace) -> int:
     net = resolve_network(args.workload, batch=args.batch, layers=_layers(args.layers),
                           sizes=args.sizes, **shape)
     target = _target(args)
+    with run_compile_cache(args, target) as memo:
+        rc = _run_layers(args, net, target, shape)
+    _say_cache(memo)
+    return rc
+
+
+def _say_cache(memo: CompileCache | None) -> None:
+    """One line on stderr (stdout stays the report or the JSON) saying what the compile cache
+    answered and what was compiled."""
+    if memo is None:
+        return
+    s = memo.stats
+    damaged = f", {s['rejected']} damaged rows compiled again" if s["rejected"] else ""
+    print(f"compile cache {memo.cache.path}: {s['hits']} from the cache, {s['misses']} "
+          f"compiled{damaged}", file=sys.stderr)
+
+
+def _run_layers(args: argparse.Namespace, net: Any, target: Target,
+                shape: dict[str, Any]) -> int:
+    """A layer or a network's layers (``main``), with the compile cache open."""
     knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
              "vthreads": args.vthreads, "vt_axis": args.vt_axis}
     raw = args.epilogue == "none"
@@ -236,7 +257,9 @@ def _run_graph(args: argparse.Namespace) -> int:
                  for k, v in enumerate(graph.inputs)}
         real = {v.name: image[v.name].astype(np.float32) * np.float32(v.type.scale or 1.0)
                 for v in graph.inputs}
-    compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    with run_compile_cache(args, target) as memo:
+        compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    _say_cache(memo)
     r = run_graph(compiled, image, target=target, trace_path=args.trace)
     s = r.summary()
     verdict = ort_verdict(args.onnx, graph, {**r.reference, **r.outputs}, real) \

@@ -3,7 +3,8 @@
 ``vta.cli.parser`` builds the parsers and ``vta.cli.main`` calls these; the environment
 (``VTA_CACHE``, ``XDG_CACHE_HOME``) is read here, at the command line's edge, and passed down as
 a path. Progress goes to stderr (a rich progress bar per job), reports and JSON to stdout.
-``tuned_compile`` and ``tuned_picker`` are ``vta run``'s use of the cache.
+``tuned_compile`` and ``tuned_picker`` are ``vta run``'s use of the cache's tuned schedules,
+``run_compile_cache`` its use of the compile cache (``vta.tune.compile_cache``, same file).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,9 @@ from vta.config import HwConfig
 from vta.errors import GpuUnavailableError, VtaError
 from vta.gpu.runtime import require_cupy
 from vta.run.gpu_workloads import make_workload
+from vta.run.targets import AccelTarget, Target
 from vta.tune.cache import Cache, default_cache_path, open_cache
+from vta.tune.compile_cache import CompileCache
 from vta.tune.executor import LocalExecutor, make_executor
 from vta.tune.gpu import gpu_problem
 from vta.tune.job import Job
@@ -43,7 +48,7 @@ from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_cs
 from vta.tune.tuner import cached_program, tune
 
 __all__ = ["cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
-           "tuned_compile", "tuned_picker", "sweep_table"]
+           "tuned_compile", "tuned_picker", "sweep_table", "run_compile_cache"]
 
 
 def cache_path(args: argparse.Namespace) -> Path:
@@ -102,6 +107,25 @@ def _open_cache(args: argparse.Namespace, *, create: bool) -> Any:
 
 
 # ------------------------------------------------------------- vta run: cached schedules
+
+
+@contextmanager
+def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[CompileCache | None]:
+    """For ``vta run`` on the accelerator: the compile cache in the cache file (``--cache``,
+    else ``$VTA_CACHE``, else the user's; created when missing) set as ``target``'s memo for
+    the duration of a ``with``, so the layers and graph kernels it holds are not compiled and
+    those compiled are kept. None (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR
+    after each pass is not kept) and on a GPU target."""
+    if not isinstance(target, AccelTarget) or args.no_cache or getattr(args, "dump_ir", None):
+        yield None
+        return
+    with _open_cache(args, create=True) as cache:
+        memo = CompileCache(cache, target.hw)
+        target.memo = memo
+        try:
+            yield memo
+        finally:
+            target.memo = None
 
 
 def _forced(args: argparse.Namespace, knobs: dict[str, Any]) -> bool:

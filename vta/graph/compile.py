@@ -80,13 +80,15 @@ class CompiledGraph:
 
 
 def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
-                  refine: int = driver.REFINE) -> CompiledGraph:
+                  refine: int = driver.REFINE, memo: driver.CompileMemo | None = None
+                  ) -> CompiledGraph:
     """Compile ``graph`` for ``hw`` (module docstring); ``fusion`` is the fusion level
-    (``"full"``, or ``"requant"`` for the unfused baseline)."""
+    (``"full"``, or ``"requant"`` for the unfused baseline); ``memo``: a compile cache
+    (``driver.compile_workload``'s), which answers every kernel it holds."""
     t0 = time.perf_counter()
     check_multipliers(graph, hw)
     fused = fuse(graph, fusion)
-    steps = place_all(fused, hw, cost, refine)
+    steps = place_all(fused, hw, cost, refine, memo)
     layouts = plan_layouts(fused, steps, hw)
     memory = plan_memory(fused, steps, layouts, hw)
     programs: list[Program | None] = [

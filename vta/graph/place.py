@@ -200,8 +200,10 @@ def _check_layout(name: str, have: tuple[int, ...], want: PackedLayout, what: st
 
 
 class _Placer:
-    def __init__(self, graph: Graph, hw: HwConfig, cost: Cost | None, refine: int) -> None:
+    def __init__(self, graph: Graph, hw: HwConfig, cost: Cost | None, refine: int,
+                 memo: driver.CompileMemo | None = None) -> None:
         self.graph, self.hw, self.cost, self.refine = graph, hw, cost, refine
+        self.memo = memo  # a compile cache (``driver.compile_workload``'s ``memo``)
         #: structural key -> the schedule knobs the model and the oracle chose
         self.knobs: dict[Any, dict[str, Any]] = {}
 
@@ -276,7 +278,7 @@ class _Placer:
         t0 = time.perf_counter()
         c = driver.compile_workload(wl, hw, epilogue=epi, chain=chain, exact=True,
                                     fold=forced.get("fold", fold), cost=self.cost,
-                                    refine=self.refine,
+                                    refine=self.refine, memo=self.memo,
                                     **{k: v for k, v in forced.items() if k != "fold"})
         secs = time.perf_counter() - t0
         s = c.schedule
@@ -325,7 +327,7 @@ class _Placer:
                 tuple(o.kind for o in chain.operands), hw.name)
         t0 = time.perf_counter()
         c = compile_window(spec, hw, chain or None, cost=self.cost, refine=self.refine,
-                           schedule=self.knobs.get(skey, {}).get("window"))
+                           schedule=self.knobs.get(skey, {}).get("window"), memo=self.memo)
         secs = time.perf_counter() - t0
         self.knobs[skey] = {"window": c.schedule}
         what = f"{group.output.name} ({spec.kind} window)"
@@ -344,15 +346,17 @@ class _Placer:
 
 
 def place_group(graph: Graph, group: Node, hw: HwConfig, cost: Cost | None = None,
-                refine: int = driver.REFINE) -> Step:
-    """``group`` of ``graph`` as a ``Kernel`` or, naming why, a ``HostOp``."""
-    return _Placer(graph, hw, cost, refine).place(group)
+                refine: int = driver.REFINE, memo: driver.CompileMemo | None = None) -> Step:
+    """``group`` of ``graph`` as a ``Kernel`` or, naming why, a ``HostOp`` (``memo``: a
+    compile cache)."""
+    return _Placer(graph, hw, cost, refine, memo).place(group)
 
 
 def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
-              refine: int = driver.REFINE) -> list[Step]:
+              refine: int = driver.REFINE, memo: driver.CompileMemo | None = None
+              ) -> list[Step]:
     """Every group of the fused ``graph`` placed, in order (schedules reused between groups
     of the same structure: the model's choice does not depend on the requantization
     constants)."""
-    p = _Placer(graph, hw, cost, refine)
+    p = _Placer(graph, hw, cost, refine, memo)
     return [p.place(n) for n in graph.nodes]

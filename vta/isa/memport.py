@@ -38,6 +38,7 @@ next waits for the oldest to finish, so every batch of bursts costs a latency an
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -136,9 +137,12 @@ def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
     the job is ready (its lead, or its previous row's completion and gap), and when fewer than
     ``in_flight`` bursts are outstanding."""
     t = max(st.last_issue + 1, job.ready)
-    pending = sorted(r for r in st.slots if r > t)
-    if len(pending) >= ch.in_flight:
-        t = pending[len(pending) - ch.in_flight]
+    # ``slots`` ascends (each burst's data ends after the previous one's, so releases only
+    # grow): the bursts outstanding at ``t`` are a suffix, and the one whose release frees a
+    # slot for this burst is the ``in_flight``-th from the end
+    k = len(st.slots) - ch.in_flight
+    if k >= 0 and st.slots[k] > t:
+        t = st.slots[k]
     return t
 
 
@@ -148,7 +152,7 @@ def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
     end = start + beats
     st.free = end
     release = end + ch.latency + ch.ack if ch.write else end
-    st.slots = [r for r in st.slots if r > t]
+    st.slots = st.slots[bisect_right(st.slots, t):]  # ascending: the outstanding suffix
     st.slots.append(release)
     st.last_issue = t
     st.last_key = job.key
@@ -171,19 +175,36 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
         if not live:
             return
         if len(live) == 1:
-            job = live[0]
-            t = _issue_time(ch, st, job)
+            # one job left issuing: nothing else takes a turn, so its bursts go one after
+            # another (the jobs done already are done: their earliest completion is fixed)
+            _run_one(ch, st, live[0], until,
+                     min((j.done for j in jobs if not j.issuing), default=None)
+                     if first_done else None)
+            return
+        times = [_issue_time(ch, st, j) for j in live]
+        t = min(times)
+        ready = [j for j, tj in zip(live, times, strict=True) if tj == t]
+        if ch.priority:
+            job = min(ready, key=lambda j: (j.transfer.priority, j.key))
         else:
-            times = [_issue_time(ch, st, j) for j in live]
-            t = min(times)
-            ready = [j for j, tj in zip(live, times, strict=True) if tj == t]
-            if ch.priority:
-                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
-            else:
-                job = next((j for j in ready if j.key > st.last_key), ready[0])
+            job = next((j for j in ready if j.key > st.last_key), ready[0])
         if until is not None and t >= until:
             return
         if first_done and any(not j.issuing and j.done <= t for j in jobs):
+            return
+        _issue(ch, st, job, t)
+
+
+def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
+             done_by: int | None) -> None:
+    """``_run`` with ``job`` the only one issuing: its bursts in order until they are all
+    issued, the next issue would be at or after ``until``, or (``done_by``: the earliest
+    completion of a finished job, with ``first_done``) at or after that completion."""
+    while job.issuing:
+        t = _issue_time(ch, st, job)
+        if until is not None and t >= until:
+            return
+        if done_by is not None and done_by <= t:
             return
         _issue(ch, st, job, t)
 

@@ -37,6 +37,7 @@ from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
 from vta.run.targets import AccelTarget, CompiledKernel, Execution, Target
 from vta.sim import SimError
+from vta.sim.energy import Energy, energy_of
 from vta.sim.trace import trace_events
 
 __all__ = ["GpuGraph", "GraphRun", "StepRun", "compile_for", "run_graph",
@@ -68,7 +69,8 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
                 ) -> CompiledGraph | GpuGraph:
     """``graph`` compiled for ``target`` (module docstring)."""
     if isinstance(target, AccelTarget):
-        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles)
+        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
+                             memo=target.memo)
     t0 = time.perf_counter()
     fused = fuse(graph, fusion)
     kernels: list[tuple[CompiledKernel, list[Value]] | None] = []
@@ -345,6 +347,7 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
     rows = []
     insns: Counter[str] = Counter()
     bound = gemm = dram_bytes = 0.0
+    energies: list[Energy] = []
     for s in r.steps:
         st = s.step
         ops = [n.op for n in group_nodes(st.group)]
@@ -363,6 +366,9 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
                         "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
                         "instructions": instruction_counts(st.program)})
+            e = energy_of(st.program, dict(stats.bytes), hw)
+            energies.append(e)
+            row.update({"energy_uj": e.total_uj, "energy": e.summary()})
             insns.update(row["instructions"])
             bound += b
             gemm += stats.gemm_cycles
@@ -397,6 +403,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                                  if k not in {d.name for d in VTA_INSTRUCTIONS}},
         "tensors_checked": len(r.steps),
         "mismatched_tensors": list(check.mismatched),
+        "energy": {**Energy.total(energies).summary(), "node_nm": hw.energy.node_nm,
+                   "scale": hw.energy.scale},
         "compile_s": cg.compile_s, "sim_s": r.seconds_sim, "check_s": r.seconds_check,
         "reference_s": r.seconds_reference}
 

@@ -53,6 +53,7 @@ from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.run.check import Check, compare
 from vta.run.gpu_workloads import GpuWorkload, build_func, gpu_workload
 from vta.run.targets import AccelTarget, CompiledKernel, Execution, GpuLaunch, Target
+from vta.sim.energy import energy_of
 
 __all__ = ["LayerProgram", "AccelLayer", "GpuLayer", "LayerRun", "layer_inputs",
            "layer_reference", "compile_layer", "run_layer", "schedule_dict", "DepthwiseRun",
@@ -381,6 +382,8 @@ def _accel_summary(r: LayerRun) -> dict[str, Any]:
         "instructions": len(c.program.instructions),
         "insn_counts": dict(st.insn_counts), "acc_hazards": st.acc_hazards,
         "bytes": dict(st.bytes), "units": units,
+        "energy": {**energy_of(c.program, dict(st.bytes), hw).summary(),
+                   "node_nm": hw.energy.node_nm, "scale": hw.energy.scale},
         "compile_s": r.seconds_compile, "sim_s": r.seconds_sim,
     }
 

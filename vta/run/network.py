@@ -17,6 +17,7 @@ from vta.compiler.ops.workloads import Network, Workload
 from vta.run.check import Check, merge
 from vta.run.layer import LayerRun, run_layer
 from vta.run.targets import AccelTarget, Target
+from vta.sim.energy import Energy
 
 __all__ = ["NetworkRun", "run_network"]
 
@@ -56,6 +57,7 @@ class NetworkRun:
         clock = hw.board.clock_mhz * 1e6
         rows = []
         gemm = ideal = machine = 0.0
+        energy: list[Energy] = []
         cycles = self.cycles
         for r, n in self.layers:
             s = r.summary()
@@ -71,7 +73,10 @@ class NetworkRun:
                          "of_machine_bound": s["of_machine_bound"],
                          "saturated": s["saturated"],
                          "schedule": s["schedule"], "compile_s": s["compile_s"],
-                         "sim_s": s["sim_s"]})
+                         "sim_s": s["sim_s"], "energy_uj": s["energy"]["total_uj"],
+                         "total_energy_uj": s["energy"]["total_uj"] * n})
+            energy.append(Energy({k: v * 1e6 * n
+                                  for k, v in s["energy"]["components_uj"].items()}))
         t = cycles / clock
         return {"network": self.network.name, "hw": hw.name, "passed": self.passed,
                 "verdict": self.check.line(),
@@ -84,6 +89,8 @@ class NetworkRun:
                 "of_machine_bound": machine / cycles if cycles else 0.0,
                 "saturated_max": max((r["saturated"] for r in rows), default=0.0),
                 "raw": any(r.raw_slices for r, _ in self.layers),
+                "energy": {**Energy.total(energy).summary(), "node_nm": hw.energy.node_nm,
+                           "scale": hw.energy.scale},
                 "compile_s": sum(r["compile_s"] for r in rows),
                 "sim_s": sum(r["sim_s"] for r in rows)}
 

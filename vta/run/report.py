@@ -37,17 +37,17 @@ def format_run(s: dict[str, Any], clock_mhz: float) -> str:
     out = [f"{s['graph']} on {s['hw']} (fusion: {s['fusion']}): {s['kernels']} kernels, "
            f"{s['host_ops']} host fallbacks"]
     out.append(f"{'#':>2} {'op':24} {'on':4} {'fused':30} {'cycles':>11} {'util':>6} "
-               f"{'%bound':>7} {'DRAM bytes':>11}  check")
+               f"{'%bound':>7} {'DRAM bytes':>11} {'uJ':>8}  check")
     for r in s["steps"]:
         fused = "+".join(r["ops"]) if len(r["ops"]) > 1 else r["ops"][0]
         ok = "ok" if not r["mismatches"] else f"BAD ({r['mismatches']} differ)"
         if r["placement"] == "vta":
             out.append(f"{r['step']:>2} {r['op']:24} {'vta':4} {fused:30} {_n(r['cycles']):>11} "
                        f"{r['utilization']:>6.3f} {r['of_machine_bound']:>7.1%} "
-                       f"{_n(r['dram_bytes']):>11}  {ok}")
+                       f"{_n(r['dram_bytes']):>11} {r['energy_uj']:>8.1f}  {ok}")
         else:
             out.append(f"{r['step']:>2} {r['op']:24} {'cpu':4} {fused:30} {'-':>11} {'-':>6} "
-                       f"{'-':>7} {'-':>11}  {ok}  host fallback: {r['reason']}")
+                       f"{'-':>7} {'-':>11} {'-':>8}  {ok}  host fallback: {r['reason']}")
     out.append(f"total {_n(s['cycles'])} cycles = {s['time_ms']:.2f} ms at {clock_mhz:g} MHz; "
                f"{s['frames_per_s']:.2f} frames/s; {s['gops']:.2f} GOP/s; GEMM utilization "
                f"{s['utilization']:.1%} (useful {s['useful_utilization']:.1%}); "
@@ -65,10 +65,22 @@ def format_run(s: dict[str, Any], clock_mhz: float) -> str:
     out.append(f"DRAM: peak activations {_n(s['peak_dram_bytes'])} B ({_n(s['naive_dram_bytes'])}"
                f" B without reuse), constants {_n(s['const_dram_bytes'])} B; moved "
                f"{_n(s['dram_bytes'])} B; host layout transforms: {tr or 'none'}")
+    out.append(energy_line(s["energy"], "on the accelerator"))
     out.append(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s  check "
                f"{s['check_s']:.2f} s  interpreter {s['reference_s']:.2f} s")
     out.append(s["verdict"])
     return "\n".join(out)
+
+
+def energy_line(e: dict[str, Any], what: str) -> str:
+    """One line: the energy of a run (``vta.sim.energy``: total and its components, in µJ)
+    and the technology it was priced at."""
+    c = e["components_uj"]
+    sram = sum(v for k, v in c.items() if k.startswith("sram_"))
+    bufs = ", ".join(f"{k[5:]} {v:,.1f}" for k, v in c.items() if k.startswith("sram_"))
+    return (f"energy {e['total_uj']:,.1f} uJ {what} ({e['node_nm']} nm, x{e['scale']:g} "
+            f"Horowitz 45 nm): MAC {c['mac']:,.1f}, ALU {c['alu']:,.1f}, SRAM {sram:,.1f} "
+            f"({bufs}), DRAM {c['dram']:,.1f}, instruction fetch {c['fetch']:,.1f}")
 
 
 def format_gpu_run(s: dict[str, Any]) -> str:
@@ -118,6 +130,7 @@ def format_layer(r: LayerRun, tuned: dict[str, Any] | None = None) -> str:
                f"{s['epilogue_cycles']:,.0f}): {s['machine_bound_cycles']:,.0f} cycles, "
                f"utilization ceiling {s['utilization_ceiling']:.3f}; achieved "
                f"{s['of_machine_bound']:.1%} of it")
+    out.append(energy_line(s["energy"], "per run"))
     out.append(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
                f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
                f"acc hazards {s['acc_hazards']}")
@@ -151,6 +164,7 @@ def format_network(r: NetworkRun, tuned: list[dict[str, Any]] | None = None) -> 
                f"MHz; {s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
                f"(useful, unpadded: {s['useful_utilization']:.1%}); "
                f"{s['of_machine_bound']:.1%} of the machine bound")
+    out.append(energy_line(s["energy"], f"for the {s['convolutions']} convolutions"))
     out.append(f"compile {s['compile_s']:.2f} s  simulate {s['sim_s']:.2f} s")
     if tuned:
         out.append(f"{len(tuned)} of {len(s['layers'])} layers with their schedule from the "

@@ -158,8 +158,11 @@ class AccelTarget(Target):
     name = "vta"
     where = "the simulated accelerator"
 
-    def __init__(self, hw: HwConfig) -> None:
+    def __init__(self, hw: HwConfig, memo: driver.CompileMemo | None = None) -> None:
         self.hw = hw
+        #: a compile cache for this hardware (``vta.tune.compile_cache``, which ``vta run``
+        #: opens unless ``--no-cache``): layers and graph kernels it holds are not compiled
+        self.memo = memo
 
     def __repr__(self) -> str:
         return f"AccelTarget({self.hw.name})"
@@ -194,7 +197,8 @@ class AccelTarget(Target):
         choosing among the schedule model's best candidates (``driver.compile_workload``),
         after ``check_size``."""
         self.check_size(w)
-        return driver.compile_workload(w, self.hw, cost=self.cycles, **knobs)
+        return driver.compile_workload(w, self.hw, cost=self.cycles, memo=self.memo,
+                                       **knobs)
 
     @staticmethod
     def _program(artifact: Any) -> Program:

@@ -104,25 +104,31 @@ class _Static:
 
 
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
+    """Each instruction's unit, duration, token queues and DMA timing, from its definition.
+    A tiled program repeats most of its instructions: each distinct one is checked and timed
+    once (its first occurrence names it in an error), only its accumulator banks per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
-    checked: set[Instruction] = set()  # a tiled program repeats most of its instructions
+    seen: dict[Instruction, tuple[Any, ...]] = {}
     for i, insn in enumerate(insns):
-        try:
-            d = definition_of(insn)
-            if insn not in checked:  # implemented by hw: a listed intrinsic, an enabled ALU op
-                check_fields(insn, hw)
-                checked.add(insn)
-            pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
-        except (ValueError, DefinitionError) as e:
-            raise SimError(f"{where(i, insn, program)}: {e}") from None
-        refused = chisel_refusal(insn, hw)
-        if refused:
-            raise SimError(f"{where(i, insn, program)}: {refused}")
-        dma = d.dma(insn, hw) if d.dma is not None else None
-        timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-        out.append(_Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma,
-                           timing, banks.of(insn, d) if banks is not None else ()))
+        got = seen.get(insn)
+        if got is None:
+            try:
+                d = definition_of(insn)
+                check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
+                pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
+            except (ValueError, DefinitionError) as e:
+                raise SimError(f"{where(i, insn, program)}: {e}") from None
+            refused = chisel_refusal(insn, hw)
+            if refused:
+                raise SimError(f"{where(i, insn, program)}: {refused}")
+            dma = d.dma(insn, hw) if d.dma is not None else None
+            timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
+            got = (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing)
+            seen[insn] = got
+        d, unit, cycles, pops, pushes, dma, timing = got
+        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing,
+                           banks.of(insn, d) if banks is not None else ()))
     return out
 
 

@@ -81,12 +81,14 @@ def verify(task: TrialTask) -> dict[str, Any]:
 def hw_digest(hw: HwConfig) -> str:
     """The content hash of what in ``hw`` makes a program and its cycles: every field but the
     name (a label), the claim to be stock VTA (``stock``: validated, it changes nothing) and
-    the board (its clock and resources change neither), so a sweep over clocks or boards, or a
+    the board (its clock and resources change neither) and the energy model's technology (it
+    prices a run, it changes no program), so a sweep over clocks, boards or nodes, or a
     renamed copy, reuses the measurements."""
     d = hw.to_dict()
     d.pop("name")
     d.pop("stock")
     d.pop("board")
+    d.pop("energy")
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

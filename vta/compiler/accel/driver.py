@@ -12,11 +12,12 @@ and passes the timing-only simulator as the cost oracle.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from vta.compiler.accel.ops.chain_plan import apply_chain, chain_cost, chain_cycles_split
 from vta.compiler.accel.ops.conv2d_packed import conv2d_compute, packed_dims
@@ -39,7 +40,8 @@ from vta.config import DTYPE_BITS, HwConfig
 from vta.errors import ScheduleError
 from vta.isa import Program
 
-__all__ = ["Compiled", "Cost", "Rewrite", "build", "compile_workload", "compulsory_bytes",
+__all__ = ["Compiled", "CompileMemo", "Cost", "Rewrite", "build", "chain_text", "compile_key",
+           "compile_workload", "compulsory_bytes",
            "default_points", "exact_layout", "memory_cycles", "op_compute", "packed_bytes",
            "roofline", "space_of"]
 
@@ -86,6 +88,31 @@ class Compiled:
         return self.fold.kind if self.fold is not None else "none"
 
 
+class CompileMemo(Protocol):
+    """Where ``compile_workload`` (and ``ops.window_packed.compile_window``) keep what they
+    compiled, by a canonical key of the request (``compile_key``); the persistent compile
+    cache is one (``vta.tune.compile_cache``). The caller vouches that its cost oracle is the
+    same for every key (the timing-only simulator of the memo's hardware) and the memo keys
+    the hardware itself."""
+
+    def get(self, key: str) -> Any:
+        """What was compiled for ``key`` (a ``Compiled``, a ``CompiledWindow``), or None."""
+        ...
+
+    def put(self, key: str, compiled: Any) -> None:
+        """Keep ``compiled`` for ``key``."""
+        ...
+
+
+def chain_text(chain: Chain | None) -> Any:
+    """A fused chain as JSON for a compile key: its stages and operands by name and label
+    (``Chain.key``, with the names the program's allocations take)."""
+    if not chain:
+        return None
+    return [[[s.name, s.label, list(s.reads)] for s in chain.stages],
+            [[o.name, o.kind, o.label] for o in chain.operands]]
+
+
 #: How many of the schedule model's best candidates ``compile_workload`` compiles and measures
 #: with the cost oracle to pick the fastest; 1 (or no oracle) = the model's first choice.
 REFINE = 3
@@ -119,7 +146,8 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
                      epilogue: Epilogue | None = None, refine: int = REFINE,
                      fold: str | None = None, cost: Cost | None = None,
                      rewrite: Rewrite | None = None, chain: Chain | None = None,
-                     exact: bool = False, **knobs: Any) -> Compiled:
+                     exact: bool = False, memo: CompileMemo | None = None,
+                     **knobs: Any) -> Compiled:
     """Compile ``w``: the schedule is the knobs given, else the best of the model's ``refine``
     cheapest estimates measured by ``cost`` (the model ranks, the oracle decides among near
     ties the first-order estimate cannot separate); without ``cost``, the model's first choice.
@@ -138,7 +166,27 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     post-scheduling fusion; the model prices its instructions and scratchpad tiles.
     ``exact``: only schedules whose packed tensors have exactly the tensors' shapes (no
     padded channels, rows or columns; a folded input is the host's to pack), so that one op's
-    packed output is the next op's packed input (graph-level layout planning)."""
+    packed output is the next op's packed input (graph-level layout planning).
+
+    ``memo``: a compile cache; the program kept for this request's ``compile_key`` is returned
+    without compiling (with ``w``, ``hw`` and ``chain`` the caller's, ``result.seconds`` the
+    lookup's), and what is compiled is kept. A ``rewrite`` (a function) cannot be keyed: it
+    bypasses the memo."""
+    if memo is not None and rewrite is None:
+        t0 = time.perf_counter()
+        key = compile_key(w, hw, latency_hiding=latency_hiding, epilogue=epilogue,
+                          refine=refine, fold=fold, timed=cost is not None, chain=chain,
+                          exact=exact, **knobs)
+        hit = memo.get(key)
+        if isinstance(hit, Compiled):
+            hit = replace(hit, workload=w, hw=hw, chain=chain)
+            hit.result.seconds = time.perf_counter() - t0
+            return hit
+        c = compile_workload(w, hw, latency_hiding=latency_hiding, epilogue=epilogue,
+                             refine=refine, fold=fold, cost=cost, chain=chain, exact=exact,
+                             **knobs)
+        memo.put(key, c)
+        return c
     t0 = time.perf_counter()
     epi = epilogue or w.epilogue  # the layer's calibrated requantization
     vth = knobs.pop("vthreads", None)
@@ -174,6 +222,27 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     c = best[1]
     c.result.seconds = time.perf_counter() - t0  # the whole choice counts as compile time
     return c
+
+
+def compile_key(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
+                epilogue: Epilogue | None = None, refine: int = REFINE, fold: str | None = None,
+                timed: bool = True, chain: Chain | None = None, exact: bool = False,
+                **knobs: Any) -> str:
+    """What ``compile_workload`` compiles, as canonical text (a compile cache's key, with the
+    hardware's digest and the compiler's version beside it): the op and its shapes, the
+    epilogue, the fused chain (its stages and operands by name and label, ``Chain.key``), the
+    layout and schedule knobs forced, how many candidates are timed and whether they are.
+    Not the workload's name (a label: equal shapes compile alike) nor the hardware (the cache
+    keys it by content)."""
+    parts = {
+        "op": type(w.spec).__name__, "spec": repr(w.spec),
+        "epilogue": repr(epilogue or w.epilogue),
+        "chain": chain_text(chain),
+        "exact": exact, "fold": fold, "latency_hiding": latency_hiding,
+        "refine": refine if timed else 1,
+        "knobs": {k: v for k, v in sorted(knobs.items()) if v is not None},
+    }
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 
 
 def default_points(w: Workload, hw: HwConfig, *, epilogue: Epilogue | None = None,

@@ -27,14 +27,15 @@ DRAM bytes.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, microop_instruction_cycles, prototype
-from vta.compiler.accel.driver import memory_cycles
+from vta.compiler.accel.driver import CompileMemo, chain_text, memory_cycles
 from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
 from vta.compiler.accel.ops.chain_plan import (
     apply_chain,
@@ -312,10 +313,24 @@ class CompiledWindow:
 
 def compile_window(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None, *,
                    cost: Callable[[Program], int] | None = None, refine: int = REFINE,
-                   exact: bool = True, schedule: WindowSchedule | None = None
-                   ) -> CompiledWindow:
+                   exact: bool = True, schedule: WindowSchedule | None = None,
+                   memo: CompileMemo | None = None) -> CompiledWindow:
     """Compile ``spec`` with ``chain`` fused after it: ``schedule`` if given, else the fastest
-    under ``cost`` of the model's ``refine`` cheapest (the first without ``cost``)."""
+    under ``cost`` of the model's ``refine`` cheapest (the first without ``cost``).
+    ``memo``: a compile cache (``driver.compile_workload``'s), keyed by ``window_key``."""
+    if memo is not None:
+        t0 = time.perf_counter()
+        key = window_key(spec, chain, refine=refine if cost is not None else 1, exact=exact,
+                         schedule=schedule)
+        hit = memo.get(key)
+        if isinstance(hit, CompiledWindow):
+            hit = replace(hit, hw=hw, chain=chain)
+            hit.result.seconds = time.perf_counter() - t0
+            return hit
+        c = compile_window(spec, hw, chain, cost=cost, refine=refine, exact=exact,
+                           schedule=schedule)
+        memo.put(key, c)
+        return c
     t0 = time.perf_counter()
     cands = [schedule] if schedule is not None else candidates(spec, hw, chain, exact)
     cands = cands[:max(1, refine) if cost is not None else 1]
@@ -333,6 +348,17 @@ def compile_window(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None, *
     assert best is not None
     best[1].result.seconds = time.perf_counter() - t0
     return best[1]
+
+
+def window_key(spec: WindowSpec, chain: Chain | None, *, refine: int, exact: bool,
+               schedule: WindowSchedule | None) -> str:
+    """``compile_window``'s request as canonical text (a compile cache's key; the hardware is
+    the cache's to key): the window op, the fused chain, the schedule if forced and how many
+    candidates are timed."""
+    return json.dumps({"op": "window", "spec": repr(spec), "chain": chain_text(chain),
+                       "exact": exact, "refine": refine,
+                       "schedule": None if schedule is None else repr(schedule)},
+                      sort_keys=True, separators=(",", ":"))
 
 
 def window_bound(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None

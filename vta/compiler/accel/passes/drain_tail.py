@@ -30,6 +30,7 @@ Post: the same instructions with the last compute instruction possibly replaced 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -230,4 +231,12 @@ def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
 
 
 def _duration(ins: Insn, hw: HwConfig) -> int:
-    return definition_of(ins.insn).duration(ins.insn, hw)
+    x: Any = ins.insn  # every instruction is a frozen dataclass: hashable
+    return _insn_duration(x, hw)
+
+
+@functools.lru_cache(maxsize=16384)
+def _insn_duration(insn: Any, hw: HwConfig) -> int:
+    """An instruction's duration (its definition's), memoised: the plans of every part count
+    compare the same store pieces again and again."""
+    return int(definition_of(insn).duration(insn, hw))

@@ -23,6 +23,7 @@ Post: each nest is one ``ComputeInsn`` of its instruction (or a few, inside loop
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -220,10 +221,14 @@ def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, int]]:
 
 def _uop_load(hw: HwConfig) -> Callable[[int], float]:
     """Cycles of loading ``n`` micro-ops (the LOAD definition's duration)."""
-    def cycles(n: int) -> float:
-        return instruction_cycles(prototype(LOAD, mem=MemType.UOP, y_size=1, x_size=n,
-                                            x_stride=n), hw) if n else 0.0
-    return cycles
+    return functools.partial(_uop_load_cycles, hw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _uop_load_cycles(hw: HwConfig, n: int) -> float:
+    """``_uop_load``'s answer, memoised: every folding of every nest asks for a few sizes."""
+    return instruction_cycles(prototype(LOAD, mem=MemType.UOP, y_size=1, x_size=n,
+                                        x_stride=n), hw) if n else 0.0
 
 
 def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:

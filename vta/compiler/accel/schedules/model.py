@@ -21,7 +21,7 @@ simulator (``vta.run.targets.AccelTarget.cycles``) is the measured cost model bo
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -164,24 +164,79 @@ def rank(problem: ConvProblem, epi: Epilogue | None = None, *, limit: int | None
     model's rule, within each layout only two-thread points when any fits. Only points with
     VTA's loop order and operand placement (``ConvSchedule.vta_rule``) unless the problem
     forces those knobs or ``every_order`` (the tuner, which searches them with the simulator).
-    ``fits``: the points already known to fit (an enumeration's), so none is checked again."""
+    ``fits``: the points already known to fit (an enumeration's), so none is checked again.
+
+    The ``limit`` best are memoised per problem (hardware, shape, layouts, fused chain, forced
+    knobs), epilogue and options (bounded: ``_RANKED_MAX``): a network's repeated layers, and
+    the graph's, rank their space once a process.
+    Points are walked as schedules (``ConvProblem.fold_schedules``: the other loop orders are
+    skipped before their tiles are enumerated) and only the ``limit`` best become ``Point``s."""
+    key = None if fits is not None or limit is None else _memo_key(
+        problem, epi, limit, prefer_two_threads, every_order)  # a whole ranking: not kept
+    if key is not None and key in _RANKED:
+        return list(_RANKED[key])
+    out = _rank(problem, epi, limit, prefer_two_threads, every_order, fits)
+    if key is not None:
+        if len(_RANKED) >= _RANKED_MAX:
+            _RANKED.pop(next(iter(_RANKED)))
+        _RANKED[key] = tuple(out)
+    return out
+
+
+#: ``rank``'s memo (insertion order: the oldest is dropped first), bounded
+_RANKED: dict[Hashable, tuple[tuple[float, Point], ...]] = {}
+_RANKED_MAX = 1024
+
+
+def _frozen(x: Any) -> Hashable:
+    """``x`` with its dicts and lists as sorted tuples, so it can key the memo."""
+    if isinstance(x, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_frozen(v) for v in x)
+    return x  # type: ignore[no-any-return]
+
+
+def _memo_key(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
+              prefer_two_threads: bool, every_order: bool) -> Hashable | None:
+    """What ``rank``'s answer depends on, or None when some part cannot key a memo (a
+    caller's ``accept`` predicate other than ``None``: a closure may see state)."""
+    if problem.accept is not None:
+        return None
+    fused = problem.fused
+    key = (problem.hw, problem.spec, problem.folds,
+           None if fused is None else (_frozen(fused.instructions), fused.tensors,
+                                       fused.channels),
+           problem.exact, problem.vthreads, _frozen(problem.forced), problem.row_view,
+           epi, limit, prefer_two_threads, every_order, problem.rules)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _rank(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
+          prefer_two_threads: bool, every_order: bool,
+          fits: Collection[Point] | None) -> list[tuple[float, Point]]:
     hw = problem.hw
-    scored: list[tuple[float, int, Point]] = []
+    vta_only = not every_order and not _forced(problem)
+    scored: list[tuple[float, int, tuple[Any, ...]]] = []
     for f in problem.folds:
-        kept: list[tuple[float, int, Point]] = []
+        kept: list[tuple[float, int, tuple[Any, ...]]] = []
         two = False
-        for p in problem.fold_points(f.kind):
-            if prefer_two_threads and two and p["vthreads"] == 1:
+        for values, s in problem.fold_schedules(f.kind, vta_rule=vta_only):
+            if prefer_two_threads and two and s.vthreads == 1:
                 break  # two threads fit this layout: keep them (points come two-thread first)
-            _, s = problem.schedule(p)
-            if not every_order and not s.vta_rule(hw) and not _forced(problem):
-                continue  # the default model keeps VTA's loop order and operand placement
-            if (p not in fits) if fits is not None else (problem.refusal(p) is not None):
+            if fits is not None:
+                if problem.point_of(values) not in fits:
+                    continue
+            elif not problem.fits(f, s):
                 continue
             two = two or s.vthreads > 1
             cost = estimate(f.device, hw, s, epi, problem.fused, problem.row_view)
-            kept.append((cost, len(scored) + len(kept), p))
+            kept.append((cost, len(scored) + len(kept), values))
         scored += kept
     scored.sort(key=lambda e: (round(e[0], 6), e[1]))
     top = scored if limit is None else scored[:max(1, limit)]
-    return [(est, p) for est, _, p in top]
+    return [(est, problem.point_of(v)) for est, _, v in top]

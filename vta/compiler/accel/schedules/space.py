@@ -49,6 +49,7 @@ predicate refuses it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -67,7 +68,8 @@ if TYPE_CHECKING:
     from vta.compiler.accel.ops.chain_plan import ChainCost
 
 __all__ = ["ConvSchedule", "ConvSpace",
-           "ConvProblem", "footprint", "fit_problems", "fit_report", "exact_layout",
+           "ConvProblem", "footprint", "fit_problems", "schedule_fits", "fit_report",
+           "exact_layout",
            "divisors", "tile_choices", "ROW_TILES", "COL_TILES", "Accept"]
 
 def operands_forced(hw: HwConfig, vthreads: int) -> bool:
@@ -210,6 +212,33 @@ def knobs_text(s: ConvSchedule) -> str:
             f"vt_axis={s.vt_axis}{more})")
 
 
+def _max_pad(hw: HwConfig) -> int:
+    """The most zero padding one LOAD writes on a side (rows past the image are clamped by
+    DMA insertion)."""
+    return (1 << hw.isa.pad) - 1
+
+
+def _last_pad_x(spec: Conv2dSpec, s: ConvSchedule) -> int:
+    """Columns of zero padding the last column tile's input needs past the image."""
+    last_x = (math.ceil(spec.ow / s.tw) * s.tw - s.tw) * spec.stride - spec.pad
+    return last_x + (s.tw - 1) * spec.stride + spec.kw - spec.w
+
+
+def schedule_fits(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
+                  fused: ChainCost | None = None, row_view: bool = True) -> bool:
+    """Whether ``fit_problems`` finds nothing, without composing its messages (ranking a
+    space asks this of every point)."""
+    need = footprint(spec, hw, s, fused, row_view)
+    for kind, entries in need.items():
+        if entries > hw.depth(kind):
+            return False
+    banks = hw.alu.acc_banks
+    if banks > 1 and s.vthreads == 1 and need["acc"] > hw.depth("acc") // banks:
+        return False
+    max_pad = _max_pad(hw)
+    return spec.pad <= max_pad and _last_pad_x(spec, s) <= max_pad
+
+
 def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
                  fused: ChainCost | None = None,
                  row_view: bool = True) -> list[tuple[str, str]]:
@@ -236,12 +265,11 @@ def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
                         f"schedule {knobs_text(s)} does not fit one acc bank of {hw.name}: "
                         f"needs {need['acc'] * eb} bytes ({need['acc']} entries), a bank holds "
                         f"{bank * eb} bytes ({banks} banks)"))
-    max_pad = (1 << hw.isa.pad) - 1  # rows past the image are clamped by DMA insertion
+    max_pad = _max_pad(hw)
     if spec.pad > max_pad:
         out.append(("pad field", f"conv2d pad {spec.pad} needs more zero padding than a LOAD "
                     f"of {hw.name} writes ({max_pad}: {hw.isa.pad}-bit pad fields)"))
-    last_x = (math.ceil(spec.ow / s.tw) * s.tw - s.tw) * spec.stride - spec.pad
-    pad_x1 = last_x + (s.tw - 1) * spec.stride + spec.kw - spec.w
+    pad_x1 = _last_pad_x(spec, s)
     if pad_x1 > max_pad:
         out.append(("pad field", f"schedule {knobs_text(s)}: the last column tile needs "
                     f"{pad_x1} columns of zero padding, more than a LOAD can write ({max_pad});"
@@ -401,6 +429,45 @@ class ConvProblem:
     def fold_points(self, kind: str) -> Iterator[Point]:
         """The points of one layout."""
         yield from self._points_of({"fold": kind}, 1)
+
+    def fold_schedules(self, kind: str, vta_rule: bool = False
+                       ) -> Iterator[tuple[tuple[Any, ...], ConvSchedule]]:
+        """The points of one layout as ``(values, schedule)``, ``values`` in knob order (the
+        order of ``fold_points``; ``Point(tuple(zip(knobs, values)))`` is the point), without
+        building a ``Point`` each: what ranking a space walks. ``vta_rule``: only schedules
+        with VTA's loop order and operand placement (``ConvSchedule.vta_rule``), the others
+        skipped before their tiles are enumerated."""
+        dom = self.domain
+        for vt in dom("vthreads", {"fold": kind}):
+            for axis in dom("vt_axis", {"fold": kind, "vthreads": vt}):
+                p2 = {"fold": kind, "vthreads": vt, "vt_axis": axis}
+                for order in dom("order", p2):
+                    if vta_rule and order != "oc":
+                        continue
+                    p3 = {**p2, "order": order}
+                    rule_operands = "tile" if operands_forced(self.hw, vt) else "once"
+                    for operands in dom("operands", p3):
+                        if vta_rule and operands != rule_operands:
+                            continue
+                        p4 = {**p3, "operands": operands}
+                        tiles = [dom(k, p4) for k in ("tco", "tci", "th", "tw")]
+                        for tco, tci, th, tw in itertools.product(*tiles):
+                            yield ((kind, vt, axis, order, operands, tco, tci, th, tw),
+                                   ConvSchedule(int(tco), int(tci), int(th), int(tw), int(vt),
+                                                str(axis), str(order), str(operands)))
+
+    def point_of(self, values: tuple[Any, ...]) -> Point:
+        """The point of ``values`` (knob order, as ``fold_schedules`` yields them)."""
+        return Point(tuple(zip(self.knobs, values, strict=True)))
+
+    def fits(self, fold: ConvFold, s: ConvSchedule) -> bool:
+        """Whether the schedule ``s`` of layout ``fold`` (a point of this space) fits: what
+        ``refusal`` answers for it, without its messages (``schedule_fits``)."""
+        if not schedule_fits(fold.device, self.hw, s, self.fused, self.row_view):
+            return False
+        if self.exact and not exact_layout(self.spec, self.hw, fold)(s):
+            return False
+        return self.accept is None or bool(self.accept(s))
 
     def schedule(self, point: Point) -> tuple[ConvFold, ConvSchedule]:
         """The layout and the tile knobs of ``point``."""

@@ -1,0 +1,173 @@
+"""Energy of a simulated run: per-operation and per-access energies times the events the run
+counted, broken down by component.
+
+The per-event energies are Horowitz's 45 nm figures (M. Horowitz, "Computing's energy problem
+(and what we can do about it)", ISSCC 2014, slide table "Energy per operation", 45 nm, 0.9 V):
+
+* integer arithmetic: 8-bit add 0.03 pJ, 32-bit add 0.1 pJ, 8-bit multiply 0.2 pJ, 32-bit
+  multiply 3.1 pJ; an int8 x int8 -> int32 multiply-accumulate is one 8-bit multiply and one
+  32-bit add (0.3 pJ);
+* SRAM, a 64-bit access: 10 pJ from an 8 KB array, 20 pJ from 32 KB, 100 pJ from 1 MB, i.e.
+  1.25, 2.5 and 12.5 pJ per byte; a buffer of another size is interpolated log-log between
+  those points (extrapolated along the end segments), ``sram_pj_per_byte``;
+* DRAM, a 64-bit access: 1.3-2.6 nJ; the low end, 1.3 nJ / 8 B = 162.5 pJ per byte.
+
+A config names its technology node and a scale (``energy.node_nm``, ``energy.scale`` in the
+YAML: 45 and 1.0 by default, Horowitz's node); every figure is multiplied by ``scale``, which
+the user derives for another node (the model does not invent a scaling law).
+
+What is counted, per run (``energy_of``), from the program the simulator executed and the
+traffic it counted (``SimStats.bytes``):
+
+* ``mac``: every multiply-accumulate the GEMM core performs (padding included: it is done);
+* ``alu``: every ALU lane operation (a 32-bit add; MUL a 32-bit multiply);
+* ``sram_<buffer>``: each micro-op execution reads its micro-op (``uop``), the entries of the
+  operands it reads (GEMM: an inp and a wgt entry; a register ALU op: an acc entry), reads and
+  writes its accumulator entry and writes the out entry that mirrors it (VTA's HLS design
+  writes ``out_mem`` beside ``acc_mem``); a reset (GEMM or ALU) only writes the two entries
+  and does no arithmetic (as the simulator counts no work for it); a LOAD writes the bytes it
+  moved into its buffer and a STORE reads them from out;
+* ``dram``: the bytes every LOAD and STORE moved over the memory port;
+* ``fetch``: the instruction words fetched from DRAM (16 bytes each) at DRAM energy.
+
+Register files, control, the command and token queues and leakage are not counted: the figure
+is the data-movement and arithmetic energy of the program, the part a schedule changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from vta.config import DTYPE_BITS, HwConfig
+from vta.isa import AluOp, Program, definition_of, n_ops
+from vta.isa.builtins import ALU
+
+__all__ = ["Energy", "EnergyTable", "energy_table", "energy_of", "sram_pj_per_byte",
+           "COMPONENTS", "HOROWITZ_45NM"]
+
+#: Horowitz, ISSCC 2014, 45 nm (module docstring): pJ per operation or per byte
+HOROWITZ_45NM: dict[str, float] = {
+    "add8": 0.03, "add32": 0.1, "mult8": 0.2, "mult32": 3.1,
+    "dram_byte": 1300.0 / 8,
+}
+#: SRAM: (array bytes, pJ per byte) for a 64-bit access, Horowitz's three sizes
+SRAM_POINTS: tuple[tuple[int, float], ...] = ((8 << 10, 10.0 / 8), (32 << 10, 20.0 / 8),
+                                              (1 << 20, 100.0 / 8))
+#: the components of a breakdown, in report order
+COMPONENTS = ("mac", "alu", "sram_inp", "sram_wgt", "sram_acc", "sram_out", "sram_uop",
+              "dram", "fetch")
+#: bytes of one instruction word (the fetch unit's DMA)
+_INSN_BYTES = 16
+
+
+def sram_pj_per_byte(size_bytes: int) -> float:
+    """pJ per byte accessed in an SRAM of ``size_bytes``: Horowitz's three points joined
+    log-log, the end segments extended beyond them."""
+    pts = SRAM_POINTS
+    x = math.log(max(1, size_bytes))
+    k = 0 if x <= math.log(pts[1][0]) else 1
+    (s0, e0), (s1, e1) = pts[k], pts[k + 1]
+    slope = (math.log(e1) - math.log(e0)) / (math.log(s1) - math.log(s0))
+    return math.exp(math.log(e0) + slope * (x - math.log(s0)))
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """The per-event energies (pJ) of one hardware config: its node's figures times its scale."""
+
+    mac: float
+    alu_add: float
+    alu_mul: float
+    sram: dict[str, float]
+    dram_byte: float
+    node_nm: int
+    scale: float
+
+
+def energy_table(hw: HwConfig) -> EnergyTable:
+    """``hw``'s per-event energies (module docstring)."""
+    s = hw.energy.scale
+    h = HOROWITZ_45NM
+    sram = {k: sram_pj_per_byte(hw.depth(k) * hw.elem_bytes(k)) * s
+            for k in ("inp", "wgt", "acc", "out", "uop")}
+    return EnergyTable(mac=(h["mult8"] + h["add32"]) * s, alu_add=h["add32"] * s,
+                       alu_mul=h["mult32"] * s, sram=sram, dram_byte=h["dram_byte"] * s,
+                       node_nm=hw.energy.node_nm, scale=s)
+
+
+@dataclass(frozen=True)
+class Energy:
+    """A run's energy in pJ per component (``COMPONENTS``)."""
+
+    pj: dict[str, float]
+
+    @property
+    def total_pj(self) -> float:
+        return sum(self.pj.values())
+
+    @property
+    def total_uj(self) -> float:
+        return self.total_pj / 1e6
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: the total and each component in µJ."""
+        return {"total_uj": self.total_uj,
+                "components_uj": {k: self.pj[k] / 1e6 for k in COMPONENTS}}
+
+    def __add__(self, other: Energy) -> Energy:
+        return Energy({k: self.pj.get(k, 0.0) + other.pj.get(k, 0.0) for k in COMPONENTS})
+
+    def times(self, n: int) -> Energy:
+        return Energy({k: v * n for k, v in self.pj.items()})
+
+    @staticmethod
+    def zero() -> Energy:
+        return Energy(dict.fromkeys(COMPONENTS, 0.0))
+
+    @staticmethod
+    def total(parts: Iterable[Energy]) -> Energy:
+        out = Energy.zero()
+        for p in parts:
+            out = out + p
+        return out
+
+
+def energy_of(program: Program, bytes_moved: dict[str, int], hw: HwConfig) -> Energy:
+    """The energy of one run of ``program`` on ``hw`` that moved ``bytes_moved`` (the
+    simulator's ``SimStats.bytes``: per buffer kind, and ``insn`` for the fetch), by
+    component (module docstring). Every instruction up to FINISH runs once."""
+    t = energy_table(hw)
+    pj = dict.fromkeys(COMPONENTS, 0.0)
+    acc_bits = DTYPE_BITS[hw.gemm.acc_dtype]
+    lanes = hw.elem_bytes("acc") * 8 // acc_bits
+    eb = {k: hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out", "uop")}
+    for insn in program.instructions:
+        d = definition_of(insn)
+        if d.is_microop:
+            x: Any = insn
+            n = n_ops(x)
+            pj["sram_uop"] += n * eb["uop"] * t.sram["uop"]
+            dst = d.dst.memory
+            if dst == "acc":  # the out entry mirroring it
+                pj["sram_out"] += n * eb["out"] * t.sram["out"]
+            if d.reset_mode(x, hw) is not None:  # a reset writes its entry, computes nothing
+                pj[f"sram_{dst}"] += n * eb[dst] * t.sram[dst]
+                continue
+            for op in d.reads(x, hw):
+                pj[f"sram_{op.memory}"] += n * eb[op.memory] * t.sram[op.memory]
+            pj[f"sram_{dst}"] += 2 * n * eb[dst] * t.sram[dst]  # read-modify-write
+            if d.macs is not None:
+                pj["mac"] += n * d.macs(x, hw) * t.mac
+            else:
+                pj["alu"] += n * lanes * (t.alu_mul if d is ALU[AluOp.MUL] else t.alu_add)
+        if d.drains:
+            break
+    for kind in ("inp", "wgt", "acc", "uop", "out"):
+        moved = bytes_moved.get(kind, 0)
+        pj["dram"] += moved * t.dram_byte
+        pj[f"sram_{kind}"] += moved * t.sram[kind]  # written by a LOAD, read by a STORE
+    pj["fetch"] = bytes_moved.get("insn", 0) * t.dram_byte
+    return Energy(pj)
