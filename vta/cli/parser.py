@@ -253,6 +253,9 @@ def _tune(sub: Any) -> None:
                        help="write PREFIX.csv and PREFIX.png (default: the grid file's name)")
     sweep.add_argument("--no-check", action="store_true",
                        help="skip running each tuned layer bit-exact against numpy")
+    sweep.add_argument("--force", action="store_true",
+                       help="run a grid larger than the limit the refusal names (rows stream "
+                            "as points finish)")
     _where_args(sweep)
     sweep.set_defaults(handler="tune.sweep_main")
 
