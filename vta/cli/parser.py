@@ -118,6 +118,7 @@ def _run(sub: Any) -> None:
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default=None,
                      help=f"{_HW_HELP} (default {DEFAULT_HW}; accelerator only)")
+    _plugin_flag(run)
     run.add_argument("--layers", default=None,
                      help="for resnet18: run only these convolutions, one by one, e.g. C2,C10")
     run.add_argument("--fusion", choices=("full", "requant"), default=None,
@@ -182,8 +183,17 @@ def _tc(sub: Any) -> None:
     tc.set_defaults(handler="tc.main")
 
 
+def _plugin_flag(p: argparse.ArgumentParser) -> None:
+    """``--plugin``: user instructions to load before the hardware config is read."""
+    p.add_argument("--plugin", action="append", default=None, metavar="FILE.py|MODULE",
+                   help="import this Python file or module (and call its define()) first, so "
+                        "the hardware config may list its instructions under intrinsics: "
+                        "(repeatable; installed vta.intrinsics entry points load always)")
+
+
 def _where_args(p: argparse.ArgumentParser) -> None:
     """Where trials run and where they are kept (``vta tune`` and ``vta sweep``)."""
+    _plugin_flag(p)
     p.add_argument("--workers", type=positive, default=None,
                    help="local worker processes (default: the CPUs this process may use)")
     p.add_argument("--cluster", default=None, metavar="ADDR",

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from vta.cli.parser import DEFAULT_HW, flag
-from vta.cli.tune import tuned_compile, tuned_picker
+from vta.cli.tune import load_plugins, tuned_compile, tuned_picker
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import (
     CONV_OPTIONS,
@@ -118,6 +118,7 @@ def _emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    load_plugins(args)
     if args.tc is not None:
         return _run_tc(args)
     _flags_apply(args)

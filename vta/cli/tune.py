@@ -33,6 +33,7 @@ from vta.compiler.ops.workloads import (
 from vta.config import HwConfig
 from vta.errors import GpuUnavailableError, SweepError, VtaError
 from vta.gpu.runtime import require_cupy
+from vta.intrinsics import load_entry_points, load_plugin
 from vta.run.gpu_workloads import make_workload
 from vta.tune.cache import Cache, default_cache_path, open_cache
 from vta.tune.executor import LocalExecutor, make_executor
@@ -50,9 +51,17 @@ from vta.tune.sweep import (
 )
 from vta.tune.tuner import cached_program, tune
 
-__all__ = ["cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
+__all__ = ["load_plugins", "cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
            "tuned_compile", "tuned_picker", "sweep_table", "sweep_header", "sweep_row",
            "SweepProgress"]
+
+
+def load_plugins(args: argparse.Namespace) -> None:
+    """The installed ``vta.intrinsics`` entry points, then each ``--plugin`` (``vta run``,
+    ``tune`` and ``sweep``, before the hardware config is read)."""
+    load_entry_points()
+    for spec in getattr(args, "plugin", None) or ():
+        load_plugin(spec)
 
 
 def cache_path(args: argparse.Namespace) -> Path:
@@ -178,6 +187,7 @@ def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
 
 def tune_main(args: argparse.Namespace) -> int:
     """``vta tune``: tune a workload (or a network's layers) and print best against default."""
+    load_plugins(args)
     if args.target != "vta":
         return _tune_gpu(args)
     if args.search not in SEARCHES:
@@ -364,6 +374,7 @@ def sweep_main(args: argparse.Namespace) -> int:
     """``vta sweep --grid FILE WORKLOAD...``: tune every workload on every hardware point,
     printing each point's row (and writing it to the CSV) as it finishes, then the Pareto
     front and the plot."""
+    load_plugins(args)
     grid = load_grid(args.grid, force=args.force)
     sweep_workloads(args.workloads)  # a bad name is refused before any work
     if args.trials is not None and args.trials < 0:
