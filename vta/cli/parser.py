@@ -158,8 +158,9 @@ def _run(sub: Any) -> None:
     run.add_argument("--size", default=None, metavar="N=1,C=64,...",
                      help="values of the TC definition's size variables")
     run.add_argument("--gpu-schedule", choices=("wmma", "simt", "mma"), default=None,
-                     help="GPU kernel: wmma (tensor-core schedule, default), simt, or mma (the "
-                          "task-mapping kernels: cp.async pipeline, ldmatrix, mma.sync)")
+                     help="GPU kernel: wmma (tensor-core schedule; the default where the output "
+                          "holds one 16x16 tile, else simt), simt, or mma (the task-mapping "
+                          "kernels: cp.async pipeline, ldmatrix, mma.sync)")
     run.add_argument("--dtype", choices=("int8", "float16"), default=None,
                      help="with a GPU target: the layer's element type (default int8; float16 "
                           "is checked within a tolerance, not bit for bit)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from vta.cli.parser import DEFAULT_HW, flag
@@ -25,7 +26,7 @@ from vta.compiler.ops.workloads import (
     resolve_network,
 )
 from vta.compiler.tc import load_file, parse_sizes
-from vta.config import HwConfig
+from vta.config import BOARD_RESOURCES, HwConfig
 from vta.errors import TcSizeError, UsageError
 from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
@@ -105,7 +106,22 @@ def _layers(text: str | None) -> list[str] | None:
 
 
 def _hw(args: argparse.Namespace) -> HwConfig:
-    return HwConfig.load(args.hw or DEFAULT_HW)
+    """The accelerator's config; a warning on stderr when its resource estimate exceeds its
+    board (the simulator runs it all the same: a design study may go past the board)."""
+    hw = HwConfig.load(args.hw or DEFAULT_HW)
+    if not hw.fits_board():
+        print(f"vta: warning: {board_overflow(hw)}", file=sys.stderr)
+    return hw
+
+
+def board_overflow(hw: HwConfig) -> str:
+    """What of ``hw``'s resource estimate exceeds its board (``HwConfig.fits_board`` false)."""
+    est = hw.resource_estimate()
+    over = [f"{k} {est[k]:,} > {int(getattr(hw.board, k)):,}" for k in BOARD_RESOURCES
+            if getattr(hw.board, k) and est[k] > int(getattr(hw.board, k))]
+    return (f"{hw.name} does not fit its board ({hw.board.part}): estimated "
+            f"{', '.join(over)} (vta.resources; vta info --hw {hw.name} itemises it); it is "
+            f"simulated all the same")
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -135,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
     if isinstance(target, AccelTarget):
         options.update(knobs)
     else:
-        options.update(gpu_schedule=args.gpu_schedule or "wmma", dtype=args.dtype or "int8")
+        options.update(gpu_schedule=args.gpu_schedule or "auto", dtype=args.dtype or "int8")
     if net is not None:
         return _run_network(args, net, target, raw, knobs, options)
     w = resolve(args.workload, args.sizes, batch=args.batch, **shape)

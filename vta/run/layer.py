@@ -277,7 +277,7 @@ class GpuLayer:
 
 def compile_layer(w: Workload, target: Target, *, raw: bool = False,
                   compiled: Compiled | None = None, latency_hiding: bool = True,
-                  gpu_schedule: str = "wmma", dtype: str = "int8", **knobs: Any
+                  gpu_schedule: str = "auto", dtype: str = "int8", **knobs: Any
                   ) -> list[LayerProgram]:
     """``w`` compiled for ``target``: one program (the accelerator's raw check: one per
     accumulator slice, the first without any epilogue). ``compiled``: the accelerator's
@@ -449,7 +449,7 @@ def _agrees(target: Target, p: LayerProgram, packed: Mapping[str, np.ndarray],
 def run_layer(w: Workload, target: Target, *, seed: int = 0, raw: bool = False,
               compiled: Compiled | None = None, check_reference: bool = False,
               trace_path: str | None = None, latency_hiding: bool = True,
-              gpu_schedule: str = "wmma", dtype: str = "int8", **knobs: Any) -> LayerRun:
+              gpu_schedule: str = "auto", dtype: str = "int8", **knobs: Any) -> LayerRun:
     """Compile (unless ``compiled``), execute and check ``w`` against numpy on ``target``
     (module docstring). ``check_reference`` also runs the target's functional oracle (the
     ISA's reference interpreter; the loop-nest interpreter for a GPU kernel) and compares it
