@@ -47,6 +47,9 @@ def test_an_alu_opcode_instruction_runs_on_the_alu_module_of_a_separate_alu() ->
 
 
 def test_free_function_values_and_bits_left() -> None:
+    taken = {d.opcode for d in registered()}
+    assert {0, 1, 2, 3, 4} <= taken and not taken & set(vi.free_opcodes())  # 0..4 are VTA's
+    assert taken | set(vi.free_opcodes()) == set(range(8))  # a 3-bit opcode
     free = vi.free_functions(vi.Opcode.ALU, "op")
     used = {d.function[1] for d in registered()
             if d.opcode == vi.Opcode.ALU and d.function is not None}
@@ -95,3 +98,29 @@ def test_plugin_errors_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
         err = capsys.readouterr().err
         assert err.startswith(f"vta: error: --plugin {spec}") and err.count("\n") == 1
     assert vi.load_entry_points() == []  # none installed here; idempotent
+
+
+def test_an_intrinsic_of_the_other_target_is_refused_by_name(pynq: HwConfig) -> None:
+    """The issue's case: an accelerator instruction in a GPU schedule built silently as scalar
+    loops (or failed on a buffer scope)."""
+    import numpy as np  # noqa: F401  (the doc blocks use it)
+
+    import vta
+    from tests.test_docs_python_api import DOC, code_blocks
+
+    ns: dict[str, object] = {}
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for block in code_blocks(DOC.read_text())[:3]:
+            exec(block, ns)
+    finally:
+        os.chdir(cwd)
+    P, on_vta = ns["P"], ns["on_vta"]
+    s = on_vta(P, pynq)  # type: ignore[operator]
+    with pytest.raises(vta.BuildError, match=r"build\(target='cuda-emu'\): stage acc_acc is "
+                                             r"tensorized with vta\.gemm\.1x16x16\.int8\.int8\."
+                                             r"int32, an intrinsic of the accelerator "
+                                             r"\(target='vta'\); build there"):
+        vta.build(s, P, "cuda-emu")
+    assert vta.build(s, P, "vta", hw=pynq).program is not None

@@ -30,8 +30,9 @@ and calls its ``define()`` when it has one (the examples' convention; else impor
 register), so that ``vta run/tune/sweep --plugin FILE`` can read a config whose
 ``intrinsics:`` lists the user's instruction. ``load_entry_points()`` does the same for every
 installed package's ``vta.intrinsics`` entry point (``[project.entry-points."vta.intrinsics"]
-mine = "pkg.mine:define"``). Encoding helpers: ``free_functions(opcode, field)`` lists the
-function values of an opcode nobody uses, and ``bits_left(*fields)`` the width a last field
+mine = "pkg.mine:define"``). Encoding helpers: ``free_opcodes()`` lists the opcodes no
+instruction uses, ``free_functions(opcode, field)`` the function values of an opcode nobody
+uses, and ``bits_left(*fields)`` the width a last field
 may take in a half word; the widths a config derives (index bits per buffer, the ALU opcode's)
 are ``hw.isa``, which a ``layout(hw)`` reads.
 """
@@ -67,7 +68,14 @@ from vta.isa import (
 )
 from vta.isa.asm import microop_syntax
 from vta.isa.builtins import elementwise_patterns, loop_head, wrap
-from vta.isa.defs import by_name, check_layouts, instance, registered, resolved_layout
+from vta.isa.defs import (
+    by_name,
+    check_layouts,
+    free_opcodes,
+    instance,
+    registered,
+    resolved_layout,
+)
 from vta.isa.defs import register as _register_instruction
 from vta.isa.defs import unregister as _unregister_instruction
 from vta.isa.insn import NO_DEPS, n_ops
@@ -83,7 +91,7 @@ __all__ = [
     "microop_cycles",
     "microop_syntax", "n_ops", "register", "register_tensor_intrinsic", "registered",
     "unregister", "usable", "validation_config", "wrap", "load_plugin", "load_entry_points",
-    "free_functions", "bits_left", "PluginError", "ENTRY_POINT_GROUP",
+    "free_functions", "free_opcodes", "bits_left", "PluginError", "ENTRY_POINT_GROUP",
 ]
 
 #: the entry-point group installed packages list their instructions' ``define`` under

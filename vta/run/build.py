@@ -374,6 +374,21 @@ def _accel_dtypes(tensors: Sequence[Tensor], hw: HwConfig) -> None:
                 f"accumulators back slice by slice")
 
 
+def _intrinsics_target(schedule: Schedule, target: str) -> None:
+    """Every tensorized stage's intrinsic is the target's: an accelerator instruction in a
+    schedule built for a GPU (or a GPU intrinsic built for the accelerator) is a
+    ``BuildError`` naming it and the stage, instead of scalar loops or a lowering error."""
+    want = "vta" if target == "vta" else "cuda"
+    for st in schedule.stages:
+        for intrinsic in st.tensorized.values():
+            if intrinsic.target != want:
+                where = ("the accelerator (target='vta')" if intrinsic.target == "vta" else
+                         "a GPU (target='cuda-emu' or 'cuda')")
+                raise BuildError(f"build(target={target!r}): stage {st.name} is tensorized "
+                                 f"with {intrinsic.name}, an intrinsic of {where}; build "
+                                 f"there, or tensorize with one of {target}'s intrinsics")
+
+
 def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
     if isinstance(hw, (str, Path)):
         return HwConfig.from_yaml(hw)
@@ -417,6 +432,7 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
             raise BuildError(f"build: two parameters are named {t.name!r}; the name is how "
                              f"arrays are passed and returned, so it must be unique")
         seen[t.name] = t
+    _intrinsics_target(schedule, target)
     outs = [t for t in tensors if isinstance(t.op, ComputeOp)]
     if target == "vta":
         assert hwc is not None
