@@ -334,7 +334,7 @@ def free_functions(opcode: int, field: str, hw: HwConfig | None = None) -> list[
 def bits_left(*fields: Field) -> int:
     """The bits of a 64-bit half word (``vta.words.INSN_HALF_BITS``) that ``fields`` leave:
     the width of a last field that fills the half, written from the others instead of by hand
-    (REQUANT's multiplier: ``Field("mult", bits_left(*others), signed=True)``). A
+    (a multiplier after the others: ``Field("mult", bits_left(*others), signed=True)``). A
     ``DefinitionError`` when they already take more than the half."""
     used = sum(f.width for f in fields)
     if used > INSN_HALF_BITS:
