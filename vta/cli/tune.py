@@ -421,8 +421,11 @@ def _writable(*paths: Path) -> None:
         try:
             if path.parent != Path(""):
                 path.parent.mkdir(parents=True, exist_ok=True)
+            existed = path.exists()
             with open(path, "a"):
                 pass
+            if not existed:  # a probe: no empty file is left behind by a sweep that fails
+                path.unlink()
         except OSError as e:
             raise SweepError(f"--out {path}: cannot write there: {e.strerror or e}") from None
 
