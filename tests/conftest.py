@@ -6,17 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 from vta.config import HwConfig
+from vta.testing import register_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 
-settings.register_profile("default", max_examples=60, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=1000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("default")
+register_profiles("default")  # vta.testing.PROFILES: default, thorough, fast
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

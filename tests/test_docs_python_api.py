@@ -45,3 +45,8 @@ def test_code_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "cycles" in out and "grid" in out
+    # the page's quoted cycle counts are what its own code prints (tests/test_doc_figures.py)
+    quoted = re.findall(r'print\(res\.cycles, "cycles"\)\s+# ([\d,]+) on pynq', DOC.read_text())
+    assert quoted
+    for figure in quoted:
+        assert f"{figure.replace(',', '')} cycles" in out, f"docs quote {figure} cycles"

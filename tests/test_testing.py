@@ -91,3 +91,19 @@ def test_same_on_targets_refusals(pynq: vta.HwConfig) -> None:
         vt.assert_same_on_targets(lambda: dense(2, 16, 16), {"tpu": on_gpu})
     with pytest.raises(VtaError, match="is for the accelerator: pass hw="):
         vt.assert_same_on_targets(lambda: dense(2, 16, 16), {"vta": on_vta})
+
+
+def test_hypothesis_profiles_live_in_vta_testing() -> None:
+    """The issue-25 case: the profiles were in tests/conftest.py, out of users' reach, and a
+    failing property test spent minutes shrinking a compile-heavy example."""
+    from hypothesis import Phase
+    from hypothesis import settings as hs
+
+    vt.register_profiles()
+    fast = hs.get_profile("fast")
+    assert Phase.shrink not in fast.phases and fast.max_examples == 10
+    assert fast.deadline is None
+    assert hs.get_profile("default").max_examples == 60
+    assert hs.get_profile("thorough").max_examples == 1000
+    with pytest.raises(VtaError, match="no hypothesis profile 'quick'"):
+        vt.register_profiles("quick")

@@ -34,7 +34,7 @@ __all__ = [
     # graphs
     "GraphError", "OnnxImportError", "HostFallback",
     # runs
-    "BuildError", "TargetError", "PlotError",
+    "BuildError", "TargetError", "PlotError", "PluginError",
     # tuning
     "CacheError", "SearchError", "SweepError", "ExecutorError",
 ]
@@ -299,6 +299,11 @@ class HostFallback(VtaError):
 
 class BuildError(VtaError):
     """``build`` was given something it cannot compile (target, hardware, arguments)."""
+
+
+class PluginError(VtaError):
+    """A plugin (``--plugin``, a ``vta.intrinsics`` entry point) that cannot be loaded or
+    whose definitions fail: the message names it."""
 
 
 class TargetError(VtaError):

@@ -19,12 +19,33 @@ instructions; an explicit ``tensorize`` names the missing intrinsic). The built-
 GEMM, ALU and FINISH (``vta.isa.builtins``) and the GPU's WMMA intrinsics
 (``vta.gpu.wmma``) are defined through the same types. See docs/custom_intrinsics.md and
 examples/intrinsics/.
+
+Where an instruction runs follows from its opcode: one with the ALU's opcode (a new function
+of the ALU) runs on the ALU pipeline, the compute module's or, on hardware whose ALU is a
+pipeline of its own (``alu.separate_pipeline``), the ALU module's (``InstructionDef.alu``,
+None by default, resolves so; give it to override).
+
+Plugins: ``load_plugin(spec)`` imports a file (``path/to/mine.py``) or module (``pkg.mine``)
+and calls its ``define()`` when it has one (the examples' convention; else importing it must
+register), so that ``vta run/tune/sweep --plugin FILE`` can read a config whose
+``intrinsics:`` lists the user's instruction. ``load_entry_points()`` does the same for every
+installed package's ``vta.intrinsics`` entry point (``[project.entry-points."vta.intrinsics"]
+mine = "pkg.mine:define"``). Encoding helpers: ``free_opcodes()`` lists the opcodes no
+instruction uses, ``free_functions(opcode, field)`` the function values of an opcode nobody
+uses, and ``bits_left(*fields)`` the width a last field
+may take in a half word; the widths a config derives (index bits per buffer, the ALU opcode's)
+are ``hw.isa``, which a ``layout(hw)`` reads.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 import warnings
 from collections.abc import Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +54,7 @@ from vta.compiler.accel.insn_intrin import instruction_intrinsics, usable
 from vta.compiler.ir.intrin import BUILDER, TensorIntrinsic
 from vta.compiler.ir.intrin import register as register_tensor_intrinsic
 from vta.config import HwConfig, declare_intrinsic, forget_intrinsic
-from vta.errors import HwConfigError
+from vta.errors import HwConfigError, PluginError
 from vta.isa import (
     AsmSyntax,
     DefinitionError,
@@ -47,12 +68,20 @@ from vta.isa import (
 )
 from vta.isa.asm import microop_syntax
 from vta.isa.builtins import elementwise_patterns, loop_head, wrap
-from vta.isa.defs import by_name, check_layouts, instance, registered
+from vta.isa.defs import (
+    by_name,
+    check_layouts,
+    free_opcodes,
+    instance,
+    registered,
+    resolved_layout,
+)
 from vta.isa.defs import register as _register_instruction
 from vta.isa.defs import unregister as _unregister_instruction
 from vta.isa.insn import NO_DEPS, n_ops
 from vta.isa.timing import alu_issues, loop_cycles, microop_cycles
 from vta.sim.dram import entry_spec
+from vta.words import INSN_HALF_BITS
 
 __all__ = [
     "AsmSyntax", "BUILDER", "DefinitionError", "Deps", "Field", "InstructionDef", "MicroOpLoop",
@@ -61,8 +90,12 @@ __all__ = [
     "elementwise_patterns", "instruction_intrinsics", "loop_cycles", "loop_head",
     "microop_cycles",
     "microop_syntax", "n_ops", "register", "register_tensor_intrinsic", "registered",
-    "unregister", "usable", "validation_config", "wrap",
+    "unregister", "usable", "validation_config", "wrap", "load_plugin", "load_entry_points",
+    "free_functions", "free_opcodes", "bits_left", "PluginError", "ENTRY_POINT_GROUP",
 ]
+
+#: the entry-point group installed packages list their instructions' ``define`` under
+ENTRY_POINT_GROUP = "vta.intrinsics"
 
 
 def __getattr__(name: str) -> Any:
@@ -193,3 +226,118 @@ def _check_semantics(defn: InstructionDef, proto: Any, hw: HwConfig) -> None:
                               f"register(example=...) field values it can run with): "
                               f"{type(e).__name__}: {e}") from None
 
+
+
+# ---------------------------------------------------------------------------- plugins
+
+
+def _import_plugin(spec: str) -> Any:
+    """The module ``spec`` names: a ``.py`` file (imported under its stem) or a dotted module
+    name; a ``PluginError`` naming it when it cannot be found or fails to import."""
+    path = Path(spec)
+    try:
+        if spec.endswith(".py"):
+            if not path.is_file():
+                raise PluginError(f"--plugin {spec}: no such file")
+            name = f"vta_plugin_{path.stem}"
+            if name in sys.modules:
+                return sys.modules[name]
+            loader = importlib.util.spec_from_file_location(name, path)
+            assert loader is not None and loader.loader is not None
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[name] = module
+            try:
+                loader.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+            return module
+        return importlib.import_module(spec)
+    except PluginError:
+        raise
+    except ModuleNotFoundError as e:
+        raise PluginError(f"--plugin {spec}: cannot import it ({e}); give a .py file or an "
+                          f"importable module name") from None
+    except (DefinitionError, HwConfigError) as e:
+        raise PluginError(f"--plugin {spec}: {e}") from None
+    except Exception as e:
+        raise PluginError(f"--plugin {spec}: importing it failed: {type(e).__name__}: "
+                          f"{e}") from None
+
+
+def _define(what: str, define: Any) -> list[str]:
+    """Call a plugin's ``define`` and return the instructions it registered."""
+    before = {d.name for d in registered()}
+    try:
+        define()
+    except (DefinitionError, HwConfigError) as e:
+        raise PluginError(f"{what}: {e}") from None
+    except Exception as e:
+        raise PluginError(f"{what}: define() failed: {type(e).__name__}: {e}") from None
+    return sorted({d.name for d in registered()} - before)
+
+
+def load_plugin(spec: str) -> list[str]:
+    """Import the plugin ``spec`` (module docstring) and call its ``define()`` when it has
+    one; the instructions it registered (a plugin loaded twice registers nothing the second
+    time)."""
+    before = {d.name for d in registered()}
+    module = _import_plugin(spec)
+    define = getattr(module, "define", None)
+    if callable(define) and not getattr(module, "_vta_defined", False):
+        _define(f"--plugin {spec}", define)
+        module._vta_defined = True
+    return sorted({d.name for d in registered()} - before)
+
+
+def load_entry_points() -> list[str]:
+    """Call every installed ``vta.intrinsics`` entry point (a ``define`` function, or a
+    module with one); the instructions they registered."""
+    out: list[str] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        what = f"entry point {ep.name} ({ep.value}) of group {ENTRY_POINT_GROUP}"
+        try:
+            obj = ep.load()
+        except Exception as e:
+            raise PluginError(f"{what}: cannot load it: {type(e).__name__}: {e}") from None
+        define = obj if callable(obj) else getattr(obj, "define", None)
+        if not callable(define):
+            raise PluginError(f"{what}: neither a function nor a module with define()")
+        if ep.value in _LOADED:
+            continue  # already defined in this process
+        out += _define(what, define)
+        _LOADED.add(ep.value)
+    return out
+
+
+#: entry points already called in this process (``load_entry_points`` is idempotent)
+_LOADED: set[str] = set()
+
+
+def free_functions(opcode: int, field: str, hw: HwConfig | None = None) -> list[int]:
+    """The values of the function field ``field`` of ``opcode`` that no registered
+    instruction uses and that fit the field's width on ``hw`` (default: the validation
+    config): what a new function of an existing opcode (``function=(field, value)``) may
+    take. Built-in ALU functions take 0..4 of ``op``; a fresh value is ``free_functions(
+    Opcode.ALU, "op")[0]``."""
+    hw = hw or validation_config()
+    taken = {d.function[1] for d in registered()
+             if d.opcode == opcode and d.function is not None and d.function[0] == field}
+    widths = [f.width for d in registered() if d.opcode == opcode
+              for half in resolved_layout(d, hw.isa) for f in half if f.name == field]
+    if not widths:
+        raise DefinitionError(f"no registered instruction of opcode {int(opcode)} has a "
+                              f"field {field!r}")
+    return [v for v in range(1 << max(widths)) if v not in taken]
+
+
+def bits_left(*fields: Field) -> int:
+    """The bits of a 64-bit half word (``vta.words.INSN_HALF_BITS``) that ``fields`` leave:
+    the width of a last field that fills the half, written from the others instead of by hand
+    (a multiplier after the others: ``Field("mult", bits_left(*others), signed=True)``). A
+    ``DefinitionError`` when they already take more than the half."""
+    used = sum(f.width for f in fields)
+    if used > INSN_HALF_BITS:
+        raise DefinitionError(f"fields {', '.join(f.name for f in fields)} take {used} bits, "
+                              f"more than a {INSN_HALF_BITS}-bit half word")
+    return INSN_HALF_BITS - used

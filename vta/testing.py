@@ -43,6 +43,7 @@ from vta.run.build import build
 from vta.run.check import differing
 
 try:
+    from hypothesis import HealthCheck, Phase, settings
     from hypothesis import strategies as st
 except ImportError as e:  # pragma: no cover - hypothesis is in the test extra
     raise ImportError("vta.testing needs hypothesis: pip install 'vta[test]' (or hypothesis)"
@@ -72,8 +73,35 @@ __all__ = [
     "matmul_shapes", "matmul_specs", "conv2d_specs", "dtypes", "epilogues", "seeds",
     "inputs_for", "random_inputs", "workload_knobs", "simt_knobs", "wmma_knobs",
     "assert_same_on_targets", "first_difference", "reference_outputs", "Mismatch",
-    "logical_dense", "dense_acc",
+    "logical_dense", "dense_acc", "PROFILES", "register_profiles",
 ]
+
+#: hypothesis profiles for vta's property tests (``register_profiles``): ``default`` (60
+#: examples; the test suite's), ``thorough`` (1000; a nightly run), and ``fast`` (10 examples
+#: and no shrinking: a failing example is reported as drawn, at once, instead of after
+#: minutes of shrinking a compile-heavy example). No deadline in any: one example compiles and
+#: simulates a program, whose time depends on the machine's load.
+PROFILES: dict[str, dict[str, Any]] = {
+    "default": {"max_examples": 60},
+    "thorough": {"max_examples": 1000},
+    "fast": {"max_examples": 10,
+             "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)},
+}
+
+
+def register_profiles(load: str | None = None) -> None:
+    """Register ``PROFILES`` with hypothesis (each without a deadline, and without the
+    too-slow health check: a compile is slow by nature), and load ``load`` when given (a
+    user's conftest: ``vta.testing.register_profiles("fast")``; pytest's
+    ``--hypothesis-profile=fast`` picks one too)."""
+    for name, kw in PROFILES.items():
+        settings.register_profile(name, deadline=None,
+                                  suppress_health_check=[HealthCheck.too_slow], **kw)
+    if load is not None:
+        if load not in PROFILES:
+            raise VtaError(f"no hypothesis profile {load!r} (vta.testing has "
+                           f"{', '.join(PROFILES)})")
+        settings.load_profile(load)
 
 #: GEMM dtypes (input, weight, output) of the shipped configs: ``hw_configs(dtypes=INT8)``
 INT8 = ("int8", "int8", "int8")

@@ -118,6 +118,7 @@ def _run(sub: Any) -> None:
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default=None,
                      help=f"{_HW_HELP} (default {DEFAULT_HW}; accelerator only)")
+    _plugin_flag(run)
     run.add_argument("--layers", default=None,
                      help="for resnet18: run only these convolutions, one by one, e.g. C2,C10")
     run.add_argument("--fusion", choices=("full", "requant"), default=None,
@@ -163,8 +164,9 @@ def _run(sub: Any) -> None:
     run.add_argument("--size", default=None, metavar="N=1,C=64,...",
                      help="values of the TC definition's size variables")
     run.add_argument("--gpu-schedule", choices=("wmma", "simt", "mma"), default=None,
-                     help="GPU kernel: wmma (tensor-core schedule, default), simt, or mma (the "
-                          "task-mapping kernels: cp.async pipeline, ldmatrix, mma.sync)")
+                     help="GPU kernel: wmma (tensor-core schedule; the default where the output "
+                          "holds one 16x16 tile, else simt), simt, or mma (the task-mapping "
+                          "kernels: cp.async pipeline, ldmatrix, mma.sync)")
     run.add_argument("--dtype", choices=("int8", "float16"), default=None,
                      help="with a GPU target: the layer's element type (default int8; float16 "
                           "is checked within a tolerance, not bit for bit)")
@@ -190,8 +192,17 @@ def _tc(sub: Any) -> None:
     tc.set_defaults(handler="tc.main")
 
 
+def _plugin_flag(p: argparse.ArgumentParser) -> None:
+    """``--plugin``: user instructions to load before the hardware config is read."""
+    p.add_argument("--plugin", action="append", default=None, metavar="FILE.py|MODULE",
+                   help="import this Python file or module (and call its define()) first, so "
+                        "the hardware config may list its instructions under intrinsics: "
+                        "(repeatable; installed vta.intrinsics entry points load always)")
+
+
 def _where_args(p: argparse.ArgumentParser) -> None:
     """Where trials run and where they are kept (``vta tune`` and ``vta sweep``)."""
+    _plugin_flag(p)
     p.add_argument("--workers", type=positive, default=None,
                    help="local worker processes (default: the CPUs this process may use)")
     p.add_argument("--cluster", default=None, metavar="ADDR",
@@ -261,6 +272,9 @@ def _tune(sub: Any) -> None:
                        help="write PREFIX.csv and PREFIX.png (default: the grid file's name)")
     sweep.add_argument("--no-check", action="store_true",
                        help="skip running each tuned layer bit-exact against numpy")
+    sweep.add_argument("--force", action="store_true",
+                       help="run a grid larger than the limit the refusal names (rows stream "
+                            "as points finish)")
     _where_args(sweep)
     sweep.set_defaults(handler="tune.sweep_main")
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from vta.cli.parser import DEFAULT_HW, flag
-from vta.cli.tune import run_compile_cache, tuned_compile, tuned_picker
+from vta.cli.tune import load_plugins, run_compile_cache, tuned_compile, tuned_picker
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import (
     CONV_OPTIONS,
@@ -28,7 +28,7 @@ from vta.compiler.ops.workloads import (
     resolve_network,
 )
 from vta.compiler.tc import load_file, parse_sizes
-from vta.config import HwConfig
+from vta.config import BOARD_RESOURCES, HwConfig
 from vta.errors import TcSizeError, UsageError
 from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
@@ -110,7 +110,22 @@ def _layers(text: str | None) -> list[str] | None:
 
 
 def _hw(args: argparse.Namespace) -> HwConfig:
-    return HwConfig.load(args.hw or DEFAULT_HW)
+    """The accelerator's config; a warning on stderr when its resource estimate exceeds its
+    board (the simulator runs it all the same: a design study may go past the board)."""
+    hw = HwConfig.load(args.hw or DEFAULT_HW)
+    if not hw.fits_board():
+        print(f"vta: warning: {board_overflow(hw)}", file=sys.stderr)
+    return hw
+
+
+def board_overflow(hw: HwConfig) -> str:
+    """What of ``hw``'s resource estimate exceeds its board (``HwConfig.fits_board`` false)."""
+    est = hw.resource_estimate()
+    over = [f"{k} {est[k]:,} > {int(getattr(hw.board, k)):,}" for k in BOARD_RESOURCES
+            if getattr(hw.board, k) and est[k] > int(getattr(hw.board, k))]
+    return (f"{hw.name} does not fit its board ({hw.board.part}): estimated "
+            f"{', '.join(over)} (vta.resources; vta info --hw {hw.name} itemises it); it is "
+            f"simulated all the same")
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -123,6 +138,7 @@ def _emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    load_plugins(args)
     if args.tc is not None:
         return _run_tc(args)
     _flags_apply(args)
@@ -163,7 +179,7 @@ def _run_layers(args: argparse.Namespace, net: Any, target: Target,
     if isinstance(target, AccelTarget):
         options.update(knobs)
     else:
-        options.update(gpu_schedule=args.gpu_schedule or "wmma", dtype=args.dtype or "int8")
+        options.update(gpu_schedule=args.gpu_schedule or "auto", dtype=args.dtype or "int8")
     if net is not None:
         return _run_network(args, net, target, raw, knobs, options)
     w = resolve(args.workload, args.sizes, batch=args.batch, **shape)

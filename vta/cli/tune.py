@@ -34,8 +34,9 @@ from vta.compiler.ops.workloads import (
     resolve_network,
 )
 from vta.config import HwConfig
-from vta.errors import GpuUnavailableError, VtaError
+from vta.errors import GpuUnavailableError, SweepError, VtaError
 from vta.gpu.runtime import require_cupy
+from vta.intrinsics import load_entry_points, load_plugin
 from vta.run.gpu_workloads import make_workload
 from vta.run.targets import AccelTarget, Target
 from vta.tune.cache import Cache, default_cache_path, open_cache
@@ -44,11 +45,28 @@ from vta.tune.executor import LocalExecutor, make_executor
 from vta.tune.gpu import gpu_problem
 from vta.tune.job import Job
 from vta.tune.search import SEARCHES
-from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
+from vta.tune.sweep import (
+    StreamingCsv,
+    load_grid,
+    per_unit,
+    plot,
+    run_sweep,
+    sweep_workloads,
+    write_csv,
+)
 from vta.tune.tuner import cached_program, tune
 
-__all__ = ["cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
-           "tuned_compile", "tuned_picker", "sweep_table", "run_compile_cache"]
+__all__ = ["load_plugins", "cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
+           "tuned_compile", "tuned_picker", "sweep_table", "sweep_header", "sweep_row",
+           "SweepProgress", "run_compile_cache"]
+
+
+def load_plugins(args: argparse.Namespace) -> None:
+    """The installed ``vta.intrinsics`` entry points, then each ``--plugin`` (``vta run``,
+    ``tune`` and ``sweep``, before the hardware config is read)."""
+    load_entry_points()
+    for spec in getattr(args, "plugin", None) or ():
+        load_plugin(spec)
 
 
 def cache_path(args: argparse.Namespace) -> Path:
@@ -139,8 +157,11 @@ def tuned_compile(args: argparse.Namespace, w: Any, hw: Any, epi: Any,
     forced. A cache file that does not exist is not created."""
     if _forced(args, knobs) or args.no_cache:
         return None
+    skipped: list[str] = []
     with _open_cache(args, create=False) as cache:
-        found = cached_program(cache, w, hw, epi) if cache is not None else None
+        found = cached_program(cache, w, hw, epi, skipped) if cache is not None else None
+    for why in skipped:
+        print(f"vta: warning: {why}", file=sys.stderr)
     if found is None:
         return None
     c, point, trial = found
@@ -190,6 +211,7 @@ def _jobs(args: argparse.Namespace) -> tuple[list[Any], Any, dict[str, int]]:
 
 def tune_main(args: argparse.Namespace) -> int:
     """``vta tune``: tune a workload (or a network's layers) and print best against default."""
+    load_plugins(args)
     if args.target != "vta":
         return _tune_gpu(args)
     if args.search not in SEARCHES:
@@ -291,7 +313,7 @@ def cache_main(args: argparse.Namespace) -> int:
             print(f"no tuning cache at {path} yet")
         return 0
 
-    with Cache(path) as c:
+    with Cache(path, readonly=args.action != "clear") as c:
         if args.action == "list":
             return _cache_list(c, args.json)
         if args.action == "show":
@@ -326,7 +348,7 @@ def _cache_show(c: Any, key: str, as_json: bool) -> int:
     info = next(k for k in c.keys() if k["key"] == key)
     trials = sorted(c.trials(key).values(), key=lambda t: (t.cost is None, t.cost or 0))
     if as_json:
-        print(json.dumps({**info, "trials": [{"point": json.loads(t.point), "cost": t.cost,
+        print(json.dumps({**info, "trials": [{"point": _point_json(t.point), "cost": t.cost,
                                               "refused": t.refused, "method": t.method,
                                               "measured_at": t.measured_at,
                                               "seconds": t.seconds, "host": t.host}
@@ -347,6 +369,14 @@ def _cache_show(c: Any, key: str, as_json: bool) -> int:
     return 0
 
 
+def _point_json(text: str) -> Any:
+    """A stored point as JSON; its text as it is when it does not parse (a damaged record)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _cache_export(c: Any, out: str | None) -> int:
     if out is None:
         for rec in c.export():
@@ -365,52 +395,127 @@ def _cache_export(c: Any, out: str | None) -> int:
 
 
 def sweep_main(args: argparse.Namespace) -> int:
-    """``vta sweep --grid FILE WORKLOAD...``: tune every workload on every hardware point and
-    write the CSV and the Pareto plot."""
-    grid = load_grid(args.grid)
+    """``vta sweep --grid FILE WORKLOAD...``: tune every workload on every hardware point,
+    printing each point's row (and writing it to the CSV) as it finishes, then the Pareto
+    front and the plot."""
+    load_plugins(args)
+    grid = load_grid(args.grid, force=args.force)
     sweep_workloads(args.workloads)  # a bad name is refused before any work
     if args.trials is not None and args.trials < 0:
         raise VtaError(f"--trials must be >= 0, got {args.trials}")
     prefix = Path(args.out) if args.out else Path(Path(args.grid).stem)
-    with _open_cache(args, create=True) as cache, make_executor(args.cluster, args.workers) as ex, \
-            RichProgress(quiet=args.json) as progress:
-        res = run_sweep(grid, args.workloads, ex, cache=cache, trials=args.trials,
-                        seed=args.seed or 0, check=not args.no_check, progress=progress)
-        where = ex.description
     csv_path, png_path = prefix.with_suffix(".csv"), prefix.with_suffix(".png")
-    if prefix.parent != Path(""):
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(res, csv_path)
+    _writable(csv_path, png_path)  # before any work
+    per = _per_what(args.workloads)
+    width = max([len("point"), *(len(p.name) for p in grid.points)])
+    rows = StreamingCsv(csv_path, grid.boards)
+    with _open_cache(args, create=True) as cache, make_executor(args.cluster, args.workers) as ex, \
+            SweepProgress(len(grid.points), quiet=args.json) as progress, rows:
+        if not args.json:
+            print(sweep_header(grid.boards, width, per))
+
+        def on_point(p: Any) -> None:
+            rows.add(p)
+            progress.point_done()
+            if not args.json:
+                print(sweep_row(p, grid.boards, width))
+
+        res = run_sweep(grid, args.workloads, ex, cache=cache, trials=args.trials,
+                        seed=args.seed or 0, check=not args.no_check, progress=progress,
+                        on_point=on_point)
+        where = ex.description
+    write_csv(res, csv_path)  # again, with the Pareto column
     plot(res, png_path)
     if args.json:
         print(json.dumps({**res.summary(), "csv": str(csv_path), "png": str(png_path),
                           "executor": where}, indent=2, default=str))
     else:
-        print(sweep_table(res))
+        front = [p.point.name for p in res.points if p.pareto]
+        print(f"Pareto front ({len(front)}): {', '.join(front)}")
         print(f"{len(res.points)} points on {where} in {res.seconds:.1f} s; wrote {csv_path} "
               f"and {png_path}")
     bad = [p for p in res.points if p.passed is False]
     return 1 if bad else 0
 
 
+def _writable(*paths: Path) -> None:
+    """Make the outputs' directory and check each output can be written (a ``SweepError``
+    naming the path, before hours of tuning)."""
+    for path in paths:
+        try:
+            if path.parent != Path(""):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            existed = path.exists()
+            with open(path, "a"):
+                pass
+            if not existed:  # a probe: no empty file is left behind by a sweep that fails
+                path.unlink()
+        except OSError as e:
+            raise SweepError(f"--out {path}: cannot write there: {e.strerror or e}") from None
+
+
+def _per_what(workloads: list[str]) -> str:
+    """The throughput unit of a sweep's workloads: frames for networks, runs for layers."""
+    return "fr/s" if per_unit(workloads) == "frames" else "runs/s"
+
+
+class SweepProgress(RichProgress):
+    """One bar for a whole sweep (points finished of the grid's) on stderr, instead of a bar
+    per job: a 10,000-point grid would draw 10,000 bars; the tuner's per-job calls count
+    jobs under it."""
+
+    def __init__(self, points: int, quiet: bool = False) -> None:
+        super().__init__(quiet)
+        self._sweep = self._bar.add_task("sweep: points", total=points, best="")
+        self._jobs = 0
+
+    def __enter__(self) -> SweepProgress:
+        self._bar.start()
+        return self
+
+    def start(self, job: Any, total: int) -> None:
+        pass
+
+    def advance(self, job: Any, best: float | None) -> None:
+        pass
+
+    def done(self, result: Any) -> None:
+        self._jobs += 1
+        self._bar.update(self._sweep, best=f"{self._jobs:,} layer jobs tuned")
+        self._bar.refresh()
+
+    def point_done(self) -> None:
+        self._bar.update(self._sweep, advance=1)
+        self._bar.refresh()
+
+
+def sweep_header(boards: Any, width: int, per: str = "fr/s") -> str:
+    """The sweep table's header (``width``: the point column's)."""
+    return (f"{'point':{width}} {'cycles':>12} {'default':>12} {per:>8} {'DSP':>5} "
+            f"{'BRAM':>5} {'LUT':>7} " + " ".join(f"{b.name[:8]:>8}" for b in boards) +
+            "  pareto check")
+
+
+def sweep_row(p: Any, boards: Any, width: int) -> str:
+    """One point's row of the sweep table (the Pareto column is known once all are done)."""
+    if p.status != "ok":
+        return f"{p.point.name:{width}} {p.status}: {p.reason}"
+    e = p.resources
+    fit = " ".join(f"{'fits' if p.fits[b.name] else 'NO':>8}" for b in boards)
+    check = "-" if p.passed is None else ("ok" if p.passed else "BAD")
+    return (f"{p.point.name:{width}} {p.cycles:>12,} {p.default_cycles:>12,} "
+            f"{p.per_s:>8.2f} {e['dsp']:>5} {e['bram36']:>5} {e['lut']:>7} {fit}  "
+            f"{'*' if p.pareto else ' ':>6} {check}")
+
+
 def sweep_table(res: Any) -> str:
-    """The sweep's points: cycles, frames/s, resources, board fit, Pareto front (the point
-    column as wide as the longest name: grid points are named by every field they set)."""
+    """The sweep's points: cycles, frames/s (runs/s for layers), resources, board fit, Pareto
+    front (the point column as wide as the longest name: grid points are named by every field
+    they set)."""
     boards = res.grid.boards
     w = max([len("point"), *(len(p.point.name) for p in res.points)])
-    head = (f"{'point':{w}} {'cycles':>12} {'default':>12} {'fr/s':>8} {'DSP':>5} {'BRAM':>5} "
-            f"{'LUT':>7} " + " ".join(f"{b.name[:8]:>8}" for b in boards) + "  pareto check")
-    lines = [head]
-    for p in res.points:
-        if p.status != "ok":
-            lines.append(f"{p.point.name:{w}} {p.status}: {p.reason}")
-            continue
-        e = p.resources
-        fit = " ".join(f"{'fits' if p.fits[b.name] else 'NO':>8}" for b in boards)
-        check = "-" if p.passed is None else ("ok" if p.passed else "BAD")
-        lines.append(f"{p.point.name:{w}} {p.cycles:>12,} {p.default_cycles:>12,} "
-                     f"{p.per_s:>8.2f} {e['dsp']:>5} {e['bram36']:>5} {e['lut']:>7} {fit}  "
-                     f"{'*' if p.pareto else ' ':>6} {check}")
+    lines = [sweep_header(boards, w, _per_what(res.workloads))]
+    lines += [sweep_row(p, boards, w) for p in res.points]
     return "\n".join(lines)
 
 

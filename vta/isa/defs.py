@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vta.config import DATA_KINDS
 from vta.errors import DefinitionError
-from vta.isa.insn import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, Deps, Unit, queue_of
+from vta.isa.insn import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, Deps, Opcode, Unit, queue_of
 from vta.words import INSN_BITS, INSN_HALF_BITS, OPCODE_BITS, UOP_BITS
 
 if TYPE_CHECKING:
@@ -213,8 +213,10 @@ class InstructionDef:
     #: its duration is this alone on the port, the simulator shares the port among DMAs
     dma_timing: Callable[[Any, HwConfig], Any] | None = None
     #: runs on the ALU: the compute module's, or the ALU module of hardware whose ALU is a
-    #: separate pipeline (``alu.separate_pipeline``)
-    alu: bool = False
+    #: separate pipeline (``alu.separate_pipeline``). None (the default): it follows from the
+    #: opcode, so an instruction with the ALU's opcode (a new ALU function) runs where the
+    #: ALU does; give True or False to override
+    alu: bool | None = None
     #: a DMA's direction: ``"load"`` (DRAM -> scratchpad) or ``"store"`` (out -> DRAM)
     direction: Literal["load", "store"] | None = None
     #: FINISH: waits for these modules to drain and ends the program
@@ -244,6 +246,10 @@ class InstructionDef:
 
     #: IR traversals treat a definition as a leaf (statements carry it as an annotation)
     _ir_opaque: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.alu is None:  # frozen: the resolved value is set once, here
+            object.__setattr__(self, "alu", self.opcode == Opcode.ALU)
 
     # ------------------------------------------------------------------ queries
 

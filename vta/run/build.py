@@ -19,6 +19,17 @@ compute), the module packs the inputs and unpacks the outputs with each paramete
 naming scheme everywhere: the placeholders' names are the DRAM allocations of the program, the
 CUDA kernel's parameters and the keys of the inputs and outputs.
 
+Input dtypes: an array of the parameter's dtype is used as it is; integers go into an
+integer parameter when every value fits (an ``InputError`` naming the range otherwise) and
+into a float parameter when every value is exact there; a float goes into a float parameter
+of at least its precision (float16 into float32, not float64 into float32). Nothing else is
+converted: a bool array is not an int8 one, a float64 array for a float32 or float16
+parameter and a float for an integer are ``InputError``s saying to convert with ``astype``,
+so no value is rounded behind the caller's back. On the accelerator a float tensor, and an
+output of a dtype other than the GEMM's out dtype (an int32 accumulator), are ``BuildError``s
+at build time saying what to do (floats run on ``cuda-emu``/``cuda``; end an accelerator
+compute with a narrowing stage).
+
 Everything a build produced stays reachable: ``mod.func`` (the lowered loop-nest IR),
 ``mod.program`` and ``mod.compiled`` (the IR after every accelerator pass), ``mod.kernel`` and
 ``mod.cuda`` (the GPU kernel and its source). ``mod.interpret(...)`` runs ``mod.func`` in the
@@ -303,8 +314,12 @@ class Module:
 
 
 def _as_array(p: _Param, a: Any) -> np.ndarray:
-    """``a`` as an array of ``p``'s logical shape and dtype (integers converted when every
-    value fits)."""
+    """``a`` as an array of ``p``'s logical shape and dtype, by the input dtype rules (module
+    docstring): an array of the parameter's dtype as it is; integers into an integer parameter
+    when every value fits, into a float one when every value is exact there; a float into a
+    float of at least its precision. Anything else (a bool array for an integer, a float64 for
+    a float32, a float for an integer) is an ``InputError`` saying how to convert it: no value
+    is changed behind the caller's back."""
     arr = np.asarray(a)
     want = np.dtype(p.layout.dtype)
     if tuple(arr.shape) != p.layout.shape:
@@ -312,15 +327,66 @@ def _as_array(p: _Param, a: Any) -> np.ndarray:
                          f"{list(arr.shape)}")
     if arr.dtype == want:
         return arr
-    if arr.dtype.kind in "iub" and want.kind in "iu":
+    fix = f"convert it yourself (np.asarray(...).astype(np.{want}))"
+    if arr.dtype.kind == "b" or want.kind == "b":
+        raise InputError(f"input {p.name}: expected dtype {want}, got {arr.dtype}: a bool is "
+                         f"not a number here; {fix}")
+    if arr.dtype.kind in "iu" and want.kind in "iu":
         info = np.iinfo(want)
         if arr.size == 0 or (int(arr.min()) >= info.min and int(arr.max()) <= info.max):
             return arr.astype(want)
         raise InputError(f"input {p.name}: values {int(arr.min())}..{int(arr.max())} do not fit "
                          f"its dtype {want}")
-    if want.kind == "f" and arr.dtype.kind in "iuf":
-        return arr.astype(want)
-    raise InputError(f"input {p.name}: expected dtype {want}, got {arr.dtype}")
+    if arr.dtype.kind in "iu" and want.kind == "f":
+        conv = arr.astype(want)
+        if np.array_equal(conv.astype(arr.dtype), arr):
+            return conv
+        raise InputError(f"input {p.name}: some of its {arr.dtype} values are not exact in "
+                         f"{want}; {fix} if rounding is meant")
+    if arr.dtype.kind == "f" and want.kind == "f":
+        if np.can_cast(arr.dtype, want, "safe"):
+            return arr.astype(want)
+        raise InputError(f"input {p.name}: expected dtype {want}, got {arr.dtype}, which "
+                         f"{want} would round; {fix} if rounding is meant")
+    raise InputError(f"input {p.name}: expected dtype {want}, got {arr.dtype}; {fix}")
+
+
+def _accel_dtypes(tensors: Sequence[Tensor], hw: HwConfig) -> None:
+    """The accelerator computes integers only, and stores its output narrowed to the GEMM's
+    out dtype: a float tensor, or an output of another dtype, is a ``BuildError`` saying
+    where such a compute runs (before any pass, whose refusal would name a symptom)."""
+    floats = [t.name for t in tensors if np.dtype(t.dtype).kind == "f"]
+    if floats:
+        raise BuildError(f"build(target='vta'): {', '.join(floats)} "
+                         f"{'is' if len(floats) == 1 else 'are'} floating point; the "
+                         f"accelerator computes integers ({hw.gemm.inp_dtype} x "
+                         f"{hw.gemm.wgt_dtype} -> {hw.gemm.acc_dtype}); floats run on the GPU: "
+                         f"build for 'cuda-emu' (no GPU needed) or 'cuda'")
+    out_dt = np.dtype(hw.gemm.out_dtype)
+    for t in tensors:
+        if isinstance(t.op, ComputeOp) and np.dtype(t.dtype) != out_dt:
+            raise BuildError(
+                f"build(target='vta'): output {t.name} is {t.dtype}; the accelerator's STORE "
+                f"writes {out_dt} values (hw.gemm.out_dtype), so end the compute with a "
+                f"narrowing stage (compute(shape, lambda *i: {t.name}[i].astype("
+                f"'{out_dt}'))), or build for 'cuda-emu'/'cuda', which return "
+                f"{t.dtype}; the CLI's raw check (vta run, no epilogue) reads int32 "
+                f"accumulators back slice by slice")
+
+
+def _intrinsics_target(schedule: Schedule, target: str) -> None:
+    """Every tensorized stage's intrinsic is the target's: an accelerator instruction in a
+    schedule built for a GPU (or a GPU intrinsic built for the accelerator) is a
+    ``BuildError`` naming it and the stage, instead of scalar loops or a lowering error."""
+    want = "vta" if target == "vta" else "cuda"
+    for st in schedule.stages:
+        for intrinsic in st.tensorized.values():
+            if intrinsic.target != want:
+                where = ("the accelerator (target='vta')" if intrinsic.target == "vta" else
+                         "a GPU (target='cuda-emu' or 'cuda')")
+                raise BuildError(f"build(target={target!r}): stage {st.name} is tensorized "
+                                 f"with {intrinsic.name}, an intrinsic of {where}; build "
+                                 f"there, or tensorize with one of {target}'s intrinsics")
 
 
 def _hw(hw: HwConfig | str | Path | None, target: str) -> HwConfig | None:
@@ -366,7 +432,11 @@ def build(schedule: Schedule | tuple[Schedule, Sequence[Tensor]],
             raise BuildError(f"build: two parameters are named {t.name!r}; the name is how "
                              f"arrays are passed and returned, so it must be unique")
         seen[t.name] = t
+    _intrinsics_target(schedule, target)
     outs = [t for t in tensors if isinstance(t.op, ComputeOp)]
+    if target == "vta":
+        assert hwc is not None
+        _accel_dtypes(tensors, hwc)
     fname = name or (outs[0].name if outs else "main")
     func = lower(schedule, tensors, fname, whole_tiles=target == "vta")
     params = [_Param(t, b, layouts[t.name], isinstance(t.op, ComputeOp))

@@ -79,13 +79,25 @@ def gpu_workload(w: Workload, dtype: str = "int8", raw: bool = False) -> GpuWork
     return GpuWorkload(w.name, w.spec, dtype, epi)
 
 
-def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
-    """The scheduled (not yet GPU-lowered) function of a workload."""
-    if schedule == "wmma":
+#: the smallest output rows and columns a tensor-core (WMMA) tile covers
+WMMA_MIN = 16
+
+
+def build_func(w: GpuWorkload, schedule: str = "auto") -> S.PrimFunc:
+    """The scheduled (not yet GPU-lowered) function of a workload. ``auto`` (the default):
+    the tensor-core schedule where the output holds one tensor-core tile, else SIMT; an
+    explicit ``wmma`` on a smaller output is a ``VtaError`` naming the shape (never a silent
+    SIMT run)."""
+    if schedule in ("wmma", "auto"):
         s = w.spec
         m, n = (s.n * s.oh * s.ow, s.oc) if isinstance(s, Conv2dSpec) else (s.m, s.n)
-        if min(m, n) < 16:  # smaller than one tensor-core tile
-            return build_func(w, "simt")
+        if min(m, n) < WMMA_MIN:  # smaller than one tensor-core tile
+            if schedule == "auto":
+                return build_func(w, "simt")
+            raise VtaError(f"--gpu-schedule wmma: {w.name}'s output is {m} x {n} (rows x "
+                           f"columns), smaller than one {WMMA_MIN} x {WMMA_MIN} tensor-core "
+                           f"tile; use --gpu-schedule simt (or leave it out: wmma where a tile "
+                           f"fits, else simt)")
         if w.is_conv:
             return G.conv2d_wmma(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
         return G.matmul_wmma(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
@@ -98,4 +110,4 @@ def build_func(w: GpuWorkload, schedule: str = "wmma") -> S.PrimFunc:
         if w.is_conv:
             return mma_conv2d(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
         return mma_gemm(w.spec, w.dtype, w.epi)  # type: ignore[arg-type]
-    raise VtaError(f"unknown GPU schedule {schedule!r} (wmma, simt or mma)")
+    raise VtaError(f"unknown GPU schedule {schedule!r} (auto, wmma, simt or mma)")

@@ -28,6 +28,7 @@ anything is compiled or allocated.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -79,8 +80,41 @@ def _oc(spec: Conv2dSpec | MatmulSpec) -> int:
     return spec.oc if isinstance(spec, Conv2dSpec) else spec.n
 
 
+#: the user arrays' names before they became the op's placeholder names: accepted, and read
+#: back, for one release with a ``DeprecationWarning``
+RENAMED_INPUTS = {"x": "data", "w": "kernel"}
+
+
+def _renamed_warning(old: str) -> None:
+    warnings.warn(f"the layer input {old!r} is now {RENAMED_INPUTS[old]!r} (the op's placeholder "
+                  f"name); {old!r} is accepted for one release", DeprecationWarning, stacklevel=3)
+
+
+class LayerInputs(dict[str, np.ndarray]):
+    """The user arrays of a layer by their names; ``inputs["x"]`` and ``inputs["w"]`` still
+    read ``data`` and ``kernel`` for one release (``RENAMED_INPUTS``), with a warning."""
+
+    def __missing__(self, key: str) -> np.ndarray:
+        new = RENAMED_INPUTS.get(key)
+        if new is None or new not in self:
+            raise KeyError(key)
+        _renamed_warning(key)
+        return self[new]
+
+
+def user_inputs(user: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """``user`` with arrays given by their old names (``x``, ``w``) under the new ones, with a
+    ``DeprecationWarning`` (one release); as it is otherwise."""
+    old = [k for k in RENAMED_INPUTS if k in user and RENAMED_INPUTS[k] not in user]
+    if not old:
+        return user
+    for k in old:
+        _renamed_warning(k)
+    return {RENAMED_INPUTS.get(k, k) if k in old else k: v for k, v in user.items()}
+
+
 def layer_inputs(spec: Conv2dSpec | MatmulSpec, epi: Epilogue | None, seed: int,
-                 dtype: str = "int8") -> dict[str, np.ndarray]:
+                 dtype: str = "int8") -> LayerInputs:
     """Random user tensors by the op's placeholder names (``data``, ``kernel``, ``bias``: the
     DRAM allocations and the GPU kernel's parameters too): int8 data and weights uniform over
     their range and the bias uniform within the epilogue's ``bias_bound`` (the distribution
@@ -96,7 +130,7 @@ def layer_inputs(spec: Conv2dSpec | MatmulSpec, epi: Epilogue | None, seed: int,
         x, wt = (rng.integers(-128, 128, size=s, dtype=np.int8) for s in shapes)
     else:
         x, wt = (rng.standard_normal(s).astype(np.dtype(dtype)) for s in shapes)
-    out = {"data": x, "kernel": wt}
+    out = LayerInputs({"data": x, "kernel": wt})
     if epi is not None and epi.bias:
         out["bias"] = bias
     return out
@@ -113,6 +147,7 @@ def layer_reference(spec: Conv2dSpec | MatmulSpec, user: Mapping[str, np.ndarray
     """numpy's answer in the user's layout ((M, N) or (N, OC, OH, OW)) and the fraction of it
     the epilogue's clip saturated (None without an epilogue: the int32 accumulators). Floats:
     the float32 product of a matmul (a float convolution has no reference here)."""
+    user = user_inputs(user)
     x = user["data"]
     if x.dtype.kind == "f":
         if isinstance(spec, Conv2dSpec):
@@ -142,6 +177,7 @@ class AccelLayer:
     def pack(self, user: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         c = self.compiled
         g, P = c.hw.gemm, c.packed
+        user = user_inputs(user)
         x, wt = user["data"], user["kernel"]
         if isinstance(c.workload.spec, MatmulSpec):
             data = packing.pack_matrix(x, g.batch, g.block_in, P.data_shape)
@@ -222,6 +258,7 @@ class GpuLayer:
 
     def pack(self, user: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         params = self.kernel.func.params
+        user = user_inputs(user)
         wt = user["kernel"]
         if self.workload.is_conv and self.kernel.func.attr(KERNEL) == "task-mapping":
             wt = ohwi_weight(wt)
@@ -241,7 +278,7 @@ class GpuLayer:
 
 def compile_layer(w: Workload, target: Target, *, raw: bool = False,
                   compiled: Compiled | None = None, latency_hiding: bool = True,
-                  gpu_schedule: str = "wmma", dtype: str = "int8", **knobs: Any
+                  gpu_schedule: str = "auto", dtype: str = "int8", **knobs: Any
                   ) -> list[LayerProgram]:
     """``w`` compiled for ``target``: one program (the accelerator's raw check: one per
     accumulator slice, the first without any epilogue). ``compiled``: the accelerator's
@@ -415,7 +452,7 @@ def _agrees(target: Target, p: LayerProgram, packed: Mapping[str, np.ndarray],
 def run_layer(w: Workload, target: Target, *, seed: int = 0, raw: bool = False,
               compiled: Compiled | None = None, check_reference: bool = False,
               trace_path: str | None = None, latency_hiding: bool = True,
-              gpu_schedule: str = "wmma", dtype: str = "int8", **knobs: Any) -> LayerRun:
+              gpu_schedule: str = "auto", dtype: str = "int8", **knobs: Any) -> LayerRun:
     """Compile (unless ``compiled``), execute and check ``w`` against numpy on ``target``
     (module docstring). ``check_reference`` also runs the target's functional oracle (the
     ISA's reference interpreter; the loop-nest interpreter for a GPU kernel) and compares it

@@ -131,7 +131,8 @@ def format_layer(r: LayerRun, tuned: dict[str, Any] | None = None) -> str:
                f"utilization ceiling {s['utilization_ceiling']:.3f}; achieved "
                f"{s['of_machine_bound']:.1%} of it")
     out.append(energy_line(s["energy"], "per run"))
-    out.append(f"GEMM utilization {s['utilization']:.1%}  GOP/s {s['gops']:.2f}  "
+    out.append(f"GEMM utilization {s['utilization']:.1%}  useful GOP/s {s['gops']:.2f} "
+               f"(unpadded work; the table's throughput counts padded tensor ops)  "
                f"compile {s['compile_s'] * 1e3:.0f} ms  simulate {s['sim_s'] * 1e3:.0f} ms  "
                f"acc hazards {s['acc_hazards']}")
     return "\n".join(out)
@@ -161,7 +162,7 @@ def format_network(r: NetworkRun, tuned: list[dict[str, Any]] | None = None) -> 
                    f"{row['fold']:>5} {row['saturated']:>5.1%}  {knob:16} "
                    f"{'ok' if row['passed'] else 'BAD'}")
     out.append(f"total {s['cycles']:,} cycles = {s['time_ms']:.2f} ms at {hw.board.clock_mhz} "
-               f"MHz; {s['gops']:.2f} GOP/s; GEMM utilization {s['utilization']:.1%} "
+               f"MHz; {s['gops']:.2f} useful GOP/s; GEMM utilization {s['utilization']:.1%} "
                f"(useful, unpadded: {s['useful_utilization']:.1%}); "
                f"{s['of_machine_bound']:.1%} of the machine bound")
     out.append(energy_line(s["energy"], f"for the {s['convolutions']} convolutions"))

@@ -11,7 +11,11 @@ on, so a changed compiler never reuses a stale number). Tables:
   it did not compile, how it was measured (``method``) and when (``measured_at``, Unix time),
   and how long it took; committed one trial at a time, so a process killed while tuning loses
   at most the trials it had in flight, and a rerun reuses every trial already measured;
-* ``tunings``: one row per finished tuning job (search, seed, budget, best and default).
+* ``tunings``: one row per finished tuning job (search, seed, budget, best and default);
+* ``leases``: which process is measuring which point right now (``holder``: host and pid,
+  ``expires``: Unix time), so that two tunes of one key at once measure each point once: a
+  process measures a point only under its lease, taken in the same transaction that finds no
+  trial of it; a lease whose holder has died (on this host) or expired is taken over.
 
 The best schedule of a key is its cheapest trial (``best``); ``vta run`` compiles it when
 present. Concurrency: every write is one ``BEGIN IMMEDIATE`` transaction and readers never
@@ -20,12 +24,24 @@ new file at once: each reads its header (application id and tables) in one snaps
 one that finds it empty makes it a cache under the write lock (checked again there). A file
 that is not an SQLite database, or one that is not a vta cache (another application's, or a
 newer schema), is a ``CacheError`` naming the file, never a traceback.
+
+Integrity: every open runs SQLite's ``PRAGMA quick_check`` (a file with a damaged page is a
+``CacheError`` saying so, for every command alike), and every record is checked before use
+(``vta.tune.tuner.lookup``: a point that is not JSON or not a point of the space is skipped
+with a warning). A cache opened ``readonly`` (``vta run``'s lookups; a file this process may
+not write) is read through SQLite's read-only mode, or as immutable when the directory is
+read-only too (SQLite cannot make the WAL index there); a write to it is a ``CacheError``.
+
+Other stores in the same file (a compile cache, issue 22) open it with ``Cache(path)`` and
+add their tables with ``Cache.ensure_tables`` and their writes inside ``Cache.write()``:
+integrity, the header checks, busy retries and error naming are then shared.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import sqlite3
 import time
@@ -35,12 +51,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from vta.errors import CacheError
 from vta.version import __version__
 
 __all__ = ["CacheError", "TuneKey", "Trial", "Tuning", "Cache", "default_cache_path",
-           "compiler_version", "open_cache", "CACHE_ENV", "SCHEMA_VERSION"]
+           "compiler_version", "open_cache", "lease_holder", "CACHE_ENV", "SCHEMA_VERSION",
+           "LEASE_S"]
 
 #: The environment variable naming the cache file (``vta`` commands read it; ``--cache`` wins).
 CACHE_ENV = "VTA_CACHE"
@@ -81,6 +99,16 @@ CREATE TABLE IF NOT EXISTS tunings (
     seconds REAL NOT NULL, finished_at REAL NOT NULL, host TEXT NOT NULL);
 """
 _TABLES = {"ops", "trials", "tunings"}
+#: added to a schema-1 cache when it is opened for writing (older files lack it: reading
+#: needs no lease)
+_LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT NOT NULL, point TEXT NOT NULL, holder TEXT NOT NULL, expires REAL NOT NULL,
+    PRIMARY KEY (key, point));
+"""
+#: seconds a lease on a point lasts when its holder cannot be checked (another host): longer
+#: than any one trial takes; a holder on this host that has died loses its lease at once
+LEASE_S = 900.0
 
 
 @lru_cache(maxsize=1)
@@ -161,15 +189,28 @@ def default_cache_path(env: Mapping[str, str]) -> Path:
 class Cache:
     """The cache in one SQLite file (module docstring); one connection per process."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        if self.path.is_dir():
+            raise CacheError(f"{self.path}: is a directory; the cache is one SQLite file")
+        if not readonly and self.path.exists() and not os.access(self.path, os.W_OK):
+            raise CacheError(f"{self.path}: the tuning cache is read-only and this command "
+                             f"writes to it; give a writable file with --cache or {CACHE_ENV} "
+                             f"('vta run' reads a read-only cache)")
+        self.readonly = readonly
+        if readonly:
+            if not self.path.exists():
+                raise CacheError(f"{self.path}: no tuning cache there")
+            self._db = self._connect_readonly()
+            with self._errors("read"):
+                self._check_header()
+                self._check_integrity()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise CacheError(f"{self.path}: cannot create its directory: {e.strerror or e}") \
                 from None
-        if self.path.is_dir():
-            raise CacheError(f"{self.path}: is a directory; the cache is one SQLite file")
         with self._errors("open"):
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             deadline = time.monotonic() + BUSY_TIMEOUT_S
@@ -183,6 +224,28 @@ class Cache:
                     if not _busy(e) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.01)
+            self._check_integrity()
+            self.ensure_tables(_LEASES)
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """The file opened read-only: SQLite's ``mode=ro`` (it still needs to create the WAL
+        index beside a WAL file), else, when the directory forbids that too, ``immutable``
+        (no locks: nothing else may be writing a file nobody can write)."""
+        uri = f"file:{quote(str(self.path.resolve()))}"
+        last = ""
+        for mode in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=BUSY_TIMEOUT_S,
+                                     isolation_level=None)
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                return db
+            except sqlite3.DatabaseError as e:
+                last = str(e)
+                if "not a database" in last or "malformed" in last:
+                    break
+        with self._errors("read"):
+            raise sqlite3.DatabaseError(last)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # ------------------------------------------------------------------ setup and errors
 
@@ -192,9 +255,17 @@ class Cache:
             yield
         except sqlite3.DatabaseError as e:
             what = str(e)
-            if "not a database" in what or "malformed" in what:
+            if "not a database" in what:
                 raise CacheError(f"{self.path}: not a vta tuning cache (SQLite says: {what}); "
                                  f"remove it or give another file with --cache") from None
+            if "malformed" in what:
+                raise CacheError(f"{self.path}: the tuning cache is damaged (SQLite says: "
+                                 f"{what}); remove it or give another file with --cache") \
+                    from None
+            if "readonly" in what or "read-only" in what:
+                raise CacheError(f"{self.path}: the tuning cache is read-only and this "
+                                 f"command writes to it (SQLite says: {what}); give a writable "
+                                 f"file with --cache or {CACHE_ENV}") from None
             raise CacheError(f"{self.path}: cannot {doing} the tuning cache: {what}") from None
         except OSError as e:
             raise CacheError(f"{self.path}: cannot {doing} the tuning cache: "
@@ -221,7 +292,7 @@ class Cache:
         app, tables = self._header()
         if app == 0 and not tables:  # a new (or empty) file: make it a vta cache
             db.execute("PRAGMA journal_mode=WAL")
-            with self._write():
+            with self.write():
                 app, tables = self._header()  # again, under the lock: another process may
                 if app == 0 and not tables:   # have made it a cache since
                     db.execute(f"PRAGMA application_id={APPLICATION_ID}")
@@ -230,6 +301,15 @@ class Cache:
                         if stmt.strip():
                             db.execute(stmt)
                     return
+        self._check_header(app, tables)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+
+    def _check_header(self, app: int | None = None, tables: set[str] | None = None) -> None:
+        """A vta cache of this schema (``CacheError`` naming what the file is instead)."""
+        if app is None or tables is None:
+            app, tables = self._header()
+        db = self._db
         if app != APPLICATION_ID or not _TABLES <= tables:
             have = ", ".join(sorted(tables)) or "no tables"
             raise CacheError(f"{self.path}: an SQLite database of another application "
@@ -241,13 +321,43 @@ class Cache:
                              f"reads schema {SCHEMA_VERSION} (the vta that wrote it reads it; give "
                              f"this one another file with --cache or {CACHE_ENV}, or delete "
                              f"the file)")
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+
+    def _check_integrity(self) -> None:
+        """SQLite's ``quick_check`` (every page and index readable and consistent; linear in
+        the file's size: a cache of ten thousand trials checks in milliseconds): a damaged file
+        is a ``CacheError`` on open, not a wrong answer later."""
+        rows = [str(r[0]) for r in self._db.execute("PRAGMA quick_check(3)")]
+        if rows != ["ok"]:
+            raise CacheError(f"{self.path}: the tuning cache is damaged (SQLite's quick_check: "
+                             f"{'; '.join(rows)}); remove it or give another file with "
+                             f"--cache")
+
+    #: SQLite and OS errors inside the block become one named ``CacheError`` (what another store
+    #: in this file wraps its reads and writes in)
+    errors = _errors
+
+    def ensure_tables(self, ddl: str) -> None:
+        """Run ``ddl`` (``CREATE TABLE IF NOT EXISTS ...`` statements) under the write lock: how
+        another store in this file adds its tables. Nothing on a read-only cache."""
+        if self.readonly:
+            return
+        with self._errors("write"), self.write():
+            for stmt in ddl.split(";"):
+                if stmt.strip():
+                    self._db.execute(stmt)
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection (for another store's reads, and its writes inside ``write()``)."""
+        return self._db
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
+    def write(self) -> Iterator[None]:
         """One write transaction, taken at once (``BEGIN IMMEDIATE``: no deadlock between two
         readers upgrading), retried while another process holds the database."""
+        if self.readonly:
+            raise CacheError(f"{self.path}: the tuning cache was opened read-only; this "
+                             f"command writes to it")
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             try:
@@ -277,7 +387,7 @@ class Cache:
 
     def add_key(self, key: TuneKey) -> str:
         """Record ``key`` (once) and return its digest."""
-        with self._errors("write"), self._write():
+        with self._errors("write"), self.write():
             self._db.execute(
                 "INSERT OR IGNORE INTO ops VALUES (?,?,?,?,?,?,?,?,?)",
                 (key.digest, key.op, key.dtypes, key.target, key.hw_hash, key.hw_name,
@@ -286,16 +396,51 @@ class Cache:
 
     def add_trial(self, key: str, point: str, cost: float | None, *, refused: str | None = None,
                   method: str, seconds: float, measured_at: float | None = None) -> None:
-        """Commit one measured point (a later measurement of the same point replaces it)."""
-        with self._errors("write"), self._write():
+        """Commit one measured point (a later measurement of the same point replaces it) and
+        end its lease."""
+        with self._errors("write"), self.write():
             self._db.execute(
                 "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?)",
                 (key, point, cost, refused, method,
                  time.time() if measured_at is None else measured_at, seconds, _host()))
+            self._db.execute("DELETE FROM leases WHERE key=? AND point=?", (key, point))
+
+    def lease(self, key: str, points: list[str], holder: str | None = None
+              ) -> tuple[set[str], dict[str, Trial]]:
+        """Claim ``points`` of ``key`` for measuring, in one transaction: the points this
+        process may measure now (no trial, and no live lease of another holder: taken), and
+        the trials already committed for any of them (by another process since this one read
+        the cache). The rest are being measured elsewhere: ask again later (``lease`` takes
+        over a point whose holder died or whose lease expired)."""
+        me = holder or lease_holder()
+        now = time.time()
+        got: set[str] = set()
+        done: dict[str, Trial] = {}
+        with self._errors("write"), self.write():
+            for p in points:
+                row = self._db.execute("SELECT * FROM trials WHERE key=? AND point=?",
+                                       (key, p)).fetchone()
+                if row is not None:
+                    done[p] = Trial(*row)
+                    continue
+                held = self._db.execute("SELECT holder, expires FROM leases WHERE key=? AND "
+                                        "point=?", (key, p)).fetchone()
+                if held is None or held[0] == me or held[1] < now or not _alive(held[0]):
+                    self._db.execute("INSERT OR REPLACE INTO leases VALUES (?,?,?,?)",
+                                     (key, p, me, now + LEASE_S))
+                    got.add(p)
+        return got, done
+
+    def release(self, key: str, points: list[str], holder: str | None = None) -> None:
+        """End this process's leases on ``points`` of ``key`` (a job that stops early)."""
+        me = holder or lease_holder()
+        with self._errors("write"), self.write():
+            self._db.executemany("DELETE FROM leases WHERE key=? AND point=? AND holder=?",
+                                 [(key, p, me) for p in points])
 
     def add_tuning(self, t: Tuning) -> None:
         """Record a finished tuning job."""
-        with self._errors("write"), self._write():
+        with self._errors("write"), self.write():
             self._db.execute(
                 "INSERT INTO tunings (key, search, seed, budget, evaluated, best_point, "
                 "best_cost, default_point, default_cost, seconds, finished_at, host) "
@@ -307,8 +452,9 @@ class Cache:
         """Delete every record (or those of keys starting with ``key``); the number of trials
         deleted."""
         like = (key or "") + "%"
-        with self._errors("clear"), self._write():
+        with self._errors("clear"), self.write():
             n = self._db.execute("DELETE FROM trials WHERE key LIKE ?", (like,)).rowcount
+            self._db.execute("DELETE FROM leases WHERE key LIKE ?", (like,))
             self._db.execute("DELETE FROM tunings WHERE key LIKE ?", (like,))
             self._db.execute("DELETE FROM ops WHERE key LIKE ?", (like,))
         return int(n)
@@ -378,7 +524,10 @@ class Cache:
                  "point", "cost", "refused", "method", "measured_at", "seconds", "host")
         for r in rows:
             rec = dict(zip(names, r, strict=True))
-            rec["point"] = json.loads(rec["point"])
+            try:
+                rec["point"] = json.loads(rec["point"])
+            except (TypeError, ValueError) as e:  # a damaged record is exported as it is
+                rec["point_error"] = f"not JSON: {e}"
             yield rec
 
     def integrity(self) -> str:
@@ -392,12 +541,33 @@ def _host() -> str:
     return socket.gethostname()
 
 
+def lease_holder() -> str:
+    """This process as a lease holder: ``host:pid``."""
+    return f"{_host()}:{os.getpid()}"
+
+
+def _alive(holder: str) -> bool:
+    """Whether the process holding a lease still runs (a holder on another host is taken to
+    run until its lease expires)."""
+    host, _, pid = holder.rpartition(":")
+    if host != _host() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 @contextmanager
 def open_cache(path: Path | None, *, create: bool) -> Iterator[Cache | None]:
     """The cache at ``path`` for the duration of a ``with``; None when ``path`` is None (no
-    cache) or, unless ``create``, when no file is there (a lookup never creates one)."""
+    cache) or, unless ``create``, when no file is there (a lookup never creates one, and
+    reads the file read-only: a cache this process may not write is still used)."""
     if path is None or (not create and not path.exists()):
         yield None
         return
-    with Cache(path) as c:
+    with Cache(path, readonly=not create) as c:
         yield c

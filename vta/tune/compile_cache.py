@@ -65,18 +65,21 @@ class CompileCache:
     def __init__(self, cache: Cache, hw: HwConfig) -> None:
         self.cache, self.hw = cache, hw
         self.hits = self.misses = self.rejected = 0
-        # the tuning cache's own connection and write rules (one transaction per write)
-        with cache._errors("write"), cache._write():
-            cache._db.execute(_SCHEMA)
+        # the tuning cache's own connection, integrity checks and write rules (one
+        # transaction per write); nothing is created in a read-only cache
+        cache.ensure_tables(_SCHEMA)
 
     def get(self, key: str) -> Any:
         """What was kept for ``key`` (a ``driver.compile_key``, an ``ops.window_packed.
         window_key``): a ``Compiled`` or a ``CompiledWindow``; None when there is none or the
         row is damaged."""
         row_key = compiled_key(key, self.hw)
-        with self.cache._errors("read"):
-            row = self.cache._db.execute("SELECT blob, sha256 FROM compiled WHERE key=?",
-                                         (row_key,)).fetchone()
+        if not self._table():
+            self.misses += 1
+            return None
+        with self.cache.errors("read"):
+            row = self.cache.db.execute("SELECT blob, sha256 FROM compiled WHERE key=?",
+                                        (row_key,)).fetchone()
         if row is None:
             self.misses += 1
             return None
@@ -95,20 +98,31 @@ class CompileCache:
         return c
 
     def put(self, key: str, compiled: Any) -> None:
-        """Keep ``compiled`` for ``key`` (replacing any row there)."""
+        """Keep ``compiled`` for ``key`` (replacing any row there); nothing in a read-only
+        cache (the run still compiles, it only cannot keep the result)."""
+        if self.cache.readonly:
+            return
         kept = replace(compiled, chain=None, result=replace(compiled.result, ir={}))
         blob = pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
         row = (compiled_key(key, self.hw), key, hw_digest(self.hw), self.hw.name,
                compiler_version(), _schedule_text(compiled), blob,
                hashlib.sha256(blob).hexdigest(), compiled.result.seconds, time.time())
-        with self.cache._errors("write"), self.cache._write():
-            self.cache._db.execute(
+        with self.cache.errors("write"), self.cache.write():
+            self.cache.db.execute(
                 "INSERT OR REPLACE INTO compiled VALUES (?,?,?,?,?,?,?,?,?,?)", row)
 
     def count(self) -> int:
         """Rows in the table (every hardware and compiler version)."""
-        with self.cache._errors("read"):
-            return int(self.cache._db.execute("SELECT COUNT(*) FROM compiled").fetchone()[0])
+        if not self._table():
+            return 0
+        with self.cache.errors("read"):
+            return int(self.cache.db.execute("SELECT COUNT(*) FROM compiled").fetchone()[0])
+
+    def _table(self) -> bool:
+        """Whether the file has the table (a read-only cache written before it may not)."""
+        with self.cache.errors("read"):
+            return self.cache.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                                         "name='compiled'").fetchone() is not None
 
     @property
     def stats(self) -> dict[str, int]:

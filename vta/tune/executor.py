@@ -8,6 +8,10 @@ per-process hash).
 
 * ``LocalExecutor(workers)``: ``workers`` processes of this machine (``fork`` where the OS has
   it: a worker starts with vta already imported); one worker runs the items in this process.
+  A worker dies with the process that started it, whatever ends that process (SIGKILL and
+  SIGTERM too, which run no cleanup in the parent): on Linux the kernel signals it
+  (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in the worker exits it once its
+  parent is gone (``os.getppid`` changes), so no worker is left holding the cache file.
 * ``DaskExecutor(address)``: a Dask distributed cluster: ``tcp://HOST:PORT`` connects to a
   running scheduler; ``local:N`` starts a ``LocalCluster`` of ``N`` single-threaded worker
   processes on this machine (what the tests use). Needs the ``dask`` extra.
@@ -18,9 +22,15 @@ per-process hash).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
 import re
+import signal
+import sys
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -35,6 +45,28 @@ R = TypeVar("R")
 
 #: seconds to wait for a Dask scheduler to answer
 CONNECT_TIMEOUT_S = 10
+#: seconds between a worker's looks at whether its parent still runs (the watchdog for
+#: systems without ``PR_SET_PDEATHSIG``, and its backstop on Linux)
+PARENT_POLL_S = 0.5
+#: prctl(2) option: the signal the kernel sends this process when its parent dies (linux/prctl.h)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """A worker's initializer: exit as soon as process ``parent`` (which started it) is gone
+    (module docstring)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="vta-parent-watch", daemon=True).start()
 
 
 class Executor(ABC):
@@ -75,7 +107,8 @@ class LocalExecutor(Executor):
         if self._pool is None:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_die_with,
+                                             initargs=(os.getpid(),))
         return self._pool
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:

@@ -16,6 +16,12 @@ the points to try::
       separate ALU: {alu.separate_pipeline: true, alu.acc_banks: 2}
       tsim: ../hwconfigs/pynq_tsim.yaml   # a whole config file
 
+A grid is checked before any work: a key given twice anywhere in the file (YAML would keep
+the last silently, dropping a point), two points of one name, a ``name`` that is not a
+string, an empty ``grid``/``points`` mapping or axis, and a grid of more than ``MAX_POINTS``
+points (unless ``force``: then it streams) are ``SweepError``s naming the file, the field and
+the count.
+
 Every point is the base with its changes, validated as any configuration is; a combination
 the schema refuses (an out buffer that no longer mirrors acc, a separate ALU without banks) is
 a *refused* row naming why, not an error. ``run_sweep`` tunes every workload layer on every
@@ -25,7 +31,14 @@ as often as each occurs. Per point: cycles, time and frames/s at the point's clo
 resource estimate (``vta.resources``), whether it fits each named board and its share of the
 first, and whether it is on the Pareto front (no other point is at least as fast with at most
 as many DSP slices, BRAMs and LUTs). ``write_csv`` and ``plot`` write the CSV and the Pareto
-plot (frames/s against each resource, the boards' limits drawn, fit marked by colour).
+plot (frames/s against each resource, the boards' limits drawn, fit marked by colour). A
+sweep in which no point is ok (every one refused by the schema, or no schedule fits) is a
+``SweepError`` with the counts.
+
+Large grids: ``run_sweep`` tunes ``CHUNK`` points at a time and hands each finished point to
+``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
+tuning state and one small summary per point, whatever the grid's size; points that differ
+only in clock or board share one cache key and are measured once (through the cache).
 """
 
 from __future__ import annotations
@@ -35,7 +48,8 @@ import difflib
 import itertools
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,9 +66,39 @@ from vta.tune.job import Job, TrialTask
 from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
-           "SweepResult", "run_sweep", "write_csv", "plot"]
+           "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
+           "per_unit"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
+#: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
+#: tuning, and most often a grid axis given by mistake
+MAX_POINTS = 1000
+#: points tuned at once by ``run_sweep`` (its memory is this many points' tuning state)
+CHUNK = 32
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives one key twice (the standard loader
+    keeps the last: a duplicated point name would drop a point silently)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        try:
+            hash(key)
+        except TypeError:
+            continue  # the constructor below says it is unhashable
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{key!r} given twice (lines {seen[key] + 1} and "
+                f"{key_node.start_mark.line + 1}): each key once", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=True)  # type: ignore[no-untyped-call]
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
 @dataclass(frozen=True)
@@ -118,12 +162,13 @@ def _label(changes: Sequence[tuple[str, Any]]) -> str:
     return " ".join(f"{k.split('.')[-1]}={v}" for k, v in changes)
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Read and check a grid file (module docstring); errors name the file and the field."""
+def load_grid(path: str | Path, *, force: bool = False) -> Grid:
+    """Read and check a grid file (module docstring); errors name the file and the field. A
+    grid of more than ``MAX_POINTS`` points is refused unless ``force``."""
     p = Path(path)
     src = str(p)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as e:
         raise SweepError(f"{src}: cannot read the grid file: {e.strerror or e}") from None
     except UnicodeDecodeError:
@@ -144,7 +189,9 @@ def load_grid(path: str | Path) -> Grid:
     base_path = (p.parent / str(data["base"]))
     base = HwConfig.from_yaml(base_path)
     known = _fields(base)
-    name = str(data.get("name") or p.stem)
+    name = data.get("name", p.stem)
+    if not isinstance(name, str) or not name:
+        raise _fail(src, "name", f"expected the grid's name (a string), got {name!r}")
     trials = data.get("trials", 8)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
         raise _fail(src, "trials", f"expected an integer >= 0, got {trials!r}")
@@ -155,18 +202,25 @@ def load_grid(path: str | Path) -> Grid:
         bs = tuple(board(str(b)) for b in boards)
     except VtaError as e:
         raise _fail(src, "boards", str(e)) from None
-    points = _grid_points(src, data.get("grid"), known) + _named_points(
-        src, data.get("points"), known, p.parent)
+    named = _named_points(src, data.get("points"), known, p.parent)
+    points = _grid_points(src, data.get("grid"), known, len(named),
+                          None if force else MAX_POINTS) + named
     if not points:
         points = [HwPoint(base.name)]
-    names = [q.name for q in points]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup is not None:
-        raise _fail(src, "points", f"two points are called {dup!r}")
+    seen: dict[str, HwPoint] = {}
+    for q in points:
+        if q.name in seen:
+            raise _fail(src, "points", f"two of its {len(points)} points are called "
+                        f"{q.name!r} ({seen[q.name].describe()}; {q.describe()}): each point "
+                        f"needs its own name")
+        seen[q.name] = q
     return Grid(name, src, base, tuple(points), bs, trials)
 
 
-def _grid_points(src: str, grid: Any, known: set[str]) -> list[HwPoint]:
+def _grid_points(src: str, grid: Any, known: set[str], named: int,
+                 limit: int | None) -> list[HwPoint]:
+    """The grid's combinations (refused, before they are made, when with the ``named``
+    points they would be more than ``limit``)."""
     if grid is None:
         return []
     if not isinstance(grid, Mapping) or not grid:
@@ -180,6 +234,10 @@ def _grid_points(src: str, grid: Any, known: set[str]) -> list[HwPoint]:
         if all(isinstance(v, Mapping) for v in values):  # fields changed together
             axis = []
             for v in values:
+                if "name" in v and (not isinstance(v["name"], str | int | float) or
+                                    isinstance(v["name"], bool)):
+                    raise _fail(src, f"{where}.name", f"expected a label (a string), got "
+                                f"{v['name']!r}")
                 fields = {k: x for k, x in v.items() if k != "name"}
                 ch = _changes(src, where, fields, known)
                 axis.append((f"{label}={v['name']}" if "name" in v else _label(ch), ch))
@@ -187,6 +245,15 @@ def _grid_points(src: str, grid: Any, known: set[str]) -> list[HwPoint]:
         else:
             f = _check_field(src, where, label, known)
             axes.append([(_label([(f, v)]), ((f, v),)) for v in values])
+    total = 1
+    for axis in axes:
+        total *= len(axis)
+    if limit is not None and total + named > limit:
+        sizes = " x ".join(str(len(a)) for a in axes)
+        raise _fail(src, "grid", f"{total + named:,} points ({sizes} combinations"
+                    f"{f' + {named} named' if named else ''}) is more than {limit:,}; a sweep "
+                    f"tunes every layer on each; --force runs it (rows stream as points "
+                    f"finish)")
     return [HwPoint(" ".join(n for n, _ in combo), sum((c for _, c in combo), ()))
             for combo in itertools.product(*axes)]
 
@@ -194,9 +261,9 @@ def _grid_points(src: str, grid: Any, known: set[str]) -> list[HwPoint]:
 def _named_points(src: str, points: Any, known: set[str], root: Path) -> list[HwPoint]:
     if points is None:
         return []
-    if not isinstance(points, Mapping):
-        raise _fail(src, "points", f"expected a mapping of names to field changes or config "
-                    f"files, got {points!r}")
+    if not isinstance(points, Mapping) or not points:
+        raise _fail(src, "points", f"expected a non-empty mapping of names to field changes "
+                    f"or config files, got {points!r}")
     out = []
     for name, value in points.items():
         if isinstance(value, str):
@@ -281,6 +348,7 @@ class SweepResult:
 
     def summary(self) -> dict[str, Any]:
         return {"grid": self.grid.name, "source": self.grid.source, "workloads": self.workloads,
+                "base_clock_mhz": self.grid.base.board.clock_mhz,
                 "trials": self.trials, "boards": [b.name for b in self.grid.boards],
                 "seconds": self.seconds, "verified": self.verified,
                 "points": [{**p.row(self.grid.boards), "layers": p.layers,
@@ -289,16 +357,43 @@ class SweepResult:
 
 def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
               cache: Cache | None = None, trials: int | None = None, seed: int = 0,
-              check: bool = True, progress: Progress | None = None) -> SweepResult:
-    """Tune ``workloads`` on every point of ``grid`` (module docstring); ``check``: also run
-    each tuned layer once, cycle by cycle, bit-exact against numpy."""
+              check: bool = True, progress: Progress | None = None,
+              on_point: Callable[[PointResult], None] | None = None,
+              chunk: int = CHUNK) -> SweepResult:
+    """Tune ``workloads`` on every point of ``grid`` (module docstring), ``chunk`` points at a
+    time, each finished point handed to ``on_point``; ``check``: also run each tuned layer
+    once, cycle by cycle, bit-exact against numpy. A ``SweepError`` when no point is ok."""
     t0 = time.perf_counter()
     budget = grid.trials if trials is None else trials
     wl = sweep_workloads(workloads)
     results: list[PointResult] = []
+    for at in range(0, len(grid.points), max(1, chunk)):
+        done = _sweep_chunk(grid, grid.points[at:at + max(1, chunk)], wl, executor, cache,
+                            budget, seed, check, progress)
+        for r in done:
+            if on_point is not None:
+                on_point(r)
+        results.extend(done)
+    ok = [r for r in results if r.status == "ok"]
+    if not ok:
+        why = Counter(r.status for r in results)
+        first = results[0]
+        raise SweepError(f"{grid.source}: none of its {len(results)} points can run ("
+                         f"{', '.join(f'{n} {s}' for s, n in why.items())}; the first, "
+                         f"{first.point.name!r}: {first.reason})")
+    _mark_pareto(results)
+    return SweepResult(grid, list(workloads), results, budget, time.perf_counter() - t0, check)
+
+
+def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],
+                 wl: list[tuple[str, list[tuple[Workload, int]]]], executor: Executor,
+                 cache: Cache | None, budget: int, seed: int, check: bool,
+                 progress: Progress | None) -> list[PointResult]:
+    """``points`` of a sweep tuned (and checked) together: their results, Pareto aside."""
+    results: list[PointResult] = []
     jobs: list[Job] = []
     owner: list[tuple[PointResult, Workload, int]] = []
-    for p in grid.points:
+    for p in points:
         try:
             hw = grid.config(p)
         except HwConfigError as e:
@@ -330,8 +425,7 @@ def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
         r.default_cycles = sum(x["default_cycles"] * x["repeats"] for x in r.layers)
         r.fits = {b.name: fits(r.resources, b.limits) for b in grid.boards}
         r.share = max(shares(r.resources, grid.boards[0].limits).values(), default=0.0)
-    _mark_pareto(results)
-    return SweepResult(grid, list(workloads), results, budget, time.perf_counter() - t0, check)
+    return results
 
 
 def _short(msg: str) -> str:
@@ -369,6 +463,35 @@ def _mark_pareto(results: list[PointResult]) -> None:
             for o in ok)
 
 
+class StreamingCsv:
+    """The sweep's CSV written a row at a time as points finish (``write_csv`` rewrites it at
+    the end with the Pareto column)."""
+
+    def __init__(self, path: Path, boards: Sequence[Board]) -> None:
+        self.path, self.boards = path, boards
+        self._file: Any = None
+        self._writer: Any = None
+
+    def __enter__(self) -> StreamingCsv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def add(self, p: PointResult) -> None:
+        row = p.row(self.boards)
+        try:
+            if self._writer is None:
+                self._file = open(self.path, "w", newline="")
+                self._writer = csv.DictWriter(self._file, fieldnames=list(row))
+                self._writer.writeheader()
+            self._writer.writerow(row)
+            self._file.flush()
+        except OSError as e:
+            raise SweepError(f"{self.path}: cannot write the CSV: {e.strerror or e}") from None
+
+
 def write_csv(result: SweepResult, path: str | Path) -> None:
     """One row per hardware point (``PointResult.row``)."""
     rows = [p.row(result.grid.boards) for p in result.points]
@@ -383,13 +506,25 @@ def write_csv(result: SweepResult, path: str | Path) -> None:
 
 #: colours: fits the first board, fits only a later one, fits none
 _COLOURS = ("#2b7bba", "#e08a1e", "#d64541")
+#: Pareto points named on the plot at most (a large grid's front would be unreadable)
+_NAMED = 24
+
+
+def per_unit(workloads: Sequence[str]) -> str:
+    """What a sweep's throughput counts: frames for networks, runs of the workloads for
+    layers (a single layer is not a frame)."""
+    return "frames" if workloads and all(w in NETWORKS for w in workloads) else "runs"
 
 
 def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = "") -> None:
-    """The Pareto plot of a sweep (or of its ``summary()``, as a JSON file keeps it):
-    frames/s (runs of the workloads per second at each point's clock) against each resource
-    estimate; the boards' limits as dashed lines; colour by the boards a point fits; the
-    Pareto front with a black edge and its points named."""
+    """The Pareto plot of a sweep (or of its ``summary()``, as a JSON file keeps it): frames/s
+    (runs/s for layers: one run of the workloads at each point's clock) against each resource
+    estimate; the boards' limits as dashed lines; colour by the boards a point fits (legend);
+    the Pareto front with a black edge (its first ``_NAMED`` points named); points whose clock
+    differs from the base's drawn as triangles: the resource model does not cost a clock (it
+    does not check timing closure), so such a point's gain is not free. Points are drawn
+    half-transparent, one call per group, so points on top of each other stay visible and a
+    10,000-point grid draws in seconds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -398,27 +533,50 @@ def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = 
     s = result.summary() if isinstance(result, SweepResult) else result
     boards = [board(b) for b in s["boards"]]
     ok = [r for r in s["points"] if r["status"] == "ok" and r["cycles"]]
-    fig, axes = plt.subplots(1, len(LIMITED), figsize=(5 * len(LIMITED), 4.6), sharey=True)
+    base_clock = s.get("base_clock_mhz")
+    unit = per_unit(s["workloads"])
+    names = ", ".join(b.name for b in boards)
+    kinds = (f"fits {boards[0].name}", "fits only a larger board" if len(boards) > 1 else "",
+             f"fits none of {names}")
+
+    def kind(r: Mapping[str, Any]) -> int:
+        k = next((i for i, b in enumerate(boards) if r[f"fits_{b.name}"]), len(boards))
+        return min(k, 1) if k < len(boards) else 2
+
+    fig, axes = plt.subplots(1, len(LIMITED), figsize=(5 * len(LIMITED), 4.8), sharey=True)
     for ax, res in zip(axes, LIMITED, strict=True):
+        for k in range(3):
+            for clocked in (False, True):
+                for front in (False, True):
+                    grp = [r for r in ok if kind(r) == k and r["pareto"] == front and
+                           (base_clock is not None and r["clock_mhz"] != base_clock) == clocked]
+                    if not grp:
+                        continue
+                    ax.scatter([r[res] for r in grp], [r["frames_per_s"] for r in grp],
+                               color=_COLOURS[k], marker="^" if clocked else "o", s=40,
+                               alpha=0.6, zorder=4 if front else 3,
+                               edgecolors="black" if front else "none", linewidths=1.2,
+                               label=kinds[k] + (", clock changed (not costed)" if clocked
+                                                 else "") + (", Pareto front" if front else ""))
+        at: dict[tuple[Any, Any], list[str]] = {}  # points on one spot: one label, counted
         for r in ok:
-            k = next((i for i, b in enumerate(boards) if r[f"fits_{b.name}"]), len(boards))
-            colour = _COLOURS[min(k, 1) if k < len(boards) else 2]
-            ax.scatter([r[res]], [r["frames_per_s"]], color=colour, zorder=3, s=40,
-                       edgecolors="black" if r["pareto"] else "none", linewidths=1.2)
             if r["pareto"]:
-                ax.annotate(r["point"], (r[res], r["frames_per_s"]), fontsize=7,
-                            textcoords="offset points", xytext=(5, 4))
+                at.setdefault((r[res], r["frames_per_s"]), []).append(r["point"])
+        for (x, y), here in list(at.items())[:_NAMED]:
+            ax.annotate(here[0] + (f" (+{len(here) - 1} here)" if len(here) > 1 else ""),
+                        (x, y), fontsize=7, textcoords="offset points", xytext=(5, 4))
         for i, b in enumerate(boards):
             ax.axvline(b.limits[res], color=_COLOURS[min(i, 1)], lw=1, ls="--",
-                       label=f"{b.name} ({b.part}): {b.limits[res]:,}")
+                       label=f"{b.name} ({b.part}) {res}: {b.limits[res]:,}")
         ax.set_xlabel(f"{res} (estimate, vta.resources)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    axes[0].set_ylabel(f"{what or '+'.join(s['workloads'])} per second")
-    names = ", ".join(b.name for b in boards)
-    fig.suptitle(f"{s['grid']}: {len(ok)} points, {s['trials']} schedule trials a layer; colour:"
-                 f" fits {boards[0].name} / only a larger board / none of {names}; black "
-                 f"edge: Pareto front", fontsize=9)
+        ax.legend(fontsize=6, loc="lower right")
+    axes[0].set_ylabel(f"{what or '+'.join(s['workloads'])}: {unit} per second")
+    more = sum(r["pareto"] for r in ok) - _NAMED
+    fig.suptitle(f"{s['grid']}: {len(ok)} points, {s['trials']} schedule trials a layer; black "
+                 f"edge: Pareto front{f' ({more} more unnamed)' if more > 0 else ''}; triangles:"
+                 f" a clock other than the base's, which the resource model does not cost",
+                 fontsize=9)
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=110)

@@ -99,19 +99,67 @@ def job_key(w: Workload, hw: HwConfig, epi: Epilogue) -> TuneKey:
                    TARGET, hw_digest(hw), hw.name, compiler_version(), ConvSpace.name)
 
 
-def lookup(cache: Cache, w: Workload, hw: HwConfig,
-           epi: Epilogue | None = None) -> tuple[Point, Trial] | None:
-    """The cache's best schedule of ``w`` on ``hw`` (None when it has none)."""
-    best = cache.best(job_key(w, hw, epi or w.epilogue).digest)
-    return (Point.from_json(best.point), best) if best is not None else None
+def point_in_space(space: BoundSpace, text: str) -> Point:
+    """The point a cache record's ``text`` names, checked against ``space``: JSON of an
+    object giving each of the space's knobs (no other) a value of its domain, and fitting the
+    problem. A ``ValueError`` saying what is wrong otherwise (a hand-edited or foreign
+    record)."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"the point is not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the point is not a JSON object: {text[:60]!r}")
+    knobs = space.knobs
+    missing = [k for k in knobs if k not in data]
+    foreign = [k for k in data if k not in knobs]
+    if missing or foreign:
+        parts = ([f"lacks {', '.join(missing)}"] if missing else []) + \
+            ([f"has knobs the space {space.name} does not ({', '.join(foreign)})"]
+             if foreign else [])
+        raise ValueError(f"the point {' and '.join(parts)}")
+    given: dict[str, Any] = {}
+    for k in knobs:
+        dom = space.domain(k, given)
+        if data[k] not in dom:
+            raise ValueError(f"the point's {k}={data[k]!r} is not one of the space's values "
+                             f"({', '.join(map(str, dom))})")
+        given[k] = data[k]
+    point = Point.of(knobs, given)
+    why = space.refusal(point)
+    if why is not None:
+        raise ValueError(f"the point does not fit: {why[1]}")
+    return point
 
 
-def cached_program(cache: Cache, w: Workload, hw: HwConfig, epi: Epilogue | None = None
+def lookup(cache: Cache, w: Workload, hw: HwConfig, epi: Epilogue | None = None,
+           skipped: list[str] | None = None) -> tuple[Point, Trial] | None:
+    """The cache's best schedule of ``w`` on ``hw`` (None when it has none): its cheapest
+    trial whose point is a point of the space (``point_in_space``); each record passed over
+    is described in ``skipped`` (the caller warns)."""
+    digest = job_key(w, hw, epi or w.epilogue).digest
+    trials = sorted((t for t in cache.trials(digest).values() if t.cost is not None),
+                    key=lambda t: (t.cost, t.measured_at))
+    if not trials:
+        return None
+    space = driver.space_of(w, hw)
+    for t in trials:
+        try:
+            return point_in_space(space, t.point), t
+        except ValueError as e:
+            if skipped is not None:
+                skipped.append(f"{cache.path}: key {digest}: a trial of {t.cost:,.0f} cycles "
+                               f"skipped: {e}")
+    return None
+
+
+def cached_program(cache: Cache, w: Workload, hw: HwConfig, epi: Epilogue | None = None,
+                   skipped: list[str] | None = None
                    ) -> tuple[driver.Compiled, Point, Trial] | None:
     """``w``'s program built from the cache's best schedule on ``hw`` (with ``epi``; None:
     the layer's own), the point and its trial; None when the cache has none (what ``vta run``
-    uses)."""
-    found = lookup(cache, w, hw, epi)
+    uses). Records that are not points of the space are described in ``skipped``."""
+    found = lookup(cache, w, hw, epi, skipped)
     if found is None:
         return None
     point, trial = found
@@ -133,6 +181,7 @@ class JobResult:
     evaluated: int = 0
     measured: int = 0
     reused: int = 0
+    measured_elsewhere: int = 0
     failed: int = 0
     space_size: int = 0
     valid: int = 0
@@ -159,6 +208,7 @@ class JobResult:
                 "default": self.default.as_dict() if self.default else None,
                 "default_cycles": self.default_cost, "gain": self.gain,
                 "evaluated": self.evaluated, "measured": self.measured, "reused": self.reused,
+                "measured_elsewhere": self.measured_elsewhere,
                 "failed": self.failed, "failures": dict(self.failures),
                 "space_size": self.space_size, "valid": self.valid,
                 "refused": dict(self.refused), "refusal_examples": dict(self.examples),
@@ -199,11 +249,19 @@ class _State:
     pending: list[Point] = field(default_factory=list)
 
 
-def _from_tuning(job: Job, key: TuneKey, t: Tuning, seconds: float) -> JobResult:
-    return JobResult(job, key, Point.from_json(t.best_point) if t.best_point else None,
-                     t.best_cost, Point.from_json(t.default_point) if t.default_point else None,
-                     t.default_cost, t.search, evaluated=t.evaluated, reused=t.evaluated,
-                     seconds=seconds, from_cache=True)
+def _from_tuning(job: Job, key: TuneKey, t: Tuning, seconds: float) -> JobResult | None:
+    """A finished tuning's result; None when its points are not points of the job's space
+    (a hand-edited record: the job runs again, reusing the trials that are sound)."""
+    space = gpu_problem(job) if job.target != TARGET else driver.space_of(job.workload,
+                                                                          job.accel)
+    try:
+        best = point_in_space(space, t.best_point) if t.best_point else None
+        default = point_in_space(space, t.default_point) if t.default_point else None
+    except ValueError:
+        return None
+    return JobResult(job, key, best, t.best_cost, default, t.default_cost, t.search,
+                     evaluated=t.evaluated, reused=t.evaluated, seconds=seconds,
+                     from_cache=True)
 
 
 def _bind(job: Job) -> tuple[BoundSpace, list[tuple[float, Point]], Enumerated, list[Point]]:
@@ -281,9 +339,10 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
         t0 = time.perf_counter()
         key = job_key_of(job)
         hit = cache.tuning(key.digest, job.search, job.seed, job.trials) if cache else None
-        if hit is not None:
-            out[i] = _from_tuning(job, key, hit, time.perf_counter() - t0)
-            prog.done(out[i])  # type: ignore[arg-type]
+        done = _from_tuning(job, key, hit, time.perf_counter() - t0) if hit else None
+        if done is not None:
+            out[i] = done
+            prog.done(done)
             continue
         try:
             st = _start(job, key, cache, prog)
@@ -318,24 +377,72 @@ def tune(jobs: Sequence[Job], executor: Executor, cache: Cache | None = None,
                     queued.add((st.result.key.digest, p.key()))
                     items.append((st, p))
         active = still
-        tasks = [st.job.task(p) for st, p in items]
-        for k, o in executor.map_unordered(measure, tasks):
-            st, p = items[k]
-            st.known[p.key()] = o
-            st.result.measured += 1
-            if o.cost is None:
-                st.result.failed += 1
-                st.result.failures.setdefault((o.refused or "").split(":")[0], o.refused or "")
-            if cache is not None:
-                cache.add_trial(st.result.key.digest, p.key(), o.cost, refused=o.refused,
-                                method=o.method, seconds=o.seconds)
-            prog.advance(st.job, _best_so_far(st, p))
+        items, waiting = _claim(cache, items, prog)
+        _measure(items, executor, cache, prog)
+        while waiting:  # points another process is measuring: take its trials (or, when it
+            time.sleep(_POLL_S)  # died, the points)
+            items, waiting = _claim(cache, waiting, prog)
+            _measure(items, executor, cache, prog)
         for st, p in later:
             prog.advance(st.job, _best_so_far(st, p))
         for _, st in active:
             st.search.tell([(p, st.known[p.key()].cost) for p in st.pending])
     assert all(r is not None for r in out)
     return [r for r in out if r is not None]
+
+
+#: seconds between looks at the cache for points another process is measuring
+_POLL_S = 0.05
+
+
+def _claim(cache: Cache | None, items: list[tuple[_State, Point]], prog: Progress
+           ) -> tuple[list[tuple[_State, Point]], list[tuple[_State, Point]]]:
+    """Of ``items``, those this process measures (leased in the cache, ``Cache.lease``) and
+    those another process is measuring; items another process has measured meanwhile are
+    recorded as reused. Without a cache every item is this process's."""
+    if cache is None or not items:
+        return items, []
+    by_key: dict[str, list[str]] = {}
+    for st, p in items:
+        by_key.setdefault(st.result.key.digest, []).append(p.key())
+    got: set[tuple[str, str]] = set()
+    done: dict[tuple[str, str], Trial] = {}
+    for key, points in by_key.items():
+        mine, theirs = cache.lease(key, points)
+        got |= {(key, p) for p in mine}
+        done |= {(key, p): t for p, t in theirs.items()}
+    ours: list[tuple[_State, Point]] = []
+    wait: list[tuple[_State, Point]] = []
+    for st, p in items:
+        k = (st.result.key.digest, p.key())
+        if k in done:
+            t = done[k]
+            st.known[p.key()] = Outcome(t.cost, t.refused, t.seconds, t.method)
+            st.result.reused += 1
+            st.result.measured_elsewhere += 1
+            prog.advance(st.job, _best_so_far(st, p))
+        elif k in got:
+            ours.append((st, p))
+        else:
+            wait.append((st, p))
+    return ours, wait
+
+
+def _measure(items: list[tuple[_State, Point]], executor: Executor, cache: Cache | None,
+             prog: Progress) -> None:
+    """Measure ``items`` on ``executor``, committing each trial as it arrives."""
+    tasks = [st.job.task(p) for st, p in items]
+    for k, o in executor.map_unordered(measure, tasks):
+        st, p = items[k]
+        st.known[p.key()] = o
+        st.result.measured += 1
+        if o.cost is None:
+            st.result.failed += 1
+            st.result.failures.setdefault((o.refused or "").split(":")[0], o.refused or "")
+        if cache is not None:
+            cache.add_trial(st.result.key.digest, p.key(), o.cost, refused=o.refused,
+                            method=o.method, seconds=o.seconds)
+        prog.advance(st.job, _best_so_far(st, p))
 
 
 def _best_so_far(st: _State, p: Point) -> float | None:

@@ -150,7 +150,18 @@ def _conv(name: str, layer: str, args: list[int], given: dict[str, int]) -> Work
     if spec.stride > extent:
         raise ShapeError(f"--stride {spec.stride} is larger than the padded input "
                          f"({spec.h}x{spec.w}, pad {spec.pad}): the window could not move")
-    return Workload(f"resnet18:{layer}", spec)
+    if spec == resnet18_layer(layer):
+        return Workload(f"resnet18:{layer}", spec)
+    return Workload(shape_name(spec), spec)  # a custom shape is not the ResNet-18 layer
+
+
+def shape_name(spec: Conv2dSpec) -> str:
+    """A convolution named by its shape (``conv2d(64x14x14->64,k3,s1,p1)``; ``N=4,`` first
+    for a batch): how a layer whose shape was changed from the command line is labelled."""
+    k = f"{spec.kh}" if spec.kh == spec.kw else f"{spec.kh}x{spec.kw}"
+    batch = f"N={spec.n}," if spec.n != 1 else ""
+    return (f"conv2d({batch}{spec.ic}x{spec.h}x{spec.w}->{spec.oc},k{k},s{spec.stride},"
+            f"p{spec.pad})")
 
 
 def _matmul(name: str, args: list[int], given: dict[str, int]) -> Workload:

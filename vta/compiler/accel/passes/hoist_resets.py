@@ -42,7 +42,7 @@ def hoist_resets(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
 def _is_reset(ins: Insn, hw: HwConfig) -> bool:
     d = definition_of(ins.insn)
-    return d.alu and d.reset_mode(ins.insn, hw) == "zero"
+    return bool(d.alu) and d.reset_mode(ins.insn, hw) == "zero"
 
 
 def _hoisted(insns: list[Insn], hw: HwConfig) -> list[Insn]:

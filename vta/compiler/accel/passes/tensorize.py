@@ -105,9 +105,15 @@ def _compute(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], attr: S.Att
     intrin = region.intrin
     defn = intrin.instruction
     where = f"{func.name}: tensorize with {intrin.name}"
+    if defn is None and intrin.target == "vta":
+        raise TensorizeError(f"{where}: no accelerator instruction implements it (an "
+                             f"intrinsic of the accelerator is made from an instruction: "
+                             f"vta.intrinsics.register it, and list its config intrinsic under "
+                             f"the hardware config's intrinsics:)")
     if defn is None:
-        raise TensorizeError(f"{where}: the intrinsic targets {intrin.target}, not the "
-                             f"accelerator")
+        raise TensorizeError(f"{where}: {intrin.name} is an intrinsic of {intrin.target} (a "
+                             f"GPU), which the accelerator cannot run; build this schedule for "
+                             f"'cuda-emu' or 'cuda', or tensorize with an accelerator intrinsic")
     try:
         require(defn, hw)
     except DefinitionError as e:

@@ -81,7 +81,18 @@ def packed_op(p: Packed) -> tuple[PackedOp, PackedGemm]:
     if len(extra) > 1 or any(not isinstance(o.op, PlaceholderOp) for o in extra):
         raise _fail(f"the epilogue reads {', '.join(o.name for o in extra)}; the default "
                     f"schedule loads one bias")
-    if not chain or chain[-1] is not out:
+    floats = [t.name for t in p.args if t.dtype.startswith("float")]
+    if floats:
+        raise ScheduleError(f"schedule_packed: {', '.join(floats)} "
+                            f"{'is' if len(floats) == 1 else 'are'} floating point; the "
+                            f"accelerator computes integers: floats run on the GPU (build for "
+                            f"'cuda-emu' or 'cuda')")
+    if not chain:
+        raise ScheduleError(f"schedule_packed: the output {out.name} is the GEMM's {out.dtype} "
+                            f"accumulator; the accelerator stores its out dtype: end the "
+                            f"compute with a narrowing stage ({out.name}[i].astype(...)), or "
+                            f"build for 'cuda-emu'/'cuda'")
+    if chain[-1] is not out:
         raise _fail(f"the output {out.name} is not the end of the GEMM's epilogue")
     c_op = gm.c.op
     assert isinstance(c_op, ComputeOp)
