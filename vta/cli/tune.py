@@ -133,11 +133,16 @@ def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[Comp
     else ``$VTA_CACHE``, else the user's; created when missing) set as ``target``'s memo for
     the duration of a ``with``, so the layers and graph kernels it holds are not compiled and
     those compiled are kept. None (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR
-    after each pass is not kept) and on a GPU target."""
+    after each pass is not kept) and on a GPU target. A cache this process may not write is
+    read (what it holds is used, nothing is kept)."""
     if not isinstance(target, AccelTarget) or args.no_cache or getattr(args, "dump_ir", None):
         yield None
         return
-    with _open_cache(args, create=True) as cache:
+    path = cache_path(args)
+    writable = not path.exists() or (os.access(path, os.W_OK)
+                                     and os.access(path.parent, os.W_OK))
+    with open_cache(path, create=writable) as cache:
+        assert cache is not None  # the file exists, or is created
         memo = CompileCache(cache, target.hw)
         target.memo = memo
         try:
