@@ -26,9 +26,17 @@ def test_mini_graph_on_the_gpu_path(requant: str) -> None:
     s = r.summary()
     assert r.passed, s["mismatched_tensors"]
     kernels = [row["kernel"] for row in s["steps"]]
-    assert kernels == ["conv2d_int8_wmma", "max_window", "conv2d_int8_wmma", "ewise_window",
-                       "sum_window", "matmul_int8_simt"]
+    # convolutions: the channels-last task-mapping kernel with the chain fused (the second
+    # with its residual add); dense of a batch of 1: SIMT
+    assert kernels == ["conv2d_nhwc_mma_int8", "max_window", "conv2d_nhwc_mma_int8",
+                       "ewise_window", "sum_window", "matmul_int8_simt"]
+    assert [row["layout"] for row in s["steps"]] == ["NHWC", "NCHW", "NHWC", "NCHW", "plain",
+                                                    "plain"]
+    assert [row["ops"] for row in s["steps"]][2] == ["conv2d", "requantize", "add", "relu"]
     assert [row["ops"] for row in s["steps"]][3] == ["add", "relu"]
+    # the host transposes only where an NCHW window kernel and an NHWC convolution meet (a
+    # value both convolutions read is transposed once)
+    assert s["host_transposes"] == 4
     assert "PASS" in format_gpu_run(s)
 
 

@@ -28,10 +28,10 @@ import numpy as np
 
 from vta.config import HwConfig
 from vta.errors import HostFallback, VtaError
+from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.graph import interp
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.dram_layout import pack, unpack
-from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name

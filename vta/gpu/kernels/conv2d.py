@@ -44,21 +44,21 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import KERNEL, KNOBS, PATCH
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
-from vta.compiler.ops.chain import Chain
 from vta.gpu.kernels.gemm import ChainSite, GemmBody, MmaKnobs, chain_buffers, check_chain
 from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat, spatial
 
-__all__ = ["mma_conv2d", "ohwi_weight", "conv_knobs", "nhwc_knobs", "tile_knobs", "CONV_KNOBS", "LAYOUTS",
-           "NhwcConvBody"]
+__all__ = ["mma_conv2d", "ohwi_weight", "conv_knobs", "nhwc_knobs", "tile_knobs", "CONV_KNOBS",
+           "LAYOUTS", "NhwcConvBody"]
 
 #: the largest tiles: 128 pixels x 128 channels per block, 4 warps, 3 stages; ``bk`` =
 #: channels per step (0: 64 for int8, 32 for float16 - two 32-byte k-chunks)
