@@ -22,17 +22,21 @@ Structure (Hidet's and CUTLASS's multi-stage design, every loop a task mapping):
   32-byte k-chunk (``x4`` for A, ``x4``/``x2`` for pairs of B tiles) is issued before the
   ``mma.sync`` of the current one.
 - Epilogue: bias (once per block, through shared memory), the requantization and a fused
-  ``chain`` (``vta.compiler.ops.chain``: graph fusion's requantize, residual add, ReLU, clip;
-  its tensor operands ``(M, N)`` like ``Y``, read at each accumulator's element) are applied
-  to the accumulators in registers; each warp stages one 16-row slice at a time in a padded
-  shared tile (pitch chosen with the bank model) and writes it out with vector stores of up to
-  16 bytes, lanes along rows (coalesced). When the output has the operands' type and fits,
-  the staging tile lives in the A ring's bytes (dead once the last MMA's fragments are in
-  registers; the epilogue's first barrier orders it): the ring is one flat shared buffer.
+  ``chain`` (``vta.compiler.ops.chain``: graph fusion's requantize, residual add, ReLU, clip)
+  are applied to the accumulators in registers; each warp stages one 16-row slice at a time in
+  a padded shared tile (pitch chosen with the bank model) and writes it out with vector stores
+  of up to 16 bytes, lanes along rows (coalesced). The chain's int8 tensor operands (``(M,
+  N)`` like ``Y``: a residual branch) come in the same way backwards: each slice is loaded
+  with the output's vector mapping into a tile of the same layout before the registers read
+  it (channel operands, and tensors whose rows are not 4-byte aligned, are read from global
+  memory per element). When the output has the operands' type and they fit, those tiles live
+  in the A ring's bytes (dead once the last MMA's fragments are in registers; the epilogue's
+  first barrier orders it): the ring is one flat shared buffer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -59,12 +63,15 @@ __all__ = ["MmaKnobs", "ChainSite", "mma_gemm", "chain_buffers", "check_chain"]
 class ChainSite:
     """Where one output element reads a fused chain's operands: ``inside`` the output (else
     zeros are read), its ``index`` in a tensor operand, its ``channel`` (a channel operand's
-    index) and whether that channel exists."""
+    index) and whether that channel exists; tensor operands the epilogue staged in shared
+    memory give their value instead (``staged``)."""
 
     inside: E.Expr
     index: tuple[E.Expr, ...]
     channel: E.Expr
     channel_ok: E.Expr
+    #: tensor operands' values already staged in shared memory: (operand number, value)
+    staged: tuple[tuple[int, E.Expr], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -334,17 +341,23 @@ class GemmBody:
         vb = vector_bytes(self.N * eo, kb.bn * eo)
         lay = self.staging_layout(eo, vb)
         srows, pitch = storage_shape(lay)
-        if out_t == self.As.dtype and kb.warps_m * srows * pitch <= self.As.size:
-            cs = self.As  # aliased onto the A ring (module docstring)
-
-            def cs_at(w: E.Expr, r: E.Expr, c: E.Expr) -> tuple[E.Expr, ...]:
-                return ((w * srows + r) * pitch + c,)
-        else:
-            cs = S.Buffer("Cs", (kb.warps_m, srows, pitch), out_t, "shared")
-            bufs.append(cs)
-
-            def cs_at(w: E.Expr, r: E.Expr, c: E.Expr) -> tuple[E.Expr, ...]:
-                return (w, r, c)
+        # the chain's int8 tensor operands come through shared memory too, a slice at a time,
+        # with the output's vector mapping (coalesced), when rows are vector-aligned
+        staged = [k for k, o in enumerate(self.chain.operands if self.chain else ())
+                  if o.kind != CHANNEL] if vb >= 4 else []
+        tile = kb.warps_m * srows * pitch
+        views: list[tuple[S.Buffer, Callable[..., tuple[E.Expr, ...]]]] = []
+        alias = out_t == self.As.dtype and (1 + len(staged)) * tile <= self.As.size
+        for t_ in range(1 + len(staged)):
+            if alias:  # in the A ring's bytes (module docstring)
+                views.append((self.As, lambda w, r, c, o=t_ * tile: (
+                    o + (w * srows + r) * pitch + c,)))
+            else:
+                buf = S.Buffer("Cs" if t_ == 0 else f"Rs{t_ - 1}",
+                               (kb.warps_m, srows, pitch), out_t, "shared")
+                bufs.append(buf)
+                views.append((buf, lambda w, r, c: (w, r, c)))
+        cs, cs_at = views[0]
         pair = S.Buffer("pair", (2,), out_t, "local")
         bufs.append(pair)
         g, q = lane // 4, lane % 4
@@ -364,7 +377,10 @@ class GemmBody:
                     m_g = by * kb.bm + wy * self.wm + i * 16 + row
                     vals = [self.requant(self.acc.load(E.IntImm(i), E.IntImm(j),
                                                        E.IntImm(2 * h + e)), bias_s, col + e,
-                                         self.site(m_g, n0 + col + e))
+                                         self.site(m_g, n0 + col + e, {
+                                             k: rb.load(*r_at(wy, row, lay.col(row, col) + e))
+                                             for k, (rb, r_at) in zip(staged, views[1:],
+                                                                      strict=True)}))
                             for e in range(2)]
                     v = E.Var("v")
                     writes += [pair.store(vals[0], 0), pair.store(vals[1], 1),
@@ -387,6 +403,18 @@ class GemmBody:
                             S.ForKind.VECTORIZED if per_vec > 1 else S.ForKind.SERIAL)
                 return S.IfThenElse(inside, vec)
 
+            def stage(t: tuple[E.Expr, ...], i: int = i) -> S.Stmt:
+                gy, r = t[0] // 16, t[0] % 16
+                m, c = by * kb.bm + gy * self.wm + i * 16 + r, t[1] * per_vec
+                inside = E.And(m < self.M, n0 + c < self.N)
+                v = E.Var("e")
+                return S.seq(*[S.For(v, E.IntImm(0), E.IntImm(per_vec), rb.store(
+                    E.select(inside, self.opnds[k].load(m, n0 + c + v), E.const(0, "int8")),
+                    *r_at(gy, r, lay.col(r, c) + v)), S.ForKind.VECTORIZED)
+                    for k, (rb, r_at) in zip(staged, views[1:], strict=True)])
+
+            if staged:  # the operands' slice, visible to every warp before the writes read it
+                slices += [out_map.emit(tid, stage, workers=kb.threads, name="r"), S.Barrier()]
             slices += [*writes, S.Barrier(),
                        out_map.emit(tid, store, workers=kb.threads, name="o"), S.Barrier()]
         return alloc(bufs, S.seq(*pre, S.Barrier(), *slices))
@@ -407,10 +435,12 @@ class GemmBody:
             x = self.apply_chain(x, at)
         return E.Cast(out_t, x)
 
-    def site(self, m: E.Expr, n: E.Expr) -> ChainSite:
+    def site(self, m: E.Expr, n: E.Expr, staged: dict[int, E.Expr] | None = None
+             ) -> ChainSite:
         """Where GEMM element ``(m, n)`` reads the chain's operands (tensor operands laid out
-        like ``Y``)."""
-        return ChainSite(E.And(m < self.M, n < self.N), (m, n), n, n < self.N)
+        like ``Y``; ``staged``: the values of those already in shared memory, by operand)."""
+        return ChainSite(E.And(m < self.M, n < self.N), (m, n), n, n < self.N,
+                         tuple((staged or {}).items()))
 
     def apply_chain(self, x: E.Expr, at: ChainSite) -> E.Expr:
         """The chain's stages on ``x`` (the same formulas as ``vta.gpu.ops.requantize``):
@@ -419,11 +449,13 @@ class GemmBody:
         rows and columns are computed but never stored)."""
         assert self.chain is not None
         vals: list[E.Expr] = []
-        for o, buf in zip(self.chain.operands, self.opnds, strict=True):
+        staged = dict(at.staged)
+        for k, (o, buf) in enumerate(zip(self.chain.operands, self.opnds, strict=True)):
             if o.kind == CHANNEL:
                 v = E.select(at.channel_ok, buf.load(at.channel), 0)
             else:
-                v = E.select(at.inside, E.Cast("int32", buf.load(*at.index)), 0)
+                v = E.Cast("int32", staged[k]) if k in staged else \
+                    E.select(at.inside, E.Cast("int32", buf.load(*at.index)), 0)
                 v = o.prep(v) if o.prep is not None else v
             vals.append(v)
         for st in self.chain.stages:
