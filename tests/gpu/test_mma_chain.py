@@ -60,11 +60,18 @@ def chains(draw: st.DrawFn) -> tuple[Chain, tuple[int, ...]]:
     lo = draw(st.integers(-128, 0))
     mine, other = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     pre2, post2 = draw(st.integers(0, 2)), draw(st.integers(1, 3))
+    consts = (mult, pre, post, lo, mine, other, pre2, post2)
+    return make_chain(consts), consts
+
+
+def make_chain(k: tuple[int, ...]) -> Chain:
+    """``chains``' chain for constants ``k`` (the order ``chain_reference`` reads them)."""
+    mult, pre, post, lo, mine, other, pre2, post2 = k
     stages = (requant_stage(mult, pre, post, lo, 127), add_stage(mine, 0),
               EwStage("chan", lambda x, c: x + c, (1,), label="addc"),
               round_clip_stage(pre2, post2, -128, 127), clip_stage(0, 127))
     ops = (scaled_operand("opnd0", other), ChainOperand("chan0", CHANNEL))
-    return Chain(stages, ops), (mult, pre, post, lo, mine, other, pre2, post2)
+    return Chain(stages, ops)
 
 
 def chain_reference(acc: np.ndarray, bias: np.ndarray, res: np.ndarray, chan: np.ndarray,
@@ -229,3 +236,29 @@ def test_refusals_are_named() -> None:
         mma_conv2d(s, "int8", None, out_dtype="int32", chain=chain)
     with pytest.raises(GpuLoweringError, match="mma_gemm: a fused chain needs int8 operands"):
         mma_gemm(MatmulSpec(16, 16, 16), "float16", None, out_dtype="float32", chain=chain)
+
+
+def test_residual_operand_coalesced() -> None:
+    """The chain's residual operand comes through shared memory with the output's vector
+    mapping: its sectors at the minimum, no bank conflicts (a C5-like layer, fewer channels)."""
+    spec = replace(resnet18_layer("C5"), ic=32, oc=64)
+    consts = (181, 3, 6, -128, 2, 1, 1, 2)
+    chain = make_chain(consts)
+    func = mma_conv2d(spec, "int8", BIAS_ONLY, layout="NHWC", chain=chain)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (spec.n, spec.ic, spec.h, spec.w), dtype=np.int8)
+    w = rng.integers(-128, 128, (spec.oc, spec.ic, spec.kh, spec.kw), dtype=np.int8)
+    bias = rng.integers(-(1 << 12), 1 << 12, spec.oc, dtype=np.int32)
+    m = spec.n * spec.oh * spec.ow
+    res = rng.integers(-128, 128, (m, spec.oc), dtype=np.int8)
+    chan = rng.integers(-64, 64, spec.oc, dtype=np.int32)
+    want = chain_reference(_acc(x, w, spec).transpose(0, 2, 3, 1).reshape(m, spec.oc), bias,
+                           res, chan, consts)
+    y = np.zeros((m, spec.oc), np.int8)
+    em = Emulator(func, profile=True)
+    em.run(_nhwc(x), ohwi_weight(w), bias, res, chan, y)
+    assert np.array_equal(y, want)
+    prof = em.profile
+    assert prof is not None and prof.bank_conflicts == 0
+    c = prof.buffers["opnd0"]
+    assert c.load_sectors == c.load_min_sectors == m * spec.oc // 32
