@@ -54,6 +54,35 @@ def _pair_ms(cp: Any, fn: Callable[[], None], launches: int) -> float:
     return float(cp.cuda.get_elapsed_time(start, stop))
 
 
+def time_ms_graph(cp: Any, fn: Callable[[], None], launches: int = 100, rounds: int = 5
+                  ) -> tuple[float | None, str]:
+    """Milliseconds per call of ``fn`` captured once into a CUDA graph (``launches`` calls in
+    the graph; no host dispatch at all), the median of ``rounds`` graph launches; (None, why)
+    where CuPy or a library call inside ``fn`` refuses stream capture."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    try:
+        with stream:
+            fn()  # outside the capture: plans and workspaces are made here
+            stream.synchronize()
+            stream.begin_capture()
+            try:
+                for _ in range(launches):
+                    fn()
+            finally:
+                graph = stream.end_capture()
+        times = []
+        for _ in range(rounds + 1):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            graph.launch(stream)
+            stop.record(stream)
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop) / launches)
+        return statistics.median(times[1:]), "CUDA graph"
+    except Exception as e:  # capture unsupported by this CuPy / library path
+        return None, f"no CUDA graph: {type(e).__name__}: {e}"
+
+
 def device_info(cp: Any) -> dict[str, Any]:
     """What ran the benchmark: the device, its compute capability, CUDA/CuPy versions and the
     clocks nvidia-smi reads now (SM and memory, current and maximum; power and temperature), so
@@ -149,6 +178,7 @@ def _gemmex_int8(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
         r8i, r32i = cp.cuda.runtime.CUDA_R_8I, cp.cuda.runtime.CUDA_R_32I
 
         def gemm() -> Any:
+            cublas.setStream(handle, cp.cuda.get_current_stream().ptr)  # capturable
             # column-major: Y^T (n x m) = W (n x k, stored k-major: op T) . X^T (k x m)
             cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k,
                           one.ctypes.data, w.data.ptr, r8i, k, x.data.ptr, r8i, k,

@@ -1,19 +1,33 @@
-"""Fused conv2d + requantization (one generated kernel) vs the unfused library sequence,
-on ResNet-18's C2..C11 (batch 1, int8).
+"""Fused conv2d + requantization (one generated kernel) vs the unfused library sequence, the
+same-shape cuBLAS GEMM and cuDNN, on ResNet-18's C2..C11 (batch 1, int8).
 
-    python bench/gpu_conv2d.py [--layers C2 C5 ...] [--reps 20] [--kernels mma wmma]
+    python bench/gpu_conv2d.py [--layers C2 C5 ...] [--launches 100] [--rounds 5]
+                               [--kernels mma nhwc wmma]
 
-Ours (``--kernels``): ``mma``, the task-mapping implicit GEMM (vta.gpu.kernels.conv2d: input
-patch per channel block through cp.async, per-tap expansion into a swizzled A tile, ldmatrix +
-mma.sync, OHWI weights), and ``wmma``, the tensor-core schedule (vta.gpu.schedules.conv2d_wmma),
-each with the layer's calibrated epilogue ``int8(clip((acc >> shift) + bias, lo, hi))``
-applied in registers before the only global store. Unfused library sequence (what a
-framework without fusion runs): im2col gather, the best int8 GEMM CuPy reaches
-(``_gpu_common.int8_gemm_baseline``: cuBLAS ``cublasGemmEx`` on int8), then shift, bias
-add, clip and the int8 cast as separate kernels (each a full pass over the int32
-activations). All are checked bit-exact against each other. Results: a table (GOP/s, ratio)
-and bench/results/gpu_conv2d_<gpu>.json. Target: fused >= 1.5x unfused. Without CuPy or a
-GPU the script says so and exits with status 2.
+Ours (``--kernels``), each with the layer's calibrated epilogue ``int8(clip((acc >> shift) +
+bias, lo, hi))`` applied in registers before the only global store: ``nhwc``, the
+channels-last task-mapping implicit GEMM (vta.gpu.kernels.conv2d ``layout="NHWC"``: one
+16-byte cp.async per pixel-tap chunk into a swizzled ring, ldmatrix + mma.sync, OHWI weights;
+what ``vta run resnet18 --target cuda`` runs); ``mma``, the NCHW task-mapping kernel (input
+patch per channel block, per-tap expansion); ``wmma``, the tensor-core schedule
+(vta.gpu.schedules.conv2d_wmma).
+
+Baselines:
+- unfused library sequence (what a framework without fusion runs): im2col gather, the best
+  library int8 GEMM reachable (``_gpu_common.int8_gemm_baseline``: cuBLASLt IMMA through
+  ``torch._int_mm`` where PyTorch with CUDA is installed, else cuBLAS ``cublasGemmEx`` on
+  int8), then shift, bias add, clip and the int8 cast as separate kernels;
+- the same-shape cuBLAS GEMM alone (the im2col'd problem: (OC, IC*KH*KW) x (IC*KH*KW, P)),
+  no im2col and no epilogue - the library's tensor-core work for this layer;
+- cuDNN's convolution (``cupyx.cudnn.convolution_forward``, NCHW) in float16 and int8 where
+  this CuPy/cuDNN exposes it; where not, the row names the reason.
+Every time is per call: ``--launches`` calls between one pair of CUDA events (host dispatch
+overlapped, as in a stream) and, where capture works, a CUDA graph of the same calls (no host
+dispatch at all); the table takes the graph's figure when there is one. Our kernels are checked
+bit-exact against the unfused sequence (cuDNN's outputs, without requantization, are not
+compared). Results:
+a table and bench/results/gpu_conv2d_<gpu>.json. Target: fused >= 1.5x unfused. Without
+CuPy or a GPU the script says so and exits with status 2.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ from _gpu_common import (
     int8_gemm_baseline,
     print_table,
     time_ms,
+    time_ms_graph,
     write_results,
 )
 
@@ -37,10 +52,25 @@ LAYERS = [name for name in RESNET18 if name != "C1"]  # C1 (3 input channels) is
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", nargs="+", default=LAYERS)
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--kernels", nargs="+", default=["mma", "wmma"], choices=["mma", "wmma"])
+    ap.add_argument("--launches", type=int, default=100,
+                    help="calls per CUDA event pair / per CUDA graph")
+    ap.add_argument("--rounds", type=int, default=5, help="event pairs / graph launches")
+    ap.add_argument("--kernels", nargs="+", default=["nhwc", "mma", "wmma"],
+                    choices=["nhwc", "mma", "wmma"])
     args = ap.parse_args()
     cp = cupy_or_exit()
+
+    def timed(fn, capturable=True):  # type: ignore[no-untyped-def]
+        """(ms per call, how): the CUDA graph's figure where capture works, else batched.
+        Calls through PyTorch are not captured (they launch on PyTorch's stream, outside
+        CuPy's capture, so the graph would time less than the call)."""
+        batched = time_ms(cp, fn, reps=args.rounds, launches=args.launches)
+        if not capturable:
+            return batched, f"{args.launches} launches per event pair (PyTorch: not captured)"
+        graph, why = time_ms_graph(cp, fn, args.launches, args.rounds)
+        if graph is not None:
+            return graph, f"CUDA graph of {args.launches} (batched events: {batched:.4f} ms)"
+        return batched, f"{args.launches} launches per event pair ({why})"
 
     from vta.compiler.ops.conv2d import Conv2dSpec
     from vta.compiler.ops.epilogue import random_bias
@@ -84,36 +114,94 @@ def main() -> None:
             return acc.astype(cp.int8).reshape(s.n, s.oc, s.oh, s.ow)  # cast
 
         want = unfused()
-        t_u = time_ms(cp, unfused, reps=args.reps)
+        capturable = not gemm_name.startswith("torch")
+        t_u, how_u = timed(unfused, capturable)
+        t_g, how_g = timed(gemm, capturable)
+        base = {"layer": layer, "shape": s.describe(), "gemm": gemm_name, "unfused_ms": t_u,
+                "unfused_timing": how_u, "cublas_gemm_ms": t_g, "cublas_gemm_timing": how_g}
+        libs = _cudnn(cp, s, x, w_oihw, want)
+        for name, (t_l, note) in libs.items():
+            base[f"{name}_ms"], base[f"{name}_note"] = t_l, note
         for kind in args.kernels:
-            if kind == "mma":
+            if kind == "nhwc":
+                kernel = render_cuda(mma_conv2d(s, "int8", epi, layout="NHWC"))
+                weight, xin = w_ohwi, cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                y = cp.zeros((s.n * s.oh * s.ow, s.oc), cp.int8)
+            elif kind == "mma":
                 kernel = render_cuda(mma_conv2d(s, "int8", epi))
-                weight = w_ohwi
+                weight, xin = w_ohwi, x
+                y = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.int8)
             else:
                 kernel = render_cuda(lower_for_gpu(conv2d_wmma(s, "int8", epi)))
-                weight = w
+                weight, xin = w, x
+                y = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.int8)
             run = GpuKernel(kernel)
-            y = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.int8)
-            fused = lambda: run(x, weight, b, y)  # noqa: E731
+            fused = lambda run=run, xin=xin, weight=weight, y=y: run(xin, weight, b, y)  # noqa: E731
             fused()
-            ok = bool(cp.array_equal(y, want))
-            t_f = time_ms(cp, fused, reps=args.reps)
-            r = {"layer": layer, "kernel": kind, "gemm": gemm_name, "shape": s.describe(),
-                 "fused_ms": t_f,
-                 "unfused_ms": t_u, "fused_gops": s.ops / t_f / 1e6,
-                 "unfused_gops": s.ops / t_u / 1e6, "speedup": t_u / t_f, "correct": ok,
+            got = y.reshape(s.n, s.oh, s.ow, s.oc).transpose(0, 3, 1, 2) if kind == "nhwc" \
+                else y
+            ok = bool(cp.array_equal(got, want))
+            t_f, how_f = timed(fused)
+            r = {**base, "kernel": kind, "fused_ms": t_f, "fused_timing": how_f,
+                 "fused_gops": s.ops / t_f / 1e6, "unfused_gops": s.ops / t_u / 1e6,
+                 "speedup": t_u / t_f, "of_cublas_gemm": t_g / t_f, "correct": ok,
                  "grid": kernel.grid, "block": kernel.block,
                  "dynamic_shared": kernel.dynamic_shared}
             rows.append(r)
-            table.append([layer, kind, f"{t_f:.3f}", f"{t_u:.3f}", f"{r['fused_gops']:.0f}",
-                          f"{r['unfused_gops']:.0f}", f"{r['speedup']:.2f}x",
-                          "ok" if ok else "WRONG"])
-    print(f"ResNet-18 conv2d + requant, int8, on {gpu} (median of {args.reps} runs)")
-    print_table(["layer", "kernel", "fused ms", "unfused ms", "fused GOP/s", "unfused GOP/s",
-                 "speedup", "check"], table)
-    baseline = "im2col + cupy.matmul + elementwise shift/bias/clip/cast"
-    path = write_results("gpu_conv2d", gpu, rows, {"reps": args.reps, "baseline": baseline})
+            lib = "  ".join(f"{n}={t:.4f}" if t is not None else f"{n}=n/a"
+                            for n, (t, _) in libs.items())
+            table.append([layer, kind, f"{t_f:.4f}", f"{t_u:.4f}", f"{t_g:.4f}", lib,
+                          f"{r['fused_gops']:.0f}", f"{r['speedup']:.2f}x",
+                          f"{r['of_cublas_gemm']:.2f}x", "ok" if ok else "WRONG"])
+    print(f"ResNet-18 conv2d + requant, int8, batch 1, on {gpu} (ms per call: "
+          f"{args.launches} calls per CUDA graph or event pair, median of {args.rounds})")
+    print_table(["layer", "kernel", "fused ms", "unfused ms", "cuBLAS GEMM ms", "cuDNN ms",
+                 "fused GOP/s", "vs unfused", "vs GEMM", "check"], table)
+    for row in rows[:1]:
+        for name in ("cudnn_fp16", "cudnn_int8"):
+            print(f"{name}: {row.get(name + '_note')}")
+    baseline = ("im2col (cupy.take) + int8_gemm_baseline + elementwise shift/bias/clip/cast; "
+                "the same-shape int8_gemm_baseline alone; cupyx.cudnn.convolution_forward "
+                "fp16/int8")
+    path = write_results("gpu_conv2d", gpu, rows, {"launches": args.launches,
+                                                   "rounds": args.rounds,
+                                                   "baseline": baseline}, cp)
     print(f"wrote {path}")
+
+
+def _cudnn(cp, s, x, w_oihw, want):  # type: ignore[no-untyped-def]
+    """cuDNN's convolution of the layer (no epilogue: a lower bound on a library conv plus
+    requantization) in float16 and int8: name -> (ms per call or None, what ran or why not).
+    Neither output is compared (cuDNN's has no requantization to match ``want``)."""
+    out = {}
+    try:
+        from cupyx import cudnn as xcudnn  # type: ignore[import-not-found]
+    except Exception as e:  # CuPy without cuDNN
+        why = f"cupyx.cudnn unavailable: {type(e).__name__}: {e}"
+        return {"cudnn_fp16": (None, why), "cudnn_int8": (None, why)}
+    import numpy as np
+
+    for name, dt in (("cudnn_fp16", cp.float16), ("cudnn_int8", cp.int8)):
+        try:
+            xd = x.astype(dt)
+            wd = cp.asarray(w_oihw).astype(dt)
+            yd = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.float32 if dt == cp.int8 else dt)
+
+            def conv(xd=xd, wd=wd, yd=yd):  # type: ignore[no-untyped-def]
+                xcudnn.convolution_forward(xd, wd, None, yd, (s.pad, s.pad),
+                                           (s.stride, s.stride), (1, 1), 1, auto_tune=True,
+                                           tensor_core="always")
+
+            conv()
+            cp.cuda.runtime.deviceSynchronize()
+            from _gpu_common import time_ms
+
+            out[name] = (time_ms(cp, conv, launches=100), f"cupyx.cudnn.convolution_forward "
+                         f"{np.dtype(dt).name} NCHW, tensor_core=always, auto_tune")
+        except Exception as e:  # this cuDNN/CuPy refuses the data type or layout
+            out[name] = (None, f"cupyx.cudnn.convolution_forward {np.dtype(dt).name} refused: "
+                         f"{type(e).__name__}: {str(e)[:160]}")
+    return out
 
 
 if __name__ == "__main__":

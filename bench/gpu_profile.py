@@ -1,13 +1,15 @@
 """What the SIMT emulator counts for the GPU kernels (no GPU needed): shared-memory bank
 conflicts, global sectors against the tiles' footprint, barriers and instructions per block.
 
-    python bench/gpu_profile.py [--gemm 256] [--layers C2 ... C11] [--kernels mma wmma]
+    python bench/gpu_profile.py [--gemm 256] [--layers C2 ... C11] [--kernels mma nhwc wmma]
 
-For the task-mapping kernels (``mma``: vta.gpu.kernels.gemm / conv2d) and the tensor-core
-schedules (``wmma``: vta.gpu.schedules), on an n^3 GEMM (int8 with the requantizing epilogue,
-fp16 -> fp16) and ResNet-18 C2..C11 (batch 1, int8, fused epilogue), every kernel checked
-against numpy. Issue 13's targets for the task-mapping kernels: zero bank conflicts and global
-sectors at 1.00x the minimum. Prints a table and writes bench/results/gpu_profile.json.
+For the task-mapping kernels (``mma``: vta.gpu.kernels.gemm / conv2d, NCHW; ``nhwc``: the
+channels-last conv2d, convolutions only) and the tensor-core schedules (``wmma``:
+vta.gpu.schedules), on an n^3 GEMM (int8 with the requantizing epilogue, fp16 -> fp16) and
+ResNet-18 C2..C11 (batch 1, int8, fused epilogue), every kernel checked against numpy. Issue
+13's targets for the task-mapping kernels: zero bank conflicts and global sectors at 1.00x the
+minimum. Prints a table and writes bench/results/gpu_profile.json (rows of the kernels and
+workloads run replace the file's rows of the same name; the others are kept).
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ def conv(layer: str, kind: str) -> dict[str, Any]:
     y = np.zeros_like(want)
     if kind == "mma":
         func, wk = mma_conv2d(s, "int8", epi), ohwi_weight(w)
+    elif kind == "nhwc":
+        func, wk = mma_conv2d(s, "int8", epi, layout="NHWC"), ohwi_weight(w)
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        want = np.ascontiguousarray(want.transpose(0, 2, 3, 1).reshape(-1, s.oc))
+        y = np.zeros_like(want)
     else:
         func, wk = lower_for_gpu(conv2d_wmma(s, "int8", epi)), w.reshape(s.oc, -1)
     em = Emulator(func, profile=True)
@@ -107,11 +114,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gemm", type=int, default=256, help="GEMM size n (n^3)")
     ap.add_argument("--layers", nargs="+", default=[k for k in RESNET18 if k != "C1"])
-    ap.add_argument("--kernels", nargs="+", default=["mma", "wmma"], choices=["mma", "wmma"])
+    ap.add_argument("--kernels", nargs="+", default=["mma", "nhwc", "wmma"],
+                    choices=["mma", "nhwc", "wmma"])
+    ap.add_argument("--no-gemm", action="store_true", help="convolutions only")
     args = ap.parse_args()
     rows = []
     for kind in args.kernels:
-        rows += [gemm(args.gemm, dt, kind) for dt in ("int8", "float16")]
+        if kind != "nhwc" and not args.no_gemm:
+            rows += [gemm(args.gemm, dt, kind) for dt in ("int8", "float16")]
         rows += [conv(layer, kind) for layer in args.layers]
     hdr = f"{'workload':22} {'kernel':6} {'ok':3} {'conflicts':>10} {'ld x min':>9} " \
           f"{'st x min':>9} {'bar/blk':>8} {'mma/blk':>8} {'emu s':>6}"
@@ -125,8 +135,11 @@ def main() -> None:
               f"{r['barriers_per_block']:>8.0f} {mma:>8.0f} {r['emulated_s']:>6.1f}")
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "gpu_profile.json"
+    done = {(r["workload"], r["kernel"]) for r in rows}
+    kept = [r for r in (json.loads(path.read_text())["rows"] if path.exists() else [])
+            if (r["workload"], r["kernel"]) not in done]
     path.write_text(json.dumps({"host": platform.node(), "command": "python bench/gpu_profile.py",
-                                "rows": rows}, indent=2) + "\n")
+                                "rows": kept + rows}, indent=2) + "\n")
     print(f"wrote {path}")
 
 

@@ -26,9 +26,17 @@ def test_mini_graph_on_the_gpu_path(requant: str) -> None:
     s = r.summary()
     assert r.passed, s["mismatched_tensors"]
     kernels = [row["kernel"] for row in s["steps"]]
-    assert kernels == ["conv2d_int8_wmma", "max_window", "conv2d_int8_wmma", "ewise_window",
-                       "sum_window", "matmul_int8_simt"]
+    # convolutions: the channels-last task-mapping kernel with the chain fused (the second
+    # with its residual add); dense of a batch of 1: SIMT
+    assert kernels == ["conv2d_nhwc_mma_int8", "max_window", "conv2d_nhwc_mma_int8",
+                       "ewise_window", "sum_window", "matmul_int8_simt"]
+    assert [row["layout"] for row in s["steps"]] == ["NHWC", "NCHW", "NHWC", "NCHW", "plain",
+                                                    "plain"]
+    assert [row["ops"] for row in s["steps"]][2] == ["conv2d", "requantize", "add", "relu"]
     assert [row["ops"] for row in s["steps"]][3] == ["add", "relu"]
+    # the host transposes only where an NCHW window kernel and an NHWC convolution meet (a
+    # value both convolutions read is transposed once)
+    assert s["host_transposes"] == 4
     assert "PASS" in format_gpu_run(s)
 
 
@@ -48,3 +56,22 @@ def test_small_fixed_point_resnet_on_the_gpu_path(small_image: np.ndarray) -> No
     """The fixed-point variant (multipliers a GPU has) is bit-exact there too."""
     r = run_graph_gpu(resnet18_fixed(**SMALL), {"image": small_image})
     assert r.passed and len(r.steps) == 23
+
+
+def test_dense_batch_of_16_takes_the_task_mapping_gemm() -> None:
+    """A dense layer whose batch and features are both at least 16 runs as ``mma_gemm`` with
+    its requantization and ReLU fused (bit-exact); a batch of one stays on SIMT (above)."""
+    from vta.graph.builder import GraphBuilder
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (16, 48), dtype=np.int8)
+    b = GraphBuilder("fc", calibrate={"x": x})
+    xv = b.input("x", x.shape, 1 / 128)
+    w = b.const("w", rng.integers(-60, 60, (24, 48), dtype=np.int8), 1 / 128)
+    fb = b.const("b", rng.integers(-50, 50, (24,), dtype=np.int32))
+    g = b.build([b.relu(b.requantize(b.dense(xv, w, fb)), name="y")])
+    r = run_graph_gpu(g, {"x": x})
+    s = r.summary()
+    assert r.passed, s["mismatched_tensors"]
+    assert [row["kernel"] for row in s["steps"]] == ["gemm_mma_int8"]
+    assert s["steps"][0]["ops"] == ["dense", "requantize", "relu"]

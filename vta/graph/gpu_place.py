@@ -1,15 +1,30 @@
 """A fused group of a graph as a GPU kernel: the GPU counterpart of ``place``.
 
-``group_kernel(group)`` is the scheduled (not yet GPU-lowered) kernel of one fused group in
-the plain layouts (NCHW activations, OIHW weights reshaped to (OC, IC*KH*KW)): a convolution or
-dense layer as the implicit GEMM of ``vta.gpu.ops`` (the tensor-core schedule when M and N are
-at least 16, else SIMT) with the bias and the fused chain (``place.chain_of``, the same stages
-the accelerator runs) in its output stage; a max-pool, global average pool or stand-alone
-element-wise operator as ``vta.gpu.window``. A group no kernel takes raises ``HostFallback``
-with the reason (it runs on the host). ``vta.run.graph`` compiles and runs the groups.
+``group_kernel(group)`` is the kernel of one fused group (``GroupKernel``: the function, the
+graph values of its parameters and the layout each is passed in), every one with the bias and
+the fused chain (``place.chain_of``, the same stages the accelerator runs: requantize,
+residual add, ReLU, clip) in its epilogue:
+
+* a convolution: the task-mapping implicit GEMM of ``vta.gpu.kernels.conv2d`` in channels-last
+  layout (``mma_conv2d(layout="NHWC")``: ``cp.async`` ring, ``ldmatrix`` + ``mma.sync``): its
+  input, its residual operands and its output NHWC, its weight OHWI (transposed once, on the
+  host, as a constant). Every convolution takes it (any channel count: 3 channels take element
+  copies of A, the rest 16-byte ``cp.async`` chunks);
+* a dense layer: the task-mapping GEMM (``vta.gpu.kernels.gemm``) when the batch and the
+  output features are both at least 16 (one ``m16n8`` tile row of warps); else the SIMT
+  implicit GEMM (``vta.gpu.ops``), whose 1-row tiles do not waste a tensor-core tile on a
+  batch of 1;
+* a max-pool, global average pool or stand-alone element-wise operator: ``vta.gpu.window``
+  (NCHW).
+
+A group no kernel takes raises ``HostFallback`` with the reason (it runs on the host).
+``vta.run.graph`` compiles and runs the groups, keeping each activation in the layout its
+producer wrote and transposing on the host only where a consumer wants the other one.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from vta.compiler.ir import stmt as S
 from vta.compiler.ops.chain import Chain, requant_stage
@@ -19,6 +34,8 @@ from vta.compiler.ops.matmul import MatmulSpec
 from vta.compiler.ops.window import WindowSpec
 from vta.errors import HostFallback
 from vta.gpu import schedules as G
+from vta.gpu.kernels.conv2d import mma_conv2d, tile_knobs
+from vta.gpu.kernels.gemm import mma_gemm
 from vta.gpu.window import window_func
 from vta.graph.ir import (
     Add,
@@ -36,12 +53,33 @@ from vta.graph.ir import (
 from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import chain_of
 
-__all__ = ["group_kernel"]
+__all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
+
+#: how a parameter is passed (``GroupKernel.layouts``): a 4-D activation channels-first or
+#: channels-last, a conv weight as (OC, IC*KH*KW) or (OC, KH*KW*IC), or as the graph holds it
+NCHW, NHWC, OIHW, OHWI, PLAIN = "NCHW", "NHWC", "OIHW", "OHWI", "plain"
 
 
-def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
-    """The scheduled GPU kernel of ``group``, the graph values of its array parameters (in
-    order, the output last excluded) and its chain; a group no kernel takes raises with the
+@dataclass(frozen=True)
+class GroupKernel:
+    """The kernel of one fused group: the function (scheduled, or already lowered for the
+    task-mapping kernels), the graph values of its array parameters (in order, the output
+    excluded), the layout of each and of the output (``NCHW``...), and the fused chain."""
+
+    func: S.PrimFunc
+    params: tuple[Value, ...]
+    layouts: tuple[str, ...]
+    out_layout: str
+    chain: Chain | None
+
+
+def _act(v: Value, layout: str) -> str:
+    """``layout`` for a 4-D activation, ``PLAIN`` for anything else."""
+    return layout if len(v.type.shape) == 4 else PLAIN
+
+
+def group_kernel(group: Node) -> GroupKernel:
+    """The GPU kernel of ``group`` (module docstring); a group no kernel takes raises with the
     reason."""
     nodes = group_nodes(group)
     a = nodes[0]
@@ -50,22 +88,21 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
             raise HostFallback(f"{a.op} without a requantize (an int32 result)")
         chain, vals = chain_of(nodes[1:], a.output)
         epi = Epilogue(shift=0, bias=True, clip=False)
+        params = (a.x, a.weight, a.bias, *vals)
         if isinstance(a, Conv2d):
             n, ic, h, w = a.x.type.shape
             oc, _, kh, kw = a.weight.type.shape
             cs = Conv2dSpec(n, ic, h, w, oc, kh, kw, a.stride, a.pad)
-            if min(n * cs.oh * cs.ow, oc) >= 16:  # one tensor-core tile at least
-                func = G.conv2d_wmma(cs, "int8", epi, chain=chain)
-            else:
-                func = G.conv2d_simt(cs, "int8", epi, chain=chain)
+            func = mma_conv2d(cs, "int8", epi, layout=NHWC, chain=chain)
+            return GroupKernel(func, params, (NHWC, OHWI, PLAIN, *(_act(v, NHWC) for v in vals)),
+                               NHWC, chain)
+        n, k = a.x.type.shape
+        ms = MatmulSpec(n, a.weight.type.shape[0], k)
+        if min(ms.m, ms.n) >= 16:
+            func = mma_gemm(ms, "int8", epi, tile_knobs(ms.m, ms.n), chain=chain)
         else:
-            n, k = a.x.type.shape
-            ms = MatmulSpec(n, a.weight.type.shape[0], k)
-            if min(ms.m, ms.n) >= 16:
-                func = G.matmul_wmma(ms, "int8", epi, chain=chain)
-            else:
-                func = G.matmul_simt(ms, "int8", epi, chain=chain)
-        return func, [a.x, a.weight, a.bias, *vals], chain
+            func = G.matmul_simt(ms, "int8", epi, chain=chain)
+        return GroupKernel(func, params, (PLAIN,) * len(params), PLAIN, chain)
     if isinstance(a, (MaxPool2d, GlobalAvgPool, Add, Relu, Clip)):
         if isinstance(a, MaxPool2d):
             n, c, h, w = a.x.type.shape
@@ -88,5 +125,7 @@ def group_kernel(group: Node) -> tuple[S.PrimFunc, list[Value], Chain | None]:
             n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
             spec_w = WindowSpec("ewise", n, c, h, w)
             chain, vals = chain_of(nodes, x)
-        return window_func(spec_w, chain or None), [x, *vals], chain
+        ps = (x, *vals)
+        return GroupKernel(window_func(spec_w, chain or None), ps,
+                           tuple(_act(v, NCHW) for v in ps), _act(group.output, NCHW), chain)
     raise HostFallback(f"no GPU kernel for {a.op}")

@@ -4,12 +4,14 @@ checked against the graph interpreter.
 ``compile_for(graph, target)`` compiles a quantized graph for a target: on the accelerator
 ``vta.graph.compile.compile_graph`` (fusion, placement, layout and memory plans, linked
 programs; the timing-only simulator choosing schedules), on a GPU target one kernel per fused
-group (``vta.graph.gpu_place.group_kernel``: the implicit GEMM for convolutions and dense
-layers with the fused chain in its output stage, window kernels for pooling and element-wise
-groups) in the plain layouts (NCHW activations). ``run_graph(compiled, inputs, target)`` runs
-it from its inputs to its outputs; each stored tensor is compared with the interpreter's as
-soon as it is written (later steps may reuse its memory), and the verdict is
-``vta.run.check``'s.
+group (``vta.graph.gpu_place.group_kernel``: the task-mapping implicit GEMM for convolutions,
+channels-last, and for dense layers, each with the fused chain in its epilogue, window kernels
+for pooling and element-wise groups). ``run_graph(compiled, inputs, target)`` runs it from its
+inputs to its outputs; each stored tensor is compared with the interpreter's as soon as it is
+written (later steps may reuse its memory), and the verdict is ``vta.run.check``'s. On a GPU
+target each activation stays in the layout its producer wrote (NHWC between convolutions);
+the host transposes it only where a consumer takes the other layout (the NCHW window kernels),
+and the summary counts those transposes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,10 +28,11 @@ import numpy as np
 
 from vta.config import HwConfig
 from vta.errors import HostFallback, VtaError
+from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.graph import interp
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.dram_layout import pack, unpack
-from vta.graph.gpu_place import group_kernel
+from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fuse import fuse, group_nodes
@@ -60,7 +64,7 @@ class GpuGraph:
     target: Target
     fusion: str
     groups: list[Node]
-    kernels: list[tuple[CompiledKernel, list[Value]] | None]
+    kernels: list[tuple[CompiledKernel, GroupKernel] | None]
     reasons: list[str]
     compile_s: float
 
@@ -73,16 +77,16 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
                              memo=target.memo)
     t0 = time.perf_counter()
     fused = fuse(graph, fusion)
-    kernels: list[tuple[CompiledKernel, list[Value]] | None] = []
+    kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []
     reasons = []
     for group in fused.nodes:
         try:
-            func, params, _ = group_kernel(group)
+            gk = group_kernel(group)
         except HostFallback as e:
             kernels.append(None)
             reasons.append(str(e))
             continue
-        kernels.append((target.compile(func), params))
+        kernels.append((target.compile(gk.func), gk))
         reasons.append("")
     return GpuGraph(graph, target, fusion, list(fused.nodes), kernels, reasons,
                     time.perf_counter() - t0)
@@ -270,28 +274,97 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
     return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, t_ref)
 
 
+class _Activations:
+    """The GPU run's tensors, each in the layout it was written in (``NCHW`` or ``NHWC`` for
+    4-D activations), converted on the host only when a consumer takes the other layout
+    (each conversion kept, counted in ``transposes``); constants in their graph layout."""
+
+    def __init__(self, env: dict[Value, np.ndarray]) -> None:
+        self.stored: dict[Value, tuple[np.ndarray, str]] = {v: (a, NCHW) for v, a in env.items()}
+        self.copies: dict[tuple[Value, str], np.ndarray] = {}
+        self.transposes = 0
+
+    def put(self, v: Value, a: np.ndarray, layout: str) -> None:
+        self.stored[v] = (a, layout)
+
+    def get(self, v: Value, layout: str) -> np.ndarray:
+        """``v`` in ``layout`` (``gpu_place``'s layout names)."""
+        a, have = self.stored[v]
+        if layout == OHWI:
+            return _const_copy(self.copies, v, a)
+        if a.ndim != 4 or layout not in (NCHW, NHWC) or layout == have:
+            return a
+        key = (v, layout)
+        if key not in self.copies:
+            self.copies[key] = np.ascontiguousarray(
+                a.transpose(0, 2, 3, 1) if layout == NHWC else a.transpose(0, 3, 1, 2))
+            self.transposes += 1
+        return self.copies[key]
+
+    def nchw(self, v: Value) -> np.ndarray:
+        """``v`` channels-first (the interpreter's layout, for checks and outputs), without
+        counting it as a transpose of the run."""
+        a, have = self.stored[v]
+        return a if have != NHWC else np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+
+
+class _Nchw(Mapping[Value, np.ndarray]):
+    """The run's tensors channels-first, converted as they are read (a host fallback's
+    operands)."""
+
+    def __init__(self, acts: _Activations) -> None:
+        self.acts = acts
+
+    def __getitem__(self, v: Value) -> np.ndarray:
+        return self.acts.nchw(v)
+
+    def __iter__(self) -> Iterator[Value]:
+        return iter(self.acts.stored)
+
+    def __len__(self) -> int:
+        return len(self.acts.stored)
+
+
+def _const_copy(copies: dict[tuple[Value, str], np.ndarray], v: Value, a: np.ndarray
+                ) -> np.ndarray:
+    """An OIHW conv weight as (OC, KH*KW*IC), made once per constant (a runtime packs
+    weights once, as the accelerator's does)."""
+    key = (v, OHWI)
+    if key not in copies:
+        copies[key] = ohwi_weight(a)
+    return copies[key]
+
+
 def _run_gpu(gg: GpuGraph, image: np.ndarray | dict[str, np.ndarray], target: Target
              ) -> GraphRun:
     env, ref, t_ref = _reference(gg.graph, image)
+    acts = _Activations(env)
     runs: list[StepRun] = []
     t_run = 0.0
     for k, (group, built) in enumerate(zip(gg.groups, gg.kernels, strict=True)):
         if built is None:
-            out = interp.eval_node(group, env)
-            env[group.output] = out
+            out = interp.eval_node(group, _Nchw(acts))
+            acts.put(group.output, out, NCHW)
             runs.append(StepRun(k, group, None, 0, _compare(out, ref[group.output]),
                                 gg.reasons[k]))
             continue
-        kernel, params = built
-        arrays = {b.name: np.ascontiguousarray(env[v]).reshape(b.shape)
-                  for v, b in zip(params, kernel.func.params, strict=False)}
+        kernel, gk = built
+        arrays = {b.name: acts.get(v, lay).reshape(b.shape)
+                  for v, lay, b in zip(gk.params, gk.layouts, kernel.func.params, strict=False)}
         ex = target.execute(kernel, arrays)
         t_run += ex.seconds
-        out = ex.outputs[kernel.func.params[-1].name].reshape(group.output.type.shape)
-        env[group.output] = out
-        runs.append(StepRun(k, group, ex, 0, _compare(out, ref[group.output])))
-    outputs = {v: env[v] for v in gg.graph.outputs}
-    return GraphRun(gg, target, runs, outputs, ref, t_run, 0.0, t_ref)
+        out = ex.outputs[kernel.func.params[-1].name]
+        shape = group.output.type.shape
+        if gk.out_layout == NHWC:
+            out = out.reshape(shape[0], shape[2], shape[3], shape[1])
+        else:
+            out = out.reshape(shape)
+        acts.put(group.output, out, gk.out_layout)
+        runs.append(StepRun(k, group, ex, 0, _compare(acts.nchw(group.output),
+                                                      ref[group.output])))
+    outputs = {v: acts.nchw(v) for v in gg.graph.outputs}
+    return GraphRun(gg, target, runs, outputs, ref, t_run, 0.0, t_ref,
+                    extra={"host_transposes": acts.transposes})
 
 
 # ---------------------------------------------------------------------------- reports
@@ -409,8 +482,12 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
         "reference_s": r.seconds_reference}
 
 
-def _kernel_name(k: tuple[CompiledKernel, list[Value]] | None) -> str:
+def _kernel_name(k: tuple[CompiledKernel, GroupKernel] | None) -> str:
     return k[0].func.name if k is not None else "host"
+
+
+def _kernel_layout(k: tuple[CompiledKernel, GroupKernel] | None) -> str:
+    return k[1].out_layout if k is not None else NCHW
 
 
 def _gpu_summary(r: GraphRun) -> dict[str, Any]:
@@ -419,10 +496,12 @@ def _gpu_summary(r: GraphRun) -> dict[str, Any]:
     steps = [{"step": s.index, "op": _op_name(s),
               "ops": [n.op for n in group_nodes(s.step)],
               "kernel": _kernel_name(gg.kernels[s.index]),
+              "layout": _kernel_layout(gg.kernels[s.index]),
               "ms": s.seconds * 1e3, "mismatches": s.mismatches, "reason": s.reason}
              for s in r.steps]
     check = r.check
     return {"graph": gg.graph.name, "where": r.target.where, "target": r.target.name,
             "fusion": gg.fusion, "passed": r.passed, "verdict": check.line(), "steps": steps,
             "ms": sum(s.seconds for s in r.steps) * 1e3, "build_s": gg.compile_s,
+            "host_transposes": r.extra.get("host_transposes", 0),
             "mismatched_tensors": list(check.mismatched)}

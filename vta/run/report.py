@@ -86,14 +86,15 @@ def energy_line(e: dict[str, Any], what: str) -> str:
 def format_gpu_run(s: dict[str, Any]) -> str:
     """The report of a graph run on a GPU target (``vta.run.graph``)."""
     out = [f"{s['graph']} on {s['where']} (fusion: {s['fusion']}): {len(s['steps'])} kernels"]
-    out.append(f"{'#':>2} {'op':24} {'fused':30} {'kernel':34} {'ms':>8}  check")
+    out.append(f"{'#':>2} {'op':24} {'fused':30} {'kernel':34} {'layout':6} {'ms':>8}  check")
     for r in s["steps"]:
         fused = "+".join(r["ops"])
         ok = "ok" if not r["mismatches"] else f"BAD ({r['mismatches']} differ)"
         out.append(f"{r['step']:>2} {r['op']:24} {fused:30} {r['kernel']:34} "
-                   f"{r['ms']:>8.1f}  {ok}")
+                   f"{r.get('layout', ''):6} {r['ms']:>8.1f}  {ok}")
     out.append(f"total {s['ms']:.1f} ms in {s['where']} (wall clock, not a GPU timing); "
-               f"lower + render {s['build_s']:.2f} s")
+               f"lower + render {s['build_s']:.2f} s; {s.get('host_transposes', 0)} "
+               f"activations transposed on the host (NHWC <-> NCHW)")
     out.append(s["verdict"])
     return "\n".join(out)
 

@@ -44,19 +44,21 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import KERNEL, KNOBS, PATCH
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, vector_bytes, window_mapping, window_offset
-from vta.gpu.kernels.gemm import GemmBody, MmaKnobs
+from vta.gpu.kernels.gemm import ChainSite, GemmBody, MmaKnobs, chain_buffers, check_chain
 from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat, spatial
 
-__all__ = ["mma_conv2d", "ohwi_weight", "conv_knobs", "CONV_KNOBS"]
+__all__ = ["mma_conv2d", "ohwi_weight", "conv_knobs", "nhwc_knobs", "tile_knobs", "CONV_KNOBS",
+           "LAYOUTS", "NhwcConvBody"]
 
 #: the largest tiles: 128 pixels x 128 channels per block, 4 warps, 3 stages; ``bk`` =
 #: channels per step (0: 64 for int8, 32 for float16 - two 32-byte k-chunks)
@@ -157,29 +159,147 @@ def _span(o0: int, n: int, stride: int, k: int, pad: int, size: int) -> int:
 
 
 def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = None,
-               knobs: MmaKnobs | None = None, out_dtype: str | None = None) -> S.PrimFunc:
-    """The lowered conv2d kernel (module docstring); params ``data, weight_ohwi[, bias], out``.
-    ``knobs`` default to ``conv_knobs(spec, dtype)``."""
+               knobs: MmaKnobs | None = None, out_dtype: str | None = None,
+               layout: str = "NCHW", chain: Chain | None = None) -> S.PrimFunc:
+    """The lowered conv2d kernel (module docstring; ``layout="NHWC"``: ``nhwc_body``'s
+    channels-last kernel); params ``data, weight_ohwi[, bias], *chain operands, out``, the
+    chain's tensor operands laid out like ``out``. ``knobs`` default to ``conv_knobs`` (NCHW)
+    or ``nhwc_knobs``."""
     if dtype not in MMA_SHAPES:
         raise GpuLoweringError(f"mma_conv2d: no mma.sync shape for {dtype} (int8, float16)")
     if epi is not None and dtype != "int8":
         raise GpuLoweringError("mma_conv2d: the requantizing epilogue is for int8")
+    if layout not in LAYOUTS:
+        raise GpuLoweringError(f"mma_conv2d: layout must be one of {', '.join(LAYOUTS)}, got "
+                               f"{layout!r}")
+    sh = MMA_SHAPES[dtype]
+    out_t = out_dtype or ("int8" if epi is not None or chain else sh.acc_dtype)
+    check_chain(chain, dtype, out_t, "mma_conv2d")
+    if layout == "NHWC":
+        return _nhwc_conv2d(spec, dtype, epi, knobs, out_t, chain)
     if knobs is None:
         knobs = conv_knobs(spec, dtype)
     kb = knobs.resolved(dtype)
     kb.check(dtype)
-    sh = MMA_SHAPES[dtype]
-    out_t = out_dtype or ("int8" if epi is not None else sh.acc_dtype)
     geo = _geometry(spec, kb.bm, DTYPES[dtype] // 8)
     data = S.Buffer("data", (spec.n, spec.ic, spec.h, spec.w), dtype)
     weight = S.Buffer("weight", (spec.oc, spec.kh * spec.kw * spec.ic), dtype)
     bias = S.Buffer("bias", (spec.oc,), "int32") if epi is not None and epi.bias else None
     out = S.Buffer("out", (spec.n, spec.oc, spec.oh, spec.ow), out_t)
-    params = (data, weight) + ((bias,) if bias is not None else ()) + (out,)
-    c = ConvBody(spec, dtype, kb, geo, data, weight, bias, out, epi)
+    opnds = tuple(S.Buffer(b.name, out.shape, b.dtype) if len(b.shape) == 2 else b
+                  for b in chain_buffers(chain, 1, spec.oc, "mma_conv2d"))
+    params = (data, weight) + ((bias,) if bias is not None else ()) + opnds + (out,)
+    c = ConvBody(spec, dtype, kb, geo, data, weight, bias, out, epi, chain, opnds)
     grid = (spec.n * geo.nrt * geo.nct, -(-spec.oc // kb.bn))
     return finish(f"conv2d_mma_{dtype}", params, c.body, grid, kb.threads,
                   ((KNOBS, kb), (KERNEL, "task-mapping"), (PATCH, geo.mode)))
+
+
+#: activation layouts ``mma_conv2d`` takes
+LAYOUTS = ("NCHW", "NHWC")
+
+
+def nhwc_knobs(spec: Conv2dSpec, dtype: str = "int8") -> MmaKnobs:
+    """Tiles for one channels-last layer (``tile_knobs`` of its GEMM)."""
+    return tile_knobs(spec.n * spec.oh * spec.ow, spec.oc, dtype)
+
+
+def tile_knobs(m: int, n: int, dtype: str = "int8") -> MmaKnobs:
+    """Tiles for an ``m x n`` task-mapping GEMM: the largest of ``_TILES`` giving a full wave
+    of blocks (``WAVE_BLOCKS``) within ``TWO_BLOCKS_SHARED`` of ring; else the one giving the
+    most blocks."""
+    best: tuple[int, MmaKnobs] | None = None
+    item = DTYPES[dtype] // 8
+    for bm, bn in _TILES:
+        kb = MmaKnobs(bm, bn, 0, 2, 2, 3).resolved(dtype)
+        if kb.stages * (bm + bn) * kb.bk * item > TWO_BLOCKS_SHARED:
+            continue
+        blocks = -(-m // bm) * -(-n // bn)
+        if blocks >= WAVE_BLOCKS:
+            return MmaKnobs(bm, bn, 0, 2, 2, 3)
+        if best is None or blocks > best[0]:
+            best = (blocks, MmaKnobs(bm, bn, 0, 2, 2, 3))
+    return best[1] if best is not None else CONV_KNOBS
+
+
+def _nhwc_conv2d(spec: Conv2dSpec, dtype: str, epi: Epilogue | None, knobs: MmaKnobs | None,
+                 out_t: str, chain: Chain | None) -> S.PrimFunc:
+    """The channels-last kernel: params ``data (N, H, W, IC), weight (OC, KH*KW*IC)[, bias],
+    *chain operands (N*OH*OW, OC), out (N*OH*OW, OC)`` (NHWC, pixels flattened)."""
+    kb = (knobs or nhwc_knobs(spec, dtype)).resolved(dtype)
+    kb.check(dtype)
+    m = spec.n * spec.oh * spec.ow
+    data = S.Buffer("data", (spec.n, spec.h, spec.w, spec.ic), dtype)
+    weight = S.Buffer("weight", (spec.oc, spec.kh * spec.kw * spec.ic), dtype)
+    bias = S.Buffer("bias", (spec.oc,), "int32") if epi is not None and epi.bias else None
+    out = S.Buffer("out", (m, spec.oc), out_t)
+    opnds = chain_buffers(chain, m, spec.oc, "mma_conv2d")
+    params = (data, weight) + ((bias,) if bias is not None else ()) + opnds + (out,)
+    c = NhwcConvBody(spec, dtype, kb, data, weight, bias, out, epi, chain, opnds)
+    grid = (-(-spec.oc // kb.bn), -(-m // kb.bm))
+    return finish(f"conv2d_nhwc_mma_{dtype}", params, c.body, grid, kb.threads,
+                  ((KNOBS, kb), (KERNEL, "task-mapping"), (PATCH, "nhwc")))
+
+
+class NhwcConvBody(GemmBody):
+    """The channels-last conv2d: the GEMM of ``vta.gpu.kernels.gemm`` with M = output pixels
+    (all images, row-major), N = output channels, K = (tap, channel) (OHWI weights), whose A
+    tile is gathered straight from the NHWC input: a 16-byte chunk of A is 16 consecutive
+    channels of one input pixel at one tap, contiguous in global memory, so each is one
+    ``cp.async`` into the swizzled ring, zero-filled in the padding and past the image or the
+    channels (``cp.async``'s source size 0). No patch, no expansion pass, no byte gathers:
+    the main loop is the GEMM's. Rows of channels not 4-byte aligned (the first layer's 3
+    channels) take element copies. The output is the GEMM's ``(M, N)``: NHWC."""
+
+    def __init__(self, spec: Conv2dSpec, dtype: str, kb: MmaKnobs, data: S.Buffer,
+                 weight: S.Buffer, bias: S.Buffer | None, out: S.Buffer,
+                 epi: Epilogue | None, chain: Chain | None, opnds: tuple[S.Buffer, ...]
+                 ) -> None:
+        s = spec
+        super().__init__(s.n * s.oh * s.ow, s.oc, s.kh * s.kw * s.ic, dtype, kb, data, weight,
+                         bias, out, epi, chain, opnds)
+        self.spec = s
+        # a chunk never crosses a tap: the widest dividing one pixel's channels
+        self.chunk = vector_bytes(s.ic * self.item, 16)
+
+    def tap_source(self, m: E.Expr, k: E.Expr) -> tuple[tuple[E.Expr, ...], E.Expr]:
+        """The input element A[m, k] reads and whether it lies inside the image (else 0)."""
+        s = self.spec
+        img, pix = m // (s.oh * s.ow), m % (s.oh * s.ow)
+        y, x = pix // s.ow, pix % s.ow
+        tap, ch = k // s.ic, k % s.ic
+        h = y * s.stride - s.pad + tap // s.kw
+        w = x * s.stride - s.pad + tap % s.kw
+        ok = E.And(E.And(m < self.M, k < self.K),
+                   E.And(E.And(h >= 0, h < s.h), E.And(w >= 0, w < s.w)))
+        return (img, h, w, ch), ok
+
+    def _tile_copy(self, dst: S.Buffer, lay: SwizzledTile, src: S.Buffer, r0: E.Expr,
+                   k0: E.Expr, rows_total: int, tid: E.Expr, stage: E.Expr, what: str
+                   ) -> S.Stmt:
+        if dst is not self.As:  # the weights: the GEMM's B copy
+            return super()._tile_copy(dst, lay, src, r0, k0, rows_total, tid, stage, what)
+        kb = self.kb
+        if self.chunk >= 4:
+            ce = self.chunk // self.item
+            tm = copy_mapping(kb.bm, kb.bk // ce, kb.threads, "A tile copy")
+
+            def cp(t: tuple[E.Expr, ...]) -> S.Stmt:
+                r, c = t[0], t[1] * ce
+                at, ok = self.tap_source(r0 + r, k0 + c)
+                return CpAsync(dst, self.a_at(stage, r, lay.col(r, c)), src, at, self.chunk,
+                               ok)
+            return tm.emit(tid, cp, workers=kb.threads, name="cA")
+        # channels not 4-byte aligned: element copies through registers (synchronous)
+        tm = copy_mapping(kb.bm, kb.bk, kb.threads, "A tile copy")
+        zero = E.const(0, self.dtype) if self.dtype == "int8" else E.FloatImm(0.0, "float16")
+
+        def st(t: tuple[E.Expr, ...]) -> S.Stmt:
+            r, c = t[0], t[1]
+            at, ok = self.tap_source(r0 + r, k0 + c)
+            return dst.store(E.select(ok, src.load(*at), zero),
+                             *self.a_at(stage, r, lay.col(r, c)))
+        return tm.emit(tid, st, workers=kb.threads, name="cA")
 
 
 class ConvBody(GemmBody):
@@ -187,10 +307,11 @@ class ConvBody(GemmBody):
 
     def __init__(self, spec: Conv2dSpec, dtype: str, kb: MmaKnobs, geo: _Geometry,
                  data: S.Buffer, weight: S.Buffer, bias: S.Buffer | None, out: S.Buffer,
-                 epi: Epilogue | None) -> None:
+                 epi: Epilogue | None, chain: Chain | None = None,
+                 opnds: tuple[S.Buffer, ...] = ()) -> None:
         s = spec
         super().__init__(s.n * s.oh * s.ow, s.oc, s.kh * s.kw * s.ic, dtype, kb, data, weight,
-                         bias, out, epi)
+                         bias, out, epi, chain, opnds)
         self.spec, self.geo = s, geo
         self.taps = s.kh * s.kw
         self.ncb = -(-s.ic // kb.bk)
@@ -204,7 +325,7 @@ class ConvBody(GemmBody):
         self.pws = self._patch_cols()
         self.Ps = S.Buffer("Ps", (self.np_, kb.bk, geo.ph, self.pws), dtype, "shared")
         self.ta = SwizzledTile(kb.bm, kb.bk, dtype)
-        self.As = S.Buffer("At", (1, kb.bm, kb.bk), dtype, "shared")
+        self.As = S.Buffer("At", (kb.bm * kb.bk,), dtype, "shared")
 
     def _patch_cols(self) -> int:
         """Columns a patch row holds: the whole input row, or a chunk-aligned window."""
@@ -386,7 +507,7 @@ class ConvBody(GemmBody):
             return S.seq(
                 S.For(i, E.IntImm(0), E.IntImm(ue), vec.store(val, i), S.ForKind.UNROLLED),
                 S.For(v, E.IntImm(0), E.IntImm(ue),
-                      self.As.store(vec.load(v), 0, p, self.ta.col(p, u * ue) + v),
+                      self.As.store(vec.load(v), *self.a_at(0, p, self.ta.col(p, u * ue) + v)),
                       S.ForKind.VECTORIZED))
         return S.Allocate(vec, tm.emit(tid, task, workers=kb.threads, name="x"))
 
@@ -461,7 +582,8 @@ class ConvBody(GemmBody):
                         col = wx * self.wn + j * 8 + 2 * q_ + e
                         row = wy * self.wm + i * 16 + gq + 8 * h
                         val = self.requant(self.acc.load(E.IntImm(i), E.IntImm(j),
-                                                         E.IntImm(2 * h + e)), bias_s, col)
+                                                         E.IntImm(2 * h + e)), bias_s, col,
+                                           self.pixel_site(img, oh0, ow0, row, n0 + col))
                         writes.append(cs.store(val, col, lay.col(col, row)))
         tm, _ = window_mapping(nq, max_len, ce, eo, kb.threads, "output copy")
         rows_valid = E.min_(g.th, s.oh - oh0)
@@ -505,6 +627,15 @@ class ConvBody(GemmBody):
 
         copy = tm.emit(tid, task, workers=kb.threads, name="oc")
         return alloc(bufs, S.seq(*pre, S.Barrier(), *writes, S.Barrier(), copy))
+
+    def pixel_site(self, img: E.Expr, oh0: E.Expr, ow0: E.Expr, p: E.Expr, n: E.Expr
+                   ) -> ChainSite:
+        """Where the block's pixel ``p``, channel ``n`` reads the chain's operands (NCHW
+        tensors like ``out``)."""
+        s, g = self.spec, self.geo
+        y, x = oh0 + p // g.tw, ow0 + p % g.tw
+        inside = E.And(E.And(p < g.th * g.tw, n < s.oc), E.And(y < s.oh, x < s.ow))
+        return ChainSite(inside, (img, n, y, x), n, n < s.oc)
 
     def stage_layout(self, eo: int, ce: int, kind: str, max_len: int) -> Tile:
         """Layout of the ``bn x bm`` channel-major staging tile: conflict-free fragment

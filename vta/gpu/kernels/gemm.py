@@ -21,14 +21,22 @@ Structure (Hidet's and CUTLASS's multi-stage design, every loop a task mapping):
   ``t + 1`` visible. Fragments are double-buffered in registers: ``ldmatrix`` of the next
   32-byte k-chunk (``x4`` for A, ``x4``/``x2`` for pairs of B tiles) is issued before the
   ``mma.sync`` of the current one.
-- Epilogue: bias (once per block, through shared memory) and the requantization are applied
-  to the accumulators in registers; each warp stages one 16-row slice at a time in a padded
-  shared tile (pitch chosen with the bank model) and writes it out with vector stores of up to
-  16 bytes, lanes along rows (coalesced).
+- Epilogue: bias (once per block, through shared memory), the requantization and a fused
+  ``chain`` (``vta.compiler.ops.chain``: graph fusion's requantize, residual add, ReLU, clip)
+  are applied to the accumulators in registers; each warp stages one 16-row slice at a time in
+  a padded shared tile (pitch chosen with the bank model) and writes it out with vector stores
+  of up to 16 bytes, lanes along rows (coalesced). The chain's int8 tensor operands (``(M,
+  N)`` like ``Y``: a residual branch) come in the same way backwards: each slice is loaded
+  with the output's vector mapping into a tile of the same layout before the registers read
+  it (channel operands, and tensors whose rows are not 4-byte aligned, are read from global
+  memory per element). When the output has the operands' type and they fit, those tiles live
+  in the A ring's bytes (dead once the last MMA's fragments are in registers; the epilogue's
+  first barrier orders it): the ring is one flat shared buffer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -36,6 +44,7 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
+from vta.compiler.ops.chain import CHANNEL, Chain
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
@@ -47,7 +56,22 @@ from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait, LdMatri
 from vta.gpu.profile import SECTOR
 from vta.gpu.taskmap import repeat
 
-__all__ = ["MmaKnobs", "mma_gemm"]
+__all__ = ["MmaKnobs", "ChainSite", "mma_gemm", "chain_buffers", "check_chain"]
+
+
+@dataclass(frozen=True)
+class ChainSite:
+    """Where one output element reads a fused chain's operands: ``inside`` the output (else
+    zeros are read), its ``index`` in a tensor operand, its ``channel`` (a channel operand's
+    index) and whether that channel exists; tensor operands the epilogue staged in shared
+    memory give their value instead (``staged``)."""
+
+    inside: E.Expr
+    index: tuple[E.Expr, ...]
+    channel: E.Expr
+    channel_ok: E.Expr
+    #: tensor operands' values already staged in shared memory: (operand number, value)
+    staged: tuple[tuple[int, E.Expr], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,25 +109,46 @@ class MmaKnobs:
         return 32 * self.warps_m * self.warps_n
 
 
+def chain_buffers(chain: Chain | None, rows: int, cols: int, what: str
+                  ) -> tuple[S.Buffer, ...]:
+    """The kernel parameters of a chain's operands, by the chain's names: an int8 tensor
+    ``(rows, cols)`` laid out like the output, or an int32 vector over the ``cols`` channels."""
+    if not chain:
+        return ()
+    return tuple(S.Buffer(o.name, (cols,), "int32") if o.kind == CHANNEL
+                 else S.Buffer(o.name, (rows, cols), "int8") for o in chain.operands)
+
+
+def check_chain(chain: Chain | None, dtype: str, out_t: str, what: str) -> None:
+    """A fused chain runs on the int32 accumulators of an int8 kernel with an int8 output."""
+    if chain and (dtype != "int8" or out_t != "int8"):
+        raise GpuLoweringError(f"{what}: a fused chain needs int8 operands and an int8 output, "
+                               f"got {dtype} -> {out_t}")
+
+
 def mma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = None,
-             knobs: MmaKnobs = MmaKnobs(), out_dtype: str | None = None) -> S.PrimFunc:
-    """The lowered GEMM kernel (module docstring); params ``X, W[, bias], Y``."""
+             knobs: MmaKnobs = MmaKnobs(), out_dtype: str | None = None,
+             chain: Chain | None = None) -> S.PrimFunc:
+    """The lowered GEMM kernel (module docstring); params ``X, W[, bias], *chain operands,
+    Y``."""
     if dtype not in MMA_SHAPES:
         raise GpuLoweringError(f"mma_gemm: no mma.sync shape for {dtype} (int8, float16)")
     kb = knobs.resolved(dtype)
     kb.check(dtype)
     sh = MMA_SHAPES[dtype]
     acc_t = sh.acc_dtype
-    out_t = out_dtype or ("int8" if epi is not None else acc_t)
+    out_t = out_dtype or ("int8" if epi is not None or chain else acc_t)
     if epi is not None and dtype != "int8":
         raise GpuLoweringError("mma_gemm: the requantizing epilogue is for int8 GEMMs")
+    check_chain(chain, dtype, out_t, "mma_gemm")
     M, N, K = spec.m, spec.n, spec.k
     X = S.Buffer("X", (M, K), dtype)
     W = S.Buffer("W", (N, K), dtype)
     bias = S.Buffer("bias", (N,), "int32") if epi is not None and epi.bias else None
     Y = S.Buffer("Y", (M, N), out_t)
-    params = (X, W) + ((bias,) if bias is not None else ()) + (Y,)
-    g = GemmBody(M, N, K, dtype, kb, X, W, bias, Y, epi)
+    opnds = chain_buffers(chain, M, N, "mma_gemm")
+    params = (X, W) + ((bias,) if bias is not None else ()) + opnds + (Y,)
+    g = GemmBody(M, N, K, dtype, kb, X, W, bias, Y, epi, chain, opnds)
     grid = (-(-N // kb.bn), -(-M // kb.bm))
     return finish(f"gemm_mma_{dtype}", params, g.body, grid, kb.threads,
                   ((KNOBS, kb), (KERNEL, "task-mapping")))
@@ -113,10 +158,11 @@ class GemmBody:
     """The kernel body's builder (one instance per kernel)."""
 
     def __init__(self, M: int, N: int, K: int, dtype: str, kb: MmaKnobs, X: S.Buffer,
-                 W: S.Buffer, bias: S.Buffer | None, Y: S.Buffer, epi: Epilogue | None
-                 ) -> None:
+                 W: S.Buffer, bias: S.Buffer | None, Y: S.Buffer, epi: Epilogue | None,
+                 chain: Chain | None = None, opnds: tuple[S.Buffer, ...] = ()) -> None:
         self.M, self.N, self.K, self.dtype, self.kb = M, N, K, dtype, kb
         self.X, self.W, self.bias, self.Y, self.epi = X, W, bias, Y, epi
+        self.chain, self.opnds = chain, opnds
         self.sh = MMA_SHAPES[dtype]
         self.item = DTYPES[dtype] // 8
         self.wm, self.wn = kb.bm // kb.warps_m, kb.bn // kb.warps_n
@@ -128,11 +174,18 @@ class GemmBody:
         # cp.async chunk: the widest that keeps every row start aligned
         self.chunk = vector_bytes(K * self.item, 16)
         S_ = kb.stages
-        self.As = S.Buffer("As", (S_, kb.bm, kb.bk), dtype, "shared")
+        # the A ring, flat (``a_at``): the epilogue's staging tile may alias it
+        self.As = S.Buffer("As", (S_ * kb.bm * kb.bk,), dtype, "shared")
         self.Bs = S.Buffer("Bs", (S_, kb.bn, kb.bk), dtype, "shared")
         self.acc = S.Buffer("acc", (self.fm, self.fn, 4), self.sh.acc_dtype, "local")
         self.af = S.Buffer("af", (2, self.fm, self.sh.a_regs), "uint32", "local")
         self.bf = S.Buffer("bf", (2, self.fn, self.sh.b_regs), "uint32", "local")
+
+    def a_at(self, slot: E.ExprLike, r: E.ExprLike, c: E.ExprLike) -> tuple[E.Expr, ...]:
+        """The flat index in ``As`` of element ``(r, c)`` (physical column) of A slot
+        ``slot``."""
+        rows, cols = self.kb.bm, self.kb.bk
+        return (E.as_expr(slot) * (rows * cols) + E.as_expr(r) * cols + E.as_expr(c),)
 
     # ------------------------------------------------------------------ global -> shared
     def load_stage(self, tid: E.Expr, bx: E.Expr, by: E.Expr, stage: E.Expr, kt: E.Expr
@@ -148,7 +201,7 @@ class GemmBody:
                    k0: E.Expr, rows_total: int, tid: E.Expr, stage: E.Expr, what: str
                    ) -> S.Stmt:
         kb = self.kb
-        rows = dst.shape[1]
+        rows = lay.rows
         if self.chunk >= 4:
             ce = self.chunk // self.item
             tm = copy_mapping(rows, kb.bk // ce, kb.threads, f"{what} tile copy")
@@ -156,8 +209,8 @@ class GemmBody:
             def cp(t: tuple[E.Expr, ...]) -> S.Stmt:
                 r, c = t[0], t[1] * ce
                 ok = E.And(r0 + r < rows_total, k0 + c < self.K)
-                return CpAsync(dst, (stage, r, lay.col(r, c)), src, (r0 + r, k0 + c),
-                               self.chunk, ok)
+                return CpAsync(dst, self._at(dst, stage, r, lay.col(r, c)), src,
+                               (r0 + r, k0 + c), self.chunk, ok)
             return tm.emit(tid, cp, workers=kb.threads, name=f"c{what}")
         # rows not even 4-byte aligned: element copies through registers (synchronous), each
         # warp request one sector-aligned window of the row (no sector fetched twice)
@@ -171,8 +224,16 @@ class GemmBody:
             zero = E.const(0, self.dtype) if self.dtype == "int8" else \
                 E.FloatImm(0.0, "float16")
             return S.IfThenElse(E.And(c >= 0, c < kb.bk), dst.store(
-                E.select(ok, src.load(r0 + r, k0 + c), zero), stage, r, lay.col(r, c)))
+                E.select(ok, src.load(r0 + r, k0 + c), zero),
+                *self._at(dst, stage, r, lay.col(r, c))))
         return tm.emit(tid, st, workers=kb.threads, name=f"c{what}")
+
+    def _at(self, dst: S.Buffer, slot: E.ExprLike, r: E.ExprLike, c: E.ExprLike
+            ) -> tuple[E.Expr, ...]:
+        """Index of ``(slot, r, c)`` in ring ``dst`` (the flat A ring or the 3-D B ring)."""
+        if dst is self.As:
+            return self.a_at(slot, r, c)
+        return (E.as_expr(slot), E.as_expr(r), E.as_expr(c))
 
     # ------------------------------------------------------------------ shared -> registers
     def load_frags(self, lane: E.Expr, wy: E.Expr, wx: E.Expr, buf: int, stage: E.Expr,
@@ -189,7 +250,7 @@ class GemmBody:
             r = wy * self.wm + i * 16 + lane % 16
             c = (u0 + lane // 16) * ue
             out.append(LdMatrix(self.af, (E.IntImm(buf), E.IntImm(i), E.IntImm(0)), self.As,
-                                (a_slot, r, self.ta.col(r, c)), 4))
+                                self.a_at(a_slot, r, self.ta.col(r, c)), 4))
         j = 0
         while j < self.fn:  # B: pairs of n8 tiles with x4, a last odd one with x2
             pair = j + 1 < self.fn
@@ -279,9 +340,26 @@ class GemmBody:
         pre, bufs, bias_s = self.stage_bias(tid, n0)
         vb = vector_bytes(self.N * eo, kb.bn * eo)
         lay = self.staging_layout(eo, vb)
-        cs = S.Buffer("Cs", (kb.warps_m, *storage_shape(lay)), out_t, "shared")
+        srows, pitch = storage_shape(lay)
+        # the chain's int8 tensor operands come through shared memory too, a slice at a time,
+        # with the output's vector mapping (coalesced), when rows are vector-aligned
+        staged = [k for k, o in enumerate(self.chain.operands if self.chain else ())
+                  if o.kind != CHANNEL] if vb >= 4 else []
+        tile = kb.warps_m * srows * pitch
+        views: list[tuple[S.Buffer, Callable[..., tuple[E.Expr, ...]]]] = []
+        alias = out_t == self.As.dtype and (1 + len(staged)) * tile <= self.As.size
+        for t_ in range(1 + len(staged)):
+            if alias:  # in the A ring's bytes (module docstring)
+                views.append((self.As, lambda w, r, c, o=t_ * tile: (
+                    o + (w * srows + r) * pitch + c,)))
+            else:
+                buf = S.Buffer("Cs" if t_ == 0 else f"Rs{t_ - 1}",
+                               (kb.warps_m, srows, pitch), out_t, "shared")
+                bufs.append(buf)
+                views.append((buf, lambda w, r, c: (w, r, c)))
+        cs, cs_at = views[0]
         pair = S.Buffer("pair", (2,), out_t, "local")
-        bufs += [cs, pair]
+        bufs.append(pair)
         g, q = lane // 4, lane % 4
         # the block's 16-row slices leave as whole bn-wide rows: vectors of vb bytes, or
         # (rows not 4-byte aligned) elements in sector-aligned windows
@@ -295,14 +373,19 @@ class GemmBody:
             for j in range(self.fn):
                 for h in range(2):
                     col = wx * self.wn + j * 8 + 2 * q
-                    vals = [self.requant(self.acc.load(E.IntImm(i), E.IntImm(j),
-                                                       E.IntImm(2 * h + e)), bias_s, col + e)
-                            for e in range(2)]
                     row = g + 8 * h
+                    m_g = by * kb.bm + wy * self.wm + i * 16 + row
+                    vals = [self.requant(self.acc.load(E.IntImm(i), E.IntImm(j),
+                                                       E.IntImm(2 * h + e)), bias_s, col + e,
+                                         self.site(m_g, n0 + col + e, {
+                                             k: rb.load(*r_at(wy, row, lay.col(row, col) + e))
+                                             for k, (rb, r_at) in zip(staged, views[1:],
+                                                                      strict=True)}))
+                            for e in range(2)]
                     v = E.Var("v")
                     writes += [pair.store(vals[0], 0), pair.store(vals[1], 1),
                                S.For(v, E.IntImm(0), E.IntImm(2),
-                                     cs.store(pair.load(v), wy, row, lay.col(row, col) + v),
+                                     cs.store(pair.load(v), *cs_at(wy, row, lay.col(row, col) + v)),
                                      S.ForKind.VECTORIZED)]
 
             def store(t: tuple[E.Expr, ...], i: int = i) -> S.Stmt:
@@ -316,23 +399,68 @@ class GemmBody:
                     inside = E.And(E.And(c >= 0, c < kb.bn), E.And(m < self.M, n0 + c < self.N))
                 v = E.Var("e")
                 vec = S.For(v, E.IntImm(0), E.IntImm(per_vec),
-                            self.Y.store(cs.load(gy, r, lay.col(r, c) + v), m, n0 + c + v),
+                            self.Y.store(cs.load(*cs_at(gy, r, lay.col(r, c) + v)), m, n0 + c + v),
                             S.ForKind.VECTORIZED if per_vec > 1 else S.ForKind.SERIAL)
                 return S.IfThenElse(inside, vec)
 
+            def stage(t: tuple[E.Expr, ...], i: int = i) -> S.Stmt:
+                gy, r = t[0] // 16, t[0] % 16
+                m, c = by * kb.bm + gy * self.wm + i * 16 + r, t[1] * per_vec
+                inside = E.And(m < self.M, n0 + c < self.N)
+                v = E.Var("e")
+                return S.seq(*[S.For(v, E.IntImm(0), E.IntImm(per_vec), rb.store(
+                    E.select(inside, self.opnds[k].load(m, n0 + c + v), E.const(0, "int8")),
+                    *r_at(gy, r, lay.col(r, c) + v)), S.ForKind.VECTORIZED)
+                    for k, (rb, r_at) in zip(staged, views[1:], strict=True)])
+
+            if staged:  # the operands' slice, visible to every warp before the writes read it
+                slices += [out_map.emit(tid, stage, workers=kb.threads, name="r"), S.Barrier()]
             slices += [*writes, S.Barrier(),
                        out_map.emit(tid, store, workers=kb.threads, name="o"), S.Barrier()]
         return alloc(bufs, S.seq(*pre, S.Barrier(), *slices))
 
-    def requant(self, acc: E.Expr, bias_s: S.Buffer | None, col: E.Expr) -> E.Expr:
-        """The epilogue on one accumulator (``col``: the column within the block tile)."""
+    def requant(self, acc: E.Expr, bias_s: S.Buffer | None, col: E.Expr,
+                at: ChainSite | None = None) -> E.Expr:
+        """The epilogue and the fused chain on one accumulator (``col``: the column within the
+        block tile; ``at``: where the chain's operands are read for it)."""
         out_t = self.Y.dtype
-        if self.epi is None:
+        if self.epi is None and not self.chain:
             return acc if acc.dtype == out_t else E.Cast(out_t, acc)
         x, b = acc, (bias_s.load(col) if bias_s is not None else None)
-        for _name, stage in self.epi.stages(with_bias=bias_s is not None):
-            x = stage(x, b)  # the epilogue's one statement (Epilogue.stages), as every target
+        if self.epi is not None:
+            for _name, stage in self.epi.stages(with_bias=bias_s is not None):
+                x = stage(x, b)  # the epilogue's one statement (Epilogue.stages), every target
+        if self.chain:
+            assert at is not None, "a fused chain reads its operands at the element"
+            x = self.apply_chain(x, at)
         return E.Cast(out_t, x)
+
+    def site(self, m: E.Expr, n: E.Expr, staged: dict[int, E.Expr] | None = None
+             ) -> ChainSite:
+        """Where GEMM element ``(m, n)`` reads the chain's operands (tensor operands laid out
+        like ``Y``; ``staged``: the values of those already in shared memory, by operand)."""
+        return ChainSite(E.And(m < self.M, n < self.N), (m, n), n, n < self.N,
+                         tuple((staged or {}).items()))
+
+    def apply_chain(self, x: E.Expr, at: ChainSite) -> E.Expr:
+        """The chain's stages on ``x`` (the same formulas as ``vta.gpu.ops.requantize``):
+        tensor operands read at ``at.index`` as int32 and scaled by their ``prep``, channel
+        operands at ``at.channel``; nothing is read outside the output (the tile's padding
+        rows and columns are computed but never stored)."""
+        assert self.chain is not None
+        vals: list[E.Expr] = []
+        staged = dict(at.staged)
+        for k, (o, buf) in enumerate(zip(self.chain.operands, self.opnds, strict=True)):
+            if o.kind == CHANNEL:
+                v = E.select(at.channel_ok, buf.load(at.channel), 0)
+            else:
+                v = E.Cast("int32", staged[k]) if k in staged else \
+                    E.select(at.inside, E.Cast("int32", buf.load(*at.index)), 0)
+                v = o.prep(v) if o.prep is not None else v
+            vals.append(v)
+        for st in self.chain.stages:
+            x = st.fn(x, *[vals[k] for k in st.reads])
+        return x
 
     def staging_layout(self, eo: int, vb: int) -> Tile:
         """Layout of the 16 x bn staging rows (one set per warp row): no bank conflicts for
