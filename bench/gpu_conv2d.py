@@ -78,10 +78,20 @@ def main() -> None:
     from vta.gpu.cuda import render_cuda
     from vta.gpu.kernels.conv2d import mma_conv2d
     from vta.gpu.lower_gpu import lower_for_gpu
-    from vta.gpu.runtime import GpuKernel, gpu_name
+    from vta.gpu.runtime import GpuKernel, gpu_name, precompile
     from vta.gpu.schedules import conv2d_wmma
 
+    def render(kind: str, s, epi):  # type: ignore[no-untyped-def]
+        if kind == "nhwc":
+            return render_cuda(mma_conv2d(s, "int8", epi, layout="NHWC"))
+        if kind == "mma":
+            return render_cuda(mma_conv2d(s, "int8", epi))
+        return render_cuda(lower_for_gpu(conv2d_wmma(s, "int8", epi)))
+
     gpu = gpu_name()
+    # every kernel compiled up front, in parallel (nvcc takes seconds a kernel)
+    precompile([render(k, resolve(f"resnet18:{ly}").spec, resolve(f"resnet18:{ly}").epilogue)
+                for ly in args.layers for k in args.kernels])
     rows, table = [], []
     for layer in args.layers:
         wl = resolve(f"resnet18:{layer}")
@@ -123,19 +133,23 @@ def main() -> None:
         for name, (t_l, note) in libs.items():
             base[f"{name}_ms"], base[f"{name}_note"] = t_l, note
         for kind in args.kernels:
+            kernel = render(kind, s, epi)
             if kind == "nhwc":
-                kernel = render_cuda(mma_conv2d(s, "int8", epi, layout="NHWC"))
                 weight, xin = w_ohwi, cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
                 y = cp.zeros((s.n * s.oh * s.ow, s.oc), cp.int8)
             elif kind == "mma":
-                kernel = render_cuda(mma_conv2d(s, "int8", epi))
                 weight, xin = w_ohwi, x
                 y = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.int8)
             else:
-                kernel = render_cuda(lower_for_gpu(conv2d_wmma(s, "int8", epi)))
                 weight, xin = w, x
                 y = cp.zeros((s.n, s.oc, s.oh, s.ow), cp.int8)
-            run = GpuKernel(kernel)
+            try:
+                run = GpuKernel(kernel)
+            except Exception as e:  # one kernel's failure is a row, not the end of the run
+                err = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                rows.append({**base, "kernel": kind, "correct": False, "error": err})
+                table.append([layer, kind, "", "", "", "", "", "", "", err[:50]])
+                continue
             fused = lambda run=run, xin=xin, weight=weight, y=y: run(xin, weight, b, y)  # noqa: E731
             fused()
             got = y.reshape(s.n, s.oh, s.ow, s.oc).transpose(0, 3, 1, 2) if kind == "nhwc" \
@@ -176,9 +190,10 @@ def _cudnn(cp, s, x, w_oihw, want):  # type: ignore[no-untyped-def]
     out = {}
     try:
         from cupyx import cudnn as xcudnn  # type: ignore[import-not-found]
-    except Exception as e:  # CuPy without cuDNN
+    except Exception as e:  # CuPy without cuDNN (CuPy 14 dropped it): PyTorch's, if any
         why = f"cupyx.cudnn unavailable: {type(e).__name__}: {e}"
-        return {"cudnn_fp16": (None, why), "cudnn_int8": (None, why)}
+        return {"cudnn_fp16": _torch_cudnn_fp16(cp, s, x, w_oihw, why),
+                "cudnn_int8": (None, why + "; PyTorch exposes no int8 cuDNN convolution")}
     import numpy as np
 
     for name, dt in (("cudnn_fp16", cp.float16), ("cudnn_int8", cp.int8)):
@@ -202,6 +217,36 @@ def _cudnn(cp, s, x, w_oihw, want):  # type: ignore[no-untyped-def]
             out[name] = (None, f"cupyx.cudnn.convolution_forward {np.dtype(dt).name} refused: "
                          f"{type(e).__name__}: {str(e)[:160]}")
     return out
+
+
+def _torch_cudnn_fp16(cp, s, x, w_oihw, why):  # type: ignore[no-untyped-def]
+    """cuDNN's fp16 convolution through PyTorch (``torch.nn.functional.conv2d``, channels-last,
+    cudnn.benchmark on), on the same data shared by DLPack: (ms per call or None, what ran or
+    why not). Timed with 100 launches per event pair (not captured: PyTorch's stream)."""
+    try:
+        import torch
+        import torch.nn.functional as F
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch has no CUDA device")
+        torch.backends.cudnn.benchmark = True
+        xt = torch.from_dlpack(x).half().contiguous(memory_format=torch.channels_last)
+        wt = torch.from_dlpack(cp.asarray(w_oihw)).half().contiguous(
+            memory_format=torch.channels_last)
+
+        def conv():  # type: ignore[no-untyped-def]
+            return F.conv2d(xt, wt, None, s.stride, s.pad)
+
+        for _ in range(3):  # cudnn.benchmark picks its algorithm on the first calls
+            conv()
+        torch.cuda.synchronize()
+        from _gpu_common import time_ms
+
+        return (time_ms(cp, conv, launches=100),
+                f"torch.nn.functional.conv2d fp16 NHWC (cuDNN {torch.backends.cudnn.version()}, "
+                f"benchmark=True; {why})")
+    except Exception as e:
+        return (None, f"{why}; torch cuDNN fp16 refused: {type(e).__name__}: {str(e)[:160]}")
 
 
 if __name__ == "__main__":
