@@ -31,7 +31,6 @@ from vta.compiler.ir.visitor import Dispatch
 from vta.errors import CudaRenderError
 from vta.gpu.dialect import (
     LAUNCH,
-    STATIC_SHARED_BYTES,
     WMMA_FRAGMENT,
     FragmentInfo,
     LaunchConfig,
@@ -43,6 +42,7 @@ from vta.gpu.dialect import (
     affine_terms,
     flat_index,
 )
+from vta.gpu.target import target_of
 
 __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
            "vector_copy_parts"]
@@ -108,7 +108,7 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     r = _Renderer(func, launch)
     # above the static limit shared buffers are carved out of dynamic shared memory, which
     # the launch requests (CudaKernel.dynamic_shared)
-    r.dynamic = launch.shared_bytes > STATIC_SHARED_BYTES
+    r.dynamic = launch.shared_bytes > target_of(func).static_shared
     body = r.stmt(func.body, 1)
     if r.dynamic:
         body = ["  extern __shared__ __align__(128) unsigned char vta_dyn_smem[];", *body]

@@ -9,8 +9,9 @@ both sides under complementary masks, a loop with a thread-dependent trip count 
 longest and masks the finished lanes; a barrier under a partial mask is an error.
 
 Memory. Global buffers are the caller's arrays. Shared buffers hold one region per block of the
-batch, local buffers one region per lane, WMMA fragments one tile per warp (lanes 32k..32k+31 of
-a block form warp k). Every access is bounds-checked (an error names the buffer).
+batch, local buffers one region per lane, WMMA fragments one tile per warp (with W the target's
+``warp_size``, lanes Wk..Wk+W-1 of a block form warp k). Every access is bounds-checked (an
+error names the buffer).
 
 Races. Lockstep execution would hide a missing barrier, so it checks instead: per shared element
 it tracks the thread that wrote it and the thread(s) that read it since the last barrier; a read
@@ -54,6 +55,7 @@ from vta.gpu.dialect import (
     WmmaStore,
 )
 from vta.gpu.profile import Profile
+from vta.gpu.target import target_of
 from vta.gpu.wmma import wmma_reference
 
 __all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
@@ -77,8 +79,11 @@ def _is_vec(x: Any) -> bool:
 class _Ctx:
     """The state of one batch of blocks."""
 
-    def __init__(self, launch: LaunchConfig, first_block: int, nblocks: int) -> None:
+    def __init__(self, launch: LaunchConfig, first_block: int, nblocks: int,
+                 warp_size: int) -> None:
         bx, by, _bz = launch.block
+        #: lanes of a warp (the kernel's ``GpuTarget.warp_size``)
+        self.W = warp_size
         gx, gy, _gz = launch.grid
         self.T = launch.threads_per_block
         self.B = nblocks
@@ -98,9 +103,9 @@ class _Ctx:
         self.writer: dict[S.Buffer, np.ndarray] = {}
         self.reader: dict[S.Buffer, np.ndarray] = {}
         self._bases: dict[tuple[str, int], np.ndarray] = {}
-        self.wpb = max(1, -(-self.T // 32))  # warps per block (a partial last warp counts)
-        self.leaders = np.nonzero(self.tid % 32 == 0)[0]
-        self.warp_of_lane = self.blk * self.wpb + self.tid // 32
+        self.wpb = max(1, -(-self.T // self.W))  # warps per block (a partial last one counts)
+        self.leaders = np.nonzero(self.tid % self.W == 0)[0]
+        self.warp_of_lane = self.blk * self.wpb + self.tid // self.W
         #: shared buffer -> per element, the cp.async copies still in flight (vta.gpu.mma)
         self.inflight: dict[S.Buffer, np.ndarray] = {}
         #: per-kernel state of dialect statements (cp.async groups), keyed by their module
@@ -110,8 +115,8 @@ class _Ctx:
         """Warps with at least one active lane under mask ``m``."""
         if m is None:
             return self.B * self.wpb
-        if self.T % 32 == 0:
-            return int(np.count_nonzero(m.reshape(-1, 32).any(axis=1)))
+        if self.T % self.W == 0:
+            return int(np.count_nonzero(m.reshape(-1, self.W).any(axis=1)))
         return int(np.unique(self.warp_of_lane[m]).size)
 
     def base(self, scope: str, size: int) -> np.ndarray:
@@ -137,6 +142,8 @@ class Emulator:
                                 f"vta.gpu.lower_gpu.lower_for_gpu first")
         self.func = func
         self.launch = launch
+        #: the GPU the kernel was lowered for (its warp size groups the lanes)
+        self.target = target_of(func)
         self.check_races = check_races
         #: counters of what makes the kernel slow (vta.gpu.profile), filled by ``run``
         self.profile = Profile(func.name, launch.num_blocks, launch.threads_per_block) \
@@ -150,7 +157,7 @@ class Emulator:
         #: global buffers read and written by the kernel: tracked for inter-block races
         self.rw_globals = {b for b in func.params if b in loaded and b in stored}
         if any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore)) for n in E.walk(func.body)):
-            if launch.threads_per_block % 32:
+            if launch.threads_per_block % self.target.warp_size:
                 raise EmulatorError(f"{func.name}: WMMA needs whole warps, but a block has "
                                     f"{launch.threads_per_block} threads")
         self.body = self.stmt(func.body)
@@ -176,7 +183,8 @@ class Emulator:
         per = max(1, min(nblocks, self.max_lanes // max(1, self.launch.threads_per_block)))
         with np.errstate(all="ignore"):
             for first in range(0, nblocks, per):
-                ctx = _Ctx(self.launch, first, min(per, nblocks - first))
+                ctx = _Ctx(self.launch, first, min(per, nblocks - first),
+                           self.target.warp_size)
                 ctx.mem.update(flat)
                 ctx.writer.update(gwriter)
                 self.body(ctx, None)
@@ -376,10 +384,10 @@ class Emulator:
         if m is not None:
             addr = np.where(m, addr, -1)
         nw = ctx.B * ctx.wpb
-        full = np.full(nw * 32, -1, np.int64)
-        full[ctx.warp_of_lane * 32 + ctx.tid % 32] = addr
+        full = np.full(nw * ctx.W, -1, np.int64)
+        full[ctx.warp_of_lane * ctx.W + ctx.tid % ctx.W] = addr
         block = np.arange(nw) // ctx.wpb + ctx.first_block
-        prof.access(b.name, scope, full.reshape(nw, 32), block, width, store, kind)
+        prof.access(b.name, scope, full.reshape(nw, ctx.W), block, width, store, kind)
 
     def check_read(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any) -> None:
         if b.scope == "global":
@@ -658,7 +666,7 @@ class Emulator:
         nw = ctx.B * ctx.wpb
         if m is None:
             return np.arange(nw)
-        mw = m.reshape(nw, 32) if ctx.T % 32 == 0 else None
+        mw = m.reshape(nw, ctx.W) if ctx.T % ctx.W == 0 else None
         if mw is None or np.any(mw.any(axis=1) != mw.all(axis=1)):
             raise EmulatorError(f"{self.func.name}: {what} executed by part of a warp")
         return np.nonzero(mw[:, 0])[0]
@@ -723,8 +731,8 @@ class Emulator:
         return run
 
     def _warp_lanes(self, ctx: _Ctx, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lo = (warps % ctx.wpb) * 32
-        return lo.reshape(-1, 1, 1), (lo + 31).reshape(-1, 1, 1)
+        lo = (warps % ctx.wpb) * ctx.W
+        return lo.reshape(-1, 1, 1), (lo + ctx.W - 1).reshape(-1, 1, 1)
 
     def _warp_read(self, ctx: _Ctx, b: S.Buffer, where: np.ndarray, warps: np.ndarray) -> None:
         lo, hi = self._warp_lanes(ctx, warps)

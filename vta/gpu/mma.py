@@ -46,6 +46,7 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.errors import EmulatorError, GpuLoweringError
 from vta.gpu.dialect import flat_index
+from vta.gpu.target import WARP_LANES
 
 if TYPE_CHECKING:
     from vta.gpu.cuda import _Renderer
@@ -87,9 +88,9 @@ MMA_SHAPES: dict[str, MmaShape] = {
 
 
 def _layout(shape: MmaShape, operand: str) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of fragment element ``i`` held by lane ``t``, as two (32, elems) arrays, from
+    """(row, col) of fragment element ``i`` held by lane ``t``, as two (lanes, elems) arrays, from
     the PTX ISA's formulas for the operand ("a", "b" or "c")."""
-    t = np.arange(32)[:, None]
+    t = np.arange(WARP_LANES)[:, None]
     g, q = t >> 2, t % 4
     if operand == "c":  # accumulators of both shapes: c0, c1 row g; c2, c3 row g + 8
         i = np.arange(4)[None, :]
@@ -99,12 +100,12 @@ def _layout(shape: MmaShape, operand: str) -> tuple[np.ndarray, np.ndarray]:
             i = np.arange(8)[None, :]
             return g + 8 * ((i // 2) % 2), q * 2 + (i & 1) + 8 * (i // 4)
         i = np.arange(4)[None, :]  # b0..b3: rows 2q (+1) (+8), col g
-        return q * 2 + (i & 1) + 8 * (i // 2), np.broadcast_to(g, (32, 4))
+        return q * 2 + (i & 1) + 8 * (i // 2), np.broadcast_to(g, (WARP_LANES, 4))
     if operand == "a":  # int8 a0..a15: rows g (a0-3, a8-11), g + 8; cols 4q + (i & 3) (+16)
         i = np.arange(16)[None, :]
         return g + 8 * ((i // 4) % 2), q * 4 + (i & 3) + 16 * (i // 8)
     i = np.arange(8)[None, :]  # b0..b7: rows 4q + (i & 3) (+16), col g
-    return q * 4 + (i & 3) + 16 * (i // 4), np.broadcast_to(g, (32, 8))
+    return q * 4 + (i & 3) + 16 * (i // 4), np.broadcast_to(g, (WARP_LANES, 8))
 
 
 #: per shape and operand, (row, col) of each lane's fragment elements (see ``_layout``)
@@ -149,7 +150,7 @@ def _check_scope(b: Buffer, scope: str, what: str) -> None:
 
 def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: int,
                warps: np.ndarray, what: str) -> np.ndarray:
-    """Storage indices (warps, 32, n) of each lane's ``n`` consecutive registers of ``b``."""
+    """Storage indices (warps, lanes, n) of each lane's ``n`` consecutive registers of ``b``."""
     flat: Any = 0
     for fn, d in zip(fns, b.shape, strict=True):
         flat = flat * d + fn(ctx, m)
@@ -157,7 +158,7 @@ def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: in
     if flat.size and (flat.min() < 0 or flat.max() + n > b.size):
         raise _emu_error(em, f"{what}: registers {b.name}[{int(flat.min())}..+{n}] out of "
                              f"bounds for shape {b.shape}")
-    lanes = warps[:, None] * 32 + np.arange(32)
+    lanes = warps[:, None] * ctx.W + np.arange(ctx.W)
     base = ctx.base("local", b.size)[lanes] + flat[lanes]
     return base[:, :, None] + np.arange(n)
 
@@ -167,7 +168,7 @@ def _emu_error(em: Emulator, msg: str) -> Exception:
 
 
 def _whole_warps(em: Emulator, ctx: _Ctx, m: Any, what: str) -> np.ndarray:
-    if ctx.T % 32:
+    if ctx.T % ctx.W:
         raise _emu_error(em, f"{what} needs whole warps, but a block has {ctx.T} threads")
     return em.active_warps(ctx, m, what)
 
@@ -412,7 +413,7 @@ class LdMatrix(Stmt):
             warps = _whole_warps(em, ctx, m, "ldmatrix")
             if not warps.size:
                 return
-            lanes = warps[:, None] * 32 + np.arange(8 * num)  # the lanes giving addresses
+            lanes = warps[:, None] * ctx.W + np.arange(8 * num)  # the lanes giving addresses
             flat = np.broadcast_to(np.asarray(sfi(ctx, m), np.int64), (ctx.L,))[lanes]
             rows_bytes = 16 // item
             if np.any(flat * item % 16):
@@ -433,7 +434,7 @@ class LdMatrix(Stmt):
             if trans:
                 h = np.ascontiguousarray(h.transpose(0, 1, 3, 2))
             words = h.view(np.uint32).reshape(len(warps), num, 8, 4)  # [.., row g, pair q]
-            regs = words.transpose(0, 2, 3, 1).reshape(len(warps), 32, num)  # lane 4g + q
+            regs = words.transpose(0, 2, 3, 1).reshape(len(warps), WARP_LANES, num)  # lane 4g + q
             dst = _lane_regs(em, ctx, m, self.dst, dfns, num, warps, "ldmatrix")
             em.storage(ctx, self.dst)[dst] = regs
             if em.profile is not None:
@@ -530,13 +531,13 @@ class MmaSync(Stmt):
             w = len(warps)
             regs = {k: _lane_regs(em, ctx, m, getattr(self, k), fns[k], n, warps, "mma.sync")
                     for k, n in (("a", sh.a_regs), ("b", sh.b_regs), ("c", 4), ("d", 4))}
-            av = em.storage(ctx, self.a)[regs["a"]].astype(np.uint32).view(in_np)  # (w,32,e)
+            av = em.storage(ctx, self.a)[regs["a"]].astype(np.uint32).view(in_np)  # (w,lanes,e)
             bv = em.storage(ctx, self.b)[regs["b"]].astype(np.uint32).view(in_np)
             cv = em.storage(ctx, self.c)[regs["c"]]
             A = np.zeros((w, sh.m, sh.k), np.float64)
             B = np.zeros((w, sh.k, sh.n), np.float64)
-            A[:, ra, ca] = av.reshape(w, 32, -1)
-            B[:, rb, cb] = bv.reshape(w, 32, -1)
+            A[:, ra, ca] = av.reshape(w, WARP_LANES, -1)
+            B[:, rb, cb] = bv.reshape(w, WARP_LANES, -1)
             prod = np.matmul(A, B)  # exact: integer or fp16 products, sums of <= 32 terms
             if exact_int:
                 C = np.zeros((w, sh.m, sh.n), np.int64)

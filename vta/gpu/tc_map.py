@@ -59,6 +59,7 @@ from vta.compiler.ir.tensor import (
 from vta.compiler.tc.to_ir import TcFunc
 from vta.errors import MappingError
 from vta.gpu.dialect import KNOBS
+from vta.gpu.target import WARP_LANES
 
 __all__ = ["MappingError", "MappingOptions", "Resolved", "KernelPlan", "GpuKernelDef",
            "GpuProgram", "plan_kernels", "map_gpu", "resolve", "isolate"]
@@ -136,11 +137,11 @@ def resolve(opts: MappingOptions, shape: tuple[int, ...], reduce_extent: int | N
     threads = _right(opts.threads, n, 1)
     if threads is not None:  # threads past the extent would compute nothing: dropped, as TC does
         threads = tuple(min(t, e) for t, e in zip(threads, shape, strict=True))
-    else:  # up to 32 threads on the innermost dimension, up to 256 per block
+    else:  # up to a warp of threads on the innermost dimension, up to 256 per block
         t = [1] * n
         nz = [d for d in range(n) if shape[d] > 1]
         if nz:
-            t[nz[-1]] = min(shape[nz[-1]], 32)
+            t[nz[-1]] = min(shape[nz[-1]], WARP_LANES)
         if len(nz) > 1:
             t[nz[-2]] = min(shape[nz[-2]], max(1, 256 // t[nz[-1]]), 16)
         threads = tuple(t)
