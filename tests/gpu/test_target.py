@@ -19,7 +19,7 @@ from vta.gpu.cuda import render_cuda
 from vta.gpu.dialect import REGISTERS
 from vta.gpu.emulator import Emulator
 from vta.gpu.kernels.common import alloc, finish
-from vta.gpu.kernels.gemm import mma_gemm
+from vta.gpu.kernels.gemm import MmaKnobs, mma_gemm
 from vta.gpu.nvcc import (
     KernelResources,
     check_kernel,
@@ -28,6 +28,7 @@ from vta.gpu.nvcc import (
     kernel_resources,
     parse_ptxas,
 )
+from vta.gpu.passes.check_registers import REGISTER_OVERHEAD
 from vta.gpu.target import DEFAULT_TARGET, GPU_TARGET, TARGETS, GpuTarget, gpu_target, target_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,3 +167,15 @@ def test_ptxas_resources_of_the_shipped_gemm_and_the_calibrated_estimate() -> No
 def test_nvcc_errors_are_named() -> None:
     with pytest.raises(NvccError, match="nvcc -cubin -arch=sm_80 failed"):
         kernel_resources('extern "C" __global__ void k() { undefined_name; }', "sm_80")
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+def test_a_tuning_point_that_spills_is_refused_by_ptxas() -> None:
+    """One warp with a 64x80 tile: its register tiles (233) pass the IR-level check, but ptxas
+    spills at 255 registers, so ``check_kernel`` (what a GPU tuning trial calls) refuses it."""
+    f = mma_gemm(MatmulSpec(256, 320, 256), "float16", None, MmaKnobs(64, 80, 0, 1, 1, 2),
+                 out_dtype="float16")
+    assert f.attr(REGISTERS) - REGISTER_OVERHEAD <= 255
+    with pytest.raises(KernelResourceError, match=r"gemm_mma_float16 on sm_80: ptxas spills "
+                                                  r"registers \(\d+ B stores"):
+        check_kernel(render_cuda(f), target_of(f))

@@ -162,7 +162,7 @@ class WmmaMma(Stmt):
     b_index: tuple[Expr, ...]
     c: Buffer
     c_index: tuple[Expr, ...]
-    #: the tensor intrinsic this realises (its ``cuda`` and ``emulate`` hooks say how)
+    #: the ``vta.gpu.intrinsic.GpuIntrinsic`` this realises (its ``semantics``, shape, dtypes)
     intrin: Any = None
 
     def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:

@@ -1,9 +1,10 @@
 """Warp-level PTX statements of the GPU dialect: ``cp.async``, ``ldmatrix`` and ``mma.sync``.
 
 Each statement is a frozen dataclass of the loop-nest IR (docs/ir.md, "target dialects") that
-prints itself (``render``), exposes its expressions and buffers to the verifier, renders itself
-as CUDA (``cuda_lines``: inline PTX) and emulates itself (``emulate``: a closure for the SIMT
-emulator), so the renderer and the emulator each reach all of them through one hook. The
+prints itself (``render``) and exposes its expressions and buffers to the verifier. Each is a
+GPU intrinsic (``vta.gpu.intrinsic.GpuIntrinsic``, registered at the end of this module): its
+render rule (``_render``: inline PTX) and emulate rule (``_emulate``: a closure for the SIMT
+emulator) enter the renderer's and the emulator's tables with its shapes and dtypes. The
 semantics follow the PTX ISA (version 8.x, sections 9.7.9.25 ``cp.async``, 9.7.14.5.15
 ``ldmatrix``, 9.7.14.5.8-10 the ``mma`` fragment layouts):
 
@@ -46,6 +47,7 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.errors import EmulatorError, GpuLoweringError
 from vta.gpu.dialect import flat_index
+from vta.gpu.intrinsic import GpuIntrinsic, register_gpu_intrinsic
 from vta.gpu.target import WARP_LANES
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from vta.gpu.emulator import Emulator, _Ctx
 
 __all__ = ["MmaShape", "MMA_SHAPES", "FRAGMENTS", "CpAsync", "CpAsyncCommit", "CpAsyncWait",
-           "LdMatrix", "MmaSync", "bitxor", "PTX_STMTS"]
+           "LdMatrix", "MmaSync", "bitxor", "PTX_STMTS", "PTX_INTRINSICS"]
 
 
 # ---------------------------------------------------------------------------- fragment layouts
@@ -213,7 +215,7 @@ class CpAsync(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.dst, self.src)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         pad = "  " * ind
         src = f"&{rd.name(self.src)}[{rd.expr(flat_index(self.src, self.src_index))}]"
         size = str(self.nbytes)
@@ -225,7 +227,7 @@ class CpAsync(Stmt):
         return [f'{pad}asm volatile("{op} [%0], [%1], {self.nbytes}, %2;\\n" :: '
                 f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({src}), "r"({size}));']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         dfi, sfi = em.flat_index(self.dst, self.dst_index), em.flat_index(self.src,
                                                                              self.src_index)
         vfn = em.expr(self.valid) if self.valid is not None else None
@@ -300,10 +302,10 @@ class CpAsyncCommit(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return ["  " * ind + 'asm volatile("cp.async.commit_group;\\n" ::: "memory");']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         def run(ctx: _Ctx, m: Any) -> None:
             st = _groups(ctx)
             if m is None:
@@ -332,10 +334,10 @@ class CpAsyncWait(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return ["  " * ind + f'asm volatile("cp.async.wait_group {self.n};\\n" ::: "memory");']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         keep = self.n
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -396,14 +398,14 @@ class LdMatrix(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.dst, self.src)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         regs = _regs(rd, self.dst, self.dst_index, self.num)
         outs = ", ".join(f'"=r"({x})' for x in regs)
         ops = ", ".join(f"%{i}" for i in range(self.num))
         return [f'{"  " * ind}asm volatile("{self.ptx} {{{ops}}}, [%{self.num}];\\n" : '
                 f'{outs} : "r"({_smem_addr(rd, self.src, self.src_index)}));']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sfi = em.flat_index(self.src, self.src_index)
         dfns = [em.expr(i) for i in self.dst_index]
         src, num, trans = self.src, self.num, self.trans
@@ -496,7 +498,7 @@ class MmaSync(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.d, self.a, self.b, self.c)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         sh = self.shape
         cons = "f" if sh.acc_dtype == "float32" else "r"
         d = _regs(rd, self.d, self.d_index, 4)
@@ -515,7 +517,7 @@ class MmaSync(Stmt):
         return [f'{"  " * ind}asm volatile("{sh.ptx} {{%0, %1, %2, %3}}, {{{ops_a}}}, '
                 f'{{{ops_b}}}, {{{ops_c}}};\\n" : {outs} : {", ".join(ins)});']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sh = self.shape
         fns = {k: [em.expr(i) for i in getattr(self, f"{k}_index")] for k in "abcd"}
         ra, ca = FRAGMENTS[(sh.in_dtype, "a")]
@@ -555,3 +557,26 @@ class MmaSync(Stmt):
 
 #: the statements of this module (the dialect's warp-level PTX)
 PTX_STMTS = (CpAsync, CpAsyncCommit, CpAsyncWait, LdMatrix, MmaSync)
+
+
+def _ptx(name: str, stmt: Any, warp_wide: bool = False,
+         shapes: tuple[tuple[int, int, int], ...] = (),
+         dtypes: tuple[tuple[str, str], ...] = ()) -> GpuIntrinsic:
+    """Register one statement of this module as a GPU intrinsic (its ``_render`` and
+    ``_emulate`` rules; the rules count their own profile events). What it writes: the first
+    of its buffers, where it has any (``dst`` or ``d``)."""
+    return register_gpu_intrinsic(GpuIntrinsic(
+        name, stmt, stmt._render, stmt._emulate, shapes=shapes, dtypes=dtypes,
+        warp_wide=warp_wide, writes=lambda s: s.buffers()[:1]), replace_existing=True)
+
+
+#: the GPU intrinsics of this module: copies and groups (per thread), ldmatrix and one mma.sync
+#: per input type (per warp), with the shapes and types ``MMA_SHAPES`` gives
+PTX_INTRINSICS: tuple[GpuIntrinsic, ...] = (
+    _ptx("cp.async", CpAsync),
+    _ptx("cp.async.commit_group", CpAsyncCommit),
+    _ptx("cp.async.wait_group", CpAsyncWait),
+    _ptx("ldmatrix", LdMatrix, warp_wide=True),
+    *(_ptx(f"mma.sync.{sh.name}.{dt}", MmaSync, True, ((sh.m, sh.n, sh.k),),
+           ((sh.in_dtype, sh.acc_dtype),)) for dt, sh in MMA_SHAPES.items()),
+)

@@ -59,7 +59,7 @@ from vta.compiler.ir.tensor import (
 from vta.compiler.tc.to_ir import TcFunc
 from vta.errors import MappingError
 from vta.gpu.dialect import KNOBS
-from vta.gpu.target import WARP_LANES
+from vta.gpu.target import DEFAULT_TARGET, WARP_LANES
 
 __all__ = ["MappingError", "MappingOptions", "Resolved", "KernelPlan", "GpuKernelDef",
            "GpuProgram", "plan_kernels", "map_gpu", "resolve", "isolate"]
@@ -77,7 +77,8 @@ class MappingOptions:
     entries: tile 1, no threads); ``reduction_tile``: elements of the first reduction axis
     staged per step; ``unroll``: largest unrolled loop (iterations; 0 = none);
     ``use_shared``: promote reused inputs to shared memory; ``fusion``: ``"max"`` or ``"min"``;
-    ``max_shared_bytes``: the shared memory a block may use."""
+    ``max_shared_bytes``: the shared memory a block may use (default: the default target's
+    static limit, since the mapper's schedules declare static shared memory)."""
 
     tile: tuple[int, ...] | None = None
     threads: tuple[int, ...] | None = None
@@ -85,7 +86,7 @@ class MappingOptions:
     unroll: int = 8
     use_shared: bool = True
     fusion: str = "max"
-    max_shared_bytes: int = 48 * 1024
+    max_shared_bytes: int = DEFAULT_TARGET.static_shared
 
     def check(self) -> None:
         if self.fusion not in ("max", "min"):
