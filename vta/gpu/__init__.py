@@ -3,7 +3,7 @@ thread binding, barriers, warp buffers, register checks), rendered (``cuda``), r
 (``runtime``, CuPy) or in the lockstep SIMT emulator (``emulator``, with ``profile``'s
 counters); the device's limits (``target``: ``GpuTarget``), nvcc and ptxas's resource report
 (``nvcc``); GPU schedules of the operators (``ops``, ``schedules``, ``implicit_gemm``,
-``window``), GPU intrinsics (``intrinsic``: one definition each; ``wmma``, ``mma``), the task-mapping kernels
-(``taskmap``, ``kernels/``), the schedule spaces (``space``) and the TC mapper (``tc_map``).
-Imports the target-neutral compiler (``vta.compiler.ir``, ``ops``, ``tc``), never the
-accelerator's back end."""
+``window``), GPU intrinsics (``intrinsic``: one definition each; ``wmma``, ``mma``), the
+task-mapping kernels (``taskmap``, ``kernels/``), the schedule spaces (``space``) and the TC
+mapper (``tc_map``). Imports the target-neutral compiler (``vta.compiler.ir``, ``ops``,
+``tc``), never the accelerator's back end."""
