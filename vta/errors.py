@@ -269,6 +269,15 @@ class TaskMappingError(VtaError):
     """A task mapping built or used wrongly (rank mismatch, bad shape, worker out of range)."""
 
 
+class GpuTargetError(VtaError, ValueError):
+    """An unknown GPU architecture or a ``GpuTarget`` with an impossible field; names the field."""
+
+
+class KernelResourceError(VtaError):
+    """A kernel that ptxas reports spilling registers or exceeding a limit of its target; the
+    message names the kernel, the resource, its amount and the limit."""
+
+
 class NvccError(VtaError):
     """nvcc is missing or rejected a kernel; the message carries nvcc's diagnostics."""
 

@@ -1,5 +1,12 @@
 """Task mappings (vta.gpu.taskmap) against a brute-force statement of Hidet's definition, and
-the loop nests ``emit`` writes against ``worker_tasks`` (run by the IR interpreter)."""
+the loop nests ``emit`` writes against ``worker_tasks`` (run by the IR interpreter).
+
+The brute force transcribes Hidet's published source (hidet-org/hidet,
+python/hidet/ir/mapping.py: ``strides_from_ranks``, ``SpatialTaskMapping._worker2task``,
+``RepeatTaskMapping._worker2task``, ``ComposedTaskMapping._worker2task``), not vta's code: a
+spatial worker ``w`` gets ``((w // stride[d]) % shape[d])_d``; a repeat atom's tasks are all
+index tuples sorted by ``sum(task[d] * stride[d])``; strides come from ``ranks`` by walking
+the significances from the least (``n - 1``) to the most (``0``)."""
 
 from __future__ import annotations
 
@@ -32,11 +39,27 @@ def brute(m: tuple) -> tuple[tuple[int, ...], int, dict[int, list[tuple[int, ...
                         for ta in otasks[w // iw] for tb in itasks[w % iw]]
         return shape, ow * iw, table
     kind, shape, ranks = m
-    order = sorted(itertools.product(*[range(d) for d in shape]),
-                   key=lambda t: tuple(t[r] for r in ranks))
+    strides = hidet_strides(shape, ranks)
     if kind == "spatial":
-        return shape, len(order), {w: [t] for w, t in enumerate(order)}
-    return shape, 1, {0: order}
+        workers = int(np.prod(shape))
+        return shape, workers, {w: [tuple((w // b) % d for d, b in zip(shape, strides,
+                                                                       strict=True))]
+                                for w in range(workers)}
+    tasks = sorted(itertools.product(*[range(d) for d in shape]),
+                   key=lambda t: sum(a * b for a, b in zip(t, strides, strict=True)))
+    return shape, 1, {0: tasks}
+
+
+def hidet_strides(shape: tuple[int, ...], ranks: tuple[int, ...]) -> list[int]:
+    """Hidet's ``strides_from_ranks``: for significance ``i`` from ``n - 1`` down to 0, the
+    dimension ``ranks.index(i)`` gets the product of the extents assigned before it."""
+    strides = [0] * len(shape)
+    acc = 1
+    for i in reversed(range(len(shape))):
+        dim = ranks.index(i)
+        strides[dim] = acc
+        acc *= shape[dim]
+    return strides
 
 
 def build(m: tuple) -> TaskMapping:
@@ -118,6 +141,22 @@ def test_hidet_examples() -> None:
     assert spatial(4, 8).worker_tasks(9) == [(1, 1)]
     assert spatial(4, 8, ranks=[1, 0]).worker_tasks(9) == [(1, 2)]
     assert str(tm) == "repeat(2, 1) * spatial(2, 2)"
+
+
+def test_ranks_are_significances_as_in_hidet() -> None:
+    """Three dimensions, where Hidet's ``ranks`` and the slowest-to-fastest list differ. By
+    Hidet's ``strides_from_ranks`` for shape (2, 3, 4) and ranks [1, 2, 0]: significance 2 is
+    dimension 1 (stride 1), significance 1 dimension 0 (stride 3), significance 0 dimension 2
+    (stride 6); worked by hand from those strides."""
+    tm = spatial(2, 3, 4, ranks=[1, 2, 0])
+    assert tm.worker_tasks(1) == [(0, 1, 0)]
+    assert tm.worker_tasks(3) == [(1, 0, 0)]
+    assert tm.worker_tasks(6) == [(0, 0, 1)]
+    assert tm.worker_tasks(23) == [(1, 2, 3)]
+    assert tm.atoms[0].order == (2, 0, 1)
+    # a repeat atom walks the same order: dimension 1 fastest, then 0, then 2
+    assert repeat(2, 3, 4, ranks=[1, 2, 0]).worker_tasks(0)[:7] == [
+        (0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0), (1, 2, 0), (0, 0, 1)]
 
 
 def test_bad_mappings_are_named_errors() -> None:

@@ -20,6 +20,7 @@ GPUs (PTX integer arithmetic is modular); the rendered text relies on that.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,21 +32,17 @@ from vta.compiler.ir.visitor import Dispatch
 from vta.errors import CudaRenderError
 from vta.gpu.dialect import (
     LAUNCH,
-    STATIC_SHARED_BYTES,
     WMMA_FRAGMENT,
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
-    WmmaFill,
-    WmmaLoad,
-    WmmaMma,
-    WmmaStore,
     affine_terms,
     flat_index,
 )
+from vta.gpu.target import target_of
 
 __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
-           "vector_copy_parts"]
+           "vector_copy_parts", "STMT_RULES", "HEADERS", "WRITES"]
 
 
 #: IR scalar type -> CUDA type (read from ``vta.dtypes.DTYPES``)
@@ -66,7 +63,7 @@ __device__ __forceinline__ long long vta_floormod64(long long a, long long b) {
 
 _PRELUDE = """\
 #include <cuda_fp16.h>
-{wmma}
+{headers}
 #ifndef VTA_CUDA_PRELUDE
 #define VTA_CUDA_PRELUDE
 __device__ __forceinline__ int vta_floordiv(int a, int b) {{
@@ -108,15 +105,15 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
     r = _Renderer(func, launch)
     # above the static limit shared buffers are carved out of dynamic shared memory, which
     # the launch requests (CudaKernel.dynamic_shared)
-    r.dynamic = launch.shared_bytes > STATIC_SHARED_BYTES
+    r.dynamic = launch.shared_bytes > target_of(func).static_shared
     body = r.stmt(func.body, 1)
     if r.dynamic:
         body = ["  extern __shared__ __align__(128) unsigned char vta_dyn_smem[];", *body]
-    uses_wmma = any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore))
-                    for n in E.walk(func.body))
-    prelude = _PRELUDE.format(wmma="#include <mma.h>\nusing namespace nvcuda;" if uses_wmma else "")
+    used = {type(n) for n in E.walk(func.body)}
+    headers = dict.fromkeys(h for cls in HEADERS if cls in used for h in HEADERS[cls])
+    prelude = _PRELUDE.format(headers="\n".join(headers))
     stored = {n.buffer for n in E.walk(func.body) if isinstance(n, S.BufferStore)}
-    stored |= {n.dst for n in E.walk(func.body) if isinstance(n, WmmaStore)}
+    stored |= {b for n in E.walk(func.body) if type(n) in WRITES for b in WRITES[type(n)](n)}
     params = []
     for b in func.params:
         const = "" if b in stored else "const "
@@ -300,7 +297,7 @@ class _Renderer:
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: S.Stmt, ind: int) -> list[str]:
-        return _STMT(s, self, ind)
+        return STMT_RULES(s, self, ind)
 
     def store(self, s: S.BufferStore, ind: int) -> list[str]:
         if s.buffer in self.frags:
@@ -331,32 +328,10 @@ class _Renderer:
         note = s.value.name if hasattr(s.value, "name") else str(s.value)
         return [f"{'  ' * ind}// {s.key}: {note}", *self.stmt(s.body, ind)]
 
-    def wmma_fill(self, s: WmmaFill, ind: int) -> list[str]:
-        val = s.value if s.value.dtype == s.frag.dtype else E.Cast(s.frag.dtype, s.value)
-        return [f"{'  ' * ind}wmma::fill_fragment({self.frag(s.frag, s.index)}, "
-                f"{self.expr(val)});"]
-
-    def wmma_load(self, s: WmmaLoad, ind: int) -> list[str]:
-        ptr = f"&{self.name(s.src)}[{self.expr(flat_index(s.src, s.offset))}]"
-        return [f"{'  ' * ind}wmma::load_matrix_sync({self.frag(s.frag, s.index)}, {ptr}, "
-                f"{s.ldm});"]
-
-    def wmma_mma(self, s: WmmaMma, ind: int) -> list[str]:
-        fn = s.intrin.hooks["cuda"] if s.intrin is not None else "wmma::mma_sync"
-        return [f"{'  ' * ind}{fn}({self.frag(s.d, s.d_index)}, {self.frag(s.a, s.a_index)}, "
-                f"{self.frag(s.b, s.b_index)}, {self.frag(s.c, s.c_index)});"]
-
-    def wmma_store(self, s: WmmaStore, ind: int) -> list[str]:
-        ptr = f"&{self.name(s.dst)}[{self.expr(flat_index(s.dst, s.offset))}]"
-        lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
-        return [f"{'  ' * ind}wmma::store_matrix_sync({ptr}, {self.frag(s.frag, s.index)}, "
-                f"{s.ldm}, {lay});"]
-
     def other(self, s: S.Stmt, ind: int) -> list[str]:
-        cuda_lines = getattr(s, "cuda_lines", None)
-        if cuda_lines is not None:  # a dialect statement that renders itself (vta.gpu.mma)
-            return list(cuda_lines(self, ind))
-        raise CudaRenderError(f"{self.func.name}: cannot render statement {type(s).__name__}")
+        raise CudaRenderError(f"{self.func.name}: cannot render statement {type(s).__name__} "
+                              f"(a GPU intrinsic's statement renders once its module registered "
+                              f"it: vta.gpu.intrinsic.register_gpu_intrinsic)")
 
     def paren(self, e: E.Expr) -> str:
         t = self.expr(e)
@@ -502,9 +477,9 @@ _EXPR: Dispatch[str] = Dispatch("CUDA renderer", {
     S.BufferLoad: lambda e, r: f"{r.name(e.buffer)}[{r.expr(flat_index(e.buffer, e.indices))}]",
 }, default=lambda e, r: r.unknown_expr(e))
 
-#: the CUDA lines of each statement node (a dialect statement that renders itself, such as
-#: vta.gpu.mma's, goes through ``cuda_lines``)
-_STMT: Dispatch[list[str]] = Dispatch("CUDA renderer", {
+#: the CUDA lines of each statement node: the core statements here; each GPU intrinsic's
+#: statement is added by ``vta.gpu.intrinsic.register_gpu_intrinsic`` (its render rule)
+STMT_RULES: Dispatch[list[str]] = Dispatch("CUDA renderer", {
     S.SeqStmt: lambda s, r, ind: [line for x in s.stmts for line in r.stmt(x, ind)],
     S.BufferStore: lambda s, r, ind: r.store(s, ind),
     S.LetStmt: lambda s, r, ind: r.let(s, ind),
@@ -514,11 +489,15 @@ _STMT: Dispatch[list[str]] = Dispatch("CUDA renderer", {
     S.AttrStmt: lambda s, r, ind: r.attr(s, ind),
     S.Barrier: lambda s, r, ind: [f"{'  ' * ind}__syncthreads();"],
     S.Evaluate: lambda s, r, ind: [f"{'  ' * ind}{r.expr(s.value)};"],
-    WmmaFill: lambda s, r, ind: r.wmma_fill(s, ind),
-    WmmaLoad: lambda s, r, ind: r.wmma_load(s, ind),
-    WmmaMma: lambda s, r, ind: r.wmma_mma(s, ind),
-    WmmaStore: lambda s, r, ind: r.wmma_store(s, ind),
 }, default=lambda s, r, ind: r.other(s, ind))
+
+#: statement class -> the lines its CUDA needs before the kernel (``#include <mma.h>``), from
+#: ``register_gpu_intrinsic``
+HEADERS: dict[type, tuple[str, ...]] = {}
+
+#: statement class -> the buffers a statement writes (a kernel parameter it writes is not
+#: ``const``), from ``register_gpu_intrinsic``
+WRITES: dict[type, Callable[[Any], tuple[S.Buffer, ...]]] = {}
 
 
 def _bound_imm(e: E.IntImm) -> tuple[int, int] | None:

@@ -27,18 +27,12 @@ from vta.errors import CudaRenderError
 
 __all__ = [
     "ThreadIndex", "LaunchConfig", "FragmentInfo", "WmmaFill", "WmmaLoad", "WmmaMma",
-    "WmmaStore", "THREAD_TAGS", "WMMA_STMTS", "STATIC_SHARED_BYTES", "MAX_THREADS", "WARP_SIZE",
-    "affine_terms", "flat_index", "LAUNCH", "REGISTERS", "KNOBS", "KERNEL", "PATCH",
-    "WMMA_FRAGMENT",
+    "WmmaStore", "THREAD_TAGS", "WMMA_STMTS", "affine_terms", "flat_index", "LAUNCH",
+    "REGISTERS", "KNOBS", "KERNEL", "PATCH", "WMMA_FRAGMENT",
 ]
 
-#: bytes of static ``__shared__`` memory one block may declare (CUDA's static limit; more is
-#: dynamic shared memory, requested at launch: ``CudaKernel.dynamic_shared``)
-STATIC_SHARED_BYTES = 48 * 1024
-#: threads one block may have (every CUDA GPU since compute capability 2.0)
-MAX_THREADS = 1024
-#: lanes of a warp
-WARP_SIZE = 32
+# The device's limits (warp size, threads, shared memory, registers) are fields of
+# ``vta.gpu.target.GpuTarget``.
 
 #: the thread-index builtins a loop may be bound to
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
@@ -168,7 +162,7 @@ class WmmaMma(Stmt):
     b_index: tuple[Expr, ...]
     c: Buffer
     c_index: tuple[Expr, ...]
-    #: the tensor intrinsic this realises (its ``cuda`` and ``emulate`` hooks say how)
+    #: the ``vta.gpu.intrinsic.GpuIntrinsic`` this realises (its ``semantics``, shape, dtypes)
     intrin: Any = None
 
     def render(self, r: Callable[[Any], str], nm: Any) -> list[str]:

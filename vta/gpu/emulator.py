@@ -9,8 +9,9 @@ both sides under complementary masks, a loop with a thread-dependent trip count 
 longest and masks the finished lanes; a barrier under a partial mask is an error.
 
 Memory. Global buffers are the caller's arrays. Shared buffers hold one region per block of the
-batch, local buffers one region per lane, WMMA fragments one tile per warp (lanes 32k..32k+31 of
-a block form warp k). Every access is bounds-checked (an error names the buffer).
+batch, local buffers one region per lane, WMMA fragments one tile per warp (with W the target's
+``warp_size``, lanes Wk..Wk+W-1 of a block form warp k). Every access is bounds-checked (an
+error names the buffer).
 
 Races. Lockstep execution would hide a missing barrier, so it checks instead: per shared element
 it tracks the thread that wrote it and the thread(s) that read it since the last barrier; a read
@@ -25,8 +26,9 @@ interpreter and constant folding read too): values carry the IR dtype as numpy d
 Python ints wrapped to theirs (a serial loop's counter, an ``int32`` constant), so int8 products
 wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, ``>>`` is
 arithmetic, ``//`` and ``%`` floor; a division by zero or an out-of-range shift on an active
-lane is an ``EmulatorError``. ``wmma.mma`` on int8 accumulates exactly in int32 (with
-wraparound); on fp16 it accumulates in fp32.
+lane is an ``EmulatorError``. GPU intrinsics (``vta.gpu.intrinsic``: WMMA, cp.async, ldmatrix,
+mma.sync) run by the emulate rules their definitions register in ``STMT_RULES``; ``wmma.mma`` on
+int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32.
 """
 
 from __future__ import annotations
@@ -48,15 +50,12 @@ from vta.gpu.dialect import (
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
-    WmmaFill,
-    WmmaLoad,
-    WmmaMma,
-    WmmaStore,
 )
 from vta.gpu.profile import Profile
-from vta.gpu.wmma import wmma_reference
+from vta.gpu.target import target_of
 
-__all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES"]
+__all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES",
+           "STMT_RULES", "WARP_WIDE"]
 
 #: IR scalar type -> numpy scalar type (read from ``vta.dtypes.DTYPES``)
 NP_DTYPES: dict[str, Any] = {n: d.np.type for n, d in sem.DTYPES.items()}
@@ -77,8 +76,11 @@ def _is_vec(x: Any) -> bool:
 class _Ctx:
     """The state of one batch of blocks."""
 
-    def __init__(self, launch: LaunchConfig, first_block: int, nblocks: int) -> None:
+    def __init__(self, launch: LaunchConfig, first_block: int, nblocks: int,
+                 warp_size: int) -> None:
         bx, by, _bz = launch.block
+        #: lanes of a warp (the kernel's ``GpuTarget.warp_size``)
+        self.W = warp_size
         gx, gy, _gz = launch.grid
         self.T = launch.threads_per_block
         self.B = nblocks
@@ -98,9 +100,9 @@ class _Ctx:
         self.writer: dict[S.Buffer, np.ndarray] = {}
         self.reader: dict[S.Buffer, np.ndarray] = {}
         self._bases: dict[tuple[str, int], np.ndarray] = {}
-        self.wpb = max(1, -(-self.T // 32))  # warps per block (a partial last warp counts)
-        self.leaders = np.nonzero(self.tid % 32 == 0)[0]
-        self.warp_of_lane = self.blk * self.wpb + self.tid // 32
+        self.wpb = max(1, -(-self.T // self.W))  # warps per block (a partial last one counts)
+        self.leaders = np.nonzero(self.tid % self.W == 0)[0]
+        self.warp_of_lane = self.blk * self.wpb + self.tid // self.W
         #: shared buffer -> per element, the cp.async copies still in flight (vta.gpu.mma)
         self.inflight: dict[S.Buffer, np.ndarray] = {}
         #: per-kernel state of dialect statements (cp.async groups), keyed by their module
@@ -110,8 +112,8 @@ class _Ctx:
         """Warps with at least one active lane under mask ``m``."""
         if m is None:
             return self.B * self.wpb
-        if self.T % 32 == 0:
-            return int(np.count_nonzero(m.reshape(-1, 32).any(axis=1)))
+        if self.T % self.W == 0:
+            return int(np.count_nonzero(m.reshape(-1, self.W).any(axis=1)))
         return int(np.unique(self.warp_of_lane[m]).size)
 
     def base(self, scope: str, size: int) -> np.ndarray:
@@ -137,6 +139,8 @@ class Emulator:
                                 f"vta.gpu.lower_gpu.lower_for_gpu first")
         self.func = func
         self.launch = launch
+        #: the GPU the kernel was lowered for (its warp size groups the lanes)
+        self.target = target_of(func)
         self.check_races = check_races
         #: counters of what makes the kernel slow (vta.gpu.profile), filled by ``run``
         self.profile = Profile(func.name, launch.num_blocks, launch.threads_per_block) \
@@ -149,10 +153,10 @@ class Emulator:
         stored = {n.buffer for n in E.walk(func.body) if isinstance(n, S.BufferStore)}
         #: global buffers read and written by the kernel: tracked for inter-block races
         self.rw_globals = {b for b in func.params if b in loaded and b in stored}
-        if any(isinstance(n, (WmmaFill, WmmaLoad, WmmaMma, WmmaStore)) for n in E.walk(func.body)):
-            if launch.threads_per_block % 32:
-                raise EmulatorError(f"{func.name}: WMMA needs whole warps, but a block has "
-                                    f"{launch.threads_per_block} threads")
+        wide = sorted({type(n).__name__ for n in E.walk(func.body) if type(n) in WARP_WIDE})
+        if wide and launch.threads_per_block % self.target.warp_size:
+            raise EmulatorError(f"{func.name}: {', '.join(wide)} need whole warps, but a block "
+                                f"has {launch.threads_per_block} threads")
         self.body = self.stmt(func.body)
 
     # ------------------------------------------------------------------ running
@@ -176,7 +180,8 @@ class Emulator:
         per = max(1, min(nblocks, self.max_lanes // max(1, self.launch.threads_per_block)))
         with np.errstate(all="ignore"):
             for first in range(0, nblocks, per):
-                ctx = _Ctx(self.launch, first, min(per, nblocks - first))
+                ctx = _Ctx(self.launch, first, min(per, nblocks - first),
+                           self.target.warp_size)
                 ctx.mem.update(flat)
                 ctx.writer.update(gwriter)
                 self.body(ctx, None)
@@ -381,10 +386,10 @@ class Emulator:
         if m is not None:
             addr = np.where(m, addr, -1)
         nw = ctx.B * ctx.wpb
-        full = np.full(nw * 32, -1, np.int64)
-        full[ctx.warp_of_lane * 32 + ctx.tid % 32] = addr
+        full = np.full(nw * ctx.W, -1, np.int64)
+        full[ctx.warp_of_lane * ctx.W + ctx.tid % ctx.W] = addr
         block = np.arange(nw) // ctx.wpb + ctx.first_block
-        prof.access(b.name, scope, full.reshape(nw, 32), block, width, store, kind)
+        prof.access(b.name, scope, full.reshape(nw, ctx.W), block, width, store, kind)
 
     def check_read(self, ctx: _Ctx, b: S.Buffer, where: Any, m: Any) -> None:
         if b.scope == "global":
@@ -478,7 +483,7 @@ class Emulator:
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: S.Stmt) -> StmtFn:
-        return _STMT(s, self)
+        return STMT_RULES(s, self)
 
     def seq(self, s: S.SeqStmt) -> StmtFn:
         fns = [self.stmt(x) for x in s.stmts]
@@ -502,11 +507,9 @@ class Emulator:
         return self.stmt(s.body)
 
     def other(self, s: S.Stmt) -> StmtFn:
-        emulate = getattr(s, "emulate", None)
-        if emulate is not None:  # a dialect statement that emulates itself (vta.gpu.mma)
-            fn: StmtFn = emulate(self)
-            return fn
-        raise EmulatorError(f"{self.func.name}: cannot emulate statement {type(s).__name__}")
+        raise EmulatorError(f"{self.func.name}: cannot emulate statement {type(s).__name__} "
+                            f"(a GPU intrinsic's statement runs once its module registered it: "
+                            f"vta.gpu.intrinsic.register_gpu_intrinsic)")
 
     def _counted_stmt(self, fn: StmtFn, kind: str) -> StmtFn:
         """``fn`` that also counts one ``kind`` instruction per active warp when profiling."""
@@ -645,7 +648,8 @@ class Emulator:
                     ctx.reader[b].fill(-1)
         return run
 
-    # ------------------------------------------------------------------ WMMA (per warp)
+    # ------------------------------------------------------------------ warp-wide statements
+    # (helpers for the emulate rules of warp-wide GPU intrinsics: vta.gpu.wmma, vta.gpu.mma)
     def warp_uniform(self, ctx: _Ctx, fns: Sequence[ExprFn], m: Any, what: str) -> list[Any]:
         out = []
         for fn in fns:
@@ -663,7 +667,7 @@ class Emulator:
         nw = ctx.B * ctx.wpb
         if m is None:
             return np.arange(nw)
-        mw = m.reshape(nw, 32) if ctx.T % 32 == 0 else None
+        mw = m.reshape(nw, ctx.W) if ctx.T % ctx.W == 0 else None
         if mw is None or np.any(mw.any(axis=1) != mw.all(axis=1)):
             raise EmulatorError(f"{self.func.name}: {what} executed by part of a warp")
         return np.nonzero(mw[:, 0])[0]
@@ -674,111 +678,6 @@ class Emulator:
 
     def _frag_sel(self, ctx: _Ctx, b: S.Buffer, idx: list[Any], warps: np.ndarray) -> tuple:
         return (warps, *[self._pick(i, warps) for i in idx])
-
-    def wmma_fill(self, s: WmmaFill) -> StmtFn:
-        idx = [self.expr(i) for i in s.index]
-        val = self.expr(s.value)
-
-        def run(ctx: _Ctx, m: Any) -> None:
-            warps = self.active_warps(ctx, m, "wmma.fill")
-            iv = self.warp_uniform(ctx, idx, m, "wmma.fill")
-            (v,) = self.warp_uniform(ctx, [val], m, "wmma.fill")
-            ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)] = self._pick(v, warps)
-        return run
-
-    def _tile_index(self, ctx: _Ctx, buf: S.Buffer, offset: list[ExprFn], ldm: int,
-                    layout: str, rows: int, cols: int, m: Any, warps: np.ndarray, what: str
-                    ) -> np.ndarray:
-        base_fns = offset
-        ov = self.warp_uniform(ctx, base_fns, m, what)
-        flat: Any = 0
-        for v, d in zip(ov, buf.shape, strict=False):
-            flat = flat * d + self._pick(v, warps)
-        r = np.arange(rows)[:, None]
-        c = np.arange(cols)[None, :]
-        tile = r * ldm + c if layout == "row_major" else c * ldm + r
-        inner = np.asarray(flat, np.int64).reshape(-1, 1, 1) + tile[None]
-        if inner.size and (inner.min() < 0 or inner.max() >= buf.size):
-            raise EmulatorError(f"{self.func.name}: {what} {buf.name}: tile out of bounds "
-                                f"for shape {buf.shape}")
-        if buf.scope == "shared":
-            blk = warps // ctx.wpb
-            inner = inner + (blk.astype(np.int64) * buf.size).reshape(-1, 1, 1)
-        elif buf.scope != "global":
-            raise EmulatorError(f"{what}: {buf.name} must be in shared or global memory")
-        return inner
-
-    def _frag_shape(self, b: S.Buffer) -> tuple[int, int]:
-        return b.shape[-2], b.shape[-1]
-
-    def wmma_load(self, s: WmmaLoad) -> StmtFn:
-        idx = [self.expr(i) for i in s.index]
-        off = [self.expr(i) for i in s.offset]
-
-        def run(ctx: _Ctx, m: Any) -> None:
-            warps = self.active_warps(ctx, m, "wmma.load")
-            rows, cols = self._frag_shape(s.frag)
-            where = self._tile_index(ctx, s.src, off, s.ldm, s.layout, rows, cols, m, warps,
-                                     "wmma.load from")
-            if self.check_races and s.src.scope == "shared":
-                self._warp_read(ctx, s.src, where, warps)
-            iv = self.warp_uniform(ctx, idx, m, "wmma.load")
-            tiles = self.storage(ctx, s.src)[where]
-            ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)] = tiles
-        return run
-
-    def _warp_lanes(self, ctx: _Ctx, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lo = (warps % ctx.wpb) * 32
-        return lo.reshape(-1, 1, 1), (lo + 31).reshape(-1, 1, 1)
-
-    def _warp_read(self, ctx: _Ctx, b: S.Buffer, where: np.ndarray, warps: np.ndarray) -> None:
-        lo, hi = self._warp_lanes(ctx, warps)
-        w = ctx.writer[b][where]
-        if np.any((w != -1) & ((w < lo) | (w > hi))):
-            raise EmulatorRaceError(f"{self.func.name}: shared-memory race on {b.name}: a warp "
-                                    f"loads a tile written by another warp with no barrier")
-        r = ctx.reader[b]
-        cur = r[where]
-        new = np.where(cur == -1, np.broadcast_to(lo, where.shape), -2).astype(np.int32)
-        new = np.where((cur >= lo) & (cur <= hi), cur, new)
-        r[where] = new
-
-    def wmma_mma(self, s: WmmaMma) -> StmtFn:
-        fi = {k: [self.expr(i) for i in getattr(s, f"{k}_index")] for k in "dabc"}
-        if s.intrin is not None:
-            semantics = s.intrin.hooks["emulate"]
-        else:  # a hand-built statement: the built-in WMMA semantics
-            semantics = wmma_reference
-
-        def run(ctx: _Ctx, m: Any) -> None:
-            warps = self.active_warps(ctx, m, "wmma.mma")
-            sel = {k: self._frag_sel(ctx, getattr(s, k),
-                                     self.warp_uniform(ctx, fi[k], m, "wmma.mma"), warps)
-                   for k in "dabc"}
-            a = ctx.mem[s.a][sel["a"]]
-            b = ctx.mem[s.b][sel["b"]]
-            c = ctx.mem[s.c][sel["c"]]
-            d = semantics(a, b, c)  # the intrinsic's own numpy semantics
-            ctx.mem[s.d][sel["d"]] = d.astype(NP_DTYPES[s.d.dtype])
-        return run
-
-    def wmma_store(self, s: WmmaStore) -> StmtFn:
-        idx = [self.expr(i) for i in s.index]
-        off = [self.expr(i) for i in s.offset]
-
-        def run(ctx: _Ctx, m: Any) -> None:
-            warps = self.active_warps(ctx, m, "wmma.store")
-            rows, cols = self._frag_shape(s.frag)
-            where = self._tile_index(ctx, s.dst, off, s.ldm, s.layout, rows, cols, m, warps,
-                                     "wmma.store to")
-            iv = self.warp_uniform(ctx, idx, m, "wmma.store")
-            val = ctx.mem[s.frag][self._frag_sel(ctx, s.frag, iv, warps)]
-            if self.check_races and s.dst.scope == "shared":
-                lo, hi = self._warp_lanes(ctx, warps)
-                lo_b = np.broadcast_to(lo, where.shape)
-                self.check_write(ctx, s.dst, where, lo_b, lo_b, np.broadcast_to(hi, where.shape))
-            self.storage(ctx, s.dst)[where] = val.astype(NP_DTYPES[s.dst.dtype])
-        return run
 
 
 def emulate(func: S.PrimFunc, *arrays: np.ndarray, check_races: bool = True) -> None:
@@ -804,9 +703,9 @@ _EXPR: Dispatch[ExprFn] = Dispatch("SIMT emulator", {
     E.Math: lambda e, em: em.math(e),
 }, default=lambda e, em: em.unknown(e))
 
-#: how each statement node is compiled (a dialect statement that emulates itself, such as
-#: vta.gpu.mma's, goes through ``emulate``)
-_STMT: Dispatch[StmtFn] = Dispatch("SIMT emulator", {
+#: how each statement node is compiled: the core statements here; each GPU intrinsic's statement
+#: is added by ``vta.gpu.intrinsic.register_gpu_intrinsic`` (its emulate rule)
+STMT_RULES: Dispatch[StmtFn] = Dispatch("SIMT emulator", {
     S.SeqStmt: lambda s, em: em.seq(s),
     S.BufferStore: lambda s, em: em.store(s),
     S.For: lambda s, em: em.loop(s),
@@ -816,8 +715,8 @@ _STMT: Dispatch[StmtFn] = Dispatch("SIMT emulator", {
     S.AttrStmt: lambda s, em: em.attr(s),
     S.Barrier: lambda s, em: em.barrier(),
     S.Evaluate: lambda s, em: (lambda ctx, m: None),
-    WmmaFill: lambda s, em: em._counted_stmt(em.wmma_fill(s), "wmma.fill"),
-    WmmaLoad: lambda s, em: em._counted_stmt(em.wmma_load(s), "wmma.load"),
-    WmmaMma: lambda s, em: em._counted_stmt(em.wmma_mma(s), "wmma.mma"),
-    WmmaStore: lambda s, em: em._counted_stmt(em.wmma_store(s), "wmma.store"),
 }, default=lambda s, em: em.other(s))
+
+#: statement classes a whole warp executes (``GpuIntrinsic.warp_wide``, from
+#: ``register_gpu_intrinsic``): a launch that is not whole warps is refused
+WARP_WIDE: set[type] = set()

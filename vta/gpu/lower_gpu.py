@@ -30,6 +30,7 @@ from vta.gpu.passes.bind_threads import bind_threads
 from vta.gpu.passes.check_registers import check_registers
 from vta.gpu.passes.insert_barriers import insert_barriers
 from vta.gpu.passes.warp_buffers import lower_warp_buffers
+from vta.gpu.target import GPU_TARGET, GpuTarget, gpu_target
 from vta.gpu.wmma import lower_tensorize
 
 __all__ = ["PIPELINE", "lower_for_gpu", "build", "GpuLoweringError"]
@@ -50,12 +51,15 @@ PIPELINE: list[tuple[str, Callable[[S.PrimFunc], S.PrimFunc], str]] = [
 ]
 
 
-def lower_for_gpu(func: S.PrimFunc, dump: Callable[[str, S.PrimFunc], None] | None = None
-                  ) -> S.PrimFunc:
-    """Run the GPU pipeline, verifying the input and the IR after every pass (a pass that
-    breaks the IR is named by the error); ``dump(name, func)`` is called after every pass when
-    given."""
+def lower_for_gpu(func: S.PrimFunc, dump: Callable[[str, S.PrimFunc], None] | None = None,
+                  target: GpuTarget | str | None = None) -> S.PrimFunc:
+    """Run the GPU pipeline for ``target`` (default ``DEFAULT_TARGET``; recorded as
+    ``func.attr(GPU_TARGET)``, which the passes read), verifying the input and the IR after
+    every pass (a pass that breaks the IR is named by the error); ``dump(name, func)`` is
+    called after every pass when given."""
     verify(func)
+    if target is not None or func.attr(GPU_TARGET) is None:
+        func = func.with_attr(GPU_TARGET, gpu_target(target))
     for name, fn, _why in PIPELINE:
         new = fn(func)
         if new is not func:
@@ -66,6 +70,6 @@ def lower_for_gpu(func: S.PrimFunc, dump: Callable[[str, S.PrimFunc], None] | No
     return func
 
 
-def build(func: S.PrimFunc) -> CudaKernel:
-    """Lower a scheduled function for the GPU and render it as CUDA."""
-    return render_cuda(lower_for_gpu(func))
+def build(func: S.PrimFunc, target: GpuTarget | str | None = None) -> CudaKernel:
+    """Lower a scheduled function for the GPU ``target`` and render it as CUDA."""
+    return render_cuda(lower_for_gpu(func, target=target))

@@ -1,9 +1,10 @@
 """Warp-level PTX statements of the GPU dialect: ``cp.async``, ``ldmatrix`` and ``mma.sync``.
 
 Each statement is a frozen dataclass of the loop-nest IR (docs/ir.md, "target dialects") that
-prints itself (``render``), exposes its expressions and buffers to the verifier, renders itself
-as CUDA (``cuda_lines``: inline PTX) and emulates itself (``emulate``: a closure for the SIMT
-emulator), so the renderer and the emulator each reach all of them through one hook. The
+prints itself (``render``) and exposes its expressions and buffers to the verifier. Each is a
+GPU intrinsic (``vta.gpu.intrinsic.GpuIntrinsic``, registered at the end of this module): its
+render rule (``_render``: inline PTX) and emulate rule (``_emulate``: a closure for the SIMT
+emulator) enter the renderer's and the emulator's tables with its shapes and dtypes. The
 semantics follow the PTX ISA (version 8.x, sections 9.7.9.25 ``cp.async``, 9.7.14.5.15
 ``ldmatrix``, 9.7.14.5.8-10 the ``mma`` fragment layouts):
 
@@ -46,13 +47,15 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.errors import EmulatorError, GpuLoweringError
 from vta.gpu.dialect import flat_index
+from vta.gpu.intrinsic import GpuIntrinsic, register_gpu_intrinsic
+from vta.gpu.target import WARP_LANES
 
 if TYPE_CHECKING:
     from vta.gpu.cuda import _Renderer
     from vta.gpu.emulator import Emulator, _Ctx
 
 __all__ = ["MmaShape", "MMA_SHAPES", "FRAGMENTS", "CpAsync", "CpAsyncCommit", "CpAsyncWait",
-           "LdMatrix", "MmaSync", "bitxor", "PTX_STMTS"]
+           "LdMatrix", "MmaSync", "bitxor", "PTX_STMTS", "PTX_INTRINSICS"]
 
 
 # ---------------------------------------------------------------------------- fragment layouts
@@ -87,9 +90,9 @@ MMA_SHAPES: dict[str, MmaShape] = {
 
 
 def _layout(shape: MmaShape, operand: str) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of fragment element ``i`` held by lane ``t``, as two (32, elems) arrays, from
+    """(row, col) of fragment element ``i`` held by lane ``t``, as two (lanes, elems) arrays, from
     the PTX ISA's formulas for the operand ("a", "b" or "c")."""
-    t = np.arange(32)[:, None]
+    t = np.arange(WARP_LANES)[:, None]
     g, q = t >> 2, t % 4
     if operand == "c":  # accumulators of both shapes: c0, c1 row g; c2, c3 row g + 8
         i = np.arange(4)[None, :]
@@ -99,12 +102,12 @@ def _layout(shape: MmaShape, operand: str) -> tuple[np.ndarray, np.ndarray]:
             i = np.arange(8)[None, :]
             return g + 8 * ((i // 2) % 2), q * 2 + (i & 1) + 8 * (i // 4)
         i = np.arange(4)[None, :]  # b0..b3: rows 2q (+1) (+8), col g
-        return q * 2 + (i & 1) + 8 * (i // 2), np.broadcast_to(g, (32, 4))
+        return q * 2 + (i & 1) + 8 * (i // 2), np.broadcast_to(g, (WARP_LANES, 4))
     if operand == "a":  # int8 a0..a15: rows g (a0-3, a8-11), g + 8; cols 4q + (i & 3) (+16)
         i = np.arange(16)[None, :]
         return g + 8 * ((i // 4) % 2), q * 4 + (i & 3) + 16 * (i // 8)
     i = np.arange(8)[None, :]  # b0..b7: rows 4q + (i & 3) (+16), col g
-    return q * 4 + (i & 3) + 16 * (i // 4), np.broadcast_to(g, (32, 8))
+    return q * 4 + (i & 3) + 16 * (i // 4), np.broadcast_to(g, (WARP_LANES, 8))
 
 
 #: per shape and operand, (row, col) of each lane's fragment elements (see ``_layout``)
@@ -149,7 +152,7 @@ def _check_scope(b: Buffer, scope: str, what: str) -> None:
 
 def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: int,
                warps: np.ndarray, what: str) -> np.ndarray:
-    """Storage indices (warps, 32, n) of each lane's ``n`` consecutive registers of ``b``."""
+    """Storage indices (warps, lanes, n) of each lane's ``n`` consecutive registers of ``b``."""
     flat: Any = 0
     for fn, d in zip(fns, b.shape, strict=True):
         flat = flat * d + fn(ctx, m)
@@ -157,7 +160,7 @@ def _lane_regs(em: Emulator, ctx: _Ctx, m: Any, b: Buffer, fns: list[Any], n: in
     if flat.size and (flat.min() < 0 or flat.max() + n > b.size):
         raise _emu_error(em, f"{what}: registers {b.name}[{int(flat.min())}..+{n}] out of "
                              f"bounds for shape {b.shape}")
-    lanes = warps[:, None] * 32 + np.arange(32)
+    lanes = warps[:, None] * ctx.W + np.arange(ctx.W)
     base = ctx.base("local", b.size)[lanes] + flat[lanes]
     return base[:, :, None] + np.arange(n)
 
@@ -167,7 +170,7 @@ def _emu_error(em: Emulator, msg: str) -> Exception:
 
 
 def _whole_warps(em: Emulator, ctx: _Ctx, m: Any, what: str) -> np.ndarray:
-    if ctx.T % 32:
+    if ctx.T % ctx.W:
         raise _emu_error(em, f"{what} needs whole warps, but a block has {ctx.T} threads")
     return em.active_warps(ctx, m, what)
 
@@ -212,7 +215,7 @@ class CpAsync(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.dst, self.src)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         pad = "  " * ind
         src = f"&{rd.name(self.src)}[{rd.expr(flat_index(self.src, self.src_index))}]"
         size = str(self.nbytes)
@@ -224,7 +227,7 @@ class CpAsync(Stmt):
         return [f'{pad}asm volatile("{op} [%0], [%1], {self.nbytes}, %2;\\n" :: '
                 f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({src}), "r"({size}));']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         dfi, sfi = em.flat_index(self.dst, self.dst_index), em.flat_index(self.src,
                                                                              self.src_index)
         vfn = em.expr(self.valid) if self.valid is not None else None
@@ -299,10 +302,10 @@ class CpAsyncCommit(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return ["  " * ind + 'asm volatile("cp.async.commit_group;\\n" ::: "memory");']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         def run(ctx: _Ctx, m: Any) -> None:
             st = _groups(ctx)
             if m is None:
@@ -331,10 +334,10 @@ class CpAsyncWait(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return ["  " * ind + f'asm volatile("cp.async.wait_group {self.n};\\n" ::: "memory");']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         keep = self.n
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -395,14 +398,14 @@ class LdMatrix(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.dst, self.src)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         regs = _regs(rd, self.dst, self.dst_index, self.num)
         outs = ", ".join(f'"=r"({x})' for x in regs)
         ops = ", ".join(f"%{i}" for i in range(self.num))
         return [f'{"  " * ind}asm volatile("{self.ptx} {{{ops}}}, [%{self.num}];\\n" : '
                 f'{outs} : "r"({_smem_addr(rd, self.src, self.src_index)}));']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sfi = em.flat_index(self.src, self.src_index)
         dfns = [em.expr(i) for i in self.dst_index]
         src, num, trans = self.src, self.num, self.trans
@@ -412,7 +415,7 @@ class LdMatrix(Stmt):
             warps = _whole_warps(em, ctx, m, "ldmatrix")
             if not warps.size:
                 return
-            lanes = warps[:, None] * 32 + np.arange(8 * num)  # the lanes giving addresses
+            lanes = warps[:, None] * ctx.W + np.arange(8 * num)  # the lanes giving addresses
             flat = np.broadcast_to(np.asarray(sfi(ctx, m), np.int64), (ctx.L,))[lanes]
             rows_bytes = 16 // item
             if np.any(flat * item % 16):
@@ -433,7 +436,7 @@ class LdMatrix(Stmt):
             if trans:
                 h = np.ascontiguousarray(h.transpose(0, 1, 3, 2))
             words = h.view(np.uint32).reshape(len(warps), num, 8, 4)  # [.., row g, pair q]
-            regs = words.transpose(0, 2, 3, 1).reshape(len(warps), 32, num)  # lane 4g + q
+            regs = words.transpose(0, 2, 3, 1).reshape(len(warps), WARP_LANES, num)  # lane 4g + q
             dst = _lane_regs(em, ctx, m, self.dst, dfns, num, warps, "ldmatrix")
             em.storage(ctx, self.dst)[dst] = regs
             if em.profile is not None:
@@ -495,7 +498,7 @@ class MmaSync(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.d, self.a, self.b, self.c)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         sh = self.shape
         cons = "f" if sh.acc_dtype == "float32" else "r"
         d = _regs(rd, self.d, self.d_index, 4)
@@ -514,7 +517,7 @@ class MmaSync(Stmt):
         return [f'{"  " * ind}asm volatile("{sh.ptx} {{%0, %1, %2, %3}}, {{{ops_a}}}, '
                 f'{{{ops_b}}}, {{{ops_c}}};\\n" : {outs} : {", ".join(ins)});']
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sh = self.shape
         fns = {k: [em.expr(i) for i in getattr(self, f"{k}_index")] for k in "abcd"}
         ra, ca = FRAGMENTS[(sh.in_dtype, "a")]
@@ -530,13 +533,13 @@ class MmaSync(Stmt):
             w = len(warps)
             regs = {k: _lane_regs(em, ctx, m, getattr(self, k), fns[k], n, warps, "mma.sync")
                     for k, n in (("a", sh.a_regs), ("b", sh.b_regs), ("c", 4), ("d", 4))}
-            av = em.storage(ctx, self.a)[regs["a"]].astype(np.uint32).view(in_np)  # (w,32,e)
+            av = em.storage(ctx, self.a)[regs["a"]].astype(np.uint32).view(in_np)  # (w,lanes,e)
             bv = em.storage(ctx, self.b)[regs["b"]].astype(np.uint32).view(in_np)
             cv = em.storage(ctx, self.c)[regs["c"]]
             A = np.zeros((w, sh.m, sh.k), np.float64)
             B = np.zeros((w, sh.k, sh.n), np.float64)
-            A[:, ra, ca] = av.reshape(w, 32, -1)
-            B[:, rb, cb] = bv.reshape(w, 32, -1)
+            A[:, ra, ca] = av.reshape(w, WARP_LANES, -1)
+            B[:, rb, cb] = bv.reshape(w, WARP_LANES, -1)
             prod = np.matmul(A, B)  # exact: integer or fp16 products, sums of <= 32 terms
             if exact_int:
                 C = np.zeros((w, sh.m, sh.n), np.int64)
@@ -554,3 +557,26 @@ class MmaSync(Stmt):
 
 #: the statements of this module (the dialect's warp-level PTX)
 PTX_STMTS = (CpAsync, CpAsyncCommit, CpAsyncWait, LdMatrix, MmaSync)
+
+
+def _ptx(name: str, stmt: Any, warp_wide: bool = False,
+         shapes: tuple[tuple[int, int, int], ...] = (),
+         dtypes: tuple[tuple[str, str], ...] = ()) -> GpuIntrinsic:
+    """Register one statement of this module as a GPU intrinsic (its ``_render`` and
+    ``_emulate`` rules; the rules count their own profile events). What it writes: the first
+    of its buffers, where it has any (``dst`` or ``d``)."""
+    return register_gpu_intrinsic(GpuIntrinsic(
+        name, stmt, stmt._render, stmt._emulate, shapes=shapes, dtypes=dtypes,
+        warp_wide=warp_wide, writes=lambda s: s.buffers()[:1]), replace_existing=True)
+
+
+#: the GPU intrinsics of this module: copies and groups (per thread), ldmatrix and one mma.sync
+#: per input type (per warp), with the shapes and types ``MMA_SHAPES`` gives
+PTX_INTRINSICS: tuple[GpuIntrinsic, ...] = (
+    _ptx("cp.async", CpAsync),
+    _ptx("cp.async.commit_group", CpAsyncCommit),
+    _ptx("cp.async.wait_group", CpAsyncWait),
+    _ptx("ldmatrix", LdMatrix, warp_wide=True),
+    *(_ptx(f"mma.sync.{sh.name}.{dt}", MmaSync, True, ((sh.m, sh.n, sh.k),),
+           ((sh.in_dtype, sh.acc_dtype),)) for dt, sh in MMA_SHAPES.items()),
+)

@@ -42,6 +42,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from vta.gpu.target import WARP_LANES
+
 __all__ = ["BANKS", "WORD", "SECTOR", "phase_lanes", "shared_wavefronts", "bank_conflicts",
            "request_sectors", "BufferCounters", "Profile", "format_profile"]
 
@@ -54,25 +56,27 @@ SECTOR = 32
 
 def phase_lanes(width: int) -> int:
     """Lanes served in one phase by an access of ``width`` bytes per lane."""
-    return 32 if width <= 4 else 16 if width == 8 else 8
+    # one wavefront serves BANKS words: a warp's lanes at up to one word each, half of them
+    # at two words, a quarter at four
+    return min(WARP_LANES, BANKS * WORD // max(width, WORD))
 
 
 def shared_wavefronts(addr: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts and ideal wavefronts of warp accesses to shared memory.
 
-    ``addr``: (requests, 32) byte addresses relative to the buffer (multiple of 4 apart from
+    ``addr``: (requests, WARP_LANES) byte addresses relative to the buffer (multiple of 4 apart from
     the bank origin), ``-1`` for an inactive lane; ``width``: bytes per lane (1, 2, 4, 8 or
     16, the access aligned to it). Returns two (requests,) arrays (see the module docstring).
     """
-    addr = np.asarray(addr, np.int64).reshape(-1, 32)
+    addr = np.asarray(addr, np.int64).reshape(-1, WARP_LANES)
     r = addr.shape[0]
     lanes = phase_lanes(width)
-    phases = 32 // lanes
+    phases = WARP_LANES // lanes
     nwords = max(1, width // WORD)
     active = addr >= 0
-    words = (addr // WORD)[:, :, None] + np.arange(nwords)  # (r, 32, nwords)
+    words = (addr // WORD)[:, :, None] + np.arange(nwords)  # (r, lanes, nwords)
     req = np.broadcast_to(np.arange(r)[:, None, None], words.shape)
-    ph = np.broadcast_to((np.arange(32) // lanes)[None, :, None], words.shape)
+    ph = np.broadcast_to((np.arange(WARP_LANES) // lanes)[None, :, None], words.shape)
     act = np.broadcast_to(active[:, :, None], words.shape)
     w, q, p = words[act], req[act], ph[act]
     wave = np.zeros(r, np.int64)
@@ -100,7 +104,7 @@ def bank_conflicts(addr: np.ndarray, width: int) -> int:
 
 def request_sectors(addr: np.ndarray, width: int) -> np.ndarray:
     """Distinct 32-byte sectors each warp request (a row of ``addr``, -1 inactive) touches."""
-    addr = np.asarray(addr, np.int64).reshape(-1, 32)
+    addr = np.asarray(addr, np.int64).reshape(-1, WARP_LANES)
     first, last = addr // SECTOR, (addr + width - 1) // SECTOR
     act = addr >= 0
     span = int((last - first).max(initial=0)) + 1
@@ -165,11 +169,11 @@ class Profile:
 
     def access(self, name: str, scope: str, addr: np.ndarray, block: np.ndarray, width: int,
                store: bool, kind: str | None = None) -> None:
-        """Warp accesses: ``addr`` (requests, 32) byte addresses (-1 inactive; shared:
+        """Warp accesses: ``addr`` (requests, WARP_LANES) byte addresses (-1 inactive; shared:
         relative to the block's buffer), ``block`` (requests,) the block each came from,
         ``width`` bytes per lane. ``kind`` names the instruction (default ld/st.scope; ``""``
         when another access of the same instruction counted it: cp.async's shared side)."""
-        addr = np.asarray(addr, np.int64).reshape(-1, 32)
+        addr = np.asarray(addr, np.int64).reshape(-1, WARP_LANES)
         keep = (addr >= 0).any(axis=1)
         addr, block = addr[keep], np.asarray(block)[keep]
         if not addr.shape[0]:

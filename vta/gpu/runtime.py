@@ -144,8 +144,8 @@ class GpuKernel:
         self.kernel = kernel
         self.fn = _module(kernel.source, kernel.name)
         if kernel.dynamic_shared:
-            # opt in to more than 48 KiB of dynamic shared memory (the device caps it: 163 KiB
-            # on A100, 227 KiB on H100/H200)
+            # opt in to more than the static limit of dynamic shared memory (the device caps
+            # it: GpuTarget.max_dynamic_shared)
             try:
                 self.fn.max_dynamic_shared_size_bytes = kernel.dynamic_shared
             except Exception as e:

@@ -14,7 +14,7 @@ every thread streams them through registers (``cache_read`` local). The epilogue
 inlined into the output stage: they run on the register tile.
 
 Tensor cores (``wmma_schedule``): a ``bm x bn x bk`` block tile, ``warps_m x warps_n`` warps
-(``threadIdx.z``/``threadIdx.y``; ``threadIdx.x`` the 32 lanes), each warp a register tile of
+(``threadIdx.z``/``threadIdx.y``; ``threadIdx.x`` the lanes of a warp), each warp a register tile of
 ``fm x fn`` 16x16 accumulator fragments (``tensorize`` with the registered WMMA intrinsic over
 ``local`` caches: ``cache_read`` of A and B, ``cache_write`` of C). A and B slices are staged
 in shared memory, double-buffered (``double_buffer``: one barrier per K step) and copied with
@@ -36,8 +36,9 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import ScheduleError
-from vta.gpu.dialect import KNOBS, MAX_THREADS, WARP_SIZE
+from vta.gpu.dialect import KNOBS
 from vta.gpu.ops import ACC_DTYPE, GemmDef, conv2d_gemm, matmul_gemm
+from vta.gpu.target import DEFAULT_TARGET, WARP_LANES
 from vta.gpu.wmma import wmma_intrinsic
 
 __all__ = ["SimtKnobs", "WmmaKnobs", "ScheduleError", "ACC_DTYPE", "simt_schedule",
@@ -63,9 +64,9 @@ class SimtKnobs:
             raise ScheduleError(f"SIMT knobs: bm={self.bm} must be a multiple of tm={self.tm} and "
                                 f"bn={self.bn} of tn={self.tn}")
         threads = (self.bm // self.tm) * (self.bn // self.tn)
-        if threads > MAX_THREADS:
+        if threads > DEFAULT_TARGET.max_threads:
             raise ScheduleError(f"SIMT knobs give {threads} threads per block (limit "
-                                f"{MAX_THREADS})")
+                                f"{DEFAULT_TARGET.max_threads})")
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,9 @@ class WmmaKnobs:
         if self.bm % (t * self.warps_m) or self.bn % (t * self.warps_n) or self.bk % t:
             raise ScheduleError(f"WMMA knobs: bm={self.bm} must be a multiple of 16*warps_m, "
                                 f"bn={self.bn} of 16*warps_n, bk={self.bk} of 16")
-        if WARP_SIZE * self.warps_m * self.warps_n > MAX_THREADS:
-            raise ScheduleError(f"WMMA knobs: more than {MAX_THREADS} threads per block")
+        if WARP_LANES * self.warps_m * self.warps_n > DEFAULT_TARGET.max_threads:
+            raise ScheduleError(f"WMMA knobs: more than {DEFAULT_TARGET.max_threads} threads "
+                                f"per block")
         if self.vec < 1 or self.bk % self.vec:
             raise ScheduleError(f"WMMA knobs: vec={self.vec} must divide bk={self.bk}")
 
@@ -103,7 +105,7 @@ def _maybe_unroll(st: Stage, on: bool, *axes: IterVar) -> None:
 def _cooperative_copy(st: Stage, threads: list[tuple[str, int]], vec: int = 1,
                       unroll: bool = True) -> None:
     """Spread a 2-D copy stage over the block's threads (``threads`` innermost first:
-    ``[("threadIdx.x", 32), ...]``): the rows times ``vec``-element chunks of each row are
+    ``[("threadIdx.x", WARP_LANES), ...]``): the rows times ``vec``-element chunks of each row are
     fused and split over the threads; each thread moves whole chunks (``vectorize``)."""
     r, c = st.axis
     v = None
@@ -201,7 +203,7 @@ def wmma_schedule(g: GemmDef, kb: WmmaKnobs = WmmaKnobs()) -> Schedule:
     wx, nw = out.split(ni, fn * T)
     fj, c = out.split(nw, T)
     out.reorder(by, bx, wy, wx, fi, fj, r, c)
-    e, lane = out.split(out.fuse(r, c), 32)
+    e, lane = out.split(out.fuse(r, c), WARP_LANES)
     out.bind(by, "blockIdx.y")
     out.bind(bx, "blockIdx.x")
     out.bind(wy, "threadIdx.z")
@@ -223,7 +225,8 @@ def wmma_schedule(g: GemmDef, kb: WmmaKnobs = WmmaKnobs()) -> Schedule:
     sc.tensorize(ci16, wmma_intrinsic(g.in_dtype))
     _maybe_unroll(sc, True, kf, cfi, cfj)
 
-    threads = [("threadIdx.x", 32), ("threadIdx.y", kb.warps_n), ("threadIdx.z", kb.warps_m)]
+    threads = [("threadIdx.x", WARP_LANES), ("threadIdx.y", kb.warps_n),
+               ("threadIdx.z", kb.warps_m)]
     for sh, contiguous in ((AS, g.a_contiguous), (BS, True)):
         s[sh].compute_at(sc, ko)
         if kb.double_buffer:

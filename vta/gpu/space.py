@@ -14,8 +14,8 @@ facts, the same rules for every problem, bound to one problem for pruning. Knobs
 
 A point is refused (with its reason) when the knobs break their own rules (tiles not a
 multiple of the warps' tiles, a vector that does not divide ``bk``), when a block would have
-more than ``MAX_THREADS`` threads, or when a tile is larger than the problem needs (a block
-tile past the smallest one of the space covering M or N: the same kernel with idle warps). The
+more than ``GpuTarget.max_threads`` threads, or when a tile is larger than the problem needs (a
+block tile past the smallest one of the space covering M or N: the same kernel with idle warps). The
 lowering checks the rest when a point is built (registers per thread, shared memory), and a
 point it refuses is counted as the tuner's failure with its message.
 """
@@ -31,9 +31,9 @@ from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError, ScheduleError, VtaError
 from vta.gpu import schedules as G
-from vta.gpu.dialect import MAX_THREADS, WARP_SIZE
 from vta.gpu.kernels.gemm import MmaKnobs
 from vta.gpu.mma import MMA_SHAPES
+from vta.gpu.target import DEFAULT_TARGET, WARP_LANES
 
 __all__ = ["GpuSpace", "GpuProblem", "KINDS", "knobs_of"]
 
@@ -163,12 +163,12 @@ class GpuProblem:
                         f"({k} takes {', '.join(map(str, vals))})")
         kind = self.rules.kind
         threads = ((v["bm"] // v["tm"]) * (v["bn"] // v["tn"]) if kind == "simt"
-                   else WARP_SIZE * v["warps_m"] * v["warps_n"])
+                   else WARP_LANES * v["warps_m"] * v["warps_n"])
         if kind == "simt" and (v["bm"] % v["tm"] or v["bn"] % v["tn"]):
             pass  # the knobs' own check names it
-        elif threads > MAX_THREADS:
+        elif threads > DEFAULT_TARGET.max_threads:
             return ("threads per block", f"{point}: {threads} threads per block (at most "
-                    f"{MAX_THREADS})")
+                    f"{DEFAULT_TARGET.max_threads})")
         try:
             kb = knobs_of(kind, self.rules.dtype, point)
             kb.check(self.rules.dtype) if kind == "mma" else kb.check()

@@ -6,8 +6,18 @@ composition build every mapping (Hidet, "Hidet: Task-Mapping Programming Paradig
 Learning Tensor Programs", ASPLOS 2023, section 4):
 
 - ``spatial(*shape)``: ``prod(shape)`` workers, one task each: worker ``w`` does the task whose
-  row-major rank is ``w`` (``ranks`` permutes which dimension varies slowest).
-- ``repeat(*shape)``: one worker doing every task, in row-major order (or ``ranks`` order).
+  row-major rank is ``w``.
+- ``repeat(*shape)``: one worker doing every task, in row-major order.
+
+``ranks`` (both atoms) is Hidet's argument with Hidet's meaning (``hidet.ir.mapping``,
+``strides_from_ranks``): ``ranks[d]`` is the *significance* of dimension ``d``, 0 the most
+significant (slowest-varying) and ``len(shape) - 1`` the fastest; the default
+``[0, 1, ..., n-1]`` is row-major and ``[n-1, ..., 0]`` column-major. Worker ``w`` of a spatial
+atom does the task ``((w // stride[d]) % shape[d])_d`` and a repeat atom runs its tasks in
+increasing ``sum(task[d] * stride[d])``, where dimension ``d``'s stride is the product of the
+extents of the dimensions less significant than it. (The dimensions listed slowest to fastest,
+``Atom.order``, are the inverse permutation of ``ranks``: they coincide for one or two
+dimensions, not for every permutation of three or more.)
 - ``outer * inner`` (same rank): ``outer.workers * inner.workers`` workers and the task shape
   multiplied elementwise. Worker ``w`` is ``(w // inner.workers, w % inner.workers)``; it does,
   for each of its outer tasks ``a`` in order and each of its inner tasks ``b`` in order, the task
@@ -42,11 +52,16 @@ Body = Callable[[tuple[E.Expr, ...]], S.Stmt]
 @dataclass(frozen=True, slots=True)
 class Atom:
     """One ``spatial`` (``spatial=True``) or ``repeat`` factor of a composed mapping; ``ranks``
-    lists the dimensions from the slowest-varying to the fastest."""
+    gives each dimension's significance, as Hidet's does (module docstring)."""
 
     shape: tuple[int, ...]
     spatial: bool
     ranks: tuple[int, ...]
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The dimensions from the slowest-varying (significance 0) to the fastest."""
+        return tuple(self.ranks.index(i) for i in range(len(self.ranks)))
 
     @property
     def size(self) -> int:
@@ -57,9 +72,9 @@ class Atom:
         return self.size if self.spatial else 1
 
     def unravel(self, r: int) -> Task:
-        """The task of row-major (in ``ranks`` order) rank ``r``."""
+        """The task of rank ``r`` (dimensions varying in ``order``, the last fastest)."""
         out = [0] * len(self.shape)
-        for d in reversed(self.ranks):
+        for d in reversed(self.order):
             r, out[d] = divmod(r, self.shape[d])
         return tuple(out)
 
@@ -211,18 +226,21 @@ class TaskMapping:
     def _unravel_expr(a: Atom, r: E.Expr) -> list[E.Expr]:
         out: list[E.Expr] = [E.IntImm(0)] * len(a.shape)
         div = 1
-        for d in reversed(a.ranks):
+        order = a.order
+        for d in reversed(order):
             q = r // div if div > 1 else r
-            out[d] = q % a.shape[d] if d != a.ranks[0] else q
+            out[d] = q % a.shape[d] if d != order[0] else q
             div *= a.shape[d]
         return out
 
 
 def spatial(*shape: int, ranks: Sequence[int] | None = None) -> TaskMapping:
-    """``prod(shape)`` workers, one task each (see the module docstring)."""
+    """``prod(shape)`` workers, one task each; ``ranks[d]``: dimension ``d``'s significance, 0
+    the slowest-varying, as in Hidet (see the module docstring)."""
     return TaskMapping((_atom(shape, True, ranks),))
 
 
 def repeat(*shape: int, ranks: Sequence[int] | None = None) -> TaskMapping:
-    """One worker doing all ``prod(shape)`` tasks in order (see the module docstring)."""
+    """One worker doing all ``prod(shape)`` tasks in order; ``ranks`` as for ``spatial``
+    (see the module docstring)."""
     return TaskMapping((_atom(shape, False, ranks),))

@@ -59,6 +59,7 @@ from vta.compiler.ir.tensor import (
 from vta.compiler.tc.to_ir import TcFunc
 from vta.errors import MappingError
 from vta.gpu.dialect import KNOBS
+from vta.gpu.target import DEFAULT_TARGET, WARP_LANES
 
 __all__ = ["MappingError", "MappingOptions", "Resolved", "KernelPlan", "GpuKernelDef",
            "GpuProgram", "plan_kernels", "map_gpu", "resolve", "isolate"]
@@ -76,7 +77,8 @@ class MappingOptions:
     entries: tile 1, no threads); ``reduction_tile``: elements of the first reduction axis
     staged per step; ``unroll``: largest unrolled loop (iterations; 0 = none);
     ``use_shared``: promote reused inputs to shared memory; ``fusion``: ``"max"`` or ``"min"``;
-    ``max_shared_bytes``: the shared memory a block may use."""
+    ``max_shared_bytes``: the shared memory a block may use (default: the default target's
+    static limit, since the mapper's schedules declare static shared memory)."""
 
     tile: tuple[int, ...] | None = None
     threads: tuple[int, ...] | None = None
@@ -84,7 +86,7 @@ class MappingOptions:
     unroll: int = 8
     use_shared: bool = True
     fusion: str = "max"
-    max_shared_bytes: int = 48 * 1024
+    max_shared_bytes: int = DEFAULT_TARGET.static_shared
 
     def check(self) -> None:
         if self.fusion not in ("max", "min"):
@@ -136,11 +138,11 @@ def resolve(opts: MappingOptions, shape: tuple[int, ...], reduce_extent: int | N
     threads = _right(opts.threads, n, 1)
     if threads is not None:  # threads past the extent would compute nothing: dropped, as TC does
         threads = tuple(min(t, e) for t, e in zip(threads, shape, strict=True))
-    else:  # up to 32 threads on the innermost dimension, up to 256 per block
+    else:  # up to a warp of threads on the innermost dimension, up to 256 per block
         t = [1] * n
         nz = [d for d in range(n) if shape[d] > 1]
         if nz:
-            t[nz[-1]] = min(shape[nz[-1]], 32)
+            t[nz[-1]] = min(shape[nz[-1]], WARP_LANES)
         if len(nz) > 1:
             t[nz[-2]] = min(shape[nz[-2]], max(1, 256 // t[nz[-1]]), 16)
         threads = tuple(t)

@@ -1,10 +1,13 @@
 """Tensor-core intrinsics (WMMA m16n16k16) and the pass that lowers ``tensorize`` regions to them.
 
-Two intrinsics are registered with the shared registry (``vta.compiler.ir.intrin``) for target
-``cuda``: ``wmma.m16n16k16.s8s8s32`` (int8 x int8 -> exact int32) and ``wmma.m16n16k16.f16f16f32``
-(fp16 x fp16 -> fp32 accumulate). Each declares its computation in the tensor IR (``decl``) and
-carries hooks: ``cuda`` (the statement that replaces a matched region) and ``emulate`` (numpy
-semantics on one 16x16x16 tile, used by the SIMT emulator and by tests).
+Two tensorize patterns are registered with the shared registry (``vta.compiler.ir.intrin``) for
+target ``cuda``: ``wmma.m16n16k16.s8s8s32`` (int8 x int8 -> exact int32) and
+``wmma.m16n16k16.f16f16f32`` (fp16 x fp16 -> fp32 accumulate), each declaring its computation in
+the tensor IR (``decl``). Each is realised by a ``GpuIntrinsic`` (``vta.gpu.intrinsic``) of the
+same name: the ``WmmaMma`` statement's CUDA render rule (``wmma::mma_sync``) and emulate rule,
+its shape and dtypes, and its numpy semantics on one 16x16x16 tile (``wmma_reference``). The
+fragment statements ``WmmaFill``/``WmmaLoad``/``WmmaStore`` are registered the same way
+(``wmma.fill``, ``wmma.load``, ``wmma.store``).
 
 Matched region (what the schedule writes under ``AttrStmt(TENSORIZE, <intrinsic>)``)::
 
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -35,11 +37,21 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.intrin import TensorIntrinsic, TensorizeRegion
 from vta.compiler.ir.intrin import register as register_intrinsic
 from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
-from vta.errors import GpuLoweringError
-from vta.gpu.dialect import WMMA_FRAGMENT, FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
+from vta.errors import EmulatorError, EmulatorRaceError, GpuLoweringError
+from vta.gpu.dialect import (
+    WMMA_FRAGMENT,
+    FragmentInfo,
+    WmmaFill,
+    WmmaLoad,
+    WmmaMma,
+    WmmaStore,
+    flat_index,
+)
+from vta.gpu.emulator import NP_DTYPES, Emulator, ExprFn, StmtFn, _Ctx
+from vta.gpu.intrinsic import GpuIntrinsic, for_pattern, register_gpu_intrinsic
 
-__all__ = ["WMMA_INT8", "WMMA_FP16", "wmma_intrinsic", "lower_tensorize", "wmma_reference",
-           "fragment_tile"]
+__all__ = ["WMMA_INT8", "WMMA_FP16", "WMMA_MMA_INT8", "WMMA_MMA_FP16", "wmma_intrinsic",
+           "lower_tensorize", "wmma_reference", "fragment_tile"]
 
 TILE = 16
 
@@ -61,24 +73,188 @@ def wmma_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (np.matmul(a.astype(np.float32), b.astype(np.float32)) + c.astype(np.float32))
 
 
-def _make(name: str, in_dtype: str, acc_dtype: str) -> TensorIntrinsic:
-    """A WMMA intrinsic, defined like every other through the shared type: its pattern (the
-    tensor-IR declaration ``tensorize`` matches), and hooks for the layers that implement it:
-    ``cuda`` (the call the renderer emits), ``emulate`` (the numpy semantics the SIMT emulator
-    runs), ``fragment`` (lowered to warp fragments), ``shape`` (m, n, k) and ``dtypes``."""
-    hooks = {"cuda": "wmma::mma_sync", "emulate": wmma_reference, "fragment": True,
-             "shape": (TILE, TILE, TILE), "dtypes": (in_dtype, acc_dtype)}
-    ti = TensorIntrinsic(name=name, target="cuda", decl=_decl(in_dtype, acc_dtype),
-                         hooks=MappingProxyType(hooks))
-    return register_intrinsic(ti, replace_existing=True)
+# ---------------------------------------------------------------------------- the intrinsics
+
+#: what the CUDA of every WMMA statement needs
+_HEADERS = ("#include <mma.h>", "using namespace nvcuda;")
 
 
-WMMA_INT8 = _make("wmma.m16n16k16.s8s8s32", "int8", "int32")
-WMMA_FP16 = _make("wmma.m16n16k16.f16f16f32", "float16", "float32")
+def _render_fill(s: WmmaFill, r: Any, ind: int) -> list[str]:
+    val = s.value if s.value.dtype == s.frag.dtype else E.Cast(s.frag.dtype, s.value)
+    return [f"{'  ' * ind}wmma::fill_fragment({r.frag(s.frag, s.index)}, {r.expr(val)});"]
 
 
-def wmma_intrinsic(in_dtype: str) -> Any:
-    """The registered WMMA intrinsic for an input type (int8 or float16)."""
+def _render_load(s: WmmaLoad, r: Any, ind: int) -> list[str]:
+    ptr = f"&{r.name(s.src)}[{r.expr(flat_index(s.src, s.offset))}]"
+    return [f"{'  ' * ind}wmma::load_matrix_sync({r.frag(s.frag, s.index)}, {ptr}, {s.ldm});"]
+
+
+def _render_mma(s: WmmaMma, r: Any, ind: int) -> list[str]:
+    return [f"{'  ' * ind}wmma::mma_sync({r.frag(s.d, s.d_index)}, {r.frag(s.a, s.a_index)}, "
+            f"{r.frag(s.b, s.b_index)}, {r.frag(s.c, s.c_index)});"]
+
+
+def _render_store(s: WmmaStore, r: Any, ind: int) -> list[str]:
+    ptr = f"&{r.name(s.dst)}[{r.expr(flat_index(s.dst, s.offset))}]"
+    lay = "wmma::mem_row_major" if s.layout == "row_major" else "wmma::mem_col_major"
+    return [f"{'  ' * ind}wmma::store_matrix_sync({ptr}, {r.frag(s.frag, s.index)}, {s.ldm}, "
+            f"{lay});"]
+
+
+# the emulate rules: a whole warp's fragment operation at once (lanes Wk..Wk+W-1 are warp k)
+
+def _emu_wmma_fill(s: WmmaFill, em: Emulator) -> StmtFn:
+    idx = [em.expr(i) for i in s.index]
+    val = em.expr(s.value)
+
+    def run(ctx: _Ctx, m: Any) -> None:
+        warps = em.active_warps(ctx, m, "wmma.fill")
+        iv = em.warp_uniform(ctx, idx, m, "wmma.fill")
+        (v,) = em.warp_uniform(ctx, [val], m, "wmma.fill")
+        ctx.mem[s.frag][em._frag_sel(ctx, s.frag, iv, warps)] = em._pick(v, warps)
+    return run
+
+
+def _emu_tile_index(em: Emulator, ctx: _Ctx, buf: S.Buffer, offset: list[ExprFn], ldm: int,
+                    layout: str, rows: int, cols: int, m: Any, warps: np.ndarray, what: str
+                    ) -> np.ndarray:
+    base_fns = offset
+    ov = em.warp_uniform(ctx, base_fns, m, what)
+    flat: Any = 0
+    for v, d in zip(ov, buf.shape, strict=False):
+        flat = flat * d + em._pick(v, warps)
+    r = np.arange(rows)[:, None]
+    c = np.arange(cols)[None, :]
+    tile = r * ldm + c if layout == "row_major" else c * ldm + r
+    inner = np.asarray(flat, np.int64).reshape(-1, 1, 1) + tile[None]
+    if inner.size and (inner.min() < 0 or inner.max() >= buf.size):
+        raise EmulatorError(f"{em.func.name}: {what} {buf.name}: tile out of bounds "
+                            f"for shape {buf.shape}")
+    if buf.scope == "shared":
+        blk = warps // ctx.wpb
+        inner = inner + (blk.astype(np.int64) * buf.size).reshape(-1, 1, 1)
+    elif buf.scope != "global":
+        raise EmulatorError(f"{what}: {buf.name} must be in shared or global memory")
+    return inner
+
+
+def _emu_frag_shape(em: Emulator, b: S.Buffer) -> tuple[int, int]:
+    return b.shape[-2], b.shape[-1]
+
+
+def _emu_wmma_load(s: WmmaLoad, em: Emulator) -> StmtFn:
+    idx = [em.expr(i) for i in s.index]
+    off = [em.expr(i) for i in s.offset]
+
+    def run(ctx: _Ctx, m: Any) -> None:
+        warps = em.active_warps(ctx, m, "wmma.load")
+        rows, cols = _emu_frag_shape(em, s.frag)
+        where = _emu_tile_index(em, ctx, s.src, off, s.ldm, s.layout, rows, cols, m, warps,
+                                 "wmma.load from")
+        if em.check_races and s.src.scope == "shared":
+            _emu_warp_read(em, ctx, s.src, where, warps)
+        iv = em.warp_uniform(ctx, idx, m, "wmma.load")
+        tiles = em.storage(ctx, s.src)[where]
+        ctx.mem[s.frag][em._frag_sel(ctx, s.frag, iv, warps)] = tiles
+    return run
+
+
+def _emu_warp_lanes(em: Emulator, ctx: _Ctx, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo = (warps % ctx.wpb) * ctx.W
+    return lo.reshape(-1, 1, 1), (lo + ctx.W - 1).reshape(-1, 1, 1)
+
+
+def _emu_warp_read(em: Emulator, ctx: _Ctx, b: S.Buffer, where: np.ndarray, warps: np.ndarray
+                   ) -> None:
+    lo, hi = _emu_warp_lanes(em, ctx, warps)
+    w = ctx.writer[b][where]
+    if np.any((w != -1) & ((w < lo) | (w > hi))):
+        raise EmulatorRaceError(f"{em.func.name}: shared-memory race on {b.name}: a warp "
+                                f"loads a tile written by another warp with no barrier")
+    r = ctx.reader[b]
+    cur = r[where]
+    new = np.where(cur == -1, np.broadcast_to(lo, where.shape), -2).astype(np.int32)
+    new = np.where((cur >= lo) & (cur <= hi), cur, new)
+    r[where] = new
+
+
+def _emu_wmma_mma(s: WmmaMma, em: Emulator) -> StmtFn:
+    fi = {k: [em.expr(i) for i in getattr(s, f"{k}_index")] for k in "dabc"}
+    semantics = getattr(s.intrin, "semantics", None)
+    if semantics is None:
+        raise EmulatorError(f"{em.func.name}: wmma.mma names no GPU intrinsic with "
+                            f"semantics (its intrin is {s.intrin!r})")
+
+    def run(ctx: _Ctx, m: Any) -> None:
+        warps = em.active_warps(ctx, m, "wmma.mma")
+        sel = {k: em._frag_sel(ctx, getattr(s, k),
+                                 em.warp_uniform(ctx, fi[k], m, "wmma.mma"), warps)
+               for k in "dabc"}
+        a = ctx.mem[s.a][sel["a"]]
+        b = ctx.mem[s.b][sel["b"]]
+        c = ctx.mem[s.c][sel["c"]]
+        d = semantics(a, b, c)  # the intrinsic's own numpy semantics
+        ctx.mem[s.d][sel["d"]] = d.astype(NP_DTYPES[s.d.dtype])
+    return run
+
+
+def _emu_wmma_store(s: WmmaStore, em: Emulator) -> StmtFn:
+    idx = [em.expr(i) for i in s.index]
+    off = [em.expr(i) for i in s.offset]
+
+    def run(ctx: _Ctx, m: Any) -> None:
+        warps = em.active_warps(ctx, m, "wmma.store")
+        rows, cols = _emu_frag_shape(em, s.frag)
+        where = _emu_tile_index(em, ctx, s.dst, off, s.ldm, s.layout, rows, cols, m, warps,
+                                 "wmma.store to")
+        iv = em.warp_uniform(ctx, idx, m, "wmma.store")
+        val = ctx.mem[s.frag][em._frag_sel(ctx, s.frag, iv, warps)]
+        if em.check_races and s.dst.scope == "shared":
+            lo, hi = _emu_warp_lanes(em, ctx, warps)
+            lo_b = np.broadcast_to(lo, where.shape)
+            em.check_write(ctx, s.dst, where, lo_b, lo_b, np.broadcast_to(hi, where.shape))
+        em.storage(ctx, s.dst)[where] = val.astype(NP_DTYPES[s.dst.dtype])
+    return run
+
+
+def _fragment_op(name: str, stmt: type[S.Stmt], render: Any, emulate: Any, writes: Any
+                 ) -> GpuIntrinsic:
+    """A fragment statement (fill, load, store): no arithmetic, a whole warp executes it."""
+    return register_gpu_intrinsic(GpuIntrinsic(
+        name, stmt, render, emulate, shapes=((TILE, TILE, TILE),), warp_wide=True,
+        headers=_HEADERS, counted_as=name, writes=writes), replace_existing=True)
+
+
+WMMA_FILL = _fragment_op("wmma.fill", WmmaFill, _render_fill, _emu_wmma_fill,
+                         lambda s: (s.frag,))
+WMMA_LOAD = _fragment_op("wmma.load", WmmaLoad, _render_load, _emu_wmma_load,
+                         lambda s: (s.frag,))
+WMMA_STORE = _fragment_op("wmma.store", WmmaStore, _render_store, _emu_wmma_store,
+                          lambda s: (s.dst,))
+
+
+def _make(name: str, in_dtype: str, acc_dtype: str) -> GpuIntrinsic:
+    """A WMMA MMA: its tensorize pattern (registered in the shared registry: the tensor-IR
+    declaration ``tensorize`` matches) and the GPU intrinsic that realises it (``WmmaMma``:
+    render and emulate rules, shape, dtypes, ``wmma_reference`` semantics)."""
+    ti = TensorIntrinsic(name=name, target="cuda", decl=_decl(in_dtype, acc_dtype))
+    register_intrinsic(ti, replace_existing=True)
+    return register_gpu_intrinsic(GpuIntrinsic(
+        name, WmmaMma, _render_mma, _emu_wmma_mma, shapes=((TILE, TILE, TILE),),
+        dtypes=((in_dtype, acc_dtype),), semantics=wmma_reference, pattern=ti, warp_wide=True,
+        headers=_HEADERS, counted_as="wmma.mma", writes=lambda s: (s.d,)),
+        replace_existing=True)
+
+
+WMMA_MMA_INT8 = _make("wmma.m16n16k16.s8s8s32", "int8", "int32")
+WMMA_MMA_FP16 = _make("wmma.m16n16k16.f16f16f32", "float16", "float32")
+#: the tensorize patterns (what a schedule's ``tensorize`` takes)
+WMMA_INT8: TensorIntrinsic = WMMA_MMA_INT8.pattern  # type: ignore[assignment]
+WMMA_FP16: TensorIntrinsic = WMMA_MMA_FP16.pattern  # type: ignore[assignment]
+
+
+def wmma_intrinsic(in_dtype: str) -> TensorIntrinsic:
+    """The registered WMMA tensorize pattern for an input type (int8 or float16)."""
     if in_dtype == "int8":
         return WMMA_INT8
     if in_dtype == "float16":
@@ -86,11 +262,18 @@ def wmma_intrinsic(in_dtype: str) -> Any:
     raise GpuLoweringError(f"no tensor-core intrinsic for {in_dtype} (int8 and float16 exist)")
 
 
+def _gpu_mma(v: Any) -> GpuIntrinsic | None:
+    """The fragment (WMMA) GPU intrinsic a tensorize annotation's pattern is realised by, by
+    the intrinsic's definition (its statement), not its name; None for any other region."""
+    if not isinstance(v, TensorizeRegion) or v.intrin.target != "cuda":
+        return None
+    g = for_pattern(v.intrin)
+    return g if g is not None and g.stmt is WmmaMma else None
+
+
 def _is_wmma(v: Any) -> bool:
-    """Whether a tensorize annotation is a region matched to a fragment (WMMA) intrinsic: by the
-    intrinsic's definition (target and hooks), not its name."""
-    return (isinstance(v, TensorizeRegion) and v.intrin.target == "cuda"
-            and v.intrin.hooks.get("fragment", False))
+    """Whether a tensorize annotation is a region matched to a fragment (WMMA) intrinsic."""
+    return _gpu_mma(v) is not None
 
 
 # ---------------------------------------------------------------------------- matching helpers
@@ -139,7 +322,7 @@ def _split_tile(e: E.Expr, tile: int) -> tuple[E.Expr, E.Expr]:
 def fragment_tile(func: S.PrimFunc) -> int:
     """The fragment edge of the function's WMMA regions, from their intrinsics' ``shape``
     hook (every region of one kernel shares it; this lowering handles square shapes)."""
-    shapes = {tuple(n.value.intrin.hooks["shape"]) for n in E.walk(func.body)
+    shapes = {_gpu_mma(n.value).shape for n in E.walk(func.body)  # type: ignore[union-attr]
               if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE and _is_wmma(n.value)}
     if not shapes:
         return TILE
@@ -242,7 +425,9 @@ class _Lowerer:
         k = next(v for v in (v1, v2, v3) if v is not i and v is not j)
         if tuple(la.indices[-2:]) != (i, k) or tuple(lb.indices[-2:]) != (k, j):
             raise self.fail("A must be indexed [.., i, k] and B [.., k, j]")
-        ins, acc = attr.value.intrin.hooks["dtypes"]
+        gi = _gpu_mma(attr.value)
+        assert gi is not None  # only WMMA regions reach here
+        ins, acc = gi.dtypes[0]
         if la.buffer.dtype != ins or lb.buffer.dtype != ins or c.dtype != acc:
             raise self.fail(f"{attr.value.name} needs {ins} operands and a {acc} accumulator")
         for b, role in ((c, "accumulator"), (la.buffer, "matrix_a"), (lb.buffer, "matrix_b")):
@@ -255,7 +440,7 @@ class _Lowerer:
             self.frags[b] = prev or _Frag(role)
         lead = lambda ld: tuple(ld.indices[:-2])  # noqa: E731
         return WmmaMma(c, tuple(st.indices[:-2]), la.buffer, lead(la), lb.buffer, lead(lb), c,
-                       tuple(st.indices[:-2]), attr.value.intrin)
+                       tuple(st.indices[:-2]), gi)
 
     # pass 2: copies into / out of fragments
     def copy(self, s: S.For) -> S.Stmt | None:

@@ -1,7 +1,9 @@
 """Tuning the GPU kernels: their spaces (``vta.gpu.space``) searched with kernels timed on a GPU.
 
 A GPU trial builds the point's kernel (the SIMT or WMMA schedule lowered by the GPU pipeline,
-or the task-mapping kernel), renders it, checks it once bit-exact against numpy, and times it
+or the task-mapping kernel), renders it, refuses it where nvcc is present and ptxas reports it
+spilling registers or exceeding a limit of its ``GpuTarget`` (``vta.gpu.nvcc.check_kernel``:
+the trial fails with that message), checks it once bit-exact against numpy, and times it
 with CUDA events (``CudaTarget.measure``: the median of its ``REPS`` launches after
 ``WARMUP``); its cost is milliseconds.
 Timing needs a GPU: the SIMT emulator executes kernels statement by statement on the CPU and
@@ -23,7 +25,9 @@ from vta.errors import VtaError
 from vta.gpu import schedules as G
 from vta.gpu.kernels.conv2d import mma_conv2d
 from vta.gpu.kernels.gemm import mma_gemm
+from vta.gpu.nvcc import check_kernel, find_nvcc
 from vta.gpu.space import GpuProblem, GpuSpace, knobs_of
+from vta.gpu.target import target_of
 from vta.run.check import compare
 from vta.run.gpu_workloads import GpuWorkload
 from vta.run.layer import GpuLayer, layer_inputs, layer_reference
@@ -70,6 +74,8 @@ def measure_gpu(task: TrialTask) -> Outcome:
     method = f"CUDA events, median of {target.REPS}"
     try:
         kernel = target.compile(gpu_func(task))
+        if find_nvcc() is not None:
+            check_kernel(kernel.cuda, target_of(kernel.func))
         gw = GpuWorkload(task.workload.name, task.workload.spec, task.dtype, task.epilogue)
         layer = GpuLayer(gw, kernel)
         user = layer_inputs(gw.spec, task.epilogue, 0, task.dtype)

@@ -35,6 +35,6 @@ def test_too_many_threads_are_refused_naming_the_loops() -> None:
                                                  thread="threadIdx.x", name="tx"),
                             kind=T, thread="threadIdx.y", name="ty"))
     with pytest.raises(GpuLoweringError, match=r"k: 32x64x1 = 2048 threads per block exceed the "
-                                               r"CUDA limit of 1024 \(threadIdx.x = 32 \(loop tx "
-                                               r"of stage \?\); threadIdx.y = 64"):
+                                               r"CUDA limit of 1024 on sm_80 \(threadIdx.x = "
+                                               r"32 \(loop tx of stage \?\); threadIdx.y = 64"):
         bind_threads(f)

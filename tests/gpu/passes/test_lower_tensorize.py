@@ -8,7 +8,7 @@ from vta.compiler.ir.builder import alloc, attr, buf, func, loop, seq
 from vta.compiler.ir.intrin import Match, TensorizeRegion
 from vta.compiler.ir.structural import assert_structural_equal
 from vta.gpu.dialect import FragmentInfo, WmmaFill, WmmaLoad, WmmaMma, WmmaStore
-from vta.gpu.wmma import WMMA_INT8, GpuLoweringError, lower_tensorize
+from vta.gpu.wmma import WMMA_INT8, WMMA_MMA_INT8, GpuLoweringError, lower_tensorize
 
 AG = buf("A", (16, 32), "int8")
 BG = buf("B", (16, 16), "int8")
@@ -49,7 +49,7 @@ def test_region_and_fragment_copies_become_wmma_statements() -> None:
     body = seq(WmmaFill(C, (z, z), z),
                WmmaLoad(AL, (z, z), AG, (z, E.IntImm(16)), 32, "row_major"),
                WmmaLoad(BL, (z, z), BG, (z, z), 16, "col_major"),
-               WmmaMma(C, (z, z), AL, (z, z), BL, (z, z), C, (z, z), WMMA_INT8),
+               WmmaMma(C, (z, z), AL, (z, z), BL, (z, z), C, (z, z), WMMA_MMA_INT8),
                WmmaStore(D, (z, z), C, (z, z), 16, "row_major"))
 
     def frag(b: S.Buffer, role: str, layout: str, inner: S.Stmt) -> S.Stmt:

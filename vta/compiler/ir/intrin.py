@@ -7,8 +7,9 @@ selection can cover an expression with it.
 
 The accelerator's intrinsics come from its instruction definitions
 (``vta.compiler.accel.insn_intrin``, which builds each declaration with ``BUILDER``); GPU
-intrinsics (WMMA) are registered directly, with ``hooks`` for the CUDA rendering and the
-emulator's semantics. Lookups are by name (``get``) or by target (``for_target``); ``match``
+intrinsics (WMMA) register their tensorize pattern directly; how the GPU renders and emulates
+them is the GPU back end's own definition (``vta.gpu.intrinsic.GpuIntrinsic``), not a field
+here. Lookups are by name (``get``) or by target (``for_target``); ``match``
 checks a loop region against an intrinsic.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,14 +51,11 @@ class TensorIntrinsic:
 
     Accelerator intrinsics carry the ``instruction`` they become, ``bind`` (placeholder or
     ``decl`` -> micro-op operand ``dst``/``src``/``wgt``, or an immediate's instruction field)
-    and ``fixed`` (fields this variant sets, e.g. ``use_imm``). ``hooks`` map a layer's key
-    (``"cuda"``, ``"emulate"``, ``"shape"``, ``"dtypes"``) to its implementation, for GPU
-    intrinsics. Identity is the object."""
+    and ``fixed`` (fields this variant sets, e.g. ``use_imm``). Identity is the object."""
 
     name: str
     target: str
     decl: Tensor
-    hooks: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     instruction: InstructionDef | None = None
     bind: Mapping[Tensor, str] = field(default_factory=lambda: MappingProxyType({}))
     fixed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -80,10 +78,6 @@ class TensorIntrinsic:
         """The placeholder bound to operand or field ``role`` (None if none is)."""
         return next((t for t, r in self.bind.items() if r == role and t is not self.decl),
                     None)
-
-    def with_hooks(self, **hooks: Any) -> TensorIntrinsic:
-        """A copy with ``hooks`` added (a layer attaching its implementation)."""
-        return replace(self, hooks=MappingProxyType({**self.hooks, **hooks}))
 
     def __str__(self) -> str:
         return self.name

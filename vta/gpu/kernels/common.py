@@ -18,14 +18,10 @@ from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.verify import verify
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import LAUNCH, LaunchConfig, ThreadIndex
-from vta.gpu.passes.bind_threads import MAX_THREADS
 from vta.gpu.passes.check_registers import check_registers
+from vta.gpu.target import GPU_TARGET, GpuTarget, gpu_target
 
-__all__ = ["MAX_DYNAMIC_SHARED", "finish", "shared_bytes", "threads", "alloc"]
-
-#: dynamic shared memory one block may use on the GPUs these kernels target (sm_90: 227 KiB;
-#: sm_80 allows 163 KiB, the kernels' defaults stay below that)
-MAX_DYNAMIC_SHARED = 227 * 1024
+__all__ = ["finish", "shared_bytes", "threads", "alloc"]
 
 
 def shared_bytes(body: S.Stmt) -> int:
@@ -52,22 +48,28 @@ def alloc(bufs: list[S.Buffer], body: S.Stmt) -> S.Stmt:
 
 def finish(name: str, params: tuple[S.Buffer, ...], body: Callable[..., S.Stmt],
            grid: tuple[int, int], nthreads: int,
-           attrs: tuple[tuple[S.AttrKey[Any], object], ...] = ()
-           ) -> S.PrimFunc:
+           attrs: tuple[tuple[S.AttrKey[Any], object], ...] = (),
+           target: GpuTarget | str | None = None) -> S.PrimFunc:
     """The lowered kernel: ``body(tid, bx, by)`` under lets binding them to threadIdx.x,
-    blockIdx.x and blockIdx.y; launch ``grid`` x ``nthreads`` threads."""
-    if nthreads > MAX_THREADS or nthreads % 32:
-        raise GpuLoweringError(f"{name}: {nthreads} threads per block (whole warps, at most "
-                               f"{MAX_THREADS})")
+    blockIdx.x and blockIdx.y; launch ``grid`` x ``nthreads`` threads. The block's threads and
+    shared memory are checked against ``target`` (default ``DEFAULT_TARGET``), which the
+    function records (``GPU_TARGET``)."""
+    tgt = gpu_target(target)
+    if not tgt.whole_warps(nthreads):
+        raise GpuLoweringError(f"{name}: {nthreads} threads per block (whole "
+                               f"{tgt.warp_size}-lane warps, at most {tgt.max_threads} on "
+                               f"{tgt})")
     tid, bx, by = threads()
     inner = body(tid, bx, by)
     stmt = S.LetStmt(tid, ThreadIndex("threadIdx.x"),
                      S.LetStmt(bx, ThreadIndex("blockIdx.x"),
                                S.LetStmt(by, ThreadIndex("blockIdx.y"), inner)))
     smem = shared_bytes(stmt)
-    if smem > MAX_DYNAMIC_SHARED:
-        raise GpuLoweringError(f"{name}: {smem} B of shared memory per block exceed "
-                               f"{MAX_DYNAMIC_SHARED} B; use smaller tiles or fewer stages")
+    if smem > tgt.max_shared:
+        raise GpuLoweringError(f"{name}: {smem} B of shared memory per block exceed the "
+                               f"{tgt} limit of {tgt.max_shared} B; use smaller tiles or fewer "
+                               f"stages")
     launch = LaunchConfig((grid[0], grid[1], 1), (nthreads, 1, 1), smem)
-    func = S.PrimFunc(name, params, stmt, ((S.TARGET, "cuda"), *attrs, (LAUNCH, launch)))
+    func = S.PrimFunc(name, params, stmt, ((S.TARGET, "cuda"), (GPU_TARGET, tgt), *attrs,
+                                           (LAUNCH, launch)))
     return check_registers(verify(func))

@@ -55,6 +55,7 @@ from vta.gpu.kernels.gemm import ChainSite, GemmBody, MmaKnobs, chain_buffers, c
 from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait
 from vta.gpu.profile import SECTOR
+from vta.gpu.target import WARP_LANES
 from vta.gpu.taskmap import repeat, spatial
 
 __all__ = ["mma_conv2d", "ohwi_weight", "conv_knobs", "nhwc_knobs", "tile_knobs", "CONV_KNOBS",
@@ -540,7 +541,7 @@ class ConvBody(GemmBody):
         body = S.seq(init, *prologue, main, CpAsyncWait(0),
                      self.conv_epilogue(tid, lane, wy, wx, bx, by))
         body = alloc([self.Ps, self.As, self.Bs, self.acc, self.af, self.bf], body)
-        return S.LetStmt(lane, tid % 32, S.LetStmt(warp, tid // 32, S.LetStmt(
+        return S.LetStmt(lane, tid % WARP_LANES, S.LetStmt(warp, tid // WARP_LANES, S.LetStmt(
             wy, warp // kb.warps_n, S.LetStmt(wx, warp % kb.warps_n, body))))
 
     # ------------------------------------------------------------------ epilogue
@@ -643,24 +644,24 @@ class ConvBody(GemmBody):
         ``ce``-element vectors along pixels, crossing into the next channel's row where the
         output ranges are whole planes), for a few windows and window shifts."""
         s = self.spec
-        lanes = np.arange(32)
+        lanes = np.arange(WARP_LANES)
         gq, q = lanes // 4, lanes % 4
-        on = np.ones(32, bool)
+        on = np.ones(WARP_LANES, bool)
         pats: list[Pattern] = [(wx * self.wn + 2 * q + e, wy * self.wm + gq + 8 * h, on, eo)
                                for wx in range(self.kb.warps_n)
                                for wy in range(self.kb.warps_m)
                                for e in range(2) for h in range(2)]
         spe = SECTOR // eo
         ohw = s.oh * s.ow
-        for w in range(min(4, -(-max_len // (32 * ce)))):
+        for w in range(min(4, -(-max_len // (WARP_LANES * ce)))):
             for shift in range(0, spe, max(ce, spe // 4)):
-                e = ce * (32 * w + lanes) - shift
+                e = ce * (WARP_LANES * w + lanes) - shift
                 act = (e >= 0) & (e < max_len)
                 e = np.clip(e, 0, max_len - 1)
                 if kind in ("planes", "strided"):
                     row, col = e // ohw, e % ohw
                 else:  # one channel's pixels (rows), or one output row's (segments)
-                    row, col = np.zeros(32, int), e
+                    row, col = np.zeros(WARP_LANES, int), e
                 act &= (row < self.kb.bn) & (col < self.kb.bm)
                 pats.append((np.minimum(row, self.kb.bn - 1), np.minimum(col, self.kb.bm - 1),
                              act, ce * eo))

@@ -8,6 +8,7 @@ import math
 from vta.compiler.ir import expr as E
 from vta.errors import GpuLoweringError
 from vta.gpu.profile import SECTOR
+from vta.gpu.target import WARP_LANES
 from vta.gpu.taskmap import TaskMapping, repeat, spatial
 
 __all__ = ["vector_bytes", "sector_windows", "copy_mapping", "window_mapping", "window_offset"]
@@ -25,10 +26,11 @@ def vector_bytes(*sizes: int) -> int:
 def sector_windows(length: int, item: int) -> int:
     """Copy tasks per row for element copies in sector-aligned windows: a row segment of
     ``length`` elements starts anywhere in a sector, so ``length + sector - 1`` elements,
-    rounded up to whole warp requests of 32 lanes, cover it with every request inside whole
-    sectors (lane ``l`` of window ``w`` takes element ``32 w + l - start % sector``)."""
+    rounded up to whole warp requests of ``WARP_LANES`` (L) lanes, cover it with every request
+    inside whole sectors (lane ``l`` of window ``w`` takes element ``L w + l - start % sector``).
+    """
     spe = SECTOR // item
-    return -(-(length + spe - 1) // 32) * 32
+    return -(-(length + spe - 1) // WARP_LANES) * WARP_LANES
 
 
 def copy_mapping(rows: int, chunks: int, threads: int, what: str) -> TaskMapping:
@@ -48,14 +50,14 @@ def window_mapping(nranges: int, max_len: int, ce: int, item: int, threads: int,
                    what: str) -> tuple[TaskMapping, int]:
     """Copy tasks for ``nranges`` contiguous global ranges of at most ``max_len`` elements,
     moved ``ce`` elements (``ce * item`` bytes: 1 element, or a 4/8/16-byte chunk) per lane.
-    Each warp request is one *sector-aligned window* of 32 lanes: lane ``l`` of window ``w``
-    of a range starting at flat element ``start`` takes the elements from
-    ``e = ce * (32 w + l) - start % (32 / item)`` (see ``window_offset``), so no sector is
+    Each warp request is one *sector-aligned window* of ``WARP_LANES`` (L) lanes: lane ``l``
+    of window ``w`` of a range starting at flat element ``start`` takes the elements from
+    ``e = ce * (L w + l) - start % (SECTOR / item)`` (see ``window_offset``), so no sector is
     touched by two requests. Returns the mapping over (range, window lane) and the lanes a
     range gets."""
     spe = SECTOR // item
     chunks = -(-(max_len + spe - 1) // ce)  # a window may start up to a sector early
-    lanes = -(-chunks // 32) * 32
+    lanes = -(-chunks // WARP_LANES) * WARP_LANES
     return copy_mapping(nranges, lanes, threads, what), lanes
 
 

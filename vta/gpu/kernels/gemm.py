@@ -48,12 +48,13 @@ from vta.compiler.ops.chain import CHANNEL, Chain
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import KERNEL, KNOBS, MAX_THREADS, WARP_SIZE
+from vta.gpu.dialect import KERNEL, KNOBS
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
 from vta.gpu.kernels.smem_layout import Pattern, SwizzledTile, Tile, choose_layout, storage_shape
 from vta.gpu.mma import MMA_SHAPES, CpAsync, CpAsyncCommit, CpAsyncWait, LdMatrix, MmaSync
 from vta.gpu.profile import SECTOR
+from vta.gpu.target import DEFAULT_TARGET, WARP_LANES
 from vta.gpu.taskmap import repeat
 
 __all__ = ["MmaKnobs", "ChainSite", "mma_gemm", "chain_buffers", "check_chain"]
@@ -101,12 +102,13 @@ class MmaKnobs:
                                    f"(the {dtype} mma.sync {sh.name} k)")
         if self.stages < 2:
             raise GpuLoweringError(f"mma knobs: stages={self.stages} must be >= 2")
-        if WARP_SIZE * self.warps_m * self.warps_n > MAX_THREADS:
-            raise GpuLoweringError(f"mma knobs: more than {MAX_THREADS} threads per block")
+        if WARP_LANES * self.warps_m * self.warps_n > DEFAULT_TARGET.max_threads:
+            raise GpuLoweringError(f"mma knobs: more than {DEFAULT_TARGET.max_threads} threads "
+                                   f"per block")
 
     @property
     def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
+        return WARP_LANES * self.warps_m * self.warps_n
 
 
 def chain_buffers(chain: Chain | None, rows: int, cols: int, what: str
@@ -312,7 +314,7 @@ class GemmBody:
         body = S.seq(init, *prologue, main, CpAsyncWait(0), self.epilogue(tid, lane, warp,
                                                                           wy, wx, bx, by))
         body = alloc([self.As, self.Bs, self.acc, self.af, self.bf], body)
-        return S.LetStmt(lane, tid % 32, S.LetStmt(warp, tid // 32, S.LetStmt(
+        return S.LetStmt(lane, tid % WARP_LANES, S.LetStmt(warp, tid // WARP_LANES, S.LetStmt(
             wy, warp // kb.warps_n, S.LetStmt(wx, warp % kb.warps_n, body))))
 
     # ------------------------------------------------------------------ epilogue
@@ -466,11 +468,11 @@ class GemmBody:
         """Layout of the 16 x bn staging rows (one set per warp row): no bank conflicts for
         the fragment pairs going in (2 elements a lane, one access when 4 or 8 bytes; every
         warp column) nor the vectors going out (lanes along a row)."""
-        lanes = np.arange(32)
+        lanes = np.arange(WARP_LANES)
         g, q = lanes // 4, lanes % 4
         pair_w = 2 * eo if 2 * eo in (4, 8) else eo
-        per_row = min(self.kb.bn * eo // vb, 32)
-        on = np.ones(32, bool)
+        per_row = min(self.kb.bn * eo // vb, WARP_LANES)
+        on = np.ones(WARP_LANES, bool)
         pats: list[Pattern] = [(g + 8 * h, wx * self.wn + j * 8 + 2 * q, on, pair_w)
                                for wx in range(self.kb.warps_n)
                                for j in range(min(self.fn, 2)) for h in range(2)]

@@ -6,9 +6,10 @@ same hardware index).
 After: no THREAD_BINDING loop is left. Each became ``let v = min + <tag>`` (a ``ThreadIndex``),
 guarded by ``if <tag> < extent`` where the loop is shorter than the launch dimension (the
 largest extent bound to that tag). ``func.attr(LAUNCH)`` is set (a ``LaunchConfig``).
-Refused (``GpuLoweringError``): more than 1024 threads per block (naming the loop and stage
-that bind each index) or more than 48 KiB of static shared memory (naming every shared buffer
-with its size).
+Refused (``GpuLoweringError``): more threads per block than the target allows
+(``GpuTarget.max_threads``; naming the loop and stage that bind each index) or more static
+shared memory than ``GpuTarget.static_shared`` (naming every shared buffer with its size). The
+target is ``target_of(func)``.
 """
 
 from __future__ import annotations
@@ -17,17 +18,10 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import LAUNCH, STATIC_SHARED_BYTES, THREAD_TAGS, LaunchConfig, ThreadIndex
+from vta.gpu.dialect import LAUNCH, THREAD_TAGS, LaunchConfig, ThreadIndex
+from vta.gpu.target import GpuTarget, target_of
 
 __all__ = ["bind_threads", "GpuLoweringError"]
-
-
-#: bytes of static ``__shared__`` memory a scheduled kernel may declare (schedules get static
-#: shared memory only; the hand-mapped kernels of vta.gpu.kernels use dynamic shared memory)
-MAX_SHARED_BYTES = STATIC_SHARED_BYTES
-
-#: threads one block may have
-MAX_THREADS = 1024
 
 
 def _collect(s: S.Stmt, extents: dict[str, int], open_tags: dict[str, int], fname: str,
@@ -83,19 +77,22 @@ def bind_threads(func: S.PrimFunc) -> S.PrimFunc:
     block = (extents.get("threadIdx.x", 1), extents.get("threadIdx.y", 1),
              extents.get("threadIdx.z", 1))
     threads = block[0] * block[1] * block[2]
-    if threads > MAX_THREADS:
+    target = target_of(func)
+    if threads > target.max_threads:
         why = "; ".join(f"{t} = {extents[t]} ({where[t]})" for t in sorted(where)
                         if t.startswith("threadIdx"))
         raise GpuLoweringError(f"{func.name}: {block[0]}x{block[1]}x{block[2]} = {threads} "
-                               f"threads per block exceed the CUDA limit of {MAX_THREADS} "
+                               f"threads per block exceed the CUDA limit of "
+                               f"{target.max_threads} on {target} "
                                f"({why})")
-    launch = LaunchConfig(grid, block, _shared_bytes(body, func.name))
+    launch = LaunchConfig(grid, block, _shared_bytes(body, func.name, target))
     return func.with_body(body).with_attr(LAUNCH, launch)
 
 
-def _shared_bytes(body: S.Stmt, fname: str) -> int:
-    """Static shared memory of one block; refused above ``MAX_SHARED_BYTES``, naming each
-    shared buffer with its shape and size."""
+def _shared_bytes(body: S.Stmt, fname: str, target: GpuTarget) -> int:
+    """Static shared memory of one block; refused above ``target.static_shared`` (schedules
+    get static shared memory only; the hand-mapped kernels of vta.gpu.kernels use dynamic
+    shared memory), naming each shared buffer with its shape and size."""
     total = 0
     parts = []
     for n in E.walk(body):
@@ -104,8 +101,9 @@ def _shared_bytes(body: S.Stmt, fname: str) -> int:
             size = b.size * max(1, DTYPES[b.dtype] // 8)
             total += size
             parts.append(f"{b.name}{list(b.shape)} {b.dtype} = {size} B")
-    if total > MAX_SHARED_BYTES:
+    if total > target.static_shared:
         raise GpuLoweringError(f"{fname}: shared memory of {total} B per block exceeds the "
-                               f"static limit of {MAX_SHARED_BYTES} B ({'; '.join(parts)}); "
+                               f"static limit of {target.static_shared} B on {target} "
+                               f"({'; '.join(parts)}); "
                                f"use smaller tiles for the cache_read shared stages")
     return total

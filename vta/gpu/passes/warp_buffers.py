@@ -1,13 +1,14 @@
 """Pass: place ``warp``-scope buffers in shared memory, one copy per warp.
 
-A stage cached into scope ``warp`` (``cache_read(T, "warp", ...)``) is shared by the 32 lanes of
+A stage cached into scope ``warp`` (``cache_read(T, "warp", ...)``) is shared by the lanes of
 a warp: bound inference relaxed only ``threadIdx.x`` for it, so its box (and base) may depend on
 ``threadIdx.y``/``threadIdx.z`` - the warp. This pass gives each warp its own slice of one
 shared array: the buffer gains one leading dimension per enclosing ``threadIdx.y``/``z`` loop,
 indexed by that loop's variable.
 
 Before: ``Allocate`` of ``warp`` buffers inside the thread-bound loops that select the warp;
-every ``threadIdx.x`` binding has extent 32 (a warp is one ``(y, z)`` pair). Thread loops not yet
+every ``threadIdx.x`` binding has extent ``warp_size`` (a warp is one ``(y, z)`` pair). Thread
+loops not yet
 lowered (runs before ``bind_threads``). After: no ``warp`` buffer is left; each became a
 ``shared`` buffer of shape ``(ext_z, ext_y, *shape)`` (the enclosing loops, outer first).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.errors import GpuLoweringError
+from vta.gpu.target import target_of
 
 __all__ = ["lower_warp_buffers"]
 
@@ -31,9 +33,10 @@ def lower_warp_buffers(func: S.PrimFunc) -> S.PrimFunc:
     """Warp-scope buffers become per-warp slices of a shared array (module docstring)."""
     if not any(isinstance(n, S.Allocate) and n.buffer.scope == "warp" for n in E.walk(func.body)):
         return func
-    if _lane_extents(func.body) - {32}:
+    lanes = target_of(func).warp_size
+    if _lane_extents(func.body) - {lanes}:
         raise GpuLoweringError(f"{func.name}: warp-scope buffers need threadIdx.x bound to "
-                               f"exactly 32 lanes (found {sorted(_lane_extents(func.body))})")
+                               f"exactly {lanes} lanes (found {sorted(_lane_extents(func.body))})")
 
     def rewrite(s: S.Stmt, warp_loops: tuple[S.For, ...],
                 moved: dict[S.Buffer, tuple[S.Buffer, tuple[E.Expr, ...]]]) -> S.Stmt:
