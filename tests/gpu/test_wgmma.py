@@ -44,6 +44,7 @@ from vta.gpu.kernels.wgmma_gemm import WgmmaKnobs, wgmma_gemm
 from vta.gpu.mma import FRAGMENTS
 from vta.gpu.nvcc import find_nvcc
 
+DEFAULT = WgmmaKnobs()
 MAPS = np.zeros((2, 16), np.int64)  # the emulator reads the TENSOR_MAPS specs, not the bytes
 
 
@@ -58,7 +59,7 @@ def bf16_values(b: np.ndarray) -> np.ndarray:
     return (b.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
-def run_float(m: int, n: int, k: int, dtype: str, kb: WgmmaKnobs = WgmmaKnobs(),
+def run_float(m: int, n: int, k: int, dtype: str, kb: WgmmaKnobs = DEFAULT,
               out: str | None = None, seed: int = 0) -> None:
     """Emulate the kernel; compare with float64 numpy within the fp32 summation bound."""
     func = wgmma_gemm(MatmulSpec(m, n, k), dtype, None, kb, out)
@@ -82,7 +83,7 @@ def run_float(m: int, n: int, k: int, dtype: str, kb: WgmmaKnobs = WgmmaKnobs(),
         f"{dtype} wgmma GEMM {m}x{n}x{k} {kb} outside the fp32 accumulation bound"
 
 
-def run_int8(m: int, n: int, k: int, epi: Epilogue | None, kb: WgmmaKnobs = WgmmaKnobs(),
+def run_int8(m: int, n: int, k: int, epi: Epilogue | None, kb: WgmmaKnobs = DEFAULT,
              seed: int = 0) -> None:
     func = wgmma_gemm(MatmulSpec(m, n, k), "int8", epi, kb)
     rng = np.random.default_rng(seed)
@@ -205,7 +206,7 @@ def test_wait_that_never_completes_is_a_named_deadlock() -> None:
 def test_arrive_before_init_is_an_error() -> None:
     def body(bar: S.Buffer, tid: E.Var) -> S.Stmt:
         return MbarrierArrive(bar, E.IntImm(1))
-    with pytest.raises(EmulatorError, match="before mbarrier.init"):
+    with pytest.raises(EmulatorError, match=r"before mbarrier\.init"):
         Emulator(_barrier_kernel(body)).run(np.zeros(32, np.int32))
 
 

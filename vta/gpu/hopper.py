@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vta.compiler.ir import expr as E
-from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
-from vta.errors import EmulatorError, EmulatorRaceError, GpuLoweringError
-from vta.gpu.dialect import WARP_SIZE, flat_index
+from vta.errors import EmulatorRaceError, GpuLoweringError, GpuUnavailableError
+from vta.gpu.dialect import WARP_SIZE
 from vta.gpu.mma import _check_scope, _emu_error, _lane_regs, _regs, _smem_addr
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["WgmmaShape", "WGMMA_SHAPES", "WARPGROUP", "SWIZZLE_BYTES", "ATOM_BYTES",
            "TensorMapSpec", "swizzle128", "smem_descriptor", "MbarrierInit", "MbarrierArrive",
            "MbarrierExpectTx", "MbarrierWait", "FenceProxyAsync", "SmemAlignCheck", "TmaLoad",
+           "TensorMapAcquire",
            "WgmmaFence", "WgmmaCommit", "WgmmaWait", "Wgmma", "HOPPER_STMTS",
            "wgmma_fragment", "encode_tensor_maps", "ARCH", "TENSOR_MAPS", "WGMMA_N"]
 
@@ -508,6 +509,36 @@ class SmemAlignCheck(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class TensorMapAcquire(Stmt):
+    """``fence.proxy.tensormap::generic.acquire.gpu`` on ``maps[index]`` (128 bytes): the tensor
+    map, written to global memory through the generic proxy (a host copy), is what the TMA unit
+    reads (the maps travel in global memory: the renderer's parameters are arrays)."""
+
+    maps: Buffer
+    index: int
+
+    def __post_init__(self) -> None:
+        _check_scope(self.maps, "global", "tensor-map fence")
+
+    def render(self, r: Render, nm: Any) -> list[str]:
+        return [f"fence.proxy.tensormap.acquire({nm(self.maps, self.maps.name)}[{self.index}])"]
+
+    def exprs(self) -> tuple[E.Expr, ...]:
+        return ()
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.maps,)
+
+    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+        return [_asm(ind, "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;", "",
+                     f'"l"(&{rd.name(self.maps)}[{16 * self.index}])')]
+
+    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+        return lambda ctx, m: None  # the emulator reads the TensorMapSpec, not the bytes
+
+
+
+@dataclass(frozen=True, slots=True)
 class TmaLoad(Stmt):
     """``cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes``: the
     box of tensor map ``maps[spec index]`` whose first element is ``(row, col)`` of
@@ -618,7 +649,8 @@ def encode_tensor_maps(specs: Sequence[TensorMapSpec], pointers: Sequence[int]) 
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError as err:
-        raise EmulatorError(f"tensor maps need the CUDA driver (libcuda.so.1): {err}") from None
+        raise GpuUnavailableError(f"tensor maps need the CUDA driver (libcuda.so.1): {err}"
+                                  ) from None
     fn = cuda.cuTensorMapEncodeTiled
     fn.restype = ctypes.c_int
     out = np.zeros((len(specs), 16), np.int64)
@@ -636,8 +668,8 @@ def encode_tensor_maps(specs: Sequence[TensorMapSpec], pointers: Sequence[int]) 
                 ctypes.c_int(_TMA_SWIZZLE_128B), ctypes.c_int(_TMA_L2_PROMOTION_256B),
                 ctypes.c_int(0))
         if rc != 0:
-            raise EmulatorError(f"cuTensorMapEncodeTiled failed for {sp.src.name} "
-                                f"({rows}x{cols}, box {sp.rows}x{sp.cols}): CUresult {rc}")
+            raise GpuUnavailableError(f"cuTensorMapEncodeTiled failed for {sp.src.name} "
+                                      f"({rows}x{cols}, box {sp.rows}x{sp.cols}): CUresult {rc}")
     return out
 
 
@@ -875,4 +907,5 @@ class Wgmma(Stmt):
 
 #: the statements of this module (the dialect's sm_90a part)
 HOPPER_STMTS = (MbarrierInit, MbarrierArrive, MbarrierExpectTx, MbarrierWait, FenceProxyAsync,
-                SmemAlignCheck, TmaLoad, WgmmaFence, WgmmaCommit, WgmmaWait, Wgmma)
+                SmemAlignCheck, TensorMapAcquire, TmaLoad, WgmmaFence, WgmmaCommit, WgmmaWait,
+                Wgmma)

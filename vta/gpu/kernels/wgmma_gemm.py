@@ -54,6 +54,7 @@ from vta.gpu.hopper import (
     MbarrierInit,
     MbarrierWait,
     SmemAlignCheck,
+    TensorMapAcquire,
     TensorMapSpec,
     TmaLoad,
     Wgmma,
@@ -179,6 +180,7 @@ class _Body:
         setup = S.seq(
             S.IfThenElse(leader, S.seq(
                 SmemAlignCheck(self.As),
+                TensorMapAcquire(self.maps, 0), TensorMapAcquire(self.maps, 1),
                 *[S.seq(MbarrierInit(self.full, E.IntImm(s), 1),
                         MbarrierInit(self.empty, E.IntImm(s), nwarps)) for s in range(nst)],
                 FenceProxyAsync())),
