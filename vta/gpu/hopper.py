@@ -81,8 +81,10 @@ SWIZZLE_BYTES = 128
 ATOM_BYTES = 8 * SWIZZLE_BYTES
 #: the matrix descriptor's swizzle mode field for 128-byte swizzle (bits 62-63)
 _DESC_SWIZZLE_128B = 1
-#: ``CUtensorMapDataType`` / ``CUtensorMapSwizzle`` values (cuda.h)
-_TMA_DTYPE = {"int8": 0, "float16": 6, "bfloat16": 9}
+#: ``CUtensorMapDataType`` by element bytes (cuda.h: UINT8 = 0, UINT16 = 1; the copy moves
+#: bytes, and with zero fill the element type matters only for its size) and
+#: ``CUtensorMapSwizzle`` / ``CUtensorMapL2promotion`` values
+_TMA_DTYPE = {1: 0, 2: 1}
 _TMA_SWIZZLE_128B = 3
 _TMA_L2_PROMOTION_256B = 3
 
@@ -653,24 +655,27 @@ def encode_tensor_maps(specs: Sequence[TensorMapSpec], pointers: Sequence[int]) 
                                   ) from None
     fn = cuda.cuTensorMapEncodeTiled
     fn.restype = ctypes.c_int
-    out = np.zeros((len(specs), 16), np.int64)
-    u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
+    # CUtensorMap is 64-byte aligned in cuda.h: encode into an aligned view
+    raw = np.zeros(len(specs) * 16 + 8, np.int64)
+    skip = (-raw.ctypes.data % 64) // 8
+    out = raw[skip:skip + len(specs) * 16].reshape(len(specs), 16)
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
     for n, (sp, ptr) in enumerate(zip(specs, pointers, strict=True)):
         rows, cols = sp.src.shape
         item = DTYPES[sp.src.dtype] // 8
         if (cols * item) % 16 or ptr % 16:
             raise GpuLoweringError(f"TMA: rows of {sp.src.name} must be 16-byte aligned "
                                    f"({cols} x {sp.src.dtype})")
-        rc = fn(ctypes.c_void_p(out[n].ctypes.data), ctypes.c_int(_TMA_DTYPE[sp.operand]),
-                ctypes.c_uint32(2), ctypes.c_void_p(ptr), u64x2(cols, rows),
-                ctypes.c_void_p(ctypes.addressof(ctypes.c_uint64(cols * item))),
-                u32x2(sp.cols, sp.rows), u32x2(1, 1), ctypes.c_int(0),
-                ctypes.c_int(_TMA_SWIZZLE_128B), ctypes.c_int(_TMA_L2_PROMOTION_256B),
-                ctypes.c_int(0))
+        dims, strides = (u64 * 2)(cols, rows), (u64 * 1)(cols * item)
+        box, elem_strides = (u32 * 2)(sp.cols, sp.rows), (u32 * 2)(1, 1)
+        rc = fn(ctypes.c_void_p(out[n].ctypes.data), ctypes.c_int(_TMA_DTYPE[item]),
+                u32(2), ctypes.c_void_p(ptr), dims, strides, box, elem_strides,
+                ctypes.c_int(0), ctypes.c_int(_TMA_SWIZZLE_128B),
+                ctypes.c_int(_TMA_L2_PROMOTION_256B), ctypes.c_int(0))
         if rc != 0:
             raise GpuUnavailableError(f"cuTensorMapEncodeTiled failed for {sp.src.name} "
                                       f"({rows}x{cols}, box {sp.rows}x{sp.cols}): CUresult {rc}")
-    return out
+    return np.ascontiguousarray(out)
 
 
 # ---------------------------------------------------------------------------- wgmma
