@@ -45,6 +45,7 @@ from _gpu_common import cupy_or_exit, int8_gemm_baseline, print_table, write_res
 
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.errors import VtaError
 from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.hopper import TENSOR_MAPS, encode_tensor_maps
 from vta.gpu.kernels.wgmma_gemm import WgmmaKnobs, wgmma_gemm
@@ -292,8 +293,13 @@ def dry_run(variants: list[str], sizes: list[int]) -> int:
         for name in variants:
             v = VARIANTS[name]
             for n in sorted(sizes):
-                k = render_cuda(wgmma_gemm(MatmulSpec(n, n, n), v.dtype, v.epi, v.knobs, v.out))
-                rep = nvcc_cubin(nvcc, k, Path(tmp) / f"{name}_{n}.cubin")
+                try:
+                    k = render_cuda(wgmma_gemm(MatmulSpec(n, n, n), v.dtype, v.epi, v.knobs,
+                                               v.out))
+                    rep = nvcc_cubin(nvcc, k, Path(tmp) / f"{name}_{n}.cubin")
+                except (VtaError, RuntimeError) as e:
+                    table.append([name, n, "-", "-", "-", "-", str(e).splitlines()[0][:70]])
+                    continue
                 table.append([name, n, rep["registers"], rep["spill_stores"],
                               rep["spill_loads"], k.dynamic_shared, len(rep["warnings"])])
     print_table(["variant", "n", "regs", "spill st", "spill ld", "smem B", "warnings"], table)

@@ -29,7 +29,8 @@ Structure (CUTLASS's non-warp-specialised sm90 "KernelTma" mainloop, every state
   (``wait_group 1``: the previous stage's group is done), releases the previous slot, and
   thread 0 refills it with stage ``kt - 1 + stages`` once every warp has released it.
 - Epilogue: after ``wait_group 0`` each thread applies the epilogue (bias from global memory)
-  to its accumulators and stores them, guarded at the matrix edge.
+  to its accumulators and stores each pair of neighbouring columns (one vector store when N
+  is even), guarded at the matrix edge.
 """
 
 from __future__ import annotations
@@ -212,17 +213,27 @@ class _Body:
 
     def epilogue(self, tid: E.Expr, wg: E.Expr, bx: E.Expr, by: E.Expr) -> S.Stmt:
         """Each thread's accumulators through the epilogue into ``Y`` (fragment layout of
-        ``hopper.wgmma_fragment``), guarded at the matrix edge."""
+        ``hopper.wgmma_fragment``), guarded at the matrix edge: the two neighbouring columns
+        a thread holds leave as one vector store when N is even (aligned pairs), else one by
+        one."""
         t = tid % WARPGROUP
         w, g, q = t // WARP_SIZE, (t % WARP_SIZE) // 4, t % 4
+        pair = S.Buffer("pair", (2,), self.Y.dtype, "local")
 
         def store(ix: tuple[E.Expr, ...]) -> S.Stmt:
-            j, e = ix
-            row = by * self.kb.bm + wg * 64 + w * 16 + g + (e // 2) * 8
-            col = bx * self.kb.bn + j * 8 + q * 2 + e % 2
-            val = self.requant(self.acc.load(j * 4 + e), col)
-            return S.IfThenElse(E.And(row < self.M, col < self.N), self.Y.store(val, row, col))
-        return repeat(self.kb.bn // 8, 4).emit(0, store, name="o")
+            j, h = ix
+            row = by * self.kb.bm + wg * 64 + w * 16 + g + h * 8
+            col = bx * self.kb.bn + j * 8 + q * 2
+            vals = [self.requant(self.acc.load(j * 4 + h * 2 + e), col + e) for e in range(2)]
+            if self.N % 2 == 0:  # col even, N even: both inside or both outside, aligned
+                v = E.Var("v")
+                return S.seq(pair.store(vals[0], 0), pair.store(vals[1], 1), S.IfThenElse(
+                    E.And(row < self.M, col < self.N),
+                    S.For(v, E.IntImm(0), E.IntImm(2), self.Y.store(pair.load(v), row, col + v),
+                          S.ForKind.VECTORIZED)))
+            return S.seq(*[S.IfThenElse(E.And(row < self.M, col + e < self.N),
+                                        self.Y.store(vals[e], row, col + e)) for e in range(2)])
+        return alloc([pair], repeat(self.kb.bn // 8, 2).emit(0, store, name="o"))
 
     def requant(self, acc: E.Expr, col: E.Expr) -> E.Expr:
         """The epilogue on one accumulator of column ``col``."""
