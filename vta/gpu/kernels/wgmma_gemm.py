@@ -240,7 +240,9 @@ class _Body:
         out_t = self.Y.dtype
         if self.epi is None:
             return acc if acc.dtype == out_t else E.Cast(out_t, acc)
-        x, b = acc, (self.bias.load(col) if self.bias is not None else None)
+        # the pair is computed before the edge guard: the bias is read only inside the matrix
+        b = E.select(col < self.N, self.bias.load(col), 0) if self.bias is not None else None
+        x = acc
         for _name, stage in self.epi.stages(with_bias=self.bias is not None):
             x = stage(x, b)
         return E.Cast(out_t, x)
