@@ -205,11 +205,12 @@ def gemm_ex(cp: Any, x: Any, w: Any, in_type: int, y: Any, out_type: int) -> Cal
     n = w.shape[0]
     handle = cp.cuda.device.get_cublas_handle()
     one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    compute = getattr(cublas, "CUBLAS_COMPUTE_32F", 68)  # cublas_api.h
 
     def run() -> Any:
         cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k,
                       one.ctypes.data, w.data.ptr, in_type, k, x.data.ptr, in_type, k,
-                      zero.ctypes.data, y.data.ptr, out_type, n, cublas.CUBLAS_COMPUTE_32F,
+                      zero.ctypes.data, y.data.ptr, out_type, n, compute,
                       cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
         return y
     return run
@@ -223,12 +224,18 @@ def baseline(cp: Any, v: Variant, x: Any, w: Any) -> tuple[Callable[[], Any], st
         return fn, name + (" (no fused requantization)" if v.epi is not None else "")
     if v.out == "float16":
         return (lambda: cp.matmul(x, w.T)), "cupy.matmul fp16 (cuBLAS)"
-    r16 = rt.CUDA_R_16BF if v.dtype == "bfloat16" else rt.CUDA_R_16F
+    # cudaDataType (library_types.h): CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14
+    r16 = getattr(rt, "CUDA_R_16BF", 14) if v.dtype == "bfloat16" else rt.CUDA_R_16F
     y = cp.zeros((x.shape[0], w.shape[0]), cp.float32)
     return gemm_ex(cp, x, w, r16, y, rt.CUDA_R_32F), f"cublasGemmEx {v.dtype} -> fp32"
 
 
 # ---------------------------------------------------------------------------- one run
+
+
+def tensor_maps(cp: Any, func: Any, x: Any, w: Any) -> Any:
+    """The kernel's ``maps`` argument on the device: X's and W's tensor maps."""
+    return cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
 
 
 def run_one(cp: Any, v: Variant, n: int, launches: int, pairs: int) -> dict[str, Any]:
@@ -243,7 +250,7 @@ def run_one(cp: Any, v: Variant, n: int, launches: int, pairs: int) -> dict[str,
     bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32) \
         if v.epi is not None and v.epi.bias else None
     y = cp.zeros((n, n), np.dtype(v.out))
-    maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
+    maps = tensor_maps(cp, func, x, w)
     args = (x, w) + ((cp.asarray(bias),) if bias is not None else ()) + (y, maps)
 
     def ours() -> None:

@@ -355,3 +355,59 @@ def test_compiles_for_sm90a_without_spills(name: str) -> None:
     for op in (mma, "UTMALDG.2D", "SYNCS.PHASECHK", "WARPGROUP.DEPBAR"):
         assert op in sass, f"{name}: no {op} in the SASS"
     assert "HMMA" not in sass.replace("HGMMA", "") and "LDSM" not in sass
+
+
+# ---------------------------------------------------------------------------- the GPU check script
+
+
+class _FakeEvent:
+    def record(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _fake_cupy() -> object:
+    """numpy in CuPy's clothes: what bench/gpu_wgmma_check.py calls, without a GPU."""
+    from types import SimpleNamespace
+
+    runtime = SimpleNamespace(deviceSynchronize=lambda: None)
+    cuda = SimpleNamespace(runtime=runtime, Event=_FakeEvent, get_elapsed_time=lambda a, b: 1.0)
+    return SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, zeros=np.zeros,
+                           matmul=np.matmul, abs=np.abs, max=np.max, float64=np.float64,
+                           cuda=cuda)
+
+
+@pytest.mark.parametrize("variant", ["fp16-fp32", "fp16-fp16", "bf16-fp32", "int8-int8"])
+def test_check_script_runs_and_checks(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script's build, launch, check and timing path, its kernel run by the emulator:
+    a right result is timed, a corrupted one is reported wrong."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import gpu_wgmma_check as chk
+
+    built: list[S.PrimFunc] = []
+    corrupt = [False]
+
+    def build(*a: object) -> S.PrimFunc:
+        built.append(wgmma_gemm(*a))  # type: ignore[arg-type]
+        return built[-1]
+
+    def launch(grid: object, block: object, args: tuple, shared_mem: int) -> None:
+        host = [np.ascontiguousarray(a) for a in args]
+        Emulator(built[-1]).run(*host)
+        args[-2][...] = host[-2]
+        if corrupt[0]:
+            args[-2].flat[7] += 1
+
+    monkeypatch.setattr(chk, "wgmma_gemm", build)
+    monkeypatch.setattr(chk, "compile_kernel", lambda cp, k: (launch, {"compiler": "fake"}))
+    monkeypatch.setattr(chk, "tensor_maps", lambda cp, func, x, w: MAPS)
+    monkeypatch.setattr(chk, "baseline", lambda cp, v, x, w: (lambda: None, "none"))
+    cp = _fake_cupy()
+    row = chk.run_one(cp, chk.VARIANTS[variant], 128, 2, 1)
+    assert row["correct"], row
+    assert row["ours_ms"] == 0.5 and row["ratio"] == 1.0
+    corrupt[0] = True
+    row = chk.run_one(cp, chk.VARIANTS[variant], 128, 2, 1)
+    assert not row["correct"] and "ours_ms" not in row
