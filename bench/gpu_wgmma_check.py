@@ -69,6 +69,9 @@ VARIANTS = {
     "fp16-fp16": Variant("fp16-fp16", "float16", "float16", None, WgmmaKnobs(2, 128, 4)),
     "fp16-fp16-n256": Variant("fp16-fp16-n256", "float16", "float16", None,
                               WgmmaKnobs(2, 256, 4)),
+    # 3 stages: 98 KiB of shared memory, two blocks an SM (one block's TMA waits overlap the
+    # other's wgmma: what warp specialisation buys within one block)
+    "fp16-fp16-s3": Variant("fp16-fp16-s3", "float16", "float16", None, WgmmaKnobs(2, 128, 3)),
     "fp16-fp32": Variant("fp16-fp32", "float16", "float32", None, WgmmaKnobs(2, 128, 4)),
     "bf16-fp32": Variant("bf16-fp32", "bfloat16", "float32", None, WgmmaKnobs(2, 128, 4)),
     "int8-int32": Variant("int8-int32", "int8", "int32", None, WgmmaKnobs(2, 128, 4)),
