@@ -10,10 +10,12 @@ spills; NVRTC ``-arch=sm_90a`` otherwise), makes the two tensor maps with the dr
 once and checks it: int8 bit-exact against numpy (exact float64 BLAS; the requantizing
 epilogue through ``apply_epilogue``), fp16/bf16 against a float64 ``cupy.matmul`` within the
 fp32 accumulation bound (``(k/16 + 1) 2^-23 |X| |W|^T``, plus half an fp16 ulp for fp16
-outputs). Only a correct kernel is timed: CUDA events around ``--launches`` back-to-back
-launches, median of ``--pairs`` event pairs, beside the library on the same data
-(``cupy.matmul`` for fp16 -> fp16; ``cublasGemmEx`` for fp16/bf16 -> fp32 and int8 -> int32;
-the int8 -> int8 requantizing kernel against the int8 -> int32 ``cublasGemmEx``).
+outputs). Only a correct kernel is timed (``_gpu_common.time_ms``: CUDA events around
+``--launches`` back-to-back launches, median of ``--pairs`` event pairs) beside the library on
+the same data: ``cublasGemmEx`` fp16 -> fp16 and fp16/bf16 -> fp32 (fp32 accumulation), and
+for int8 ``_gpu_common.int8_gemm_baseline`` (cuBLASLt IMMA through ``torch._int_mm`` where
+PyTorch is installed, else ``cublasGemmEx``); the int8 -> int8 requantizing kernel is compared
+with that int8 -> int32 GEMM.
 
 Prints a table (TFLOP/s or TOP/s, ratio to the library) and writes
 ``<out>/gpu_wgmma_<gpu>.json`` (default bench/results) with the device, clocks, compiler
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's vta
 
-from _gpu_common import cupy_or_exit, int8_gemm_baseline, print_table, write_results
+from _gpu_common import (
+    cupy_or_exit,
+    device_info,
+    float_gemm_baseline,
+    int8_gemm_baseline,
+    print_table,
+    time_ms,
+    write_results,
+)
 
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
@@ -183,23 +192,6 @@ def check(cp: Any, v: Variant, y: Any, xv: np.ndarray, wv: np.ndarray,
 # ---------------------------------------------------------------------------- timing
 
 
-def time_launches(cp: Any, fn: Callable[[], Any], launches: int, pairs: int) -> float:
-    """Median milliseconds per launch: ``launches`` back-to-back launches per event pair."""
-    for _ in range(3):
-        fn()
-    cp.cuda.runtime.deviceSynchronize()
-    per = []
-    for _ in range(pairs):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(launches):
-            fn()
-        stop.record()
-        stop.synchronize()
-        per.append(cp.cuda.get_elapsed_time(start, stop) / launches)
-    return statistics.median(per)
-
-
 def gemm_ex(cp: Any, x: Any, w: Any, in_type: int, y: Any, out_type: int) -> Callable[[], Any]:
     """cuBLAS ``cublasGemmEx`` ``y = x @ w.T`` with fp32 compute (the "TN" layout)."""
     from cupy_backends.cuda.libs import cublas
@@ -226,7 +218,7 @@ def baseline(cp: Any, v: Variant, x: Any, w: Any) -> tuple[Callable[[], Any], st
         fn, name = int8_gemm_baseline(cp, x, w)
         return fn, name + (" (no fused requantization)" if v.epi is not None else "")
     if v.out == "float16":
-        return (lambda: cp.matmul(x, w.T)), "cupy.matmul fp16 (cuBLAS)"
+        return float_gemm_baseline(cp, x, w, "float16")
     # cudaDataType (library_types.h): CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14
     r16 = getattr(rt, "CUDA_R_16BF", 14) if v.dtype == "bfloat16" else rt.CUDA_R_16F
     y = cp.zeros((x.shape[0], w.shape[0]), cp.float32)
@@ -268,28 +260,11 @@ def run_one(cp: Any, v: Variant, n: int, launches: int, pairs: int) -> dict[str,
     lib, lib_name = baseline(cp, v, x, w)
     lib()
     flops = 2.0 * n ** 3
-    t_ours = time_launches(cp, ours, launches, pairs)
-    t_lib = time_launches(cp, lib, launches, pairs)
+    t_ours = time_ms(cp, ours, reps=pairs, launches=launches)
+    t_lib = time_ms(cp, lib, reps=pairs, launches=launches)
     row.update(ours_ms=t_ours, lib_ms=t_lib, ours_tflops=flops / t_ours / 1e9,
                lib_tflops=flops / t_lib / 1e9, ratio=t_lib / t_ours, baseline=lib_name)
     return row
-
-
-def device_info(cp: Any) -> dict[str, Any]:
-    """The device's name, compute capability, SMs, and nvidia-smi's clocks when present."""
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    info: dict[str, Any] = {"name": name, "cc": f"{props['major']}.{props['minor']}",
-                            "sms": props["multiProcessorCount"],
-                            "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
-                            "cupy": cp.__version__}
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        q = "clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu"
-        out = subprocess.run([smi, f"--query-gpu={q}", "--format=csv,noheader"],
-                             capture_output=True, text=True)
-        info["nvidia_smi"] = {"query": q, "value": out.stdout.strip()}
-    return info
 
 
 def dry_run(variants: list[str], sizes: list[int]) -> int:
@@ -330,8 +305,9 @@ def main() -> int:
         return dry_run(a.variants, a.sizes)
     cp = cupy_or_exit()
     info = device_info(cp)
-    if info["cc"] != "9.0":
-        print(f"gpu_wgmma_check: {info['name']} is compute capability {info['cc']}; wgmma "
+    if info["compute_capability"] != "90":
+        print(f"gpu_wgmma_check: {info['name']} is compute capability "
+              f"{info['compute_capability']}; wgmma "
               f"needs sm_90a (H100/H200)", file=sys.stderr)
         return 2
     rows, table = [], []
@@ -365,7 +341,7 @@ def main() -> int:
         import _gpu_common
 
         _gpu_common.RESULTS = a.out
-    path = write_results("gpu_wgmma", info["name"], rows, extra)
+    path = write_results("gpu_wgmma", info["name"], rows, extra, cp)
     print(f"wrote {path}")
     return 0 if all(r.get("correct") for r in rows) else 1
 
