@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
-
-import islpy as isl
+from importlib import import_module
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.stmt import Buffer
@@ -27,7 +27,23 @@ from vta.config import BUFFER_KINDS
 from vta.errors import CapacityError, PolyError
 
 if TYPE_CHECKING:
+    import islpy as isl
+
     from vta.config import HwConfig
+else:
+    class _Isl:
+        """``islpy``, imported at its first use: modules that only build or render kernels
+        (``vta.gpu.kernels``, the GPU benchmarks) import this one for its affine helpers and
+        run without islpy installed."""
+
+        _mod: ModuleType | None = None
+
+        def __getattr__(self, name: str) -> Any:
+            if _Isl._mod is None:
+                _Isl._mod = import_module("islpy")
+            return getattr(_Isl._mod, name)
+
+    isl = _Isl()
 
 __all__ = [
     "PolyError", "CapacityError", "linear_form", "coefficient", "simplify", "to_isl",

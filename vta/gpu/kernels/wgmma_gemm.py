@@ -1,0 +1,249 @@
+"""The sm_90a GEMM: ``Y = epilogue(X @ W.T)`` with ``wgmma``, TMA and an ``mbarrier`` pipeline.
+
+``X`` (M, K) and ``W`` (N, K), float16, bfloat16 (as 16-bit patterns in ``int16`` arrays: the
+IR has no bfloat16) or int8; ``Y`` (M, N) in the accumulator type (float32 / int32), float16
+for a float16 GEMM that asks for it, or int8 through the fused requantizing epilogue
+(``Epilogue.stages``, as ``vta.gpu.kernels.gemm`` and every other backend). Any M and N; K a
+multiple of 16 bytes of elements (TMA's global stride rule; otherwise a ``GpuLoweringError``).
+
+Structure (CUTLASS's non-warp-specialised sm90 "KernelTma" mainloop, every statement from
+``vta.gpu.hopper``):
+
+- A block computes a ``bm x bn`` tile with ``bm / 64`` consumer warpgroups; warpgroup ``g``
+  owns rows ``64 g .. 64 g + 63`` and issues ``wgmma m64n{bn}`` (f16/bf16 k16, s8 k32) on
+  them: ``bn / 2`` accumulator registers a thread. K advances 128 bytes a stage (64 f16 or
+  128 s8), one 128-byte-swizzled row of the shared tiles; the k-steps inside a stage advance
+  the matrix descriptors' start address by 32 bytes (the swizzle is a function of the
+  address).
+- Loads: TMA (``cp.async.bulk.tensor.2d`` with a host-made ``CUtensorMap``, 128-byte swizzle,
+  zero fill past the matrix) of the ``bm x 128 B`` A box and the ``bn x 128 B`` B box into a
+  ring of ``stages`` slots. Chosen over 1-D ``cp.async.bulk``: a bulk copy moves contiguous
+  bytes, so it cannot write the swizzled rows (unit ``u`` of row ``r`` at ``u ^ r % 8``)
+  except 16 bytes at a time, and only the swizzle lets ``wgmma`` read shared memory without
+  bank conflicts; the tensor map's hardware does it for the whole box.
+- Pipeline: slot ``s`` has a "full" barrier (count 1: thread 0's ``arrive.expect_tx`` of the
+  stage's bytes; the two copies ``complete_tx``) and an "empty" barrier (count: the block's
+  warps, lane 0 of each arrives when its warpgroup no longer reads the slot). Thread 0 fills
+  ``stages`` slots ahead. Iteration ``kt`` waits on ``full[kt % stages]`` (parity
+  ``kt / stages % 2``), issues its ``wgmma`` group, waits until at most this group is in flight
+  (``wait_group 1``: the previous stage's group is done), releases the previous slot, and
+  thread 0 refills it with stage ``kt - 1 + stages`` once every warp has released it.
+- Epilogue: after ``wait_group 0`` each thread applies the epilogue (bias from global memory)
+  to its accumulators and stores each pair of neighbouring columns (one vector store when N
+  is even), guarded at the matrix edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
+from vta.compiler.ops.epilogue import Epilogue
+from vta.compiler.ops.matmul import MatmulSpec
+from vta.errors import GpuLoweringError
+from vta.gpu.dialect import KERNEL, KNOBS, MAX_THREADS, WARP_SIZE
+from vta.gpu.hopper import (
+    SWIZZLE_BYTES,
+    TENSOR_MAPS,
+    WARPGROUP,
+    WGMMA_N,
+    WGMMA_SHAPES,
+    FenceProxyAsync,
+    MbarrierArrive,
+    MbarrierExpectTx,
+    MbarrierInit,
+    MbarrierWait,
+    SmemAlignCheck,
+    TensorMapAcquire,
+    TensorMapSpec,
+    TmaLoad,
+    Wgmma,
+    WgmmaCommit,
+    WgmmaFence,
+    WgmmaWait,
+)
+from vta.gpu.kernels.common import alloc, finish
+from vta.gpu.taskmap import repeat
+
+__all__ = ["WgmmaKnobs", "wgmma_gemm", "OUT_DTYPES"]
+
+#: the output dtypes each operand type may have (the first is the default without an epilogue)
+OUT_DTYPES: dict[str, tuple[str, ...]] = {
+    "float16": ("float32", "float16"), "bfloat16": ("float32",), "int8": ("int32", "int8")}
+
+
+@dataclass(frozen=True)
+class WgmmaKnobs:
+    """Tiles of the sm_90a GEMM: ``warpgroups`` consumer warpgroups of 64 rows each (block
+    tile ``64 warpgroups x bn``), ``bn`` the ``wgmma`` N (a multiple of 16, at most 256),
+    ``stages`` slots in the TMA ring (K advances 128 bytes a stage)."""
+
+    warpgroups: int = 2
+    bn: int = 128
+    stages: int = 4
+
+    @property
+    def bm(self) -> int:
+        return 64 * self.warpgroups
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * self.warpgroups
+
+    def check(self) -> None:
+        if self.bn not in WGMMA_N:
+            raise GpuLoweringError(f"wgmma knobs: bn={self.bn} must be a multiple of 16 up to "
+                                   f"256 (the wgmma N)")
+        if self.warpgroups < 1 or self.threads > MAX_THREADS or 64 * self.warpgroups > 256:
+            raise GpuLoweringError(f"wgmma knobs: warpgroups={self.warpgroups} must be 1 .. 4 "
+                                   f"(a TMA box has at most 256 rows)")
+        if self.stages < 2:
+            raise GpuLoweringError(f"wgmma knobs: stages={self.stages} must be >= 2")
+
+
+def wgmma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = None,
+               knobs: WgmmaKnobs = WgmmaKnobs(), out_dtype: str | None = None) -> S.PrimFunc:
+    """The lowered sm_90a GEMM kernel (module docstring); params ``X, W[, bias], Y, maps``
+    (``maps``: the (2, 16) int64 tensor maps of X and W, ``hopper.encode_tensor_maps`` of the
+    function's ``TENSOR_MAPS`` attribute; the emulator ignores its contents)."""
+    if dtype not in WGMMA_SHAPES:
+        raise GpuLoweringError(f"wgmma_gemm: no wgmma shape for {dtype} "
+                               f"({', '.join(WGMMA_SHAPES)})")
+    knobs.check()
+    if epi is not None and dtype != "int8":
+        raise GpuLoweringError("wgmma_gemm: the requantizing epilogue is for int8 GEMMs")
+    out_t = out_dtype or ("int8" if epi is not None else OUT_DTYPES[dtype][0])
+    if out_t not in OUT_DTYPES[dtype]:
+        raise GpuLoweringError(f"wgmma_gemm: a {dtype} GEMM writes "
+                               f"{' or '.join(OUT_DTYPES[dtype])}, not {out_t}")
+    if (out_t == "int8") != (epi is not None):
+        raise GpuLoweringError("wgmma_gemm: int8 output needs the requantizing epilogue (and "
+                               "the epilogue writes int8)")
+    sh = WGMMA_SHAPES[dtype]
+    M, N, K = spec.m, spec.n, spec.k
+    if min(M, N, K) < 1:
+        raise GpuLoweringError(f"wgmma_gemm: empty GEMM {M}x{N}x{K}")
+    if (K * sh.item) % 16:
+        raise GpuLoweringError(f"wgmma_gemm: rows of K={K} {dtype} are not a multiple of 16 "
+                               f"bytes (TMA's global stride rule)")
+    X = S.Buffer("X", (M, K), sh.buf_dtype)
+    W = S.Buffer("W", (N, K), sh.buf_dtype)
+    bias = S.Buffer("bias", (N,), "int32") if epi is not None and epi.bias else None
+    Y = S.Buffer("Y", (M, N), out_t)
+    maps = S.Buffer("maps", (2, 16), "int64")
+    params = (X, W) + ((bias,) if bias is not None else ()) + (Y, maps)
+    g = _Body(M, N, K, dtype, knobs, X, W, bias, Y, maps, epi)
+    grid = (-(-N // knobs.bn), -(-M // knobs.bm))
+    return finish(f"gemm_wgmma_{dtype}", params, g.body, grid, knobs.threads,
+                  ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs)))
+
+
+class _Body:
+    """The kernel body's builder (one instance per kernel)."""
+
+    def __init__(self, M: int, N: int, K: int, dtype: str, kb: WgmmaKnobs, X: S.Buffer,
+                 W: S.Buffer, bias: S.Buffer | None, Y: S.Buffer, maps: S.Buffer,
+                 epi: Epilogue | None) -> None:
+        self.M, self.N, self.K, self.kb = M, N, K, kb
+        self.X, self.W, self.bias, self.Y, self.maps, self.epi = X, W, bias, Y, maps, epi
+        self.sh = WGMMA_SHAPES[dtype]
+        self.bk = SWIZZLE_BYTES // self.sh.item  # K elements a stage: one swizzled row
+        self.kt = -(-K // self.bk)
+        st = kb.stages
+        self.As = S.Buffer("As", (st, kb.bm, self.bk), self.sh.buf_dtype, "shared")
+        self.Bs = S.Buffer("Bs", (st, kb.bn, self.bk), self.sh.buf_dtype, "shared")
+        self.full = S.Buffer("full", (st,), "int64", "shared")
+        self.empty = S.Buffer("empty", (st,), "int64", "shared")
+        self.acc = S.Buffer("acc", (kb.bn // 2,), self.sh.acc_dtype, "local")
+        self.specs = (TensorMapSpec(X, kb.bm, self.bk, dtype),
+                      TensorMapSpec(W, kb.bn, self.bk, dtype))
+        self.stage_bytes = sum(sp.box_bytes for sp in self.specs)
+
+    def load(self, slot: E.ExprLike, kt: E.ExprLike, bx: E.Expr, by: E.Expr) -> S.Stmt:
+        """Thread 0's issue of K-stage ``kt`` into ring slot ``slot``."""
+        slot, kt = E.as_expr(slot), E.as_expr(kt)
+        z = E.IntImm(0)
+        k0 = kt * self.bk
+        return S.seq(
+            MbarrierExpectTx(self.full, slot, self.stage_bytes),
+            TmaLoad(self.As, (slot, z, z), self.maps, 0, self.specs[0], by * self.kb.bm, k0,
+                    self.full, slot),
+            TmaLoad(self.Bs, (slot, z, z), self.maps, 1, self.specs[1], bx * self.kb.bn, k0,
+                    self.full, slot))
+
+    def body(self, tid: E.Var, bx: E.Var, by: E.Var) -> S.Stmt:
+        kb, nst = self.kb, self.kb.stages
+        wg, lane = E.Var("wg"), E.Var("lane")
+        leader = tid.eq(0)
+        nwarps = kb.threads // WARP_SIZE
+        zero = E.const(0, "int32") if self.sh.acc_dtype == "int32" else E.FloatImm(0.0, "float32")
+        setup = S.seq(
+            S.IfThenElse(leader, S.seq(
+                SmemAlignCheck(self.As),
+                TensorMapAcquire(self.maps, 0), TensorMapAcquire(self.maps, 1),
+                *[S.seq(MbarrierInit(self.full, E.IntImm(s), 1),
+                        MbarrierInit(self.empty, E.IntImm(s), nwarps)) for s in range(nst)],
+                FenceProxyAsync())),
+            S.Barrier(),
+            S.IfThenElse(leader, S.seq(*[self.load(s, s, bx, by)
+                                         for s in range(min(nst, self.kt))])),
+            repeat(kb.bn // 2).emit(0, lambda t: self.acc.store(zero, *t), name="z"))
+        kt = E.Var("kt")
+        # the previous stage's slot and the parity of its release, written without a
+        # negative operand (kt >= 1 where used) so the CUDA text needs no floor helpers
+        slot, prev = kt % nst, (kt + nst - 1) % nst
+        prev_parity = ((kt + nst - 1) // nst + 1) % 2
+        z = E.IntImm(0)
+        mmas = [Wgmma(self.sh, kb.bn, self.acc, (z,), self.As,
+                      (slot, wg * 64, E.IntImm(kk * self.sh.k)), self.Bs,
+                      (slot, z, E.IntImm(kk * self.sh.k)))
+                for kk in range(self.bk // self.sh.k)]
+        refill = S.IfThenElse(E.And(leader, kt - 1 + nst < self.kt), S.seq(
+            MbarrierWait(self.empty, prev, prev_parity),
+            self.load(prev, kt - 1 + nst, bx, by)))
+        release = S.IfThenElse(kt > 0, S.seq(
+            S.IfThenElse(lane.eq(0), MbarrierArrive(self.empty, prev)), refill))
+        main = S.For(kt, z, E.IntImm(self.kt), S.seq(
+            MbarrierWait(self.full, slot, (kt // nst) % 2), WgmmaFence(), *mmas, WgmmaCommit(),
+            WgmmaWait(1), release))
+        body = S.seq(setup, main, WgmmaWait(0, self.acc), self.epilogue(tid, wg, bx, by))
+        body = alloc([self.As, self.Bs, self.full, self.empty, self.acc], body)
+        return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_SIZE, body))
+
+    def epilogue(self, tid: E.Expr, wg: E.Expr, bx: E.Expr, by: E.Expr) -> S.Stmt:
+        """Each thread's accumulators through the epilogue into ``Y`` (fragment layout of
+        ``hopper.wgmma_fragment``), guarded at the matrix edge: the two neighbouring columns
+        a thread holds leave as one vector store when N is even (aligned pairs), else one by
+        one."""
+        t = tid % WARPGROUP
+        w, g, q = t // WARP_SIZE, (t % WARP_SIZE) // 4, t % 4
+        pair = S.Buffer("pair", (2,), self.Y.dtype, "local")
+
+        def store(ix: tuple[E.Expr, ...]) -> S.Stmt:
+            j, h = ix
+            row = by * self.kb.bm + wg * 64 + w * 16 + g + h * 8
+            col = bx * self.kb.bn + j * 8 + q * 2
+            vals = [self.requant(self.acc.load(j * 4 + h * 2 + e), col + e) for e in range(2)]
+            if self.N % 2 == 0:  # col even, N even: both inside or both outside, aligned
+                v = E.Var("v")
+                return S.seq(pair.store(vals[0], 0), pair.store(vals[1], 1), S.IfThenElse(
+                    E.And(row < self.M, col < self.N),
+                    S.For(v, E.IntImm(0), E.IntImm(2), self.Y.store(pair.load(v), row, col + v),
+                          S.ForKind.VECTORIZED)))
+            return S.seq(*[S.IfThenElse(E.And(row < self.M, col + e < self.N),
+                                        self.Y.store(vals[e], row, col + e)) for e in range(2)])
+        return alloc([pair], repeat(self.kb.bn // 8, 2).emit(0, store, name="o"))
+
+    def requant(self, acc: E.Expr, col: E.Expr) -> E.Expr:
+        """The epilogue on one accumulator of column ``col``."""
+        out_t = self.Y.dtype
+        if self.epi is None:
+            return acc if acc.dtype == out_t else E.Cast(out_t, acc)
+        # the pair is computed before the edge guard: the bias is read only inside the matrix
+        b = E.select(col < self.N, self.bias.load(col), 0) if self.bias is not None else None
+        x = acc
+        for _name, stage in self.epi.stages(with_bias=self.bias is not None):
+            x = stage(x, b)
+        return E.Cast(out_t, x)
+
