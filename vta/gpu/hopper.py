@@ -1,9 +1,10 @@
 """Hopper (sm_90a) statements of the GPU dialect: ``mbarrier``, TMA loads and ``wgmma``.
 
 Each statement is a frozen dataclass of the loop-nest IR that prints itself (``render``),
-exposes its expressions and buffers to the verifier, renders itself as CUDA (``cuda_lines``:
-inline PTX) and emulates itself (``emulate``), exactly as the warp-level statements of
-``vta.gpu.mma`` do. Semantics follow the PTX ISA 8.x (sections 9.7.13.15 ``mbarrier``,
+exposes its expressions and buffers to the verifier, has a CUDA render rule (``_render``:
+inline PTX) and an emulate rule (``_emulate``), registered as GPU intrinsics
+(``HOPPER_INTRINSICS``, ``vta.gpu.intrinsic``) exactly as the warp-level statements of
+``vta.gpu.mma`` are. Semantics follow the PTX ISA 8.x (sections 9.7.13.15 ``mbarrier``,
 9.7.9.27 ``cp.async.bulk.tensor``, 9.7.15 ``wgmma``):
 
 - ``mbarrier`` (a 64-bit object in shared memory): ``MbarrierInit(count)`` sets the expected
@@ -57,8 +58,9 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.errors import EmulatorRaceError, GpuLoweringError, GpuUnavailableError
-from vta.gpu.dialect import WARP_SIZE
+from vta.gpu.intrinsic import GpuIntrinsic, register_gpu_intrinsic
 from vta.gpu.mma import _check_scope, _emu_error, _lane_regs, _regs, _smem_addr
+from vta.gpu.target import WARP_LANES
 
 if TYPE_CHECKING:
     from vta.gpu.cuda import _Renderer
@@ -68,13 +70,13 @@ __all__ = ["WgmmaShape", "WGMMA_SHAPES", "WARPGROUP", "SWIZZLE_BYTES", "ATOM_BYT
            "TensorMapSpec", "swizzle128", "smem_descriptor", "MbarrierInit", "MbarrierArrive",
            "MbarrierExpectTx", "MbarrierWait", "FenceProxyAsync", "SmemAlignCheck", "TmaLoad",
            "TensorMapAcquire",
-           "WgmmaFence", "WgmmaCommit", "WgmmaWait", "Wgmma", "HOPPER_STMTS",
+           "WgmmaFence", "WgmmaCommit", "WgmmaWait", "Wgmma", "HOPPER_STMTS", "HOPPER_INTRINSICS",
            "wgmma_fragment", "encode_tensor_maps", "ARCH", "TENSOR_MAPS", "WGMMA_N"]
 
 #: the architecture these statements need (``wgmma`` exists only on sm_90a)
 ARCH = "sm_90a"
 #: threads of a warpgroup (4 warps execute one ``wgmma``)
-WARPGROUP = 4 * WARP_SIZE
+WARPGROUP = 4 * WARP_LANES
 #: the swizzle span: a tile row of K holds 128 bytes
 SWIZZLE_BYTES = 128
 #: one swizzle atom: 8 rows of 128 bytes (the descriptor's stride byte offset)
@@ -142,7 +144,7 @@ def wgmma_fragment(n: int) -> tuple[np.ndarray, np.ndarray]:
     arrays (module docstring)."""
     t = np.arange(WARPGROUP)[:, None]
     i = np.arange(n // 2)[None, :]
-    w, g, q = t // WARP_SIZE, (t % WARP_SIZE) // 4, t % 4
+    w, g, q = t // WARP_LANES, (t % WARP_LANES) // 4, t % 4
     e, j = i % 4, i // 4
     return 16 * w + g + 8 * (e // 2), 8 * j + 2 * q + (e % 2)
 
@@ -296,11 +298,11 @@ class MbarrierInit(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.bar,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "mbarrier.init.shared::cta.b64 [%0], %1;", "",
                      f'"r"({_smem_addr(rd, self.bar, (self.index,))}), "r"({self.count})')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         fn, count = em.expr(self.index), self.count
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -333,11 +335,11 @@ class MbarrierArrive(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.bar,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "mbarrier.arrive.shared::cta.b64 _, [%0];", "",
                      f'"r"({_smem_addr(rd, self.bar, (self.index,))})')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         fn = em.expr(self.index)
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -375,11 +377,11 @@ class MbarrierExpectTx(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.bar,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;", "",
                      f'"r"({_smem_addr(rd, self.bar, (self.index,))}), "r"({self.nbytes})')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         fn, nbytes = em.expr(self.index), self.nbytes
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -415,14 +417,14 @@ class MbarrierWait(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.bar,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         # labels are local to the braces, so the loop may be inlined many times (as CUTLASS)
         text = ("{\\n .reg .pred P1;\\n LAB_WAIT:\\n mbarrier.try_wait.parity.shared::cta.b64 "
                 "P1, [%0], %1;\\n @P1 bra DONE;\\n bra LAB_WAIT;\\n DONE:\\n}\\n")
         return [_asm(ind, text, "", f'"r"({_smem_addr(rd, self.bar, (self.index,))}), '
                                     f'"r"({rd.expr(self.parity)})')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         fn, pf = em.expr(self.index), em.expr(self.parity)
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -471,10 +473,10 @@ class FenceProxyAsync(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "fence.proxy.async.shared::cta;", "", "")]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         return lambda ctx, m: None  # the emulator's memory has one proxy
 
 
@@ -499,11 +501,11 @@ class SmemAlignCheck(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.buf,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         addr = _smem_addr(rd, self.buf, tuple(E.IntImm(0) for _ in self.buf.shape))
         return [f"{'  ' * ind}if ({addr} % {self.align}u != 0u) __trap();"]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         return lambda ctx, m: None  # the emulator's shared buffers each start at address 0
 
 
@@ -531,11 +533,11 @@ class TensorMapAcquire(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.maps,)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;", "",
                      f'"l"(&{rd.name(self.maps)}[{16 * self.index}])')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         return lambda ctx, m: None  # the emulator reads the TensorMapSpec, not the bytes
 
 
@@ -583,7 +585,7 @@ class TmaLoad(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.dst, self.maps, self.bar)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         tmap = f"&{rd.name(self.maps)}[{16 * self.map_index}]"  # 128-byte CUtensorMap
         return [_asm(ind, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                           "complete_tx::bytes [%0], [%1, {%2, %3}], [%4];", "",
@@ -591,7 +593,7 @@ class TmaLoad(Stmt):
                      f'"r"({rd.expr(self.col)}), "r"({rd.expr(self.row)}), '
                      f'"r"({_smem_addr(rd, self.bar, (self.bar_index,))})')]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         dfi = em.flat_index(self.dst, self.dst_index)
         rf, cf, bf = em.expr(self.row), em.expr(self.col), em.expr(self.bar_index)
         sp, dst = self.spec, self.dst
@@ -695,10 +697,10 @@ class WgmmaFence(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "wgmma.fence.sync.aligned;", "", "")]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         def run(ctx: _Ctx, m: Any) -> None:
             _warpgroups(em, ctx, m, "wgmma.fence")
         return run
@@ -717,10 +719,10 @@ class WgmmaCommit(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         return [_asm(ind, "wgmma.commit_group.sync.aligned;", "", "")]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         def run(ctx: _Ctx, m: Any) -> None:
             groups = _warpgroups(em, ctx, m, "wgmma.commit_group")
             _wgmma_state(ctx)["open"][groups] += 1
@@ -746,7 +748,7 @@ class WgmmaWait(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.acc,) if self.acc is not None else ()
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         out = [_asm(ind, f"wgmma.wait_group.sync.aligned {self.n};", "", "")]
         if self.acc is not None:
             cons = "f" if self.acc.dtype == "float32" else "r"
@@ -755,7 +757,7 @@ class WgmmaWait(Stmt):
             out += [f'{"  " * ind}asm volatile("" : "+{cons}"({x}) :: "memory");' for x in regs]
         return out
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         keep = self.n
 
         def run(ctx: _Ctx, m: Any) -> None:
@@ -816,7 +818,7 @@ class Wgmma(Stmt):
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.acc, self.a, self.b)
 
-    def cuda_lines(self, rd: _Renderer, ind: int) -> list[str]:
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
         nreg = self.n // 2
         cons = "f" if self.shape.acc_dtype == "float32" else "r"
         d = _regs(rd, self.acc, self.acc_index, nreg)
@@ -838,7 +840,7 @@ class Wgmma(Stmt):
                 f'{pad}  asm volatile("{text}" : {outs} : "l"(vta_da), "l"(vta_db), "r"(1));',
                 f"{pad}}}"]
 
-    def emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         sh, n = self.shape, self.n
         fa, fb = em.flat_index(self.a, self.a_index), em.flat_index(self.b, self.b_index)
         facc = [em.expr(i) for i in self.acc_index]
@@ -914,3 +916,32 @@ class Wgmma(Stmt):
 HOPPER_STMTS = (MbarrierInit, MbarrierArrive, MbarrierExpectTx, MbarrierWait, FenceProxyAsync,
                 SmemAlignCheck, TensorMapAcquire, TmaLoad, WgmmaFence, WgmmaCommit, WgmmaWait,
                 Wgmma)
+
+
+def _sm90(name: str, stmt: Any, warp_wide: bool = False,
+          shapes: tuple[tuple[int, int, int], ...] = (),
+          dtypes: tuple[tuple[str, str], ...] = ()) -> GpuIntrinsic:
+    """Register one statement of this module as a GPU intrinsic (its ``_render`` and
+    ``_emulate`` rules, which count their own profile events). What it writes: the first of its
+    buffers, where it has any (the barrier, the shared tile, the accumulator)."""
+    return register_gpu_intrinsic(GpuIntrinsic(
+        name, stmt, stmt._render, stmt._emulate, shapes=shapes, dtypes=dtypes,
+        warp_wide=warp_wide, writes=lambda s: s.buffers()[:1]), replace_existing=True)
+
+
+#: the GPU intrinsics of this module: the mbarrier operations, fences and the tensor-map copy
+#: (per thread), and the warpgroup's wgmma with its fence, commit and wait (whole warps)
+HOPPER_INTRINSICS: tuple[GpuIntrinsic, ...] = (
+    _sm90("mbarrier.init", MbarrierInit),
+    _sm90("mbarrier.arrive", MbarrierArrive),
+    _sm90("mbarrier.expect_tx", MbarrierExpectTx),
+    _sm90("mbarrier.try_wait.parity", MbarrierWait),
+    _sm90("fence.proxy.async", FenceProxyAsync),
+    _sm90("smem.align_check", SmemAlignCheck),
+    _sm90("fence.proxy.tensormap.acquire", TensorMapAcquire),
+    _sm90("cp.async.bulk.tensor.2d", TmaLoad),
+    _sm90("wgmma.fence", WgmmaFence, warp_wide=True),
+    _sm90("wgmma.commit_group", WgmmaCommit, warp_wide=True),
+    _sm90("wgmma.wait_group", WgmmaWait, warp_wide=True),
+    _sm90("wgmma.mma_async", Wgmma, warp_wide=True),
+)

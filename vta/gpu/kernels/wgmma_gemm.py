@@ -42,7 +42,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import KERNEL, KNOBS, MAX_THREADS, WARP_SIZE
+from vta.gpu.dialect import KERNEL, KNOBS
 from vta.gpu.hopper import (
     SWIZZLE_BYTES,
     TENSOR_MAPS,
@@ -64,7 +64,11 @@ from vta.gpu.hopper import (
     WgmmaWait,
 )
 from vta.gpu.kernels.common import alloc, finish
+from vta.gpu.target import TARGETS, WARP_LANES
 from vta.gpu.taskmap import repeat
+
+#: the target these kernels are built for (wgmma and TMA are sm_90a instructions)
+SM90 = TARGETS["sm_90a"]
 
 __all__ = ["WgmmaKnobs", "wgmma_gemm", "OUT_DTYPES"]
 
@@ -95,7 +99,7 @@ class WgmmaKnobs:
         if self.bn not in WGMMA_N:
             raise GpuLoweringError(f"wgmma knobs: bn={self.bn} must be a multiple of 16 up to "
                                    f"256 (the wgmma N)")
-        if self.warpgroups < 1 or self.threads > MAX_THREADS or 64 * self.warpgroups > 256:
+        if self.warpgroups < 1 or self.threads > SM90.max_threads or 64 * self.warpgroups > 256:
             raise GpuLoweringError(f"wgmma knobs: warpgroups={self.warpgroups} must be 1 .. 4 "
                                    f"(a TMA box has at most 256 rows)")
         if self.stages < 2:
@@ -136,7 +140,7 @@ def wgmma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = 
     g = _Body(M, N, K, dtype, knobs, X, W, bias, Y, maps, epi)
     grid = (-(-N // knobs.bn), -(-M // knobs.bm))
     return finish(f"gemm_wgmma_{dtype}", params, g.body, grid, knobs.threads,
-                  ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs)))
+                  ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs)), target=SM90)
 
 
 class _Body:
@@ -176,7 +180,7 @@ class _Body:
         kb, nst = self.kb, self.kb.stages
         wg, lane = E.Var("wg"), E.Var("lane")
         leader = tid.eq(0)
-        nwarps = kb.threads // WARP_SIZE
+        nwarps = kb.threads // WARP_LANES
         zero = E.const(0, "int32") if self.sh.acc_dtype == "int32" else E.FloatImm(0.0, "float32")
         setup = S.seq(
             S.IfThenElse(leader, S.seq(
@@ -209,7 +213,7 @@ class _Body:
             WgmmaWait(1), release))
         body = S.seq(setup, main, WgmmaWait(0, self.acc), self.epilogue(tid, wg, bx, by))
         body = alloc([self.As, self.Bs, self.full, self.empty, self.acc], body)
-        return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_SIZE, body))
+        return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_LANES, body))
 
     def epilogue(self, tid: E.Expr, wg: E.Expr, bx: E.Expr, by: E.Expr) -> S.Stmt:
         """Each thread's accumulators through the epilogue into ``Y`` (fragment layout of
@@ -217,7 +221,7 @@ class _Body:
         a thread holds leave as one vector store when N is even (aligned pairs), else one by
         one."""
         t = tid % WARPGROUP
-        w, g, q = t // WARP_SIZE, (t % WARP_SIZE) // 4, t % 4
+        w, g, q = t // WARP_LANES, (t % WARP_LANES) // 4, t % 4
         pair = S.Buffer("pair", (2,), self.Y.dtype, "local")
 
         def store(ix: tuple[E.Expr, ...]) -> S.Stmt:
