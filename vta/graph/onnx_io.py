@@ -88,9 +88,10 @@ def read_input(path: str | Path, graph: Graph) -> tuple[dict[str, np.ndarray],
         raise GraphError(f"input {v.name} of graph {graph.name} has no scale to quantize with")
     a = _image(p, v) if p.suffix.lower() in IMAGE_SUFFIXES else _array(p, v)
     if a.dtype == np.int8:
-        return {v.name: a}, {v.name: (a.astype(np.float32) * np.float32(scale))}
+        real = (a.astype(np.float32) - np.float32(v.type.zero)) * np.float32(scale)
+        return {v.name: a}, {v.name: real}
     x = a.astype(np.float32)
-    return {v.name: quantize_linear(x, scale)}, {v.name: x}
+    return {v.name: quantize_linear(x, scale, v.type.zero)}, {v.name: x}
 
 
 def top5(out: np.ndarray, scale: float | None) -> list[list[dict[str, Any]]]:

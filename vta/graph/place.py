@@ -137,37 +137,42 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     for n in nodes:
         if isinstance(n, Requantize):
             pre, post = split_shift(n.shift)
-            stages.append(("requant", (n.mult, pre, post, n.lo, n.hi)))
+            stages.append(("requant", (n.mult, pre, post, 0, n.zero, n.lo, n.hi)))
         elif isinstance(n, (Relu, Clip)):
             lo, hi = (0, INT8_MAX) if isinstance(n, Relu) else (n.lo, n.hi)
             _clip(stages, lo, hi)
         elif isinstance(n, Add):
             if n.a is cur and n.b is cur:
-                stages.append(("scale", (n.mult_a + n.mult_b,)))
+                stages.append(("scale", (n.mult_a + n.mult_b, n.zero_a)))
             else:
-                mine, other, m_other = (n.mult_a, n.b, n.mult_b) if n.a is cur else \
-                    (n.mult_b, n.a, n.mult_a)
-                operands.append(scaled_operand(f"opnd{len(operands)}", m_other))
+                mine, z_mine, other, m_other, z_other = \
+                    (n.mult_a, n.zero_a, n.b, n.mult_b, n.zero_b) if n.a is cur else \
+                    (n.mult_b, n.zero_b, n.a, n.mult_a, n.zero_a)
+                operands.append(scaled_operand(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
-                stages.append(("add", (mine, len(operands) - 1)))
+                stages.append(("add", (mine, len(operands) - 1, z_mine)))
             pre, post = split_shift(n.shift)
-            stages.append(("round", (pre, post, n.lo, n.hi)))
+            stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
         else:
             raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
     out: list[EwStage] = []
     for kind, p in stages:
         if kind == "requant":
-            out.append(requant_stage(*p))
+            mult, pre, post, offset, zero, lo, hi = p
+            out.append(requant_stage(mult, pre, post, lo, hi, offset=offset, zero=zero))
         elif kind == "round":
-            out.append(round_clip_stage(*p))
+            pre, post, zero, lo, hi = p
+            out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
         elif kind == "clip":
             out.append(clip_stage(*p))
         elif kind == "add":
-            out.append(add_stage(*p))
+            mult, idx, zero = p
+            out.append(add_stage(mult, idx, zero=zero))
         else:
-            m = p[0]
-            out.append(EwStage("scale", lambda x, m=m: x * m, label=f"scale({m})"))
+            m, z = p
+            out.append(EwStage("scale", lambda x, m=m, z=z: (x + (-z) if z else x) * m,
+                               label=f"scale({m})" if not z else f"scale({m},zero={z})"))
     return Chain(tuple(out), tuple(operands)), values
 
 
@@ -233,7 +238,8 @@ class _Placer:
                                    f"is square)")
             spec = WindowSpec("sum", n, c, h, w, h)
             pre, post = split_shift(a.shift)
-            rq = requant_stage(a.mult, pre, post, a.lo, a.hi)
+            rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-h * w * a.zero_x,
+                               zero=a.zero)
             chain, vals = chain_of(nodes[1:], a.output)
             return self._window(group, spec, Chain((rq, *chain.stages), chain.operands),
                                 a.x, vals)

@@ -49,6 +49,19 @@ def _scaled(where: str, v: G.Value) -> float:
     return v.type.scale
 
 
+def _offsets(where: str, attrs: Mapping[str, Any], inputs: Mapping[str, G.Value]) -> int:
+    """Check an add's or average pool's input zero points (``zero_<operand>``: each its
+    operand's) and output ``zero`` (int8); the output zero."""
+    for key, v in inputs.items():
+        z = attrs.get(f"zero_{key}", 0)
+        if z != v.type.zero:
+            raise GraphError(f"{where}: zero_{key} is {z}, but {v.name} has zero point "
+                             f"{v.type.zero}")
+    zero = attrs.get("zero", 0)
+    _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+    return int(zero)
+
+
 def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str, Any],
                where: str) -> G.TensorType:
     """The output type of ``op`` applied to ``inputs`` with ``attrs`` (the output's scale for
@@ -91,7 +104,9 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         if attrs["mult"] == 0:
             raise GraphError(f"{where}: mult must be non-zero")
         s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
-        return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s))
+        zero = attrs.get("zero", 0)
+        _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+        return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s), zero)
     if op in (G.Relu, G.Clip):
         (x,) = inputs
         if x.type.dtype != "int8":
@@ -111,7 +126,8 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _range(where, key, attrs[key], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"))
+        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"),
+                            _offsets(where, attrs, {"a": a, "b": b}))
     if op is G.MaxPool2d:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
@@ -122,14 +138,23 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
-        return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale)
+        return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale, x.type.zero)
     if op is G.GlobalAvgPool:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         _range(where, "mult", attrs["mult"], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return G.TensorType((n, c), "int8", "NC", attrs.get("scale"))
+        return G.TensorType((n, c), "int8", "NC", attrs.get("scale"),
+                            _offsets(where, attrs, {"x": x}))
+    if op is G.Pad:
+        (x,) = inputs
+        n, c, h, wd = _want(where, x, "int8", 4, "input")
+        _range(where, "pad", attrs["pad"], 0, 1 << 16)
+        _range(where, "value", attrs["value"], G.INT8_MIN, G.INT8_MAX)
+        p = attrs["pad"]
+        return G.TensorType((n, c, h + 2 * p, wd + 2 * p), "int8", "NCHW", x.type.scale,
+                            x.type.zero)
     raise GraphError(f"{where}: unknown operator {op.__name__}")
 
 
@@ -149,7 +174,8 @@ def check_node(node: G.Node, where: str) -> None:
     attrs["scale"] = node.output.type.scale
     want = infer_type(type(node), node.inputs, attrs, where)
     got = node.output.type
-    if (got.shape, got.dtype, got.layout) != (want.shape, want.dtype, want.layout):
+    if (got.shape, got.dtype, got.layout, got.zero) != (want.shape, want.dtype, want.layout,
+                                                        want.zero):
         raise GraphError(f"{where}: output {node.output.name} is {got}, the operator gives "
                          f"{want.dtype}{list(want.shape)} {want.layout}")
     if want.scale is not None and (got.scale is None
