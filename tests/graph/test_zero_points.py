@@ -116,3 +116,37 @@ def test_zero_points_run_bit_exact_on_the_gpu_path() -> None:
     g, x = zero_graph()
     r = run_graph(compile_for(g, CudaEmuTarget()), {"x": x})
     assert r.passed, r.summary()["mismatched_tensors"]
+
+
+def per_channel_graph() -> tuple[Graph, np.ndarray]:
+    """A padded conv of an asymmetric input, requantized per output channel (32 different
+    ratios) to an asymmetric output, then its ReLU (a clip at the zero point)."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, (1, 16, 8, 8), dtype=np.int8)
+    b = GraphBuilder("per_channel")
+    xv = b.input("x", x.shape, 0.02, zero=3)
+    w = rng.integers(-50, 50, (32, 16, 3, 3), dtype=np.int8)
+    c = b.conv2d(b.pad(xv, 1, 3), b.const("w", w, 0.01),
+                 b.const("b", rng.integers(-99, 99, 32).astype(np.int32)))
+    ratios = [float(r) for r in 0.02 * rng.uniform(0.005, 0.02, 32) / 0.05]
+    r = b.requantize_channels(c, ratios, 0.05, zero=-4)
+    return b.build([b.clip(r, -4, 127)]), x
+
+
+def test_per_channel_multipliers_approximate_each_ratio() -> None:
+    g, x = per_channel_graph()
+    rq = next(n for n in g.nodes if isinstance(n, Requantize))
+    assert rq.mults is not None and rq.mults.data is not None and rq.mult == 1
+    env = interp.run_graph(g, {"x": x})
+    acc = env[rq.x].astype(np.float64)
+    ratio = rq.mults.data.astype(np.float64) / 2 ** rq.shift
+    want = np.clip(np.rint(acc * ratio[None, :, None, None]) - 4, -128, 127)
+    assert np.abs(env[rq.output] - want).max() <= 1
+    assert len(set(rq.mults.data.tolist())) > 1
+
+
+def test_per_channel_runs_bit_exact_on_the_accelerator_and_the_gpu_path() -> None:
+    g, x = per_channel_graph()
+    r = run_graph(compile_graph(g, hw("pynq_mul"), refine=1), {"x": x})
+    assert r.passed and r.summary()["mac_share"] == 1.0
+    assert run_graph(compile_for(g, CudaEmuTarget()), {"x": x}).passed

@@ -43,7 +43,14 @@ from vta.graph.ir import (
     TensorType,
     Value,
 )
-from vta.graph.quant import SCALE_MODES, fixed_point, fixed_point_pair, is_pow2, shift_scale
+from vta.graph.quant import (
+    SCALE_MODES,
+    fixed_point,
+    fixed_point_channels,
+    fixed_point_pair,
+    is_pow2,
+    shift_scale,
+)
 from vta.graph.verify import infer_type, verify_graph
 
 __all__ = ["GraphBuilder", "CALIBRATION_QUANTILE"]
@@ -149,6 +156,25 @@ class GraphBuilder:
         self._shift_only(f"requantize {name}", ratio, mult)
         return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
                               **({"zero": zero} if zero else {}))
+
+    def requantize_channels(self, x: Value, ratios: Sequence[float], scale: float,
+                            lo: int = INT8_MIN, hi: int = INT8_MAX, name: str | None = None,
+                            zero: int = 0) -> Value:
+        """``x`` (the int32 output of a convolution or dense layer with per-channel weight
+        scales) as int8 of ``scale``: channel ``c`` multiplied by ``mults[c] / 2**shift ~
+        ratios[c]`` (``quant.fixed_point_channels``, one shift), a per-channel constant."""
+        name = name or f"{x.name}_q"
+        if len(x.type.shape) < 2 or len(ratios) != x.type.shape[1]:
+            raise GraphError(f"requantize {name}: {len(ratios)} ratios for the "
+                             f"{list(x.type.shape)} tensor {x.name}")
+        mults, shift = fixed_point_channels(list(ratios), self.channel_magnitudes(x),
+                                            f"requantize {name}")
+        if self.requant == "shift":
+            raise GraphError(f"requantize {name}: per-channel multipliers, but graph "
+                             f"{self.name} requantizes by shifts alone (requant='shift')")
+        mv = self.const(f"{name}_mults", np.array(mults, np.int32))
+        return self._add_node(Requantize, name, (x,), mult=1, shift=shift, lo=lo, hi=hi,
+                              scale=scale, mults=mv, **({"zero": zero} if zero else {}))
 
     def relu(self, x: Value, name: str | None = None) -> Value:
         return self._add_node(Relu, name or f"{x.name}_relu", (x,))
@@ -260,6 +286,16 @@ class GraphBuilder:
             bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
             return int(min(bound.max(), _INT32_MAX))
         return 128 if x.type.dtype == "int8" else _INT32_MAX
+
+    def channel_magnitudes(self, x: Value) -> list[int]:
+        """``magnitude`` per channel (axis 1) of a convolution's or dense layer's output."""
+        node = self._producer.get(id(x))
+        if isinstance(node, (Conv2d, Dense)) and node.weight.data is not None \
+                and node.bias.data is not None:
+            w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
+            bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
+            return [int(min(b, _INT32_MAX)) for b in bound]
+        return [self.magnitude(x)] * x.type.shape[1]
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

@@ -62,7 +62,11 @@ def _dense(node: G.Dense, a: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
-    y = scale_round(a[0], node.mult, node.shift)
+    if node.mults is not None:  # per channel (axis 1)
+        m = a[1].astype(np.int64).reshape((1, -1) + (1,) * (a[0].ndim - 2))
+        y = rounding_shift(wrap32(a[0].astype(np.int64) * m), node.shift)
+    else:
+        y = scale_round(a[0], node.mult, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 

@@ -14,7 +14,8 @@ definition):
 =================  ==============================================================================
 ``conv2d``         int8 NCHW ``x``, int8 OIHW ``weight``, int32 ``bias`` -> int32 ``sum + bias``
 ``dense``          int8 (N, K) ``x``, int8 (M, K) ``weight``, int32 ``bias`` -> int32 (N, M)
-``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)``
+``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)`` (``mult`` a
+                   per-channel constant ``mults`` when the weights' scales are per channel)
 ``relu``           int8 -> int8 ``max(x, 0)``
 ``clip``           int8 -> int8 ``min(max(x, lo), hi)``
 ``add``            int8, int8 -> int8 ``clip((a * mult_a + b * mult_b + 2**(shift-1)) >> shift)``
@@ -177,10 +178,22 @@ class Requantize(Node):
     hi: int
     out: Value
     zero: int = 0
+    #: per-channel multipliers (an int32 constant, one per channel of axis 1: the ratio of
+    #: scales of per-channel weights), used instead of ``mult`` (then 1); an operand
+    mults: Value | None = None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.x,) if self.mults is None else (self.x, self.mults)
 
     @property
     def output(self) -> Value:
         return self.out
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)
+        a.pop("mults", None)
+        return a
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,8 +29,10 @@ with that zero point and convolves unpadded (VTA's LOAD pads with zeros only; fo
 instead needs a per-pixel int32 correction at the borders, which no chain operand carries).
 An output zero point is the requantize's ``zero``; ``Relu`` of a tensor of zero point ``z`` is
 ``clip(z, 127)``; an add's and an average pool's input zero points are their ``zero_a``,
-``zero_b``, ``zero_x``. Per-channel scales are refused by name (the IR has one multiplier per
-requantize). ``Flatten``/``Reshape`` of an (N, C, 1, 1) tensor to (N, C) are layout no-ops.
+``zero_b``, ``zero_x``. Per-channel weight scales (along the output channel) give a
+per-channel requantize (one multiplier per channel, one shift: an ALU MUL by a channel
+operand); per-channel scales of anything else are refused by name. ``Flatten``/``Reshape`` of
+an (N, C, 1, 1) tensor to (N, C) are layout no-ops.
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
@@ -65,8 +67,10 @@ class _Dq:
     int8 form of a uint8 one) the ``DequantizeLinear`` states."""
 
     value: Value
-    scale: float
+    scale: float | np.ndarray
     zero: int = 0
+    #: the axis of a per-channel scale (an array ``scale``; a constant's)
+    axis: int | None = None
 
 
 @dataclass
@@ -112,12 +116,28 @@ class _Importer:
         s = self.const(name, n)
         if s.size != 1:
             raise OnnxImportError(f"{self.where(n)}: scale {name} has {s.size} values: "
-                                  f"per-channel scales are not supported (the graph IR has one "
-                                  f"multiplier per requantize; quantize with per_channel=False)")
+                                  f"per-channel scales are supported for constant weights "
+                                  f"only (an activation or output has one scale)")
         v = float(s.reshape(()))
         if not (math.isfinite(v) and v > 0):
             raise OnnxImportError(f"{self.where(n)}: scale {name} is {v}, not a positive "
                                   f"finite number")
+        return v
+
+    def wscale(self, name: str, n: Any, channels: int) -> float | np.ndarray:
+        """A weight's scale: one number, or (per-channel quantization) one per output channel
+        (``channels`` of them), each positive and finite."""
+        s = self.const(name, n)
+        if s.size == 1:
+            return self.scale(name, n)
+        if s.shape != (channels,):
+            raise OnnxImportError(f"{self.where(n)}: scale {name} has shape {list(s.shape)}; "
+                                  f"a per-channel weight scale has one value per output "
+                                  f"channel ({channels})")
+        v = s.astype(np.float64)
+        if not (np.isfinite(v).all() and (v > 0).all()):
+            raise OnnxImportError(f"{self.where(n)}: scale {name} has a value that is not a "
+                                  f"positive finite number")
         return v
 
     def zero(self, name: str | None, n: Any, what: str = "activation") -> int:
@@ -137,8 +157,11 @@ class _Importer:
             raise OnnxImportError(f"{self.where(n)}: zero point {name} is {z.dtype}; only int8 "
                                   f"(and int32 for a bias) are supported")
         if z.size != 1:
+            if what == "weight" and z.size and (z == z.flat[0]).all():
+                return int(z.flat[0])  # per-channel weights, one zero point (ORT: 0)
             raise OnnxImportError(f"{self.where(n)}: zero point {name} has {z.size} values: "
-                                  f"per-channel quantization is not supported")
+                                  f"per-channel zero points are not supported (only "
+                                  f"per-channel scales with one weight zero point)")
         return int(z.reshape(()))
 
     def weight(self, data: np.ndarray, zname: str | None, n: Any, name: str) -> np.ndarray:
@@ -274,7 +297,17 @@ class _Importer:
                                   f"channels is supported")
         return window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
 
-    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float, bias: np.ndarray,
+    def _requant(self, acc: Value, ratio: float | np.ndarray, sy: float, name: str | None,
+                 zy: int) -> Value:
+        """``acc``'s requantize to scale ``sy``, zero point ``zy``: one multiplier, or one per
+        channel (``ratio`` an array: per-channel weight scales)."""
+        if isinstance(ratio, np.ndarray):
+            return self.b.requantize_channels(acc, [float(r) for r in ratio], sy, name=name,
+                                              zero=zy)
+        return self.b.requantize(acc, ratio=ratio, name=name, zero=zy)
+
+    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float | np.ndarray,
+              bias: np.ndarray,
               win: Window, sy: float, out: str, relu: bool = False, wname: str = "w",
               zy: int = 0) -> Value:
         """A convolution and its requantize to zero point ``zy`` (``relu``: a ReLU after it),
@@ -284,27 +317,28 @@ class _Importer:
         if x.type.zero and pad:  # LOAD pads with zeros: pad with the zero point on the host
             x = b.pad(x, pad, x.type.zero, name=f"{out}_pad")
             pad = 0
-        wv = b.const(f"{out}_{wname}", w, sw)
+        wv = b.const(f"{out}_{wname}", w, _nominal(sw))
         bv = b.const(f"{out}_b", _fold_zero(bias, w, x.type.zero, out))
         acc = b.conv2d(x, wv, bv, win.stride, pad, name=f"{out}_acc")
-        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None, zero=zy)
+        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
         return self.relu(y, out) if relu else y
 
-    def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float, bias: np.ndarray,
+    def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float | np.ndarray,
+               bias: np.ndarray,
                sy: float, out: str, relu: bool = False, zy: int = 0) -> Value:
         """A dense layer ``x @ w_mk.T + bias`` and its requantize to zero point ``zy``
         (``x``'s zero point folded into the bias)."""
         b = self.b
-        wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), sw)
+        wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), _nominal(sw))
         bv = b.const(f"{out}_b", _fold_zero(bias, w_mk, x.type.zero, out))
         acc = b.dense(x, wv, bv, name=f"{out}_acc")
-        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None, zero=zy)
+        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
         return self.relu(y, out) if relu else y
 
     def op_QLinearConv(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
+        sw, sy = self.wscale(n.input[4], n, w.shape[0]), self.scale(n.input[6], n)
         zy = self.zero(n.input[7], n)
         bias = self.bias(n.input[8] if len(n.input) > 8 else None, n, w.shape[0])
         win = self.conv_window(n, x, w.shape)
@@ -313,9 +347,9 @@ class _Importer:
     def op_QLinearMatMul(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])  # (K, M)
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
-        zy = self.zero(n.input[7], n)
         self._two_d(n, x, w)
+        sw, sy = self.wscale(n.input[4], n, w.shape[1]), self.scale(n.input[6], n)
+        zy = self.zero(n.input[7], n)
         self.out(n.output[0], self._dense(x, sx, w.T, sw, np.zeros(w.shape[1], np.int32),
                                           sy, n.output[0], zy=zy))
 
@@ -331,7 +365,7 @@ class _Importer:
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
         w_mk = w if a.get("transB", 0) else w.T
         self._two_d(n, x, w_mk.T)
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[7], n)
+        sw, sy = self.wscale(n.input[4], n, w_mk.shape[0]), self.scale(n.input[7], n)
         zy = self.zero(n.input[8] if len(n.input) > 8 else None, n)
         bias = self.bias(n.input[6] or None, n, w_mk.shape[0])
         alpha = float(a.get("alpha", 1.0))  # y = alpha * (A @ B) + C: C has scale alpha*sx*sw
@@ -464,21 +498,31 @@ class _Importer:
     # ------------------------------------------------------------------ QDQ form
 
     def op_DequantizeLinear(self, n: Any) -> None:
-        self.attrs(n)
-        s = self.scale(n.input[1], n)
+        attrs = self.attrs(n)
         zname = n.input[2] if len(n.input) > 2 else None
         name = n.input[0]
         if name in self.inits:
             data = self.inits[name]
+            axis = int(attrs.get("axis", 1))
+            axis = axis + data.ndim if axis < 0 else axis
+            per_channel = self.const(n.input[1], n).size != 1
+            if per_channel and not 0 <= axis < data.ndim:
+                raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of "
+                                      f"{name} {list(data.shape)}")
+            s = self.wscale(n.input[1], n, data.shape[axis]) if per_channel else \
+                self.scale(n.input[1], n)
+            dq_axis = axis if per_channel else None
             if data.dtype == np.int32:
                 if self.zero(zname, n, what="weight"):
                     raise OnnxImportError(f"{self.where(n)}: int32 bias {name} has a non-zero "
                                           f"zero point")
-                self.env[n.output[0]] = _Dq(self.b.const(name, data, s), s)
+                self.env[n.output[0]] = _Dq(self.b.const(name, data, _nominal(s)), s,
+                                            axis=dq_axis)
                 return
             w = self.weight(data, zname, n, name)
-            self.env[n.output[0]] = _Dq(self.b.const(name, w, s), s)
+            self.env[n.output[0]] = _Dq(self.b.const(name, w, _nominal(s)), s, axis=dq_axis)
             return
+        s = self.scale(n.input[1], n)
         v = self.value(name, n)
         z = self.zero(zname, n)
         self.same_zero(v, z, name, n)
@@ -541,8 +585,12 @@ class _Importer:
                 raise OnnxImportError(f"{self.where(n)}: the weights of a {p.kind} must be a "
                                       f"constant")
             wdata = w.value.data
-            channels = wdata.shape[0] if p.kind == "conv" or p.attrs["trans_b"] else \
-                wdata.shape[-1]
+            out_axis = 0 if p.kind == "conv" or p.attrs["trans_b"] else wdata.ndim - 1
+            channels = wdata.shape[out_axis]
+            if w.axis is not None and w.axis != out_axis:
+                raise OnnxImportError(f"{self.where(n)}: the weights {w.value.name} are "
+                                      f"quantized per channel along axis {w.axis}; only the "
+                                      f"output-channel axis ({out_axis}) is supported")
             bdata = self._qdq_bias(n, bias, x.scale * w.scale, channels)
             if p.kind == "conv":
                 return self._conv(x.value, x.scale, wdata, w.scale, bdata, p.attrs["window"], s,
@@ -560,7 +608,8 @@ class _Importer:
             y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z)
         return self.relu(y, out) if p.relu else y
 
-    def _qdq_bias(self, n: Any, bias: _Dq | None, want: float, channels: int) -> np.ndarray:
+    def _qdq_bias(self, n: Any, bias: _Dq | None, want: float | np.ndarray, channels: int
+                  ) -> np.ndarray:
         """A QDQ bias's int32 data; its scale must be the product of the input's and the
         weights' (then it adds to the accumulator as is)."""
         if bias is None:
@@ -569,11 +618,23 @@ class _Importer:
         if data is None or data.dtype != np.int32 or data.shape != (channels,):
             raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} must be a constant "
                                   f"int32[{channels}]")
-        if not math.isclose(bias.scale, want, rel_tol=1e-5):
+        if not np.allclose(bias.scale, want, rtol=1e-5, atol=0):
             raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} has scale "
-                                  f"{bias.scale:.8g}, not input scale x weight scale "
-                                  f"{want:.8g}")
+                                  f"{_text(bias.scale)}, not input scale x weight scale "
+                                  f"{_text(want)}")
         return data
+
+
+def _nominal(s: float | np.ndarray) -> float:
+    """The one scale a constant's type states: its own, or the largest per-channel one (the
+    requantize after it holds each channel's exact ratio)."""
+    return float(np.max(s)) if isinstance(s, np.ndarray) else s
+
+
+def _text(s: float | np.ndarray) -> str:
+    if isinstance(s, np.ndarray):
+        return f"[{', '.join(f'{v:.8g}' for v in s[:4])}{', ...' if s.size > 4 else ''}]"
+    return f"{s:.8g}"
 
 
 def _fold_zero(bias: np.ndarray, w: np.ndarray, zx: int, out: str) -> np.ndarray:

@@ -34,11 +34,13 @@ from vta.compiler.accel import driver
 from vta.compiler.accel.ops import packing
 from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
+    CHANNEL,
     EYE,
     Chain,
     ChainOperand,
     EwStage,
     add_stage,
+    channel_requant_stage,
     clip_stage,
     requant_stage,
     round_clip_stage,
@@ -135,7 +137,12 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     values: list[Value] = []
     cur = running
     for n in nodes:
-        if isinstance(n, Requantize):
+        if isinstance(n, Requantize) and n.mults is not None:
+            operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+            values.append(n.mults)
+            pre, post = split_shift(n.shift)
+            stages.append(("requant_ch", (len(operands) - 1, pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize):
             pre, post = split_shift(n.shift)
             stages.append(("requant", (n.mult, pre, post, 0, n.zero, n.lo, n.hi)))
         elif isinstance(n, (Relu, Clip)):
@@ -161,6 +168,8 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
         if kind == "requant":
             mult, pre, post, offset, zero, lo, hi = p
             out.append(requant_stage(mult, pre, post, lo, hi, offset=offset, zero=zero))
+        elif kind == "requant_ch":
+            out.append(channel_requant_stage(*p))
         elif kind == "round":
             pre, post, zero, lo, hi = p
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
@@ -306,7 +315,7 @@ class _Placer:
                                                                P.ocb))}
         reads = {"data": a.x}
         layouts = {"data": in_l, "res": out_l}
-        self._operands(chain, vals, reads, layouts, consts)
+        self._operands(chain, vals, reads, layouts, consts, P.ocb)
         detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
                   f"{s.vt_axis if s.vthreads > 1 else ''}"
                   f"{' fold=' + c.fold_kind if folded else ''}")
@@ -315,8 +324,19 @@ class _Placer:
                       {"schedule": dict(self.knobs[skey])})
 
     def _operands(self, chain: Chain, vals: list[Value], reads: dict[str, Value],
-                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray]) -> None:
+                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray],
+                  ocb: int = 0) -> None:
+        """Each chain operand: an activation read from DRAM, or a per-channel constant
+        (per-channel multipliers) packed like the bias (``ocb`` channel blocks)."""
+        g = self.hw.gemm
         for o, v in zip(chain.operands, vals, strict=True):
+            if o.kind == CHANNEL:
+                if v.data is None or not ocb:
+                    raise HostFallback(f"per-channel operand {v.name} is not a constant of a "
+                                       f"convolution or dense layer")
+                consts[o.name] = packing.to_entries(packing.pack_bias(v.data, g.batch,
+                                                                      g.block_out, ocb))
+                continue
             reads[o.name] = v
             layouts[o.name] = canonical(v.type, self.hw)
         if chain.tensors:

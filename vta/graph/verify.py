@@ -49,6 +49,20 @@ def _scaled(where: str, v: G.Value) -> float:
     return v.type.scale
 
 
+def _check_mults(where: str, x: G.Value, mults: G.Value, mult: int) -> None:
+    """Per-channel multipliers: a positive int32 constant, one per channel of ``x``'s axis 1,
+    with ``mult`` 1."""
+    if mult != 1:
+        raise GraphError(f"{where}: a per-channel requantize has mult 1, got {mult}")
+    data = mults.data
+    if data is None or data.dtype != np.int32 or data.shape != (x.type.shape[1],):
+        raise GraphError(f"{where}: per-channel multipliers {mults.name} must be a constant "
+                         f"int32[{x.type.shape[1]}], got {mults.type.dtype}"
+                         f"{list(mults.type.shape)}")
+    if (data <= 0).any():
+        raise GraphError(f"{where}: per-channel multipliers {mults.name} must be positive")
+
+
 def _offsets(where: str, attrs: Mapping[str, Any], inputs: Mapping[str, G.Value]) -> int:
     """Check an add's or average pool's input zero points (``zero_<operand>``: each its
     operand's) and output ``zero`` (int8); the output zero."""
@@ -95,7 +109,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
                              f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
         return G.TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
     if op is G.Requantize:
-        (x,) = inputs
+        x = inputs[0]
         if x.type.dtype != "int32":
             raise GraphError(f"{where}: input {x.name} must be int32, got {x.type.dtype}")
         _range(where, "mult", attrs["mult"], -(1 << 31), (1 << 31) - 1)
@@ -103,9 +117,13 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         _clip_range(where, attrs["lo"], attrs["hi"])
         if attrs["mult"] == 0:
             raise GraphError(f"{where}: mult must be non-zero")
-        s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
         zero = attrs.get("zero", 0)
         _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+        mults = attrs.get("mults") or (inputs[1] if len(inputs) > 1 else None)
+        if mults is not None:
+            _check_mults(where, x, mults, attrs["mult"])
+            return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)
+        s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
         return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s), zero)
     if op in (G.Relu, G.Clip):
         (x,) = inputs

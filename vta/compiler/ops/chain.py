@@ -25,6 +25,7 @@ from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 
 __all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
+           "channel_requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
 
 TENSOR, CHANNEL = "tensor", "channel"
@@ -114,6 +115,15 @@ def requant_stage(mult: int, pre: int, post: int, lo: int, hi: int,
     return EwStage(name, lambda x: E.min_(E.max_(_offset(rounding(
         _times(_offset(x, offset), mult), pre, post), zero), lo), hi),
         label=f"requant({mult},{pre},{post},{lo},{hi}{_zeros_label(offset, zero)})")
+
+
+def channel_requant_stage(operand: int, pre: int, post: int, zero: int, lo: int, hi: int,
+                          name: str = "requant_ch") -> EwStage:
+    """``clip(rounding(x * m, pre, post) + zero, lo, hi)`` with ``m`` the per-channel
+    multiplier read from channel operand ``operand`` (per-channel weight scales)."""
+    return EwStage(name, lambda x, m: E.min_(E.max_(_offset(rounding(x * m, pre, post), zero),
+                                                    lo), hi), (operand,),
+                   label=f"requant_ch({pre},{post},{lo},{hi}{_zeros_label(0, zero)})")
 
 
 def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round",
