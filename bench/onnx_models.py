@@ -82,7 +82,7 @@ def judge(fm: Any, q: Any, inputs: int) -> tuple[Any, dict[str, Any]]:
     e2e, local = [], []
     for x in calibration_inputs(fm, 99, inputs):
         ort = ort_tensors(q, {v.name: x})
-        xq = quantize_linear(x, v.type.scale)
+        xq = quantize_linear(x, v.type.scale, v.type.zero)
         e2e.append(agreement(g, interp.run_graph(g, {v.name: xq}), ort))
         local.append(agreement(g, run_fed(g, {v.name: xq}, ort), ort))
     return g, {"e2e": _sum(e2e), "per_op": _sum(local)}
@@ -99,7 +99,7 @@ def on_hw(g: Any, config: str, simulate: bool) -> dict[str, Any]:
         return {"accepted": True}
     v = g.inputs[0]
     x = calibration_inputs_for(v.type.shape)
-    r = run_graph(cg, {v.name: quantize_linear(x, v.type.scale)})
+    r = run_graph(cg, {v.name: quantize_linear(x, v.type.scale, v.type.zero)})
     s = r.summary()
     return {"accepted": True, "cycles": r.cycles, "passed": r.passed,
             "mac_share": s.get("mac_share"), "host_fallbacks": len(cg.host_ops)}

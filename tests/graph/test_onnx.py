@@ -181,7 +181,13 @@ def test_qlinear_model() -> None:
 def test_unsupported_models_are_named(tmp_path: Path) -> None:
     m = qlinear_model()
     m.graph.initializer[5].CopyFrom(_c("z", np.array(3, np.int8)))  # a zero point of 3
-    with pytest.raises(OnnxImportError, match="zero point z is int8 \\[3\\]; only symmetric"):
+    g = load_onnx(m)  # asymmetric: imported, the ReLU a clip at the zero point
+    assert g.inputs[0].type.zero == 3 and any(n.op == "clip" and n.lo == 3 for n in g.nodes)
+    m = qlinear_model()
+    m.graph.initializer.append(_c("z5", np.array(5, np.int8)))
+    m.graph.node[5].input[2] = "z5"  # QLinearMatMul reads gf with another zero point
+    with pytest.raises(OnnxImportError, match="reads gf with zero point 5, but it was "
+                                              "quantized with zero point 0"):
         load_onnx(m)
     m = qlinear_model()
     m.graph.node[2].op_type = "Identity"

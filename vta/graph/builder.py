@@ -37,12 +37,20 @@ from vta.graph.ir import (
     Graph,
     MaxPool2d,
     Node,
+    Pad,
     Relu,
     Requantize,
     TensorType,
     Value,
 )
-from vta.graph.quant import SCALE_MODES, fixed_point, fixed_point_pair, is_pow2, shift_scale
+from vta.graph.quant import (
+    SCALE_MODES,
+    fixed_point,
+    fixed_point_channels,
+    fixed_point_pair,
+    is_pow2,
+    shift_scale,
+)
 from vta.graph.verify import infer_type, verify_graph
 
 __all__ = ["GraphBuilder", "CALIBRATION_QUANTILE"]
@@ -81,13 +89,14 @@ class GraphBuilder:
         return name
 
     def input(self, name: str, shape: Sequence[int], scale: float, dtype: str = "int8",
-              layout: str | None = None) -> Value:
-        """A graph input (calibration data for it, when calibrating, is given by name)."""
+              layout: str | None = None, zero: int = 0) -> Value:
+        """A graph input of zero point ``zero`` (calibration data for it, when calibrating, is
+        given by name)."""
         if name in self._names:
             raise GraphError(f"input {name!r}: the name is taken")
         lay = layout or ("NCHW" if len(shape) == 4 else "NC")
         v = Value(self._name(name), TensorType(tuple(int(d) for d in shape), dtype, lay,
-                                               float(scale)))
+                                               float(scale), int(zero)))
         self.inputs.append(v)
         if self._calib is not None:
             if name not in self._calib:
@@ -128,12 +137,13 @@ class GraphBuilder:
 
     def requantize(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
                    hi: int = INT8_MAX, name: str | None = None,
-                   ratio: float | None = None) -> Value:
+                   ratio: float | None = None, zero: int = 0) -> Value:
         """``x`` (int32, scale ``s``) as int8 of ``scale`` (calibrated when None): the
         fixed-point ``mult / 2**shift ~ s / scale``; the output's scale is the one the pair
         actually gives. ``ratio`` (instead of ``scale``) is the ratio itself, when it is known
         exactly (an imported model's own scales: ``s`` is already the approximation an
-        earlier requantization gave, and approximating ``s / scale`` would compound it)."""
+        earlier requantization gave, and approximating ``s / scale`` would compound it).
+        ``zero``: the output's zero point, added after the rounding shift."""
         s_in = self._scale(x)
         name = name or f"{x.name}_q"
         if ratio is None:
@@ -144,7 +154,27 @@ class GraphBuilder:
             ratio = s_in / scale
         mult, shift = fixed_point(ratio, self.magnitude(x), f"requantize {x.name}")
         self._shift_only(f"requantize {name}", ratio, mult)
-        return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi)
+        return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
+                              **({"zero": zero} if zero else {}))
+
+    def requantize_channels(self, x: Value, ratios: Sequence[float], scale: float,
+                            lo: int = INT8_MIN, hi: int = INT8_MAX, name: str | None = None,
+                            zero: int = 0) -> Value:
+        """``x`` (the int32 output of a convolution or dense layer with per-channel weight
+        scales) as int8 of ``scale``: channel ``c`` multiplied by ``mults[c] / 2**shift ~
+        ratios[c]`` (``quant.fixed_point_channels``, one shift), a per-channel constant."""
+        name = name or f"{x.name}_q"
+        if len(x.type.shape) < 2 or len(ratios) != x.type.shape[1]:
+            raise GraphError(f"requantize {name}: {len(ratios)} ratios for the "
+                             f"{list(x.type.shape)} tensor {x.name}")
+        mults, shift = fixed_point_channels(list(ratios), self.channel_magnitudes(x),
+                                            f"requantize {name}")
+        if self.requant == "shift":
+            raise GraphError(f"requantize {name}: per-channel multipliers, but graph "
+                             f"{self.name} requantizes by shifts alone (requant='shift')")
+        mv = self.const(f"{name}_mults", np.array(mults, np.int32))
+        return self._add_node(Requantize, name, (x,), mult=1, shift=shift, lo=lo, hi=hi,
+                              scale=scale, mults=mv, **({"zero": zero} if zero else {}))
 
     def relu(self, x: Value, name: str | None = None) -> Value:
         return self._add_node(Relu, name or f"{x.name}_relu", (x,))
@@ -154,9 +184,11 @@ class GraphBuilder:
 
     def add(self, a: Value, b: Value, scale: float | None = None, lo: int = INT8_MIN,
             hi: int = INT8_MAX, name: str = "add",
-            ratios: tuple[float, float] | None = None) -> Value:
+            ratios: tuple[float, float] | None = None, zero: int = 0) -> Value:
         """``a + b`` rescaled to ``scale`` (calibrated when None); ``ratios``: the two ratios
-        of scales when known exactly (``requantize``'s ``ratio``)."""
+        of scales when known exactly (``requantize``'s ``ratio``). The operands' zero points
+        are subtracted before the multipliers (``zero_a``, ``zero_b``); ``zero`` is the
+        output's."""
         sa, sb = self._scale(a), self._scale(b)
         if scale is None:
             if self._calib is None:
@@ -166,11 +198,14 @@ class GraphBuilder:
             if self.requant == "shift":
                 scale = shift_scale(max(sa, sb), scale, least=0)[0]
         ra, rb = ratios if ratios is not None else (sa / scale, sb / scale)
-        ma, mb, shift = fixed_point_pair((ra, rb), (128, 128), f"add {name}")
+        za, zb = a.type.zero, b.type.zero
+        bound = 256 if za or zb else 128  # |a - z_a| <= 255
+        ma, mb, shift = fixed_point_pair((ra, rb), (bound, bound), f"add {name}")
         self._shift_only(f"add {name}", ra, ma)
         self._shift_only(f"add {name}", rb, mb)
+        extra = {k: v for k, v in (("zero_a", za), ("zero_b", zb), ("zero", zero)) if v}
         return self._add_node(Add, name, (a, b), mult_a=ma, mult_b=mb, shift=shift, lo=lo,
-                              hi=hi, scale=scale)
+                              hi=hi, scale=scale, **extra)
 
     def max_pool2d(self, x: Value, kernel: int, stride: int, pad: int = 0,
                    name: str = "maxpool") -> Value:
@@ -178,7 +213,7 @@ class GraphBuilder:
 
     def global_avg_pool(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
                         hi: int = INT8_MAX, name: str = "avgpool",
-                        ratio: float | None = None) -> Value:
+                        ratio: float | None = None, zero: int = 0) -> Value:
         """The mean over each channel's pixels rescaled to ``scale`` (calibrated when None):
         ``sum * mult >> shift`` with ``mult / 2**shift ~ s_x / (H * W * scale)`` (or
         ``ratio``, when known exactly: ``requantize``)."""
@@ -199,10 +234,16 @@ class GraphBuilder:
                 return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo,
                                       hi=hi, scale=scale)
         r = ratio if ratio is not None else sx / (hw * scale)
-        mult, shift = fixed_point(r, hw * 128, f"global_avg_pool {name}")
+        zx = x.type.zero
+        mult, shift = fixed_point(r, hw * (256 if zx else 128), f"global_avg_pool {name}")
         self._shift_only(f"global_avg_pool {name}", r, mult)
+        extra = {k: v for k, v in (("zero_x", zx), ("zero", zero)) if v}
         return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
-                              scale=scale)
+                              scale=scale, **extra)
+
+    def pad(self, x: Value, pad: int, value: int, name: str | None = None) -> Value:
+        """``x`` (NCHW) padded by ``pad`` on each side with ``value``."""
+        return self._add_node(Pad, name or f"{x.name}_pad", (x,), pad=pad, value=value)
 
     # ------------------------------------------------------------------ helpers
 
@@ -245,6 +286,16 @@ class GraphBuilder:
             bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
             return int(min(bound.max(), _INT32_MAX))
         return 128 if x.type.dtype == "int8" else _INT32_MAX
+
+    def channel_magnitudes(self, x: Value) -> list[int]:
+        """``magnitude`` per channel (axis 1) of a convolution's or dense layer's output."""
+        node = self._producer.get(id(x))
+        if isinstance(node, (Conv2d, Dense)) and node.weight.data is not None \
+                and node.bias.data is not None:
+            w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
+            bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
+            return [int(min(b, _INT32_MAX)) for b in bound]
+        return [self.magnitude(x)] * x.type.shape[1]
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from vta.compiler.accel import driver
 from vta.config import HwConfig, shipped_configs
 from vta.errors import GraphError
-from vta.graph.ir import Graph
+from vta.graph.ir import Graph, Requantize
 from vta.graph.link import link_program
 from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
@@ -109,13 +109,17 @@ def check_multipliers(graph: Graph, hw: HwConfig) -> None:
         return
     node, what, mult, shift = need[0]
     more = f" (and {len(need) - 1} more)" if len(need) > 1 else ""
+    per_channel = isinstance(node, Requantize) and node.mults is not None
+    hint = "" if per_channel else ", or give it power-of-two scale ratios (every " \
+        "requantization a shift)"
+    kind = "per-channel multipliers: a vector multiply by a channel operand" if per_channel \
+        else "not a power of two"
     why = "VTA's ALU has no MUL" if hw.stock else "its alu.ops has no mul"
     raise GraphError(
         f"graph {graph.name}: {node.op} {node.output.name}: its {what} {mult} (scale ratio "
-        f"{effective_ratio(mult, shift):.6g} = {mult} / 2**{shift}, not a power of two) needs "
+        f"{effective_ratio(mult, shift):.6g} = {mult} / 2**{shift}, {kind}) needs "
         f"ALU MUL{more}, which {hw.name} does not have ({why}: alu.ops "
-        f"{', '.join(hw.alu.ops)}); run it on {_with_mul(hw)}, or give it power-of-two scale "
-        f"ratios (every requantization a shift)")
+        f"{', '.join(hw.alu.ops)}); run it on {_with_mul(hw)}{hint}")
 
 
 def _with_mul(hw: HwConfig) -> str:

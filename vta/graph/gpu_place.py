@@ -116,8 +116,9 @@ def group_kernel(group: Node) -> GroupKernel:
             spec_w = WindowSpec("sum", n, c, h, w, h)
             pre, post = split_shift(a.shift)
             rest, vals = chain_of(nodes[1:], a.output)
-            chain = Chain((requant_stage(a.mult, pre, post, a.lo, a.hi), *rest.stages),
-                          rest.operands)
+            rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-h * w * a.zero_x,
+                               zero=a.zero)
+            chain = Chain((rq, *rest.stages), rest.operands)
             x = a.x
         else:
             x = a.a if isinstance(a, Add) else a.x

@@ -62,7 +62,12 @@ def _dense(node: G.Dense, a: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
-    return _clip8(scale_round(a[0], node.mult, node.shift), node.lo, node.hi)
+    if node.mults is not None:  # per channel (axis 1)
+        m = a[1].astype(np.int64).reshape((1, -1) + (1,) * (a[0].ndim - 2))
+        y = rounding_shift(wrap32(a[0].astype(np.int64) * m), node.shift)
+    else:
+        y = scale_round(a[0], node.mult, node.shift)
+    return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 
 def _relu(node: G.Relu, a: list[np.ndarray]) -> np.ndarray:
@@ -74,10 +79,11 @@ def _clip(node: G.Clip, a: list[np.ndarray]) -> np.ndarray:
 
 
 def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
-    p = wrap32(a[0].astype(np.int64) * node.mult_a)
-    q = wrap32(a[1].astype(np.int64) * node.mult_b)
+    p = wrap32((a[0].astype(np.int64) - node.zero_a) * node.mult_a)
+    q = wrap32((a[1].astype(np.int64) - node.zero_b) * node.mult_b)
     t = wrap32(p.astype(np.int64) + q)
-    return _clip8(rounding_shift(t, node.shift), node.lo, node.hi)
+    y = rounding_shift(t, node.shift)
+    return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 
 def _max_pool(node: G.MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
@@ -94,13 +100,22 @@ def _max_pool(node: G.MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
 
 def _global_avg_pool(node: G.GlobalAvgPool, a: list[np.ndarray]) -> np.ndarray:
     total = wrap32(a[0].astype(np.int64).sum(axis=(2, 3)))
-    return _clip8(scale_round(total, node.mult, node.shift), node.lo, node.hi)
+    hw = a[0].shape[2] * a[0].shape[3]
+    t = wrap32((total.astype(np.int64) - hw * node.zero_x) * node.mult)
+    y = rounding_shift(t, node.shift)
+    return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
+
+
+def _pad(node: G.Pad, a: list[np.ndarray]) -> np.ndarray:
+    p = node.pad
+    return np.pad(a[0], ((0, 0), (0, 0), (p, p), (p, p)),
+                  constant_values=node.value).astype(np.int8)
 
 
 #: each operator's numpy semantics (operands in order -> output)
 KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
     G.Conv2d: _conv2d, G.Dense: _dense, G.Requantize: _requantize, G.Relu: _relu, G.Clip: _clip,
-    G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool}
+    G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool, G.Pad: _pad}
 
 
 def eval_node(node: G.Node, env: Mapping[G.Value, np.ndarray]) -> np.ndarray:

@@ -4,7 +4,8 @@ A ``Graph`` holds ``Value``s (tensors: graph inputs, constants and node outputs,
 object; names are for printing) and ``Node``s in topological order, one frozen dataclass per
 operator with typed attributes. Every value has a ``TensorType``: shape, dtype (``int8`` or
 ``int32``), logical layout (``NCHW`` for images, ``NC`` for matrices) and its quantization
-(``scale``: the real value is ``scale * integer``; zero point 0, symmetric quantization).
+(``scale`` and ``zero``: the real value is ``scale * (integer - zero)``; ``zero`` is 0 for a
+symmetric tensor).
 
 The operators are those of a quantized CNN, each with exact integer semantics (every step
 wraps to int32, as the accelerator's accumulator does; ``vta.graph.interp`` is the numpy
@@ -13,15 +14,30 @@ definition):
 =================  ==============================================================================
 ``conv2d``         int8 NCHW ``x``, int8 OIHW ``weight``, int32 ``bias`` -> int32 ``sum + bias``
 ``dense``          int8 (N, K) ``x``, int8 (M, K) ``weight``, int32 ``bias`` -> int32 (N, M)
-``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)``
+``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)`` (``mult`` a
+                   per-channel constant ``mults`` when the weights' scales are per channel)
 ``relu``           int8 -> int8 ``max(x, 0)``
 ``clip``           int8 -> int8 ``min(max(x, lo), hi)``
 ``add``            int8, int8 -> int8 ``clip((a * mult_a + b * mult_b + 2**(shift-1)) >> shift)``
+                   (zero points: ``(a - zero_a) * mult_a``, ... ``+ zero`` before the clip)
 ``max_pool2d``     int8 -> int8, the maximum over each window (padding never wins)
 ``global_avg_pool`` int8 NCHW -> int8 (N, C) ``clip((sum_hw x * mult + 2**(shift-1)) >> shift)``
+``pad``            int8 NCHW -> int8, ``pad`` rows and columns of ``value`` on each side
 ``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
                    element-wise operators applied to its result, one kernel
 =================  ==============================================================================
+
+Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
+(``TensorType.zero``; 0 for symmetric tensors). ``requantize`` adds its ``zero`` after the
+rounding shift and before the clip; ``add`` subtracts its inputs' zero points (``zero_a``,
+``zero_b``) before multiplying, ``global_avg_pool`` subtracts ``H*W * zero_x`` from the sum,
+and both add their output ``zero`` after the shift (every constant an int8 or a small
+immediate, as the ALU's 16-bit immediates need); a convolution's or dense layer's input zero
+point is folded into its bias by the importer (``-z_x * sum_k w``, as TVM's QNN and gemmlowp
+do), and a padded convolution of such an input reads an explicit ``pad`` with the zero point
+(VTA's LOAD pads with zeros only). All default to 0: a symmetric graph is unchanged. A uint8
+tensor is the int8 tensor ``u - 128`` with zero point ``z_u - 128`` (the int8 GEMM core then
+computes it exactly).
 
 The multipliers and shifts are the fixed-point form of the ratio of scales (``quant``):
 ``mult / 2**shift ~ scale_in / scale_out``. ``>> shift`` with ``+ 2**(shift-1)`` is a rounding
@@ -34,7 +50,7 @@ that fits a 16-bit immediate.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,8 +58,8 @@ import numpy as np
 from vta.errors import GraphError
 
 __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requantize",
-           "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Fused", "Graph", "ELEMENTWISE",
-           "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift"]
+           "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Fused", "Graph",
+           "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -60,12 +76,14 @@ def split_shift(shift: int) -> tuple[int, int]:
 @dataclass(frozen=True, slots=True)
 class TensorType:
     """``shape``, ``dtype``, logical ``layout`` and quantization ``scale`` (None: the tensor
-    carries no real-valued interpretation, e.g. a bias)."""
+    carries no real-valued interpretation, e.g. a bias) and ``zero`` point (the real value
+    is ``scale * (integer - zero)``)."""
 
     shape: tuple[int, ...]
     dtype: str
     layout: str = "NCHW"
     scale: float | None = None
+    zero: int = 0
 
     @property
     def size(self) -> int:
@@ -73,7 +91,8 @@ class TensorType:
 
     def __str__(self) -> str:
         s = f"{self.dtype}[{', '.join(map(str, self.shape))}] {self.layout}"
-        return s if self.scale is None else f"{s} scale={self.scale:.6g}"
+        s = s if self.scale is None else f"{s} scale={self.scale:.6g}"
+        return s if not self.zero else f"{s} zero={self.zero}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,9 +130,11 @@ class Node:
         raise NotImplementedError
 
     def attrs(self) -> dict[str, Any]:
-        """The attributes (not operands or output), by name, for printing."""
+        """The attributes (not operands or output), by name, for printing; an attribute with a
+        default (a zero point, an offset) only where it differs from it."""
         skip = {*self.operands, "out"}
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip
+                and (f.default is MISSING or getattr(self, f.name) != f.default)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,10 +177,23 @@ class Requantize(Node):
     lo: int
     hi: int
     out: Value
+    zero: int = 0
+    #: per-channel multipliers (an int32 constant, one per channel of axis 1: the ratio of
+    #: scales of per-channel weights), used instead of ``mult`` (then 1); an operand
+    mults: Value | None = None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.x,) if self.mults is None else (self.x, self.mults)
 
     @property
     def output(self) -> Value:
         return self.out
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)
+        a.pop("mults", None)
+        return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,6 +234,9 @@ class Add(Node):
     lo: int
     hi: int
     out: Value
+    zero_a: int = 0
+    zero_b: int = 0
+    zero: int = 0
 
     @property
     def output(self) -> Value:
@@ -230,6 +267,25 @@ class GlobalAvgPool(Node):
     shift: int
     lo: int
     hi: int
+    out: Value
+    zero_x: int = 0
+    zero: int = 0
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Pad(Node):
+    """Host-side padding of an NCHW tensor with ``value`` (an asymmetric tensor's zero point,
+    which VTA's LOAD, padding with zeros only, cannot write)."""
+
+    op: ClassVar[str] = "pad"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    pad: int
+    value: int
     out: Value
 
     @property

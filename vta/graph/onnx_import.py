@@ -18,14 +18,24 @@ scales (``s_x * s_w / s_y``, as ONNX Runtime's kernels compute it), never a rati
 an earlier approximation produced; a ``DequantizeLinear`` carries its own scale (a model may
 dequantize with any scale), so the importer never refuses a model for its own rounding.
 
-Zero points: a constant weight's zero point is folded into the weights (``w - z_w``) when the
-result is int8. The graph IR's activations are int8 with zero point 0 (its requantize has no
-output offset), so an activation with a non-zero zero point (ORT's default asymmetric
-quantization) or of type uint8 is refused by name, as are per-channel scales (the IR has one
-multiplier per requantize). ``Flatten``/``Reshape`` of an (N, C, 1, 1) tensor to (N, C) are
-layout no-ops. Every attribute is honored or refused by name (``onnx_attrs``). A float graph
-input that goes straight into a ``QuantizeLinear`` becomes an int8 input of that scale (the
-host quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
+Zero points (ORT's default asymmetric quantization, and uint8): a constant weight's zero point
+is folded into the weights (``w - z_w``) when the result is int8. An activation's zero point is
+its value's ``TensorType.zero``; a uint8 activation ``u`` is the int8 ``u - 128`` with zero
+point ``z - 128`` (the same real values, and ORT's clamp to [0, 255] is the int8 clamp). The
+input zero point of a convolution or dense layer is folded into its bias (``b - z_x * sum_k
+w``: with symmetric weights, ORT's default, the only cross term of ``sum (x - z_x) w``); a
+padded convolution of an input with a non-zero zero point reads an explicit host-side ``pad``
+with that zero point and convolves unpadded (VTA's LOAD pads with zeros only; folding the pad
+instead needs a per-pixel int32 correction at the borders, which no chain operand carries).
+An output zero point is the requantize's ``zero``; ``Relu`` of a tensor of zero point ``z`` is
+``clip(z, 127)``; an add's and an average pool's input zero points are their ``zero_a``,
+``zero_b``, ``zero_x``. Per-channel weight scales (along the output channel) give a
+per-channel requantize (one multiplier per channel, one shift: an ALU MUL by a channel
+operand); per-channel scales of anything else are refused by name. ``Flatten``/``Reshape`` of
+an (N, C, 1, 1) tensor to (N, C) are layout no-ops.
+Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
+straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
+quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
 int8 tensor, with its scale). Anything else is an ``OnnxImportError`` naming the node (or
 tensor) and what is not supported.
 """
@@ -53,11 +63,14 @@ SCALE_RTOL = 1e-6
 
 @dataclass
 class _Dq:
-    """A dequantized tensor: the int8 value (or constant) and the scale the
-    ``DequantizeLinear`` states."""
+    """A dequantized tensor: the int8 value (or constant) and the scale and zero point (the
+    int8 form of a uint8 one) the ``DequantizeLinear`` states."""
 
     value: Value
-    scale: float
+    scale: float | np.ndarray
+    zero: int = 0
+    #: the axis of a per-channel scale (an array ``scale``; a constant's)
+    axis: int | None = None
 
 
 @dataclass
@@ -103,37 +116,53 @@ class _Importer:
         s = self.const(name, n)
         if s.size != 1:
             raise OnnxImportError(f"{self.where(n)}: scale {name} has {s.size} values: "
-                                  f"per-channel scales are not supported (the graph IR has one "
-                                  f"multiplier per requantize; quantize with per_channel=False)")
+                                  f"per-channel scales are supported for constant weights "
+                                  f"only (an activation or output has one scale)")
         v = float(s.reshape(()))
         if not (math.isfinite(v) and v > 0):
             raise OnnxImportError(f"{self.where(n)}: scale {name} is {v}, not a positive "
                                   f"finite number")
         return v
 
+    def wscale(self, name: str, n: Any, channels: int) -> float | np.ndarray:
+        """A weight's scale: one number, or (per-channel quantization) one per output channel
+        (``channels`` of them), each positive and finite."""
+        s = self.const(name, n)
+        if s.size == 1:
+            return self.scale(name, n)
+        if s.shape != (channels,):
+            raise OnnxImportError(f"{self.where(n)}: scale {name} has shape {list(s.shape)}; "
+                                  f"a per-channel weight scale has one value per output "
+                                  f"channel ({channels})")
+        v = s.astype(np.float64)
+        if not (np.isfinite(v).all() and (v > 0).all()):
+            raise OnnxImportError(f"{self.where(n)}: scale {name} has a value that is not a "
+                                  f"positive finite number")
+        return v
+
     def zero(self, name: str | None, n: Any, what: str = "activation") -> int:
-        """The zero point ``name`` (0 when absent): uint8 is refused; a non-zero activation
-        zero point is refused; a weight's is returned (the caller folds it)."""
+        """The zero point ``name`` (0 when absent), as the graph IR's int8 tensors carry it: an
+        int8 one as is, a uint8 one minus 128 (the tensor ``u - 128``); uint8 weights are
+        refused (``weight``)."""
         if not name:
             return 0
         z = self.const(name, n)
-        if z.dtype == np.uint8:
-            raise OnnxImportError(f"{self.where(n)}: zero point {name} is uint8: uint8 tensors "
-                                  f"are not supported (the graph IR's tensors are int8; quantize "
-                                  f"with QuantType.QInt8)")
+        if z.dtype == np.uint8 and what == "activation":
+            if z.size != 1:
+                raise OnnxImportError(f"{self.where(n)}: zero point {name} has {z.size} "
+                                      f"values: per-channel activation quantization is not "
+                                      f"supported")
+            return int(z.reshape(())) - 128
         if z.dtype not in (np.int8, np.int32):
             raise OnnxImportError(f"{self.where(n)}: zero point {name} is {z.dtype}; only int8 "
                                   f"(and int32 for a bias) are supported")
         if z.size != 1:
+            if what == "weight" and z.size and (z == z.flat[0]).all():
+                return int(z.flat[0])  # per-channel weights, one zero point (ORT: 0)
             raise OnnxImportError(f"{self.where(n)}: zero point {name} has {z.size} values: "
-                                  f"per-channel quantization is not supported")
-        zv = int(z.reshape(()))
-        if zv != 0 and what == "activation":
-            raise OnnxImportError(f"{self.where(n)}: zero point {name} is int8 [{zv}]; only "
-                                  f"symmetric quantization of activations (zero point 0) is "
-                                  f"supported: the graph IR's requantize adds no output offset "
-                                  f"(quantize with ActivationSymmetric=True)")
-        return zv
+                                  f"per-channel zero points are not supported (only "
+                                  f"per-channel scales with one weight zero point)")
+        return int(z.reshape(()))
 
     def weight(self, data: np.ndarray, zname: str | None, n: Any, name: str) -> np.ndarray:
         """Constant int8 weights ``data`` with the zero point ``zname`` folded in: ``w - z``
@@ -172,8 +201,22 @@ class _Importer:
     def qin(self, name: str, sname: str, zname: str, n: Any) -> tuple[Value, float]:
         """A QLinear operator's int8 input and the scale the operator states for it."""
         v = self.value(name, n)
-        self.zero(zname, n)
+        self.same_zero(v, self.zero(zname, n), name, n)
         return v, self.scale(sname, n)
+
+    def same_zero(self, v: Value, z: int, name: str, n: Any) -> None:
+        """The zero point an operator states for its input ``v`` is the one ``v`` was
+        quantized with (int8 form)."""
+        if z != v.type.zero:
+            raise OnnxImportError(f"{self.where(n)}: reads {name} with zero point {z}, but it "
+                                  f"was quantized with zero point {v.type.zero} (int8 form; a "
+                                  f"uint8 zero point is 128 more)")
+
+    def relu(self, x: Value, name: str | None) -> Value:
+        """ReLU of ``x``: ``max(x, z)`` for a zero point ``z`` (the integer of real 0)."""
+        if x.type.zero:
+            return self.b.clip(x, x.type.zero, 127, name=name)
+        return self.b.relu(x, name=name)
 
     def out(self, name: str, v: Value) -> None:
         """``v`` is the int8 tensor ONNX calls ``name`` (its scale is the operator's: the
@@ -234,9 +277,9 @@ class _Importer:
                                   f"QuantizeLinear (the host quantizes the image)")
         q = users[0]
         self.attrs(q)
-        self.zero(q.input[2] if len(q.input) > 2 else None, q)
+        z = self.zero(q.input[2] if len(q.input) > 2 else None, q)
         s = self.scale(q.input[1], q)
-        v = self.b.input(inp.name, shape, s)
+        v = self.b.input(inp.name, shape, s, zero=z)
         self.out(q.output[0], v)
         self.env[inp.name] = "quantized"  # consumed by that QuantizeLinear
 
@@ -254,45 +297,61 @@ class _Importer:
                                   f"channels is supported")
         return window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
 
-    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float, bias: np.ndarray,
-              win: Window, sy: float, out: str, relu: bool = False, wname: str = "w"
-              ) -> Value:
-        """A convolution and its requantize (``relu``: a ReLU after it), ratio
-        ``sx * sw / sy``."""
-        b = self.b
-        wv = b.const(f"{out}_{wname}", w, sw)
-        bv = b.const(f"{out}_b", bias)
-        acc = b.conv2d(x, wv, bv, win.stride, win.pad, name=f"{out}_acc")
-        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None)
-        return b.relu(y, name=out) if relu else y
+    def _requant(self, acc: Value, ratio: float | np.ndarray, sy: float, name: str | None,
+                 zy: int) -> Value:
+        """``acc``'s requantize to scale ``sy``, zero point ``zy``: one multiplier, or one per
+        channel (``ratio`` an array: per-channel weight scales)."""
+        if isinstance(ratio, np.ndarray):
+            return self.b.requantize_channels(acc, [float(r) for r in ratio], sy, name=name,
+                                              zero=zy)
+        return self.b.requantize(acc, ratio=ratio, name=name, zero=zy)
 
-    def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float, bias: np.ndarray,
-               sy: float, out: str, relu: bool = False) -> Value:
-        """A dense layer ``x @ w_mk.T + bias`` and its requantize."""
+    def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float | np.ndarray,
+              bias: np.ndarray,
+              win: Window, sy: float, out: str, relu: bool = False, wname: str = "w",
+              zy: int = 0) -> Value:
+        """A convolution and its requantize to zero point ``zy`` (``relu``: a ReLU after it),
+        ratio ``sx * sw / sy``; ``x``'s zero point folded into the bias (and padded with)."""
         b = self.b
-        wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), sw)
-        bv = b.const(f"{out}_b", bias)
+        pad = win.pad
+        if x.type.zero and pad:  # LOAD pads with zeros: pad with the zero point on the host
+            x = b.pad(x, pad, x.type.zero, name=f"{out}_pad")
+            pad = 0
+        wv = b.const(f"{out}_{wname}", w, _nominal(sw))
+        bv = b.const(f"{out}_b", _fold_zero(bias, w, x.type.zero, out))
+        acc = b.conv2d(x, wv, bv, win.stride, pad, name=f"{out}_acc")
+        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
+        return self.relu(y, out) if relu else y
+
+    def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float | np.ndarray,
+               bias: np.ndarray,
+               sy: float, out: str, relu: bool = False, zy: int = 0) -> Value:
+        """A dense layer ``x @ w_mk.T + bias`` and its requantize to zero point ``zy``
+        (``x``'s zero point folded into the bias)."""
+        b = self.b
+        wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), _nominal(sw))
+        bv = b.const(f"{out}_b", _fold_zero(bias, w_mk, x.type.zero, out))
         acc = b.dense(x, wv, bv, name=f"{out}_acc")
-        y = b.requantize(acc, ratio=sx * sw / sy, name=out if not relu else None)
-        return b.relu(y, name=out) if relu else y
+        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
+        return self.relu(y, out) if relu else y
 
     def op_QLinearConv(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
-        self.zero(n.input[7], n)
+        sw, sy = self.wscale(n.input[4], n, w.shape[0]), self.scale(n.input[6], n)
+        zy = self.zero(n.input[7], n)
         bias = self.bias(n.input[8] if len(n.input) > 8 else None, n, w.shape[0])
         win = self.conv_window(n, x, w.shape)
-        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0]))
+        self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0], zy=zy))
 
     def op_QLinearMatMul(self, n: Any) -> None:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])  # (K, M)
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[6], n)
-        self.zero(n.input[7], n)
         self._two_d(n, x, w)
+        sw, sy = self.wscale(n.input[4], n, w.shape[1]), self.scale(n.input[6], n)
+        zy = self.zero(n.input[7], n)
         self.out(n.output[0], self._dense(x, sx, w.T, sw, np.zeros(w.shape[1], np.int32),
-                                          sy, n.output[0]))
+                                          sy, n.output[0], zy=zy))
 
     def op_QGemm(self, n: Any) -> None:
         a = self.attrs(n)
@@ -306,13 +365,14 @@ class _Importer:
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])
         w_mk = w if a.get("transB", 0) else w.T
         self._two_d(n, x, w_mk.T)
-        sw, sy = self.scale(n.input[4], n), self.scale(n.input[7], n)
-        self.zero(n.input[8] if len(n.input) > 8 else None, n)
+        sw, sy = self.wscale(n.input[4], n, w_mk.shape[0]), self.scale(n.input[7], n)
+        zy = self.zero(n.input[8] if len(n.input) > 8 else None, n)
         bias = self.bias(n.input[6] or None, n, w_mk.shape[0])
         alpha = float(a.get("alpha", 1.0))  # y = alpha * (A @ B) + C: C has scale alpha*sx*sw
         if not (math.isfinite(alpha) and alpha > 0):
             raise OnnxImportError(f"{self.where(n)}: alpha {alpha} must be positive")
-        self.out(n.output[0], self._dense(x, sx * alpha, w_mk, sw, bias, sy, n.output[0]))
+        self.out(n.output[0], self._dense(x, sx * alpha, w_mk, sw, bias, sy, n.output[0],
+                                          zy=zy))
 
     def _two_d(self, n: Any, x: Value, w_km: np.ndarray) -> None:
         if len(x.type.shape) != 2 or w_km.ndim != 2 or x.type.shape[1] != w_km.shape[0]:
@@ -324,9 +384,9 @@ class _Importer:
         a, sa = self.qin(n.input[0], n.input[1], n.input[2], n)
         c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
         sy = self.scale(n.input[6], n)
-        self.zero(n.input[7] if len(n.input) > 7 else None, n)
+        zy = self.zero(n.input[7] if len(n.input) > 7 else None, n)
         self.out(n.output[0], self.b.add(a, c, sy, name=n.output[0],
-                                         ratios=(sa / sy, sc / sy)))
+                                         ratios=(sa / sy, sc / sy), zero=zy))
 
     def op_QLinearGlobalAveragePool(self, n: Any) -> None:
         if self.attrs(n).get("channels_last", 0):
@@ -334,12 +394,12 @@ class _Importer:
                                   f"only)")
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         sy = self.scale(n.input[3], n)
-        self.zero(n.input[4], n)
-        self.out(n.output[0], self._gap(x, sx, sy, n.output[0]))
+        zy = self.zero(n.input[4], n)
+        self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy))
 
-    def _gap(self, x: Value, sx: float, sy: float, name: str) -> Value:
+    def _gap(self, x: Value, sx: float, sy: float, name: str, zy: int = 0) -> Value:
         hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
-        return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy))
+        return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy), zero=zy)
 
     # ------------------------------------------------------------------ both forms
 
@@ -352,7 +412,7 @@ class _Importer:
         # max commutes with a positive scale (zero point 0): pool the integers
         y = self.b.max_pool2d(inner, win.kernel, win.stride, win.pad, name=n.output[0])
         if isinstance(v, _Dq):
-            self.env[n.output[0]] = _Dq(y, v.scale)
+            self.env[n.output[0]] = _Dq(y, v.scale, v.zero)
         else:
             self.out(n.output[0], y)
 
@@ -361,10 +421,10 @@ class _Importer:
         if isinstance(v, _Pending):
             self.env[n.output[0]] = _Pending(v.kind, v.inputs, v.attrs, relu=True)
         elif isinstance(v, _Dq):
-            self.env[n.output[0]] = _Dq(self.b.relu(v.value, name=n.output[0]), v.scale)
+            self.env[n.output[0]] = _Dq(self.relu(v.value, n.output[0]), v.scale, v.zero)
         else:
             x = self.value(n.input[0], n)
-            self.out(n.output[0], self.b.relu(x, name=n.output[0]))
+            self.out(n.output[0], self.relu(x, n.output[0]))
 
     def _flat_shape(self, n: Any) -> tuple[int, ...]:
         """The shape a Flatten / Reshape gives, from ONNX's own shape inference."""
@@ -438,23 +498,35 @@ class _Importer:
     # ------------------------------------------------------------------ QDQ form
 
     def op_DequantizeLinear(self, n: Any) -> None:
-        self.attrs(n)
-        s = self.scale(n.input[1], n)
+        attrs = self.attrs(n)
         zname = n.input[2] if len(n.input) > 2 else None
         name = n.input[0]
         if name in self.inits:
             data = self.inits[name]
+            axis = int(attrs.get("axis", 1))
+            axis = axis + data.ndim if axis < 0 else axis
+            per_channel = self.const(n.input[1], n).size != 1
+            if per_channel and not 0 <= axis < data.ndim:
+                raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of "
+                                      f"{name} {list(data.shape)}")
+            s = self.wscale(n.input[1], n, data.shape[axis]) if per_channel else \
+                self.scale(n.input[1], n)
+            dq_axis = axis if per_channel else None
             if data.dtype == np.int32:
                 if self.zero(zname, n, what="weight"):
                     raise OnnxImportError(f"{self.where(n)}: int32 bias {name} has a non-zero "
                                           f"zero point")
-                self.env[n.output[0]] = _Dq(self.b.const(name, data, s), s)
+                self.env[n.output[0]] = _Dq(self.b.const(name, data, _nominal(s)), s,
+                                            axis=dq_axis)
                 return
             w = self.weight(data, zname, n, name)
-            self.env[n.output[0]] = _Dq(self.b.const(name, w, s), s)
+            self.env[n.output[0]] = _Dq(self.b.const(name, w, _nominal(s)), s, axis=dq_axis)
             return
-        self.zero(zname, n)
-        self.env[n.output[0]] = _Dq(self.value(name, n), s)
+        s = self.scale(n.input[1], n)
+        v = self.value(name, n)
+        z = self.zero(zname, n)
+        self.same_zero(v, z, name, n)
+        self.env[n.output[0]] = _Dq(v, s, z)
 
     def op_Conv(self, n: Any) -> None:
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
@@ -489,12 +561,13 @@ class _Importer:
         self.attrs(n)
         p = self.env.get(n.input[0])
         s, out = self.scale(n.input[1], n), n.output[0]
-        self.zero(n.input[2] if len(n.input) > 2 else None, n)
+        z = self.zero(n.input[2] if len(n.input) > 2 else None, n)
         if isinstance(p, _Dq) and not p.value.is_const:
-            if not math.isclose(p.scale, s, rel_tol=SCALE_RTOL):
+            if not math.isclose(p.scale, s, rel_tol=SCALE_RTOL) or z != p.zero:
                 raise OnnxImportError(f"{self.where(n)}: requantizes the integers of "
-                                      f"{n.input[0]} from scale {p.scale:.8g} to {s:.8g}; only "
-                                      f"a quantize that keeps the dequantize's scale is "
+                                      f"{n.input[0]} from scale {p.scale:.8g} (zero point "
+                                      f"{p.zero}) to {s:.8g} (zero point {z}); only a quantize "
+                                      f"that keeps the dequantize's scale and zero point is "
                                       f"supported around a float Relu / MaxPool / Flatten")
             self.out(out, p.value)  # a max-pool or ReLU of integers, same scale
             return
@@ -502,9 +575,9 @@ class _Importer:
             raise OnnxImportError(f"{self.where(n)}: quantizes {n.input[0]}, which is not "
                                   f"the result of a supported float operator on dequantized "
                                   f"inputs")
-        self.out(out, self._quantized(n, p, s, out))
+        self.out(out, self._quantized(n, p, s, out, z))
 
-    def _quantized(self, n: Any, p: _Pending, s: float, out: str) -> Value:
+    def _quantized(self, n: Any, p: _Pending, s: float, out: str, z: int = 0) -> Value:
         b = self.b
         if p.kind in ("conv", "dense"):
             x, w, bias = p.inputs
@@ -512,25 +585,31 @@ class _Importer:
                 raise OnnxImportError(f"{self.where(n)}: the weights of a {p.kind} must be a "
                                       f"constant")
             wdata = w.value.data
-            channels = wdata.shape[0] if p.kind == "conv" or p.attrs["trans_b"] else \
-                wdata.shape[-1]
+            out_axis = 0 if p.kind == "conv" or p.attrs["trans_b"] else wdata.ndim - 1
+            channels = wdata.shape[out_axis]
+            if w.axis is not None and w.axis != out_axis:
+                raise OnnxImportError(f"{self.where(n)}: the weights {w.value.name} are "
+                                      f"quantized per channel along axis {w.axis}; only the "
+                                      f"output-channel axis ({out_axis}) is supported")
             bdata = self._qdq_bias(n, bias, x.scale * w.scale, channels)
             if p.kind == "conv":
                 return self._conv(x.value, x.scale, wdata, w.scale, bdata, p.attrs["window"], s,
-                                  out, relu=p.relu, wname=w.value.name)
+                                  out, relu=p.relu, wname=w.value.name, zy=z)
             w_mk = wdata if p.attrs["trans_b"] else wdata.T
             self._two_d(n, x.value, w_mk.T)
-            return self._dense(x.value, x.scale, w_mk, w.scale, bdata, s, out, relu=p.relu)
+            return self._dense(x.value, x.scale, w_mk, w.scale, bdata, s, out, relu=p.relu,
+                               zy=z)
         if p.kind == "add":
             lhs, rhs = p.inputs
             y = b.add(lhs.value, rhs.value, s, name=out if not p.relu else f"{out}_add",
-                      ratios=(lhs.scale / s, rhs.scale / s))
+                      ratios=(lhs.scale / s, rhs.scale / s), zero=z)
         else:
             (x,) = p.inputs
-            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap")
-        return b.relu(y, name=out) if p.relu else y
+            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z)
+        return self.relu(y, out) if p.relu else y
 
-    def _qdq_bias(self, n: Any, bias: _Dq | None, want: float, channels: int) -> np.ndarray:
+    def _qdq_bias(self, n: Any, bias: _Dq | None, want: float | np.ndarray, channels: int
+                  ) -> np.ndarray:
         """A QDQ bias's int32 data; its scale must be the product of the input's and the
         weights' (then it adds to the accumulator as is)."""
         if bias is None:
@@ -539,11 +618,35 @@ class _Importer:
         if data is None or data.dtype != np.int32 or data.shape != (channels,):
             raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} must be a constant "
                                   f"int32[{channels}]")
-        if not math.isclose(bias.scale, want, rel_tol=1e-5):
+        if not np.allclose(bias.scale, want, rtol=1e-5, atol=0):
             raise OnnxImportError(f"{self.where(n)}: bias {bias.value.name} has scale "
-                                  f"{bias.scale:.8g}, not input scale x weight scale "
-                                  f"{want:.8g}")
+                                  f"{_text(bias.scale)}, not input scale x weight scale "
+                                  f"{_text(want)}")
         return data
+
+
+def _nominal(s: float | np.ndarray) -> float:
+    """The one scale a constant's type states: its own, or the largest per-channel one (the
+    requantize after it holds each channel's exact ratio)."""
+    return float(np.max(s)) if isinstance(s, np.ndarray) else s
+
+
+def _text(s: float | np.ndarray) -> str:
+    if isinstance(s, np.ndarray):
+        return f"[{', '.join(f'{v:.8g}' for v in s[:4])}{', ...' if s.size > 4 else ''}]"
+    return f"{s:.8g}"
+
+
+def _fold_zero(bias: np.ndarray, w: np.ndarray, zx: int, out: str) -> np.ndarray:
+    """``bias - zx * sum_k w`` per output channel (``w``'s first axis): the input zero point's
+    term of ``sum_k (x - zx) * w`` (symmetric weights: the only cross term), in int32."""
+    if not zx:
+        return bias
+    folded = bias.astype(np.int64) - zx * w.reshape(w.shape[0], -1).astype(np.int64).sum(axis=1)
+    if np.abs(folded).max(initial=0) >= 1 << 31:
+        raise OnnxImportError(f"{out}: the bias with the input zero point {zx} folded in "
+                              f"exceeds int32")
+    return folded.astype(np.int32)
 
 
 def load_onnx(model: str | Path | Any) -> Graph:

@@ -88,20 +88,21 @@ def read_input(path: str | Path, graph: Graph) -> tuple[dict[str, np.ndarray],
         raise GraphError(f"input {v.name} of graph {graph.name} has no scale to quantize with")
     a = _image(p, v) if p.suffix.lower() in IMAGE_SUFFIXES else _array(p, v)
     if a.dtype == np.int8:
-        return {v.name: a}, {v.name: (a.astype(np.float32) * np.float32(scale))}
+        real = (a.astype(np.float32) - np.float32(v.type.zero)) * np.float32(scale)
+        return {v.name: a}, {v.name: real}
     x = a.astype(np.float32)
-    return {v.name: quantize_linear(x, scale)}, {v.name: x}
+    return {v.name: quantize_linear(x, scale, v.type.zero)}, {v.name: x}
 
 
-def top5(out: np.ndarray, scale: float | None) -> list[list[dict[str, Any]]]:
+def top5(out: np.ndarray, scale: float | None, zero: int = 0) -> list[list[dict[str, Any]]]:
     """Per batch row, the five largest entries of ``out`` flattened: class index, int8 value
-    and real value (``scale * value``); ties in index order."""
+    and real value (``scale * (value - zero)``); ties in index order."""
     rows = np.asarray(out).reshape(out.shape[0] if out.ndim > 1 else 1, -1)
     result = []
     for row in rows:
         order = np.argsort(-row.astype(np.int64), kind="stable")[:5]
         result.append([{"class": int(i), "value": int(row[i]),
-                        "real": None if scale is None else float(row[i]) * scale}
+                        "real": None if scale is None else (float(row[i]) - zero) * scale}
                        for i in order])
     return result
 
@@ -123,7 +124,9 @@ def io_summary(graph: Graph, outputs: dict[Value, np.ndarray],
     for an ONNX model, ONNX Runtime's verdict (``onnx_ort.ort_verdict``)."""
     s: dict[str, Any] = {"outputs": {v.name: {"shape": list(v.type.shape),
                                               "scale": v.type.scale,
-                                              "top5": top5(outputs[v], v.type.scale)}
+                                              "zero_point": v.type.zero,
+                                              "top5": top5(outputs[v], v.type.scale,
+                                                           v.type.zero)}
                                      for v in graph.outputs}}
     if verdict is not None:
         s["onnx_runtime"] = verdict

@@ -278,7 +278,7 @@ def agreement(graph: Graph, values: Mapping[Value, np.ndarray],
         if v.is_const or v.type.dtype != "int8" or want is None or v not in values:
             continue
         got = np.asarray(values[v]).reshape(-1).astype(np.int64)
-        ref = np.asarray(want).reshape(-1).astype(np.int64)
+        ref = _int8_form(want).reshape(-1)
         if ref.size != got.size:
             continue
         tensors += 1
@@ -314,7 +314,13 @@ def _ort_value(v: Value, ort: Mapping[str, np.ndarray], own: np.ndarray) -> np.n
     want = ort.get(v.name)
     if v.type.dtype != "int8" or want is None or np.asarray(want).size != own.size:
         return own
-    return np.asarray(want).reshape(own.shape).astype(np.int8)
+    return _int8_form(want).reshape(own.shape).astype(np.int8)
+
+
+def _int8_form(a: Any) -> np.ndarray:
+    """ORT's tensor as the graph IR holds it (int64): a uint8 one minus 128."""
+    a = np.asarray(a)
+    return a.astype(np.int64) - (128 if a.dtype == np.uint8 else 0)
 
 
 #: the requantization arithmetics ``requant_arithmetic`` compares with ORT's
@@ -339,7 +345,7 @@ def requant_arithmetic(q: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
     total = 0
     for x in inputs:
         ort = ort_tensors(q, {v.name: x})
-        env = run_fed(g, {v.name: quantize_linear(x, v.type.scale or 1.0)}, ort)
+        env = run_fed(g, {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}, ort)
         for n in g.nodes:
             on = onnx_nodes.get(n.output.name)
             if not isinstance(n, Requantize) or on is None or n.output.name not in ort \
@@ -349,13 +355,13 @@ def requant_arithmetic(q: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
             sy = inits[on.input[6] if on.op_type == "QLinearConv" else on.input[7]]
             ratio = float(f32(f32(inits[on.input[1]]) * f32(inits[on.input[4]])) / f32(sy))
             acc = env[n.x].astype(np.int64)
-            want = ort[n.output.name].reshape(acc.shape).astype(np.int64)
+            want = _int8_form(ort[n.output.name]).reshape(acc.shape)
             t = wrap32(acc * n.mult).astype(np.int64)
             m, sh = float32_parts(ratio)
             got = [env[n.output].astype(np.int64),
-                   np.clip(np.rint(t / 2.0 ** n.shift), -128, 127),
-                   np.clip(even_shift(acc * m, sh), -128, 127),
-                   ort_requantize(acc, ratio)]
+                   np.clip(np.rint(t / 2.0 ** n.shift) + n.zero, -128, 127),
+                   np.clip(even_shift(acc * m, sh) + n.zero, -128, 127),
+                   ort_requantize(acc, ratio, n.zero)]
             for name, y in zip(ARITHMETICS, got, strict=True):
                 equal[name] += int(np.count_nonzero(y == want))
             total += acc.size

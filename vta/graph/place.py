@@ -34,11 +34,13 @@ from vta.compiler.accel import driver
 from vta.compiler.accel.ops import packing
 from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
+    CHANNEL,
     EYE,
     Chain,
     ChainOperand,
     EwStage,
     add_stage,
+    channel_requant_stage,
     clip_stage,
     requant_stage,
     round_clip_stage,
@@ -135,39 +137,51 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     values: list[Value] = []
     cur = running
     for n in nodes:
-        if isinstance(n, Requantize):
+        if isinstance(n, Requantize) and n.mults is not None:
+            operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+            values.append(n.mults)
             pre, post = split_shift(n.shift)
-            stages.append(("requant", (n.mult, pre, post, n.lo, n.hi)))
+            stages.append(("requant_ch", (len(operands) - 1, pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize):
+            pre, post = split_shift(n.shift)
+            stages.append(("requant", (n.mult, pre, post, 0, n.zero, n.lo, n.hi)))
         elif isinstance(n, (Relu, Clip)):
             lo, hi = (0, INT8_MAX) if isinstance(n, Relu) else (n.lo, n.hi)
             _clip(stages, lo, hi)
         elif isinstance(n, Add):
             if n.a is cur and n.b is cur:
-                stages.append(("scale", (n.mult_a + n.mult_b,)))
+                stages.append(("scale", (n.mult_a + n.mult_b, n.zero_a)))
             else:
-                mine, other, m_other = (n.mult_a, n.b, n.mult_b) if n.a is cur else \
-                    (n.mult_b, n.a, n.mult_a)
-                operands.append(scaled_operand(f"opnd{len(operands)}", m_other))
+                mine, z_mine, other, m_other, z_other = \
+                    (n.mult_a, n.zero_a, n.b, n.mult_b, n.zero_b) if n.a is cur else \
+                    (n.mult_b, n.zero_b, n.a, n.mult_a, n.zero_a)
+                operands.append(scaled_operand(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
-                stages.append(("add", (mine, len(operands) - 1)))
+                stages.append(("add", (mine, len(operands) - 1, z_mine)))
             pre, post = split_shift(n.shift)
-            stages.append(("round", (pre, post, n.lo, n.hi)))
+            stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
         else:
             raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
     out: list[EwStage] = []
     for kind, p in stages:
         if kind == "requant":
-            out.append(requant_stage(*p))
+            mult, pre, post, offset, zero, lo, hi = p
+            out.append(requant_stage(mult, pre, post, lo, hi, offset=offset, zero=zero))
+        elif kind == "requant_ch":
+            out.append(channel_requant_stage(*p))
         elif kind == "round":
-            out.append(round_clip_stage(*p))
+            pre, post, zero, lo, hi = p
+            out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
         elif kind == "clip":
             out.append(clip_stage(*p))
         elif kind == "add":
-            out.append(add_stage(*p))
+            mult, idx, zero = p
+            out.append(add_stage(mult, idx, zero=zero))
         else:
-            m = p[0]
-            out.append(EwStage("scale", lambda x, m=m: x * m, label=f"scale({m})"))
+            m, z = p
+            out.append(EwStage("scale", lambda x, m=m, z=z: (x + (-z) if z else x) * m,
+                               label=f"scale({m})" if not z else f"scale({m},zero={z})"))
     return Chain(tuple(out), tuple(operands)), values
 
 
@@ -235,7 +249,8 @@ class _Placer:
                                    f"is square)")
             spec = WindowSpec("sum", n, c, h, w, h)
             pre, post = split_shift(a.shift)
-            rq = requant_stage(a.mult, pre, post, a.lo, a.hi)
+            rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-h * w * a.zero_x,
+                               zero=a.zero)
             chain, vals = chain_of(nodes[1:], a.output)
             return self._window(group, spec, Chain((rq, *chain.stages), chain.operands),
                                 a.x, vals)
@@ -302,7 +317,7 @@ class _Placer:
                                                                P.ocb))}
         reads = {"data": a.x}
         layouts = {"data": in_l, "res": out_l}
-        self._operands(chain, vals, reads, layouts, consts)
+        self._operands(chain, vals, reads, layouts, consts, P.ocb)
         detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
                   f"{s.vt_axis if s.vthreads > 1 else ''}"
                   f"{' fold=' + c.fold_kind if folded else ''}")
@@ -311,8 +326,19 @@ class _Placer:
                       {"schedule": dict(self.knobs[skey])})
 
     def _operands(self, chain: Chain, vals: list[Value], reads: dict[str, Value],
-                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray]) -> None:
+                  layouts: dict[str, PackedLayout], consts: dict[str, np.ndarray],
+                  ocb: int = 0) -> None:
+        """Each chain operand: an activation read from DRAM, or a per-channel constant
+        (per-channel multipliers) packed like the bias (``ocb`` channel blocks)."""
+        g = self.hw.gemm
         for o, v in zip(chain.operands, vals, strict=True):
+            if o.kind == CHANNEL:
+                if v.data is None or not ocb:
+                    raise HostFallback(f"per-channel operand {v.name} is not a constant of a "
+                                       f"convolution or dense layer")
+                consts[o.name] = packing.to_entries(packing.pack_bias(v.data, g.batch,
+                                                                      g.block_out, ocb))
+                continue
             reads[o.name] = v
             layouts[o.name] = canonical(v.type, self.hw)
         if chain.tensors:

@@ -21,6 +21,7 @@ Two ways a graph requantizes (``SCALE_MODES``):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, spl
 __all__ = ["quantize_linear", "even_shift", "round_to_float32", "float32_parts",
            "ort_requantize", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
            "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
-           "needs_mul", "multipliers"]
+           "needs_mul", "multipliers", "fixed_point_channels"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -196,6 +197,10 @@ def is_pow2(mult: int) -> bool:
 def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
     2**shift`` is the ratio of scales it stands for (none for other operators)."""
+    if isinstance(node, Requantize) and node.mults is not None:
+        data = node.mults.data if node.mults.data is not None else np.zeros(0, np.int32)
+        return tuple((f"multiplier of channel {c}", int(m), node.shift)
+                     for c, m in enumerate(data))
     if isinstance(node, (Requantize, GlobalAvgPool)):
         return (("multiplier", node.mult, node.shift),)
     if isinstance(node, Add):
@@ -207,11 +212,40 @@ def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
 def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
     """Every requantization of ``graph`` (a fused group's nodes included) whose multiplier is
     not a power of two (it needs an ALU MUL: a power of two is a shift), as ``(node, what,
-    mult, shift)``."""
+    mult, shift)``; a per-channel requantize always (its multipliers are a channel operand:
+    a vector multiply, even where each is a power of two)."""
     out = []
     for n in graph.nodes:
         for node in (n.nodes if isinstance(n, Fused) else (n,)):
+            per_channel = isinstance(node, Requantize) and node.mults is not None
             for what, mult, shift in multipliers(node):
-                if not is_pow2(mult):
+                if per_channel or not is_pow2(mult):
                     out.append((node, what, mult, shift))
+                    if per_channel:
+                        break
     return out
+
+
+def fixed_point_channels(ratios: Sequence[float], bounds: Sequence[int],
+                         what: str = "requantize") -> tuple[list[int], int]:
+    """``(mults, shift)``: one multiplier per channel sharing one shift, ``mults[c] / 2**shift
+    ~ ratios[c]``, each ``bounds[c] * mults[c]`` plus the rounding constant below ``2**31``
+    (the product of an accumulator of magnitude up to ``bounds[c]``): the largest such shift
+    (most precise). The multipliers are an int32 channel operand (not immediates): no
+    ``MULT_BITS`` limit."""
+    for r in ratios:
+        if not (math.isfinite(r) and r > 0):
+            raise GraphError(f"{what}: the ratio of scales must be a positive finite number, "
+                             f"got {r}")
+    for shift in range(31, 0, -1):
+        mults = [round(r * (1 << shift)) for r in ratios]
+        post = split_shift(shift)[1]
+        worst = max(b * m for b, m in zip(bounds, mults, strict=True)) + (1 << (post - 1))
+        if worst > _INT32_MAX or max(mults) > _INT32_MAX:
+            continue
+        if min(mults) < 1:
+            break
+        return mults, shift
+    raise GraphError(f"{what}: per-channel scale ratios {min(ratios):.4g}..{max(ratios):.4g} "
+                     f"cannot share a shift in 1..31 with int32 multipliers and no int32 "
+                     f"overflow for accumulators up to {max(bounds)}")

@@ -49,6 +49,33 @@ def _scaled(where: str, v: G.Value) -> float:
     return v.type.scale
 
 
+def _check_mults(where: str, x: G.Value, mults: G.Value, mult: int) -> None:
+    """Per-channel multipliers: a positive int32 constant, one per channel of ``x``'s axis 1,
+    with ``mult`` 1."""
+    if mult != 1:
+        raise GraphError(f"{where}: a per-channel requantize has mult 1, got {mult}")
+    data = mults.data
+    if data is None or data.dtype != np.int32 or data.shape != (x.type.shape[1],):
+        raise GraphError(f"{where}: per-channel multipliers {mults.name} must be a constant "
+                         f"int32[{x.type.shape[1]}], got {mults.type.dtype}"
+                         f"{list(mults.type.shape)}")
+    if (data <= 0).any():
+        raise GraphError(f"{where}: per-channel multipliers {mults.name} must be positive")
+
+
+def _offsets(where: str, attrs: Mapping[str, Any], inputs: Mapping[str, G.Value]) -> int:
+    """Check an add's or average pool's input zero points (``zero_<operand>``: each its
+    operand's) and output ``zero`` (int8); the output zero."""
+    for key, v in inputs.items():
+        z = attrs.get(f"zero_{key}", 0)
+        if z != v.type.zero:
+            raise GraphError(f"{where}: zero_{key} is {z}, but {v.name} has zero point "
+                             f"{v.type.zero}")
+    zero = attrs.get("zero", 0)
+    _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+    return int(zero)
+
+
 def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str, Any],
                where: str) -> G.TensorType:
     """The output type of ``op`` applied to ``inputs`` with ``attrs`` (the output's scale for
@@ -82,7 +109,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
                              f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
         return G.TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
     if op is G.Requantize:
-        (x,) = inputs
+        x = inputs[0]
         if x.type.dtype != "int32":
             raise GraphError(f"{where}: input {x.name} must be int32, got {x.type.dtype}")
         _range(where, "mult", attrs["mult"], -(1 << 31), (1 << 31) - 1)
@@ -90,8 +117,14 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         _clip_range(where, attrs["lo"], attrs["hi"])
         if attrs["mult"] == 0:
             raise GraphError(f"{where}: mult must be non-zero")
+        zero = attrs.get("zero", 0)
+        _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+        mults = attrs.get("mults") or (inputs[1] if len(inputs) > 1 else None)
+        if mults is not None:
+            _check_mults(where, x, mults, attrs["mult"])
+            return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)
         s = _scaled(where, x) * (1 << attrs["shift"]) / attrs["mult"]
-        return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s))
+        return G.TensorType(x.type.shape, "int8", x.type.layout, abs(s), zero)
     if op in (G.Relu, G.Clip):
         (x,) = inputs
         if x.type.dtype != "int8":
@@ -111,7 +144,8 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _range(where, key, attrs[key], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"))
+        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"),
+                            _offsets(where, attrs, {"a": a, "b": b}))
     if op is G.MaxPool2d:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
@@ -122,14 +156,23 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
-        return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale)
+        return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale, x.type.zero)
     if op is G.GlobalAvgPool:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         _range(where, "mult", attrs["mult"], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
-        return G.TensorType((n, c), "int8", "NC", attrs.get("scale"))
+        return G.TensorType((n, c), "int8", "NC", attrs.get("scale"),
+                            _offsets(where, attrs, {"x": x}))
+    if op is G.Pad:
+        (x,) = inputs
+        n, c, h, wd = _want(where, x, "int8", 4, "input")
+        _range(where, "pad", attrs["pad"], 0, 1 << 16)
+        _range(where, "value", attrs["value"], G.INT8_MIN, G.INT8_MAX)
+        p = attrs["pad"]
+        return G.TensorType((n, c, h + 2 * p, wd + 2 * p), "int8", "NCHW", x.type.scale,
+                            x.type.zero)
     raise GraphError(f"{where}: unknown operator {op.__name__}")
 
 
@@ -149,7 +192,8 @@ def check_node(node: G.Node, where: str) -> None:
     attrs["scale"] = node.output.type.scale
     want = infer_type(type(node), node.inputs, attrs, where)
     got = node.output.type
-    if (got.shape, got.dtype, got.layout) != (want.shape, want.dtype, want.layout):
+    if (got.shape, got.dtype, got.layout, got.zero) != (want.shape, want.dtype, want.layout,
+                                                        want.zero):
         raise GraphError(f"{where}: output {node.output.name} is {got}, the operator gives "
                          f"{want.dtype}{list(want.shape)} {want.layout}")
     if want.scale is not None and (got.scale is None

@@ -25,6 +25,7 @@ from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 
 __all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
+           "channel_requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
 
 TENSOR, CHANNEL = "tensor", "channel"
@@ -96,18 +97,41 @@ def _times(x: E.Expr, mult: int) -> E.Expr:
     return x if mult == 1 else x * mult
 
 
+def _offset(x: E.Expr, c: int) -> E.Expr:
+    """``x + c``; just ``x`` for 0 (no instruction)."""
+    return x + c if c else x
+
+
+def _zeros_label(offset: int, zero: int) -> str:
+    """The label suffix of a stage's offset and zero point (empty when both are 0, so that
+    symmetric chains keep their keys)."""
+    return (f",off={offset}" if offset else "") + (f",zero={zero}" if zero else "")
+
+
 def requant_stage(mult: int, pre: int, post: int, lo: int, hi: int,
-                  name: str = "requant") -> EwStage:
-    """``clip(rounding(x * mult, pre, post), lo, hi)``, each step wrapping to int32."""
-    return EwStage(name, lambda x: E.min_(E.max_(rounding(_times(x, mult), pre, post), lo),
+                  name: str = "requant", offset: int = 0, zero: int = 0) -> EwStage:
+    """``clip(rounding((x + offset) * mult, pre, post) + zero, lo, hi)``, each step wrapping to
+    int32 (``offset``: an input zero point's term; ``zero``: the output zero point)."""
+    return EwStage(name, lambda x: E.min_(E.max_(_offset(rounding(
+        _times(_offset(x, offset), mult), pre, post), zero), lo), hi),
+        label=f"requant({mult},{pre},{post},{lo},{hi}{_zeros_label(offset, zero)})")
+
+
+def channel_requant_stage(operand: int, pre: int, post: int, zero: int, lo: int, hi: int,
+                          name: str = "requant_ch") -> EwStage:
+    """``clip(rounding(x * m, pre, post) + zero, lo, hi)`` with ``m`` the per-channel
+    multiplier read from channel operand ``operand`` (per-channel weight scales)."""
+    return EwStage(name, lambda x, m: E.min_(E.max_(_offset(rounding(x * m, pre, post), zero),
+                                                    lo), hi), (operand,),
+                   label=f"requant_ch({pre},{post},{lo},{hi}{_zeros_label(0, zero)})")
+
+
+def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round",
+                     zero: int = 0) -> EwStage:
+    """``clip(rounding(x, pre, post) + zero, lo, hi)`` (``zero``: the output zero point)."""
+    return EwStage(name, lambda x: E.min_(E.max_(_offset(rounding(x, pre, post), zero), lo),
                                           hi),
-                   label=f"requant({mult},{pre},{post},{lo},{hi})")
-
-
-def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round") -> EwStage:
-    """``clip(rounding(x, pre, post), lo, hi)``."""
-    return EwStage(name, lambda x: E.min_(E.max_(rounding(x, pre, post), lo), hi),
-                   label=f"round({pre},{post},{lo},{hi})")
+                   label=f"round({pre},{post},{lo},{hi}{_zeros_label(0, zero)})")
 
 
 def clip_stage(lo: int, hi: int, name: str = "clip") -> EwStage:
@@ -115,15 +139,21 @@ def clip_stage(lo: int, hi: int, name: str = "clip") -> EwStage:
     return EwStage(name, lambda x: E.min_(E.max_(x, lo), hi), label=f"clip({lo},{hi})")
 
 
-def add_stage(mult: int, operand: int, name: str = "add") -> EwStage:
-    """``x * mult + operand`` (the operand already scaled by its ``prep``)."""
-    return EwStage(name, lambda x, o: _times(x, mult) + o, (operand,), label=f"madd({mult})")
+def add_stage(mult: int, operand: int, name: str = "add", zero: int = 0) -> EwStage:
+    """``(x - zero) * mult + operand`` (the operand already prepared by its ``prep``;
+    ``zero``: the running value's zero point)."""
+    return EwStage(name, lambda x, o: _times(_offset(x, -zero), mult) + o, (operand,),
+                   label=f"madd({mult}{_zeros_label(0, zero)})")
 
 
-def scaled_operand(name: str, mult: int) -> ChainOperand:
-    """An int8 tensor operand multiplied by ``mult`` on its own tile first."""
-    return ChainOperand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
-                   f"*{mult}" if mult != 1 else "")
+def scaled_operand(name: str, mult: int, zero: int = 0) -> ChainOperand:
+    """An int8 tensor operand less its zero point ``zero``, multiplied by ``mult``, on its own
+    tile first."""
+    if not zero:
+        return ChainOperand(name, TENSOR, (lambda v: v * mult) if mult != 1 else None,
+                            f"*{mult}" if mult != 1 else "")
+    return ChainOperand(name, TENSOR, lambda v: _times(v + (-zero), mult),
+                        f"-{zero}*{mult}")
 
 
 # ------------------------------------------------------------------------------ building
