@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# the repository's vta, whether or not it is installed: `python bench/gpu_gemm.py` from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def cupy_or_exit() -> Any:

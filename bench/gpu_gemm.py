@@ -32,11 +32,27 @@ from _gpu_common import (
     write_results,
 )
 
+from vta.gpu.hopper import TENSOR_MAPS, encode_tensor_maps
+from vta.gpu.kernels.wgmma_gemm import WgmmaKnobs, wgmma_gemm
+
 KERNELS: dict[str, tuple[str, ...]] = {
     "mma": ("float16", "int8"),
     "wmma": ("float16", "int8"),
+    "wgmma": ("float16", "bfloat16", "int8"),
+    "wgmma256": ("float16", "bfloat16", "int8"),
 }
-"""Our kernels and the operand types each one builds."""
+"""Our kernels and the operand types each one builds (``wgmma``: the sm_90a kernel, block tile
+128x128, 4-stage TMA ring; ``wgmma256``: 128x256; both only on compute capability 9.0)."""
+
+WGMMA_KNOBS = {"wgmma": WgmmaKnobs(2, 128, 4), "wgmma256": WgmmaKnobs(2, 256, 4)}
+
+
+def out_dtype(kind: str, dtype: str) -> str:
+    """Our kernel's output type: the operands' type for floats (fp32 for the sm_90a kernel's
+    bf16, which has no bf16 output), int32 for int8."""
+    if dtype == "int8":
+        return "int32"
+    return "float32" if kind in WGMMA_KNOBS and dtype == "bfloat16" else dtype
 
 
 def build(kind: str, n: int, dtype: str):  # type: ignore[no-untyped-def]
@@ -46,11 +62,20 @@ def build(kind: str, n: int, dtype: str):  # type: ignore[no-untyped-def]
     from vta.gpu.lower_gpu import lower_for_gpu
     from vta.gpu.schedules import matmul_wmma
 
-    out_t = "int32" if dtype == "int8" else dtype
+    out_t = out_dtype(kind, dtype)
     spec = MatmulSpec(n, n, n)
+    if kind in WGMMA_KNOBS:
+        return render_cuda(wgmma_func(kind, n, dtype))
     if kind == "mma":
         return render_cuda(mma_gemm(spec, dtype, None, out_dtype=out_t))
     return render_cuda(lower_for_gpu(matmul_wmma(spec, dtype, None, out_dtype=out_t)))
+
+
+def wgmma_func(kind: str, n: int, dtype: str):  # type: ignore[no-untyped-def]
+    from vta.compiler.ops.matmul import MatmulSpec
+
+    return wgmma_gemm(MatmulSpec(n, n, n), dtype, None, WGMMA_KNOBS[kind],
+                      out_dtype(kind, dtype))
 
 
 def operands(cp, dtype: str, n: int):  # type: ignore[no-untyped-def]
@@ -75,7 +100,7 @@ def to_bf16(a: np.ndarray) -> np.ndarray:
 
 def as_float(cp, y, dtype: str):  # type: ignore[no-untyped-def]
     """A GPU result as float32 (bfloat16 bit patterns widened)."""
-    if dtype == "bfloat16":
+    if y.dtype == cp.uint16:  # bfloat16 bit patterns
         return (y.astype(cp.uint32) << 16).view(cp.float32)
     return y.astype(cp.float32)
 
@@ -87,7 +112,13 @@ def measure(cp, kind: str, n: int, dtype: str, arrays, ref, reps: int):  # type:
     x, w, y = arrays
     kernel = build(kind, n, dtype)
     run = GpuKernel(kernel)
-    ours = lambda: run(x, w, y)  # noqa: E731
+    if kind in WGMMA_KNOBS:  # the tensor maps of X and W travel as a fifth array
+        y = cp.zeros(y.shape, np.dtype(out_dtype(kind, dtype)))
+        maps = cp.asarray(encode_tensor_maps(wgmma_func(kind, n, dtype).attr(TENSOR_MAPS),
+                                             [x.data.ptr, w.data.ptr]))
+        ours = lambda: run(x, w, y, maps)  # noqa: E731
+    else:
+        ours = lambda: run(x, w, y)  # noqa: E731
     y.fill(0)
     ours()
     if dtype == "int8":
@@ -109,6 +140,8 @@ def main() -> None:
     ap.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=list(KERNELS))
     args = ap.parse_args()
     cp = cupy_or_exit()
+    if str(cp.cuda.Device().compute_capability) != "90":  # wgmma and TMA are sm_90a's
+        args.kernels = [k for k in args.kernels if k not in WGMMA_KNOBS]
 
     from vta.gpu.runtime import gpu_name, precompile
 

@@ -262,3 +262,40 @@ def test_residual_operand_coalesced() -> None:
     assert prof is not None and prof.bank_conflicts == 0
     c = prof.buffers["opnd0"]
     assert c.load_sectors == c.load_min_sectors == m * spec.oc // 32
+
+
+@pytest.mark.gpu
+def test_nhwc_conv_and_chained_gemm_on_a_gpu() -> None:
+    """On a real GPU: the channels-last conv kernels of four ResNet-18 layers (the graph's
+    convolutions) and a GEMM with a full chain, bit-exact against numpy."""
+    from vta.gpu.runtime import gpu_available, run_kernel
+
+    if not gpu_available():
+        pytest.skip("no CUDA GPU with CuPy in this environment")
+    for layer in ("C2", "C5", "C8", "C11"):
+        spec = resnet18_layer(layer)
+        epi = Epilogue(10, True, -128, 127)
+        rng = np.random.default_rng(7)
+        x = rng.integers(-128, 128, (spec.n, spec.ic, spec.h, spec.w), dtype=np.int8)
+        w = rng.integers(-128, 128, (spec.oc, spec.ic, spec.kh, spec.kw), dtype=np.int8)
+        bias = rng.integers(-(1 << 10), 1 << 10, spec.oc, dtype=np.int32)
+        want = conv2d_reference(x, w, bias, spec, epi)
+        kernel = render_cuda(mma_conv2d(spec, "int8", epi, layout="NHWC"))
+        y = np.zeros((spec.n * spec.oh * spec.ow, spec.oc), np.int8)
+        got = run_kernel(kernel, [_nhwc(x), ohwi_weight(w), bias, y])[-1]
+        got = got.reshape(spec.n, spec.oh, spec.ow, spec.oc).transpose(0, 3, 1, 2)
+        assert np.array_equal(got, want), f"NHWC conv2d {layer} on the GPU differs from numpy"
+    consts = (181, 3, 6, -20, 2, 3, 1, 2)   # (mult, pre, post, lo, mine, other, pre2, post2)
+    chain = make_chain(consts)
+    m, n, kk = 200, 136, 192
+    func = mma_gemm(MatmulSpec(m, n, kk), "int8", BIAS_ONLY, None, chain=chain)
+    rng = np.random.default_rng(11)
+    x = rng.integers(-128, 128, (m, kk), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, kk), dtype=np.int8)
+    bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32)
+    res = rng.integers(-128, 128, (m, n), dtype=np.int8)
+    chan = rng.integers(-64, 64, n, dtype=np.int32)
+    acc = (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
+    want = chain_reference(acc, bias, res, chan, consts)
+    got = run_kernel(render_cuda(func), [x, w, bias, res, chan, np.zeros((m, n), np.int8)])[-1]
+    assert np.array_equal(got, want), "GEMM with a chain on the GPU differs from numpy"

@@ -35,6 +35,7 @@ from vta.gpu.hopper import (
     MbarrierWait,
     Wgmma,
     WgmmaWait,
+    encode_tensor_maps,
     smem_descriptor,
     swizzle128,
     wgmma_fragment,
@@ -411,3 +412,43 @@ def test_check_script_runs_and_checks(variant: str, monkeypatch: pytest.MonkeyPa
     corrupt[0] = True
     row = chk.run_one(cp, chk.VARIANTS[variant], 128, 2, 1)
     assert not row["correct"] and "ours_ms" not in row
+
+
+@pytest.mark.gpu
+def test_on_a_hopper_gpu() -> None:
+    """On a real sm_90 GPU: the int8 kernel (edges, the requantizing epilogue with bias)
+    bit-exact against numpy, and fp16 -> fp16 within the fp32-accumulation bound."""
+    from vta.gpu.runtime import GpuKernel, gpu_available, require_cupy
+
+    if not gpu_available():
+        pytest.skip("no CUDA GPU with CuPy in this environment")
+    cp = require_cupy()
+    if str(cp.cuda.Device().compute_capability) != "90":
+        pytest.skip("wgmma and TMA need compute capability 9.0 (sm_90a)")
+    m, n, k = 200, 176, 896
+    epi = Epilogue(9, True, -128, 127)
+    func = wgmma_gemm(MatmulSpec(m, n, k), "int8", epi, DEFAULT, "int8")
+    rng = np.random.default_rng(3)
+    x = cp.asarray(rng.integers(-128, 128, (m, k), dtype=np.int8))
+    w = cp.asarray(rng.integers(-128, 128, (n, k), dtype=np.int8))
+    bias = rng.integers(-(1 << 10), 1 << 10, n, dtype=np.int32)
+    acc = (cp.asnumpy(x).astype(np.int64) @ cp.asnumpy(w).astype(np.int64).T).astype(np.int32)
+    want = apply_epilogue(acc, bias, epi, 1)
+    y = cp.zeros((m, n), cp.int8)
+    maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
+    GpuKernel(render_cuda(func))(x, w, cp.asarray(bias), y, maps)
+    assert np.array_equal(cp.asnumpy(y), want), "int8 wgmma GEMM on the GPU differs from numpy"
+    m, n, k = 256, 384, 192
+    func = wgmma_gemm(MatmulSpec(m, n, k), "float16", None, DEFAULT, "float16")
+    xh = rng.standard_normal((m, k)).astype(np.float16)
+    wh = rng.standard_normal((n, k)).astype(np.float16)
+    x, w = cp.asarray(xh), cp.asarray(wh)
+    y = cp.zeros((m, n), cp.float16)
+    maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
+    GpuKernel(render_cuda(func))(x, w, y, maps)
+    exact = xh.astype(np.float64) @ wh.astype(np.float64).T
+    bound = (k / 16 + 1) * 2.0 ** -23 * (np.abs(xh.astype(np.float64))
+                                         @ np.abs(wh.astype(np.float64)).T)
+    err = np.abs(cp.asnumpy(y).astype(np.float64) - exact)
+    assert np.all(err <= bound + np.abs(exact) * 2.0 ** -11 + 2.0 ** -24), \
+        f"fp16 wgmma GEMM on the GPU: max error {err.max()}"
