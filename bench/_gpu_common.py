@@ -138,12 +138,13 @@ def int8_gemm_baseline(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]
     """The best library int8 GEMM reachable here, ``y = x @ w.T`` (int8 in, int32 out).
 
     First choice: cuBLASLt's IMMA kernels through PyTorch's ``torch._int_mm`` (operands shared
-    with CuPy by DLPack, no copy), where PyTorch with CUDA is installed: on an H200, cuBLAS's
-    legacy ``cublasGemmEx`` with int8 operands ran at 22 TOP/s for 4096^3 (a non-tensor-core
-    path), far from the library's real int8 speed, so it would flatter any kernel measured
-    against it. Second: ``cublasGemmEx`` with int8 operands through CuPy's cuBLAS binding;
-    last, ``cupy.matmul`` on int32 copies. The first choice is checked bit-exact against the
-    second before it is used. Returns (the call, its name) - the name goes into the results."""
+    with CuPy by DLPack, no copy), where PyTorch with CUDA is installed and the shape suits it
+    (it needs the output's columns a multiple of 8). Second: ``cublasGemmEx`` with int8
+    operands through CuPy's cuBLAS binding; last, ``cupy.matmul`` on int32 copies made at each
+    call (22 TOP/s at 4096^3 on an H200: no tensor cores; it would flatter any kernel measured
+    against it, so the name says which ran). The first choice is checked bit-exact against the
+    second before it is used. Every choice reads its operands' current contents at each call.
+    Returns (the call, its name) - the name goes into the results."""
     legacy, legacy_name = _gemmex_int8(cp, x, w)
     try:
         import torch
@@ -177,23 +178,27 @@ def _gemmex_int8(cp: Any, x: Any, w: Any) -> tuple[Callable[[], Any], str]:
 
         handle = cp.cuda.device.get_cublas_handle()
         one, zero = np.ones(1, np.int32), np.zeros(1, np.int32)
-        r8i, r32i = cp.cuda.runtime.CUDA_R_8I, cp.cuda.runtime.CUDA_R_32I
+        # cudaDataType / cublasComputeType values (library_types.h, cublas_api.h), for CuPy
+        # builds that do not export them (CuPy 14 has no CUDA_R_32I)
+        rt = cp.cuda.runtime
+        r8i, r32i = getattr(rt, "CUDA_R_8I", 3), getattr(rt, "CUDA_R_32I", 10)
+        c32i = getattr(cublas, "CUBLAS_COMPUTE_32I", 72)
+        tensor_op = getattr(cublas, "CUBLAS_GEMM_DEFAULT_TENSOR_OP", 99)
 
         def gemm() -> Any:
             cublas.setStream(handle, cp.cuda.get_current_stream().ptr)  # capturable
             # column-major: Y^T (n x m) = W (n x k, stored k-major: op T) . X^T (k x m)
             cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k,
                           one.ctypes.data, w.data.ptr, r8i, k, x.data.ptr, r8i, k,
-                          zero.ctypes.data, y.data.ptr, r32i, n, cublas.CUBLAS_COMPUTE_32I,
-                          cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+                          zero.ctypes.data, y.data.ptr, r32i, n, c32i, tensor_op)
             return y
 
         gemm()
         cp.cuda.runtime.deviceSynchronize()
         return gemm, "cublasGemmEx int8 -> int32"
-    except Exception as e:  # an older CuPy/cuBLAS: the int32 path CuPy always has
-        xi, wi = x.astype(cp.int32), w.astype(cp.int32)
-        return (lambda: cp.matmul(xi, wi.T)), f"cupy.matmul int32 (cublasGemmEx int8: {e})"
+    except Exception as e:  # a CuPy/cuBLAS refusing it: the int32 path CuPy always has
+        return ((lambda: cp.matmul(x.astype(cp.int32), w.astype(cp.int32).T)),
+                f"cupy.matmul int32 (cublasGemmEx int8: {e})")
 
 
 def float_gemm_baseline(cp: Any, x: Any, w: Any, dtype: str) -> tuple[Callable[[], Any], str]:

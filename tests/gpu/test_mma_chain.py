@@ -288,7 +288,7 @@ def test_nhwc_conv_and_chained_gemm_on_a_gpu() -> None:
     consts = (181, 3, 6, -20, 2, 3, 1, 2)   # (mult, pre, post, lo, mine, other, pre2, post2)
     chain = make_chain(consts)
     m, n, kk = 200, 136, 192
-    func = mma_gemm(MatmulSpec(m, n, kk), "int8", BIAS_ONLY, None, chain=chain)
+    func = mma_gemm(MatmulSpec(m, n, kk), "int8", BIAS_ONLY, MmaKnobs(), chain=chain)
     rng = np.random.default_rng(11)
     x = rng.integers(-128, 128, (m, kk), dtype=np.int8)
     w = rng.integers(-128, 128, (n, kk), dtype=np.int8)
