@@ -86,6 +86,19 @@ def chain_reference(acc: np.ndarray, bias: np.ndarray, res: np.ndarray, chan: np
     return np.clip(x, 0, 127).astype(np.int8)
 
 
+def chained_gemm_case(m: int, n: int, kk: int, consts: tuple[int, ...], seed: int
+                      ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Random operands of the chained GEMM (X, W, bias, residual, channel) and numpy's answer."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (m, kk), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, kk), dtype=np.int8)
+    bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32)
+    res = rng.integers(-128, 128, (m, n), dtype=np.int8)
+    chan = rng.integers(-64, 64, n, dtype=np.int32)
+    acc = (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
+    return [x, w, bias, res, chan], chain_reference(acc, bias, res, chan, consts)
+
+
 @st.composite
 def knobs(draw: st.DrawFn) -> MmaKnobs:
     wm, wn = draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2]))
@@ -105,16 +118,9 @@ def test_gemm_chain_bit_exact(nvcc_check: Callable) -> None:
         chain, consts = ch
         func = mma_gemm(MatmulSpec(m, n, kk), "int8", BIAS_ONLY, kb, chain=chain)
         assert [b.name for b in func.params] == ["X", "W", "bias", "opnd0", "chan0", "Y"]
-        rng = np.random.default_rng(seed)
-        x = rng.integers(-128, 128, (m, kk), dtype=np.int8)
-        w = rng.integers(-128, 128, (n, kk), dtype=np.int8)
-        bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32)
-        res = rng.integers(-128, 128, (m, n), dtype=np.int8)
-        chan = rng.integers(-64, 64, n, dtype=np.int32)
-        acc = (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
-        want = chain_reference(acc, bias, res, chan, consts)
+        args, want = chained_gemm_case(m, n, kk, consts, seed)
         y = np.zeros((m, n), np.int8)
-        Emulator(func).run(x, w, bias, res, chan, y)
+        Emulator(func).run(*args, y)
         assert np.array_equal(y, want), f"GEMM {m}x{n}x{kk} {kb} with a chain"
         if len(sources) < 2:
             sources.append(render_cuda(func).source)
@@ -289,13 +295,6 @@ def test_nhwc_conv_and_chained_gemm_on_a_gpu() -> None:
     chain = make_chain(consts)
     m, n, kk = 200, 136, 192
     func = mma_gemm(MatmulSpec(m, n, kk), "int8", BIAS_ONLY, MmaKnobs(), chain=chain)
-    rng = np.random.default_rng(11)
-    x = rng.integers(-128, 128, (m, kk), dtype=np.int8)
-    w = rng.integers(-128, 128, (n, kk), dtype=np.int8)
-    bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32)
-    res = rng.integers(-128, 128, (m, n), dtype=np.int8)
-    chan = rng.integers(-64, 64, n, dtype=np.int32)
-    acc = (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
-    want = chain_reference(acc, bias, res, chan, consts)
-    got = run_kernel(render_cuda(func), [x, w, bias, res, chan, np.zeros((m, n), np.int8)])[-1]
+    args, want = chained_gemm_case(m, n, kk, consts, 11)
+    got = run_kernel(render_cuda(func), [*args, np.zeros((m, n), np.int8)])[-1]
     assert np.array_equal(got, want), "GEMM with a chain on the GPU differs from numpy"
