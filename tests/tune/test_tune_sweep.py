@@ -5,14 +5,17 @@ sweep``; the board table and the resource estimate against VTA's published PYNQ 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from vta.cli import main
 from vta.config import HwConfig
 from vta.errors import BoardError, SweepError
 from vta.resources import BOARDS, board, fits, published_comparison, shares
+from vta.tune.cache import Cache
 from vta.tune.executor import LocalExecutor
 from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
 
@@ -158,3 +161,64 @@ def test_vta_info_names_the_boards_and_the_published_facts(
     facts = s["against VTA's published PYNQ design"]
     assert facts["fits the xc7z020"].endswith("agrees")
     assert "not in VTA_REFERENCE.md" in facts["synthesised utilisation"]
+
+
+ENERGY_GRID = f"""
+name: energy
+base: {PYNQ}
+boards: [pynq-z1]
+trials: 2
+grid:
+  memory.bus_bytes: [8, 16]
+points:
+  fast clock: {{board.clock_mhz: 200.0}}
+  half energy: {{energy.scale: 0.5}}
+"""
+
+
+def test_sweep_energy_is_what_vta_run_reports(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Each point's energy is the energy ``vta run`` reports for the same configuration and
+    layer with the sweep's tuned schedule (from its cache), and its energy-delay product is
+    that energy times the point's latency: a clock change alters the EDP, not the energy; an
+    energy scale (which no cycle depends on) alters the energy, not the cycles."""
+    grid = load_grid(write(tmp_path, ENERGY_GRID))
+    cache = tmp_path / "c.sqlite"
+    with LocalExecutor(1) as ex, Cache(cache) as c:
+        res = run_sweep(grid, ["matmul:32x32x32"], ex, cache=c, trials=2, check=False)
+    rows = {p.point.name: p for p in res.points}
+    assert all(p.status == "ok" and p.energy is not None for p in res.points)
+    for p in res.points:
+        assert p.hw is not None
+        hw_yaml = tmp_path / f"{p.point.name.replace(' ', '_')}.yaml"
+        hw_yaml.write_text(yaml.safe_dump(p.hw.to_dict()))
+        assert main(["run", "matmul", "32", "32", "32", "--hw", str(hw_yaml), "--cache",
+                     str(cache), "--json"]) == 0
+        ran = json.loads(capsys.readouterr().out)
+        assert ran["tuned"]["point"] == p.layers[0]["schedule"]  # the sweep's best schedule
+        assert ran["cycles"] == p.cycles
+        assert p.energy_uj == ran["energy"]["total_uj"] > 0
+        assert p.energy.summary()["components_uj"] == ran["energy"]["components_uj"]
+        assert p.edp == pytest.approx(p.energy_uj * p.cycles / (p.hw.board.clock_mhz * 1e3),
+                                      rel=1e-12)
+        assert p.layers[0]["energy_uj"] == p.energy_uj  # one layer, once
+        assert p.row(grid.boards)["energy_uj"] == p.energy_uj
+        assert p.row(grid.boards)["edp_uj_ms"] == p.edp
+    base, fast, half = (rows["bus_bytes=8"], rows["fast clock"], rows["half energy"])
+    assert fast.cycles == base.cycles and fast.energy_uj == base.energy_uj
+    assert fast.edp == pytest.approx(base.edp / 2)
+    assert half.cycles == base.cycles and half.energy_uj == pytest.approx(base.energy_uj / 2)
+    csv_path, png = tmp_path / "e.csv", tmp_path / "e.png"
+    write_csv(res, csv_path)
+    table = {r["point"]: r for r in csv.DictReader(csv_path.open())}
+    assert float(table["fast clock"]["energy_uj"]) == fast.energy_uj
+    assert float(table["fast clock"]["edp_uj_ms"]) == fast.edp
+    summary = res.summary()
+    assert summary["points"][0]["energy"] == base.energy.summary()
+    plot(res, png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    old = json.loads(json.dumps(summary, default=str))  # a summary from before energy: drawn
+    for r in old["points"]:
+        del r["energy_uj"], r["edp_uj_ms"]
+    plot(old, tmp_path / "old.png")
+    assert (tmp_path / "old.png").exists()

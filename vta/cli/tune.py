@@ -496,7 +496,8 @@ class SweepProgress(RichProgress):
 
 def sweep_header(boards: Any, width: int, per: str = "fr/s") -> str:
     """The sweep table's header (``width``: the point column's)."""
-    return (f"{'point':{width}} {'cycles':>12} {'default':>12} {per:>8} {'DSP':>5} "
+    return (f"{'point':{width}} {'cycles':>12} {'default':>12} {per:>8} {'uJ':>10} "
+            f"{'uJ*ms':>10} {'DSP':>5} "
             f"{'BRAM':>5} {'LUT':>7} " + " ".join(f"{b.name[:8]:>8}" for b in boards) +
             "  pareto check")
 
@@ -509,12 +510,14 @@ def sweep_row(p: Any, boards: Any, width: int) -> str:
     fit = " ".join(f"{'fits' if p.fits[b.name] else 'NO':>8}" for b in boards)
     check = "-" if p.passed is None else ("ok" if p.passed else "BAD")
     return (f"{p.point.name:{width}} {p.cycles:>12,} {p.default_cycles:>12,} "
-            f"{p.per_s:>8.2f} {e['dsp']:>5} {e['bram36']:>5} {e['lut']:>7} {fit}  "
+            f"{p.per_s:>8.2f} {p.energy_uj:>10,.2f} {p.edp:>10.4g} {e['dsp']:>5} "
+            f"{e['bram36']:>5} {e['lut']:>7} {fit}  "
             f"{'*' if p.pareto else ' ':>6} {check}")
 
 
 def sweep_table(res: Any) -> str:
-    """The sweep's points: cycles, frames/s (runs/s for layers), resources, board fit, Pareto
+    """The sweep's points: cycles, frames/s (runs/s for layers), energy per run (µJ) and
+    energy-delay product (µJ·ms), resources, board fit, Pareto
     front (the point column as wide as the longest name: grid points are named by every field
     they set)."""
     boards = res.grid.boards

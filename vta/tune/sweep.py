@@ -30,8 +30,10 @@ tuned layer once cycle by cycle checked bit-exact against numpy, and sums a netw
 as often as each occurs. Per point: cycles, time and frames/s at the point's clock, the
 resource estimate (``vta.resources``), whether it fits each named board and its share of the
 first, and whether it is on the Pareto front (no other point is at least as fast with at most
-as many DSP slices, BRAMs and LUTs). ``write_csv`` and ``plot`` write the CSV and the Pareto
-plot (frames/s against each resource, the boards' limits drawn, fit marked by colour). A
+as many DSP slices, BRAMs and LUTs), its energy per run (per frame for a network) and its
+energy-delay product. ``write_csv`` and ``plot`` write the CSV and the Pareto plot (frames/s,
+energy and energy-delay product against each resource, the boards' limits drawn, fit marked by
+colour). A
 sweep in which no point is ok (every one refused by the schema, or no schedule fits) is a
 ``SweepError`` with the counts.
 
@@ -39,6 +41,15 @@ Large grids: ``run_sweep`` tunes ``CHUNK`` points at a time and hands each finis
 ``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
 tuning state and one small summary per point, whatever the grid's size; points that differ
 only in clock or board share one cache key and are measured once (through the cache).
+
+Energy: each tuned layer's best program is built and run once more through the timing-only
+simulator, the simulator whose cycles the tuner measured, and its counted events priced by
+``vta.sim.energy.energy_of``, the model ``vta run`` reports with (``layer_energy``, on the
+executor; points that share a cache key and energy figures run it once). A point's energy is
+its layers' summed as often as each occurs, in µJ per run of the workloads; its energy-delay
+product is that times its latency in ms at its clock (µJ·ms): a clock change alters the EDP,
+not the energy. A cached cost measured by an older simulator is not re-derived: the layer
+keeps the tuner's cycles, and ``sim_cycles`` (with the check) says what a run gives now.
 """
 
 from __future__ import annotations
@@ -56,10 +67,13 @@ from typing import Any
 
 import yaml
 
+from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import NETWORKS, Workload, resolve, resolve_network
 from vta.config import HwConfig
 from vta.errors import HwConfigError, SweepError, VtaError
 from vta.resources import LIMITED, Board, board, fits, shares
+from vta.sim.energy import Energy, energy_of
+from vta.sim.machine import simulate
 from vta.tune.cache import Cache
 from vta.tune.executor import Executor
 from vta.tune.job import Job, TrialTask
@@ -67,7 +81,7 @@ from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
-           "per_unit"]
+           "per_unit", "layer_energy"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
@@ -307,6 +321,8 @@ class PointResult:
     share: float = 0.0
     pareto: bool = False
     passed: bool | None = None
+    #: the energy of one run of the workloads (a frame for a network), by component
+    energy: Energy | None = None
 
     @property
     def ms(self) -> float:
@@ -316,6 +332,17 @@ class PointResult:
     @property
     def per_s(self) -> float:
         return 1e3 / self.ms if self.cycles else 0.0
+
+    @property
+    def energy_uj(self) -> float:
+        """µJ per run of the workloads (module docstring)."""
+        assert self.energy is not None
+        return self.energy.total_uj
+
+    @property
+    def edp(self) -> float:
+        """The energy-delay product, µJ·ms: energy per run times the run's latency."""
+        return self.energy_uj * self.ms
 
     def row(self, boards: Sequence[Board]) -> dict[str, Any]:
         """The CSV row."""
@@ -327,6 +354,9 @@ class PointResult:
                   "default_cycles": self.default_cycles if ok else "",
                   "ms": round(self.ms, 4) if ok else "",
                   "frames_per_s": round(self.per_s, 3) if ok else ""})
+        has_e = ok and self.energy is not None
+        r.update({"energy_uj": self.energy_uj if has_e else "",
+                  "edp_uj_ms": self.edp if has_e else ""})
         for k in (*LIMITED, "ff"):
             r[k] = self.resources.get(k, "")
         for b in boards:
@@ -352,7 +382,14 @@ class SweepResult:
                 "trials": self.trials, "boards": [b.name for b in self.grid.boards],
                 "seconds": self.seconds, "verified": self.verified,
                 "points": [{**p.row(self.grid.boards), "layers": p.layers,
-                            "hw": p.hw.name if p.hw else None} for p in self.points]}
+                            "hw": p.hw.name if p.hw else None,
+                            "energy": p.energy.summary() if p.energy else None,
+                            "energy_model": _energy_model(p.hw)} for p in self.points]}
+
+
+def _energy_model(hw: HwConfig | None) -> dict[str, Any] | None:
+    """The technology figures a point's energy is priced at (``vta.sim.energy``)."""
+    return {"node_nm": hw.energy.node_nm, "scale": hw.energy.scale} if hw else None
 
 
 def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
@@ -415,13 +452,16 @@ def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],
                          "default_cycles": int(jr.default_cost or 0),
                          "schedule": jr.best.as_dict(), "evaluated": jr.evaluated,
                          "valid": jr.valid, "key": jr.key.digest})
+    done = [(r, jr) for (r, _, _), jr in zip(owner, tuned, strict=True) if jr.best is not None]
     if check:
-        _check_all([(r, jr) for (r, _, _), jr in zip(owner, tuned, strict=True)
-                    if jr.best is not None], executor)
+        _check_all(done, executor)
+    _energy_all([(r, jr) for r, jr in done if r.status == "ok"], executor)
     for r in results:
         if r.status != "ok" or r.hw is None:
             continue
         r.cycles = sum(x["cycles"] * x["repeats"] for x in r.layers)
+        r.energy = Energy.total(Energy(x.pop("_energy_pj")).times(x["repeats"])
+                                for x in r.layers)
         r.default_cycles = sum(x["default_cycles"] * x["repeats"] for x in r.layers)
         r.fits = {b.name: fits(r.resources, b.limits) for b in grid.boards}
         r.share = max(shares(r.resources, grid.boards[0].limits).values(), default=0.0)
@@ -452,6 +492,42 @@ def _check_all(tuned: list[tuple[PointResult, JobResult]], executor: Executor) -
                               "of_machine_bound": res["of_machine_bound"],
                               "sim_cycles": res["cycles"]})
         r.passed = res["passed"] if r.passed is None else (r.passed and res["passed"])
+
+
+def layer_energy(task: TrialTask) -> dict[str, Any]:
+    """Build ``task.point`` and run it through the timing-only simulator (the tuner's
+    measure): its cycles and the energy of its counted events by component, pJ
+    (``vta.sim.energy.energy_of``, what ``vta run`` reports). Runs in a worker."""
+    assert task.hw is not None
+    c = driver.build(task.workload, task.hw, task.point, epilogue=task.epilogue)
+    st = simulate(c.program, task.hw, timing_only=True).stats
+    return {"cycles": st.cycles, "pj": energy_of(c.program, dict(st.bytes), task.hw).pj}
+
+
+def _energy_all(tuned: list[tuple[PointResult, JobResult]], executor: Executor) -> None:
+    """Each tuned layer's energy (``layer_energy``) into its row: ``energy_uj`` per run and
+    the components (pJ, ``_energy_pj``, summed into the point and dropped). Layers of one
+    cache key, best point and energy figures (points differing only in board or clock) run
+    once."""
+    def key(jr: JobResult) -> tuple[str, str, int, float]:
+        assert jr.best is not None
+        hw = jr.job.accel
+        return jr.key.digest, jr.best.key(), hw.energy.node_nm, hw.energy.scale
+
+    tasks: dict[tuple[str, str, int, float], TrialTask] = {}
+    for _, jr in tuned:
+        assert jr.best is not None
+        tasks.setdefault(key(jr), jr.job.task(jr.best))
+    order = list(tasks)
+    got: dict[tuple[str, str, int, float], dict[str, Any]] = {}
+    for k, res in executor.map_unordered(layer_energy, [tasks[o] for o in order]):
+        got[order[k]] = res
+    for r, jr in tuned:
+        res = got[key(jr)]
+        for layer in r.layers:
+            if layer["key"] == jr.key.digest:
+                layer.update({"energy_uj": Energy(res["pj"]).total_uj,
+                              "_energy_pj": dict(res["pj"])})
 
 
 def _mark_pareto(results: list[PointResult]) -> None:
@@ -516,15 +592,23 @@ def per_unit(workloads: Sequence[str]) -> str:
     return "frames" if workloads and all(w in NETWORKS for w in workloads) else "runs"
 
 
+#: the plot's rows: (row key, y label, log scale); energy rows only when the points carry it
+_VIEWS = (("frames_per_s", "{what}: {unit} per second", False),
+          ("energy_uj", "energy, uJ per {one} (vta.sim.energy)", True),
+          ("edp_uj_ms", "energy-delay product, uJ*ms per {one}", True))
+
+
 def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = "") -> None:
-    """The Pareto plot of a sweep (or of its ``summary()``, as a JSON file keeps it): frames/s
-    (runs/s for layers: one run of the workloads at each point's clock) against each resource
-    estimate; the boards' limits as dashed lines; colour by the boards a point fits (legend);
-    the Pareto front with a black edge (its first ``_NAMED`` points named); points whose clock
-    differs from the base's drawn as triangles: the resource model does not cost a clock (it
-    does not check timing closure), so such a point's gain is not free. Points are drawn
-    half-transparent, one call per group, so points on top of each other stay visible and a
-    10,000-point grid draws in seconds."""
+    """The Pareto plot of a sweep (or of its ``summary()``, as a JSON file keeps it): one row
+    of panels per view, one panel per resource estimate: frames/s (runs/s for layers: one run
+    of the workloads at each point's clock), energy per run and energy-delay product (log
+    scales; rows left out for a summary written before sweeps carried energy) against each
+    resource; the boards' limits as dashed lines; colour by the boards a point fits (legend);
+    the Pareto front (latency against resources) with a black edge (its first ``_NAMED``
+    points named); points whose clock differs from the base's drawn as triangles: the resource
+    model does not cost a clock (it does not check timing closure), so such a point's gain is
+    not free. Points are drawn half-transparent, one call per group, so points on top of each
+    other stay visible and a 10,000-point grid draws in seconds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -533,8 +617,35 @@ def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = 
     s = result.summary() if isinstance(result, SweepResult) else result
     boards = [board(b) for b in s["boards"]]
     ok = [r for r in s["points"] if r["status"] == "ok" and r["cycles"]]
-    base_clock = s.get("base_clock_mhz")
     unit = per_unit(s["workloads"])
+    views = [v for v in _VIEWS if all(r.get(v[0], "") != "" for r in ok)]
+    fig, axes = plt.subplots(len(views), len(LIMITED), figsize=(5 * len(LIMITED),
+                             4.8 * len(views)), sharey="row", squeeze=False)
+    for row, (key, label, log) in zip(axes, views, strict=True):
+        for ax, res in zip(row, LIMITED, strict=True):
+            _panel(ax, ok, boards, res, key, s.get("base_clock_mhz"))
+            if log:
+                ax.set_yscale("log")
+        row[0].set_ylabel(label.format(what=what or "+".join(s["workloads"]), unit=unit,
+                                       one=unit[:-1]))
+    more = sum(r["pareto"] for r in ok) - _NAMED
+    fig.suptitle(f"{s['grid']}: {len(ok)} points, {s['trials']} schedule trials a layer; black "
+                 f"edge: Pareto front (latency vs resources)"
+                 f"{f' ({more} more unnamed)' if more > 0 else ''}; triangles: a clock other "
+                 f"than the base's, which the resource model does not cost", fontsize=9)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        raise SweepError(f"{path}: cannot write the plot: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+
+
+def _panel(ax: Any, ok: Sequence[Mapping[str, Any]], boards: Sequence[Board], res: str,
+           key: str, base_clock: Any) -> None:
+    """One panel of ``plot``: the points' ``key`` against resource ``res``, coloured by fit,
+    the front edged and named, the boards' limits drawn, with its legend."""
     names = ", ".join(b.name for b in boards)
     kinds = (f"fits {boards[0].name}", "fits only a larger board" if len(boards) > 1 else "",
              f"fits none of {names}")
@@ -543,44 +654,30 @@ def plot(result: SweepResult | Mapping[str, Any], path: str | Path, what: str = 
         k = next((i for i, b in enumerate(boards) if r[f"fits_{b.name}"]), len(boards))
         return min(k, 1) if k < len(boards) else 2
 
-    fig, axes = plt.subplots(1, len(LIMITED), figsize=(5 * len(LIMITED), 4.8), sharey=True)
-    for ax, res in zip(axes, LIMITED, strict=True):
-        for k in range(3):
-            for clocked in (False, True):
-                for front in (False, True):
-                    grp = [r for r in ok if kind(r) == k and r["pareto"] == front and
-                           (base_clock is not None and r["clock_mhz"] != base_clock) == clocked]
-                    if not grp:
-                        continue
-                    ax.scatter([r[res] for r in grp], [r["frames_per_s"] for r in grp],
-                               color=_COLOURS[k], marker="^" if clocked else "o", s=40,
-                               alpha=0.6, zorder=4 if front else 3,
-                               edgecolors="black" if front else "none", linewidths=1.2,
-                               label=kinds[k] + (", clock changed (not costed)" if clocked
-                                                 else "") + (", Pareto front" if front else ""))
-        at: dict[tuple[Any, Any], list[str]] = {}  # points on one spot: one label, counted
-        for r in ok:
-            if r["pareto"]:
-                at.setdefault((r[res], r["frames_per_s"]), []).append(r["point"])
-        for (x, y), here in list(at.items())[:_NAMED]:
-            ax.annotate(here[0] + (f" (+{len(here) - 1} here)" if len(here) > 1 else ""),
-                        (x, y), fontsize=7, textcoords="offset points", xytext=(5, 4))
-        for i, b in enumerate(boards):
-            ax.axvline(b.limits[res], color=_COLOURS[min(i, 1)], lw=1, ls="--",
-                       label=f"{b.name} ({b.part}) {res}: {b.limits[res]:,}")
-        ax.set_xlabel(f"{res} (estimate, vta.resources)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
-    axes[0].set_ylabel(f"{what or '+'.join(s['workloads'])}: {unit} per second")
-    more = sum(r["pareto"] for r in ok) - _NAMED
-    fig.suptitle(f"{s['grid']}: {len(ok)} points, {s['trials']} schedule trials a layer; black "
-                 f"edge: Pareto front{f' ({more} more unnamed)' if more > 0 else ''}; triangles:"
-                 f" a clock other than the base's, which the resource model does not cost",
-                 fontsize=9)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise SweepError(f"{path}: cannot write the plot: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
+    for k in range(3):
+        for clocked in (False, True):
+            for front in (False, True):
+                grp = [r for r in ok if kind(r) == k and r["pareto"] == front and
+                       (base_clock is not None and r["clock_mhz"] != base_clock) == clocked]
+                if not grp:
+                    continue
+                ax.scatter([r[res] for r in grp], [r[key] for r in grp],
+                           color=_COLOURS[k], marker="^" if clocked else "o", s=40,
+                           alpha=0.6, zorder=4 if front else 3,
+                           edgecolors="black" if front else "none", linewidths=1.2,
+                           label=kinds[k] + (", clock changed (not costed)" if clocked
+                                             else "") + (", Pareto front" if front else ""))
+    at: dict[tuple[Any, Any], list[str]] = {}  # points on one spot: one label, counted
+    for r in ok:
+        if r["pareto"]:
+            at.setdefault((r[res], r[key]), []).append(r["point"])
+    for (x, y), here in list(at.items())[:_NAMED]:
+        ax.annotate(here[0] + (f" (+{len(here) - 1} here)" if len(here) > 1 else ""),
+                    (x, y), fontsize=7, textcoords="offset points", xytext=(5, 4))
+    for i, b in enumerate(boards):
+        ax.axvline(b.limits[res], color=_COLOURS[min(i, 1)], lw=1, ls="--",
+                   label=f"{b.name} ({b.part}) {res}: {b.limits[res]:,}")
+    ax.set_xlabel(f"{res} (estimate, vta.resources)")
+    ax.grid(True, alpha=0.3)
+    # a fixed corner: "best" weighs every point, slow for a large grid
+    ax.legend(fontsize=6, loc="lower right" if key == "frames_per_s" else "upper right")
