@@ -15,6 +15,7 @@ from vta.cli import main
 from vta.config import HwConfig
 from vta.errors import BoardError, SweepError
 from vta.resources import BOARDS, board, fits, published_comparison, shares
+from vta.sim.energy import Energy
 from vta.tune.cache import Cache
 from vta.tune.executor import LocalExecutor
 from vta.tune.sweep import load_grid, plot, run_sweep, sweep_workloads, write_csv
@@ -178,30 +179,36 @@ points:
 
 def test_sweep_energy_is_what_vta_run_reports(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """Each point's energy is the energy ``vta run`` reports for the same configuration and
-    layer with the sweep's tuned schedule (from its cache), and its energy-delay product is
+    """Each layer's energy on each point is the energy ``vta run`` reports for the same
+    configuration and layer with the sweep's tuned schedule (from its cache), the point's is
+    its two layers' summed, and its energy-delay product is
     that energy times the point's latency: a clock change alters the EDP, not the energy; an
     energy scale (which no cycle depends on) alters the energy, not the cycles."""
     grid = load_grid(write(tmp_path, ENERGY_GRID))
     cache = tmp_path / "c.sqlite"
     with LocalExecutor(1) as ex, Cache(cache) as c:
-        res = run_sweep(grid, ["matmul:32x32x32"], ex, cache=c, trials=2, check=False)
+        res = run_sweep(grid, ["matmul:32x32x32", "matmul:16x16x16"], ex, cache=c, trials=2,
+                        check=False)
     rows = {p.point.name: p for p in res.points}
     assert all(p.status == "ok" and p.energy is not None for p in res.points)
     for p in res.points:
-        assert p.hw is not None
+        assert p.hw is not None and p.energy is not None
         hw_yaml = tmp_path / f"{p.point.name.replace(' ', '_')}.yaml"
         hw_yaml.write_text(yaml.safe_dump(p.hw.to_dict()))
-        assert main(["run", "matmul", "32", "32", "32", "--hw", str(hw_yaml), "--cache",
-                     str(cache), "--json"]) == 0
-        ran = json.loads(capsys.readouterr().out)
-        assert ran["tuned"]["point"] == p.layers[0]["schedule"]  # the sweep's best schedule
-        assert ran["cycles"] == p.cycles
-        assert p.energy_uj == ran["energy"]["total_uj"] > 0
-        assert p.energy.summary()["components_uj"] == ran["energy"]["components_uj"]
+        total = Energy.zero()
+        for layer, size in zip(p.layers, ("32", "16"), strict=True):
+            assert main(["run", "matmul", size, size, size, "--hw", str(hw_yaml), "--cache",
+                         str(cache), "--json"]) == 0
+            ran = json.loads(capsys.readouterr().out)
+            assert ran["tuned"]["point"] == layer["schedule"]  # the sweep's best schedule
+            assert ran["cycles"] == layer["cycles"]
+            assert layer["energy_uj"] == ran["energy"]["total_uj"] > 0
+            total = total + Energy({k: v * 1e6 for k, v in
+                                    ran["energy"]["components_uj"].items()})
+        assert p.energy_uj == pytest.approx(total.total_uj, rel=1e-12)  # the layers summed
+        assert p.energy_uj == pytest.approx(sum(x["energy_uj"] for x in p.layers), rel=1e-12)
         assert p.edp == pytest.approx(p.energy_uj * p.cycles / (p.hw.board.clock_mhz * 1e3),
                                       rel=1e-12)
-        assert p.layers[0]["energy_uj"] == p.energy_uj  # one layer, once
         assert p.row(grid.boards)["energy_uj"] == p.energy_uj
         assert p.row(grid.boards)["edp_uj_ms"] == p.edp
     base, fast, half = (rows["bus_bytes=8"], rows["fast clock"], rows["half energy"])
