@@ -496,12 +496,12 @@ def _check_all(tuned: list[tuple[PointResult, JobResult]], executor: Executor) -
 
 def layer_energy(task: TrialTask) -> dict[str, Any]:
     """Build ``task.point`` and run it through the timing-only simulator (the tuner's
-    measure): its cycles and the energy of its counted events by component, pJ
-    (``vta.sim.energy.energy_of``, what ``vta run`` reports). Runs in a worker."""
+    measure): the energy of its counted events by component, pJ (``vta.sim.energy.
+    energy_of``, what ``vta run`` reports). Runs in a worker."""
     assert task.hw is not None
     c = driver.build(task.workload, task.hw, task.point, epilogue=task.epilogue)
     st = simulate(c.program, task.hw, timing_only=True).stats
-    return {"cycles": st.cycles, "pj": energy_of(c.program, dict(st.bytes), task.hw).pj}
+    return {"pj": energy_of(c.program, dict(st.bytes), task.hw).pj}
 
 
 def _energy_all(tuned: list[tuple[PointResult, JobResult]], executor: Executor) -> None:
