@@ -49,7 +49,7 @@ __all__ = ["REQUANT_F32", "RequantF32", "INSTRUCTION", "FUNCTION", "MANTISSA_BIT
            "SHIFT_BITS", "scale_word", "unpack_scale", "scale_mul", "round_to_float32",
            "rne_shift", "PARAMS"]
 
-#: the ALU function value (``op``) of REQUANT_F32 (VTA's ALU takes 0..3, MUL 4; the REQUANT
+#: the ALU function value (``op``) of REQUANT_F32 (VTA's ALU takes 0..3, MUL 4; the fused requantize
 #: example takes 5)
 FUNCTION = 6
 #: a scale word: the mantissa's bits (a float32's 24) and the shift's above them
