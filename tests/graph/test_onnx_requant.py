@@ -18,6 +18,7 @@ import pytest
 
 from vta.config import HwConfig
 from vta.errors import GraphError, HwConfigError
+from vta.graph.builder import GraphBuilder
 from vta.isa import decode, encode
 from vta.isa.requant import INSTRUCTION, RequantF32, scale_mul, scale_word, unpack_scale
 from vta.resources import REQUANT_F32, breakdown
@@ -86,6 +87,17 @@ def test_a_ratio_no_word_holds_is_refused_by_name(bad: float) -> None:
         scale_word(bad)
     with pytest.raises(GraphError, match="requantize conv1"):
         ort_scale_word(bad, "requantize conv1")
+
+
+def test_a_ratio_that_could_leave_int32_is_refused_by_name() -> None:
+    b = GraphBuilder("big")
+    x = b.input("x", (1, 4), 0.1)
+    acc = b.dense(x, b.const("w", np.full((2, 4), 127, np.int8), 0.1),
+                  b.const("b", np.zeros(2, np.int32)), name="fc")
+    with pytest.raises(GraphError, match=r"requantize fc_q: channel 0: ratio .* leaves int32"):
+        b.requantize_exact(acc, [1e6], 1.0)
+    with pytest.raises(GraphError, match="3 ratios"):
+        b.requantize_exact(acc, [0.1, 0.2, 0.3], 1.0)
 
 
 def test_every_word_means_a_scale_and_saturates_to_int32() -> None:

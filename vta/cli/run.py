@@ -34,13 +34,13 @@ from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
 from vta.graph.onnx_ort import ort_verdict
+from vta.resources import REQUANT_F32
 from vta.run.graph import compile_for, run_graph
 from vta.run.layer import run_layer
 from vta.run.network import run_network
 from vta.run.plot import check_plot_path, plot_graph, plot_layers
 from vta.run.report import format_gpu_run, format_layer, format_network, format_run, format_tc
 from vta.run.targets import AccelTarget, Target, get_target
-from vta.resources import REQUANT_F32
 from vta.run.tc import run_tc
 from vta.tune.compile_cache import CompileCache
 

@@ -198,7 +198,7 @@ INSTRUCTION = register(InstructionDef(
     operands=(Operand("dst", "acc", writes=True, factors=("dst_factor_out", "dst_factor_in")),
               Operand("src", "acc", factors=("src_factor_out", "src_factor_in"))),
     kind="update", semantics=_semantics, issue=_issue, pipeline_depth=_depth,
-    pattern=elementwise_patterns(lambda t, x, y: _pattern(t, x, y), "requant_f32",
+    pattern=elementwise_patterns(_pattern, "requant_f32",
                                  immediates=(), selector=None),
     requires=REQUANT_F32,
     doc="acc[dst] = acc[dst] * float32 scale of acc[src], rounded half to even (ORT's)"))
