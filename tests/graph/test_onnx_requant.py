@@ -11,24 +11,18 @@ requantizes alone; the MLP has no add)."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from vta.cli import main
 from vta.config import HwConfig
 from vta.errors import GraphError, HwConfigError
-from vta.graph.builder import GraphBuilder
-from vta.isa import decode, encode
-from vta.isa.requant import INSTRUCTION, RequantF32, scale_mul, scale_word, unpack_scale
-from vta.resources import REQUANT_F32, breakdown
-
-from .conftest import hw
-
-pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-
 from vta.graph import interp
+from vta.graph.builder import GraphBuilder
 from vta.graph.compile import compile_graph
 from vta.graph.ir import Requantize
 from vta.graph.onnx_import import load_onnx
@@ -43,7 +37,15 @@ from vta.graph.onnx_ort import (
     run_fed,
 )
 from vta.graph.quant import ort_scale_word, quantize_linear
+from vta.isa import decode, encode
+from vta.isa.requant import INSTRUCTION, RequantF32, scale_mul, scale_word, unpack_scale
+from vta.resources import REQUANT_F32, breakdown
 from vta.run.graph import run_graph
+
+from .conftest import hw
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
 
 #: the formats this variant is held to: symmetric and asymmetric int8 (uint8 QOperator
 #: models meet ORT's own saturating U8S8 kernels: test_onnx_ort)
@@ -221,3 +223,16 @@ def test_an_unknown_requant_mode_is_refused_by_name() -> None:
 def test_stock_configs_know_nothing_of_it() -> None:
     for name in ("pynq", "pynq_mul"):
         assert HwConfig.from_yaml(hw(name).source).intrinsic(REQUANT_F32) is None
+
+
+def test_vta_run_on_pynq_requant_gives_orts_bits_from_a_random_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``vta run --onnx`` imports ORT's arithmetic on a config with the intrinsic; its random
+    int8 input is judged as the real image it stands for (less its zero point: asymmetric)."""
+    path = tmp_path / "mlp_a8.onnx"
+    onnx.save(_model("mlp", Format("QOperator", "a8", False)), str(path))
+    hw_path = str(hw("pynq_requant").source)
+    assert main(["run", "--onnx", str(path), "--hw", hw_path, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    v = s["onnx_runtime"]
+    assert v["judged"] and v["identical"] and v["max_diff"] == 0, v
