@@ -15,7 +15,11 @@ weights), calibrated on 8 seeded inputs:
   refuses it (a multiplier that is not a power of two needs ALU MUL);
 * ``pynq_mul``: pynq with ALU MUL (the fixed-point requantization variant): cycles of one
   simulated run from the input to the outputs, every stored tensor checked bit-exact against
-  the graph interpreter (the interpreter's tensors are the ones compared with ORT).
+  the graph interpreter (the interpreter's tensors are the ones compared with ORT);
+* ``exact e2e`` and ``pynq_requant``: the model imported with ORT's requantize arithmetic
+  (``load_onnx(requant="ort")``: each QLinearConv / QGemm / QDQ conv and dense requantizes
+  with ORT's float32 ratio exactly), its end-to-end agreement with ORT, and its cycles on
+  ``hwconfigs/pynq_requant.yaml`` (pynq_mul with ``ALU.REQUANT_F32``), checked as above.
 
 Then, per model, which requantization arithmetic gives ORT's bits: every QLinearConv / QGemm
 output of the QOperator symmetric per-tensor model, its int32 accumulator computed from ORT's
@@ -75,9 +79,10 @@ def _sum(parts: list[Agreement]) -> dict[str, Any]:
             "max_diff": max(a.max_diff for a in parts), "tensors": parts[0].tensors}
 
 
-def judge(fm: Any, q: Any, inputs: int) -> tuple[Any, dict[str, Any]]:
-    """The imported graph and its agreement with ORT (end to end and per operator)."""
-    g = load_onnx(q)
+def judge(fm: Any, q: Any, inputs: int, requant: str = "fixed") -> tuple[Any, dict[str, Any]]:
+    """The graph imported with ``requant`` arithmetic and its agreement with ORT (end to end
+    and per operator)."""
+    g = load_onnx(q, requant=requant)
     v = g.inputs[0]
     e2e, local = [], []
     for x in calibration_inputs(fm, 99, inputs):
@@ -118,8 +123,10 @@ def row(fmt: Format, fm: Any, inputs: int, simulate: bool) -> dict[str, Any]:
     except VtaError as e:
         return {"format": fmt.name, "accepted": False, "reason": str(e),
                 "seconds": time.perf_counter() - t0}
+    g_ort, agree_ort = judge(fm, q, inputs, requant="ort")
     out = {"format": fmt.name, "accepted": True, **agree,
            "pynq": on_hw(g, "pynq", simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
+           "ort_exact": agree_ort, "pynq_requant": on_hw(g_ort, "pynq_requant", simulate),
            "macs": g.macs}
     out["seconds"] = time.perf_counter() - t0
     return out
@@ -135,7 +142,8 @@ def _hw_cell(h: dict[str, Any]) -> str:
 
 def table(model: str, rows: list[dict[str, Any]]) -> str:
     head = f"{'format':26} {'accepted':9} {'e2e equal':>10} {'max':>4} {'per-op':>8} " \
-           f"{'max':>4} {'pynq cycles':>14} {'pynq_mul cycles':>16}"
+           f"{'max':>4} {'pynq cycles':>14} {'pynq_mul cycles':>16} {'exact e2e':>10} " \
+           f"{'max':>4} {'pynq_requant':>13}"
     lines = [f"{model}", head]
     for r in rows:
         if not r["accepted"]:
@@ -145,7 +153,9 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['format']:26} {'yes':9} {r['e2e']['share']:>10.2%} "
                      f"{r['e2e']['max_diff']:>4} {r['per_op']['share']:>8.2%} "
                      f"{r['per_op']['max_diff']:>4} {_hw_cell(r['pynq']):>14} "
-                     f"{_hw_cell(r['pynq_mul']):>16}")
+                     f"{_hw_cell(r['pynq_mul']):>16} {r['ort_exact']['e2e']['share']:>10.2%} "
+                     f"{r['ort_exact']['e2e']['max_diff']:>4} "
+                     f"{_hw_cell(r['pynq_requant']):>13}")
     accepted = sum(r["accepted"] for r in rows)
     lines.append(f"accepted {accepted} of {len(rows)}")
     return "\n".join(lines)
@@ -183,7 +193,7 @@ def main() -> int:
         results.setdefault("requant_arithmetic", {})[name] = arith
         print(requant_table(name, arith), flush=True)
         print()
-        ok &= all(r["pynq_mul"].get("passed", True) and r["pynq"].get("passed", True)
+        ok &= all(r[hw].get("passed", True) for hw in ("pynq", "pynq_mul", "pynq_requant")
                   for r in rows if r["accepted"])
     try:
         import onnxruntime

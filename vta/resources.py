@@ -18,6 +18,17 @@ The datapath:
   (comparator and multiplexer), ``log2(acc bits)`` for the SHR barrel shifter, one for the
   result multiplexer; MUL in DSPs (``ceil(bits/25) * ceil(bits/18)`` DSP48 per lane); a
   register of the lane vector per stage of ``alu.pipeline_depth``.
+* ``intrinsics: requant_f32`` (``REQUANT_F32``: ``vta.isa.requant``'s ``ALU.REQUANT_F32``,
+  ONNX Runtime's float32 requantization in integers), per ALU lane: the conversion of the
+  accumulator to 24 significant bits (a leading-zero counter of ``acc bits`` LUTs, a barrel
+  shifter of ``acc bits * log2(acc bits)``, a 24-bit rounding incrementer), the 24x24-bit
+  multiplier in DSPs (``ceil(24/25) * ceil(24/18)`` = 2 DSP48; none with ALU MUL, whose
+  32-bit multipliers hold a 24x24-bit product and are idle while the ALU runs another
+  function), the product's rounding to 24
+  bits (a 48-bit leading-zero counter, a 48-bit barrel shifter of 6 levels, a 24-bit
+  incrementer), the final rounding shift by the scale's shift (a 48-bit barrel shifter of 6
+  levels, an ``acc bits`` rounding incrementer and an ``acc bits`` saturation compare), and a
+  48-bit register per lane for each of its ``extra_depth`` pipeline stages.
 * Buffers: ``ceil(bytes / 4.5 KiB)`` BRAM36 each (a lower bound: port widths can force more);
   acc and out per bank.
 
@@ -76,8 +87,8 @@ from vta.words import UOP_BITS
 if TYPE_CHECKING:
     from vta.config import HwConfig
 
-__all__ = ["breakdown", "estimate", "RESOURCES", "Board", "BOARDS", "BoardError", "board",
-           "part_resources", "fits", "shares", "published_comparison"]
+__all__ = ["breakdown", "estimate", "REQUANT_F32", "RESOURCES", "Board", "BOARDS", "BoardError",
+           "board", "part_resources", "fits", "shares", "published_comparison"]
 
 RESOURCES = ("dsp", "bram36", "lut", "ff")
 BRAM36_BYTES = 4608
@@ -88,6 +99,10 @@ HLS_READ_MASTERS = 4
 VME_TAG_BITS = 24
 
 Row = tuple[str, str, int, str]
+
+#: the optional intrinsic (and tensor-IR call) of ONNX Runtime's float32 requantization
+#: (``vta.isa.requant``): named here, the lowest layer that prices it
+REQUANT_F32 = "requant_f32"
 
 
 def _bits(dtype: str) -> int:
@@ -131,6 +146,31 @@ def _alu(hw: HwConfig) -> list[Row]:
         per = math.ceil(bits / 25) * math.ceil(bits / 18)
         rows.append(("dsp", "ALU multipliers", a.lanes * per, f"{per} DSP48 per {bits}-bit lane"))
     return rows
+
+
+def _requant_f32(hw: HwConfig) -> list[Row]:
+    """The ``requant_f32`` intrinsic's datapath (module docstring), when the config lists it."""
+    intrinsic = hw.intrinsic(REQUANT_F32)
+    if intrinsic is None:
+        return []
+    lanes, bits, mant, prod = hw.alu.lanes, _bits(hw.gemm.acc_dtype), 24, 48
+    lg, plg = math.ceil(math.log2(bits)), math.ceil(math.log2(prod))
+    per_dsp = math.ceil(mant / 25) * math.ceil(mant / 18)
+    convert = bits + bits * lg + mant
+    normalize = prod + prod * plg + mant
+    final = prod * plg + 2 * bits
+    depth = int(intrinsic.param("extra_depth"))
+    shared = "mul" in hw.alu.ops  # one ALU function issues at a time: MUL's DSPs are free
+    return [
+        ("dsp", "REQUANT_F32 multipliers", 0 if shared else lanes * per_dsp,
+         f"the 24x24-bit product on ALU MUL's {bits}-bit multipliers (one ALU function "
+         f"issues at a time)" if shared else
+         f"{lanes} lanes x {per_dsp} DSP48 per 24x24-bit product"),
+        ("lut", "REQUANT_F32 rounding", lanes * (convert + normalize + final),
+         f"{lanes} lanes x ({convert} int-to-24-bit + {normalize} product-to-24-bit + "
+         f"{final} rounding shift and saturation)"),
+        ("ff", "REQUANT_F32 pipeline registers", depth * lanes * prod,
+         f"{depth} stages x {lanes} x {prod} bits")]
 
 
 def _buffers(hw: HwConfig) -> list[Row]:
@@ -210,7 +250,8 @@ def _microop_variants(hw: HwConfig) -> list[Row]:
 
 def breakdown(hw: HwConfig) -> list[Row]:
     """Every component's ``(resource, component, amount, rule)`` (see the module docstring)."""
-    return [*_gemm(hw), *_alu(hw), *_buffers(hw), *_variants(hw), *_microop_variants(hw)]
+    return [*_gemm(hw), *_alu(hw), *_requant_f32(hw), *_buffers(hw), *_variants(hw),
+            *_microop_variants(hw)]
 
 
 def estimate(hw: HwConfig) -> dict[str, int]:

@@ -163,7 +163,7 @@ def test_arbitrary_scales_are_refused_on_vtas_alu_by_node_and_scale() -> None:
     with pytest.raises(GraphError, match=r"requantize c1: its multiplier 2517 .* needs ALU MUL "
                                          r"\(and 2 more\), which ultra96 does not have .* run "
                                          r"it on a config with mul in alu\.ops \(shipped: "
-                                         r"pynq_mul, research_32x32\)"):
+                                         r"pynq_mul, pynq_requant, research_32x32\)"):
         compile_graph(load_onnx(qlinear_model()), hw("ultra96"), refine=1)
 
 

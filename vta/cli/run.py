@@ -34,6 +34,7 @@ from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
 from vta.graph.onnx_ort import ort_verdict
+from vta.resources import REQUANT_F32
 from vta.run.graph import compile_for, run_graph
 from vta.run.layer import run_layer
 from vta.run.network import run_network
@@ -254,7 +255,10 @@ def _run_graph(args: argparse.Namespace) -> int:
     if args.onnx is not None:
         if args.batch is not None:
             raise UsageError("--batch does not apply to --onnx (the model fixes its shapes)")
-        graph = load_onnx(args.onnx)
+        # ORT's own requantize arithmetic where the hardware has its instruction
+        exact = isinstance(target, AccelTarget) and \
+            target.hw.intrinsic(REQUANT_F32) is not None
+        graph = load_onnx(args.onnx, requant="ort" if exact else "fixed")
     else:
         net = resolve_network(LAYERS_OF[args.workload], batch=args.batch)
         assert net is not None
@@ -271,8 +275,8 @@ def _run_graph(args: argparse.Namespace) -> int:
     else:
         image = {v.name: random_image(seed + k, v.type.shape)
                  for k, v in enumerate(graph.inputs)}
-        real = {v.name: image[v.name].astype(np.float32) * np.float32(v.type.scale or 1.0)
-                for v in graph.inputs}
+        real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))
+                * np.float32(v.type.scale or 1.0) for v in graph.inputs}
     with run_compile_cache(args, target) as memo:
         compiled = compile_for(graph, target, fusion=args.fusion or "full")
     _say_cache(memo)

@@ -49,6 +49,7 @@ from vta.graph.quant import (
     fixed_point_channels,
     fixed_point_pair,
     is_pow2,
+    ort_scale_word,
     shift_scale,
 )
 from vta.graph.verify import infer_type, verify_graph
@@ -155,6 +156,33 @@ class GraphBuilder:
         mult, shift = fixed_point(ratio, self.magnitude(x), f"requantize {x.name}")
         self._shift_only(f"requantize {name}", ratio, mult)
         return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
+                              **({"zero": zero} if zero else {}))
+
+    def requantize_exact(self, x: Value, ratios: Sequence[float], scale: float,
+                         lo: int = INT8_MIN, hi: int = INT8_MAX, name: str | None = None,
+                         zero: int = 0) -> Value:
+        """``x`` (the int32 output of a convolution or dense layer) as int8 of ``scale`` with
+        ONNX Runtime's arithmetic (``Requantize.exact``): ``ratios`` are ORT's float32 ratios,
+        one per channel of axis 1 or one for all; a ``GraphError`` when one is not a scale
+        word's or ``x``'s bound times it could leave int32 (the instruction saturates there,
+        ORT would not)."""
+        name = name or f"{x.name}_q"
+        if len(x.type.shape) < 2:
+            raise GraphError(f"requantize {name}: {x.name} {list(x.type.shape)} has no channel "
+                             f"axis")
+        channels = x.type.shape[1]
+        if len(ratios) not in (1, channels):
+            raise GraphError(f"requantize {name}: {len(ratios)} ratios for the "
+                             f"{list(x.type.shape)} tensor {x.name}")
+        full = list(ratios) * channels if len(ratios) == 1 else list(ratios)
+        words = [ort_scale_word(r, f"requantize {name}") for r in full]
+        for c, (r, bound) in enumerate(zip(full, self.channel_magnitudes(x), strict=True)):
+            if bound * float(r) + abs(zero) >= _INT32_MAX:
+                raise GraphError(f"requantize {name}: channel {c}: ratio {r:.6g} times the "
+                                 f"accumulator bound {bound} leaves int32")
+        wv = self.const(f"{name}_words", np.array(words, np.uint32).view(np.int32))
+        return self._add_node(Requantize, name, (x,), mult=1, shift=0, lo=lo, hi=hi,
+                              scale=scale, mults=wv, exact=True,
                               **({"zero": zero} if zero else {}))
 
     def requantize_channels(self, x: Value, ratios: Sequence[float], scale: float,

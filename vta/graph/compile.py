@@ -20,6 +20,10 @@
 The compiler never runs the simulator: ``cost`` (the timing-only simulator, passed by
 ``vta.run``) decides among the schedule model's best candidates.
 
+A graph with ONNX Runtime's float32 requantization (``Requantize.exact``, an ONNX model
+imported with ``requant="ort"``) needs the ``requant_f32`` intrinsic (``ALU.REQUANT_F32``,
+``hwconfigs/pynq_requant.yaml``) and is refused up front on a config without it, the same way.
+
 A graph whose requantization multipliers are not all powers of two (``quant.needs_mul``: a
 fixed-point requantization, ``resnet18_fixed``, an ONNX model's arbitrary scales) needs ALU MUL;
 on hardware without it (VTA's own: ``stock: true``) it is refused up front, naming the node, its
@@ -41,8 +45,9 @@ from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
 from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
 from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
-from vta.graph.quant import effective_ratio, needs_mul
+from vta.graph.quant import effective_ratio, exact_requantizes, needs_mul
 from vta.isa import Program
+from vta.resources import REQUANT_F32
 
 __all__ = ["CompiledGraph", "compile_graph", "check_multipliers"]
 
@@ -99,9 +104,21 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
 
 
 def check_multipliers(graph: Graph, hw: HwConfig) -> None:
-    """A ``GraphError`` when ``graph`` has a requantization multiplier that is not a power of
+    """A ``GraphError`` when ``graph`` has an exact requantize (ORT's arithmetic) and ``hw``
+    lacks the ``requant_f32`` intrinsic, or a requantization multiplier that is not a power of
     two (``quant.needs_mul``) and ``hw``'s ALU has no MUL: the first such node, its multiplier
     and ratio of scales, how many more, and the shipped configs with MUL to run it on."""
+    exact = exact_requantizes(graph)
+    if exact and hw.intrinsic(REQUANT_F32) is None:
+        more = f" (and {len(exact) - 1} more)" if len(exact) > 1 else ""
+        have = [n for n, p in shipped_configs().items()
+                if HwConfig.from_yaml(p).intrinsic(REQUANT_F32) is not None]
+        raise GraphError(
+            f"graph {graph.name}: requantize {exact[0].output.name}: ONNX Runtime's float32 "
+            f"arithmetic (imported with requant='ort'){more} needs the {REQUANT_F32} "
+            f"intrinsic (ALU.REQUANT_F32), which {hw.name} does not list; run it on "
+            f"{', '.join(have) or 'a config listing it under intrinsics:'}, or import the "
+            f"model with fixed-point requantization")
     if "mul" in hw.alu.ops:
         return
     need = needs_mul(graph)

@@ -83,6 +83,11 @@ def group_kernel(group: Node) -> GroupKernel:
     reason."""
     nodes = group_nodes(group)
     a = nodes[0]
+    exact = next((n for n in nodes if isinstance(n, Requantize) and n.exact), None)
+    if exact is not None:
+        raise HostFallback(f"requantize {exact.output.name} has ONNX Runtime's float32 "
+                           f"arithmetic (ALU.REQUANT_F32 on the accelerator), which the GPU "
+                           f"kernels do not compute")
     if isinstance(a, (Conv2d, Dense)):
         if len(nodes) < 2 or not isinstance(nodes[1], Requantize):
             raise HostFallback(f"{a.op} without a requantize (an int32 result)")

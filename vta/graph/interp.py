@@ -19,6 +19,7 @@ from vta.compiler.ir import semantics as sem
 from vta.compiler.ops.conv2d import conv2d_int32
 from vta.errors import GraphError
 from vta.graph import ir as G
+from vta.isa.requant import scale_mul
 
 __all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "rounding_shift", "scale_round"]
 
@@ -62,7 +63,10 @@ def _dense(node: G.Dense, a: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
-    if node.mults is not None:  # per channel (axis 1)
+    if node.exact:  # ONNX Runtime's arithmetic: scale words per channel (axis 1)
+        w = a[1].astype(np.int64).reshape((1, -1) + (1,) * (a[0].ndim - 2))
+        y = scale_mul(a[0], w)
+    elif node.mults is not None:  # per channel (axis 1)
         m = a[1].astype(np.int64).reshape((1, -1) + (1,) * (a[0].ndim - 2))
         y = rounding_shift(wrap32(a[0].astype(np.int64) * m), node.shift)
     else:

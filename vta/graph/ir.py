@@ -181,6 +181,11 @@ class Requantize(Node):
     #: per-channel multipliers (an int32 constant, one per channel of axis 1: the ratio of
     #: scales of per-channel weights), used instead of ``mult`` (then 1); an operand
     mults: Value | None = None
+    #: ONNX Runtime's arithmetic (``vta.isa.requant``): ``mults`` holds each channel's float32
+    #: ratio as a scale word (the same word in every channel for a per-tensor ratio), ``mult``
+    #: is 1 and ``shift`` 0; the output is ``clip(scale_mul(x, word) + zero, lo, hi)``, what
+    #: ORT's QLinearConv / QGemm and ``ALU.REQUANT_F32`` compute
+    exact: bool = False
 
     @property
     def inputs(self) -> tuple[Value, ...]:

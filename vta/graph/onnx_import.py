@@ -18,6 +18,14 @@ scales (``s_x * s_w / s_y``, as ONNX Runtime's kernels compute it), never a rati
 an earlier approximation produced; a ``DequantizeLinear`` carries its own scale (a model may
 dequantize with any scale), so the importer never refuses a model for its own rounding.
 
+Requantize arithmetic (``load_onnx(..., requant=...)``, ``REQUANT_MODES``): ``"fixed"`` (the
+default) approximates each ratio by a fixed-point multiplier (``quant.fixed_point``: what
+VTA's ALU, or its MUL variant, computes; within one unit of ORT); ``"ort"`` keeps ONNX
+Runtime's float32 ratio exactly (``float32(float32(s_x * s_w) / s_y)``, per channel with
+per-channel weights, as QLinearConv/QGemm compute it and as the QDQ form's float kernels
+reproduce) in an exact requantize (``Requantize.exact``): ORT's bits, on a config with the
+``requant_f32`` intrinsic (``hwconfigs/pynq_requant.yaml``) or on the host.
+
 Zero points (ORT's default asymmetric quantization, and uint8): a constant weight's zero point
 is folded into the weights (``w - z_w``) when the result is int8. An activation's zero point is
 its value's ``TensorType.zero``; a uint8 activation ``u`` is the int8 ``u - 128`` with zero
@@ -55,7 +63,7 @@ from vta.graph.ir import GlobalAvgPool, Graph, Value
 from vta.graph.onnx_attrs import Window, node_attrs, window
 from vta.graph.onnx_load import initializers, onnx_module, read_model
 
-__all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL"]
+__all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL", "REQUANT_MODES", "ort_ratio"]
 
 #: two ONNX scales are "the same" (a quantize that re-states a dequantize's scale) within this
 SCALE_RTOL = 1e-6
@@ -85,11 +93,24 @@ class _Pending:
     relu: bool = False
 
 
+#: how an imported model requantizes (module docstring)
+REQUANT_MODES = ("fixed", "ort")
+
+
+def ort_ratio(sx: float, sw: float | np.ndarray, sy: float) -> float | np.ndarray:
+    """ONNX Runtime's requantization ratio in float32: ``(s_x * s_w) / s_y``, each operation
+    rounded to float32 (one per channel for per-channel ``s_w``)."""
+    f32 = np.float32
+    r = (f32(sx) * np.asarray(sw, dtype=f32)) / f32(sy)
+    return r.astype(np.float64) if np.ndim(r) else float(r)
+
+
 class _Importer:
-    def __init__(self, model: Any, what: str) -> None:
+    def __init__(self, model: Any, what: str, requant: str = "fixed") -> None:
         self.onnx = onnx_module()
         self.model = model
         self.what = what
+        self.requant = requant
         g = model.graph
         self.inits = initializers(model, what)
         self.b = GraphBuilder(g.name or "onnx")
@@ -300,7 +321,11 @@ class _Importer:
     def _requant(self, acc: Value, ratio: float | np.ndarray, sy: float, name: str | None,
                  zy: int) -> Value:
         """``acc``'s requantize to scale ``sy``, zero point ``zy``: one multiplier, or one per
-        channel (``ratio`` an array: per-channel weight scales)."""
+        channel (``ratio`` an array: per-channel weight scales); ORT's float32 ratio exactly
+        with ``requant="ort"``."""
+        if self.requant == "ort":
+            ratios = [float(r) for r in np.atleast_1d(ratio)]
+            return self.b.requantize_exact(acc, ratios, sy, name=name, zero=zy)
         if isinstance(ratio, np.ndarray):
             return self.b.requantize_channels(acc, [float(r) for r in ratio], sy, name=name,
                                               zero=zy)
@@ -320,7 +345,8 @@ class _Importer:
         wv = b.const(f"{out}_{wname}", w, _nominal(sw))
         bv = b.const(f"{out}_b", _fold_zero(bias, w, x.type.zero, out))
         acc = b.conv2d(x, wv, bv, win.stride, pad, name=f"{out}_acc")
-        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
+        ratio = ort_ratio(sx, sw, sy) if self.requant == "ort" else sx * sw / sy
+        y = self._requant(acc, ratio, sy, out if not relu else None, zy)
         return self.relu(y, out) if relu else y
 
     def _dense(self, x: Value, sx: float, w_mk: np.ndarray, sw: float | np.ndarray,
@@ -332,7 +358,8 @@ class _Importer:
         wv = b.const(f"{out}_w", np.ascontiguousarray(w_mk), _nominal(sw))
         bv = b.const(f"{out}_b", _fold_zero(bias, w_mk, x.type.zero, out))
         acc = b.dense(x, wv, bv, name=f"{out}_acc")
-        y = self._requant(acc, sx * sw / sy, sy, out if not relu else None, zy)
+        ratio = ort_ratio(sx, sw, sy) if self.requant == "ort" else sx * sw / sy
+        y = self._requant(acc, ratio, sy, out if not relu else None, zy)
         return self.relu(y, out) if relu else y
 
     def op_QLinearConv(self, n: Any) -> None:
@@ -649,8 +676,12 @@ def _fold_zero(bias: np.ndarray, w: np.ndarray, zx: int, out: str) -> np.ndarray
     return folded.astype(np.int32)
 
 
-def load_onnx(model: str | Path | Any) -> Graph:
-    """The graph of an ONNX model (a path or a ``ModelProto``; module docstring)."""
+def load_onnx(model: str | Path | Any, requant: str = "fixed") -> Graph:
+    """The graph of an ONNX model (a path or a ``ModelProto``; module docstring); ``requant``
+    one of ``REQUANT_MODES``."""
+    if requant not in REQUANT_MODES:
+        raise OnnxImportError(f"requant must be one of {', '.join(REQUANT_MODES)}, got "
+                              f"{requant!r}")
     what = str(model) if isinstance(model, (str, Path)) else "the ONNX model"
     proto = read_model(model)
-    return _Importer(proto, what).run()
+    return _Importer(proto, what, requant).run()

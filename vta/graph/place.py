@@ -42,6 +42,7 @@ from vta.compiler.ops.chain import (
     add_stage,
     channel_requant_stage,
     clip_stage,
+    exact_requant_stage,
     requant_stage,
     round_clip_stage,
     scaled_operand,
@@ -137,7 +138,12 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     values: list[Value] = []
     cur = running
     for n in nodes:
-        if isinstance(n, Requantize) and n.mults is not None:
+        if isinstance(n, Requantize) and n.exact:
+            assert n.mults is not None  # verify_graph: an exact requantize has its words
+            operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+            values.append(n.mults)
+            stages.append(("requant_f32", (len(operands) - 1, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize) and n.mults is not None:
             operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
             values.append(n.mults)
             pre, post = split_shift(n.shift)
@@ -170,6 +176,8 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(requant_stage(mult, pre, post, lo, hi, offset=offset, zero=zero))
         elif kind == "requant_ch":
             out.append(channel_requant_stage(*p))
+        elif kind == "requant_f32":
+            out.append(exact_requant_stage(*p))
         elif kind == "round":
             pre, post, zero, lo, hi = p
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
@@ -187,7 +195,7 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
 
 def _clip(stages: list[tuple[str, tuple[Any, ...]]], lo: int, hi: int) -> None:
     """Append ``clip(lo, hi)``, or narrow the clip the previous stage ends with."""
-    if stages and stages[-1][0] in ("requant", "round", "clip"):
+    if stages and stages[-1][0] in ("requant", "requant_f32", "round", "clip"):
         kind, p = stages[-1]
         plo, phi = p[-2], p[-1]
         nlo, nhi = max(plo, lo), min(phi, hi)

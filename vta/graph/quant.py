@@ -27,11 +27,12 @@ import numpy as np
 
 from vta.errors import GraphError
 from vta.graph.ir import Add, Fused, GlobalAvgPool, Graph, Node, Requantize, split_shift
+from vta.isa.requant import rne_shift, round_to_float32, scale_mul, scale_word
 
 __all__ = ["quantize_linear", "even_shift", "round_to_float32", "float32_parts",
-           "ort_requantize", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
+           "ort_requantize", "ort_scale_word", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
            "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
-           "needs_mul", "multipliers", "fixed_point_channels"]
+           "needs_mul", "multipliers", "fixed_point_channels", "exact_requantizes"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -102,45 +103,15 @@ def even_shift(t: np.ndarray, shift: int) -> np.ndarray:
     """``t / 2**shift`` rounded half to even (ONNX Runtime's rounding, for a power-of-two
     scale ratio), written with the operations VTA's ALU has (ADD, SHR, where SHR by a negative
     amount shifts left, MAX; no AND, no subtraction, no multiply): ``max((t + 2**(s-1) - 1) >>
-    s, ((t + 2**(s-1)) >> (s+1)) << 1)``. The first term rounds ties down, the second is the
-    even number at or below the tie-up result: they differ only at a tie, where the larger is
-    the even neighbour; off a tie the first is the answer and the second is not larger.
-    ``EVEN_SHIFT_ALU_OPS`` instructions per tile (copy t, ADD, SHR; ADD, SHR, SHR(-1); MAX)
-    against 2 for rounding half up. ``t`` is int64 here (no int32 wrap); ``shift >= 1``."""
+    s, ((t + 2**(s-1)) >> (s+1)) << 1)`` (``vta.isa.requant.rne_shift``). The first term
+    rounds ties down, the second is the even number at or below the tie-up result: they differ
+    only at a tie, where the larger is the even neighbour; off a tie the first is the answer
+    and the second is not larger. ``EVEN_SHIFT_ALU_OPS`` instructions per tile (copy t, ADD,
+    SHR; ADD, SHR, SHR(-1); MAX) against 2 for rounding half up. ``t`` is int64 here (no int32
+    wrap); ``shift >= 1``."""
     if shift < 1:
         raise GraphError(f"even_shift: the shift must be at least 1, got {shift}")
-    t = np.asarray(t, dtype=np.int64)
-    half = 1 << (shift - 1)
-    down = (t + (half - 1)) >> shift
-    even_up = ((t + half) >> (shift + 1)) << 1
-    return np.maximum(down, even_up)
-
-
-def _rne_shift(t: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``t / 2**s`` rounded half to even, elementwise ``s >= 0`` (``even_shift``'s formula with
-    a per-element shift; ``s == 0`` is ``t``)."""
-    s = np.asarray(s, dtype=np.int64)
-    one = np.maximum(s, 1)
-    half = np.left_shift(np.int64(1), one - 1)
-    down = (t + (half - 1)) >> one
-    even_up = ((t + half) >> (one + 1)) << 1
-    return np.where(s > 0, np.maximum(down, even_up), t)
-
-
-def _bit_length(t: np.ndarray) -> np.ndarray:
-    """The bit length of ``|t|`` (int64 array, ``|t| < 2**62``)."""
-    a = np.abs(t)
-    e = np.frexp(a.astype(np.float64))[1].astype(np.int64)  # float64 may round up a power
-    e = np.where((e > 0) & ((a >> np.maximum(e - 1, 0)) == 0), e - 1, e)
-    return np.where(a == 0, 0, e)
-
-
-def round_to_float32(t: np.ndarray) -> np.ndarray:
-    """Integers ``t`` (int64, ``|t| < 2**62``) rounded to 24 significant bits, half to even:
-    the value ``float32(t)`` has, in integers."""
-    t = np.asarray(t, dtype=np.int64)
-    d = np.maximum(_bit_length(t) - 24, 0)
-    return _rne_shift(t, d) << d
+    return rne_shift(np.asarray(t, dtype=np.int64), shift)
 
 
 def float32_parts(x: float) -> tuple[int, int]:
@@ -152,22 +123,33 @@ def float32_parts(x: float) -> tuple[int, int]:
     return int(mant * (1 << 24)), 24 - ex
 
 
-def ort_requantize(acc: np.ndarray, ratio: float, zero: int = 0, lo: int = -128,
+def ort_scale_word(ratio: float, what: str = "requantize") -> int:
+    """The scale word of ORT's float32 ``ratio`` (``vta.isa.requant.scale_word``: what
+    ``ALU.REQUANT_F32`` reads), or a ``GraphError`` naming ``what`` when no word holds it."""
+    try:
+        return scale_word(ratio, what)
+    except ValueError as e:
+        raise GraphError(str(e)) from None
+
+
+def ort_requantize(acc: np.ndarray, ratio: float | np.ndarray, zero: int = 0, lo: int = -128,
                    hi: int = 127) -> np.ndarray:
     """ONNX Runtime's requantization of int32 accumulators (MLAS ``MlasRequantizeOutput``,
     used by QLinearConv, QLinearMatMul and QGemm: ``float(acc) * scale``, rounded half to even,
-    plus the zero point, clamped), reproduced in integers: the conversion to float32 and the
-    float32 product each round to 24 significant bits (half to even), then the result rounds
-    half to even to an integer. ``ratio`` is ORT's float32 ``x_scale * w_scale / y_scale``.
-    A single rounding of ``acc * m / 2**s`` (a 24-bit multiplier, a 64-bit product) differs
-    from this only when the float32 product lands on a tie (bench/onnx_models.py counts it)."""
-    m, s = float32_parts(ratio)
-    p = round_to_float32(round_to_float32(acc) * m)
-    if s <= 0:
-        y = p << -s
+    plus the zero point, clamped), reproduced in integers (``vta.isa.requant.scale_mul``: the
+    conversion to float32 and the float32 product each round to 24 significant bits, half to
+    even, then the result rounds half to even to an integer). ``ratio`` is ORT's float32
+    ``x_scale * w_scale / y_scale``, or one per channel of axis 1 (per-channel weights). A
+    single rounding of ``acc * m / 2**s`` (a 24-bit multiplier, a 64-bit product) differs from
+    this only when the float32 product lands on a tie (bench/onnx_models.py counts it)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    ratios = np.atleast_1d(np.asarray(ratio, dtype=np.float64))
+    words = np.array([ort_scale_word(float(r)) for r in ratios], dtype=np.int64)
+    if np.ndim(ratio) > 0:  # one per channel of axis 1
+        words = words.reshape((1, -1) + (1,) * (acc.ndim - 2))
     else:
-        y = _rne_shift(p, np.full(p.shape, s))
-    return np.clip(y + zero, lo, hi).astype(np.int64)
+        words = words.reshape(())
+    return np.clip(scale_mul(acc, words) + zero, lo, hi).astype(np.int64)
 
 
 def effective_ratio(mult: int, shift: int) -> float:
@@ -197,6 +179,8 @@ def is_pow2(mult: int) -> bool:
 def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
     2**shift`` is the ratio of scales it stands for (none for other operators)."""
+    if isinstance(node, Requantize) and node.exact:
+        return ()  # scale words (ORT's float32 ratios), not fixed-point multipliers
     if isinstance(node, Requantize) and node.mults is not None:
         data = node.mults.data if node.mults.data is not None else np.zeros(0, np.int32)
         return tuple((f"multiplier of channel {c}", int(m), node.shift)
@@ -224,6 +208,13 @@ def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
                     if per_channel:
                         break
     return out
+
+
+def exact_requantizes(graph: Graph) -> list[Requantize]:
+    """Every requantize of ``graph`` (a fused group's included) with ONNX Runtime's arithmetic
+    (``Requantize.exact``): each needs the ``requant_f32`` intrinsic (``ALU.REQUANT_F32``)."""
+    return [node for n in graph.nodes for node in (n.nodes if isinstance(n, Fused) else (n,))
+            if isinstance(node, Requantize) and node.exact]
 
 
 def fixed_point_channels(ratios: Sequence[float], bounds: Sequence[int],

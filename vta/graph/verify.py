@@ -16,6 +16,7 @@ import numpy as np
 
 from vta.errors import GraphError
 from vta.graph import ir as G
+from vta.isa.requant import unpack_scale
 
 __all__ = ["infer_type", "verify_graph", "check_node"]
 
@@ -49,9 +50,10 @@ def _scaled(where: str, v: G.Value) -> float:
     return v.type.scale
 
 
-def _check_mults(where: str, x: G.Value, mults: G.Value, mult: int) -> None:
+def _check_mults(where: str, x: G.Value, mults: G.Value, mult: int,
+                 words_ok: bool = False) -> None:
     """Per-channel multipliers: a positive int32 constant, one per channel of ``x``'s axis 1,
-    with ``mult`` 1."""
+    with ``mult`` 1 (``words_ok``: scale words, any int32 whose 24-bit mantissa is not 0)."""
     if mult != 1:
         raise GraphError(f"{where}: a per-channel requantize has mult 1, got {mult}")
     data = mults.data
@@ -59,8 +61,22 @@ def _check_mults(where: str, x: G.Value, mults: G.Value, mult: int) -> None:
         raise GraphError(f"{where}: per-channel multipliers {mults.name} must be a constant "
                          f"int32[{x.type.shape[1]}], got {mults.type.dtype}"
                          f"{list(mults.type.shape)}")
-    if (data <= 0).any():
+    if words_ok:
+        if (unpack_scale(data)[0] == 0).any():
+            raise GraphError(f"{where}: scale words {mults.name} must have non-zero mantissas")
+    elif (data <= 0).any():
         raise GraphError(f"{where}: per-channel multipliers {mults.name} must be positive")
+
+
+def _check_words(where: str, x: G.Value, words: G.Value | None, mult: int, shift: int) -> None:
+    """ORT's arithmetic (``Requantize.exact``): scale words, one per channel of ``x``'s axis 1,
+    an int32 constant with non-zero mantissas, ``mult`` 1 and ``shift`` 0."""
+    if mult != 1 or shift != 0:
+        raise GraphError(f"{where}: an exact requantize has mult 1 and shift 0 (its scale is "
+                         f"in the scale words), got mult {mult}, shift {shift}")
+    if words is None:
+        raise GraphError(f"{where}: an exact requantize needs its scale words (mults)")
+    _check_mults(where, x, words, mult, words_ok=True)
 
 
 def _offsets(where: str, attrs: Mapping[str, Any], inputs: Mapping[str, G.Value]) -> int:
@@ -113,13 +129,16 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         if x.type.dtype != "int32":
             raise GraphError(f"{where}: input {x.name} must be int32, got {x.type.dtype}")
         _range(where, "mult", attrs["mult"], -(1 << 31), (1 << 31) - 1)
-        _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
         if attrs["mult"] == 0:
             raise GraphError(f"{where}: mult must be non-zero")
         zero = attrs.get("zero", 0)
         _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
         mults = attrs.get("mults") or (inputs[1] if len(inputs) > 1 else None)
+        if attrs.get("exact", False):
+            _check_words(where, x, mults, attrs["mult"], attrs["shift"])
+            return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)
+        _range(where, "shift", attrs["shift"], 1, 31)
         if mults is not None:
             _check_mults(where, x, mults, attrs["mult"])
             return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)

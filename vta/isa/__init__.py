@@ -8,7 +8,10 @@ instruction is registered the same way (``vta.intrinsics``). See docs/isa.md.
 
 from vta.config import add_check
 from vta.errors import AsmError, DefinitionError, IsaError, ProgramError
-from vta.isa import builtins  # noqa: F401 - registers LOAD, STORE, GEMM, ALU.*, FINISH
+from vta.isa import (
+    builtins,  # noqa: F401 - registers LOAD, STORE, GEMM, ALU.*, FINISH
+    requant,  # noqa: F401 - registers ALU.REQUANT_F32 (intrinsic requant_f32)
+)
 from vta.isa.asm import assemble, disassemble, format_insn
 from vta.isa.defs import (
     AsmSyntax,

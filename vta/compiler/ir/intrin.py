@@ -116,7 +116,8 @@ def for_target(target: str) -> list[TensorIntrinsic]:
 
 #: the tensor-IR builder instruction patterns are written with (``pattern(t, hw)``)
 BUILDER = SimpleNamespace(placeholder=placeholder, compute=compute, reduce_axis=reduce_axis,
-                          sum_=sum_, min_=E.min_, max_=E.max_, select=E.select, const=E.const)
+                          sum_=sum_, min_=E.min_, max_=E.max_, select=E.select, const=E.const,
+                          call=lambda name, *args: E.Call(name, tuple(map(E.as_expr, args))))
 
 
 def gemm_decl(batch: int, block_in: int, block_out: int, inp_dtype: str, wgt_dtype: str,

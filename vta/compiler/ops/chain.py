@@ -23,9 +23,10 @@ from typing import Any
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
+from vta.resources import REQUANT_F32
 
 __all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
-           "channel_requant_stage",
+           "channel_requant_stage", "exact_requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
 
 TENSOR, CHANNEL = "tensor", "channel"
@@ -124,6 +125,16 @@ def channel_requant_stage(operand: int, pre: int, post: int, zero: int, lo: int,
     return EwStage(name, lambda x, m: E.min_(E.max_(_offset(rounding(x * m, pre, post), zero),
                                                     lo), hi), (operand,),
                    label=f"requant_ch({pre},{post},{lo},{hi}{_zeros_label(0, zero)})")
+
+
+def exact_requant_stage(operand: int, zero: int, lo: int, hi: int,
+                        name: str = "requant_f32") -> EwStage:
+    """``clip(REQUANT_F32(x, w) + zero, lo, hi)`` with ``w`` the scale word read from channel
+    operand ``operand``: ONNX Runtime's float32 requantization (``vta.isa.requant``; the
+    call is ``ALU.REQUANT_F32``'s pattern, covered by no other instruction)."""
+    return EwStage(name, lambda x, w: E.min_(E.max_(_offset(E.Call(REQUANT_F32, (x, w)), zero),
+                                                    lo), hi), (operand,),
+                   label=f"requant_f32({lo},{hi}{_zeros_label(0, zero)})")
 
 
 def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round",
