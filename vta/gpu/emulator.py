@@ -33,6 +33,7 @@ int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +52,7 @@ from vta.gpu.dialect import (
     LaunchConfig,
     ThreadIndex,
 )
+from vta.gpu.emulator_roles import ROLES_STATE, WARP_ROLES, RoleScheduler, role_branches
 from vta.gpu.profile import Profile
 from vta.gpu.target import target_of
 
@@ -502,9 +504,44 @@ class Emulator:
         return let
 
     def attr(self, s: S.AttrStmt) -> StmtFn:
+        if s.key is WARP_ROLES:
+            return self.warp_roles(s)
         if s.key is WMMA_FRAGMENT and isinstance(s.body, S.Allocate):
             self.frags[s.body.buffer] = s.value
         return self.stmt(s.body)
+
+    def warp_roles(self, s: S.AttrStmt) -> StmtFn:
+        """The branches of a ``warp_roles`` split run as concurrent roles
+        (``vta.gpu.emulator_roles``): role ``r`` on the lanes whose first true condition is its
+        own; each condition must be uniform over a warp."""
+        roles = role_branches(s)
+        conds = [self.expr(c) if c is not None else None for c, _ in roles]
+        bodies = [self.stmt(b) for _, b in roles]
+        name = self.func.name
+
+        def run(ctx: _Ctx, m: Any) -> None:
+            if ROLES_STATE in ctx.dialect:
+                raise EmulatorError(f"{name}: warp roles nested inside a warp role")
+            rest = np.ones(ctx.L, bool) if m is None else m.copy()
+            masks = []
+            for c in conds:
+                take = rest.copy() if c is None else \
+                    rest & np.broadcast_to(np.asarray(c(ctx, m), bool), (ctx.L,))
+                if ctx.T % ctx.W == 0:
+                    tw, rw = take.reshape(-1, ctx.W), rest.reshape(-1, ctx.W)
+                    if np.any(tw.any(axis=1) & (tw != rw).any(axis=1)):
+                        raise EmulatorError(f"{name}: a warp-role condition differs between "
+                                            f"the lanes of a warp")
+                masks.append(take)
+                rest = rest & ~take
+            live = [(r, mk) for r, mk in enumerate(masks) if mk.any()]
+            sched = RoleScheduler(ctx, [f"role {r}" for r, _ in live])
+            ctx.dialect[ROLES_STATE] = sched
+            try:
+                sched.run([functools.partial(bodies[r], ctx, mk) for r, mk in live])
+            finally:
+                del ctx.dialect[ROLES_STATE]
+        return run
 
     def other(self, s: S.Stmt) -> StmtFn:
         raise EmulatorError(f"{self.func.name}: cannot emulate statement {type(s).__name__} "

@@ -38,10 +38,15 @@ inline PTX) and an emulate rule (``_emulate``), registered as GPU intrinsics
   until the wait that retires its group: a TMA write over them is an ``EmulatorRaceError`` (so
   is a ``wgmma`` read of a tile whose TMA copy no completed ``mbarrier`` wait has covered).
 
-The emulator runs blocks in lockstep, so it executes pipelines whose waits are satisfied by
-arrivals earlier in program order (a producer thread and the consumers in one instruction
-stream, CUTLASS's non-warp-specialised "KernelTma" schedule); a wait that can never complete
-in that order is an ``EmulatorError`` naming the barrier, not a hang.
+The emulator runs blocks in lockstep, so in one instruction stream it executes pipelines whose
+waits are satisfied by arrivals earlier in program order (a producer thread and the consumers
+together, CUTLASS's non-warp-specialised "KernelTma" schedule); a wait that can never complete
+in that order is an ``EmulatorError`` naming the barrier, not a hang. Inside the roles of a
+``warp_roles`` split (``vta.gpu.emulator_roles``: a producer warpgroup and consumer
+warpgroups) a wait that cannot complete yet hands over to another role, and one no role can
+complete is a deadlock error naming each role's wait.
+- ``SetMaxNReg``: ``setmaxnreg`` moves registers between the warpgroups of a warp-specialised
+  kernel (the producer's 40, the consumers' 232).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
 from vta.compiler.ir.stmt import Buffer, Stmt
 from vta.errors import EmulatorRaceError, GpuLoweringError, GpuUnavailableError
+from vta.gpu.emulator_roles import ROLES_STATE
 from vta.gpu.intrinsic import GpuIntrinsic, register_gpu_intrinsic
 from vta.gpu.mma import _check_scope, _emu_error, _lane_regs, _regs, _smem_addr
 from vta.gpu.target import WARP_LANES
@@ -71,7 +77,8 @@ __all__ = ["WgmmaShape", "WGMMA_SHAPES", "WARPGROUP", "SWIZZLE_BYTES", "ATOM_BYT
            "MbarrierExpectTx", "MbarrierWait", "FenceProxyAsync", "SmemAlignCheck", "TmaLoad",
            "TensorMapAcquire",
            "WgmmaFence", "WgmmaCommit", "WgmmaWait", "Wgmma", "HOPPER_STMTS", "HOPPER_INTRINSICS",
-           "wgmma_fragment", "encode_tensor_maps", "ARCH", "TENSOR_MAPS", "WGMMA_N"]
+           "wgmma_fragment", "encode_tensor_maps", "ARCH", "TENSOR_MAPS", "WGMMA_N",
+           "SetMaxNReg", "PRODUCER_REGISTERS", "CONSUMER_REGISTERS"]
 
 #: the architecture these statements need (``wgmma`` exists only on sm_90a)
 ARCH = "sm_90a"
@@ -437,6 +444,12 @@ class MbarrierWait(Stmt):
                 raise _emu_error(em, f"mbarrier.try_wait.parity on {self.bar.name}: parity "
                                      f"must be 0 or 1")
             open_ = (st.phase[blk, idx] & 1) == par
+            sched = ctx.dialect.get(ROLES_STATE)
+            if open_.any() and sched is not None:  # another warp role may complete it
+                k = int(np.argmax(open_))
+                sched.block(lambda: not np.any((st.phase[blk, idx] & 1) == par),
+                            f"{self.bar.name}[{int(idx[k])}] parity {int(par[k])}")
+                open_ = (st.phase[blk, idx] & 1) == par
             if open_.any():
                 k = int(np.argmax(open_))
                 b, i = int(blk[k]), int(idx[k])
@@ -912,10 +925,59 @@ class Wgmma(Stmt):
         return run
 
 
+# ---------------------------------------------------------------------------- warp specialisation
+
+
+#: register budgets of a warp-specialised kernel (CUTLASS's sm90 values): the producer
+#: warpgroup, which only issues TMA, gives its registers back; the consumer warpgroups, which
+#: hold the accumulators, take them (``setmaxnreg``: a multiple of 8 in 24 .. 256)
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
+
+
+@dataclass(frozen=True, slots=True)
+class SetMaxNReg(Stmt):
+    """``setmaxnreg.{inc,dec}.sync.aligned.u32 regs``: the executing warpgroup's threads
+    release (``dec``) or request (``inc``) registers so each has ``regs`` (PTX ISA 9.7.17.1);
+    a warp-specialised kernel moves the producer's registers to the consumers. The kernel must
+    be compiled for one block an SM at most (``__launch_bounds__(threads, 1)``: the renderer
+    adds it) so ptxas knows the pool. The emulator has no register file: it checks that whole
+    warpgroups execute it."""
+
+    regs: int
+    inc: bool
+
+    def __post_init__(self) -> None:
+        if not 24 <= self.regs <= 256 or self.regs % 8:
+            raise GpuLoweringError(f"setmaxnreg: {self.regs} registers must be a multiple of "
+                                   f"8 in 24 .. 256")
+
+    @property
+    def op(self) -> str:
+        return "inc" if self.inc else "dec"
+
+    def render(self, r: Render, nm: Any) -> list[str]:
+        return [f"setmaxnreg.{self.op}({self.regs})"]
+
+    def exprs(self) -> tuple[E.Expr, ...]:
+        return ()
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return ()
+
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
+        return [_asm(ind, f"setmaxnreg.{self.op}.sync.aligned.u32 {self.regs};", "", "", "")]
+
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+        def run(ctx: _Ctx, m: Any) -> None:
+            _warpgroups(em, ctx, m, f"setmaxnreg.{self.op}")
+        return run
+
+
 #: the statements of this module (the dialect's sm_90a part)
 HOPPER_STMTS = (MbarrierInit, MbarrierArrive, MbarrierExpectTx, MbarrierWait, FenceProxyAsync,
                 SmemAlignCheck, TensorMapAcquire, TmaLoad, WgmmaFence, WgmmaCommit, WgmmaWait,
-                Wgmma)
+                Wgmma, SetMaxNReg)
 
 
 def _sm90(name: str, stmt: Any, warp_wide: bool = False,
@@ -944,4 +1006,5 @@ HOPPER_INTRINSICS: tuple[GpuIntrinsic, ...] = (
     _sm90("wgmma.commit_group", WgmmaCommit, warp_wide=True),
     _sm90("wgmma.wait_group", WgmmaWait, warp_wide=True),
     _sm90("wgmma.mma_async", Wgmma, warp_wide=True),
+    _sm90("setmaxnreg", SetMaxNReg, warp_wide=True),
 )

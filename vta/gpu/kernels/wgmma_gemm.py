@@ -43,7 +43,10 @@ from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import KERNEL, KNOBS
+from vta.gpu.emulator_roles import warp_roles
 from vta.gpu.hopper import (
+    CONSUMER_REGISTERS,
+    PRODUCER_REGISTERS,
     SWIZZLE_BYTES,
     TENSOR_MAPS,
     WARPGROUP,
@@ -54,6 +57,7 @@ from vta.gpu.hopper import (
     MbarrierExpectTx,
     MbarrierInit,
     MbarrierWait,
+    SetMaxNReg,
     SmemAlignCheck,
     TensorMapAcquire,
     TensorMapSpec,
@@ -72,6 +76,11 @@ SM90 = TARGETS["sm_90a"]
 
 __all__ = ["WgmmaKnobs", "wgmma_gemm", "OUT_DTYPES"]
 
+#: registers a consumer thread needs beside its accumulators (descriptors, addresses, loop
+#: counters, the epilogue's pair): ptxas's 168 for the 128 accumulators of bn=256 with nvcc 13
+#: leaves 40; a budget under accumulators + 32 is refused rather than left to spill
+_ADDRESS_REGISTERS = 32
+
 #: the output dtypes each operand type may have (the first is the default without an epilogue)
 OUT_DTYPES: dict[str, tuple[str, ...]] = {
     "float16": ("float32", "float16"), "bfloat16": ("float32",), "int8": ("int32", "int8")}
@@ -79,13 +88,25 @@ OUT_DTYPES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class WgmmaKnobs:
-    """Tiles of the sm_90a GEMM: ``warpgroups`` consumer warpgroups of 64 rows each (block
-    tile ``64 warpgroups x bn``), ``bn`` the ``wgmma`` N (a multiple of 16, at most 256),
-    ``stages`` slots in the TMA ring (K advances 128 bytes a stage)."""
+    """Tiles and schedule of the sm_90a GEMM: ``warpgroups`` consumer warpgroups of 64 rows
+    each (block tile ``64 warpgroups x bn``), ``bn`` the ``wgmma`` N (a multiple of 16, at most
+    256), ``stages`` slots in the TMA ring (K advances 128 bytes a stage).
+
+    ``producer``: warp-specialised (CUTLASS's KernelTmaWarpSpecializedCooperative): one more
+    warpgroup, the producer, whose elected thread issues every TMA copy and which gives its
+    registers to the consumers (``setmaxnreg``); the consumers only wait, multiply and store.
+    ``persistent``: launch that many blocks (the GPU's SM count), each looping over output
+    tiles ``blockIdx.x, blockIdx.x + persistent, ...`` so the producer loads the next tile while
+    the consumers store this one (0: one block a tile). ``group``: with ``producer``, tiles are
+    visited in groups of ``group`` tile rows (all of a group's columns before the next group),
+    so concurrently running blocks share A and B tiles in L2."""
 
     warpgroups: int = 2
     bn: int = 128
     stages: int = 4
+    producer: bool = False
+    persistent: int = 0
+    group: int = 8
 
     @property
     def bm(self) -> int:
@@ -93,7 +114,14 @@ class WgmmaKnobs:
 
     @property
     def threads(self) -> int:
-        return WARPGROUP * self.warpgroups
+        return WARPGROUP * (self.warpgroups + int(self.producer))
+
+    @property
+    def consumer_registers(self) -> int:
+        """Registers a consumer thread asks for with ``setmaxnreg.inc``: CUTLASS's 232, or
+        what the register file leaves after the producer's (a multiple of 8)."""
+        left = SM90.registers_per_sm - WARPGROUP * PRODUCER_REGISTERS
+        return min(CONSUMER_REGISTERS, left // (WARPGROUP * self.warpgroups) // 8 * 8)
 
     def check(self) -> None:
         if self.bn not in WGMMA_N:
@@ -104,6 +132,19 @@ class WgmmaKnobs:
                                    f"(a TMA box has at most 256 rows)")
         if self.stages < 2:
             raise GpuLoweringError(f"wgmma knobs: stages={self.stages} must be >= 2")
+        if self.persistent < 0:
+            raise GpuLoweringError(f"wgmma knobs: persistent={self.persistent} must be >= 0 "
+                                   f"(blocks of a persistent launch; 0: a block a tile)")
+        if self.persistent and not self.producer:
+            raise GpuLoweringError("wgmma knobs: persistent needs producer=True (only the "
+                                   "warp-specialised kernel loads the next tile during the "
+                                   "epilogue)")
+        if self.group < 1:
+            raise GpuLoweringError(f"wgmma knobs: group={self.group} must be >= 1")
+        if self.producer and self.consumer_registers < self.bn // 2 + _ADDRESS_REGISTERS:
+            raise GpuLoweringError(f"wgmma knobs: {self.warpgroups} consumer warpgroups get "
+                                   f"{self.consumer_registers} registers a thread, too few for "
+                                   f"{self.bn // 2} accumulators")
 
 
 def wgmma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = None,
@@ -138,8 +179,13 @@ def wgmma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = 
     maps = S.Buffer("maps", (2, 16), "int64")
     params = (X, W) + ((bias,) if bias is not None else ()) + (Y, maps)
     g = _Body(M, N, K, dtype, knobs, X, W, bias, Y, maps, epi)
-    grid = (-(-N // knobs.bn), -(-M // knobs.bm))
-    return finish(f"gemm_wgmma_{dtype}", params, g.body, grid, knobs.threads,
+    if knobs.producer:
+        name, body = f"gemm_wgmma_ws_{dtype}", g.specialised
+        grid = (g.blocks, 1)
+    else:
+        name, body = f"gemm_wgmma_{dtype}", g.body
+        grid = (g.tiles_n, g.tiles_m)
+    return finish(name, params, body, grid, knobs.threads,
                   ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs)), target=SM90)
 
 
@@ -163,6 +209,10 @@ class _Body:
         self.specs = (TensorMapSpec(X, kb.bm, self.bk, dtype),
                       TensorMapSpec(W, kb.bn, self.bk, dtype))
         self.stage_bytes = sum(sp.box_bytes for sp in self.specs)
+        self.tiles_m, self.tiles_n = -(-M // kb.bm), -(-N // kb.bn)
+        self.tiles = self.tiles_m * self.tiles_n
+        #: blocks of the launch (warp-specialised kernel): one a tile, or the persistent ones
+        self.blocks = min(kb.persistent, self.tiles) if kb.persistent else self.tiles
 
     def load(self, slot: E.ExprLike, kt: E.ExprLike, bx: E.Expr, by: E.Expr) -> S.Stmt:
         """Thread 0's issue of K-stage ``kt`` into ring slot ``slot``."""
@@ -214,6 +264,80 @@ class _Body:
         body = S.seq(setup, main, WgmmaWait(0, self.acc), self.epilogue(tid, wg, bx, by))
         body = alloc([self.As, self.Bs, self.full, self.empty, self.acc], body)
         return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_LANES, body))
+
+    def tile(self, t: E.Expr) -> tuple[E.Expr, E.Expr]:
+        """(tile row, tile column) of linear tile ``t`` in the grouped order: ``group`` tile
+        rows at a time (the last group may be shorter), down each column of the group before
+        the next column, so the blocks running together read few distinct A and B tiles."""
+        g = min(self.kb.group, self.tiles_m)
+        per = g * self.tiles_n
+        first = (t // per) * g
+        size = E.min_(self.tiles_m - first, g)
+        return first + (t % per) % size, (t % per) // size
+
+    def specialised(self, tid: E.Var, bx: E.Var, by: E.Var) -> S.Stmt:
+        """The warp-specialised body (module docstring): barrier set-up by thread 0, then the
+        producer warpgroup (0) and the consumer warpgroups (1 ..) as ``warp_roles``."""
+        kb, nst = self.kb, self.kb.stages
+        wg, lane = E.Var("wg"), E.Var("lane")
+        nwarps = kb.warpgroups * WARPGROUP // WARP_LANES  # consumer warps release each slot
+        setup = S.seq(
+            S.IfThenElse(tid.eq(0), S.seq(
+                SmemAlignCheck(self.As),
+                TensorMapAcquire(self.maps, 0), TensorMapAcquire(self.maps, 1),
+                *[S.seq(MbarrierInit(self.full, E.IntImm(s), 1),
+                        MbarrierInit(self.empty, E.IntImm(s), nwarps)) for s in range(nst)],
+                FenceProxyAsync())),
+            S.Barrier())
+        # this block's tiles: bx, bx + blocks, ... (one when not persistent)
+        my_tiles = (self.tiles - 1 - bx) // self.blocks + 1
+        roles = warp_roles([(wg.eq(0), self.producer_role(tid, bx, my_tiles)),
+                            (None, self.consumer_role(tid, wg - 1, lane, bx, my_tiles))])
+        body = alloc([self.As, self.Bs, self.full, self.empty], S.seq(setup, roles))
+        return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_LANES, body))
+
+    def producer_role(self, tid: E.Var, bx: E.Var, my_tiles: E.Expr) -> S.Stmt:
+        """Warpgroup 0: gives back registers; its thread 0 fills the ring, waiting for each
+        slot's release ("empty", parity of the previous pass; a fresh barrier passes)."""
+        nst = self.kb.stages
+        i, kt = E.Var("pi"), E.Var("pk")
+        tm, tn = self.tile(bx + i * self.blocks)
+        it = i * self.kt + kt
+        fill = S.For(kt, E.IntImm(0), E.IntImm(self.kt), S.seq(
+            MbarrierWait(self.empty, it % nst, ((it // nst) + 1) % 2),
+            self.load(it % nst, kt, tn, tm)))
+        return S.seq(SetMaxNReg(PRODUCER_REGISTERS, inc=False), S.IfThenElse(
+            tid.eq(0), S.For(i, E.IntImm(0), my_tiles, fill)))
+
+    def consumer_role(self, tid: E.Var, cwg: E.Expr, lane: E.Var, bx: E.Var,
+                      my_tiles: E.Expr) -> S.Stmt:
+        """Warpgroups 1 ..: take registers; per tile, zero the accumulators, multiply each
+        stage once its copy landed, release the previous stage's slot once its ``wgmma``
+        retired (``wait_group 1``), the last one after ``wait_group 0``, and store."""
+        nst = self.kb.stages
+        i, kt = E.Var("ci"), E.Var("ck")
+        tm, tn = self.tile(bx + i * self.blocks)
+        it = i * self.kt + kt
+        z = E.IntImm(0)
+        zero = E.const(0, "int32") if self.sh.acc_dtype == "int32" else E.FloatImm(0.0, "float32")
+        slot = it % nst
+        mmas = [Wgmma(self.sh, self.kb.bn, self.acc, (z,), self.As,
+                      (slot, cwg * 64, E.IntImm(kk * self.sh.k)), self.Bs,
+                      (slot, z, E.IntImm(kk * self.sh.k)))
+                for kk in range(self.bk // self.sh.k)]
+        release = S.IfThenElse(E.And(kt > 0, lane.eq(0)),
+                               MbarrierArrive(self.empty, (it + nst - 1) % nst))
+        main = S.For(kt, z, E.IntImm(self.kt), S.seq(
+            MbarrierWait(self.full, slot, (it // nst) % 2), WgmmaFence(), *mmas, WgmmaCommit(),
+            WgmmaWait(1), release))
+        last = (i * self.kt + self.kt - 1) % nst
+        tile = S.seq(
+            repeat(self.kb.bn // 2).emit(0, lambda t: self.acc.store(zero, *t), name="z"),
+            main, WgmmaWait(0, self.acc),
+            S.IfThenElse(lane.eq(0), MbarrierArrive(self.empty, last)),
+            self.epilogue(tid, cwg, tn, tm))
+        return S.seq(SetMaxNReg(self.kb.consumer_registers, inc=True),
+                     alloc([self.acc], S.For(i, z, my_tiles, tile)))
 
     def epilogue(self, tid: E.Expr, wg: E.Expr, bx: E.Expr, by: E.Expr) -> S.Stmt:
         """Each thread's accumulators through the epilogue into ``Y`` (fragment layout of
