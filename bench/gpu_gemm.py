@@ -7,8 +7,10 @@ accumulation) against ``cublasGemmEx`` with the same types and fp32 compute
 (``_gpu_common.float_gemm_baseline``), and int8 in / int32 out against ``cublasGemmEx`` with
 int8 operands (``_gpu_common.int8_gemm_baseline``). Our kernels: ``mma``, the task-mapping
 kernel (vta.gpu.kernels.gemm: 128x128 block tiles, 4 warps of 64x64, a 3-stage cp.async ring,
-swizzled shared tiles, ldmatrix + mma.sync), and ``wmma``, the tensor-core schedule
-(vta.gpu.schedules.matmul_wmma); each runs the dtypes it supports. Each time is the median of
+swizzled shared tiles, ldmatrix + mma.sync), ``wmma``, the tensor-core schedule
+(vta.gpu.schedules.matmul_wmma), and on compute capability 9.0 the sm_90a kernels of
+vta.gpu.kernels.wgmma_gemm (``wgmma``, ``wgmma256``; the warp-specialised persistent
+``ws256``, ``ws128``); each runs the dtypes it supports. Each time is the median of
 ``--reps`` CUDA-event pairs around 100 back-to-back launches (fewer above 1 ms a call;
 ``_gpu_common.time_ms``); the table gives TFLOP/s (TOP/s for int8) and the ratio to cuBLAS;
 results, with the device and its clocks, go to bench/results/gpu_gemm_<gpu>.json. Integer
@@ -20,6 +22,7 @@ says so and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 from _gpu_common import (
@@ -40,11 +43,20 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "wmma": ("float16", "int8"),
     "wgmma": ("float16", "bfloat16", "int8"),
     "wgmma256": ("float16", "bfloat16", "int8"),
+    "ws256": ("float16", "bfloat16", "int8"),
+    "ws128": ("float16", "bfloat16", "int8"),
 }
 """Our kernels and the operand types each one builds (``wgmma``: the sm_90a kernel, block tile
-128x128, 4-stage TMA ring; ``wgmma256``: 128x256; both only on compute capability 9.0)."""
+128x128, 4-stage TMA ring; ``wgmma256``: 128x256; ``ws256``: the warp-specialised persistent
+kernel, 128x256 tiles, 4 stages; ``ws128``: the same with 128x128 tiles and 7 stages; all only
+on compute capability 9.0)."""
 
-WGMMA_KNOBS = {"wgmma": WgmmaKnobs(2, 128, 4), "wgmma256": WgmmaKnobs(2, 256, 4)}
+#: blocks of the persistent kernels until ``main`` reads the device's SM count
+_PERSISTENT = 132
+
+WGMMA_KNOBS = {"wgmma": WgmmaKnobs(2, 128, 4), "wgmma256": WgmmaKnobs(2, 256, 4),
+               "ws256": WgmmaKnobs(2, 256, 4, producer=True, persistent=_PERSISTENT),
+               "ws128": WgmmaKnobs(2, 128, 7, producer=True, persistent=_PERSISTENT)}
 
 
 def out_dtype(kind: str, dtype: str) -> str:
@@ -142,6 +154,10 @@ def main() -> None:
     cp = cupy_or_exit()
     if str(cp.cuda.Device().compute_capability) != "90":  # wgmma and TMA are sm_90a's
         args.kernels = [k for k in args.kernels if k not in WGMMA_KNOBS]
+    sms = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
+    for kind, kb in WGMMA_KNOBS.items():  # a persistent kernel launches a block an SM
+        if kb.persistent:
+            WGMMA_KNOBS[kind] = dataclasses.replace(kb, persistent=sms)
 
     from vta.gpu.runtime import gpu_name, precompile
 

@@ -4,9 +4,10 @@
                                     [--launches 100] [--out DIR] [--variants ...]
 
 For each size n (Y = X @ W.T, X and W n x n) and variant, builds
-``vta.gpu.kernels.wgmma_gemm`` and compiles it for sm_90a (``nvcc -cubin -gencode
-arch=compute_90a,code=sm_90a -Xptxas -v`` where nvcc is on PATH, recording registers and
-spills; NVRTC ``-arch=sm_90a`` otherwise), makes the two tensor maps with the driver, runs it
+``vta.gpu.kernels.wgmma_gemm`` and compiles it for sm_90a through ``vta.gpu.runtime`` (nvcc's
+cubin for the device's architecture where nvcc is installed, NVRTC ``-arch=sm_90a``
+otherwise), recording ptxas's registers and spills (``vta.gpu.nvcc.kernel_resources``, and
+whether ``check_resources`` refuses the kernel), makes the two tensor maps with the driver, runs it
 once and checks it: int8 bit-exact against numpy (exact float64 BLAS; the requantizing
 epilogue through ``apply_epilogue``), fp16/bf16 against a float64 ``cupy.matmul`` within the
 fp32 accumulation bound (``(k/16 + 1) 2^-23 |X| |W|^T``, plus half an fp16 ulp for fp16
@@ -27,11 +28,7 @@ report and every row, failures included with their message. Needs numpy, cupy an
 from __future__ import annotations
 
 import argparse
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,10 +51,12 @@ from _gpu_common import (
 
 from vta.compiler.ops.epilogue import Epilogue, apply_epilogue
 from vta.compiler.ops.matmul import MatmulSpec
-from vta.errors import VtaError
+from vta.errors import KernelResourceError, VtaError
 from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.hopper import TENSOR_MAPS, encode_tensor_maps
-from vta.gpu.kernels.wgmma_gemm import WgmmaKnobs, wgmma_gemm
+from vta.gpu.kernels.wgmma_gemm import SM90, WgmmaKnobs, wgmma_gemm
+from vta.gpu.nvcc import check_resources, find_nvcc, kernel_resources
+from vta.gpu.runtime import GpuKernel
 
 #: the requantizing epilogue of the int8 -> int8 variant (fixed point, with bias)
 EPI = Epilogue(14, True, -128, 127, kind="fixed_point", mult=11585)
@@ -85,60 +84,41 @@ VARIANTS = {
     "bf16-fp32": Variant("bf16-fp32", "bfloat16", "float32", None, WgmmaKnobs(2, 128, 4)),
     "int8-int32": Variant("int8-int32", "int8", "int32", None, WgmmaKnobs(2, 128, 4)),
     "int8-int8": Variant("int8-int8", "int8", "int8", EPI, WgmmaKnobs(2, 128, 4)),
+    # warp-specialised (a producer warpgroup, setmaxnreg), persistent over 132 blocks
+    "ws-fp16-fp16": Variant("ws-fp16-fp16", "float16", "float16", None,
+                            WgmmaKnobs(2, 256, 4, producer=True, persistent=132)),
+    "ws-bf16-fp32": Variant("ws-bf16-fp32", "bfloat16", "float32", None,
+                            WgmmaKnobs(2, 256, 4, producer=True, persistent=132)),
+    "ws-int8-int8": Variant("ws-int8-int8", "int8", "int8", EPI,
+                            WgmmaKnobs(2, 128, 7, producer=True, persistent=132)),
 }
 
 
 # ---------------------------------------------------------------------------- compiling
 
 
-def nvcc_cubin(nvcc: str, k: CudaKernel, cubin: Path) -> dict[str, Any]:
-    """Compile ``k`` to ``cubin`` for sm_90a; the ptxas report."""
-    cu = cubin.with_suffix(".cu")
-    cu.write_text(k.source)
-    proc = subprocess.run([nvcc, "-cubin", "-gencode", "arch=compute_90a,code=sm_90a",
-                           "-Xptxas", "-v", "-std=c++17", "-O3", "-o", str(cubin), str(cu)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nvcc failed for {k.name}:\n{proc.stderr}")
-    return {**ptxas_report(proc.stderr), "compiler": "nvcc"}
+def ptxas_report(k: CudaKernel) -> dict[str, Any]:
+    """ptxas's registers and spills for ``k`` on sm_90a (``vta.gpu.nvcc.kernel_resources``),
+    and whether ``check_resources`` refuses it; ``compiler: nvrtc`` without nvcc."""
+    if find_nvcc() is None:
+        return {"compiler": "nvrtc"}
+    res = kernel_resources(k.source, SM90.arch)[k.name]
+    try:
+        check_resources(res, k.launch.threads_per_block, k.dynamic_shared, SM90)
+        refused = ""
+    except KernelResourceError as e:
+        refused = str(e)
+    return {"compiler": "nvcc", "registers": res.registers, "spill_stores": res.spill_stores,
+            "spill_loads": res.spill_loads, "refused": refused}
 
 
 def compile_kernel(cp: Any, k: CudaKernel) -> tuple[Any, dict[str, Any]]:
-    """(the CuPy function, the compiler's report) for sm_90a."""
-    nvcc = shutil.which("nvcc")
-    report: dict[str, Any] = {}
-    if nvcc is not None:
-        with tempfile.TemporaryDirectory(prefix="vta_wgmma_") as tmp:
-            cubin = Path(tmp) / "k.cubin"
-            report = nvcc_cubin(nvcc, k, cubin)
-            mod = cp.RawModule(path=str(cubin))
-            fn = mod.get_function(k.name)
-    else:
-        from cupy_backends.cuda.libs import nvrtc
-
-        prog = nvrtc.createProgram(k.source, "k.cu", (), ())
-        try:
-            nvrtc.compileProgram(prog, ("-arch=sm_90a", "-std=c++17"))
-        except Exception as e:
-            raise RuntimeError(f"NVRTC failed for {k.name}: {e}\n"
-                               f"{nvrtc.getProgramLog(prog)}") from None
-        mod = cp.cuda.function.Module()
-        mod.load(nvrtc.getCUBIN(prog))
-        fn = mod.get_function(k.name)
-        report = {"compiler": "nvrtc"}
-    fn.max_dynamic_shared_size_bytes = k.dynamic_shared
+    """(the CuPy function, the compiler's report) for sm_90a, through ``vta.gpu.runtime``
+    (nvcc's cubin for the device's architecture, NVRTC where no nvcc is installed)."""
+    report = ptxas_report(k)
+    fn = GpuKernel(k).fn
     report["registers_attr"] = getattr(fn, "num_regs", None)
     return fn, report
-
-
-def ptxas_report(log: str) -> dict[str, Any]:
-    """Registers, spill bytes and warnings from ``-Xptxas -v``."""
-    regs = re.search(r"Used (\d+) registers", log)
-    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    return {"registers": int(regs.group(1)) if regs else None,
-            "spill_stores": int(spill.group(1)) if spill else None,
-            "spill_loads": int(spill.group(2)) if spill else None,
-            "warnings": [ln.strip() for ln in log.splitlines() if "warning" in ln.lower()]}
 
 
 # ---------------------------------------------------------------------------- data, checks
@@ -269,26 +249,23 @@ def run_one(cp: Any, v: Variant, n: int, launches: int, pairs: int) -> dict[str,
 
 def dry_run(variants: list[str], sizes: list[int]) -> int:
     """Build and compile every kernel without a GPU (nvcc needed): registers and spills."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
+    if find_nvcc() is None:
         print("gpu_wgmma_check: --dry-run needs nvcc on PATH", file=sys.stderr)
         return 2
     table = []
-    with tempfile.TemporaryDirectory(prefix="vta_wgmma_") as tmp:
-        for name in variants:
-            v = VARIANTS[name]
-            for n in sorted(sizes):
-                try:
-                    k = render_cuda(wgmma_gemm(MatmulSpec(n, n, n), v.dtype, v.epi, v.knobs,
-                                               v.out))
-                    rep = nvcc_cubin(nvcc, k, Path(tmp) / f"{name}_{n}.cubin")
-                except (VtaError, RuntimeError) as e:
-                    table.append([name, n, "-", "-", "-", "-", str(e).splitlines()[0][:70]])
-                    continue
-                table.append([name, n, rep["registers"], rep["spill_stores"],
-                              rep["spill_loads"], k.dynamic_shared, len(rep["warnings"])])
-    print_table(["variant", "n", "regs", "spill st", "spill ld", "smem B", "warnings"], table)
-    return 0 if all(r[3] == 0 and r[4] == 0 and r[6] == 0 for r in table) else 1
+    for name in variants:
+        v = VARIANTS[name]
+        for n in sorted(sizes):
+            try:
+                k = render_cuda(wgmma_gemm(MatmulSpec(n, n, n), v.dtype, v.epi, v.knobs, v.out))
+                rep = ptxas_report(k)
+            except VtaError as e:
+                table.append([name, n, "-", "-", "-", "-", str(e).splitlines()[0][:70]])
+                continue
+            table.append([name, n, rep["registers"], rep["spill_stores"], rep["spill_loads"],
+                          k.dynamic_shared, rep["refused"][:70]])
+    print_table(["variant", "n", "regs", "spill st", "spill ld", "smem B", "refused"], table)
+    return 0 if all(r[3] == 0 and r[4] == 0 and not r[6] for r in table) else 1
 
 
 def main() -> int:

@@ -127,6 +127,9 @@ def _module(source: str, name: str) -> Any:
     cp = require_cupy()
     if find_nvcc() is not None:
         return cp.RawModule(path=str(_cubin(source, device_arch()))).get_function(name)
+    arch = device_arch()
+    if arch.endswith("a"):  # RawModule compiles for compute_90, which has no wgmma/setmaxnreg
+        return _nvrtc_function(cp, source, name, arch)
     try:
         mod = cp.RawModule(code=source, options=("-std=c++17",), name_expressions=None)
         return mod.get_function(name)
@@ -135,6 +138,30 @@ def _module(source: str, name: str) -> Any:
         raise GpuUnavailableError(
             f"{name}: CuPy's NVRTC could not compile the kernel and no nvcc was found: "
             f"{first.strip()}; install the CUDA toolkit (nvcc)") from None
+
+
+def _nvrtc_function(cp: Any, source: str, name: str, arch: str) -> Any:
+    """``name`` of ``source`` compiled by NVRTC to a cubin for ``arch`` itself (``sm_90a``:
+    its architecture-specific instructions need the exact target)."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(source, f"{name}.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, (f"-arch={arch}", "-std=c++17"))
+        except Exception as e:
+            raise GpuUnavailableError(f"{name}: NVRTC -arch={arch} could not compile the kernel "
+                                      f"({e}): {nvrtc.getProgramLog(prog).strip()[:500]}; "
+                                      f"install the CUDA toolkit (nvcc)") from None
+        mod = cp.cuda.function.Module()
+        mod.load(nvrtc.getCUBIN(prog))
+    finally:
+        nvrtc.destroyProgram(prog)
+    _NVRTC_MODULES.append(mod)  # the function lives as long as its module
+    return mod.get_function(name)
+
+
+_NVRTC_MODULES: list[Any] = []
 
 
 class GpuKernel:
