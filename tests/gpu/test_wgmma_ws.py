@@ -79,6 +79,57 @@ def test_int8_bit_exact(epi: Epilogue | None, kb: WgmmaKnobs) -> None:
     run_int8(200, 176, 128 * 5 + 32, epi, kb)
 
 
+@pytest.mark.parametrize("m, n, k, kb", [
+    (256, 192, 64 * 5, WgmmaKnobs(2, 96, 3, producer=True, cluster=2)),
+    (330, 176, 64 * 3 + 16, WgmmaKnobs(1, 64, 2, producer=True, persistent=2, cluster=2,
+                                       group=1)),   # 6 tile rows: 3 cluster rows, ragged K
+    (200, 130, 64 * 4, WgmmaKnobs(2, 64, 4, producer=True, persistent=4, cluster=2)),
+])
+def test_cluster_multicast_fp16(m: int, n: int, k: int, kb: WgmmaKnobs) -> None:
+    run_float(m, n, k, "float16", kb)
+
+
+def test_cluster_multicast_int8_and_bf16() -> None:
+    # 5 tile rows of 64: the last cluster's second block computes rows past M (zero-filled A,
+    # guarded stores) but still loads and multicasts its half of B
+    run_int8(300, 200, 128 * 3, Epilogue(9, True, -128, 127, kind="fixed_point", mult=3000),
+             WgmmaKnobs(1, 112, 3, producer=True, persistent=6, cluster=2))
+    run_float(128, 96, 64 * 3, "bfloat16", WgmmaKnobs(1, 48, 2, producer=True, cluster=2))
+
+
+def test_cluster_batches_hold_whole_clusters() -> None:
+    """The emulator batches blocks by whole clusters (here two blocks a batch)."""
+    func = wgmma_gemm(MatmulSpec(256, 128, 128), "int8", None,
+                      WgmmaKnobs(1, 64, 2, producer=True, cluster=2))
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (256, 128), dtype=np.int8)
+    w = rng.integers(-128, 128, (128, 128), dtype=np.int8)
+    y = np.zeros((256, 128), np.int32)
+    Emulator(func, max_lanes=3 * 256).run(x, w, y, np.zeros((2, 16), np.int64))
+    assert np.array_equal(y, (x.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32))
+
+
+def test_cluster_without_the_peer_release_deadlocks() -> None:
+    """A consumer that releases a slot only in its own block: the peer's producer waits for
+    ever (its "empty" barrier counts both blocks' consumer warps)."""
+    func = wgmma_gemm(MatmulSpec(256, 64, 64 * 4), "float16", None,
+                      WgmmaKnobs(1, 64, 2, producer=True, cluster=2))
+
+    def walk(st: S.Stmt) -> S.Stmt:
+        if isinstance(st, MbarrierArrive) and st.cta is not None:
+            return st if isinstance(st.cta, E.IntImm) and st.cta.value == 0 else S.seq()
+        if isinstance(st, S.SeqStmt):
+            return S.seq(*[walk(x) for x in st.stmts])
+        ch = {f.name: walk(getattr(st, f.name)) for f in dataclasses.fields(st)
+              if isinstance(getattr(st, f.name), S.Stmt)}
+        return dataclasses.replace(st, **ch) if ch else st
+    bad = dataclasses.replace(func, body=walk(func.body))
+    x = np.ones((256, 256), np.float16)
+    with pytest.raises(EmulatorError, match=r"deadlock.*empty\["):
+        Emulator(bad).run(x, x[:64], np.zeros((256, 64), np.float32), np.zeros((2, 16),
+                                                                                np.int64))
+
+
 def test_tile_order_visits_every_tile_once() -> None:
     """The grouped order is a permutation of the tiles, ``group`` tile rows at a time."""
     from vta.gpu.kernels.wgmma_gemm import _Body
@@ -214,6 +265,9 @@ def test_setmaxnreg_needs_whole_warpgroups_and_a_valid_count() -> None:
     (WgmmaKnobs(4, 256, 2, producer=True), "112 registers a thread, too few for 128"),
     (WgmmaKnobs(3, 256, 2, producer=True), "152 registers a thread, too few"),
     (WgmmaKnobs(2, 256, 5, producer=True), "shared memory"),
+    (WgmmaKnobs(2, 128, 4, cluster=2), "cluster=2 needs producer=True"),
+    (WgmmaKnobs(2, 128, 4, producer=True, cluster=4), "cluster=4 must be 1 or 2"),
+    (WgmmaKnobs(2, 128, 4, producer=True, persistent=1, cluster=2), "cannot hold a cluster"),
 ])
 def test_bad_knobs_are_refused(kb: WgmmaKnobs, match: str) -> None:
     with pytest.raises(GpuLoweringError, match=match):
@@ -246,6 +300,9 @@ VARIANTS: dict[str, Callable[[], S.PrimFunc]] = {
                                        Epilogue(9, True, -128, 127, kind="fixed_point",
                                                 mult=3000),
                                        WgmmaKnobs(2, 256, 4, producer=True, persistent=132)),
+    "fp16_cluster2": lambda: wgmma_gemm(
+        MatmulSpec(4096, 4096, 4096), "float16", None,
+        WgmmaKnobs(2, 256, 4, producer=True, persistent=128, cluster=2), "float16"),
 }
 
 
@@ -278,5 +335,9 @@ def test_compiles_for_sm90a_within_the_register_budget(name: str) -> None:
         sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True,
                               env=env, check=True).stdout
     mma = "IGMMA" if name.startswith("int8") else "HGMMA"
-    for op in (mma, "UTMALDG.2D", "SYNCS.PHASECHK", "USETMAXREG"):
+    ops = [mma, "UTMALDG.2D", "SYNCS.PHASECHK", "USETMAXREG"]
+    if "cluster" in name:  # multicast copies, the cluster barrier, remote arrivals
+        ops += ["UTMALDG.2D.MULTICAST", "UCGABAR_ARV", "UCGABAR_WAIT"]
+        assert "__cluster_dims__(2, 1, 1)" in k.source
+    for op in ops:
         assert op in sass, f"{name}: no {op} in the SASS"

@@ -31,6 +31,7 @@ from vta.compiler.ir.printer import Namer
 from vta.compiler.ir.visitor import Dispatch
 from vta.errors import CudaRenderError
 from vta.gpu.dialect import (
+    CLUSTER,
     LAUNCH,
     WMMA_FRAGMENT,
     FragmentInfo,
@@ -119,7 +120,9 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
         const = "" if b in stored else "const "
         params.append(f"{const}{CTYPES[b.dtype]}* __restrict__ {r.name(b)}")
     nthreads = launch.threads_per_block
-    head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) '
+    cluster = func.attr(CLUSTER)
+    dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster is not None and cluster > 1 else ""
+    head = (f'extern "C" __global__ void __launch_bounds__({nthreads}) {dims}'
             f'{func.name}({", ".join(params)}) {{')
     if r.uses64:
         prelude += _PRELUDE64

@@ -98,6 +98,9 @@ KNOBS: S.AttrKey[Any] = S.AttrKey("knobs", __name__)
 KERNEL: S.AttrKey[str] = S.AttrKey("kernel", __name__)
 #: how a task-mapping convolution gathers its input patches (``ConvGeometry.mode``)
 PATCH: S.AttrKey[str] = S.AttrKey("patch", __name__)
+#: thread-block cluster size along x (sm_90: ``__cluster_dims__(n, 1, 1)``; the grid's x is a
+#: multiple of it and blocks ``c n .. c n + n - 1`` form cluster ``c``); absent: no clusters
+CLUSTER: S.AttrKey[int] = S.AttrKey("cluster", __name__)
 #: over an ``Allocate``: the buffer is a WMMA fragment (``FragmentInfo``)
 WMMA_FRAGMENT: S.AttrKey[FragmentInfo] = S.AttrKey("wmma.fragment", __name__)
 

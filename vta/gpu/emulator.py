@@ -46,6 +46,7 @@ from vta.compiler.ir.visitor import Dispatch
 from vta.errors import EmulatorError, EmulatorRaceError
 from vta.gpu.cuda import vector_copy_parts
 from vta.gpu.dialect import (
+    CLUSTER,
     LAUNCH,
     WMMA_FRAGMENT,
     FragmentInfo,
@@ -159,6 +160,11 @@ class Emulator:
         if wide and launch.threads_per_block % self.target.warp_size:
             raise EmulatorError(f"{func.name}: {', '.join(wide)} need whole warps, but a block "
                                 f"has {launch.threads_per_block} threads")
+        #: blocks of a thread-block cluster (``CLUSTER``; 1 without): a batch holds whole ones
+        self.cluster = func.attr(CLUSTER) or 1
+        if launch.grid[0] % self.cluster:
+            raise EmulatorError(f"{func.name}: grid x {launch.grid[0]} is not a multiple of "
+                                f"the cluster size {self.cluster}")
         self.body = self.stmt(func.body)
 
     # ------------------------------------------------------------------ running
@@ -180,6 +186,7 @@ class Emulator:
         gwriter = {b: np.full(b.size, -1, np.int32) for b in self.rw_globals}
         nblocks = self.launch.num_blocks
         per = max(1, min(nblocks, self.max_lanes // max(1, self.launch.threads_per_block)))
+        per = max(self.cluster, per - per % self.cluster)  # a batch holds whole clusters
         with np.errstate(all="ignore"):
             for first in range(0, nblocks, per):
                 ctx = _Ctx(self.launch, first, min(per, nblocks - first),

@@ -78,7 +78,8 @@ __all__ = ["WgmmaShape", "WGMMA_SHAPES", "WARPGROUP", "SWIZZLE_BYTES", "ATOM_BYT
            "TensorMapAcquire",
            "WgmmaFence", "WgmmaCommit", "WgmmaWait", "Wgmma", "HOPPER_STMTS", "HOPPER_INTRINSICS",
            "wgmma_fragment", "encode_tensor_maps", "ARCH", "TENSOR_MAPS", "WGMMA_N",
-           "SetMaxNReg", "PRODUCER_REGISTERS", "CONSUMER_REGISTERS"]
+           "SetMaxNReg", "PRODUCER_REGISTERS", "CONSUMER_REGISTERS", "ClusterSync",
+           "FenceMbarrierInit"]
 
 #: the architecture these statements need (``wgmma`` exists only on sm_90a)
 ARCH = "sm_90a"
@@ -325,39 +326,67 @@ class MbarrierInit(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class MbarrierArrive(Stmt):
-    """``mbarrier.arrive.shared::cta.b64 _, [bar[index]]``: one arrival per executing thread."""
+    """``mbarrier.arrive.shared::cta.b64 _, [bar[index]]``: one arrival per executing thread.
+    With ``cta`` (a block's rank in its thread-block cluster): the arrival is on that block's
+    barrier (``mapa`` + ``mbarrier.arrive.shared::cluster``), how a consumer releases a slot a
+    peer block's multicast copy writes."""
 
     bar: Buffer
     index: E.Expr
+    cta: E.Expr | None = None
 
     def __post_init__(self) -> None:
         _check_barrier(self.bar, "mbarrier.arrive")
 
     def render(self, r: Render, nm: Any) -> list[str]:
-        return [f"mbarrier.arrive({_ref(nm, self.bar, r, (self.index,))})"]
+        where = "" if self.cta is None else f" in cta {r(self.cta)}"
+        return [f"mbarrier.arrive({_ref(nm, self.bar, r, (self.index,))}{where})"]
 
     def exprs(self) -> tuple[E.Expr, ...]:
-        return (self.index,)
+        return (self.index,) if self.cta is None else (self.index, self.cta)
 
     def buffers(self) -> tuple[Buffer, ...]:
         return (self.bar,)
 
     def _render(self, rd: _Renderer, ind: int) -> list[str]:
-        return [_asm(ind, "mbarrier.arrive.shared::cta.b64 _, [%0];", "",
-                     f'"r"({_smem_addr(rd, self.bar, (self.index,))})')]
+        addr = _smem_addr(rd, self.bar, (self.index,))
+        if self.cta is None:
+            return [_asm(ind, "mbarrier.arrive.shared::cta.b64 _, [%0];", "", f'"r"({addr})')]
+        return [_asm(ind, "{\\n .reg .b32 ra;\\n mapa.shared::cluster.u32 ra, %0, %1;\\n "
+                          "mbarrier.arrive.shared::cluster.b64 _, [ra];\\n}\\n", "",
+                     f'"r"({addr}), "r"({rd.expr(self.cta)})')]
 
     def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         fn = em.expr(self.index)
+        cf = em.expr(self.cta) if self.cta is not None else None
 
         def run(ctx: _Ctx, m: Any) -> None:
             lanes = _lanes(ctx, m)
             st, blk, idx = _bar_index(em, ctx, self.bar, fn, m, lanes, "mbarrier.arrive")
+            if cf is not None:
+                blk = _peer_blocks(em, ctx, blk, _per_lane(ctx, cf(ctx, m), lanes),
+                                   "mbarrier.arrive")
+                if not st.live[blk, idx].all():
+                    raise _emu_error(em, f"mbarrier.arrive on {self.bar.name} of a peer block "
+                                         f"before its mbarrier.init (no cluster sync?)")
             np.subtract.at(st.pending, (blk, idx), 1)
             if np.any(st.pending[blk, idx] < 0):
                 raise _emu_error(em, f"mbarrier.arrive on {self.bar.name}: more arrivals than "
                                      f"the count it was initialised with")
             st.settle(blk, idx)
         return run
+
+
+def _peer_blocks(em: Emulator, ctx: _Ctx, blk: np.ndarray, cta: np.ndarray,
+                 what: str) -> np.ndarray:
+    """Batch indices of the blocks of rank ``cta`` in the clusters of blocks ``blk`` (a batch
+    holds whole clusters of ``em.cluster`` consecutive blocks)."""
+    c = em.cluster
+    if np.any((cta < 0) | (cta >= c)):
+        raise _emu_error(em, f"{what}: cluster rank {int(cta.max())} outside 0 .. {c - 1} "
+                             f"(cluster of {c} blocks)")
+    rank = (blk + ctx.first_block) % c
+    return blk - rank + cta
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,9 +600,15 @@ class TmaLoad(Stmt):
     col: E.Expr
     bar: Buffer
     bar_index: E.Expr
+    #: a bit per block of the cluster (by rank) that receives the box at the same shared
+    #: offset, completing its bytes on its own ``bar[bar_index]`` (``.multicast::cluster``);
+    #: 0: this block only
+    multicast: int = 0
 
     def __post_init__(self) -> None:
         _check_scope(self.dst, "shared", "TMA destination")
+        if not 0 <= self.multicast < (1 << 16):
+            raise GpuLoweringError(f"TMA: multicast mask {self.multicast} outside 0 .. 2^16-1")
         _check_scope(self.maps, "global", "TMA tensor maps")
         _check_barrier(self.bar, "TMA barrier")
         sp = self.spec
@@ -600,11 +635,15 @@ class TmaLoad(Stmt):
 
     def _render(self, rd: _Renderer, ind: int) -> list[str]:
         tmap = f"&{rd.name(self.maps)}[{16 * self.map_index}]"  # 128-byte CUtensorMap
+        ins = (f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({tmap}), '
+               f'"r"({rd.expr(self.col)}), "r"({rd.expr(self.row)}), '
+               f'"r"({_smem_addr(rd, self.bar, (self.bar_index,))})')
+        if self.multicast:
+            return [_asm(ind, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                              "complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], "
+                              "[%4], %5;", "", f'{ins}, "h"((unsigned short){self.multicast})')]
         return [_asm(ind, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
-                          "complete_tx::bytes [%0], [%1, {%2, %3}], [%4];", "",
-                     f'"r"({_smem_addr(rd, self.dst, self.dst_index)}), "l"({tmap}), '
-                     f'"r"({rd.expr(self.col)}), "r"({rd.expr(self.row)}), '
-                     f'"r"({_smem_addr(rd, self.bar, (self.bar_index,))})')]
+                          "complete_tx::bytes [%0], [%1, {%2, %3}], [%4];", "", ins)]
 
     def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
         dfi = em.flat_index(self.dst, self.dst_index)
@@ -615,6 +654,7 @@ class TmaLoad(Stmt):
         rr, cc = np.meshgrid(np.arange(R), np.arange(C), indexing="ij")
         box_elems = swizzle128(rr * SWIZZLE_BYTES + cc * item) // item  # (R, C)
         M, K = sp.src.shape
+        mcast = self.multicast
 
         def run(ctx: _Ctx, m: Any) -> None:
             lanes = _lanes(ctx, m)
@@ -634,25 +674,38 @@ class TmaLoad(Stmt):
             store = em.storage(ctx, dst)
             fl = ctx.inflight.setdefault(dst, np.zeros(store.size, np.int16))
             reading = _wgmma_state(ctx)["reading"].get(dst)
+            ranks = [c for c in range(16) if mcast >> c & 1]
+            if ranks and ranks[-1] >= em.cluster:
+                raise _emu_error(em, f"TMA multicast mask {mcast:#x} names blocks outside the "
+                                     f"cluster of {em.cluster}")
             for k in range(lanes.size):
                 rows, cols = r0[k] + rr, c0[k] + cc
                 ok = (rows >= 0) & (rows < M) & (cols >= 0) & (cols < K)
                 vals = np.zeros((R, C), store.dtype)
                 vals[ok] = src[rows[ok] * K + cols[ok]]
-                where = ctx.blk[lanes[k]] * dst.size + d[k] + box_elems
-                if np.any(fl[where] > 0):
-                    raise EmulatorRaceError(f"{em.func.name}: TMA into {dst.name} over a copy "
-                                            f"still in flight (no completed mbarrier wait)")
-                if reading is not None and np.any(reading[where] > 0):
-                    raise EmulatorRaceError(f"{em.func.name}: TMA into {dst.name} over data a "
-                                            f"wgmma still reads (missing wgmma.wait_group "
-                                            f"before the stage was released)")
-                store[where] = vals
-                fl[where] += 1
-                b, i = int(blk[k]), int(idx[k])
-                st.copies.append((b, i, int(st.phase[b, i]), dst, where.ravel()))
-            np.subtract.at(st.tx, (blk, idx), sp.box_bytes)  # complete_tx as the copy lands
-            st.settle(blk, idx)
+                targets = [int(blk[k])] if not ranks else _peer_blocks(
+                    em, ctx, np.full(len(ranks), blk[k]), np.array(ranks), "TMA").tolist()
+                i = int(idx[k])
+                for b in targets:
+                    if not st.live[b, i]:
+                        raise _emu_error(em, f"TMA multicast into a block before its "
+                                             f"mbarrier.init of {self.bar.name} (no cluster "
+                                             f"sync?)")
+                    where = b * dst.size + d[k] + box_elems
+                    if np.any(fl[where] > 0):
+                        raise EmulatorRaceError(f"{em.func.name}: TMA into {dst.name} over a "
+                                                f"copy still in flight (no completed mbarrier "
+                                                f"wait)")
+                    if reading is not None and np.any(reading[where] > 0):
+                        raise EmulatorRaceError(f"{em.func.name}: TMA into {dst.name} over data "
+                                                f"a wgmma still reads (missing "
+                                                f"wgmma.wait_group before the stage was "
+                                                f"released)")
+                    store[where] = vals
+                    fl[where] += 1
+                    st.copies.append((b, i, int(st.phase[b, i]), dst, where.ravel()))
+                    st.tx[b, i] -= sp.box_bytes  # complete_tx as the copy lands
+                    st.settle(np.array([b]), np.array([i]))
             if em.profile is not None:
                 em.profile.count("tma", lanes.size)
         return run
@@ -974,10 +1027,62 @@ class SetMaxNReg(Stmt):
         return run
 
 
+
+# ---------------------------------------------------------------------------- clusters
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSync(Stmt):
+    """``barrier.cluster.arrive.aligned`` + ``barrier.cluster.wait.aligned``: every thread of
+    every block of the thread-block cluster arrives, then waits for all (PTX ISA 9.7.12.3): a
+    peer block's barriers are initialised before this block arrives on them or multicasts into
+    them, and no block exits while a peer may still write its shared memory. The emulator runs
+    a batch's blocks (whole clusters) in lockstep: it checks that every thread executes it."""
+
+    def render(self, r: Render, nm: Any) -> list[str]:
+        return ["barrier.cluster.sync()"]
+
+    def exprs(self) -> tuple[E.Expr, ...]:
+        return ()
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return ()
+
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
+        return [_asm(ind, "barrier.cluster.arrive.aligned;\\n barrier.cluster.wait.aligned;",
+                     "", "")]
+
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+        def run(ctx: _Ctx, m: Any) -> None:
+            if m is not None and not m.all():
+                raise _emu_error(em, "barrier.cluster reached by only some threads")
+        return run
+
+
+@dataclass(frozen=True, slots=True)
+class FenceMbarrierInit(Stmt):
+    """``fence.mbarrier_init.release.cluster``: the executing thread's ``mbarrier.init`` are
+    visible to the cluster's other blocks (before the ``ClusterSync`` that publishes them)."""
+
+    def render(self, r: Render, nm: Any) -> list[str]:
+        return ["fence.mbarrier_init.release.cluster()"]
+
+    def exprs(self) -> tuple[E.Expr, ...]:
+        return ()
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        return ()
+
+    def _render(self, rd: _Renderer, ind: int) -> list[str]:
+        return [_asm(ind, "fence.mbarrier_init.release.cluster;", "", "")]
+
+    def _emulate(self, em: Emulator) -> Callable[[_Ctx, Any], None]:
+        return lambda ctx, m: None  # the emulator's shared memory has one proxy and no delay
+
 #: the statements of this module (the dialect's sm_90a part)
 HOPPER_STMTS = (MbarrierInit, MbarrierArrive, MbarrierExpectTx, MbarrierWait, FenceProxyAsync,
                 SmemAlignCheck, TensorMapAcquire, TmaLoad, WgmmaFence, WgmmaCommit, WgmmaWait,
-                Wgmma, SetMaxNReg)
+                Wgmma, SetMaxNReg, ClusterSync, FenceMbarrierInit)
 
 
 def _sm90(name: str, stmt: Any, warp_wide: bool = False,
@@ -1007,4 +1112,6 @@ HOPPER_INTRINSICS: tuple[GpuIntrinsic, ...] = (
     _sm90("wgmma.wait_group", WgmmaWait, warp_wide=True),
     _sm90("wgmma.mma_async", Wgmma, warp_wide=True),
     _sm90("setmaxnreg", SetMaxNReg, warp_wide=True),
+    _sm90("barrier.cluster", ClusterSync, warp_wide=True),
+    _sm90("fence.mbarrier_init", FenceMbarrierInit),
 )

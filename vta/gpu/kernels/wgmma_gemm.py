@@ -42,7 +42,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
-from vta.gpu.dialect import KERNEL, KNOBS
+from vta.gpu.dialect import CLUSTER, KERNEL, KNOBS
 from vta.gpu.emulator_roles import warp_roles
 from vta.gpu.hopper import (
     CONSUMER_REGISTERS,
@@ -52,6 +52,8 @@ from vta.gpu.hopper import (
     WARPGROUP,
     WGMMA_N,
     WGMMA_SHAPES,
+    ClusterSync,
+    FenceMbarrierInit,
     FenceProxyAsync,
     MbarrierArrive,
     MbarrierExpectTx,
@@ -99,7 +101,10 @@ class WgmmaKnobs:
     tiles ``blockIdx.x, blockIdx.x + persistent, ...`` so the producer loads the next tile while
     the consumers store this one (0: one block a tile). ``group``: with ``producer``, tiles are
     visited in groups of ``group`` tile rows (all of a group's columns before the next group),
-    so concurrently running blocks share A and B tiles in L2."""
+    so concurrently running blocks share A and B tiles in L2. ``cluster``: with ``producer``,
+    blocks run in thread-block clusters of 2 along M: the pair computes two vertically adjacent
+    tiles of the same columns, each block's producer loads half of the shared B tile and
+    multicasts it to both (``.multicast::cluster``), halving B's L2 traffic."""
 
     warpgroups: int = 2
     bn: int = 128
@@ -107,6 +112,7 @@ class WgmmaKnobs:
     producer: bool = False
     persistent: int = 0
     group: int = 8
+    cluster: int = 1
 
     @property
     def bm(self) -> int:
@@ -141,6 +147,14 @@ class WgmmaKnobs:
                                    "epilogue)")
         if self.group < 1:
             raise GpuLoweringError(f"wgmma knobs: group={self.group} must be >= 1")
+        if self.cluster not in (1, 2):
+            raise GpuLoweringError(f"wgmma knobs: cluster={self.cluster} must be 1 or 2")
+        if self.cluster > 1 and not self.producer:
+            raise GpuLoweringError("wgmma knobs: cluster=2 needs producer=True (the multicast "
+                                   "ring is the warp-specialised one)")
+        if self.persistent and self.persistent < self.cluster:
+            raise GpuLoweringError(f"wgmma knobs: persistent={self.persistent} blocks cannot "
+                                   f"hold a cluster of {self.cluster}")
         if self.producer and self.consumer_registers < self.bn // 2 + _ADDRESS_REGISTERS:
             raise GpuLoweringError(f"wgmma knobs: {self.warpgroups} consumer warpgroups get "
                                    f"{self.consumer_registers} registers a thread, too few for "
@@ -185,8 +199,10 @@ def wgmma_gemm(spec: MatmulSpec, dtype: str = "float16", epi: Epilogue | None = 
     else:
         name, body = f"gemm_wgmma_{dtype}", g.body
         grid = (g.tiles_n, g.tiles_m)
+    cluster = ((CLUSTER, knobs.cluster),) if knobs.cluster > 1 else ()
     return finish(name, params, body, grid, knobs.threads,
-                  ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs)), target=SM90)
+                  ((KNOBS, knobs), (KERNEL, "wgmma"), (TENSOR_MAPS, g.specs), *cluster),
+                  target=SM90)
 
 
 class _Body:
@@ -206,25 +222,39 @@ class _Body:
         self.full = S.Buffer("full", (st,), "int64", "shared")
         self.empty = S.Buffer("empty", (st,), "int64", "shared")
         self.acc = S.Buffer("acc", (kb.bn // 2,), self.sh.acc_dtype, "local")
+        # in a cluster each block loads 1/cluster of the B tile's rows and multicasts them
         self.specs = (TensorMapSpec(X, kb.bm, self.bk, dtype),
-                      TensorMapSpec(W, kb.bn, self.bk, dtype))
-        self.stage_bytes = sum(sp.box_bytes for sp in self.specs)
+                      TensorMapSpec(W, kb.bn // kb.cluster, self.bk, dtype))
+        #: bytes landing in a block's slot a stage: its A box and the whole B tile
+        self.stage_bytes = self.specs[0].box_bytes + self.specs[1].box_bytes * kb.cluster
         self.tiles_m, self.tiles_n = -(-M // kb.bm), -(-N // kb.bn)
         self.tiles = self.tiles_m * self.tiles_n
-        #: blocks of the launch (warp-specialised kernel): one a tile, or the persistent ones
-        self.blocks = min(kb.persistent, self.tiles) if kb.persistent else self.tiles
+        #: units of work of a cluster: ``cluster`` vertically adjacent tiles (the last row of
+        #: clusters may reach past M: its TMA boxes are zero-filled, its stores guarded)
+        self.ctiles_m = -(-self.tiles_m // kb.cluster)
+        self.ctiles = self.ctiles_m * self.tiles_n
+        #: clusters of the launch (warp-specialised kernel): one a unit, or the persistent ones
+        self.clusters = min(kb.persistent // kb.cluster, self.ctiles) if kb.persistent \
+            else self.ctiles
+        self.blocks = self.clusters * kb.cluster
 
-    def load(self, slot: E.ExprLike, kt: E.ExprLike, bx: E.Expr, by: E.Expr) -> S.Stmt:
-        """Thread 0's issue of K-stage ``kt`` into ring slot ``slot``."""
+    def load(self, slot: E.ExprLike, kt: E.ExprLike, bx: E.Expr, by: E.Expr,
+             rank: E.Expr | None = None) -> S.Stmt:
+        """Thread 0's issue of K-stage ``kt`` into ring slot ``slot``; in a cluster (``rank``:
+        the block's rank) its part of the B tile, multicast to every block of the cluster."""
         slot, kt = E.as_expr(slot), E.as_expr(kt)
         z = E.IntImm(0)
         k0 = kt * self.bk
+        c = self.kb.cluster
+        part = self.kb.bn // c
+        r = rank if rank is not None else z
         return S.seq(
             MbarrierExpectTx(self.full, slot, self.stage_bytes),
             TmaLoad(self.As, (slot, z, z), self.maps, 0, self.specs[0], by * self.kb.bm, k0,
                     self.full, slot),
-            TmaLoad(self.Bs, (slot, z, z), self.maps, 1, self.specs[1], bx * self.kb.bn, k0,
-                    self.full, slot))
+            TmaLoad(self.Bs, (slot, r * part, z), self.maps, 1, self.specs[1],
+                    bx * self.kb.bn + r * part, k0, self.full, slot,
+                    (1 << c) - 1 if c > 1 else 0))
 
     def body(self, tid: E.Var, bx: E.Var, by: E.Var) -> S.Stmt:
         kb, nst = self.kb, self.kb.stages
@@ -266,57 +296,69 @@ class _Body:
         return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_LANES, body))
 
     def tile(self, t: E.Expr) -> tuple[E.Expr, E.Expr]:
-        """(tile row, tile column) of linear tile ``t`` in the grouped order: ``group`` tile
-        rows at a time (the last group may be shorter), down each column of the group before
-        the next column, so the blocks running together read few distinct A and B tiles."""
-        g = min(self.kb.group, self.tiles_m)
+        """(cluster row, tile column) of a cluster's linear unit ``t`` in the grouped order:
+        ``group`` rows at a time (the last group may be shorter), down each column of the group
+        before the next column, so the blocks running together read few distinct A and B
+        tiles. A block's tile row is ``cluster row * cluster + its rank``."""
+        g = min(self.kb.group, self.ctiles_m)
         per = g * self.tiles_n
         first = (t // per) * g
-        size = E.min_(self.tiles_m - first, g)
+        size = E.min_(self.ctiles_m - first, g)
         return first + (t % per) % size, (t % per) // size
+
+    def my_tile(self, cid: E.Expr, rank: E.Expr, i: E.Expr) -> tuple[E.Expr, E.Expr]:
+        """(tile row, tile column) of the ``i``-th unit of cluster ``cid`` for block ``rank``."""
+        cm, tn = self.tile(cid + i * self.clusters)
+        return (cm * self.kb.cluster + rank if self.kb.cluster > 1 else cm), tn
 
     def specialised(self, tid: E.Var, bx: E.Var, by: E.Var) -> S.Stmt:
         """The warp-specialised body (module docstring): barrier set-up by thread 0, then the
         producer warpgroup (0) and the consumer warpgroups (1 ..) as ``warp_roles``."""
-        kb, nst = self.kb, self.kb.stages
+        kb, nst, c = self.kb, self.kb.stages, self.kb.cluster
         wg, lane = E.Var("wg"), E.Var("lane")
-        nwarps = kb.warpgroups * WARPGROUP // WARP_LANES  # consumer warps release each slot
+        # every consumer warp of every block of the cluster releases each slot (a peer's
+        # multicast writes it)
+        nwarps = kb.warpgroups * WARPGROUP // WARP_LANES * c
         setup = S.seq(
             S.IfThenElse(tid.eq(0), S.seq(
                 SmemAlignCheck(self.As),
                 TensorMapAcquire(self.maps, 0), TensorMapAcquire(self.maps, 1),
                 *[S.seq(MbarrierInit(self.full, E.IntImm(s), 1),
                         MbarrierInit(self.empty, E.IntImm(s), nwarps)) for s in range(nst)],
-                FenceProxyAsync())),
-            S.Barrier())
-        # this block's tiles: bx, bx + blocks, ... (one when not persistent)
-        my_tiles = (self.tiles - 1 - bx) // self.blocks + 1
-        roles = warp_roles([(wg.eq(0), self.producer_role(tid, bx, my_tiles)),
-                            (None, self.consumer_role(tid, wg - 1, lane, bx, my_tiles))])
-        body = alloc([self.As, self.Bs, self.full, self.empty], S.seq(setup, roles))
+                FenceProxyAsync(), *([FenceMbarrierInit()] if c > 1 else []))),
+            ClusterSync() if c > 1 else S.Barrier())
+        # this cluster's units: cid, cid + clusters, ... (one when not persistent)
+        cid, rank = (bx // c, bx % c) if c > 1 else (bx, E.IntImm(0))
+        my_tiles = (self.ctiles - 1 - cid) // self.clusters + 1
+        roles = warp_roles([(wg.eq(0), self.producer_role(tid, cid, rank, my_tiles)),
+                            (None, self.consumer_role(tid, wg - 1, lane, cid, rank, my_tiles))])
+        # no block leaves while a peer may still multicast into it or arrive on its barriers
+        body = S.seq(setup, roles, *([ClusterSync()] if c > 1 else []))
+        body = alloc([self.As, self.Bs, self.full, self.empty], body)
         return S.LetStmt(wg, tid // WARPGROUP, S.LetStmt(lane, tid % WARP_LANES, body))
 
-    def producer_role(self, tid: E.Var, bx: E.Var, my_tiles: E.Expr) -> S.Stmt:
+    def producer_role(self, tid: E.Var, cid: E.Expr, rank: E.Expr, my_tiles: E.Expr
+                      ) -> S.Stmt:
         """Warpgroup 0: gives back registers; its thread 0 fills the ring, waiting for each
         slot's release ("empty", parity of the previous pass; a fresh barrier passes)."""
         nst = self.kb.stages
         i, kt = E.Var("pi"), E.Var("pk")
-        tm, tn = self.tile(bx + i * self.blocks)
+        tm, tn = self.my_tile(cid, rank, i)
         it = i * self.kt + kt
         fill = S.For(kt, E.IntImm(0), E.IntImm(self.kt), S.seq(
             MbarrierWait(self.empty, it % nst, ((it // nst) + 1) % 2),
-            self.load(it % nst, kt, tn, tm)))
+            self.load(it % nst, kt, tn, tm, rank if self.kb.cluster > 1 else None)))
         return S.seq(SetMaxNReg(PRODUCER_REGISTERS, inc=False), S.IfThenElse(
             tid.eq(0), S.For(i, E.IntImm(0), my_tiles, fill)))
 
-    def consumer_role(self, tid: E.Var, cwg: E.Expr, lane: E.Var, bx: E.Var,
+    def consumer_role(self, tid: E.Var, cwg: E.Expr, lane: E.Var, cid: E.Expr, rank: E.Expr,
                       my_tiles: E.Expr) -> S.Stmt:
         """Warpgroups 1 ..: take registers; per tile, zero the accumulators, multiply each
         stage once its copy landed, release the previous stage's slot once its ``wgmma``
         retired (``wait_group 1``), the last one after ``wait_group 0``, and store."""
         nst = self.kb.stages
         i, kt = E.Var("ci"), E.Var("ck")
-        tm, tn = self.tile(bx + i * self.blocks)
+        tm, tn = self.my_tile(cid, rank, i)
         it = i * self.kt + kt
         z = E.IntImm(0)
         zero = E.const(0, "int32") if self.sh.acc_dtype == "int32" else E.FloatImm(0.0, "float32")
@@ -325,8 +367,7 @@ class _Body:
                       (slot, cwg * 64, E.IntImm(kk * self.sh.k)), self.Bs,
                       (slot, z, E.IntImm(kk * self.sh.k)))
                 for kk in range(self.bk // self.sh.k)]
-        release = S.IfThenElse(E.And(kt > 0, lane.eq(0)),
-                               MbarrierArrive(self.empty, (it + nst - 1) % nst))
+        release = S.IfThenElse(E.And(kt > 0, lane.eq(0)), self.release((it + nst - 1) % nst))
         main = S.For(kt, z, E.IntImm(self.kt), S.seq(
             MbarrierWait(self.full, slot, (it // nst) % 2), WgmmaFence(), *mmas, WgmmaCommit(),
             WgmmaWait(1), release))
@@ -334,10 +375,18 @@ class _Body:
         tile = S.seq(
             repeat(self.kb.bn // 2).emit(0, lambda t: self.acc.store(zero, *t), name="z"),
             main, WgmmaWait(0, self.acc),
-            S.IfThenElse(lane.eq(0), MbarrierArrive(self.empty, last)),
+            S.IfThenElse(lane.eq(0), self.release(last)),
             self.epilogue(tid, cwg, tn, tm))
         return S.seq(SetMaxNReg(self.kb.consumer_registers, inc=True),
                      alloc([self.acc], S.For(i, z, my_tiles, tile)))
+
+    def release(self, slot: E.Expr) -> S.Stmt:
+        """A consumer warp's release of ``slot``: on its own "empty" barrier, and in a cluster
+        on every block's (each block's producer multicasts into all of them)."""
+        c = self.kb.cluster
+        if c == 1:
+            return MbarrierArrive(self.empty, slot)
+        return S.seq(*[MbarrierArrive(self.empty, slot, E.IntImm(r)) for r in range(c)])
 
     def epilogue(self, tid: E.Expr, wg: E.Expr, bx: E.Expr, by: E.Expr) -> S.Stmt:
         """Each thread's accumulators through the epilogue into ``Y`` (fragment layout of
