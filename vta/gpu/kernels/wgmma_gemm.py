@@ -31,6 +31,14 @@ Structure (CUTLASS's non-warp-specialised sm90 "KernelTma" mainloop, every state
 - Epilogue: after ``wait_group 0`` each thread applies the epilogue (bias from global memory)
   to its accumulators and stores each pair of neighbouring columns (one vector store when N
   is even), guarded at the matrix edge.
+
+Warp-specialised (``WgmmaKnobs(producer=True)``, CUTLASS's KernelTmaWarpSpecializedCooperative;
+``_Body.specialised``): warpgroup 0 is the producer (``setmaxnreg.dec`` to 40 registers; its
+thread 0 alone issues every TMA copy, waiting on each slot's "empty" barrier), the others the
+consumers (``setmaxnreg.inc``; wait on "full", ``wgmma``, release), written as ``warp_roles``
+so the emulator runs them concurrently. ``persistent``: a block loops over tiles in a grouped
+order, the producer running ahead into the next tile while the consumers store. ``cluster=2``:
+pairs of blocks share the B tile through TMA multicast and release each other's slots.
 """
 
 from __future__ import annotations
