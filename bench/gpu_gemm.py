@@ -10,7 +10,7 @@ kernel (vta.gpu.kernels.gemm: 128x128 block tiles, 4 warps of 64x64, a 3-stage c
 swizzled shared tiles, ldmatrix + mma.sync), ``wmma``, the tensor-core schedule
 (vta.gpu.schedules.matmul_wmma), and on compute capability 9.0 the sm_90a kernels of
 vta.gpu.kernels.wgmma_gemm (``wgmma``, ``wgmma256``; the warp-specialised persistent
-``ws256``, ``ws128``); each runs the dtypes it supports. Each time is the median of
+``ws256``, ``ws256c2``); each runs the dtypes it supports. Each time is the median of
 ``--reps`` CUDA-event pairs around 100 back-to-back launches (fewer above 1 ms a call;
 ``_gpu_common.time_ms``); the table gives TFLOP/s (TOP/s for int8) and the ratio to cuBLAS;
 results, with the device and its clocks, go to bench/results/gpu_gemm_<gpu>.json. Integer
@@ -44,19 +44,21 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "wgmma": ("float16", "bfloat16", "int8"),
     "wgmma256": ("float16", "bfloat16", "int8"),
     "ws256": ("float16", "bfloat16", "int8"),
-    "ws128": ("float16", "bfloat16", "int8"),
+    "ws256c2": ("float16", "bfloat16", "int8"),
 }
 """Our kernels and the operand types each one builds (``wgmma``: the sm_90a kernel, block tile
 128x128, 4-stage TMA ring; ``wgmma256``: 128x256; ``ws256``: the warp-specialised persistent
-kernel, 128x256 tiles, 4 stages; ``ws128``: the same with 128x128 tiles and 7 stages; all only
-on compute capability 9.0)."""
+kernel, 128x256 tiles, 4 stages, tiles in groups of 16 rows; ``ws256c2``: the same in clusters
+of two blocks sharing B by TMA multicast, groups of 8; all only on compute capability 9.0; the
+knobs are the best of bench/gpu_ws_probe.py's variants on an H100)."""
 
 #: blocks of the persistent kernels until ``main`` reads the device's SM count
 _PERSISTENT = 132
 
 WGMMA_KNOBS = {"wgmma": WgmmaKnobs(2, 128, 4), "wgmma256": WgmmaKnobs(2, 256, 4),
-               "ws256": WgmmaKnobs(2, 256, 4, producer=True, persistent=_PERSISTENT),
-               "ws128": WgmmaKnobs(2, 128, 7, producer=True, persistent=_PERSISTENT)}
+               "ws256": WgmmaKnobs(2, 256, 4, producer=True, persistent=_PERSISTENT, group=16),
+               "ws256c2": WgmmaKnobs(2, 256, 4, producer=True, persistent=_PERSISTENT, group=8,
+                                     cluster=2)}
 
 
 def out_dtype(kind: str, dtype: str) -> str:
@@ -157,7 +159,7 @@ def main() -> None:
     sms = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
     for kind, kb in WGMMA_KNOBS.items():  # a persistent kernel launches a block an SM
         if kb.persistent:
-            WGMMA_KNOBS[kind] = dataclasses.replace(kb, persistent=sms)
+            WGMMA_KNOBS[kind] = dataclasses.replace(kb, persistent=sms - sms % kb.cluster)
 
     from vta.gpu.runtime import gpu_name, precompile
 

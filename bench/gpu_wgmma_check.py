@@ -91,6 +91,13 @@ VARIANTS = {
                             WgmmaKnobs(2, 256, 4, producer=True, persistent=132)),
     "ws-int8-int8": Variant("ws-int8-int8", "int8", "int8", EPI,
                             WgmmaKnobs(2, 128, 7, producer=True, persistent=132)),
+    # clusters of two blocks sharing the B tile through TMA multicast
+    "ws-c2-fp16-fp16": Variant("ws-c2-fp16-fp16", "float16", "float16", None,
+                               WgmmaKnobs(2, 256, 4, producer=True, persistent=132,
+                                          cluster=2)),
+    "ws-c2-int8-int8": Variant("ws-c2-int8-int8", "int8", "int8", EPI,
+                               WgmmaKnobs(2, 256, 4, producer=True, persistent=132,
+                                          cluster=2)),
 }
 
 

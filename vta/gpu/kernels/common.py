@@ -61,10 +61,9 @@ def finish(name: str, params: tuple[S.Buffer, ...], body: Callable[..., S.Stmt],
                                f"{tgt})")
     tid, bx, by = threads()
     inner = body(tid, bx, by)
-    if grid[1] > 1 or any(n is by for n in E.walk(inner)):  # a 1-D grid's kernel may not use it
-        inner = S.LetStmt(by, ThreadIndex("blockIdx.y"), inner)
-    stmt = S.LetStmt(tid, ThreadIndex("threadIdx.x"), S.LetStmt(bx, ThreadIndex("blockIdx.x"),
-                                                                 inner))
+    stmt = S.LetStmt(tid, ThreadIndex("threadIdx.x"),
+                     S.LetStmt(bx, ThreadIndex("blockIdx.x"),
+                               S.LetStmt(by, ThreadIndex("blockIdx.y"), inner)))
     smem = shared_bytes(stmt)
     if smem > tgt.max_shared:
         raise GpuLoweringError(f"{name}: {smem} B of shared memory per block exceed the "
