@@ -6,7 +6,11 @@ on (a serial loop's counter, a constant) stays a Python scalar. The kernel body 
 into nested closures; each statement then runs for all active lanes before the next one starts,
 so a barrier is a point every lane reaches together. Divergence is a lane mask: ``if`` runs
 both sides under complementary masks, a loop with a thread-dependent trip count runs to the
-longest and masks the finished lanes; a barrier under a partial mask is an error.
+longest and masks the finished lanes; a barrier under a partial mask is an error. The one
+exception to a single instruction stream is a ``warp_roles`` split (``vta.gpu.emulator_roles``:
+a producer warpgroup and consumer warpgroups that synchronise only through mbarriers): its
+branches run as concurrent roles, one at a time, handing over when an mbarrier wait cannot
+pass; a batch then holds whole thread-block clusters (``CLUSTER``).
 
 Memory. Global buffers are the caller's arrays. Shared buffers hold one region per block of the
 batch, local buffers one region per lane, WMMA fragments one tile per warp (with W the target's
