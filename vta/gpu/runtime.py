@@ -156,7 +156,9 @@ def _nvrtc_function(cp: Any, source: str, name: str, arch: str) -> Any:
         mod = cp.cuda.function.Module()
         mod.load(nvrtc.getCUBIN(prog))
     finally:
-        nvrtc.destroyProgram(prog)
+        destroy = getattr(nvrtc, "destroyProgram", None)
+        if destroy is not None:
+            destroy(prog)
     _NVRTC_MODULES.append(mod)  # the function lives as long as its module
     return mod.get_function(name)
 
