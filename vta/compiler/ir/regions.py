@@ -78,8 +78,9 @@ def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage,
     definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
     ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
     out: dict[Stage, StageRegion] = {}
+    reads = {c: _read_tensors(bodies[c]) for c in stages}  # each body walked once
     for st in reversed(stages):
-        readers = [c for c in stages if c is not st and st.tensor in _read_tensors(bodies[c])]
+        readers = [c for c in stages if c is not st and st.tensor in reads[c]]
         if isinstance(st.attach, AttachAt):
             base, ext, over = _attached(st, readers, bodies, env, loopvar, out)
         else:
