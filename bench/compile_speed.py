@@ -2,37 +2,47 @@
 
 Two measurements (issue 22), printed as tables and written to bench/results/compile_speed.json:
 
-* per layer (C1-C11): the wall of ``AccelTarget(hw).compile_layer`` (what ``vta run
-  resnet18:Ck`` compiles: the model ranks the space, its best candidates are compiled and
-  timed on the timing-only simulator), median of ``--runs``, in this process, with no compile
-  cache and the model's in-process memo cleared before every run (the cold figure); the chosen
-  schedule is printed beside it;
-* the whole graph: the wall of ``vta run --hw HW resnet18`` as a subprocess, cold (a fresh,
-  empty cache file each run: everything compiled, the programs kept) and warm (the same file
-  again: nothing compiled), median of ``--graph-runs``, with the compile and simulate seconds
-  the run reports.
+* per layer (C1-C11): ``AccelTarget(hw).compile_layer`` (what ``vta run resnet18:Ck``
+  compiles: the model ranks the space, its best candidates are compiled and timed on the
+  timing-only simulator) in this process with no compile cache and the compiler's memos
+  cleared before every run (the cold figure): the median of ``--runs`` of its wall and of the
+  process's CPU seconds (on a shared machine the CPU time moves much less with the load than
+  the wall), and the chosen schedule;
+* the whole graph: the wall and the CPU seconds of ``vta run --hw HW resnet18`` as a
+  subprocess, cold (a fresh, empty cache file each run: everything compiled, the programs
+  kept) and warm (the same file again: nothing compiled), median of ``--graph-runs``, with
+  the compile and simulate seconds the run reports.
+
+"Cold" per layer also forgets every memo of the compiler's modules (the schedule model's
+rankings, its instruction timings, isl's boxes: every ``functools`` cache of ``vta.compiler``),
+as a fresh process would.
 
 The tuning cache changes schedules, so every run gets its own cache file (``VTA_CACHE``) and the
-user's is never read. Run it against another checkout (e.g. main, for a before figure) with
-``PYTHONPATH=/path/to/checkout python bench/compile_speed.py``; a vta without a compile cache
-compiles every run (warm = cold).
+user's is never read. ``--before CHECKOUT`` first runs this same script against another
+checkout (e.g. main at the commit before a change: ``git worktree add`` or ``git archive`` it
+somewhere) in a subprocess, then this one, back to back, and prints both with the ratio; the
+load average before each half is recorded (the machine may be shared). A vta without a
+compile cache compiles every run (warm = cold).
 
     OPENBLAS_NUM_THREADS=1 python bench/compile_speed.py [--hw hwconfigs/pynq.yaml] [--runs 3]
-        [--graph-runs 3] [--out bench/results/compile_speed.json]
+        [--graph-runs 3] [--before CHECKOUT] [--out bench/results/compile_speed.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -47,26 +57,34 @@ HERE = Path(__file__).resolve().parent
 
 
 def _clear_memos() -> None:
-    """Forget the schedule model's in-process rankings (a cold compile; a vta without the
-    memo has none)."""
+    """Forget what the compiler memoised in this process (a cold compile): the schedule
+    model's rankings and every ``functools`` cache of a ``vta.compiler`` module."""
     getattr(model, "_RANKED", {}).clear()
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("vta.compiler") or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, functools._lru_cache_wrapper):
+                obj.cache_clear()
 
 
 def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
     rows = []
     for layer in RESNET18:
         w = resolve(f"resnet18:{layer}")
-        walls = []
+        walls, cpus = [], []
         c = None
         for _ in range(runs):
             _clear_memos()
             t = AccelTarget(hw)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             c = t.compile_layer(w)
             walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
         assert c is not None
         s = c.schedule
         rows.append({"layer": layer, "median_s": statistics.median(walls), "runs": walls,
+                     "cpu_median_s": statistics.median(cpus), "cpu_runs": cpus,
                      "schedule": f"{c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} "
                                  f"vt={s.vthreads}{s.vt_axis}"})
     return rows
@@ -74,6 +92,7 @@ def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
 
 def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
     env = {**os.environ, "VTA_CACHE": str(cache), "OPENBLAS_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     # run in the checkout this process imported vta from: ``-m`` puts the working directory
     # first on the path, so another checkout's vta would run instead
@@ -81,11 +100,13 @@ def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
                        capture_output=True, text=True, env=env, check=False,
                        cwd=Path(vta.__file__).resolve().parents[1])
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if p.returncode != 0:
         raise SystemExit(f"vta run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     m = re.search(r"compile ([\d.]+) s\s+simulate ([\d.]+) s", p.stdout)
     compiled = re.search(r"(\d+) from the cache, (\d+) compiled", p.stderr)
-    return {"wall_s": wall, "compile_s": float(m.group(1)) if m else float("nan"),
+    return {"wall_s": wall, "cpu_s": cpu, "compile_s": float(m.group(1)) if m else float("nan"),
             "simulate_s": float(m.group(2)) if m else float("nan"),
             "from_cache": int(compiled.group(1)) if compiled else 0,
             "compiled": int(compiled.group(2)) if compiled else -1}
@@ -111,40 +132,102 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--graph-runs", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results" / "compile_speed.json"))
+    ap.add_argument("--before", metavar="CHECKOUT",
+                    help="first measure the vta of this checkout the same way (a subprocess)")
     args = ap.parse_args()
+    before = _before(args) if args.before else None
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:  # never the user's tuning cache
         os.environ["VTA_CACHE"] = str(Path(d) / "tune.sqlite")
         hw = HwConfig.from_yaml(args.hw)
         layers = per_layer(hw, args.runs)
     graph = whole_graph(args.hw, args.graph_runs) if args.graph_runs > 0 else None
 
-    con = Console()
-    t = Table(title=f"per-layer compile on {hw.name} (median of {args.runs}, cold)")
-    for col in ("layer", "median s", "schedule"):
-        t.add_column(col)
-    for r in layers:
-        t.add_row(str(r["layer"]), f"{r['median_s']:.3f}", str(r["schedule"]))
     meds = [float(r["median_s"]) for r in layers]  # type: ignore[arg-type]
-    t.add_row("median", f"{statistics.median(meds):.3f}", f"sum {sum(meds):.2f} s")
-    con.print(t)
-    if graph is not None:
-        g = Table(title=f"vta run --hw {Path(args.hw).name} resnet18 (median of "
-                        f"{args.graph_runs})")
-        for col in ("run", "wall s", "compile s", "simulate s", "kernels compiled"):
-            g.add_column(col)
-        for name, rows in graph.items():
-            g.add_row(name, f"{_median(rows, 'wall_s'):.2f}", f"{_median(rows, 'compile_s'):.2f}",
-                      f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]))
-        con.print(g)
-    result = {"hw": hw.name, "vta": str(Path(vta.__file__).resolve().parent.parent),
-              "runs": args.runs, "layers": layers,
-              "layer_median_s": statistics.median(meds), "layer_sum_s": sum(meds),
-              "graph": graph, "cpus": os.cpu_count(),
-              "load_avg": os.getloadavg()}
+    cpu = [float(r["cpu_median_s"]) for r in layers]  # type: ignore[arg-type]
+    result: dict[str, Any] = {
+        "hw": hw.name, "vta": str(Path(vta.__file__).resolve().parent.parent),
+        "runs": args.runs, "layers": layers,
+        "layer_median_s": statistics.median(meds), "layer_sum_s": sum(meds),
+        "layer_cpu_median_s": statistics.median(cpu), "layer_cpu_sum_s": sum(cpu),
+        "graph": graph, "cpus": os.cpu_count(), "load_avg": load}
+    _print(result, before, args)
+    if before is not None:
+        result = {"command": " ".join(["python", *sys.argv]), "before": before,
+                  "after": result}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"written to {args.out}")
     return 0
+
+
+def _before(args: argparse.Namespace) -> dict[str, Any]:
+    """This script's result for the vta of ``args.before`` (run first, in a subprocess)."""
+    checkout = Path(args.before).resolve()
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "before.json"
+        env = {**os.environ, "PYTHONPATH": str(checkout), "OPENBLAS_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
+                        "--runs", str(args.runs), "--graph-runs", str(args.graph_runs),
+                        "--out", str(out)], env=env, check=True, cwd=checkout)
+        data: dict[str, Any] = json.loads(out.read_text())
+        return data
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.1f}x" if b > 0 else "-"
+
+
+def _print(after: dict[str, Any], before: dict[str, Any] | None,
+           args: argparse.Namespace) -> None:
+    """The per-layer and whole-graph tables, before beside after when there is a before."""
+    con = Console()
+    t = Table(title=f"per-layer compile on {after['hw']} (median of {args.runs}, cold)")
+    cols = ["layer", "wall s", "cpu s", "schedule"] if before is None else \
+        ["layer", "wall before", "wall after", "cpu before", "cpu after", "cpu ratio",
+         "schedule"]
+    for col in cols:
+        t.add_column(col)
+    old = {r["layer"]: r for r in before["layers"]} if before else {}
+    for r in after["layers"]:
+        if before is None:
+            t.add_row(str(r["layer"]), f"{r['median_s']:.3f}", f"{r['cpu_median_s']:.3f}",
+                      str(r["schedule"]))
+            continue
+        b = old[r["layer"]]
+        same = "" if b["schedule"] == r["schedule"] else f" (before: {b['schedule']})"
+        t.add_row(str(r["layer"]), f"{b['median_s']:.3f}", f"{r['median_s']:.3f}",
+                  f"{b['cpu_median_s']:.3f}", f"{r['cpu_median_s']:.3f}",
+                  _ratio(b["cpu_median_s"], r["cpu_median_s"]), f"{r['schedule']}{same}")
+    a_med, a_sum = float(after["layer_median_s"]), float(after["layer_sum_s"])
+    a_cpu, a_csum = float(after["layer_cpu_median_s"]), float(after["layer_cpu_sum_s"])
+    if before is None:
+        t.add_row("median", f"{a_med:.3f}", f"{a_cpu:.3f}",
+                  f"sum {a_sum:.2f} s wall, {a_csum:.2f} s cpu")
+    else:
+        b_med, b_cpu = float(before["layer_median_s"]), float(before["layer_cpu_median_s"])
+        b_csum = float(before["layer_cpu_sum_s"])
+        t.add_row("median", f"{b_med:.3f}", f"{a_med:.3f}", f"{b_cpu:.3f}", f"{a_cpu:.3f}",
+                  _ratio(b_cpu, a_cpu), f"cpu sum {b_csum:.2f} s -> {a_csum:.2f} s")
+    con.print(t)
+    graph = after["graph"]
+    if graph is not None:
+        g = Table(title=f"vta run --hw {Path(args.hw).name} resnet18 (median of "
+                        f"{args.graph_runs})")
+        for col in ("checkout", "run", "wall s", "cpu s", "compile s", "simulate s",
+                    "kernels compiled"):
+            g.add_column(col)
+        halves = [("before", before), ("after", after)] if before else [("this", after)]
+        for who, res in halves:
+            for name, rows in res["graph"].items():
+                g.add_row(who, name, f"{_median(rows, 'wall_s'):.2f}",
+                          f"{_median(rows, 'cpu_s'):.2f}", f"{_median(rows, 'compile_s'):.2f}",
+                          f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]))
+        con.print(g)
+    loads = [("before", before), ("after", after)] if before else [("run", after)]
+    con.print("load average (1, 5, 15 min) at the start: " + "; ".join(
+        f"{who} {', '.join(f'{x:.2f}' for x in res['load_avg'])}"
+        for who, res in loads) + f"; {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

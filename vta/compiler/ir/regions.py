@@ -78,8 +78,9 @@ def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage,
     definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
     ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
     out: dict[Stage, StageRegion] = {}
+    reads = {c: _read_tensors(bodies[c]) for c in stages}  # each body walked once
     for st in reversed(stages):
-        readers = [c for c in stages if c is not st and st.tensor in _read_tensors(bodies[c])]
+        readers = [c for c in stages if c is not st and st.tensor in reads[c]]
         if isinstance(st.attach, AttachAt):
             base, ext, over = _attached(st, readers, bodies, env, loopvar, out)
         else:
@@ -182,10 +183,16 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
                    done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
                    nm: _Namer, params: list[Loop]) -> list[str]:
     """isl pieces ``[o...] : exists (...)`` of the elements of ``st`` that ``c`` reads (the
-    reader and the stages owning its enclosing loops come later, so their bounds are known)."""
+    reader and the stages owning its enclosing loops come later, so their bounds are known).
+
+    Variables an equality defines are written as their defining expression instead of as
+    existentials (a split's parent as ``factor*outer + inner``, an axis value as its base plus
+    its relative value, a one-iteration loop as 0): the set is the same, and isl parses a set
+    with a handful of existentials several times faster than one with dozens (parsing is most
+    of a ``set_box`` call; ``_attached`` makes one per attached stage and candidate)."""
     cb = done[c]
     name: dict[E.Var, str] = {}
-    cons: list[str] = []
+    cons: dict[str, None] = {}  # insertion-ordered, without repeats
     ex: list[str] = []
 
     def var(key: E.Var, prefix: str) -> str:
@@ -195,39 +202,53 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
 
     pset = {id(lp[1]) for lp in params}
     for owner, iv in [*cenv, *((c, iv) for iv in c.leaf_iter_vars)]:
-        n = var(loopvar[iv], "p" if id(iv) in pset else "l")
         ext = done[owner].extents[iv]
-        cons.append(f"0 <= {n} < {ext}")
-        if id(iv) not in pset:
+        if id(iv) not in pset and ext == 1:  # a one-iteration loop: its variable is 0
+            name[loopvar[iv]] = "0"
+            continue
+        n = var(loopvar[iv], "p" if id(iv) in pset else "l")
+        cons[f"0 <= {n} < {ext}"] = None
+        if id(iv) not in pset and n not in ex:
             ex.append(n)
-    # relative values of every iteration variable of the reader
+    # relative values of every iteration variable of the reader: a split's parent from its
+    # (already known) parts, anything else (a fuse's parts) an existential with its equality
     rel: dict[IterVar, str] = {iv: name[loopvar[iv]] for iv in c.leaf_iter_vars}
+    defined: set[int] = set()
+    for r in reversed(c.relations):
+        if isinstance(r, Split) and r.parent not in rel and r.outer in rel and r.inner in rel:
+            rel[r.parent] = f"({cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]})"
+            defined.add(id(r))
     for r in c.relations:
+        if id(r) in defined:
+            continue
         for iv in ((r.parent,) if isinstance(r, Split) else (r.outer, r.inner)):
             if iv not in rel:
                 rel[iv] = nm(iv, "x")
                 ex.append(rel[iv])
     for r in c.relations:
+        if id(r) in defined:
+            continue
         if isinstance(r, Split):
-            cons.append(f"{rel[r.parent]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}")
+            cons[f"{rel[r.parent]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}"] = None
         else:
-            cons.append(f"{rel[r.fused]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}")
+            cons[f"{rel[r.fused]} = {cb.extents[r.inner]}*{rel[r.outer]} + {rel[r.inner]}"] = None
     for iv in (*c.axis, *c.reduce_axis):
-        cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
+        cons[f"0 <= {rel[iv]} < {cb.extents[iv]}"] = None
     for iv in rel:  # split results that were fused again range over their own extents
         if iv not in c.leaf_iter_vars and iv not in c.axis and iv not in c.reduce_axis:
-            cons.append(f"0 <= {rel[iv]} < {cb.extents[iv]}")
+            cons[f"0 <= {rel[iv]} < {cb.extents[iv]}"] = None
     bases = dict(zip(c.axis, cb.base, strict=True))
     for iv in (*c.axis, *c.reduce_axis):
-        a = var(iv.var, "a")
-        ex.append(a)
         base = poly.to_isl(bases[iv], name) if iv in bases else "0"
-        cons.append(f"{a} = {base} + {rel[iv]}")
-        cons.append(f"0 <= {a} < {iv.extent}")
+        a = f"({base} + {rel[iv]})"
+        name[iv.var] = a
+        cons[f"0 <= {a} < {iv.extent}"] = None
     out = []
     for n in E.walk(body):
         if isinstance(n, TensorRead) and n.tensor is st.tensor:
             eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(n.indices)]
             outs = ", ".join(f"o{d}" for d in range(len(n.indices)))
-            out.append(f"[{outs}] : exists ({', '.join(ex)} : {' and '.join(cons + eqs)})")
+            conds = " and ".join([*cons, *eqs])
+            out.append(f"[{outs}] : exists ({', '.join(ex)} : {conds})" if ex
+                       else f"[{outs}] : {conds}")
     return out

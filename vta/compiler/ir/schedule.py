@@ -490,12 +490,24 @@ def _check_scope(scope: str, what: str) -> None:
 
 
 def reads_of(body: E.Expr) -> list[Tensor]:
-    """Tensors read in ``body``, first-read order, no repeats."""
+    """Tensors read in ``body``, first-read order, no repeats (memoised per body object:
+    bodies are immutable and scheduling asks this of every stage for every primitive)."""
+    hit = _READS.get(id(body))
+    if hit is not None and hit[0] is body:
+        return list(hit[1])
     out: list[Tensor] = []
     for n in E.walk(body):
         if isinstance(n, TensorRead) and all(n.tensor is not t for t in out):
             out.append(n.tensor)
+    if len(_READS) >= _READS_MAX:
+        _READS.clear()
+    _READS[id(body)] = (body, tuple(out))  # the body is held: its id stays its own
     return out
+
+
+#: ``reads_of``'s memo: id of a body -> (the body, its reads); bounded
+_READS: dict[int, tuple[E.Expr, tuple[Tensor, ...]]] = {}
+_READS_MAX = 4096
 
 
 def _copy_tensor(src: Tensor, name: str) -> Tensor:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.ir import expr as E
@@ -64,24 +64,35 @@ def _up(a: int, m: int) -> int:
     return -(-a // m) * m
 
 
+def padded_rows(oh: Any, th: Any, vthreads: int, vt_axis: str) -> Any:
+    """Output rows padded to whole tiles of ``th`` rows (x the row threads): ``packed_dims``'s
+    ``ohp``; ``th`` may be an array of tile sizes (the schedule model prices many at once)."""
+    return _up(oh, th * (vthreads if vt_axis == "oh" else 1))
+
+
 def packed_dims(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule) -> PackedConv2d:
     """Packed sizes: channels padded to whole tiles (x oc threads), output rows/columns to
     whole tiles (x row threads); the runtime pads with zeros and drops the padding."""
     g = hw.gemm
     v_oc = sch.vthreads if sch.vt_axis == "oc" else 1
-    v_oh = sch.vthreads if sch.vt_axis == "oh" else 1
     return PackedConv2d(
         nb=math.ceil(spec.n / g.batch), icb=_up(math.ceil(spec.ic / g.block_in), sch.tci),
         ocb=_up(math.ceil(spec.oc / g.block_out), sch.tco * v_oc), h=spec.h, w=spec.w,
         kh=spec.kh, kw=spec.kw, stride=spec.stride, pad=spec.pad,
-        ohp=_up(spec.oh, sch.th * v_oh), owp=_up(spec.ow, sch.tw), b=g.batch, bi=g.block_in,
-        bo=g.block_out)
+        ohp=padded_rows(spec.oh, sch.th, sch.vthreads, sch.vt_axis), owp=_up(spec.ow, sch.tw),
+        b=g.batch, bi=g.block_in, bo=g.block_out)
+
+
+def rows_subsampled(kh: int, stride: int, pad: int, ohp: Any, h: int) -> Any:
+    """Whether ``data_pad`` keeps only the input rows a one-row, strided, unpadded kernel reads
+    (every row of the ``ohp`` padded output rows inside the image); ``ohp`` may be an array
+    (then an array of answers where the kernel qualifies)."""
+    return kh == 1 and stride > 1 and pad == 0 and (ohp - 1) * stride < h
 
 
 def row_subsampled(P: PackedConv2d) -> bool:
-    """Whether ``data_pad`` keeps only the input rows a one-row, strided, unpadded kernel reads
-    (every row of the padded output tiles inside the image)."""
-    return P.kh == 1 and P.stride > 1 and P.pad == 0 and (P.ohp - 1) * P.stride < P.h
+    """``rows_subsampled`` of a packed convolution."""
+    return bool(rows_subsampled(P.kh, P.stride, P.pad, P.ohp, P.h))
 
 
 def conv2d_compute(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule, epi: Epilogue) -> PackedOp:

@@ -21,9 +21,11 @@ simulator (``vta.run.targets.AccelTarget.cycles``) is the measured cost model bo
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable
+from collections.abc import Callable, Collection, Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from vta.compiler.accel.cost import (
     dma_instruction_cycles,
@@ -31,7 +33,15 @@ from vta.compiler.accel.cost import (
     reset_instruction,
 )
 from vta.compiler.accel.ops.epilogue_plan import epilogue_plan
-from vta.compiler.accel.schedules.space import ConvProblem, ConvSchedule, in_rows
+from vta.compiler.accel.schedules.space import (
+    ConvProblem,
+    ConvSchedule,
+    TileBatch,
+    exact_layout,
+    in_rows,
+    pick,
+    schedule_fits,
+)
 from vta.compiler.ir.space import Point
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
@@ -67,10 +77,11 @@ def _store(hw: HwConfig, rows: int, cols: int) -> float:
 ISSUE_GAP = 4
 
 
-def _microop(hw: HwConfig, defn: InstructionDef, n_ops: int, **fields: Any) -> float:
+def _microop(hw: HwConfig, defn: InstructionDef, n_ops: Any, **fields: Any) -> Any:
     """Cycles of one micro-op instruction of ``n_ops`` executions (its definition's timing)
-    plus the model's issue gap."""
-    return _microop_cached(hw, defn, n_ops, tuple(sorted(fields.items()))) + ISSUE_GAP
+    plus the model's issue gap (``n_ops`` may be an array: then an array)."""
+    key = tuple(sorted(fields.items()))
+    return _each(lambda n: _microop_cached(hw, defn, n, key), n_ops) + ISSUE_GAP
 
 
 @lru_cache(maxsize=16384)
@@ -79,13 +90,27 @@ def _microop_cached(hw: HwConfig, defn: InstructionDef, n_ops: int,
     return microop_instruction_cycles(defn, n_ops, hw, **dict(fields))
 
 
-def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
+def _each(fn: Callable[..., float], *args: Any) -> Any:
+    """``fn(*args)`` for Python numbers; for arrays (broadcast together), ``fn`` of each
+    distinct combination once, spread back over the arrays (the instruction timings are
+    Python functions of a few integers; a batch of schedules repeats them a lot)."""
+    if not any(isinstance(a, np.ndarray) for a in args):
+        return fn(*args)
+    cols = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in args))
+    table = np.stack([c.ravel() for c in cols], axis=1)
+    uniq, inverse = np.unique(table, axis=0, return_inverse=True)
+    vals = np.array([fn(*(int(x) for x in row)) for row in uniq], dtype=np.float64)
+    return vals[inverse.ravel()].reshape(cols[0].shape)
+
+
+def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
              epi: Epilogue | None = None, fused: ChainCost | None = None,
-             row_view: bool = True) -> float:
+             row_view: bool = True) -> Any:
     """First-order cycles of ``spec`` under ``s`` with epilogue ``epi`` (default: the
     requantizing one) and the ``fused`` chain after it (its instructions per entry, its int8
     operands' tile loads); every instruction's cycles come from its definition (see the module
-    docstring; ``row_view``: see ``space.in_rows``)."""
+    docstring; ``row_view``: see ``space.in_rows``). Of a ``TileBatch``: an array, each entry
+    the float the schedule alone gives (the same operations in the same order, in float64)."""
     epi = epi or Epilogue()
     g = hw.gemm
     icb, ocb = _blocks(spec, hw)
@@ -111,45 +136,53 @@ def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
         c_epi += _microop(hw, defn, entries, **fields)
     th_in = in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
-    m_inp = s.tci * _dma(hw, "inp", th_in, tw_in)
+    m_inp = s.tci * _each(lambda r, c: _dma(hw, "inp", r, c), th_in, tw_in)
     hoist = s.tci >= icb
-    m_wgt = _dma(hw, "wgt", s.tco, s.tci * k2)
+    m_wgt = _each(lambda r, c: _dma(hw, "wgt", r, c), s.tco, s.tci * k2)
     if s.order == "oc":
         # a whole reduction's weights once per channel tile, shared by the threads on rows
-        m_step = m_inp + (0 if hoist else m_wgt)
-        n_once, m_once = (nb * (ocp // s.tco) if hoist else 0), m_wgt
+        m_step = m_inp + pick(hoist, 0, m_wgt)
+        n_once, m_once = pick(hoist, nb * (ocp // s.tco), 0), m_wgt
         shared = v if s.vt_axis == "oc" else 1
     else:
         # every input channel once per pixel tile, shared by the threads on channels; the
         # weights with every tile
-        m_step = (0 if hoist else m_inp) + m_wgt
-        n_once, m_once = (nb * (ohp // s.th) * (owp // s.tw) if hoist else 0), m_inp
+        m_step = pick(hoist, 0, m_inp) + m_wgt
+        n_once, m_once = pick(hoist, nb * (ohp // s.th) * (owp // s.tw), 0), m_inp
         shared = v if s.vt_axis == "oh" else 1
-    m_store = s.tco * _store(hw, s.th, s.tw)
+    m_store = s.tco * _each(lambda r, c: _store(hw, r, c), s.th, s.tw)
     if fused is not None:  # the operand tiles, loaded once per tile
-        m_store += fused.tensors * s.tco * _dma(hw, "inp", s.th, s.tw)
-    m_operands = 0.0
+        m_store += fused.tensors * s.tco * _each(lambda r, c: _dma(hw, "inp", r, c), s.th,
+                                                 s.tw)
+    m_operands: Any = 0.0
     if s.operands == "tile" and hw.alu.acc_banks == 1:
         # one LOAD ACC of the channel tile's operands (on the compute module) per channel
         # tile: per tile in pixel-outer order
         channels = 1 + (fused.channels if fused is not None else 0)
         loads = nb * (ocp // s.tco) if s.order == "oc" else tiles
-        m_operands = loads * channels * _dma(hw, "acc", 1, s.tco)
+        m_operands = loads * channels * _each(lambda c: _dma(hw, "acc", 1, c), s.tco)
     if v > 1 and hw.alu.separate_pipeline:
         # the ALU runs the reset and epilogue beside the GEMMs; a thread's epilogue, store and
         # next reset must fit in the other thread's last step (the skewed threads) or wait
-        cover = c_step if n_ic == 1 else max(c_step, m_step)
-        stall = max(0.0, c_epi + m_store - cover)
-        tile = max(n_ic * max(c_step, m_step) + stall, c_epi, n_ic * m_step + m_store)
+        cover = pick(n_ic == 1, c_step, _max(c_step, m_step))
+        stall = _max(0.0, c_epi + m_store - cover)
+        tile = _max(_max(n_ic * _max(c_step, m_step) + stall, c_epi), n_ic * m_step + m_store)
         total = tiles * tile + m_once * n_once / shared + m_step + m_store + c_epi
     elif v > 1:
-        tile = max(n_ic * max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
+        tile = _max(n_ic * _max(c_step, m_step) + c_epi, n_ic * m_step + m_store)
         total = tiles * tile + m_once * n_once / shared + m_step + m_store
     else:
         tile = n_ic * (c_step + m_step) + c_epi + m_store
         total = tiles * tile + m_once * n_once
-    n_insns = tiles * (n_ic * (s.tci + 1 + (0 if hoist else 1)) + 5 + s.tco)
+    n_insns = tiles * (n_ic * (s.tci + 1 + pick(hoist, 0, 1)) + 5 + s.tco)
     return total + m_operands + n_insns * 0.5  # prefer fewer instructions on ties
+
+
+def _max(a: Any, b: Any) -> Any:
+    """``max(a, b)``, elementwise on arrays."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return max(a, b)
 
 
 def _forced(problem: ConvProblem) -> bool:
@@ -219,6 +252,70 @@ def _memo_key(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
 def _rank(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
           prefer_two_threads: bool, every_order: bool,
           fits: Collection[Point] | None) -> list[tuple[float, Point]]:
+    if fits is not None:
+        return _rank_listed(problem, epi, limit, prefer_two_threads, every_order, fits)
+    hw = problem.hw
+    vta_only = not every_order and not _forced(problem)
+    heads: list[tuple[Any, ...]] = []  # per kept group: its non-tile knobs ...
+    batches: list[TileBatch] = []  # ... and its fitting schedules
+    costs: list[np.ndarray] = []
+    for f in problem.folds:
+        dev = f.device
+        exact = exact_layout(problem.spec, hw, f) if problem.exact else None
+        two = False
+        for head, b in problem.fold_batches(f.kind, vta_rule=vta_only):
+            if prefer_two_threads and two and b.vthreads == 1:
+                break  # two threads fit this layout: keep them (points come two-thread first)
+            ok = schedule_fits(dev, hw, b, problem.fused, problem.row_view)
+            keep = np.flatnonzero(ok)
+            if exact is not None or problem.accept is not None:  # predicates on schedules
+                keep = np.array([k for k in keep.tolist()
+                                 if _accepted(problem, exact, b.schedule(k))],
+                                dtype=np.int64)
+            if not len(keep):
+                continue
+            two = two or b.vthreads > 1
+            kept = TileBatch(b.tco[keep], b.tci[keep], b.th[keep], b.tw[keep], b.vthreads,
+                             b.vt_axis, b.order, b.operands)
+            heads.append(head)
+            batches.append(kept)
+            costs.append(np.asarray(
+                estimate(dev, hw, kept, epi, problem.fused, problem.row_view),
+                dtype=np.float64))
+    if not costs:
+        return []
+    cost = np.concatenate(costs)
+    group = np.concatenate([np.full(len(c), k) for k, c in enumerate(costs)])
+    offset = np.concatenate([np.arange(len(c)) for c in costs])
+    # the ``limit`` cheapest by (estimate rounded to 6 places, enumeration order), as the
+    # scalar ranking sorts; only estimates within 1e-6 of the limit-th can be among them
+    order = np.arange(len(cost))
+    if limit is not None and max(1, limit) < len(cost):
+        kth = np.partition(cost, max(1, limit) - 1)[max(1, limit) - 1]
+        order = np.flatnonzero(cost <= kth + 1e-6)
+    ranked = sorted(order.tolist(), key=lambda i: (round(float(cost[i]), 6), i))
+    top = ranked if limit is None else ranked[:max(1, limit)]
+    out = []
+    for i in top:
+        b, k = batches[int(group[i])], int(offset[i])
+        values = (*heads[int(group[i])], int(b.tco[k]), int(b.tci[k]), int(b.th[k]),
+                  int(b.tw[k]))
+        out.append((float(cost[i]), problem.point_of(values)))
+    return out
+
+
+def _accepted(problem: ConvProblem, exact: Callable[[ConvSchedule], bool] | None,
+              s: ConvSchedule) -> bool:
+    """The problem's schedule predicates (``ConvProblem.fits`` past the scratchpad rule)."""
+    if exact is not None and not exact(s):
+        return False
+    return problem.accept is None or bool(problem.accept(s))
+
+
+def _rank_listed(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
+                 prefer_two_threads: bool, every_order: bool,
+                 fits: Collection[Point]) -> list[tuple[float, Point]]:
+    """``rank`` over the points an enumeration found fitting (the tuner's), one at a time."""
     hw = problem.hw
     vta_only = not every_order and not _forced(problem)
     scored: list[tuple[float, int, tuple[Any, ...]]] = []
@@ -228,10 +325,7 @@ def _rank(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
         for values, s in problem.fold_schedules(f.kind, vta_rule=vta_only):
             if prefer_two_threads and two and s.vthreads == 1:
                 break  # two threads fit this layout: keep them (points come two-thread first)
-            if fits is not None:
-                if problem.point_of(values) not in fits:
-                    continue
-            elif not problem.fits(f, s):
+            if problem.point_of(values) not in fits:
                 continue
             two = two or s.vthreads > 1
             cost = estimate(f.device, hw, s, epi, problem.fused, problem.row_view)

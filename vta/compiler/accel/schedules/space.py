@@ -55,7 +55,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from vta.compiler.accel.ops.conv2d_packed import packed_dims, row_subsampled
+import numpy as np
+
+from vta.compiler.accel.ops.conv2d_packed import packed_dims, padded_rows, rows_subsampled
 from vta.compiler.accel.ops.fold import FOLDS, ConvFold, fold_candidates
 from vta.compiler.accel.ops.matmul_packed import packed_matmul_dims
 from vta.compiler.ir.space import Point
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConvSchedule", "ConvSpace",
            "ConvProblem", "footprint", "fit_problems", "schedule_fits", "fit_report",
+           "TileBatch", "pick",
            "exact_layout",
            "divisors", "tile_choices", "ROW_TILES", "COL_TILES", "Accept"]
 
@@ -153,17 +156,56 @@ def _blocks(spec: Conv2dSpec, hw: HwConfig) -> tuple[int, int]:
     return math.ceil(spec.ic / hw.gemm.block_in), math.ceil(spec.oc / hw.gemm.block_out)
 
 
-def in_rows(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule, row_view: bool = True) -> int:
+def pick(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b``, elementwise when ``cond`` is an array: the fit rule and the cost
+    model are written once and price one schedule (Python numbers) or a batch of tile sizes
+    (numpy arrays, ``TileBatch``) alike."""
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+@dataclass(frozen=True)
+class TileBatch:
+    """Many schedules that differ only in their tile knobs: ``tco``, ``tci``, ``th``, ``tw``
+    are equal-length integer arrays, the other knobs one value each. ``footprint``,
+    ``schedule_fits`` and ``model.estimate`` take it where they take a ``ConvSchedule`` and
+    answer with arrays (``model.rank`` prices a whole space this way)."""
+
+    tco: np.ndarray
+    tci: np.ndarray
+    th: np.ndarray
+    tw: np.ndarray
+    vthreads: int
+    vt_axis: str
+    order: str
+    operands: str
+
+    def operands_per_tile(self, hw: HwConfig) -> bool:
+        """``ConvSchedule.operands_per_tile`` (it does not depend on the tiles)."""
+        return self.operands == "tile" or operands_forced(hw, self.vthreads)
+
+    def schedule(self, k: int) -> ConvSchedule:
+        """The ``k``-th schedule of the batch."""
+        return ConvSchedule(int(self.tco[k]), int(self.tci[k]), int(self.th[k]),
+                            int(self.tw[k]), self.vthreads, self.vt_axis, self.order,
+                            self.operands)
+
+
+def in_rows(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
+            row_view: bool = True) -> Any:
     """Input rows one tile's input copy holds (only the rows read when ``data_pad`` keeps
     every stride-th row, ``ops.conv2d.row_subsampled``; ``row_view=False``: the padding stage
     is not ``conv2d_compute``'s and keeps every row, as a packed logical compute's does)."""
-    if row_view and row_subsampled(packed_dims(spec, hw, s)):
-        return s.th
-    return (s.th - 1) * spec.stride + spec.kh
+    full = (s.th - 1) * spec.stride + spec.kh
+    if not row_view:
+        return full
+    ohp = padded_rows(spec.oh, s.th, s.vthreads, s.vt_axis)
+    return pick(rows_subsampled(spec.kh, spec.stride, spec.pad, ohp, spec.h), s.th, full)
 
 
-def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-              fused: ChainCost | None = None, row_view: bool = True) -> dict[str, int]:
+def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
+              fused: ChainCost | None = None, row_view: bool = True) -> dict[str, Any]:
     """Scratchpad entries the schedule needs per buffer kind (threads included); each int8
     operand of a ``fused`` chain adds one output tile to ``inp`` and one to ``acc``
     (``row_view``: see ``in_rows``)."""
@@ -176,13 +218,13 @@ def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
     hoist = s.tci >= icb
     if s.order == "oc":
         # weights of a whole reduction at the channel tile, outside threads on rows
-        wgt = s.tco * s.tci * spec.kh * spec.kw * (v_oc if hoist else v)
+        wgt = s.tco * s.tci * spec.kh * spec.kw * pick(hoist, v_oc, v)
         inp = v * s.tci * th_in * tw_in
     else:
         # the input of every channel at the pixel tile, outside threads on channels; the
         # weights at the channel tile, inside every thread
         wgt = s.tco * s.tci * spec.kh * spec.kw * v
-        inp = (v_oh if hoist else v) * s.tci * th_in * tw_in
+        inp = pick(hoist, v_oh, v) * s.tci * th_in * tw_in
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
@@ -218,25 +260,28 @@ def _max_pad(hw: HwConfig) -> int:
     return (1 << hw.isa.pad) - 1
 
 
-def _last_pad_x(spec: Conv2dSpec, s: ConvSchedule) -> int:
+def _last_pad_x(spec: Conv2dSpec, s: ConvSchedule | TileBatch) -> Any:
     """Columns of zero padding the last column tile's input needs past the image."""
-    last_x = (math.ceil(spec.ow / s.tw) * s.tw - s.tw) * spec.stride - spec.pad
+    last_x = (-(-spec.ow // s.tw) * s.tw - s.tw) * spec.stride - spec.pad
     return last_x + (s.tw - 1) * spec.stride + spec.kw - spec.w
 
 
-def schedule_fits(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
-                  fused: ChainCost | None = None, row_view: bool = True) -> bool:
+def schedule_fits(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
+                  fused: ChainCost | None = None, row_view: bool = True) -> Any:
     """Whether ``fit_problems`` finds nothing, without composing its messages (ranking a
-    space asks this of every point)."""
+    space asks this of every point; of a ``TileBatch``, an array of answers)."""
     need = footprint(spec, hw, s, fused, row_view)
+    ok = True
     for kind, entries in need.items():
-        if entries > hw.depth(kind):
-            return False
+        ok = ok & (entries <= hw.depth(kind))
     banks = hw.alu.acc_banks
-    if banks > 1 and s.vthreads == 1 and need["acc"] > hw.depth("acc") // banks:
-        return False
+    if banks > 1 and s.vthreads == 1:
+        ok = ok & (need["acc"] <= hw.depth("acc") // banks)
     max_pad = _max_pad(hw)
-    return spec.pad <= max_pad and _last_pad_x(spec, s) <= max_pad
+    if spec.pad > max_pad:
+        return np.zeros_like(ok) if isinstance(ok, np.ndarray) else False
+    ok = ok & (_last_pad_x(spec, s) <= max_pad)
+    return ok if isinstance(ok, np.ndarray) else bool(ok)
 
 
 def fit_problems(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
@@ -430,13 +475,11 @@ class ConvProblem:
         """The points of one layout."""
         yield from self._points_of({"fold": kind}, 1)
 
-    def fold_schedules(self, kind: str, vta_rule: bool = False
-                       ) -> Iterator[tuple[tuple[Any, ...], ConvSchedule]]:
-        """The points of one layout as ``(values, schedule)``, ``values`` in knob order (the
-        order of ``fold_points``; ``Point(tuple(zip(knobs, values)))`` is the point), without
-        building a ``Point`` each: what ranking a space walks. ``vta_rule``: only schedules
-        with VTA's loop order and operand placement (``ConvSchedule.vta_rule``), the others
-        skipped before their tiles are enumerated."""
+    def _groups(self, kind: str, vta_rule: bool
+                ) -> Iterator[tuple[tuple[Any, ...], list[tuple[Any, ...]]]]:
+        """The layout's schedules by their non-tile knobs, in enumeration order: ``(kind,
+        vthreads, vt_axis, order, operands)`` and the values of ``tco``, ``tci``, ``th``,
+        ``tw`` (``fold_schedules`` and ``fold_batches`` walk them)."""
         dom = self.domain
         for vt in dom("vthreads", {"fold": kind}):
             for axis in dom("vt_axis", {"fold": kind, "vthreads": vt}):
@@ -450,11 +493,35 @@ class ConvProblem:
                         if vta_rule and operands != rule_operands:
                             continue
                         p4 = {**p3, "operands": operands}
-                        tiles = [dom(k, p4) for k in ("tco", "tci", "th", "tw")]
-                        for tco, tci, th, tw in itertools.product(*tiles):
-                            yield ((kind, vt, axis, order, operands, tco, tci, th, tw),
-                                   ConvSchedule(int(tco), int(tci), int(th), int(tw), int(vt),
-                                                str(axis), str(order), str(operands)))
+                        yield ((kind, vt, axis, order, operands),
+                               [dom(k, p4) for k in ("tco", "tci", "th", "tw")])
+
+    def fold_schedules(self, kind: str, vta_rule: bool = False
+                       ) -> Iterator[tuple[tuple[Any, ...], ConvSchedule]]:
+        """The points of one layout as ``(values, schedule)``, ``values`` in knob order (the
+        order of ``fold_points``; ``Point(tuple(zip(knobs, values)))`` is the point), without
+        building a ``Point`` each: what ranking a space walks. ``vta_rule``: only schedules
+        with VTA's loop order and operand placement (``ConvSchedule.vta_rule``), the others
+        skipped before their tiles are enumerated."""
+        for head, tiles in self._groups(kind, vta_rule):
+            _, vt, axis, order, operands = head
+            for tco, tci, th, tw in itertools.product(*tiles):
+                yield ((*head, tco, tci, th, tw),
+                       ConvSchedule(int(tco), int(tci), int(th), int(tw), int(vt),
+                                    str(axis), str(order), str(operands)))
+
+    def fold_batches(self, kind: str, vta_rule: bool = False
+                     ) -> Iterator[tuple[tuple[Any, ...], TileBatch]]:
+        """``fold_schedules`` a group at a time: for each combination of the non-tile knobs
+        (their values, as ``values[:5]``), every tile combination as a ``TileBatch``, in
+        ``fold_schedules``' order (``tco`` slowest, ``tw`` fastest)."""
+        for head, tiles in self._groups(kind, vta_rule):
+            _, vt, axis, order, operands = head
+            grids = np.meshgrid(*(np.asarray(t, dtype=np.int64) for t in tiles),
+                                indexing="ij")
+            tco, tci, th, tw = (g.ravel() for g in grids)
+            yield head, TileBatch(tco, tci, th, tw, int(vt), str(axis), str(order),
+                                  str(operands))
 
     def point_of(self, values: tuple[Any, ...]) -> Point:
         """The point of ``values`` (knob order, as ``fold_schedules`` yields them)."""
