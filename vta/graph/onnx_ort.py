@@ -468,9 +468,12 @@ def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: flo
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
-#: the format ``vta run mobilenet_v2`` quantizes with: ORT's defaults (``quantize_static``
-#: writes QDQ, asymmetric int8 activations, per-tensor weights unless asked otherwise)
-NETWORK_FORMAT = Format("QDQ", "a8", False)
+#: the format ``vta run mobilenet_v2`` quantizes with: the QOperator layout (ORT's QLinear
+#: kernels are integer arithmetic, so ORT's reference is exact: in the QDQ layout ORT
+#: convolves dequantized floats, one unit off the integers now and then, and end to end such
+#: a unit propagates), symmetric int8 activations (zero points 0: no host-side padding),
+#: per-tensor weights
+NETWORK_FORMAT = Format("QOperator", "s8", False)
 
 #: networks ``vta run NAME`` builds as float ONNX models and quantizes with ONNX Runtime:
 #: name -> the float model's input size (``mobilenet_v2_32``: the same network on 32x32, for
