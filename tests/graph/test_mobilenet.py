@@ -30,8 +30,11 @@ from vta.graph.ir import Add, Conv2d, Lut2  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
 from vta.graph.onnx_ort import (  # noqa: E402
     FORMATS,
+    MODELS,
+    NETWORK_FORMAT,
     Format,
     agreement,
+    calibration_inputs,
     mobilenet_v2,
     ort_tensors,
     quantize,
@@ -257,7 +260,13 @@ def test_mobilenet_v2_int8_tensors_are_onnx_runtimes(mobilenet: Any, fmt: Format
 
 @pytest.mark.slow
 def test_mobilenet_v2_on_pynq_requant_is_onnx_runtimes(mobilenet: Any) -> None:
-    q = quantize(mobilenet, Format("QDQ", "a8", False))
+    """The QOperator layout (ORT's integer kernels), symmetric and asymmetric: every int8
+    tensor ORT computes is the accelerator's, bit for bit, end to end."""
+    for fmt in (NETWORK_FORMAT, Format("QOperator", "a8", False)):
+        _on_pynq_requant(quantize(mobilenet, fmt))
+
+
+def _on_pynq_requant(q: Any) -> None:
     g = load_onnx(q, requant="ort")
     x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
     v = g.inputs[0]
@@ -289,3 +298,21 @@ def test_mobilenet_v2_on_stock_pynq_is_refused_by_name(capsys: pytest.CaptureFix
 def test_mobilenet_v2_takes_no_batch(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "mobilenet_v2_32", "--batch", "2"]) == 2
     assert "--batch does not apply to mobilenet_v2_32" in capsys.readouterr().err
+
+
+SMALL_CNN_FORMATS = [f for f in FORMATS if f.layout == "QOperator" and f.types != "u8"]
+
+
+@pytest.mark.parametrize("fmt", SMALL_CNN_FORMATS, ids=lambda f: f.name)
+def test_small_cnn_with_its_residual_add_is_onnx_runtimes(fmt: Format) -> None:
+    """With the exact add, the small CNN (conv, max-pool, conv + residual QLinearAdd, pool,
+    QGemm) is ORT's on every int8 tensor, end to end (it was within one unit)."""
+    fm = MODELS["small_cnn"](0)
+    q = quantize(fm, fmt, seed=1)
+    g = load_onnx(q, requant="ort")
+    assert any(isinstance(n, Add) for n in g.nodes)  # an integer form was found
+    v = g.inputs[0]
+    for x in calibration_inputs(fm, 99, 4):
+        xq = quantize_linear(x, v.type.scale or 1.0, v.type.zero)
+        a = agreement(g, interp.run_graph(g, {v: xq}), ort_tensors(q, {v.name: x}))
+        assert a.identical, (fmt.name, str(a))

@@ -471,9 +471,11 @@ def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: flo
 #: the format ``vta run mobilenet_v2`` quantizes with: the QOperator layout (ORT's QLinear
 #: kernels are integer arithmetic, so ORT's reference is exact: in the QDQ layout ORT
 #: convolves dequantized floats, one unit off the integers now and then, and end to end such
-#: a unit propagates), symmetric int8 activations (zero points 0: no host-side padding),
+#: a unit propagates), ORT's default asymmetric int8 activations (its ReLU6 folded into the
+#: quantized ranges; the average pool a QLinearGlobalAveragePool: the symmetric layout
+#: leaves a float GlobalAveragePool whose float32 mean is one unit off now and then),
 #: per-tensor weights
-NETWORK_FORMAT = Format("QOperator", "s8", False)
+NETWORK_FORMAT = Format("QOperator", "a8", False)
 
 #: networks ``vta run NAME`` builds as float ONNX models and quantizes with ONNX Runtime:
 #: name -> the float model's input size (``mobilenet_v2_32``: the same network on 32x32, for
