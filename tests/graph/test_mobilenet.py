@@ -166,9 +166,18 @@ def test_an_add_with_ties_imports_as_ort_s_table(params: tuple[Any, ...]) -> Non
 
 @pytest.mark.parametrize("params", SCALES)
 def test_the_requantizing_clip_island_is_onnx_runtimes(params: tuple[Any, ...]) -> None:
+    """... and the integer form the importer emits for it (``x + x``, ``mult_b`` 0) gives
+    ORT's value for every stored input."""
     sa, za, _, _, sc, zc, unsigned = params
     want = _ort_pairs("Clip", params)[:, 0]
     assert np.array_equal(rescale_table(sa, za, sc, zc, 0.0, 6.0, unsigned), want)
+    off = 128 if unsigned else 0
+    form = fit_add(np.repeat(want[:, None], 256, axis=1), za - off, za - off, zc - off,
+                   (sa / sc, 0.0), unsigned)
+    assert form is not None and form.mult_b == 0
+    x = np.arange(-128, 128)
+    got = apply_form(form, x, za - off, x, za - off, zc - off)
+    assert np.array_equal(got, want - off)
 
 
 def test_grouped_conv_interpreter_matches_the_block_diagonal_conv() -> None:

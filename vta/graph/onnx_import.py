@@ -51,6 +51,7 @@ tensor) and what is not supported.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -756,7 +757,7 @@ class _Importer:
         return self.b.add_form(x.value, x.value, form, s, name=n.output[0], zero=z)
 
     def _exact_add(self, n: Any, a: Value, sa: float, c: Value, sc: float, sy: float, zy: int,
-                   unsigned: bool, arith: Any, name: str) -> Value:
+                   unsigned: bool, arith: Callable[..., np.ndarray], name: str) -> Value:
         """An add with ONNX Runtime's arithmetic (``arith``: ``ort_add.qlinear_add_table`` for
         QLinearAdd, ``qdq_add_table`` for the QDQ form's float Add): the integer form proven
         equal to its table on all 256 x 256 input pairs (``ort_add.fit_add``); where none
