@@ -11,6 +11,9 @@ compute ORT's table with its float32 arithmetic reproduced operation by operatio
 m_b + 2**(s-1) + offset) >> s) + z``: ALU MUL, ADD, SHR, MIN, MAX) that reproduces the table on
 **every** input pair; a form found is exact by exhaustion (no input the model can see is left
 unchecked), which is how the importer proves each add it emits (``load_onnx(requant="ort")``).
+Where the real sum has exact ties ``k + 1/2`` of both parities (ORT rounds them half to even;
+one rounding offset cannot), no form exists and the importer emits the table itself
+(``ir.Lut2``, a host lookup).
 
 ORT's kernels (onnxruntime ``core/mlas/lib``):
 
@@ -22,7 +25,9 @@ ORT's kernels (onnxruntime ``core/mlas/lib``):
   on 9 of 3.9 M outputs over 60 random scale / zero-point sets, the contracted one on none),
   then per element ``fma(a, r_ac, fma(b, r_bc, fixed))``, converted rounding half to even
   (``cvtps_epi32``) and saturated (``packs``); ``a``, ``b`` and the zero points are the stored
-  integers (a uint8 tensor's 0..255).
+  integers (a uint8 tensor's 0..255). (On ARM, MLAS's NEON kernel adds in integers with its
+  own multipliers, ``MlasCalcQLinearAddParameters``: a different table, not modelled here;
+  the reference is ORT on this x86-64 machine.)
 * ``DequantizeLinear`` is ``float32(x - z) * s`` (one float32 product), ``Add`` a float32 sum,
   ``QuantizeLinear`` a float32 division, round half to even, plus the zero point, saturated
   (``quantize.cpp``).
@@ -198,7 +203,7 @@ def fit_add(table: np.ndarray, za: int, zb: int, zc: int, ratios: tuple[float, f
         cands = [_near(r, shift, search) for r in ratios]
         for ma in cands[0]:
             for mb in cands[1]:
-                if span * (ma + mb) + (1 << shift) >= 1 << 31:
+                if span * (ma + mb) + (1 << shift) + IMM_MAX + 1 >= 1 << 31:  # int32 sums
                     continue
                 w = witness
                 if w.size and not _feasible(da[w] * ma + db[w] * mb, want[w], lo, hi, shift,
