@@ -23,6 +23,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 from vta.cli import main  # noqa: E402
+from vta.errors import OnnxImportError  # noqa: E402
 from vta.graph import interp  # noqa: E402
 from vta.graph.builder import GraphBuilder  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
@@ -325,3 +326,46 @@ def test_small_cnn_with_its_residual_add_is_onnx_runtimes(fmt: Format) -> None:
         xq = quantize_linear(x, v.type.scale or 1.0, v.type.zero)
         a = agreement(g, interp.run_graph(g, {v: xq}), ort_tensors(q, {v.name: x}))
         assert a.identical, (fmt.name, str(a))
+
+
+def _clip_model(clip_inputs: list[str], after_conv: bool) -> Any:
+    """x -> Q -> DQ -> [Conv ->] Clip(clip_inputs) -> Q -> y (QDQ form, scales 2**-k)."""
+    w = np.random.default_rng(1).integers(-40, 40, (4, 4, 1, 1), dtype=np.int8)
+    inits = [onnx.numpy_helper.from_array(w, "w"),
+             onnx.numpy_helper.from_array(np.float32(0.25), "s"),
+             onnx.numpy_helper.from_array(np.float32(0.0625), "sw"),
+             onnx.numpy_helper.from_array(np.int8(0), "z"),
+             onnx.numpy_helper.from_array(np.float32(0.0), "lo"),
+             onnx.numpy_helper.from_array(np.float32(6.0), "hi")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xf"])]
+    src = "xf"
+    if after_conv:
+        nodes += [helper.make_node("DequantizeLinear", ["w", "sw", "z"], ["wf"]),
+                  helper.make_node("Conv", ["xf", "wf"], ["c"])]
+        src = "c"
+    nodes += [helper.make_node("Clip", [src, *clip_inputs], ["r"]),
+              helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
+    extra = [helper.make_tensor_value_info("m", TensorProto.FLOAT, [])] \
+        if "m" in clip_inputs else []
+    g = helper.make_graph(nodes, "clip", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 4, 4, 4]), *extra], [helper.make_tensor_value_info(
+            "y", TensorProto.INT8, [1, 4, 4, 4])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_clip_forms_the_importer_does_not_take_are_refused_by_name() -> None:
+    with pytest.raises(OnnxImportError, match=r"'r' \(Clip\): Clip of c, which is not a "
+                                              r"dequantized int8 tensor"):
+        load_onnx(_clip_model(["lo", "hi"], after_conv=True))
+    with pytest.raises(OnnxImportError, match=r"\bm\b"):  # a bound that is not a constant
+        load_onnx(_clip_model(["lo", "m"], after_conv=False))
+
+
+def test_a_same_scale_relu6_island_is_a_clip_and_onnx_runtimes() -> None:
+    m = _clip_model(["lo", "hi"], after_conv=False)
+    g = load_onnx(m, requant="ort")
+    x = np.random.default_rng(2).standard_normal((1, 4, 4, 4)).astype(np.float32) * 3
+    v = g.inputs[0]
+    env = interp.run_graph(g, {v: quantize_linear(x, v.type.scale or 1.0, v.type.zero)})
+    assert agreement(g, env, ort_tensors(m, {v.name: x})).identical
