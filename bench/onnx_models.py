@@ -29,11 +29,19 @@ multiplier of at most 15 bits, round half up), the same multiplier rounding half
 instruction's arithmetic), and ``quant.ort_requantize`` (float32 rounding reproduced in
 integers).
 
-    python bench/onnx_models.py [--models small_cnn,mlp,resnet18] [--inputs 20]
-                                [--resnet-size 32] [--no-sim]
+MobileNet-V2 (``--models mobilenet_v2``, input ``--mobilenet-size``, 32 by default): its
+depthwise convolutions run on the GEMM core with block-diagonal weights, its adds and ReLU6
+islands with ORT's exact arithmetic in the ``exact`` import (``vta.graph.ort_add``);
+``--formats`` picks some of the twelve formats (each MobileNet format compiles ~70 kernels
+per config).
 
-Prints one table per model and writes bench/results/onnx_models.json. Exit status 1 if a
-simulated run differs from the interpreter.
+    python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2] [--inputs 20]
+                                [--resnet-size 32] [--mobilenet-size 32] [--no-sim]
+                                [--formats QDQ/a8/per-tensor,...]
+
+Prints one table per model and writes its rows into bench/results/onnx_models.json (the
+other models' rows already there are kept). Exit status 1 if a simulated run differs from
+the interpreter.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ from vta.graph.onnx_ort import (  # noqa: E402
     Format,
     agreement,
     calibration_inputs,
+    mobilenet_v2,
     ort_tensors,
     quantize,
     requant_arithmetic,
@@ -177,16 +186,33 @@ def main() -> int:
                     help="ResNet-18's input height and width (224: the ImageNet size)")
     ap.add_argument("--no-sim", action="store_true",
                     help="compile on pynq / pynq_mul without simulating (no cycles)")
+    ap.add_argument("--mobilenet-size", type=int, default=32,
+                    help="MobileNet-V2's input height and width (224: the ImageNet size)")
+    ap.add_argument("--formats", default=None,
+                    help="only these formats, e.g. QDQ/a8/per-tensor,QOperator/s8/per-channel")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "onnx_models.json"))
     a = ap.parse_args()
-    builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size)}
-    results: dict[str, Any] = {"reference": "onnxruntime CPU, ORT_DISABLE_ALL",
-                               "inputs": a.inputs, "resnet_size": a.resnet_size, "models": {}}
+    builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size),
+                "mobilenet_v2": lambda seed: mobilenet_v2(seed, size=a.mobilenet_size)}
+    unknown = sorted(set(a.models.split(",")) - set(builders))
+    formats = [f for f in FORMATS if a.formats is None or f.name in a.formats.split(",")]
+    if unknown or not formats:
+        ap.error(f"unknown model(s) {', '.join(unknown)} (known: {', '.join(builders)})"
+                 if unknown else f"no format matches {a.formats!r} (e.g. {FORMATS[0].name})")
+    out = Path(a.out)
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    results.setdefault("models", {})
+    results.update({"reference": "onnxruntime CPU, ORT_DISABLE_ALL"})
     ok = True
     for name in a.models.split(","):
         fm = builders[name](0)
-        rows = [row(fmt, fm, a.inputs, not a.no_sim) for fmt in FORMATS]
+        rows = [row(fmt, fm, a.inputs, not a.no_sim) for fmt in formats]
         results["models"][name] = rows
+        results.setdefault("commands", {})[name] = "python " + " ".join(
+            [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
+        results.setdefault("inputs_per_model", {})[name] = a.inputs
+        if name == "mobilenet_v2":
+            results["mobilenet_size"] = a.mobilenet_size
         print(table(name, rows), flush=True)
         q = quantize(fm, Format("QOperator", "s8", False), seed=1)
         arith = requant_arithmetic(q, calibration_inputs(fm, 99, a.inputs))
@@ -201,8 +227,8 @@ def main() -> int:
         results["reference"] = f"onnxruntime {onnxruntime.__version__} CPU, ORT_DISABLE_ALL"
     except ImportError:
         pass
-    Path(a.out).write_text(json.dumps(results, indent=1))
-    print(f"wrote {a.out}")
+    out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {out}")
     return 0 if ok else 1
 
 

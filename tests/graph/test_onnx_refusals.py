@@ -15,8 +15,10 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from vta.errors import OnnxImportError  # noqa: E402
 from vta.graph import interp  # noqa: E402
+from vta.graph.ir import Conv2d  # noqa: E402
 from vta.graph.onnx_attrs import same_pads  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
+from vta.graph.onnx_ort import agreement, ort_tensors  # noqa: E402
 from vta.graph.quant import quantize_linear  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -165,11 +167,25 @@ def test_unsupported_attributes_are_refused_by_name(conv: dict | None, pool: dic
         load_onnx(conv_model(conv, pool))
 
 
-def test_groups_are_refused_by_name() -> None:
-    w = W[:, :2].copy()
-    with pytest.raises(OnnxImportError, match=r"'c' \(Conv\): group 2: grouped and depthwise "
-                                              r"convolutions are not supported"):
-        load_onnx(conv_model({"group": 2}, w=w))
+def test_groups_are_honored_and_judged_by_onnx_runtime() -> None:
+    """``group`` 2 (and 4: depthwise) imports as a grouped conv2d whose integers are ORT's."""
+    pytest.importorskip("onnxruntime")
+    for groups in (2, 4):
+        m = conv_model({"group": groups, "pads": [1, 1, 1, 1]}, w=W[:, :4 // groups].copy())
+        g = load_onnx(m, requant="ort")  # ORT's rounding (half to even) too
+        (conv,) = [n for n in g.nodes if isinstance(n, Conv2d)]
+        assert conv.groups == groups
+        x = np.random.default_rng(groups).standard_normal((1, 4, 8, 8)).astype(np.float32)
+        v = g.inputs[0]
+        env = interp.run_graph(g, {v: quantize_linear(x, v.type.scale or 1.0, v.type.zero)})
+        a = agreement(g, env, ort_tensors(m, {v.name: x}))
+        assert a.identical, a
+
+
+def test_groups_that_do_not_match_the_weights_are_refused_by_name() -> None:
+    m = conv_model({"group": 2})  # weights with all 4 input channels: 4 * 2 != 4
+    with pytest.raises(OnnxImportError, match=r"(group|channels)"):
+        load_onnx(m)
 
 
 def test_an_attribute_the_importer_does_not_read_is_refused() -> None:

@@ -4,10 +4,9 @@ on ``hwconfigs/pynq_requant.yaml`` and models imported with ``load_onnx(requant=
 The arithmetic is judged against numpy's float32 (the definition ORT's MLAS computes:
 ``float32(acc) * float32 scale``, rounded half to even), the graphs against ONNX Runtime itself
 (CPU, ``ORT_DISABLE_ALL``) on every int8 tensor, and the simulated runs against the graph
-interpreter on every stored tensor. What is not ORT's: an add still requantizes with a
-fixed-point pair (ORT adds in float32), so the small CNN's add output may differ from ORT's by
-one unit on some inputs (``test_small_cnn_requantizes_are_orts_bits`` compares the
-requantizes alone; the MLP has no add)."""
+interpreter on every stored tensor. The adds are ORT's too since ``vta.graph.ort_add``
+(``tests/graph/test_mobilenet.py`` holds them and the small CNN end to end);
+``test_small_cnn_requantizes_are_orts_bits`` compares the requantizes alone."""
 
 from __future__ import annotations
 

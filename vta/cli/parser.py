@@ -114,7 +114,9 @@ def _run(sub: Any) -> None:
                      help="conv2d (ResNet-18 C2), resnet18:C1..C11, matmul [M N K], dense [M N K],"
                           " or resnet18: the whole quantized network, every requantization a "
                           "shift (--layers C2,C10: those convolutions alone), or resnet18_fixed: "
-                          "the same with fixed-point multipliers (needs ALU MUL: --hw pynq_mul)")
+                          "the same with fixed-point multipliers (needs ALU MUL: --hw pynq_mul)"
+                          ", or mobilenet_v2 (mobilenet_v2_32: on 32x32): built as a float ONNX "
+                          "model and quantized by ONNX Runtime (needs onnxruntime)")
     run.add_argument("sizes", nargs="*", type=int, help="M N K for matmul/dense")
     run.add_argument("--hw", default=None,
                      help=f"{_HW_HELP} (default {DEFAULT_HW}; accelerator only)")

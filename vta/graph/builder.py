@@ -35,6 +35,7 @@ from vta.graph.ir import (
     Dense,
     GlobalAvgPool,
     Graph,
+    Lut2,
     MaxPool2d,
     Node,
     Pad,
@@ -43,6 +44,7 @@ from vta.graph.ir import (
     TensorType,
     Value,
 )
+from vta.graph.ort_add import AddForm
 from vta.graph.quant import (
     SCALE_MODES,
     fixed_point,
@@ -130,8 +132,9 @@ class GraphBuilder:
     # ------------------------------------------------------------------ operators
 
     def conv2d(self, x: Value, weight: Value, bias: Value, stride: int = 1, pad: int = 0,
-               name: str = "conv") -> Value:
-        return self._add_node(Conv2d, name, (x, weight, bias), stride=stride, pad=pad)
+               name: str = "conv", groups: int = 1) -> Value:
+        extra = {"groups": groups} if groups != 1 else {}
+        return self._add_node(Conv2d, name, (x, weight, bias), stride=stride, pad=pad, **extra)
 
     def dense(self, x: Value, weight: Value, bias: Value, name: str = "dense") -> Value:
         return self._add_node(Dense, name, (x, weight, bias))
@@ -324,6 +327,23 @@ class GraphBuilder:
             bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
             return [int(min(b, _INT32_MAX)) for b in bound]
         return [self.magnitude(x)] * x.type.shape[1]
+
+    def add_form(self, a: Value, b: Value, form: AddForm, scale: float, name: str = "add",
+                 zero: int = 0) -> Value:
+        """``a + b`` with the integer form ``form`` (``vta.graph.ort_add.fit_add``: proven
+        equal to ONNX Runtime's arithmetic on every input pair) and output ``scale``, ``zero``;
+        ``b`` may be ``a`` with ``form.mult_b`` 0 (a rescale of one tensor)."""
+        extra = {k: v for k, v in (("zero_a", a.type.zero), ("zero_b", b.type.zero),
+                                   ("zero", zero), ("offset", form.offset)) if v}
+        return self._add_node(Add, name, (a, b), mult_a=form.mult_a, mult_b=form.mult_b,
+                              shift=form.shift, lo=form.lo, hi=form.hi, scale=scale, **extra)
+
+    def lut2(self, a: Value, b: Value, table: np.ndarray, scale: float, name: str,
+             zero: int = 0) -> Value:
+        """``table[a + 128, b + 128]`` (``Lut2``; ``table`` int8 (256, 256), indexed by the
+        operands' int8 forms) with output ``scale`` and ``zero``."""
+        t = self.const(f"{name}_table", np.ascontiguousarray(table, dtype=np.int8))
+        return self._add_node(Lut2, name, (a, b, t), scale=scale, zero=zero)
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

@@ -21,7 +21,8 @@ from vta.errors import GraphError
 from vta.graph import ir as G
 from vta.isa.requant import scale_mul
 
-__all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "rounding_shift", "scale_round"]
+__all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
+           "rounding_shift", "scale_round"]
 
 _INT32 = sem.dtype("int32")
 
@@ -52,8 +53,33 @@ def _clip8(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
     x, w, b = a
-    acc = conv2d_int32(x, w, node.stride, node.pad)
+    acc = grouped_conv2d_int32(x, w, node.stride, node.pad, node.groups)
     return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
+
+
+def grouped_conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int
+                         ) -> np.ndarray:
+    """``conv2d_int32`` of each of ``groups`` channel groups (weight ``(O, I/groups, KH,
+    KW)``), concatenated along the output channels; ``groups`` 1 is the plain convolution. A
+    depthwise convolution (one channel per group) is summed directly, tap by tap (exact in
+    int64), instead of as ``groups`` one-channel products."""
+    if groups == 1:
+        return conv2d_int32(x, w, stride, pad)
+    n, _, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    if cg == 1 and og == 1:
+        xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+        acc = np.zeros((n, o, oh, ow), np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                tap = xp[:, :, i:i + stride * (oh - 1) + 1:stride,
+                         j:j + stride * (ow - 1) + 1:stride]
+                acc += tap * w[None, :, 0, i, j, None, None].astype(np.int64)
+        return wrap32(acc)
+    return np.concatenate([conv2d_int32(x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og],
+                                        stride, pad) for g in range(groups)], axis=1)
 
 
 def _dense(node: G.Dense, a: list[np.ndarray]) -> np.ndarray:
@@ -85,7 +111,7 @@ def _clip(node: G.Clip, a: list[np.ndarray]) -> np.ndarray:
 def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
     p = wrap32((a[0].astype(np.int64) - node.zero_a) * node.mult_a)
     q = wrap32((a[1].astype(np.int64) - node.zero_b) * node.mult_b)
-    t = wrap32(p.astype(np.int64) + q)
+    t = wrap32(p.astype(np.int64) + q + node.offset)
     y = rounding_shift(t, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
@@ -119,7 +145,8 @@ def _pad(node: G.Pad, a: list[np.ndarray]) -> np.ndarray:
 #: each operator's numpy semantics (operands in order -> output)
 KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
     G.Conv2d: _conv2d, G.Dense: _dense, G.Requantize: _requantize, G.Relu: _relu, G.Clip: _clip,
-    G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool, G.Pad: _pad}
+    G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool, G.Pad: _pad,
+    G.Lut2: lambda node, a: a[2][a[0].astype(np.int64) + 128, a[1].astype(np.int64) + 128]}
 
 
 def eval_node(node: G.Node, env: Mapping[G.Value, np.ndarray]) -> np.ndarray:

@@ -13,16 +13,19 @@ definition):
 
 =================  ==============================================================================
 ``conv2d``         int8 NCHW ``x``, int8 OIHW ``weight``, int32 ``bias`` -> int32 ``sum + bias``
+                   (``groups``: a grouped or depthwise convolution, weight ``(O, I/groups, ..)``)
 ``dense``          int8 (N, K) ``x``, int8 (M, K) ``weight``, int32 ``bias`` -> int32 (N, M)
 ``requantize``     int32 -> int8 ``clip((x * mult + 2**(shift-1)) >> shift, lo, hi)`` (``mult`` a
                    per-channel constant ``mults`` when the weights' scales are per channel)
 ``relu``           int8 -> int8 ``max(x, 0)``
 ``clip``           int8 -> int8 ``min(max(x, lo), hi)``
-``add``            int8, int8 -> int8 ``clip((a * mult_a + b * mult_b + 2**(shift-1)) >> shift)``
+``add``            int8, int8 -> int8 ``clip((a * mult_a + b * mult_b + 2**(shift-1) + offset)
+                   >> shift)``
                    (zero points: ``(a - zero_a) * mult_a``, ... ``+ zero`` before the clip)
 ``max_pool2d``     int8 -> int8, the maximum over each window (padding never wins)
 ``global_avg_pool`` int8 NCHW -> int8 (N, C) ``clip((sum_hw x * mult + 2**(shift-1)) >> shift)``
 ``pad``            int8 NCHW -> int8, ``pad`` rows and columns of ``value`` on each side
+``lut2``           int8, int8 -> int8 ``table[a + 128, b + 128]`` (a (256, 256) int8 constant)
 ``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
                    element-wise operators applied to its result, one kernel
 =================  ==============================================================================
@@ -58,7 +61,7 @@ import numpy as np
 from vta.errors import GraphError
 
 __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requantize",
-           "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Fused", "Graph",
+           "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift"]
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -147,6 +150,10 @@ class Conv2d(Node):
     stride: int
     pad: int
     out: Value
+    #: grouped convolution: input and output channels split into ``groups`` equal groups,
+    #: group ``g``'s outputs reading only group ``g``'s inputs (the weight is ``(O, I/groups,
+    #: KH, KW)``); ``groups`` = channels is a depthwise convolution (MobileNet's)
+    groups: int = 1
 
     @property
     def output(self) -> Value:
@@ -242,6 +249,9 @@ class Add(Node):
     zero_a: int = 0
     zero_b: int = 0
     zero: int = 0
+    #: added to the sum before the rounding shift (beside its ``2**(shift-1)``): with it an
+    #: imported add reproduces ONNX Runtime's float32 add bit for bit (``vta.graph.ort_add``)
+    offset: int = 0
 
     @property
     def output(self) -> Value:
@@ -292,6 +302,27 @@ class Pad(Node):
     pad: int
     value: int
     out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Lut2(Node):
+    """An element-wise int8 operator of two tensors given by its table: ``table[a + 128, b +
+    128]`` (an int8 ``(256, 256)`` constant). The importer emits it for an ONNX Runtime add
+    that no integer add reproduces on every input pair (``vta.graph.ort_add``: exact ties of
+    the real sum, which ORT rounds half to even); it runs on the host."""
+
+    op: ClassVar[str] = "lut2"
+    operands: ClassVar[tuple[str, ...]] = ("a", "b", "table")
+    a: Value
+    b: Value
+    table: Value
+    out: Value
+    #: the output's zero point (the table holds it already; stated for the type)
+    zero: int = 0
 
     @property
     def output(self) -> Value:

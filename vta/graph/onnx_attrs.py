@@ -18,7 +18,7 @@ from typing import Any
 
 from vta.errors import OnnxImportError
 
-__all__ = ["KNOWN_ATTRS", "node_attrs", "Window", "window", "same_pads"]
+__all__ = ["KNOWN_ATTRS", "node_attrs", "Window", "window", "same_pads", "conv_groups"]
 
 _CONV = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 _POOL = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
@@ -32,6 +32,7 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "QuantizeLinear": ("axis", "saturate", "block_size"),
     "DequantizeLinear": ("axis", "block_size"),
     "QLinearGlobalAveragePool": ("channels_last",),
+    "Clip": (),
 }
 
 
@@ -59,6 +60,8 @@ class Window:
     kernel: int
     stride: int
     pad: int
+    #: a convolution's ``group`` (1 for pooling windows)
+    groups: int = 1
 
 
 def same_pads(size: int, kernel: int, stride: int, upper: bool) -> tuple[int, int]:
@@ -118,3 +121,23 @@ def window(attrs: Mapping[str, Any], in_hw: Sequence[int], where: str,
                               f"asymmetric padding is not supported (the graph IR pads every "
                               f"side equally)")
     return Window(ks[0], strides[0], pads[0])
+
+
+def conv_groups(attrs: Mapping[str, Any], x_shape: Sequence[int], w_shape: Sequence[int],
+                where: str) -> int:
+    """A Conv / QLinearConv's ``group`` checked against its input ``x_shape`` (NCHW) and
+    weights ``w_shape`` (``(O, C/group, KH, KW)``, as the ONNX specification states): every
+    group count that divides both channel counts is honored (1 plain, C depthwise)."""
+    groups = int(attrs.get("group", 1))
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        raise OnnxImportError(f"{where}: a convolution of {list(x_shape)} by weights "
+                              f"{list(w_shape)}: only 2-D NCHW by OIHW is supported")
+    c, o = x_shape[1], w_shape[0]
+    if groups < 1 or c % groups or o % groups:
+        raise OnnxImportError(f"{where}: group {groups} does not divide the {c} input and {o} "
+                              f"output channels")
+    if w_shape[1] * groups != c:
+        raise OnnxImportError(f"{where}: weights {list(w_shape)} have {w_shape[1]} input "
+                              f"channels per group; the input has {c} channels in {groups} "
+                              f"group{'s' if groups > 1 else ''} ({c // groups} each)")
+    return groups

@@ -51,6 +51,7 @@ tensor) and what is not supported.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,15 @@ import numpy as np
 from vta.errors import OnnxImportError
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import GlobalAvgPool, Graph, Value
-from vta.graph.onnx_attrs import Window, node_attrs, window
+from vta.graph.onnx_attrs import Window, conv_groups, node_attrs, window
 from vta.graph.onnx_load import initializers, onnx_module, read_model
+from vta.graph.ort_add import (
+    MAX_SHIFT,
+    fit_add,
+    qdq_add_table,
+    qlinear_add_table,
+    rescale_table,
+)
 
 __all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL", "REQUANT_MODES", "ort_ratio"]
 
@@ -79,6 +87,8 @@ class _Dq:
     zero: int = 0
     #: the axis of a per-channel scale (an array ``scale``; a constant's)
     axis: int | None = None
+    #: the ONNX tensor is uint8 (``value`` holds ``u - 128``; ORT's float arithmetic reads u)
+    unsigned: bool = False
 
 
 @dataclass
@@ -214,6 +224,8 @@ class _Importer:
 
     def dq(self, name: str, n: Any) -> _Dq:
         v = self.env.get(name)
+        if isinstance(v, _Clipped):  # a float op reads a Clip: clip the integers (exact)
+            v = self.env[name] = self._integer_clip(v, name, n)
         if isinstance(v, _Dq):
             return v
         raise OnnxImportError(f"{self.where(n)}: input {name} is not a DequantizeLinear output "
@@ -309,14 +321,9 @@ class _Importer:
     def conv_window(self, n: Any, x: Value, w_shape: tuple[int, ...]) -> Window:
         """The window of Conv / QLinearConv ``n`` (every attribute honored or refused)."""
         attrs = self.attrs(n)
-        if attrs.get("group", 1) != 1:
-            raise OnnxImportError(f"{self.where(n)}: group {attrs['group']}: grouped and "
-                                  f"depthwise convolutions are not supported (only group 1)")
-        if len(x.type.shape) != 4 or len(w_shape) != 4 or x.type.shape[1] != w_shape[1]:
-            raise OnnxImportError(f"{self.where(n)}: a convolution of {list(x.type.shape)} by "
-                                  f"weights {list(w_shape)}: only 2-D NCHW by OIHW with matching "
-                                  f"channels is supported")
-        return window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
+        groups = conv_groups(attrs, x.type.shape, w_shape, self.where(n))
+        win = window(attrs, x.type.shape[2:], self.where(n), list(w_shape[2:]))
+        return Window(win.kernel, win.stride, win.pad, groups)
 
     def _requant(self, acc: Value, ratio: float | np.ndarray, sy: float, name: str | None,
                  zy: int) -> Value:
@@ -344,7 +351,7 @@ class _Importer:
             pad = 0
         wv = b.const(f"{out}_{wname}", w, _nominal(sw))
         bv = b.const(f"{out}_b", _fold_zero(bias, w, x.type.zero, out))
-        acc = b.conv2d(x, wv, bv, win.stride, pad, name=f"{out}_acc")
+        acc = b.conv2d(x, wv, bv, win.stride, pad, name=f"{out}_acc", groups=win.groups)
         ratio = ort_ratio(sx, sw, sy) if self.requant == "ort" else sx * sw / sy
         y = self._requant(acc, ratio, sy, out if not relu else None, zy)
         return self.relu(y, out) if relu else y
@@ -412,6 +419,11 @@ class _Importer:
         c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
         sy = self.scale(n.input[6], n)
         zy = self.zero(n.input[7] if len(n.input) > 7 else None, n)
+        if self.requant == "ort":
+            unsigned = self.unsigned(n.input[7] if len(n.input) > 7 else None, n)
+            self.out(n.output[0], self._exact_add(n, a, sa, c, sc, sy, zy, unsigned,
+                                                  qlinear_add_table, n.output[0]))
+            return
         self.out(n.output[0], self.b.add(a, c, sy, name=n.output[0],
                                          ratios=(sa / sy, sc / sy), zero=zy))
 
@@ -553,7 +565,7 @@ class _Importer:
         v = self.value(name, n)
         z = self.zero(zname, n)
         self.same_zero(v, z, name, n)
-        self.env[n.output[0]] = _Dq(v, s, z)
+        self.env[n.output[0]] = _Dq(v, s, z, unsigned=self.unsigned(zname, n))
 
     def op_Conv(self, n: Any) -> None:
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
@@ -589,6 +601,9 @@ class _Importer:
         p = self.env.get(n.input[0])
         s, out = self.scale(n.input[1], n), n.output[0]
         z = self.zero(n.input[2] if len(n.input) > 2 else None, n)
+        if isinstance(p, _Clipped):
+            self.out(out, self._rescale(n, p, s, z))
+            return
         if isinstance(p, _Dq) and not p.value.is_const:
             if not math.isclose(p.scale, s, rel_tol=SCALE_RTOL) or z != p.zero:
                 raise OnnxImportError(f"{self.where(n)}: requantizes the integers of "
@@ -626,7 +641,12 @@ class _Importer:
             self._two_d(n, x.value, w_mk.T)
             return self._dense(x.value, x.scale, w_mk, w.scale, bdata, s, out, relu=p.relu,
                                zy=z)
-        if p.kind == "add":
+        if p.kind == "add" and self.requant == "ort" and not p.relu:
+            lhs, rhs = p.inputs
+            unsigned = self.unsigned(n.input[2] if len(n.input) > 2 else None, n)
+            y = self._exact_add(n, lhs.value, lhs.scale, rhs.value, rhs.scale, s, z, unsigned,
+                                qdq_add_table, out)
+        elif p.kind == "add":
             lhs, rhs = p.inputs
             y = b.add(lhs.value, rhs.value, s, name=out if not p.relu else f"{out}_add",
                       ratios=(lhs.scale / s, rhs.scale / s), zero=z)
@@ -650,6 +670,120 @@ class _Importer:
                                   f"{_text(bias.scale)}, not input scale x weight scale "
                                   f"{_text(want)}")
         return data
+
+    # ------------------------------------------------------------------ MobileNet-V2's ops
+    # (grouped / depthwise convolutions: ``conv_window``; ReLU6 islands and ORT's exact adds)
+
+    def unsigned(self, zname: str | None, n: Any) -> bool:
+        """Whether the zero point ``zname`` (and so its tensor) is uint8."""
+        return bool(zname) and self.const(str(zname), n).dtype == np.uint8
+
+    def op_Clip(self, n: Any) -> None:
+        """``Clip`` of a dequantized tensor (the island ORT leaves around a ReLU6 when its
+        output range differs from the input's): bounds from the constant ``min`` / ``max``
+        inputs, applied when the ``QuantizeLinear`` after it gives the output scale."""
+        self.attrs(n)  # Clip at opset >= 11 has no attributes (min/max are inputs)
+        x = self.env.get(n.input[0])
+        if not isinstance(x, _Dq) or x.value.is_const:
+            raise OnnxImportError(f"{self.where(n)}: Clip of {n.input[0]}, which is not a "
+                                  f"dequantized int8 tensor (only DequantizeLinear -> Clip -> "
+                                  f"QuantizeLinear is supported)")
+        bounds = [self._clip_bound(n, i) for i in (1, 2)]
+        self.env[n.output[0]] = _Clipped(x, bounds[0], bounds[1])
+
+    def _clip_bound(self, n: Any, i: int) -> float | None:
+        if len(n.input) <= i or not n.input[i]:
+            return None
+        v = self.const(n.input[i], n)
+        if v.size != 1 or not np.isfinite(v).all():
+            raise OnnxImportError(f"{self.where(n)}: Clip bound {n.input[i]} must be one finite "
+                                  f"number, got {list(v.reshape(-1)[:4])}")
+        return float(v.reshape(()))
+
+    def _integer_clip(self, p: _Clipped, name: str, n: Any) -> _Dq:
+        """``Clip(DequantizeLinear(x))`` read by a float operator: the same values as the
+        dequantized integer clip when each bound, in float32, is ``s * (k - z)`` for an integer
+        ``k`` or lies outside the representable range (ReLU6's 0 is the zero point);
+        otherwise refused by name."""
+        x = p.dq
+        off = 128 if x.unsigned else 0
+        lo, hi = -128, 127
+        grid = _dequantize_ints(np.arange(-128, 128) + off, float(x.scale), x.zero + off)
+        for bound, side in ((p.lo, "min"), (p.hi, "max")):
+            if bound is None:
+                continue
+            hit = np.flatnonzero(grid == np.float32(bound))
+            inside = grid[0] < np.float32(bound) < grid[-1]
+            if inside and not hit.size:
+                raise OnnxImportError(f"{self.where(n)}: reads {name}, a Clip whose {side} "
+                                      f"{bound:g} is not a value of scale {x.scale:.8g} (zero "
+                                      f"point {x.zero}): only a Clip that is quantized again, "
+                                      f"or whose bounds are on the integer grid, is supported")
+            if hit.size and side == "min":
+                lo = int(hit[0]) - 128
+            elif hit.size:
+                hi = int(hit[0]) - 128
+            elif side == "min" and np.float32(bound) >= grid[-1]:
+                lo = 127
+            elif side == "max" and np.float32(bound) <= grid[0]:
+                hi = -128
+        y = x.value if (lo, hi) == (-128, 127) else \
+            self.b.clip(x.value, lo, max(lo, hi), name=name)
+        return _Dq(y, x.scale, x.zero, unsigned=x.unsigned)
+
+    def _rescale(self, n: Any, p: _Clipped, s: float, z: int) -> Value:
+        """``QuantizeLinear(Clip(DequantizeLinear(x)))``: ORT's float32 table over every
+        stored ``x`` (``ort_add.rescale_table``) as the integer add that reproduces it on all
+        of them (``x + x`` with ``mult_b`` 0), or a plain clip where that is the table."""
+        x = p.dq
+        unsigned = self.unsigned(n.input[2] if len(n.input) > 2 else None, n)
+        if unsigned != x.unsigned:
+            raise OnnxImportError(f"{self.where(n)}: quantizes a Clip of a "
+                                  f"{'u' if x.unsigned else ''}int8 tensor to "
+                                  f"{'u' if unsigned else ''}int8")
+        off = 128 if unsigned else 0
+        table = rescale_table(float(x.scale), x.zero + off, s, z + off, p.lo, p.hi, unsigned)
+        ints = np.arange(-128, 128)
+        lo, hi = int(table.min()) - off, int(table.max()) - off
+        if z == x.zero and np.array_equal(table - off, np.clip(ints, lo, hi)):
+            return self.b.clip(x.value, lo, hi, name=n.output[0])
+        form = fit_add(np.repeat(table[:, None], 256, axis=1), x.zero, x.zero, z,
+                       (float(x.scale) / s, 0.0), unsigned)
+        if form is None:
+            raise OnnxImportError(f"{self.where(n)}: no integer form (multipliers of two ALU "
+                                  f"immediates, shift <= {MAX_SHIFT}) reproduces ONNX "
+                                  f"Runtime's requantizing Clip from scale {x.scale:.8g} to "
+                                  f"{s:.8g} on every input")
+        return self.b.add_form(x.value, x.value, form, s, name=n.output[0], zero=z)
+
+    def _exact_add(self, n: Any, a: Value, sa: float, c: Value, sc: float, sy: float, zy: int,
+                   unsigned: bool, arith: Callable[..., np.ndarray], name: str) -> Value:
+        """An add with ONNX Runtime's arithmetic (``arith``: ``ort_add.qlinear_add_table`` for
+        QLinearAdd, ``qdq_add_table`` for the QDQ form's float Add): the integer form proven
+        equal to its table on all 256 x 256 input pairs (``ort_add.fit_add``); where none
+        exists (the real sum has exact ties, which ORT rounds half to even and no single
+        rounding offset does), ORT's table itself (``Lut2``, a host lookup)."""
+        off = 128 if unsigned else 0
+        table = arith(sa, a.type.zero + off, sc, c.type.zero + off, sy, zy + off, unsigned)
+        form = fit_add(table, a.type.zero, c.type.zero, zy, (sa / sy, sc / sy), unsigned)
+        if form is None:
+            return self.b.lut2(a, c, table - off, sy, name=name, zero=zy)
+        return self.b.add_form(a, c, form, sy, name=name, zero=zy)
+
+
+@dataclass
+class _Clipped:
+    """A ``Clip`` of a dequantized tensor (``lo`` / ``hi`` None: that side open), waiting for
+    the ``QuantizeLinear`` that gives its output scale."""
+
+    dq: _Dq
+    lo: float | None
+    hi: float | None
+
+
+def _dequantize_ints(x: np.ndarray, s: float, z: int) -> np.ndarray:
+    """ORT's ``DequantizeLinear`` of stored integers ``x``: ``float32(x - z) * s``."""
+    return (x - z).astype(np.float32) * np.float32(s)
 
 
 def _nominal(s: float | np.ndarray) -> float:

@@ -36,7 +36,8 @@ from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_
 
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
-           "ort_verdict", "ARITHMETICS", "requant_arithmetic"]
+           "ort_verdict", "ARITHMETICS", "requant_arithmetic", "mobilenet_v2",
+           "MOBILENET_V2_STAGES", "ONNX_NETWORKS", "NETWORK_FORMAT", "onnx_network"]
 
 
 @dataclass(frozen=True)
@@ -388,3 +389,101 @@ def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
     return {"judged": True, "reference": f"onnxruntime {ort.__version__} CPU, ORT_DISABLE_ALL",
             "tensors": a.tensors, "elements": a.elements, "equal": a.equal,
             "max_diff": a.max_diff, "identical": a.identical, "text": str(a)}
+
+
+# ---------------------------------------------------------------------------- MobileNet-V2
+
+#: torchvision's inverted-residual settings: (expansion t, output channels c, repeats n,
+#: first stride s) of each of the seven stages (17 blocks)
+MOBILENET_V2_STAGES: tuple[tuple[int, int, int, int], ...] = (
+    (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+    (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def _divisible(v: float, divisor: int = 8) -> int:
+    """torchvision's ``_make_divisible``: ``v`` rounded to a multiple of ``divisor``, never
+    below 90 % of ``v``."""
+    out = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return out + divisor if out < 0.9 * v else out
+
+
+def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: float = 1.0
+                 ) -> Any:
+    """A float MobileNet-V2 (Sandler et al. 2018; torchvision's layout, batch norm folded into
+    each convolution's bias): a 3x3/2 stem to 32 channels + ReLU6, 17 inverted-residual
+    blocks (``MOBILENET_V2_STAGES``: a 1x1 expansion + ReLU6 where ``t > 1``, a depthwise 3x3
+    (``group`` = channels, stride 1 or 2) + ReLU6, a linear 1x1 projection, and the residual
+    add where the stride is 1 and the channels are unchanged), a 1x1 convolution to 1280 +
+    ReLU6, global average pool, flatten, Gemm to ``classes``. ReLU6 is ``Clip(x, 0, 6)`` with
+    constant min / max inputs, as PyTorch exports it. Input (1, 3, ``size``, ``size``);
+    He-initialized seeded weights; ``width`` is torchvision's width multiplier."""
+    onnx = onnx_module()
+    h = onnx.helper
+    rng = np.random.default_rng(seed)
+    inits: list[Any] = [_init("relu6_min", np.array(0.0, np.float32)),
+                        _init("relu6_max", np.array(6.0, np.float32))]
+    nodes: list[Any] = []
+
+    def conv(x: str, name: str, cin: int, cout: int, k: int, stride: int, groups: int,
+             relu6: bool) -> str:
+        fan_in = cin // groups * k * k
+        w = rng.normal(0, np.sqrt(2.0 / fan_in), (cout, cin // groups, k, k))
+        inits.extend([_init(f"{name}_w", w.astype(np.float32)),
+                      _init(f"{name}_b", rng.normal(0, 0.05, (cout,)).astype(np.float32))])
+        nodes.append(h.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name],
+                                 kernel_shape=[k, k], strides=[stride, stride],
+                                 pads=[k // 2] * 4, group=groups))
+        if not relu6:
+            return name
+        nodes.append(h.make_node("Clip", [name, "relu6_min", "relu6_max"], [f"{name}_relu6"]))
+        return f"{name}_relu6"
+
+    cin = _divisible(32 * width)
+    x = conv("x", "stem", 3, cin, 3, 2, 1, True)
+    block = 0
+    for t, c, n, s in MOBILENET_V2_STAGES:
+        cout = _divisible(c * width)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            name, hidden = f"block{block}", cin * t
+            y = conv(x, f"{name}_expand", cin, hidden, 1, 1, 1, True) if t != 1 else x
+            y = conv(y, f"{name}_dw", hidden, hidden, 3, stride, hidden, True)
+            y = conv(y, f"{name}_project", hidden, cout, 1, 1, 1, False)
+            if stride == 1 and cin == cout:
+                nodes.append(h.make_node("Add", [y, x], [f"{name}_add"]))
+                y = f"{name}_add"
+            x, cin, block = y, cout, block + 1
+    last = _divisible(1280 * max(1.0, width))
+    x = conv(x, "head", cin, last, 1, 1, 1, True)
+    nodes.append(h.make_node("GlobalAveragePool", [x], ["gap"]))
+    nodes.append(h.make_node("Flatten", ["gap"], ["flat"]))
+    inits.extend([_init("fc_w", rng.normal(0, np.sqrt(1.0 / last), (classes, last))
+                        .astype(np.float32)),
+                  _init("fc_b", np.zeros(classes, np.float32))])
+    nodes.append(h.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1))
+    g = h.make_graph(nodes, "mobilenet_v2",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
+                     [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, classes])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+#: the format ``vta run mobilenet_v2`` quantizes with: the QOperator layout (ORT's QLinear
+#: kernels are integer arithmetic, so ORT's reference is exact: in the QDQ layout ORT
+#: convolves dequantized floats, one unit off the integers now and then, and end to end such
+#: a unit propagates), ORT's default asymmetric int8 activations (its ReLU6 folded into the
+#: quantized ranges; the average pool a QLinearGlobalAveragePool: the symmetric layout
+#: leaves a float GlobalAveragePool whose float32 mean is one unit off now and then),
+#: per-tensor weights
+NETWORK_FORMAT = Format("QOperator", "a8", False)
+
+#: networks ``vta run NAME`` builds as float ONNX models and quantizes with ONNX Runtime:
+#: name -> the float model's input size (``mobilenet_v2_32``: the same network on 32x32, for
+#: tests and quick runs)
+ONNX_NETWORKS: dict[str, int] = {"mobilenet_v2": 224, "mobilenet_v2_32": 32}
+
+
+def onnx_network(name: str, seed: int = 0) -> Any:
+    """``ONNX_NETWORKS[name]`` quantized by ``quantize_static`` in ``NETWORK_FORMAT`` (needs
+    onnxruntime; an ``OnnxImportError`` saying how to install it otherwise)."""
+    return quantize(mobilenet_v2(seed, size=ONNX_NETWORKS[name]), NETWORK_FORMAT, seed)

@@ -36,6 +36,7 @@ from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
     CHANNEL,
     EYE,
+    TENSOR,
     Chain,
     ChainOperand,
     EwStage,
@@ -63,6 +64,7 @@ from vta.graph.ir import (
     Dense,
     GlobalAvgPool,
     Graph,
+    Lut2,
     MaxPool2d,
     Node,
     Relu,
@@ -71,10 +73,12 @@ from vta.graph.ir import (
     node_macs,
     split_shift,
 )
+from vta.graph.ort_add import IMM_MAX, factor_mult
 from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
-__all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost"]
+__all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost",
+           "block_diagonal", "grouped_detail", "LUT2_REASON"]
 
 #: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
@@ -161,11 +165,14 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
                 mine, z_mine, other, m_other, z_other = \
                     (n.mult_a, n.zero_a, n.b, n.mult_b, n.zero_b) if n.a is cur else \
                     (n.mult_b, n.zero_b, n.a, n.mult_a, n.zero_a)
-                operands.append(scaled_operand(f"opnd{len(operands)}", m_other, z_other))
+                operands.append(_scaled(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
                 stages.append(("add", (mine, len(operands) - 1, z_mine)))
             pre, post = split_shift(n.shift)
-            stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
+            if n.offset:  # ORT's rounding (``ort_add``): the offset joins the rounding ADD
+                stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
+            else:
+                stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
         else:
             raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
@@ -183,14 +190,38 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
         elif kind == "clip":
             out.append(clip_stage(*p))
-        elif kind == "add":
+        elif kind == "add" and p[0] <= IMM_MAX:
             mult, idx, zero = p
             out.append(add_stage(mult, idx, zero=zero))
+        elif kind == "add":  # a multiplier wider than an immediate: two MULs (ort_add)
+            mult, idx, zero = p
+            out.append(EwStage("add", lambda x, o, m=mult, z=zero: _mul(x + (-z) if z else x,
+                                                                        m) + o,
+                               (idx,), label=f"madd({mult}{f',zero={zero}' if zero else ''})"))
         else:
             m, z = p
-            out.append(EwStage("scale", lambda x, m=m, z=z: (x + (-z) if z else x) * m,
+            out.append(EwStage("scale", lambda x, m=m, z=z: _mul(x + (-z) if z else x, m),
                                label=f"scale({m})" if not z else f"scale({m},zero={z})"))
     return Chain(tuple(out), tuple(operands)), values
+
+
+def _mul(x: Any, m: int) -> Any:
+    """``x * m`` as ALU MULs by immediates: one, or two factors for a multiplier wider than
+    an immediate (``ort_add.factor_mult``; an exact add's, ``ort_add.fit_add``)."""
+    f = factor_mult(m) if m >= 0 else None
+    if f is None:
+        return x * m  # no split: instruction selection names the immediate it cannot take
+    m1, m2 = f
+    y = x if m1 == 1 else x * m1
+    return y if m2 == 1 else y * m2
+
+
+def _scaled(name: str, mult: int, zero: int) -> ChainOperand:
+    """``scaled_operand``, with a multiplier wider than an immediate split into two."""
+    if mult <= IMM_MAX:
+        return scaled_operand(name, mult, zero)
+    return ChainOperand(name, TENSOR, lambda v: _mul(v + (-zero) if zero else v, mult),
+                        f"-{zero}*{mult}" if zero else f"*{mult}")
 
 
 def _clip(stages: list[tuple[str, tuple[Any, ...]]], lo: int, hi: int) -> None:
@@ -268,6 +299,8 @@ class _Placer:
             n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
             chain, vals = chain_of(nodes, x)
             return self._window(group, WindowSpec("ewise", n, c, h, w), chain, x, vals)
+        if isinstance(a, Lut2):
+            raise HostFallback(LUT2_REASON)
         raise HostFallback(f"no accelerator kernel for {a.op} (its int32 input cannot be "
                            f"stored by the accelerator)" if isinstance(a, Requantize) else
                            f"no accelerator kernel for {a.op}")
@@ -283,10 +316,12 @@ class _Placer:
         w_data, b_data = a.weight.data, a.bias.data
         if w_data is None or b_data is None:
             raise HostFallback(f"{a.op} weights and bias must be constants")
+        if isinstance(a, Conv2d) and a.groups != 1:
+            w_data = block_diagonal(w_data, a.groups)
         epi = Epilogue(shift=0, bias=True, clip=False)  # acc + bias; the chain requantizes
         if isinstance(a, Conv2d):
             n, ic, h, w = a.x.type.shape
-            oc, _, kh, kw = a.weight.type.shape
+            oc, _, kh, kw = w_data.shape
             spec: Conv2dSpec | MatmulSpec = Conv2dSpec(n, ic, h, w, oc, kh, kw, a.stride, a.pad)
             from_host = self.graph.producer(a.x) is None
             fold = None if from_host else "none"
@@ -328,7 +363,8 @@ class _Placer:
         self._operands(chain, vals, reads, layouts, consts, P.ocb)
         detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
                   f"{s.vt_axis if s.vthreads > 1 else ''}"
-                  f"{' fold=' + c.fold_kind if folded else ''}")
+                  f"{' fold=' + c.fold_kind if folded else ''}"
+                  f"{grouped_detail(a) if isinstance(a, Conv2d) else ''}")
         return Kernel(group, a.op, c.program, reads, ("res", group.output), layouts, consts,
                       driver.roofline(c), node_macs(a), secs, detail,
                       {"schedule": dict(self.knobs[skey])})
@@ -394,3 +430,34 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
     constants)."""
     p = _Placer(graph, hw, cost, refine, memo)
     return [p.place(n) for n in graph.nodes]
+
+
+#: why a ``Lut2`` runs on the host (accelerator and GPU)
+LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's add where no integer add gives its bits "
+               "on every input pair: exact ties it rounds half to even); no kernel indexes a "
+               "table")
+
+
+# ------------------------------------------------------------------------------ grouped conv
+
+
+def block_diagonal(w: np.ndarray, groups: int) -> np.ndarray:
+    """A grouped convolution's weight ``(O, I/groups, KH, KW)`` as the plain convolution's
+    ``(O, I, KH, KW)``: group ``g``'s block on the diagonal, zeros elsewhere. The GEMM core (and
+    the GPU's implicit GEMM) then computes the grouped convolution exactly, multiplying the
+    zeros too: ``1 - 1/groups`` of its MACs are wasted (a depthwise convolution of C channels:
+    ``1 - 1/C``)."""
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    out = np.zeros((o, cg * groups, kh, kw), dtype=w.dtype)
+    for g in range(groups):
+        out[g * og:(g + 1) * og, g * cg:(g + 1) * cg] = w[g * og:(g + 1) * og]
+    return out
+
+
+def grouped_detail(a: Conv2d) -> str:
+    """The per-op table's note for a grouped convolution: its groups and the share of the
+    GEMM's MACs that multiply the block-diagonal zeros (empty for ``groups`` 1)."""
+    if a.groups == 1:
+        return ""
+    return f" groups={a.groups} (block-diagonal: {1 - 1 / a.groups:.1%} of GEMM MACs on zeros)"

@@ -101,9 +101,15 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         n, c, h, wd = _want(where, x, "int8", 4, "input")
         o, ci, kh, kw = _want(where, w, "int8", 4, "weight")
         (bo,) = _want(where, b, "int32", 1, "bias")
-        if ci != c:
-            raise GraphError(f"{where}: weight {w.name} has {ci} input channels, input {x.name} "
-                             f"has {c}")
+        groups = attrs.get("groups", 1)
+        _range(where, "groups", groups, 1, max(c, 1))
+        if c % groups or o % groups:
+            raise GraphError(f"{where}: groups {groups} does not divide the {c} input and {o} "
+                             f"output channels")
+        if ci * groups != c:
+            per = f" per group ({groups} groups)" if groups != 1 else ""
+            raise GraphError(f"{where}: weight {w.name} has {ci} input channels{per}, input "
+                             f"{x.name} has {c}")
         if bo != o:
             raise GraphError(f"{where}: bias {b.name} has {bo} entries for {o} output channels")
         stride, pad = attrs["stride"], attrs["pad"]
@@ -162,6 +168,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         for key in ("mult_a", "mult_b"):
             _range(where, key, attrs[key], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
+        _range(where, "offset", attrs.get("offset", 0), -(1 << 30), 1 << 30)
         _clip_range(where, attrs["lo"], attrs["hi"])
         return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"),
                             _offsets(where, attrs, {"a": a, "b": b}))
@@ -184,6 +191,19 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         _clip_range(where, attrs["lo"], attrs["hi"])
         return G.TensorType((n, c), "int8", "NC", attrs.get("scale"),
                             _offsets(where, attrs, {"x": x}))
+    if op is G.Lut2:
+        a, b, table = inputs
+        for v in (a, b):
+            if v.type.dtype != "int8":
+                raise GraphError(f"{where}: operand {v.name} must be int8, got {v.type.dtype}")
+        if a.type.shape != b.type.shape:
+            raise GraphError(f"{where}: operands {a.name} {list(a.type.shape)} and {b.name} "
+                             f"{list(b.type.shape)} differ in shape")
+        _want(where, table, "int8", 2, "table")
+        if table.type.shape != (256, 256) or not table.is_const:
+            raise GraphError(f"{where}: table {table.name} must be an int8[256, 256] constant")
+        return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"),
+                            attrs.get("zero", 0))
     if op is G.Pad:
         (x,) = inputs
         n, c, h, wd = _want(where, x, "int8", 4, "input")

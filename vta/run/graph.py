@@ -289,6 +289,8 @@ class _Activations:
 
     def get(self, v: Value, layout: str) -> np.ndarray:
         """``v`` in ``layout`` (``gpu_place``'s layout names)."""
+        if v not in self.stored and v.data is not None:  # a kernel's own constant (a
+            self.stored[v] = (v.data, NCHW)  # grouped conv's dense weight, gpu_place)
         a, have = self.stored[v]
         if layout == OHWI:
             return _const_copy(self.copies, v, a)
