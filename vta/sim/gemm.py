@@ -224,7 +224,7 @@ class FastGemm:
             plan = self.resets[key] = _reset_plan(a, x, w, hazards)
         acc, out = sram.data["acc"], sram.data["out"]
         if mode == "sum":
-            xs = self.inp[plan.x]  # (n, batch, block_in)
+            xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
             if np.all(plan.w == plan.w[0]):
                 prods = np.matmul(xs, self.wgt_t[plan.w[0]])
             else:
@@ -243,7 +243,9 @@ class FastGemm:
         bi = self.inp.shape[2]
         single = self.dtype == np.float64 and m * bi * self.biggest < 2**24
         inp, wgt_t = (self.inp32, self.wgt_t32) if single else (self.inp, self.wgt_t)
-        xs = inp[col_x]  # (entries * m, batch, block_in)
+        # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
+        # these large gathers of small rows
+        xs = np.take(inp, col_x, axis=0)  # (entries * m, batch, block_in)
         e, batch = xs.shape[0] // m, xs.shape[1]
         cols = xs.reshape(e, m, batch, bi)
         if batch > 1:
@@ -254,9 +256,9 @@ class FastGemm:
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
-        xs = self.inp[plan.x]  # (n, batch, block_in)
+        xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
         if plan.groups is None:
-            return np.matmul(xs, self.wgt_t[plan.w])
+            return np.matmul(xs, np.take(self.wgt_t, plan.w, axis=0))
         n, batch, bi = xs.shape
         if plan.equal is not None:  # one stacked product: (groups, rows, bi) @ (groups, bi, bo)
             g = plan.equal.size

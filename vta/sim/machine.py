@@ -99,6 +99,8 @@ class _Static:
     dma: tuple[str, int] | None
     #: a DMA's bursts and scratchpad work (None: not a DMA, or an empty one)
     timing: DmaTiming | None
+    #: its name in counts and trace slices (``mnemonic``)
+    mnemonic: str = ""
     #: accumulator banks the instruction touches (separate ALU pipeline only; else empty)
     banks: tuple[int, ...] = ()
 
@@ -124,10 +126,11 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
                 raise SimError(f"{where(i, insn, program)}: {refused}")
             dma = d.dma(insn, hw) if d.dma is not None else None
             timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-            got = (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing)
+            got = (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
+                   d.mnemonic_of(insn))
             seen[insn] = got
-        d, unit, cycles, pops, pushes, dma, timing = got
-        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing,
+        d, unit, cycles, pops, pushes, dma, timing, name = got
+        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing, name,
                            banks.of(insn, d) if banks is not None else ()))
     return out
 
@@ -306,12 +309,8 @@ class Machine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _now(self) -> int:
-        """The current cycle (simpy types time as float; every delay here is an int)."""
-        return int(self.env.now)
-
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
-        now = self._now()
+        now = self.env.now
         dt = now - since
         if dt:
             setattr(u, kind, getattr(u, kind) + dt)
@@ -323,11 +322,11 @@ class Machine:
         """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
         traffic added are ``memory`` stall."""
-        start = self._now()
+        start = self.env.now
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
-        total = timing.cycles(self._now() - start)
-        yield self.env.timeout(start + total - self._now())
+        total = timing.cycles(self.env.now - start)
+        yield self.env.timeout(start + total - self.env.now)
         u.waiting = None
         u.busy += alone
         if total > alone:
@@ -339,7 +338,7 @@ class Machine:
                        ) -> Generator[simpy.Event, Any, list[Any]]:
         """Hold the accumulator banks an instruction touches (in bank order: no deadlock)."""
         held = []
-        t = self._now()
+        t = self.env.now
         for b in banks:
             u.waiting = f"accumulator bank {b}"
             req = self.banks[b].request()
@@ -358,16 +357,16 @@ class Machine:
             k = min(batch, n - first)
             u.current = first
             timing = fetch_timing(self.hw, k, first)
-            start = self._now()
+            start = self.env.now
             yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
-            self.slices.append(Slice("fetch", "insn", start, self._now(), first,
+            self.slices.append(Slice("fetch", "insn", start, self.env.now, first,
                                      f"FETCH {first}..{first + k - 1}"))
             for i in range(first, first + k):
                 u.current = i
                 m = self.info[i].module
-                t = self._now()
+                t = self.env.now
                 u.waiting = f"command queue {_UNIT_OF[m]} (full)"
                 yield self.cmdq[m].put(i)
                 self._waited(u, "queue", t, f"wait {_UNIT_OF[m]} queue", i)
@@ -376,18 +375,23 @@ class Machine:
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env = self.units[name], self.env
-        for _ in range(self.count[module]):
-            t = self._now()
+        cmdq, tokq, slices, execute = self.cmdq[module], self.tokq, self.slices, self.execute
+        count = self.count[module]
+        # the texts a wait is reported with, per token queue (formatted once, not per event)
+        pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
+        push_text = {q: (f"token queue {_qname(q)} (full)", f"push {_qname(q)}") for q in tokq}
+        for _ in range(count):
+            t = env.now
             u.waiting = "its command queue (empty)"
-            index = yield self.cmdq[module].get()
+            index = yield cmdq.get()
             self._waited(u, "queue", t, "wait command", index)
             u.current = index
             insn, info = self.insns[index], self.info[index]
             for q in info.pops:
-                t = self._now()
-                u.waiting = f"token queue {_qname(q)} (empty)"
-                yield self.tokq[q].get()
-                self._waited(u, "token", t, f"pop {_qname(q)}", index)
+                t = env.now
+                u.waiting, label = pop_text[q]
+                yield tokq[q].get()
+                self._waited(u, "token", t, label, index)
             if info.defn.drains:
                 others = [m for m in info.defn.drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
@@ -395,7 +399,7 @@ class Machine:
                 yield simpy.AllOf(self.env, [self.drained[m] for m in others])
                 u.waiting = None
             held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
-            start = self._now()
+            start = env.now
             if info.timing is not None:
                 yield from self._dma(u, info.timing, info.cycles, index)
             else:
@@ -405,20 +409,20 @@ class Machine:
                 self.banks[b].release(req)
             if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
-            if self.execute is not None:
-                self.execute(index, insn, info.defn)
-            self.slices.append(Slice(name, "insn", start, self._now(), index, mnemonic(insn)))
+            if execute is not None:
+                execute(index, insn, info.defn)
+            slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
             for q in info.pushes:
-                t = self._now()
-                u.waiting = f"token queue {_qname(q)} (full)"
-                yield self.tokq[q].put(True)
-                self._waited(u, "queue", t, f"push {_qname(q)}", index)
+                t = env.now
+                u.waiting, label = push_text[q]
+                yield tokq[q].put(True)
+                self._waited(u, "queue", t, label, index)
             u.insns += 1
             u.current = None
-            if u.insns == self.count[module] and not self.drained[module].triggered:
+            if u.insns == count and not self.drained[module].triggered:
                 self.drained[module].succeed()
             if info.defn.drains:
-                self.finished_at = self._now()
+                self.finished_at = env.now
 
     # ------------------------------------------------------------------ run
 
