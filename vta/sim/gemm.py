@@ -247,7 +247,7 @@ class FastGemm:
         # these large gathers of small rows
         xs = np.take(inp, col_x, axis=0)  # (entries * m, batch, block_in)
         e, batch = xs.shape[0] // m, xs.shape[1]
-        cols = xs.reshape(e, m, batch, bi)
+        cols: np.ndarray = xs.reshape(e, m, batch, bi)
         if batch > 1:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)

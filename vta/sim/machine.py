@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import simpy
@@ -77,6 +78,15 @@ _UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
             Unit.ALU: "alu"}
 
 
+class _Env(simpy.Environment):
+    """simpy's environment with its clock typed as what it is here: every delay the machine
+    schedules is an int, so ``now`` stays the int cycle it started at (0) plus ints."""
+
+    @property
+    def now(self) -> int:
+        return self._now  # type: ignore[return-value]
+
+
 def _qname(q: Queue) -> str:
     return f"{q[0].label}->{q[1].label}"
 
@@ -105,10 +115,35 @@ class _Static:
     banks: tuple[int, ...] = ()
 
 
+class _Refused(Exception):
+    """An instruction ``hw`` cannot run: the reason, without where the instruction is."""
+
+
+@lru_cache(maxsize=1 << 16)
+def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[Any, ...]:
+    """What the machine needs of one instruction on ``hw`` (``d``: its definition, keyed by
+    identity): checked (a ``_Refused`` naming why not), its unit, duration, token queues, DMA
+    and mnemonic. A pure function of the three, so it is cached across programs: a tuner's
+    candidates and a sweep's energy run share most of their instructions."""
+    try:
+        check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
+        pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
+    except (ValueError, DefinitionError) as e:
+        raise _Refused(str(e)) from None
+    refused = chisel_refusal(insn, hw)
+    if refused:
+        raise _Refused(refused)
+    dma = d.dma(insn, hw) if d.dma is not None else None
+    timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
+    return (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
+            d.mnemonic_of(insn))
+
+
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     """Each instruction's unit, duration, token queues and DMA timing, from its definition.
     A tiled program repeats most of its instructions: each distinct one is checked and timed
-    once (its first occurrence names it in an error), only its accumulator banks per place."""
+    once (``_describe``; its first occurrence names it in an error), only its accumulator
+    banks per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     seen: dict[Instruction, tuple[Any, ...]] = {}
@@ -116,19 +151,10 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
         got = seen.get(insn)
         if got is None:
             try:
-                d = definition_of(insn)
-                check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
-                pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
-            except (ValueError, DefinitionError) as e:
+                key: Any = insn  # a frozen dataclass: hashable
+                got = seen[insn] = _describe(key, hw, definition_of(insn))
+            except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-            refused = chisel_refusal(insn, hw)
-            if refused:
-                raise SimError(f"{where(i, insn, program)}: {refused}")
-            dma = d.dma(insn, hw) if d.dma is not None else None
-            timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-            got = (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
-                   d.mnemonic_of(insn))
-            seen[insn] = got
         d, unit, cycles, pops, pushes, dma, timing, name = got
         out.append(_Static(d, unit, cycles, pops, pushes, dma, timing, name,
                            banks.of(insn, d) if banks is not None else ()))
@@ -198,7 +224,7 @@ class _PortServer:
     completes (by the port's exact prediction) or a new one arrives, and triggers the event of
     each completed transfer."""
 
-    def __init__(self, env: simpy.Environment, hw: HwConfig) -> None:
+    def __init__(self, env: _Env, hw: HwConfig) -> None:
         self.env = env
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, simpy.Event] = {}
@@ -287,7 +313,7 @@ class Machine:
                        if definition_of(x).drains), None)
         self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
         self.info = _static(program, hw, self.insns)
-        env = self.env = simpy.Environment()
+        env = self.env = _Env()
         q = hw.queues
         separate = hw.alu.separate_pipeline
         self.modules = [m for m in Unit if m is not Unit.ALU or separate]
