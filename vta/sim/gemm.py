@@ -24,14 +24,22 @@ micro-ops read wgt 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
 
 from vta.config import DTYPE_BITS, HwConfig
 from vta.isa import Gemm, InstructionDef
-from vta.sim.kernels import Ctx, Sram, apply_sums, count_raw_hazards, microop_indices
+from vta.sim.kernels import (
+    Ctx,
+    Entries,
+    Sram,
+    apply_sums,
+    as_slice,
+    count_raw_hazards,
+    microop_indices,
+)
 
 __all__ = ["FastGemm", "float_exact"]
 
@@ -60,6 +68,8 @@ class _Plan:
     hazards: int
     #: im2col form: classes of entries sharing a weight sequence (None: not applicable)
     cols: tuple[_ColClass, ...] | None = None
+    #: ``entries`` as a slice when they are one run of consecutive entries (``as_slice``)
+    at: Entries | None = None
 
 
 #: at most this many distinct weight sequences for the im2col form to pay
@@ -99,6 +109,11 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
+    p = _plan_of(a, x, w, hazards)
+    return replace(p, at=as_slice(p.entries))
+
+
+def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
     n = a.size
     if n == 0:
         return _Plan(x, w, None, None, a, a, a, hazards)
@@ -198,12 +213,12 @@ class FastGemm:
             sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
             for c in plan.cols:
                 sums[c.rows] = self._im2col_sums(c.x, c.w)
-            apply_sums(sram, plan.entries, sums)
+            apply_sums(sram, plan.entries if plan.at is None else plan.at, sums)
             return plan.hazards
         prods = self._products(plan)[plan.by_acc]
         if plan.starts.size != prods.shape[0]:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
-        apply_sums(sram, plan.entries, prods.astype(np.int64))
+        apply_sums(sram, plan.entries if plan.at is None else plan.at, prods.astype(np.int64))
         return plan.hazards
 
     def reset(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> int:

@@ -47,7 +47,7 @@ from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
-           "apply_sums", "count_raw_hazards", "operand_label"]
+           "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,15 +215,33 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
 # ------------------------------------------------------------------------------ compute
 
 
-def apply_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:
-    """``acc[entries] += sums`` (exact int64 sums), wrapped; then narrow into out."""
+#: distinct entries of a buffer: an index array, or the same run of entries as a slice
+Entries = np.ndarray | slice
+
+
+def as_slice(idx: np.ndarray) -> Entries:
+    """``idx`` as a slice when it is one ascending run of consecutive entries (then reading and
+    writing them is a view, not a gather or a scatter: the same entries, faster), else
+    ``idx`` itself."""
+    n = idx.size
+    if n == 0:
+        return idx
+    lo = int(idx[0])
+    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(np.diff(idx) == 1))):
+        return idx
+    return slice(lo, lo + n)
+
+
+def apply_sums(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
+    """``acc[entries] += sums`` (exact int64 sums; ``entries`` distinct), wrapped; then narrow
+    into out."""
     acc = sram.data["acc"]
     new = (acc[entries].astype(np.int64) + sums).astype(sram.acc_dtype)
     acc[entries] = new
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-def _set(sram: Sram, entries: np.ndarray, exact: np.ndarray) -> None:
+def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
     new = exact.astype(sram.acc_dtype)
     sram.data["acc"][entries] = new
     sram.data["out"][entries] = new.astype(sram.out_dtype)
@@ -257,6 +275,8 @@ class _MicroPlan:
     idx: dict[str, np.ndarray]  # ``microop_indices``
     mode: str | None  # ``reset_mode``
     hazards: int
+    #: ``idx`` with each consecutive run as a slice (``as_slice``), for the batched paths
+    sel: dict[str, Entries] | None = None
     #: an update: whether loop order matters (``_needs_order``)
     ordered: bool = False
     #: an accumulate: executions sorted by destination, and where each destination starts
@@ -280,7 +300,9 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         sa = a[order]
         starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
-    return _MicroPlan(idx, mode, hazards, ordered=_needs_order(a, acc_reads, sram.depth["acc"]))
+    ordered = _needs_order(a, acc_reads, sram.depth["acc"])
+    sel = None if ordered else {k: as_slice(v) for k, v in idx.items()}
+    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered)
 
 
 def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
@@ -311,9 +333,13 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
         apply_sums(sram, plan.entries, np.add.reduceat(delta[plan.order], plan.starts, axis=0))
         return plan.hazards
     acc = sram.data["acc"]
-    if not plan.ordered:
-        new = d.update(insn, acc[a].astype(np.int64), _gather(sram, d, insn, idx), sram.hw)
-        _set(sram, a, new)
+    if not plan.ordered:  # the destinations are distinct: each run of them a slice
+        assert plan.sel is not None
+        at = plan.sel
+        new = d.update(insn, acc[at["dst"]].astype(np.int64),
+                       {op.name: sram.data[op.memory][at[op.name]].astype(np.int64)
+                        for op in d.reads(insn, sram.hw)}, sram.hw)
+        _set(sram, at["dst"], new)
         return plan.hazards
     for k in range(a.size):  # a dependence inside the instruction: one execution at a time
         sel = slice(k, k + 1)
