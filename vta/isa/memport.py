@@ -211,10 +211,16 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
                 t, ready = tj, [j]
             elif tj == t:
                 ready.append(j)
-        if priority:
-            job = min(ready, key=lambda j: (j.transfer.priority, j.key))
-        else:
-            job = next((j for j in ready if j.key > st.last_key), ready[0])
+        job = ready[0]
+        if len(ready) > 1:
+            if priority:
+                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
+            else:  # round robin: the first after the one served last, else the first
+                last = st.last_key
+                for j in ready:
+                    if j.key > last:
+                        job = j
+                        break
         if until is not None and t >= until:
             return
         if done_by is not None and done_by <= t:
