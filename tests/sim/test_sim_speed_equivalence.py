@@ -12,11 +12,13 @@ from typing import Any
 
 import _memport_before as before
 import numpy as np
+import pytest
 from _sim_helpers import run_both
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vta.config import HwConfig
+from vta.errors import InputError
 from vta.isa import assemble
 from vta.isa import memport as after
 from vta.sim import simulate
@@ -140,3 +142,16 @@ def test_cached_plans_follow_reloaded_microops(pynq: HwConfig) -> None:
     assert not out["Y"][4:].any()
     assert simulate(program, pynq, {"X": x}, timing_only=True).cycles == \
         simulate(program, pynq, {"X": x}).cycles
+
+
+def test_timing_only_draws_no_inputs_but_refuses_a_huge_image(pynq: HwConfig) -> None:
+    """Timing-only draws no values (its result's ``inputs`` is empty), and still refuses a DRAM
+    image larger than the simulator holds, naming the largest allocation, as a run with
+    values does."""
+    program = assemble(_RELOAD, pynq)
+    r = simulate(program, pynq, timing_only=True)
+    assert r.inputs == {} and r.cycles == simulate(program, pynq).cycles
+    huge = assemble(".alloc BIG acc 20000000\n" + _RELOAD, pynq)
+    for timing_only in (True, False):
+        with pytest.raises(InputError, match=r"larger than the simulator's .*'BIG'"):
+            simulate(huge, pynq, timing_only=timing_only)

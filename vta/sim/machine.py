@@ -62,7 +62,7 @@ from vta.isa.timing import (
     read_channel,
     write_channel,
 )
-from vta.sim.dram import Dram, random_inputs
+from vta.sim.dram import Dram, check_dram_size, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
@@ -505,11 +505,15 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
     """Run ``program`` on the cycle-level machine.
 
     ``inputs`` maps allocation names to arrays (see ``vta.sim.dram``); when None, full-range
-    random inputs are drawn with ``seed`` (0 when None too). ``timing_only`` skips all
-    arithmetic (and with it SRAM index checks) and gives the same cycle count. ``trace_path``
+    random inputs are drawn with ``seed`` (0 when None too), but for ``timing_only``, which
+    skips all arithmetic (and with it SRAM index checks), draws nothing (the result's
+    ``inputs`` is then empty) and gives the same cycle count. ``trace_path``
     writes a Chrome/Perfetto trace (``vta.sim.trace``).
     """
-    if inputs is None:
+    if inputs is None and timing_only:  # no values at all: none are drawn
+        check_dram_size(program)
+        inputs = {}
+    elif inputs is None:
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
     machine = Machine(program, hw, executor)
