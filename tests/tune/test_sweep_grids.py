@@ -12,7 +12,15 @@ import pytest
 from vta.cli import main
 from vta.errors import SweepError
 from vta.tune.executor import LocalExecutor
-from vta.tune.sweep import MAX_POINTS, PointResult, load_grid, run_sweep
+from vta.tune.sweep import (
+    CHUNK,
+    CHUNK_JOBS,
+    MAX_POINTS,
+    PointResult,
+    chunk_points,
+    load_grid,
+    run_sweep,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = ROOT / "hwconfigs" / "pynq.yaml"
@@ -93,6 +101,18 @@ def test_force_streams_rows_as_points_finish(tmp_path: Path,
     assert "Pareto front (3): clock_mhz=102 lut=53200, clock_mhz=102 lut=53201, " in text
     rows = list(csv.DictReader(out.with_suffix(".csv").open()))
     assert len(rows) == 9 and sum(r["pareto"] == "True" for r in rows) == 3
+
+
+def test_chunks_hold_a_few_points_of_a_network() -> None:
+    """A chunk carries about ``CHUNK_JOBS`` layer jobs (two per worker on a big cluster): 32
+    points of one layer, 3 of ResNet-18's 11 layers (its rows every 3 points, not every 32), 12
+    on 64 workers; never more than ``CHUNK`` points, never none (issue 22)."""
+    assert CHUNK_JOBS == 32 and CHUNK == 32
+    assert chunk_points(1, 1) == 32 and chunk_points(1, 2) == 32
+    assert chunk_points(11, 1) == 3 and chunk_points(11, 2) == 3
+    assert chunk_points(11, 64) == 12
+    assert chunk_points(1, 1000) == CHUNK and chunk_points(500, 1) == 1
+    assert chunk_points(0, 1) == CHUNK
 
 
 def test_all_invalid_grid_is_an_error_with_the_count(tmp_path: Path,

@@ -95,17 +95,25 @@ class _Job:
     #: the earliest cycle its next burst may issue (its lead; a new row: the gap after the
     #: previous row's completion); -1: the arrival plus the lead
     ready: int = -1
+    #: its number of bursts, and the indices of the bursts that begin a row after the first
+    #: (``_row_starts``): read on every issue, so kept here rather than derived each time
+    n: int = 0
+    starts: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if self.ready < 0:
             self.ready = self.arrival + self.transfer.lead
+        if not self.n:
+            self.n = len(self.transfer.bursts)
+            self.starts = _row_starts(self.transfer.groups)
 
     @property
     def issuing(self) -> bool:
-        return self.next < len(self.transfer.bursts)
+        return self.next < self.n
 
     def copy(self) -> _Job:
-        return _Job(self.key, self.transfer, self.arrival, self.next, self.done, -1, self.ready)
+        return _Job(self.key, self.transfer, self.arrival, self.next, self.done, -1, self.ready,
+                    self.n, self.starts)
 
 
 @lru_cache(maxsize=4096)
@@ -148,17 +156,22 @@ def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
 
 def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
     beats = job.transfer.bursts[job.next]
-    start = max(t + (ch.command if ch.write else ch.latency), st.free)
+    start = t + (ch.command if ch.write else ch.latency)
+    if st.free > start:
+        start = st.free
     end = start + beats
     st.free = end
     release = end + ch.latency + ch.ack if ch.write else end
-    st.slots = st.slots[bisect_right(st.slots, t):]  # ascending: the outstanding suffix
-    st.slots.append(release)
+    slots = st.slots
+    if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+        slots = st.slots = slots[bisect_right(slots, t):]
+    slots.append(release)
     st.last_issue = t
     st.last_key = job.key
     job.next += 1
-    job.done = max(job.done, release)
-    if job.next in _row_starts(job.transfer.groups):
+    if release > job.done:
+        job.done = release
+    if job.next in job.starts:
         job.ready = job.done + job.transfer.gap  # the next row waits for this one
 
 
@@ -170,29 +183,53 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     ``until``; with ``first_done``, also stop once some job has issued its last burst and no
     later issue can complete before it (what comes next no longer changes the first
     completion)."""
+    # the earliest completion among the jobs that have issued every burst (``first_done``):
+    # a finished job's ``done`` no longer changes, so this only falls as jobs finish
+    done_by: int | None = None
+    if first_done:
+        done_by = min((j.done for j in jobs if j.next >= j.n), default=None)
+    live = [j for j in jobs if j.next < j.n]
+    in_flight, priority = ch.in_flight, ch.priority
     while True:
-        live = [j for j in jobs if j.issuing]
         if not live:
             return
         if len(live) == 1:
             # one job left issuing: nothing else takes a turn, so its bursts go one after
             # another (the jobs done already are done: their earliest completion is fixed)
-            _run_one(ch, st, live[0], until,
-                     min((j.done for j in jobs if not j.issuing), default=None)
-                     if first_done else None)
+            _run_one(ch, st, live[0], until, done_by)
             return
-        times = [_issue_time(ch, st, j) for j in live]
-        t = min(times)
-        ready = [j for j, tj in zip(live, times, strict=True) if tj == t]
-        if ch.priority:
-            job = min(ready, key=lambda j: (j.transfer.priority, j.key))
-        else:
-            job = next((j for j in ready if j.key > st.last_key), ready[0])
+        # each job's earliest issue (``_issue_time``), the slot bound shared by all of them
+        base = st.last_issue + 1
+        k = len(st.slots) - in_flight
+        if k >= 0 and st.slots[k] > base:
+            base = st.slots[k]
+        t = -1
+        ready: list[_Job] = []
+        for j in live:
+            tj = base if base > j.ready else j.ready
+            if t < 0 or tj < t:
+                t, ready = tj, [j]
+            elif tj == t:
+                ready.append(j)
+        job = ready[0]
+        if len(ready) > 1:
+            if priority:
+                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
+            else:  # round robin: the first after the one served last, else the first
+                last = st.last_key
+                for j in ready:
+                    if j.key > last:
+                        job = j
+                        break
         if until is not None and t >= until:
             return
-        if first_done and any(not j.issuing and j.done <= t for j in jobs):
+        if done_by is not None and done_by <= t:
             return
         _issue(ch, st, job, t)
+        if job.next >= job.n:
+            live.remove(job)
+            if first_done and (done_by is None or job.done < done_by):
+                done_by = job.done
 
 
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
@@ -200,7 +237,7 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
     """``_run`` with ``job`` the only one issuing: its bursts in order until they are all
     issued, the next issue would be at or after ``until``, or (``done_by``: the earliest
     completion of a finished job, with ``first_done``) at or after that completion."""
-    while job.issuing:
+    while job.next < job.n:
         t = _issue_time(ch, st, job)
         if until is not None and t >= until:
             return
@@ -239,6 +276,10 @@ class Port:
         #: per channel, the next completion under the current plan (a new transfer or a
         #: retired one on that channel plans again)
         self._next: dict[bool, int | None] = {False: None, True: None}
+        #: per channel, the plan that found ``_next`` (the state and jobs once it has issued
+        #: every burst before that completion), adopted by ``finish`` at that cycle instead of
+        #: issuing the same bursts again
+        self._trial: dict[bool, tuple[_State, list[_Job]] | None] = {False: None, True: None}
 
     def submit(self, transfer: Transfer, now: int) -> int:
         """Add ``transfer`` at cycle ``now``; returns its key."""
@@ -254,7 +295,7 @@ class Port:
             for other in self.jobs[w]:
                 other.solo = -1
         self.jobs[w].append(job)
-        self._next[w] = None
+        self._next[w] = self._trial[w] = None
         return self._keys
 
     def _commit(self, w: bool, now: int) -> None:
@@ -274,8 +315,12 @@ class Port:
                     done = jobs[0].solo
                 else:
                     trial = [j.copy() for j in jobs]
-                    _run(self.channels[w], self.state[w].copy(), trial, None, first_done=True)
+                    state = self.state[w].copy()
+                    _run(self.channels[w], state, trial, None, first_done=True)
                     done = min(j.done for j in trial if not j.issuing)
+                    # every burst it issued is before ``done``: committing up to ``done``
+                    # issues exactly these (``finish``)
+                    self._trial[w] = (state, trial)
                 self._next[w] = done
             best = done if best is None else min(best, done)
         assert best is not None, "no transfer is active"
@@ -311,7 +356,12 @@ class Port:
                                        [r + t0 for r in st.slots], lone.key)
                 lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
                 lone.ready = lone.done
-            self._commit(w, now)
+            trial = self._trial[w]
+            if trial is not None and nxt == now:
+                self.state[w], self.jobs[w] = trial
+            else:
+                self._commit(w, now)
+            self._trial[w] = None
             keep = []
             for j in self.jobs[w]:
                 if j.next == len(j.transfer.bursts) and j.done <= now:

@@ -203,8 +203,9 @@ class DmaTiming:
         return self.cycles(alone(self.channel, self.transfer))
 
 
+@lru_cache(maxsize=65536)
 def _row_bursts(hw: HwConfig, addr: int, row_bytes: int, beat_bytes: int,
-                entry_bytes: int | None) -> list[int]:
+                entry_bytes: int | None) -> tuple[int, ...]:
     """Channel cycles of each burst of one row of ``row_bytes`` at byte ``addr`` (modulo the
     boundary). A master ``beat_bytes`` wide bursts as many of its beats as ``burst_bytes``
     holds bus beats (HLS's ``max_read_burst_length``) and occupies the channel a cycle per
@@ -223,7 +224,7 @@ def _row_bursts(hw: HwConfig, addr: int, row_bytes: int, beat_bytes: int,
         out.append(cycles)
         left -= chunk
         at += chunk
-    return out
+    return tuple(out)
 
 
 def _overhead(tm: TimingModel, kind: str, write: bool) -> Overhead:

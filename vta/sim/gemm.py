@@ -24,14 +24,22 @@ micro-ops read wgt 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
 
 from vta.config import DTYPE_BITS, HwConfig
 from vta.isa import Gemm, InstructionDef
-from vta.sim.kernels import Ctx, Sram, apply_sums, count_raw_hazards, microop_indices
+from vta.sim.kernels import (
+    Ctx,
+    Entries,
+    Sram,
+    apply_sums,
+    as_slice,
+    count_raw_hazards,
+    microop_indices,
+)
 
 __all__ = ["FastGemm", "float_exact"]
 
@@ -60,6 +68,8 @@ class _Plan:
     hazards: int
     #: im2col form: classes of entries sharing a weight sequence (None: not applicable)
     cols: tuple[_ColClass, ...] | None = None
+    #: ``entries`` as a slice when they are one run of consecutive entries (``as_slice``)
+    at: Entries | None = None
 
 
 #: at most this many distinct weight sequences for the im2col form to pay
@@ -99,6 +109,11 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
+    p = _plan_of(a, x, w, hazards)
+    return replace(p, at=as_slice(p.entries))
+
+
+def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
     n = a.size
     if n == 0:
         return _Plan(x, w, None, None, a, a, a, hazards)
@@ -198,12 +213,12 @@ class FastGemm:
             sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
             for c in plan.cols:
                 sums[c.rows] = self._im2col_sums(c.x, c.w)
-            apply_sums(sram, plan.entries, sums)
+            apply_sums(sram, plan.entries if plan.at is None else plan.at, sums)
             return plan.hazards
         prods = self._products(plan)[plan.by_acc]
         if plan.starts.size != prods.shape[0]:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
-        apply_sums(sram, plan.entries, prods.astype(np.int64))
+        apply_sums(sram, plan.entries if plan.at is None else plan.at, prods.astype(np.int64))
         return plan.hazards
 
     def reset(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> int:
@@ -224,7 +239,7 @@ class FastGemm:
             plan = self.resets[key] = _reset_plan(a, x, w, hazards)
         acc, out = sram.data["acc"], sram.data["out"]
         if mode == "sum":
-            xs = self.inp[plan.x]  # (n, batch, block_in)
+            xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
             if np.all(plan.w == plan.w[0]):
                 prods = np.matmul(xs, self.wgt_t[plan.w[0]])
             else:
@@ -243,9 +258,11 @@ class FastGemm:
         bi = self.inp.shape[2]
         single = self.dtype == np.float64 and m * bi * self.biggest < 2**24
         inp, wgt_t = (self.inp32, self.wgt_t32) if single else (self.inp, self.wgt_t)
-        xs = inp[col_x]  # (entries * m, batch, block_in)
+        # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
+        # these large gathers of small rows
+        xs = np.take(inp, col_x, axis=0)  # (entries * m, batch, block_in)
         e, batch = xs.shape[0] // m, xs.shape[1]
-        cols = xs.reshape(e, m, batch, bi)
+        cols: np.ndarray = xs.reshape(e, m, batch, bi)
         if batch > 1:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)
@@ -254,9 +271,9 @@ class FastGemm:
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
-        xs = self.inp[plan.x]  # (n, batch, block_in)
+        xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
         if plan.groups is None:
-            return np.matmul(xs, self.wgt_t[plan.w])
+            return np.matmul(xs, np.take(self.wgt_t, plan.w, axis=0))
         n, batch, bi = xs.shape
         if plan.equal is not None:  # one stacked product: (groups, rows, bi) @ (groups, bi, bo)
             g = plan.equal.size

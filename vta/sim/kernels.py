@@ -47,7 +47,7 @@ from vta.isa.builtins import load_image, store_rows
 from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
-           "apply_sums", "count_raw_hazards", "operand_label"]
+           "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +71,18 @@ class Sram:
         self.depth = {k: hw.depth(k) for k in BUFFER_KINDS}
         self.uop = np.zeros((3, self.depth["uop"]), dtype=np.int64)  # rows: dst, src, wgt
         self.data: dict[str, np.ndarray] = {}
+        #: each kind's little-endian DRAM entry dtype and entry shape (``dram.entry_spec``)
+        self.spec = {k: entry_spec(hw, k) for k in BUFFER_KINDS}
         for kind in DATA_KINDS:
-            dtype, shape = entry_spec(hw, kind)
+            dtype, shape = self.spec[kind]
             self.data[kind] = np.zeros((self.depth[kind], *shape), dtype=dtype.newbyteorder("="))
         self.acc_dtype = self.data["acc"].dtype
         self.out_dtype = self.data["out"].dtype
         self._uop_fields = [(pos, (1 << width) - 1) for _, pos, width in uop_layout(hw)]
+        #: bumped by every LOAD.UOP that writes micro-ops: the index plans below key on it
+        self.uop_version = 0
+        #: ``exec_microop``'s index work per (instruction, ``uop_version``)
+        self.plans: dict[tuple[Any, int], _MicroPlan] = {}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -97,7 +103,13 @@ def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
         raise AddressError(f"{where(ctx.index, ctx.insn, ctx.program)}: DRAM {kind} element "
                           f"{last} (byte {end - 1}) is outside the DRAM image "
                           f"({dram.buf.size} bytes)")
-    return np.lib.stride_tricks.as_strided(dram.buf[base * eb:], shape=(rows, cols * eb),
+    first = base * eb
+    if rows == 1 or stride == cols:  # one contiguous span (the common tile row)
+        return dram.buf[first: first + rows * cols * eb].reshape(rows, cols * eb)
+    if stride > cols and first + rows * stride * eb <= dram.buf.size:  # rows inside a slice
+        return dram.buf[first: first + rows * stride * eb].reshape(rows, stride * eb)[
+            :, : cols * eb]
+    return np.lib.stride_tricks.as_strided(dram.buf[first:], shape=(rows, cols * eb),
                                            strides=(stride * eb, 1))
 
 
@@ -114,17 +126,20 @@ def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, i
     if n == 0:
         return kind, insn.sram_base, insn.sram_base
     _check_sram(ctx, sram, kind, insn.sram_base, n)
-    dtype, shape = entry_spec(dram.hw, kind)
+    dtype, shape = sram.spec[kind]
     rows, cols = insn.data_rows, insn.x_size
+    pads = insn.pads
     if insn.data_elems:
         raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
         data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
     else:  # pads only
         data = np.zeros((rows, cols, *shape), dtype=dtype)
-    img = load_image(insn, data).reshape(n, *shape)
+    # without pads LOAD's image is its data (``load_image``), which then need not be built
+    img = (data if pads == (0, 0, 0, 0) else load_image(insn, data)).reshape(n, *shape)
     lo, hi = insn.sram_base, insn.sram_base + n
     if kind == "uop":
         sram.uop[:, lo:hi] = sram.decode_uops(img)
+        sram.uop_version += 1
     else:
         sram.data[kind][lo:hi] = img
     return kind, lo, hi
@@ -200,15 +215,33 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
 # ------------------------------------------------------------------------------ compute
 
 
-def apply_sums(sram: Sram, entries: np.ndarray, sums: np.ndarray) -> None:
-    """``acc[entries] += sums`` (exact int64 sums), wrapped; then narrow into out."""
+#: distinct entries of a buffer: an index array, or the same run of entries as a slice
+Entries = np.ndarray | slice
+
+
+def as_slice(idx: np.ndarray) -> Entries:
+    """``idx`` as a slice when it is one ascending run of consecutive entries (then reading and
+    writing them is a view, not a gather or a scatter: the same entries, faster), else
+    ``idx`` itself."""
+    n = idx.size
+    if n == 0:
+        return idx
+    lo = int(idx[0])
+    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(np.diff(idx) == 1))):
+        return idx
+    return slice(lo, lo + n)
+
+
+def apply_sums(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
+    """``acc[entries] += sums`` (exact int64 sums; ``entries`` distinct), wrapped; then narrow
+    into out."""
     acc = sram.data["acc"]
     new = (acc[entries].astype(np.int64) + sums).astype(sram.acc_dtype)
     acc[entries] = new
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-def _set(sram: Sram, entries: np.ndarray, exact: np.ndarray) -> None:
+def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
     new = exact.astype(sram.acc_dtype)
     sram.data["acc"][entries] = new
     sram.data["out"][entries] = new.astype(sram.out_dtype)
@@ -233,45 +266,87 @@ def _gather(sram: Sram, d: InstructionDef, insn: Any, idx: dict[str, np.ndarray]
             for op in d.reads(insn, sram.hw)}
 
 
+@dataclass(frozen=True, slots=True)
+class _MicroPlan:
+    """The index work of one micro-op instruction over the micro-ops in SRAM: what depends
+    only on its fields and those micro-ops, so the same instruction issued again (a tiled
+    loop) pays only the gathers and its semantics."""
+
+    idx: dict[str, np.ndarray]  # ``microop_indices``
+    mode: str | None  # ``reset_mode``
+    hazards: int
+    #: ``idx`` with each consecutive run as a slice (``as_slice``), for the batched paths
+    sel: dict[str, Entries] | None = None
+    #: an update: whether loop order matters (``_needs_order``)
+    ordered: bool = False
+    #: an accumulate: executions sorted by destination, and where each destination starts
+    order: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    entries: np.ndarray | None = None  # the distinct destinations, sorted
+
+
+def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
+    idx = microop_indices(sram, insn, d, ctx)
+    a = idx["dst"]
+    mode = d.reset_mode(insn, sram.hw)
+    if a.size == 0 or mode in ("zero", "keep"):
+        return _MicroPlan(idx, mode, 0)
+    acc_reads = [idx[op.name] for op in d.reads(insn, sram.hw) if op.memory == "acc"]
+    hazards = count_raw_hazards(a, (a, *acc_reads), lag)
+    if mode == "sum":
+        return _MicroPlan(idx, mode, hazards)
+    if d.kind == "accumulate":
+        order = np.argsort(a, kind="stable")
+        sa = a[order]
+        starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+        return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
+    ordered = _needs_order(a, acc_reads, sram.depth["acc"])
+    sel = None if ordered else {k: as_slice(v) for k, v in idx.items()}
+    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered)
+
+
 def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
     """Execute a micro-op compute instruction with its definition's semantics (vectorised;
     an update whose executions depend on each other runs one execution at a time). Returns the
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
-    hazard window)."""
-    idx = microop_indices(sram, insn, d, ctx)
+    hazard window). The index work is cached per (instruction, micro-ops) (``_MicroPlan``)."""
+    key = (insn, sram.uop_version)
+    plan = sram.plans.get(key)
+    if plan is None:
+        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx, lag)
+    idx, mode = plan.idx, plan.mode
     a = idx["dst"]
     if a.size == 0:
         return 0
-    mode = d.reset_mode(insn, sram.hw)
     if mode in ("zero", "keep"):
         sram.data["acc"][a] = 0
         if mode == "zero":
             sram.data["out"][a] = 0
         return 0
-    acc_reads = [idx[op.name] for op in d.reads(insn, sram.hw) if op.memory == "acc"]
-    hazards = count_raw_hazards(a, (a, *acc_reads), lag)
     if mode == "sum":
         _reset_sum(sram, insn, d, idx)
-        return hazards
-    if d.kind == "accumulate":
+        return plan.hazards
+    if plan.order is not None:  # accumulate
+        assert plan.starts is not None and plan.entries is not None
         delta = d.delta(insn, _gather(sram, d, insn, idx), sram.hw,
                         (a.size, *sram.data["acc"].shape[1:]))
-        order = np.argsort(a, kind="stable")
-        sa = a[order]
-        starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
-        apply_sums(sram, sa[starts], np.add.reduceat(delta[order], starts, axis=0))
-        return hazards
+        apply_sums(sram, plan.entries, np.add.reduceat(delta[plan.order], plan.starts, axis=0))
+        return plan.hazards
     acc = sram.data["acc"]
-    if not _needs_order(a, acc_reads, sram.depth["acc"]):
-        new = d.update(insn, acc[a].astype(np.int64), _gather(sram, d, insn, idx), sram.hw)
-        _set(sram, a, new)
-        return hazards
+    if not plan.ordered:  # the destinations are distinct: each run of them a slice
+        assert plan.sel is not None
+        at = plan.sel
+        new = d.update(insn, acc[at["dst"]].astype(np.int64),
+                       {op.name: sram.data[op.memory][at[op.name]].astype(np.int64)
+                        for op in d.reads(insn, sram.hw)}, sram.hw)
+        _set(sram, at["dst"], new)
+        return plan.hazards
     for k in range(a.size):  # a dependence inside the instruction: one execution at a time
         sel = slice(k, k + 1)
         new = d.update(insn, acc[a[sel]].astype(np.int64), _gather(sram, d, insn, idx, sel),
                        sram.hw)
         _set(sram, a[sel], new)
-    return hazards
+    return plan.hazards
 
 
 def _reset_sum(sram: Sram, insn: Any, d: InstructionDef, idx: dict[str, np.ndarray]) -> None:

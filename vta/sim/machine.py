@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import simpy
@@ -61,7 +62,7 @@ from vta.isa.timing import (
     read_channel,
     write_channel,
 )
-from vta.sim.dram import Dram, random_inputs
+from vta.sim.dram import Dram, check_dram_size, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
@@ -75,6 +76,15 @@ Proc = Generator[simpy.Event, Any, None]
 
 _UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
             Unit.ALU: "alu"}
+
+
+class _Env(simpy.Environment):
+    """simpy's environment with its clock typed as what it is here: every delay the machine
+    schedules is an int, so ``now`` stays the int cycle it started at (0) plus ints."""
+
+    @property
+    def now(self) -> int:
+        return self._now  # type: ignore[return-value]
 
 
 def _qname(q: Queue) -> str:
@@ -99,14 +109,41 @@ class _Static:
     dma: tuple[str, int] | None
     #: a DMA's bursts and scratchpad work (None: not a DMA, or an empty one)
     timing: DmaTiming | None
+    #: its name in counts and trace slices (``mnemonic``)
+    mnemonic: str = ""
     #: accumulator banks the instruction touches (separate ALU pipeline only; else empty)
     banks: tuple[int, ...] = ()
+
+
+class _Refused(Exception):
+    """An instruction ``hw`` cannot run: the reason, without where the instruction is."""
+
+
+@lru_cache(maxsize=1 << 16)
+def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[Any, ...]:
+    """What the machine needs of one instruction on ``hw`` (``d``: its definition, keyed by
+    identity): checked (a ``_Refused`` naming why not), its unit, duration, token queues, DMA
+    and mnemonic. A pure function of the three, so it is cached across programs: a tuner's
+    candidates and a sweep's energy run share most of their instructions."""
+    try:
+        check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
+        pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
+    except (ValueError, DefinitionError) as e:
+        raise _Refused(str(e)) from None
+    refused = chisel_refusal(insn, hw)
+    if refused:
+        raise _Refused(refused)
+    dma = d.dma(insn, hw) if d.dma is not None else None
+    timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
+    return (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
+            d.mnemonic_of(insn))
 
 
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     """Each instruction's unit, duration, token queues and DMA timing, from its definition.
     A tiled program repeats most of its instructions: each distinct one is checked and timed
-    once (its first occurrence names it in an error), only its accumulator banks per place."""
+    once (``_describe``; its first occurrence names it in an error), only its accumulator
+    banks per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     seen: dict[Instruction, tuple[Any, ...]] = {}
@@ -114,20 +151,12 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
         got = seen.get(insn)
         if got is None:
             try:
-                d = definition_of(insn)
-                check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
-                pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
-            except (ValueError, DefinitionError) as e:
+                key: Any = insn  # a frozen dataclass: hashable
+                got = seen[insn] = _describe(key, hw, definition_of(insn))
+            except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-            refused = chisel_refusal(insn, hw)
-            if refused:
-                raise SimError(f"{where(i, insn, program)}: {refused}")
-            dma = d.dma(insn, hw) if d.dma is not None else None
-            timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-            got = (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing)
-            seen[insn] = got
-        d, unit, cycles, pops, pushes, dma, timing = got
-        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing,
+        d, unit, cycles, pops, pushes, dma, timing, name = got
+        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing, name,
                            banks.of(insn, d) if banks is not None else ()))
     return out
 
@@ -195,7 +224,7 @@ class _PortServer:
     completes (by the port's exact prediction) or a new one arrives, and triggers the event of
     each completed transfer."""
 
-    def __init__(self, env: simpy.Environment, hw: HwConfig) -> None:
+    def __init__(self, env: _Env, hw: HwConfig) -> None:
         self.env = env
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, simpy.Event] = {}
@@ -284,7 +313,7 @@ class Machine:
                        if definition_of(x).drains), None)
         self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
         self.info = _static(program, hw, self.insns)
-        env = self.env = simpy.Environment()
+        env = self.env = _Env()
         q = hw.queues
         separate = hw.alu.separate_pipeline
         self.modules = [m for m in Unit if m is not Unit.ALU or separate]
@@ -306,12 +335,8 @@ class Machine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _now(self) -> int:
-        """The current cycle (simpy types time as float; every delay here is an int)."""
-        return int(self.env.now)
-
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
-        now = self._now()
+        now = self.env.now
         dt = now - since
         if dt:
             setattr(u, kind, getattr(u, kind) + dt)
@@ -323,11 +348,11 @@ class Machine:
         """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
         traffic added are ``memory`` stall."""
-        start = self._now()
+        start = self.env.now
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
-        total = timing.cycles(self._now() - start)
-        yield self.env.timeout(start + total - self._now())
+        total = timing.cycles(self.env.now - start)
+        yield self.env.timeout(start + total - self.env.now)
         u.waiting = None
         u.busy += alone
         if total > alone:
@@ -339,7 +364,7 @@ class Machine:
                        ) -> Generator[simpy.Event, Any, list[Any]]:
         """Hold the accumulator banks an instruction touches (in bank order: no deadlock)."""
         held = []
-        t = self._now()
+        t = self.env.now
         for b in banks:
             u.waiting = f"accumulator bank {b}"
             req = self.banks[b].request()
@@ -358,16 +383,16 @@ class Machine:
             k = min(batch, n - first)
             u.current = first
             timing = fetch_timing(self.hw, k, first)
-            start = self._now()
+            start = self.env.now
             yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
-            self.slices.append(Slice("fetch", "insn", start, self._now(), first,
+            self.slices.append(Slice("fetch", "insn", start, self.env.now, first,
                                      f"FETCH {first}..{first + k - 1}"))
             for i in range(first, first + k):
                 u.current = i
                 m = self.info[i].module
-                t = self._now()
+                t = self.env.now
                 u.waiting = f"command queue {_UNIT_OF[m]} (full)"
                 yield self.cmdq[m].put(i)
                 self._waited(u, "queue", t, f"wait {_UNIT_OF[m]} queue", i)
@@ -376,18 +401,23 @@ class Machine:
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env = self.units[name], self.env
-        for _ in range(self.count[module]):
-            t = self._now()
+        cmdq, tokq, slices, execute = self.cmdq[module], self.tokq, self.slices, self.execute
+        count = self.count[module]
+        # the texts a wait is reported with, per token queue (formatted once, not per event)
+        pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
+        push_text = {q: (f"token queue {_qname(q)} (full)", f"push {_qname(q)}") for q in tokq}
+        for _ in range(count):
+            t = env.now
             u.waiting = "its command queue (empty)"
-            index = yield self.cmdq[module].get()
+            index = yield cmdq.get()
             self._waited(u, "queue", t, "wait command", index)
             u.current = index
             insn, info = self.insns[index], self.info[index]
             for q in info.pops:
-                t = self._now()
-                u.waiting = f"token queue {_qname(q)} (empty)"
-                yield self.tokq[q].get()
-                self._waited(u, "token", t, f"pop {_qname(q)}", index)
+                t = env.now
+                u.waiting, label = pop_text[q]
+                yield tokq[q].get()
+                self._waited(u, "token", t, label, index)
             if info.defn.drains:
                 others = [m for m in info.defn.drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
@@ -395,7 +425,7 @@ class Machine:
                 yield simpy.AllOf(self.env, [self.drained[m] for m in others])
                 u.waiting = None
             held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
-            start = self._now()
+            start = env.now
             if info.timing is not None:
                 yield from self._dma(u, info.timing, info.cycles, index)
             else:
@@ -405,20 +435,20 @@ class Machine:
                 self.banks[b].release(req)
             if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
-            if self.execute is not None:
-                self.execute(index, insn, info.defn)
-            self.slices.append(Slice(name, "insn", start, self._now(), index, mnemonic(insn)))
+            if execute is not None:
+                execute(index, insn, info.defn)
+            slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
             for q in info.pushes:
-                t = self._now()
-                u.waiting = f"token queue {_qname(q)} (full)"
-                yield self.tokq[q].put(True)
-                self._waited(u, "queue", t, f"push {_qname(q)}", index)
+                t = env.now
+                u.waiting, label = push_text[q]
+                yield tokq[q].put(True)
+                self._waited(u, "queue", t, label, index)
             u.insns += 1
             u.current = None
-            if u.insns == self.count[module] and not self.drained[module].triggered:
+            if u.insns == count and not self.drained[module].triggered:
                 self.drained[module].succeed()
             if info.defn.drains:
-                self.finished_at = self._now()
+                self.finished_at = env.now
 
     # ------------------------------------------------------------------ run
 
@@ -475,11 +505,15 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
     """Run ``program`` on the cycle-level machine.
 
     ``inputs`` maps allocation names to arrays (see ``vta.sim.dram``); when None, full-range
-    random inputs are drawn with ``seed`` (0 when None too). ``timing_only`` skips all
-    arithmetic (and with it SRAM index checks) and gives the same cycle count. ``trace_path``
+    random inputs are drawn with ``seed`` (0 when None too), but for ``timing_only``, which
+    skips all arithmetic (and with it SRAM index checks), draws nothing (the result's
+    ``inputs`` is then empty) and gives the same cycle count. ``trace_path``
     writes a Chrome/Perfetto trace (``vta.sim.trace``).
     """
-    if inputs is None:
+    if inputs is None and timing_only:  # no values at all: none are drawn
+        check_dram_size(program)
+        inputs = {}
+    elif inputs is None:
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
     machine = Machine(program, hw, executor)

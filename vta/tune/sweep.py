@@ -37,8 +37,9 @@ colour). A
 sweep in which no point is ok (every one refused by the schema, or no schedule fits) is a
 ``SweepError`` with the counts.
 
-Large grids: ``run_sweep`` tunes ``CHUNK`` points at a time and hands each finished point to
-``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
+Large grids: ``run_sweep`` tunes a chunk of points at a time (as many as carry ``CHUNK_JOBS``
+layer jobs, at most ``CHUNK``: 32 points of one layer, 3 of ResNet-18) and hands each finished
+point to ``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
 tuning state and one small summary per point, whatever the grid's size; points that differ
 only in clock or board share one cache key and are measured once (through the cache).
 
@@ -81,14 +82,19 @@ from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
-           "per_unit", "layer_energy"]
+           "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
 #: tuning, and most often a grid axis given by mistake
 MAX_POINTS = 1000
-#: points tuned at once by ``run_sweep`` (its memory is this many points' tuning state)
+#: the most points tuned at once by ``run_sweep`` (its memory is this many points' tuning
+#: state)
 CHUNK = 32
+#: layer jobs ``run_sweep`` gives the executor at once (or twice its workers, if more): a chunk
+#: holds as many points as carry this many jobs, so a network's rows (11 jobs a point for
+#: ResNet-18) stream every few points instead of every ``CHUNK``
+CHUNK_JOBS = 32
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -396,13 +402,16 @@ def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
               cache: Cache | None = None, trials: int | None = None, seed: int = 0,
               check: bool = True, progress: Progress | None = None,
               on_point: Callable[[PointResult], None] | None = None,
-              chunk: int = CHUNK) -> SweepResult:
+              chunk: int | None = None) -> SweepResult:
     """Tune ``workloads`` on every point of ``grid`` (module docstring), ``chunk`` points at a
-    time, each finished point handed to ``on_point``; ``check``: also run each tuned layer
-    once, cycle by cycle, bit-exact against numpy. A ``SweepError`` when no point is ok."""
+    time (default: ``chunk_points``), each finished point handed to ``on_point``; ``check``:
+    also run each tuned layer once, cycle by cycle, bit-exact against numpy. A ``SweepError``
+    when no point is ok."""
     t0 = time.perf_counter()
     budget = grid.trials if trials is None else trials
     wl = sweep_workloads(workloads)
+    if chunk is None:
+        chunk = chunk_points(sum(len(layers) for _, layers in wl), executor.workers)
     results: list[PointResult] = []
     for at in range(0, len(grid.points), max(1, chunk)):
         done = _sweep_chunk(grid, grid.points[at:at + max(1, chunk)], wl, executor, cache,
@@ -420,6 +429,13 @@ def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
                          f"{first.point.name!r}: {first.reason})")
     _mark_pareto(results)
     return SweepResult(grid, list(workloads), results, budget, time.perf_counter() - t0, check)
+
+
+def chunk_points(jobs_per_point: int, workers: int) -> int:
+    """Points per chunk: enough for ``CHUNK_JOBS`` layer jobs (or two per worker, if more) to
+    keep the executor busy, at most ``CHUNK``, at least one."""
+    want = max(CHUNK_JOBS, 2 * workers)
+    return max(1, min(CHUNK, -(-want // max(1, jobs_per_point))))
 
 
 def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],

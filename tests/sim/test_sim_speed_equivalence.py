@@ -1,0 +1,157 @@
+"""The simulator's speed work (issue 22) changes no cycle and no value: the optimized memory
+port against its previous implementation on random traffic, and the index plans the machine
+now caches against the reference interpreter where the cache must be dropped (micro-ops
+reloaded under the same instruction). Whole programs are held to the same cycles by
+tests/golden (every ResNet-18 kernel's cycles) and to the same values by the differential
+tests of this directory."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import _memport_before as before
+import numpy as np
+import pytest
+from _sim_helpers import run_both
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vta.config import HwConfig
+from vta.errors import InputError
+from vta.isa import assemble
+from vta.isa import memport as after
+from vta.sim import simulate
+
+
+@st.composite
+def _transfer(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
+    """(arrival delay after the previous one, Transfer fields)."""
+    bursts = tuple(draw(st.lists(st.integers(1, 16), min_size=1, max_size=6)))
+    groups: tuple[int, ...] = ()
+    if len(bursts) > 1 and draw(st.booleans()):  # rows that run one after another
+        cuts = sorted(draw(st.sets(st.integers(1, len(bursts) - 1), max_size=3)))
+        edges = [0, *cuts, len(bursts)]
+        groups = tuple(b - a for a, b in pairwise(edges))
+    fields = {"bursts": bursts, "write": draw(st.booleans()), "groups": groups,
+              "gap": draw(st.integers(0, 3)), "lead": draw(st.integers(0, 5)),
+              "priority": draw(st.integers(0, 4))}
+    return draw(st.integers(0, 60)), fields
+
+
+def _drive(mod: Any, read: dict[str, Any], write: dict[str, Any],
+           traffic: list[tuple[int, dict[str, Any]]], probes: list[int]) -> list[Any]:
+    """Run ``traffic`` through ``mod.Port`` as the machine's port server does (submit at the
+    arrival cycle, sleep to the predicted next completion, retire what is done), also asking
+    ``finish`` at the ``probes`` cycles; the log of every answer."""
+    port = mod.Port(mod.Channel(**read), mod.Channel(**write))
+    arrivals, t = [], 0
+    for delay, fields in traffic:
+        t += delay
+        arrivals.append((t, mod.Transfer(**fields)))
+    probes = sorted(probes)
+    log: list[Any] = []
+    i = 0
+    while i < len(arrivals) or port.active:
+        nxt = port.next_completion() if port.active else None
+        log.append(("next", nxt))
+        arrive = arrivals[i][0] if i < len(arrivals) else None
+        if probes and (nxt is None or probes[0] < nxt) and \
+                (arrive is None or probes[0] < arrive):
+            p = probes.pop(0)
+            if nxt is not None and p >= 0:
+                log.append(("probe", p, port.finish(p)))
+            continue
+        if arrive is not None and (nxt is None or arrive < nxt):
+            log.append(("submit", arrive, port.submit(arrivals[i][1], arrive)))
+            log.append(("plan", sorted(port.predictions().items())))
+            i += 1
+            continue
+        assert nxt is not None
+        log.append(("done", nxt, port.finish(nxt)))
+    return log
+
+
+_CHANNEL = st.fixed_dictionaries({"latency": st.integers(1, 40),
+                                  "in_flight": st.sampled_from([1, 2, 4, 16]),
+                                  "priority": st.booleans()})
+_WRITE = st.fixed_dictionaries({"latency": st.integers(1, 40),
+                                "in_flight": st.sampled_from([1, 4]),
+                                "command": st.integers(0, 2), "write": st.just(True),
+                                "ack": st.integers(0, 1), "priority": st.booleans()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(read=_CHANNEL, write=_WRITE, traffic=st.lists(_transfer(), min_size=1, max_size=7),
+       probes=st.lists(st.integers(0, 400), max_size=4))
+def test_memport_same_as_before(read: dict[str, Any], write: dict[str, Any],
+                                traffic: list[tuple[int, dict[str, Any]]],
+                                probes: list[int]) -> None:
+    """Every prediction, completion and plan of the optimized port equals the previous
+    implementation's, on random transfers (rows, leads, gaps, priorities, both channels)
+    arriving at random cycles, with ``finish`` also asked between completions."""
+    assert _drive(after, read, write, traffic, probes) == \
+        _drive(before, read, write, traffic, probes)
+
+
+def test_memport_alone_same_as_before() -> None:
+    """``alone`` (every DMA's duration) on a range of transfers and channels."""
+    for lat in (1, 8, 32):
+        for k in (1, 4, 16):
+            for bursts in ((16,), (2,) * 8, (16, 16, 3), (1,) * 20):
+                for groups in ((), (1,) * len(bursts)):
+                    a = after.alone(after.Channel(lat, k), after.Transfer(bursts, groups=groups,
+                                                                          gap=2, lead=3))
+                    b = before.alone(before.Channel(lat, k),
+                                     before.Transfer(bursts, groups=groups, gap=2, lead=3))
+                    assert a == b
+
+
+_RELOAD = """
+.alloc X acc 8
+.alloc Y out 8
+.alloc U uop 2
+.uop U 0 1 0
+.uop U 2 5 0
+LOAD.UOP  sram=0 dram=U+0 y=1 x=1 stride=1
+LOAD.ACC  sram=0 dram=X+0 y=1 x=8 stride=8
+ALU.ADD   uop=0:1 iter=2,1 dst=1,0 src=1,0
+LOAD.UOP  sram=0 dram=U+1 y=1 x=1 stride=1
+ALU.ADD   uop=0:1 iter=2,1 dst=1,0 src=1,0
+GEMM      uop=0:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0 | push_next
+STORE.OUT sram=0 dram=Y+0 y=1 x=8 stride=8 | pop_prev push_prev
+FINISH | pop_next
+"""
+
+
+def test_cached_plans_follow_reloaded_microops(pynq: HwConfig) -> None:
+    """The same ALU instruction before and after a LOAD.UOP that replaces its micro-op (and a
+    GEMM after it) uses the new micro-op, as the reference interpreter does: the machine's
+    cached index plans key on the micro-ops loaded."""
+    program = assemble(_RELOAD, pynq)
+    rng = np.random.default_rng(1)
+    x = rng.integers(-1000, 1000, size=(8, 1, 16), dtype=np.int32)
+    out = run_both(program, pynq, {"X": x})
+    want = x.astype(np.int64)
+    for k in range(2):  # first uop (dst 0, src 1), then (dst 2, src 5), each over entries o
+        want[0 + k] += want[1 + k]
+    for k in range(2):
+        want[2 + k] += want[5 + k]
+    # out mirrors the entries a compute instruction wrote (0..3); the others stay 0
+    np.testing.assert_array_equal(out["Y"][:4], want[:4].astype(np.int32).astype(np.int8))
+    assert not out["Y"][4:].any()
+    assert simulate(program, pynq, {"X": x}, timing_only=True).cycles == \
+        simulate(program, pynq, {"X": x}).cycles
+
+
+def test_timing_only_draws_no_inputs_but_refuses_a_huge_image(pynq: HwConfig) -> None:
+    """Timing-only draws no values (its result's ``inputs`` is empty), and still refuses a DRAM
+    image larger than the simulator holds, naming the largest allocation, as a run with
+    values does."""
+    program = assemble(_RELOAD, pynq)
+    r = simulate(program, pynq, timing_only=True)
+    assert r.inputs == {} and r.cycles == simulate(program, pynq).cycles
+    huge = assemble(".alloc BIG acc 20000000\n" + _RELOAD, pynq)
+    for timing_only in (True, False):
+        with pytest.raises(InputError, match=r"larger than the simulator's .*'BIG'"):
+            simulate(huge, pynq, timing_only=timing_only)
