@@ -32,6 +32,8 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "QuantizeLinear": ("axis", "saturate", "block_size"),
     "DequantizeLinear": ("axis", "block_size"),
     "QLinearGlobalAveragePool": ("channels_last",),
+    "Softmax": ("axis",), "LayerNormalization": ("axis", "epsilon", "stash_type"),
+    "Transpose": ("perm",),
 }
 
 

@@ -388,3 +388,84 @@ def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
     return {"judged": True, "reference": f"onnxruntime {ort.__version__} CPU, ORT_DISABLE_ALL",
             "tensors": a.tensors, "elements": a.elements, "equal": a.equal,
             "max_diff": a.max_diff, "identical": a.identical, "text": str(a)}
+
+
+# ------------------------------------------------------------------------------ BERT-tiny
+
+#: BERT-tiny's sizes (Turc et al. 2019, "Well-Read Students Learn Better": L=2, H=128, A=2)
+BERT_TINY = {"layers": 2, "hidden": 128, "heads": 2, "ffn": 512, "seq": 128}
+
+
+def bert_tiny(seed: int = 0, layers: int = 2, hidden: int = 128, heads: int = 2,
+              ffn: int = 512, seq: int = 128) -> Any:
+    """A float transformer encoder (BERT's, post-norm) built with ``onnx.helper`` from seeded
+    weights, opset 17: input the float token embeddings ``x`` [1, seq, hidden] (the embedding
+    lookup, position and segment embeddings and their LayerNorm are outside the model); each
+    layer: Q, K, V MatMul + Add (bias); Reshape to [1, seq, heads, head] and Transpose to
+    [1, heads, seq, head] (K to [1, heads, head, seq]); scores MatMul(Q, K^T), Div by
+    sqrt(head); Softmax(axis=-1); context MatMul(probs, V), Transpose + Reshape back; output
+    MatMul + Add, residual Add, LayerNormalization; FFN MatMul + Add, GELU as PyTorch's
+    exporter writes it (``x * 0.5 * (1 + Erf(x / sqrt(2)))``: Div, Erf, Add, Mul, Mul), MatMul
+    + Add, residual Add, LayerNormalization. Output: the last layer's [1, seq, hidden].
+    ``BERT_TINY``'s sizes by default; fewer layers or a shorter sequence for tests."""
+    onnx = onnx_module()
+    h = onnx.helper
+    if hidden % heads:
+        raise OnnxImportError(f"bert_tiny: hidden {hidden} is not a multiple of heads {heads}")
+    head = hidden // heads
+    rng = np.random.default_rng(seed)
+    inits: list[Any] = [
+        _init("shape_split", np.array([1, seq, heads, head], np.int64)),
+        _init("shape_merge", np.array([1, seq, hidden], np.int64)),
+        _init("sqrt_head", np.array(np.sqrt(head), np.float32)),
+        _init("sqrt2", np.array(np.sqrt(2.0), np.float32)),
+        _init("one", np.array(1.0, np.float32)),
+        _init("half", np.array(0.5, np.float32))]
+    nodes: list[Any] = []
+
+    def linear(x: str, name: str, k: int, m: int) -> str:
+        inits.extend([_init(f"{name}_w", rng.normal(0, np.sqrt(1.0 / k), (k, m))
+                            .astype(np.float32)),
+                      _init(f"{name}_b", rng.normal(0, 0.02, (m,)).astype(np.float32))])
+        nodes.append(h.make_node("MatMul", [x, f"{name}_w"], [f"{name}_mm"]))
+        nodes.append(h.make_node("Add", [f"{name}_mm", f"{name}_b"], [name]))
+        return name
+
+    def norm(x: str, name: str) -> str:
+        inits.extend([_init(f"{name}_g", (1 + rng.normal(0, 0.05, (hidden,)))
+                            .astype(np.float32)),
+                      _init(f"{name}_beta", rng.normal(0, 0.02, (hidden,)).astype(np.float32))])
+        nodes.append(h.make_node("LayerNormalization", [x, f"{name}_g", f"{name}_beta"], [name],
+                                 axis=-1, epsilon=1e-12))
+        return name
+
+    x = "x"
+    for i in range(layers):
+        p = f"l{i}"
+        q, k, v = (linear(x, f"{p}_{t}", hidden, hidden) for t in ("q", "k", "v"))
+        for t, perm in ((q, [0, 2, 1, 3]), (k, [0, 2, 3, 1]), (v, [0, 2, 1, 3])):
+            nodes.append(h.make_node("Reshape", [t, "shape_split"], [f"{t}_split"]))
+            nodes.append(h.make_node("Transpose", [f"{t}_split"], [f"{t}_heads"], perm=perm))
+        nodes.append(h.make_node("MatMul", [f"{q}_heads", f"{k}_heads"], [f"{p}_scores"]))
+        nodes.append(h.make_node("Div", [f"{p}_scores", "sqrt_head"], [f"{p}_scaled"]))
+        nodes.append(h.make_node("Softmax", [f"{p}_scaled"], [f"{p}_probs"], axis=-1))
+        nodes.append(h.make_node("MatMul", [f"{p}_probs", f"{v}_heads"], [f"{p}_ctx"]))
+        nodes.append(h.make_node("Transpose", [f"{p}_ctx"], [f"{p}_ctx_t"], perm=[0, 2, 1, 3]))
+        nodes.append(h.make_node("Reshape", [f"{p}_ctx_t", "shape_merge"], [f"{p}_ctx_m"]))
+        o = linear(f"{p}_ctx_m", f"{p}_o", hidden, hidden)
+        nodes.append(h.make_node("Add", [o, x], [f"{p}_res1"]))
+        y = norm(f"{p}_res1", f"{p}_ln1")
+        f1 = linear(y, f"{p}_ffn1", hidden, ffn)
+        nodes.append(h.make_node("Div", [f1, "sqrt2"], [f"{p}_g_div"]))
+        nodes.append(h.make_node("Erf", [f"{p}_g_div"], [f"{p}_g_erf"]))
+        nodes.append(h.make_node("Add", [f"{p}_g_erf", "one"], [f"{p}_g_add"]))
+        nodes.append(h.make_node("Mul", [f1, f"{p}_g_add"], [f"{p}_g_mul"]))
+        nodes.append(h.make_node("Mul", [f"{p}_g_mul", "half"], [f"{p}_gelu"]))
+        f2 = linear(f"{p}_gelu", f"{p}_ffn2", ffn, hidden)
+        nodes.append(h.make_node("Add", [f2, y], [f"{p}_res2"]))
+        x = norm(f"{p}_res2", f"{p}_ln2")
+    g = h.make_graph(nodes, "bert_tiny",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, seq, hidden])],
+                     [h.make_tensor_value_info(x, onnx.TensorProto.FLOAT, [1, seq, hidden])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
