@@ -350,15 +350,15 @@ class GraphBuilder:
                    steps: Sequence[FloatStep], shape: tuple[int, ...], scale: float,
                    zero: int = 0, name: str = "float") -> Value:
         """A float island (``ir.HostFloat``) quantized to ``scale``, ``zero``."""
-        attrs: dict[str, object] = {
-            "scales": tuple(scales), "zeros": tuple(zeros),
-            "shapes": tuple(tuple(s) for s in shapes), "steps": tuple(steps),
-            "shape": tuple(shape), "zero": zero}
-        t = infer_type(HostFloat, tuple(xs), {**attrs, "n_consts": len(consts),
-                                              "scale": scale}, f"host_float {name}")
+        node_attrs = {"scales": tuple(scales), "zeros": tuple(zeros),
+                      "shapes": tuple(tuple(s) for s in shapes), "steps": tuple(steps),
+                      "shape": tuple(shape), "zero": zero, "n_consts": len(consts),
+                      "scale": scale}
+        t = infer_type(HostFloat, tuple(xs), node_attrs, f"host_float {name}")
         out = Value(self._name(name), t)
-        node = HostFloat(tuple(xs), consts=tuple(consts), out=out,  # type: ignore[arg-type]
-                         **attrs)
+        node = HostFloat(tuple(xs), tuple(scales), tuple(zeros),
+                         tuple(tuple(s) for s in shapes), tuple(consts), tuple(steps),
+                         tuple(shape), out, zero)
         self.nodes.append(node)
         self._producer[id(out)] = node
         if self._calib is not None:

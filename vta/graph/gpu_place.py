@@ -51,7 +51,7 @@ from vta.graph.ir import (
     split_shift,
 )
 from vta.graph.passes.fuse import group_nodes
-from vta.graph.place import chain_of
+from vta.graph.place import TRANSFORMER_HOST, chain_of, transformer_reason
 
 __all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
 
@@ -134,4 +134,6 @@ def group_kernel(group: Node) -> GroupKernel:
         ps = (x, *vals)
         return GroupKernel(window_func(spec_w, chain or None), ps,
                            tuple(_act(v, NCHW) for v in ps), _act(group.output, NCHW), chain)
+    if isinstance(a, TRANSFORMER_HOST):
+        raise HostFallback(transformer_reason(a))
     raise HostFallback(f"no GPU kernel for {a.op}")

@@ -469,3 +469,56 @@ def bert_tiny(seed: int = 0, layers: int = 2, hidden: int = 128, heads: int = 2,
                      [h.make_tensor_value_info(x, onnx.TensorProto.FLOAT, [1, seq, hidden])],
                      inits)
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def pow2_scales(q: Any) -> Any:
+    """A copy of QDQ model ``q`` (symmetric int8: zero points 0) with every scale rounded up
+    to a power of two and each constant re-quantized to its new scale (``round(q * s /
+    s')``, half to even: the same real values to within a step): every ratio of scales is
+    then a power of two and every requantization a shift, which VTA's ALU (no MUL) runs, as
+    TVM's ``round_for_shift`` quantizes. A model with a non-zero zero point is refused."""
+    onnx = onnx_module()
+    m = onnx.ModelProto()
+    m.CopyFrom(q)
+    inits = {t.name: t for t in m.graph.initializer}
+    scales: dict[str, np.ndarray] = {}
+    for n in m.graph.node:
+        if n.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        if len(n.input) > 2 and n.input[2] in inits:
+            z = onnx.numpy_helper.to_array(inits[n.input[2]])
+            if np.any(z != 0):
+                raise OnnxImportError(f"pow2_scales: {n.name or n.output[0]} has zero point "
+                                      f"{z.reshape(-1)[:4].tolist()}: only symmetric models")
+        s = onnx.numpy_helper.to_array(inits[n.input[1]]).astype(np.float64)
+        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32)
+        old = scales.setdefault(n.input[1], s)
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits:
+            t = inits[n.input[0]]
+            data = onnx.numpy_helper.to_array(t)
+            ratio = old / new.astype(np.float64)
+            if np.ndim(ratio) and data.ndim:
+                axis = next((int(a.i) for a in n.attribute if a.name == "axis"), 1)
+                ratio = ratio.reshape([-1 if k == axis % data.ndim else 1
+                                       for k in range(data.ndim)])
+            info = np.iinfo(data.dtype)
+            requant = np.clip(np.rint(data * ratio), info.min, info.max).astype(data.dtype)
+            t.CopyFrom(onnx.numpy_helper.from_array(requant, t.name))
+    for name, s in scales.items():
+        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32).reshape(s.shape)
+        inits[name].CopyFrom(onnx.numpy_helper.from_array(new, name))
+    return m
+
+
+#: the networks ``vta run NAME`` builds as float ONNX models and quantizes with ORT (QDQ,
+#: symmetric int8, per-tensor), with each one's seeded float model
+ONNX_NETWORKS = {"bert_tiny": bert_tiny}
+
+
+def quantized_network(name: str, pow2: bool, seed: int = 0) -> Any:
+    """``ONNX_NETWORKS[name]`` quantized by ``quantize_static`` (QDQ, symmetric int8,
+    per-tensor), its scales rounded to powers of two when ``pow2`` (``pow2_scales``: for an
+    accelerator without ALU MUL)."""
+    fmt = Format("QDQ", "s8", False)
+    q = quantize(ONNX_NETWORKS[name](seed), fmt, seed)
+    return pow2_scales(q) if pow2 else q

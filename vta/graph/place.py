@@ -63,10 +63,14 @@ from vta.graph.ir import (
     Dense,
     GlobalAvgPool,
     Graph,
+    HostFloat,
+    MatMul,
     MaxPool2d,
     Node,
     Relu,
     Requantize,
+    Reshape,
+    Transpose,
     Value,
     node_macs,
     split_shift,
@@ -268,6 +272,8 @@ class _Placer:
             n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
             chain, vals = chain_of(nodes, x)
             return self._window(group, WindowSpec("ewise", n, c, h, w), chain, x, vals)
+        if isinstance(a, TRANSFORMER_HOST):
+            raise HostFallback(transformer_reason(a))
         raise HostFallback(f"no accelerator kernel for {a.op} (its int32 input cannot be "
                            f"stored by the accelerator)" if isinstance(a, Requantize) else
                            f"no accelerator kernel for {a.op}")
@@ -394,3 +400,19 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
     constants)."""
     p = _Placer(graph, hw, cost, refine, memo)
     return [p.place(n) for n in graph.nodes]
+
+
+# ------------------------------------------------------------------------------ transformers
+
+#: the transformer operators the host runs (``transformer_reason`` says why)
+TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat)
+
+
+def transformer_reason(n: Node) -> str:
+    """Why a transformer operator runs on the host (the per-op table's reason)."""
+    if isinstance(n, HostFloat):
+        return f"float32 on the host ({n.name}: ONNX Runtime's float operator)"
+    if isinstance(n, MatMul):
+        return ("a product of two activations: the GEMM core reads its second operand as "
+                "packed constant weights, and no runtime weight layout is planned yet")
+    return f"{n.op}: a layout operator (the host moves the bytes)"

@@ -106,6 +106,8 @@ class StepRun:
     start: int
     check: Check
     reason: str = ""
+    #: a host step's wall-clock seconds (the interpreter's semantics, numpy on the host)
+    host_s: float = 0.0
 
     @property
     def mismatches(self) -> int:
@@ -265,10 +267,12 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
             runs.append(StepRun(k, st, ex, start, chk))
             start += ex.stats.cycles
         else:
+            t1 = time.perf_counter()
             out = interp.eval_node(st.group, host)
+            host_s = time.perf_counter() - t1
             host[st.group.output] = out
             runs.append(StepRun(k, st, None, start, _compare(out, ref[st.group.output]),
-                                st.reason))
+                                st.reason, host_s))
     transforms(len(cg.steps))
     outputs = {v: host[v] for v in cg.graph.outputs}  # unpacked from DRAM, or the host's
     return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, t_ref)
@@ -343,10 +347,12 @@ def _run_gpu(gg: GpuGraph, image: np.ndarray | dict[str, np.ndarray], target: Ta
     t_run = 0.0
     for k, (group, built) in enumerate(zip(gg.groups, gg.kernels, strict=True)):
         if built is None:
+            t1 = time.perf_counter()
             out = interp.eval_node(group, _Nchw(acts))
+            host_s = time.perf_counter() - t1
             acts.put(group.output, out, NCHW)
             runs.append(StepRun(k, group, None, 0, _compare(out, ref[group.output]),
-                                gg.reasons[k]))
+                                gg.reasons[k], host_s))
             continue
         kernel, gk = built
         arrays = {b.name: acts.get(v, lay).reshape(b.shape)
@@ -448,6 +454,7 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
             dram_bytes += nbytes
         else:
             row.update({"placement": "cpu", "reason": st.reason, "cycles": 0,
+                        "host_ms": s.host_s * 1e3,
                         "macs": sum(node_macs(n) for n in group_nodes(st.group))})
         rows.append(row)
     cycles = r.cycles
@@ -479,7 +486,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
         "energy": {**Energy.total(energies).summary(), "node_nm": hw.energy.node_nm,
                    "scale": hw.energy.scale},
         "compile_s": cg.compile_s, "sim_s": r.seconds_sim, "check_s": r.seconds_check,
-        "reference_s": r.seconds_reference}
+        "reference_s": r.seconds_reference,
+        "host_ms": sum(s.host_s for s in r.steps) * 1e3}
 
 
 def _kernel_name(k: tuple[CompiledKernel, GroupKernel] | None) -> str:
@@ -497,7 +505,8 @@ def _gpu_summary(r: GraphRun) -> dict[str, Any]:
               "ops": [n.op for n in group_nodes(s.step)],
               "kernel": _kernel_name(gg.kernels[s.index]),
               "layout": _kernel_layout(gg.kernels[s.index]),
-              "ms": s.seconds * 1e3, "mismatches": s.mismatches, "reason": s.reason}
+              "ms": (s.seconds + s.host_s) * 1e3, "mismatches": s.mismatches,
+              "reason": s.reason}
              for s in r.steps]
     check = r.check
     return {"graph": gg.graph.name, "where": r.target.where, "target": r.target.name,
