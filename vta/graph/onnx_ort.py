@@ -29,7 +29,7 @@ import numpy as np
 from vta.errors import OnnxImportError
 from vta.graph import interp
 from vta.graph.interp import wrap32
-from vta.graph.ir import Fused, Graph, Requantize, Value
+from vta.graph.ir import Fused, Graph, HostFloat, Requantize, Value
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_load import onnx_module, read_model
 from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
@@ -522,3 +522,43 @@ def quantized_network(name: str, pow2: bool, seed: int = 0) -> Any:
     fmt = Format("QDQ", "s8", False)
     q = quantize(ONNX_NETWORKS[name](seed), fmt, seed)
     return pow2_scales(q) if pow2 else q
+
+
+def tensor_kind(graph: Graph, v: Value) -> str:
+    """What computed ``v``, for agreement by kind: the producing operator (``dense``,
+    ``matmul``, ``add`` ...; a requantize is named after the operator it requantizes; a float
+    island after its float operators, ``host_float:softmax``); ``input`` for a graph input."""
+    n = graph.producer(v)
+    if n is None:
+        return "input"
+    if isinstance(n, Fused):
+        return tensor_kind(graph, n.anchor.output) if isinstance(n.anchor, HostFloat) else \
+            n.anchor.op
+    if isinstance(n, Requantize):
+        inner = graph.producer(n.x)
+        return inner.op if inner is not None else n.op
+    if isinstance(n, HostFloat):
+        return f"host_float:{n.name}"
+    return n.op
+
+
+def agreement_by_kind(graph: Graph, values: Mapping[Value, np.ndarray],
+                      ort: Mapping[str, np.ndarray]) -> dict[str, Agreement]:
+    """``agreement`` split by ``tensor_kind`` (only the kinds ORT also computed)."""
+    kinds: dict[str, list[Value]] = {}
+    for v in graph.values():
+        if not v.is_const and v.type.dtype == "int8" and v.name in ort and v in values \
+                and np.asarray(ort[v.name]).size == v.type.size:
+            kinds.setdefault(tensor_kind(graph, v), []).append(v)
+    out = {}
+    for kind, vs in sorted(kinds.items()):
+        tensors = elements = equal = worst = 0
+        for v in vs:
+            got = np.asarray(values[v]).reshape(-1).astype(np.int64)
+            ref = _int8_form(ort[v.name]).reshape(-1)
+            tensors += 1
+            elements += got.size
+            equal += int(np.count_nonzero(got == ref))
+            worst = max(worst, int(np.abs(got - ref).max(initial=0)))
+        out[kind] = Agreement(tensors, elements, equal, worst)
+    return out
