@@ -695,15 +695,24 @@ class _Importer:
             return d
         return _Dq(self.view(v, v.type.shape[1:]), d.scale, d.zero, d.axis)
 
-    def view(self, v: Value, shape: tuple[int, ...]) -> Value:
-        """``v`` viewed as ``shape`` (a host ``Reshape``, made once per value and shape)."""
+    def view(self, v: Value, shape: tuple[int, ...], name: str | None = None) -> Value:
+        """``v`` viewed as ``shape`` (a host ``Reshape``, made once per value and shape;
+        ``name`` its output's, default ``<v>_view``)."""
         if tuple(v.type.shape) == tuple(shape):
             return v
         views = self.__dict__.setdefault("_views", {})
         key = (id(v), tuple(shape))
         if key not in views:
-            views[key] = self.b.reshape(v, tuple(shape), name=f"{v.name}_view")
+            views[key] = self.b.reshape(v, tuple(shape), name=name or f"{v.name}_view")
         return views[key]  # type: ignore[no-any-return]
+
+    def quantized_name(self, n: Any) -> str:
+        """The name of ``n``'s int8 result: the output of the QuantizeLinear that restates
+        it (ORT's tensor of that name), else ``n``'s own output."""
+        users = self.consumers.get(n.output[0], [])
+        if len(users) == 1 and users[0].op_type == "QuantizeLinear":
+            return str(users[0].output[0])
+        return str(n.output[0])
 
     def two_activations(self, n: Any) -> bool:
         """Whether both inputs of binary ``n`` are dequantized activations (an integer
@@ -809,7 +818,8 @@ class _Importer:
         if not isinstance(v, _Dq) or v.value.is_const:
             raise OnnxImportError(f"{self.where(n)}: reshapes {n.input[0]}, which is not a "
                                   f"dequantized activation or a float result")
-        self.env[n.output[0]] = _Dq(self.view(v.value, _ir_shape(shape)), v.scale, v.zero)
+        y = self.view(v.value, _ir_shape(shape), self.quantized_name(n))
+        self.env[n.output[0]] = _Dq(y, v.scale, v.zero)
 
     def op_Transpose(self, n: Any) -> None:
         src = self.onnx_shape(n.input[0], n)
@@ -825,7 +835,7 @@ class _Importer:
             raise OnnxImportError(f"{self.where(n)}: transposes {n.input[0]}, which is not a "
                                   f"dequantized activation or a float result")
         x = self.view(v.value, src)
-        y = self.b.transpose(x, perm, name=n.output[0])
+        y = self.b.transpose(x, perm, name=self.quantized_name(n))
         out = tuple(src[p] for p in perm)
         self.env[n.output[0]] = _Dq(self.view(y, _ir_shape(out)), v.scale, v.zero)
 
