@@ -224,10 +224,18 @@ def _host_float(node: G.HostFloat, a: list[np.ndarray]) -> np.ndarray:
     return quantize_linear(y, scale, node.zero).reshape(node.shape)
 
 
+def _take(node: G.Take, a: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(a[0][node.index])
+
+
+def _stack(node: G.Stack, a: list[np.ndarray]) -> np.ndarray:
+    return np.stack(a)
+
+
 #: the transformer operators' semantics (added to ``KERNELS``)
 TRANSFORMER_KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
     G.MatMul: _matmul, G.Reshape: _reshape, G.Transpose: _transpose,
-    G.HostFloat: _host_float}
+    G.HostFloat: _host_float, G.Take: _take, G.Stack: _stack}
 KERNELS.update(TRANSFORMER_KERNELS)
 
 

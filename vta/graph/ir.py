@@ -61,7 +61,7 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
-           "matmul_macs"]
+           "matmul_macs", "Take", "Stack"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -530,6 +530,44 @@ class HostFloat(Node):
         return {"ops": self.name, "scales": self.scales, "zeros": self.zeros,
                 "shapes": self.shapes, "n_consts": len(self.consts), "steps": self.steps,
                 "shape": self.shape, "zero": self.zero}
+
+
+@dataclass(frozen=True, eq=False)
+class Take(Node):
+    """``x[index]``: one slice of ``x`` along its first axis (a head of a batched tensor); a
+    layout operator, scale and zero point unchanged."""
+
+    op: ClassVar[str] = "take"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    index: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Stack(Node):
+    """``xs`` (int8, one shape, scale and zero point) stacked along a new first axis: a layout
+    operator (``Take``'s inverse)."""
+
+    op: ClassVar[str] = "stack"
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
+    xs: tuple[Value, ...]
+    out: Value
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.xs
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+    def attrs(self) -> dict[str, Any]:
+        return {}
 
 
 def matmul_macs(n: MatMul) -> int:

@@ -363,7 +363,33 @@ def _host_float_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], wher
     return G.TensorType(shape, "int8", _layout_of(shape), attrs.get("scale"), int(zero))
 
 
+def _take_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+               ) -> G.TensorType:
+    (x,) = inputs
+    if x.type.dtype != "int8" or len(x.type.shape) < 2:
+        raise GraphError(f"{where}: input {x.name} must be int8 of rank >= 2, got "
+                         f"{x.type.dtype}{list(x.type.shape)}")
+    _range(where, "index", attrs["index"], 0, x.type.shape[0] - 1)
+    shape = x.type.shape[1:]
+    return G.TensorType(shape, "int8", _layout_of(shape), x.type.scale, x.type.zero)
+
+
+def _stack_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                ) -> G.TensorType:
+    if not inputs:
+        raise GraphError(f"{where}: stack needs at least one tensor")
+    first = inputs[0].type
+    for v in inputs:
+        t = v.type
+        if (t.dtype, t.shape, t.zero) != ("int8", first.shape, first.zero) or \
+                not math.isclose(t.scale or 0.0, first.scale or 0.0, rel_tol=1e-9):
+            raise GraphError(f"{where}: {v.name} {t} differs from {inputs[0].name} {first} "
+                             f"(stacked tensors share an int8 type, scale and zero point)")
+    shape = (len(inputs), *first.shape)
+    return G.TensorType(shape, "int8", _layout_of(shape), first.scale, first.zero)
+
+
 #: the typing rules of the transformer operators (``infer_type`` reads them)
 TRANSFORMER_RULES: dict[type[G.Node], Any] = {
     G.MatMul: _matmul_type, G.Reshape: _reshape_type, G.Transpose: _transpose_type,
-    G.HostFloat: _host_float_type}
+    G.HostFloat: _host_float_type, G.Take: _take_type, G.Stack: _stack_type}

@@ -36,6 +36,7 @@ from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fuse import fuse, group_nodes
+from vta.graph.passes.split_matmul import split_matmuls
 from vta.graph.place import Kernel
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
@@ -76,6 +77,7 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
         return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
                              memo=target.memo)
     t0 = time.perf_counter()
+    graph = split_matmuls(graph)  # products of two activations: dense layers, per head
     fused = fuse(graph, fusion)
     kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []
     reasons = []

@@ -31,6 +31,8 @@ from vta.graph.ir import (
     Node,
     Requantize,
     Reshape,
+    Stack,
+    Take,
     Transpose,
 )
 from vta.graph.verify import verify_graph
@@ -40,7 +42,7 @@ __all__ = ["fuse", "LEVELS", "group_nodes"]
 LEVELS = ("full", "requant", "none")
 #: anchors that take no epilogue: a float island (its int8 output is ORT's QuantizeLinear, and
 #: an integer operator after it runs where integer operators run) and the layout operators
-NO_EPILOGUE = (HostFloat, Reshape, Transpose)
+NO_EPILOGUE = (HostFloat, Reshape, Transpose, Take, Stack)
 
 
 class _Group:
