@@ -25,6 +25,14 @@ definition):
 ``pad``            int8 NCHW -> int8, ``pad`` rows and columns of ``value`` on each side
 ``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
                    element-wise operators applied to its result, one kernel
+``matmul``         int8 ``(..., M, K)`` ``a``, int8 ``(..., K, N)`` ``b`` (two activations) -> int32
+                   ``sum_k (a - zero_a)(b - zero_b)`` (attention's ``Q @ K^T`` and ``P @ V``)
+``reshape``        int8 -> int8, the same elements in another shape (a layout operator)
+``transpose``      int8 -> int8, axes permuted by ``perm`` (a layout operator)
+``take``           int8 ``(B, ...)`` -> int8 ``x[index]`` (one head; a layout operator)
+``stack``          int8 tensors of one type -> int8 ``(B, ...)`` (a layout operator)
+``host_float``     int8 inputs -> int8: a float32 island of an ONNX model (dequantize, softmax /
+                   layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``

@@ -41,6 +41,17 @@ An output zero point is the requantize's ``zero``; ``Relu`` of a tensor of zero 
 per-channel requantize (one multiplier per channel, one shift: an ALU MUL by a channel
 operand); per-channel scales of anything else are refused by name. ``Flatten``/``Reshape`` of
 an (N, C, 1, 1) tensor to (N, C) are layout no-ops.
+A transformer encoder in the QDQ form (BERT, ``onnx_ort.bert_tiny``): a ``MatMul`` of two
+dequantized activations is the graph's ``matmul`` (zero points subtracted) and a requantize;
+``Reshape`` and ``Transpose`` between a ``DequantizeLinear`` and a ``QuantizeLinear`` of one
+scale are the layout operators ``reshape`` / ``transpose`` on the int8 tensor (a [1, S, H]
+tensor is held as (S, H), a dense layer's matrix); every other float region (``Softmax``,
+``LayerNormalization``, ``Erf``, ``Div``, ``Mul``, ``Sub``, an ``Add`` with a constant or
+float operand), from the ``DequantizeLinear`` outputs and float constants it reads to the
+``QuantizeLinear`` that ends it, is one ``host_float`` node computing ORT's float32 operations
+on the host (a dequantized constant only float operators read is a float constant, any zero
+point and type). The QOperator form of a transformer (``QLinearSoftmax``, ``QLinearMul``,
+``QLinearAdd`` of a broadcast constant, ``QLinearMatMul`` of rank 3) is refused by name.
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the

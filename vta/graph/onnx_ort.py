@@ -11,7 +11,11 @@
   (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
   islands into integer kernels and disagree with each other on float-scale models, so the
   reference is the graph as written).
-* ``agreement``: a vta run's tensors against ORT's, by tensor name.
+* ``agreement``: a vta run's tensors against ORT's, by tensor name (``agreement_by_kind``:
+  split by the operator that computed each).
+* ``bert_tiny``: a float BERT-tiny encoder (2 layers, hidden 128, 2 heads, FFN 512, sequence
+  128); ``pow2_scales`` rounds a symmetric QDQ model's scales to powers of two (VTA's ALU runs
+  every requantization as a shift); ``quantized_network`` is what ``vta run bert_tiny`` runs.
 
 Both packages are optional (the ``test`` extra installs them) and imported only when used.
 """
@@ -36,7 +40,9 @@ from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_
 
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
-           "ort_verdict", "ARITHMETICS", "requant_arithmetic"]
+           "ort_verdict", "ARITHMETICS", "requant_arithmetic", "BERT_TINY", "bert_tiny",
+           "pow2_scales", "ONNX_NETWORKS", "quantized_network", "tensor_kind",
+           "agreement_by_kind"]
 
 
 @dataclass(frozen=True)
