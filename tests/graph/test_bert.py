@@ -396,3 +396,17 @@ def test_runtime_weight_dense_on_the_simulator() -> None:
     assert sum("weight packed at run time" in row.get("schedule", "") for row in s["steps"]) == 2
     packs = [t for t in s["transforms"] if t["kind"] == "pack"]
     assert {t["tensor"] for t in packs} >= {"k_h0_t", "k_h1_t"}
+
+
+def test_qoperator_int8_transpose_and_reshape() -> None:
+    """ORT's QOperator form moves int8 tensors through Transpose and Reshape directly."""
+    w = np.random.default_rng(2).normal(0, 0.4, (6, 6))
+    m = one_op([helper.make_node("MatMul", ["x", "w"], ["h"]),
+                helper.make_node("Transpose", ["h"], ["t"], perm=[1, 0]),
+                helper.make_node("Reshape", ["t", "shape"], ["y"])], [4, 6], [2, 12],
+               [_f32("w", w), numpy_helper.from_array(np.array([2, -1], np.int64), "shape")])
+    q = quantize(m, Format("QOperator", "s8", False))
+    assert {"QLinearMatMul", "Transpose", "Reshape"} <= {n.op_type for n in q.graph.node}
+    a, g = judged(m, Format("QOperator", "s8", False))
+    assert {"transpose", "reshape"} <= {n.op for n in g.nodes}
+    assert a.identical and a.tensors == 3 * 3, a  # the matmul, transpose, reshape; 3 inputs

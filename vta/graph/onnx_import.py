@@ -813,24 +813,27 @@ class _Importer:
         self.float_op(n, "layer_norm", axis=axis, epsilon=eps)
 
     def op_Reshape(self, n: Any) -> None:
+        """A reshape of an int8 tensor (QOperator), of a dequantized activation (QDQ: a
+        ``reshape`` view, the same integers and scale) or of a float result; a pooled
+        (N, C, 1, 1) tensor pending its quantization is ``_reshape``'s."""
         v = self.env.get(n.input[0])
-        if isinstance(v, _Pending) or (isinstance(v, _Dq) and len(
-                self._onnx_shape(n.input[0], n)) == 4 and self._flat_shape(n) == tuple(
-                self._onnx_shape(n.input[0], n)[:2])):
-            self._reshape(n)  # a pooled (N, C, 1, 1) -> (N, C)
+        if isinstance(v, _Pending):
+            self._reshape(n)
             return
-        shape = self._flat_shape(n)
-        if int(np.prod(shape)) != int(np.prod(self.onnx_shape(n.input[0], n))):
-            raise OnnxImportError(f"{self.where(n)}: cannot reshape {n.input[0]} "
-                                  f"{list(self.onnx_shape(n.input[0], n))} to {list(shape)}")
+        shape, src = self._flat_shape(n), self.onnx_shape(n.input[0], n)
+        if int(np.prod(shape)) != int(np.prod(src)):
+            raise OnnxImportError(f"{self.where(n)}: cannot reshape {n.input[0]} {list(src)} "
+                                  f"to {list(shape)}")
         if isinstance(v, _Float):
             self.env[n.output[0]] = _Float(_FExpr("reshape", (v.expr,), {"shape": shape}))
-            return
-        if not isinstance(v, _Dq) or v.value.is_const:
-            raise OnnxImportError(f"{self.where(n)}: reshapes {n.input[0]}, which is not a "
-                                  f"dequantized activation or a float result")
-        y = self.view(v.value, _ir_shape(shape), self.quantized_name(n))
-        self.env[n.output[0]] = _Dq(y, v.scale, v.zero)
+        elif isinstance(v, Value) and not v.is_const:
+            self.out(n.output[0], self.view(v, _ir_shape(shape), n.output[0]))
+        elif isinstance(v, _Dq) and not v.value.is_const:
+            y = self.view(v.value, _ir_shape(shape), self.quantized_name(n))
+            self.env[n.output[0]] = _Dq(y, v.scale, v.zero)
+        else:
+            raise OnnxImportError(f"{self.where(n)}: reshapes {n.input[0]}, which is not an "
+                                  f"activation or a float result")
 
     def op_Transpose(self, n: Any) -> None:
         src = self.onnx_shape(n.input[0], n)
@@ -842,12 +845,15 @@ class _Importer:
         if isinstance(v, _Float):
             self.env[n.output[0]] = _Float(_FExpr("transpose", (v.expr,), {"perm": perm}))
             return
-        if not isinstance(v, _Dq) or v.value.is_const:
-            raise OnnxImportError(f"{self.where(n)}: transposes {n.input[0]}, which is not a "
-                                  f"dequantized activation or a float result")
-        x = self.view(v.value, src)
-        y = self.b.transpose(x, perm, name=self.quantized_name(n))
         out = tuple(src[p] for p in perm)
+        if isinstance(v, Value) and not v.is_const:  # an int8 tensor (QOperator)
+            y = self.b.transpose(self.view(v, src), perm, name=n.output[0])
+            self.out(n.output[0], self.view(y, _ir_shape(out)))
+            return
+        if not isinstance(v, _Dq) or v.value.is_const:
+            raise OnnxImportError(f"{self.where(n)}: transposes {n.input[0]}, which is not an "
+                                  f"activation or a float result")
+        y = self.b.transpose(self.view(v.value, src), perm, name=self.quantized_name(n))
         self.env[n.output[0]] = _Dq(self.view(y, _ir_shape(out)), v.scale, v.zero)
 
     def act_matmul(self, p: _Pending, s: float, out: str, z: int) -> Value:
