@@ -35,9 +35,17 @@ islands with ORT's exact arithmetic in the ``exact`` import (``vta.graph.ort_add
 ``--formats`` picks some of the twelve formats (each MobileNet format compiles ~70 kernels
 per config).
 
-    python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2] [--inputs 20]
-                                [--resnet-size 32] [--mobilenet-size 32] [--no-sim]
-                                [--formats QDQ/a8/per-tensor,...]
+BERT-tiny (``--models bert_tiny``, ``onnx_ort.bert_tiny``: 2 layers, hidden 128, 2 heads,
+sequence 128) gets the same rows plus ``QDQ/s8/per-tensor pow2``: the symmetric model with
+every scale rounded up to a power of two (``onnx_ort.pow2_scales``: what ``vta run bert_tiny``
+runs on stock pynq), and per row the agreement split by tensor kind (``per_kind``: each
+producing operator, every float island named by its float operators) for ORT's arithmetic,
+end to end and per operator. Its requantize-arithmetic table is skipped (it reads
+QLinearConv / QGemm outputs of the QOperator form, which the importer refuses for BERT).
+
+    python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2,bert_tiny]
+                                [--inputs 20] [--resnet-size 32] [--mobilenet-size 32]
+                                [--no-sim] [--formats QDQ/a8/per-tensor,...]
 
 Prints one table per model and writes its rows into bench/results/onnx_models.json (the
 other models' rows already there are kept). Exit status 1 if a simulated run differs from
@@ -66,12 +74,16 @@ from vta.graph.onnx_import import load_onnx  # noqa: E402
 from vta.graph.onnx_ort import (  # noqa: E402
     FORMATS,
     MODELS,
+    ONNX_NETWORKS,
     Agreement,
     Format,
     agreement,
+    agreement_by_kind,
+    bert_tiny,
     calibration_inputs,
     mobilenet_v2,
     ort_tensors,
+    pow2_scales,
     quantize,
     requant_arithmetic,
     resnet18,
@@ -94,12 +106,18 @@ def judge(fm: Any, q: Any, inputs: int, requant: str = "fixed") -> tuple[Any, di
     g = load_onnx(q, requant=requant)
     v = g.inputs[0]
     e2e, local = [], []
+    kinds: dict[str, dict[str, list[Agreement]]] = {"e2e": {}, "per_op": {}}
     for x in calibration_inputs(fm, 99, inputs):
         ort = ort_tensors(q, {v.name: x})
         xq = quantize_linear(x, v.type.scale, v.type.zero)
-        e2e.append(agreement(g, interp.run_graph(g, {v.name: xq}), ort))
-        local.append(agreement(g, run_fed(g, {v.name: xq}, ort), ort))
-    return g, {"e2e": _sum(e2e), "per_op": _sum(local)}
+        env, fed = interp.run_graph(g, {v.name: xq}), run_fed(g, {v.name: xq}, ort)
+        e2e.append(agreement(g, env, ort))
+        local.append(agreement(g, fed, ort))
+        for how, vals in (("e2e", env), ("per_op", fed)):
+            for kind, a in agreement_by_kind(g, vals, ort).items():
+                kinds[how].setdefault(kind, []).append(a)
+    per_kind = {how: {k: _sum(parts) for k, parts in by.items()} for how, by in kinds.items()}
+    return g, {"e2e": _sum(e2e), "per_op": _sum(local), "per_kind": per_kind}
 
 
 def on_hw(g: Any, config: str, simulate: bool) -> dict[str, Any]:
@@ -124,16 +142,21 @@ def calibration_inputs_for(shape: tuple[int, ...]) -> np.ndarray:
     return np.random.default_rng(7).standard_normal(shape).astype(np.float32)
 
 
-def row(fmt: Format, fm: Any, inputs: int, simulate: bool) -> dict[str, Any]:
+def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False
+        ) -> dict[str, Any]:
+    """One format's row (``pow2``: its scales rounded to powers of two, ``pow2_scales``)."""
     t0 = time.perf_counter()
     q = quantize(fm, fmt, seed=1)
+    name = fmt.name
+    if pow2:
+        q, name = pow2_scales(q), f"{fmt.name} pow2"
     try:
         g, agree = judge(fm, q, inputs)
     except VtaError as e:
-        return {"format": fmt.name, "accepted": False, "reason": str(e),
+        return {"format": name, "accepted": False, "reason": str(e),
                 "seconds": time.perf_counter() - t0}
     g_ort, agree_ort = judge(fm, q, inputs, requant="ort")
-    out = {"format": fmt.name, "accepted": True, **agree,
+    out = {"format": name, "accepted": True, **agree,
            "pynq": on_hw(g, "pynq", simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
            "ort_exact": agree_ort, "pynq_requant": on_hw(g_ort, "pynq_requant", simulate),
            "macs": g.macs}
@@ -170,6 +193,22 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def kind_table(model: str, rows: list[dict[str, Any]]) -> str:
+    """Agreement with ORT by tensor kind, ORT's arithmetic, end to end and per operator."""
+    lines = [f"{model}: agreement with ORT by tensor kind (imported with ORT's arithmetic; "
+             f"e2e / per operator: share equal, max diff)"]
+    for r in rows:
+        if not r["accepted"]:
+            continue
+        lines.append(f"  {r['format']}")
+        kinds = r["ort_exact"]["per_kind"]
+        for kind, a in kinds["e2e"].items():
+            b = kinds["per_op"][kind]
+            lines.append(f"    {kind:28} {a['share']:>9.4%} {a['max_diff']:>3}  "
+                         f"{b['share']:>9.4%} {b['max_diff']:>3}")
+    return "\n".join(lines)
+
+
 def requant_table(model: str, r: dict[str, Any]) -> str:
     lines = [f"{model}: requantize arithmetic vs ORT ({r['values']:,} values of QLinearConv / "
              f"QGemm outputs, each fed ORT's operands)"]
@@ -193,7 +232,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "onnx_models.json"))
     a = ap.parse_args()
     builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size),
-                "mobilenet_v2": lambda seed: mobilenet_v2(seed, size=a.mobilenet_size)}
+                "mobilenet_v2": lambda seed: mobilenet_v2(seed, size=a.mobilenet_size),
+                "bert_tiny": bert_tiny}
     unknown = sorted(set(a.models.split(",")) - set(builders))
     formats = [f for f in FORMATS if a.formats is None or f.name in a.formats.split(",")]
     if unknown or not formats:
@@ -207,13 +247,22 @@ def main() -> int:
     for name in a.models.split(","):
         fm = builders[name](0)
         rows = [row(fmt, fm, a.inputs, not a.no_sim) for fmt in formats]
+        net = ONNX_NETWORKS.get(name)
+        if net is not None and net.pow2:  # the stock-ALU form vta run NAME runs on pynq
+            rows.append(row(net.fmt, fm, a.inputs, not a.no_sim, pow2=True))
         results["models"][name] = rows
         results.setdefault("commands", {})[name] = "python " + " ".join(
             [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
         results.setdefault("inputs_per_model", {})[name] = a.inputs
         if name == "mobilenet_v2":
             results["mobilenet_size"] = a.mobilenet_size
+        if name == "resnet18":
+            results["resnet_size"] = a.resnet_size
         print(table(name, rows), flush=True)
+        if name == "bert_tiny":
+            print(kind_table(name, rows), flush=True)
+            print()
+            continue
         q = quantize(fm, Format("QOperator", "s8", False), seed=1)
         arith = requant_arithmetic(q, calibration_inputs(fm, 99, a.inputs))
         results.setdefault("requant_arithmetic", {})[name] = arith

@@ -33,7 +33,7 @@ from vta.errors import TcSizeError, UsageError
 from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
-from vta.graph.onnx_ort import ONNX_NETWORKS, onnx_network, ort_verdict
+from vta.graph.onnx_ort import ONNX_NETWORKS, ort_verdict, quantized_network
 from vta.resources import REQUANT_F32
 from vta.run.graph import compile_for, run_graph
 from vta.run.layer import run_layer
@@ -70,8 +70,8 @@ def _given(args: argparse.Namespace, dest: str) -> bool:
 def _is_graph(args: argparse.Namespace) -> bool:
     """Whether ``vta run`` runs a whole graph: ``--onnx``, or a model by name without
     ``--layers`` (which runs the model's convolutions one by one)."""
-    return args.onnx is not None or args.workload in ONNX_NETWORKS or \
-        (args.workload in MODELS and args.layers is None)
+    return args.onnx is not None or (args.workload in MODELS and args.layers is None) \
+        or args.workload in ONNX_NETWORKS
 
 
 def _flags_apply(args: argparse.Namespace) -> None:
@@ -253,15 +253,17 @@ def _run_graph(args: argparse.Namespace) -> int:
         raise UsageError(f"--epilogue none does not apply to {what} (its requantizations are "
                          f"operators of the graph)")
     target = _target(args)
-    model = args.onnx if args.onnx is not None else \
-        onnx_network(args.workload) if args.workload in ONNX_NETWORKS else None
-    if model is not None:
+    # ORT's own requantize arithmetic where the hardware has its instruction
+    exact = isinstance(target, AccelTarget) and target.hw.intrinsic(REQUANT_F32) is not None
+    model: Any = args.onnx
+    if args.onnx is not None or args.workload in ONNX_NETWORKS:
         if args.batch is not None:
             raise UsageError(f"--batch does not apply to {args.onnx or args.workload} (the "
-                             f"ONNX model fixes its shapes)")
-        # ORT's own requantize arithmetic where the hardware has its instruction
-        exact = isinstance(target, AccelTarget) and \
-            target.hw.intrinsic(REQUANT_F32) is not None
+                             f"model fixes its shapes)")
+        if args.onnx is None:  # built, quantized by ORT; shifts alone on an ALU without MUL
+            shifts = isinstance(target, AccelTarget) and not exact \
+                and "mul" not in target.hw.alu.ops
+            model = quantized_network(args.workload, pow2=shifts, seed=args.seed or 0)
         graph = load_onnx(model, requant="ort" if exact else "fixed")
     else:
         net = resolve_network(LAYERS_OF[args.workload], batch=args.batch)

@@ -33,15 +33,20 @@ from vta.graph.ir import (
     Clip,
     Conv2d,
     Dense,
+    FloatStep,
     GlobalAvgPool,
     Graph,
+    HostFloat,
     Lut2,
+    MatMul,
     MaxPool2d,
     Node,
     Pad,
     Relu,
     Requantize,
+    Reshape,
     TensorType,
+    Transpose,
     Value,
 )
 from vta.graph.ort_add import AddForm
@@ -316,6 +321,8 @@ class GraphBuilder:
             w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
             bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
             return int(min(bound.max(), _INT32_MAX))
+        if isinstance(node, MatMul):
+            return matmul_bound(node)
         return 128 if x.type.dtype == "int8" else _INT32_MAX
 
     def channel_magnitudes(self, x: Value) -> list[int]:
@@ -344,8 +351,49 @@ class GraphBuilder:
         operands' int8 forms) with output ``scale`` and ``zero``."""
         t = self.const(f"{name}_table", np.ascontiguousarray(table, dtype=np.int8))
         return self._add_node(Lut2, name, (a, b, t), scale=scale, zero=zero)
+    # ------------------------------------------------------------------ transformers
+
+    def matmul(self, a: Value, b: Value, name: str = "matmul") -> Value:
+        """``a @ b`` of two int8 activations (``ir.MatMul``; their zero points subtracted)."""
+        extra = {k: v for k, v in (("zero_a", a.type.zero), ("zero_b", b.type.zero)) if v}
+        return self._add_node(MatMul, name, (a, b), **extra)
+
+    def reshape(self, x: Value, shape: tuple[int, ...], name: str | None = None) -> Value:
+        return self._add_node(Reshape, name or f"{x.name}_reshape", (x,), shape=tuple(shape))
+
+    def transpose(self, x: Value, perm: tuple[int, ...], name: str | None = None) -> Value:
+        return self._add_node(Transpose, name or f"{x.name}_transpose", (x,), perm=tuple(perm))
+
+    def host_float(self, xs: Sequence[Value], scales: Sequence[float], zeros: Sequence[int],
+                   shapes: Sequence[tuple[int, ...]], consts: Sequence[np.ndarray],
+                   steps: Sequence[FloatStep], shape: tuple[int, ...], scale: float,
+                   zero: int = 0, name: str = "float") -> Value:
+        """A float island (``ir.HostFloat``) quantized to ``scale``, ``zero``."""
+        node_attrs = {"scales": tuple(scales), "zeros": tuple(zeros),
+                      "shapes": tuple(tuple(s) for s in shapes), "steps": tuple(steps),
+                      "shape": tuple(shape), "zero": zero, "n_consts": len(consts),
+                      "scale": scale}
+        t = infer_type(HostFloat, tuple(xs), node_attrs, f"host_float {name}")
+        out = Value(self._name(name), t)
+        node = HostFloat(tuple(xs), tuple(scales), tuple(zeros),
+                         tuple(tuple(s) for s in shapes), tuple(consts), tuple(steps),
+                         tuple(shape), out, zero)
+        self.nodes.append(node)
+        self._producer[id(out)] = node
+        if self._calib is not None:
+            self.values[out] = interp.eval_node(node, self.values)
+        return out
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""
         return verify_graph(Graph(self.name, tuple(self.inputs), tuple(outputs),
                                   tuple(self.nodes)))
+
+
+def matmul_bound(node: MatMul) -> int:
+    """A bound on ``|a @ b|`` of an activation matmul: K products of at most 128 * 128 (256
+    * 256 when an operand has a zero point: ``|x - z| <= 255``)."""
+    k = node.a.type.shape[-1]
+    ma = 256 if node.zero_a else 128
+    mb = 256 if node.zero_b else 128
+    return int(min(k * ma * mb, _INT32_MAX))

@@ -3,6 +3,8 @@
 ::
 
     graph (verified)
+      │ passes.split_matmul   products of two activations: dense layers whose weight the
+      │                       host packs at run time, one per head
       │ passes.fuse           element-wise operators into their producer's epilogue
       v
     fused groups
@@ -44,6 +46,7 @@ from vta.graph.link import link_program
 from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
 from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
+from vta.graph.passes.split_matmul import split_matmuls
 from vta.graph.place import Cost, HostOp, Kernel, Step, place_all
 from vta.graph.quant import effective_ratio, exact_requantizes, needs_mul
 from vta.isa import Program
@@ -92,6 +95,7 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
     (``driver.compile_workload``'s), which answers every kernel it holds."""
     t0 = time.perf_counter()
     check_multipliers(graph, hw)
+    graph = split_matmuls(graph)  # products of two activations: runtime-weight dense layers
     fused = fuse(graph, fusion)
     steps = place_all(fused, hw, cost, refine, memo)
     layouts = plan_layouts(fused, steps, hw)

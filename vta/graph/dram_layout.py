@@ -32,16 +32,22 @@ class PackedLayout:
 
     shape: tuple[int, ...]
     fold: ConvFold | None = None
+    #: the buffer whose entries hold it: ``inp`` (an activation), or ``wgt`` (a runtime
+    #: weight: a matrix ``(M, K)`` packed as ``(M/bo, K/bi, bo, bi)`` weight entries, what a
+    #: dense layer whose weight is an activation reads)
+    buffer: str = "inp"
 
     @property
     def entries(self) -> int:
         return int(np.prod(self.shape[:-2]))
 
     def nbytes(self, hw: HwConfig) -> int:
-        return self.entries * hw.elem_bytes("inp")
+        return self.entries * hw.elem_bytes(self.buffer)
 
     def describe(self) -> str:
         dims = "x".join(map(str, self.shape))
+        if self.buffer != "inp":
+            return f"{dims} {self.buffer}"
         return f"{dims} folded ({self.fold.kind})" if self.fold is not None else dims
 
 
@@ -62,6 +68,9 @@ def pack(x: np.ndarray, t: TensorType, layout: PackedLayout, hw: HwConfig) -> np
     """``x`` (of type ``t``) as the simulator's entries of ``layout`` (the host's pack: the
     fold's repacking first when the layout is folded)."""
     g = hw.gemm
+    if layout.buffer == "wgt":  # a runtime weight: the dense layer's (M, K) matrix
+        return packing.to_entries(packing.pack_matrix(x, g.block_out, g.block_in,
+                                                      layout.shape))
     a = x.reshape(_nchw(t))
     if layout.fold is not None and layout.fold.kind != "none":
         a = packing.fold_data(a, layout.fold)

@@ -53,7 +53,13 @@ from vta.graph.ir import (
     split_shift,
 )
 from vta.graph.passes.fuse import group_nodes
-from vta.graph.place import LUT2_REASON, block_diagonal, chain_of
+from vta.graph.place import (
+    LUT2_REASON,
+    TRANSFORMER_HOST,
+    block_diagonal,
+    chain_of,
+    transformer_reason,
+)
 
 __all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
 
@@ -138,6 +144,8 @@ def group_kernel(group: Node) -> GroupKernel:
         ps = (x, *vals)
         return GroupKernel(window_func(spec_w, chain or None), ps,
                            tuple(_act(v, NCHW) for v in ps), _act(group.output, NCHW), chain)
+    if isinstance(a, TRANSFORMER_HOST):
+        raise HostFallback(transformer_reason(a))
     raise HostFallback(LUT2_REASON if isinstance(a, Lut2) else f"no GPU kernel for {a.op}")
 
 

@@ -10,6 +10,7 @@ so sums stay exact far beyond any layer's reduction) before the int32 wrap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from vta.compiler.ir import semantics as sem
 from vta.compiler.ops.conv2d import conv2d_int32
 from vta.errors import GraphError
 from vta.graph import ir as G
+from vta.graph.quant import quantize_linear
 from vta.isa.requant import scale_mul
 
 __all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
@@ -147,6 +149,121 @@ KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
     G.Conv2d: _conv2d, G.Dense: _dense, G.Requantize: _requantize, G.Relu: _relu, G.Clip: _clip,
     G.Add: _add, G.MaxPool2d: _max_pool, G.GlobalAvgPool: _global_avg_pool, G.Pad: _pad,
     G.Lut2: lambda node, a: a[2][a[0].astype(np.int64) + 128, a[1].astype(np.int64) + 128]}
+
+
+# ------------------------------------------------------------------------------ transformers
+
+
+def _matmul(node: G.MatMul, a: list[np.ndarray]) -> np.ndarray:
+    """``sum_k (a - zero_a) (b - zero_b)``, exact (int64: products of at most 2**16 in
+    magnitude, sums far below 2**63), wrapped to int32."""
+    x = a[0].astype(np.int64) - node.zero_a
+    y = a[1].astype(np.int64) - node.zero_b
+    return wrap32(np.matmul(x, y))
+
+
+def _reshape(node: G.Reshape, a: list[np.ndarray]) -> np.ndarray:
+    return a[0].reshape(node.shape)
+
+
+def _transpose(node: G.Transpose, a: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(a[0].transpose(node.perm))
+
+
+_F32 = np.float32
+
+
+def dequantize(x: np.ndarray, scale: float, zero: int) -> np.ndarray:
+    """ONNX Runtime's DequantizeLinear: ``float32(x - zero) * float32(scale)`` (one float32
+    rounding, of the product)."""
+    return (x.astype(np.int32) - np.int32(zero)).astype(_F32) * _F32(scale)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float32: the correctly rounded float64 ``math.erf`` of each value, rounded to
+    float32 (ONNX Runtime's MLAS uses a polynomial; docs/graph.md gives the measured
+    agreement)."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(_F32)
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """MLAS's softmax order: the maximum, ``exp(x - max)`` in float32, their sum, and each
+    exponential times the float32 reciprocal of the sum."""
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp((x - m).astype(_F32)).astype(_F32)
+    total = np.cumsum(e, axis=axis, dtype=_F32).take([-1], axis=axis)
+    return (e * (_F32(1) / total)).astype(_F32)
+
+
+def _layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,
+                epsilon: float) -> np.ndarray:
+    """ONNX Runtime's CPU LayerNormalization in float32 (``layer_norm_impl.cc``): over the
+    axes from ``axis`` on, the sums of x and x*x accumulated in order, ``mean = sum / n``,
+    ``std = sqrt(sum_sq / n - mean * mean + epsilon)``, ``(x - mean) / std * scale + bias``."""
+    axis = axis + x.ndim if axis < 0 else axis
+    lead = x.shape[:axis]
+    n = int(np.prod(x.shape[axis:], dtype=np.int64))
+    v = x.reshape(-1, n).astype(_F32)
+    total = np.cumsum(v, axis=1, dtype=_F32)[:, -1:]
+    sq = np.cumsum((v * v).astype(_F32), axis=1, dtype=_F32)[:, -1:]
+    mean = (total / _F32(n)).astype(_F32)
+    std = np.sqrt((sq / _F32(n) - mean * mean + _F32(epsilon)).astype(_F32)).astype(_F32)
+    y = ((v - mean) / std).astype(_F32) * scale.reshape(1, n).astype(_F32)
+    if bias is not None:
+        y = y + bias.reshape(1, n).astype(_F32)
+    return y.astype(_F32).reshape((*lead, *x.shape[axis:]))
+
+
+def float_step(step: G.FloatStep, args: list[np.ndarray]) -> np.ndarray:
+    """One float32 operator of a ``HostFloat`` program on its arguments."""
+    op = step.op
+    if op in ("add", "sub", "mul", "div"):
+        x, y = args
+        f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+        return np.asarray(f(x, y, dtype=_F32))
+    if op == "erf":
+        return _erf(args[0])
+    if op == "softmax":
+        return _softmax(args[0], int(step.attr("axis")))
+    if op == "layer_norm":
+        return _layer_norm(args[0], args[1], args[2] if len(args) > 2 else None,
+                           int(step.attr("axis")), float(step.attr("epsilon")))
+    if op == "reshape":
+        return args[0].reshape(tuple(step.attr("shape")))
+    if op == "transpose":
+        return np.ascontiguousarray(args[0].transpose(tuple(step.attr("perm"))))
+    raise GraphError(f"the interpreter has no float operator {op!r}")
+
+
+def _host_float(node: G.HostFloat, a: list[np.ndarray]) -> np.ndarray:
+    """Dequantize, run the float32 steps, quantize (``HostFloat``)."""
+    ins = [dequantize(x.reshape(shp), s, z)
+           for x, s, z, shp in zip(a, node.scales, node.zeros, node.shapes, strict=True)]
+    tmps: list[np.ndarray] = []
+    pools = {"in": ins, "const": list(node.consts), "tmp": tmps}
+    for st in node.steps:
+        tmps.append(float_step(st, [pools[kind][i] for kind, i in st.args]))
+    y = tmps[-1]
+    scale = node.out.type.scale
+    if scale is None or y.size != node.out.type.size:
+        raise GraphError(f"host_float {node.out.name}: its result {list(y.shape)} does not fill "
+                         f"{node.out.type}")
+    return quantize_linear(y, scale, node.zero).reshape(node.shape)
+
+
+def _take(node: G.Take, a: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(a[0][node.index])
+
+
+def _stack(node: G.Stack, a: list[np.ndarray]) -> np.ndarray:
+    return np.stack(a)
+
+
+#: the transformer operators' semantics (added to ``KERNELS``)
+TRANSFORMER_KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
+    G.MatMul: _matmul, G.Reshape: _reshape, G.Transpose: _transpose,
+    G.HostFloat: _host_float, G.Take: _take, G.Stack: _stack}
+KERNELS.update(TRANSFORMER_KERNELS)
 
 
 def eval_node(node: G.Node, env: Mapping[G.Value, np.ndarray]) -> np.ndarray:

@@ -28,6 +28,14 @@ definition):
 ``lut2``           int8, int8 -> int8 ``table[a + 128, b + 128]`` (a (256, 256) int8 constant)
 ``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
                    element-wise operators applied to its result, one kernel
+``matmul``         int8 ``(..., M, K)`` ``a``, int8 ``(..., K, N)`` ``b`` (two activations) -> int32
+                   ``sum_k (a - zero_a)(b - zero_b)`` (attention's ``Q @ K^T`` and ``P @ V``)
+``reshape``        int8 -> int8, the same elements in another shape (a layout operator)
+``transpose``      int8 -> int8, axes permuted by ``perm`` (a layout operator)
+``take``           int8 ``(B, ...)`` -> int8 ``x[index]`` (one head; a layout operator)
+``stack``          int8 tensors of one type -> int8 ``(B, ...)`` (a layout operator)
+``host_float``     int8 inputs -> int8: a float32 island of an ONNX model (dequantize, softmax /
+                   layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
@@ -62,7 +70,9 @@ from vta.errors import GraphError
 
 __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requantize",
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
-           "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift"]
+           "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
+           "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
+           "matmul_macs", "Take", "Stack"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -435,4 +445,170 @@ def node_macs(n: Node) -> int:
         return nb * m * n.weight.type.shape[1]
     if isinstance(n, Fused):
         return sum(node_macs(m) for m in n.nodes)
+    if isinstance(n, MatMul):
+        return matmul_macs(n)
     return 0
+
+
+# ------------------------------------------------------------------------------ transformers
+# A transformer encoder's operators (BERT): a matrix product of two activations, the layout
+# operators between heads, and the float operators ONNX Runtime's quantizer leaves between a
+# DequantizeLinear and a QuantizeLinear (softmax, layer norm, GELU's erf, scalings), which run
+# on the host in float32 (``HostFloat``).
+
+
+@dataclass(frozen=True, eq=False)
+class MatMul(Node):
+    """``a @ b`` of two int8 activations (ONNX MatMul's broadcast-free batched form): ``a``
+    ``(..., M, K)``, ``b`` ``(..., K, N)`` with the same leading (batch) dimensions -> int32
+    ``(..., M, N)``, ``sum_k (a - zero_a) * (b - zero_b)`` wrapped to int32 (each operand's
+    zero point subtracted before the product, as ONNX's MatMulInteger and ORT's
+    QLinearMatMul do)."""
+
+    op: ClassVar[str] = "matmul"
+    operands: ClassVar[tuple[str, ...]] = ("a", "b")
+    a: Value
+    b: Value
+    out: Value
+    zero_a: int = 0
+    zero_b: int = 0
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Reshape(Node):
+    """The int8 tensor ``x`` viewed as ``shape`` (same elements, row-major order): a layout
+    operator (no arithmetic); scale and zero point unchanged."""
+
+    op: ClassVar[str] = "reshape"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    shape: tuple[int, ...]
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Transpose(Node):
+    """``x`` with its axes permuted (``out.shape[i] = x.shape[perm[i]]``, numpy's and ONNX's
+    ``perm``): a layout operator; scale and zero point unchanged."""
+
+    op: ClassVar[str] = "transpose"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    perm: tuple[int, ...]
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+#: the float32 operators a ``HostFloat`` program may apply (``vta.graph.interp`` defines each)
+FLOAT_OPS = ("add", "sub", "mul", "div", "erf", "softmax", "layer_norm", "reshape", "transpose")
+
+
+@dataclass(frozen=True)
+class FloatStep:
+    """One float32 operation of a ``HostFloat`` program: ``op`` (``FLOAT_OPS``) applied to
+    ``args`` (each ``("in", i)``: input ``i`` dequantized; ``("const", j)``: float constant
+    ``j``; ``("tmp", k)``: the result of step ``k``) with ``attrs`` (softmax ``axis``;
+    layer norm ``axis`` and ``epsilon``; reshape ``shape``; transpose ``perm``)."""
+
+    op: str
+    args: tuple[tuple[str, int], ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def attr(self, name: str) -> Any:
+        return dict(self.attrs)[name]
+
+
+@dataclass(frozen=True, eq=False)
+class HostFloat(Node):
+    """A float island of a quantized model, run on the host in float32: each int8 input
+    dequantized with the scale and zero point its ``DequantizeLinear`` states (``scales``,
+    ``zeros``: ``float32(x - zero) * scale``) and viewed in its ONNX shape (``shapes``: the
+    graph may hold a [1, S, H] tensor as (S, H)), the ``steps`` applied in order (float
+    constants ``consts``), the last step's result quantized to ``out`` (its type's scale and
+    ``zero`` point: ONNX Runtime's QuantizeLinear, round half to even, saturated) and viewed
+    as ``shape``."""
+
+    op: ClassVar[str] = "host_float"
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
+    xs: tuple[Value, ...]
+    scales: tuple[float, ...]
+    zeros: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    consts: tuple[np.ndarray, ...]
+    steps: tuple[FloatStep, ...]
+    shape: tuple[int, ...]
+    out: Value
+    zero: int = 0
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.xs
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+    @property
+    def name(self) -> str:
+        """``layer_norm``, ``div+erf`` ...: the float operators it runs."""
+        return "+".join(s.op for s in self.steps)
+
+    def attrs(self) -> dict[str, Any]:
+        """The typing rule's attributes (``consts`` by count: the arrays are data)."""
+        return {"ops": self.name, "scales": self.scales, "zeros": self.zeros,
+                "shapes": self.shapes, "n_consts": len(self.consts), "steps": self.steps,
+                "shape": self.shape, "zero": self.zero}
+
+
+@dataclass(frozen=True, eq=False)
+class Take(Node):
+    """``x[index]``: one slice of ``x`` along its first axis (a head of a batched tensor); a
+    layout operator, scale and zero point unchanged."""
+
+    op: ClassVar[str] = "take"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    index: int
+    out: Value
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+
+@dataclass(frozen=True, eq=False)
+class Stack(Node):
+    """``xs`` (int8, one shape, scale and zero point) stacked along a new first axis: a layout
+    operator (``Take``'s inverse)."""
+
+    op: ClassVar[str] = "stack"
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
+    xs: tuple[Value, ...]
+    out: Value
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.xs
+
+    @property
+    def output(self) -> Value:
+        return self.out
+
+    def attrs(self) -> dict[str, Any]:
+        return {}
+
+
+def matmul_macs(n: MatMul) -> int:
+    """Multiply-accumulates of an activation matmul: every output element sums K products."""
+    return int(np.prod(n.out.type.shape, dtype=np.int64)) * n.a.type.shape[-1]

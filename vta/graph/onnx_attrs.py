@@ -33,6 +33,8 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "DequantizeLinear": ("axis", "block_size"),
     "QLinearGlobalAveragePool": ("channels_last",),
     "Clip": (),
+    "Softmax": ("axis",), "LayerNormalization": ("axis", "epsilon", "stash_type"),
+    "Transpose": ("perm",),
 }
 
 

@@ -41,6 +41,17 @@ An output zero point is the requantize's ``zero``; ``Relu`` of a tensor of zero 
 per-channel requantize (one multiplier per channel, one shift: an ALU MUL by a channel
 operand); per-channel scales of anything else are refused by name. ``Flatten``/``Reshape`` of
 an (N, C, 1, 1) tensor to (N, C) are layout no-ops.
+A transformer encoder in the QDQ form (BERT, ``onnx_ort.bert_tiny``): a ``MatMul`` of two
+dequantized activations is the graph's ``matmul`` (zero points subtracted) and a requantize;
+``Reshape`` and ``Transpose`` between a ``DequantizeLinear`` and a ``QuantizeLinear`` of one
+scale are the layout operators ``reshape`` / ``transpose`` on the int8 tensor (a [1, S, H]
+tensor is held as (S, H), a dense layer's matrix); every other float region (``Softmax``,
+``LayerNormalization``, ``Erf``, ``Div``, ``Mul``, ``Sub``, an ``Add`` with a constant or
+float operand), from the ``DequantizeLinear`` outputs and float constants it reads to the
+``QuantizeLinear`` that ends it, is one ``host_float`` node computing ORT's float32 operations
+on the host (a dequantized constant only float operators read is a float constant, any zero
+point and type). The QOperator form of a transformer (``QLinearSoftmax``, ``QLinearMul``,
+``QLinearAdd`` of a broadcast constant, ``QLinearMatMul`` of rank 3) is refused by name.
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
@@ -60,7 +71,7 @@ import numpy as np
 
 from vta.errors import OnnxImportError
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import GlobalAvgPool, Graph, Value
+from vta.graph.ir import FloatStep, GlobalAvgPool, Graph, Value
 from vta.graph.onnx_attrs import Window, conv_groups, node_attrs, window
 from vta.graph.onnx_load import initializers, onnx_module, read_model
 from vta.graph.ort_add import (
@@ -532,7 +543,6 @@ class _Importer:
         self.env[n.output[0]] = v
 
     op_Flatten = _reshape
-    op_Reshape = _reshape
 
     # ------------------------------------------------------------------ QDQ form
 
@@ -557,6 +567,8 @@ class _Importer:
                                           f"zero point")
                 self.env[n.output[0]] = _Dq(self.b.const(name, data, _nominal(s)), s,
                                             axis=dq_axis)
+                return
+            if self.float_constant(n, data, s, dq_axis):
                 return
             w = self.weight(data, zname, n, name)
             self.env[n.output[0]] = _Dq(self.b.const(name, w, _nominal(s)), s, axis=dq_axis)
@@ -585,11 +597,17 @@ class _Importer:
 
     def op_MatMul(self, n: Any) -> None:
         x, w = self.dq(n.input[0], n), self.dq(n.input[1], n)
-        self.env[n.output[0]] = _Pending("dense", (x, w, None), {"trans_b": 0})
+        if not w.value.is_const:  # a product of two activations (attention)
+            self.env[n.output[0]] = _Pending("act_matmul", (x, w), {})
+            return
+        self.env[n.output[0]] = _Pending("dense", (self.view_2d(x), w, None), {"trans_b": 0})
 
     def op_Add(self, n: Any) -> None:
-        self.env[n.output[0]] = _Pending("add", (self.dq(n.input[0], n),
-                                                 self.dq(n.input[1], n)), {})
+        if not self.two_activations(n):  # a constant operand (a bias) or a float operand
+            self.float_op(n, "add")
+            return
+        self.env[n.output[0]] = _Pending("add", (self.view_2d(self.dq(n.input[0], n)),
+                                                 self.view_2d(self.dq(n.input[1], n))), {})
 
     def op_GlobalAveragePool(self, n: Any) -> None:
         self.env[n.output[0]] = _Pending("gap", (self.dq(n.input[0], n),), {})
@@ -613,6 +631,9 @@ class _Importer:
                                       f"supported around a float Relu / MaxPool / Flatten")
             self.out(out, p.value)  # a max-pool or ReLU of integers, same scale
             return
+        if isinstance(p, _Float):
+            self.out(out, self.host_float(n, p, s, z))
+            return
         if not isinstance(p, _Pending):
             raise OnnxImportError(f"{self.where(n)}: quantizes {n.input[0]}, which is not "
                                   f"the result of a supported float operator on dequantized "
@@ -621,6 +642,8 @@ class _Importer:
 
     def _quantized(self, n: Any, p: _Pending, s: float, out: str, z: int = 0) -> Value:
         b = self.b
+        if p.kind == "act_matmul":
+            return self.act_matmul(p, s, out, z)
         if p.kind in ("conv", "dense"):
             x, w, bias = p.inputs
             if not w.value.is_const:
@@ -671,6 +694,233 @@ class _Importer:
                                   f"{_text(want)}")
         return data
 
+    # ------------------------------------------------------------------ transformers
+    # BERT's operators as ORT's quantizer writes them (QDQ): matrix products of two
+    # activations, Reshape / Transpose between DequantizeLinear and QuantizeLinear of one
+    # scale, and float islands (Softmax, LayerNormalization, Erf, Div, Mul, Add of a constant)
+    # computed on the host in float32 (``HostFloat``).
+
+    def float_constant(self, n: Any, data: np.ndarray, s: float | np.ndarray,
+                       axis: int | None) -> bool:
+        """A dequantized constant that only float operators read (GELU's 1 and 0.5, a layer
+        norm's scale): its float32 value as ORT's DequantizeLinear computes it, ``float32(q -
+        z) * s`` (any zero point, int8 or uint8); False for one an integer operator reads."""
+        users = self.consumers.get(n.output[0], [])
+        if not users or any(u.op_type in _INTEGER_READERS for u in users):
+            return False
+        zname = n.input[2] if len(n.input) > 2 and n.input[2] else None
+        z = self.const(zname, n).astype(np.int32) if zname else np.int32(0)
+        scale = np.asarray(s, dtype=np.float32)
+        if scale.ndim and axis is not None:
+            scale = scale.reshape([-1 if k == axis else 1 for k in range(data.ndim)])
+            z = np.asarray(z).reshape(scale.shape) if np.ndim(z) else z
+        value = ((data.astype(np.int32) - z).astype(np.float32) * scale).astype(np.float32)
+        self.env[n.output[0]] = _Float(_FExpr("const", (), {"data": value}))
+        return True
+
+    def view_2d(self, d: _Dq) -> _Dq:
+        """``d`` with a [1, S, H] value viewed as (S, H) (what a dense layer and an add
+        take); other ranks unchanged. One view per value."""
+        v = d.value
+        if v.is_const or len(v.type.shape) != 3 or v.type.shape[0] != 1:
+            return d
+        return _Dq(self.view(v, v.type.shape[1:]), d.scale, d.zero, d.axis)
+
+    def view(self, v: Value, shape: tuple[int, ...], name: str | None = None) -> Value:
+        """``v`` viewed as ``shape`` (a host ``Reshape``, made once per value and shape;
+        ``name`` its output's, default ``<v>_view``)."""
+        if tuple(v.type.shape) == tuple(shape):
+            return v
+        views = self.__dict__.setdefault("_views", {})
+        key = (id(v), tuple(shape))
+        if key not in views:
+            views[key] = self.b.reshape(v, tuple(shape), name=name or f"{v.name}_view")
+        return views[key]  # type: ignore[no-any-return]
+
+    def quantized_name(self, n: Any) -> str:
+        """The name of ``n``'s int8 result: the output of the QuantizeLinear that restates
+        it (ORT's tensor of that name), else ``n``'s own output."""
+        users = self.consumers.get(n.output[0], [])
+        if len(users) == 1 and users[0].op_type == "QuantizeLinear":
+            return str(users[0].output[0])
+        return str(n.output[0])
+
+    def two_activations(self, n: Any) -> bool:
+        """Whether both inputs of binary ``n`` are dequantized activations (an integer
+        operator's operands) rather than constants or float results."""
+        vs = [self.env.get(i) for i in n.input]
+        return all(isinstance(v, _Dq) and not v.value.is_const for v in vs)
+
+    def onnx_shape(self, name: str, n: Any) -> tuple[int, ...]:
+        """``name``'s ONNX shape (shape inference), or a named refusal."""
+        shape = self._onnx_shape(name, n)
+        if not shape or any(d < 1 for d in shape):
+            raise OnnxImportError(f"{self.where(n)}: the shape of {name} is not known after "
+                                  f"shape inference")
+        return shape
+
+    def farg(self, name: str, n: Any) -> _FExpr:
+        """Operand ``name`` of a float operator: a float result, a dequantized tensor (its
+        float32 values), or a float initializer."""
+        v = self.env.get(name)
+        if isinstance(v, _Float):
+            return v.expr
+        if isinstance(v, _Dq):
+            if v.value.is_const:
+                return _FExpr("const", (), {"data": _dq_const(v)})
+            return _FExpr("in", (), {"dq": v, "shape": self.onnx_shape(name, n)})
+        if name in self.inits:
+            data = self.inits[name]
+            if data.dtype != np.float32:
+                raise OnnxImportError(f"{self.where(n)}: constant {name} is {data.dtype}; a "
+                                      f"float operator's constant must be float32")
+            return _FExpr("const", (), {"data": data})
+        raise OnnxImportError(f"{self.where(n)}: input {name} is neither a dequantized tensor, "
+                              f"a float result nor a float constant")
+
+    def float_op(self, n: Any, op: str, **attrs: Any) -> None:
+        """``n``'s output: float operator ``op`` on its inputs (a step of a float island)."""
+        args = tuple(self.farg(i, n) for i in n.input if i)
+        self.env[n.output[0]] = _Float(_FExpr(op, args, attrs))
+
+    def op_Sub(self, n: Any) -> None:
+        self.float_op(n, "sub")
+
+    def op_Mul(self, n: Any) -> None:
+        self.float_op(n, "mul")
+
+    def op_Div(self, n: Any) -> None:
+        self.float_op(n, "div")
+
+    def op_Erf(self, n: Any) -> None:
+        self.attrs(n)
+        self.float_op(n, "erf")
+
+    def opset(self) -> int:
+        return next((int(o.version) for o in self.model.opset_import
+                     if o.domain in ("", "ai.onnx")), 1)
+
+    def op_Softmax(self, n: Any) -> None:
+        a = self.attrs(n)
+        if self.opset() < 13:
+            raise OnnxImportError(f"{self.where(n)}: Softmax before opset 13 (it flattens the "
+                                  f"axes from axis on) is not supported; the model is opset "
+                                  f"{self.opset()}")
+        rank = len(self.onnx_shape(n.input[0], n))
+        axis = int(a.get("axis", -1))
+        if not -rank <= axis < rank:
+            raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
+                                  f"tensor")
+        self.float_op(n, "softmax", axis=axis)
+
+    def op_LayerNormalization(self, n: Any) -> None:
+        a = self.attrs(n)
+        if int(a.get("stash_type", 1)) != 1:
+            raise OnnxImportError(f"{self.where(n)}: stash_type {a['stash_type']} is not "
+                                  f"supported (only 1: float32 statistics)")
+        if any(o for o in n.output[1:]):
+            raise OnnxImportError(f"{self.where(n)}: the Mean and InvStdDev outputs are not "
+                                  f"supported (only Y)")
+        rank = len(self.onnx_shape(n.input[0], n))
+        axis = int(a.get("axis", -1))
+        if not -rank <= axis < rank:
+            raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
+                                  f"tensor")
+        eps = float(a.get("epsilon", 1e-5))
+        if not (math.isfinite(eps) and eps >= 0):
+            raise OnnxImportError(f"{self.where(n)}: epsilon {eps} must be a non-negative "
+                                  f"number")
+        self.float_op(n, "layer_norm", axis=axis, epsilon=eps)
+
+    def op_Reshape(self, n: Any) -> None:
+        """A reshape of an int8 tensor (QOperator), of a dequantized activation (QDQ: a
+        ``reshape`` view, the same integers and scale) or of a float result; a pooled
+        (N, C, 1, 1) tensor pending its quantization is ``_reshape``'s."""
+        v = self.env.get(n.input[0])
+        if isinstance(v, _Pending):
+            self._reshape(n)
+            return
+        shape, src = self._flat_shape(n), self.onnx_shape(n.input[0], n)
+        if int(np.prod(shape)) != int(np.prod(src)):
+            raise OnnxImportError(f"{self.where(n)}: cannot reshape {n.input[0]} {list(src)} "
+                                  f"to {list(shape)}")
+        if isinstance(v, _Float):
+            self.env[n.output[0]] = _Float(_FExpr("reshape", (v.expr,), {"shape": shape}))
+        elif isinstance(v, Value) and not v.is_const:
+            self.out(n.output[0], self.view(v, _ir_shape(shape), n.output[0]))
+        elif isinstance(v, _Dq) and not v.value.is_const:
+            y = self.view(v.value, _ir_shape(shape), self.quantized_name(n))
+            self.env[n.output[0]] = _Dq(y, v.scale, v.zero)
+        else:
+            raise OnnxImportError(f"{self.where(n)}: reshapes {n.input[0]}, which is not an "
+                                  f"activation or a float result")
+
+    def op_Transpose(self, n: Any) -> None:
+        src = self.onnx_shape(n.input[0], n)
+        perm = tuple(int(p) for p in self.attrs(n).get("perm", range(len(src) - 1, -1, -1)))
+        if sorted(perm) != list(range(len(src))):
+            raise OnnxImportError(f"{self.where(n)}: perm {list(perm)} is not a permutation of "
+                                  f"the {len(src)} axes of {n.input[0]} {list(src)}")
+        v = self.env.get(n.input[0])
+        if isinstance(v, _Float):
+            self.env[n.output[0]] = _Float(_FExpr("transpose", (v.expr,), {"perm": perm}))
+            return
+        out = tuple(src[p] for p in perm)
+        if isinstance(v, Value) and not v.is_const:  # an int8 tensor (QOperator)
+            y = self.b.transpose(self.view(v, src), perm, name=n.output[0])
+            self.out(n.output[0], self.view(y, _ir_shape(out)))
+            return
+        if not isinstance(v, _Dq) or v.value.is_const:
+            raise OnnxImportError(f"{self.where(n)}: transposes {n.input[0]}, which is not an "
+                                  f"activation or a float result")
+        y = self.b.transpose(self.view(v.value, src), perm, name=self.quantized_name(n))
+        self.env[n.output[0]] = _Dq(self.view(y, _ir_shape(out)), v.scale, v.zero)
+
+    def act_matmul(self, p: _Pending, s: float, out: str, z: int) -> Value:
+        """``Q(MatMul(DQ(a), DQ(b)))`` of two activations: an integer ``matmul`` (zero points
+        subtracted) and its requantize, ratio ``s_a * s_b / s``."""
+        a, c = p.inputs
+        acc = self.b.matmul(a.value, c.value, name=f"{out}_acc")
+        ratio = ort_ratio(a.scale, c.scale, s) if self.requant == "ort" else a.scale * c.scale / s
+        return self._requant(acc, ratio, s, out, z)
+
+    def host_float(self, n: Any, f: _Float, s: float, z: int) -> Value:
+        """The ``HostFloat`` node computing float island ``f`` and quantizing it with scale
+        ``s``, zero point ``z`` (QuantizeLinear ``n``)."""
+        xs: list[_FExpr] = []
+        consts: list[np.ndarray] = []
+        steps: list[FloatStep] = []
+        where: dict[int, tuple[str, int]] = {}
+
+        def visit(e: _FExpr) -> tuple[str, int]:
+            if id(e) in where:
+                return where[id(e)]
+            if e.op == "in":
+                same = next((k for k, o in enumerate(xs) if o.attrs["dq"] is e.attrs["dq"]),
+                            None)
+                if same is None:
+                    xs.append(e)
+                    same = len(xs) - 1
+                ref = ("in", same)
+            elif e.op == "const":
+                consts.append(np.asarray(e.attrs["data"], dtype=np.float32))
+                ref = ("const", len(consts) - 1)
+            else:
+                args = tuple(visit(a) for a in e.args)
+                steps.append(FloatStep(e.op, args, tuple(sorted(e.attrs.items()))))
+                ref = ("tmp", len(steps) - 1)
+            where[id(e)] = ref
+            return ref
+
+        visit(f.expr)
+        if not steps:
+            raise OnnxImportError(f"{self.where(n)}: quantizes {n.input[0]}, a constant or a "
+                                  f"dequantized tensor with another scale (no float operator)")
+        shape = _ir_shape(self.onnx_shape(n.output[0], n))
+        dqs = [x.attrs["dq"] for x in xs]
+        return self.b.host_float([d.value for d in dqs], [float(d.scale) for d in dqs],
+                                 [d.zero for d in dqs], [x.attrs["shape"] for x in xs],
+                                 consts, steps, shape, s, z, name=n.output[0])
     # ------------------------------------------------------------------ MobileNet-V2's ops
     # (grouped / depthwise convolutions: ``conv_window``; ReLU6 islands and ORT's exact adds)
 
@@ -808,6 +1058,45 @@ def _fold_zero(bias: np.ndarray, w: np.ndarray, zx: int, out: str) -> np.ndarray
         raise OnnxImportError(f"{out}: the bias with the input zero point {zx} folded in "
                               f"exceeds int32")
     return folded.astype(np.int32)
+
+
+#: operators whose constant operands are integer weights (``_Importer.float_constant``)
+_INTEGER_READERS = ("Conv", "Gemm", "MatMul", "QLinearConv", "QLinearMatMul", "QGemm")
+
+
+@dataclass(frozen=True, eq=False)
+class _FExpr:
+    """A float value of an island: ``op`` (``"in"``: a dequantized activation, ``attrs``
+    ``dq`` and its ONNX ``shape``; ``"const"``: ``attrs["data"]``; else a ``FLOAT_OPS``
+    operator) applied to ``args``."""
+
+    op: str
+    args: tuple[_FExpr, ...]
+    attrs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Float:
+    """An ONNX tensor computed in float (not yet quantized): its expression."""
+
+    expr: _FExpr
+
+
+def _ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape the graph IR holds an ONNX tensor in: [1, S, H] as (S, H) (a dense layer's
+    matrix), any other as is."""
+    return tuple(shape[1:]) if len(shape) == 3 and shape[0] == 1 else tuple(shape)
+
+
+def _dq_const(d: _Dq) -> np.ndarray:
+    """A dequantized constant in float32, as ORT's DequantizeLinear computes it (a
+    per-channel scale along its axis)."""
+    data = d.value.data
+    assert data is not None
+    scale = np.asarray(d.scale, dtype=np.float32)
+    if scale.ndim and d.axis is not None:
+        scale = scale.reshape([-1 if k == d.axis else 1 for k in range(data.ndim)])
+    return (data.astype(np.int32).astype(np.float32) * scale).astype(np.float32)
 
 
 def load_onnx(model: str | Path | Any, requant: str = "fixed") -> Graph:

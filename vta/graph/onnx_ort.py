@@ -11,7 +11,11 @@
   (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
   islands into integer kernels and disagree with each other on float-scale models, so the
   reference is the graph as written).
-* ``agreement``: a vta run's tensors against ORT's, by tensor name.
+* ``agreement``: a vta run's tensors against ORT's, by tensor name (``agreement_by_kind``:
+  split by the operator that computed each).
+* ``bert_tiny``: a float BERT-tiny encoder (2 layers, hidden 128, 2 heads, FFN 512, sequence
+  128); ``pow2_scales`` rounds a symmetric QDQ model's scales to powers of two (VTA's ALU runs
+  every requantization as a shift); ``quantized_network`` is what ``vta run bert_tiny`` runs.
 
 Both packages are optional (the ``test`` extra installs them) and imported only when used.
 """
@@ -19,7 +23,7 @@ Both packages are optional (the ``test`` extra installs them) and imported only 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ import numpy as np
 from vta.errors import OnnxImportError
 from vta.graph import interp
 from vta.graph.interp import wrap32
-from vta.graph.ir import Fused, Graph, Requantize, Value
+from vta.graph.ir import Fused, Graph, HostFloat, Requantize, Value
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_load import onnx_module, read_model
 from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
@@ -37,7 +41,9 @@ from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
            "ort_verdict", "ARITHMETICS", "requant_arithmetic", "mobilenet_v2",
-           "MOBILENET_V2_STAGES", "ONNX_NETWORKS", "NETWORK_FORMAT", "onnx_network"]
+           "MOBILENET_V2_STAGES", "NETWORK_FORMAT", "BERT_TINY", "bert_tiny", "pow2_scales",
+           "ONNX_NETWORKS", "OnnxNetwork", "quantized_network", "tensor_kind",
+           "agreement_by_kind"]
 
 
 @dataclass(frozen=True)
@@ -468,6 +474,87 @@ def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: flo
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
+# ------------------------------------------------------------------------------ BERT-tiny
+
+#: BERT-tiny's sizes (Turc et al. 2019, "Well-Read Students Learn Better": L=2, H=128, A=2)
+BERT_TINY = {"layers": 2, "hidden": 128, "heads": 2, "ffn": 512, "seq": 128}
+
+
+def bert_tiny(seed: int = 0, layers: int = 2, hidden: int = 128, heads: int = 2,
+              ffn: int = 512, seq: int = 128) -> Any:
+    """A float transformer encoder (BERT's, post-norm) built with ``onnx.helper`` from seeded
+    weights, opset 17: input the float token embeddings ``x`` [1, seq, hidden] (the embedding
+    lookup, position and segment embeddings and their LayerNorm are outside the model); each
+    layer: Q, K, V MatMul + Add (bias); Reshape to [1, seq, heads, head] and Transpose to
+    [1, heads, seq, head] (K to [1, heads, head, seq]); scores MatMul(Q, K^T), Div by
+    sqrt(head); Softmax(axis=-1); context MatMul(probs, V), Transpose + Reshape back; output
+    MatMul + Add, residual Add, LayerNormalization; FFN MatMul + Add, GELU as PyTorch's
+    exporter writes it (``x * 0.5 * (1 + Erf(x / sqrt(2)))``: Div, Erf, Add, Mul, Mul), MatMul
+    + Add, residual Add, LayerNormalization. Output: the last layer's [1, seq, hidden].
+    ``BERT_TINY``'s sizes by default; fewer layers or a shorter sequence for tests."""
+    onnx = onnx_module()
+    h = onnx.helper
+    if hidden % heads:
+        raise OnnxImportError(f"bert_tiny: hidden {hidden} is not a multiple of heads {heads}")
+    head = hidden // heads
+    rng = np.random.default_rng(seed)
+    inits: list[Any] = [
+        _init("shape_split", np.array([1, seq, heads, head], np.int64)),
+        _init("shape_merge", np.array([1, seq, hidden], np.int64)),
+        _init("sqrt_head", np.array(np.sqrt(head), np.float32)),
+        _init("sqrt2", np.array(np.sqrt(2.0), np.float32)),
+        _init("one", np.array(1.0, np.float32)),
+        _init("half", np.array(0.5, np.float32))]
+    nodes: list[Any] = []
+
+    def linear(x: str, name: str, k: int, m: int) -> str:
+        inits.extend([_init(f"{name}_w", rng.normal(0, np.sqrt(1.0 / k), (k, m))
+                            .astype(np.float32)),
+                      _init(f"{name}_b", rng.normal(0, 0.02, (m,)).astype(np.float32))])
+        nodes.append(h.make_node("MatMul", [x, f"{name}_w"], [f"{name}_mm"]))
+        nodes.append(h.make_node("Add", [f"{name}_mm", f"{name}_b"], [name]))
+        return name
+
+    def norm(x: str, name: str) -> str:
+        inits.extend([_init(f"{name}_g", (1 + rng.normal(0, 0.05, (hidden,)))
+                            .astype(np.float32)),
+                      _init(f"{name}_beta", rng.normal(0, 0.02, (hidden,)).astype(np.float32))])
+        nodes.append(h.make_node("LayerNormalization", [x, f"{name}_g", f"{name}_beta"], [name],
+                                 axis=-1, epsilon=1e-12))
+        return name
+
+    x = "x"
+    for i in range(layers):
+        p = f"l{i}"
+        q, k, v = (linear(x, f"{p}_{t}", hidden, hidden) for t in ("q", "k", "v"))
+        for t, perm in ((q, [0, 2, 1, 3]), (k, [0, 2, 3, 1]), (v, [0, 2, 1, 3])):
+            nodes.append(h.make_node("Reshape", [t, "shape_split"], [f"{t}_split"]))
+            nodes.append(h.make_node("Transpose", [f"{t}_split"], [f"{t}_heads"], perm=perm))
+        nodes.append(h.make_node("MatMul", [f"{q}_heads", f"{k}_heads"], [f"{p}_scores"]))
+        nodes.append(h.make_node("Div", [f"{p}_scores", "sqrt_head"], [f"{p}_scaled"]))
+        nodes.append(h.make_node("Softmax", [f"{p}_scaled"], [f"{p}_probs"], axis=-1))
+        nodes.append(h.make_node("MatMul", [f"{p}_probs", f"{v}_heads"], [f"{p}_ctx"]))
+        nodes.append(h.make_node("Transpose", [f"{p}_ctx"], [f"{p}_ctx_t"], perm=[0, 2, 1, 3]))
+        nodes.append(h.make_node("Reshape", [f"{p}_ctx_t", "shape_merge"], [f"{p}_ctx_m"]))
+        o = linear(f"{p}_ctx_m", f"{p}_o", hidden, hidden)
+        nodes.append(h.make_node("Add", [o, x], [f"{p}_res1"]))
+        y = norm(f"{p}_res1", f"{p}_ln1")
+        f1 = linear(y, f"{p}_ffn1", hidden, ffn)
+        nodes.append(h.make_node("Div", [f1, "sqrt2"], [f"{p}_g_div"]))
+        nodes.append(h.make_node("Erf", [f"{p}_g_div"], [f"{p}_g_erf"]))
+        nodes.append(h.make_node("Add", [f"{p}_g_erf", "one"], [f"{p}_g_add"]))
+        nodes.append(h.make_node("Mul", [f1, f"{p}_g_add"], [f"{p}_g_mul"]))
+        nodes.append(h.make_node("Mul", [f"{p}_g_mul", "half"], [f"{p}_gelu"]))
+        f2 = linear(f"{p}_gelu", f"{p}_ffn2", ffn, hidden)
+        nodes.append(h.make_node("Add", [f2, y], [f"{p}_res2"]))
+        x = norm(f"{p}_res2", f"{p}_ln2")
+    g = h.make_graph(nodes, "bert_tiny",
+                     [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, seq, hidden])],
+                     [h.make_tensor_value_info(x, onnx.TensorProto.FLOAT, [1, seq, hidden])],
+                     inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
 #: the format ``vta run mobilenet_v2`` quantizes with: the QOperator layout (ORT's QLinear
 #: kernels are integer arithmetic, so ORT's reference is exact: in the QDQ layout ORT
 #: convolves dequantized floats, one unit off the integers now and then, and end to end such
@@ -477,13 +564,112 @@ def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: flo
 #: per-tensor weights
 NETWORK_FORMAT = Format("QOperator", "a8", False)
 
-#: networks ``vta run NAME`` builds as float ONNX models and quantizes with ONNX Runtime:
-#: name -> the float model's input size (``mobilenet_v2_32``: the same network on 32x32, for
-#: tests and quick runs)
-ONNX_NETWORKS: dict[str, int] = {"mobilenet_v2": 224, "mobilenet_v2_32": 32}
+@dataclass(frozen=True)
+class OnnxNetwork:
+    """A network ``vta run NAME`` builds as a float ONNX model from a seed and quantizes with
+    ONNX Runtime's ``quantize_static``: ``build(seed)`` the float model, ``fmt`` the format it
+    is quantized in, ``pow2`` whether an ALU without MUL runs it with every scale rounded to a
+    power of two (``pow2_scales``: QDQ, symmetric int8 only; otherwise such an ALU refuses the
+    model's multipliers by name)."""
+
+    build: Callable[[int], Any]
+    fmt: Format
+    pow2: bool
 
 
-def onnx_network(name: str, seed: int = 0) -> Any:
-    """``ONNX_NETWORKS[name]`` quantized by ``quantize_static`` in ``NETWORK_FORMAT`` (needs
-    onnxruntime; an ``OnnxImportError`` saying how to install it otherwise)."""
-    return quantize(mobilenet_v2(seed, size=ONNX_NETWORKS[name]), NETWORK_FORMAT, seed)
+#: the networks ``vta run NAME`` builds and quantizes with ORT (``mobilenet_v2_32``: MobileNet-V2
+#: on 32x32, for tests and quick runs)
+ONNX_NETWORKS: dict[str, OnnxNetwork] = {
+    "mobilenet_v2": OnnxNetwork(lambda seed: mobilenet_v2(seed, size=224), NETWORK_FORMAT, False),
+    "mobilenet_v2_32": OnnxNetwork(lambda seed: mobilenet_v2(seed, size=32), NETWORK_FORMAT,
+                                   False),
+    "bert_tiny": OnnxNetwork(bert_tiny, Format("QDQ", "s8", False), True),
+}
+
+
+def quantized_network(name: str, pow2: bool = False, seed: int = 0) -> Any:
+    """``ONNX_NETWORKS[name]`` quantized by ``quantize_static`` in its format (needs
+    onnxruntime; an ``OnnxImportError`` saying how to install it otherwise), its scales rounded
+    to powers of two when ``pow2`` and the network allows it (``OnnxNetwork.pow2``)."""
+    net = ONNX_NETWORKS[name]
+    q = quantize(net.build(seed), net.fmt, seed)
+    return pow2_scales(q) if pow2 and net.pow2 else q
+
+
+def pow2_scales(q: Any) -> Any:
+    """A copy of QDQ model ``q`` (symmetric int8: zero points 0) with every scale rounded up
+    to a power of two and each constant re-quantized to its new scale (``round(q * s /
+    s')``, half to even: the same real values to within a step): every ratio of scales is
+    then a power of two and every requantization a shift, which VTA's ALU (no MUL) runs, as
+    TVM's ``round_for_shift`` quantizes. A model with a non-zero zero point is refused."""
+    onnx = onnx_module()
+    m = onnx.ModelProto()
+    m.CopyFrom(q)
+    inits = {t.name: t for t in m.graph.initializer}
+    scales: dict[str, np.ndarray] = {}
+    for n in m.graph.node:
+        if n.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        if len(n.input) > 2 and n.input[2] in inits:
+            z = onnx.numpy_helper.to_array(inits[n.input[2]])
+            if np.any(z != 0):
+                raise OnnxImportError(f"pow2_scales: {n.name or n.output[0]} has zero point "
+                                      f"{z.reshape(-1)[:4].tolist()}: only symmetric models")
+        s = onnx.numpy_helper.to_array(inits[n.input[1]]).astype(np.float64)
+        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32)
+        old = scales.setdefault(n.input[1], s)
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits:
+            t = inits[n.input[0]]
+            data = onnx.numpy_helper.to_array(t)
+            ratio = old / new.astype(np.float64)
+            if np.ndim(ratio) and data.ndim:
+                axis = next((int(a.i) for a in n.attribute if a.name == "axis"), 1)
+                ratio = ratio.reshape([-1 if k == axis % data.ndim else 1
+                                       for k in range(data.ndim)])
+            info = np.iinfo(data.dtype)
+            requant = np.clip(np.rint(data * ratio), info.min, info.max).astype(data.dtype)
+            t.CopyFrom(onnx.numpy_helper.from_array(requant, t.name))
+    for name, s in scales.items():
+        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32).reshape(s.shape)
+        inits[name].CopyFrom(onnx.numpy_helper.from_array(new, name))
+    return m
+
+
+def tensor_kind(graph: Graph, v: Value) -> str:
+    """What computed ``v``, for agreement by kind: the producing operator (``dense``,
+    ``matmul``, ``add`` ...; a requantize is named after the operator it requantizes; a float
+    island after its float operators, ``host_float:softmax``); ``input`` for a graph input."""
+    n = graph.producer(v)
+    if n is None:
+        return "input"
+    if isinstance(n, Fused):
+        return tensor_kind(graph, n.anchor.output) if isinstance(n.anchor, HostFloat) else \
+            n.anchor.op
+    if isinstance(n, Requantize):
+        inner = graph.producer(n.x)
+        return inner.op if inner is not None else n.op
+    if isinstance(n, HostFloat):
+        return f"host_float:{n.name}"
+    return n.op
+
+
+def agreement_by_kind(graph: Graph, values: Mapping[Value, np.ndarray],
+                      ort: Mapping[str, np.ndarray]) -> dict[str, Agreement]:
+    """``agreement`` split by ``tensor_kind`` (only the kinds ORT also computed)."""
+    kinds: dict[str, list[Value]] = {}
+    for v in graph.values():
+        if not v.is_const and v.type.dtype == "int8" and v.name in ort and v in values \
+                and np.asarray(ort[v.name]).size == v.type.size:
+            kinds.setdefault(tensor_kind(graph, v), []).append(v)
+    out = {}
+    for kind, vs in sorted(kinds.items()):
+        tensors = elements = equal = worst = 0
+        for v in vs:
+            got = np.asarray(values[v]).reshape(-1).astype(np.int64)
+            ref = _int8_form(ort[v.name]).reshape(-1)
+            tensors += 1
+            elements += got.size
+            equal += int(np.count_nonzero(got == ref))
+            worst = max(worst, int(np.abs(got - ref).max(initial=0)))
+        out[kind] = Agreement(tensors, elements, equal, worst)
+    return out

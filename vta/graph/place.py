@@ -64,11 +64,17 @@ from vta.graph.ir import (
     Dense,
     GlobalAvgPool,
     Graph,
+    HostFloat,
     Lut2,
+    MatMul,
     MaxPool2d,
     Node,
     Relu,
     Requantize,
+    Reshape,
+    Stack,
+    Take,
+    Transpose,
     Value,
     node_macs,
     split_shift,
@@ -301,6 +307,8 @@ class _Placer:
             return self._window(group, WindowSpec("ewise", n, c, h, w), chain, x, vals)
         if isinstance(a, Lut2):
             raise HostFallback(LUT2_REASON)
+        if isinstance(a, TRANSFORMER_HOST):
+            raise HostFallback(transformer_reason(a))
         raise HostFallback(f"no accelerator kernel for {a.op} (its int32 input cannot be "
                            f"stored by the accelerator)" if isinstance(a, Requantize) else
                            f"no accelerator kernel for {a.op}")
@@ -314,12 +322,16 @@ class _Placer:
                                f"the accelerator's {g.out_dtype} out port")
         chain, vals = chain_of(rest, a.output)
         w_data, b_data = a.weight.data, a.bias.data
-        if w_data is None or b_data is None:
+        runtime = w_data is None and isinstance(a, Dense)  # packed by the host at run time
+        if (w_data is None and not runtime) or b_data is None:
             raise HostFallback(f"{a.op} weights and bias must be constants")
-        if isinstance(a, Conv2d) and a.groups != 1:
-            w_data = block_diagonal(w_data, a.groups)
+        if isinstance(a, Conv2d):
+            assert w_data is not None  # only a dense layer's weight is packed at run time
+            if a.groups != 1:
+                w_data = block_diagonal(w_data, a.groups)
         epi = Epilogue(shift=0, bias=True, clip=False)  # acc + bias; the chain requantizes
         if isinstance(a, Conv2d):
+            assert w_data is not None
             n, ic, h, w = a.x.type.shape
             oc, _, kh, kw = w_data.shape
             spec: Conv2dSpec | MatmulSpec = Conv2dSpec(n, ic, h, w, oc, kh, kw, a.stride, a.pad)
@@ -350,21 +362,29 @@ class _Placer:
         _check_layout("output", P.res_shape, out_l, what)
         if not folded:
             _check_layout("input", P.data_shape, in_l, what)
-        if isinstance(a, Conv2d):
-            wk = packing.fold_kernel(w_data, c.fold) if folded and c.fold else w_data
-            kern = packing.pack_kernel(wk, g.block_out, g.block_in, P.kernel_shape)
-        else:
-            kern = packing.pack_matrix(w_data, g.block_out, g.block_in, P.kernel_shape)
-        consts = {"kernel": packing.to_entries(kern),
-                  "bias": packing.to_entries(packing.pack_bias(b_data, g.batch, g.block_out,
+        consts = {"bias": packing.to_entries(packing.pack_bias(b_data, g.batch, g.block_out,
                                                                P.ocb))}
         reads = {"data": a.x}
         layouts = {"data": in_l, "res": out_l}
+        if runtime:
+            reads["kernel"] = a.weight
+            layouts["kernel"] = PackedLayout(P.kernel_shape, buffer="wgt")
+        elif isinstance(a, Conv2d):
+            assert w_data is not None
+            wk = packing.fold_kernel(w_data, c.fold) if folded and c.fold else w_data
+            consts["kernel"] = packing.to_entries(packing.pack_kernel(wk, g.block_out,
+                                                                      g.block_in,
+                                                                      P.kernel_shape))
+        else:
+            assert w_data is not None
+            consts["kernel"] = packing.to_entries(packing.pack_matrix(
+                w_data, g.block_out, g.block_in, P.kernel_shape))
         self._operands(chain, vals, reads, layouts, consts, P.ocb)
         detail = (f"tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}"
                   f"{s.vt_axis if s.vthreads > 1 else ''}"
                   f"{' fold=' + c.fold_kind if folded else ''}"
-                  f"{grouped_detail(a) if isinstance(a, Conv2d) else ''}")
+                  f"{grouped_detail(a) if isinstance(a, Conv2d) else ''}"
+                  f"{' weight packed at run time' if runtime else ''}")
         return Kernel(group, a.op, c.program, reads, ("res", group.output), layouts, consts,
                       driver.roofline(c), node_macs(a), secs, detail,
                       {"schedule": dict(self.knobs[skey])})
@@ -461,3 +481,18 @@ def grouped_detail(a: Conv2d) -> str:
     if a.groups == 1:
         return ""
     return f" groups={a.groups} (block-diagonal: {1 - 1 / a.groups:.1%} of GEMM MACs on zeros)"
+# ------------------------------------------------------------------------------ transformers
+
+#: the transformer operators the host runs (``transformer_reason`` says why)
+TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack)
+
+
+def transformer_reason(n: Node) -> str:
+    """Why a transformer operator runs on the host (the per-op table's reason)."""
+    if isinstance(n, HostFloat):
+        return f"float32 on the host ({n.name}: ONNX Runtime's float operator)"
+    if isinstance(n, MatMul):
+        return ("a product of two activations with a zero point: its cross terms depend on "
+                "both runtime operands (passes.split_matmul runs the symmetric ones as dense "
+                "layers)")
+    return f"{n.op}: a layout operator (the host moves the bytes)"

@@ -212,6 +212,8 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         p = attrs["pad"]
         return G.TensorType((n, c, h + 2 * p, wd + 2 * p), "int8", "NCHW", x.type.scale,
                             x.type.zero)
+    if op in TRANSFORMER_RULES:
+        return TRANSFORMER_RULES[op](inputs, attrs, where)
     raise GraphError(f"{where}: unknown operator {op.__name__}")
 
 
@@ -286,3 +288,128 @@ def _check_const(v: G.Value, where: str) -> None:
     if v.data.shape != v.type.shape or v.data.dtype != np.dtype(v.type.dtype):
         raise GraphError(f"{where}: constant {v.name} holds {v.data.dtype}{list(v.data.shape)}, "
                          f"its type says {v.type.dtype}{list(v.type.shape)}")
+
+
+# ------------------------------------------------------------------------------ transformers
+
+
+def _matmul_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                 ) -> G.TensorType:
+    """``(..., M, K) @ (..., K, N)`` -> int32 ``(..., M, N)``, the same batch dimensions; the
+    scale is the product of the operands'."""
+    a, b = inputs
+    for v in (a, b):
+        if v.type.dtype != "int8" or len(v.type.shape) < 2:
+            raise GraphError(f"{where}: operand {v.name} must be int8 of rank >= 2, got "
+                             f"{v.type.dtype}{list(v.type.shape)}")
+    sa, sb = a.type.shape, b.type.shape
+    if len(sa) != len(sb) or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
+        raise GraphError(f"{where}: {a.name} {list(sa)} @ {b.name} {list(sb)}: the operands "
+                         f"need the same batch dimensions and a's last equal to b's "
+                         f"second-to-last (no broadcasting)")
+    for key, v in (("a", a), ("b", b)):
+        if attrs.get(f"zero_{key}", 0) != v.type.zero:
+            raise GraphError(f"{where}: zero_{key} is {attrs.get(f'zero_{key}', 0)}, but "
+                             f"{v.name} has zero point {v.type.zero}")
+    shape = (*sa[:-1], sb[-1])
+    return G.TensorType(shape, "int32", _layout_of(shape),
+                        _scaled(where, a) * _scaled(where, b))
+
+
+def _layout_of(shape: tuple[int, ...]) -> str:
+    """The logical layout a tensor of this rank carries (``NC`` for matrices, ``NCHW`` for
+    4-D, ``ND`` for any other rank)."""
+    return {2: "NC", 4: "NCHW"}.get(len(shape), "ND")
+
+
+def _reshape_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                  ) -> G.TensorType:
+    (x,) = inputs
+    shape = tuple(attrs["shape"])
+    if x.type.dtype != "int8":
+        raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
+    if any(not isinstance(d, (int, np.integer)) or d < 1 for d in shape) \
+            or int(np.prod(shape, dtype=np.int64)) != x.type.size:
+        raise GraphError(f"{where}: cannot view {x.name} {list(x.type.shape)} as "
+                         f"{list(shape)} (every dimension positive, the same number of "
+                         f"elements)")
+    return G.TensorType(shape, "int8", _layout_of(shape), x.type.scale, x.type.zero)
+
+
+def _transpose_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                    ) -> G.TensorType:
+    (x,) = inputs
+    perm = tuple(attrs["perm"])
+    if x.type.dtype != "int8":
+        raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
+    if sorted(perm) != list(range(len(x.type.shape))):
+        raise GraphError(f"{where}: perm {list(perm)} is not a permutation of the "
+                         f"{len(x.type.shape)} axes of {x.name} {list(x.type.shape)}")
+    shape = tuple(x.type.shape[p] for p in perm)
+    return G.TensorType(shape, "int8", _layout_of(shape), x.type.scale, x.type.zero)
+
+
+def _host_float_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                     ) -> G.TensorType:
+    """A float island: int8 inputs, one scale, zero point and ONNX shape of the same size each,
+    steps naming known operators and earlier results; the output an int8 view of
+    ``out_shape``."""
+    scales, zeros, shapes = attrs["scales"], attrs["zeros"], attrs["shapes"]
+    if not (len(scales) == len(zeros) == len(shapes) == len(inputs)):
+        raise GraphError(f"{where}: {len(inputs)} inputs but {len(scales)} scales, "
+                         f"{len(zeros)} zero points and {len(shapes)} shapes")
+    for v, s, z, shp in zip(inputs, scales, zeros, shapes, strict=True):
+        if v.type.dtype != "int8" or int(np.prod(shp, dtype=np.int64)) != v.type.size:
+            raise GraphError(f"{where}: input {v.name} {v.type.dtype}{list(v.type.shape)} is "
+                             f"not an int8 tensor of shape {list(shp)}'s size")
+        if not (math.isfinite(s) and s > 0):
+            raise GraphError(f"{where}: input {v.name}'s scale {s} is not positive")
+        _range(where, f"zero point of {v.name}", z, G.INT8_MIN, G.INT8_MAX)
+    steps = attrs["steps"]
+    if not steps:
+        raise GraphError(f"{where}: a float island needs at least one step")
+    counts = {"in": len(inputs), "const": attrs["n_consts"]}
+    for k, st in enumerate(steps):
+        if st.op not in G.FLOAT_OPS:
+            raise GraphError(f"{where}: step {k}: unknown float operator {st.op!r}")
+        for kind, i in st.args:
+            limit = k if kind == "tmp" else counts.get(kind, 0)
+            if not 0 <= i < limit:
+                raise GraphError(f"{where}: step {k} ({st.op}) reads {kind} {i}, which does not "
+                                 f"exist")
+    shape = tuple(attrs["shape"])
+    zero = attrs.get("zero", 0)
+    _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+    return G.TensorType(shape, "int8", _layout_of(shape), attrs.get("scale"), int(zero))
+
+
+def _take_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+               ) -> G.TensorType:
+    (x,) = inputs
+    if x.type.dtype != "int8" or len(x.type.shape) < 2:
+        raise GraphError(f"{where}: input {x.name} must be int8 of rank >= 2, got "
+                         f"{x.type.dtype}{list(x.type.shape)}")
+    _range(where, "index", attrs["index"], 0, x.type.shape[0] - 1)
+    shape = x.type.shape[1:]
+    return G.TensorType(shape, "int8", _layout_of(shape), x.type.scale, x.type.zero)
+
+
+def _stack_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                ) -> G.TensorType:
+    if not inputs:
+        raise GraphError(f"{where}: stack needs at least one tensor")
+    first = inputs[0].type
+    for v in inputs:
+        t = v.type
+        if (t.dtype, t.shape, t.zero) != ("int8", first.shape, first.zero) or \
+                not math.isclose(t.scale or 0.0, first.scale or 0.0, rel_tol=1e-9):
+            raise GraphError(f"{where}: {v.name} {t} differs from {inputs[0].name} {first} "
+                             f"(stacked tensors share an int8 type, scale and zero point)")
+    shape = (len(inputs), *first.shape)
+    return G.TensorType(shape, "int8", _layout_of(shape), first.scale, first.zero)
+
+
+#: the typing rules of the transformer operators (``infer_type`` reads them)
+TRANSFORMER_RULES: dict[type[G.Node], Any] = {
+    G.MatMul: _matmul_type, G.Reshape: _reshape_type, G.Transpose: _transpose_type,
+    G.HostFloat: _host_float_type, G.Take: _take_type, G.Stack: _stack_type}

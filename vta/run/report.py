@@ -47,15 +47,17 @@ def format_run(s: dict[str, Any], clock_mhz: float) -> str:
                        f"{_n(r['dram_bytes']):>11} {r['energy_uj']:>8.1f}  {ok}")
         else:
             out.append(f"{r['step']:>2} {r['op']:24} {'cpu':4} {fused:30} {'-':>11} {'-':>6} "
-                       f"{'-':>7} {'-':>11} {'-':>8}  {ok}  host fallback: {r['reason']}")
+                       f"{'-':>7} {'-':>11} {'-':>8}  {ok}  host fallback: {r['reason']} "
+                       f"({r.get('host_ms', 0.0):.2f} ms on the host)")
     out.append(f"total {_n(s['cycles'])} cycles = {s['time_ms']:.2f} ms at {clock_mhz:g} MHz; "
                f"{s['frames_per_s']:.2f} frames/s; {s['gops']:.2f} GOP/s; GEMM utilization "
                f"{s['utilization']:.1%} (useful {s['useful_utilization']:.1%}); "
                f"{s['of_machine_bound']:.1%} of the summed machine bounds "
                f"({_n(s['machine_bound_cycles'])} cycles)")
     host = [r["op"] for r in s["steps"] if r["placement"] != "vta"]
+    on_host = f" ({s.get('host_ms', 0.0):.1f} ms on the host)" if host else ""
     out.append(f"MACs on the accelerator: {s['mac_share']:.1%} of {_n(s['macs'])}; host "
-               f"fallbacks: {', '.join(host) if host else 'none'}")
+               f"fallbacks{on_host}: {', '.join(host) if host else 'none'}")
     alu = ", ".join(f"{k.split('.')[1]} {_n(n)}" for k, n in s["instructions"].items()
                     if k.startswith("ALU."))
     foreign = ", ".join(f"{k} {_n(n)}" for k, n in s["non_vta_instructions"].items())

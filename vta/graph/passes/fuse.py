@@ -21,12 +21,28 @@ leave the kernel, the granularity of ONNX's QLinear operators): the unfused base
 from __future__ import annotations
 
 from vta.errors import GraphError
-from vta.graph.ir import ELEMENTWISE, Conv2d, Dense, Fused, Graph, Node, Requantize
+from vta.graph.ir import (
+    ELEMENTWISE,
+    Conv2d,
+    Dense,
+    Fused,
+    Graph,
+    HostFloat,
+    Node,
+    Requantize,
+    Reshape,
+    Stack,
+    Take,
+    Transpose,
+)
 from vta.graph.verify import verify_graph
 
 __all__ = ["fuse", "LEVELS", "group_nodes"]
 
 LEVELS = ("full", "requant", "none")
+#: anchors that take no epilogue: a float island (its int8 output is ORT's QuantizeLinear, and
+#: an integer operator after it runs where integer operators run) and the layout operators
+NO_EPILOGUE = (HostFloat, Reshape, Transpose, Take, Stack)
 
 
 class _Group:
@@ -78,6 +94,8 @@ def _target(n: Node, level: str, open_tail: dict[int, _Group], made_by: dict[int
     for v in n.inputs:
         g = open_tail.get(id(v))
         if g is None or readers.get(id(v), 0) != 1 or id(v) in outputs:
+            continue
+        if isinstance(g.nodes[0], NO_EPILOGUE):  # a host float island or a layout operator
             continue
         if level == "requant" and not (isinstance(n, Requantize)
                                        and isinstance(g.nodes[0], (Conv2d, Dense))
