@@ -29,16 +29,20 @@ from vta.graph.ir import Requantize
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_ort import (
     ARITHMETICS,
+    FLOAT_IR_VERSION,
+    FLOAT_OPSET,
     FORMATS,
     MODELS,
     Format,
     agreement,
     calibration_inputs,
+    mlp,
     ort_tensors,
     quantize,
     requant_arithmetic,
     resnet18,
     run_fed,
+    small_cnn,
 )
 from vta.graph.quant import ort_requantize, quantize_linear
 from vta.run.graph import run_graph
@@ -301,3 +305,21 @@ def test_weights_whose_zero_point_leaves_int8_are_refused() -> None:
     with pytest.raises(OnnxImportError, match=r"'y' \(QGemm\): weight w minus its zero point "
                                               r"-20 spans \[140, 140\], beyond int8"):
         load_onnx(_qgemm_model(w, -20))
+
+
+def test_the_float_models_carry_an_ir_version_older_onnxruntimes_load() -> None:
+    """onnx's helper stamps its newest IR version, which an older onnxruntime refuses ("max
+    supported IR version: 13", seen on a fresh GPU machine): the built models say IR 8, the
+    first that carries their opset 17."""
+    for build in (small_cnn, mlp):
+        m = build(0)
+        assert m.ir_version == FLOAT_IR_VERSION == 8
+        assert [(o.domain, o.version) for o in m.opset_import] == [("", FLOAT_OPSET)]
+
+
+def test_a_model_onnxruntime_cannot_load_is_named_not_an_internal_error() -> None:
+    m = small_cnn(0)
+    m.ir_version = 99  # newer than any onnxruntime reads
+    with pytest.raises(OnnxImportError, match=r"onnxruntime .* could not quantize small_cnn "
+                                              r"\(QDQ/s8/per-tensor\): .*IR version"):
+        quantize(m, Format("QDQ", "s8", False))

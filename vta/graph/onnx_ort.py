@@ -41,7 +41,8 @@ from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_
 __all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
            "ort_verdict", "ARITHMETICS", "requant_arithmetic", "mobilenet_v2",
-           "MOBILENET_V2_STAGES", "NETWORK_FORMAT", "BERT_TINY", "bert_tiny", "pow2_scales",
+           "MOBILENET_V2_STAGES", "NETWORK_FORMAT", "FLOAT_OPSET", "FLOAT_IR_VERSION",
+           "float_model", "BERT_TINY", "bert_tiny", "pow2_scales",
            "ONNX_NETWORKS", "OnnxNetwork", "quantized_network", "tensor_kind",
            "agreement_by_kind"]
 
@@ -95,7 +96,7 @@ def small_cnn(seed: int = 0, size: int = 8) -> Any:
     g = h.make_graph(nodes, "small_cnn",
                      [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
                      [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 10])], inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return float_model(g)
 
 
 def mlp(seed: int = 0, k: int = 64, hidden: int = 32, classes: int = 10) -> Any:
@@ -114,7 +115,7 @@ def mlp(seed: int = 0, k: int = 64, hidden: int = 32, classes: int = 10) -> Any:
                                                              [1, k])],
                      [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, classes])],
                      inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return float_model(g)
 
 
 def resnet18(seed: int = 0, size: int = 224, classes: int = 1000) -> Any:
@@ -165,7 +166,7 @@ def resnet18(seed: int = 0, size: int = 224, classes: int = 1000) -> Any:
                      [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
                      [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, classes])],
                      inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return float_model(g)
 
 
 #: the float models the tests and bench/onnx_models.py quantize (ResNet-18 only in the bench)
@@ -195,6 +196,22 @@ def ort_module() -> Any:
     return onnxruntime
 
 
+#: the opset of the float models built here, and the ONNX IR version they are stamped with:
+#: IR 8 is the first that carries opset 17 (onnx 1.12). ``onnx.helper.make_model`` stamps the
+#: newest IR the installed onnx knows, which an older onnxruntime refuses to load ("Unsupported
+#: model IR version: 14, max supported IR version: 13", onnx and onnxruntime from pip on a fresh
+#: GPU machine), so the version is fixed rather than the library's
+FLOAT_OPSET = 17
+FLOAT_IR_VERSION = 8
+
+
+def float_model(g: Any) -> Any:
+    """The ``ModelProto`` of graph ``g`` at ``FLOAT_OPSET`` and ``FLOAT_IR_VERSION``."""
+    h = onnx_module().helper
+    return h.make_model(g, opset_imports=[h.make_opsetid("", FLOAT_OPSET)],
+                        ir_version=FLOAT_IR_VERSION)
+
+
 def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
     """``model`` quantized by ``quantize_static`` in format ``fmt`` (MinMax calibration on
     ``count`` seeded inputs)."""
@@ -218,11 +235,18 @@ def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
     with tempfile.TemporaryDirectory() as d:
         src, dst = Path(d) / "f.onnx", Path(d) / "q.onnx"
         onnx.save(model, str(src))
-        q.quantize_static(str(src), str(dst), Reader(),
-                          quant_format=getattr(q.QuantFormat, fmt.layout),
-                          activation_type=act, weight_type=q.QuantType.QInt8,
-                          per_channel=fmt.per_channel,
-                          extra_options={"ActivationSymmetric": sym, "WeightSymmetric": True})
+        try:
+            q.quantize_static(str(src), str(dst), Reader(),
+                              quant_format=getattr(q.QuantFormat, fmt.layout),
+                              activation_type=act, weight_type=q.QuantType.QInt8,
+                              per_channel=fmt.per_channel,
+                              extra_options={"ActivationSymmetric": sym,
+                                             "WeightSymmetric": True})
+        except Exception as e:  # ORT's own errors: a model it cannot load or calibrate
+            raise OnnxImportError(
+                f"onnxruntime {ort_module().__version__} could not quantize {model.graph.name} "
+                f"({fmt.name}): {str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
+            ) from e
         return onnx.load(str(dst))
 
 
@@ -471,7 +495,7 @@ def mobilenet_v2(seed: int = 0, size: int = 224, classes: int = 1000, width: flo
                      [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
                      [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, classes])],
                      inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return float_model(g)
 
 
 # ------------------------------------------------------------------------------ BERT-tiny
@@ -552,7 +576,7 @@ def bert_tiny(seed: int = 0, layers: int = 2, hidden: int = 128, heads: int = 2,
                      [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, seq, hidden])],
                      [h.make_tensor_value_info(x, onnx.TensorProto.FLOAT, [1, seq, hidden])],
                      inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return float_model(g)
 
 
 #: the format ``vta run mobilenet_v2`` quantizes with: the QOperator layout (ORT's QLinear
