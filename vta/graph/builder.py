@@ -47,6 +47,7 @@ from vta.graph.ir import (
     Reshape,
     TensorType,
     Transpose,
+    UniqueNames,
     Value,
 )
 from vta.graph.ort_add import AddForm
@@ -81,26 +82,18 @@ class GraphBuilder:
         self.requant = requant
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
-        self._names: set[str] = set()
+        self._name = UniqueNames()
         self._calib = dict(calibrate) if calibrate is not None else None
         self.values: dict[Value, np.ndarray] = {}
         self._producer: dict[int, Node] = {}
 
     # ------------------------------------------------------------------ values
 
-    def _name(self, base: str) -> str:
-        name, k = base, 1
-        while name in self._names:
-            k += 1
-            name = f"{base}_{k}"
-        self._names.add(name)
-        return name
-
     def input(self, name: str, shape: Sequence[int], scale: float, dtype: str = "int8",
               layout: str | None = None, zero: int = 0) -> Value:
         """A graph input of zero point ``zero`` (calibration data for it, when calibrating, is
         given by name)."""
-        if name in self._names:
+        if name in self._name:
             raise GraphError(f"input {name!r}: the name is taken")
         lay = layout or ("NCHW" if len(shape) == 4 else "NC")
         v = Value(self._name(name), TensorType(tuple(int(d) for d in shape), dtype, lay,

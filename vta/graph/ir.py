@@ -60,7 +60,7 @@ that fits a 16-bit immediate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -72,7 +72,7 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
-           "matmul_macs", "Take", "Stack"]
+           "matmul_macs", "Take", "Stack", "UniqueNames"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -140,7 +140,12 @@ class Node:
 
     @property
     def output(self) -> Value:
-        raise NotImplementedError
+        """The node's result: its ``out`` field (every operator has one; ``Fused`` overrides
+        this with its last node's)."""
+        # each subclass declares ``out`` after its operands (positional construction), so the
+        # base cannot declare it
+        out: Value = getattr(self, "out")  # noqa: B009
+        return out
 
     def attrs(self) -> dict[str, Any]:
         """The attributes (not operands or output), by name, for printing; an attribute with a
@@ -165,10 +170,6 @@ class Conv2d(Node):
     #: KH, KW)``); ``groups`` = channels is a depthwise convolution (MobileNet's)
     groups: int = 1
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Dense(Node):
@@ -178,10 +179,6 @@ class Dense(Node):
     weight: Value
     bias: Value
     out: Value
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,10 +205,6 @@ class Requantize(Node):
     def inputs(self) -> tuple[Value, ...]:
         return (self.x,) if self.mults is None else (self.x, self.mults)
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
     def attrs(self) -> dict[str, Any]:
         a = Node.attrs(self)
         a.pop("mults", None)
@@ -225,10 +218,6 @@ class Relu(Node):
     x: Value
     out: Value
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Clip(Node):
@@ -238,10 +227,6 @@ class Clip(Node):
     lo: int
     hi: int
     out: Value
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,10 +248,6 @@ class Add(Node):
     #: imported add reproduces ONNX Runtime's float32 add bit for bit (``vta.graph.ort_add``)
     offset: int = 0
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class MaxPool2d(Node):
@@ -277,10 +258,6 @@ class MaxPool2d(Node):
     stride: int
     pad: int
     out: Value
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,10 +273,6 @@ class GlobalAvgPool(Node):
     zero_x: int = 0
     zero: int = 0
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Pad(Node):
@@ -312,10 +285,6 @@ class Pad(Node):
     pad: int
     value: int
     out: Value
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,10 +302,6 @@ class Lut2(Node):
     out: Value
     #: the output's zero point (the table holds it already; stated for the type)
     zero: int = 0
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 @dataclass(frozen=True, eq=False)
@@ -378,6 +343,25 @@ class Fused(Node):
 
 #: element-wise (and injective) operators fusion may append to a producer's epilogue
 ELEMENTWISE: tuple[type[Node], ...] = (Requantize, Relu, Clip, Add)
+
+
+class UniqueNames:
+    """Fresh value names, unique among ``taken`` and every name given before: ``base``, else
+    ``base_2``, ``base_3`` ... (the graph builder's and the graph passes' one naming rule)."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.taken
+
+    def __call__(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
 
 
 @dataclass(frozen=True, eq=False)
@@ -473,10 +457,6 @@ class MatMul(Node):
     zero_a: int = 0
     zero_b: int = 0
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Reshape(Node):
@@ -489,10 +469,6 @@ class Reshape(Node):
     shape: tuple[int, ...]
     out: Value
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Transpose(Node):
@@ -504,10 +480,6 @@ class Transpose(Node):
     x: Value
     perm: tuple[int, ...]
     out: Value
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
 
 #: the float32 operators a ``HostFloat`` program may apply (``vta.graph.interp`` defines each)
@@ -556,10 +528,6 @@ class HostFloat(Node):
         return self.xs
 
     @property
-    def output(self) -> Value:
-        return self.out
-
-    @property
     def name(self) -> str:
         """``layer_norm``, ``div+erf`` ...: the float operators it runs."""
         return "+".join(s.op for s in self.steps)
@@ -582,10 +550,6 @@ class Take(Node):
     index: int
     out: Value
 
-    @property
-    def output(self) -> Value:
-        return self.out
-
 
 @dataclass(frozen=True, eq=False)
 class Stack(Node):
@@ -600,10 +564,6 @@ class Stack(Node):
     @property
     def inputs(self) -> tuple[Value, ...]:
         return self.xs
-
-    @property
-    def output(self) -> Value:
-        return self.out
 
     def attrs(self) -> dict[str, Any]:
         return {}

@@ -38,6 +38,7 @@ from vta.graph.ir import (
     Take,
     TensorType,
     Transpose,
+    UniqueNames,
     Value,
 )
 from vta.graph.verify import infer_type, verify_graph
@@ -56,22 +57,7 @@ def splittable(n: Node, graph: Graph) -> Requantize | None:
     return readers[0]
 
 
-class _Names:
-    """Fresh value names, unique in the graph."""
-
-    def __init__(self, graph: Graph) -> None:
-        self.taken = {v.name for v in graph.values()}
-
-    def __call__(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
-
-
-def _node(cls: type[Node], names: _Names, base: str, inputs: tuple[Value, ...],
+def _node(cls: type[Node], names: UniqueNames, base: str, inputs: tuple[Value, ...],
           **attrs: object) -> Node:
     """A typed node of ``cls`` (``infer_type``) with a fresh output name."""
     t = infer_type(cls, inputs, attrs, f"{cls.op} {base}")
@@ -81,7 +67,7 @@ def _node(cls: type[Node], names: _Names, base: str, inputs: tuple[Value, ...],
     return cls(*inputs, **attrs, out=out)  # type: ignore[call-arg]
 
 
-def _split(mm: MatMul, rq: Requantize, names: _Names) -> list[Node]:
+def _split(mm: MatMul, rq: Requantize, names: UniqueNames) -> list[Node]:
     """The nodes replacing ``mm`` and ``rq`` (module docstring)."""
     a, b = mm.a, mm.b
     *batch, m, k = a.type.shape
@@ -129,7 +115,7 @@ def split_matmuls(graph: Graph) -> Graph:
     pairs = {id(n): rq for n in graph.nodes if (rq := splittable(n, graph)) is not None}
     if not pairs:
         return graph
-    names = _Names(graph)
+    names = UniqueNames(v.name for v in graph.values())
     done = {id(rq) for rq in pairs.values()}
     nodes: list[Node] = []
     for n in graph.nodes:
