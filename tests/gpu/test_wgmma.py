@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -414,21 +415,25 @@ def test_check_script_runs_and_checks(variant: str, monkeypatch: pytest.MonkeyPa
     assert not row["correct"] and "ours_ms" not in row
 
 
-@pytest.mark.gpu
-def test_on_a_hopper_gpu() -> None:
-    """On a real sm_90 GPU: the int8 kernel (edges, the requantizing epilogue with bias)
-    bit-exact against numpy, and fp16 -> fp16 within the fp32-accumulation bound."""
-    from vta.gpu.runtime import GpuKernel, gpu_available, require_cupy
+def hopper_cupy() -> Any:
+    """CuPy on a real compute-capability-9.0 GPU, else the calling test is skipped."""
+    from vta.gpu.runtime import gpu_available, require_cupy
 
     if not gpu_available():
         pytest.skip("no CUDA GPU with CuPy in this environment")
     cp = require_cupy()
     if str(cp.cuda.Device().compute_capability) != "90":
         pytest.skip("wgmma and TMA need compute capability 9.0 (sm_90a)")
-    m, n, k = 200, 176, 896
-    epi = Epilogue(9, True, -128, 127)
-    func = wgmma_gemm(MatmulSpec(m, n, k), "int8", epi, DEFAULT, "int8")
-    rng = np.random.default_rng(3)
+    return cp
+
+
+def check_int8_on_gpu(cp: Any, func: S.PrimFunc, epi: Epilogue, rng: np.random.Generator,
+                      what: str) -> None:
+    """``func`` (an int8 wgmma GEMM with the requantizing epilogue ``epi`` and a bias) on the
+    GPU, bit-exact against numpy's int64 GEMM and ``apply_epilogue``."""
+    from vta.gpu.runtime import GpuKernel
+
+    (m, k), (n, _) = func.params[0].shape, func.params[1].shape
     x = cp.asarray(rng.integers(-128, 128, (m, k), dtype=np.int8))
     w = cp.asarray(rng.integers(-128, 128, (n, k), dtype=np.int8))
     bias = rng.integers(-(1 << 10), 1 << 10, n, dtype=np.int32)
@@ -437,9 +442,15 @@ def test_on_a_hopper_gpu() -> None:
     y = cp.zeros((m, n), cp.int8)
     maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
     GpuKernel(render_cuda(func))(x, w, cp.asarray(bias), y, maps)
-    assert np.array_equal(cp.asnumpy(y), want), "int8 wgmma GEMM on the GPU differs from numpy"
-    m, n, k = 256, 384, 192
-    func = wgmma_gemm(MatmulSpec(m, n, k), "float16", None, DEFAULT, "float16")
+    assert np.array_equal(cp.asnumpy(y), want), f"int8 {what} on the GPU differs from numpy"
+
+
+def check_fp16_on_gpu(cp: Any, func: S.PrimFunc, rng: np.random.Generator, what: str) -> None:
+    """``func`` (an fp16 -> fp16 wgmma GEMM) on the GPU, within the fp32-accumulation bound of
+    the float64 product plus the fp16 output's rounding."""
+    from vta.gpu.runtime import GpuKernel
+
+    (m, k), (n, _) = func.params[0].shape, func.params[1].shape
     xh = rng.standard_normal((m, k)).astype(np.float16)
     wh = rng.standard_normal((n, k)).astype(np.float16)
     x, w = cp.asarray(xh), cp.asarray(wh)
@@ -451,4 +462,17 @@ def test_on_a_hopper_gpu() -> None:
                                          @ np.abs(wh.astype(np.float64)).T)
     err = np.abs(cp.asnumpy(y).astype(np.float64) - exact)
     assert np.all(err <= bound + np.abs(exact) * 2.0 ** -11 + 2.0 ** -24), \
-        f"fp16 wgmma GEMM on the GPU: max error {err.max()}"
+        f"fp16 {what} on the GPU: max error {err.max()}"
+
+
+@pytest.mark.gpu
+def test_on_a_hopper_gpu() -> None:
+    """On a real sm_90 GPU: the int8 kernel (edges, the requantizing epilogue with bias)
+    bit-exact against numpy, and fp16 -> fp16 within the fp32-accumulation bound."""
+    cp = hopper_cupy()
+    rng = np.random.default_rng(3)
+    epi = Epilogue(9, True, -128, 127)
+    check_int8_on_gpu(cp, wgmma_gemm(MatmulSpec(200, 176, 896), "int8", epi, DEFAULT, "int8"),
+                      epi, rng, "wgmma GEMM")
+    check_fp16_on_gpu(cp, wgmma_gemm(MatmulSpec(256, 384, 192), "float16", None, DEFAULT,
+                                     "float16"), rng, "wgmma GEMM")

@@ -40,7 +40,14 @@ from vta.gpu.kernels.wgmma_gemm import WgmmaKnobs, wgmma_gemm
 from vta.gpu.nvcc import find_nvcc
 from vta.gpu.target import TARGETS
 
-from .test_wgmma import _cuobjdump, run_float, run_int8
+from .test_wgmma import (
+    _cuobjdump,
+    check_fp16_on_gpu,
+    check_int8_on_gpu,
+    hopper_cupy,
+    run_float,
+    run_int8,
+)
 
 WS = WgmmaKnobs(2, 128, 4, producer=True)
 
@@ -359,39 +366,10 @@ def test_on_a_hopper_gpu(kb: WgmmaKnobs) -> None:
     """On a real sm_90 GPU, each knob combination the bench ships (persistent, clusters of
     two with multicast): the int8 kernel with the requantizing epilogue bit-exact against
     numpy on a ragged shape, and fp16 -> fp16 within the fp32-accumulation bound."""
-    from vta.compiler.ops.epilogue import apply_epilogue
-    from vta.gpu.hopper import TENSOR_MAPS, encode_tensor_maps
-    from vta.gpu.runtime import GpuKernel, gpu_available, require_cupy
-
-    if not gpu_available():
-        pytest.skip("no CUDA GPU with CuPy in this environment")
-    cp = require_cupy()
-    if str(cp.cuda.Device().compute_capability) != "90":
-        pytest.skip("wgmma and TMA need compute capability 9.0 (sm_90a)")
-    m, n, k = 1000, 1100, 1056
-    epi = Epilogue(9, True, -128, 127, kind="fixed_point", mult=3000)
-    func = wgmma_gemm(MatmulSpec(m, n, k), "int8", epi, kb, "int8")
+    cp = hopper_cupy()
     rng = np.random.default_rng(5)
-    x = cp.asarray(rng.integers(-128, 128, (m, k), dtype=np.int8))
-    w = cp.asarray(rng.integers(-128, 128, (n, k), dtype=np.int8))
-    bias = rng.integers(-(1 << 10), 1 << 10, n, dtype=np.int32)
-    acc = (cp.asnumpy(x).astype(np.int64) @ cp.asnumpy(w).astype(np.int64).T).astype(np.int32)
-    want = apply_epilogue(acc, bias, epi, 1)
-    y = cp.zeros((m, n), cp.int8)
-    maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
-    GpuKernel(render_cuda(func))(x, w, cp.asarray(bias), y, maps)
-    assert np.array_equal(cp.asnumpy(y), want), f"int8 {kb} on the GPU differs from numpy"
-    m, n, k = 520, 390, 320
-    func = wgmma_gemm(MatmulSpec(m, n, k), "float16", None, kb, "float16")
-    xh = rng.standard_normal((m, k)).astype(np.float16)
-    wh = rng.standard_normal((n, k)).astype(np.float16)
-    x, w = cp.asarray(xh), cp.asarray(wh)
-    y = cp.zeros((m, n), cp.float16)
-    maps = cp.asarray(encode_tensor_maps(func.attr(TENSOR_MAPS), [x.data.ptr, w.data.ptr]))
-    GpuKernel(render_cuda(func))(x, w, y, maps)
-    exact = xh.astype(np.float64) @ wh.astype(np.float64).T
-    bound = (k / 16 + 1) * 2.0 ** -23 * (np.abs(xh.astype(np.float64))
-                                         @ np.abs(wh.astype(np.float64)).T)
-    err = np.abs(cp.asnumpy(y).astype(np.float64) - exact)
-    assert np.all(err <= bound + np.abs(exact) * 2.0 ** -11 + 2.0 ** -24), \
-        f"fp16 {kb} on the GPU: max error {err.max()}"
+    epi = Epilogue(9, True, -128, 127, kind="fixed_point", mult=3000)
+    check_int8_on_gpu(cp, wgmma_gemm(MatmulSpec(1000, 1100, 1056), "int8", epi, kb, "int8"),
+                      epi, rng, str(kb))
+    check_fp16_on_gpu(cp, wgmma_gemm(MatmulSpec(520, 390, 320), "float16", None, kb,
+                                     "float16"), rng, str(kb))
