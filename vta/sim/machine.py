@@ -62,6 +62,7 @@ from vta.isa.timing import (
     read_channel,
     write_channel,
 )
+from vta.sim import engine as lean
 from vta.sim.dram import Dram, check_dram_size, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
@@ -69,10 +70,11 @@ from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
 from vta.sim.trace import write_trace
 from vta.words import INSN_BYTES
 
-__all__ = ["simulate", "mnemonic"]
+__all__ = ["simulate", "mnemonic", "ENGINES"]
 
 Queue = tuple[Unit, Unit]
-Proc = Generator[simpy.Event, Any, None]
+#: a process of either engine (their events share the API the machine uses)
+Proc = Generator[Any, Any, None]
 
 _UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
             Unit.ALU: "alu"}
@@ -85,6 +87,34 @@ class _Env(simpy.Environment):
     @property
     def now(self) -> int:
         return self._now  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class _Engine:
+    """The discrete-event classes a run is built from: simpy's (the reference) or the lean
+    engine's (``engine.py``: the same ordering, less overhead per event)."""
+
+    environment: Callable[[], Any]
+    store: Callable[..., Any]
+    resource: Callable[..., Any]
+    all_of: Callable[..., Any]
+
+
+#: the engines ``simulate`` accepts: ``lean`` (the default) and ``simpy`` (the reference);
+#: both give the same event order, hence the same cycles, statistics and values
+ENGINES = {
+    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf),
+    "simpy": _Engine(_Env, simpy.Store, simpy.Resource, simpy.AllOf),
+}
+
+
+def _engine_of(name: str) -> _Engine:
+    """The engine called ``name``, or a SimError naming the choices."""
+    got = ENGINES.get(name)
+    if got is None:
+        raise SimError(f"unknown simulation engine {name!r} (choose one of "
+                       f"{', '.join(ENGINES)})")
+    return got
 
 
 def _qname(q: Queue) -> str:
@@ -224,14 +254,14 @@ class _PortServer:
     completes (by the port's exact prediction) or a new one arrives, and triggers the event of
     each completed transfer."""
 
-    def __init__(self, env: _Env, hw: HwConfig) -> None:
+    def __init__(self, env: Any, hw: HwConfig) -> None:
         self.env = env
         self.port = Port(read_channel(hw), write_channel(hw))
-        self.waiting: dict[int, simpy.Event] = {}
+        self.waiting: dict[int, Any] = {}
         self.wake = env.event()
         env.process(self._serve())
 
-    def request(self, transfer: Transfer) -> simpy.Event:
+    def request(self, transfer: Transfer) -> Any:
         """An event that fires when ``transfer``, submitted now, has completed."""
         key = self.port.submit(transfer, int(self.env.now))
         done = self.env.event()
@@ -240,7 +270,7 @@ class _PortServer:
             self.wake.succeed()
         return done
 
-    def _serve(self) -> Generator[simpy.Event, Any, None]:
+    def _serve(self) -> Proc:
         env = self.env
         while True:
             self.wake = env.event()
@@ -307,22 +337,24 @@ class Machine:
     """One run of one program; build, then ``run()`` once."""
 
     def __init__(self, program: Program, hw: HwConfig,
-                 execute: Callable[[int, Instruction, InstructionDef], None] | None) -> None:
+                 execute: Callable[[int, Instruction, InstructionDef], None] | None,
+                 engine: str = "lean") -> None:
         self.program, self.hw, self.execute = program, hw, execute
+        sim = self.sim = _engine_of(engine)
         finish = next((i for i, x in enumerate(program.instructions)
                        if definition_of(x).drains), None)
         self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
         self.info = _static(program, hw, self.insns)
-        env = self.env = _Env()
+        env = self.env = sim.environment()
         q = hw.queues
         separate = hw.alu.separate_pipeline
         self.modules = [m for m in Unit if m is not Unit.ALU or separate]
         self.unit_names = units_of(separate)
-        self.cmdq = {m: simpy.Store(env, capacity=q.command_depth) for m in self.modules}
-        self.tokq = {k: simpy.Store(env, capacity=q.token_depth) for k in token_queues(separate)}
+        self.cmdq = {m: sim.store(env, capacity=q.command_depth) for m in self.modules}
+        self.tokq = {k: sim.store(env, capacity=q.token_depth) for k in token_queues(separate)}
         shared = _PortServer(env, hw) if hw.memory.shared_port else None
         self.port = {u: shared or _PortServer(env, hw) for u in self.unit_names}
-        self.banks = [simpy.Resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
+        self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
         self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
         self.drained = {m: env.event() for m in self.modules}
@@ -344,7 +376,7 @@ class Machine:
         u.waiting = None
 
     def _dma(self, u: _Unit, timing: DmaTiming, alone: int, index: int
-             ) -> Generator[simpy.Event, Any, None]:
+             ) -> Proc:
         """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
         traffic added are ``memory`` stall."""
@@ -361,7 +393,7 @@ class Machine:
                                      "port contention"))
 
     def _acquire_banks(self, u: _Unit, banks: tuple[int, ...], index: int
-                       ) -> Generator[simpy.Event, Any, list[Any]]:
+                       ) -> Generator[Any, Any, list[Any]]:
         """Hold the accumulator banks an instruction touches (in bank order: no deadlock)."""
         held = []
         t = self.env.now
@@ -422,7 +454,7 @@ class Machine:
                 others = [m for m in info.defn.drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
                 u.waiting = f"the {names} units to drain ({mnemonic(insn)})"
-                yield simpy.AllOf(self.env, [self.drained[m] for m in others])
+                yield self.sim.all_of(self.env, [self.drained[m] for m in others])
                 u.waiting = None
             held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
             start = env.now
@@ -501,22 +533,24 @@ class Machine:
 
 def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | None = None, *,
              seed: int | None = None, timing_only: bool = False,
-             trace_path: str | None = None) -> SimResult:
+             trace_path: str | None = None, engine: str = "lean") -> SimResult:
     """Run ``program`` on the cycle-level machine.
 
     ``inputs`` maps allocation names to arrays (see ``vta.sim.dram``); when None, full-range
     random inputs are drawn with ``seed`` (0 when None too), but for ``timing_only``, which
     skips all arithmetic (and with it SRAM index checks), draws nothing (the result's
     ``inputs`` is then empty) and gives the same cycle count. ``trace_path``
-    writes a Chrome/Perfetto trace (``vta.sim.trace``).
+    writes a Chrome/Perfetto trace (``vta.sim.trace``). ``engine`` picks the discrete-event
+    engine (``ENGINES``: ``lean``, or simpy itself as the reference; same results).
     """
+    _engine_of(engine)  # a bad name fails before any input is drawn
     if inputs is None and timing_only:  # no values at all: none are drawn
         check_dram_size(program)
         inputs = {}
     elif inputs is None:
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
-    machine = Machine(program, hw, executor)
+    machine = Machine(program, hw, executor, engine)
     cycles = machine.run()
     dram = None if executor is None else executor.dram
     result = SimResult(

@@ -1,0 +1,327 @@
+"""A lean discrete-event engine with exactly simpy's ordering, for the subset the machine uses.
+
+The cycle-level machine (``machine.py``) is written against simpy's API: an ``Environment``
+with ``event``/``timeout``/``process``, ``Store`` (bounded FIFO put/get), ``Resource``
+(request/release), ``AllOf`` and ``a | b`` (``AnyOf``). simpy spends most of a run on
+generality the machine does not use (context managers, interrupts, failure propagation,
+condition values, ``BoundClass`` binding per resource, ``active_process`` bookkeeping). This
+module re-implements that subset with the same ordering rules, so a run gives the same event
+order, hence the same cycles, statistics and values (tests/sim/test_sim_engine.py runs the
+goldens' programs and hypothesis-drawn random ones on both and compares everything):
+
+* the event queue is a heap of ``(time, priority, event id, event)``; an event id is taken
+  from one counter when the event is scheduled; ``URGENT`` (0) is only a new process's start,
+  everything else is ``NORMAL`` (1);
+* processing an event runs its callbacks in the order they were added; a process waiting on
+  it is one such callback, so a process resumes after the callbacks added before it waited;
+* a process that yields an event not yet processed waits for it (even one already triggered);
+  one already processed resumes it at once with that event's value;
+* ``Store.put``/``get`` and ``Resource.request``/``release`` append to their queue, add the
+  opposite trigger as the event's first callback and try only the head of their own queue
+  (simpy's ``_do_put``/``_do_get`` return None, so its trigger loops stop after the head);
+* a condition counts its events as they are processed (an event processed already counts at
+  construction) and succeeds when its rule holds; its value is not built (the machine never
+  reads it) and a dead ``_check`` left on a later event does nothing, as in simpy.
+
+What it does not do, because the machine never asks: fail events, interrupt processes,
+``until``. An exception in a process propagates at once (simpy re-raises a copy when the
+failed process is processed; a failing run is over either way, with the same error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable
+from heapq import heappop, heappush
+from itertools import count
+from typing import Any
+
+__all__ = ["Environment", "Event", "Store", "Resource", "AllOf", "AnyOf", "URGENT", "NORMAL"]
+
+#: heap priorities, as simpy's: a process's start before anything else at the same cycle
+URGENT, NORMAL = 0, 1
+
+
+class _Pending:
+    """The value of an event not yet triggered."""
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Any = _Pending()
+
+Callback = Callable[["Event"], None]
+
+
+class Event:
+    """An event: pending until triggered (``succeed``), processed when popped from the queue
+    (its callbacks run, then ``callbacks`` is None)."""
+
+    __slots__ = ("_value", "callbacks", "env")
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.callbacks: list[Callback] | None = []
+        self._value: Any = PENDING
+
+    @property
+    def triggered(self) -> bool:
+        return self._value is not PENDING
+
+    @property
+    def processed(self) -> bool:
+        return self.callbacks is None
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    def succeed(self, value: Any = None) -> Event:
+        """Trigger now with ``value`` (scheduled NORMAL at the current cycle)."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has already been triggered")
+        self._value = value
+        env = self.env
+        heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+        return self
+
+    def __or__(self, other: Event) -> Condition:
+        return AnyOf(self.env, (self, other))
+
+    def __and__(self, other: Event) -> Condition:
+        return AllOf(self.env, (self, other))
+
+
+class _Item(Event):
+    """A store's put event (the item it carries) or a resource's release (its request)."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, env: Environment, item: Any) -> None:
+        Event.__init__(self, env)
+        self.item = item
+
+
+class Process(Event):
+    """A generator driven by the events it yields; the process is itself an event that
+    triggers (with the generator's return value) when it ends."""
+
+    __slots__ = ("_gen", "_resume_cb", "target")
+
+    def __init__(self, env: Environment, generator: Generator[Event, Any, Any]) -> None:
+        Event.__init__(self, env)
+        self._gen = generator
+        self._resume_cb: Callback = self._resume
+        start = Event(env)
+        start.callbacks.append(self._resume_cb)  # type: ignore[union-attr]
+        start._value = None
+        heappush(env._queue, (env._now, URGENT, next(env._eid), start))
+        self.target: Event = start
+
+    @property
+    def is_alive(self) -> bool:
+        return self._value is PENDING
+
+    def _resume(self, event: Event) -> None:
+        send = self._gen.send
+        while True:
+            try:
+                event = send(event._value)
+            except StopIteration as stop:
+                self._value = stop.value
+                env = self.env
+                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+                return
+            callbacks = event.callbacks
+            if callbacks is not None:  # not processed yet (triggered or not): wait for it
+                callbacks.append(self._resume_cb)
+                self.target = event
+                return
+
+
+class Condition(Event):
+    """Succeeds when ``evaluate(events, processed count)`` holds (``AllOf``/``AnyOf``)."""
+
+    __slots__ = ("_count", "_evaluate", "_events")
+
+    def __init__(self, env: Environment, evaluate: Callable[[tuple[Event, ...], int], bool],
+                 events: Iterable[Event]) -> None:
+        Event.__init__(self, env)
+        self._evaluate = evaluate
+        self._events = tuple(events)
+        self._count = 0
+        if not self._events:
+            self.succeed()
+            return
+        for event in self._events:
+            if event.env is not env:
+                raise ValueError("It is not allowed to mix events from different environments")
+        for event in self._events:
+            if event.callbacks is None:
+                self._check(event)
+            else:
+                event.callbacks.append(self._check)
+
+    def _check(self, event: Event) -> None:
+        if self._value is not PENDING:
+            return
+        self._count += 1
+        if self._evaluate(self._events, self._count):
+            self.succeed()
+
+
+def _all(events: tuple[Event, ...], n: int) -> bool:
+    return len(events) == n
+
+
+def _any(events: tuple[Event, ...], n: int) -> bool:
+    return n > 0 or not events
+
+
+class AllOf(Condition):
+    """Succeeds once every one of ``events`` is processed."""
+
+    __slots__ = ()
+
+    def __init__(self, env: Environment, events: Iterable[Event]) -> None:
+        Condition.__init__(self, env, _all, events)
+
+
+class AnyOf(Condition):
+    """Succeeds once one of ``events`` is processed."""
+
+    __slots__ = ()
+
+    def __init__(self, env: Environment, events: Iterable[Event]) -> None:
+        Condition.__init__(self, env, _any, events)
+
+
+class Environment:
+    """The clock and the event queue; ``run()`` processes events until none is left."""
+
+    def __init__(self, initial_time: int = 0) -> None:
+        self._now = initial_time
+        self._queue: list[tuple[int, int, int, Event]] = []
+        self._eid = count()
+
+    @property
+    def now(self) -> int:
+        return self._now
+
+    def event(self) -> Event:
+        return Event(self)
+
+    def timeout(self, delay: int, value: Any = None) -> Event:
+        """An event triggered ``delay`` cycles from now."""
+        if delay < 0:
+            raise ValueError(f"Negative delay {delay}")
+        ev = Event(self)
+        ev._value = value
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), ev))
+        return ev
+
+    def process(self, generator: Generator[Event, Any, Any]) -> Process:
+        return Process(self, generator)
+
+    def schedule(self, event: Event, priority: int = NORMAL, delay: int = 0) -> None:
+        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+
+    def run(self) -> None:
+        """Process every event, in (time, priority, id) order, until the queue is empty."""
+        queue = self._queue
+        while queue:
+            self._now, _, _, event = heappop(queue)
+            callbacks = event.callbacks
+            event.callbacks = None
+            for callback in callbacks:  # type: ignore[union-attr]
+                callback(event)
+
+
+class Store:
+    """A FIFO of at most ``capacity`` items: ``put(item)`` and ``get()`` events, served in the
+    order they were made."""
+
+    def __init__(self, env: Environment, capacity: int = 1 << 62) -> None:
+        if capacity <= 0:
+            raise ValueError('"capacity" must be > 0.')
+        self.env = env
+        self.capacity = capacity
+        self.items: list[Any] = []
+        self.put_queue: list[_Item] = []
+        self.get_queue: list[Event] = []
+        self._trigger_put_cb: Callback = self._trigger_put
+        self._trigger_get_cb: Callback = self._trigger_get
+
+    def put(self, item: Any) -> Event:
+        ev = _Item(self.env, item)
+        self.put_queue.append(ev)
+        ev.callbacks.append(self._trigger_get_cb)  # type: ignore[union-attr]
+        self._trigger_put(None)
+        return ev
+
+    def get(self) -> Event:
+        ev = Event(self.env)
+        self.get_queue.append(ev)
+        ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
+        self._trigger_get(None)
+        return ev
+
+    def _trigger_put(self, _: Event | None) -> None:
+        queue = self.put_queue
+        if queue and len(self.items) < self.capacity:
+            ev = queue.pop(0)
+            self.items.append(ev.item)
+            ev.succeed()
+
+    def _trigger_get(self, _: Event | None) -> None:
+        queue = self.get_queue
+        if queue and self.items:
+            queue.pop(0).succeed(self.items.pop(0))
+
+
+class Resource:
+    """``capacity`` users at a time: ``request()`` events granted in order, ``release(req)``."""
+
+    def __init__(self, env: Environment, capacity: int = 1) -> None:
+        if capacity <= 0:
+            raise ValueError('"capacity" must be > 0.')
+        self.env = env
+        self.capacity = capacity
+        self.users: list[Event] = []
+        self.put_queue: list[Event] = []
+        self.get_queue: list[_Item] = []
+        self._trigger_put_cb: Callback = self._trigger_put
+        self._trigger_get_cb: Callback = self._trigger_get
+
+    @property
+    def queue(self) -> list[Event]:
+        return self.put_queue
+
+    def request(self) -> Event:
+        ev = Event(self.env)
+        self.put_queue.append(ev)
+        ev.callbacks.append(self._trigger_get_cb)  # type: ignore[union-attr]
+        self._trigger_put(None)
+        return ev
+
+    def release(self, request: Event) -> Event:
+        ev = _Item(self.env, request)
+        self.get_queue.append(ev)
+        ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
+        self._trigger_get(None)
+        return ev
+
+    def _trigger_put(self, _: Event | None) -> None:
+        queue = self.put_queue
+        if queue and len(self.users) < self.capacity:
+            ev = queue.pop(0)
+            self.users.append(ev)
+            ev.succeed()
+
+    def _trigger_get(self, _: Event | None) -> None:
+        queue = self.get_queue
+        if queue:
+            ev = queue.pop(0)
+            if ev.item in self.users:
+                self.users.remove(ev.item)
+            ev.succeed()
