@@ -74,6 +74,18 @@ def _agree(program, hw) -> bool:
 def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
     p = _alu_program(hw)
     assert _agree(p, hw)
+    fast = vta.sim.kernels.alu_in_acc_dtype
+    monkeypatch.setattr(vta.sim.kernels, "alu_in_acc_dtype",
+                        lambda insn, dst, src, hw: fast(insn, dst, src, hw) + 1)
+    assert not _agree(p, hw)
+
+
+def test_a_bug_in_the_machines_generic_alu_path_is_caught(hw, monkeypatch):
+    """The path of an ALU function the acc dtype cannot compute directly (a user's, or
+    ``alu_in_acc_dtype`` declining)."""
+    p = _alu_program(hw)
+    monkeypatch.setattr(vta.sim.kernels, "alu_in_acc_dtype", lambda *a: None)
+    assert _agree(p, hw)
     real = vta.sim.kernels._set
     monkeypatch.setattr(vta.sim.kernels, "_set",
                         lambda sram, entries, exact: real(sram, entries, exact + 1))
@@ -104,9 +116,11 @@ def test_a_bug_in_the_machines_execution_order_is_caught(hw, monkeypatch):
 def test_a_bug_in_the_machines_gemm_is_caught(hw, monkeypatch):
     p = _gemm_program(hw)
     assert _agree(p, hw)
-    real = vta.sim.gemm.apply_sums
+    real, wrapped = vta.sim.gemm.apply_sums, vta.sim.gemm.add_wrapped
     monkeypatch.setattr(vta.sim.gemm, "apply_sums",
                         lambda sram, entries, sums: real(sram, entries, sums + 1))
+    monkeypatch.setattr(vta.sim.gemm, "add_wrapped",
+                        lambda sram, entries, sums: wrapped(sram, entries, sums + 1))
     assert not _agree(p, hw)
 
 

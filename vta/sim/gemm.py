@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from vta.sim.kernels import (
     Ctx,
     Entries,
     Sram,
+    add_wrapped,
     apply_sums,
     as_slice,
     count_raw_hazards,
@@ -167,13 +169,19 @@ class FastGemm:
 
     def __init__(self, sram: Sram, exact_float: bool, defn: InstructionDef) -> None:
         self.defn = defn
+        self.sram = sram
         self.dtype = np.float64 if exact_float else np.int64
-        self.inp = sram.data["inp"].astype(self.dtype)
-        self.wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
+        self._inp = sram.data["inp"].astype(self.dtype)
+        self._wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
         # float32 shadows for the im2col products whose sums stay below 2**24 (exact), so the
         # hot gather reads half the bytes and is not followed by a cast of the gathered copy
-        self.inp32 = self.inp.astype(np.float32)
-        self.wgt_t32 = self.wgt_t.astype(np.float32)
+        self._inp32 = self._inp.astype(np.float32)
+        self._wgt_t32 = self._wgt_t.astype(np.float32)
+        #: SRAM ranges LOADs wrote since each shadow last mirrored them, per (kind, wide):
+        #: a shadow is brought up to date when a product reads it, so a program whose
+        #: products all run in float32 never converts its loads to the wide shadows
+        self._stale: dict[tuple[str, bool], list[tuple[int, int]]] = {
+            (k, w): [] for k in ("inp", "wgt") for w in (False, True)}
         g = sram.hw.gemm
         #: the largest magnitude of one int product
         self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
@@ -182,15 +190,41 @@ class FastGemm:
         self.uop_version = 0
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
-        """Mirror SRAM entries ``lo:hi`` of ``kind`` after a LOAD."""
-        if kind == "inp":
-            self.inp[lo:hi] = sram.data["inp"][lo:hi]
-            self.inp32[lo:hi] = sram.data["inp"][lo:hi]
-        elif kind == "wgt":
-            self.wgt_t[lo:hi] = np.swapaxes(sram.data["wgt"][lo:hi], 1, 2)
-            self.wgt_t32[lo:hi] = self.wgt_t[lo:hi]
+        """Note that a LOAD wrote SRAM entries ``lo:hi`` of ``kind`` (mirrored into the
+        shadows when a product next reads them)."""
+        if kind in ("inp", "wgt"):
+            if hi > lo:
+                self._stale[kind, False].append((lo, hi))
+                self._stale[kind, True].append((lo, hi))
         elif kind == "uop" and hi > lo:
             self.uop_version += 1
+
+    def _sync(self, kind: str, wide: bool, shadow: np.ndarray) -> np.ndarray:
+        """``shadow`` (of ``kind``, ``wide`` or float32) with the LOADs since it was last
+        read mirrored in."""
+        stale = self._stale[kind, wide]
+        if stale:
+            src = self.sram.data[kind]
+            for lo, hi in stale:
+                shadow[lo:hi] = src[lo:hi] if kind == "inp" else np.swapaxes(src[lo:hi], 1, 2)
+            stale.clear()
+        return shadow
+
+    @property
+    def inp(self) -> np.ndarray:
+        return self._sync("inp", True, self._inp)
+
+    @property
+    def wgt_t(self) -> np.ndarray:
+        return self._sync("wgt", True, self._wgt_t)
+
+    @property
+    def inp32(self) -> np.ndarray:
+        return self._sync("inp", False, self._inp32)
+
+    @property
+    def wgt_t32(self) -> np.ndarray:
+        return self._sync("wgt", False, self._wgt_t32)
 
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
         """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
@@ -210,10 +244,11 @@ class FastGemm:
         if plan.entries.size == 0:
             return 0
         if plan.cols is not None:
-            sums = np.empty((plan.entries.size, *sram.data["acc"].shape[1:]), dtype=np.int64)
+            acc = sram.data["acc"]
+            sums = np.empty((plan.entries.size, *acc.shape[1:]), dtype=acc.dtype)
             for c in plan.cols:
-                sums[c.rows] = self._im2col_sums(c.x, c.w)
-            apply_sums(sram, plan.entries if plan.at is None else plan.at, sums)
+                sums[c.rows] = self._im2col_sums(c.x, c.w, acc.dtype)
+            add_wrapped(sram, plan.entries if plan.at is None else plan.at, sums)
             return plan.hazards
         prods = self._products(plan)[plan.by_acc]
         if plan.starts.size != prods.shape[0]:
@@ -240,10 +275,11 @@ class FastGemm:
         acc, out = sram.data["acc"], sram.data["out"]
         if mode == "sum":
             xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
+            wgt_t = self.wgt_t
             if np.all(plan.w == plan.w[0]):
-                prods = np.matmul(xs, self.wgt_t[plan.w[0]])
+                prods = np.matmul(xs, wgt_t[plan.w[0]])
             else:
-                prods = np.matmul(xs, self.wgt_t[plan.w])
+                prods = np.matmul(xs, wgt_t[plan.w])
             old = acc[plan.entries].astype(np.int64)
             new = np.where(plan.once[:, None, None], old, 0) + prods.astype(np.int64)
             out[plan.entries] = new.astype(sram.acc_dtype).astype(sram.out_dtype)
@@ -252,10 +288,13 @@ class FastGemm:
         acc[plan.entries] = 0
         return plan.hazards
 
-    def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray) -> np.ndarray:
-        """Per-entry sums ``(entries, batch, block_out)`` as one matrix product."""
+    def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray, acc: np.dtype[Any]
+                     ) -> np.ndarray:
+        """Per-entry sums ``(entries, batch, block_out)`` as one matrix product, wrapped to
+        the ``acc`` dtype (``add_wrapped``): float32 sums are below 2**24, so they convert
+        exactly to an acc that wide; others go through int64 (exact) first."""
         m = col_w.size
-        bi = self.inp.shape[2]
+        bi = self._inp.shape[2]
         single = self.dtype == np.float64 and m * bi * self.biggest < 2**24
         inp, wgt_t = (self.inp32, self.wgt_t32) if single else (self.inp, self.wgt_t)
         # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
@@ -266,21 +305,24 @@ class FastGemm:
         if batch > 1:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)
-        sums = np.matmul(cols, wgt_t[col_w].reshape(m * bi, -1))
-        return sums.reshape(e, batch, -1).astype(np.int64)
+        sums = np.matmul(cols, wgt_t[col_w].reshape(m * bi, -1)).reshape(e, batch, -1)
+        if single and acc.itemsize >= 4:
+            return sums.astype(acc)
+        return sums.astype(np.int64).astype(acc)
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
         xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
+        wgt_t = self.wgt_t
         if plan.groups is None:
-            return np.matmul(xs, np.take(self.wgt_t, plan.w, axis=0))
+            return np.matmul(xs, np.take(wgt_t, plan.w, axis=0))
         n, batch, bi = xs.shape
         if plan.equal is not None:  # one stacked product: (groups, rows, bi) @ (groups, bi, bo)
             g = plan.equal.size
-            return np.matmul(xs.reshape(g, n // g * batch, bi), self.wgt_t[plan.equal]) \
+            return np.matmul(xs.reshape(g, n // g * batch, bi), wgt_t[plan.equal]) \
                 .reshape(n, batch, -1)
         flat = xs.reshape(n * batch, bi)
-        out = np.empty((n * batch, self.wgt_t.shape[2]), dtype=self.dtype)
+        out = np.empty((n * batch, wgt_t.shape[2]), dtype=self.dtype)
         for s, e, wi in plan.groups:
-            np.matmul(flat[s * batch: e * batch], self.wgt_t[wi], out=out[s * batch: e * batch])
+            np.matmul(flat[s * batch: e * batch], wgt_t[wi], out=out[s * batch: e * batch])
         return out.reshape(n, batch, -1)

@@ -41,13 +41,24 @@ import numpy as np
 
 from vta.config import BUFFER_KINDS, DATA_KINDS, HwConfig
 from vta.errors import AddressError
-from vta.isa import Instruction, InstructionDef, Load, Operand, Program, Store, uop_layout
+from vta.isa import (
+    Alu,
+    AluOp,
+    Instruction,
+    InstructionDef,
+    Load,
+    Operand,
+    Program,
+    Store,
+    uop_layout,
+)
 from vta.isa.asm import where
-from vta.isa.builtins import load_image, store_rows
+from vta.isa.builtins import ALU, load_image, shift_amount, store_rows
 from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
-           "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label"]
+           "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
+           "alu_in_acc_dtype", "add_wrapped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +252,16 @@ def apply_sums(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
+def add_wrapped(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
+    """``apply_sums`` with ``sums`` already wrapped to the acc dtype: the addition wraps in
+    that dtype, the same bits modulo ``2**bits`` (a signed integer acc, the only kind the
+    config allows), without the int64 round trip."""
+    acc = sram.data["acc"]
+    new = acc[entries] + sums
+    acc[entries] = new
+    sram.data["out"][entries] = new
+
+
 def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
     new = exact.astype(sram.acc_dtype)
     sram.data["acc"][entries] = new
@@ -336,6 +357,13 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     if not plan.ordered:  # the destinations are distinct: each run of them a slice
         assert plan.sel is not None
         at = plan.sel
+        if isinstance(insn, Alu) and isinstance(insn.op, AluOp) and ALU.get(insn.op) is d:
+            src = None if insn.use_imm else acc[at["src"]]
+            fast = alu_in_acc_dtype(insn, acc[at["dst"]], src, sram.hw)
+            if fast is not None:
+                acc[at["dst"]] = fast
+                sram.data["out"][at["dst"]] = fast
+                return plan.hazards
         new = d.update(insn, acc[at["dst"]].astype(np.int64),
                        {op.name: sram.data[op.memory][at[op.name]].astype(np.int64)
                         for op in d.reads(insn, sram.hw)}, sram.hw)
@@ -347,6 +375,50 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
                        sram.hw)
         _set(sram, a[sel], new)
     return plan.hazards
+
+
+def alu_in_acc_dtype(insn: Alu, dst: np.ndarray, src: np.ndarray | None, hw: HwConfig
+                     ) -> np.ndarray | None:
+    """A built-in ALU function (``builtins.ALU_FUNCTIONS``) computed in the accumulator's own
+    dtype, without the int64 round trip of its definition's semantics, where that gives the
+    same bits: ADD and MUL wrap modulo ``2**bits`` either way; MIN and MAX with an operand the
+    dtype holds never leave its range; SHR by an immediate is an arithmetic right shift (an
+    amount past the width gives the sign, as ``width - 1`` does) or a left shift modulo
+    ``2**bits`` (``alu_shift`` then the wrap). ``dst``/``src``: the entries in the acc dtype
+    (``src`` None: the immediate). None where this does not apply (a register SHR, an
+    immediate outside the dtype for MIN/MAX, a dtype that is not a signed integer): the
+    caller then runs the definition."""
+    dt = dst.dtype
+    if dt.kind != "i" or (src is not None and src.dtype != dt):
+        return None
+    bits = dt.itemsize * 8
+    op = insn.op
+    if op is AluOp.SHR:
+        if src is not None:
+            return None
+        s = int(shift_amount(np.int64(insn.imm), hw))
+        if s >= 0:
+            return dst >> min(s, bits - 1)
+        if -s >= bits:
+            return np.zeros_like(dst)
+        unsigned = np.dtype(f"u{dt.itemsize}").newbyteorder(dt.byteorder)
+        return (dst.view(unsigned) << unsigned.type(-s)).view(dt)
+    if src is None:
+        info = np.iinfo(dt)
+        if op in (AluOp.MIN, AluOp.MAX) and not info.min <= insn.imm <= info.max:
+            return None
+        y: Any = np.array(insn.imm, dtype=np.int64).astype(dt)  # ADD/MUL: the same mod 2**bits
+    else:
+        y = src
+    if op is AluOp.MIN:
+        return np.minimum(dst, y)
+    if op is AluOp.MAX:
+        return np.maximum(dst, y)
+    if op is AluOp.ADD:
+        return np.add(dst, y)
+    if op is AluOp.MUL:
+        return np.multiply(dst, y)
+    return None
 
 
 def _reset_sum(sram: Sram, insn: Any, d: InstructionDef, idx: dict[str, np.ndarray]) -> None:
