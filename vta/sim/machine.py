@@ -143,6 +143,8 @@ class _Static:
     mnemonic: str = ""
     #: accumulator banks the instruction touches (separate ALU pipeline only; else empty)
     banks: tuple[int, ...] = ()
+    #: the work the statistics count: (GEMM tensor ops, ALU ops, MACs) (``_work``)
+    work: tuple[int, int, int] = (0, 0, 0)
 
 
 class _Refused(Exception):
@@ -166,7 +168,21 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[Any, ...]:
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
     return (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
-            d.mnemonic_of(insn))
+            d.mnemonic_of(insn), _work(insn, hw, d))
+
+
+def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
+    """What the statistics count of one instruction: (GEMM tensor ops, ALU ops, MACs). A
+    reset's work is not counted (an ignored reset flag computes)."""
+    if not d.is_microop or d.reset_mode(insn, hw) is not None:
+        return 0, 0, 0
+    ops = n_ops(insn)
+    macs = ops * d.macs(insn, hw) if d.macs is not None else 0
+    if d is GEMM:
+        return ops, 0, macs
+    if d.opcode == Opcode.ALU:  # the ALU's functions, a user's included
+        return 0, ops, macs
+    return 0, 0, macs
 
 
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
@@ -185,9 +201,9 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
                 got = seen[insn] = _describe(key, hw, definition_of(insn))
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-        d, unit, cycles, pops, pushes, dma, timing, name = got
+        d, unit, cycles, pops, pushes, dma, timing, name, work = got
         out.append(_Static(d, unit, cycles, pops, pushes, dma, timing, name,
-                           banks.of(insn, d) if banks is not None else ()))
+                           banks.of(insn, d) if banks is not None else (), work))
     return out
 
 
@@ -368,6 +384,8 @@ class Machine:
     # ------------------------------------------------------------------ helpers
 
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
+        """Account the cycles ``u`` waited since ``since`` as ``kind`` (a slice of the
+        timeline when there were any); the hot paths skip the call when none passed."""
         now = self.env.now
         dt = now - since
         if dt:
@@ -408,9 +426,12 @@ class Machine:
     # ------------------------------------------------------------------ processes
 
     def _fetch(self) -> Proc:
-        u, n = self.units["fetch"], len(self.insns)
+        u, n, env = self.units["fetch"], len(self.insns), self.env
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
+        # the texts a wait is reported with, per command queue (formatted once)
+        text = {m: (f"command queue {_UNIT_OF[m]} (full)", f"wait {_UNIT_OF[m]} queue")
+                for m in self.cmdq}
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
@@ -424,10 +445,12 @@ class Machine:
             for i in range(first, first + k):
                 u.current = i
                 m = self.info[i].module
-                t = self.env.now
-                u.waiting = f"command queue {_UNIT_OF[m]} (full)"
+                t = env.now
+                u.waiting, label = text[m]
                 yield self.cmdq[m].put(i)
-                self._waited(u, "queue", t, f"wait {_UNIT_OF[m]} queue", i)
+                if env.now != t:
+                    self._waited(u, "queue", t, label, i)
+                u.waiting = None
         u.current = None
 
     def _unit(self, module: Unit) -> Proc:
@@ -442,14 +465,18 @@ class Machine:
             t = env.now
             u.waiting = "its command queue (empty)"
             index = yield cmdq.get()
-            self._waited(u, "queue", t, "wait command", index)
+            if env.now != t:
+                self._waited(u, "queue", t, "wait command", index)
+            u.waiting = None
             u.current = index
             insn, info = self.insns[index], self.info[index]
             for q in info.pops:
                 t = env.now
                 u.waiting, label = pop_text[q]
                 yield tokq[q].get()
-                self._waited(u, "token", t, label, index)
+                if env.now != t:
+                    self._waited(u, "token", t, label, index)
+                u.waiting = None
             if info.defn.drains:
                 others = [m for m in info.defn.drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
@@ -474,7 +501,9 @@ class Machine:
                 t = env.now
                 u.waiting, label = push_text[q]
                 yield tokq[q].put(True)
-                self._waited(u, "queue", t, label, index)
+                if env.now != t:
+                    self._waited(u, "queue", t, label, index)
+                u.waiting = None
             u.insns += 1
             u.current = None
             if u.insns == count and not self.drained[module].triggered:
@@ -513,18 +542,12 @@ class Machine:
             units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns, u.conflict)
         counts: dict[str, int] = {}
         gemm_ops = alu_ops = macs = 0
-        for insn, info in zip(self.insns, self.info, strict=True):
-            d = info.defn
-            counts[mnemonic(insn)] = counts.get(mnemonic(insn), 0) + 1
-            x: Any = insn
-            if not d.is_microop or d.reset_mode(x, self.hw) is not None:
-                continue  # a reset's work is not counted (an ignored reset flag computes)
-            if d is GEMM:
-                gemm_ops += n_ops(x)
-            elif d.opcode == Opcode.ALU:  # the ALU's functions, a user's included
-                alu_ops += n_ops(x)
-            if d.macs is not None:
-                macs += n_ops(x) * d.macs(x, self.hw)
+        for info in self.info:
+            counts[info.mnemonic] = counts.get(info.mnemonic, 0) + 1
+            g, a, m = info.work
+            gemm_ops += g
+            alu_ops += a
+            macs += m
         return SimStats(cycles=cycles, clock_mhz=self.hw.board.clock_mhz, units=units,
                         bytes=dict(self.bytes), insn_counts=counts, gemm_ops=gemm_ops,
                         gemm_cycles=gemm_ops * self.hw.gemm.ii, alu_ops=alu_ops, ops=2 * macs,
