@@ -149,6 +149,8 @@ class _ResetPlan:
     w: np.ndarray
     once: np.ndarray
     hazards: int
+    #: every entry's last execution reads the same wgt entry (a compiled reset: wgt 0)
+    one_w: bool = False
 
 
 def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
@@ -158,7 +160,18 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     sa = a[order]
     head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
     first, last = order[head], order[np.r_[head[1:], True]]
-    return _ResetPlan(sa[head], x[last], w[last], first == last, hazards)
+    w_last = w[last]
+    return _ResetPlan(sa[head], x[last], w_last, first == last, hazards,
+                      bool(np.all(w_last == w_last[0])))
+
+
+def _to_acc(sums: np.ndarray, single: bool, acc: np.dtype[Any]) -> np.ndarray:
+    """Exact integer ``sums`` (float32 below 2**24 when ``single``, else float64 or int64)
+    wrapped to the ``acc`` dtype: float32 converts exactly to an acc at least 32 bits wide;
+    anything else goes through int64 first (exact, then the two's-complement wrap)."""
+    if single and acc.itemsize >= 4:
+        return sums.astype(acc)
+    return sums.astype(np.int64).astype(acc)
 
 
 class FastGemm:
@@ -273,16 +286,17 @@ class FastGemm:
             hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
             plan = self.resets[key] = _reset_plan(a, x, w, hazards)
         acc, out = sram.data["acc"], sram.data["out"]
-        if mode == "sum":
-            xs = np.take(self.inp, plan.x, axis=0)  # (n, batch, block_in)
-            wgt_t = self.wgt_t
-            if np.all(plan.w == plan.w[0]):
+        if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
+            inp, wgt_t, single = self._shadows(1)
+            xs = np.take(inp, plan.x, axis=0)  # (n, batch, block_in)
+            if plan.one_w:
                 prods = np.matmul(xs, wgt_t[plan.w[0]])
             else:
                 prods = np.matmul(xs, wgt_t[plan.w])
-            old = acc[plan.entries].astype(np.int64)
-            new = np.where(plan.once[:, None, None], old, 0) + prods.astype(np.int64)
-            out[plan.entries] = new.astype(sram.acc_dtype).astype(sram.out_dtype)
+            zero = acc.dtype.type(0)
+            new = np.where(plan.once[:, None, None], acc[plan.entries], zero) + \
+                _to_acc(prods, single, acc.dtype)
+            out[plan.entries] = new
         elif mode == "zero":
             out[plan.entries] = 0
         acc[plan.entries] = 0
@@ -295,8 +309,7 @@ class FastGemm:
         exactly to an acc that wide; others go through int64 (exact) first."""
         m = col_w.size
         bi = self._inp.shape[2]
-        single = self.dtype == np.float64 and m * bi * self.biggest < 2**24
-        inp, wgt_t = (self.inp32, self.wgt_t32) if single else (self.inp, self.wgt_t)
+        inp, wgt_t, single = self._shadows(m)
         # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
         # these large gathers of small rows
         xs = np.take(inp, col_x, axis=0)  # (entries * m, batch, block_in)
@@ -306,9 +319,16 @@ class FastGemm:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)
         sums = np.matmul(cols, wgt_t[col_w].reshape(m * bi, -1)).reshape(e, batch, -1)
-        if single and acc.itemsize >= 4:
-            return sums.astype(acc)
-        return sums.astype(np.int64).astype(acc)
+        return _to_acc(sums, single, acc)
+
+    def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products
+        each), and whether they are the float32 ones: exact when every such sum is below
+        2**24 (the wide ones otherwise)."""
+        single = self.dtype == np.float64 and m * self._inp.shape[2] * self.biggest < 2**24
+        if single:
+            return self.inp32, self.wgt_t32, True
+        return self.inp, self.wgt_t, False
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
