@@ -82,7 +82,7 @@ class Event:
             raise RuntimeError(f"{self!r} has already been triggered")
         self._value = value
         env = self.env
-        heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+        heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
         return self
 
     def __or__(self, other: Event) -> Condition:
@@ -115,7 +115,7 @@ class Process(Event):
         start = Event(env)
         start.callbacks.append(self._resume_cb)  # type: ignore[union-attr]
         start._value = None
-        heappush(env._queue, (env._now, URGENT, next(env._eid), start))
+        heappush(env._queue, (env.now, URGENT, next(env._eid), start))
         self.target: Event = start
 
     @property
@@ -130,7 +130,7 @@ class Process(Event):
             except StopIteration as stop:
                 self._value = stop.value
                 env = self.env
-                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+                heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
                 return
             callbacks = event.callbacks
             if callbacks is not None:  # not processed yet (triggered or not): wait for it
@@ -200,13 +200,10 @@ class Environment:
     """The clock and the event queue; ``run()`` processes events until none is left."""
 
     def __init__(self, initial_time: int = 0) -> None:
-        self._now = initial_time
+        #: the current cycle (a plain attribute: the machine reads it on every step)
+        self.now = initial_time
         self._queue: list[tuple[int, int, int, Event]] = []
         self._eid = count()
-
-    @property
-    def now(self) -> int:
-        return self._now
 
     def event(self) -> Event:
         return Event(self)
@@ -217,20 +214,20 @@ class Environment:
             raise ValueError(f"Negative delay {delay}")
         ev = Event(self)
         ev._value = value
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), ev))
+        heappush(self._queue, (self.now + delay, NORMAL, next(self._eid), ev))
         return ev
 
     def process(self, generator: Generator[Event, Any, Any]) -> Process:
         return Process(self, generator)
 
     def schedule(self, event: Event, priority: int = NORMAL, delay: int = 0) -> None:
-        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+        heappush(self._queue, (self.now + delay, priority, next(self._eid), event))
 
     def run(self) -> None:
         """Process every event, in (time, priority, id) order, until the queue is empty."""
         queue = self._queue
         while queue:
-            self._now, _, _, event = heappop(queue)
+            self.now, _, _, event = heappop(queue)
             callbacks = event.callbacks
             event.callbacks = None
             for callback in callbacks:  # type: ignore[union-attr]
@@ -254,16 +251,27 @@ class Store:
 
     def put(self, item: Any) -> Event:
         ev = _Item(self.env, item)
-        self.put_queue.append(ev)
         ev.callbacks.append(self._trigger_get_cb)  # type: ignore[union-attr]
-        self._trigger_put(None)
+        if self.put_queue:  # it queues behind the others (only the head is tried)
+            self.put_queue.append(ev)
+            self._trigger_put(None)
+        elif len(self.items) < self.capacity:  # it is the head and there is room
+            self.items.append(item)
+            ev.succeed()
+        else:
+            self.put_queue.append(ev)
         return ev
 
     def get(self) -> Event:
         ev = Event(self.env)
-        self.get_queue.append(ev)
         ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
-        self._trigger_get(None)
+        if self.get_queue:  # it queues behind the others (only the head is tried)
+            self.get_queue.append(ev)
+            self._trigger_get(None)
+        elif self.items:  # it is the head and there is an item
+            ev.succeed(self.items.pop(0))
+        else:
+            self.get_queue.append(ev)
         return ev
 
     def _trigger_put(self, _: Event | None) -> None:

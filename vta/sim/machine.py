@@ -27,7 +27,7 @@ The run ends when the environment has no events left. A unit still waiting then 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -151,12 +151,24 @@ class _Refused(Exception):
     """An instruction ``hw`` cannot run: the reason, without where the instruction is."""
 
 
-@lru_cache(maxsize=1 << 16)
-def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[Any, ...]:
-    """What the machine needs of one instruction on ``hw`` (``d``: its definition, keyed by
-    identity): checked (a ``_Refused`` naming why not), its unit, duration, token queues, DMA
-    and mnemonic. A pure function of the three, so it is cached across programs: a tuner's
-    candidates and a sweep's energy run share most of their instructions."""
+#: instructions described per config (``_described``) before that cache starts afresh
+_MAX_DESCRIBED = 1 << 16
+
+
+@lru_cache(maxsize=16)
+def _described(hw: HwConfig) -> dict[tuple[Any, InstructionDef], _Static]:
+    """``_describe``'s cache for one config, keyed by (instruction, definition): it is a
+    pure function of the three, so it is shared across programs (a tuner's candidates and a
+    sweep's energy run share most of their instructions). Keyed per config rather than by
+    all three: hashing a HwConfig (nested frozen dataclasses) costs more than describing an
+    instruction, and this way it is hashed once per program."""
+    return {}
+
+
+def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
+    """What the machine needs of one instruction on ``hw`` (``d``: its definition): checked
+    (a ``_Refused`` naming why not), its unit, duration, token queues, DMA, mnemonic and
+    counted work (no accumulator banks: those depend on its place in the program)."""
     try:
         check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
         pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
@@ -167,8 +179,8 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[Any, ...]:
         raise _Refused(refused)
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-    return (d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
-            d.mnemonic_of(insn), _work(insn, hw, d))
+    return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
+                   d.mnemonic_of(insn), (), _work(insn, hw, d))
 
 
 def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
@@ -188,22 +200,30 @@ def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
 def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
     """Each instruction's unit, duration, token queues and DMA timing, from its definition.
     A tiled program repeats most of its instructions: each distinct one is checked and timed
-    once (``_describe``; its first occurrence names it in an error), only its accumulator
-    banks per place."""
+    once (``_describe``; its first occurrence names it in an error) and its description
+    shared by every occurrence, only its accumulator banks per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
-    seen: dict[Instruction, tuple[Any, ...]] = {}
+    cache = _described(hw)
+    seen: dict[Instruction, _Static] = {}
     for i, insn in enumerate(insns):
         got = seen.get(insn)
         if got is None:
             try:
-                key: Any = insn  # a frozen dataclass: hashable
-                got = seen[insn] = _describe(key, hw, definition_of(insn))
+                d = definition_of(insn)
+                key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
+                got = cache.get(key)
+                if got is None:
+                    got = _describe(insn, hw, d)
+                    if len(cache) >= _MAX_DESCRIBED:
+                        cache.clear()
+                    cache[key] = got
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-        d, unit, cycles, pops, pushes, dma, timing, name, work = got
-        out.append(_Static(d, unit, cycles, pops, pushes, dma, timing, name,
-                           banks.of(insn, d) if banks is not None else (), work))
+            seen[insn] = got
+        if banks is not None:
+            got = replace(got, banks=banks.of(insn, got.defn))
+        out.append(got)
     return out
 
 
