@@ -82,6 +82,13 @@ def test_conv_pattern_takes_the_im2col_path() -> None:
     entries, classes = col
     assert len(classes) == 4 and entries.size == 128
     assert all(c.w.size == 9 for c in classes)
-    assert _plan(a, x, w, 0).cols is not None
+    plan = _plan(a, x, w, 0)
+    assert plan.cols is not None
+    # the classes read different inp entries here (x is all distinct): no stacked product
+    assert plan.stack is None
+    # a conv reading the same pixels for each output-channel block: one stacked product
+    shared = np.tile(np.arange(32 * 9), 4)
+    stacked = _plan(a, shared, w, 0).stack
+    assert stacked is not None and stacked.w.shape == (4, 9) and stacked.rows is None
     # a pattern where entries receive different op counts cannot use it
     assert _im2col(np.array([0, 0, 1]), np.arange(3), np.array([0, 1, 0])) is None

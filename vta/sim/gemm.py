@@ -72,6 +72,8 @@ class _Plan:
     cols: tuple[_ColClass, ...] | None = None
     #: ``entries`` as a slice when they are one run of consecutive entries (``as_slice``)
     at: Entries | None = None
+    #: the classes as one product when they all read the same inp sequence (``_stack``)
+    stack: _ColStack | None = None
 
 
 #: at most this many distinct weight sequences for the im2col form to pay
@@ -85,6 +87,29 @@ class _ColClass:
     rows: np.ndarray  # positions of these entries in the plan's sorted entries
     x: np.ndarray  # (len(rows) * m,) inp index per op, entry-major
     w: np.ndarray  # (m,) the weight sequence
+
+
+@dataclass(frozen=True, slots=True)
+class _ColStack:
+    """Im2col classes that all read the same inp entries (a conv's output-channel blocks
+    over the same pixels): one gather of the im2col matrix ``(entries * batch, m *
+    block_in)``, then one product per class against its weight sequence."""
+
+    x: np.ndarray  # (entries * m,) the shared inp index per op, entry-major
+    w: np.ndarray  # (classes, m) each class's weight sequence
+    #: positions in the plan's sorted entries of the product's rows, class-major (None: they
+    #: are 0, 1, 2, ... already)
+    rows: np.ndarray | None
+
+
+def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
+    """``classes`` as one product, when they read the same inp sequence."""
+    x = classes[0].x
+    if any(c.x.shape != x.shape or not np.array_equal(c.x, x) for c in classes[1:]):
+        return None
+    rows = np.concatenate([c.rows for c in classes])
+    same = bool(np.array_equal(rows, np.arange(rows.size)))
+    return _ColStack(x, np.stack([c.w for c in classes]), None if same else rows)
 
 
 def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
@@ -112,7 +137,8 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
     p = _plan_of(a, x, w, hazards)
-    return replace(p, at=as_slice(p.entries))
+    return replace(p, at=as_slice(p.entries),
+                   stack=None if p.cols is None else _stack(p.cols))
 
 
 def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
@@ -256,6 +282,15 @@ class FastGemm:
             plan = self.plans[key] = _plan(a, x, w, hazards)
         if plan.entries.size == 0:
             return 0
+        if plan.stack is not None:
+            acc = sram.data["acc"]
+            got = self._stacked_sums(plan.stack, acc.dtype)
+            if plan.stack.rows is not None:
+                sums = np.empty_like(got)
+                sums[plan.stack.rows] = got
+                got = sums
+            add_wrapped(sram, plan.entries if plan.at is None else plan.at, got)
+            return plan.hazards
         if plan.cols is not None:
             acc = sram.data["acc"]
             sums = np.empty((plan.entries.size, *acc.shape[1:]), dtype=acc.dtype)
@@ -320,6 +355,24 @@ class FastGemm:
         cols = cols.reshape(e * batch, m * bi)
         sums = np.matmul(cols, wgt_t[col_w].reshape(m * bi, -1)).reshape(e, batch, -1)
         return _to_acc(sums, single, acc)
+
+    def _stacked_sums(self, st: _ColStack, acc: np.dtype[Any]) -> np.ndarray:
+        """Per-entry sums ``(classes * entries, batch, block_out)``, class-major, of a
+        stacked im2col (one gather), wrapped to the ``acc`` dtype."""
+        c, m = st.w.shape
+        bi = self._inp.shape[2]
+        inp, wgt_t, single = self._shadows(m)
+        xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
+        e, batch = xs.shape[0] // m, xs.shape[1]
+        cols: np.ndarray = xs.reshape(e, m, batch, bi)
+        if batch > 1:
+            cols = cols.transpose(0, 2, 1, 3)
+        cols = cols.reshape(e * batch, m * bi)
+        bo = wgt_t.shape[2]
+        sums = np.empty((c, e * batch, bo), dtype=inp.dtype)
+        for k in range(c):  # one product per class, over the one gathered im2col matrix
+            np.matmul(cols, wgt_t[st.w[k]].reshape(m * bi, bo), out=sums[k])
+        return _to_acc(sums.reshape(c * e, batch, bo), single, acc)
 
     def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products
