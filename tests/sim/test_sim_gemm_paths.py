@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from vta.config import HwConfig
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
-from vta.sim import run_reference, simulate
+from vta.sim import random_inputs, run_reference, simulate
 from vta.sim.gemm import _im2col, _plan
+from vta.testing import small_hw
 
 
 def gemm_program(hw: HwConfig, uops: list[Uop], iter_out: int, iter_in: int,
@@ -92,3 +93,19 @@ def test_conv_pattern_takes_the_im2col_path() -> None:
     assert stacked is not None and stacked.w.shape == (4, 9) and stacked.rows is None
     # a pattern where entries receive different op counts cannot use it
     assert _im2col(np.array([0, 0, 1]), np.arange(3), np.array([0, 1, 0])) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 9), st.sampled_from([1, 2, 4]), st.integers(1, 4),
+       st.integers(0, 2**32 - 1))
+def test_stacked_im2col_matches_reference_with_batch(classes: int, taps: int, batch: int,
+                                                    iter_out: int, seed: int) -> None:
+    """Output-channel blocks reading the same pixels (one gather, ``_ColStack``) on a config
+    with ``batch`` rows per entry (the im2col matrix interleaves them)."""
+    hw = small_hw(batch=batch, block=4, depth=128)
+    uops = [Uop(dst=c * 16, src=t, wgt=c * taps + t) for c in range(classes)
+            for t in range(taps)]
+    program = gemm_program(hw, uops, iter_out, 2, (4, 1, 4, 1, 0, 0), classes * 16)
+    inputs = random_inputs(program, hw, seed)
+    ref = run_reference(program, hw, inputs)["C"]
+    np.testing.assert_array_equal(simulate(program, hw, inputs).outputs["C"], ref)
