@@ -74,17 +74,21 @@ def _agree(program, hw) -> bool:
 def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
     p = _alu_program(hw)
     assert _agree(p, hw)
-    fast = vta.sim.kernels.alu_in_acc_dtype
-    monkeypatch.setattr(vta.sim.kernels, "alu_in_acc_dtype",
-                        lambda insn, dst, src, hw: fast(insn, dst, src, hw) + 1)
+    fast = vta.sim.kernels.alu_shortcut
+
+    def off_by_one(insn, dt, hw):
+        fn = fast(insn, dt, hw)
+        return lambda dst, src: fn(dst, src) + 1
+
+    monkeypatch.setattr(vta.sim.kernels, "alu_shortcut", off_by_one)
     assert not _agree(p, hw)
 
 
 def test_a_bug_in_the_machines_generic_alu_path_is_caught(hw, monkeypatch):
     """The path of an ALU function the acc dtype cannot compute directly (a user's, or
-    ``alu_in_acc_dtype`` declining)."""
+    ``alu_shortcut`` declining)."""
     p = _alu_program(hw)
-    monkeypatch.setattr(vta.sim.kernels, "alu_in_acc_dtype", lambda *a: None)
+    monkeypatch.setattr(vta.sim.kernels, "alu_shortcut", lambda *a: None)
     assert _agree(p, hw)
     real = vta.sim.kernels._set
     monkeypatch.setattr(vta.sim.kernels, "_set",

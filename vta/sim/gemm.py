@@ -207,15 +207,20 @@ class FastGemm:
     path and the reference interpreter by the differential tests."""
 
     def __init__(self, sram: Sram, exact_float: bool, defn: InstructionDef) -> None:
+        """``sram``: a fresh one (all zeros), whose LOADs this object is told of
+        (``refresh``)."""
         self.defn = defn
         self.sram = sram
         self.dtype = np.float64 if exact_float else np.int64
-        self._inp = sram.data["inp"].astype(self.dtype)
-        self._wgt_t = np.swapaxes(sram.data["wgt"], 1, 2).astype(self.dtype)
-        # float32 shadows for the im2col products whose sums stay below 2**24 (exact), so the
-        # hot gather reads half the bytes and is not followed by a cast of the gathered copy
-        self._inp32 = self._inp.astype(np.float32)
-        self._wgt_t32 = self._wgt_t.astype(np.float32)
+        inp, wgt = sram.data["inp"].shape, sram.data["wgt"].shape
+        wgt_t = (wgt[0], wgt[2], wgt[1])
+        # the shadows of a fresh SRAM (zeros, as ``Sram`` starts; LOADs reach them through
+        # ``refresh``): float32 ones for the im2col products whose sums stay below 2**24
+        # (exact), so the hot gather reads half the bytes and no cast of it follows
+        self._inp: np.ndarray = np.zeros(inp, self.dtype)
+        self._wgt_t: np.ndarray = np.zeros(wgt_t, self.dtype)
+        self._inp32: np.ndarray = np.zeros(inp, np.float32)
+        self._wgt_t32: np.ndarray = np.zeros(wgt_t, np.float32)
         #: SRAM ranges LOADs wrote since each shadow last mirrored them, per (kind, wide):
         #: a shadow is brought up to date when a product reads it, so a program whose
         #: products all run in float32 never converts its loads to the wide shadows

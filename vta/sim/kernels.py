@@ -34,6 +34,7 @@ naming the instruction, the buffer and the offending index, before anything is m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
            "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
-           "alu_in_acc_dtype", "add_wrapped"]
+           "alu_shortcut", "add_wrapped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +305,8 @@ class _MicroPlan:
     order: np.ndarray | None = None
     starts: np.ndarray | None = None
     entries: np.ndarray | None = None  # the distinct destinations, sorted
+    #: an update by a built-in ALU function, in the acc dtype (``alu_shortcut``)
+    alu: AluShortcut | None = None
 
 
 def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
@@ -323,7 +326,11 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     ordered = _needs_order(a, acc_reads, sram.depth["acc"])
     sel = None if ordered else {k: as_slice(v) for k, v in idx.items()}
-    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered)
+    alu = None
+    if not ordered and isinstance(insn, Alu) and isinstance(insn.op, AluOp) \
+            and ALU.get(insn.op) is d:  # a built-in ALU function
+        alu = alu_shortcut(insn, sram.acc_dtype, sram.hw)
+    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
 
 
 def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
@@ -357,13 +364,11 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     if not plan.ordered:  # the destinations are distinct: each run of them a slice
         assert plan.sel is not None
         at = plan.sel
-        if isinstance(insn, Alu) and isinstance(insn.op, AluOp) and ALU.get(insn.op) is d:
-            src = None if insn.use_imm else acc[at["src"]]
-            fast = alu_in_acc_dtype(insn, acc[at["dst"]], src, sram.hw)
-            if fast is not None:
-                acc[at["dst"]] = fast
-                sram.data["out"][at["dst"]] = fast
-                return plan.hazards
+        if plan.alu is not None:
+            new_acc = plan.alu(acc[at["dst"]], None if insn.use_imm else acc[at["src"]])
+            acc[at["dst"]] = new_acc
+            sram.data["out"][at["dst"]] = new_acc
+            return plan.hazards
         new = d.update(insn, acc[at["dst"]].astype(np.int64),
                        {op.name: sram.data[op.memory][at[op.name]].astype(np.int64)
                         for op in d.reads(insn, sram.hw)}, sram.hw)
@@ -377,48 +382,50 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -
     return plan.hazards
 
 
-def alu_in_acc_dtype(insn: Alu, dst: np.ndarray, src: np.ndarray | None, hw: HwConfig
-                     ) -> np.ndarray | None:
+#: computes a built-in ALU function in the acc dtype: ``(dst entries, src entries or None)``
+AluShortcut = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+
+
+def alu_shortcut(insn: Alu, dt: np.dtype[Any], hw: HwConfig) -> AluShortcut | None:
     """A built-in ALU function (``builtins.ALU_FUNCTIONS``) computed in the accumulator's own
-    dtype, without the int64 round trip of its definition's semantics, where that gives the
-    same bits: ADD and MUL wrap modulo ``2**bits`` either way; MIN and MAX with an operand the
-    dtype holds never leave its range; SHR by an immediate is an arithmetic right shift (an
-    amount past the width gives the sign, as ``width - 1`` does) or a left shift modulo
-    ``2**bits`` (``alu_shift`` then the wrap). ``dst``/``src``: the entries in the acc dtype
-    (``src`` None: the immediate). None where this does not apply (a register SHR, an
-    immediate outside the dtype for MIN/MAX, a dtype that is not a signed integer): the
-    caller then runs the definition."""
-    dt = dst.dtype
-    if dt.kind != "i" or (src is not None and src.dtype != dt):
+    dtype ``dt``, without the int64 round trip of its definition's semantics, where that gives
+    the same bits: ADD and MUL wrap modulo ``2**bits`` either way; MIN and MAX with an operand
+    the dtype holds never leave its range; SHR by an immediate is an arithmetic right shift
+    (an amount past the width gives the sign, as ``width - 1`` does) or a left shift modulo
+    ``2**bits`` (``alu_shift`` then the wrap). The function takes the destination entries and
+    the src entries (None for an immediate), both in ``dt``. None where this does not apply (a
+    register SHR, an immediate outside the dtype for MIN/MAX, a dtype that is not a signed
+    integer): the caller then runs the definition. Decided once per instruction (its plan)."""
+    if dt.kind != "i":
         return None
     bits = dt.itemsize * 8
     op = insn.op
     if op is AluOp.SHR:
-        if src is not None:
+        if not insn.use_imm:
             return None
         s = int(shift_amount(np.int64(insn.imm), hw))
         if s >= 0:
-            return dst >> min(s, bits - 1)
+            right = min(s, bits - 1)
+            return lambda dst, src: dst >> right
         if -s >= bits:
-            return np.zeros_like(dst)
+            return lambda dst, src: np.zeros_like(dst)
         unsigned = np.dtype(f"u{dt.itemsize}").newbyteorder(dt.byteorder)
-        return (dst.view(unsigned) << unsigned.type(-s)).view(dt)
-    if src is None:
-        info = np.iinfo(dt)
-        if op in (AluOp.MIN, AluOp.MAX) and not info.min <= insn.imm <= info.max:
-            return None
-        y: Any = np.array(insn.imm, dtype=np.int64).astype(dt)  # ADD/MUL: the same mod 2**bits
-    else:
-        y = src
-    if op is AluOp.MIN:
-        return np.minimum(dst, y)
-    if op is AluOp.MAX:
-        return np.maximum(dst, y)
-    if op is AluOp.ADD:
-        return np.add(dst, y)
-    if op is AluOp.MUL:
-        return np.multiply(dst, y)
-    return None
+        left = unsigned.type(-s)
+        return lambda dst, src: (dst.view(unsigned) << left).view(dt)
+    fn = {AluOp.MIN: np.minimum, AluOp.MAX: np.maximum, AluOp.ADD: np.add,
+          AluOp.MUL: np.multiply}.get(AluOp(op))
+    if fn is None:
+        return None
+    if not insn.use_imm:
+        def register(dst: np.ndarray, src: np.ndarray | None) -> np.ndarray:
+            assert src is not None  # a register operand: the src entries
+            return fn(dst, src)
+        return register
+    info = np.iinfo(dt)
+    if op in (AluOp.MIN, AluOp.MAX) and not info.min <= insn.imm <= info.max:
+        return None
+    imm = np.array(insn.imm, dtype=np.int64).astype(dt)  # ADD/MUL: the same mod 2**bits
+    return lambda dst, src: fn(dst, imm)
 
 
 def _reset_sum(sram: Sram, insn: Any, d: InstructionDef, idx: dict[str, np.ndarray]) -> None:
