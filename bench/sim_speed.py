@@ -7,12 +7,15 @@ C2 is ``bench/c2_program.py``'s hand-written program, checked bit-exact against 
 ``--network`` programs are the compiler's (default schedules, compiled once through the
 compile cache at ``--cache``, not timed), simulated on full-range random inputs (seed 0) in
 both modes; their values are checked by tests/golden and ``vta run``. Timing-only runs must
-give the bit-exact runs' cycles (checked). To compare two checkouts, run this file with
-``PYTHONPATH`` at each (it imports vta from there). Prints tables and writes
-bench/results/sim_speed.json.
+give the bit-exact runs' cycles (checked). ``--engine simpy`` runs the machine on simpy itself
+(the reference event engine; the default is the lean engine, ``vta/sim/engine.py``, with the
+same event order). To compare two checkouts, run this file with ``PYTHONPATH`` at each (it
+imports vta from there; a checkout before the lean engine takes no ``--engine``). Prints
+tables and writes bench/results/sim_speed.json (with the load average before and after,
+and the checkout's commit).
 
     python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5] [--network]
-        [--cache FILE] [--out FILE]
+        [--engine lean|simpy] [--cache FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +39,14 @@ sys.path.insert(0, str(HERE))
 
 from c2_program import c2_program, conv2d_expected, pack_c2, unpack_c2  # noqa: E402
 
+import vta  # noqa: E402
 from vta.config import HwConfig  # noqa: E402
-from vta.sim import random_inputs, simulate  # noqa: E402
+from vta.sim import random_inputs  # noqa: E402
+from vta.sim import simulate as _simulate  # noqa: E402
+
+#: ``_simulate`` with the engine ``--engine`` names (set in ``main``; nothing for the default,
+#: so that a checkout without engines runs too)
+simulate = _simulate
 
 #: the CPU seconds (this process) of each ``_timed`` call's runs: less load-dependent than
 #: the wall on a shared machine
@@ -97,7 +108,21 @@ def time_programs(hw: HwConfig, programs: list, runs: int) -> dict[str, object]:
             "timing_only_same_cycles": cycles == cycles_t}
 
 
+def _commit() -> str:
+    """The commit of the checkout vta is imported from (and ``+dirty`` with local changes)."""
+    root = Path(vta.__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "vta"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def main() -> int:
+    global simulate
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", default=str(HERE.parent / "hwconfigs" / "pynq.yaml"))
     ap.add_argument("--runs", type=int, default=5)
@@ -105,8 +130,13 @@ def main() -> int:
                     help="also C1-C11's and the whole graph's compiled programs")
     ap.add_argument("--cache", default=None,
                     help="--network: the compile cache file (default: vta's, as vta run)")
+    ap.add_argument("--engine", choices=("lean", "simpy"), default=None,
+                    help="the event engine (default: the checkout's default)")
     ap.add_argument("--out", default=str(HERE / "results" / "sim_speed.json"))
     args = ap.parse_args()
+    if args.engine is not None:
+        simulate = partial(_simulate, engine=args.engine)
+    load_before = [round(x, 2) for x in os.getloadavg()]
     hw = HwConfig.from_yaml(args.hw)
     program = c2_program(hw)
     rng = np.random.default_rng(0)
@@ -168,6 +198,8 @@ def main() -> int:
         "bit_exact": exact, "timing_only_same_cycles": same_cycles,
         "narrowing": "out = low 8 bits of the int32 sums (no epilogue)",
         "target_wall_s": 0.2, "scale_sim_anchor_wall_s": 52.0,
+        "engine": args.engine or "default", "commit": _commit(),
+        "load_average_before": load_before,
         "load_average": [round(x, 2) for x in os.getloadavg()], **extra,
     }, indent=2) + "\n")
     return 0 if exact and same_cycles else 1

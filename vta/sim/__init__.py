@@ -1,8 +1,8 @@
 """Simulators of the accelerator: a functional reference and a cycle-level machine.
 
 ``run_reference`` defines what a program computes; ``simulate`` runs the same program on the
-cycle-level simpy machine (same bits, plus cycles, stalls, traffic and a timeline). See
-docs/simulator.md.
+cycle-level machine (same bits, plus cycles, stalls, traffic and a timeline; a discrete-event
+model run on ``engine.py``, or on simpy, its reference). See docs/simulator.md.
 """
 
 from vta.errors import AddressError, DeadlockError, InputError, SimError

@@ -1,19 +1,20 @@
 """The cycle-level machine: fetch, load, compute, store (and, on hardware whose ALU is a
-separate pipeline, alu) as simpy processes.
+separate pipeline, alu) as discrete-event processes.
 
-One ``simpy.Environment`` per run. Fetch reads instruction words over the memory port in
-batches of ``queues.fetch_batch`` and routes each (``module_of`` on the hardware) into a bounded
-command queue; each unit pops its dependency tokens, executes the instruction and pushes its
-tokens. What an instruction does, where it runs, how long it takes and whether it ends the
-program are all read from its definition (``vta.isa.defs``), by table: a micro-op instruction
-holds its unit for its ``duration``; a DMA submits its bursts to the memory port
-(``vta.isa.memport.Port``, shared by every unit or one per unit, ``memory.shared_port``), which
-interleaves them burst by burst with the other units' transfers, and completes when its
-transfer and its scratchpad work are done (``DmaTiming.cycles``): alone on the port that is
-exactly its duration, so the compiler's cost model and the simulator agree on every
-uncontended instruction. The arithmetic executes at completion. Units meet only through these
-bounded Stores, the port and (separate ALU) the accumulator banks, so every stall emerges from
-the model.
+One environment per run: the lean engine's (``engine.py``, the default) or simpy's (the
+reference; ``ENGINES``), which order events identically. Fetch reads instruction words over the
+memory port in batches of ``queues.fetch_batch`` and routes each (``module_of`` on the
+hardware) into a bounded command queue; each unit pops its dependency tokens, executes the
+instruction and pushes its tokens. What an instruction does, where it runs, how long it takes
+and whether it ends the program are all read from its definition (``vta.isa.defs``), by table:
+a micro-op instruction holds its unit for its ``duration``; a DMA submits its bursts to the
+memory port (``vta.isa.memport.Port``, shared by every unit or one per unit,
+``memory.shared_port``), which interleaves them burst by burst with the other units' transfers,
+and completes when its transfer and its scratchpad work are done (``DmaTiming.cycles``): alone
+on the port that is exactly its duration, so the compiler's cost model and the simulator agree
+on every uncontended instruction. The arithmetic executes at completion. Units meet only
+through these bounded Stores, the port and (separate ALU) the accumulator banks, so every stall
+emerges from the model.
 
 A separate ALU pipeline (``alu.separate_pipeline``) shares the accumulator with the GEMM core
 through ``alu.acc_banks`` banks: an instruction holds the banks its accumulator indices fall in
