@@ -202,3 +202,39 @@ def test_the_table_add_kernel_looks_up_every_pair(nvcc_check: Callable) -> None:
     Emulator(lower_for_gpu(lut2_func(odd))).run(a2, b2, table, y2)
     assert np.array_equal(y2, table[a2.astype(np.int64) + 128, b2.astype(np.int64) + 128])
     nvcc_check([render_cuda(func).source])
+
+
+@pytest.mark.gpu
+def test_the_call_and_the_table_kernel_on_a_gpu() -> None:
+    """On a real GPU: the device function's float32 arithmetic is numpy's on every case
+    above (the emulator's integer form is checked against the same), and the exact chain in
+    the task-mapping GEMM and the table kernel are bit-exact."""
+    from vta.gpu.runtime import gpu_available, run_kernel
+
+    if not gpu_available():
+        pytest.skip("no CUDA GPU with CuPy in this environment")
+    acc, ratio = cases()
+    words = np.array([scale_word(float(r)) for r in ratio], dtype=np.int64)
+    kernel = render_cuda(call_kernel(acc.size))
+    got = run_kernel(kernel, [acc.astype(np.int32), words.astype(np.uint32).view(np.int32),
+                              np.zeros(acc.size, np.int32)])[-1]
+    assert np.array_equal(got.astype(np.int64), float32_requant(acc, ratio))
+    m, n, k = 200, 136, 192
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    bias = rng.integers(-(1 << 12), 1 << 12, n, dtype=np.int32)
+    r = (10.0 ** rng.uniform(-4, -2, n)).astype(np.float32)
+    wd = np.array([scale_word(float(v)) for v in r], dtype=np.int64).astype(np.int32)
+    want = np.clip(float32_requant(x.astype(np.int64) @ w.astype(np.int64).T + bias,
+                                   np.broadcast_to(r, (m, n))) - 3, -128, 127)
+    func = mma_gemm(MatmulSpec(m, n, k), "int8", BIAS_ONLY, MmaKnobs(),
+                    chain=exact_chain(-3, -128, 127))
+    y = run_kernel(render_cuda(func), [x, w, bias, wd, np.zeros((m, n), np.int8)])[-1]
+    assert np.array_equal(y.astype(np.int64), want)
+    table = rng.integers(-128, 128, (256, 256), dtype=np.int8)
+    a = rng.integers(-128, 128, (2, 64, 23, 17), dtype=np.int8)
+    b = rng.integers(-128, 128, a.shape, dtype=np.int8)
+    y4 = run_kernel(render_cuda(lower_for_gpu(lut2_func(a.shape))),
+                    [a, b, table, np.zeros(a.shape, np.int8)])[-1]
+    assert np.array_equal(y4, table[a.astype(np.int64) + 128, b.astype(np.int64) + 128])
