@@ -15,7 +15,9 @@ on signed integers is arithmetic; ``//`` and ``%`` round toward minus infinity: 
 constants, thread indices and loop ranges), the prelude's helper otherwise (the 64-bit helper
 is emitted only when used); unsigned division is C's. ``select`` evaluates only the chosen side
 (so a padded load is never issued out of bounds). Signed 32/64-bit ``+ - *`` wrap on NVIDIA
-GPUs (PTX integer arithmetic is modular); the rendered text relies on that.
+GPUs (PTX integer arithmetic is modular); the rendered text relies on that. A scalar
+intrinsic's call (``E.Call``, ``vta.gpu.intrinsic.GpuCall``) is its device function, defined
+once before the kernel (``CALLS``).
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, 
 arithmetic, ``//`` and ``%`` floor; a division by zero or an out-of-range shift on an active
 lane is an ``EmulatorError``. GPU intrinsics (``vta.gpu.intrinsic``: WMMA, cp.async, ldmatrix,
 mma.sync) run by the emulate rules their definitions register in ``STMT_RULES``; ``wmma.mma`` on
-int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32.
+int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32. A scalar intrinsic's call
+(``E.Call``, ``vta.gpu.intrinsic.GpuCall``: ``requant_f32``) runs its numpy semantics from
+``CALLS``.
 """
 
 from __future__ import annotations
