@@ -169,3 +169,20 @@ def test_mobilenet_v2_32_on_cuda_emu_is_onnx_runtimes(capsys: pytest.CaptureFixt
     v = s["onnx_runtime"]
     assert s["passed"] and v["judged"] and v["identical"], v
     assert all(row["ops"] == ["pad"] for row in s["steps"] if row["kernel"] == "host")
+
+
+@pytest.mark.parametrize("shape", [(7,), (1, 5, 7), (2, 3, 5, 7)])
+def test_the_table_kernel_takes_one_to_four_dimensions(shape: tuple[int, ...]) -> None:
+    """An element-wise kernel sees a tensor of rank 1 to 4 as (N, C, H, W) with trailing
+    ones (``gpu_place._four``): a transformer's 3-D tensors too."""
+    rng = np.random.default_rng(len(shape))
+    b = GraphBuilder("t")
+    x, y = b.input("a", shape, 0.02), b.input("b", shape, 0.03)
+    table = rng.integers(-128, 128, (256, 256)).astype(np.int8)
+    g = b.build([b.lut2(x, y, table, 0.04, name="c")])
+    ins = {"a": rng.integers(-128, 128, shape).astype(np.int8),
+           "b": rng.integers(-128, 128, shape).astype(np.int8)}
+    r = run_graph_gpu(g, ins)
+    assert r.passed and [row["kernel"] for row in r.summary()["steps"]] == ["lut2_window"]
+    want = table[ins["a"].astype(np.int64) + 128, ins["b"].astype(np.int64) + 128]
+    assert np.array_equal(r.outputs[g.outputs[0]], want)
