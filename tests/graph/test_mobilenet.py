@@ -290,7 +290,7 @@ def _on_pynq_requant(q: Any) -> None:
 @pytest.mark.slow
 def test_mobilenet_v2_on_the_gpu_path(mobilenet: Any) -> None:
     q = quantize(mobilenet, Format("QDQ", "a8", False))
-    g = load_onnx(q)  # the GPU's fixed-point requantize (no REQUANT_F32 there)
+    g = load_onnx(q)  # the fixed-point import (ORT's exact one: test_gpu_graph.py)
     x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
     v = g.inputs[0]
     r = run_graph(compile_for(g, CudaEmuTarget()),

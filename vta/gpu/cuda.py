@@ -15,14 +15,16 @@ on signed integers is arithmetic; ``//`` and ``%`` round toward minus infinity: 
 constants, thread indices and loop ranges), the prelude's helper otherwise (the 64-bit helper
 is emitted only when used); unsigned division is C's. ``select`` evaluates only the chosen side
 (so a padded load is never issued out of bounds). Signed 32/64-bit ``+ - *`` wrap on NVIDIA
-GPUs (PTX integer arithmetic is modular); the rendered text relies on that.
+GPUs (PTX integer arithmetic is modular); the rendered text relies on that. A scalar
+intrinsic's call (``E.Call``, ``vta.gpu.intrinsic.GpuCall``) is its device function, defined
+once before the kernel (``CALLS``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import semantics as sem
@@ -42,8 +44,11 @@ from vta.gpu.dialect import (
 )
 from vta.gpu.target import target_of
 
+if TYPE_CHECKING:
+    from vta.gpu.intrinsic import GpuCall
+
 __all__ = ["CudaKernel", "render_cuda", "CTYPES", "CudaRenderError", "VectorCopy",
-           "vector_copy_parts", "STMT_RULES", "HEADERS", "WRITES"]
+           "vector_copy_parts", "STMT_RULES", "HEADERS", "WRITES", "CALLS"]
 
 
 #: IR scalar type -> CUDA type (read from ``vta.dtypes.DTYPES``)
@@ -126,6 +131,7 @@ def render_cuda(func: S.PrimFunc) -> CudaKernel:
             f'{func.name}({", ".join(params)}) {{')
     if r.uses64:
         prelude += _PRELUDE64
+    prelude += "".join(r.calls.values())  # the device functions of the scalar intrinsics used
     src = prelude + "\n" + head + "\n" + "\n".join(body) + "\n}\n"
     return CudaKernel(func.name, src, launch, func.params, r.dyn_bytes if r.dynamic else 0)
 
@@ -142,6 +148,8 @@ class _Renderer:
         self.frags: dict[S.Buffer, FragmentInfo] = {}
         self.dynamic = False
         self.dyn_bytes = 0
+        #: the scalar intrinsics the kernel calls: name -> their device function's source
+        self.calls: dict[str, str] = {}
         for b in func.params:
             self.name(b)
 
@@ -283,8 +291,17 @@ class _Renderer:
         return f"{fn}({a})" if e.dtype == "float32" else f"{fn[:-1]}({a})"
 
     def call(self, e: E.Call) -> str:
-        raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}() (scalar "
-                              f"operators are typed nodes; a call is a dialect's own)")
+        """A scalar intrinsic (``CALLS``): its device function, defined before the kernel."""
+        c = CALLS.get(e.name)
+        if c is None:
+            known = ", ".join(sorted(CALLS)) or "none"
+            raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}() (the "
+                                  f"GPU calls registered: {known})")
+        why = c.mismatch(e)
+        if why is not None:
+            raise CudaRenderError(f"{self.func.name}: {why}")
+        self.calls[c.name] = c.source
+        return f"{c.function}({', '.join(self.expr(a) for a in e.args)})"
 
     def unknown_expr(self, e: E.Expr) -> str:
         raise CudaRenderError(f"{self.func.name}: cannot render expression {e!r}")
@@ -497,6 +514,10 @@ STMT_RULES: Dispatch[list[str]] = Dispatch("CUDA renderer", {
 #: statement class -> the lines its CUDA needs before the kernel (``#include <mma.h>``), from
 #: ``register_gpu_intrinsic``
 HEADERS: dict[type, tuple[str, ...]] = {}
+
+#: call name -> its scalar GPU intrinsic (device function and source), from
+#: ``vta.gpu.intrinsic.register_gpu_call``
+CALLS: dict[str, GpuCall] = {}
 
 #: statement class -> the buffers a statement writes (a kernel parameter it writes is not
 #: ``const``), from ``register_gpu_intrinsic``

@@ -32,14 +32,16 @@ wrap as int8 unless cast first (``int32(a) * int32(b)``), narrowing casts wrap, 
 arithmetic, ``//`` and ``%`` floor; a division by zero or an out-of-range shift on an active
 lane is an ``EmulatorError``. GPU intrinsics (``vta.gpu.intrinsic``: WMMA, cp.async, ldmatrix,
 mma.sync) run by the emulate rules their definitions register in ``STMT_RULES``; ``wmma.mma`` on
-int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32.
+int8 accumulates exactly in int32 (with wraparound), on fp16 in fp32. A scalar intrinsic's call
+(``E.Call``, ``vta.gpu.intrinsic.GpuCall``: ``requant_f32``) runs its numpy semantics from
+``CALLS``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,8 +63,11 @@ from vta.gpu.emulator_roles import ROLES_STATE, WARP_ROLES, RoleScheduler, role_
 from vta.gpu.profile import Profile
 from vta.gpu.target import target_of
 
+if TYPE_CHECKING:
+    from vta.gpu.intrinsic import GpuCall
+
 __all__ = ["EmulatorError", "EmulatorRaceError", "Emulator", "emulate", "NP_DTYPES",
-           "STMT_RULES", "WARP_WIDE"]
+           "STMT_RULES", "WARP_WIDE", "CALLS"]
 
 #: IR scalar type -> numpy scalar type (read from ``vta.dtypes.DTYPES``)
 NP_DTYPES: dict[str, Any] = {n: d.np.type for n, d in sem.DTYPES.items()}
@@ -258,8 +263,19 @@ class Emulator:
         return lambda ctx, m: sem.cast(v(ctx, m), t)
 
     def call(self, e: E.Call) -> ExprFn:
-        raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}() (scalar "
-                            f"operators are typed nodes; a call is a dialect's own)")
+        """A scalar intrinsic (``CALLS``): its numpy semantics on the lanes' values (every
+        lane: a call has no side effect), converted to the call's type."""
+        c = CALLS.get(e.name)
+        if c is None:
+            known = ", ".join(sorted(CALLS)) or "none"
+            raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}() (the "
+                                f"GPU calls registered: {known})")
+        why = c.mismatch(e)
+        if why is not None:
+            raise EmulatorError(f"{self.func.name}: {why}")
+        args = [self.expr(a) for a in e.args]
+        fn, t = c.semantics, sem.dtype(c.dtype)
+        return lambda ctx, m: sem.cast(np.asarray(fn(*(a(ctx, m) for a in args))), t)
 
     def math(self, e: E.Math) -> ExprFn:
         """A math function (``semantics.MATH``) of the lanes' values."""
@@ -764,6 +780,10 @@ STMT_RULES: Dispatch[StmtFn] = Dispatch("SIMT emulator", {
     S.Barrier: lambda s, em: em.barrier(),
     S.Evaluate: lambda s, em: (lambda ctx, m: None),
 }, default=lambda s, em: em.other(s))
+
+#: call name -> its scalar GPU intrinsic (its numpy semantics), from
+#: ``vta.gpu.intrinsic.register_gpu_call``
+CALLS: dict[str, GpuCall] = {}
 
 #: statement classes a whole warp executes (``GpuIntrinsic.warp_wide``, from
 #: ``register_gpu_intrinsic``): a launch that is not whole warps is refused

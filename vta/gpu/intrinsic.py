@@ -12,6 +12,14 @@ name) and its rules in the CUDA renderer's and the emulator's dispatch tables
 (``vta.gpu.wmma``) and PTX statements (``vta.gpu.mma``: ``cp.async``, ``ldmatrix``,
 ``mma.sync``) are registered through this call.
 
+A *scalar* GPU intrinsic (``GpuCall``) is an expression instead: the tensor IR's opaque call
+``E.Call(name, args)`` (an instruction the accelerator defines, such as ``ALU.REQUANT_F32``'s
+``requant_f32``, reached by a fused chain's stage). It is a CUDA device function (its name and
+its definition, emitted once before any kernel that calls it) and its numpy ``semantics`` on
+the lanes' values, which the emulator runs; ``register_gpu_call`` enters it in both tables
+(``cuda.CALLS``, ``emulator.CALLS``) by the call's name. ``vta.gpu.requant`` registers the
+built-in one.
+
 Several intrinsics may share one statement class (the int8 and fp16 WMMA MMAs are both
 ``WmmaMma``, told apart by the statement's ``intrin`` field); they must then share its rules, and
 registering different rules for a class another intrinsic holds is an error.
@@ -25,13 +33,15 @@ from typing import Any
 
 import numpy as np
 
+from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.intrin import TensorIntrinsic
 from vta.errors import IntrinError
 from vta.gpu import cuda, emulator
 
 __all__ = ["GpuIntrinsic", "register_gpu_intrinsic", "gpu_intrinsic", "gpu_intrinsics",
-           "for_pattern", "RenderRule", "EmulateRule", "Semantics"]
+           "for_pattern", "RenderRule", "EmulateRule", "Semantics", "GpuCall", "CallSemantics",
+           "register_gpu_call", "gpu_call"]
 
 #: ``rule(stmt, renderer, indent) -> lines of CUDA``
 RenderRule = Callable[[Any, Any, int], list[str]]
@@ -39,6 +49,9 @@ RenderRule = Callable[[Any, Any, int], list[str]]
 EmulateRule = Callable[[Any, Any], Callable[[Any, Any], None]]
 #: one instruction's numpy semantics on operand tiles: ``d = f(a, b, c)``
 Semantics = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: a scalar intrinsic's numpy semantics: the result for the lanes' argument values (arrays or
+#: scalars, broadcast), any integer type (the emulator converts it to the call's type)
+CallSemantics = Callable[..., Any]
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,3 +166,66 @@ def for_pattern(pattern: TensorIntrinsic) -> GpuIntrinsic | None:
 def of_stmt(cls: type) -> GpuIntrinsic | None:
     """The intrinsic holding the rules of statement class ``cls`` (None: a core statement)."""
     return _BY_STMT.get(cls)
+
+
+# ------------------------------------------------------------------------ scalar intrinsics
+
+
+@dataclass(frozen=True, eq=False)
+class GpuCall:
+    """A scalar GPU intrinsic (module docstring): the call ``E.Call(name, args)`` with
+    arguments of types ``args`` and a result of type ``dtype``; in CUDA the device function
+    ``function`` that ``source`` defines (inside an include guard, so that kernels compiled
+    together define it once), in the emulator ``semantics``."""
+
+    name: str
+    args: tuple[str, ...]
+    dtype: str
+    function: str
+    source: str
+    semantics: CallSemantics
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.function.isidentifier():
+            raise IntrinError(f"GPU call {self.name!r}: needs a name and a C identifier for "
+                              f"its device function, got {self.function!r}")
+        if self.function not in self.source:
+            raise IntrinError(f"GPU call {self.name}: its source does not define "
+                              f"{self.function}")
+
+    def mismatch(self, e: E.Call) -> str | None:
+        """Why ``e`` is not a call of this intrinsic (arity, argument or result types), or
+        None."""
+        got = tuple(a.dtype for a in e.args)
+        if got != self.args or e.dtype != self.dtype:
+            return (f"call {e.name}({', '.join(got)}) -> {e.dtype}: the GPU intrinsic takes "
+                    f"({', '.join(self.args)}) -> {self.dtype}")
+        return None
+
+    def __repr__(self) -> str:
+        return f"GpuCall({self.name}, {self.function})"
+
+
+_CALLS: dict[str, GpuCall] = {}
+
+
+def register_gpu_call(c: GpuCall, replace_existing: bool = False) -> GpuCall:
+    """Make the scalar intrinsic ``c`` known by its call's name to the CUDA renderer and the
+    emulator. A taken name is an error unless ``replace_existing``."""
+    old = _CALLS.get(c.name)
+    if old is not None and old is not c and not replace_existing:
+        raise IntrinError(f"GPU call {c.name!r} is already registered; pass "
+                          f"replace_existing=True to replace it")
+    _CALLS[c.name] = c
+    cuda.CALLS[c.name] = c
+    emulator.CALLS[c.name] = c
+    return c
+
+
+def gpu_call(name: str) -> GpuCall:
+    """The registered scalar intrinsic called ``name``."""
+    try:
+        return _CALLS[name]
+    except KeyError:
+        known = ", ".join(sorted(_CALLS)) or "none"
+        raise IntrinError(f"no GPU call named {name!r} (registered: {known})") from None

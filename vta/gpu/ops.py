@@ -42,6 +42,7 @@ from vta.compiler.ops.chain import CHANNEL, Chain, ew
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
+from vta.gpu import requant  # noqa: F401 - registers the requant_f32 call a chain may make
 
 __all__ = ["ACC_DTYPE", "GemmDef", "matmul_gemm", "conv2d_gemm", "requantize",
            "attach_epilogue", "chain_operands"]

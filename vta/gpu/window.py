@@ -1,5 +1,6 @@
-"""Window operators for the GPU path: max-pool, sum-pool (the global average pool) and
-stand-alone element-wise kernels, over NCHW int8 tensors, with fused chains.
+"""Window operators for the GPU path: max-pool, sum-pool (the global average pool),
+stand-alone element-wise kernels and the two-operand table lookup, over NCHW int8 tensors,
+with fused chains.
 
 The same operators as the accelerator's ``vta.compiler.ops.window``, defined in the GPU's plain
 layouts: ``max`` reduces ``select(in the image, x, -128)`` over the window (padding never
@@ -8,6 +9,11 @@ the element; a fused chain (``ops.fused.Chain``: the requantization, an add, a R
 in the output's layout, its operands read at the output's index (``vta.gpu.ops``). The SIMT
 schedule gives one output element to each thread (128 per block): the reduction is a register
 (``local``) stage computed in the thread's loop, the chain is inlined into the store.
+
+``lut2_func`` is the graph's ``Lut2`` (ONNX Runtime's add where no integer add gives its bits,
+``vta.graph.ort_add``): ``table[a + 128, b + 128]`` with the ``(256, 256)`` int8 table a
+kernel parameter read from global memory (64 KiB: the read-only path and L1 keep it close),
+one element a thread like ``ewise``.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from vta.compiler.ops.chain import Chain, ew
 from vta.compiler.ops.window import WindowSpec
 from vta.gpu.ops import chain_operands, requantize
 
-__all__ = ["window_func", "THREADS"]
+__all__ = ["window_func", "lut2_func", "THREADS", "LUT_SIZE"]
 
 #: threads per block of the window kernels
 THREADS = 128
+#: entries of a ``Lut2`` table along each operand: every int8 value
+LUT_SIZE = 256
 
 
 def window_func(spec: WindowSpec, chain: Chain | None = None) -> S.PrimFunc:
@@ -48,6 +56,31 @@ def window_func(spec: WindowSpec, chain: Chain | None = None) -> S.PrimFunc:
             acc = ew(oshape, lambda n, c, y, x: sum_(
                 data[n, c, y * s_ + rr, x * s_ + rq].astype("int32"), [rr, rq]), "pool")
     ops = chain_operands(chain, oshape)
+    return _simt(acc, ops, chain, [data], f"{spec.kind}_window")
+
+
+def lut2_func(shape: tuple[int, int, int, int], chain: Chain | None = None) -> S.PrimFunc:
+    """The scheduled kernel of ``table[a + 128, b + 128]`` (module docstring) over operands of
+    NCHW ``shape``, with ``chain``: parameters ``a``, ``b`` int8, ``table`` int8 (256, 256),
+    the chain's operands, the int8 output."""
+    a = placeholder(shape, "int8", "a")
+    b = placeholder(shape, "int8", "b")
+    table = placeholder((LUT_SIZE, LUT_SIZE), "int8", "table")
+    half = LUT_SIZE // 2
+
+    def look(n: E.Expr, c: E.Expr, y: E.Expr, x: E.Expr) -> E.Expr:
+        return table[a[n, c, y, x].astype("int32") + half,
+                     b[n, c, y, x].astype("int32") + half].astype("int32")
+
+    acc = ew(shape, look, "value")
+    return _simt(acc, chain_operands(chain, shape), chain, [a, b, table], "lut2_window")
+
+
+def _simt(acc: Tensor, ops: list[Tensor], chain: Chain | None, inputs: list[Tensor],
+          name: str) -> S.PrimFunc:
+    """``acc`` (N, C, OH, OW) int32, the ``chain`` after it (its ``ops``) and the int8 cast,
+    scheduled one output element a thread; parameters ``inputs``, ``ops``, the output."""
+    oshape = tuple(acc.shape)
     res, stages = requantize(acc, None, None, "int8", oshape,
                              lambda n, c, y, x: (n, c, y, x), chain, ops)
     sch = create_schedule(res)
@@ -64,5 +97,5 @@ def window_func(spec: WindowSpec, chain: Chain | None = None) -> S.PrimFunc:
         st.compute_at(out, tx)
     else:
         sch[acc].compute_inline()
-    func = lower(sch, [data, *ops, res], f"{spec.kind}_window")
+    func = lower(sch, [*inputs, *ops, res], name)
     return S.PrimFunc(func.name, func.params, func.body, ((S.TARGET, "cuda"),))

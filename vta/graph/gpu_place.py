@@ -15,7 +15,12 @@ residual add, ReLU, clip) in its epilogue:
   implicit GEMM (``vta.gpu.ops``), whose 1-row tiles do not waste a tensor-core tile on a
   batch of 1;
 * a max-pool, global average pool or stand-alone element-wise operator: ``vta.gpu.window``
-  (NCHW).
+  (NCHW);
+* a two-operand table lookup (``Lut2``: ONNX Runtime's add where no integer add gives its
+  bits): ``vta.gpu.window.lut2_func`` (NCHW), the table a kernel parameter.
+
+An exact requantize (``Requantize.exact``: ONNX Runtime's float32 arithmetic) is a chain stage
+like any other: its call ``requant_f32`` is a scalar GPU intrinsic (``vta.gpu.requant``).
 
 A group no kernel takes raises ``HostFallback`` with the reason (it runs on the host).
 ``vta.run.graph`` compiles and runs the groups, keeping each activation in the layout its
@@ -36,7 +41,7 @@ from vta.errors import HostFallback
 from vta.gpu import schedules as G
 from vta.gpu.kernels.conv2d import mma_conv2d, tile_knobs
 from vta.gpu.kernels.gemm import mma_gemm
-from vta.gpu.window import window_func
+from vta.gpu.window import lut2_func, window_func
 from vta.graph.ir import (
     Add,
     Clip,
@@ -54,7 +59,6 @@ from vta.graph.ir import (
 )
 from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import (
-    LUT2_REASON,
     TRANSFORMER_HOST,
     block_diagonal,
     chain_of,
@@ -91,11 +95,6 @@ def group_kernel(group: Node) -> GroupKernel:
     reason."""
     nodes = group_nodes(group)
     a = nodes[0]
-    exact = next((n for n in nodes if isinstance(n, Requantize) and n.exact), None)
-    if exact is not None:
-        raise HostFallback(f"requantize {exact.output.name} has ONNX Runtime's float32 "
-                           f"arithmetic (ALU.REQUANT_F32 on the accelerator), which the GPU "
-                           f"kernels do not compute")
     if isinstance(a, (Conv2d, Dense)):
         if len(nodes) < 2 or not isinstance(nodes[1], Requantize):
             raise HostFallback(f"{a.op} without a requantize (an int32 result)")
@@ -137,16 +136,34 @@ def group_kernel(group: Node) -> GroupKernel:
             x = a.x
         else:
             x = a.a if isinstance(a, Add) else a.x
-            shape = x.type.shape
-            n, c, h, w = (*shape, 1, 1) if len(shape) == 2 else shape
+            n, c, h, w = _four(x)
             spec_w = WindowSpec("ewise", n, c, h, w)
             chain, vals = chain_of(nodes, x)
         ps = (x, *vals)
         return GroupKernel(window_func(spec_w, chain or None), ps,
                            tuple(_act(v, NCHW) for v in ps), _act(group.output, NCHW), chain)
+    if isinstance(a, Lut2):
+        n, c, h, w = _four(a.a)
+        chain, vals = chain_of(nodes[1:], a.output)
+        ps = (a.a, a.b, a.table, *vals)
+        return GroupKernel(lut2_func((n, c, h, w), chain or None), ps,
+                           (_act(a.a, NCHW), _act(a.b, NCHW), PLAIN,
+                            *(_act(v, NCHW) for v in vals)), _act(group.output, NCHW), chain)
     if isinstance(a, TRANSFORMER_HOST):
         raise HostFallback(transformer_reason(a))
-    raise HostFallback(LUT2_REASON if isinstance(a, Lut2) else f"no GPU kernel for {a.op}")
+    raise HostFallback(f"no GPU kernel for {a.op}")
+
+
+def _four(v: Value) -> tuple[int, int, int, int]:
+    """The 4-D (N, C, H, W) shape an element-wise kernel sees ``v`` as: its own dimensions,
+    then ones (the same contiguous elements; a channel operand stays on axis 1). More than
+    four dimensions: no element-wise kernel takes it."""
+    shape = v.type.shape
+    if not 1 <= len(shape) <= 4:
+        raise HostFallback(f"{v.name}: an element-wise kernel takes 1 to 4 dimensions, got "
+                           f"{list(shape)}")
+    n, c, h, w = (*shape, 1, 1, 1)[:4]
+    return n, c, h, w
 
 
 def dense_weight(a: Conv2d) -> Value:

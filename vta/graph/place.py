@@ -452,10 +452,11 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
     return [p.place(n) for n in graph.nodes]
 
 
-#: why a ``Lut2`` runs on the host (accelerator and GPU)
+#: why a ``Lut2`` runs on the host on the accelerator (the GPU has a table kernel:
+#: ``vta.gpu.window.lut2_func``)
 LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's add where no integer add gives its bits "
-               "on every input pair: exact ties it rounds half to even); no kernel indexes a "
-               "table")
+               "on every input pair: exact ties it rounds half to even); no accelerator kernel "
+               "indexes a table")
 
 
 # ------------------------------------------------------------------------------ grouped conv

@@ -7,7 +7,8 @@ integer, plus the zero point, clamped (docs/graph.md). ``scale`` is a float32, s
 float32 and the float32 product each round to 24 significant bits, half to even. In integers
 (``scale_mul``): ``rne(round24(round24(acc) * m) / 2**s)``: two 24-bit roundings of a 64-bit
 product (``round24(acc)`` is at most 24 significant bits, so the product has at most 48) and
-a rounding shift half to even.
+a rounding shift half to even. The arithmetic is ``vta.float_scale``'s (re-exported here), the
+one definition the graph interpreter and the GPU back end read as well.
 
 The instruction is a function of the ALU (``op`` = ``FUNCTION``) that reads its scale from a
 register operand (an accumulator entry, one 32-bit scale word per lane: per-channel scales
@@ -30,7 +31,6 @@ compiler emits it for requantizes imported with ORT's arithmetic (``vta.graph.on
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,15 @@ import numpy as np
 
 from vta.config import HwConfig, declare_intrinsic
 from vta.errors import DefinitionError
+from vta.float_scale import (
+    MANTISSA_BITS,
+    SHIFT_BITS,
+    rne_shift,
+    round_to_float32,
+    scale_mul,
+    scale_word,
+    unpack_scale,
+)
 from vta.isa.asm import microop_syntax
 from vta.isa.builtins import elementwise_patterns, loop_head
 from vta.isa.defs import Field, InstructionDef, Operand, register
@@ -52,78 +61,8 @@ __all__ = ["REQUANT_F32", "RequantF32", "INSTRUCTION", "FUNCTION", "MANTISSA_BIT
 #: the ALU function value (``op``) of REQUANT_F32 (VTA's ALU takes 0..3, MUL 4; the fused requantize
 #: example takes 5)
 FUNCTION = 6
-#: a scale word: the mantissa's bits (a float32's 24) and the shift's above them
-MANTISSA_BITS, SHIFT_BITS = 24, 8
 #: the intrinsic's parameters and their defaults (module docstring)
 PARAMS: dict[str, int] = {"ii": 2, "extra_depth": 3}
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
-# ------------------------------------------------------------------------ the arithmetic
-
-
-def rne_shift(t: np.ndarray, s: np.ndarray | int) -> np.ndarray:
-    """``t / 2**s`` rounded half to even, elementwise ``s >= 0`` (int64; ``s == 0`` is
-    ``t``): ``max((t + 2**(s-1) - 1) >> s, ((t + 2**(s-1)) >> (s+1)) << 1)``: the first term
-    rounds ties down, the second is the even number at or below the tie-up result; they
-    differ only at a tie, where the larger is the even neighbour. ``|t| < 2**62``."""
-    t = np.asarray(t, dtype=np.int64)
-    s = np.broadcast_to(np.asarray(s, dtype=np.int64), t.shape)
-    one = np.clip(s, 1, 62)
-    half = np.left_shift(np.int64(1), one - 1)
-    down = (t + (half - 1)) >> one
-    even_up = ((t + half) >> (one + 1)) << 1
-    return np.where(s > 0, np.maximum(down, even_up), t)
-
-
-def _bit_length(t: np.ndarray) -> np.ndarray:
-    """The bit length of ``|t|`` (int64 array, ``|t| < 2**62``)."""
-    a = np.abs(t)
-    e = np.frexp(a.astype(np.float64))[1].astype(np.int64)  # float64 may round up a power
-    e = np.where((e > 0) & ((a >> np.maximum(e - 1, 0)) == 0), e - 1, e)
-    return np.where(a == 0, 0, e)
-
-
-def round_to_float32(t: np.ndarray) -> np.ndarray:
-    """Integers ``t`` (int64, ``|t| < 2**62``) rounded to 24 significant bits, half to even:
-    the value ``float32(t)`` has, in integers."""
-    t = np.asarray(t, dtype=np.int64)
-    d = np.maximum(_bit_length(t) - MANTISSA_BITS, 0)
-    return rne_shift(t, d) << d
-
-
-def scale_word(ratio: float, what: str = "requantize") -> int:
-    """The scale word (module docstring) of ``float32(ratio)``: ``m | s << 24`` with
-    ``float32(ratio) == m / 2**s`` exactly. A ratio that is not a positive normal float32
-    below ``2**24`` (``s`` would be negative) or above ``2**-231`` (``s`` over 8 bits) is a
-    ``ValueError`` naming ``what``."""
-    f = float(np.float32(ratio))
-    if not (math.isfinite(f) and f > 0):
-        raise ValueError(f"{what}: the scale must be a positive finite float32, got {ratio}")
-    mant, ex = math.frexp(f)
-    m, s = int(mant * (1 << MANTISSA_BITS)), MANTISSA_BITS - ex
-    while s > 0 and m % 2 == 0:  # lowest terms: the same value
-        m, s = m // 2, s - 1
-    if not 0 <= s < 1 << SHIFT_BITS:
-        raise ValueError(f"{what}: the float32 scale {f!r} is outside what a scale word holds "
-                         f"(2**-{(1 << SHIFT_BITS) - 1 - MANTISSA_BITS} .. 2**24)")
-    return m | s << MANTISSA_BITS
-
-
-def unpack_scale(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(m, s)`` of scale words (their low 32 bits: a register holds them as int32)."""
-    w = np.asarray(words, dtype=np.int64) & np.int64(0xFFFFFFFF)
-    return w & np.int64((1 << MANTISSA_BITS) - 1), w >> MANTISSA_BITS
-
-
-def scale_mul(acc: np.ndarray, words: np.ndarray | int) -> np.ndarray:
-    """``acc * scale`` as ONNX Runtime computes ``float32(acc) * float32 scale`` rounded half
-    to even to an integer (module docstring), saturated to int32; ``acc`` int32 values (as
-    int64), ``words`` scale words broadcast against it."""
-    acc = np.asarray(acc, dtype=np.int64)
-    m, s = unpack_scale(np.broadcast_to(np.asarray(words, dtype=np.int64), acc.shape))
-    p = round_to_float32(round_to_float32(acc) * m)  # |p| < 2**55
-    return np.clip(rne_shift(p, np.minimum(s, 60)), _I32_MIN, _I32_MAX)
 
 
 # ------------------------------------------------------------------------ the instruction

@@ -121,9 +121,13 @@ def coefficient(e: E.Expr, v: E.Var) -> int | None:
 
 
 def from_linear(terms: LinearTerms, const: int, dtype: str = "int32") -> E.Expr:
-    """Rebuild an expression from a linear form (positive terms first, constant last)."""
+    """Rebuild an expression from a linear form (positive terms first, constant last), in
+    ``dtype``: an atom of another integer type (a load of an int8 tensor that an integer cast
+    widened, transparent to ``linear_form``) is cast to it, so the sums do not wrap at the
+    atom's width."""
     out: E.Expr | None = None
     for atom, c in sorted(terms.items(), key=lambda kv: kv[1] < 0):
+        atom = atom if atom.dtype == dtype else E.Cast(dtype, atom)
         if out is None:
             out = atom * c if c != 1 else atom
         elif c > 0:

@@ -48,6 +48,7 @@ from vta.compiler.ops.chain import CHANNEL, Chain
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
+from vta.gpu import requant  # noqa: F401 - registers the requant_f32 call a chain may make
 from vta.gpu.dialect import KERNEL, KNOBS
 from vta.gpu.kernels.common import alloc, finish
 from vta.gpu.kernels.copy import copy_mapping, sector_windows, vector_bytes
