@@ -42,6 +42,7 @@ from vta.graph.ir import (
     MaxPool2d,
     Node,
     Pad,
+    QLinearSoftmax,
     Relu,
     Requantize,
     Reshape,
@@ -376,6 +377,14 @@ class GraphBuilder:
         if self._calib is not None:
             self.values[out] = interp.eval_node(node, self.values)
         return out
+
+    def qlinear_softmax(self, x: Value, axis: int, x_scale: float, scale: float, zero: int,
+                        unsigned: bool = False, name: str = "softmax") -> Value:
+        """ONNX Runtime's ``QLinearSoftmax`` of ``x`` (``ir.QLinearSoftmax``) to ``scale``,
+        ``zero``."""
+        extra = {k: v for k, v in (("zero", zero), ("unsigned", unsigned)) if v}
+        return self._add_node(QLinearSoftmax, name, (x,), axis=axis, x_scale=x_scale,
+                              scale=scale, **extra)
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

@@ -36,6 +36,7 @@ definition):
 ``stack``          int8 tensors of one type -> int8 ``(B, ...)`` (a layout operator)
 ``host_float``     int8 inputs -> int8: a float32 island of an ONNX model (dequantize, softmax /
                    layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
+``qlinear_softmax`` int8 -> int8: ONNX Runtime's ``QLinearSoftmax`` (a table of exponentials)
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
@@ -72,7 +73,7 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
-           "matmul_macs", "Take", "Stack", "UniqueNames"]
+           "matmul_macs", "Take", "Stack", "UniqueNames", "QLinearSoftmax"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -572,3 +573,26 @@ class Stack(Node):
 def matmul_macs(n: MatMul) -> int:
     """Multiply-accumulates of an activation matmul: every output element sums K products."""
     return int(np.prod(n.out.type.shape, dtype=np.int64)) * n.a.type.shape[-1]
+
+
+# ------------------------------------------------------------------------------ QOperator
+# ONNX Runtime's QOperator transformer operators that have no integer form on the accelerator
+# (``vta.graph.ort_qop`` reproduces each kernel; the host runs them).
+
+
+@dataclass(frozen=True, eq=False)
+class QLinearSoftmax(Node):
+    """ONNX Runtime's ``QLinearSoftmax`` of int8 ``x`` along ``axis`` (``ort_qop.
+    qlinear_softmax``: a table of 256 float32 exponentials built from ``x_scale``, a float32
+    row sum, and each output ``round(exp * floor(1 / out.scale) / sum) + zero``, saturated);
+    ``unsigned``: the ONNX tensors are uint8 (``x`` and ``out`` hold ``u - 128``, ``zero``
+    too). Its output type's scale is the ``y_scale`` the model states. Runs on the host."""
+
+    op: ClassVar[str] = "qlinear_softmax"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    axis: int
+    x_scale: float
+    out: Value
+    zero: int = 0
+    unsigned: bool = False

@@ -35,6 +35,7 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "Clip": (),
     "Softmax": ("axis",), "LayerNormalization": ("axis", "epsilon", "stash_type"),
     "Transpose": ("perm",),
+    "QLinearSoftmax": ("axis", "opset"), "QLinearMul": (), "QLinearAdd": (),
 }
 
 

@@ -69,6 +69,7 @@ from vta.graph.ir import (
     MatMul,
     MaxPool2d,
     Node,
+    QLinearSoftmax,
     Relu,
     Requantize,
     Reshape,
@@ -453,9 +454,9 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
 
 
 #: why a ``Lut2`` runs on the host (accelerator and GPU)
-LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's add where no integer add gives its bits "
-               "on every input pair: exact ties it rounds half to even); no kernel indexes a "
-               "table")
+LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic where no integer "
+               "add gives its bits on every input pair: an add's exact ties it rounds half to "
+               "even, a QLinearMul of two tensors); no kernel indexes a table")
 
 
 # ------------------------------------------------------------------------------ grouped conv
@@ -484,13 +485,17 @@ def grouped_detail(a: Conv2d) -> str:
 # ------------------------------------------------------------------------------ transformers
 
 #: the transformer operators the host runs (``transformer_reason`` says why)
-TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack)
+TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack,
+                                             QLinearSoftmax)
 
 
 def transformer_reason(n: Node) -> str:
     """Why a transformer operator runs on the host (the per-op table's reason)."""
     if isinstance(n, HostFloat):
         return f"float32 on the host ({n.name}: ONNX Runtime's float operator)"
+    if isinstance(n, QLinearSoftmax):
+        return ("ONNX Runtime's QLinearSoftmax: a 256-entry float32 exponential table, a float32 "
+                "row sum and a division per element; no accelerator instruction divides")
     if isinstance(n, MatMul):
         return ("a product of two activations with a zero point: its cross terms depend on "
                 "both runtime operands (passes.split_matmul runs the symmetric ones as dense "

@@ -413,3 +413,25 @@ def _stack_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: st
 TRANSFORMER_RULES: dict[type[G.Node], Any] = {
     G.MatMul: _matmul_type, G.Reshape: _reshape_type, G.Transpose: _transpose_type,
     G.HostFloat: _host_float_type, G.Take: _take_type, G.Stack: _stack_type}
+
+
+def _qlinear_softmax_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                          ) -> G.TensorType:
+    """An int8 tensor, an axis of it, a positive input scale; the output has the input's
+    shape, the stated output scale and zero point."""
+    (x,) = inputs
+    if x.type.dtype != "int8":
+        raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
+    rank = len(x.type.shape)
+    _range(where, "axis", attrs["axis"], -rank, rank - 1)
+    s = attrs["x_scale"]
+    if not (math.isfinite(s) and s > 0):
+        raise GraphError(f"{where}: x_scale {s} is not positive")
+    zero = attrs.get("zero", 0)
+    _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+    return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), int(zero))
+
+
+#: the typing rules of the QOperator operators (``infer_type`` reads them with the
+#: transformer ones)
+TRANSFORMER_RULES[G.QLinearSoftmax] = _qlinear_softmax_type
