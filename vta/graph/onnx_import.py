@@ -1049,12 +1049,14 @@ class _Importer:
     def qop_matmul(self, n: Any) -> bool:
         """``QLinearMatMul`` beyond a 2-D activation by a 2-D constant: of two activations
         (attention's ``Q @ K^T`` and ``P @ V``: the integer ``matmul``, zero points
-        subtracted, and its requantize), or of a [1, S, K] activation by a constant (its
-        (S, K) view rebound, then the dense path). False: the 2-D path takes it as is."""
+        subtracted, and its requantize), or of a (..., K) activation by a constant (its
+        (rows, K) view rebound, then the dense path). False: the 2-D path takes it."""
         self.attrs(n)
         if n.input[3] in self.inits:
-            if len(self.onnx_shape(n.input[0], n)) > 2:
-                self.canon(n.input[0], n)
+            shape = self.onnx_shape(n.input[0], n)
+            if len(shape) > 2:  # (..., K) @ (K, M): the dense layer of the (rows, K) view
+                v = self.canon(n.input[0], n)
+                self.env[n.input[0]] = self.view(v, (int(np.prod(shape[:-1])), shape[-1]))
             return False
         a_shape, b_shape = self.onnx_shape(n.input[0], n), self.onnx_shape(n.input[3], n)
         if len(a_shape) < 2 or a_shape[:-2] != b_shape[:-2] or a_shape[-1] != b_shape[-2]:

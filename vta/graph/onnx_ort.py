@@ -611,8 +611,10 @@ def quantize_outputs(q: Any, model: Any, fmt: Format, seed: int = 0, count: int 
     m = onnx.ModelProto()
     m.CopyFrom(q)
     h = onnx.helper
+    made_by = {o: n.op_type for n in m.graph.node for o in n.output}
     for out in m.graph.output:
-        if out.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        if out.type.tensor_type.elem_type != onnx.TensorProto.FLOAT \
+                or made_by.get(out.name) == "DequantizeLinear":  # quantized already
             continue
         dq = producers.get(out.name)  # QDQ: y = DequantizeLinear(QuantizeLinear(y_input))
         qn = producers.get(dq.input[0]) if dq is not None else None
