@@ -330,10 +330,10 @@ def _two_input_model(op: str, shape_a: list[int], shape_b: list[int], out: list[
 
 
 def test_broadcast_between_activations_is_refused_by_name() -> None:
-    with pytest.raises(OnnxImportError, match="QLinearMul.*broadcasting between two "
+    with pytest.raises(OnnxImportError, match=r"QLinearMul.*broadcasting between two "
                                               "activations"):
         load_onnx(_two_input_model("QLinearMul", [4, 8], [1, 8], [4, 8]), requant="ort")
-    with pytest.raises(OnnxImportError, match="QLinearMatMul.*same leading dimensions"):
+    with pytest.raises(OnnxImportError, match=r"QLinearMatMul.*same leading dimensions"):
         load_onnx(_two_input_model("QLinearMatMul", [2, 4, 8], [1, 8, 4], [2, 4, 4]),
                   requant="ort")
 
@@ -420,3 +420,42 @@ def test_small_qoperator_bert_on_the_simulator() -> None:
     assert "QLinearSoftmax" in host["qlinear_softmax"] and "table" in host["lut2"]
     a = agreement(g, {**r.reference, **r.outputs}, ort_tensors(q, {v.name: x}))
     assert a.identical, a
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Conv"])
+def test_dynamic_quantization_is_refused_by_name(op: str) -> None:
+    """ORT's ``quantize_dynamic`` writes DynamicQuantizeLinear -> MatMulInteger /
+    ConvInteger -> Cast -> Mul: scales known only at run time, refused naming the operator;
+    a MatMulInteger met on its own is refused by name too."""
+    import tempfile
+    from pathlib import Path
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(0)
+    if op == "MatMul":
+        w, shape, out = rng.normal(0, 0.3, (16, 8)), [4, 16], [4, 8]
+    else:
+        w, shape, out = rng.normal(0, 0.3, (4, 3, 3, 3)), [1, 3, 8, 8], [1, 4, 6, 6]
+    m = _model([helper.make_node(op, ["x", "w"], ["y"])], [_init("w", w.astype(np.float32))],
+               shape, out)
+    with tempfile.TemporaryDirectory() as d:
+        onnx.save(m, str(Path(d) / "f.onnx"))
+        quantize_dynamic(str(Path(d) / "f.onnx"), str(Path(d) / "q.onnx"),
+                         weight_type=QuantType.QInt8 if op == "MatMul" else QuantType.QUInt8)
+        q = onnx.load(str(Path(d) / "q.onnx"))
+    assert f"{op}Integer" in _ops(q)
+    with pytest.raises(OnnxImportError, match=r"feeds DynamicQuantizeLinear .*dynamic "
+                                              "quantization"):
+        load_onnx(q)
+    qz = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"])
+    mi = helper.make_node("MatMulInteger", ["xq", "wq"], ["acc"])
+    cast = helper.make_node("Cast", ["acc"], ["y"], to=TensorProto.FLOAT)
+    g = _qop_model([qz, mi, cast], [*_qparams_inits(),
+                                    _init("wq", np.ones((16, 8), np.int8))],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                   helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8]))
+    with pytest.raises(OnnxImportError, match=r"\(MatMulInteger\): MatMulInteger .* is not "
+                                              r"supported"):
+        load_onnx(g)

@@ -4,8 +4,9 @@ The model is validated first (``onnx_load``: the onnx checker with strict shape 
 damaged or empty file named). Two spellings of an int8 network are understood, those ONNX
 Runtime's ``quantize_static`` writes:
 
-* the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd`` and
-  ``QLinearGlobalAveragePool`` (com.microsoft), ``MaxPool`` and ``Relu`` on int8 tensors, and
+* the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd``,
+  ``QLinearMul``, ``QLinearSoftmax`` and ``QLinearGlobalAveragePool`` (com.microsoft),
+  ``MaxPool``, ``Relu``, ``Reshape`` and ``Transpose`` on int8 tensors, and
   the ``DequantizeLinear -> float op -> QuantizeLinear`` islands ORT leaves around ``Relu``,
   ``MaxPool``, ``GlobalAveragePool``, ``Flatten`` and ``Reshape``;
 * the **QDQ form**: float ``Conv``, ``Gemm``/``MatMul``, ``Add``, ``Relu``, ``MaxPool``,
@@ -50,8 +51,17 @@ tensor is held as (S, H), a dense layer's matrix); every other float region (``S
 float operand), from the ``DequantizeLinear`` outputs and float constants it reads to the
 ``QuantizeLinear`` that ends it, is one ``host_float`` node computing ORT's float32 operations
 on the host (a dequantized constant only float operators read is a float constant, any zero
-point and type). The QOperator form of a transformer (``QLinearSoftmax``, ``QLinearMul``,
-``QLinearAdd`` of a broadcast constant, ``QLinearMatMul`` of rank 3) is refused by name.
+point and type). The QOperator form of a transformer, with ORT's kernel arithmetic
+(``ort_qop``, ``ort_add``): ``QLinearMatMul`` of a (..., K) activation by a constant is the
+dense layer of its (rows, K) view, of two activations the ``matmul`` and its requantize;
+``QLinearAdd`` / ``QLinearMul`` with a scalar constant are ORT's 256-entry table as the
+integer add (``x + x`` scaled) that reproduces it on every input where one exists, else as
+``lut2``; with a constant tensor (a broadcast bias) or, for ``QLinearMul``, two activations,
+ORT's (256, 256) table (``lut2``); ``QLinearSoftmax`` is ``qlinear_softmax`` (ORT's
+exponential table, on the host). The shapes of the com.microsoft operators' outputs, which
+onnx's inference does not know, are stated and inference rerun (``contrib_inferred``).
+``QLinearAveragePool``, ``QLinearConcat``, ``MatMulInteger`` and ``ConvInteger`` are refused
+by name (not supported).
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
@@ -317,6 +327,7 @@ class _Importer:
             raise OnnxImportError(f"ONNX input {inp.name} is {dtype} without a scale; quantize a "
                                   f"float input with QuantizeLinear")
         users = self.consumers.get(inp.name, [])
+        refuse_dynamic(inp.name, users)
         if len(users) != 1 or users[0].op_type != "QuantizeLinear":
             raise OnnxImportError(f"ONNX input {inp.name} ({dtype}) must feed one "
                                   f"QuantizeLinear (the host quantizes the image)")
@@ -1203,6 +1214,14 @@ class _Importer:
                                    name=n.output[0])
         self.out(n.output[0], self.view(y, _ir_shape(shape)))
 
+    def op_MatMulInteger(self, n: Any) -> None:
+        raise OnnxImportError(f"{self.where(n)}: {n.op_type} (an int32 product that float "
+                              f"Cast / Mul operators rescale: ORT's quantize_dynamic form) is "
+                              f"not supported; QLinearMatMul / QLinearConv and the QDQ form "
+                              f"are (quantize with quantize_static)")
+
+    op_ConvInteger = op_MatMulInteger
+
 
 @dataclass
 class _Clipped:
@@ -1338,6 +1357,19 @@ def contrib_inferred(onnx: Any, model: Any) -> Any:
             return inferred
         m.graph.value_info.extend(new)
     return inferred
+
+
+def refuse_dynamic(name: str, users: list[Any]) -> None:
+    """A float graph input that ``DynamicQuantizeLinear`` quantizes (ORT's
+    ``quantize_dynamic``: the scale computed from each input at run time) is refused by name:
+    the accelerator's requantizations need every scale when the model is compiled."""
+    for u in users:
+        if u.op_type == "DynamicQuantizeLinear":
+            raise OnnxImportError(f"ONNX input {name} feeds DynamicQuantizeLinear "
+                                  f"{u.name or u.output[0]!r}: dynamic quantization (each "
+                                  f"input's scale computed at run time, then MatMulInteger / "
+                                  f"ConvInteger rescaled in float) is not supported; quantize "
+                                  f"with quantize_static (QOperator or QDQ)")
 
 
 def load_onnx(model: str | Path | Any, requant: str = "fixed") -> Graph:

@@ -603,6 +603,12 @@ def quantize_outputs(q: Any, model: Any, fmt: Format, seed: int = 0, count: int 
     ``DequantizeLinear`` back to ``y``; every other node as ORT wrote it. The graph then ends
     in an int8 tensor that ORT computes too (the judge runs this model)."""
     onnx = onnx_module()
+    made_by = {o: n.op_type for n in q.graph.node for o in n.output}
+    floats = [o.name for o in q.graph.output
+              if o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+              and made_by.get(o.name) != "DequantizeLinear"]  # not quantized already
+    if not floats:
+        return q
     qdq = quantize(model, Format("QDQ", fmt.types, fmt.per_channel), seed, count)
     params = {n.input[0]: (n.input[1], n.input[2]) for n in qdq.graph.node
               if n.op_type == "QuantizeLinear"}
@@ -611,10 +617,8 @@ def quantize_outputs(q: Any, model: Any, fmt: Format, seed: int = 0, count: int 
     m = onnx.ModelProto()
     m.CopyFrom(q)
     h = onnx.helper
-    made_by = {o: n.op_type for n in m.graph.node for o in n.output}
     for out in m.graph.output:
-        if out.type.tensor_type.elem_type != onnx.TensorProto.FLOAT \
-                or made_by.get(out.name) == "DequantizeLinear":  # quantized already
+        if out.name not in floats:
             continue
         dq = producers.get(out.name)  # QDQ: y = DequantizeLinear(QuantizeLinear(y_input))
         qn = producers.get(dq.input[0]) if dq is not None else None
