@@ -1159,10 +1159,10 @@ class _Importer:
         ints = data.astype(np.int64) - off  # the int8 form
         t = table if k == 3 else table.T  # rows: the activation's value
         if ints.size == 1:
-            c = int(ints.reshape(-1)[0])
+            cval = int(ints.reshape(-1)[0])
             sx, sc, zc = (sa, sb, zb) if k == 3 else (sb, sa, za)
-            ratio = sx * sc * (c - zc) / sy if n.op_type == "QLinearMul" else sx / sy
-            self.out(out, self.unary_table(n, x, t[:, c + 128], sy, zy, ratio))
+            ratio = sx * sc * (cval - zc) / sy if n.op_type == "QLinearMul" else sx / sy
+            self.out(out, self.unary_table(n, x, t[:, cval + 128], sy, zy, ratio))
             return
         # a constant tensor (a bias broadcast along the rows): ORT's table, on the host (an
         # integer add reading a constant tensor has no DRAM operand on the accelerator)
