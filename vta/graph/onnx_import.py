@@ -1064,9 +1064,9 @@ class _Importer:
         (rows, K) view rebound, then the dense path). False: the 2-D path takes it."""
         self.attrs(n)
         if n.input[3] in self.inits:
-            shape = self.onnx_shape(n.input[0], n)
+            v = self.value(n.input[0], n)
+            shape = v.type.shape
             if len(shape) > 2:  # (..., K) @ (K, M): the dense layer of the (rows, K) view
-                v = self.canon(n.input[0], n)
                 self.env[n.input[0]] = self.view(v, (int(np.prod(shape[:-1])), shape[-1]))
             return False
         a_shape, b_shape = self.onnx_shape(n.input[0], n), self.onnx_shape(n.input[3], n)
@@ -1087,15 +1087,15 @@ class _Importer:
         return True
 
     def qop_binary(self, n: Any) -> bool:
-        """``QLinearAdd`` with a constant operand, or of activations held in different views
-        of one shape; False: the plain activation add takes it (both rebound to the IR view
-        of their shape)."""
+        """``QLinearAdd`` with a constant operand; False: the plain activation add takes it
+        (two activations held in different views of one shape rebound to the IR view)."""
         self.attrs(n)
         if n.input[0] in self.inits or n.input[3] in self.inits:
             self.table_op(n, qlinear_add_table)
             return True
-        self.canon(n.input[0], n)
-        self.canon(n.input[3], n)
+        if self.value(n.input[0], n).type.shape != self.value(n.input[3], n).type.shape:
+            self.canon(n.input[0], n)  # a [1, S, H] tensor and an (S, H) view of one
+            self.canon(n.input[3], n)
         return False
 
     def op_QLinearMul(self, n: Any) -> None:
