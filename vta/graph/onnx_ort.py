@@ -34,7 +34,7 @@ from vta.errors import OnnxImportError
 from vta.graph import interp
 from vta.graph.interp import wrap32
 from vta.graph.ir import Fused, Graph, HostFloat, Requantize, Value
-from vta.graph.onnx_import import load_onnx
+from vta.graph.onnx_import import contrib_inferred, load_onnx
 from vta.graph.onnx_load import onnx_module, read_model
 from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
 
@@ -258,7 +258,7 @@ def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
     ort = ort_module()
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    inferred = onnx.shape_inference.infer_shapes(m)
+    inferred = contrib_inferred(onnx, m)  # tensors after com.microsoft operators too
     quant = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
     have = {o.name for o in m.graph.output}
     inits = {t.name for t in m.graph.initializer}
