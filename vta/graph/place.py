@@ -454,9 +454,9 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
 
 
 #: why a ``Lut2`` runs on the host (accelerator and GPU)
-LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic where no integer "
-               "add gives its bits on every input pair: an add's exact ties it rounds half to "
-               "even, a QLinearMul of two tensors); no kernel indexes a table")
+LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic: an add whose "
+               "exact ties it rounds half to even, an add or a product with a constant tensor, "
+               "a product of two tensors); no kernel indexes a table")
 
 
 # ------------------------------------------------------------------------------ grouped conv
