@@ -31,6 +31,7 @@ from vta.graph.ir import (
     INT8_MIN,
     Add,
     Clip,
+    Concat,
     Conv2d,
     Dense,
     FloatStep,
@@ -385,6 +386,17 @@ class GraphBuilder:
         extra = {k: v for k, v in (("zero", zero), ("unsigned", unsigned)) if v}
         return self._add_node(QLinearSoftmax, name, (x,), axis=axis, x_scale=x_scale,
                               scale=scale, **extra)
+
+    def concat(self, xs: Sequence[Value], axis: int, name: str = "concat") -> Value:
+        """``xs`` joined along ``axis`` (``ir.Concat``; one scale and zero point)."""
+        t = infer_type(Concat, tuple(xs), {"axis": axis}, f"concat {name}")
+        out = Value(self._name(name), t)
+        node = Concat(tuple(xs), axis, out)
+        self.nodes.append(node)
+        self._producer[id(out)] = node
+        if self._calib is not None:
+            self.values[out] = interp.eval_node(node, self.values)
+        return out
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

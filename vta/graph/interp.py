@@ -284,7 +284,8 @@ def _qlinear_softmax(node: G.QLinearSoftmax, a: list[np.ndarray]) -> np.ndarray:
 
 #: the QOperator operators' semantics (added to ``KERNELS``)
 QOP_KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
-    G.QLinearSoftmax: _qlinear_softmax}
+    G.QLinearSoftmax: _qlinear_softmax,
+    G.Concat: lambda node, a: np.concatenate(a, axis=node.axis)}
 KERNELS.update(QOP_KERNELS)
 
 

@@ -37,6 +37,7 @@ definition):
 ``host_float``     int8 inputs -> int8: a float32 island of an ONNX model (dequantize, softmax /
                    layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
 ``qlinear_softmax`` int8 -> int8: ONNX Runtime's ``QLinearSoftmax`` (a table of exponentials)
+``concat``         int8 tensors of one type -> int8, joined along ``axis`` (a layout operator)
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
@@ -73,7 +74,8 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
-           "matmul_macs", "Take", "Stack", "UniqueNames", "QLinearSoftmax"]
+           "matmul_macs", "Take", "Stack", "UniqueNames", "QLinearSoftmax",
+           "Concat"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -596,3 +598,20 @@ class QLinearSoftmax(Node):
     out: Value
     zero: int = 0
     unsigned: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Node):
+    """``xs`` (int8, one scale and zero point, equal shapes but along ``axis``) joined along
+    ``axis``: a layout operator (ORT's ``QLinearConcat`` after each input's rescale to the
+    output's scale)."""
+
+    op: ClassVar[str] = "concat"
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
+    xs: tuple[Value, ...]
+    axis: int
+    out: Value
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.xs

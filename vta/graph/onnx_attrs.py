@@ -36,6 +36,7 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "Softmax": ("axis",), "LayerNormalization": ("axis", "epsilon", "stash_type"),
     "Transpose": ("perm",),
     "QLinearSoftmax": ("axis", "opset"), "QLinearMul": (), "QLinearAdd": (),
+    "QLinearConcat": ("axis",),
 }
 
 

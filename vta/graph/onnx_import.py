@@ -1162,7 +1162,7 @@ class _Importer:
             cval = int(ints.reshape(-1)[0])
             sx, sc, zc = (sa, sb, zb) if k == 3 else (sb, sa, za)
             ratio = sx * sc * (cval - zc) / sy if n.op_type == "QLinearMul" else sx / sy
-            self.out(out, self.unary_table(n, x, t[:, cval + 128], sy, zy, ratio))
+            self.out(out, self.unary_table(x, t[:, cval + 128], sy, zy, ratio, unsigned, out))
             return
         # a constant tensor (a bias broadcast along the rows): ORT's table, on the host (an
         # integer add reading a constant tensor has no DRAM operand on the accelerator)
@@ -1170,18 +1170,56 @@ class _Importer:
         cv = self.b.const(f"{out}_{n.input[k]}", np.ascontiguousarray(full), (sa, sb)[k // 3])
         self.out(out, self.b.lut2(x, cv, t, sy, name=out, zero=zy))
 
-    def unary_table(self, n: Any, x: Value, column: np.ndarray, sy: float, zy: int,
-                    ratio: float) -> Value:
+    def unary_table(self, x: Value, column: np.ndarray, sy: float, zy: int, ratio: float,
+                    unsigned: bool, name: str) -> Value:
         """``column[x + 128]`` (int8 forms): the integer rescale ``x + x`` (``mult_b`` 0)
         that reproduces it on all 256 inputs where one exists (``ratio`` the real multiplier
         it approximates), else ``Lut2(x, x)`` whose rows repeat the column."""
-        off = 128 if self.unsigned(n.input[7] if len(n.input) > 7 else None, n) else 0
+        off = 128 if unsigned else 0
         rows = np.repeat(column[:, None], 256, axis=1)
         if ratio > 0:
-            form = fit_add(rows + off, x.type.zero, x.type.zero, zy, (ratio, 0.0), bool(off))
+            form = fit_add(rows + off, x.type.zero, x.type.zero, zy, (ratio, 0.0), unsigned)
             if form is not None:
-                return self.b.add_form(x, x, form, sy, name=n.output[0], zero=zy)
-        return self.b.lut2(x, x, rows, sy, name=n.output[0], zero=zy)
+                return self.b.add_form(x, x, form, sy, name=name, zero=zy)
+        return self.b.lut2(x, x, rows, sy, name=name, zero=zy)
+
+    def op_QLinearConcat(self, n: Any) -> None:
+        """ORT's ``QLinearConcat`` (``qlinear_concat.cc``): each input whose scale and zero
+        point are not the output's goes through ORT's 256-entry requantization table
+        (dequantize, quantize: ``ort_add.rescale_table``) as the integer rescale proven on
+        every input where one exists, else the table (``lut2``); then ``concat``."""
+        axis = int(self.attrs(n).get("axis", 0))
+        if len(n.input) < 5 or (len(n.input) - 2) % 3:
+            raise OnnxImportError(f"{self.where(n)}: {len(n.input)} inputs; QLinearConcat takes "
+                                  f"Y_scale, Y_zero_point and (X, X_scale, X_zero_point) "
+                                  f"triples")
+        sy = self.scale(n.input[0], n)
+        zy, unsigned = self.zero(n.input[1] or None, n), self.unsigned(n.input[1] or None, n)
+        rank = len(self.onnx_shape(n.input[2], n))
+        if not -rank <= axis < rank:
+            raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
+                                  f"tensor")
+        out_shape = self.onnx_shape(n.output[0], n)
+        off = 128 if unsigned else 0
+        parts = []
+        for k in range(2, len(n.input), 3):
+            name, sname, zname = n.input[k:k + 3]
+            if name in self.inits:
+                raise OnnxImportError(f"{self.where(n)}: input {name} is a constant; only "
+                                      f"activations are concatenated")
+            if self.unsigned(zname or None, n) != unsigned:
+                raise OnnxImportError(f"{self.where(n)}: input {name} and the output differ in "
+                                      f"type (int8 / uint8)")
+            x, sx = self.qin(name, sname, zname, n)
+            zx = x.type.zero
+            x = self.view(x, self.onnx_shape(name, n))
+            if np.float32(sx) != np.float32(sy) or zx != zy:
+                table = rescale_table(sx, zx + off, sy, zy + off, None, None, unsigned) - off
+                x = self.unary_table(x, table, sy, zy, sx / sy, unsigned,
+                                     f"{n.output[0]}_{name}")
+            parts.append(x)
+        y = self.b.concat(parts, axis % rank, name=n.output[0])
+        self.out(n.output[0], self.view(y, _ir_shape(out_shape)))
 
     def op_QLinearSoftmax(self, n: Any) -> None:
         """ORT's ``QLinearSoftmax`` (``ir.QLinearSoftmax``, on the host). Before opset 13 it
@@ -1324,6 +1362,17 @@ def _contrib_shape(node: Any, shapes: dict[str, tuple[int, ...]]) -> tuple[int, 
             return None
     if node.op_type == "QLinearSoftmax":
         return shapes.get(node.input[0])
+    if node.op_type == "QLinearConcat":
+        known = [shapes[i] for i in node.input[2::3] if i in shapes]
+        axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 0)
+        if not known or len(known) != len(node.input[2::3]):
+            return None
+        rank = len(known[0])
+        if not -rank <= axis < rank or any(len(s) != rank for s in known):
+            return None
+        axis %= rank
+        total = sum(s[axis] for s in known)
+        return tuple(total if k == axis else d for k, d in enumerate(known[0]))
     return None
 
 

@@ -60,6 +60,7 @@ from vta.graph.ir import (
     INT8_MAX,
     Add,
     Clip,
+    Concat,
     Conv2d,
     Dense,
     GlobalAvgPool,
@@ -486,7 +487,7 @@ def grouped_detail(a: Conv2d) -> str:
 
 #: the transformer operators the host runs (``transformer_reason`` says why)
 TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack,
-                                             QLinearSoftmax)
+                                             QLinearSoftmax, Concat)
 
 
 def transformer_reason(n: Node) -> str:

@@ -435,3 +435,32 @@ def _qlinear_softmax_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any],
 #: the typing rules of the QOperator operators (``infer_type`` reads them with the
 #: transformer ones)
 TRANSFORMER_RULES[G.QLinearSoftmax] = _qlinear_softmax_type
+
+
+def _concat_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                 ) -> G.TensorType:
+    """int8 tensors of one rank, scale and zero point whose shapes differ along ``axis``
+    only; the output's ``axis`` is their sum."""
+    if not inputs:
+        raise GraphError(f"{where}: concat needs at least one tensor")
+    first = inputs[0].type
+    rank = len(first.shape)
+    axis = attrs["axis"]
+    _range(where, "axis", axis, 0, rank - 1)
+    for v in inputs:
+        t = v.type
+        same = len(t.shape) == rank and all(d == e for k, (d, e) in
+                                            enumerate(zip(t.shape, first.shape, strict=True))
+                                            if k != axis)
+        # scales within 1e-3: a fixed-point requantize states its approximated scale, the
+        # tensor it joins the model's own (the integers mean the same real values)
+        if t.dtype != "int8" or not same or t.zero != first.zero or \
+                not math.isclose(t.scale or 0.0, first.scale or 0.0, rel_tol=1e-3):
+            raise GraphError(f"{where}: {v.name} {t} does not concatenate with "
+                             f"{inputs[0].name} {first} along axis {axis}")
+    shape = tuple(sum(v.type.shape[axis] for v in inputs) if k == axis else d
+                  for k, d in enumerate(first.shape))
+    return G.TensorType(shape, "int8", _layout_of(shape), first.scale, first.zero)
+
+
+TRANSFORMER_RULES[G.Concat] = _concat_type
