@@ -1,7 +1,7 @@
 """ONNX Runtime's QOperator transformer operators, judged by ONNX Runtime.
 
-``QLinearMul``, ``QLinearSoftmax``, ``QLinearAdd`` and ``QLinearConcat`` (com.microsoft); the
-first three are first checked by
+``QLinearMul``, ``QLinearSoftmax``, ``QLinearAdd``, ``QLinearConcat`` and ``QLinearAveragePool``
+(com.microsoft); the first three are first checked by
 exhaustion: ``ort_qop`` / ``ort_add``'s tables against ORT itself on every one of the 256 x 256
 stored input pairs (random scales and zero points, int8 and uint8; a scalar operand on either
 side), and the softmax on seeded rows of several lengths and axes. Then each operator as ORT's
@@ -216,8 +216,26 @@ def concat_model() -> Any:
     return _model(nodes, inits, [1, 3, 8, 8], [1, 12, 8, 8])
 
 
+def pool_model(attrs: dict[str, Any], size: int) -> Any:
+    """A convolution then an ``AveragePool`` with ``attrs``: QLinearAveragePool."""
+    rng = np.random.default_rng(5)
+    inits = [_init("w1", rng.normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["c1"], ["y"], **attrs)]
+    g = helper.make_graph(nodes, "qop", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 3, size, size])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    return float_model(g)
+
+
 MODELS = {"mul": mul_model, "add": add_model, "attention": attention_model,
-          "concat": concat_model}
+          "concat": concat_model,
+          "pool": lambda: pool_model({"kernel_shape": [3, 3], "strides": [1, 1],
+                                      "pads": [1, 1, 1, 1]}, 7),
+          "pool_include_pad": lambda: pool_model({"kernel_shape": [3, 3], "strides": [2, 2],
+                                                  "pads": [1, 1, 1, 1],
+                                                  "count_include_pad": 1}, 7),
+          "pool_global": lambda: pool_model({"kernel_shape": [7, 7]}, 7)}
 
 
 def _ops(q: Any) -> set[str]:
@@ -255,14 +273,20 @@ def test_qoperator_ops_are_ort_bits(name: str, fmt: Format) -> None:
     asserted; each of the operators here is)."""
     q, g, e2e, kinds = _judge(MODELS[name](), fmt)
     want = {"mul": {"QLinearMul"}, "add": {"QLinearAdd"},
-            "attention": {"QLinearSoftmax", "QLinearMatMul"}, "concat": {"QLinearConcat"}}[name]
+            "attention": {"QLinearSoftmax", "QLinearMatMul"}, "concat": {"QLinearConcat"},
+            "pool": {"QLinearAveragePool"}, "pool_include_pad": {"QLinearAveragePool"},
+            "pool_global": {"QLinearAveragePool"}}[name]
     assert want <= _ops(q)
     for kind, a in kinds.items():
-        if kind not in ("dense", "conv2d") or fmt.types != "u8":
+        if kind == "global_avg_pool":  # the existing QLinearGlobalAveragePool path: its
+            assert a.max_diff <= 1, a   # fixed-point ratio, within one unit (not ORT's bits)
+        elif kind not in ("dense", "conv2d") or fmt.types != "u8":
             assert a.identical, (kind, a)
     if name == "concat":
         assert "concat" in kinds
-    if fmt.types != "u8":
+    if name.startswith("pool"):  # ORT's global path for a window over the whole image
+        assert ("global_avg_pool" if name == "pool_global" else "qlinear_avg_pool") in kinds
+    if fmt.types != "u8" and name != "pool_global":
         assert e2e.identical, e2e
     if name == "attention":
         assert any(isinstance(n, QLinearSoftmax) for n in g.nodes)
@@ -383,26 +407,31 @@ def test_both_constant_operands_are_refused_by_name() -> None:
         load_onnx(m, requant="ort")
 
 
-def test_unimplemented_qoperator_ops_are_refused_by_name(tmp_path: Any,
-                                                         capsys: pytest.CaptureFixture[str]
-                                                         ) -> None:
-    """QLinearAveragePool (ORT writes it for an AveragePool; not implemented: docs/graph.md)
-    is refused by name, in the library and by the CLI (status 2, no traceback)."""
-    op = "QLinearAveragePool"
+@pytest.mark.parametrize(("attrs", "message"), [
+    ({"kernel_shape": [2, 2], "channels_last": 1}, "channels_last 1 is not supported"),
+    ({"kernel_shape": [2, 2], "ceil_mode": 1}, "ceil_mode 1 is not supported"),
+    ({"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]}, "asymmetric padding is not supported"),
+    ({"kernel_shape": [2, 2], "colour": 1}, "attribute colour is not supported for "
+                                            "QLinearAveragePool"),
+])
+def test_average_pool_refusals_name_the_attribute(attrs: dict[str, Any], message: str,
+                                                  tmp_path: Any,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused by name, in the library and by the CLI (status 2, no traceback)."""
     q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"])
-    node = helper.make_node(op, ["xq", "s", "z", "s", "z"], ["yq"], domain=MS,
-                            kernel_shape=[2, 2])
+    node = helper.make_node("QLinearAveragePool", ["xq", "s", "z", "s", "z"], ["yq"],
+                            domain=MS, **attrs)
     dq = helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["y"])
     m = _qop_model([q, node, dq], _qparams_inits(),
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
                    helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2, 2]))
-    with pytest.raises(OnnxImportError, match=f"operator {op} is not supported"):
+    with pytest.raises(OnnxImportError, match=message):
         load_onnx(m, requant="ort")
     path = tmp_path / "m.onnx"
     path.write_bytes(m.SerializeToString())
     assert main(["run", "--onnx", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"operator {op} is not supported" in err and "Traceback" not in err
+    assert message.split(" is")[0] in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------------- BERT, QOperator

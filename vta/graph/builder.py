@@ -43,6 +43,7 @@ from vta.graph.ir import (
     MaxPool2d,
     Node,
     Pad,
+    QLinearAvgPool,
     QLinearSoftmax,
     Relu,
     Requantize,
@@ -397,6 +398,17 @@ class GraphBuilder:
         if self._calib is not None:
             self.values[out] = interp.eval_node(node, self.values)
         return out
+
+    def qlinear_avg_pool(self, x: Value, kernel: int, stride: int, pad: int,
+                         count_include_pad: bool, x_scale: float, scale: float, zero: int,
+                         unsigned: bool = False, name: str = "avg_pool") -> Value:
+        """ONNX Runtime's ``QLinearAveragePool`` of ``x`` (``ir.QLinearAvgPool``) to
+        ``scale``, ``zero``."""
+        extra = {k: v for k, v in (("count_include_pad", count_include_pad),
+                                   ("zero_x", x.type.zero), ("zero", zero),
+                                   ("unsigned", unsigned)) if v}
+        return self._add_node(QLinearAvgPool, name, (x,), kernel=kernel, stride=stride,
+                              pad=pad, x_scale=x_scale, scale=scale, **extra)
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

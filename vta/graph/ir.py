@@ -38,6 +38,8 @@ definition):
                    layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
 ``qlinear_softmax`` int8 -> int8: ONNX Runtime's ``QLinearSoftmax`` (a table of exponentials)
 ``concat``         int8 tensors of one type -> int8, joined along ``axis`` (a layout operator)
+``qlinear_avg_pool`` int8 NCHW -> int8: ONNX Runtime's ``QLinearAveragePool`` (float32 window
+                   means)
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
@@ -75,7 +77,7 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
            "matmul_macs", "Take", "Stack", "UniqueNames", "QLinearSoftmax",
-           "Concat"]
+           "Concat", "QLinearAvgPool"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -615,3 +617,26 @@ class Concat(Node):
     @property
     def inputs(self) -> tuple[Value, ...]:
         return self.xs
+
+
+@dataclass(frozen=True, eq=False)
+class QLinearAvgPool(Node):
+    """ONNX Runtime's ``QLinearAveragePool`` of int8 NCHW ``x`` (``ort_qop.
+    qlinear_average_pool``: each value dequantized in float32 with ``x_scale`` and ``zero_x``,
+    a float32 sum over the ``kernel`` x ``kernel`` window (stride ``stride``, ``pad`` on every
+    side), divided by the window's size (``count_include_pad``) or its valid taps, quantized
+    to the output's scale and ``zero``); ``unsigned``: the ONNX tensors are uint8 (int8 forms
+    held). Runs on the host."""
+
+    op: ClassVar[str] = "qlinear_avg_pool"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    kernel: int
+    stride: int
+    pad: int
+    x_scale: float
+    out: Value
+    count_include_pad: bool = False
+    zero_x: int = 0
+    zero: int = 0
+    unsigned: bool = False

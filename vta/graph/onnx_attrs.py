@@ -37,6 +37,7 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "Transpose": ("perm",),
     "QLinearSoftmax": ("axis", "opset"), "QLinearMul": (), "QLinearAdd": (),
     "QLinearConcat": ("axis",),
+    "QLinearAveragePool": (*_POOL, "channels_last", "count_include_pad"),
 }
 
 

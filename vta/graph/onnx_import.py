@@ -1252,6 +1252,35 @@ class _Importer:
                                    name=n.output[0])
         self.out(n.output[0], self.view(y, _ir_shape(shape)))
 
+    def op_QLinearAveragePool(self, n: Any) -> None:
+        """ORT's ``QLinearAveragePool`` (2-D NCHW): a window covering the whole unpadded
+        image is ORT's global average pool (``global_avg_pool``, as
+        ``QLinearGlobalAveragePool``); any other is ``qlinear_avg_pool`` (ORT's float32
+        means, on the host). ``count_include_pad`` honored, ``channels_last`` refused, the
+        window's attributes as ``onnx_attrs.window`` reads them."""
+        a = self.attrs(n)
+        if a.get("channels_last", 0):
+            raise OnnxImportError(f"{self.where(n)}: channels_last 1 is not supported (NCHW "
+                                  f"only)")
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        if len(x.type.shape) != 4:
+            raise OnnxImportError(f"{self.where(n)}: input {n.input[0]} {list(x.type.shape)} is "
+                                  f"not NCHW (only 2-D pooling is supported)")
+        sy = self.scale(n.input[3], n)
+        zname = n.input[4] if len(n.input) > 4 and n.input[4] else None
+        zy, unsigned = self.zero(zname, n), self.unsigned(zname, n)
+        if unsigned != self.unsigned(n.input[2] or None, n):
+            raise OnnxImportError(f"{self.where(n)}: input and output differ in type (int8 / "
+                                  f"uint8)")
+        hw = x.type.shape[2:]
+        win = window(a, hw, self.where(n))
+        if win.pad == 0 and (win.kernel, win.kernel) == tuple(hw):
+            self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy))
+            return
+        self.out(n.output[0], self.b.qlinear_avg_pool(
+            x, win.kernel, win.stride, win.pad, bool(a.get("count_include_pad", 0)), sx, sy, zy,
+            unsigned, name=n.output[0]))
+
     def op_MatMulInteger(self, n: Any) -> None:
         raise OnnxImportError(f"{self.where(n)}: {n.op_type} (an int32 product that float "
                               f"Cast / Mul operators rescale: ORT's quantize_dynamic form) is "

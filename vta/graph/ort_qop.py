@@ -27,8 +27,12 @@ node with ORT's bits (the tests compare with ORT itself, ``ORT_DISABLE_ALL``):
   by comparing. The portable kernel (``(t * floor(1 / s_y)) / sum``
   summed in order, an int8 cast that wraps) differs in rare last-place ties: seen once in
   1,310,720 values of BERT-tiny before the AVX2 order was modelled.
-* ``qlinear_average_pool`` is not reproduced: ``QLinearAveragePool`` is refused by the importer
-  by name (docs/graph.md).
+* ``qlinear_average_pool``: ``QLinearAveragePool`` (com.microsoft, ``qlinear_pool.cc``, 2-D
+  NCHW): every value dequantized, ``float32(x - z_x) * s_x``; per output the float32 sum of
+  its window's values in row-major order (a padded tap adds nothing), divided in float32 by
+  the window's size (``count_include_pad``) or by its taps inside the image;
+  ``nearbyintf(float32(y / s_y) + z_y)`` saturated. (ORT takes a window covering the whole
+  unpadded image to its global average pool, which the importer maps to ``global_avg_pool``.)
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ import math
 
 import numpy as np
 
-__all__ = ["qlinear_mul_table", "softmax_exp_table", "qlinear_softmax"]
+__all__ = ["qlinear_mul_table", "softmax_exp_table", "qlinear_softmax",
+           "qlinear_average_pool"]
 
 _F32 = np.float32
 _F64 = np.float64
@@ -117,3 +122,28 @@ def qlinear_softmax(x: np.ndarray, x_scale: float, y_scale: float, y_zero: int, 
     lo, hi = (0, 255) if unsigned else (-128, 127)
     out = np.clip(q, lo, hi).astype(np.uint8 if unsigned else np.int8)
     return np.moveaxis(out.reshape(moved.shape), -1, axis)
+
+
+def qlinear_average_pool(x: np.ndarray, x_scale: float, x_zero: int, kernel: int, stride: int,
+                         pad: int, count_include_pad: bool, y_scale: float, y_zero: int,
+                         unsigned: bool = False) -> np.ndarray:
+    """ORT's ``QLinearAveragePool`` (module docstring) of stored NCHW values ``x``, a square
+    ``kernel`` window, one ``stride``, ``pad`` on every side: stored outputs."""
+    n, c, h, w = x.shape
+    xf = (np.asarray(x).astype(np.int64) - x_zero).astype(_F32) * _F32(x_scale)
+    xp = np.pad(xf, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ones = np.pad(np.ones((h, w), np.int64), pad)
+    oh, ow = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
+    total = np.zeros((n, c, oh, ow), _F32)
+    count = np.zeros((oh, ow), np.int64)
+    for r in range(kernel):
+        for q in range(kernel):
+            rows = slice(r, r + stride * (oh - 1) + 1, stride)
+            cols = slice(q, q + stride * (ow - 1) + 1, stride)
+            total = (total + xp[:, :, rows, cols]).astype(_F32)  # + 0.0 at a padded tap
+            count += ones[rows, cols]
+    size = np.full((oh, ow), kernel * kernel) if count_include_pad else count
+    mean = (total / size.astype(_F32)).astype(_F32)
+    v = ((mean / _F32(y_scale)).astype(_F32) + _F32(y_zero)).astype(_F32)
+    lo, hi = (0, 255) if unsigned else (-128, 127)
+    return np.clip(np.rint(v.astype(_F64)), lo, hi).astype(np.uint8 if unsigned else np.int8)

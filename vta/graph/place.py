@@ -70,6 +70,7 @@ from vta.graph.ir import (
     MatMul,
     MaxPool2d,
     Node,
+    QLinearAvgPool,
     QLinearSoftmax,
     Relu,
     Requantize,
@@ -487,13 +488,16 @@ def grouped_detail(a: Conv2d) -> str:
 
 #: the transformer operators the host runs (``transformer_reason`` says why)
 TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack,
-                                             QLinearSoftmax, Concat)
+                                             QLinearSoftmax, Concat, QLinearAvgPool)
 
 
 def transformer_reason(n: Node) -> str:
     """Why a transformer operator runs on the host (the per-op table's reason)."""
     if isinstance(n, HostFloat):
         return f"float32 on the host ({n.name}: ONNX Runtime's float operator)"
+    if isinstance(n, QLinearAvgPool):
+        return ("ONNX Runtime's QLinearAveragePool: float32 window sums divided by the "
+                "window's taps, quantized; no integer form of it is proven")
     if isinstance(n, QLinearSoftmax):
         return ("ONNX Runtime's QLinearSoftmax: a 256-entry float32 exponential table, a float32 "
                 "row sum and a division per element; no accelerator instruction divides")

@@ -464,3 +464,26 @@ def _concat_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: s
 
 
 TRANSFORMER_RULES[G.Concat] = _concat_type
+
+
+def _qlinear_avg_pool_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                           ) -> G.TensorType:
+    (x,) = inputs
+    n, c, h, wd = _want(where, x, "int8", 4, "input")
+    k, s, p = attrs["kernel"], attrs["stride"], attrs["pad"]
+    _range(where, "kernel", k, 1, 1 << 16)
+    _range(where, "stride", s, 1, 1 << 16)
+    _range(where, "pad", p, 0, k - 1)
+    xs = attrs["x_scale"]
+    if not (math.isfinite(xs) and xs > 0):
+        raise GraphError(f"{where}: x_scale {xs} is not positive")
+    for key in ("zero_x", "zero"):
+        _range(where, key, attrs.get(key, 0), G.INT8_MIN, G.INT8_MAX)
+    oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+    if oh < 1 or ow < 1:
+        raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
+    return G.TensorType((n, c, oh, ow), "int8", "NCHW", attrs.get("scale"),
+                        int(attrs.get("zero", 0)))
+
+
+TRANSFORMER_RULES[G.QLinearAvgPool] = _qlinear_avg_pool_type
