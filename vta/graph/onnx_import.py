@@ -5,7 +5,8 @@ damaged or empty file named). Two spellings of an int8 network are understood, t
 Runtime's ``quantize_static`` writes:
 
 * the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd``,
-  ``QLinearMul``, ``QLinearSoftmax`` and ``QLinearGlobalAveragePool`` (com.microsoft),
+  ``QLinearMul``, ``QLinearSoftmax``, ``QLinearConcat``, ``QLinearAveragePool`` and
+  ``QLinearGlobalAveragePool`` (com.microsoft),
   ``MaxPool``, ``Relu``, ``Reshape`` and ``Transpose`` on int8 tensors, and
   the ``DequantizeLinear -> float op -> QuantizeLinear`` islands ORT leaves around ``Relu``,
   ``MaxPool``, ``GlobalAveragePool``, ``Flatten`` and ``Reshape``;
@@ -60,8 +61,11 @@ integer add (``x + x`` scaled) that reproduces it on every input where one exist
 ORT's (256, 256) table (``lut2``); ``QLinearSoftmax`` is ``qlinear_softmax`` (ORT's
 exponential table, on the host). The shapes of the com.microsoft operators' outputs, which
 onnx's inference does not know, are stated and inference rerun (``contrib_inferred``).
-``QLinearAveragePool``, ``QLinearConcat``, ``MatMulInteger`` and ``ConvInteger`` are refused
-by name (not supported).
+``QLinearConcat`` rescales each input of another scale through ORT's 256-entry table (an ALU
+rescale proven on every input, else ``lut2``) and joins them (``concat``);
+``QLinearAveragePool`` is ORT's float32 window mean (``qlinear_avg_pool``, on the host), or
+its global pool for a window over the whole image. ``DynamicQuantizeLinear``,
+``MatMulInteger`` and ``ConvInteger`` (``quantize_dynamic``'s form) are refused by name.
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
