@@ -41,9 +41,13 @@ every scale rounded up to a power of two (``onnx_ort.pow2_scales``: what ``vta r
 runs on stock pynq), and per row the agreement split by tensor kind (``per_kind``: each
 producing operator, every float island named by its float operators) for ORT's arithmetic,
 end to end and per operator. Its requantize-arithmetic table is skipped (it reads
-QLinearConv / QGemm outputs of the QOperator form, which the importer refuses for BERT).
+QLinearConv / QGemm outputs, which BERT has none of). ``--models bert_tiny_qop``: the same
+network under its own key (give it ``--formats`` of the QOperator layout: what ``vta run
+bert_tiny_qop`` runs), each QOperator model's float output (the last LayerNormalization)
+quantized as ORT's QDQ form quantizes it (``onnx_ort.quantize_outputs``).
 
-    python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2,bert_tiny]
+    python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2,bert_tiny,
+                                          bert_tiny_qop]
                                 [--inputs 20] [--resnet-size 32] [--mobilenet-size 32]
                                 [--no-sim] [--formats QDQ/a8/per-tensor,...]
 
@@ -85,6 +89,7 @@ from vta.graph.onnx_ort import (  # noqa: E402
     ort_tensors,
     pow2_scales,
     quantize,
+    quantize_outputs,
     requant_arithmetic,
     resnet18,
     run_fed,
@@ -146,7 +151,7 @@ def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False
         ) -> dict[str, Any]:
     """One format's row (``pow2``: its scales rounded to powers of two, ``pow2_scales``)."""
     t0 = time.perf_counter()
-    q = quantize(fm, fmt, seed=1)
+    q = quantize_outputs(quantize(fm, fmt, seed=1), fm, fmt, seed=1)  # QOperator BERT's LN
     name = fmt.name
     if pow2:
         q, name = pow2_scales(q), f"{fmt.name} pow2"
@@ -233,7 +238,7 @@ def main() -> int:
     a = ap.parse_args()
     builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size),
                 "mobilenet_v2": lambda seed: mobilenet_v2(seed, size=a.mobilenet_size),
-                "bert_tiny": bert_tiny}
+                "bert_tiny": bert_tiny, "bert_tiny_qop": bert_tiny}
     unknown = sorted(set(a.models.split(",")) - set(builders))
     formats = [f for f in FORMATS if a.formats is None or f.name in a.formats.split(",")]
     if unknown or not formats:
@@ -259,7 +264,7 @@ def main() -> int:
         if name == "resnet18":
             results["resnet_size"] = a.resnet_size
         print(table(name, rows), flush=True)
-        if name == "bert_tiny":
+        if name.startswith("bert_tiny"):
             print(kind_table(name, rows), flush=True)
             print()
             continue

@@ -31,6 +31,7 @@ from vta.graph.ir import (
     INT8_MIN,
     Add,
     Clip,
+    Concat,
     Conv2d,
     Dense,
     FloatStep,
@@ -42,6 +43,8 @@ from vta.graph.ir import (
     MaxPool2d,
     Node,
     Pad,
+    QLinearAvgPool,
+    QLinearSoftmax,
     Relu,
     Requantize,
     Reshape,
@@ -376,6 +379,36 @@ class GraphBuilder:
         if self._calib is not None:
             self.values[out] = interp.eval_node(node, self.values)
         return out
+
+    def qlinear_softmax(self, x: Value, axis: int, x_scale: float, scale: float, zero: int,
+                        unsigned: bool = False, name: str = "softmax") -> Value:
+        """ONNX Runtime's ``QLinearSoftmax`` of ``x`` (``ir.QLinearSoftmax``) to ``scale``,
+        ``zero``."""
+        extra = {k: v for k, v in (("zero", zero), ("unsigned", unsigned)) if v}
+        return self._add_node(QLinearSoftmax, name, (x,), axis=axis, x_scale=x_scale,
+                              scale=scale, **extra)
+
+    def concat(self, xs: Sequence[Value], axis: int, name: str = "concat") -> Value:
+        """``xs`` joined along ``axis`` (``ir.Concat``; one scale and zero point)."""
+        t = infer_type(Concat, tuple(xs), {"axis": axis}, f"concat {name}")
+        out = Value(self._name(name), t)
+        node = Concat(tuple(xs), axis, out)
+        self.nodes.append(node)
+        self._producer[id(out)] = node
+        if self._calib is not None:
+            self.values[out] = interp.eval_node(node, self.values)
+        return out
+
+    def qlinear_avg_pool(self, x: Value, kernel: int, stride: int, pad: int,
+                         count_include_pad: bool, x_scale: float, scale: float, zero: int,
+                         unsigned: bool = False, name: str = "avg_pool") -> Value:
+        """ONNX Runtime's ``QLinearAveragePool`` of ``x`` (``ir.QLinearAvgPool``) to
+        ``scale``, ``zero``."""
+        extra = {k: v for k, v in (("count_include_pad", count_include_pad),
+                                   ("zero_x", x.type.zero), ("zero", zero),
+                                   ("unsigned", unsigned)) if v}
+        return self._add_node(QLinearAvgPool, name, (x,), kernel=kernel, stride=stride,
+                              pad=pad, x_scale=x_scale, scale=scale, **extra)
 
     def build(self, outputs: Sequence[Value]) -> Graph:
         """The verified graph returning ``outputs``."""

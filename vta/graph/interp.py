@@ -20,6 +20,7 @@ from vta.compiler.ir import semantics as sem
 from vta.compiler.ops.conv2d import conv2d_int32
 from vta.errors import GraphError
 from vta.graph import ir as G
+from vta.graph.ort_qop import qlinear_average_pool, qlinear_softmax
 from vta.graph.quant import quantize_linear
 from vta.isa.requant import scale_mul
 
@@ -264,6 +265,41 @@ TRANSFORMER_KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
     G.MatMul: _matmul, G.Reshape: _reshape, G.Transpose: _transpose,
     G.HostFloat: _host_float, G.Take: _take, G.Stack: _stack}
 KERNELS.update(TRANSFORMER_KERNELS)
+
+
+def _qlinear_softmax(node: G.QLinearSoftmax, a: list[np.ndarray]) -> np.ndarray:
+    """ONNX Runtime's ``QLinearSoftmax`` on the stored integers (a uint8 tensor's ``u`` is
+    the int8 form plus 128), back in the int8 form."""
+    off = 128 if node.unsigned else 0
+    stored = a[0].astype(np.int64) + off
+    if node.unsigned:
+        stored = stored.astype(np.uint8)
+    scale = node.out.type.scale
+    if scale is None:
+        raise GraphError(f"qlinear_softmax {node.out.name}: its output has no scale")
+    y = qlinear_softmax(stored, node.x_scale, scale, node.zero + off, node.axis,
+                        node.unsigned)
+    return (y.astype(np.int64) - off).astype(np.int8)
+
+
+def _qlinear_avg_pool(node: G.QLinearAvgPool, a: list[np.ndarray]) -> np.ndarray:
+    """ONNX Runtime's ``QLinearAveragePool`` on the stored integers, in the int8 form."""
+    off = 128 if node.unsigned else 0
+    scale = node.out.type.scale
+    if scale is None:
+        raise GraphError(f"qlinear_avg_pool {node.out.name}: its output has no scale")
+    y = qlinear_average_pool(a[0].astype(np.int64) + off, node.x_scale, node.zero_x + off,
+                             node.kernel, node.stride, node.pad, node.count_include_pad,
+                             scale, node.zero + off, node.unsigned)
+    return (y.astype(np.int64) - off).astype(np.int8)
+
+
+#: the QOperator operators' semantics (added to ``KERNELS``)
+QOP_KERNELS: dict[type[G.Node], Callable[..., np.ndarray]] = {
+    G.QLinearSoftmax: _qlinear_softmax,
+    G.Concat: lambda node, a: np.concatenate(a, axis=node.axis),
+    G.QLinearAvgPool: _qlinear_avg_pool}
+KERNELS.update(QOP_KERNELS)
 
 
 def eval_node(node: G.Node, env: Mapping[G.Value, np.ndarray]) -> np.ndarray:

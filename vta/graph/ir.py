@@ -36,6 +36,10 @@ definition):
 ``stack``          int8 tensors of one type -> int8 ``(B, ...)`` (a layout operator)
 ``host_float``     int8 inputs -> int8: a float32 island of an ONNX model (dequantize, softmax /
                    layer norm / erf / add / mul ..., quantize), run on the host as ORT computes it
+``qlinear_softmax`` int8 -> int8: ONNX Runtime's ``QLinearSoftmax`` (a table of exponentials)
+``concat``         int8 tensors of one type -> int8, joined along ``axis`` (a layout operator)
+``qlinear_avg_pool`` int8 NCHW -> int8: ONNX Runtime's ``QLinearAveragePool`` (float32 window
+                   means)
 =================  ==============================================================================
 
 Zero points (asymmetric quantization): a tensor's real value is ``scale * (integer - zero)``
@@ -72,7 +76,8 @@ __all__ = ["GraphError", "TensorType", "Value", "Node", "Conv2d", "Dense", "Requ
            "Relu", "Clip", "Add", "MaxPool2d", "GlobalAvgPool", "Pad", "Lut2", "Fused", "Graph",
            "ELEMENTWISE", "INT8_MIN", "INT8_MAX", "node_macs", "ROUND_BITS", "split_shift",
            "MatMul", "Reshape", "Transpose", "HostFloat", "FloatStep", "FLOAT_OPS",
-           "matmul_macs", "Take", "Stack", "UniqueNames"]
+           "matmul_macs", "Take", "Stack", "UniqueNames", "QLinearSoftmax",
+           "Concat", "QLinearAvgPool"]
 
 INT8_MIN, INT8_MAX = -128, 127
 #: the rounding add of a rounding shift is at most 2**(ROUND_BITS - 1) (``split_shift``)
@@ -572,3 +577,66 @@ class Stack(Node):
 def matmul_macs(n: MatMul) -> int:
     """Multiply-accumulates of an activation matmul: every output element sums K products."""
     return int(np.prod(n.out.type.shape, dtype=np.int64)) * n.a.type.shape[-1]
+
+
+# ------------------------------------------------------------------------------ QOperator
+# ONNX Runtime's QOperator transformer operators that have no integer form on the accelerator
+# (``vta.graph.ort_qop`` reproduces each kernel; the host runs them).
+
+
+@dataclass(frozen=True, eq=False)
+class QLinearSoftmax(Node):
+    """ONNX Runtime's ``QLinearSoftmax`` of int8 ``x`` along ``axis`` (``ort_qop.
+    qlinear_softmax``: a table of 256 float32 exponentials built from ``x_scale``, a float32
+    row sum, and each output ``round(exp * floor(1 / out.scale) / sum) + zero``, saturated);
+    ``unsigned``: the ONNX tensors are uint8 (``x`` and ``out`` hold ``u - 128``, ``zero``
+    too). Its output type's scale is the ``y_scale`` the model states. Runs on the host."""
+
+    op: ClassVar[str] = "qlinear_softmax"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    axis: int
+    x_scale: float
+    out: Value
+    zero: int = 0
+    unsigned: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Node):
+    """``xs`` (int8, one scale and zero point, equal shapes but along ``axis``) joined along
+    ``axis``: a layout operator (ORT's ``QLinearConcat`` after each input's rescale to the
+    output's scale)."""
+
+    op: ClassVar[str] = "concat"
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
+    xs: tuple[Value, ...]
+    axis: int
+    out: Value
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return self.xs
+
+
+@dataclass(frozen=True, eq=False)
+class QLinearAvgPool(Node):
+    """ONNX Runtime's ``QLinearAveragePool`` of int8 NCHW ``x`` (``ort_qop.
+    qlinear_average_pool``: each value dequantized in float32 with ``x_scale`` and ``zero_x``,
+    a float32 sum over the ``kernel`` x ``kernel`` window (stride ``stride``, ``pad`` on every
+    side), divided by the window's size (``count_include_pad``) or its valid taps, quantized
+    to the output's scale and ``zero``); ``unsigned``: the ONNX tensors are uint8 (int8 forms
+    held). Runs on the host."""
+
+    op: ClassVar[str] = "qlinear_avg_pool"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
+    x: Value
+    kernel: int
+    stride: int
+    pad: int
+    x_scale: float
+    out: Value
+    count_include_pad: bool = False
+    zero_x: int = 0
+    zero: int = 0
+    unsigned: bool = False

@@ -35,6 +35,9 @@ KNOWN_ATTRS: dict[str, tuple[str, ...]] = {
     "Clip": (),
     "Softmax": ("axis",), "LayerNormalization": ("axis", "epsilon", "stash_type"),
     "Transpose": ("perm",),
+    "QLinearSoftmax": ("axis", "opset"), "QLinearMul": (), "QLinearAdd": (),
+    "QLinearConcat": ("axis",),
+    "QLinearAveragePool": (*_POOL, "channels_last", "count_include_pad"),
 }
 
 

@@ -4,8 +4,10 @@ The model is validated first (``onnx_load``: the onnx checker with strict shape 
 damaged or empty file named). Two spellings of an int8 network are understood, those ONNX
 Runtime's ``quantize_static`` writes:
 
-* the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd`` and
-  ``QLinearGlobalAveragePool`` (com.microsoft), ``MaxPool`` and ``Relu`` on int8 tensors, and
+* the **QOperator form**: ``QLinearConv``, ``QLinearMatMul``, ``QGemm``, ``QLinearAdd``,
+  ``QLinearMul``, ``QLinearSoftmax``, ``QLinearConcat``, ``QLinearAveragePool`` and
+  ``QLinearGlobalAveragePool`` (com.microsoft),
+  ``MaxPool``, ``Relu``, ``Reshape`` and ``Transpose`` on int8 tensors, and
   the ``DequantizeLinear -> float op -> QuantizeLinear`` islands ORT leaves around ``Relu``,
   ``MaxPool``, ``GlobalAveragePool``, ``Flatten`` and ``Reshape``;
 * the **QDQ form**: float ``Conv``, ``Gemm``/``MatMul``, ``Add``, ``Relu``, ``MaxPool``,
@@ -50,8 +52,20 @@ tensor is held as (S, H), a dense layer's matrix); every other float region (``S
 float operand), from the ``DequantizeLinear`` outputs and float constants it reads to the
 ``QuantizeLinear`` that ends it, is one ``host_float`` node computing ORT's float32 operations
 on the host (a dequantized constant only float operators read is a float constant, any zero
-point and type). The QOperator form of a transformer (``QLinearSoftmax``, ``QLinearMul``,
-``QLinearAdd`` of a broadcast constant, ``QLinearMatMul`` of rank 3) is refused by name.
+point and type). The QOperator form of a transformer, with ORT's kernel arithmetic
+(``ort_qop``, ``ort_add``): ``QLinearMatMul`` of a (..., K) activation by a constant is the
+dense layer of its (rows, K) view, of two activations the ``matmul`` and its requantize;
+``QLinearAdd`` / ``QLinearMul`` with a scalar constant are ORT's 256-entry table as the
+integer add (``x + x`` scaled) that reproduces it on every input where one exists, else as
+``lut2``; with a constant tensor (a broadcast bias) or, for ``QLinearMul``, two activations,
+ORT's (256, 256) table (``lut2``); ``QLinearSoftmax`` is ``qlinear_softmax`` (ORT's
+exponential table, on the host). The shapes of the com.microsoft operators' outputs, which
+onnx's inference does not know, are stated and inference rerun (``contrib_inferred``).
+``QLinearConcat`` rescales each input of another scale through ORT's 256-entry table (an ALU
+rescale proven on every input, else ``lut2``) and joins them (``concat``);
+``QLinearAveragePool`` is ORT's float32 window mean (``qlinear_avg_pool``, on the host), or
+its global pool for a window over the whole image. ``DynamicQuantizeLinear``,
+``MatMulInteger`` and ``ConvInteger`` (``quantize_dynamic``'s form) are refused by name.
 Every attribute is honored or refused by name (``onnx_attrs``). A float graph input that goes
 straight into a ``QuantizeLinear`` becomes an int8 input of that scale and zero point (the host
 quantizes the image); a ``DequantizeLinear`` of an output is dropped (the output is the
@@ -81,6 +95,7 @@ from vta.graph.ort_add import (
     qlinear_add_table,
     rescale_table,
 )
+from vta.graph.ort_qop import qlinear_mul_table
 
 __all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL", "REQUANT_MODES", "ort_ratio"]
 
@@ -316,6 +331,7 @@ class _Importer:
             raise OnnxImportError(f"ONNX input {inp.name} is {dtype} without a scale; quantize a "
                                   f"float input with QuantizeLinear")
         users = self.consumers.get(inp.name, [])
+        refuse_dynamic(inp.name, users)
         if len(users) != 1 or users[0].op_type != "QuantizeLinear":
             raise OnnxImportError(f"ONNX input {inp.name} ({dtype}) must feed one "
                                   f"QuantizeLinear (the host quantizes the image)")
@@ -390,6 +406,8 @@ class _Importer:
         self.out(n.output[0], self._conv(x, sx, w, sw, bias, win, sy, n.output[0], zy=zy))
 
     def op_QLinearMatMul(self, n: Any) -> None:
+        if self.qop_matmul(n):  # QOperator transformers (rank 3, two activations)
+            return
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         w = self.weight(self.const(n.input[3], n), n.input[5], n, n.input[3])  # (K, M)
         self._two_d(n, x, w)
@@ -426,6 +444,8 @@ class _Importer:
                                   f"is supported")
 
     def op_QLinearAdd(self, n: Any) -> None:
+        if self.qop_binary(n):  # a constant operand (QOperator transformers)
+            return
         a, sa = self.qin(n.input[0], n.input[1], n.input[2], n)
         c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
         sy = self.scale(n.input[6], n)
@@ -497,7 +517,7 @@ class _Importer:
     def _onnx_shape(self, name: str, n: Any) -> tuple[int, ...]:
         shapes = self.__dict__.get("_shapes")
         if shapes is None:
-            inferred = self.onnx.shape_inference.infer_shapes(self.model)
+            inferred = contrib_inferred(self.onnx, self.model)
             shapes = {}
             for vi in (*inferred.graph.value_info, *inferred.graph.input,
                        *inferred.graph.output):
@@ -1020,6 +1040,259 @@ class _Importer:
             return self.b.lut2(a, c, table - off, sy, name=name, zero=zy)
         return self.b.add_form(a, c, form, sy, name=name, zero=zy)
 
+    # ------------------------------------------------------------------ QOperator transformers
+    # BERT in ORT's QOperator form: QLinearMatMul of rank 3 (a dense layer on the (S, H) view)
+    # and of two activations (``matmul`` and its requantize), QLinearAdd of a broadcast
+    # constant, QLinearMul and QLinearSoftmax, each with ORT's kernel arithmetic
+    # (``ort_add``, ``ort_qop``): an integer add proven on every input where one exists, else
+    # ORT's table (``Lut2``) or kernel (``QLinearSoftmax``) on the host.
+
+    def canon(self, name: str, n: Any) -> Value:
+        """Activation ``name`` held in the graph IR's form of its ONNX shape (``_ir_shape``:
+        a [1, S, H] tensor as (S, H)), rebound so later readers share the view."""
+        v = self.value(name, n)
+        if v.is_const:
+            raise OnnxImportError(f"{self.where(n)}: input {name} is not an activation")
+        shape = _ir_shape(self.onnx_shape(name, n))
+        if int(np.prod(shape)) != v.type.size:
+            raise OnnxImportError(f"{self.where(n)}: input {name} holds {v.type.size} values, "
+                                  f"its ONNX shape {list(shape)} {int(np.prod(shape))}")
+        y = self.view(v, shape)
+        self.env[name] = y
+        return y
+
+    def qop_matmul(self, n: Any) -> bool:
+        """``QLinearMatMul`` beyond a 2-D activation by a 2-D constant: of two activations
+        (attention's ``Q @ K^T`` and ``P @ V``: the integer ``matmul``, zero points
+        subtracted, and its requantize), or of a (..., K) activation by a constant (its
+        (rows, K) view rebound, then the dense path). False: the 2-D path takes it."""
+        self.attrs(n)
+        if n.input[3] in self.inits:
+            v = self.value(n.input[0], n)
+            shape = v.type.shape
+            if len(shape) > 2:  # (..., K) @ (K, M): the dense layer of the (rows, K) view
+                self.env[n.input[0]] = self.view(v, (int(np.prod(shape[:-1])), shape[-1]))
+            return False
+        a_shape, b_shape = self.onnx_shape(n.input[0], n), self.onnx_shape(n.input[3], n)
+        if len(a_shape) < 2 or a_shape[:-2] != b_shape[:-2] or a_shape[-1] != b_shape[-2]:
+            raise OnnxImportError(f"{self.where(n)}: a matrix product of {list(a_shape)} by "
+                                  f"{list(b_shape)}: only (..., M, K) @ (..., K, N) with the "
+                                  f"same leading dimensions is supported (no broadcasting)")
+        self.canon(n.input[0], n)
+        self.canon(n.input[3], n)
+        a, sa = self.qin(n.input[0], n.input[1], n.input[2], n)
+        c, sc = self.qin(n.input[3], n.input[4], n.input[5], n)
+        sy, zy = self.scale(n.input[6], n), self.zero(n.input[7], n)
+        out = n.output[0]
+        acc = self.b.matmul(self.view(a, a_shape), self.view(c, b_shape), name=f"{out}_acc")
+        ratio = ort_ratio(sa, sc, sy) if self.requant == "ort" else sa * sc / sy
+        y = self._requant(acc, ratio, sy, out, zy)
+        self.out(out, self.view(y, _ir_shape((*a_shape[:-1], b_shape[-1]))))
+        return True
+
+    def qop_binary(self, n: Any) -> bool:
+        """``QLinearAdd`` with a constant operand; False: the plain activation add takes it
+        (two activations held in different views of one shape rebound to the IR view)."""
+        self.attrs(n)
+        if n.input[0] in self.inits or n.input[3] in self.inits:
+            self.table_op(n, qlinear_add_table)
+            return True
+        if self.value(n.input[0], n).type.shape != self.value(n.input[3], n).type.shape:
+            self.canon(n.input[0], n)  # a [1, S, H] tensor and an (S, H) view of one
+            self.canon(n.input[3], n)
+        return False
+
+    def op_QLinearMul(self, n: Any) -> None:
+        """ORT's ``QLinearMul``: by a constant, the integer add (``x + x`` scaled) proven on
+        every input where one exists, else its table; of two activations, its table
+        (``Lut2``: the ALU multiplies by immediates only)."""
+        self.attrs(n)
+        self.table_op(n, qlinear_mul_table)
+
+    def table_op(self, n: Any, arith: Callable[..., np.ndarray]) -> None:
+        """A QLinear element-wise operator (inputs A, A_scale, A_zero, B, B_scale, B_zero,
+        C_scale, C_zero) with ORT's arithmetic ``arith`` (a (256, 256) table of stored
+        values): one operand may be a constant (any shape that broadcasts to the other's);
+        two activations must have one shape."""
+        out = n.output[0]
+        sa, sb = self.scale(n.input[1], n), self.scale(n.input[4], n)
+        sy = self.scale(n.input[6], n)
+        zname = n.input[7] if len(n.input) > 7 and n.input[7] else None
+        zy = self.zero(zname, n)
+        unsigned = self.unsigned(zname, n)
+        for i in (0, 3):
+            if self.unsigned(n.input[i + 2] or None, n) != unsigned:
+                raise OnnxImportError(f"{self.where(n)}: input {n.input[i]} and the output "
+                                      f"differ in type (int8 / uint8)")
+        off = 128 if unsigned else 0
+        za, zb = self.zero(n.input[2] or None, n), self.zero(n.input[5] or None, n)
+        table = arith(sa, za + off, sb, zb + off, sy, zy + off, unsigned) - off
+        consts = [i for i in (0, 3) if n.input[i] in self.inits]
+        if len(consts) == 2:
+            raise OnnxImportError(f"{self.where(n)}: both operands are constants (fold them "
+                                  f"before import)")
+        if not consts:
+            shapes = [self.onnx_shape(n.input[i], n) for i in (0, 3)]
+            if shapes[0] != shapes[1]:
+                raise OnnxImportError(f"{self.where(n)}: operands {list(shapes[0])} and "
+                                      f"{list(shapes[1])}: broadcasting between two "
+                                      f"activations is not supported")
+            a = self.canon(n.input[0], n)
+            c = self.canon(n.input[3], n)
+            self.same_zero(a, za, n.input[0], n)
+            self.same_zero(c, zb, n.input[3], n)
+            if n.op_type == "QLinearAdd":
+                form = fit_add(table + off, za, zb, zy, (sa / sy, sb / sy), unsigned)
+                if form is not None:
+                    self.out(out, self.b.add_form(a, c, form, sy, name=out, zero=zy))
+                    return
+            self.out(out, self.b.lut2(a, c, table, sy, name=out, zero=zy))
+            return
+        k = consts[0]
+        xi = 3 - k
+        x = self.canon(n.input[xi], n)
+        self.same_zero(x, (za, zb)[xi // 3], n.input[xi], n)
+        data = self.const(n.input[k], n)
+        if data.dtype != (np.uint8 if unsigned else np.int8):
+            raise OnnxImportError(f"{self.where(n)}: constant {n.input[k]} is {data.dtype}; "
+                                  f"expected {'u' if unsigned else ''}int8 like the output")
+        shape = self.onnx_shape(n.output[0], n)
+        if tuple(np.broadcast_shapes(data.shape, shape)) != tuple(shape):
+            raise OnnxImportError(f"{self.where(n)}: constant {n.input[k]} "
+                                  f"{list(data.shape)} does not broadcast to {list(shape)}")
+        ints = data.astype(np.int64) - off  # the int8 form
+        t = table if k == 3 else table.T  # rows: the activation's value
+        if ints.size == 1:
+            cval = int(ints.reshape(-1)[0])
+            sx, sc, zc = (sa, sb, zb) if k == 3 else (sb, sa, za)
+            ratio = sx * sc * (cval - zc) / sy if n.op_type == "QLinearMul" else sx / sy
+            self.out(out, self.unary_table(x, t[:, cval + 128], sy, zy, ratio, unsigned, out))
+            return
+        # a constant tensor (a bias broadcast along the rows): ORT's table, on the host (an
+        # integer add reading a constant tensor has no DRAM operand on the accelerator)
+        full = np.broadcast_to(ints, shape).reshape(_ir_shape(shape)).astype(np.int8)
+        cv = self.b.const(f"{out}_{n.input[k]}", np.ascontiguousarray(full), (sa, sb)[k // 3])
+        self.out(out, self.b.lut2(x, cv, t, sy, name=out, zero=zy))
+
+    def unary_table(self, x: Value, column: np.ndarray, sy: float, zy: int, ratio: float,
+                    unsigned: bool, name: str) -> Value:
+        """``column[x + 128]`` (int8 forms): the integer rescale ``x + x`` (``mult_b`` 0)
+        that reproduces it on all 256 inputs where one exists (``ratio`` the real multiplier
+        it approximates), else ``Lut2(x, x)`` whose rows repeat the column."""
+        off = 128 if unsigned else 0
+        rows = np.repeat(column[:, None], 256, axis=1)
+        if ratio > 0:
+            form = fit_add(rows + off, x.type.zero, x.type.zero, zy, (ratio, 0.0), unsigned)
+            if form is not None:
+                return self.b.add_form(x, x, form, sy, name=name, zero=zy)
+        return self.b.lut2(x, x, rows, sy, name=name, zero=zy)
+
+    def op_QLinearConcat(self, n: Any) -> None:
+        """ORT's ``QLinearConcat`` (``qlinear_concat.cc``): each input whose scale and zero
+        point are not the output's goes through ORT's 256-entry requantization table
+        (dequantize, quantize: ``ort_add.rescale_table``) as the integer rescale proven on
+        every input where one exists, else the table (``lut2``); then ``concat``."""
+        axis = int(self.attrs(n).get("axis", 0))
+        if len(n.input) < 5 or (len(n.input) - 2) % 3:
+            raise OnnxImportError(f"{self.where(n)}: {len(n.input)} inputs; QLinearConcat takes "
+                                  f"Y_scale, Y_zero_point and (X, X_scale, X_zero_point) "
+                                  f"triples")
+        sy = self.scale(n.input[0], n)
+        zy, unsigned = self.zero(n.input[1] or None, n), self.unsigned(n.input[1] or None, n)
+        rank = len(self.onnx_shape(n.input[2], n))
+        if not -rank <= axis < rank:
+            raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
+                                  f"tensor")
+        out_shape = self.onnx_shape(n.output[0], n)
+        off = 128 if unsigned else 0
+        parts = []
+        for k in range(2, len(n.input), 3):
+            name, sname, zname = n.input[k:k + 3]
+            if name in self.inits:
+                raise OnnxImportError(f"{self.where(n)}: input {name} is a constant; only "
+                                      f"activations are concatenated")
+            if self.unsigned(zname or None, n) != unsigned:
+                raise OnnxImportError(f"{self.where(n)}: input {name} and the output differ in "
+                                      f"type (int8 / uint8)")
+            x, sx = self.qin(name, sname, zname, n)
+            zx = x.type.zero
+            x = self.view(x, self.onnx_shape(name, n))
+            if np.float32(sx) != np.float32(sy) or zx != zy:
+                table = rescale_table(sx, zx + off, sy, zy + off, None, None, unsigned) - off
+                x = self.unary_table(x, table, sy, zy, sx / sy, unsigned,
+                                     f"{n.output[0]}_{name}")
+            parts.append(x)
+        y = self.b.concat(parts, axis % rank, name=n.output[0])
+        self.out(n.output[0], self.view(y, _ir_shape(out_shape)))
+
+    def op_QLinearSoftmax(self, n: Any) -> None:
+        """ORT's ``QLinearSoftmax`` (``ir.QLinearSoftmax``, on the host). Before opset 13 it
+        normalises over every axis from ``axis`` on: refused unless that is the last one."""
+        a = self.attrs(n)
+        if "opset" not in a:
+            raise OnnxImportError(f"{self.where(n)}: attribute opset is missing (ORT requires "
+                                  f"it)")
+        shape = self.onnx_shape(n.input[0], n)
+        rank = len(shape)
+        opset = int(a["opset"])
+        axis = int(a.get("axis", -1 if opset >= 13 else 1))
+        if not -rank <= axis < rank:
+            raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
+                                  f"tensor")
+        axis %= rank
+        if opset < 13 and axis != rank - 1:
+            raise OnnxImportError(f"{self.where(n)}: opset {opset} with axis {axis} (softmax "
+                                  f"over the flattened axes {axis}..{rank - 1}) is not "
+                                  f"supported; only the last axis")
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        sy = self.scale(n.input[3], n)
+        zname = n.input[4] if len(n.input) > 4 and n.input[4] else None
+        zy = self.zero(zname, n)
+        unsigned = self.unsigned(zname, n)
+        if unsigned != self.unsigned(n.input[2] or None, n):
+            raise OnnxImportError(f"{self.where(n)}: input and output differ in type (int8 / "
+                                  f"uint8)")
+        y = self.b.qlinear_softmax(self.view(x, shape), axis, sx, sy, zy, unsigned,
+                                   name=n.output[0])
+        self.out(n.output[0], self.view(y, _ir_shape(shape)))
+
+    def op_QLinearAveragePool(self, n: Any) -> None:
+        """ORT's ``QLinearAveragePool`` (2-D NCHW): a window covering the whole unpadded
+        image is ORT's global average pool (``global_avg_pool``, as
+        ``QLinearGlobalAveragePool``); any other is ``qlinear_avg_pool`` (ORT's float32
+        means, on the host). ``count_include_pad`` honored, ``channels_last`` refused, the
+        window's attributes as ``onnx_attrs.window`` reads them."""
+        a = self.attrs(n)
+        if a.get("channels_last", 0):
+            raise OnnxImportError(f"{self.where(n)}: channels_last 1 is not supported (NCHW "
+                                  f"only)")
+        x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
+        if len(x.type.shape) != 4:
+            raise OnnxImportError(f"{self.where(n)}: input {n.input[0]} {list(x.type.shape)} is "
+                                  f"not NCHW (only 2-D pooling is supported)")
+        sy = self.scale(n.input[3], n)
+        zname = n.input[4] if len(n.input) > 4 and n.input[4] else None
+        zy, unsigned = self.zero(zname, n), self.unsigned(zname, n)
+        if unsigned != self.unsigned(n.input[2] or None, n):
+            raise OnnxImportError(f"{self.where(n)}: input and output differ in type (int8 / "
+                                  f"uint8)")
+        hw = x.type.shape[2:]
+        win = window(a, hw, self.where(n))
+        if win.pad == 0 and (win.kernel, win.kernel) == tuple(hw):
+            self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy))
+            return
+        self.out(n.output[0], self.b.qlinear_avg_pool(
+            x, win.kernel, win.stride, win.pad, bool(a.get("count_include_pad", 0)), sx, sy, zy,
+            unsigned, name=n.output[0]))
+
+    def op_MatMulInteger(self, n: Any) -> None:
+        raise OnnxImportError(f"{self.where(n)}: {n.op_type} (an int32 product that float "
+                              f"Cast / Mul operators rescale: ORT's quantize_dynamic form) is "
+                              f"not supported; QLinearMatMul / QLinearConv and the QDQ form "
+                              f"are (quantize with quantize_static)")
+
+    op_ConvInteger = op_MatMulInteger
+
 
 @dataclass
 class _Clipped:
@@ -1097,6 +1370,88 @@ def _dq_const(d: _Dq) -> np.ndarray:
     if scale.ndim and d.axis is not None:
         scale = scale.reshape([-1 if k == d.axis else 1 for k in range(data.ndim)])
     return (data.astype(np.int32).astype(np.float32) * scale).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- QOperator shapes
+
+
+def _known(vi: Any) -> tuple[int, ...] | None:
+    dims = vi.type.tensor_type.shape.dim
+    if not vi.type.tensor_type.HasField("shape") or any(d.dim_value < 1 for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
+
+
+def _contrib_shape(node: Any, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The output shape of a com.microsoft QLinear operator from its inputs' (None: not
+    known yet, or an operator whose shape the importer works out itself)."""
+    if node.op_type in ("QLinearAdd", "QLinearMul"):
+        a, b = shapes.get(node.input[0]), shapes.get(node.input[3])
+        if a is None or b is None:
+            return None
+        try:
+            return tuple(int(d) for d in np.broadcast_shapes(a, b))
+        except ValueError:
+            return None
+    if node.op_type == "QLinearSoftmax":
+        return shapes.get(node.input[0])
+    if node.op_type == "QLinearConcat":
+        known = [shapes[i] for i in node.input[2::3] if i in shapes]
+        axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 0)
+        if not known or len(known) != len(node.input[2::3]):
+            return None
+        rank = len(known[0])
+        if not -rank <= axis < rank or any(len(s) != rank for s in known):
+            return None
+        axis %= rank
+        total = sum(s[axis] for s in known)
+        return tuple(total if k == axis else d for k, d in enumerate(known[0]))
+    return None
+
+
+def contrib_inferred(onnx: Any, model: Any) -> Any:
+    """``model`` after onnx's shape inference, with the shapes of ORT's element-wise
+    com.microsoft operators (``QLinearAdd``, ``QLinearMul``, ``QLinearSoftmax``, which onnx's
+    inference does not know) stated and inference rerun until nothing more is learnt: the
+    tensors after them (a QOperator transformer's every layer) get their ONNX shapes too."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    elem = {t.name: t.data_type for t in m.graph.initializer}
+    for _ in range(len(m.graph.node) + 1):
+        inferred = onnx.shape_inference.infer_shapes(m)
+        shapes: dict[str, tuple[int, ...]] = {}
+        for vi in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
+            k = _known(vi)
+            if k is not None:
+                shapes[vi.name] = k
+        for t in m.graph.initializer:
+            shapes[t.name] = tuple(int(d) for d in t.dims)
+        new = []
+        for node in m.graph.node:
+            if node.domain != "com.microsoft" or node.output[0] in shapes:
+                continue
+            shape = _contrib_shape(node, shapes)
+            zname = node.input[-1] if node.input else ""
+            if shape is not None and zname in elem:
+                new.append(onnx.helper.make_tensor_value_info(node.output[0], elem[zname],
+                                                              list(shape)))
+        if not new:
+            return inferred
+        m.graph.value_info.extend(new)
+    return inferred
+
+
+def refuse_dynamic(name: str, users: list[Any]) -> None:
+    """A float graph input that ``DynamicQuantizeLinear`` quantizes (ORT's
+    ``quantize_dynamic``: the scale computed from each input at run time) is refused by name:
+    the accelerator's requantizations need every scale when the model is compiled."""
+    for u in users:
+        if u.op_type == "DynamicQuantizeLinear":
+            raise OnnxImportError(f"ONNX input {name} feeds DynamicQuantizeLinear "
+                                  f"{u.name or u.output[0]!r}: dynamic quantization (each "
+                                  f"input's scale computed at run time, then MatMulInteger / "
+                                  f"ConvInteger rescaled in float) is not supported; quantize "
+                                  f"with quantize_static (QOperator or QDQ)")
 
 
 def load_onnx(model: str | Path | Any, requant: str = "fixed") -> Graph:

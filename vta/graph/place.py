@@ -60,6 +60,7 @@ from vta.graph.ir import (
     INT8_MAX,
     Add,
     Clip,
+    Concat,
     Conv2d,
     Dense,
     GlobalAvgPool,
@@ -69,6 +70,8 @@ from vta.graph.ir import (
     MatMul,
     MaxPool2d,
     Node,
+    QLinearAvgPool,
+    QLinearSoftmax,
     Relu,
     Requantize,
     Reshape,
@@ -454,9 +457,9 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
 
 #: why a ``Lut2`` runs on the host on the accelerator (the GPU has a table kernel:
 #: ``vta.gpu.window.lut2_func``)
-LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's add where no integer add gives its bits "
-               "on every input pair: exact ties it rounds half to even); no accelerator kernel "
-               "indexes a table")
+LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic: an add whose "
+               "exact ties it rounds half to even, an add or a product with a constant tensor, "
+               "a product of two tensors); no accelerator kernel indexes a table")
 
 
 # ------------------------------------------------------------------------------ grouped conv
@@ -485,13 +488,20 @@ def grouped_detail(a: Conv2d) -> str:
 # ------------------------------------------------------------------------------ transformers
 
 #: the transformer operators the host runs (``transformer_reason`` says why)
-TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack)
+TRANSFORMER_HOST: tuple[type[Node], ...] = (MatMul, Reshape, Transpose, HostFloat, Take, Stack,
+                                             QLinearSoftmax, Concat, QLinearAvgPool)
 
 
 def transformer_reason(n: Node) -> str:
     """Why a transformer operator runs on the host (the per-op table's reason)."""
     if isinstance(n, HostFloat):
         return f"float32 on the host ({n.name}: ONNX Runtime's float operator)"
+    if isinstance(n, QLinearAvgPool):
+        return ("ONNX Runtime's QLinearAveragePool: float32 window sums divided by the "
+                "window's taps, quantized; no integer form of it is proven")
+    if isinstance(n, QLinearSoftmax):
+        return ("ONNX Runtime's QLinearSoftmax: a 256-entry float32 exponential table, a float32 "
+                "row sum and a division per element; no accelerator instruction divides")
     if isinstance(n, MatMul):
         return ("a product of two activations with a zero point: its cross terms depend on "
                 "both runtime operands (passes.split_matmul runs the symmetric ones as dense "

@@ -413,3 +413,77 @@ def _stack_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: st
 TRANSFORMER_RULES: dict[type[G.Node], Any] = {
     G.MatMul: _matmul_type, G.Reshape: _reshape_type, G.Transpose: _transpose_type,
     G.HostFloat: _host_float_type, G.Take: _take_type, G.Stack: _stack_type}
+
+
+def _qlinear_softmax_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                          ) -> G.TensorType:
+    """An int8 tensor, an axis of it, a positive input scale; the output has the input's
+    shape, the stated output scale and zero point."""
+    (x,) = inputs
+    if x.type.dtype != "int8":
+        raise GraphError(f"{where}: input {x.name} must be int8, got {x.type.dtype}")
+    rank = len(x.type.shape)
+    _range(where, "axis", attrs["axis"], -rank, rank - 1)
+    s = attrs["x_scale"]
+    if not (math.isfinite(s) and s > 0):
+        raise GraphError(f"{where}: x_scale {s} is not positive")
+    zero = attrs.get("zero", 0)
+    _range(where, "zero", zero, G.INT8_MIN, G.INT8_MAX)
+    return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), int(zero))
+
+
+#: the typing rules of the QOperator operators (``infer_type`` reads them with the
+#: transformer ones)
+TRANSFORMER_RULES[G.QLinearSoftmax] = _qlinear_softmax_type
+
+
+def _concat_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                 ) -> G.TensorType:
+    """int8 tensors of one rank, scale and zero point whose shapes differ along ``axis``
+    only; the output's ``axis`` is their sum."""
+    if not inputs:
+        raise GraphError(f"{where}: concat needs at least one tensor")
+    first = inputs[0].type
+    rank = len(first.shape)
+    axis = attrs["axis"]
+    _range(where, "axis", axis, 0, rank - 1)
+    for v in inputs:
+        t = v.type
+        same = len(t.shape) == rank and all(d == e for k, (d, e) in
+                                            enumerate(zip(t.shape, first.shape, strict=True))
+                                            if k != axis)
+        # scales within 1e-3: a fixed-point requantize states its approximated scale, the
+        # tensor it joins the model's own (the integers mean the same real values)
+        if t.dtype != "int8" or not same or t.zero != first.zero or \
+                not math.isclose(t.scale or 0.0, first.scale or 0.0, rel_tol=1e-3):
+            raise GraphError(f"{where}: {v.name} {t} does not concatenate with "
+                             f"{inputs[0].name} {first} along axis {axis}")
+    shape = tuple(sum(v.type.shape[axis] for v in inputs) if k == axis else d
+                  for k, d in enumerate(first.shape))
+    return G.TensorType(shape, "int8", _layout_of(shape), first.scale, first.zero)
+
+
+TRANSFORMER_RULES[G.Concat] = _concat_type
+
+
+def _qlinear_avg_pool_type(inputs: tuple[G.Value, ...], attrs: Mapping[str, Any], where: str
+                           ) -> G.TensorType:
+    (x,) = inputs
+    n, c, h, wd = _want(where, x, "int8", 4, "input")
+    k, s, p = attrs["kernel"], attrs["stride"], attrs["pad"]
+    _range(where, "kernel", k, 1, 1 << 16)
+    _range(where, "stride", s, 1, 1 << 16)
+    _range(where, "pad", p, 0, k - 1)
+    xs = attrs["x_scale"]
+    if not (math.isfinite(xs) and xs > 0):
+        raise GraphError(f"{where}: x_scale {xs} is not positive")
+    for key in ("zero_x", "zero"):
+        _range(where, key, attrs.get(key, 0), G.INT8_MIN, G.INT8_MAX)
+    oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+    if oh < 1 or ow < 1:
+        raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
+    return G.TensorType((n, c, oh, ow), "int8", "NCHW", attrs.get("scale"),
+                        int(attrs.get("zero", 0)))
+
+
+TRANSFORMER_RULES[G.QLinearAvgPool] = _qlinear_avg_pool_type
