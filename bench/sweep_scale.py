@@ -118,6 +118,53 @@ def session_cpu_s(sid: int) -> float:
     return total
 
 
+def extrapolate(arrivals: list[float], cpu: list[float], points: int) -> dict[str, Any]:
+    """Seconds and CPU seconds a point, and the whole sweep, from the rows' arrival times
+    and the CPU seconds then. Rows of one chunk arrive together: they are grouped, and each
+    chunk's seconds spread over its points (the first chunk also pays the start: imports,
+    the cluster, the first compiles, so the rate is the later chunks'). The run is stopped at
+    the first row of a chunk whose other rows were written with it: a last group shorter
+    than the first counts as a whole chunk (the first group's size)."""
+    groups: list[list[float]] = []
+    for a in arrivals:
+        if groups and a - groups[-1][-1] <= 0.5:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    first_n = len(groups[0])
+    complete = len(arrivals) == points
+    later = sum(len(g) for g in groups[1:])
+    if len(groups) > 1 and not complete and len(groups[-1]) < first_n:
+        later += first_n - len(groups[-1])
+    per_point = (arrivals[-1] - groups[0][-1]) / later if later else arrivals[0] / first_n
+    cpu_per_point = (cpu[-1] - cpu[first_n - 1]) / later if later else cpu[0] / first_n
+    whole = arrivals[-1] if complete else groups[0][-1] + per_point * (points - first_n)
+    return {"rows_per_chunk": [len(g) for g in groups], "points_in_later_chunks": later,
+            "s_per_point": round(per_point, 2), "cpu_s_per_point": round(cpu_per_point, 2),
+            "whole_sweep_s": round(whole, 1),
+            "whole_sweep_is": "measured" if complete else "extrapolated"}
+
+
+def recompute(path: str) -> None:
+    """Rewrite a network result file's derived figures (``extrapolate``) from its recorded
+    arrivals and CPU seconds, without running anything."""
+    data = json.loads(Path(path).read_text())
+    for r in data["runs"]:
+        r.update(extrapolate(r["row_arrivals_s"], r["cpu_s_at_rows"], r["points"]))
+    Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    _network_table(data["runs"])
+    print(f"rewrote {path}")
+
+
+def _network_table(out: list[dict[str, Any]]) -> None:
+    print(f"{'executor':>10} {'rows':>5} {'first row s':>11} {'s/point':>8} {'CPU s/pt':>8} "
+          f"{'100-point sweep s':>17}  how")
+    for r in out:
+        print(f"{r['executor']:>10} {r['rows_seen']:>5} {r['first_row_s']:>11.1f} "
+              f"{r['s_per_point']:>8.2f} {r['cpu_s_per_point']:>8.2f} "
+              f"{r['whole_sweep_s']:>17.1f}  {r['whole_sweep_is']}")
+
+
 def executor_flags(spec: str) -> list[str]:
     """``workers:N`` -> ``--workers N``; ``local:N`` -> ``--cluster local:N``."""
     kind, _, n = spec.partition(":")
@@ -163,27 +210,11 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
     complete = len(arrivals) == points
     if not arrivals:
         raise SystemExit(f"no row from {' '.join(argv)} in {wall:.0f} s")
-    # rows of one chunk arrive together: group them, and spread each chunk's seconds over its
-    # points (the first chunk also pays the start: imports, the cluster, the first compiles)
-    groups: list[list[float]] = []
-    for a in arrivals:
-        if groups and a - groups[-1][-1] <= 0.5:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    first_n = len(groups[0])
-    later = len(arrivals) - first_n
-    per_point = (arrivals[-1] - groups[0][-1]) / later if later else arrivals[0] / first_n
-    cpu_per_point = (cpu[-1] - cpu[first_n - 1]) / later if later else cpu[0] / first_n
-    whole = arrivals[-1] if complete else groups[0][-1] + per_point * (points - first_n)
+    fig = extrapolate(arrivals, cpu, points)
     return {"executor": spec, "points": points, "rows_seen": len(arrivals),
             "complete": complete, "first_row_s": round(arrivals[0], 1),
             "row_arrivals_s": [round(a, 1) for a in arrivals],
-            "rows_per_chunk": [len(g) for g in groups],
-            "s_per_point": round(per_point, 2), "cpu_s_per_point": round(cpu_per_point, 2),
-            "cpu_s_at_rows": [round(c, 1) for c in cpu], "load_1min_at_start": load,
-            "whole_sweep_s": round(whole, 1),
-            "whole_sweep_is": "measured" if complete else "extrapolated",
+            "cpu_s_at_rows": [round(c, 1) for c in cpu], "load_1min_at_start": load, **fig,
             "wall_s": round(wall, 1), "command": " ".join(argv[1:])}
 
 
@@ -209,12 +240,7 @@ def main_network(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         for spec in args.executors.split(","):
             out.append(run_network(args.points, spec, args.sample, args.budget_s, Path(d)))
-    print(f"{'executor':>10} {'rows':>5} {'first row s':>11} {'s/point':>8} {'CPU s/pt':>8} "
-          f"{'100-point sweep s':>17}  how")
-    for r in out:
-        print(f"{r['executor']:>10} {r['rows_seen']:>5} {r['first_row_s']:>11.1f} "
-              f"{r['s_per_point']:>8.2f} {r['cpu_s_per_point']:>8.2f} "
-              f"{r['whole_sweep_s']:>17.1f}  {r['whole_sweep_is']}")
+    _network_table(out)
     path = args.out or str(ROOT / "bench" / "results" / "sweep_network.json")
     Path(path).write_text(json.dumps({
         "workload": "resnet18 (11 distinct convolutions, 20 with repeats)",
@@ -239,7 +265,12 @@ def main() -> None:
     ap.add_argument("--executors", default="workers:1,workers:2,local:1,local:2",
                     help="network: workers:N and/or local:N (Dask), comma-separated")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--recompute", default=None, metavar="JSON",
+                    help="network: rewrite a result file's derived figures, running nothing")
     args = ap.parse_args()
+    if args.recompute:
+        recompute(args.recompute)
+        return
     (main_network if args.mode == "network" else main_grid)(args)
 
 
