@@ -2,7 +2,10 @@
 
 ``vta.cli.parser`` builds every parser (the only argparse in vta); each command lives in its
 own module here (``info``, ``sim``, ``run``, ``tc``, ``tune``: tune, cache and sweep), which
-``main`` imports when that command runs, so a command loads only what it uses.
+``main`` imports when that command runs, so a command loads only what it uses (``run`` loads
+``run_layers`` the same way for a layer's run, and reads the cache file through ``cached``,
+not ``tune``). ``main`` also notes when the process started and when the command was ready
+(``args.clock``), from which ``vta run`` reports its startup.
 
 Every user error (a ``VtaError``, or a bad command line: an unknown flag, a value of the wrong
 type or range, a flag that does not apply to the workload or target) is printed as one line

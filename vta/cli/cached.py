@@ -52,9 +52,10 @@ def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[Comp
     """For ``vta run`` on the accelerator: the compile cache in the cache file (``--cache``,
     else ``$VTA_CACHE``, else the user's; created when missing) set as ``target``'s memo for
     the duration of a ``with``, so the layers and graph kernels it holds are not compiled and
-    those compiled are kept. None (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR
-    after each pass is not kept) and on a GPU target. A cache this process may not write is
-    read (what it holds is used, nothing is kept)."""
+    those compiled are kept (and, through ``CompileCache.graph``, the built-in models). None
+    (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR after each pass is not kept) and
+    on a GPU target. A cache this process may not write is read (what it holds is used,
+    nothing is kept)."""
     if not isinstance(target, AccelTarget) or args.no_cache or getattr(args, "dump_ir", None):
         yield None
         return
