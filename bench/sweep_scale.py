@@ -14,7 +14,8 @@ point count.
 pynq: every point its own cache key, so every point compiles and simulates all 11 distinct
 convolutions) through ``vta sweep resnet18 --trials 0 --no-check`` on each ``--executors``
 entry (``workers:N``: ``--workers N``; ``local:N``: ``--cluster local:N``, a Dask LocalCluster).
-Each row's arrival time is recorded; after ``--sample`` rows (or ``--budget-s``) the child is
+Each row's arrival time and the CPU seconds of the sweep's processes then (``/proc``) are
+recorded; after ``--sample`` rows (or ``--budget-s``) the child is
 stopped and the whole sweep's time is *extrapolated*: the time to the first row plus the
 median seconds between rows times the points left (rows arrive a chunk of points at a time;
 the seconds per point are the chunk's over its points). A fresh cache per run: nothing is
@@ -22,7 +23,7 @@ answered from an earlier one.
 
     python bench/sweep_scale.py --mode grid [--sizes 10,32,100] [--workload matmul:16x16x16]
     python bench/sweep_scale.py --mode network [--points 100] [--sample 6]
-        [--executors workers:1,local:1,local:2] [--budget-s 600]
+        [--executors workers:1,workers:2,local:1,local:2] [--budget-s 600]
 
 Prints a table and writes bench/results/sweep_scale.json (grid) or
 bench/results/sweep_network.json (network).
@@ -100,6 +101,70 @@ def run_one(n: int, workload: str, tmp: Path) -> dict[str, Any]:
             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "command": " ".join(argv[1:])}
 
 
+def session_cpu_s(sid: int) -> float:
+    """User + system CPU seconds of the live processes of session ``sid`` (the sweep's CLI
+    and its worker processes: it runs in a session of its own), from ``/proc``; what the
+    workers' CPU is at a row, before they are stopped (a stopped worker is never reaped, so
+    ``getrusage`` would miss it). 0 where ``/proc`` cannot be read."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (d / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # fields after the name: state, ppid, pgrp, session, ...
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def extrapolate(arrivals: list[float], cpu: list[float], points: int) -> dict[str, Any]:
+    """Seconds and CPU seconds a point, and the whole sweep, from the rows' arrival times
+    and the CPU seconds then. Rows of one chunk arrive together: they are grouped, and each
+    chunk's seconds spread over its points (the first chunk also pays the start: imports,
+    the cluster, the first compiles, so the rate is the later chunks'). The run is stopped at
+    the first row of a chunk whose other rows were written with it: a last group shorter
+    than the first counts as a whole chunk (the first group's size)."""
+    groups: list[list[float]] = []
+    for a in arrivals:
+        if groups and a - groups[-1][-1] <= 0.5:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    first_n = len(groups[0])
+    complete = len(arrivals) == points
+    later = sum(len(g) for g in groups[1:])
+    if len(groups) > 1 and not complete and len(groups[-1]) < first_n:
+        later += first_n - len(groups[-1])
+    per_point = (arrivals[-1] - groups[0][-1]) / later if later else arrivals[0] / first_n
+    cpu_per_point = (cpu[-1] - cpu[first_n - 1]) / later if later else cpu[0] / first_n
+    whole = arrivals[-1] if complete else groups[0][-1] + per_point * (points - first_n)
+    return {"rows_per_chunk": [len(g) for g in groups], "points_in_later_chunks": later,
+            "s_per_point": round(per_point, 2), "cpu_s_per_point": round(cpu_per_point, 2),
+            "whole_sweep_s": round(whole, 1),
+            "whole_sweep_is": "measured" if complete else "extrapolated"}
+
+
+def recompute(path: str) -> None:
+    """Rewrite a network result file's derived figures (``extrapolate``) from its recorded
+    arrivals and CPU seconds, without running anything."""
+    data = json.loads(Path(path).read_text())
+    for r in data["runs"]:
+        r.update(extrapolate(r["row_arrivals_s"], r["cpu_s_at_rows"], r["points"]))
+    Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    _network_table(data["runs"])
+    print(f"rewrote {path}")
+
+
+def _network_table(out: list[dict[str, Any]]) -> None:
+    print(f"{'executor':>10} {'rows':>5} {'first row s':>11} {'s/point':>8} {'CPU s/pt':>8} "
+          f"{'100-point sweep s':>17}  how")
+    for r in out:
+        print(f"{r['executor']:>10} {r['rows_seen']:>5} {r['first_row_s']:>11.1f} "
+              f"{r['s_per_point']:>8.2f} {r['cpu_s_per_point']:>8.2f} "
+              f"{r['whole_sweep_s']:>17.1f}  {r['whole_sweep_is']}")
+
+
 def executor_flags(spec: str) -> list[str]:
     """``workers:N`` -> ``--workers N``; ``local:N`` -> ``--cluster local:N``."""
     kind, _, n = spec.partition(":")
@@ -121,6 +186,7 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
             "--trials", "0", "--no-check", *executor_flags(spec), "--out",
             str(tmp / f"net_{tag}"), "--cache", str(tmp / f"net_{tag}.sqlite")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    load = round(os.getloadavg()[0], 2)
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              env=env, start_new_session=True)
@@ -128,10 +194,13 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
     timer.start()
     assert child.stdout is not None
     arrivals: list[float] = []
+    cpu: list[float] = []  # the session's CPU seconds at each row (the CLI and its workers)
     for line in child.stdout:
         if line.startswith("lat"):
             arrivals.append(time.perf_counter() - t0)
-            print(f"  {spec}: row {len(arrivals)} at {arrivals[-1]:.1f} s", flush=True)
+            cpu.append(session_cpu_s(child.pid))
+            print(f"  {spec}: row {len(arrivals)} at {arrivals[-1]:.1f} s "
+                  f"({cpu[-1]:.1f} CPU s)", flush=True)
             if len(arrivals) >= sample and len(arrivals) < points:
                 os.killpg(child.pid, signal.SIGTERM)  # its own session: the workers too
                 break
@@ -141,25 +210,11 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
     complete = len(arrivals) == points
     if not arrivals:
         raise SystemExit(f"no row from {' '.join(argv)} in {wall:.0f} s")
-    # rows of one chunk arrive together: group them, and spread each chunk's seconds over its
-    # points (the first chunk also pays the start: imports, the cluster, the first compiles)
-    groups: list[list[float]] = []
-    for a in arrivals:
-        if groups and a - groups[-1][-1] <= 0.5:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    first_n = len(groups[0])
-    later = len(arrivals) - first_n
-    per_point = (arrivals[-1] - groups[0][-1]) / later if later else arrivals[0] / first_n
-    whole = arrivals[-1] if complete else groups[0][-1] + per_point * (points - first_n)
+    fig = extrapolate(arrivals, cpu, points)
     return {"executor": spec, "points": points, "rows_seen": len(arrivals),
             "complete": complete, "first_row_s": round(arrivals[0], 1),
             "row_arrivals_s": [round(a, 1) for a in arrivals],
-            "rows_per_chunk": [len(g) for g in groups],
-            "s_per_point": round(per_point, 2),
-            "whole_sweep_s": round(whole, 1),
-            "whole_sweep_is": "measured" if complete else "extrapolated",
+            "cpu_s_at_rows": [round(c, 1) for c in cpu], "load_1min_at_start": load, **fig,
             "wall_s": round(wall, 1), "command": " ".join(argv[1:])}
 
 
@@ -185,11 +240,7 @@ def main_network(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         for spec in args.executors.split(","):
             out.append(run_network(args.points, spec, args.sample, args.budget_s, Path(d)))
-    print(f"{'executor':>10} {'rows':>5} {'first row s':>11} {'s/point':>8} "
-          f"{'100-point sweep s':>17}  how")
-    for r in out:
-        print(f"{r['executor']:>10} {r['rows_seen']:>5} {r['first_row_s']:>11.1f} "
-              f"{r['s_per_point']:>8.2f} {r['whole_sweep_s']:>17.1f}  {r['whole_sweep_is']}")
+    _network_table(out)
     path = args.out or str(ROOT / "bench" / "results" / "sweep_network.json")
     Path(path).write_text(json.dumps({
         "workload": "resnet18 (11 distinct convolutions, 20 with repeats)",
@@ -211,10 +262,15 @@ def main() -> None:
                     help="network: stop after this many rows and extrapolate")
     ap.add_argument("--budget-s", type=float, default=600.0,
                     help="network: stop a run after this many seconds")
-    ap.add_argument("--executors", default="workers:1,local:1,local:2",
+    ap.add_argument("--executors", default="workers:1,workers:2,local:1,local:2",
                     help="network: workers:N and/or local:N (Dask), comma-separated")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--recompute", default=None, metavar="JSON",
+                    help="network: rewrite a result file's derived figures, running nothing")
     args = ap.parse_args()
+    if args.recompute:
+        recompute(args.recompute)
+        return
     (main_network if args.mode == "network" else main_grid)(args)
 
 

@@ -33,10 +33,12 @@ from vta.isa import (
     decode,
     decode_program,
     decode_uop,
+    decode_uops,
     disassemble,
     encode,
     encode_program,
     encode_uop,
+    encode_uops,
     format_insn,
     layout,
     module_of,
@@ -162,6 +164,8 @@ def test_program_binary_and_text_round_trip(name: str, data: st.DataObject) -> N
                               max_size=8))
     for u in uops:
         assert decode_uop(encode_uop(u, hw), hw) == u
+    packed = encode_uops(uops, hw)
+    assert packed.dtype == np.uint32 and decode_uops(packed, hw) == uops
     b = ProgramBuilder(hw)
     b.alloc("A", "inp", 64)
     b.alloc("U", "uop", len(uops))
@@ -201,6 +205,17 @@ def test_program_error_names_index() -> None:
     bad: list[Instruction] = [Finish(), Gemm(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0)]
     with pytest.raises(IsaError, match="instruction 1: GEMM: field iter_out"):
         encode_program(bad, PYNQ)
+
+
+def test_decode_program_names_the_word_it_cannot_decode() -> None:
+    """The batch decoder (fields extracted a definition at a time) refuses what ``decode``
+    refuses, naming the word's index and ``decode``'s reason."""
+    good = encode_program([Finish(), Load(MemType.INP, 0, 0, 1, 1, 1)], PYNQ)
+    for word, reason in ((5, "unknown opcode 5"), (7 << 7, "unknown memory type 7"),
+                         (4 | (6 << 108), "unknown ALU opcode 6")):
+        bad = np.array([[word & ((1 << 64) - 1), word >> 64]], dtype=np.uint64)
+        with pytest.raises(IsaError, match=f"instruction 2: .*{reason}"):
+            decode_program(np.concatenate([good, bad]), PYNQ)
 
 
 def test_decode_rejects_unknown_codes() -> None:

@@ -5,19 +5,25 @@ whole graph) keeps and reuses programs, and ``--no-cache`` neither reads nor wri
 
 from __future__ import annotations
 
+import hashlib
+import json
+import pickle
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vta.cli import main
 from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
-from vta.graph import models
+from vta.graph import interp, models
+from vta.graph.ir import Graph
 from vta.run.targets import AccelTarget
+from vta.tune import compile_cache
 from vta.tune.cache import Cache
-from vta.tune.compile_cache import CompileCache
+from vta.tune.compile_cache import CompileCache, pack_compiled, unpack_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = str(ROOT / "hwconfigs" / "pynq.yaml")
@@ -142,3 +148,106 @@ def test_the_whole_graph_takes_the_cache_and_no_cache(
     assert table(cold.out) == table(warm.out)
     assert main([*run, "--no-cache"]) == 0
     assert "compile cache" not in capsys.readouterr().err
+
+
+def test_rows_hold_encoded_words_and_the_format_is_in_the_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row's program is its instruction and micro-op words beside small metadata (format
+    ``FORMAT``): it unpacks to the same program, schedule and fold; a row of another format is
+    another key (a miss, never misread); words that no longer decode (a sound digest over
+    them) are a damaged row: compiled again."""
+    hw = HwConfig.load(PYNQ)
+    path = tmp_path / "c.sqlite"
+    with Cache(path) as cache:
+        good = driver.compile_workload(_w(), hw, memo=CompileCache(cache, hw))
+    blob = pack_compiled(good, hw)
+    assert blob is not None and len(blob) < 20 * len(good.program.instructions) + 4 * sum(
+        len(u) for u in good.program.uops.values()) + 4096
+    back = unpack_compiled(blob, hw)
+    assert back.program == good.program and back.schedule == good.schedule
+    assert back.fold == good.fold and back.hw is hw and back.result.ir == {}
+    with monkeypatch.context() as m, Cache(path) as cache:
+        m.setattr(compile_cache, "FORMAT", compile_cache.FORMAT + 1)
+        memo = CompileCache(cache, hw)
+        driver.compile_workload(_w(), hw, memo=memo)
+        assert memo.stats == {"hits": 0, "misses": 1, "rejected": 0} and memo.count() == 2
+    meta, (insns, uops) = pickle.loads(blob)
+    words = bytearray(insns)
+    words[0] = (words[0] & ~0x7) | 6  # opcode 6: no instruction has it
+    bad = pickle.dumps((meta, (bytes(words), uops)))
+    assert unpack_compiled(bad, hw) is None
+    db = sqlite3.connect(path)
+    db.execute("UPDATE compiled SET blob = ?, sha256 = ?", (bad, hashlib.sha256(bad).hexdigest()))
+    db.commit()
+    db.close()
+    with Cache(path) as cache:
+        memo = CompileCache(cache, hw)
+        assert driver.compile_workload(_w(), hw, memo=memo).program == good.program
+        assert memo.stats == {"hits": 0, "misses": 1, "rejected": 1}
+
+
+def test_a_built_model_is_kept_and_a_damaged_one_built_again(tmp_path: Path) -> None:
+    """``CompileCache.graph``: the second request reads the graph (same nodes, constants and
+    scales); another parameter is another row; a damaged row is built again and replaced; a
+    read-only cache builds and keeps nothing."""
+    hw = HwConfig.load(PYNQ)
+    built: list[dict[str, int]] = []
+
+    def small(**kw: int) -> Graph:
+        built.append(kw)
+        return models.resnet18(image=32, width=16, classes=10, **kw)
+
+    path = tmp_path / "c.sqlite"
+    with Cache(path) as cache:
+        memo = CompileCache(cache, hw)
+        cold = memo.graph(small, batch=1)
+        warm = memo.graph(small, batch=1)
+        assert built == [{"batch": 1}] and memo.graph_hits == 1
+        memo.graph(small, batch=2)
+        assert len(built) == 2
+    assert [n.op for n in warm.nodes] == [n.op for n in cold.nodes]
+    for a, b in zip(warm.constants(), cold.constants(), strict=True):
+        assert a.name == b.name and a.type == b.type and np.array_equal(a.data, b.data)
+    image = models.random_image(0, cold.inputs[0].type.shape)
+    ran = [interp.run_graph(g, {g.inputs[0]: image}) for g in (cold, warm)]
+    assert all(np.array_equal(ran[0][v], ran[1][w])
+               for v, w in zip(cold.outputs, warm.outputs, strict=True))
+    db = sqlite3.connect(path)
+    db.execute("UPDATE graphs SET blob = CAST('junk' AS BLOB)")
+    db.commit()
+    db.close()
+    with Cache(path) as cache:
+        memo = CompileCache(cache, hw)
+        memo.graph(small, batch=1)
+        assert memo.graph_rejected == 1 and len(built) == 3
+        memo.graph(small, batch=1)
+        assert memo.graph_hits == 1 and len(built) == 3
+    with Cache(path, readonly=True) as cache:
+        memo = CompileCache(cache, hw)
+        memo.graph(small, batch=3)
+        memo.graph(small, batch=3)
+        assert len(built) == 5 and memo.graph_hits == 0
+
+
+def test_the_graph_runs_seconds_line_breaks_the_wall_time_down(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vta run`` of a whole graph prints where its wall time went: startup, the graph's
+    build (or the cache's answer), compile, simulate, check, interpreter, the rest; the JSON
+    carries the same figures, and they add up to the wall time."""
+    small = dict(image=32, width=16, classes=10)
+    monkeypatch.setitem(models.MODELS, "resnet18",
+                        lambda batch=1: models.resnet18(batch=batch, **small))
+    run = ["run", "--hw", PYNQ, "resnet18", "--cache", str(tmp_path / "c.sqlite")]
+    assert main(run) == 0
+    assert main(run) == 0
+    out = capsys.readouterr()
+    assert "; the graph from the cache" in out.err.splitlines()[-1]
+    line = next(x for x in out.out.splitlines() if x.startswith("startup "))
+    for part in ("graph", "compile", "simulate", "check", "interpreter", "other", "(wall"):
+        assert f" {part} " in line
+    assert main([*run, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    phases = ("startup_s", "graph_s", "compile_s", "sim_s", "check_s", "reference_s",
+              "other_s")
+    assert sum(s[k] for k in phases) == pytest.approx(s["wall_s"], rel=1e-9)

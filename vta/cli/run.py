@@ -13,38 +13,37 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from importlib import import_module
 from typing import Any
 
 import numpy as np
 
+from vta.cli.cached import load_plugins, run_compile_cache, say_cache
 from vta.cli.parser import DEFAULT_HW, flag
-from vta.cli.tune import load_plugins, run_compile_cache, tuned_compile, tuned_picker
-from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.workloads import (
     CONV_OPTIONS,
     LAYER_SHAPE_OPTIONS,
     NETWORKS,
-    resolve,
     resolve_network,
 )
 from vta.compiler.tc import load_file, parse_sizes
 from vta.config import BOARD_RESOURCES, HwConfig
 from vta.errors import TcSizeError, UsageError
+from vta.graph.ir import Graph
 from vta.graph.models import LAYERS_OF, MODELS, random_image
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
 from vta.graph.onnx_ort import ONNX_NETWORKS, ort_verdict, quantized_network
 from vta.resources import REQUANT_F32
 from vta.run.graph import compile_for, run_graph
-from vta.run.layer import run_layer
-from vta.run.network import run_network
-from vta.run.plot import check_plot_path, plot_graph, plot_layers
-from vta.run.report import format_gpu_run, format_layer, format_network, format_run, format_tc
+from vta.run.plot import check_plot_path, plot_graph
+from vta.run.report import format_gpu_run, format_run, format_tc
 from vta.run.targets import AccelTarget, Target, get_target
 from vta.run.tc import run_tc
 from vta.tune.compile_cache import CompileCache
 
-__all__ = ["main"]
+__all__ = ["main", "emit", "board_overflow"]
 
 #: the flags of a hand-set accelerator schedule (tile sizes; virtual threads and their axis)
 _SCHEDULE = ("tco", "tci", "th", "tw", "vthreads", "vt_axis")
@@ -135,7 +134,8 @@ def _target(args: argparse.Namespace) -> Target:
                       profile=bool(args.profile))
 
 
-def _emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
+def emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
+    """The summary as JSON, or the report's text, on stdout."""
     print(json.dumps(summary, indent=2, default=str) if as_json else text)
 
 
@@ -155,76 +155,11 @@ def main(args: argparse.Namespace) -> int:
                           sizes=args.sizes, **shape)
     target = _target(args)
     with run_compile_cache(args, target) as memo:
-        rc = _run_layers(args, net, target, shape)
-    _say_cache(memo)
+        # a layer or a network's layers: their module (and the tuning cache's lookups) is
+        # loaded only for them, as ``vta.cli.main`` loads a command's
+        rc: int = import_module("vta.cli.run_layers").run_layers(args, net, target, shape)
+    say_cache(memo)
     return rc
-
-
-def _say_cache(memo: CompileCache | None) -> None:
-    """One line on stderr (stdout stays the report or the JSON) saying what the compile cache
-    answered and what was compiled."""
-    if memo is None:
-        return
-    s = memo.stats
-    damaged = f", {s['rejected']} damaged rows compiled again" if s["rejected"] else ""
-    print(f"compile cache {memo.cache.path}: {s['hits']} from the cache, {s['misses']} "
-          f"compiled{damaged}", file=sys.stderr)
-
-
-def _run_layers(args: argparse.Namespace, net: Any, target: Target,
-                shape: dict[str, Any]) -> int:
-    """A layer or a network's layers (``main``), with the compile cache open."""
-    knobs = {"tco": args.tco, "tci": args.tci, "th": args.th, "tw": args.tw,
-             "vthreads": args.vthreads, "vt_axis": args.vt_axis}
-    raw = args.epilogue == "none"
-    options: dict[str, Any] = {"latency_hiding": not args.no_latency_hiding}
-    if isinstance(target, AccelTarget):
-        options.update(knobs)
-    else:
-        options.update(gpu_schedule=args.gpu_schedule or "auto", dtype=args.dtype or "int8")
-    if net is not None:
-        return _run_network(args, net, target, raw, knobs, options)
-    w = resolve(args.workload, args.sizes, batch=args.batch, **shape)
-    tuned = None
-    if isinstance(target, AccelTarget):
-        target.check_size(w)
-        tuned = tuned_compile(args, w, target.hw, Epilogue.none() if raw else None, knobs)
-    r = run_layer(w, target, seed=args.seed or 0, raw=raw,
-                  compiled=tuned[0] if tuned else None, trace_path=args.trace,
-                  check_reference=args.check_reference, **options)
-    if args.dump_ir:
-        print(r.compiled.result.dump(args.dump_ir))
-    if tuned:
-        r.seconds_compile = r.compiled.result.seconds
-    if args.emit_cuda:
-        print(r.kernel.source)
-    s = r.summary()
-    s["tuned"] = tuned[1] if tuned else None
-    text = format_layer(r, tuned[1] if tuned else None)
-    if args.trace:
-        text += f"\ntrace written to {args.trace}"
-    _emit(s, text + "\n" + r.check.line() if isinstance(target, AccelTarget) else text,
-          args.json)
-    if args.plot:
-        plot_layers([(r, 1)], target.hw, args.plot)  # type: ignore[attr-defined]
-        if not args.json:
-            print(f"plot written to {args.plot}")
-    return 0 if r.passed else 1
-
-
-def _run_network(args: argparse.Namespace, net: Any, target: Target, raw: bool,
-                 knobs: dict[str, Any], options: dict[str, Any]) -> int:
-    used: list[dict[str, Any]] = []
-    pick = None
-    if isinstance(target, AccelTarget):
-        pick, used = tuned_picker(args, target.hw, raw, knobs)
-    r = run_network(net, target, seed=args.seed or 0, raw=raw, pick=pick, **options)
-    _emit(r.summary(), format_network(r, used), args.json)
-    if args.plot:
-        plot_layers(r.layers, target.hw, args.plot)  # type: ignore[attr-defined]
-        if not args.json:
-            print(f"plot written to {args.plot}")
-    return 0 if r.passed else 1
 
 
 def _before_verdict(report: str, lines: str) -> str:
@@ -272,7 +207,20 @@ def _run_graph(args: argparse.Namespace) -> int:
         if isinstance(target, AccelTarget):
             for w, _ in net.layers:  # refuse a batch too large before building anything
                 target.check_size(w)
-        graph = MODELS[args.workload](batch=args.batch or 1)
+        graph = None
+    with run_compile_cache(args, target) as memo:
+        t0 = time.perf_counter()
+        if graph is None:  # a built-in model: kept in the compile cache's file when it is on
+            build, batch = MODELS[args.workload], args.batch or 1
+            graph = memo.graph(build, batch=batch) if memo is not None else build(batch=batch)
+        build_s = time.perf_counter() - t0
+        return _run_built(args, target, graph, model, exact, memo, build_s)
+
+
+def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: Any, exact: bool,
+               memo: CompileCache | None, build_s: float) -> int:
+    """``_run_graph`` once the graph is built (``build_s``: how long building or reading it
+    took), with the compile cache ``memo`` open (None when off)."""
     seed = args.seed or 0
     if args.output is not None and len(graph.outputs) != 1:
         raise UsageError(f"--output writes one output; graph {graph.name} has "
@@ -284,11 +232,11 @@ def _run_graph(args: argparse.Namespace) -> int:
                  for k, v in enumerate(graph.inputs)}
         real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))
                 * np.float32(v.type.scale or 1.0) for v in graph.inputs}
-    with run_compile_cache(args, target) as memo:
-        compiled = compile_for(graph, target, fusion=args.fusion or "full")
-    _say_cache(memo)
+    compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    say_cache(memo)
     r = run_graph(compiled, image, target=target, trace_path=args.trace)
     s = r.summary()
+    s["graph_s"] = build_s
     verdict = ort_verdict(model, graph, {**r.reference, **r.outputs}, real) \
         if model is not None else None
     io = io_summary(graph, r.outputs, verdict)
@@ -296,17 +244,38 @@ def _run_graph(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_output(args.output, r.outputs[graph.outputs[0]])
     if not isinstance(target, AccelTarget):
-        _emit(s, _before_verdict(format_gpu_run(s), format_io(io)), args.json)
+        emit(s, _before_verdict(format_gpu_run(s), format_io(io)), args.json)
         return 0 if r.passed else 1
+    s.update(_wall(args, s))
     text = _before_verdict(format_run(s, target.hw.board.clock_mhz), format_io(io))
     if args.trace:
         text += f"\ntrace written to {args.trace} (one timeline, an ops track above the units)"
-    _emit(s, text, args.json)
+    emit(s, text, args.json)
     if args.plot:
         plot_graph(r, target.hw, args.plot)
         if not args.json:
             print(f"plot written to {args.plot}")
     return 0 if r.passed else 1
+
+
+#: the phases of a graph run the summary times (``vta.run.graph.graph_summary``), and the graph
+#: build (``_run_built``)
+_PHASES = ("graph_s", "compile_s", "sim_s", "check_s", "reference_s")
+
+
+def _wall(args: argparse.Namespace, s: dict[str, Any]) -> dict[str, float]:
+    """The run's wall time so far and what the timed phases leave of it: ``startup_s`` (the
+    interpreter and the imports, until the command was ready: ``vta.cli.main``'s clock),
+    ``other_s`` (the rest: reading the input, layouts, reports); empty without the clock
+    (``main`` called directly)."""
+    clock = getattr(args, "clock", None)
+    if clock is None:
+        return {}
+    started, ready = clock
+    wall = time.perf_counter() - started
+    startup = ready - started
+    return {"wall_s": wall, "startup_s": startup,
+            "other_s": max(0.0, wall - startup - sum(s[k] for k in _PHASES))}
 
 
 def _tc_flags_apply(args: argparse.Namespace) -> None:
@@ -337,5 +306,5 @@ def _run_tc(args: argparse.Namespace) -> int:
         text = format_tc(r, sizes, target.hw.board.clock_mhz, target.hw.name)
     else:
         text = format_tc(r, sizes)
-    _emit(r.summary(), text, args.json)
+    emit(r.summary(), text, args.json)
     return 0 if r.passed else 1

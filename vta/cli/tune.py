@@ -4,24 +4,23 @@
 (``VTA_CACHE``, ``XDG_CACHE_HOME``) is read here, at the command line's edge, and passed down as
 a path. Progress goes to stderr (a rich progress bar per job), reports and JSON to stdout.
 ``tuned_compile`` and ``tuned_picker`` are ``vta run``'s use of the cache's tuned schedules,
-``run_compile_cache`` its use of the compile cache (``vta.tune.compile_cache``, same file).
+``vta.cli.cached`` holds the cache file's lookup and ``run_compile_cache``, the compile cache's
+use (re-exported here).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from vta.cli.cached import cache_path, load_plugins, open_cache_for, run_compile_cache, when
 from vta.cli.parser import DEFAULT_HW, flag
 from vta.compiler.accel import driver
 from vta.compiler.ir.space import enumerate_space
@@ -36,11 +35,8 @@ from vta.compiler.ops.workloads import (
 from vta.config import HwConfig
 from vta.errors import GpuUnavailableError, SweepError, VtaError
 from vta.gpu.runtime import require_cupy
-from vta.intrinsics import load_entry_points, load_plugin
 from vta.run.gpu_workloads import make_workload
-from vta.run.targets import AccelTarget, Target
-from vta.tune.cache import Cache, default_cache_path, open_cache
-from vta.tune.compile_cache import CompileCache
+from vta.tune.cache import Cache
 from vta.tune.executor import LocalExecutor, make_executor
 from vta.tune.gpu import gpu_problem
 from vta.tune.job import Job
@@ -59,20 +55,6 @@ from vta.tune.tuner import cached_program, tune
 __all__ = ["load_plugins", "cache_path", "tune_main", "cache_main", "sweep_main", "RichProgress",
            "tuned_compile", "tuned_picker", "sweep_table", "sweep_header", "sweep_row",
            "SweepProgress", "run_compile_cache"]
-
-
-def load_plugins(args: argparse.Namespace) -> None:
-    """The installed ``vta.intrinsics`` entry points, then each ``--plugin`` (``vta run``,
-    ``tune`` and ``sweep``, before the hardware config is read)."""
-    load_entry_points()
-    for spec in getattr(args, "plugin", None) or ():
-        load_plugin(spec)
-
-
-def cache_path(args: argparse.Namespace) -> Path:
-    """``--cache FILE``, else ``$VTA_CACHE``, else the user cache directory's file."""
-    given = getattr(args, "cache", None)
-    return Path(given) if given else default_cache_path(os.environ)
 
 
 class RichProgress:
@@ -118,37 +100,7 @@ class RichProgress:
         self._bar.refresh()
 
 
-def _open_cache(args: argparse.Namespace, *, create: bool) -> Any:
-    """The cache (None with ``--no-cache``, or when reading a file that does not exist)."""
-    return open_cache(None if getattr(args, "no_cache", False) else cache_path(args),
-                      create=create)
-
-
 # ------------------------------------------------------------- vta run: cached schedules
-
-
-@contextmanager
-def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[CompileCache | None]:
-    """For ``vta run`` on the accelerator: the compile cache in the cache file (``--cache``,
-    else ``$VTA_CACHE``, else the user's; created when missing) set as ``target``'s memo for
-    the duration of a ``with``, so the layers and graph kernels it holds are not compiled and
-    those compiled are kept. None (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR
-    after each pass is not kept) and on a GPU target. A cache this process may not write is
-    read (what it holds is used, nothing is kept)."""
-    if not isinstance(target, AccelTarget) or args.no_cache or getattr(args, "dump_ir", None):
-        yield None
-        return
-    path = cache_path(args)
-    writable = not path.exists() or (os.access(path, os.W_OK)
-                                     and os.access(path.parent, os.W_OK))
-    with open_cache(path, create=writable) as cache:
-        assert cache is not None  # the file exists, or is created
-        memo = CompileCache(cache, target.hw)
-        target.memo = memo
-        try:
-            yield memo
-        finally:
-            target.memo = None
 
 
 def _forced(args: argparse.Namespace, knobs: dict[str, Any]) -> bool:
@@ -163,7 +115,7 @@ def tuned_compile(args: argparse.Namespace, w: Any, hw: Any, epi: Any,
     if _forced(args, knobs) or args.no_cache:
         return None
     skipped: list[str] = []
-    with _open_cache(args, create=False) as cache:
+    with open_cache_for(args, create=False) as cache:
         found = cached_program(cache, w, hw, epi, skipped) if cache is not None else None
     for why in skipped:
         print(f"vta: warning: {why}", file=sys.stderr)
@@ -171,7 +123,7 @@ def tuned_compile(args: argparse.Namespace, w: Any, hw: Any, epi: Any,
         return None
     c, point, trial = found
     return c, {"cache": str(cache_path(args)), "key": trial.key, "point": point.as_dict(),
-               "cycles": trial.cost, "method": trial.method, "measured": _when(trial.measured_at),
+               "cycles": trial.cost, "method": trial.method, "measured": when(trial.measured_at),
                "workload": w.name}
 
 
@@ -226,7 +178,8 @@ def tune_main(args: argparse.Namespace) -> int:
         return _print_spaces(jobs, args.json)
 
     t0 = time.perf_counter()
-    with _open_cache(args, create=True) as cache, make_executor(args.cluster, args.workers) as ex, \
+    with open_cache_for(args, create=True) as cache, \
+            make_executor(args.cluster, args.workers) as ex, \
             RichProgress(quiet=args.json) as progress:
         results = tune(jobs, ex, cache, progress)
         where = ex.description
@@ -331,10 +284,6 @@ def cache_main(args: argparse.Namespace) -> int:
         return _cache_export(c, args.out)
 
 
-def _when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"
-
-
 def _cache_list(c: Any, as_json: bool) -> int:
     keys = c.keys()
     if as_json:
@@ -345,7 +294,7 @@ def _cache_list(c: Any, as_json: bool) -> int:
     for k in keys:
         best = f"{k['best_cost']:,.0f}" if k["best_cost"] is not None else "-"
         print(f"{k['key']:20} {k['target']:6} {k['hw_name'][:16]:16} {k['trials']:>6} "
-              f"{best:>11} {_when(k['last_measured']):16}  {k['op']}")
+              f"{best:>11} {when(k['last_measured']):16}  {k['op']}")
     return 0
 
 
@@ -364,11 +313,11 @@ def _cache_show(c: Any, key: str, as_json: bool) -> int:
     best = trials[0] if trials and trials[0].cost is not None else None
     if best is not None:
         print(f"best      {best.cost:,.0f} at {best.point} ({best.method}, "
-              f"{_when(best.measured_at)} on {best.host})")
+              f"{when(best.measured_at)} on {best.host})")
     print(f"{len(trials)} trials, cheapest first:")
     for t in trials[:25]:
         cost = f"{t.cost:,.0f}" if t.cost is not None else f"refused: {t.refused}"
-        print(f"  {cost:>11}  {t.point}  ({t.seconds:.2f} s, {_when(t.measured_at)})")
+        print(f"  {cost:>11}  {t.point}  ({t.seconds:.2f} s, {when(t.measured_at)})")
     if len(trials) > 25:
         print(f"  ... {len(trials) - 25} more ('vta cache export' lists all)")
     return 0
@@ -414,7 +363,8 @@ def sweep_main(args: argparse.Namespace) -> int:
     per = _per_what(args.workloads)
     width = max([len("point"), *(len(p.name) for p in grid.points)])
     rows = StreamingCsv(csv_path, grid.boards)
-    with _open_cache(args, create=True) as cache, make_executor(args.cluster, args.workers) as ex, \
+    with open_cache_for(args, create=True) as cache, \
+            make_executor(args.cluster, args.workers) as ex, \
             SweepProgress(len(grid.points), quiet=args.json) as progress, rows:
         if not args.json:
             print(sweep_header(grid.boards, width, per))
@@ -567,7 +517,7 @@ def _tune_gpu(args: argparse.Namespace) -> int:
         raise VtaError("--workers: one GPU runs one trial at a time (kernels timed side by "
                        "side would time each other); leave --workers out")
 
-    with _open_cache(args, create=True) as cache, LocalExecutor(1) as ex, \
+    with open_cache_for(args, create=True) as cache, LocalExecutor(1) as ex, \
             RichProgress(quiet=args.json) as progress:
         results = tune([job], ex, cache, progress)
     if args.json:

@@ -14,7 +14,7 @@ functions) the function field, and builds the instance of that definition's clas
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from enum import Enum
 from functools import lru_cache
@@ -39,7 +39,8 @@ from vta.isa.insn import Deps, Instruction, Uop
 from vta.words import INSN_BITS, INSN_HALF_BITS
 
 __all__ = ["IsaError", "encode", "decode", "encode_uop", "decode_uop", "layout", "uop_layout",
-           "encode_program", "decode_program", "check_fields", "insn_label"]
+           "encode_program", "decode_program", "encode_uops", "decode_uops", "check_fields",
+           "insn_label"]
 
 
 def insn_label(insn: Any) -> str:
@@ -233,6 +234,20 @@ def decode_uop(word: int, hw: HwConfig) -> Uop:
     return Uop(**vals)
 
 
+def encode_uops(uops: Iterable[Uop], hw: HwConfig) -> np.ndarray:
+    """Micro-ops as a uint32 array of their words (``encode_uop`` of each)."""
+    return np.array([encode_uop(u, hw) for u in uops], dtype=np.uint32)
+
+
+def decode_uops(words: np.ndarray, hw: HwConfig) -> list[Uop]:
+    """Inverse of ``encode_uops`` (``decode_uop`` of every word, the fields extracted with
+    numpy at once)."""
+    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    cols = {name: ((w >> pos) & ((1 << width) - 1)).tolist()
+            for name, pos, width in uop_layout(hw)}
+    return [Uop(*r) for r in zip(*(cols[f.name] for f in fields(Uop)), strict=True)]
+
+
 def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwConfig) -> np.ndarray:
     """Instructions as a ``(n, 2)`` uint64 array (low half, high half), as DRAM holds them.
 
@@ -250,11 +265,84 @@ def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwCon
 
 
 def decode_program(words: np.ndarray, hw: HwConfig) -> list[Instruction]:
-    """Inverse of ``encode_program``."""
-    res = []
-    for i, (lo, hi) in enumerate(np.asarray(words, dtype=np.uint64).reshape(-1, 2)):
-        try:
-            res.append(decode(int(lo) | (int(hi) << 64), hw))
-        except IsaError as e:
-            raise IsaError(f"instruction {i}: {e}") from None
-    return res
+    """Inverse of ``encode_program``: ``decode`` of every word, the fields of all words of one
+    definition extracted at once with numpy (a compile cache decodes tens of thousands of
+    instructions per run: word by word in Python that costs about 30 µs each). A word that
+    does not decode is an IsaError naming its index, with ``decode``'s message."""
+    w = np.asarray(words, dtype=np.uint64).reshape(-1, 2)
+    out: list[Any] = [None] * len(w)
+    halves = (w[:, 0], w[:, 1])
+    table = decode_table(hw)
+    opcodes = _bits(halves[0], 0, hw.isa.opcode)
+    for op_val in np.unique(opcodes).tolist():
+        rows = np.flatnonzero(opcodes == op_val)
+        entry = table.get(op_val)
+        if entry is None:
+            _decode_one(w, int(rows[0]), hw)  # raises, naming the word
+        pos, members = entry  # type: ignore[misc]
+        keys = np.full(len(rows), -1, dtype=np.int64) if pos is None else \
+            _bits(halves[pos[0] // INSN_HALF_BITS][rows], pos[0] % INSN_HALF_BITS, pos[1])
+        for key in np.unique(keys).tolist():
+            sel = rows[keys == key]
+            d = members.get(None if pos is None else key)
+            if d is None:
+                _decode_one(w, int(sel[0]), hw)
+            assert d is not None
+            try:
+                insns = _decode_group(d, [h[sel] for h in halves], hw)
+            except ValueError:  # a field value its type refuses (a memory type)
+                insns = [_decode_one(w, int(i), hw) for i in sel.tolist()]
+            for i, insn in zip(sel.tolist(), insns, strict=True):
+                out[i] = insn
+    return out
+
+
+def _decode_one(w: np.ndarray, i: int, hw: HwConfig) -> Instruction:
+    """``decode`` of row ``i`` of an ``(n, 2)`` word array, an error naming the index."""
+    try:
+        return decode(int(w[i, 0]) | (int(w[i, 1]) << INSN_HALF_BITS), hw)
+    except IsaError as e:
+        raise IsaError(f"instruction {i}: {e}") from None
+
+
+def _bits(half: np.ndarray, pos: int, width: int) -> np.ndarray:
+    """Bits ``pos .. pos+width-1`` of each uint64 in ``half``, as int64."""
+    mask = np.uint64((1 << width) - 1)
+    return ((half >> np.uint64(pos)) & mask).astype(np.int64)
+
+
+@lru_cache(maxsize=16)
+def _deps(flags: tuple[bool, ...]) -> Deps:
+    return Deps(*flags)
+
+
+def _decode_group(d: InstructionDef, halves: list[np.ndarray], hw: HwConfig) -> list[Any]:
+    """Words all of definition ``d`` (as ``decode`` reads them), their fields column by column;
+    a ValueError for a value a field's type refuses."""
+    cols: dict[str, np.ndarray] = {}
+    for half, fields_ in zip(halves, layout_of(d, hw), strict=True):
+        pos = 0
+        for f in fields_:
+            v = _bits(half, pos, f.width)
+            if f.signed:
+                v = np.where(v >> (f.width - 1) != 0, v - (1 << f.width), v)
+            cols[f.name] = v
+            pos += f.width
+    n = len(halves[0])
+    flag_rows = zip(*(cols[f].astype(bool).tolist() for f in HEAD_FLAGS), strict=True)
+    args: list[list[Any]] = []
+    for name, fn in _converters(d.cls).items():
+        if name == "deps":
+            args.append([_deps(tuple(r)) for r in flag_rows])
+        elif d.function is not None and name == d.function[0]:
+            args.append([fn(d.function[1])] * n)
+        elif name not in cols:
+            args.append([fn(0)] * n)
+        elif fn is int:
+            args.append(cols[name].tolist())
+        else:
+            vals = cols[name].tolist()
+            conv = {v: fn(v) for v in set(vals)}
+            args.append([conv[v] for v in vals])
+    cls = d.cls
+    return [cls(*a) for a in zip(*args, strict=True)]

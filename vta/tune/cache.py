@@ -1,7 +1,7 @@
 """The persistent compilation cache: SQLite in WAL mode, safe under concurrent writers.
 
 A tuning *key* names what a schedule is for: the canonical op with its shapes and epilogue,
-the dtypes, the target, the hardware's content hash (``tuner.hw_digest``: every field of the
+the dtypes, the target, the hardware's content hash (``hw_digest``: every field of the
 ``HwConfig`` but its name and board; a GPU's device name) and the compiler's version
 (``compiler_version``: vta's version and a digest of the sources a program or its cycles depend
 on, so a changed compiler never reuses a stale number). Tables:
@@ -53,12 +53,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from vta.config import HwConfig
 from vta.errors import CacheError
 from vta.version import __version__
 
 __all__ = ["CacheError", "TuneKey", "Trial", "Tuning", "Cache", "default_cache_path",
-           "compiler_version", "open_cache", "lease_holder", "CACHE_ENV", "SCHEMA_VERSION",
-           "LEASE_S"]
+           "compiler_version", "graph_version", "sources_version", "hw_digest", "open_cache",
+           "lease_holder", "CACHE_ENV", "SCHEMA_VERSION", "LEASE_S"]
 
 #: The environment variable naming the cache file (``vta`` commands read it; ``--cache`` wins).
 CACHE_ENV = "VTA_CACHE"
@@ -115,12 +116,40 @@ LEASE_S = 900.0
 def compiler_version() -> str:
     """vta's version and a digest of the sources that make a program and time it (compiler,
     ISA, simulator, GPU backend, the config schema and the intrinsics registry)."""
+    return sources_version(("compiler", "isa", "sim", "gpu"), ("config.py", "intrinsics.py"))
+
+
+@lru_cache(maxsize=1)
+def graph_version() -> str:
+    """``compiler_version`` and a digest of the graph layer's sources (the built-in models,
+    their calibration, the IR): what a built model depends on (a compile cache keeps built
+    models under it, ``vta.tune.compile_cache.CompileCache.graph``)."""
+    return f"{compiler_version()}+{sources_version(('graph',), ()).split('+')[1]}"
+
+
+def hw_digest(hw: HwConfig) -> str:
+    """The content hash of what in ``hw`` makes a program and its cycles: every field but the
+    name (a label), the claim to be stock VTA (``stock``: validated, it changes nothing) and
+    the board (its clock and resources change neither) and the energy model's technology (it
+    prices a run, it changes no program), so a sweep over clocks, boards or nodes, or a
+    renamed copy, reuses the measurements (the tuning cache's and the compile cache's keys;
+    ``vta.tune.tuner`` re-exports it)."""
+    d = hw.to_dict()
+    d.pop("name")
+    d.pop("stock")
+    d.pop("board")
+    d.pop("energy")
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def sources_version(packages: tuple[str, ...], files: tuple[str, ...]) -> str:
+    """vta's version and a digest of the ``.py`` files under the ``packages`` of ``vta/`` and
+    of its ``files``, by relative path and content."""
     root = Path(__file__).resolve().parent.parent
-    files = sorted(p for sub in ("compiler", "isa", "sim", "gpu")
-                   for p in (root / sub).rglob("*.py"))
-    files += [root / "config.py", root / "intrinsics.py"]
+    paths = sorted(p for sub in packages for p in (root / sub).rglob("*.py"))
+    paths += [root / f for f in files]
     h = hashlib.sha256()
-    for p in files:
+    for p in paths:
         h.update(p.relative_to(root).as_posix().encode())
         h.update(p.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"

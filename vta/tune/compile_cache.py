@@ -8,15 +8,24 @@ tuning cache (``vta.tune.cache``: opened by its ``Cache``, so the file's checks 
 file of vta's, the schema it reads — and its WAL, busy-retry and write-lock rules are the same),
 created on first use. The key follows the tuning cache's: the request (``driver.compile_key``:
 the op with its shapes, epilogue, fused chain and forced schedule knobs), the hardware's
-content hash (``tuner.hw_digest``) and the compiler's version (``cache.compiler_version``: vta's
+content hash (``cache.hw_digest``) and the compiler's version (``cache.compiler_version``: vta's
 version and a digest of the compiler, ISA and simulator sources), so a changed compiler or
 hardware never reuses a program. The row also names the schedule chosen, readable.
 
-A row holds the ``Compiled`` pickled with the SHA-256 of the bytes (left out: its fused
-chain, functions the caller passes again, and the IR after each pass, which only ``--dump-ir``
-reads and which bypasses the cache). A row whose bytes do not match, or that no longer
-unpickles, is not used (it is compiled again and replaced), never a wrong program. A cache file
-is the user's own, trusted like the tuning cache's schedules: unpickling runs the classes it
+A row holds the program compactly (format ``FORMAT``, part of the key): its instructions as
+the 128-bit words the hardware fetches (``isa.encoding.encode_program``) and each micro-op
+buffer as its 32-bit words (``encode_uops``), beside the small metadata needed to run and
+report it (the ``Compiled`` or ``CompiledWindow`` with its program emptied to the DRAM map,
+pickled: a few small dataclasses), all with the SHA-256 of the bytes. Left out: the fused
+chain, the workload's name and the hardware (the caller passes them again), and the IR after
+each pass, which only ``--dump-ir`` reads and which bypasses the cache. A warm ``vta run
+resnet18`` reads 23 programs; a pickled ``Compiled`` took about 0.8 s to unpickle (a
+dataclass ``__setstate__`` per instruction and micro-op), the words decode with numpy a
+definition at a time (``decode_program``). A program whose words do not decode back to it is
+not kept (it is compiled again next time, never answered wrongly). A row whose bytes do not
+match, that no longer unpickles or decodes, is not used (it is compiled again and replaced),
+never a wrong program; a row of another format has another key. A cache file is the user's
+own, trusted like the tuning cache's schedules: unpickling the metadata runs the classes it
 names.
 """
 
@@ -26,28 +35,52 @@ import hashlib
 import json
 import pickle
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from vta.compiler.accel.driver import Compiled
 from vta.compiler.accel.ops.window_packed import CompiledWindow
 from vta.config import HwConfig
-from vta.tune.cache import Cache, compiler_version
-from vta.tune.tuner import hw_digest
+from vta.errors import IsaError
+from vta.graph.ir import Graph
+from vta.isa import Program
+from vta.isa.encoding import decode_program, decode_uops, encode_program, encode_uops
+from vta.tune.cache import Cache, compiler_version, graph_version, hw_digest
 
-__all__ = ["CompileCache", "compiled_key"]
+__all__ = ["CompileCache", "compiled_key", "graph_key", "FORMAT", "pack_compiled",
+           "unpack_compiled"]
+
+#: how a row stores its program (part of the key: a row of another format is never read):
+#: 1 the pickled ``Compiled``; 2 encoded instruction and micro-op words beside the metadata
+FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS compiled (
     key TEXT PRIMARY KEY, request TEXT NOT NULL, hw_hash TEXT NOT NULL, hw_name TEXT NOT NULL,
     compiler TEXT NOT NULL, schedule TEXT NOT NULL, blob BLOB NOT NULL, sha256 TEXT NOT NULL,
-    seconds REAL NOT NULL, created REAL NOT NULL)
+    seconds REAL NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS graphs (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, params TEXT NOT NULL, version TEXT NOT NULL,
+    blob BLOB NOT NULL, sha256 TEXT NOT NULL, seconds REAL NOT NULL, created REAL NOT NULL)
 """
 
 
 def compiled_key(request: str, hw: HwConfig) -> str:
     """The row key of ``request`` (``driver.compile_key``) on ``hw`` with this compiler."""
-    parts = [request, hw_digest(hw), compiler_version()]
+    parts = [request, hw_digest(hw), compiler_version(), f"format {FORMAT}"]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
+
+
+def graph_key(model: str, params: dict[str, Any]) -> str:
+    """The row key of a built model: its builder (``module.name``), the parameters it was
+    built with, the graph layer's and compiler's sources (``cache.graph_version``: the
+    weights' and calibration's code) and numpy's version (its random streams draw the
+    weights)."""
+    parts = [model, json.dumps(params, sort_keys=True), graph_version(), np.__version__,
+             f"format {FORMAT}"]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
@@ -58,6 +91,60 @@ def _schedule_text(c: Any) -> str:
     return repr(c.schedule) + (f" fold={fold}" if fold is not None else "")
 
 
+def pack_compiled(compiled: Any, hw: HwConfig) -> bytes | None:
+    """The row's bytes for ``compiled`` (a ``Compiled`` or ``CompiledWindow`` for ``hw``):
+    format ``FORMAT``; None when its program does not survive the encoding (a field out of
+    range, a word that decodes to another instruction): such a program is not kept."""
+    prog = compiled.result.program
+    try:
+        insns = encode_program(prog.instructions, hw)
+        uops = {name: encode_uops(u, hw) for name, u in prog.uops.items()}
+        if _program(prog.allocations, insns, uops, hw) != prog:
+            return None
+    except IsaError:
+        return None
+    empty = Program((), prog.allocations, {})
+    meta = replace(compiled, hw=None, chain=None, result=replace(compiled.result, ir={},
+                                                                  program=empty))
+    words = (insns.tobytes(), {name: u.tobytes() for name, u in uops.items()})
+    return pickle.dumps((meta, words), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_compiled(blob: bytes, hw: HwConfig) -> Any:
+    """The ``Compiled`` or ``CompiledWindow`` of ``pack_compiled``'s bytes, for ``hw`` (no
+    chain: the caller sets it); None when the bytes are not such a row (any failure to
+    unpickle or decode: the row is unusable)."""
+    try:
+        meta, (insn_bytes, uop_bytes) = pickle.loads(blob)
+        insns = np.frombuffer(insn_bytes, dtype=np.uint64).reshape(-1, 2)
+        uops = {name: np.frombuffer(b, dtype=np.uint32) for name, b in uop_bytes.items()}
+        if not isinstance(meta, (Compiled, CompiledWindow)):
+            return None
+        prog = _program(meta.result.program.allocations, insns, uops, hw)
+        return replace(meta, hw=hw, result=replace(meta.result, program=prog))
+    except Exception:  # any failure: the row is unusable
+        return None
+
+
+def _program(allocations: Any, insns: np.ndarray, uops: dict[str, np.ndarray],
+             hw: HwConfig) -> Program:
+    """A program from its DRAM map and its encoded words."""
+    return Program(tuple(decode_program(insns, hw)), tuple(allocations),
+                   {name: tuple(decode_uops(u, hw)) for name, u in uops.items()})
+
+
+def _unpickle_graph(blob: bytes, digest: str) -> Graph | None:
+    """The graph a ``graphs`` row holds; None when its bytes do not match their digest or do
+    not unpickle to a graph."""
+    if hashlib.sha256(blob).hexdigest() != digest:
+        return None
+    try:
+        g = pickle.loads(blob)
+    except Exception:  # any failure: the row is unusable
+        return None
+    return g if isinstance(g, Graph) else None
+
+
 class CompileCache:
     """``driver.CompileMemo`` over a tuning cache's file, for one hardware config. Counts its
     hits, misses and rejected rows (``stats``) so a run can say what it compiled."""
@@ -65,6 +152,7 @@ class CompileCache:
     def __init__(self, cache: Cache, hw: HwConfig) -> None:
         self.cache, self.hw = cache, hw
         self.hits = self.misses = self.rejected = 0
+        self.graph_hits = self.graph_rejected = 0
         # the tuning cache's own connection, integrity checks and write rules (one
         # transaction per write); nothing is created in a read-only cache
         cache.ensure_tables(_SCHEMA)
@@ -84,13 +172,9 @@ class CompileCache:
             self.misses += 1
             return None
         blob, digest = bytes(row[0]), str(row[1])
-        c: Any = None
-        if hashlib.sha256(blob).hexdigest() == digest:
-            try:
-                c = pickle.loads(blob)
-            except Exception:  # any unpickling failure: the row is unusable
-                c = None
-        if not isinstance(c, (Compiled, CompiledWindow)):
+        c = unpack_compiled(blob, self.hw) if hashlib.sha256(blob).hexdigest() == digest \
+            else None
+        if c is None:
             self.rejected += 1
             self.misses += 1
             return None
@@ -102,14 +186,49 @@ class CompileCache:
         cache (the run still compiles, it only cannot keep the result)."""
         if self.cache.readonly:
             return
-        kept = replace(compiled, chain=None, result=replace(compiled.result, ir={}))
-        blob = pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = pack_compiled(compiled, self.hw)
+        if blob is None:
+            return
         row = (compiled_key(key, self.hw), key, hw_digest(self.hw), self.hw.name,
                compiler_version(), _schedule_text(compiled), blob,
                hashlib.sha256(blob).hexdigest(), compiled.result.seconds, time.time())
         with self.cache.errors("write"), self.cache.write():
             self.cache.db.execute(
                 "INSERT OR REPLACE INTO compiled VALUES (?,?,?,?,?,?,?,?,?,?)", row)
+
+    def graph(self, build: Callable[..., Graph], **params: Any) -> Graph:
+        """``build(**params)`` (a built-in model: seeded weights, calibrated scales), kept in
+        the ``graphs`` table: a warm ``vta run resnet18`` reads the graph instead of drawing
+        11.7 M weights and calibrating its scales through the interpreter (about 1 s). The row
+        is the pickled graph (a few hundred small objects and the constants' arrays) with the
+        SHA-256 of its bytes; a damaged row is built again and replaced (counted in
+        ``graph_hits`` and ``graph_rejected``)."""
+        name = f"{build.__module__}.{build.__qualname__}"
+        key = graph_key(name, params)
+        row = None
+        if self._table("graphs"):
+            with self.cache.errors("read"):
+                row = self.cache.db.execute("SELECT blob, sha256 FROM graphs WHERE key=?",
+                                            (key,)).fetchone()
+        if row is not None:
+            g = _unpickle_graph(bytes(row[0]), str(row[1]))
+            if g is not None:
+                self.graph_hits += 1
+                return g
+            self.graph_rejected += 1
+        t0 = time.perf_counter()
+        g = build(**params)
+        secs = time.perf_counter() - t0
+        if not self.cache.readonly:
+            # a fresh Graph: no cache of the original's object ids (``Graph._producers``)
+            blob = pickle.dumps(Graph(g.name, g.inputs, g.outputs, g.nodes),
+                                protocol=pickle.HIGHEST_PROTOCOL)
+            row = (key, name, json.dumps(params, sort_keys=True), graph_version(), blob,
+                   hashlib.sha256(blob).hexdigest(), secs, time.time())
+            with self.cache.errors("write"), self.cache.write():
+                self.cache.db.execute("INSERT OR REPLACE INTO graphs VALUES (?,?,?,?,?,?,?,?)",
+                                      row)
+        return g
 
     def count(self) -> int:
         """Rows in the table (every hardware and compiler version)."""
@@ -118,11 +237,11 @@ class CompileCache:
         with self.cache.errors("read"):
             return int(self.cache.db.execute("SELECT COUNT(*) FROM compiled").fetchone()[0])
 
-    def _table(self) -> bool:
+    def _table(self, name: str = "compiled") -> bool:
         """Whether the file has the table (a read-only cache written before it may not)."""
         with self.cache.errors("read"):
             return self.cache.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
-                                         "name='compiled'").fetchone() is not None
+                                         "name=?", (name,)).fetchone() is not None
 
     @property
     def stats(self) -> dict[str, int]:

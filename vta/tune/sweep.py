@@ -43,21 +43,36 @@ point to ``on_point`` (the CLI prints and writes its row at once), so what it ho
 tuning state and one small summary per point, whatever the grid's size; points that differ
 only in clock or board share one cache key and are measured once (through the cache).
 
-Energy: each tuned layer's best program is built and run once more through the timing-only
-simulator, the simulator whose cycles the tuner measured, and its counted events priced by
-``vta.sim.energy.energy_of``, the model ``vta run`` reports with (``layer_energy``, on the
-executor; points that share a cache key and energy figures run it once). A point's energy is
-its layers' summed as often as each occurs, in µJ per run of the workloads; its energy-delay
-product is that times its latency in ms at its clock (µJ·ms): a clock change alters the EDP,
-not the energy. A cached cost measured by an older simulator is not re-derived: the layer
-keeps the tuner's cycles, and ``sim_cycles`` (with the check) says what a run gives now.
+Default schedules (``trials`` 0): no search, so no tuner: each layer of each point is compiled
+by ``driver.compile_workload`` with the timing-only simulator as its oracle (the model's best
+candidates timed, the fastest kept: the tuner's default, same cycles and schedule), and the
+point's cycles and energy come from that timing run of the chosen program (``default_layer``:
+no program is simulated a second time for its energy); a layer runs once per hardware content
+(``cache.hw_digest``) and energy model in a chunk, so points differing only in clock or board
+share it. The figures are kept in the cache file (table ``sweep_defaults``, keyed by the op,
+the hardware's content, the energy model and the compiler's version, under the file's
+integrity and write rules): a rerun of the same points answers from it without compiling (with
+``check``, each layer is still compiled and run bit-exact).
+
+Energy of a tuned sweep: each tuned layer's best program is built and run once more through
+the timing-only simulator, the simulator whose cycles the tuner measured, and its counted
+events priced by ``vta.sim.energy.energy_of``, the model ``vta run`` reports with
+(``layer_energy``, on the executor; points that share a cache key and energy figures run it
+once). A point's energy is its layers' summed as often as each occurs, in µJ per run of the
+workloads; its energy-delay product is that times its latency in ms at its clock (µJ·ms): a
+clock change alters the EDP, not the energy. A cached cost measured by an older simulator is
+not re-derived: the layer keeps the tuner's cycles, and ``sim_cycles`` (with the check) says
+what a run gives now.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
+import hashlib
 import itertools
+import json
 import re
 import time
 from collections import Counter
@@ -73,11 +88,13 @@ from vta.compiler.ops.workloads import NETWORKS, Workload, resolve, resolve_netw
 from vta.config import HwConfig
 from vta.errors import HwConfigError, SweepError, VtaError
 from vta.resources import LIMITED, Board, board, fits, shares
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 from vta.sim.energy import Energy, energy_of
 from vta.sim.machine import simulate
-from vta.tune.cache import Cache
+from vta.tune.cache import Cache, compiler_version, hw_digest
 from vta.tune.executor import Executor
-from vta.tune.job import Job, TrialTask
+from vta.tune.job import Job, TrialTask, op_text
 from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
@@ -458,6 +475,9 @@ def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],
             for w, n in layers:
                 jobs.append(Job(w, hw, trials=max(1, budget), seed=seed))
                 owner.append((r, w, n))
+    if budget == 0:  # default schedules: no search, so no tuner (``default_layer``)
+        _default_all(owner, executor, check, cache)
+        return _finish_points(grid, results)
     tuned = tune(jobs, executor, cache, progress)
     for (r, w, n), jr in zip(owner, tuned, strict=True):
         if jr.best is None:
@@ -472,6 +492,12 @@ def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],
     if check:
         _check_all(done, executor)
     _energy_all([(r, jr) for r, jr in done if r.status == "ok"], executor)
+    return _finish_points(grid, results)
+
+
+def _finish_points(grid: Grid, results: list[PointResult]) -> list[PointResult]:
+    """Each ok point's totals from its layers (summed as often as each occurs), its energy,
+    and its fit on the grid's boards."""
     for r in results:
         if r.status != "ok" or r.hw is None:
             continue
@@ -544,6 +570,150 @@ def _energy_all(tuned: list[tuple[PointResult, JobResult]], executor: Executor) 
             if layer["key"] == jr.key.digest:
                 layer.update({"energy_uj": Energy(res["pj"]).total_uj,
                               "_energy_pj": dict(res["pj"])})
+
+
+@dataclass(frozen=True)
+class DefaultTask:
+    """One layer of a default-schedule sweep (``trials`` 0) to compile and measure in a
+    worker; ``check``: also run it cycle by cycle, bit-exact against numpy."""
+
+    workload: Workload
+    hw: HwConfig
+    check: bool
+
+
+def default_layer(task: DefaultTask) -> dict[str, Any]:
+    """``task.workload``'s default schedule on ``task.hw`` (``driver.compile_workload``: the
+    model's best candidates, the fastest under the timing-only simulator) and the figures of
+    a sweep row from the compile's own timing run of the program it chose: its cycles, and
+    its counted events priced by ``vta.sim.energy.energy_of`` (pJ by component, what ``vta
+    run`` reports). No program is simulated twice for its cycles and energy (a tuned sweep
+    builds and times the best point again for its energy, ``layer_energy``). With ``check``,
+    the program also runs cycle by cycle on random data against numpy. A layer no schedule
+    fits comes back with ``refused``. Runs in a worker."""
+    w, hw = task.workload, task.hw
+    runs: dict[int, tuple[Any, Any]] = {}  # id(program) -> (program, its timing-only stats)
+
+    def cost(program: Any) -> int:
+        st = simulate(program, hw, timing_only=True).stats
+        runs[id(program)] = (program, st)  # the program is kept: its id stays its own
+        return int(st.cycles)
+
+    t0 = time.perf_counter()
+    try:
+        c = driver.compile_workload(w, hw, cost=cost)
+    except VtaError as e:
+        return {"refused": f"{type(e).__name__}: {e}"}
+    timed = len(runs)
+    got = runs.get(id(c.program))
+    stats = got[1] if got is not None else simulate(c.program, hw, timing_only=True).stats
+    out: dict[str, Any] = {
+        "cycles": int(stats.cycles), "pj": dict(energy_of(c.program, dict(stats.bytes), hw).pj),
+        "schedule": {"fold": c.fold_kind, **dataclasses.asdict(c.schedule)},
+        "evaluated": max(1, timed), "seconds": time.perf_counter() - t0}
+    if task.check:
+        r = run_layer(w, AccelTarget(hw), compiled=c)
+        sm = r.summary()
+        out["verify"] = {"passed": r.passed, "cycles": r.cycles,
+                         "utilization": sm["utilization"],
+                         "of_machine_bound": sm["of_machine_bound"]}
+    return out
+
+
+def _default_all(owner: list[tuple[PointResult, Workload, int]], executor: Executor,
+                 check: bool, cache: Cache | None) -> None:
+    """Every layer of every point at its default schedule (``default_layer``) into its
+    point's rows; layers of one hardware content (``cache.hw_digest``: points differing only
+    in board or clock) and op run once, priced at each energy model their points use."""
+    def key(r: PointResult, w: Workload) -> tuple[str, str, int, float]:
+        assert r.hw is not None
+        return hw_digest(r.hw), op_text(w, w.epilogue), r.hw.energy.node_nm, r.hw.energy.scale
+
+    tasks: dict[tuple[str, str, int, float], DefaultTask] = {}
+    for r, w, _ in owner:
+        assert r.hw is not None
+        tasks.setdefault(key(r, w), DefaultTask(w, r.hw, check))
+    got: dict[tuple[str, str, int, float], dict[str, Any]] = {}
+    if cache is not None and not check:
+        got.update(_kept_defaults(cache, list(tasks)))
+    order = [k for k in tasks if k not in got]
+    for k, res in executor.map_unordered(default_layer, [tasks[o] for o in order]):
+        got[order[k]] = res
+    if cache is not None and not cache.readonly:
+        _keep_defaults(cache, {k: got[k] for k in order if "refused" not in got[k]})
+    for r, w, n in owner:
+        res = got[key(r, w)]
+        if r.status != "ok":
+            continue
+        if "refused" in res:
+            r.status, r.reason = "failed", f"{w.name}: {res['refused']}"
+            continue
+        layer = {"workload": w.name, "repeats": n, "cycles": res["cycles"],
+                 "default_cycles": res["cycles"], "schedule": res["schedule"],
+                 "evaluated": res["evaluated"], "valid": None, "key": _digest(key(r, w)),
+                 "energy_uj": Energy(res["pj"]).total_uj, "_energy_pj": dict(res["pj"])}
+        if "verify" in res:
+            v = res["verify"]
+            layer.update({"passed": v["passed"], "utilization": v["utilization"],
+                          "of_machine_bound": v["of_machine_bound"], "sim_cycles": v["cycles"]})
+            r.passed = v["passed"] if r.passed is None else (r.passed and v["passed"])
+        r.layers.append(layer)
+
+
+_DEFAULTS_TABLE = """
+CREATE TABLE IF NOT EXISTS sweep_defaults (
+    key TEXT PRIMARY KEY, op TEXT NOT NULL, hw_hash TEXT NOT NULL, compiler TEXT NOT NULL,
+    figures TEXT NOT NULL, created REAL NOT NULL)
+"""
+#: the figures a kept default-schedule layer must carry to be used
+_FIGURES = ("cycles", "pj", "schedule", "evaluated")
+
+
+def _row_key(key: tuple[Any, ...]) -> str:
+    """A ``sweep_defaults`` row's key: the layer's (op, hardware content, energy model) and
+    the compiler's version."""
+    return _digest((*key, compiler_version()))
+
+
+def _kept_defaults(cache: Cache, keys: list[tuple[str, str, int, float]]
+                   ) -> dict[tuple[str, str, int, float], dict[str, Any]]:
+    """The default-schedule figures the cache file holds for ``keys`` (a row that is not
+    such figures is skipped: the layer is compiled again and its row replaced)."""
+    with cache.errors("read"):
+        if cache.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                            "name='sweep_defaults'").fetchone() is None:
+            return {}
+    out = {}
+    for k in keys:
+        with cache.errors("read"):
+            row = cache.db.execute("SELECT figures FROM sweep_defaults WHERE key=?",
+                                   (_row_key(k),)).fetchone()
+        if row is None:
+            continue
+        try:
+            figures = json.loads(row[0])
+        except ValueError:
+            continue
+        if isinstance(figures, dict) and all(f in figures for f in _FIGURES):
+            out[k] = figures
+    return out
+
+
+def _keep_defaults(cache: Cache, got: dict[tuple[str, str, int, float], dict[str, Any]]
+                   ) -> None:
+    """Keep each layer's default-schedule figures in the cache file (one transaction)."""
+    if not got:
+        return
+    cache.ensure_tables(_DEFAULTS_TABLE)
+    rows = [(_row_key(k), k[1], k[0], compiler_version(),
+             json.dumps({f: res[f] for f in _FIGURES}), time.time()) for k, res in got.items()]
+    with cache.errors("write"), cache.write():
+        cache.db.executemany("INSERT OR REPLACE INTO sweep_defaults VALUES (?,?,?,?,?,?)", rows)
+
+
+def _digest(key: tuple[Any, ...]) -> str:
+    """A short stable name of a default-schedule layer's key (its rows' ``key``)."""
+    return hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:20]
 
 
 def _mark_pareto(results: list[PointResult]) -> None:

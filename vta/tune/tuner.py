@@ -19,7 +19,6 @@ workers or the order results arrive in.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import Counter
@@ -38,7 +37,7 @@ from vta.errors import ScheduleError, VtaError
 from vta.gpu.runtime import gpu_name
 from vta.run.layer import run_layer
 from vta.run.targets import AccelTarget
-from vta.tune.cache import Cache, Trial, TuneKey, Tuning, compiler_version
+from vta.tune.cache import Cache, Trial, TuneKey, Tuning, compiler_version, hw_digest
 from vta.tune.executor import Executor
 from vta.tune.gpu import gpu_key, gpu_problem, measure_gpu
 from vta.tune.job import BATCH, TARGET, Job, Outcome, TrialTask, op_text
@@ -76,20 +75,6 @@ def verify(task: TrialTask) -> dict[str, Any]:
     return {"passed": r.passed, "cycles": r.cycles, "mismatches": r.mismatches,
             "utilization": s["utilization"], "of_machine_bound": s["of_machine_bound"],
             "machine_bound_cycles": s["machine_bound_cycles"]}
-
-
-def hw_digest(hw: HwConfig) -> str:
-    """The content hash of what in ``hw`` makes a program and its cycles: every field but the
-    name (a label), the claim to be stock VTA (``stock``: validated, it changes nothing) and
-    the board (its clock and resources change neither) and the energy model's technology (it
-    prices a run, it changes no program), so a sweep over clocks, boards or nodes, or a
-    renamed copy, reuses the measurements."""
-    d = hw.to_dict()
-    d.pop("name")
-    d.pop("stock")
-    d.pop("board")
-    d.pop("energy")
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def job_key(w: Workload, hw: HwConfig, epi: Epilogue) -> TuneKey:
