@@ -97,7 +97,11 @@ def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tu
     return base + lo, base + hi + 1
 
 
-def accesses(ins: Insn, hw: HwConfig) -> list[tuple[str, int, int, bool]]:
+#: a range an instruction touches: (memory, first entry, end entry, whether it writes)
+Access = tuple[str, int, int, bool]
+
+
+def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
     """(memory, lo, hi, is_write) ranges an instruction touches on ``hw`` (acc stands for acc
     and out; ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from
     its definition: a DMA its SRAM range (``Load.sram_elems``: what its memory type writes), a
@@ -168,6 +172,19 @@ class _Tokens:
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.token_depth = hw.queues.token_depth
+        #: ``_accesses``' memo: (instruction, id of its micro-ops) -> (micro-ops, ranges)
+        self.seen: dict[tuple[Any, int], tuple[tuple[Any, ...], list[Access]]] = {}
+
+    def _accesses(self, ins: Insn) -> list[Access]:
+        """``accesses(ins)``, memoised for a micro-op instruction by its fields and micro-op
+        list (the same GEMM or ALU instruction recurs in every tile over the same buffers)."""
+        if not ins.uops:
+            return accesses(ins, self.hw)
+        key = (ins.insn, id(ins.uops))
+        hit = self.seen.get(key)
+        if hit is None or hit[0] is not ins.uops:
+            hit = self.seen[key] = (ins.uops, accesses(ins, self.hw))
+        return hit[1]
 
     def _would_overflow(self, q: Queue, need: int) -> bool:
         """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
@@ -249,7 +266,7 @@ class _Tokens:
 
     def _add(self, ins: Insn) -> None:
         m = module_of(ins.insn, self.hw)
-        acc = accesses(ins, self.hw)
+        acc = self._accesses(ins)
         needs = self._needs(m, acc)
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}
