@@ -625,14 +625,18 @@ def _order_violation(deps: _DepKey, leaf_text: str) -> str | None:
     """The dependences the loop order ``leaf_text`` (``leaf_schedule_text``) breaks, as text,
     or None when it is legal (memoised: the candidates of a layer and its repeated checks
     reorder the same stages the same way; isl parsing is most of the cost)."""
-    bad = poly.violations(_dependences(*deps), poly.isl.Map(leaf_text))
+    dep = _dependences(*deps)
+    if dep.is_empty():  # nothing to keep in order (a stage without dependences, or only the
+        return None     # exempt accumulation): every order is legal, no schedule to parse
+    bad = poly.violations(dep, poly.isl.Map(leaf_text))
     return None if bad.is_empty() else str(bad)
 
 
 @lru_cache(maxsize=4096)
 def _carried(deps: _DepKey, leaf_text: str, level: int) -> bool:
     """Whether loop ``level`` of the order ``leaf_text`` carries one of the dependences."""
-    return poly.carries(_dependences(*deps), poly.isl.Map(leaf_text), level)
+    dep = _dependences(*deps)
+    return not dep.is_empty() and poly.carries(dep, poly.isl.Map(leaf_text), level)
 
 
 def leaf_schedule(stage: Stage, leaves: Sequence[IterVar]) -> poly.isl.Map:
