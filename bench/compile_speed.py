@@ -106,7 +106,9 @@ def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
         raise SystemExit(f"vta run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     m = re.search(r"compile ([\d.]+) s\s+simulate ([\d.]+) s", p.stdout)
     compiled = re.search(r"(\d+) from the cache, (\d+) compiled", p.stderr)
+    total = re.search(r"^total ([\d,]+) cycles", p.stdout, re.M)
     return {"wall_s": wall, "cpu_s": cpu, "compile_s": float(m.group(1)) if m else float("nan"),
+            "cycles": int(total.group(1).replace(",", "")) if total else -1,
             "simulate_s": float(m.group(2)) if m else float("nan"),
             "from_cache": int(compiled.group(1)) if compiled else 0,
             "compiled": int(compiled.group(2)) if compiled else -1}
@@ -181,7 +183,7 @@ def _ratio(a: float, b: float) -> str:
 def _print(after: dict[str, Any], before: dict[str, Any] | None,
            args: argparse.Namespace) -> None:
     """The per-layer and whole-graph tables, before beside after when there is a before."""
-    con = Console()
+    con = Console(width=160)  # the tables unwrapped in a log
     t = Table(title=f"per-layer compile on {after['hw']} (median of {args.runs}, cold)")
     cols = ["layer", "wall s", "cpu s", "schedule"] if before is None else \
         ["layer", "wall before", "wall after", "cpu before", "cpu after", "cpu ratio",
@@ -215,14 +217,15 @@ def _print(after: dict[str, Any], before: dict[str, Any] | None,
         g = Table(title=f"vta run --hw {Path(args.hw).name} resnet18 (median of "
                         f"{args.graph_runs})")
         for col in ("checkout", "run", "wall s", "cpu s", "compile s", "simulate s",
-                    "kernels compiled"):
+                    "kernels compiled", "cycles"):
             g.add_column(col)
         halves = [("before", before), ("after", after)] if before else [("this", after)]
         for who, res in halves:
             for name, rows in res["graph"].items():
                 g.add_row(who, name, f"{_median(rows, 'wall_s'):.2f}",
                           f"{_median(rows, 'cpu_s'):.2f}", f"{_median(rows, 'compile_s'):.2f}",
-                          f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]))
+                          f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]),
+                          f"{rows[0].get('cycles', -1):,}")
         con.print(g)
     loads = [("before", before), ("after", after)] if before else [("run", after)]
     con.print("load average (1, 5, 15 min) at the start: " + "; ".join(

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from vta.compiler.ir import semantics as sem
 from vta.compiler.ir.semantics import Op
-from vta.compiler.ir.visitor import node_fields
+from vta.compiler.ir.visitor import evolve, node_fields
 from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
@@ -517,9 +517,7 @@ def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
     if isinstance(node, BinOp):
         # re-fold: substitution may have made both sides constant
         return _bin(cls, changed.get("a", node.a), changed.get("b", node.b))
-    import dataclasses
-
-    return dataclasses.replace(node, **changed)
+    return evolve(node, **changed)
 
 
 def simplify_int(e: Expr) -> Expr:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, overload
 
 from vta.compiler.ir import expr as E
@@ -352,22 +353,22 @@ class Stage:
         return self.leaf_iter_vars[:k + 1]
 
     def _check_order(self, new_leaves: list[IterVar], what: str) -> None:
-        deps = stage_dependences(self, exempt_reduction=True)
+        deps = _dependence_key(self, exempt_reduction=True)
         if deps is None:
             return
-        bad = poly.violations(deps, leaf_schedule(self, new_leaves))
-        if not bad.is_empty():
+        bad = _order_violation(deps, leaf_schedule_text(self, new_leaves))
+        if bad is not None:
             raise self._fail(what, None, f"the new loop order breaks the dependence {bad}")
 
     def _check_parallel(self, axis: IterVar, what: str) -> None:
         if axis.kind == "reduce":
             raise self._fail(what, axis, "a reduction axis carries the accumulation into the "
                              "same output element; its iterations cannot run in parallel")
-        deps = stage_dependences(self, exempt_reduction=False)
+        deps = _dependence_key(self, exempt_reduction=False)
         if deps is None:
             return
         level = next(i for i, iv in enumerate(self.leaf_iter_vars) if iv is axis)
-        if poly.carries(deps, leaf_schedule(self, self.leaf_iter_vars), level):
+        if _carried(deps, leaf_schedule_text(self, self.leaf_iter_vars), level):
             raise self._fail(what, axis, "the loop carries a dependence; its iterations "
                              "cannot run in parallel")
 
@@ -584,14 +585,33 @@ def stage_dependences(stage: Stage, exempt_reduction: bool) -> poly.isl.Map | No
     """Dependences among the stage's instances in definition order; with ``exempt_reduction``
     the accumulation into one output element (commutative: any order is fine) is left out.
     None when the body is not affine (then only the structural checks apply)."""
+    key = _dependence_key(stage, exempt_reduction)
+    return None if key is None else _dependences(*key)
+
+
+#: what a stage's dependences are a function of: its domain, write and read texts, and for
+#: an exempt reduction the numbers of its output axes and of all its axes (else 0, 0)
+_DepKey = tuple[str, str, str, int, int]
+
+
+def _dependence_key(stage: Stage, exempt_reduction: bool) -> _DepKey | None:
+    """``stage_dependences``' inputs as text (a memo key), None when the body is not affine."""
     try:
         writes, reads = _accesses(stage)
     except poly.PolyError:
         return None
-    deps = poly.dependences(_domain(stage), writes, reads).all()
+    n, roots = 0, 0
     if exempt_reduction and stage.reduce_axis:
-        n = len(stage.axis)
-        roots = len(stage.axis) + len(stage.reduce_axis)
+        n, roots = len(stage.axis), len(stage.axis) + len(stage.reduce_axis)
+    return _domain(stage), writes, reads, n, roots
+
+
+@lru_cache(maxsize=1024)
+def _dependences(domain: str, writes: str, reads: str, n: int, roots: int) -> poly.isl.Map:
+    """The dependences of ``_dependence_key``'s texts; ``roots`` > 0: with the accumulation
+    over the last ``roots - n`` axes into one output element left out."""
+    deps = poly.dependences(domain, writes, reads).all()
+    if roots:
         a = [f"a{i}" for i in range(roots)]
         b = [f"b{i}" for i in range(roots)]
         same = " and ".join(f"{a[i]} = {b[i]}" for i in range(n)) or "true"
@@ -600,8 +620,32 @@ def stage_dependences(stage: Stage, exempt_reduction: bool) -> poly.isl.Map | No
     return deps
 
 
+@lru_cache(maxsize=4096)
+def _order_violation(deps: _DepKey, leaf_text: str) -> str | None:
+    """The dependences the loop order ``leaf_text`` (``leaf_schedule_text``) breaks, as text,
+    or None when it is legal (memoised: the candidates of a layer and its repeated checks
+    reorder the same stages the same way; isl parsing is most of the cost)."""
+    dep = _dependences(*deps)
+    if dep.is_empty():  # nothing to keep in order (a stage without dependences, or only the
+        return None     # exempt accumulation): every order is legal, no schedule to parse
+    bad = poly.violations(dep, poly.isl.Map(leaf_text))
+    return None if bad.is_empty() else str(bad)
+
+
+@lru_cache(maxsize=4096)
+def _carried(deps: _DepKey, leaf_text: str, level: int) -> bool:
+    """Whether loop ``level`` of the order ``leaf_text`` carries one of the dependences."""
+    dep = _dependences(*deps)
+    return not dep.is_empty() and poly.carries(dep, poly.isl.Map(leaf_text), level)
+
+
 def leaf_schedule(stage: Stage, leaves: Sequence[IterVar]) -> poly.isl.Map:
     """The map from a root iteration ``S[roots]`` to its leaf loop values in ``leaves`` order."""
+    return poly.isl.Map(leaf_schedule_text(stage, leaves))
+
+
+def leaf_schedule_text(stage: Stage, leaves: Sequence[IterVar]) -> str:
+    """``leaf_schedule`` as isl text."""
     roots = (*stage.axis, *stage.reduce_axis)
     ext = leaf_extents(stage, {iv: iv.extent for iv in roots})
     name = {iv: f"x{k}" for k, iv in enumerate(stage.all_iter_vars)}
@@ -613,5 +657,5 @@ def leaf_schedule(stage: Stage, leaves: Sequence[IterVar]) -> poly.isl.Map:
             cons.append(f"{name[r.fused]} = {ext[r.inner]}*{name[r.outer]} + {name[r.inner]}")
     inner = [name[iv] for iv in stage.all_iter_vars if iv not in roots and iv not in leaves]
     ex = f"exists ({', '.join(inner)} : {' and '.join(cons)})" if inner else " and ".join(cons)
-    return poly.isl.Map(f"{{ S[{', '.join(name[iv] for iv in roots)}] -> "
-                        f"[{', '.join(name[iv] for iv in leaves)}] : {ex} }}")
+    return (f"{{ S[{', '.join(name[iv] for iv in roots)}] -> "
+            f"[{', '.join(name[iv] for iv in leaves)}] : {ex} }}")

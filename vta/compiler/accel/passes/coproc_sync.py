@@ -41,7 +41,6 @@ Post: the same instructions with ``Deps`` set so that running the modules concur
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -49,6 +48,7 @@ import numpy as np
 from vta.compiler.accel.passes._common import flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa import Alu, AluOp, Deps, MemType, Unit, definition_of, flag_for, module_of
@@ -97,7 +97,11 @@ def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tu
     return base + lo, base + hi + 1
 
 
-def accesses(ins: Insn, hw: HwConfig) -> list[tuple[str, int, int, bool]]:
+#: a range an instruction touches: (memory, first entry, end entry, whether it writes)
+Access = tuple[str, int, int, bool]
+
+
+def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
     """(memory, lo, hi, is_write) ranges an instruction touches on ``hw`` (acc stands for acc
     and out; ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from
     its definition: a DMA its SRAM range (``Load.sram_elems``: what its memory type writes), a
@@ -150,8 +154,12 @@ class _Tokens:
         self.flags = _flags(self.separate)
         self.modules = [m for m in Unit if m is not Unit.ALU or self.separate]
         depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
-        self.last_w = {(m, k): np.full(depth[k], -1, np.int64) for m in Unit for k in depth}
-        self.last_r = {(m, k): np.full(depth[k], -1, np.int64) for m in Unit for k in depth}
+        #: per memory, per module (a row, ``row``): the latest instruction writing / reading
+        #: each entry (-1: none); one row per module so that one numpy reduction answers a
+        #: range for every module at once
+        self.row = {m: r for r, m in enumerate(Unit)}
+        self.last_w = {k: np.full((len(self.row), depth[k]), -1, np.int64) for k in depth}
+        self.last_r = {k: np.full((len(self.row), depth[k]), -1, np.int64) for k in depth}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         self.mods: list[Unit] = []
@@ -164,6 +172,19 @@ class _Tokens:
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.token_depth = hw.queues.token_depth
+        #: ``_accesses``' memo: (instruction, id of its micro-ops) -> (micro-ops, ranges)
+        self.seen: dict[tuple[Any, int], tuple[tuple[Any, ...], list[Access]]] = {}
+
+    def _accesses(self, ins: Insn) -> list[Access]:
+        """``accesses(ins)``, memoised for a micro-op instruction by its fields and micro-op
+        list (the same GEMM or ALU instruction recurs in every tile over the same buffers)."""
+        if not ins.uops:
+            return accesses(ins, self.hw)
+        key = (ins.insn, id(ins.uops))
+        hit = self.seen.get(key)
+        if hit is None or hit[0] is not ins.uops:
+            hit = self.seen[key] = (ins.uops, accesses(ins, self.hw))
+        return hit[1]
 
     def _would_overflow(self, q: Queue, need: int) -> bool:
         """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
@@ -193,26 +214,26 @@ class _Tokens:
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
                 insn: Any = ins.insn
-                ins = dataclasses.replace(ins, insn=dataclasses.replace(insn, deps=Deps(**f)))
+                ins = Insn(evolve(insn, deps=Deps(**f)), ins.dram, ins.uops,
+                           ins.thread, ins.note)
             result.append(ins)
         return result
 
     def _needs(self, m: Unit, acc: list[tuple[str, int, int, bool]]) -> dict[Unit, int]:
         """The latest earlier instruction of each other module that ``acc`` conflicts with."""
-        needs: dict[Unit, int] = {}
-        for p in self.modules:
-            if p is m:
+        need: np.ndarray | None = None
+        for mem, lo, hi, wr in acc:
+            if hi <= lo:
                 continue
-            need = -1
-            for mem, lo, hi, wr in acc:
-                if hi <= lo:
-                    continue
-                need = max(need, int(self.last_w[(p, mem)][lo:hi].max()))
-                if wr:
-                    need = max(need, int(self.last_r[(p, mem)][lo:hi].max()))
-            if need >= 0:
-                needs[p] = need
-        return needs
+            last = self.last_w[mem][:, lo:hi].max(axis=1)
+            if wr:
+                np.maximum(last, self.last_r[mem][:, lo:hi].max(axis=1), out=last)
+            need = last if need is None else np.maximum(need, last, out=need)
+        if need is None:
+            return {}
+        latest = need.tolist()
+        return {p: latest[self.row[p]] for p in self.modules
+                if p is not m and latest[self.row[p]] >= 0}
 
     def _start(self, m: Unit, pops: dict[Queue, int]) -> dict[Unit, int]:
         clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
@@ -245,7 +266,7 @@ class _Tokens:
 
     def _add(self, ins: Insn) -> None:
         m = module_of(ins.insn, self.hw)
-        acc = accesses(ins, self.hw)
+        acc = self._accesses(ins)
         needs = self._needs(m, acc)
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}
@@ -263,5 +284,6 @@ class _Tokens:
             pops[(r, m)] = carrier
             clock = self._start(m, pops)
         k = self._append(ins, m, pops)
+        row = self.row[m]
         for mem, lo, hi, wr in acc:
-            (self.last_w if wr else self.last_r)[(m, mem)][lo:hi] = k
+            (self.last_w if wr else self.last_r)[mem][row, lo:hi] = k

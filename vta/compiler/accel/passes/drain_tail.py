@@ -29,7 +29,6 @@ Post: the same instructions with the last compute instruction possibly replaced 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -38,6 +37,7 @@ import numpy as np
 from vta.compiler.accel.passes._common import flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.isa import Unit, definition_of, module_of
 from vta.isa.timing import fetch_cycles
@@ -155,8 +155,8 @@ def _plan(last: Insn, stores: list[Insn], sets: np.ndarray, m: int,
     out: list[Insn] = list(after[0])
     x: Any = last.insn
     for j, (a, b) in enumerate(parts):
-        out.append(last if m == 1 else dataclasses.replace(
-            last, insn=dataclasses.replace(x, uop_bgn=a, uop_end=b)))
+        out.append(last if m == 1 else evolve(
+            last, insn=evolve(x, uop_bgn=a, uop_end=b)))
         out += after[j + 1]
     return out
 
@@ -183,12 +183,12 @@ def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | No
     out = []
     for a, b, v in runs:
         if rows:
-            piece = dataclasses.replace(x, sram_base=x.sram_base + a * x.x_size,
+            piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
                                         dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
         else:
-            piece = dataclasses.replace(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
+            piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
                                         x_size=b - a)
-        out.append((v, dataclasses.replace(st, insn=piece, note="tail piece")))
+        out.append((v, evolve(st, insn=piece, note="tail piece")))
     return out
 
 

@@ -14,12 +14,12 @@ Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in para
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from vta.compiler.accel.passes._common import entries_of, flat_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa import (
@@ -107,13 +107,13 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 cursor = hi
             start = resident[id(b)][0]
             x: Any = i  # its range counts within the block (the whole block, or a part of it)
-            x = dataclasses.replace(x, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end)
+            x = evolve(x, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end)
             if id(ins) in shifted:
-                x = dataclasses.replace(x, uop_base=1, **shifted[id(ins)][1])
+                x = evolve(x, uop_base=1, **shifted[id(ins)][1])
             out.append(x)
         elif role in ("load", "store"):
             assert ins.dram is not None
-            out.append(dataclasses.replace(i, dram_base=i.dram_base + allocs[ins.dram].base))
+            out.append(evolve(i, dram_base=i.dram_base + allocs[ins.dram].base))
         else:
             out.append(i)
     out.append(Finish())
@@ -277,6 +277,6 @@ def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],
     if x.deps.pop_prev:  # pops compute -> alu: waits for a compute instruction after the load
         return out
     load: Any = out[0]
-    out[0] = dataclasses.replace(load, deps=dataclasses.replace(load.deps, push_next=True))
-    out[first_alu] = dataclasses.replace(x, deps=dataclasses.replace(x.deps, pop_prev=True))
+    out[0] = evolve(load, deps=evolve(load.deps, push_next=True))
+    out[first_alu] = evolve(x, deps=evolve(x.deps, pop_prev=True))
     return out

@@ -22,7 +22,6 @@ Post: each nest is one ``ComputeInsn`` of its instruction (or a few, inside loop
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import math
@@ -33,6 +32,7 @@ from vta.compiler.accel.passes._common import affine, map_stmt
 from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.isa import InstructionDef, MemType
 from vta.isa.builtins import LOAD
@@ -239,7 +239,7 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     def nest(times: int) -> Callable[[S.Stmt], S.Stmt | None]:
         def rewrite(s: S.Stmt) -> S.Stmt | None:
             if isinstance(s, S.For) and isinstance(s.extent, E.IntImm):
-                return dataclasses.replace(s, body=map_stmt(s.body,
+                return evolve(s, body=map_stmt(s.body,
                                                              nest(times * s.extent.value)))
             if isinstance(s, ComputeNest):
                 return compute(s, times)
@@ -265,9 +265,10 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         proto = instance(d, reset=s.reset, **dict(s.params))
         lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
 
+        @functools.cache  # the foldings scored share their (iter_out, iter_in, uops) counts
         def insn_cycles(n_o: int, n_i: int, n: int) -> float:
-            return d.duration(dataclasses.replace(proto, iter_out=n_o, iter_in=n_i, uop_bgn=0,
-                                                  uop_end=n), hw)
+            return d.duration(evolve(proto, iter_out=n_o, iter_in=n_i, uop_bgn=0, uop_end=n),
+                              hw)
 
         fo = fold_loops(list(s.loops), coefs, tuple(w for _, w in fields), lag, max_uops,
                         not s.reset and d.kind == "accumulate", max_iter,
