@@ -36,6 +36,7 @@ from vta.graph.onnx_ort import (
     calibration_inputs,
     ort_tensors,
     quantize,
+    resnet18,
     run_fed,
 )
 from vta.graph.quant import ort_requantize, quantize_linear
@@ -60,9 +61,17 @@ U8_PER_CHANNEL = Format("QOperator", "u8", True)
 QDQ_PER_CHANNEL = [Format("QDQ", "a8", True), Format("QDQ", "u8", True)]
 
 
+#: ResNet-18 at bench/onnx_models.py's default size (32x32)
+RESNET_SIZE = 32
+
+
+def _float(model: str) -> Any:
+    return resnet18(0, size=RESNET_SIZE) if model == "resnet18" else MODELS[model](0)
+
+
 @cache
 def _quantized(model: str, fmt: Format) -> Any:
-    return quantize(MODELS[model](0), fmt, seed=1)
+    return quantize(_float(model), fmt, seed=1)
 
 
 def _inits(q: Any) -> dict[str, np.ndarray]:
@@ -79,13 +88,14 @@ def _window(n: Any) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[i
     return tuple(a.get("strides", [1, 1])), (t, left, b, r), tuple(a.get("dilations", [1, 1]))
 
 
-def _runs(model: str, fmt: Format) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+def _runs(model: str, fmt: Format, inputs: int = INPUTS
+          ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
     """Per input: ORT's tensors, and vta's exact import fed ORT's operands (by name)."""
     q = _quantized(model, fmt)
     g = load_onnx(q, requant="ort")
     v = g.inputs[0]
     out = []
-    for x in calibration_inputs(MODELS[model](0), 99, INPUTS):
+    for x in calibration_inputs(_float(model), 99, inputs):
         ort = ort_tensors(q, {v.name: x})
         fed = run_fed(g, {v.name: quantize_linear(x, v.type.scale, v.type.zero)}, ort)
         out.append((ort, {val.name: np.asarray(a) for val, a in fed.items()}))
@@ -182,13 +192,15 @@ def _ratio_zero(n: Any, init: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
     return ratio, int(init[n.input[iy + 1]])
 
 
-@pytest.mark.parametrize("model", ["small_cnn", "mlp"])
-def test_qoperator_uint8_is_orts_saturating_u8s8_kernel(model: str) -> None:
+def _check_u8s8(model: str, inputs: int) -> tuple[int, int]:
+    """Every QLinearConv / QGemm output of ``model``'s QOperator uint8 per-channel form over
+    ``inputs`` inputs: the saturating model is ORT's value, and vta's exact import (fed ORT's
+    operands) differs only where a pair saturates. Returns (values, values vta differs on)."""
     q = _quantized(model, U8_PER_CHANNEL)
     init = _inits(q)
     nodes = [n for n in q.graph.node if n.op_type in ("QLinearConv", "QGemm")]
     values = differ = 0
-    for ort, vta in _runs(model, U8_PER_CHANNEL):
+    for ort, vta in _runs(model, U8_PER_CHANNEL, inputs):
         ort = {**ort, **{n.input[0]: _flattened(q, n.input[0], ort) for n in nodes}}
         for n in nodes:
             acc = _u8s8_acc(n, init, ort)
@@ -200,12 +212,24 @@ def test_qoperator_uint8_is_orts_saturating_u8s8_kernel(model: str) -> None:
             assert np.array_equal(model_y, want), n.output[0]  # ORT's value everywhere
             got = _stored(vta[n.output[0]], True).reshape(acc.shape)
             wrong = got != want
-            sat = _saturated(n, init, ort)
-            assert not (wrong & ~sat).any(), n.output[0]  # vta differs only where a pair clips
+            assert not (wrong & ~_saturated(n, init, ort)).any(), n.output[0]  # only there
             values += want.size
             differ += int(wrong.sum())
+    return values, differ
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "mlp"])
+def test_qoperator_uint8_is_orts_saturating_u8s8_kernel(model: str) -> None:
+    values, differ = _check_u8s8(model, INPUTS)
     assert differ > 0, "no saturated pair changed an output: the cause was not seen"
     assert values >= INPUTS * 2
+
+
+@pytest.mark.slow
+def test_resnet18_qoperator_uint8_is_orts_saturating_u8s8_kernel() -> None:
+    """The same on ResNet-18 (32x32), 4 inputs: its 21 QLinearConv and its QGemm."""
+    values, differ = _check_u8s8("resnet18", 4)
+    assert differ > 0 and values > 0
 
 
 def _flattened(q: Any, name: str, ort: dict[str, np.ndarray]) -> np.ndarray:
@@ -264,18 +288,16 @@ def _dq_source(q: Any, name: str) -> Any:
     return next(n for n in q.graph.node if n.output[0] == name)
 
 
-@pytest.mark.parametrize("fmt", QDQ_PER_CHANNEL, ids=[f.name for f in QDQ_PER_CHANNEL])
-def test_qdq_conv_is_orts_float_conv(fmt: Format) -> None:
-    """The QDQ small CNN's convolutions: ORT's float Conv modelled (``qdq_conv``) is ORT's
-    value at every output over 20 inputs; vta's exact import (the exact sum, requantized
-    with ORT's float32 ratio) differs by one unit where the float sum's rounding crosses a
-    quantization boundary (measured: 1 of 25,600 values here), and nowhere else."""
-    q = _quantized("small_cnn", fmt)
+def _check_qdq(model: str, fmt: Format, inputs: int) -> tuple[int, int]:
+    """Every float Conv island of ``model``'s QDQ form ``fmt`` over ``inputs`` inputs:
+    ``qdq_conv`` on ORT's operands is ORT's value, and vta's exact import (fed ORT's
+    operands) is within one unit of it. Returns (values, values vta differs on)."""
+    q = _quantized(model, fmt)
     init = _inits(q)
     unsigned = fmt.types == "u8"
     threads = os.cpu_count() or 1  # ORT's intra-op threads: one per core by default
     values = differ = 0
-    for ort, vta in _runs("small_cnn", fmt):
+    for ort, vta in _runs(model, fmt, inputs):
         for conv, relu, qn in _qdq_convs(q):
             dx, dw = _dq_source(q, conv.input[0]), _dq_source(q, conv.input[1])
             db = _dq_source(q, conv.input[2])
@@ -290,8 +312,28 @@ def test_qdq_conv_is_orts_float_conv(fmt: Format) -> None:
             assert np.abs(got - want).max() <= 1
             values += want.size
             differ += int(np.count_nonzero(got != want))
+    return values, differ
+
+
+@pytest.mark.parametrize("fmt", QDQ_PER_CHANNEL, ids=[f.name for f in QDQ_PER_CHANNEL])
+def test_qdq_conv_is_orts_float_conv(fmt: Format) -> None:
+    """The QDQ small CNN's convolutions: ORT's float Conv modelled (``qdq_conv``) is ORT's
+    value at every output over 20 inputs; vta's exact import (the exact sum, requantized
+    with ORT's float32 ratio) differs by one unit where the float sum's rounding crosses a
+    quantization boundary (measured: 1 of 25,600 values here), and nowhere else."""
+    values, differ = _check_qdq("small_cnn", fmt, INPUTS)
     assert values == INPUTS * (16 * 8 * 8 + 16 * 4 * 4)
     assert 0 < differ <= values // 10_000, differ
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", [Format("QDQ", "s8", False), Format("QDQ", "u8", True)],
+                         ids=lambda f: f.name)
+def test_resnet18_qdq_convs_are_orts_float_conv(fmt: Format) -> None:
+    """The same on ResNet-18's 20 convolutions (32x32), 2 inputs: MLAS's K blocks and thread
+    segments included (the stem's K of 147 splits at 128 on two threads)."""
+    values, _ = _check_qdq("resnet18", fmt, 2)
+    assert values > 0
 
 
 def test_dequantize_is_one_float32_product_per_channel() -> None:
