@@ -192,15 +192,15 @@ def _ratio_zero(n: Any, init: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
     return ratio, int(init[n.input[iy + 1]])
 
 
-def _check_u8s8(model: str, inputs: int) -> tuple[int, int]:
-    """Every QLinearConv / QGemm output of ``model``'s QOperator uint8 per-channel form over
+def _check_u8s8(model: str, inputs: int, fmt: Format = U8_PER_CHANNEL) -> tuple[int, int]:
+    """Every QLinearConv / QGemm output of ``model``'s QOperator uint8 form ``fmt`` over
     ``inputs`` inputs: the saturating model is ORT's value, and vta's exact import (fed ORT's
     operands) differs only where a pair saturates. Returns (values, values vta differs on)."""
-    q = _quantized(model, U8_PER_CHANNEL)
+    q = _quantized(model, fmt)
     init = _inits(q)
     nodes = [n for n in q.graph.node if n.op_type in ("QLinearConv", "QGemm")]
     values = differ = 0
-    for ort, vta in _runs(model, U8_PER_CHANNEL, inputs):
+    for ort, vta in _runs(model, fmt, inputs):
         ort = {**ort, **{n.input[0]: _flattened(q, n.input[0], ort) for n in nodes}}
         for n in nodes:
             acc = _u8s8_acc(n, init, ort)
@@ -226,9 +226,11 @@ def test_qoperator_uint8_is_orts_saturating_u8s8_kernel(model: str) -> None:
 
 
 @pytest.mark.slow
-def test_resnet18_qoperator_uint8_is_orts_saturating_u8s8_kernel() -> None:
-    """The same on ResNet-18 (32x32), 4 inputs: its 21 QLinearConv and its QGemm."""
-    values, differ = _check_u8s8("resnet18", 4)
+@pytest.mark.parametrize("per_channel", [True, False], ids=["per-channel", "per-tensor"])
+def test_resnet18_qoperator_uint8_is_orts_saturating_u8s8_kernel(per_channel: bool) -> None:
+    """The same on ResNet-18 (32x32), 4 inputs: its 20 QLinearConv and its QGemm (per-tensor
+    weights saturate too: the stem's 3-channel 7x7 convolution)."""
+    values, differ = _check_u8s8("resnet18", 4, Format("QOperator", "u8", per_channel))
     assert differ > 0 and values > 0
 
 
