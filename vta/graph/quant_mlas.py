@@ -45,7 +45,8 @@ import numpy as np
 from vta.graph.ort_add import fma32
 
 __all__ = ["PAIR_MIN", "PAIR_MAX", "u8s8_pair_sums", "u8s8_saturates", "nhwc_columns",
-           "nhwc_weights", "qlinear_conv_u8s8_acc", "qgemm_u8s8_acc", "sgemm_stride_k",
+           "nhwc_weights", "qlinear_conv_u8s8_acc", "qgemm_u8s8_acc", "sgemm_strides",
+           "sgemm_stride_k",
            "conv_segments", "float_conv", "dequantize", "quantize", "qdq_conv",
            "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS"]
 
@@ -170,30 +171,24 @@ def _out_hw(hw: tuple[int, ...], kernel: tuple[int, int], stride: tuple[int, int
 # ---------------------------------------------------------------------------- float Conv
 
 
+def sgemm_strides(n: int, k: int) -> tuple[int, int]:
+    """MLAS's ``(N stride, K stride)`` for an SGEMM of ``n`` output columns and depth ``k``
+    (``MlasSgemmOperation`` / ``MlasConvOperation``: both start at 128; a wide product trades
+    K for N while half the K stride still covers K, a narrow one trades N for K while the N
+    stride stays at least 16 and half of it still covers N)."""
+    sn = sk = SGEMM_STRIDE
+    if n >= k:
+        while sk // 2 >= k:
+            sn, sk = sn * 2, sk // 2
+    else:
+        while sn > 16 and sn // 2 >= n:
+            sn, sk = sn // 2, sk * 2
+    return sn, sk
+
+
 def sgemm_stride_k(n: int, k: int) -> int:
-    """MLAS's K block for an SGEMM of ``n`` output columns and depth ``k``
-    (``MlasSgemmOperation`` / ``MlasConvOperation``: the strides start at 128 x 128; a wide
-    product trades K for N while half the K stride still covers K, a narrow one trades N for
-    K while N stays at least 16 and half the N stride still covers N)."""
-    sn = sk = SGEMM_STRIDE
-    if n >= k:
-        while sk // 2 >= k:
-            sn, sk = sn * 2, sk // 2
-    else:
-        while sn > 16 and sn // 2 >= n:
-            sn, sk = sn // 2, sk * 2
-    return sk
-
-
-def _sgemm_stride_n(n: int, k: int) -> int:
-    sn = sk = SGEMM_STRIDE
-    if n >= k:
-        while sk // 2 >= k:
-            sn, sk = sn * 2, sk // 2
-    else:
-        while sn > 16 and sn // 2 >= n:
-            sn, sk = sn // 2, sk * 2
-    return sn
+    """MLAS's K block for ``n`` output columns and depth ``k`` (``sgemm_strides``)."""
+    return sgemm_strides(n, k)[1]
 
 
 def conv_segments(filters: int, outputs: int, k: int, threads: int) -> list[tuple[int, int]]:
@@ -218,7 +213,7 @@ def conv_segments(filters: int, outputs: int, k: int, threads: int) -> list[tupl
     out = []
     for seg in range(0, outputs, stride):
         count = min(stride, outputs - seg)
-        sn = _sgemm_stride_n(count, k)
+        sn = sgemm_strides(count, k)[0]
         out += [(seg + n, min(sn, count - n)) for n in range(0, count, sn)]
     return out
 
