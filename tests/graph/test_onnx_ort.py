@@ -45,6 +45,7 @@ from vta.graph.onnx_ort import (
     small_cnn,
 )
 from vta.graph.quant import ort_requantize, quantize_linear
+from vta.graph.quant_mlas import qgemm_u8s8_acc
 from vta.run.graph import run_graph
 
 from .conftest import hw
@@ -154,16 +155,10 @@ def test_per_channel_scales_on_stock_vta_are_refused_by_name() -> None:
 def _u8s8_accumulator(a: np.ndarray, za: int, w_km: np.ndarray, saturate: bool
                       ) -> np.ndarray:
     """``sum_k (a - za) w``, or as x86 MLAS's U8S8 kernel computes it without VNNI
-    (``vpmaddubsw``: uint8 x int8 products summed in pairs, each pair saturated to int16, the
-    zero point's term ``-za * sum_k w`` added exactly)."""
-    a64, w64 = a.astype(np.int64), w_km.astype(np.int64)
+    (``quant_mlas.qgemm_u8s8_acc``: pairs of products saturated to int16)."""
     if not saturate:
-        return (a64 - za) @ w64
-    k2 = w64.shape[0] // 2 * 2
-    pairs = np.einsum("nkp,kpm->nkm", a64[:, :k2].reshape(a64.shape[0], -1, 2),
-                      w64[:k2].reshape(-1, 2, w64.shape[1]))
-    rest = a64[:, k2:] @ w64[k2:]
-    return np.clip(pairs, -32768, 32767).sum(axis=1) + rest - za * w64.sum(axis=0)
+        return (a.astype(np.int64) - za) @ w_km.astype(np.int64)
+    return qgemm_u8s8_acc(a, za, w_km, np.zeros(w_km.shape[1], np.int64))
 
 
 def test_ort_u8s8_kernels_saturate_pair_sums() -> None:

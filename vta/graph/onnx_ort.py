@@ -266,18 +266,24 @@ def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
         if vi.type.tensor_type.elem_type in quant and vi.name not in have | inits:
             m.graph.output.append(vi)
             have.add(vi.name)
-    for n in m.graph.node:  # com.microsoft operators' outputs: shape inference skips them
-        if n.domain == "com.microsoft":
-            for o in n.output:
-                if o not in have:
-                    m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
-                    have.add(o)
+    # shape inference gives com.microsoft operators' outputs no type, nor anything computed
+    # from them (a QLinearConv after a QLinearAdd): every output of unknown type is asked for
+    # too, and kept when ORT's value is int8 / uint8
+    typed = {vi.name for vi in inferred.graph.value_info if vi.type.tensor_type.elem_type}
+    graph_outputs = set(have)
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in have | inits | typed:
+                m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
+                have.add(o)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, dict(feeds)), strict=True))
+    values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
+    return {k: a for k, a in values.items()
+            if k in graph_outputs or np.asarray(a).dtype in (np.int8, np.uint8)}
 
 
 @dataclass(frozen=True)

@@ -63,13 +63,14 @@ def factor_mult(m: int) -> tuple[int, int] | None:
     return None
 
 
-def fma32(x: np.ndarray, y: float, z: np.ndarray) -> np.ndarray:
-    """``fma(x, y, z)`` in float32 (one rounding of the exact ``x * y + z``, half to even) for
-    integer ``x`` (|x| < 2**16), float32 ``y`` and float32 ``z``: what ``_mm256_fmadd_ps``
-    computes. ``x * y`` is exact in float64; the float64 sum's error is recovered exactly
-    (Knuth's TwoSum), and a sum that lands on a float32 midpoint with a non-zero error is
-    rounded towards the error (no double rounding)."""
-    p = np.asarray(x, dtype=_F64) * _F64(_F32(y))
+def fma32(x: np.ndarray, y: float | np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``fma(x, y, z)`` in float32 (one rounding of the exact ``x * y + z``, half to even),
+    elementwise with broadcasting, for ``x`` integers (|x| < 2**16) or float32 values, ``y``
+    and ``z`` float32: what ``_mm256_fmadd_ps`` computes. ``x * y`` is exact in float64 (at
+    most 48 significant bits); the float64 sum's error is recovered exactly (Knuth's TwoSum),
+    and a sum that lands on a float32 midpoint with a non-zero error is rounded towards the
+    error (no double rounding)."""
+    p = np.asarray(x, dtype=_F64) * np.asarray(y, dtype=_F32).astype(_F64)
     z64 = np.asarray(z, dtype=_F32).astype(_F64)
     p, z64 = np.broadcast_arrays(p, z64)
     s = p + z64
