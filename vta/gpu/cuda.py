@@ -41,6 +41,7 @@ from vta.gpu.dialect import (
     ThreadIndex,
     affine_terms,
     flat_index,
+    resolve_call,
 )
 from vta.gpu.target import target_of
 
@@ -292,14 +293,9 @@ class _Renderer:
 
     def call(self, e: E.Call) -> str:
         """A scalar intrinsic (``CALLS``): its device function, defined before the kernel."""
-        c = CALLS.get(e.name)
+        c, why = resolve_call(CALLS, e, self.func.name, "CUDA form")
         if c is None:
-            known = ", ".join(sorted(CALLS)) or "none"
-            raise CudaRenderError(f"{self.func.name}: no CUDA form for call {e.name}() (the "
-                                  f"GPU calls registered: {known})")
-        why = c.mismatch(e)
-        if why is not None:
-            raise CudaRenderError(f"{self.func.name}: {why}")
+            raise CudaRenderError(why)
         self.calls[c.name] = c.source
         return f"{c.function}({', '.join(self.expr(a) for a in e.args)})"
 

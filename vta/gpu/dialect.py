@@ -227,3 +227,17 @@ def flat_index(b: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
     for i, d in zip(idx, b.shape, strict=False):
         flat = flat * d + i
     return flat
+
+
+def resolve_call(calls: dict[str, Any], e: E.Call, kernel: str, form: str) -> tuple[Any, str]:
+    """The registered scalar intrinsic (``vta.gpu.intrinsic.GpuCall``) that ``e`` calls, from
+    the renderer's or the emulator's table ``calls``, and ``""``; or None and why not (no
+    intrinsic of that name: ``form`` says what is missing, e.g. "CUDA form"; or the arity /
+    types differ), the message naming ``kernel``. One rule for both back ends."""
+    c = calls.get(e.name)
+    if c is None:
+        known = ", ".join(sorted(calls)) or "none"
+        return None, (f"{kernel}: no {form} for call {e.name}() (the GPU calls registered: "
+                      f"{known})")
+    why = c.mismatch(e)
+    return (None, f"{kernel}: {why}") if why is not None else (c, "")

@@ -58,6 +58,7 @@ from vta.gpu.dialect import (
     FragmentInfo,
     LaunchConfig,
     ThreadIndex,
+    resolve_call,
 )
 from vta.gpu.emulator_roles import ROLES_STATE, WARP_ROLES, RoleScheduler, role_branches
 from vta.gpu.profile import Profile
@@ -265,14 +266,9 @@ class Emulator:
     def call(self, e: E.Call) -> ExprFn:
         """A scalar intrinsic (``CALLS``): its numpy semantics on the lanes' values (every
         lane: a call has no side effect), converted to the call's type."""
-        c = CALLS.get(e.name)
+        c, why = resolve_call(CALLS, e, self.func.name, "emulation")
         if c is None:
-            known = ", ".join(sorted(CALLS)) or "none"
-            raise EmulatorError(f"{self.func.name}: no emulation for call {e.name}() (the "
-                                f"GPU calls registered: {known})")
-        why = c.mismatch(e)
-        if why is not None:
-            raise EmulatorError(f"{self.func.name}: {why}")
+            raise EmulatorError(why)
         args = [self.expr(a) for a in e.args]
         fn, t = c.semantics, sem.dtype(c.dtype)
         return lambda ctx, m: sem.cast(np.asarray(fn(*(a(ctx, m) for a in args))), t)
