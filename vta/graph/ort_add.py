@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["fma32", "qlinear_add_table", "qdq_add_table", "rescale_table", "AddForm",
+__all__ = ["fma32", "stored_grid", "qlinear_add_table", "qdq_add_table", "rescale_table", "AddForm",
            "fit_add", "apply_form", "factor_mult", "IMM_MAX", "MAX_SHIFT"]
 
 _F32 = np.float32
@@ -92,7 +92,7 @@ def _saturate(q: np.ndarray, unsigned: bool) -> np.ndarray:
     return np.clip(q, lo, hi).astype(np.int64)
 
 
-def _grid(unsigned: bool) -> tuple[np.ndarray, np.ndarray]:
+def stored_grid(unsigned: bool) -> tuple[np.ndarray, np.ndarray]:
     """Every stored value of a (u)int8 tensor, as ``a[:, None]`` and ``b[None, :]``."""
     v = np.arange(0, 256) if unsigned else np.arange(-128, 128)
     return v[:, None].astype(np.int64), v[None, :].astype(np.int64)
@@ -108,7 +108,7 @@ def qlinear_add_table(sa: float, za: int, sb: float, zb: int, sc: float, zc: int
     # the compiler contracts ``r_ac * z_a + r_bc * z_b`` into one FMA (module docstring)
     zb_term = np.array(_F32(r_bc * _F32(zb)), ndmin=1)
     fixed = _F32(_F32(zc) - fma32(np.array([za]), float(r_ac), zb_term)[0])
-    a, b = _grid(unsigned)
+    a, b = stored_grid(unsigned)
     inner = fma32(b, float(r_bc), np.full(b.shape, fixed, _F32))
     val = fma32(a, float(r_ac), inner)
     return _saturate(np.rint(val.astype(_F64)).astype(np.int64), unsigned)
@@ -127,7 +127,7 @@ def qdq_add_table(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
                   unsigned: bool = False) -> np.ndarray:
     """ORT's ``QuantizeLinear(Add(DequantizeLinear(a), DequantizeLinear(b)))`` in float32
     (the QDQ form run with ``ORT_DISABLE_ALL``), as ``qlinear_add_table`` lays it out."""
-    a, b = _grid(unsigned)
+    a, b = stored_grid(unsigned)
     return _quantize(_dequantize(a, sa, za) + _dequantize(b, sb, zb), sc, zc, unsigned)
 
 
@@ -135,7 +135,7 @@ def rescale_table(s1: float, z1: int, s2: float, z2: int, lo: float | None, hi: 
                   unsigned: bool = False) -> np.ndarray:
     """ORT's ``QuantizeLinear(Clip(DequantizeLinear(x), lo, hi))`` for every stored ``x``
     (``lo`` / ``hi`` None: that side unbounded; a ReLU is ``lo`` 0): 256 stored outputs."""
-    x = _grid(unsigned)[0][:, 0]
+    x = stored_grid(unsigned)[0][:, 0]
     v = _dequantize(x, s1, z1)
     if lo is not None:
         v = np.maximum(v, _F32(lo))
@@ -192,7 +192,7 @@ def fit_add(table: np.ndarray, za: int, zb: int, zc: int, ratios: tuple[float, f
     too, and every sum must stay inside int32. A ratio of 0 (``mult_b`` 0) makes it a rescale
     of ``a`` alone (the table's rows then do not depend on ``b``)."""
     off = 128 if unsigned else 0
-    a, b = _grid(unsigned)
+    a, b = stored_grid(unsigned)
     want = (table - off - zc).reshape(-1)  # stored output minus the zero point, int8 form
     lo, hi = int(want.min()), int(want.max())  # saturation, or a Clip's bound
     da = np.broadcast_to(a - off - za, table.shape).reshape(-1).astype(np.int64)

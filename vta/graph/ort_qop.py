@@ -41,16 +41,14 @@ import math
 
 import numpy as np
 
+from vta.graph.ort_add import stored_grid
+
 __all__ = ["qlinear_mul_table", "softmax_exp_table", "qlinear_softmax",
            "qlinear_average_pool"]
 
 _F32 = np.float32
 _F64 = np.float64
 
-
-def _grid(unsigned: bool) -> tuple[np.ndarray, np.ndarray]:
-    v = np.arange(0, 256) if unsigned else np.arange(-128, 128)
-    return v[:, None].astype(np.int64), v[None, :].astype(np.int64)
 
 
 def qlinear_mul_table(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
@@ -59,7 +57,7 @@ def qlinear_mul_table(sa: float, za: int, sb: float, zb: int, sc: float, zc: int
     table of stored outputs indexed by ``(a - lo, b - lo)`` (``lo`` -128, or 0 for uint8);
     zero points in the stored type."""
     ratio = _F32(_F32(_F32(sa) * _F32(sb)) / _F32(sc))
-    a, b = _grid(unsigned)
+    a, b = stored_grid(unsigned)
     p = ((a - za) * (b - zb)).astype(_F32)  # |p| <= 255 * 255: exact in float32
     v = (p * ratio).astype(_F32) + _F32(zc)
     q = np.rint(v.astype(_F64)).astype(np.int64)
