@@ -84,6 +84,17 @@ def _binary(op: str, unsigned: bool, sa: float, za: int, sb: float, zb: int, sc:
                     [helper.make_tensor_value_info("y", dt, out)], inits)
 
 
+def run_on_requant(q: Any, model: Any) -> tuple[Any, dict[str, np.ndarray], Any]:
+    """``q`` imported with ORT's exact arithmetic and run on pynq_requant from one seeded
+    calibration input of the float ``model``: the graph, ORT's float feeds of that input
+    and the run."""
+    g = load_onnx(q, requant="ort")
+    v = g.inputs[0]
+    x = calibration_inputs(model, 5, 1)[0]
+    ins = {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}
+    return g, {v.name: x}, run_graph(compile_graph(g, hw("pynq_requant"), refine=1), ins)
+
+
 @pytest.mark.parametrize("op", ["QLinearMul", "QLinearAdd"])
 @pytest.mark.parametrize("unsigned", [False, True])
 def test_binary_tables_are_ort_on_every_input_pair(op: str, unsigned: bool) -> None:
@@ -464,18 +475,14 @@ def test_small_qoperator_bert_on_the_simulator() -> None:
     model = bert_tiny(0, **SMALL)
     fmt = Format("QOperator", "a8", False)
     q = quantize_outputs(quantize(model, fmt, seed=0), model, fmt, seed=0)
-    g = load_onnx(q, requant="ort")
-    v = g.inputs[0]
-    x = calibration_inputs(model, 5, 1)[0]
-    ins = {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}
-    r = run_graph(compile_graph(g, hw("pynq_requant"), refine=1), ins)
+    g, feeds, r = run_on_requant(q, model)
     s = r.summary()
     assert r.passed, s["verdict"]
     on_vta = {row["ops"][0] for row in s["steps"] if row["placement"] == "vta"}
     assert "dense" in on_vta
     host = {row["ops"][0]: row["reason"] for row in s["steps"] if row["placement"] == "cpu"}
     assert "QLinearSoftmax" in host["qlinear_softmax"] and "table" in host["lut2"]
-    a = agreement(g, {**r.reference, **r.outputs}, ort_tensors(q, {v.name: x}))
+    a = agreement(g, {**r.reference, **r.outputs}, ort_tensors(q, feeds))
     assert a.identical, a
 
 
@@ -524,13 +531,9 @@ def test_concat_on_the_simulator() -> None:
     model = concat_model()
     fmt = FORMATS[1]
     q = quantize(model, fmt, seed=1)
-    g = load_onnx(q, requant="ort")
-    v = g.inputs[0]
-    x = calibration_inputs(model, 5, 1)[0]
-    ins = {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}
-    r = run_graph(compile_graph(g, hw("pynq_requant"), refine=1), ins)
+    g, feeds, r = run_on_requant(q, model)
     s = r.summary()
     assert r.passed, s["verdict"]
     host = {row["ops"][0]: row["reason"] for row in s["steps"] if row["placement"] == "cpu"}
     assert "layout operator" in host["concat"]
-    assert agreement(g, {**r.reference, **r.outputs}, ort_tensors(q, {v.name: x})).identical
+    assert agreement(g, {**r.reference, **r.outputs}, ort_tensors(q, feeds)).identical

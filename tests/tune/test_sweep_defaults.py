@@ -42,6 +42,18 @@ def _conv() -> Any:
     return resolve("resnet18:C11", [], **SMALL)
 
 
+def counting_executor(calls: list[DefaultTask]) -> type[LocalExecutor]:
+    """A local executor class that records in ``calls`` every layer task it is given."""
+
+    class Counting(LocalExecutor):
+        def map_unordered(self, fn: Any, items: Any) -> Any:
+            if fn is default_layer:
+                calls.extend(items)
+            return super().map_unordered(fn, items)
+
+    return Counting
+
+
 def test_a_default_layer_is_the_tuners_default_with_one_timing_run_per_candidate(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Same cycles, schedule and energy (pJ by component) as tuning at the default
@@ -77,12 +89,7 @@ def test_a_default_sweep_runs_each_hardware_content_once_and_prices_each_point(
     path.write_text(GRID)
     grid = load_grid(path)
     calls: list[DefaultTask] = []
-
-    class Counting(LocalExecutor):
-        def map_unordered(self, fn: Any, items: Any) -> Any:
-            if fn is default_layer:
-                calls.extend(items)
-            return super().map_unordered(fn, items)
+    Counting = counting_executor(calls)
 
     with Counting(1) as ex:
         res = run_sweep(grid, ["resnet18:C11"], ex, check=True)
@@ -128,12 +135,7 @@ def test_a_rerun_answers_from_the_cache_file_and_a_damaged_row_is_recomputed(
     path.write_text(GRID)
     grid = load_grid(path)
     calls: list[DefaultTask] = []
-
-    class Counting(LocalExecutor):
-        def map_unordered(self, fn: Any, items: Any) -> Any:
-            if fn is default_layer:
-                calls.extend(items)
-            return super().map_unordered(fn, items)
+    Counting = counting_executor(calls)
 
     db = tmp_path / "c.sqlite"
 
