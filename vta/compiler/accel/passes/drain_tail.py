@@ -205,14 +205,14 @@ def _pieces(st: Insn, key: np.ndarray) -> list[tuple[int, Item]] | None:
         return None
     if len(runs) == 1:
         return [(runs[0][2], (x, st, None))]
-    out = []
+    out: list[tuple[int, Item]] = []
     for a, b, v in runs:
         if rows:
             piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
-                                        dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
+                           dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
         else:
             piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
-                                        x_size=b - a)
+                           x_size=b - a)
         out.append((v, (piece, st, "tail piece")))
     return out
 
