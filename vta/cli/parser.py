@@ -177,6 +177,9 @@ def _run(sub: Any) -> None:
                       "$VTA_CACHE, else the user cache directory's)",
                  "neither read nor write the cache: the default schedule, everything "
                  "compiled (the cold figure)")
+    run.add_argument("--jobs", type=positive, default=None,
+                     help="a whole network on the accelerator: compile its kernels on this many "
+                          "worker processes (default: every core; 1: in the vta process)")
     run.add_argument("--profile", action="store_true",
                      help="with --target cuda-emu: count bank conflicts, global sectors, "
                           "barriers and instructions by kind")

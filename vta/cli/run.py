@@ -49,7 +49,7 @@ __all__ = ["main", "emit", "board_overflow"]
 _SCHEDULE = ("tco", "tci", "th", "tw", "vthreads", "vt_axis")
 #: flags only the accelerator target (``--target vta``) reads, by dest ...
 _VTA_ONLY = ("hw", *_SCHEDULE, "no_latency_hiding", "dump_ir", "trace", "plot", "cache",
-             "no_cache")
+             "no_cache", "jobs")
 #: ... and those only the GPU targets read
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that set one layer's shape, schedule or check: a whole graph refuses them by name
@@ -57,7 +57,7 @@ _LAYER_ONLY = (*LAYER_SHAPE_OPTIONS, *_SCHEDULE, "no_latency_hiding", "dump_ir",
                "check_reference", "emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
 _WORKLOAD_FLAGS = ("layers", *CONV_OPTIONS, *_SCHEDULE, "trace", "dump_ir", "no_latency_hiding",
-                   "check_reference", "dtype", "plot", "input", "output")
+                   "check_reference", "dtype", "plot", "input", "output", "jobs")
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -94,6 +94,9 @@ def _flags_apply(args: argparse.Namespace) -> None:
     if _given(args, "fusion") and not _is_graph(args):
         raise UsageError(f"--fusion does not apply to {args.workload} (it sets how a whole "
                          f"network's operators are fused: resnet18 or --onnx)")
+    if _given(args, "jobs") and not _is_graph(args):
+        raise UsageError(f"--jobs does not apply to {args.workload} (it compiles a whole "
+                         f"network's kernels in parallel: resnet18 or --onnx)")
     one_thread = args.vthreads == 1 or args.no_latency_hiding
     if args.vt_axis is not None and one_thread:
         raise UsageError("--vt-axis does not apply with one virtual thread (--vthreads 1 or "
@@ -232,7 +235,7 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
                  for k, v in enumerate(graph.inputs)}
         real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))
                 * np.float32(v.type.scale or 1.0) for v in graph.inputs}
-    compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    compiled = compile_for(graph, target, fusion=args.fusion or "full", jobs=args.jobs)
     say_cache(memo)
     r = run_graph(compiled, image, target=target, trace_path=args.trace)
     s = r.summary()

@@ -40,6 +40,7 @@ from vta.graph.passes.split_matmul import split_matmuls
 from vta.graph.place import Kernel
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
+from vta.run.compile_pool import prefetch
 from vta.run.targets import AccelTarget, CompiledKernel, Execution, Target
 from vta.sim import SimError
 from vta.sim.energy import Energy, energy_of
@@ -70,12 +71,19 @@ class GpuGraph:
     compile_s: float
 
 
-def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
-                ) -> CompiledGraph | GpuGraph:
-    """``graph`` compiled for ``target`` (module docstring)."""
+def compile_for(graph: Graph, target: Target, *, fusion: str = "full",
+                jobs: int | None = None) -> CompiledGraph | GpuGraph:
+    """``graph`` compiled for ``target`` (module docstring). On the accelerator the kernels
+    the target's compile cache lacks are compiled first on ``jobs`` worker processes (default:
+    every core; 1: this process alone; ``vta.run.compile_pool``), then the graph is compiled
+    from them: the same programs as a serial compile."""
     if isinstance(target, AccelTarget):
-        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
-                             memo=target.memo)
+        t0 = time.perf_counter()
+        memo = prefetch(graph, target.hw, fusion=fusion, cost=target.cycles, memo=target.memo,
+                        jobs=jobs)
+        cg = compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles, memo=memo)
+        cg.compile_s = time.perf_counter() - t0
+        return cg
     t0 = time.perf_counter()
     graph = split_matmuls(graph)  # products of two activations: dense layers, per head
     fused = fuse(graph, fusion)

@@ -1,0 +1,255 @@
+"""A graph's kernels compiled on every core: what ``compile_graph`` would compile, compiled in
+worker processes first, so that its own (serial, authoritative) placement only looks them up.
+
+``vta.graph.compile.compile_graph`` places the fused groups in order with one ``Placer``: the
+first group of a structure chooses its schedule (the model's best candidates timed on the
+timing-only simulator), the later ones of that structure are compiled with its knobs. Every
+compile goes through a memo (``driver.CompileMemo``) by a canonical key of its request, so
+the same program answers every request with that key. ``prefetch`` fills such a memo:
+
+1. a dry run: one ``Placer`` over the groups in order with a memo that answers what it
+   already holds (the compile cache's rows) and, for anything else, records the request's
+   key and stops that group (``_Missing``) instead of compiling;
+2. the missing requests grouped by structure (the key without the chain's labels, which
+   carry the requantization constants, nor the forced knobs), each structure's groups in
+   graph order a task; a task runs a ``Placer`` over its groups in a worker, so its first
+   group chooses and the rest follow, exactly as in the serial order; a request asked twice
+   (a network's repeated layers, constants included) is compiled once;
+3. the workers' programs come back as bytes (``vta.run.codec``, not pickled dataclasses) in
+   task order (the result never depends on which worker finished first) and go into the
+   memo (and through it into the compile cache).
+
+Nothing here decides what is compiled: a request the dry run did not foresee is simply a
+miss in the final placement and compiled there, so the programs, schedules and cycles are
+those of the serial compile by construction. The pool is ``os.cpu_count()`` processes started
+by ``fork`` (the workers inherit the graph, the hardware, registered intrinsics and the cost
+oracle, none of which need to pickle); with one core, one task, no ``fork`` or a pool that
+fails to start or dies, the tasks run in this process instead.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from vta.compiler.accel import driver
+from vta.config import HwConfig
+from vta.graph.compile import check_multipliers
+from vta.graph.ir import Graph
+from vta.graph.passes.fuse import fuse
+from vta.graph.passes.split_matmul import split_matmuls
+from vta.graph.place import Cost, Placer
+from vta.run.codec import pack_compiled, unpack_compiled
+
+__all__ = ["Prefetched", "prefetch", "structure_of", "default_jobs"]
+
+
+class _Missing(Exception):
+    """Raised by the dry run's memo for a request it does not hold (carries the key)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass
+class Prefetched:
+    """A ``driver.CompileMemo`` over an optional persistent one (the compile cache): what was
+    looked up or compiled in this process is held here (``known``), what is put is also kept
+    in the persistent memo. ``prefetch`` fills it; ``compile_graph`` then reads it."""
+
+    persistent: driver.CompileMemo | None = None
+    known: dict[str, Any] = field(default_factory=dict)
+    #: requests compiled by ``prefetch`` (in worker processes or, falling back, here)
+    compiled: int = 0
+    #: worker processes used (0: compiled in this process)
+    workers: int = 0
+
+    def get(self, key: str) -> Any:
+        if key in self.known:
+            return self.known[key]
+        hit = self.persistent.get(key) if self.persistent is not None else None
+        if hit is not None:
+            self.known[key] = hit
+        return hit
+
+    def put(self, key: str, compiled: Any) -> None:
+        self.known[key] = compiled
+        if self.persistent is not None:
+            self.persistent.put(key, compiled)
+
+
+class _DryRun:
+    """The dry run's memo: answers what ``memo`` holds, records every key asked (by the group
+    being placed) and stops a group whose request is missing."""
+
+    def __init__(self, memo: Prefetched) -> None:
+        self.memo = memo
+        self.asked: list[str] = []
+
+    def get(self, key: str) -> Any:
+        self.asked.append(key)
+        hit = self.memo.get(key)
+        if hit is None:
+            raise _Missing(key)
+        return hit
+
+    def put(self, key: str, compiled: Any) -> None:  # pragma: no cover - never compiles
+        raise AssertionError("the dry run compiles nothing")
+
+
+class _Recorder:
+    """A worker's memo: answers the programs it was given, keeps what it compiles."""
+
+    def __init__(self, given: dict[str, Any]) -> None:
+        self.given = given
+        self.fresh: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        return self.given.get(key, self.fresh.get(key))
+
+    def put(self, key: str, compiled: Any) -> None:
+        self.fresh[key] = compiled
+
+
+def structure_of(key: str) -> str:
+    """The structure a compile request belongs to (``Placer``'s reuse of a chosen schedule):
+    its key without the fused chain's labels (the requantization constants) and without
+    forced knobs or schedule (what a later group of the structure is given). A coarser
+    grouping than the placer's only puts more groups in one task; it never changes a
+    program."""
+    try:
+        parts = json.loads(key)
+    except ValueError:
+        return key
+    if not isinstance(parts, dict):
+        return key
+    chain = parts.get("chain")
+    if isinstance(chain, list) and len(chain) == 2:
+        stages, operands = chain
+        parts["chain"] = [[[s[0], s[2]] for s in stages], [o[1] for o in operands]]
+    parts.pop("knobs", None)
+    parts.pop("schedule", None)
+    return json.dumps(parts, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every task of one ``prefetch`` shares (inherited by the forked workers)."""
+
+    fused: Graph
+    hw: HwConfig
+    cost: Cost | None
+    refine: int
+
+
+#: the job the forked workers inherit (set in the parent just before the pool starts)
+_JOB: _Job | None = None
+
+
+def _run_task(task: tuple[tuple[int, ...], dict[str, bytes]]) -> dict[str, bytes]:
+    """A worker's task: place the groups (indices into the fused graph's nodes, in order)
+    with one ``Placer`` over the programs given (bytes by key); the programs it compiled, as
+    bytes by key (a program that does not survive the encoding is left out: the final
+    placement compiles it)."""
+    job = _JOB
+    assert job is not None  # set before the pool forked
+    indices, given = task
+    memo = _Recorder({k: c for k, b in given.items()
+                      if (c := unpack_compiled(b, job.hw)) is not None})
+    placer = Placer(job.fused, job.hw, job.cost, job.refine, memo)
+    for i in indices:
+        placer.place(job.fused.nodes[i])
+    out = {}
+    for k, c in memo.fresh.items():
+        blob = pack_compiled(c, job.hw)
+        if blob is not None:
+            out[k] = blob
+    return out
+
+
+def default_jobs() -> int:
+    """Worker processes for a graph's compile: the machine's cores."""
+    return os.cpu_count() or 1
+
+
+def _tasks(job: _Job, memo: Prefetched) -> list[tuple[tuple[int, ...], dict[str, bytes]]]:
+    """The dry run: the groups whose requests ``memo`` lacks, by structure, each structure's
+    groups (with any of them ``memo`` holds, given as bytes so its choice is not redone) a
+    task (a request asked twice is compiled once: the worker's memo answers the second)."""
+    dry = _DryRun(memo)
+    placer = Placer(job.fused, job.hw, job.cost, job.refine, dry)
+    asked: list[tuple[int, str, bool]] = []  # (group, key, held)
+    for i, group in enumerate(job.fused.nodes):
+        before = len(dry.asked)
+        try:
+            placer.place(group)
+        except _Missing as e:
+            asked.append((i, e.key, False))
+            continue
+        if len(dry.asked) > before:  # a kernel the memo holds (a host step asks nothing)
+            asked.append((i, dry.asked[-1], True))
+    by_structure: dict[str, list[tuple[int, str, bool]]] = {}
+    for a in asked:
+        by_structure.setdefault(structure_of(a[1]), []).append(a)
+    tasks = []
+    for members in by_structure.values():
+        missing = [m for m in members if not m[2]]
+        if not missing:
+            continue
+        indices = tuple(m[0] for m in members)  # all, in order: the first chooses
+        given = {}
+        for _, key, held in members:
+            blob = pack_compiled(memo.known[key], job.hw) if held else None
+            if blob is not None:
+                given[key] = blob
+        tasks.append((indices, given))
+    return tasks
+
+
+def _run_all(tasks: Sequence[tuple[tuple[int, ...], dict[str, bytes]]], jobs: int
+             ) -> tuple[list[dict[str, bytes]], int]:
+    """Every task's programs, in task order, and the workers used (0: this process)."""
+    workers = min(jobs, len(tasks))
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                return list(pool.map(_run_task, tasks)), workers
+        except (OSError, BrokenProcessPool):
+            pass  # no pool here: compile in this process
+    return [_run_task(t) for t in tasks], 0
+
+
+def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
+             refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
+             jobs: int | None = None) -> Prefetched:
+    """A memo holding every program ``compile_graph(graph, hw, fusion=fusion, cost=cost,
+    refine=refine, memo=...)`` will ask for (module docstring): those ``memo`` (the compile
+    cache) holds, and the rest compiled on ``jobs`` worker processes (default: every core;
+    1: in this process). Pass it as ``compile_graph``'s ``memo``."""
+    global _JOB
+    out = Prefetched(memo)
+    check_multipliers(graph, hw)  # refused before anything is compiled, as compile_graph does
+    job = _Job(fuse(split_matmuls(graph), fusion), hw, cost, refine)
+    tasks = _tasks(job, out)
+    if not tasks:
+        return out
+    _JOB = job
+    try:
+        results, out.workers = _run_all(tasks, jobs if jobs is not None else default_jobs())
+    finally:
+        _JOB = None
+    for fresh in results:
+        for key, blob in fresh.items():
+            c = unpack_compiled(blob, hw)
+            if c is not None and key not in out.known:
+                out.put(key, c)
+                out.compiled += 1
+    return out
