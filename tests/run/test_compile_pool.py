@@ -92,10 +92,10 @@ def test_one_job_no_fork_or_a_pool_that_cannot_start_compile_here(
     def no_pool(*a: object, **k: object) -> None:
         raise OSError("no processes here")
 
-    monkeypatch.setattr(compile_pool, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(compile_pool, "_pool", no_pool)
     broken = prefetch(graph, hw, cost=cost, jobs=2)
     assert broken.workers == 0 and broken.compiled == len(broken.known)
-    monkeypatch.setattr(compile_pool.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.setattr(compile_pool, "_can_fork", lambda: False)
     spawn_only = prefetch(graph, hw, cost=cost, jobs=2)
     assert spawn_only.workers == 0
     _same(compile_graph(graph, hw, cost=cost, memo=spawn_only), serial)

@@ -30,11 +30,9 @@ fails to start or dies, the tasks run in this process instead.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,14 +215,28 @@ def _run_all(tasks: Sequence[tuple[tuple[int, ...], dict[str, bytes]]], jobs: in
              ) -> tuple[list[dict[str, bytes]], int]:
     """Every task's programs, in task order, and the workers used (0: this process)."""
     workers = min(jobs, len(tasks))
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if workers > 1 and _can_fork():
         try:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with _pool(workers) as pool:
                 return list(pool.map(_run_task, tasks)), workers
-        except (OSError, BrokenProcessPool):
-            pass  # no pool here: compile in this process
+        except (OSError, RuntimeError):  # no processes here (BrokenProcessPool is a
+            pass  # RuntimeError): compile in this process
     return [_run_task(t) for t in tasks], 0
+
+
+def _can_fork() -> bool:
+    """Whether worker processes can start by ``fork`` here (they inherit the job)."""
+    import multiprocessing  # the standard library's, loaded only for a pool
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _pool(workers: int) -> Executor:
+    """``workers`` processes started by ``fork``."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
 def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
