@@ -17,7 +17,7 @@ from vta.graph import models
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.ir import Graph
 from vta.graph.place import Kernel
-from vta.run import compile_pool
+from vta.run import pool
 from vta.run.compile_pool import Prefetched, prefetch, structure_of
 from vta.run.graph import compile_for
 from vta.run.targets import AccelTarget
@@ -92,10 +92,10 @@ def test_one_job_no_fork_or_a_pool_that_cannot_start_compile_here(
     def no_pool(*a: object, **k: object) -> None:
         raise OSError("no processes here")
 
-    monkeypatch.setattr(compile_pool, "_pool", no_pool)
+    monkeypatch.setattr(pool, "_pool", no_pool)
     broken = prefetch(graph, hw, cost=cost, jobs=2)
     assert broken.workers == 0 and broken.compiled == len(broken.known)
-    monkeypatch.setattr(compile_pool, "_can_fork", lambda: False)
+    monkeypatch.setattr(pool, "_can_fork", lambda: False)
     spawn_only = prefetch(graph, hw, cost=cost, jobs=2)
     assert spawn_only.workers == 0
     _same(compile_graph(graph, hw, cost=cost, memo=spawn_only), serial)

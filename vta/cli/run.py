@@ -239,7 +239,7 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
                 * np.float32(v.type.scale or 1.0) for v in graph.inputs}
     compiled = compile_for(graph, target, fusion=args.fusion or "full", jobs=args.jobs)
     say_cache(memo)
-    r = run_graph(compiled, image, target=target, trace_path=args.trace)
+    r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=args.jobs)
     s = r.summary()
     s["graph_s"] = build_s
     verdict = _module("vta.graph.onnx_ort").ort_verdict(

@@ -21,18 +21,15 @@ the same program answers every request with that key. ``prefetch`` fills such a 
 
 Nothing here decides what is compiled: a request the dry run did not foresee is simply a
 miss in the final placement and compiled there, so the programs, schedules and cycles are
-those of the serial compile by construction. The pool is ``os.cpu_count()`` processes started
-by ``fork`` (the workers inherit the graph, the hardware, registered intrinsics and the cost
-oracle, none of which need to pickle); with one core, one task, no ``fork`` or a pool that
-fails to start or dies, the tasks run in this process instead.
+those of the serial compile by construction. The pool is ``vta.run.pool.fork_map``'s:
+``os.cpu_count()`` processes started by ``fork`` (the workers inherit the graph, the hardware,
+registered intrinsics and the cost oracle, none of which need to pickle); with one core, one
+task, no ``fork`` or a pool that fails to start or dies, the tasks run in this process.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +41,9 @@ from vta.graph.passes.fuse import fuse
 from vta.graph.passes.split_matmul import split_matmuls
 from vta.graph.place import Cost, Placer
 from vta.run.codec import pack_compiled, unpack_compiled
+from vta.run.pool import current_job, fork_map
 
-__all__ = ["Prefetched", "prefetch", "structure_of", "default_jobs"]
+__all__ = ["Prefetched", "prefetch", "structure_of"]
 
 
 class _Missing(Exception):
@@ -147,17 +145,13 @@ class _Job:
     refine: int
 
 
-#: the job the forked workers inherit (set in the parent just before the pool starts)
-_JOB: _Job | None = None
-
-
 def _run_task(task: tuple[tuple[int, ...], dict[str, bytes]]) -> dict[str, bytes]:
     """A worker's task: place the groups (indices into the fused graph's nodes, in order)
     with one ``Placer`` over the programs given (bytes by key); the programs it compiled, as
     bytes by key (a program that does not survive the encoding is left out: the final
     placement compiles it)."""
-    job = _JOB
-    assert job is not None  # set before the pool forked
+    job = current_job()
+    assert isinstance(job, _Job)  # fork_map's, inherited
     indices, given = task
     memo = _Recorder({k: c for k, b in given.items()
                       if (c := unpack_compiled(b, job.hw)) is not None})
@@ -170,11 +164,6 @@ def _run_task(task: tuple[tuple[int, ...], dict[str, bytes]]) -> dict[str, bytes
         if blob is not None:
             out[k] = blob
     return out
-
-
-def default_jobs() -> int:
-    """Worker processes for a graph's compile: the machine's cores."""
-    return os.cpu_count() or 1
 
 
 def _tasks(job: _Job, memo: Prefetched) -> list[tuple[tuple[int, ...], dict[str, bytes]]]:
@@ -211,34 +200,6 @@ def _tasks(job: _Job, memo: Prefetched) -> list[tuple[tuple[int, ...], dict[str,
     return tasks
 
 
-def _run_all(tasks: Sequence[tuple[tuple[int, ...], dict[str, bytes]]], jobs: int
-             ) -> tuple[list[dict[str, bytes]], int]:
-    """Every task's programs, in task order, and the workers used (0: this process)."""
-    workers = min(jobs, len(tasks))
-    if workers > 1 and _can_fork():
-        try:
-            with _pool(workers) as pool:
-                return list(pool.map(_run_task, tasks)), workers
-        except (OSError, RuntimeError):  # no processes here (BrokenProcessPool is a
-            pass  # RuntimeError): compile in this process
-    return [_run_task(t) for t in tasks], 0
-
-
-def _can_fork() -> bool:
-    """Whether worker processes can start by ``fork`` here (they inherit the job)."""
-    import multiprocessing  # the standard library's, loaded only for a pool
-
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def _pool(workers: int) -> Executor:
-    """``workers`` processes started by ``fork``."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-
-
 def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
              refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
              jobs: int | None = None) -> Prefetched:
@@ -246,18 +207,13 @@ def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | N
     refine=refine, memo=...)`` will ask for (module docstring): those ``memo`` (the compile
     cache) holds, and the rest compiled on ``jobs`` worker processes (default: every core;
     1: in this process). Pass it as ``compile_graph``'s ``memo``."""
-    global _JOB
     out = Prefetched(memo)
     check_multipliers(graph, hw)  # refused before anything is compiled, as compile_graph does
     job = _Job(fuse(split_matmuls(graph), fusion), hw, cost, refine)
     tasks = _tasks(job, out)
     if not tasks:
         return out
-    _JOB = job
-    try:
-        results, out.workers = _run_all(tasks, jobs if jobs is not None else default_jobs())
-    finally:
-        _JOB = None
+    results, out.workers = fork_map(_run_task, tasks, job, jobs)
     for fresh in results:
         for key, blob in fresh.items():
             c = unpack_compiled(blob, hw)
