@@ -16,7 +16,9 @@ from vta.config import HwConfig
 from vta.graph import models
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.ir import Graph
-from vta.graph.place import Kernel
+from vta.graph.passes.fuse import fuse
+from vta.graph.passes.split_matmul import split_matmuls
+from vta.graph.place import Kernel, Placer
 from vta.run import pool
 from vta.run.compile_pool import Prefetched, prefetch, structure_of
 from vta.run.graph import compile_for
@@ -36,6 +38,12 @@ def _small(batch: int = 1) -> Graph:
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     return _small()
+
+
+@pytest.fixture(scope="module")
+def fused(graph: Graph) -> Graph:
+    """The graph as ``compile_graph`` places it."""
+    return fuse(split_matmuls(graph), "full")
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +78,10 @@ def _same(a: CompiledGraph, b: CompiledGraph) -> None:
 
 
 def test_workers_compile_what_the_serial_placement_asks_for(
-        graph: Graph, serial: CompiledGraph) -> None:
+        graph: Graph, fused: Graph, serial: CompiledGraph) -> None:
     hw = serial.hw
     cost = AccelTarget(hw).cycles
-    memo = prefetch(graph, hw, cost=cost, jobs=2)
+    memo = prefetch(fused, hw, cost=cost, jobs=2)
     assert memo.workers == 2 and memo.compiled == len(memo.known) == len(serial.kernels)
     counting = _Counting(memo)
     pooled = compile_graph(graph, hw, cost=cost, memo=counting)
@@ -82,10 +90,11 @@ def test_workers_compile_what_the_serial_placement_asks_for(
 
 
 def test_one_job_no_fork_or_a_pool_that_cannot_start_compile_here(
-        graph: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+        graph: Graph, fused: Graph, serial: CompiledGraph,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     hw = serial.hw
     cost = AccelTarget(hw).cycles
-    one = prefetch(graph, hw, cost=cost, jobs=1)
+    one = prefetch(fused, hw, cost=cost, jobs=1)
     assert one.workers == 0 and one.compiled == len(one.known)
     _same(compile_graph(graph, hw, cost=cost, memo=one), serial)
 
@@ -93,16 +102,17 @@ def test_one_job_no_fork_or_a_pool_that_cannot_start_compile_here(
         raise OSError("no processes here")
 
     monkeypatch.setattr(pool, "_pool", no_pool)
-    broken = prefetch(graph, hw, cost=cost, jobs=2)
+    broken = prefetch(fused, hw, cost=cost, jobs=2)
     assert broken.workers == 0 and broken.compiled == len(broken.known)
     monkeypatch.setattr(pool, "_can_fork", lambda: False)
-    spawn_only = prefetch(graph, hw, cost=cost, jobs=2)
+    spawn_only = prefetch(fused, hw, cost=cost, jobs=2)
     assert spawn_only.workers == 0
     _same(compile_graph(graph, hw, cost=cost, memo=spawn_only), serial)
 
 
 def test_the_compile_cache_answers_first_and_keeps_what_the_workers_compiled(
-        graph: Graph, serial: CompiledGraph, tmp_path: Path) -> None:
+        graph: Graph, fused: Graph, serial: CompiledGraph, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     hw = serial.hw
     t = AccelTarget(hw)
     with Cache(tmp_path / "c.sqlite") as cache:
@@ -112,11 +122,19 @@ def test_the_compile_cache_answers_first_and_keeps_what_the_workers_compiled(
         n = len(serial.kernels)
         assert cold.stats == {"hits": 0, "misses": n, "rejected": 0} and cold.count() == n
         t.memo = warm = CompileCache(cache, hw)
-        memo = prefetch(graph, hw, cost=t.cycles, memo=warm, jobs=2)
+        memo = prefetch(fused, hw, cost=t.cycles, memo=warm, jobs=2)
         assert memo.compiled == 0 and memo.workers == 0  # nothing to compile: no pool
         assert warm.stats["hits"] == n
-    assert isinstance(first, CompiledGraph)
+        # warm, the dry run's placement is the placement: every group placed once
+        placed: list[object] = []
+        real = Placer.place
+        monkeypatch.setattr(Placer, "place", lambda self, g: placed.append(g) or real(self, g))
+        t.memo = CompileCache(cache, hw)
+        again = compile_for(graph, t, jobs=2)
+        assert len(placed) == len(fused.nodes)
+    assert isinstance(first, CompiledGraph) and isinstance(again, CompiledGraph)
     _same(first, serial)
+    _same(again, serial)
 
 
 def test_a_structure_is_its_request_without_constants_or_forced_knobs() -> None:

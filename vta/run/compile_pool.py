@@ -5,11 +5,13 @@ worker processes first, so that its own (serial, authoritative) placement only l
 first group of a structure chooses its schedule (the model's best candidates timed on the
 timing-only simulator), the later ones of that structure are compiled with its knobs. Every
 compile goes through a memo (``driver.CompileMemo``) by a canonical key of its request, so
-the same program answers every request with that key. ``prefetch`` fills such a memo:
+the same program answers every request with that key. ``place_parallel`` (``compile_graph``'s
+``place``, as ``vta.run.graph.compile_for`` passes it) goes:
 
-1. a dry run: one ``Placer`` over the groups in order with a memo that answers what it
-   already holds (the compile cache's rows) and, for anything else, records the request's
-   key and stops that group (``_Missing``) instead of compiling;
+1. a dry run: one ``Placer`` over the groups in order with a memo that answers what the
+   compile cache holds and, for anything else, records the request's key and stops that
+   group (``_Missing``) instead of compiling. When nothing is missing (a warm run) its
+   placement is the placement, and nothing more is done;
 2. the missing requests grouped by structure (the key without the chain's labels, which
    carry the requantization constants, nor the forced knobs), each structure's groups in
    graph order a task; a task runs a ``Placer`` over its groups in a worker, so its first
@@ -17,7 +19,8 @@ the same program answers every request with that key. ``prefetch`` fills such a 
    (a network's repeated layers, constants included) is compiled once;
 3. the workers' programs come back as bytes (``vta.run.codec``, not pickled dataclasses) in
    task order (the result never depends on which worker finished first) and go into the
-   memo (and through it into the compile cache).
+   memo (``Prefetched``, and through it into the compile cache); then ``place_all`` places
+   the groups in order over that memo.
 
 Nothing here decides what is compiled: a request the dry run did not foresee is simply a
 miss in the final placement and compiled there, so the programs, schedules and cycles are
@@ -35,15 +38,12 @@ from typing import Any
 
 from vta.compiler.accel import driver
 from vta.config import HwConfig
-from vta.graph.compile import check_multipliers
 from vta.graph.ir import Graph
-from vta.graph.passes.fuse import fuse
-from vta.graph.passes.split_matmul import split_matmuls
-from vta.graph.place import Cost, Placer
+from vta.graph.place import Cost, Placer, Step, place_all
 from vta.run.codec import pack_compiled, unpack_compiled
 from vta.run.pool import current_job, fork_map
 
-__all__ = ["Prefetched", "prefetch", "structure_of"]
+__all__ = ["Prefetched", "place_parallel", "prefetch", "structure_of"]
 
 
 class _Missing(Exception):
@@ -166,22 +166,27 @@ def _run_task(task: tuple[tuple[int, ...], dict[str, bytes]]) -> dict[str, bytes
     return out
 
 
-def _tasks(job: _Job, memo: Prefetched) -> list[tuple[tuple[int, ...], dict[str, bytes]]]:
-    """The dry run: the groups whose requests ``memo`` lacks, by structure, each structure's
+def _dry_run(job: _Job, memo: Prefetched
+             ) -> tuple[list[Step] | None, list[tuple[tuple[int, ...], dict[str, bytes]]]]:
+    """The dry run: the placement when ``memo`` holds every kernel (and no task), else None
+    and the tasks: the groups whose requests ``memo`` lacks, by structure, each structure's
     groups (with any of them ``memo`` holds, given as bytes so its choice is not redone) a
     task (a request asked twice is compiled once: the worker's memo answers the second)."""
     dry = _DryRun(memo)
     placer = Placer(job.fused, job.hw, job.cost, job.refine, dry)
     asked: list[tuple[int, str, bool]] = []  # (group, key, held)
+    steps: list[Step] = []
     for i, group in enumerate(job.fused.nodes):
         before = len(dry.asked)
         try:
-            placer.place(group)
+            steps.append(placer.place(group))
         except _Missing as e:
             asked.append((i, e.key, False))
             continue
         if len(dry.asked) > before:  # a kernel the memo holds (a host step asks nothing)
             asked.append((i, dry.asked[-1], True))
+    if all(held for _, _, held in asked):
+        return steps, []
     by_structure: dict[str, list[tuple[int, str, bool]]] = {}
     for a in asked:
         by_structure.setdefault(structure_of(a[1]), []).append(a)
@@ -197,22 +202,34 @@ def _tasks(job: _Job, memo: Prefetched) -> list[tuple[tuple[int, ...], dict[str,
             if blob is not None:
                 given[key] = blob
         tasks.append((indices, given))
-    return tasks
+    return None, tasks
 
 
-def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
+def place_parallel(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
+                   refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
+                   jobs: int | None = None) -> list[Step]:
+    """The steps ``place_all(fused, hw, cost, refine, memo)`` gives, the kernels ``memo`` (the
+    compile cache) lacks compiled on ``jobs`` worker processes first (module docstring;
+    default: every core; 1: in this process). When ``memo`` holds every kernel the dry run's
+    placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``."""
+    return _placed(fused, hw, cost, refine, memo, jobs)[0]
+
+
+def prefetch(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
              refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
              jobs: int | None = None) -> Prefetched:
-    """A memo holding every program ``compile_graph(graph, hw, fusion=fusion, cost=cost,
-    refine=refine, memo=...)`` will ask for (module docstring): those ``memo`` (the compile
-    cache) holds, and the rest compiled on ``jobs`` worker processes (default: every core;
-    1: in this process). Pass it as ``compile_graph``'s ``memo``."""
+    """A memo holding every program ``place_all(fused, hw, cost, refine, memo)`` asks for:
+    those ``memo`` holds and those compiled by ``place_parallel``."""
+    return _placed(fused, hw, cost, refine, memo, jobs)[1]
+
+
+def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
+            memo: driver.CompileMemo | None, jobs: int | None) -> tuple[list[Step], Prefetched]:
     out = Prefetched(memo)
-    check_multipliers(graph, hw)  # refused before anything is compiled, as compile_graph does
-    job = _Job(fuse(split_matmuls(graph), fusion), hw, cost, refine)
-    tasks = _tasks(job, out)
-    if not tasks:
-        return out
+    job = _Job(fused, hw, cost, refine)
+    steps, tasks = _dry_run(job, out)
+    if steps is not None:  # the memo held every kernel: that placement is the one
+        return steps, out
     results, out.workers = fork_map(_run_task, tasks, job, jobs)
     for fresh in results:
         for key, blob in fresh.items():
@@ -220,4 +237,4 @@ def prefetch(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | N
             if c is not None and key not in out.known:
                 out.put(key, c)
                 out.compiled += 1
-    return out
+    return place_all(fused, hw, cost, refine, out), out

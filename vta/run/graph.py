@@ -39,7 +39,7 @@ from vta.graph.place import Kernel
 from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
-from vta.run.compile_pool import prefetch
+from vta.run.compile_pool import place_parallel
 from vta.run.pool import current_job, default_jobs, fork_map
 from vta.run.targets import AccelTarget, Execution, Target
 from vta.sim import SimError
@@ -66,12 +66,10 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full",
     every core; 1: this process alone; ``vta.run.compile_pool``), then the graph is compiled
     from them: the same programs as a serial compile."""
     if isinstance(target, AccelTarget):
-        t0 = time.perf_counter()
-        memo = prefetch(graph, target.hw, fusion=fusion, cost=target.cycles, memo=target.memo,
-                        jobs=jobs)
-        cg = compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles, memo=memo)
-        cg.compile_s = time.perf_counter() - t0
-        return cg
+        hw, cost, memo = target.hw, target.cycles, target.memo
+        return compile_graph(graph, hw, fusion=fusion, cost=cost, memo=memo,
+                             place=lambda fused: place_parallel(fused, hw, cost=cost, memo=memo,
+                                                                jobs=jobs))
     return _gpu().compile_gpu(graph, target, fusion)  # type: ignore[no-any-return]
 
 
