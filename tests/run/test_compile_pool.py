@@ -194,3 +194,20 @@ def test_vta_run_jobs_one_and_two_print_the_same_run(
         outs.append([{k: v for k, v in r.items() if k != "compile_s"} for r in s["steps"]])
         assert s["passed"]
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("loadavg, cpus, jobs", [
+    ("0.10 0.20 0.30 1/120 999", 2, 2),   # only this process runs: every core
+    ("1.00 1.00 1.00 2/120 999", 2, 1),   # one other job: the one idle core
+    ("8.00 8.00 8.00 9/120 999", 2, 1),   # a busy machine: this process alone
+    ("8.00 8.00 8.00 3/120 999", 8, 6),
+    ("not a load average", 4, 4),         # unreadable: every core
+])
+def test_the_default_pool_takes_the_cores_no_other_job_runs_on(
+        loadavg: str, cpus: int, jobs: int, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "loadavg"
+    f.write_text(loadavg + "\n")
+    monkeypatch.setattr(pool, "LOADAVG", f)
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: cpus)
+    assert pool.default_jobs() == jobs

@@ -1,4 +1,4 @@
-"""A graph's kernels compiled on every core: what ``compile_graph`` would compile, compiled in
+"""A graph's kernels compiled on the idle cores: what ``compile_graph`` would compile, compiled in
 worker processes first, so that its own (serial, authoritative) placement only looks them up.
 
 ``vta.graph.compile.compile_graph`` places the fused groups in order with one ``Placer``: the
@@ -210,7 +210,7 @@ def place_parallel(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
                    jobs: int | None = None) -> list[Step]:
     """The steps ``place_all(fused, hw, cost, refine, memo)`` gives, the kernels ``memo`` (the
     compile cache) lacks compiled on ``jobs`` worker processes first (module docstring;
-    default: every core; 1: in this process). When ``memo`` holds every kernel the dry run's
+    default: the idle cores; 1: in this process). When ``memo`` holds every kernel the dry run's
     placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``."""
     return _placed(fused, hw, cost, refine, memo, jobs)[0]
 

@@ -62,9 +62,9 @@ AGAINST = "the graph interpreter (numpy)"
 def compile_for(graph: Graph, target: Target, *, fusion: str = "full",
                 jobs: int | None = None) -> CompiledGraph | GpuGraph:
     """``graph`` compiled for ``target`` (module docstring). On the accelerator the kernels
-    the target's compile cache lacks are compiled first on ``jobs`` worker processes (default:
-    every core; 1: this process alone; ``vta.run.compile_pool``), then the graph is compiled
-    from them: the same programs as a serial compile."""
+    the target's compile cache lacks are compiled first on ``jobs`` worker processes
+    (``vta.run.compile_pool``; default: the idle cores, ``pool.default_jobs``; 1: this
+    process alone), then the graph is compiled from them: the same programs as serially."""
     if isinstance(target, AccelTarget):
         hw, cost, memo = target.hw, target.cycles, target.memo
         return compile_graph(graph, hw, fusion=fusion, cost=cost, memo=memo,
@@ -194,7 +194,7 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     DRAM the previous ones left (a kernel's FINISH ends it, as a runtime's kernel launch
     returns) and host fallbacks run the interpreter's semantics between unpack and pack;
     ``trace_path`` writes one timeline for the whole network. The kernels are simulated side
-    by side on ``jobs`` worker processes first (default: every core; 1: none), each on the
+    by side on ``jobs`` worker processes first (default: the idle cores; 1: none), each on the
     inputs the interpreter predicts, and a kernel's simulation is taken from there only
     when its inputs turn out to be exactly those (``_speculate``): the same run as in order."""
     if not isinstance(compiled, CompiledGraph):  # a GpuGraph (vta.run.graph_gpu)
@@ -279,7 +279,7 @@ _NO_PROGRAM = Program((), (), {})
 def _speculate(cg: CompiledGraph, values: dict[Value, np.ndarray], target: AccelTarget,
                jobs: int | None) -> dict[int, tuple[dict[str, np.ndarray], Execution]]:
     """Every kernel simulated at once on ``jobs`` worker processes (``vta.run.pool``; default:
-    every core), each on the inputs it would get if every kernel before it computed the
+    the idle cores), each on the inputs it would get if every kernel before it computed the
     interpreter's ``values``: those packed as the plan stores them. By kernel step: those
     inputs and the execution. ``_run_accel`` still runs the kernels in order, on the DRAM the
     previous ones left, and takes a kernel's execution from here only when its inputs are

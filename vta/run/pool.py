@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["fork_map", "current_job", "default_jobs"]
@@ -21,13 +22,26 @@ __all__ = ["fork_map", "current_job", "default_jobs"]
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: where Linux counts the runnable tasks (``default_jobs``)
+LOADAVG = Path("/proc/loadavg")
+
 #: the job the forked workers inherit (set in the parent just before the pool starts)
 _JOB: Any = None
 
 
 def default_jobs() -> int:
-    """Worker processes for a run's parallel parts: the machine's cores."""
-    return os.cpu_count() or 1
+    """Worker processes for a run's parallel parts: the machine's cores that nothing else is
+    running on, at least 1 (``os.cpu_count()`` less the other tasks the kernel counts as
+    runnable now: ``/proc/loadavg``'s fourth field, this process excluded; every core where
+    that cannot be read). On a quiet machine every core; on one whose cores other jobs keep
+    busy, workers would only take turns with those jobs, and measured slower there than the
+    one process (bench/warm_run.py at load average 8 on 2 cores)."""
+    cpus = os.cpu_count() or 1
+    try:
+        running = int(LOADAVG.read_text().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return cpus
+    return max(1, cpus - max(0, running - 1))
 
 
 def current_job() -> Any:
@@ -37,7 +51,8 @@ def current_job() -> Any:
 
 def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | None = None
              ) -> tuple[list[R], int]:
-    """``[fn(item) for item in items]`` on ``jobs`` worker processes (default: every core),
+    """``[fn(item) for item in items]`` on ``jobs`` worker processes (default: the idle cores,
+    ``default_jobs``),
     with ``current_job()`` returning ``job`` in them; and how many workers ran (0: this
     process). ``fn`` must be a module-level function (a pool sends it by name)."""
     global _JOB
