@@ -3,9 +3,10 @@
 Runs ``vta run --hw hwconfigs/pynq.yaml resnet18`` in child processes: ``--cold N`` times with a
 fresh cache file each (``VTA_CACHE``: every kernel compiled, the model built and calibrated),
 then ``--warm N`` times on the last of them (the compile cache answers every kernel and the
-built model). ``--jobs 1`` runs are added beside the default ones (``--compare-jobs``: the
-kernels compiled and simulated in the vta process alone, the figure without
-``vta.run.compile_pool`` and the side-by-side simulation); with ``--before DIR`` (another
+built model). ``--compare-jobs`` adds runs with ``--jobs 1`` (the kernels compiled and
+simulated in the vta process alone: the figure without ``vta.run.compile_pool`` and the
+side-by-side simulation) and ``--jobs <cores>`` (workers whatever the load, where the default
+takes only the idle cores) beside the default ones; with ``--before DIR`` (another
 checkout, e.g. main's) the same runs of that tree are interleaved with this one's, run for run,
 so that all see the same machine load. For each run: wall seconds, CPU seconds (user + system
 of the child and its workers, ``RUSAGE_CHILDREN``), the load average before it, and the run's
@@ -118,14 +119,17 @@ def main() -> None:
     ap.add_argument("--cold", type=int, default=3, help="cold runs per variant")
     ap.add_argument("--warm", type=int, default=3, help="warm runs per variant")
     ap.add_argument("--compare-jobs", action="store_true",
-                    help="also run this tree with --jobs 1 (no worker processes)")
+                    help="also run this tree with --jobs <cores> (workers whatever the load) "
+                         "and --jobs 1 (no worker processes)")
     ap.add_argument("--before", default=None, help="another checkout to run alongside")
     ap.add_argument("--no-bytecode", action="store_true",
                     help="keep the environment's bytecode setting")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "warm_run.json"))
     a = ap.parse_args()
     variants: dict[str, tuple[Path, list[str]]] = {"this": (ROOT, [])}
-    if a.compare_jobs:
+    if a.compare_jobs:  # the default takes the idle cores: both ends named
+        cpus = os.cpu_count() or 1
+        variants[f"this --jobs {cpus}"] = (ROOT, ["--jobs", str(cpus)])
         variants["this --jobs 1"] = (ROOT, ["--jobs", "1"])
     if a.before:
         variants = {"before": (Path(a.before).resolve(), []), **variants}
