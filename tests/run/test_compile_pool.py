@@ -168,6 +168,16 @@ def test_a_prefetched_memo_keeps_what_is_put_in_the_persistent_one() -> None:
     assert memo.get("old") == 1 and memo.get("new") is None
     memo.put("new", 2)
     assert inner.rows["new"] == 2 and memo.known == {"old": 1, "new": 2}
+    memo.put_packed("bytes", b"3", 3)  # a memo that keeps no bytes is given the object
+    assert inner.rows["bytes"] == 3 and memo.known["bytes"] == 3
+
+    class Bytes(Dict):
+        def put_packed(self, key: str, blob: bytes, compiled: Any) -> None:
+            self.rows[key] = blob
+
+    keeps = Bytes()
+    Prefetched(keeps).put_packed("k", b"4", 4)
+    assert keeps.rows["k"] == b"4"
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -80,6 +80,16 @@ class Prefetched:
         if self.persistent is not None:
             self.persistent.put(key, compiled)
 
+    def put_packed(self, key: str, blob: bytes, compiled: Any) -> None:
+        """``put`` of a program that came as ``pack_compiled``'s bytes: a persistent memo that
+        keeps bytes (``put_packed``: the compile cache) keeps these, not packed again."""
+        self.known[key] = compiled
+        keep = getattr(self.persistent, "put_packed", None)
+        if keep is not None:
+            keep(key, blob, compiled)
+        elif self.persistent is not None:
+            self.persistent.put(key, compiled)
+
 
 class _DryRun:
     """The dry run's memo: answers what ``memo`` holds, records every key asked (by the group
@@ -235,6 +245,6 @@ def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
         for key, blob in fresh.items():
             c = unpack_compiled(blob, hw)
             if c is not None and key not in out.known:
-                out.put(key, c)
+                out.put_packed(key, blob, c)
                 out.compiled += 1
     return place_all(fused, hw, cost, refine, out), out

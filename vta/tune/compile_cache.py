@@ -140,7 +140,13 @@ class CompileCache:
         if self.cache.readonly:
             return
         blob = pack_compiled(compiled, self.hw)
-        if blob is None:
+        if blob is not None:
+            self.put_packed(key, blob, compiled)
+
+    def put_packed(self, key: str, blob: bytes, compiled: Any) -> None:
+        """``put`` with ``compiled``'s bytes already made (``pack_compiled``'s for this
+        hardware: a worker process's, ``vta.run.compile_pool``), not packed again."""
+        if self.cache.readonly:
             return
         row = (compiled_key(key, self.hw), key, hw_digest(self.hw), self.hw.name,
                compiler_version(), _schedule_text(compiled), blob,
