@@ -4,9 +4,11 @@ The workers are processes started by ``fork``, so they inherit ``job`` (whatever
 refer to: a graph, the hardware, registered intrinsics, a cost oracle; none of it needs to
 pickle) and read it with ``current_job()``; only the items and ``fn``'s results travel. The
 results come back in the items' order, whichever worker finishes first. With one job or one
-item, where ``fork`` is not available, or when the pool cannot start or breaks, ``fn`` runs
-on every item in this process: the same results, serially. ``vta.run.compile_pool`` compiles
-a graph's kernels this way and ``vta.run.graph`` simulates them.
+item, where ``fork`` is not available, in a daemonic process (a worker of another pool), or
+when the pool cannot start, breaks or a task fails there, ``fn`` runs on every item in this
+process: the same results, serially (and a task's own error raised from here).
+``vta.run.compile_pool`` compiles a graph's kernels this way and ``vta.run.graph`` simulates
+them.
 """
 
 from __future__ import annotations
@@ -63,18 +65,20 @@ def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | Non
             try:
                 with _pool(workers) as pool:
                     return list(pool.map(fn, items)), workers
-            except (OSError, RuntimeError):  # no processes here (a BrokenProcessPool is a
-                pass  # RuntimeError too): the items run in this process
+            except Exception:  # no processes here, a broken pool, or an error in a task:
+                pass  # the items run in this process (a task's own error is raised again)
         return [fn(item) for item in items], 0
     finally:
         _JOB = None
 
 
 def _can_fork() -> bool:
-    """Whether worker processes can start by ``fork`` here (they inherit the job)."""
+    """Whether worker processes can start by ``fork`` here (they inherit the job): not in a
+    daemonic process (a pool's or an executor's worker, which may have no children)."""
     import multiprocessing  # the standard library's, loaded only for a pool
 
-    return "fork" in multiprocessing.get_all_start_methods()
+    return "fork" in multiprocessing.get_all_start_methods() \
+        and not multiprocessing.current_process().daemon
 
 
 def _pool(workers: int) -> Executor:
