@@ -46,12 +46,20 @@ def _same_run(a: GraphRun, b: GraphRun) -> None:
             assert arr.dtype == other.dtype and np.array_equal(arr, other), name
     for v, arr in a.outputs.items():
         assert np.array_equal(arr, b.outputs[v])
+    # the report, energy included (the workers work it out beside the simulation), but the
+    # seconds
+    seconds = {"compile_s", "sim_s", "check_s", "reference_s", "host_ms"}
+    sa, sb = a.summary(), b.summary()
+    assert {k: v for k, v in sa.items() if k not in seconds} == \
+        {k: v for k, v in sb.items() if k not in seconds}
 
 
 def test_side_by_side_is_the_run_in_order(
         compiled: tuple[CompiledGraph, AccelTarget, np.ndarray]) -> None:
     cg, t, image = compiled
-    _same_run(run_graph(cg, image, target=t, jobs=1), run_graph(cg, image, target=t, jobs=2))
+    side = run_graph(cg, image, target=t, jobs=2)
+    assert all(s.energy is not None for s in side.steps if s.execution is not None)
+    _same_run(run_graph(cg, image, target=t, jobs=1), side)
 
 
 def test_a_guess_on_other_inputs_is_not_used(
@@ -62,13 +70,14 @@ def test_a_guess_on_other_inputs_is_not_used(
     cg, t, image = compiled
     real = run_graph_module._speculate
 
-    def wrong(*a: object, **k: object) -> dict[int, tuple[dict[str, np.ndarray], object]]:
+    def wrong(*a: object, **k: object
+              ) -> dict[int, tuple[dict[str, np.ndarray], object, object]]:
         out = {}
-        for step, (inputs, _ex) in real(*a, **k).items():  # type: ignore[arg-type]
+        for step, (inputs, _ex, _energy) in real(*a, **k).items():  # type: ignore[arg-type]
             changed = {n: x.copy() for n, x in inputs.items()}
             first = next(n for n in changed if not n.startswith("#") and "#" not in n)
             changed[first].reshape(-1)[0] ^= 1
-            out[step] = (changed, None)  # used, this would fail at once
+            out[step] = (changed, None, None)  # used, this would fail at once
         return out
 
     monkeypatch.setattr(run_graph_module, "_speculate", wrong)

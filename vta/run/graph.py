@@ -89,6 +89,9 @@ class StepRun:
     reason: str = ""
     #: a host step's wall-clock seconds (the interpreter's semantics, numpy on the host)
     host_s: float = 0.0
+    #: the kernel's energy when a worker computed it beside its simulation (``_speculate``;
+    #: else ``graph_summary`` computes it)
+    energy: Energy | None = None
 
     @property
     def mismatches(self) -> int:
@@ -245,8 +248,10 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
                 const = const_name(a.name)
                 inputs[a.name] = dram[a.name] if const is None else st.consts[const]
             guess = guesses.get(k)
+            energy = None
             if guess is not None and _same_arrays(inputs, guess[0]):
                 ex = _attached(guess[1], prog, inputs)  # it ran on these very inputs
+                energy = guess[2]
             else:
                 ex = target.execute(prog, inputs)
                 t_sim += ex.seconds
@@ -256,7 +261,7 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
             got = unpack(dram[out_t.name], out_t.value.type, out_t.layout)
             chk = _compare(got, ref[out_t.value])
             t_check += time.perf_counter() - t1
-            runs.append(StepRun(k, st, ex, start, chk))
+            runs.append(StepRun(k, st, ex, start, chk, energy=energy))
             start += ex.stats.cycles
         else:
             t1 = time.perf_counter()
@@ -277,14 +282,17 @@ _NO_PROGRAM = Program((), (), {})
 
 
 def _speculate(cg: CompiledGraph, values: dict[Value, np.ndarray], target: AccelTarget,
-               jobs: int | None) -> dict[int, tuple[dict[str, np.ndarray], Execution]]:
+               jobs: int | None
+               ) -> dict[int, tuple[dict[str, np.ndarray], Execution, Energy]]:
     """Every kernel simulated at once on ``jobs`` worker processes (``vta.run.pool``; default:
     the idle cores), each on the inputs it would get if every kernel before it computed the
     interpreter's ``values``: those packed as the plan stores them. By kernel step: those
     inputs and the execution. ``_run_accel`` still runs the kernels in order, on the DRAM the
     previous ones left, and takes a kernel's execution from here only when its inputs are
     those very arrays (else it simulates it there): the run is the serial run, bit for bit,
-    whatever the kernels compute. Empty (everything serial) with one job or one kernel."""
+    whatever the kernels compute. The workers also work out each kernel's energy (the
+    report's; a function of its program and the bytes it moved). Empty (everything serial)
+    with one job or one kernel."""
     kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
     if len(kernels) < 2 or (jobs if jobs is not None else default_jobs()) < 2:
         return {}
@@ -311,20 +319,23 @@ def _speculate(cg: CompiledGraph, values: dict[Value, np.ndarray], target: Accel
             given[k] = inputs
     steps = sorted(given)
     done, _ = fork_map(_simulate_step, steps, (cg, target, given), jobs)
-    return {k: (given[k], ex) for k, ex in zip(steps, done, strict=True)}
+    return {k: (given[k], ex, energy) for k, (ex, energy) in zip(steps, done, strict=True)}
 
 
-def _simulate_step(k: int) -> Execution:
+def _simulate_step(k: int) -> tuple[Execution, Energy]:
     """A worker's kernel: step ``k`` of the job's graph simulated on its guessed inputs, its
-    result without the program and the DRAM image (``_attached`` puts the program back)."""
+    result without the program and the DRAM image (``_attached`` puts the program back), and
+    its energy (``graph_summary``'s)."""
     cg, target, given = current_job()
     inputs = given[k]
     ex = target.execute(cg.programs[k], inputs)
     assert ex.sim is not None  # the accelerator's execution carries its simulation
+    st = cg.steps[k]
+    energy = energy_of(st.program, dict(ex.stats.bytes), cg.hw)
     # an allocation that ends as it began (the weights, the inputs) is not sent back
     changed = {n: a for n, a in ex.outputs.items() if n not in inputs or not _same(a, inputs[n])}
     return replace(ex, outputs=changed, sim=replace(ex.sim, program=_NO_PROGRAM, inputs={},
-                                                    outputs={}, dram=None))
+                                                    outputs={}, dram=None)), energy
 
 
 def _attached(ex: Execution, program: Program, inputs: dict[str, np.ndarray]) -> Execution:
@@ -420,7 +431,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
                         "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
                         "instructions": instruction_counts(st.program)})
-            e = energy_of(st.program, dict(stats.bytes), hw)
+            e = s.energy if s.energy is not None else energy_of(st.program, dict(stats.bytes),
+                                                                hw)
             energies.append(e)
             row.update({"energy_uj": e.total_uj, "energy": e.summary()})
             insns.update(row["instructions"])
