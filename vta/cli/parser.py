@@ -177,6 +177,10 @@ def _run(sub: Any) -> None:
                       "$VTA_CACHE, else the user cache directory's)",
                  "neither read nor write the cache: the default schedule, everything "
                  "compiled (the cold figure)")
+    run.add_argument("--jobs", type=positive, default=None,
+                     help="a whole network on the accelerator: compile and simulate its kernels "
+                          "on this many worker processes (default: the cores no other job is "
+                          "running on; 1: in the vta process alone)")
     run.add_argument("--profile", action="store_true",
                      help="with --target cuda-emu: count bank conflicts, global sectors, "
                           "barriers and instructions by kind")

@@ -22,25 +22,19 @@ import numpy as np
 from vta.cli.cached import load_plugins, run_compile_cache, say_cache
 from vta.cli.parser import DEFAULT_HW, flag
 from vta.compiler.ops.workloads import (
-    CONV_OPTIONS,
     LAYER_SHAPE_OPTIONS,
     NETWORKS,
     resolve_network,
 )
-from vta.compiler.tc import load_file, parse_sizes
 from vta.config import BOARD_RESOURCES, HwConfig
-from vta.errors import TcSizeError, UsageError
+from vta.errors import UsageError
 from vta.graph.ir import Graph
-from vta.graph.models import LAYERS_OF, MODELS, random_image
-from vta.graph.onnx_import import load_onnx
+from vta.graph.models import LAYERS_OF, MODELS, ONNX_MODELS, random_image
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
-from vta.graph.onnx_ort import ONNX_NETWORKS, ort_verdict, quantized_network
 from vta.resources import REQUANT_F32
 from vta.run.graph import compile_for, run_graph
-from vta.run.plot import check_plot_path, plot_graph
-from vta.run.report import format_gpu_run, format_run, format_tc
+from vta.run.report import format_gpu_run, format_run
 from vta.run.targets import AccelTarget, Target, get_target
-from vta.run.tc import run_tc
 from vta.tune.compile_cache import CompileCache
 
 __all__ = ["main", "emit", "board_overflow"]
@@ -49,15 +43,13 @@ __all__ = ["main", "emit", "board_overflow"]
 _SCHEDULE = ("tco", "tci", "th", "tw", "vthreads", "vt_axis")
 #: flags only the accelerator target (``--target vta``) reads, by dest ...
 _VTA_ONLY = ("hw", *_SCHEDULE, "no_latency_hiding", "dump_ir", "trace", "plot", "cache",
-             "no_cache")
+             "no_cache", "jobs")
 #: ... and those only the GPU targets read
 _GPU_ONLY = ("emit_cuda", "gpu_schedule", "profile", "dtype")
 #: flags that set one layer's shape, schedule or check: a whole graph refuses them by name
 _LAYER_ONLY = (*LAYER_SHAPE_OPTIONS, *_SCHEDULE, "no_latency_hiding", "dump_ir",
                "check_reference", "emit_cuda", "gpu_schedule", "profile", "dtype")
-#: flags that describe a named workload or its hand-set schedule: a TC definition refuses them
-_WORKLOAD_FLAGS = ("layers", *CONV_OPTIONS, *_SCHEDULE, "trace", "dump_ir", "no_latency_hiding",
-                   "check_reference", "dtype", "plot", "input", "output")
+
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -70,7 +62,7 @@ def _is_graph(args: argparse.Namespace) -> bool:
     """Whether ``vta run`` runs a whole graph: ``--onnx``, or a model by name without
     ``--layers`` (which runs the model's convolutions one by one)."""
     return args.onnx is not None or (args.workload in MODELS and args.layers is None) \
-        or args.workload in ONNX_NETWORKS
+        or args.workload in ONNX_MODELS
 
 
 def _flags_apply(args: argparse.Namespace) -> None:
@@ -90,10 +82,13 @@ def _flags_apply(args: argparse.Namespace) -> None:
         raise UsageError(f"--layers does not apply to {args.workload} (it picks layers of a "
                          f"network: {', '.join(NETWORKS)})")
     if _given(args, "plot"):
-        check_plot_path(args.plot)
+        _module("vta.run.plot").check_plot_path(args.plot)
     if _given(args, "fusion") and not _is_graph(args):
         raise UsageError(f"--fusion does not apply to {args.workload} (it sets how a whole "
                          f"network's operators are fused: resnet18 or --onnx)")
+    if _given(args, "jobs") and not _is_graph(args):
+        raise UsageError(f"--jobs does not apply to {args.workload} (it compiles a whole "
+                         f"network's kernels in parallel: resnet18 or --onnx)")
     one_thread = args.vthreads == 1 or args.no_latency_hiding
     if args.vt_axis is not None and one_thread:
         raise UsageError("--vt-axis does not apply with one virtual thread (--vthreads 1 or "
@@ -141,8 +136,9 @@ def emit(summary: dict[str, Any], text: str, as_json: bool) -> None:
 
 def main(args: argparse.Namespace) -> int:
     load_plugins(args)
-    if args.tc is not None:
-        return _run_tc(args)
+    if args.tc is not None:  # its module loads the TC front end
+        rc: int = _module("vta.cli.run_tc").run_tc_command(args)
+        return rc
     _flags_apply(args)
     if _is_graph(args):
         return _run_graph(args)
@@ -157,9 +153,16 @@ def main(args: argparse.Namespace) -> int:
     with run_compile_cache(args, target) as memo:
         # a layer or a network's layers: their module (and the tuning cache's lookups) is
         # loaded only for them, as ``vta.cli.main`` loads a command's
-        rc: int = import_module("vta.cli.run_layers").run_layers(args, net, target, shape)
+        rc = _module("vta.cli.run_layers").run_layers(args, net, target, shape)
     say_cache(memo)
     return rc
+
+
+def _module(name: str) -> Any:
+    """The module ``name``, imported when a run needs it: ``vta run`` of a whole network loads
+    neither the TC front end, the ONNX importer, the plots nor the layer runs (``vta.cli.main``
+    loads a command's module the same way)."""
+    return import_module(name)
 
 
 def _before_verdict(report: str, lines: str) -> str:
@@ -192,15 +195,17 @@ def _run_graph(args: argparse.Namespace) -> int:
     # it in float32 (vta.gpu.requant) and ORT's adds as chain stages or table lookups
     exact = not isinstance(target, AccelTarget) or target.hw.intrinsic(REQUANT_F32) is not None
     model: Any = args.onnx
-    if args.onnx is not None or args.workload in ONNX_NETWORKS:
+    if args.onnx is not None or args.workload in ONNX_MODELS:
         if args.batch is not None:
             raise UsageError(f"--batch does not apply to {args.onnx or args.workload} (the "
                              f"model fixes its shapes)")
         if args.onnx is None:  # built, quantized by ORT; shifts alone on an ALU without MUL
             shifts = isinstance(target, AccelTarget) and not exact \
                 and "mul" not in target.hw.alu.ops
-            model = quantized_network(args.workload, pow2=shifts, seed=args.seed or 0)
-        graph = load_onnx(model, requant="ort" if exact else "fixed")
+            model = _module("vta.graph.onnx_ort").quantized_network(
+                args.workload, pow2=shifts, seed=args.seed or 0)
+        graph = _module("vta.graph.onnx_import").load_onnx(model,
+                                                           requant="ort" if exact else "fixed")
     else:
         net = resolve_network(LAYERS_OF[args.workload], batch=args.batch)
         assert net is not None
@@ -232,13 +237,13 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
                  for k, v in enumerate(graph.inputs)}
         real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))
                 * np.float32(v.type.scale or 1.0) for v in graph.inputs}
-    compiled = compile_for(graph, target, fusion=args.fusion or "full")
+    compiled = compile_for(graph, target, fusion=args.fusion or "full", jobs=args.jobs)
     say_cache(memo)
-    r = run_graph(compiled, image, target=target, trace_path=args.trace)
+    r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=args.jobs)
     s = r.summary()
     s["graph_s"] = build_s
-    verdict = ort_verdict(model, graph, {**r.reference, **r.outputs}, real) \
-        if model is not None else None
+    verdict = _module("vta.graph.onnx_ort").ort_verdict(
+        model, graph, {**r.reference, **r.outputs}, real) if model is not None else None
     io = io_summary(graph, r.outputs, verdict)
     s.update(io)
     if args.output is not None:
@@ -252,7 +257,7 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
         text += f"\ntrace written to {args.trace} (one timeline, an ops track above the units)"
     emit(s, text, args.json)
     if args.plot:
-        plot_graph(r, target.hw, args.plot)
+        _module("vta.run.plot").plot_graph(r, target.hw, args.plot)
         if not args.json:
             print(f"plot written to {args.plot}")
     return 0 if r.passed else 1
@@ -276,35 +281,3 @@ def _wall(args: argparse.Namespace, s: dict[str, Any]) -> dict[str, float]:
     startup = ready - started
     return {"wall_s": wall, "startup_s": startup,
             "other_s": max(0.0, wall - startup - sum(s[k] for k in _PHASES))}
-
-
-def _tc_flags_apply(args: argparse.Namespace) -> None:
-    """Options of ``vta run`` that mean nothing for a TC definition are refused by name."""
-    given = [f for f in _WORKLOAD_FLAGS if _given(args, f)]
-    if args.sizes:
-        given.append("positional sizes")
-    if given:
-        names = ", ".join(n if " " in n else flag(n) for n in given)
-        raise TcSizeError(f"vta run --tc: {names} apply to named workloads, not to a TC "
-                          f"definition (sizes come from --size, the schedule from the mapper)")
-    if args.emit_cuda and args.target == "vta":
-        raise TcSizeError("vta run --tc: --emit-cuda needs --target cuda-emu or cuda")
-
-
-def _run_tc(args: argparse.Namespace) -> int:
-    """``vta run --tc FILE [--entry NAME] --size N=.. [--target vta|cuda-emu|cuda]``: map,
-    run and check against the TC interpreter."""
-    _tc_flags_apply(args)
-    d = load_file(args.tc, args.entry)
-    sizes = parse_sizes(args.size)
-    target = _target(args)
-    r = run_tc(d, sizes, target, seed=args.seed or 0)
-    if args.emit_cuda:
-        for src in getattr(r, "sources", []):
-            print(src)
-    if isinstance(target, AccelTarget):
-        text = format_tc(r, sizes, target.hw.board.clock_mhz, target.hw.name)
-    else:
-        text = format_tc(r, sizes)
-    emit(r.summary(), text, args.json)
-    return 0 if r.passed else 1

@@ -36,6 +36,7 @@ the host.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vta.compiler.accel import driver
@@ -88,16 +89,19 @@ class CompiledGraph:
 
 
 def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
-                  refine: int = driver.REFINE, memo: driver.CompileMemo | None = None
-                  ) -> CompiledGraph:
+                  refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
+                  place: Callable[[Graph], list[Step]] | None = None) -> CompiledGraph:
     """Compile ``graph`` for ``hw`` (module docstring); ``fusion`` is the fusion level
     (``"full"``, or ``"requant"`` for the unfused baseline); ``memo``: a compile cache
-    (``driver.compile_workload``'s), which answers every kernel it holds."""
+    (``driver.compile_workload``'s), which answers every kernel it holds. ``place``: how the
+    fused graph's groups are placed, when not ``place_all(fused, hw, cost, refine, memo)``
+    (``vta.run.compile_pool`` compiles them on every core first; it must give the same
+    steps)."""
     t0 = time.perf_counter()
     check_multipliers(graph, hw)
     graph = split_matmuls(graph)  # products of two activations: runtime-weight dense layers
     fused = fuse(graph, fusion)
-    steps = place_all(fused, hw, cost, refine, memo)
+    steps = place(fused) if place is not None else place_all(fused, hw, cost, refine, memo)
     layouts = plan_layouts(fused, steps, hw)
     memory = plan_memory(fused, steps, layouts, hw)
     programs: list[Program | None] = [

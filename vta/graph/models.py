@@ -36,7 +36,7 @@ from vta.graph.builder import GraphBuilder
 from vta.graph.ir import Graph, Value
 
 __all__ = ["resnet18", "resnet18_fixed", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS",
-           "LAYERS_OF"]
+           "ONNX_MODELS", "LAYERS_OF"]
 
 #: standard deviation of the int8 weights
 WEIGHT_STD = 24.0
@@ -152,5 +152,10 @@ def resnet18_fixed(seed: int = 0, batch: int = 1, image: int = 224, width: int =
 
 #: networks ``vta run`` builds by name
 MODELS = {"resnet18": resnet18, "resnet18_fixed": resnet18_fixed}
+
+#: the networks ``vta run NAME`` builds as float ONNX models and quantizes with ONNX Runtime,
+#: by name: ``vta.graph.onnx_ort.ONNX_NETWORKS`` defines each under these names (a test holds
+#: the two equal); named here so that the command line knows them without loading ONNX's side
+ONNX_MODELS = ("mobilenet_v2", "mobilenet_v2_32", "bert_tiny", "bert_tiny_qop")
 #: the per-layer network (``vta.compiler.ops.workloads.NETWORKS``) of each model's convolutions
 LAYERS_OF = {"resnet18": "resnet18", "resnet18_fixed": "resnet18"}

@@ -86,8 +86,8 @@ from vta.graph.ort_add import IMM_MAX, factor_mult
 from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
-__all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost",
-           "block_diagonal", "grouped_detail", "LUT2_REASON"]
+__all__ = ["Kernel", "HostOp", "Step", "Placer", "place_group", "chain_of", "nonnegative",
+           "Cost", "block_diagonal", "grouped_detail", "LUT2_REASON"]
 
 #: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
@@ -261,7 +261,13 @@ def _check_layout(name: str, have: tuple[int, ...], want: PackedLayout, what: st
                            f"{want.shape}")
 
 
-class _Placer:
+class Placer:
+    """Places a graph's groups one after another (``place``), remembering the schedule each
+    structure chose: a later group of the same structure (shapes, fold, chain stages; not
+    the requantization constants, which the model's choice does not depend on) is compiled
+    with those knobs instead of choosing again. ``place_all`` is one placer over every group;
+    ``vta.run.compile_pool`` runs placers over a graph's structures in worker processes."""
+
     def __init__(self, graph: Graph, hw: HwConfig, cost: Cost | None, refine: int,
                  memo: driver.CompileMemo | None = None) -> None:
         self.graph, self.hw, self.cost, self.refine = graph, hw, cost, refine
@@ -442,7 +448,7 @@ def place_group(graph: Graph, group: Node, hw: HwConfig, cost: Cost | None = Non
                 refine: int = driver.REFINE, memo: driver.CompileMemo | None = None) -> Step:
     """``group`` of ``graph`` as a ``Kernel`` or, naming why, a ``HostOp`` (``memo``: a
     compile cache)."""
-    return _Placer(graph, hw, cost, refine, memo).place(group)
+    return Placer(graph, hw, cost, refine, memo).place(group)
 
 
 def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
@@ -451,7 +457,7 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
     """Every group of the fused ``graph`` placed, in order (schedules reused between groups
     of the same structure: the model's choice does not depend on the requantization
     constants)."""
-    p = _Placer(graph, hw, cost, refine, memo)
+    p = Placer(graph, hw, cost, refine, memo)
     return [p.place(n) for n in graph.nodes]
 
 

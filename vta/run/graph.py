@@ -6,12 +6,13 @@ checked against the graph interpreter.
 programs; the timing-only simulator choosing schedules), on a GPU target one kernel per fused
 group (``vta.graph.gpu_place.group_kernel``: the task-mapping implicit GEMM for convolutions,
 channels-last, and for dense layers, each with the fused chain in its epilogue, window kernels
-for pooling and element-wise groups). ``run_graph(compiled, inputs, target)`` runs it from its
-inputs to its outputs; each stored tensor is compared with the interpreter's as soon as it is
-written (later steps may reuse its memory), and the verdict is ``vta.run.check``'s. On a GPU
-target each activation stays in the layout its producer wrote (NHWC between convolutions);
-the host transposes it only where a consumer takes the other layout (the NCHW window kernels),
-and the summary counts those transposes.
+for pooling and element-wise groups; ``vta.run.graph_gpu``, loaded only then, so that a run on
+the accelerator never loads the GPU back end). ``run_graph(compiled, inputs, target)`` runs it
+from its inputs to its outputs; each stored tensor is compared with the interpreter's as soon
+as it is written (later steps may reuse its memory), and the verdict is ``vta.run.check``'s.
+On a GPU target each activation stays in the layout its producer wrote (NHWC between
+convolutions); the host transposes it only where a consumer takes the other layout (the NCHW
+window kernels), and the summary counts those transposes.
 """
 
 from __future__ import annotations
@@ -19,33 +20,36 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vta.config import HwConfig
-from vta.errors import HostFallback, VtaError
-from vta.gpu.kernels.conv2d import ohwi_weight
+from vta.errors import VtaError
 from vta.graph import interp
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.dram_layout import pack, unpack
-from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
-from vta.graph.ir import Graph, Node, Value, node_macs
+from vta.graph.ir import Graph, Value, node_macs
 from vta.graph.link import const_name
-from vta.graph.passes.fuse import fuse, group_nodes
-from vta.graph.passes.split_matmul import split_matmuls
+from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import Kernel
+from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
-from vta.run.targets import AccelTarget, CompiledKernel, Execution, Target
+from vta.run.compile_pool import place_parallel
+from vta.run.pool import current_job, default_jobs, fork_map
+from vta.run.targets import AccelTarget, Execution, Target
 from vta.sim import SimError
 from vta.sim.energy import Energy, energy_of
 from vta.sim.trace import trace_events
 
-__all__ = ["GpuGraph", "GraphRun", "StepRun", "compile_for", "run_graph",
+if TYPE_CHECKING:
+    from vta.run.graph_gpu import GpuGraph
+
+__all__ = ["GraphRun", "StepRun", "compile_for", "run_graph",
            "graph_summary", "write_graph_trace"]
 
 #: what every graph run is checked against
@@ -55,43 +59,18 @@ AGAINST = "the graph interpreter (numpy)"
 # ---------------------------------------------------------------------------- compiling
 
 
-@dataclass
-class GpuGraph:
-    """A graph compiled for a GPU target: per fused group its kernel and the graph values of
-    its parameters (the output last excluded), or the reason it runs on the host."""
-
-    graph: Graph
-    #: the GPU target it was compiled for (and runs on)
-    target: Target
-    fusion: str
-    groups: list[Node]
-    kernels: list[tuple[CompiledKernel, GroupKernel] | None]
-    reasons: list[str]
-    compile_s: float
-
-
-def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
-                ) -> CompiledGraph | GpuGraph:
-    """``graph`` compiled for ``target`` (module docstring)."""
+def compile_for(graph: Graph, target: Target, *, fusion: str = "full",
+                jobs: int | None = None) -> CompiledGraph | GpuGraph:
+    """``graph`` compiled for ``target`` (module docstring). On the accelerator the kernels
+    the target's compile cache lacks are compiled first on ``jobs`` worker processes
+    (``vta.run.compile_pool``; default: the idle cores, ``pool.default_jobs``; 1: this
+    process alone), then the graph is compiled from them: the same programs as serially."""
     if isinstance(target, AccelTarget):
-        return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
-                             memo=target.memo)
-    t0 = time.perf_counter()
-    graph = split_matmuls(graph)  # products of two activations: dense layers, per head
-    fused = fuse(graph, fusion)
-    kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []
-    reasons = []
-    for group in fused.nodes:
-        try:
-            gk = group_kernel(group)
-        except HostFallback as e:
-            kernels.append(None)
-            reasons.append(str(e))
-            continue
-        kernels.append((target.compile(gk.func), gk))
-        reasons.append("")
-    return GpuGraph(graph, target, fusion, list(fused.nodes), kernels, reasons,
-                    time.perf_counter() - t0)
+        hw, cost, memo = target.hw, target.cycles, target.memo
+        return compile_graph(graph, hw, fusion=fusion, cost=cost, memo=memo,
+                             place=lambda fused: place_parallel(fused, hw, cost=cost, memo=memo,
+                                                                jobs=jobs))
+    return _gpu().compile_gpu(graph, target, fusion)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------- running
@@ -110,6 +89,9 @@ class StepRun:
     reason: str = ""
     #: a host step's wall-clock seconds (the interpreter's semantics, numpy on the host)
     host_s: float = 0.0
+    #: the kernel's energy when a worker computed it beside its simulation (``_speculate``;
+    #: else ``graph_summary`` computes it)
+    energy: Energy | None = None
 
     @property
     def mismatches(self) -> int:
@@ -173,7 +155,7 @@ class GraphRun:
     def summary(self) -> dict[str, Any]:
         if isinstance(self.compiled, CompiledGraph):
             return graph_summary(self)
-        return _gpu_summary(self)
+        return _gpu().gpu_summary(self)  # type: ignore[no-any-return]
 
 
 def _op_name(s: StepRun) -> str:
@@ -207,31 +189,38 @@ def _compare(out: np.ndarray, want: np.ndarray) -> Check:
 
 
 def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, np.ndarray], *,
-              target: Target | None = None, trace_path: str | None = None) -> GraphRun:
+              target: Target | None = None, trace_path: str | None = None,
+              jobs: int | None = None) -> GraphRun:
     """Run ``compiled`` (``compile_for``) from its input (an array, or arrays by input name)
     to its outputs on ``target`` (default: the target it was compiled for). On the
     accelerator the host packs the inputs, each kernel's linked program runs in order on the
     DRAM the previous ones left (a kernel's FINISH ends it, as a runtime's kernel launch
     returns) and host fallbacks run the interpreter's semantics between unpack and pack;
-    ``trace_path`` writes one timeline for the whole network."""
-    if isinstance(compiled, GpuGraph):
+    ``trace_path`` writes one timeline for the whole network. The kernels are simulated side
+    by side on ``jobs`` worker processes first (default: the idle cores; 1: none), each on the
+    inputs the interpreter predicts, and a kernel's simulation is taken from there only
+    when its inputs turn out to be exactly those (``_speculate``): the same run as in order."""
+    if not isinstance(compiled, CompiledGraph):  # a GpuGraph (vta.run.graph_gpu)
         t_gpu = target if target is not None else compiled.target
         if isinstance(t_gpu, AccelTarget):
             raise VtaError("a graph compiled for a GPU target runs on cuda-emu or cuda")
-        return _run_gpu(compiled, image, t_gpu)
+        return _gpu().run_gpu(compiled, image, t_gpu)  # type: ignore[no-any-return]
     t = target if target is not None else AccelTarget(compiled.hw)
     if not isinstance(t, AccelTarget):
         raise VtaError(f"a graph compiled for the accelerator cannot run on {t.name}")
-    r = _run_accel(compiled, image, t)
+    r = _run_accel(compiled, image, t, jobs)
     if trace_path is not None:
         write_graph_trace(r, trace_path)
     return r
 
 
 def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
-               target: AccelTarget) -> GraphRun:
+               target: AccelTarget, jobs: int | None = None) -> GraphRun:
     hw = cg.hw
     host, ref, t_ref = _reference(cg.graph, image)
+    t0 = time.perf_counter()
+    guesses = _speculate(cg, {**host, **ref}, target, jobs)
+    t_sim = time.perf_counter() - t0  # the kernels simulated side by side: their wall time
     dram: dict[str, np.ndarray] = {}
     by_at: dict[int, list[Any]] = {}
     for tr in cg.layouts.transforms:
@@ -246,7 +235,7 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
                 host[t.value] = unpack(dram[t.name], t.value.type, t.layout)
 
     runs: list[StepRun] = []
-    t_sim = t_check = 0.0
+    t_check = 0.0
     start = 0
     for k, st in enumerate(cg.steps):
         transforms(k)
@@ -258,15 +247,21 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
             for a in prog.inputs:
                 const = const_name(a.name)
                 inputs[a.name] = dram[a.name] if const is None else st.consts[const]
-            ex = target.execute(prog, inputs)
-            t_sim += ex.seconds
+            guess = guesses.get(k)
+            energy = None
+            if guess is not None and _same_arrays(inputs, guess[0]):
+                ex = _attached(guess[1], prog, inputs)  # it ran on these very inputs
+                energy = guess[2]
+            else:
+                ex = target.execute(prog, inputs)
+                t_sim += ex.seconds
             out_t = bind[st.write[0]]
             dram[out_t.name] = ex.outputs[out_t.name]
             t1 = time.perf_counter()
             got = unpack(dram[out_t.name], out_t.value.type, out_t.layout)
             chk = _compare(got, ref[out_t.value])
             t_check += time.perf_counter() - t1
-            runs.append(StepRun(k, st, ex, start, chk))
+            runs.append(StepRun(k, st, ex, start, chk, energy=energy))
             start += ex.stats.cycles
         else:
             t1 = time.perf_counter()
@@ -280,101 +275,88 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
     return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, t_ref)
 
 
-class _Activations:
-    """The GPU run's tensors, each in the layout it was written in (``NCHW`` or ``NHWC`` for
-    4-D activations), converted on the host only when a consumer takes the other layout
-    (each conversion kept, counted in ``transposes``); constants in their graph layout."""
+# --------------------------------------------------------------- kernels side by side
 
-    def __init__(self, env: dict[Value, np.ndarray]) -> None:
-        self.stored: dict[Value, tuple[np.ndarray, str]] = {v: (a, NCHW) for v, a in env.items()}
-        self.copies: dict[tuple[Value, str], np.ndarray] = {}
-        self.transposes = 0
-
-    def put(self, v: Value, a: np.ndarray, layout: str) -> None:
-        self.stored[v] = (a, layout)
-
-    def get(self, v: Value, layout: str) -> np.ndarray:
-        """``v`` in ``layout`` (``gpu_place``'s layout names)."""
-        if v not in self.stored and v.data is not None:  # a kernel's own constant (a
-            self.stored[v] = (v.data, NCHW)  # grouped conv's dense weight, gpu_place)
-        a, have = self.stored[v]
-        if layout == OHWI:
-            return _const_copy(self.copies, v, a)
-        if a.ndim != 4 or layout not in (NCHW, NHWC) or layout == have:
-            return a
-        key = (v, layout)
-        if key not in self.copies:
-            self.copies[key] = np.ascontiguousarray(
-                a.transpose(0, 2, 3, 1) if layout == NHWC else a.transpose(0, 3, 1, 2))
-            self.transposes += 1
-        return self.copies[key]
-
-    def nchw(self, v: Value) -> np.ndarray:
-        """``v`` channels-first (the interpreter's layout, for checks and outputs), without
-        counting it as a transpose of the run."""
-        a, have = self.stored[v]
-        return a if have != NHWC else np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+#: a worker's simulation comes back without the program (the parent has it) nor the DRAM image
+_NO_PROGRAM = Program((), (), {})
 
 
-class _Nchw(Mapping[Value, np.ndarray]):
-    """The run's tensors channels-first, converted as they are read (a host fallback's
-    operands)."""
+def _speculate(cg: CompiledGraph, values: dict[Value, np.ndarray], target: AccelTarget,
+               jobs: int | None
+               ) -> dict[int, tuple[dict[str, np.ndarray], Execution, Energy]]:
+    """Every kernel simulated at once on ``jobs`` worker processes (``vta.run.pool``; default:
+    the idle cores), each on the inputs it would get if every kernel before it computed the
+    interpreter's ``values``: those packed as the plan stores them. By kernel step: those
+    inputs and the execution. ``_run_accel`` still runs the kernels in order, on the DRAM the
+    previous ones left, and takes a kernel's execution from here only when its inputs are
+    those very arrays (else it simulates it there): the run is the serial run, bit for bit,
+    whatever the kernels compute. The workers also work out each kernel's energy (the
+    report's; a function of its program and the bytes it moved). Empty (everything serial)
+    with one job or one kernel."""
+    kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
+    if len(kernels) < 2 or (jobs if jobs is not None else default_jobs()) < 2:
+        return {}
+    tensors = {t.name: t for t in cg.layouts.tensors}
+    packed: dict[str, np.ndarray] = {}
+    given: dict[int, dict[str, np.ndarray]] = {}
+    for k in kernels:
+        st, prog = cg.steps[k], cg.programs[k]
+        assert isinstance(st, Kernel) and prog is not None
+        inputs: dict[str, np.ndarray] | None = {}
+        for a in prog.inputs:
+            const = const_name(a.name)
+            t = tensors.get(a.name)
+            if const is not None:
+                inputs[a.name] = st.consts[const]  # type: ignore[index]
+            elif t is not None and t.value in values:
+                if a.name not in packed:
+                    packed[a.name] = pack(values[t.value], t.value.type, t.layout, cg.hw)
+                inputs[a.name] = packed[a.name]  # type: ignore[index]
+            else:
+                inputs = None  # no guess for this one: it runs in order
+                break
+        if inputs is not None:
+            given[k] = inputs
+    steps = sorted(given)
+    done, _ = fork_map(_simulate_step, steps, (cg, target, given), jobs)
+    return {k: (given[k], ex, energy) for k, (ex, energy) in zip(steps, done, strict=True)}
 
-    def __init__(self, acts: _Activations) -> None:
-        self.acts = acts
 
-    def __getitem__(self, v: Value) -> np.ndarray:
-        return self.acts.nchw(v)
-
-    def __iter__(self) -> Iterator[Value]:
-        return iter(self.acts.stored)
-
-    def __len__(self) -> int:
-        return len(self.acts.stored)
-
-
-def _const_copy(copies: dict[tuple[Value, str], np.ndarray], v: Value, a: np.ndarray
-                ) -> np.ndarray:
-    """An OIHW conv weight as (OC, KH*KW*IC), made once per constant (a runtime packs
-    weights once, as the accelerator's does)."""
-    key = (v, OHWI)
-    if key not in copies:
-        copies[key] = ohwi_weight(a)
-    return copies[key]
+def _simulate_step(k: int) -> tuple[Execution, Energy]:
+    """A worker's kernel: step ``k`` of the job's graph simulated on its guessed inputs, its
+    result without the program and the DRAM image (``_attached`` puts the program back), and
+    its energy (``graph_summary``'s)."""
+    cg, target, given = current_job()
+    inputs = given[k]
+    ex = target.execute(cg.programs[k], inputs)
+    assert ex.sim is not None  # the accelerator's execution carries its simulation
+    st = cg.steps[k]
+    energy = energy_of(st.program, dict(ex.stats.bytes), cg.hw)
+    # an allocation that ends as it began (the weights, the inputs) is not sent back
+    changed = {n: a for n, a in ex.outputs.items() if n not in inputs or not _same(a, inputs[n])}
+    return replace(ex, outputs=changed, sim=replace(ex.sim, program=_NO_PROGRAM, inputs={},
+                                                    outputs={}, dram=None)), energy
 
 
-def _run_gpu(gg: GpuGraph, image: np.ndarray | dict[str, np.ndarray], target: Target
-             ) -> GraphRun:
-    env, ref, t_ref = _reference(gg.graph, image)
-    acts = _Activations(env)
-    runs: list[StepRun] = []
-    t_run = 0.0
-    for k, (group, built) in enumerate(zip(gg.groups, gg.kernels, strict=True)):
-        if built is None:
-            t1 = time.perf_counter()
-            out = interp.eval_node(group, _Nchw(acts))
-            host_s = time.perf_counter() - t1
-            acts.put(group.output, out, NCHW)
-            runs.append(StepRun(k, group, None, 0, _compare(out, ref[group.output]),
-                                gg.reasons[k], host_s))
-            continue
-        kernel, gk = built
-        arrays = {b.name: acts.get(v, lay).reshape(b.shape)
-                  for v, lay, b in zip(gk.params, gk.layouts, kernel.func.params, strict=False)}
-        ex = target.execute(kernel, arrays)
-        t_run += ex.seconds
-        out = ex.outputs[kernel.func.params[-1].name]
-        shape = group.output.type.shape
-        if gk.out_layout == NHWC:
-            out = out.reshape(shape[0], shape[2], shape[3], shape[1])
-        else:
-            out = out.reshape(shape)
-        acts.put(group.output, out, gk.out_layout)
-        runs.append(StepRun(k, group, ex, 0, _compare(acts.nchw(group.output),
-                                                      ref[group.output])))
-    outputs = {v: acts.nchw(v) for v in gg.graph.outputs}
-    return GraphRun(gg, target, runs, outputs, ref, t_run, 0.0, t_ref,
-                    extra={"host_transposes": acts.transposes})
+def _attached(ex: Execution, program: Program, inputs: dict[str, np.ndarray]) -> Execution:
+    """A worker's execution with its program, inputs and the allocations it left as they
+    were (copies of the inputs: equal in dtype, shape and values, ``_simulate_step``); its
+    ``sim.dram`` stays None (the final contents of every allocation are in ``outputs``)."""
+    assert ex.sim is not None
+    outputs = {a.name: ex.outputs[a.name] if a.name in ex.outputs else inputs[a.name].copy()
+               for a in program.allocations}
+    return replace(ex, outputs=outputs, sim=replace(ex.sim, program=program, inputs=inputs,
+                                                    outputs=outputs))
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """``x`` and ``y`` equal in dtype, shape and every value."""
+    return x is y or (x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y))
+
+
+def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """Whether ``a`` and ``b`` hold the same arrays by name (dtype, shape and every value)."""
+    return a.keys() == b.keys() and all(_same(a[n], b[n]) for n in a)
 
 
 # ---------------------------------------------------------------------------- reports
@@ -449,7 +431,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
                         "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
                         "instructions": instruction_counts(st.program)})
-            e = energy_of(st.program, dict(stats.bytes), hw)
+            e = s.energy if s.energy is not None else energy_of(st.program, dict(stats.bytes),
+                                                                hw)
             energies.append(e)
             row.update({"energy_uj": e.total_uj, "energy": e.summary()})
             insns.update(row["instructions"])
@@ -494,27 +477,7 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
         "host_ms": sum(s.host_s for s in r.steps) * 1e3}
 
 
-def _kernel_name(k: tuple[CompiledKernel, GroupKernel] | None) -> str:
-    return k[0].func.name if k is not None else "host"
-
-
-def _kernel_layout(k: tuple[CompiledKernel, GroupKernel] | None) -> str:
-    return k[1].out_layout if k is not None else NCHW
-
-
-def _gpu_summary(r: GraphRun) -> dict[str, Any]:
-    gg = r.compiled
-    assert isinstance(gg, GpuGraph)
-    steps = [{"step": s.index, "op": _op_name(s),
-              "ops": [n.op for n in group_nodes(s.step)],
-              "kernel": _kernel_name(gg.kernels[s.index]),
-              "layout": _kernel_layout(gg.kernels[s.index]),
-              "ms": (s.seconds + s.host_s) * 1e3, "mismatches": s.mismatches,
-              "reason": s.reason}
-             for s in r.steps]
-    check = r.check
-    return {"graph": gg.graph.name, "where": r.target.where, "target": r.target.name,
-            "fusion": gg.fusion, "passed": r.passed, "verdict": check.line(), "steps": steps,
-            "ms": sum(s.seconds for s in r.steps) * 1e3, "build_s": gg.compile_s,
-            "host_transposes": r.extra.get("host_transposes", 0),
-            "mismatched_tensors": list(check.mismatched)}
+def _gpu() -> Any:
+    """``vta.run.graph_gpu`` (a graph on a GPU target), loaded when one is compiled or run: a
+    run on the accelerator never loads the GPU back end."""
+    return import_module("vta.run.graph_gpu")

@@ -11,21 +11,24 @@ dictionary ``--json`` prints), ending with the run's verdict (``vta.run.check``)
   totals (cycles, time at the clock, frames/s, GOP/s, share of MACs on the accelerator, the
   ALU instructions by function and whether every instruction is VTA's, peak DRAM with and
   without reuse, the host's layout transforms); ``format_gpu_run`` on a GPU target;
-* ``format_tc(run, sizes)``: a TC definition's tasks (accelerator) or kernels (GPU).
+``vta.run.tc.format_tc`` reports a TC definition's run (beside its runs: this module does not
+load the TC front end, nor the layer runs', which a whole graph's report does not need).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vta.gpu.profile import format_profile
-from vta.run.layer import LayerRun
-from vta.run.network import NetworkRun
-from vta.run.targets import AccelTarget, GpuLaunch
-from vta.run.tc import GpuRun, VtaRun
+from vta.run.targets import AccelTarget
 from vta.sim import format_report
 
-__all__ = ["format_layer", "format_network", "format_run", "format_gpu_run", "format_tc"]
+if TYPE_CHECKING:  # the runs' modules load what their runs need: not for the report
+    from vta.run.gpu_targets import GpuLaunch
+    from vta.run.layer import LayerRun
+    from vta.run.network import NetworkRun
+
+__all__ = ["format_layer", "format_network", "format_run", "format_gpu_run"]
 
 
 def _n(x: float) -> str:
@@ -185,38 +188,4 @@ def format_network(r: NetworkRun, tuned: list[dict[str, Any]] | None = None) -> 
                    f"tuning cache {tuned[0]['cache']}: "
                    f"{', '.join(u['workload'] for u in tuned)}")
     out.append(s["verdict"])
-    return "\n".join(out)
-
-
-def format_tc(r: VtaRun | GpuRun, sizes: dict[str, int], clock_mhz: float | None = None,
-              hw_name: str = "") -> str:
-    """A TC definition's run: its tasks on the accelerator (GEMM, ALU or host, with cycles)
-    or its kernels on a GPU target, and the verdict against the TC interpreter."""
-    at = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    out: list[str] = []
-    if isinstance(r, VtaRun):
-        assert clock_mhz is not None
-        out.append(f"{r.name} ({at}) on {hw_name}")
-        out += [f"  {t.line()}" for t in r.tasks]
-        out.append(f"total {r.cycles:,} cycles = {r.cycles / (clock_mhz * 1e6) * 1e3:.3f} ms at "
-                   f"{clock_mhz} MHz; {r.macs:,} MACs on the GEMM core; {r.fraction:.1%} of the "
-                   f"work ({r.work_accel:,} of {r.work:,} MACs and element operations) on the "
-                   f"accelerator")
-        out.append(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
-        out.append("placement:")
-        out += [f"  statement {p['statement']} ({p['text']}): {p['placement']}"
-                for p in r.placement]
-    else:
-        where = "GPU" if r.target == "cuda" else "SIMT emulator"
-        out.append(f"{r.name} ({at}) on the {where}: {len(r.program.kernels)} kernel(s), "
-                   f"{r.seconds * 1e3:.0f} ms")
-        for k in r.program.kernels:
-            out.append(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
-                       f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction "
-                       f"tile {k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
-        out.append("placement:")
-        out += [f"  statement {p['statement']} ({p['text']}): GPU, kernel "
-                f"{', '.join(p['kernels']) or '-'}" for p in r.placement]
-    assert r.check is not None
-    out.append(r.check.line())
     return "\n".join(out)

@@ -59,7 +59,7 @@ from vta.run.check import Check, compare_all
 from vta.run.targets import AccelTarget, Target
 
 __all__ = ["TaskReport", "VtaRun", "GpuRun", "run_tc", "run_vta", "run_gpu", "check_outputs",
-           "placement_of", "gpu_placement", "PLACES"]
+           "placement_of", "gpu_placement", "PLACES", "format_tc"]
 
 Simulate = Callable[[Program, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], int]]
 
@@ -449,3 +449,37 @@ def run_tc(d: Definition, sizes: dict[str, int], target: Target, *, seed: int = 
     if isinstance(target, AccelTarget):
         return run_vta(d, sizes, target, inputs, seed=seed, refine=refine, check=check)
     return run_gpu(d, sizes, target, inputs=inputs, seed=seed, check=check)
+
+
+def format_tc(r: VtaRun | GpuRun, sizes: dict[str, int], clock_mhz: float | None = None,
+              hw_name: str = "") -> str:
+    """A TC definition's run: its tasks on the accelerator (GEMM, ALU or host, with cycles)
+    or its kernels on a GPU target, and the verdict against the TC interpreter."""
+    at = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    out: list[str] = []
+    if isinstance(r, VtaRun):
+        assert clock_mhz is not None
+        out.append(f"{r.name} ({at}) on {hw_name}")
+        out += [f"  {t.line()}" for t in r.tasks]
+        out.append(f"total {r.cycles:,} cycles = {r.cycles / (clock_mhz * 1e6) * 1e3:.3f} ms at "
+                   f"{clock_mhz} MHz; {r.macs:,} MACs on the GEMM core; {r.fraction:.1%} of the "
+                   f"work ({r.work_accel:,} of {r.work:,} MACs and element operations) on the "
+                   f"accelerator")
+        out.append(f"compile {r.seconds_compile:.2f} s  simulate {r.seconds_sim:.2f} s")
+        out.append("placement:")
+        out += [f"  statement {p['statement']} ({p['text']}): {p['placement']}"
+                for p in r.placement]
+    else:
+        where = "GPU" if r.target == "cuda" else "SIMT emulator"
+        out.append(f"{r.name} ({at}) on the {where}: {len(r.program.kernels)} kernel(s), "
+                   f"{r.seconds * 1e3:.0f} ms")
+        for k in r.program.kernels:
+            out.append(f"  {k.name}: statements {', '.join(map(str, k.statements))}; tile "
+                       f"{list(k.knobs.tile)}, threads {list(k.knobs.threads)}, reduction "
+                       f"tile {k.knobs.kt}, shared {', '.join(k.shared) or '-'}")
+        out.append("placement:")
+        out += [f"  statement {p['statement']} ({p['text']}): GPU, kernel "
+                f"{', '.join(p['kernels']) or '-'}" for p in r.placement]
+    assert r.check is not None
+    out.append(r.check.line())
+    return "\n".join(out)

@@ -36,18 +36,13 @@ import json
 import pickle
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from vta.compiler.accel.driver import Compiled
-from vta.compiler.accel.ops.window_packed import CompiledWindow
 from vta.config import HwConfig
-from vta.errors import IsaError
 from vta.graph.ir import Graph
-from vta.isa import Program
-from vta.isa.encoding import decode_program, decode_uops, encode_program, encode_uops
+from vta.run.codec import pack_compiled, unpack_compiled
 from vta.tune.cache import Cache, compiler_version, graph_version, hw_digest
 
 __all__ = ["CompileCache", "compiled_key", "graph_key", "FORMAT", "pack_compiled",
@@ -89,48 +84,6 @@ def _schedule_text(c: Any) -> str:
     text for the row (readable in the file; not a key)."""
     fold = getattr(c, "fold_kind", None)
     return repr(c.schedule) + (f" fold={fold}" if fold is not None else "")
-
-
-def pack_compiled(compiled: Any, hw: HwConfig) -> bytes | None:
-    """The row's bytes for ``compiled`` (a ``Compiled`` or ``CompiledWindow`` for ``hw``):
-    format ``FORMAT``; None when its program does not survive the encoding (a field out of
-    range, a word that decodes to another instruction): such a program is not kept."""
-    prog = compiled.result.program
-    try:
-        insns = encode_program(prog.instructions, hw)
-        uops = {name: encode_uops(u, hw) for name, u in prog.uops.items()}
-        if _program(prog.allocations, insns, uops, hw) != prog:
-            return None
-    except IsaError:
-        return None
-    empty = Program((), prog.allocations, {})
-    meta = replace(compiled, hw=None, chain=None, result=replace(compiled.result, ir={},
-                                                                  program=empty))
-    words = (insns.tobytes(), {name: u.tobytes() for name, u in uops.items()})
-    return pickle.dumps((meta, words), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def unpack_compiled(blob: bytes, hw: HwConfig) -> Any:
-    """The ``Compiled`` or ``CompiledWindow`` of ``pack_compiled``'s bytes, for ``hw`` (no
-    chain: the caller sets it); None when the bytes are not such a row (any failure to
-    unpickle or decode: the row is unusable)."""
-    try:
-        meta, (insn_bytes, uop_bytes) = pickle.loads(blob)
-        insns = np.frombuffer(insn_bytes, dtype=np.uint64).reshape(-1, 2)
-        uops = {name: np.frombuffer(b, dtype=np.uint32) for name, b in uop_bytes.items()}
-        if not isinstance(meta, (Compiled, CompiledWindow)):
-            return None
-        prog = _program(meta.result.program.allocations, insns, uops, hw)
-        return replace(meta, hw=hw, result=replace(meta.result, program=prog))
-    except Exception:  # any failure: the row is unusable
-        return None
-
-
-def _program(allocations: Any, insns: np.ndarray, uops: dict[str, np.ndarray],
-             hw: HwConfig) -> Program:
-    """A program from its DRAM map and its encoded words."""
-    return Program(tuple(decode_program(insns, hw)), tuple(allocations),
-                   {name: tuple(decode_uops(u, hw)) for name, u in uops.items()})
 
 
 def _unpickle_graph(blob: bytes, digest: str) -> Graph | None:
@@ -187,7 +140,13 @@ class CompileCache:
         if self.cache.readonly:
             return
         blob = pack_compiled(compiled, self.hw)
-        if blob is None:
+        if blob is not None:
+            self.put_packed(key, blob, compiled)
+
+    def put_packed(self, key: str, blob: bytes, compiled: Any) -> None:
+        """``put`` with ``compiled``'s bytes already made (``pack_compiled``'s for this
+        hardware: a worker process's, ``vta.run.compile_pool``), not packed again."""
+        if self.cache.readonly:
             return
         row = (compiled_key(key, self.hw), key, hw_digest(self.hw), self.hw.name,
                compiler_version(), _schedule_text(compiled), blob,

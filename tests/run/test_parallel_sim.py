@@ -1,0 +1,84 @@
+"""A whole graph's kernels simulated side by side (``vta.run.graph._speculate``): each on the
+inputs the interpreter predicts, taken only when the kernel's real inputs are exactly those;
+the run equals the kernels run one after another (cycles, every allocation's final contents,
+statistics and timelines), and a wrong guess is never used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vta.config import HwConfig
+from vta.graph import models
+from vta.graph.compile import CompiledGraph
+from vta.run import graph as run_graph_module
+from vta.run.graph import GraphRun, compile_for, run_graph
+from vta.run.targets import AccelTarget
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def compiled() -> tuple[CompiledGraph, AccelTarget, np.ndarray]:
+    hw = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
+    t = AccelTarget(hw)
+    g = models.resnet18(image=32, width=16, classes=10)
+    cg = compile_for(g, t)
+    assert isinstance(cg, CompiledGraph)
+    return cg, t, models.random_image(0, g.inputs[0].type.shape)
+
+
+def _same_run(a: GraphRun, b: GraphRun) -> None:
+    assert a.cycles == b.cycles and a.passed and b.passed
+    for x, y in zip(a.steps, b.steps, strict=True):
+        assert x.start == y.start and x.check == y.check
+        if x.execution is None:
+            assert y.execution is None
+            continue
+        assert y.execution is not None
+        assert x.execution.stats == y.execution.stats
+        assert x.sim.slices == y.sim.slices and x.sim.program == y.sim.program
+        assert x.execution.outputs.keys() == y.execution.outputs.keys()
+        for name, arr in x.execution.outputs.items():
+            other = y.execution.outputs[name]
+            assert arr.dtype == other.dtype and np.array_equal(arr, other), name
+    for v, arr in a.outputs.items():
+        assert np.array_equal(arr, b.outputs[v])
+    # the report, energy included (the workers work it out beside the simulation), but the
+    # seconds
+    seconds = {"compile_s", "sim_s", "check_s", "reference_s", "host_ms"}
+    sa, sb = a.summary(), b.summary()
+    assert {k: v for k, v in sa.items() if k not in seconds} == \
+        {k: v for k, v in sb.items() if k not in seconds}
+
+
+def test_side_by_side_is_the_run_in_order(
+        compiled: tuple[CompiledGraph, AccelTarget, np.ndarray]) -> None:
+    cg, t, image = compiled
+    side = run_graph(cg, image, target=t, jobs=2)
+    assert all(s.energy is not None for s in side.steps if s.execution is not None)
+    _same_run(run_graph(cg, image, target=t, jobs=1), side)
+
+
+def test_a_guess_on_other_inputs_is_not_used(
+        compiled: tuple[CompiledGraph, AccelTarget, np.ndarray],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every guess's inputs changed by one byte and its execution poisoned (no cycles): the
+    run simulates every kernel itself and equals the run in order."""
+    cg, t, image = compiled
+    real = run_graph_module._speculate
+
+    def wrong(*a: object, **k: object
+              ) -> dict[int, tuple[dict[str, np.ndarray], object, object]]:
+        out = {}
+        for step, (inputs, _ex, _energy) in real(*a, **k).items():  # type: ignore[arg-type]
+            changed = {n: x.copy() for n, x in inputs.items()}
+            first = next(n for n in changed if not n.startswith("#") and "#" not in n)
+            changed[first].reshape(-1)[0] ^= 1
+            out[step] = (changed, None, None)  # used, this would fail at once
+        return out
+
+    monkeypatch.setattr(run_graph_module, "_speculate", wrong)
+    _same_run(run_graph(cg, image, target=t, jobs=1), run_graph(cg, image, target=t, jobs=2))

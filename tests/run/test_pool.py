@@ -1,0 +1,54 @@
+"""``vta.run.pool.fork_map``: results in the items' order from forked workers that inherit the
+job; a task's error raised (from the serial rerun); serial inside a daemonic process (which may
+have no children) and with one job."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from vta.run.pool import current_job, fork_map
+
+
+def _square_plus_job(x: int) -> tuple[int, int]:
+    return x * x + current_job(), os.getpid()
+
+
+def _boom(x: int) -> int:
+    if x == 3:
+        raise ValueError(f"task {x} fails")
+    return x
+
+
+def _nested(x: int) -> int:
+    """How many workers a ``fork_map`` inside a worker gets."""
+    return fork_map(_square_plus_job, [1, 2], 0, 2)[1]
+
+
+def test_results_come_back_in_order_from_workers_that_inherit_the_job() -> None:
+    out, workers = fork_map(_square_plus_job, list(range(8)), 100, 2)
+    assert workers == 2
+    assert [v for v, _ in out] == [x * x + 100 for x in range(8)]
+    assert os.getpid() not in {pid for _, pid in out}
+    assert current_job() is None  # reset once done
+
+
+def test_one_job_runs_here() -> None:
+    out, workers = fork_map(_square_plus_job, [1, 2, 3], 5, 1)
+    assert workers == 0 and [v for v, _ in out] == [6, 9, 14]
+    assert {pid for _, pid in out} == {os.getpid()}
+
+
+def test_a_failing_task_raises_its_own_error() -> None:
+    with pytest.raises(ValueError, match="task 3 fails"):
+        fork_map(_boom, [1, 2, 3, 4], None, 2)
+
+
+def test_a_daemonic_worker_runs_its_items_itself() -> None:
+    """A ``multiprocessing.Pool``'s workers are daemonic: a ``fork_map`` in one runs serially
+    instead of failing to start children."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as p:
+        assert p.apply(_nested, (0,)) == 0

@@ -1,0 +1,48 @@
+"""What ``vta run`` of a whole network on the accelerator loads: not the GPU back end, the TC
+front end, the ONNX importer, the plots or the layer runs (each is loaded by the run that
+needs it), and the ONNX networks' names the command line knows are those ``onnx_ort`` builds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from vta.graph.models import ONNX_MODELS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: what the whole graph's run imports (``vta.cli.main`` loads ``vta.cli.run`` for ``run``)
+_GRAPH_RUN = ("vta.cli", "vta.cli.run", "vta.cli.cached", "vta.run.graph", "vta.run.report",
+              "vta.run.compile_pool", "vta.tune.compile_cache", "vta.graph.models")
+#: what it must not load
+_NOT_LOADED = ("vta.gpu.cuda", "vta.gpu.emulator", "vta.gpu.lower_gpu", "vta.gpu.runtime",
+               "vta.gpu.kernels.conv2d", "vta.graph.gpu_place", "vta.run.gpu_targets",
+               "vta.run.graph_gpu", "vta.compiler.tc", "vta.run.tc", "vta.graph.onnx_import",
+               "vta.graph.onnx_ort", "vta.run.plot", "vta.run.layer", "vta.run.network",
+               "vta.cli.run_tc", "vta.cli.run_layers", "vta.tune.tuner", "multiprocessing",
+               "concurrent.futures.process")
+
+
+def test_a_whole_graph_run_loads_only_what_it_uses() -> None:
+    code = (f"import importlib, json, sys\nfor m in {list(_GRAPH_RUN)!r}: "
+            f"importlib.import_module(m)\nprint(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    loaded = set(json.loads(out))
+    assert [m for m in _NOT_LOADED if m in loaded] == []
+
+
+def test_the_gpu_names_still_come_from_the_targets_module() -> None:
+    from vta.run import gpu_targets, targets
+
+    assert targets.CudaEmuTarget is gpu_targets.CudaEmuTarget
+    assert targets.CompiledKernel is gpu_targets.CompiledKernel
+    assert isinstance(targets.get_target("cuda-emu"), gpu_targets.CudaEmuTarget)
+
+
+def test_the_command_lines_onnx_names_are_the_networks_onnx_ort_builds() -> None:
+    from vta.graph.onnx_ort import ONNX_NETWORKS
+
+    assert ONNX_MODELS == tuple(ONNX_NETWORKS)
