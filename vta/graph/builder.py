@@ -267,11 +267,20 @@ class GraphBuilder:
                                       hi=hi, scale=scale)
         r = ratio if ratio is not None else sx / (hw * scale)
         zx = x.type.zero
-        mult, shift = fixed_point(r, hw * (256 if zx else 128), f"global_avg_pool {name}")
-        self._shift_only(f"global_avg_pool {name}", r, mult)
+        mult, shift = self.gap_fixed_point(x, r, name)
         extra = {k: v for k, v in (("zero_x", zx), ("zero", zero)) if v}
         return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
                               scale=scale, **extra)
+
+    def gap_fixed_point(self, x: Value, ratio: float, name: str = "avgpool"
+                        ) -> tuple[int, int]:
+        """The ``(mult, shift)`` of ``global_avg_pool``'s rescale of ``x``'s channel sums by
+        ``ratio`` (a multiplier that keeps the largest sum times it inside int32)."""
+        hw = x.type.shape[2] * x.type.shape[3]
+        mult, shift = fixed_point(ratio, hw * (256 if x.type.zero else 128),
+                                  f"global_avg_pool {name}")
+        self._shift_only(f"global_avg_pool {name}", ratio, mult)
+        return mult, shift
 
     def pad(self, x: Value, pad: int, value: int, name: str | None = None) -> Value:
         """``x`` (NCHW) padded by ``pad`` on each side with ``value``."""

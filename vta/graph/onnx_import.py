@@ -84,10 +84,11 @@ from typing import Any
 import numpy as np
 
 from vta.errors import OnnxImportError
+from vta.graph import interp
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import FloatStep, GlobalAvgPool, Graph, Value
+from vta.graph.ir import INT8_MAX, INT8_MIN, FloatStep, GlobalAvgPool, Graph, TensorType, Value
 from vta.graph.onnx_attrs import Window, conv_groups, node_attrs, window
-from vta.graph.onnx_load import initializers, onnx_module, read_model
+from vta.graph.onnx_load import initializers, onnx_module, qdq_form, read_model
 from vta.graph.ort_add import (
     MAX_SHIFT,
     fit_add,
@@ -96,6 +97,8 @@ from vta.graph.ort_add import (
     rescale_table,
 )
 from vta.graph.ort_qop import qlinear_mul_table
+from vta.graph.quant import ort_requantize
+from vta.graph.quant_mlas import gap_ratio_refused, qlinear_gap_ratio
 
 __all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL", "REQUANT_MODES", "ort_ratio"]
 
@@ -141,6 +144,21 @@ def ort_ratio(sx: float, sw: float | np.ndarray, sy: float) -> float | np.ndarra
     return r.astype(np.float64) if np.ndim(r) else float(r)
 
 
+def _fixed_gap_is_orts(x: Value, mult: int, shift: int, zero: int, ratio: float) -> bool:
+    """Whether the fixed-point ``global_avg_pool`` of ``x`` (``mult``, ``shift``, output zero
+    point ``zero``) gives ORT's QLinearGlobalAveragePool (``quant_mlas``, ratio ``ratio``) for
+    every channel sum ``x`` can have: each sum minus ``N * z_x`` is fed to the interpreter's
+    definition of the node as a one-pixel image (so every value is checked, not a sample)."""
+    pixels = int(np.prod(x.type.shape[2:]))
+    sums = np.arange(pixels * (INT8_MIN - x.type.zero), pixels * (INT8_MAX - x.type.zero) + 1,
+                     dtype=np.int64)
+    one = Value("sums", TensorType((1, sums.size, 1, 1), "int8"))
+    node = GlobalAvgPool(one, mult, shift, INT8_MIN, INT8_MAX,
+                         Value("mean", TensorType((1, sums.size), "int8", "NC")), zero=zero)
+    ours = interp.eval_node(node, {one: sums.reshape(1, -1, 1, 1)})
+    return bool(np.array_equal(ours.reshape(-1), ort_requantize(sums, ratio, zero)))
+
+
 class _Importer:
     def __init__(self, model: Any, what: str, requant: str = "fixed") -> None:
         self.onnx = onnx_module()
@@ -151,6 +169,11 @@ class _Importer:
         self.inits = initializers(model, what)
         self.b = GraphBuilder(g.name or "onnx")
         self.env: dict[str, Any] = {}
+        #: ORT's form of the model: in the QDQ form its float GlobalAveragePool groups run as
+        #: QLinearGlobalAveragePool (``onnx_ort.reference_for``)
+        self.qdq = qdq_form(model)
+        #: pooled (N, C) values that are not a ``GlobalAvgPool``'s (``_gap_exact``)
+        self._pooled: set[Value] = set()
         self.consumers: dict[str, list[Any]] = {}
         for n in g.node:
             for i in n.input:
@@ -465,11 +488,43 @@ class _Importer:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         sy = self.scale(n.input[3], n)
         zy = self.zero(n.input[4], n)
-        self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy))
+        self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy, kernel=True))
 
-    def _gap(self, x: Value, sx: float, sy: float, name: str, zy: int = 0) -> Value:
+    def _gap(self, x: Value, sx: float, sy: float, name: str, zy: int = 0,
+             kernel: bool = False) -> Value:
+        """``x``'s global average pool to scale ``sy``, zero point ``zy``, (N, C). ``kernel``:
+        ORT computes it with its QLinearGlobalAveragePool kernel (``quant_mlas``); with
+        ``requant="ort"`` vta then gives that kernel's bits: the fixed-point ``global_avg_pool``
+        where it equals the kernel on every possible channel sum, else the sum as a depthwise
+        convolution with a kernel of ones and ORT's requantize (``_gap_exact``)."""
         hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
+        if kernel and self.requant == "ort" and len(x.type.shape) == 4:
+            ratio = qlinear_gap_ratio(sx, sy, hw)
+            why = gap_ratio_refused(ratio, hw)
+            if why is not None:
+                raise OnnxImportError(f"global average pool {name}: ONNX Runtime's "
+                                      f"QLinearGlobalAveragePool refuses {why}")
+            mult, shift = self.b.gap_fixed_point(x, sx / (hw * sy), name)
+            if not _fixed_gap_is_orts(x, mult, shift, zy, ratio):
+                return self._gap_exact(x, sx, ratio, sy, name, zy)
         return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy), zero=zy)
+
+    def _gap_exact(self, x: Value, sx: float, ratio: float, sy: float, name: str,
+                   zy: int) -> Value:
+        """ORT's QLinearGlobalAveragePool on the accelerator: each channel's sum minus ``N *
+        z_x`` as a depthwise convolution with a kernel of ones the image's size (the GEMM's
+        exact int32 accumulator; the zero point folded into its bias), ORT's requantize by
+        ``ratio`` (``Requantize.exact``), and the (N, C, 1, 1) result viewed as (N, C)."""
+        b = self.b
+        n, c, h, w = x.type.shape
+        ones = np.ones((c, 1, h, w), np.int8)
+        wv = b.const(f"{name}_ones", ones, 1.0 / (h * w))
+        bv = b.const(f"{name}_b", _fold_zero(np.zeros(c, np.int32), ones, x.type.zero, name))
+        acc = b.conv2d(x, wv, bv, name=f"{name}_sum", groups=c)
+        y = b.requantize_exact(acc, [ratio], sy, name=f"{name}_mean", zero=zy)
+        out = b.reshape(y, (n, c), name=name)
+        self._pooled.add(out)
+        return out
 
     # ------------------------------------------------------------------ both forms
 
@@ -536,7 +591,7 @@ class _Importer:
         if not isinstance(inner, Value):
             raise OnnxImportError(f"{self.where(n)}: the shape of {name} is not known after "
                                   f"shape inference")
-        if isinstance(self.b.producer(inner), GlobalAvgPool):
+        if isinstance(self.b.producer(inner), GlobalAvgPool) or inner in self._pooled:
             return (*inner.type.shape, 1, 1)
         return inner.type.shape
 
@@ -695,7 +750,8 @@ class _Importer:
                       ratios=(lhs.scale / s, rhs.scale / s), zero=z)
         else:
             (x,) = p.inputs
-            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z)
+            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z,
+                          kernel=self.qdq)  # ORT fuses it into QLinearGlobalAveragePool
         return self.relu(y, out) if p.relu else y
 
     def _qdq_bias(self, n: Any, bias: _Dq | None, want: float | np.ndarray, channels: int

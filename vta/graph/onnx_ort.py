@@ -49,7 +49,7 @@ from vta.graph import interp
 from vta.graph.interp import wrap32
 from vta.graph.ir import Fused, Graph, HostFloat, Requantize, Value
 from vta.graph.onnx_import import contrib_inferred, load_onnx
-from vta.graph.onnx_load import onnx_module, read_model
+from vta.graph.onnx_load import onnx_module, qdq_form, read_model
 from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
 
 __all__ = ["FORMATS", "Format", "OrtReference", "AS_WRITTEN", "FUSED", "FUSED_U8",
@@ -323,10 +323,6 @@ FUSED = OrtReference("fused", "ORT_ENABLE_EXTENDED", (("session.qdqisint8allowed
 FUSED_U8 = OrtReference("fused, U8U8", "ORT_ENABLE_EXTENDED",
                         (("session.x64quantprecision", "1"),), FLOAT_FUSIONS)
 
-#: the float operators a QDQ model wraps in DequantizeLinear / QuantizeLinear for ORT to fuse
-_QDQ_ANCHORS = frozenset({"Conv", "MatMul", "Gemm"})
-
-
 def activation_types(model: Any) -> set[str]:
     """The element types (``"int8"``, ``"uint8"``) of ``model``'s quantized activations: the
     outputs of its ``QuantizeLinear`` nodes (uint8 without a zero point, ONNX's default)."""
@@ -349,10 +345,7 @@ def reference_for(model: Any) -> OrtReference:
     types = activation_types(model)
     if types == {"uint8"}:
         return FUSED_U8
-    made_by = {o: n.op_type for n in model.graph.node for o in n.output}
-    qdq = any(n.op_type in _QDQ_ANCHORS and made_by.get(n.input[0]) == "DequantizeLinear"
-              for n in model.graph.node)
-    return FUSED if qdq and types else AS_WRITTEN
+    return FUSED if types and qdq_form(model) else AS_WRITTEN
 
 
 def optimized_ops(model: Any, reference: OrtReference) -> list[str]:
