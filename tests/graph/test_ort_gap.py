@@ -7,7 +7,8 @@ for seeded scales and zero points, int8 and uint8, 2x2, 3x3 and 7x7 images; then
 import (``load_onnx(requant="ort")``) on the same inputs, and its lowering on the
 accelerator (pynq_requant) and the GPU emulator. The fixed-point ``global_avg_pool`` (one
 multiplier and a rounding shift) is not ORT's for most ratios: the import keeps it only where
-it equals the kernel on every sum (``onnx_import._fixed_gap_is_orts``).
+it equals the kernel on every sum (``onnx_import._fixed_gap_is_orts``), else the pool carries
+ORT's scale word (``GlobalAvgPool.exact``: REQUANT_F32 after the window sum).
 
 Skipped without onnx and onnxruntime."""
 
@@ -23,13 +24,14 @@ pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper
 
-from vta.errors import OnnxImportError
+from vta.errors import GraphError, OnnxImportError
 from vta.graph import interp
 from vta.graph.compile import compile_graph
-from vta.graph.ir import Conv2d, GlobalAvgPool, Requantize
+from vta.graph.ir import GlobalAvgPool, TensorType, Value
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_ort import FLOAT_IR_VERSION, agreement, ort_tensors
 from vta.graph.quant_mlas import qlinear_gap_ratio, qlinear_global_avg_pool
+from vta.graph.verify import infer_type
 from vta.run.graph import compile_for, run_graph
 from vta.run.targets import get_target
 
@@ -125,18 +127,15 @@ def test_the_exact_import_gives_orts_bits_for_every_sum(case: Any) -> None:
 
 
 def test_the_fixed_point_pool_is_kept_only_where_it_is_orts() -> None:
-    """Across the cases both forms occur: the fixed-point node where it is ORT's on every
-    sum, the depthwise sum and ORT's requantize elsewhere; the fixed-point import itself
-    (``requant="fixed"``) differs from ORT somewhere."""
+    """Across the cases both forms occur: the fixed-point pool where it is ORT's on every
+    sum, the exact pool elsewhere; the fixed-point import itself (``requant="fixed"``) differs
+    from ORT somewhere."""
     kinds, fixed_differs = set(), 0
     for case in CASES:
         m, xq, want = _run_ort(case)
         g = load_onnx(m, requant="ort")
-        ops = {type(n) for n in g.nodes}
-        kinds.add("fixed" if GlobalAvgPool in ops else "exact")
-        if GlobalAvgPool not in ops:
-            assert {Conv2d, Requantize} <= ops
-            assert all(n.exact for n in g.nodes if isinstance(n, Requantize))
+        (pool,) = [n for n in g.nodes if isinstance(n, GlobalAvgPool)]
+        kinds.add("exact" if pool.exact else "fixed")
         f = load_onnx(m)
         v = f.inputs[0]
         env = interp.run_graph(f, {v.name: (xq - (128 if case[1] else 0)).astype(np.int8)})
@@ -144,6 +143,11 @@ def test_the_fixed_point_pool_is_kept_only_where_it_is_orts() -> None:
         fixed_differs += int(not np.array_equal(got, want))
     assert kinds == {"fixed", "exact"}
     assert fixed_differs > 0
+
+
+def _pool(g: Any) -> GlobalAvgPool:
+    (pool,) = [n for n in g.nodes if isinstance(n, GlobalAvgPool)]
+    return pool
 
 
 def _small(seed: int, unsigned: bool) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -156,7 +160,7 @@ def _small(seed: int, unsigned: bool) -> tuple[Any, np.ndarray, np.ndarray]:
         sy = float(np.float32(sx * rng.uniform(0.3, 1.0)))
         zx, zy = int(rng.integers(lo, hi + 1)), int(rng.integers(lo, hi + 1))
         m = gap_model(64, 4, sx, zx, sy, zy, unsigned)
-        if GlobalAvgPool not in {type(n) for n in load_onnx(m, requant="ort").nodes}:
+        if _pool(load_onnx(m, requant="ort")).exact:
             break
     xq = rng.integers(lo, hi + 1, (1, 64, 4, 4))
     x = ((xq - zx) * np.float32(sx)).astype(np.float32)
@@ -167,7 +171,7 @@ def _small(seed: int, unsigned: bool) -> tuple[Any, np.ndarray, np.ndarray]:
 def test_the_exact_pool_runs_on_the_accelerator_and_the_gpu(unsigned: bool) -> None:
     m, x, want = _small(3, unsigned)
     g = load_onnx(m, requant="ort")
-    assert GlobalAvgPool not in {type(n) for n in g.nodes}  # the depthwise sum
+    assert _pool(g).exact  # ORT's scale word after the window sum
     v = g.inputs[0]
     xq = {v.name: np.clip(np.rint(x / v.type.scale) + v.type.zero, -128, 127).astype(np.int8)}
     for compiled in (compile_graph(g, hw("pynq_requant"), refine=1),
@@ -184,3 +188,17 @@ def test_a_ratio_ort_refuses_is_refused_by_name() -> None:
     m = gap_model(4, 2, 4.0, 0, 1e-3, 0, False)  # 1000 >= 256: ORT refuses it
     with pytest.raises(OnnxImportError, match=r"QLinearGlobalAveragePool refuses the ratio"):
         load_onnx(m, requant="ort")
+
+
+def test_an_exact_pool_without_its_scale_words_is_refused() -> None:
+    """``GlobalAvgPool.exact`` reads its scale words like an exact requantize: the type rules
+    refuse one without them, or with a multiplier besides them."""
+    x = Value("x", TensorType((1, 4, 2, 2), "int8", "NCHW", 0.1))
+    attrs = {"mult": 1, "shift": 0, "lo": -128, "hi": 127, "exact": True}
+    with pytest.raises(GraphError, match="needs its scale words"):
+        infer_type(GlobalAvgPool, (x,), attrs, "global_avg_pool p")
+    words = Value("w", TensorType((4,), "int32", "C"), np.full(4, 1 << 23, np.int32))
+    with pytest.raises(GraphError, match="mult 1 and shift 0"):
+        infer_type(GlobalAvgPool, (x, words), {**attrs, "mult": 3}, "global_avg_pool p")
+    assert infer_type(GlobalAvgPool, (x, words), {**attrs, "scale": 0.05},
+                      "global_avg_pool p").shape == (1, 4)

@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import OnnxImportError
+from vta.errors import GraphError, OnnxImportError
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import INT8_MAX, INT8_MIN, FloatStep, GlobalAvgPool, Graph, TensorType, Value
@@ -172,8 +172,6 @@ class _Importer:
         #: ORT's form of the model: in the QDQ form its float GlobalAveragePool groups run as
         #: QLinearGlobalAveragePool (``onnx_ort.reference_for``)
         self.qdq = qdq_form(model)
-        #: pooled (N, C) values that are not a ``GlobalAvgPool``'s (``_gap_exact``)
-        self._pooled: set[Value] = set()
         self.consumers: dict[str, list[Any]] = {}
         for n in g.node:
             for i in n.input:
@@ -495,8 +493,8 @@ class _Importer:
         """``x``'s global average pool to scale ``sy``, zero point ``zy``, (N, C). ``kernel``:
         ORT computes it with its QLinearGlobalAveragePool kernel (``quant_mlas``); with
         ``requant="ort"`` vta then gives that kernel's bits: the fixed-point ``global_avg_pool``
-        where it equals the kernel on every possible channel sum, else the sum as a depthwise
-        convolution with a kernel of ones and ORT's requantize (``_gap_exact``)."""
+        where it equals the kernel on every possible channel sum, else the pool with ORT's
+        scale word (``GlobalAvgPool.exact``: REQUANT_F32 after the sum)."""
         hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
         if kernel and self.requant == "ort" and len(x.type.shape) == 4:
             ratio = qlinear_gap_ratio(sx, sy, hw)
@@ -504,27 +502,14 @@ class _Importer:
             if why is not None:
                 raise OnnxImportError(f"global average pool {name}: ONNX Runtime's "
                                       f"QLinearGlobalAveragePool refuses {why}")
-            mult, shift = self.b.gap_fixed_point(x, sx / (hw * sy), name)
-            if not _fixed_gap_is_orts(x, mult, shift, zy, ratio):
-                return self._gap_exact(x, sx, ratio, sy, name, zy)
+            try:
+                mult, shift = self.b.gap_fixed_point(x, sx / (hw * sy), name)
+                orts = _fixed_gap_is_orts(x, mult, shift, zy, ratio)
+            except GraphError:  # no fixed-point form at all
+                orts = False
+            if not orts:
+                return self.b.global_avg_pool_exact(x, ratio, sy, zy, name)
         return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy), zero=zy)
-
-    def _gap_exact(self, x: Value, sx: float, ratio: float, sy: float, name: str,
-                   zy: int) -> Value:
-        """ORT's QLinearGlobalAveragePool on the accelerator: each channel's sum minus ``N *
-        z_x`` as a depthwise convolution with a kernel of ones the image's size (the GEMM's
-        exact int32 accumulator; the zero point folded into its bias), ORT's requantize by
-        ``ratio`` (``Requantize.exact``), and the (N, C, 1, 1) result viewed as (N, C)."""
-        b = self.b
-        n, c, h, w = x.type.shape
-        ones = np.ones((c, 1, h, w), np.int8)
-        wv = b.const(f"{name}_ones", ones, 1.0 / (h * w))
-        bv = b.const(f"{name}_b", _fold_zero(np.zeros(c, np.int32), ones, x.type.zero, name))
-        acc = b.conv2d(x, wv, bv, name=f"{name}_sum", groups=c)
-        y = b.requantize_exact(acc, [ratio], sy, name=f"{name}_mean", zero=zy)
-        out = b.reshape(y, (n, c), name=name)
-        self._pooled.add(out)
-        return out
 
     # ------------------------------------------------------------------ both forms
 
@@ -591,7 +576,7 @@ class _Importer:
         if not isinstance(inner, Value):
             raise OnnxImportError(f"{self.where(n)}: the shape of {name} is not known after "
                                   f"shape inference")
-        if isinstance(self.b.producer(inner), GlobalAvgPool) or inner in self._pooled:
+        if isinstance(self.b.producer(inner), GlobalAvgPool):
             return (*inner.type.shape, 1, 1)
         return inner.type.shape
 

@@ -179,7 +179,7 @@ def is_pow2(mult: int) -> bool:
 def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
     2**shift`` is the ratio of scales it stands for (none for other operators)."""
-    if isinstance(node, Requantize) and node.exact:
+    if isinstance(node, (Requantize, GlobalAvgPool)) and node.exact:
         return ()  # scale words (ORT's float32 ratios), not fixed-point multipliers
     if isinstance(node, Requantize) and node.mults is not None:
         data = node.mults.data if node.mults.data is not None else np.zeros(0, np.int32)
