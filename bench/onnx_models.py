@@ -6,11 +6,16 @@ QOperator x symmetric int8 / asymmetric int8 / uint8 activations x per-tensor / 
 weights), calibrated on 8 seeded inputs:
 
 * ``accepted``: whether ``load_onnx`` takes the file, else the start of its named refusal;
-* ``e2e`` and ``per-op``: vta's int8 tensors against ONNX Runtime's (CPU, graph optimizations
-  disabled: ``ORT_DISABLE_ALL``, the reference configuration) on ``--inputs`` seeded inputs,
-  every int8 tensor ORT computes compared by name: end to end (a one-unit difference
-  compounds through later layers) and per operator (each fed ORT's own operands,
+* ``e2e`` and ``per-op``: vta's int8 tensors against ONNX Runtime's (CPU, in the format's
+  reference configuration, ``onnx_ort.reference_for``: QDQ int8 fused into ORT's integer
+  kernels, uint8 on its exact U8U8 kernels, QOperator int8 as written; the row's
+  ``reference`` names it and ``ort_ops`` counts the operators ORT runs) on ``--inputs``
+  seeded inputs, every int8 tensor ORT computes compared by name: end to end (a one-unit
+  difference compounds through later layers) and per operator (each fed ORT's own operands,
   ``onnx_ort.run_fed``), as the share of values bit-identical and the largest difference;
+* ``as written e2e`` (``ort_exact_as_written``): the exact import against ORT's graph as
+  written (``ORT_DISABLE_ALL``: a QDQ model's float Conv, the saturating U8S8 kernels on x64
+  without VNNI) where that is not the reference; ``host_cpu`` in the JSON names the CPU;
 * ``pynq``: VTA's stock ALU (MIN, MAX, ADD, SHR: no multiply) compiles the graph (cycles) or
   refuses it (a multiplier that is not a power of two needs ALU MUL);
 * ``pynq_mul``: pynq with ALU MUL (the fixed-point requantization variant): cycles of one
@@ -49,8 +54,8 @@ quantized as ORT's QDQ form quantizes it (``onnx_ort.quantize_outputs``).
 Per model a second table names, for each format whose exact import is not bit-identical to
 ORT end to end, every tensor with a differing value (per operator: which operator computes
 differently; end to end: where the differences spread), as differing / elements (max diff);
-the row's JSON keeps them (``ort_exact.differs``). Why each differs is proven in
-``tests/graph/test_ort_kernels.py`` (``vta.graph.quant_mlas``: ORT's AVX2 U8S8 pair
+the row's JSON keeps them (``ort_exact.differs``). Why the graph as written differs is
+proven in ``tests/graph/test_ort_kernels.py`` (``vta.graph.quant_mlas``: ORT's AVX2 U8S8 pair
 saturation, the QDQ form's float Conv). ``--exact-only`` judges the exact import alone (no
 fixed-point import, no compile, no arithmetic table): ResNet-18's exactness on 20 inputs
 within the time a shared 2-core machine gives.

@@ -33,6 +33,11 @@ DOCUMENTED: dict[tuple[str, str], str] = {
     ("README.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("docs/graph.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("README.md", "142,984"): "vta run --target cuda-emu mobilenet_v2_32 (the ONNX Runtime line)",
+    ("docs/graph.md", "10,470,729"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 at "
+                                     "commit 2bca7ec (the exact pool as a depthwise sum of "
+                                     "ones, dropped; historical)",
+    ("docs/graph.md", "38,376,524"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 at "
+                                     "commit 2bca7ec (historical)",
     ("docs/graph.md", "1,869,056"): "python bench/onnx_models.py --inputs 20 at commit e707dae "
                                     "(ResNet-18 32x32, s8 per-tensor, pynq_mul; historical)",
     ("README.md", "29,728"): "vta run --hw hwconfigs/pynq.yaml conv2d (the roofline line; CI "
