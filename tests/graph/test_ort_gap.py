@@ -177,9 +177,13 @@ def test_the_exact_pool_runs_on_the_accelerator_and_the_gpu(unsigned: bool) -> N
     for compiled in (compile_graph(g, hw("pynq_requant"), refine=1),
                      compile_for(g, get_target("cuda-emu"))):
         r = run_graph(compiled, xq)
-        assert r.passed, r.summary()["verdict"]
+        s = r.summary()
+        assert r.passed, s["verdict"]
         a = agreement(g, {**r.reference, **r.outputs}, {"y": want})
         assert a.identical, a
+        # a kernel, not a host fallback: the window sum, then REQUANT_F32 by the words
+        (step,) = s["steps"]
+        assert step.get("placement", "vta") == "vta" and not step.get("reason"), step
 
 
 def test_a_ratio_ort_refuses_is_refused_by_name() -> None:

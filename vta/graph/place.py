@@ -442,7 +442,8 @@ class _Placer:
         reads = {"data": x}
         layouts = {"data": in_l, "res": out_l}
         consts = {EYE: _eye(hw)}
-        self._operands(chain, vals, reads, layouts, consts)
+        # per-channel constants (an exact pool's scale words) packed like a bias, per block
+        self._operands(chain, vals, reads, layouts, consts, -(-spec.c // hw.gemm.block_out))
         s = c.schedule
         detail = f"tc={s.tc} th={s.th} tw={s.tw} vt={s.vthreads}"
         return Kernel(group, spec.kind, c.program, reads, ("res", group.output), layouts, consts,
