@@ -416,7 +416,9 @@ def main() -> int:
     results.update({"reference": "per row (reference_for): QDQ int8 fused (ORT_ENABLE_EXTENDED, "
                                  "session.qdqisint8allowed=1, float fusions off); uint8 fused "
                                  "with session.x64quantprecision=1; QOperator int8 "
-                                 "ORT_DISABLE_ALL; ort_exact_as_written: ORT_DISABLE_ALL",
+                                 "ORT_DISABLE_ALL; ort_exact_as_written: ORT_DISABLE_ALL; a "
+                                 "row without a 'reference' key was judged with "
+                                 "ORT_DISABLE_ALL (before reference_for)",
                     "host_cpu": host_cpu()})
     ok = True
     for name in a.models.split(","):
