@@ -206,3 +206,12 @@ def test_an_exact_pool_without_its_scale_words_is_refused() -> None:
         infer_type(GlobalAvgPool, (x, words), {**attrs, "mult": 3}, "global_avg_pool p")
     assert infer_type(GlobalAvgPool, (x, words), {**attrs, "scale": 0.05},
                       "global_avg_pool p").shape == (1, 4)
+
+
+def test_an_exact_pool_needs_the_requant_instruction() -> None:
+    """Like an exact requantize, an exact pool is refused by name on a config without
+    ``requant_f32`` (pynq_mul), naming the pool."""
+    m, _, _ = _small(3, False)
+    with pytest.raises(GraphError, match=r"global_avg_pool y: ONNX Runtime's float32 "
+                                         r"arithmetic .* needs the requant_f32 intrinsic"):
+        compile_graph(load_onnx(m, requant="ort"), hw("pynq_mul"), refine=1)

@@ -323,6 +323,7 @@ FUSED = OrtReference("fused", "ORT_ENABLE_EXTENDED", (("session.qdqisint8allowed
 FUSED_U8 = OrtReference("fused, U8U8", "ORT_ENABLE_EXTENDED",
                         (("session.x64quantprecision", "1"),), FLOAT_FUSIONS)
 
+
 def activation_types(model: Any) -> set[str]:
     """The element types (``"int8"``, ``"uint8"``) of ``model``'s quantized activations: the
     outputs of its ``QuantizeLinear`` nodes (uint8 without a zero point, ONNX's default)."""

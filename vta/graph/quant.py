@@ -210,11 +210,12 @@ def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
     return out
 
 
-def exact_requantizes(graph: Graph) -> list[Requantize]:
-    """Every requantize of ``graph`` (a fused group's included) with ONNX Runtime's arithmetic
-    (``Requantize.exact``): each needs the ``requant_f32`` intrinsic (``ALU.REQUANT_F32``)."""
+def exact_requantizes(graph: Graph) -> list[Requantize | GlobalAvgPool]:
+    """Every requantize and global average pool of ``graph`` (a fused group's included) with
+    ONNX Runtime's arithmetic (``Requantize.exact``, ``GlobalAvgPool.exact``): each needs the
+    ``requant_f32`` intrinsic (``ALU.REQUANT_F32``)."""
     return [node for n in graph.nodes for node in (n.nodes if isinstance(n, Fused) else (n,))
-            if isinstance(node, Requantize) and node.exact]
+            if isinstance(node, (Requantize, GlobalAvgPool)) and node.exact]
 
 
 def fixed_point_channels(ratios: Sequence[float], bounds: Sequence[int],
