@@ -6,11 +6,16 @@ QOperator x symmetric int8 / asymmetric int8 / uint8 activations x per-tensor / 
 weights), calibrated on 8 seeded inputs:
 
 * ``accepted``: whether ``load_onnx`` takes the file, else the start of its named refusal;
-* ``e2e`` and ``per-op``: vta's int8 tensors against ONNX Runtime's (CPU, graph optimizations
-  disabled: ``ORT_DISABLE_ALL``, the reference configuration) on ``--inputs`` seeded inputs,
-  every int8 tensor ORT computes compared by name: end to end (a one-unit difference
-  compounds through later layers) and per operator (each fed ORT's own operands,
+* ``e2e`` and ``per-op``: vta's int8 tensors against ONNX Runtime's (CPU, in the format's
+  reference configuration, ``onnx_ort.reference_for``: QDQ int8 fused into ORT's integer
+  kernels, uint8 on its exact U8U8 kernels, QOperator int8 as written; the row's
+  ``reference`` names it and ``ort_ops`` counts the operators ORT runs) on ``--inputs``
+  seeded inputs, every int8 tensor ORT computes compared by name: end to end (a one-unit
+  difference compounds through later layers) and per operator (each fed ORT's own operands,
   ``onnx_ort.run_fed``), as the share of values bit-identical and the largest difference;
+* ``as written e2e`` (``ort_exact_as_written``): the exact import against ORT's graph as
+  written (``ORT_DISABLE_ALL``: a QDQ model's float Conv, the saturating U8S8 kernels on x64
+  without VNNI) where that is not the reference; ``host_cpu`` in the JSON names the CPU;
 * ``pynq``: VTA's stock ALU (MIN, MAX, ADD, SHR: no multiply) compiles the graph (cycles) or
   refuses it (a multiplier that is not a power of two needs ALU MUL);
 * ``pynq_mul``: pynq with ALU MUL (the fixed-point requantization variant): cycles of one
@@ -49,8 +54,8 @@ quantized as ORT's QDQ form quantizes it (``onnx_ort.quantize_outputs``).
 Per model a second table names, for each format whose exact import is not bit-identical to
 ORT end to end, every tensor with a differing value (per operator: which operator computes
 differently; end to end: where the differences spread), as differing / elements (max diff);
-the row's JSON keeps them (``ort_exact.differs``). Why each differs is proven in
-``tests/graph/test_ort_kernels.py`` (``vta.graph.quant_mlas``: ORT's AVX2 U8S8 pair
+the row's JSON keeps them (``ort_exact.differs``). Why the graph as written differs is
+proven in ``tests/graph/test_ort_kernels.py`` (``vta.graph.quant_mlas``: ORT's AVX2 U8S8 pair
 saturation, the QDQ form's float Conv). ``--exact-only`` judges the exact import alone (no
 fixed-point import, no compile, no arithmetic table): ResNet-18's exactness on 20 inputs
 within the time a shared 2-core machine gives.
@@ -72,6 +77,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -86,20 +92,25 @@ from vta.graph import interp  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
 from vta.graph.onnx_ort import (  # noqa: E402
+    AS_WRITTEN,
     FORMATS,
     MODELS,
     ONNX_NETWORKS,
     Agreement,
     Format,
+    OrtReference,
     agreement,
     agreement_by_kind,
     bert_tiny,
     calibration_inputs,
     mobilenet_v2,
+    optimized_ops,
+    ort_module,
     ort_tensors,
     pow2_scales,
     quantize,
     quantize_outputs,
+    reference_for,
     requant_arithmetic,
     resnet18,
     run_fed,
@@ -138,29 +149,49 @@ def _add_diffs(into: dict[str, list[int]], more: dict[str, list[int]]) -> None:
         have[0], have[1], have[2] = have[0] + n, have[1] + el, max(have[2], mx)
 
 
-def judge(fm: Any, q: Any, inputs: int, requant: str = "fixed") -> tuple[Any, dict[str, Any]]:
-    """The graph imported with ``requant`` arithmetic and its agreement with ORT (end to end
-    and per operator; ``differs``: each tensor with a value that differs, ``[values that
-    differ, elements, max diff]`` over the inputs, in graph order)."""
+def judge(fm: Any, q: Any, inputs: int, requant: str = "fixed",
+          references: tuple[OrtReference, ...] | None = None
+          ) -> tuple[Any, list[dict[str, Any]]]:
+    """The graph imported with ``requant`` arithmetic and its agreement with ORT in each of
+    ``references`` (``reference_for(q)`` when None), end to end and per operator (``differs``:
+    each tensor with a value that differs, ``[values that differ, elements, max diff]`` over
+    the inputs, in graph order). vta's own run is computed once per input."""
+    refs = references if references is not None else (reference_for(q),)
     g = load_onnx(q, requant=requant)
     v = g.inputs[0]
-    e2e, local = [], []
-    kinds: dict[str, dict[str, list[Agreement]]] = {"e2e": {}, "per_op": {}}
-    diffs: dict[str, dict[str, list[int]]] = {"e2e": {}, "per_op": {}}
+    found = [_Tally() for _ in refs]
     for x in calibration_inputs(fm, 99, inputs):
-        ort = ort_tensors(q, {v.name: x})
         xq = quantize_linear(x, v.type.scale, v.type.zero)
-        env, fed = interp.run_graph(g, {v.name: xq}), run_fed(g, {v.name: xq}, ort)
-        e2e.append(agreement(g, env, ort))
-        local.append(agreement(g, fed, ort))
+        env = interp.run_graph(g, {v.name: xq})
+        for ref, tally in zip(refs, found, strict=True):
+            ort = ort_tensors(q, {v.name: x}, ref)
+            tally.add(g, env, run_fed(g, {v.name: xq}, ort), ort)
+    return g, [t.result() for t in found]
+
+
+class _Tally:
+    """One reference's agreement over the inputs (``judge``)."""
+
+    def __init__(self) -> None:
+        self.e2e: list[Agreement] = []
+        self.local: list[Agreement] = []
+        self.kinds: dict[str, dict[str, list[Agreement]]] = {"e2e": {}, "per_op": {}}
+        self.diffs: dict[str, dict[str, list[int]]] = {"e2e": {}, "per_op": {}}
+
+    def add(self, g: Any, env: Any, fed: Any, ort: dict[str, np.ndarray]) -> None:
+        self.e2e.append(agreement(g, env, ort))
+        self.local.append(agreement(g, fed, ort))
         for how, vals in (("e2e", env), ("per_op", fed)):
             for kind, a in agreement_by_kind(g, vals, ort).items():
-                kinds[how].setdefault(kind, []).append(a)
-            _add_diffs(diffs[how], tensor_diffs(g, vals, ort))
-    per_kind = {how: {k: _sum(parts) for k, parts in by.items()} for how, by in kinds.items()}
-    differs = {how: {k: d for k, d in by.items() if d[0]} for how, by in diffs.items()}
-    return g, {"e2e": _sum(e2e), "per_op": _sum(local), "per_kind": per_kind,
-               "differs": differs}
+                self.kinds[how].setdefault(kind, []).append(a)
+            _add_diffs(self.diffs[how], tensor_diffs(g, vals, ort))
+
+    def result(self) -> dict[str, Any]:
+        per_kind = {how: {k: _sum(parts) for k, parts in by.items()}
+                    for how, by in self.kinds.items()}
+        differs = {how: {k: d for k, d in by.items() if d[0]} for how, by in self.diffs.items()}
+        return {"e2e": _sum(self.e2e), "per_op": _sum(self.local), "per_kind": per_kind,
+                "differs": differs}
 
 
 def on_hw(g: Any, config: str, simulate: bool) -> dict[str, Any]:
@@ -185,6 +216,27 @@ def calibration_inputs_for(shape: tuple[int, ...]) -> np.ndarray:
     return np.random.default_rng(7).standard_normal(shape).astype(np.float32)
 
 
+def _references(q: Any) -> tuple[OrtReference, ...]:
+    """The model's reference configuration, then ``AS_WRITTEN`` where that differs (a QDQ
+    model's float Conv, a uint8 model's saturating U8S8 kernels)."""
+    ref = reference_for(q)
+    return (ref,) if ref == AS_WRITTEN else (ref, AS_WRITTEN)
+
+
+def _judged(agree: list[dict[str, Any]], refs: tuple[OrtReference, ...], q: Any
+            ) -> dict[str, Any]:
+    """The row's ORT keys: ``ort_exact`` (the reference), ``reference`` and the operators ORT
+    runs in it (``ort_ops``), and ``ort_exact_as_written`` (``AS_WRITTEN``'s e2e / per-op)
+    where the reference is another configuration."""
+    version = ort_module().__version__
+    out: dict[str, Any] = {"ort_exact": agree[0], "reference": refs[0].describe(version),
+                           "ort_ops": dict(Counter(optimized_ops(q, refs[0])))}
+    if len(refs) > 1:
+        out["ort_exact_as_written"] = {"reference": refs[1].describe(version),
+                                       "e2e": agree[1]["e2e"], "per_op": agree[1]["per_op"]}
+    return out
+
+
 def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False,
         exact_only: bool = False) -> dict[str, Any]:
     """One format's row (``pow2``: its scales rounded to powers of two, ``pow2_scales``;
@@ -194,24 +246,25 @@ def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False,
     name = fmt.name
     if pow2:
         q, name = pow2_scales(q), f"{fmt.name} pow2"
+    refs = _references(q)
     if exact_only:
         try:
-            _, agree_ort = judge(fm, q, inputs, requant="ort")
+            _, agree_ort = judge(fm, q, inputs, requant="ort", references=refs)
         except VtaError as e:
             return {"format": name, "accepted": False, "reason": str(e),
                     "seconds": time.perf_counter() - t0}
-        return {"format": name, "accepted": True, "ort_exact": agree_ort,
+        return {"format": name, "accepted": True, **_judged(agree_ort, refs, q),
                 "seconds": time.perf_counter() - t0}
     try:
-        g, agree = judge(fm, q, inputs)
+        g, (agree,) = judge(fm, q, inputs)
     except VtaError as e:
         return {"format": name, "accepted": False, "reason": str(e),
                 "seconds": time.perf_counter() - t0}
-    g_ort, agree_ort = judge(fm, q, inputs, requant="ort")
+    g_ort, agree_ort = judge(fm, q, inputs, requant="ort", references=refs)
     out = {"format": name, "accepted": True, **agree,
            "pynq": on_hw(g, "pynq", simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
-           "ort_exact": agree_ort, "pynq_requant": on_hw(g_ort, "pynq_requant", simulate),
-           "macs": g.macs}
+           **_judged(agree_ort, refs, q),
+           "pynq_requant": on_hw(g_ort, "pynq_requant", simulate), "macs": g.macs}
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -232,13 +285,23 @@ def _share(a: dict[str, Any]) -> str:
     return f"{math.floor(a['share'] * 1e5) / 1e3:.3f}% ({a['max_diff']})"
 
 
+def _as_written(r: dict[str, Any]) -> str:
+    """The exact import's end-to-end agreement with ``AS_WRITTEN`` (``-`` where that is the
+    reference)."""
+    w = r.get("ort_exact_as_written")
+    return _share(w["e2e"]) if w is not None else "-"
+
+
 def table(model: str, rows: list[dict[str, Any]]) -> str:
     """Per format: accepted; stock pynq (cycles, or refused); pynq_mul cycles and the
     fixed-point import's agreement with ORT (what pynq and pynq_mul run: end to end and per
     operator, share equal (max diff)); the requantize variant pynq_requant's cycles and the
-    exact import's agreement."""
+    exact import's agreement with ORT's reference (``reference_for``), and end to end with
+    ORT's graph as written (``ORT_DISABLE_ALL``: a QDQ model's float Conv, a uint8 model's
+    saturating U8S8 kernels on x64 without VNNI) where that is another configuration."""
     head = (f"{'format':26} {'accepted':8} {'pynq':>14} {'pynq_mul':>9} {'fixed e2e':>14} "
-            f"{'per-op':>14} {'pynq_requant':>12} {'exact e2e':>14} {'exact per-op':>14}")
+            f"{'per-op':>14} {'pynq_requant':>12} {'exact e2e':>14} {'exact per-op':>14} "
+            f"{'as written e2e':>15}  reference")
     lines = [f"{model}", head]
     for r in rows:
         if not r["accepted"]:
@@ -246,19 +309,39 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['format']:26} {'no':8} {why}")
             continue
         ex = r["ort_exact"]
+        ref = r["reference"].split(" CPU, ", 1)[-1]
         if "pynq" not in r:  # --exact-only
             lines.append(f"{r['format']:26} {'yes':8} {'-':>14} {'-':>9} {'-':>14} {'-':>14} "
-                         f"{'-':>12} {_share(ex['e2e']):>14} {_share(ex['per_op']):>14}")
+                         f"{'-':>12} {_share(ex['e2e']):>14} {_share(ex['per_op']):>14} "
+                         f"{_as_written(r):>15}  {ref}")
             continue
         lines.append(f"{r['format']:26} {'yes':8} {_hw_cell(r['pynq']):>14} "
                      f"{_hw_cell(r['pynq_mul']):>9} {_share(r['e2e']):>14} "
                      f"{_share(r['per_op']):>14} {_hw_cell(r['pynq_requant']):>12} "
-                     f"{_share(ex['e2e']):>14} {_share(ex['per_op']):>14}")
+                     f"{_share(ex['e2e']):>14} {_share(ex['per_op']):>14} "
+                     f"{_as_written(r):>15}  {ref}")
     accepted = sum(r["accepted"] for r in rows)
     exact = sum(r["accepted"] and r["ort_exact"]["e2e"]["share"] == 1.0 for r in rows)
-    lines.append(f"accepted {accepted} of {len(rows)}; the exact import bit-identical to ORT "
-                 f"end to end in {exact} of {len(rows)}")
+    lines.append(f"accepted {accepted} of {len(rows)}; the exact import bit-identical to ORT's "
+                 f"reference end to end in {exact} of {len(rows)}")
     return "\n".join(lines)
+
+
+def host_cpu() -> dict[str, Any]:
+    """The judging host's CPU: model name and the flags that pick ORT's x64 integer kernels
+    (``avx2``; ``avx512_vnni`` / ``avx_vnni``: the U8S8 kernels sum exactly; without them
+    ``vpmaddubsw`` saturates pairs of products, ``quant_mlas``)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {"known": False}
+    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                      if ln.startswith("flags")), []))
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
+                  if ln.startswith("model name")), "")
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+    return {"known": True, "model": model, "flags": {f: f in flags for f in wanted},
+            "vnni": "avx512_vnni" in flags or "avx_vnni" in flags}
 
 
 def differs_table(model: str, rows: list[dict[str, Any]]) -> str:
@@ -330,7 +413,13 @@ def main() -> int:
     out = Path(a.out)
     results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
     results.setdefault("models", {})
-    results.update({"reference": "onnxruntime CPU, ORT_DISABLE_ALL"})
+    results.update({"reference": "per row (reference_for): QDQ int8 fused (ORT_ENABLE_EXTENDED, "
+                                 "session.qdqisint8allowed=1, float fusions off); uint8 fused "
+                                 "with session.x64quantprecision=1; QOperator int8 "
+                                 "ORT_DISABLE_ALL; ort_exact_as_written: ORT_DISABLE_ALL; a "
+                                 "row without a 'reference' key was judged with "
+                                 "ORT_DISABLE_ALL (before reference_for)",
+                    "host_cpu": host_cpu()})
     ok = True
     for name in a.models.split(","):
         fm = builders[name](0)
@@ -364,12 +453,7 @@ def main() -> int:
         print()
         ok &= all(r[hw].get("passed", True) for hw in ("pynq", "pynq_mul", "pynq_requant")
                   for r in rows if r["accepted"])
-    try:
-        import onnxruntime
-
-        results["reference"] = f"onnxruntime {onnxruntime.__version__} CPU, ORT_DISABLE_ALL"
-    except ImportError:
-        pass
+    results["onnxruntime"] = ort_module().__version__
     out.write_text(json.dumps(results, indent=1))
     print(f"wrote {out}")
     return 0 if ok else 1

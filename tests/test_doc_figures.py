@@ -33,6 +33,11 @@ DOCUMENTED: dict[tuple[str, str], str] = {
     ("README.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("docs/graph.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("README.md", "142,984"): "vta run --target cuda-emu mobilenet_v2_32 (the ONNX Runtime line)",
+    ("docs/graph.md", "10,470,729"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 at "
+                                     "commit 2bca7ec (the exact pool as a depthwise sum of "
+                                     "ones, dropped; historical)",
+    ("docs/graph.md", "38,376,524"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 at "
+                                     "commit 2bca7ec (historical)",
     ("docs/graph.md", "1,869,056"): "python bench/onnx_models.py --inputs 20 at commit e707dae "
                                     "(ResNet-18 32x32, s8 per-tensor, pynq_mul; historical)",
     ("README.md", "29,728"): "vta run --hw hwconfigs/pynq.yaml conv2d (the roofline line; CI "
@@ -74,7 +79,14 @@ DOCUMENTED: dict[tuple[str, str], str] = {
     ("docs/tuning.md", "246,300"): "python bench/tune.py --layers C9 --exhaustive 7000 at "
                                    "commit 0a2d6cd (historical, labelled)",
     ("README.md", "1,373,414"): "vta run --hw hwconfigs/pynq.yaml bert_tiny (total cycles)",
-    ("README.md", "1,374,724"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny",
+    ("README.md", "1,374,724"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny (an earlier "
+                                "run, historical)",
+    ("README.md", "1,408,516"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny (the ONNX "
+                                "Runtime lines: fused reference and as written)",
+    ("docs/graph.md", "1,408,516"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny (the "
+                                    "ONNX Runtime lines: fused reference and as written)",
+    ("docs/graph.md", "1,374,724"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny (an "
+                                    "earlier run, historical)",
     ("README.md", "1,736,704"): "vta run --hw hwconfigs/pynq.yaml bert_tiny (int8 values "
                                 "ORT computes)",
     ("docs/graph.md", "1,736,704"): "vta run --hw hwconfigs/pynq.yaml bert_tiny (as README)",

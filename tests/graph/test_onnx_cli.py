@@ -143,3 +143,22 @@ def test_resnet18_takes_an_input_and_writes_its_output(
     assert [t["class"] for t in s["outputs"][g.outputs[0].name]["top5"][0]] == \
         list(np.argsort(-y[0].astype(int), kind="stable")[:5])
     assert "onnx_runtime" not in s
+
+
+def test_a_qdq_model_is_judged_on_orts_fused_kernels_and_as_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A QDQ model's verdict: ORT's fused integer kernels (the reference,
+    ``onnx_ort.reference_for``) and, named beside it, ORT's graph as written (float Conv)."""
+    p = tmp_path / "qdq.onnx"
+    onnx.save(quantize(small_cnn(0), Format("QDQ", "a8", True), seed=1), str(p))
+    assert _run(p) == 0
+    text = capsys.readouterr().out
+    assert ("CPU, ORT_ENABLE_EXTENDED, session.qdqisint8allowed=1, float fusions off): "
+            in text)
+    assert "ONNX Runtime as written (onnxruntime " in text and \
+        "CPU, ORT_DISABLE_ALL: float Conv / MatMul between DequantizeLinear and " in text
+    assert _run(p, "--json") == 0
+    v = json.loads(capsys.readouterr().out)["onnx_runtime"]
+    assert v["judged"] and v["tensors"] == 5 and v["max_diff"] <= 1
+    assert v["as_written"]["reference"].endswith("ORT_DISABLE_ALL")
+    assert v["as_written"]["tensors"] == 5

@@ -3,7 +3,8 @@ on ``hwconfigs/pynq_requant.yaml`` and models imported with ``load_onnx(requant=
 
 The arithmetic is judged against numpy's float32 (the definition ORT's MLAS computes:
 ``float32(acc) * float32 scale``, rounded half to even), the graphs against ONNX Runtime itself
-(CPU, ``ORT_DISABLE_ALL``) on every int8 tensor, and the simulated runs against the graph
+(CPU, each model's reference configuration, ``onnx_ort.reference_for``) on every int8 tensor,
+and the simulated runs against the graph
 interpreter on every stored tensor. The adds are ORT's too since ``vta.graph.ort_add``
 (``tests/graph/test_mobilenet.py`` holds them and the small CNN end to end);
 ``test_small_cnn_requantizes_are_orts_bits`` compares the requantizes alone."""
@@ -52,15 +53,11 @@ S8_A8 = [f for f in FORMATS if f.types in ("s8", "a8")]
 INPUTS = 4
 #: the issue's count of inputs for the bit-identity tests (bench/onnx_models.py's default)
 ISSUE_INPUTS = 20
-#: the formats whose ORT reference is not an integer GEMM and ORT's requantize on this CPU
-#: (tests/graph/test_ort_kernels.py proves each): QOperator uint8 per-channel (AVX2's
-#: saturating U8S8 pairs), the QDQ float Conv with per-channel weights (its float32 sums round
-#: across a quantization boundary on 1 of 102,400 small-CNN values over the 20 inputs)
-NOT_INTEGER = {"mlp": {"QOperator/u8/per-channel"},
-               "small_cnn": {"QOperator/u8/per-channel", "QDQ/a8/per-channel",
-                             "QDQ/u8/per-channel"}}
-EXACT = [(m, f) for m in ("mlp", "small_cnn") for f in FORMATS
-         if f.name not in NOT_INTEGER[m]]
+#: every format of both models: judged on its reference configuration
+#: (``onnx_ort.reference_for``: QDQ fused into ORT's integer kernels, uint8 on its exact U8U8
+#: kernels), each of ORT's kernels is an integer GEMM and ORT's requantize; ORT's graph as
+#: written differs in three of them (tests/graph/test_ort_kernels.py proves why)
+EXACT = [(m, f) for m in ("mlp", "small_cnn") for f in FORMATS]
 
 
 # ------------------------------------------------------------------------ the arithmetic
@@ -176,9 +173,8 @@ def _judge(model: str, fmt: Format, fed: bool = False,  # type: ignore[no-untype
 @pytest.mark.parametrize(("model", "fmt"), EXACT, ids=[f"{m}-{f.name}" for m, f in EXACT])
 def test_exact_import_is_bit_identical_to_ort_end_to_end(model: str, fmt: Format) -> None:
     """The requantize variant's import is ORT's on every int8 tensor, from the quantized input
-    to the output, on the issue's 20 inputs, in every format whose ORT kernels are integer
-    GEMMs and ORT's requantize (9 of 12 for the small CNN, 11 of 12 for the MLP; the others:
-    NOT_INTEGER)."""
+    to the output, on the issue's 20 inputs, in all twelve formats of both models, each
+    against its reference configuration (``onnx_ort.reference_for``)."""
     for g, values, ort in _judge(model, fmt, inputs=ISSUE_INPUTS):
         a = agreement(g, values, ort)
         assert a.identical and a.tensors >= (5 if model == "small_cnn" else 2), \
@@ -192,9 +188,7 @@ QOPERATOR = [f for f in S8_A8 if f.layout == "QOperator"]
 @pytest.mark.parametrize("fmt", QOPERATOR, ids=[f.name for f in QOPERATOR])
 def test_small_cnn_requantizes_are_orts_bits(fmt: Format) -> None:
     """Every requantize output (each QLinearConv and QGemm), fed ORT's operands, is ORT's
-    tensor bit for bit: the integer kernels whose arithmetic ALU.REQUANT_F32 reproduces. (A
-    QDQ model's reference is ORT's float Conv/Gemm and QuantizeLinear, whose float32 sums
-    can round differently: bench/onnx_models.py measures it.)"""
+    tensor bit for bit: the integer kernels whose arithmetic ALU.REQUANT_F32 reproduces."""
     for g, values, ort in _judge("small_cnn", fmt, fed=True):
         rq = [n for n in g.nodes if isinstance(n, Requantize)]
         assert rq and all(n.exact for n in rq)

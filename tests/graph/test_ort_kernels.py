@@ -9,6 +9,11 @@ kernels on this machine (x86-64, AVX2, no VNNI) compute something else, modelled
 * QDQ: ``ORT_DISABLE_ALL`` runs the float ``Conv`` between ``DequantizeLinear`` and
   ``QuantizeLinear``, whose float32 FMA sums round differently from the exact sum.
 
+Both are ORT's graph as written (``onnx_ort.AS_WRITTEN``), which is not the reference for
+these formats (``onnx_ort.reference_for``: the fused integer kernels, U8U8 on x64 through
+``session.x64quantprecision``; tests/graph/test_ort_reference.py): the tests here say what
+the as-written column of bench/onnx_models.py measures.
+
 Each test runs ORT on the issue's 20 seeded inputs and checks that the kernel's model gives
 ORT's value at **every** output (so at every point where vta differs), that vta's exact import
 fed ORT's operands differs from ORT only where the model's arithmetic leaves the exact one
@@ -31,6 +36,7 @@ from onnx import numpy_helper
 
 from vta.graph.onnx_import import load_onnx
 from vta.graph.onnx_ort import (
+    AS_WRITTEN,
     MODELS,
     Format,
     calibration_inputs,
@@ -90,13 +96,15 @@ def _window(n: Any) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[i
 
 def _runs(model: str, fmt: Format, inputs: int = INPUTS
           ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
-    """Per input: ORT's tensors, and vta's exact import fed ORT's operands (by name)."""
+    """Per input: ORT's tensors as the file is written (``AS_WRITTEN``, ``ORT_DISABLE_ALL``:
+    the float Conv, the saturating U8S8 kernel; not the reference, ``reference_for``), and
+    vta's exact import fed ORT's operands (by name)."""
     q = _quantized(model, fmt)
     g = load_onnx(q, requant="ort")
     v = g.inputs[0]
     out = []
     for x in calibration_inputs(_float(model), 99, inputs):
-        ort = ort_tensors(q, {v.name: x})
+        ort = ort_tensors(q, {v.name: x}, AS_WRITTEN)
         fed = run_fed(g, {v.name: quantize_linear(x, v.type.scale, v.type.zero)}, ort)
         out.append((ort, {val.name: np.asarray(a) for val, a in fed.items()}))
     return out

@@ -267,11 +267,38 @@ class GraphBuilder:
                                       hi=hi, scale=scale)
         r = ratio if ratio is not None else sx / (hw * scale)
         zx = x.type.zero
-        mult, shift = fixed_point(r, hw * (256 if zx else 128), f"global_avg_pool {name}")
-        self._shift_only(f"global_avg_pool {name}", r, mult)
+        mult, shift = self.gap_fixed_point(x, r, name)
         extra = {k: v for k, v in (("zero_x", zx), ("zero", zero)) if v}
         return self._add_node(GlobalAvgPool, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
                               scale=scale, **extra)
+
+    def global_avg_pool_exact(self, x: Value, ratio: float, scale: float, zero: int = 0,
+                              name: str = "avgpool") -> Value:
+        """ONNX Runtime's QLinearGlobalAveragePool of ``x`` (``GlobalAvgPool.exact``): each
+        channel's sum minus ``H*W * zero_x``, requantized by ORT's float32 ``ratio``
+        (``quant_mlas.qlinear_gap_ratio``) to ``scale``, ``zero``; a ``GraphError`` when the
+        largest sum times it could leave int32 (the instruction saturates there, ORT would
+        not)."""
+        _, c, h, w = x.type.shape
+        bound = h * w * (INT8_MAX - INT8_MIN)
+        if bound * ratio + abs(zero) >= _INT32_MAX:
+            raise GraphError(f"global_avg_pool {name}: ratio {ratio:.6g} times the sum's "
+                             f"bound {bound} leaves int32")
+        word = ort_scale_word(ratio, f"global_avg_pool {name}")
+        wv = self.const(f"{name}_words", np.full(c, word, np.uint32).view(np.int32))
+        extra = {k: v for k, v in (("zero_x", x.type.zero), ("zero", zero)) if v}
+        return self._add_node(GlobalAvgPool, name, (x,), mult=1, shift=0, lo=INT8_MIN,
+                              hi=INT8_MAX, scale=scale, mults=wv, exact=True, **extra)
+
+    def gap_fixed_point(self, x: Value, ratio: float, name: str = "avgpool"
+                        ) -> tuple[int, int]:
+        """The ``(mult, shift)`` of ``global_avg_pool``'s rescale of ``x``'s channel sums by
+        ``ratio`` (a multiplier that keeps the largest sum times it inside int32)."""
+        hw = x.type.shape[2] * x.type.shape[3]
+        mult, shift = fixed_point(ratio, hw * (256 if x.type.zero else 128),
+                                  f"global_avg_pool {name}")
+        self._shift_only(f"global_avg_pool {name}", ratio, mult)
+        return mult, shift
 
     def pad(self, x: Value, pad: int, value: int, name: str | None = None) -> Value:
         """``x`` (NCHW) padded by ``pad`` on each side with ``value``."""

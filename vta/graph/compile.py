@@ -122,7 +122,7 @@ def check_multipliers(graph: Graph, hw: HwConfig) -> None:
         have = [n for n, p in shipped_configs().items()
                 if HwConfig.from_yaml(p).intrinsic(REQUANT_F32) is not None]
         raise GraphError(
-            f"graph {graph.name}: requantize {exact[0].output.name}: ONNX Runtime's float32 "
+            f"graph {graph.name}: {exact[0].op} {exact[0].output.name}: ONNX Runtime's float32 "
             f"arithmetic (imported with requant='ort'){more} needs the {REQUANT_F32} "
             f"intrinsic (ALU.REQUANT_F32), which {hw.name} does not list; run it on "
             f"{', '.join(have) or 'a config listing it under intrinsics:'}, or import the "

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vta.compiler.ir import stmt as S
-from vta.compiler.ops.chain import Chain, requant_stage
+from vta.compiler.ops.chain import Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
@@ -55,13 +55,13 @@ from vta.graph.ir import (
     Requantize,
     TensorType,
     Value,
-    split_shift,
 )
 from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import (
     TRANSFORMER_HOST,
     block_diagonal,
     chain_of,
+    pool_chain,
     transformer_reason,
 )
 
@@ -128,11 +128,7 @@ def group_kernel(group: Node) -> GroupKernel:
             if h != w:
                 raise HostFallback(f"global average pool over a {h}x{w} image")
             spec_w = WindowSpec("sum", n, c, h, w, h)
-            pre, post = split_shift(a.shift)
-            rest, vals = chain_of(nodes[1:], a.output)
-            rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-h * w * a.zero_x,
-                               zero=a.zero)
-            chain = Chain((rq, *rest.stages), rest.operands)
+            chain, vals = pool_chain(a, *chain_of(nodes[1:], a.output))
             x = a.x
         else:
             x = a.a if isinstance(a, Add) else a.x

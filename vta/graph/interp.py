@@ -134,8 +134,12 @@ def _max_pool(node: G.MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
 def _global_avg_pool(node: G.GlobalAvgPool, a: list[np.ndarray]) -> np.ndarray:
     total = wrap32(a[0].astype(np.int64).sum(axis=(2, 3)))
     hw = a[0].shape[2] * a[0].shape[3]
-    t = wrap32((total.astype(np.int64) - hw * node.zero_x) * node.mult)
-    y = rounding_shift(t, node.shift)
+    if node.exact:  # ONNX Runtime's QLinearGlobalAveragePool: a scale word per channel
+        acc = wrap32(total.astype(np.int64) - hw * node.zero_x)
+        y = scale_mul(acc, a[1].astype(np.int64).reshape(1, -1))
+    else:
+        t = wrap32((total.astype(np.int64) - hw * node.zero_x) * node.mult)
+        y = rounding_shift(t, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 

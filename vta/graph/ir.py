@@ -24,6 +24,7 @@ definition):
                    (zero points: ``(a - zero_a) * mult_a``, ... ``+ zero`` before the clip)
 ``max_pool2d``     int8 -> int8, the maximum over each window (padding never wins)
 ``global_avg_pool`` int8 NCHW -> int8 (N, C) ``clip((sum_hw x * mult + 2**(shift-1)) >> shift)``
+                   (``exact``: ORT's QLinearGlobalAveragePool, a scale word instead)
 ``pad``            int8 NCHW -> int8, ``pad`` rows and columns of ``value`` on each side
 ``lut2``           int8, int8 -> int8 ``table[a + 128, b + 128]`` (a (256, 256) int8 constant)
 ``fused``          a chain made by operator fusion (``vta.graph.passes.fuse``): an anchor and the
@@ -277,6 +278,21 @@ class GlobalAvgPool(Node):
     out: Value
     zero_x: int = 0
     zero: int = 0
+    #: ONNX Runtime's QLinearGlobalAveragePool (``quant_mlas.qlinear_global_avg_pool``):
+    #: ``mults`` holds its float32 ratio as a scale word per channel (all the same), ``mult`` is
+    #: 1 and ``shift`` 0; the output is ``clip(scale_mul(sum - H*W * zero_x, word) + zero, lo,
+    #: hi)`` (``ALU.REQUANT_F32`` after the window sum); an operand, like ``Requantize``'s
+    mults: Value | None = None
+    exact: bool = False
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.x,) if self.mults is None else (self.x, self.mults)
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)
+        a.pop("mults", None)
+        return a
 
 
 @dataclass(frozen=True, eq=False)

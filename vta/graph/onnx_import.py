@@ -83,11 +83,12 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import OnnxImportError
+from vta.errors import GraphError, OnnxImportError
+from vta.graph import interp
 from vta.graph.builder import GraphBuilder
-from vta.graph.ir import FloatStep, GlobalAvgPool, Graph, Value
+from vta.graph.ir import INT8_MAX, INT8_MIN, FloatStep, GlobalAvgPool, Graph, TensorType, Value
 from vta.graph.onnx_attrs import Window, conv_groups, node_attrs, window
-from vta.graph.onnx_load import initializers, onnx_module, read_model
+from vta.graph.onnx_load import initializers, onnx_module, qdq_form, read_model
 from vta.graph.ort_add import (
     MAX_SHIFT,
     fit_add,
@@ -96,6 +97,8 @@ from vta.graph.ort_add import (
     rescale_table,
 )
 from vta.graph.ort_qop import qlinear_mul_table
+from vta.graph.quant import ort_requantize
+from vta.graph.quant_mlas import gap_ratio_refused, qlinear_gap_ratio
 
 __all__ = ["load_onnx", "OnnxImportError", "SCALE_RTOL", "REQUANT_MODES", "ort_ratio"]
 
@@ -141,6 +144,21 @@ def ort_ratio(sx: float, sw: float | np.ndarray, sy: float) -> float | np.ndarra
     return r.astype(np.float64) if np.ndim(r) else float(r)
 
 
+def _fixed_gap_is_orts(x: Value, mult: int, shift: int, zero: int, ratio: float) -> bool:
+    """Whether the fixed-point ``global_avg_pool`` of ``x`` (``mult``, ``shift``, output zero
+    point ``zero``) gives ORT's QLinearGlobalAveragePool (``quant_mlas``, ratio ``ratio``) for
+    every channel sum ``x`` can have: each sum minus ``N * z_x`` is fed to the interpreter's
+    definition of the node as a one-pixel image (so every value is checked, not a sample)."""
+    pixels = int(np.prod(x.type.shape[2:]))
+    sums = np.arange(pixels * (INT8_MIN - x.type.zero), pixels * (INT8_MAX - x.type.zero) + 1,
+                     dtype=np.int64)
+    one = Value("sums", TensorType((1, sums.size, 1, 1), "int8"))
+    node = GlobalAvgPool(one, mult, shift, INT8_MIN, INT8_MAX,
+                         Value("mean", TensorType((1, sums.size), "int8", "NC")), zero=zero)
+    ours = interp.eval_node(node, {one: sums.reshape(1, -1, 1, 1)})
+    return bool(np.array_equal(ours.reshape(-1), ort_requantize(sums, ratio, zero)))
+
+
 class _Importer:
     def __init__(self, model: Any, what: str, requant: str = "fixed") -> None:
         self.onnx = onnx_module()
@@ -151,6 +169,9 @@ class _Importer:
         self.inits = initializers(model, what)
         self.b = GraphBuilder(g.name or "onnx")
         self.env: dict[str, Any] = {}
+        #: ORT's form of the model: in the QDQ form its float GlobalAveragePool groups run as
+        #: QLinearGlobalAveragePool (``onnx_ort.reference_for``)
+        self.qdq = qdq_form(model)
         self.consumers: dict[str, list[Any]] = {}
         for n in g.node:
             for i in n.input:
@@ -465,10 +486,29 @@ class _Importer:
         x, sx = self.qin(n.input[0], n.input[1], n.input[2], n)
         sy = self.scale(n.input[3], n)
         zy = self.zero(n.input[4], n)
-        self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy))
+        self.out(n.output[0], self._gap(x, sx, sy, n.output[0], zy, kernel=True))
 
-    def _gap(self, x: Value, sx: float, sy: float, name: str, zy: int = 0) -> Value:
+    def _gap(self, x: Value, sx: float, sy: float, name: str, zy: int = 0,
+             kernel: bool = False) -> Value:
+        """``x``'s global average pool to scale ``sy``, zero point ``zy``, (N, C). ``kernel``:
+        ORT computes it with its QLinearGlobalAveragePool kernel (``quant_mlas``); with
+        ``requant="ort"`` vta then gives that kernel's bits: the fixed-point ``global_avg_pool``
+        where it equals the kernel on every possible channel sum, else the pool with ORT's
+        scale word (``GlobalAvgPool.exact``: REQUANT_F32 after the sum)."""
         hw = int(np.prod(x.type.shape[2:])) if len(x.type.shape) == 4 else 1
+        if kernel and self.requant == "ort" and len(x.type.shape) == 4:
+            ratio = qlinear_gap_ratio(sx, sy, hw)
+            why = gap_ratio_refused(ratio, hw)
+            if why is not None:
+                raise OnnxImportError(f"global average pool {name}: ONNX Runtime's "
+                                      f"QLinearGlobalAveragePool refuses {why}")
+            try:
+                mult, shift = self.b.gap_fixed_point(x, sx / (hw * sy), name)
+                orts = _fixed_gap_is_orts(x, mult, shift, zy, ratio)
+            except GraphError:  # no fixed-point form at all
+                orts = False
+            if not orts:
+                return self.b.global_avg_pool_exact(x, ratio, sy, zy, name)
         return self.b.global_avg_pool(x, sy, name=name, ratio=sx / (hw * sy), zero=zy)
 
     # ------------------------------------------------------------------ both forms
@@ -695,7 +735,8 @@ class _Importer:
                       ratios=(lhs.scale / s, rhs.scale / s), zero=z)
         else:
             (x,) = p.inputs
-            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z)
+            y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z,
+                          kernel=self.qdq)  # ORT fuses it into QLinearGlobalAveragePool
         return self.relu(y, out) if p.relu else y
 
     def _qdq_bias(self, n: Any, bias: _Dq | None, want: float | np.ndarray, channels: int

@@ -143,4 +143,8 @@ def format_io(s: dict[str, Any]) -> str:
     if v is not None:
         lines.append(f"ONNX Runtime ({v['reference']}): {v['text']}" if v["judged"] else
                      f"ONNX Runtime: not judged: {v['reason']}")
+        w = v.get("as_written")
+        if w is not None:  # a QDQ model: ORT's float form beside its fused reference
+            lines.append(f"ONNX Runtime as written ({w['reference']}: float Conv / MatMul "
+                         f"between DequantizeLinear and QuantizeLinear): {w['text']}")
     return "\n".join(lines)

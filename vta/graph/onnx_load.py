@@ -24,7 +24,7 @@ import numpy as np
 
 from vta.errors import OnnxImportError
 
-__all__ = ["onnx_module", "read_model", "initializers"]
+__all__ = ["onnx_module", "read_model", "initializers", "qdq_form", "QDQ_ANCHORS"]
 
 
 def onnx_module() -> Any:
@@ -87,3 +87,18 @@ def initializers(model: Any, what: str = "the ONNX model") -> dict[str, np.ndarr
                                   f"cannot be read: its stored data does not hold that shape "
                                   f"({type(e).__name__}: {e})") from None
     return out
+
+
+#: the float operators a QDQ model wraps in DequantizeLinear / QuantizeLinear for ONNX Runtime to
+#: fuse into its integer kernels (QLinearConv, QLinearMatMul, QGemm)
+QDQ_ANCHORS = frozenset({"Conv", "MatMul", "Gemm"})
+
+
+def qdq_form(model: Any) -> bool:
+    """Whether ``model`` is in ONNX Runtime's QDQ form: a ``DequantizeLinear`` feeds the data
+    input of a float Conv / MatMul / Gemm (``QDQ_ANCHORS``). ORT fuses such a model's groups
+    into integer kernels (``onnx_ort.reference_for``), its float GlobalAveragePool among them
+    (a QLinearGlobalAveragePool)."""
+    made_by = {o: n.op_type for n in model.graph.node for o in n.output}
+    return any(n.op_type in QDQ_ANCHORS and n.input and
+               made_by.get(n.input[0]) == "DequantizeLinear" for n in model.graph.node)

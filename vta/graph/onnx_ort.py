@@ -7,10 +7,24 @@
   asymmetric uint8 (U8S8) x per-tensor, per-channel weights; weights int8, symmetric),
   calibrated on seeded inputs by a ``CalibrationDataReader``.
 * ``ort_tensors``: ONNX Runtime's value of every int8 / uint8 tensor of a quantized model,
-  each made a graph output, run with **graph optimizations disabled**
-  (``ORT_DISABLE_ALL``: the reference configuration; ORT's optimization levels fuse QDQ
-  islands into integer kernels and disagree with each other on float-scale models, so the
-  reference is the graph as written).
+  each made a graph output, run in the model's reference configuration (``reference_for``):
+  - **QDQ, int8 activations** (``FUSED``): ``ORT_ENABLE_EXTENDED``, the lowest level whose
+    transformers (``QDQSelectorActionTransformer``, Level 2) fuse each DQ -> Conv / MatMul /
+    Gemm / Add / GlobalAveragePool -> Q group into ORT's integer kernel (QLinearConv, QGemm,
+    QLinearMatMul, QLinearAdd, QLinearGlobalAveragePool): the arithmetic QDQ stands for and
+    what a deployment runs. ``session.qdqisint8allowed=1`` keeps int8 activations int8 (on
+    x64 ORT otherwise rewrites them to uint8, ``QDQS8ToU8Transformer``, and runs its U8S8
+    kernels, whose AVX2 form saturates pairs of products: ``quant_mlas``); Level 2's float
+    fusions (``FLOAT_FUSIONS``: GELU, LayerNorm, attention ...) are disabled.
+  - **uint8 activations**, either layout (``FUSED_U8``): the same level with
+    ``session.x64quantprecision=1``, ORT's switch for the AVX2 / AVX-512 (no VNNI) U8S8
+    overflow: ``Avx2WeightS8ToU8Transformer`` shifts the int8 weights to uint8 and the U8U8
+    kernels sum exactly (a no-op where VNNI or ARM sum exactly already).
+  - **QOperator, int8 activations** (``AS_WRITTEN``): ``ORT_DISABLE_ALL``, its integer
+    kernels as written.
+  ``AS_WRITTEN`` run on a QDQ model is ORT's float form (DequantizeLinear -> float Conv ->
+  QuantizeLinear, MLAS SGEMM's float32 sums): the bench reports it beside, by that name.
+  ``optimized_ops`` lists the operators ORT runs in a configuration.
 * ``agreement``: a vta run's tensors against ORT's, by tensor name (``agreement_by_kind``:
   split by the operator that computed each).
 * ``bert_tiny``: a float BERT-tiny encoder (2 layers, hidden 128, 2 heads, FFN 512, sequence
@@ -35,10 +49,12 @@ from vta.graph import interp
 from vta.graph.interp import wrap32
 from vta.graph.ir import Fused, Graph, HostFloat, Requantize, Value
 from vta.graph.onnx_import import contrib_inferred, load_onnx
-from vta.graph.onnx_load import onnx_module, read_model
+from vta.graph.onnx_load import onnx_module, qdq_form, read_model
 from vta.graph.quant import even_shift, float32_parts, ort_requantize, quantize_linear
 
-__all__ = ["FORMATS", "Format", "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
+__all__ = ["FORMATS", "Format", "OrtReference", "AS_WRITTEN", "FUSED", "FUSED_U8",
+           "FLOAT_FUSIONS", "reference_for", "optimized_ops", "activation_types", "exposed",
+           "small_cnn", "mlp", "resnet18", "MODELS", "calibration_inputs",
            "quantize", "ort_module", "ort_tensors", "Agreement", "agreement", "run_fed",
            "ort_verdict", "ARITHMETICS", "requant_arithmetic", "mobilenet_v2",
            "MOBILENET_V2_STAGES", "NETWORK_FORMAT", "FLOAT_OPSET", "FLOAT_IR_VERSION",
@@ -251,11 +267,104 @@ def quantize(model: Any, fmt: Format, seed: int = 0, count: int = 8) -> Any:
         return onnx.load(str(dst))
 
 
-def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """ONNX Runtime's value of every int8 / uint8 tensor of ``model`` (each made a graph
-    output) and of its outputs, run with ``ORT_DISABLE_ALL`` (module docstring)."""
+#: ORT's Level-2 (``ORT_ENABLE_EXTENDED``) transformers that rewrite float arithmetic (fusions
+#: of float subgraphs into contrib kernels that compute them in another order or form): off in
+#: the fused references, whose only change to a model is the fusion of its QDQ groups
+#: (onnxruntime/core/optimizer/graph_transformer_utils.cc, ``TransformerLevel::Level2``)
+FLOAT_FUSIONS: tuple[str, ...] = (
+    "GemmActivationFusion", "MatMulIntegerToFloatFusion", "DynamicQuantizeMatMulFusion",
+    "ConvActivationFusion", "GeluFusion", "LayerNormFusion", "SimplifiedLayerNormFusion",
+    "AttentionFusion", "EmbedLayerNormFusion", "GatherToSplitFusion", "GatherToSliceFusion",
+    "MatmulTransposeFusion", "BiasGeluFusion", "SkipLayerNormFusion", "FastGeluFusion",
+    "QuickGeluFusion", "BiasSoftmaxFusion", "MatMulScaleFusion")
+
+
+@dataclass(frozen=True)
+class OrtReference:
+    """A configuration of ONNX Runtime's CPU session that judges vta (module docstring):
+    ``level`` a ``GraphOptimizationLevel`` name, ``config`` session config entries,
+    ``disabled`` transformers switched off."""
+
+    name: str
+    level: str
+    config: tuple[tuple[str, str], ...] = ()
+    disabled: tuple[str, ...] = ()
+
+    def describe(self, version: str) -> str:
+        """``onnxruntime VERSION CPU, LEVEL[, key=value ...][, float fusions off]``."""
+        parts = [f"onnxruntime {version} CPU, {self.level}",
+                 *(f"{k}={v}" for k, v in self.config)]
+        if self.disabled:
+            parts.append("float fusions off")
+        return ", ".join(parts)
+
+    def session(self, model: Any, optimized: str | None = None) -> Any:
+        """An ``InferenceSession`` of ``model`` (a ``ModelProto``) in this configuration
+        (``optimized``: where ORT writes the graph it runs)."""
+        ort = ort_module()
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, self.level)
+        so.log_severity_level = 3
+        for k, v in self.config:
+            so.add_session_config_entry(k, v)
+        if optimized is not None:
+            so.optimized_model_filepath = optimized
+        return ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=list(self.disabled) or None)
+
+
+#: the graph as written: ORT's kernels for the operators the model names
+AS_WRITTEN = OrtReference("as written", "ORT_DISABLE_ALL")
+#: a QDQ model with int8 activations: its groups fused into ORT's integer kernels, int8 kept
+FUSED = OrtReference("fused", "ORT_ENABLE_EXTENDED", (("session.qdqisint8allowed", "1"),),
+                     FLOAT_FUSIONS)
+#: uint8 activations: fused, and x64's exact U8U8 kernels instead of the saturating U8S8 ones
+FUSED_U8 = OrtReference("fused, U8U8", "ORT_ENABLE_EXTENDED",
+                        (("session.x64quantprecision", "1"),), FLOAT_FUSIONS)
+
+
+def activation_types(model: Any) -> set[str]:
+    """The element types (``"int8"``, ``"uint8"``) of ``model``'s quantized activations: the
+    outputs of its ``QuantizeLinear`` nodes (uint8 without a zero point, ONNX's default)."""
     onnx = onnx_module()
-    ort = ort_module()
+    inits = {t.name: t for t in model.graph.initializer}
+    out = set()
+    for n in model.graph.node:
+        if n.op_type != "QuantizeLinear":
+            continue
+        z = inits.get(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+        elem = z.data_type if z is not None else onnx.TensorProto.UINT8
+        out.add(onnx.helper.tensor_dtype_to_np_dtype(elem).name)
+    return out
+
+
+def reference_for(model: Any) -> OrtReference:
+    """The configuration that judges ``model`` (module docstring): ``FUSED_U8`` for uint8
+    activations, ``FUSED`` for a QDQ model (a DequantizeLinear feeding a float Conv / MatMul
+    / Gemm), ``AS_WRITTEN`` otherwise (QOperator, float)."""
+    types = activation_types(model)
+    if types == {"uint8"}:
+        return FUSED_U8
+    return FUSED if types and qdq_form(model) else AS_WRITTEN
+
+
+def optimized_ops(model: Any, reference: OrtReference) -> list[str]:
+    """The operator types of the graph ORT runs for ``model`` in ``reference`` (its optimized
+    model, saved through ``SessionOptions.optimized_model_filepath``), in graph order."""
+    onnx = onnx_module()
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d) / "optimized.onnx")
+        reference.session(model, path)
+        return [n.op_type for n in onnx.load(path).graph.node]
+
+
+def exposed(model: Any) -> tuple[Any, set[str]]:
+    """A copy of ``model`` with every int8 / uint8 tensor made a graph output (and every
+    output shape inference cannot type: a com.microsoft operator's, or one computed from it),
+    and the names of the int8 / uint8 tensors and original outputs among them (the others
+    are kept by ``ort_tensors`` when ORT's value is int8 / uint8)."""
+    onnx = onnx_module()
     m = onnx.ModelProto()
     m.CopyFrom(model)
     inferred = contrib_inferred(onnx, m)  # tensors after com.microsoft operators too
@@ -266,24 +375,28 @@ def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
         if vi.type.tensor_type.elem_type in quant and vi.name not in have | inits:
             m.graph.output.append(vi)
             have.add(vi.name)
-    # shape inference gives com.microsoft operators' outputs no type, nor anything computed
-    # from them (a QLinearConv after a QLinearAdd): every output of unknown type is asked for
-    # too, and kept when ORT's value is int8 / uint8
     typed = {vi.name for vi in inferred.graph.value_info if vi.type.tensor_type.elem_type}
-    graph_outputs = set(have)
+    known = set(have)
     for n in m.graph.node:
         for o in n.output:
             if o and o not in have | inits | typed:
                 m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
                 have.add(o)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return m, known
+
+
+def ort_tensors(model: Any, feeds: Mapping[str, np.ndarray],
+                reference: OrtReference | None = None) -> dict[str, np.ndarray]:
+    """ONNX Runtime's value of every int8 / uint8 tensor of ``model`` (``exposed``: each made
+    a graph output) and of its outputs, run in ``reference`` (``reference_for(model)`` when
+    None). Asking for a fused group's int8 output keeps the fusion: that tensor is the Q
+    node's output, which the integer kernel computes (tests/graph/test_ort_reference.py)."""
+    m, known = exposed(model)
+    sess = (reference_for(model) if reference is None else reference).session(m)
     names = [o.name for o in sess.get_outputs()]
     values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
     return {k: a for k, a in values.items()
-            if k in graph_outputs or np.asarray(a).dtype in (np.int8, np.uint8)}
+            if k in known or np.asarray(a).dtype in (np.int8, np.uint8)}
 
 
 @dataclass(frozen=True)
@@ -409,7 +522,9 @@ def requant_arithmetic(q: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
 def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
                 feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """What ``vta run --onnx`` reports beside its self-check: ONNX Runtime's agreement with
-    ``values`` (vta's tensors, by graph value) on the float ``feeds``, or why it was not
+    ``values`` (vta's tensors, by graph value) on the float ``feeds`` in the model's reference
+    configuration (``reference_for``; where that is not ``AS_WRITTEN``, the agreement with
+    the graph as written too, ``as_written``: a QDQ model's float Conv), or why it was not
     judged (ONNX Runtime not installed, or it cannot run the model)."""
     try:
         ort = ort_module()
@@ -417,15 +532,29 @@ def ort_verdict(model: Any, graph: Graph, values: Mapping[Value, np.ndarray],
         return {"judged": False, "reason": "onnxruntime is not installed (pip install "
                                            "onnxruntime)"}
     proto = read_model(model)
-    try:
-        tensors = ort_tensors(proto, feeds)
-    except Exception as e:  # ORT's own errors (a kernel it lacks, a type it refuses)
-        return {"judged": False, "reason": f"ONNX Runtime cannot run the model: "
-                                           f"{str(e).strip().splitlines()[0]}"}
-    a = agreement(graph, values, tensors)
-    return {"judged": True, "reference": f"onnxruntime {ort.__version__} CPU, ORT_DISABLE_ALL",
-            "tensors": a.tensors, "elements": a.elements, "equal": a.equal,
-            "max_diff": a.max_diff, "identical": a.identical, "text": str(a)}
+    ref = reference_for(proto)
+    refs = (ref,) if ref == AS_WRITTEN else (ref, AS_WRITTEN)
+    found = []
+    for r in refs:
+        try:
+            found.append(agreement(graph, values, ort_tensors(proto, feeds, r)))
+        except OnnxImportError:
+            raise
+        except Exception as e:  # ORT's own errors (a kernel it lacks, a type it refuses)
+            return {"judged": False, "reason": f"ONNX Runtime cannot run the model: "
+                                               f"{str(e).strip().splitlines()[0]}"}
+    a = found[0]
+    out: dict[str, Any] = {
+        "judged": True, "reference": ref.describe(ort.__version__), "tensors": a.tensors,
+        "elements": a.elements, "equal": a.equal, "max_diff": a.max_diff,
+        "identical": a.identical, "text": str(a)}
+    if len(found) > 1:
+        w = found[1]
+        out["as_written"] = {"reference": AS_WRITTEN.describe(ort.__version__),
+                             "tensors": w.tensors, "elements": w.elements, "equal": w.equal,
+                             "max_diff": w.max_diff, "identical": w.identical,
+                             "text": str(w)}
+    return out
 
 
 # ---------------------------------------------------------------------------- MobileNet-V2

@@ -87,7 +87,7 @@ from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
 __all__ = ["Kernel", "HostOp", "Step", "Placer", "place_group", "chain_of", "nonnegative",
-           "Cost", "block_diagonal", "grouped_detail", "LUT2_REASON"]
+           "Cost", "block_diagonal", "grouped_detail", "LUT2_REASON", "pool_chain"]
 
 #: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
@@ -225,6 +225,22 @@ def _mul(x: Any, m: int) -> Any:
     return y if m2 == 1 else y * m2
 
 
+def pool_chain(a: GlobalAvgPool, rest: Chain, vals: list[Value]) -> tuple[Chain, list[Value]]:
+    """The chain after a global average pool's window sum: its rescale (the fixed-point
+    requantize, or ORT's ``REQUANT_F32`` by the scale words of an exact pool, read as one more
+    ``channel`` operand), then ``rest`` (the fused operators after it, operands ``vals``)."""
+    hw = a.x.type.shape[2] * a.x.type.shape[3]
+    if not a.exact:
+        pre, post = split_shift(a.shift)
+        rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-hw * a.zero_x, zero=a.zero)
+        return Chain((rq, *rest.stages), rest.operands), vals
+    assert a.mults is not None  # verify_graph: an exact pool has its words
+    k = len(rest.operands)
+    rq = exact_requant_stage(k, a.zero, a.lo, a.hi, offset=-hw * a.zero_x)
+    return (Chain((rq, *rest.stages), (*rest.operands, ChainOperand(f"opnd{k}", CHANNEL))),
+            [*vals, a.mults])
+
+
 def _scaled(name: str, mult: int, zero: int) -> ChainOperand:
     """``scaled_operand``, with a multiplier wider than an immediate split into two."""
     if mult <= IMM_MAX:
@@ -302,12 +318,8 @@ class Placer:
                 raise HostFallback(f"global average pool over a {h}x{w} image (the sum window "
                                    f"is square)")
             spec = WindowSpec("sum", n, c, h, w, h)
-            pre, post = split_shift(a.shift)
-            rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-h * w * a.zero_x,
-                               zero=a.zero)
-            chain, vals = chain_of(nodes[1:], a.output)
-            return self._window(group, spec, Chain((rq, *chain.stages), chain.operands),
-                                a.x, vals)
+            chain, vals = pool_chain(a, *chain_of(nodes[1:], a.output))
+            return self._window(group, spec, chain, a.x, vals)
         if isinstance(a, (Add, Relu, Clip)):
             x = a.a if isinstance(a, Add) else a.x
             shape = x.type.shape
@@ -436,7 +448,8 @@ class Placer:
         reads = {"data": x}
         layouts = {"data": in_l, "res": out_l}
         consts = {EYE: _eye(hw)}
-        self._operands(chain, vals, reads, layouts, consts)
+        # per-channel constants (an exact pool's scale words) packed like a bias, per block
+        self._operands(chain, vals, reads, layouts, consts, -(-spec.c // hw.gemm.block_out))
         s = c.schedule
         detail = f"tc={s.tc} th={s.th} tw={s.tw} vt={s.vthreads}"
         return Kernel(group, spec.kind, c.program, reads, ("res", group.output), layouts, consts,

@@ -179,7 +179,7 @@ def is_pow2(mult: int) -> bool:
 def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     """The requantization multipliers ``node`` applies, ``(what, mult, shift)``: ``mult /
     2**shift`` is the ratio of scales it stands for (none for other operators)."""
-    if isinstance(node, Requantize) and node.exact:
+    if isinstance(node, (Requantize, GlobalAvgPool)) and node.exact:
         return ()  # scale words (ORT's float32 ratios), not fixed-point multipliers
     if isinstance(node, Requantize) and node.mults is not None:
         data = node.mults.data if node.mults.data is not None else np.zeros(0, np.int32)
@@ -210,11 +210,12 @@ def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
     return out
 
 
-def exact_requantizes(graph: Graph) -> list[Requantize]:
-    """Every requantize of ``graph`` (a fused group's included) with ONNX Runtime's arithmetic
-    (``Requantize.exact``): each needs the ``requant_f32`` intrinsic (``ALU.REQUANT_F32``)."""
+def exact_requantizes(graph: Graph) -> list[Requantize | GlobalAvgPool]:
+    """Every requantize and global average pool of ``graph`` (a fused group's included) with
+    ONNX Runtime's arithmetic (``Requantize.exact``, ``GlobalAvgPool.exact``): each needs the
+    ``requant_f32`` intrinsic (``ALU.REQUANT_F32``)."""
     return [node for n in graph.nodes for node in (n.nodes if isinstance(n, Fused) else (n,))
-            if isinstance(node, Requantize) and node.exact]
+            if isinstance(node, (Requantize, GlobalAvgPool)) and node.exact]
 
 
 def fixed_point_channels(ratios: Sequence[float], bounds: Sequence[int],

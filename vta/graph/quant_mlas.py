@@ -31,6 +31,13 @@ the accelerator: these are the proofs of the two documented differences (docs/gr
   value of the exact sum, which equals ORT's except where the float sum's rounding error
   crosses a rounding boundary of the quantize: a few values in 10**4..10**5).
 
+ORT's **QLinearGlobalAveragePool** (``qlinear_global_avg_pool``; MLAS ``qlgavgpool.cpp``) is
+integer arithmetic with one float32 step: the exact int32 sum of each channel minus ``N * z_x``
+(``N`` pixels), requantized as QLinearConv is (``MlasRequantizeOutput``: ``quant.ort_requantize``)
+by the float32 ratio ``s_x / (s_y * float(N))`` (``qlinear_gap_ratio``), which ORT refuses
+outside [2**-32, 256) or for ``N >= 2**24``. The importer gives it those bits on the
+accelerator (``load_onnx(requant="ort")``; tests/graph/test_ort_gap.py).
+
 The K blocking of MLAS's SGEMM (``sgemm_stride_k``) depends on the number of output columns a
 call computes, which for ``MlasConv``'s segmented algorithm depends on ORT's intra-op thread
 count (``conv_segments``): the float reference itself changes with the machine's core count.
@@ -43,12 +50,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from vta.graph.ort_add import fma32
+from vta.graph.quant import ort_requantize
 
 __all__ = ["PAIR_MIN", "PAIR_MAX", "u8s8_pair_sums", "u8s8_saturates", "nhwc_columns",
            "nhwc_weights", "qlinear_conv_u8s8_acc", "qgemm_u8s8_acc", "sgemm_strides",
            "sgemm_stride_k",
            "conv_segments", "float_conv", "dequantize", "quantize", "qdq_conv",
-           "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS"]
+           "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS",
+           "qlinear_gap_ratio", "gap_ratio_refused", "qlinear_global_avg_pool", "GAP_MAX_PIXELS"]
 
 #: ``vpmaddubsw``'s saturation bounds: a pair of products is clamped to int16
 PAIR_MIN, PAIR_MAX = -(1 << 15), (1 << 15) - 1
@@ -302,3 +311,37 @@ def qdq_conv(x: np.ndarray, sx: float, zx: int, w: np.ndarray, sw: float | np.nd
     if relu:
         y = np.maximum(y, _F32(0))
     return quantize(y, sy, zy, unsigned)
+
+
+#: ORT's largest QLinearGlobalAveragePool image (``ImageSize >= 0x1000000`` is refused: the sum's
+#: float32 conversion must stay exact)
+GAP_MAX_PIXELS = (1 << 24) - 1
+
+
+def qlinear_gap_ratio(sx: float, sy: float, pixels: int) -> float:
+    """ORT's QLinearGlobalAveragePool ratio (MLAS ``CheckQLinearGlobalAveragePoolScaleAndSize``):
+    ``ScaleInput / (ScaleOutput * float(ImageSize))``, each operation rounded to float32."""
+    f32 = np.float32
+    return float(f32(sx) / (f32(sy) * f32(pixels)))
+
+
+def gap_ratio_refused(ratio: float, pixels: int) -> str | None:
+    """Why ORT's QLinearGlobalAveragePool refuses ``ratio`` over ``pixels`` (its range check:
+    the output would be constant, or the image too large), or None."""
+    if pixels > GAP_MAX_PIXELS:
+        return f"an image of {pixels} pixels (ORT's limit is {GAP_MAX_PIXELS})"
+    if not 2.0 ** -32 <= ratio < 256.0:
+        return f"the ratio s_x / (s_y * pixels) = {ratio:.6g} is outside [2**-32, 256)"
+    return None
+
+
+def qlinear_global_avg_pool(x: np.ndarray, zx: int, ratio: float, zy: int, lo: int = -128,
+                            hi: int = 127) -> np.ndarray:
+    """ORT's QLinearGlobalAveragePool of NCHW integers ``x`` (as stored, or the graph IR's
+    int8 form with its zero points: the sum minus ``N * zx`` is the same): the exact sum per
+    channel minus ``N * zx``, then ``ort_requantize`` by ``ratio`` (``qlinear_gap_ratio``) to
+    ``zy``, clamped to [``lo``, ``hi``]; shape (N, C)."""
+    a = np.asarray(x, dtype=np.int64)
+    pixels = int(np.prod(a.shape[2:]))
+    acc = a.sum(axis=tuple(range(2, a.ndim))) - pixels * int(zx)
+    return ort_requantize(acc, ratio, zy, lo, hi)

@@ -184,10 +184,14 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             raise GraphError(f"{where}: a {k}x{k} window does not fit the {h}x{wd} input")
         return G.TensorType((n, c, oh, ow), "int8", "NCHW", x.type.scale, x.type.zero)
     if op is G.GlobalAvgPool:
-        (x,) = inputs
+        x = inputs[0]
         n, c, h, wd = _want(where, x, "int8", 4, "input")
-        _range(where, "mult", attrs["mult"], *_INT32)
-        _range(where, "shift", attrs["shift"], 1, 31)
+        if attrs.get("exact", False):  # ORT's kernel: one scale word per channel
+            mults = attrs.get("mults") or (inputs[1] if len(inputs) > 1 else None)
+            _check_words(where, x, mults, attrs["mult"], attrs["shift"])
+        else:
+            _range(where, "mult", attrs["mult"], *_INT32)
+            _range(where, "shift", attrs["shift"], 1, 31)
         _clip_range(where, attrs["lo"], attrs["hi"])
         return G.TensorType((n, c), "int8", "NC", attrs.get("scale"),
                             _offsets(where, attrs, {"x": x}))

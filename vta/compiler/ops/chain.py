@@ -128,13 +128,14 @@ def channel_requant_stage(operand: int, pre: int, post: int, zero: int, lo: int,
 
 
 def exact_requant_stage(operand: int, zero: int, lo: int, hi: int,
-                        name: str = "requant_f32") -> EwStage:
-    """``clip(REQUANT_F32(x, w) + zero, lo, hi)`` with ``w`` the scale word read from channel
-    operand ``operand``: ONNX Runtime's float32 requantization (``vta.isa.requant``; the
-    call is ``ALU.REQUANT_F32``'s pattern, covered by no other instruction)."""
-    return EwStage(name, lambda x, w: E.min_(E.max_(_offset(E.Call(REQUANT_F32, (x, w)), zero),
-                                                    lo), hi), (operand,),
-                   label=f"requant_f32({lo},{hi}{_zeros_label(0, zero)})")
+                        name: str = "requant_f32", offset: int = 0) -> EwStage:
+    """``clip(REQUANT_F32(x + offset, w) + zero, lo, hi)`` with ``w`` the scale word read from
+    channel operand ``operand``: ONNX Runtime's float32 requantization (``vta.isa.requant``;
+    the call is ``ALU.REQUANT_F32``'s pattern, covered by no other instruction); ``offset``:
+    an input zero point's term (a global average pool's ``-H*W * zero_x``)."""
+    return EwStage(name, lambda x, w: E.min_(E.max_(_offset(E.Call(
+        REQUANT_F32, (_offset(x, offset), w)), zero), lo), hi), (operand,),
+        label=f"requant_f32({lo},{hi}{_zeros_label(offset, zero)})")
 
 
 def round_clip_stage(pre: int, post: int, lo: int, hi: int, name: str = "round",
