@@ -133,8 +133,10 @@ class GraphBuilder:
     # ------------------------------------------------------------------ operators
 
     def conv2d(self, x: Value, weight: Value, bias: Value, stride: int = 1, pad: int = 0,
-               name: str = "conv", groups: int = 1) -> Value:
-        extra = {"groups": groups} if groups != 1 else {}
+               name: str = "conv", groups: int = 1, pad_value: int = 0) -> Value:
+        extra: dict[str, int] = {"groups": groups} if groups != 1 else {}
+        if pad_value:
+            extra["pad_value"] = pad_value
         return self._add_node(Conv2d, name, (x, weight, bias), stride=stride, pad=pad, **extra)
 
     def dense(self, x: Value, weight: Value, bias: Value, name: str = "dense") -> Value:

@@ -56,7 +56,11 @@ def _clip8(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
     x, w, b = a
-    acc = grouped_conv2d_int32(x, w, node.stride, node.pad, node.groups)
+    pad = node.pad
+    if node.pad_value and pad:  # padded with the value first, then a convolution without
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=node.pad_value)
+        pad = 0
+    acc = grouped_conv2d_int32(x, w, node.stride, pad, node.groups)
     return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
 
 

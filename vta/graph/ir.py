@@ -174,6 +174,10 @@ class Conv2d(Node):
     #: group ``g``'s outputs reading only group ``g``'s inputs (the weight is ``(O, I/groups,
     #: KH, KW)``); ``groups`` = channels is a depthwise convolution (MobileNet's)
     groups: int = 1
+    #: the value the input is padded with: an asymmetric input's zero point (its real 0;
+    #: ``passes.fold_pad`` folds a ``pad`` into the convolution; the accelerator pads with 0
+    #: and adds the difference as a per-position bias, ``place.pad_correction``)
+    pad_value: int = 0
 
 
 @dataclass(frozen=True, eq=False)

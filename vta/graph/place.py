@@ -36,11 +36,13 @@ from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
     CHANNEL,
     EYE,
+    POSITION,
     TENSOR,
     Chain,
     ChainOperand,
     EwStage,
     add_stage,
+    bias_stage,
     channel_requant_stage,
     clip_stage,
     exact_requant_stage,
@@ -78,16 +80,19 @@ from vta.graph.ir import (
     Stack,
     Take,
     Transpose,
+    TensorType,
     Value,
     node_macs,
     split_shift,
 )
+from vta.graph.interp import grouped_conv2d_int32
 from vta.graph.ort_add import IMM_MAX, factor_mult
 from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
 __all__ = ["Kernel", "HostOp", "Step", "place_group", "chain_of", "nonnegative", "Cost",
-           "block_diagonal", "grouped_detail", "LUT2_REASON"]
+           "block_diagonal", "grouped_detail", "LUT2_REASON", "pad_correction",
+           "with_pad_correction"]
 
 #: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
@@ -324,6 +329,8 @@ class _Placer:
             raise HostFallback(f"{a.op} without a requantize: its int32 result does not fit "
                                f"the accelerator's {g.out_dtype} out port")
         chain, vals = chain_of(rest, a.output)
+        if isinstance(a, Conv2d) and a.pad_value and a.pad:
+            chain, vals = with_pad_correction(a, chain, vals)
         w_data, b_data = a.weight.data, a.bias.data
         runtime = w_data is None and isinstance(a, Dense)  # packed by the host at run time
         if (w_data is None and not runtime) or b_data is None:
@@ -399,6 +406,12 @@ class _Placer:
         (per-channel multipliers) packed like the bias (``ocb`` channel blocks)."""
         g = self.hw.gemm
         for o, v in zip(chain.operands, vals, strict=True):
+            if o.kind == POSITION:  # int32 like the result: packed like it, as acc entries
+                assert v.data is not None and ocb  # with_pad_correction: a conv's constant
+                res = layouts["res"].shape
+                consts[o.name] = packing.to_entries(packing.pack_data(
+                    v.data, g.batch, g.block_out, res))
+                continue
             if o.kind == CHANNEL:
                 if v.data is None or not ocb:
                     raise HostFallback(f"per-channel operand {v.name} is not a constant of a "
@@ -460,6 +473,36 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
 LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic: an add whose "
                "exact ties it rounds half to even, an add or a product with a constant tensor, "
                "a product of two tensors); no accelerator kernel indexes a table")
+
+
+# ------------------------------------------------------------------------------ zero-point pad
+
+
+def pad_correction(a: Conv2d) -> np.ndarray:
+    """What convolution ``a`` adds for padding with ``a.pad_value`` instead of 0, per output
+    position: ``conv(P, w)`` with ``P`` the image that is ``pad_value`` in the padding and 0
+    inside (``passes.fold_pad``), ``(N, O, OH, OW)`` int32 (wrapped, as the accumulator
+    wraps): ``pad_value`` times the sum of the weights over the taps that fall in the padding.
+    Zero where a window lies inside the image."""
+    n, c, h, w = a.x.type.shape
+    p, v = a.pad, a.pad_value
+    assert a.weight.data is not None  # verify_graph: a convolution's weight is a constant
+    img = np.full((1, c, h + 2 * p, w + 2 * p), v, dtype=np.int8)
+    img[:, :, p:p + h, p:p + w] = 0
+    corr = grouped_conv2d_int32(img, a.weight.data, a.stride, 0, a.groups)
+    return np.ascontiguousarray(np.broadcast_to(corr, (n, *corr.shape[1:])), dtype=np.int32)
+
+
+def with_pad_correction(a: Conv2d, chain: Chain, vals: list[Value]
+                        ) -> tuple[Chain, list[Value]]:
+    """``chain`` with ``a``'s zero-point padding (``pad_correction``) added first, as an
+    int32 per-position operand (the kernel's LOAD pads with zeros)."""
+    k = len(chain.operands)
+    corr = pad_correction(a)
+    v = Value(f"{a.output.name}_padfix", TensorType(corr.shape, "int32", "NCHW"), corr)
+    ch = Chain((bias_stage(k), *chain.stages),
+               (*chain.operands, ChainOperand(f"opnd{k}", POSITION, label="pad_value")))
+    return ch, [*vals, v]
 
 
 # ------------------------------------------------------------------------------ grouped conv

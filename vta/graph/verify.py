@@ -115,6 +115,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         stride, pad = attrs["stride"], attrs["pad"]
         _range(where, "stride", stride, 1, 1 << 16)
         _range(where, "pad", pad, 0, max(kh, kw) - 1)
+        _range(where, "pad_value", attrs.get("pad_value", 0), G.INT8_MIN, G.INT8_MAX)
         oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {kh}x{kw} kernel does not fit the {h}x{wd} input "

@@ -6,7 +6,10 @@ anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``E
 
 * ``"tensor"``: an int8 tensor shaped like the op's output (a residual branch), optionally
   scaled first (``prep``: e.g. ``b * mult_b``, the add's requantization of its other branch);
-* ``"channel"``: an int32 vector per output channel (like a bias).
+* ``"channel"``: an int32 vector per output channel (like a bias);
+* ``"position"``: an int32 tensor shaped like the op's output (a bias per output position:
+  the correction that folds an input zero point's padding into the accumulator,
+  ``vta.graph.passes.fold_pad``), loaded into the accumulator with each tile.
 
 Each stage states its integer formula once, in the tensor IR; the accelerator builds it on
 its packed op (``vta.compiler.accel.ops.chain_plan.apply_chain``) and the GPU ops on their
@@ -25,11 +28,14 @@ from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 from vta.resources import REQUANT_F32
 
-__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
-           "channel_requant_stage", "exact_requant_stage",
-           "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
+__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "POSITION", "KINDS", "EYE",
+           "ew", "requant_stage", "channel_requant_stage", "exact_requant_stage",
+           "round_clip_stage", "rounding", "clip_stage", "add_stage", "bias_stage",
+           "scaled_operand"]
 
-TENSOR, CHANNEL = "tensor", "channel"
+TENSOR, CHANNEL, POSITION = "tensor", "channel", "position"
+#: every operand kind (module docstring)
+KINDS = (TENSOR, CHANNEL, POSITION)
 #: the name of the identity weight block an op that widens int8 operands reads
 EYE = "eye"
 
@@ -45,9 +51,12 @@ class ChainOperand:
     label: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in (TENSOR, CHANNEL):
-            raise CompileError(f"chain operand {self.name}: kind must be {TENSOR!r} or "
-                               f"{CHANNEL!r}, got {self.kind!r}")
+        if self.kind not in KINDS:
+            raise CompileError(f"chain operand {self.name}: kind must be one of "
+                               f"{', '.join(map(repr, KINDS))}, got {self.kind!r}")
+        if self.prep is not None and self.kind != TENSOR:
+            raise CompileError(f"chain operand {self.name}: only a {TENSOR!r} operand has a "
+                               f"prep, not a {self.kind!r} one")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +86,11 @@ class Chain:
     @property
     def tensors(self) -> list[ChainOperand]:
         return [o for o in self.operands if o.kind == TENSOR]
+
+    @property
+    def positions(self) -> list[ChainOperand]:
+        """The int32 per-position operands (loaded into acc with each tile, not widened)."""
+        return [o for o in self.operands if o.kind == POSITION]
 
     def __bool__(self) -> bool:
         return bool(self.stages)
@@ -155,6 +169,12 @@ def add_stage(mult: int, operand: int, name: str = "add", zero: int = 0) -> EwSt
     ``zero``: the running value's zero point)."""
     return EwStage(name, lambda x, o: _times(_offset(x, -zero), mult) + o, (operand,),
                    label=f"madd({mult}{_zeros_label(0, zero)})")
+
+
+def bias_stage(operand: int, name: str = "pos_bias") -> EwStage:
+    """``x + operand``: a per-position bias (a ``POSITION`` operand) added to the accumulator
+    (one ALU ADD with a register operand)."""
+    return EwStage(name, lambda x, o: x + o, (operand,), label="add_pos")
 
 
 def scaled_operand(name: str, mult: int, zero: int = 0) -> ChainOperand:
