@@ -11,9 +11,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from vta.compiler.accel.ops.window_packed import compile_window
 from vta.compiler.ops.chain import POSITION, Chain, ChainOperand, bias_stage
 from vta.compiler.ops.window import WindowSpec
-from vta.compiler.accel.ops.window_packed import compile_window
 from vta.errors import CompileError, GraphError, ScheduleError
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder
@@ -24,7 +24,8 @@ from vta.graph.passes.fold_pad import fold_pads
 from vta.graph.place import pad_correction
 from vta.graph.printer import format_graph
 from vta.graph.verify import verify_graph
-from vta.run.graph import run_graph
+from vta.run.graph import compile_for, run_graph
+from vta.run.targets import CudaEmuTarget
 
 from .conftest import hw
 from .test_zero_points import per_channel_graph, zero_graph
@@ -159,7 +160,7 @@ def test_a_position_operand_has_no_prep_and_no_window_takes_one() -> None:
     with pytest.raises(CompileError, match="kind must be one of"):
         ChainOperand("o", "pixel")
     chain = Chain((bias_stage(0),), (ChainOperand("opnd0", POSITION),))
-    with pytest.raises(ScheduleError, match="per-position operands .opnd0. are a conv"):
+    with pytest.raises(ScheduleError, match=r"per-position operands \(opnd0\) are a conv"):
         compile_window(WindowSpec("ewise", 1, 16, 4, 4), hw("pynq"), chain)
 
 
@@ -169,5 +170,17 @@ def test_verify_names_a_pad_value_outside_int8() -> None:
     conv = f.nodes[0]
     assert isinstance(conv, Conv2d)
     bad = dataclasses.replace(conv, pad_value=300)
-    with pytest.raises(GraphError, match="pad_value must be an integer in .-128, 127., got 300"):
+    with pytest.raises(GraphError, match=r"pad_value must be an integer in \[-128, 127\], got 300"):
         verify_graph(f.with_nodes([bad, *f.nodes[1:]]))
+
+
+@pytest.mark.parametrize("make", [zero_graph, per_channel_graph,
+                                  lambda: _conv_graph(32, 2, -128)])
+def test_the_gpu_path_folds_the_pads_too(make) -> None:  # type: ignore[no-untyped-def]
+    """cuda-emu: the per-position bias an int32 operand of the convolution's epilogue (read
+    from global memory at the output's index), bit-exact, no host step."""
+    g, x = make()
+    r = run_graph(compile_for(g, CudaEmuTarget()), {"x": x})
+    s = r.summary()
+    assert r.passed, s["mismatched_tensors"]
+    assert not [row["ops"] for row in s["steps"] if row["kernel"] == "host"]

@@ -63,6 +63,7 @@ from vta.graph.place import (
     block_diagonal,
     chain_of,
     transformer_reason,
+    with_pad_correction,
 )
 
 __all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
@@ -99,6 +100,8 @@ def group_kernel(group: Node) -> GroupKernel:
         if len(nodes) < 2 or not isinstance(nodes[1], Requantize):
             raise HostFallback(f"{a.op} without a requantize (an int32 result)")
         chain, vals = chain_of(nodes[1:], a.output)
+        if isinstance(a, Conv2d) and a.pad_value and a.pad:  # zero-point padding (fold_pad)
+            chain, vals = with_pad_correction(a, chain, vals)
         epi = Epilogue(shift=0, bias=True, clip=False)
         params = (a.x, a.weight, a.bias, *vals)
         if isinstance(a, Conv2d):

@@ -58,6 +58,7 @@ from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import HostFallback, VtaError
 from vta.graph.dram_layout import PackedLayout, canonical
+from vta.graph.interp import grouped_conv2d_int32
 from vta.graph.ir import (
     INT8_MAX,
     Add,
@@ -79,13 +80,12 @@ from vta.graph.ir import (
     Reshape,
     Stack,
     Take,
-    Transpose,
     TensorType,
+    Transpose,
     Value,
     node_macs,
     split_shift,
 )
-from vta.graph.interp import grouped_conv2d_int32
 from vta.graph.ort_add import IMM_MAX, factor_mult
 from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program

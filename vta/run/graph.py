@@ -35,6 +35,7 @@ from vta.graph.dram_layout import pack, unpack
 from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name
+from vta.graph.passes.fold_pad import fold_pads
 from vta.graph.passes.fuse import fuse, group_nodes
 from vta.graph.passes.split_matmul import split_matmuls
 from vta.graph.place import Kernel
@@ -77,6 +78,7 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
         return compile_graph(graph, target.hw, fusion=fusion, cost=target.cycles,
                              memo=target.memo)
     t0 = time.perf_counter()
+    graph = fold_pads(graph)  # zero-point pads: the convolutions' own (per-position bias)
     graph = split_matmuls(graph)  # products of two activations: dense layers, per head
     fused = fuse(graph, fusion)
     kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []

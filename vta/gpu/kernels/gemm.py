@@ -44,7 +44,7 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
-from vta.compiler.ops.chain import CHANNEL, Chain
+from vta.compiler.ops.chain import CHANNEL, POSITION, TENSOR, Chain
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
@@ -115,11 +115,13 @@ class MmaKnobs:
 def chain_buffers(chain: Chain | None, rows: int, cols: int, what: str
                   ) -> tuple[S.Buffer, ...]:
     """The kernel parameters of a chain's operands, by the chain's names: an int8 tensor
-    ``(rows, cols)`` laid out like the output, or an int32 vector over the ``cols`` channels."""
+    ``(rows, cols)`` laid out like the output, an int32 vector over the ``cols`` channels, or
+    an int32 ``(rows, cols)`` tensor (a per-position bias, read from global memory)."""
     if not chain:
         return ()
     return tuple(S.Buffer(o.name, (cols,), "int32") if o.kind == CHANNEL
-                 else S.Buffer(o.name, (rows, cols), "int8") for o in chain.operands)
+                 else S.Buffer(o.name, (rows, cols), "int32" if o.kind == POSITION else "int8")
+                 for o in chain.operands)
 
 
 def check_chain(chain: Chain | None, dtype: str, out_t: str, what: str) -> None:
@@ -347,7 +349,7 @@ class GemmBody:
         # the chain's int8 tensor operands come through shared memory too, a slice at a time,
         # with the output's vector mapping (coalesced), when rows are vector-aligned
         staged = [k for k, o in enumerate(self.chain.operands if self.chain else ())
-                  if o.kind != CHANNEL] if vb >= 4 else []
+                  if o.kind == TENSOR] if vb >= 4 else []
         tile = kb.warps_m * srows * pitch
         views: list[tuple[S.Buffer, Callable[..., tuple[E.Expr, ...]]]] = []
         alias = out_t == self.As.dtype and (1 + len(staged)) * tile <= self.As.size
