@@ -188,6 +188,10 @@ class Dense(Node):
     weight: Value
     bias: Value
     out: Value
+    #: the reduction length of the model's product when the dense layer also sums its zero
+    #: points' cross terms along an extended K (``passes.split_matmul``: ``K' = 3K``); its
+    #: MACs are the product's, ``N * M * useful_k`` (0: all of K)
+    useful_k: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -435,7 +439,7 @@ def node_macs(n: Node) -> int:
         return int(np.prod(o, dtype=np.int64)) * w[1] * w[2] * w[3]
     if isinstance(n, Dense):
         nb, m = n.out.type.shape
-        return nb * m * n.weight.type.shape[1]
+        return nb * m * (n.useful_k or n.weight.type.shape[1])
     if isinstance(n, Fused):
         return sum(node_macs(m) for m in n.nodes)
     if isinstance(n, MatMul):

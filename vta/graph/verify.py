@@ -130,6 +130,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         if kw_ != k or bm != m:
             raise GraphError(f"{where}: weight {w.name} {list(w.type.shape)} and bias {b.name} "
                              f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
+        _range(where, "useful_k", attrs.get("useful_k", 0), 0, k)
         return G.TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
     if op is G.Requantize:
         x = inputs[0]
