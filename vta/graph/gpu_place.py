@@ -66,7 +66,7 @@ from vta.graph.place import (
     with_pad_correction,
 )
 
-__all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
+__all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN", "LUT2_ANCHORS"]
 
 #: how a parameter is passed (``GroupKernel.layouts``): a 4-D activation channels-first or
 #: channels-last, a conv weight as (OC, IC*KH*KW) or (OC, KH*KW*IC), or as the graph holds it
@@ -89,6 +89,13 @@ class GroupKernel:
 def _act(v: Value, layout: str) -> str:
     """``layout`` for a 4-D activation, ``PLAIN`` for anything else."""
     return layout if len(v.type.shape) == 4 else PLAIN
+
+
+#: the anchors whose GPU kernel takes a ``Lut2`` in its epilogue (``passes.fuse``'s
+#: ``lut2_after``): every group ``group_kernel`` gives a kernel, the table read from global
+#: memory at the indices the chain computes
+LUT2_ANCHORS: tuple[type[Node], ...] = (Conv2d, Dense, MaxPool2d, GlobalAvgPool, Add, Relu, Clip,
+                                        Lut2)
 
 
 def group_kernel(group: Node) -> GroupKernel:

@@ -37,6 +37,7 @@ from vta.compiler.ops.chain import (
     CHANNEL,
     EYE,
     POSITION,
+    TABLE,
     TENSOR,
     Chain,
     ChainOperand,
@@ -46,6 +47,7 @@ from vta.compiler.ops.chain import (
     channel_requant_stage,
     clip_stage,
     exact_requant_stage,
+    lut2_stage,
     requant_stage,
     round_clip_stage,
     scaled_operand,
@@ -187,6 +189,16 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
                 stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
             else:
                 stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Lut2):  # a table (the GPU's chains; the accelerator refuses it)
+            operands.append(ChainOperand(f"opnd{len(operands)}", TABLE))
+            values.append(n.table)
+            tab = len(operands) - 1
+            if n.a is cur and n.b is cur:
+                stages.append(("lut2", (tab, None, True)))
+            else:
+                operands.append(ChainOperand(f"opnd{len(operands)}", TENSOR))
+                values.append(n.b if n.a is cur else n.a)
+                stages.append(("lut2", (tab, len(operands) - 1, n.a is cur)))
         else:
             raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
@@ -204,6 +216,8 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
         elif kind == "clip":
             out.append(clip_stage(*p))
+        elif kind == "lut2":
+            out.append(lut2_stage(*p))
         elif kind == "add" and p[0] <= IMM_MAX:
             mult, idx, zero = p
             out.append(add_stage(mult, idx, zero=zero))

@@ -32,7 +32,7 @@ from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.graph import interp
 from vta.graph.compile import CompiledGraph, compile_graph
 from vta.graph.dram_layout import pack, unpack
-from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
+from vta.graph.gpu_place import LUT2_ANCHORS, NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fold_pad import fold_pads
@@ -80,7 +80,7 @@ def compile_for(graph: Graph, target: Target, *, fusion: str = "full"
     t0 = time.perf_counter()
     graph = fold_pads(graph)  # zero-point pads: the convolutions' own (per-position bias)
     graph = split_matmuls(graph)  # products of two activations: dense layers, per head
-    fused = fuse(graph, fusion)
+    fused = fuse(graph, fusion, lut2_after=LUT2_ANCHORS)  # tables in the GPU's epilogues
     kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []
     reasons = []
     for group in fused.nodes:

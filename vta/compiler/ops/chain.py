@@ -10,6 +10,10 @@ anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``E
 * ``"position"``: an int32 tensor shaped like the op's output (a bias per output position:
   the correction that folds an input zero point's padding into the accumulator,
   ``vta.graph.passes.fold_pad``), loaded into the accumulator with each tile.
+* ``"table"``: an int8 ``(256, 256)`` table read at computed indices (ONNX Runtime's
+  element-wise function of two int8 tensors, ``vta.graph.ir.Lut2``, fused into the GPU
+  kernel that produces one of them; a stage receives it as a function ``(i, j) -> int32``).
+  No accelerator instruction indexes a table: the accelerator's chains refuse it.
 
 Each stage states its integer formula once, in the tensor IR; the accelerator builds it on
 its packed op (``vta.compiler.accel.ops.chain_plan.apply_chain``) and the GPU ops on their
@@ -28,14 +32,17 @@ from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 from vta.resources import REQUANT_F32
 
-__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "POSITION", "KINDS", "EYE",
+__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "POSITION", "TABLE", "KINDS",
+           "TABLE_SIZE", "EYE", "lut2_stage",
            "ew", "requant_stage", "channel_requant_stage", "exact_requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "bias_stage",
            "scaled_operand"]
 
-TENSOR, CHANNEL, POSITION = "tensor", "channel", "position"
+TENSOR, CHANNEL, POSITION, TABLE = "tensor", "channel", "position", "table"
 #: every operand kind (module docstring)
-KINDS = (TENSOR, CHANNEL, POSITION)
+KINDS = (TENSOR, CHANNEL, POSITION, TABLE)
+#: entries of a table operand along each index: every int8 value (index = value + 128)
+TABLE_SIZE = 256
 #: the name of the identity weight block an op that widens int8 operands reads
 EYE = "eye"
 
@@ -175,6 +182,24 @@ def bias_stage(operand: int, name: str = "pos_bias") -> EwStage:
     """``x + operand``: a per-position bias (a ``POSITION`` operand) added to the accumulator
     (one ALU ADD with a register operand)."""
     return EwStage(name, lambda x, o: x + o, (operand,), label="add_pos")
+
+
+def lut2_stage(table: int, other: int | None, running_first: bool = True,
+               name: str = "lut2") -> EwStage:
+    """``table[x + 128, o + 128]`` (``running_first``) or ``table[o + 128, x + 128]``, with
+    ``x`` the running value (an int8 value: the stage before ends in a clip to int8) and ``o``
+    the int8 tensor operand ``other`` (``None``: ``x`` itself, both indices); ``table`` is a
+    ``TABLE`` operand."""
+    h = TABLE_SIZE // 2
+    reads = (table,) if other is None else (table, other)
+
+    def fn(x: E.Expr, tab: Any, o: E.Expr | None = None) -> E.Expr:
+        y = x if o is None else o
+        i, j = (x, y) if running_first else (y, x)
+        return tab(i + h, j + h)
+
+    order = "" if other is None else ("(x,o)" if running_first else "(o,x)")
+    return EwStage(name, fn, reads, label=f"lut2{order}")
 
 
 def scaled_operand(name: str, mult: int, zero: int = 0) -> ChainOperand:

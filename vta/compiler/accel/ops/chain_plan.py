@@ -21,11 +21,29 @@ from vta.compiler.accel.select import candidates, cover
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, TensorRead, placeholder, reduce_axis
 from vta.compiler.ir.tensor import sum_ as tsum
-from vta.compiler.ops.chain import CHANNEL, EYE, POSITION, Chain, ChainOperand, EwStage, ew
+from vta.compiler.ops.chain import (
+    CHANNEL,
+    EYE,
+    POSITION,
+    TABLE,
+    Chain,
+    ChainOperand,
+    EwStage,
+    ew,
+)
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa.builtins import GEMM
 from vta.isa.defs import instance
+
+
+def check_no_table(chain: Chain, what: str) -> None:
+    """A ``CompileError`` when ``chain`` reads a table (``ops.chain.TABLE``): no accelerator
+    instruction indexes a table (the GPU's chains take one)."""
+    tables = [o.name for o in chain.operands if o.kind == TABLE]
+    if tables:
+        raise CompileError(f"{what}: chain operand {tables[0]} is a table; no accelerator "
+                           f"instruction indexes a table")
 
 
 def check_widening(hw: HwConfig, what: str) -> None:
@@ -73,6 +91,7 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
     ``prep``, then one element-wise stage per ``EwStage``; the int8 output narrows the last."""
     if not chain:
         return op
+    check_no_table(chain, op.name)
     shape = op.acc.shape
     g = hw.gemm
     inputs = list(op.inputs)
@@ -136,6 +155,7 @@ class ChainCost:
 
 def chain_cost(chain: Chain, hw: HwConfig) -> ChainCost:
     """``chain``'s ``ChainCost`` on ``hw`` (a ``CompileError`` when an instruction is missing)."""
+    check_no_table(chain, "a fused chain")
     return ChainCost(chain_instructions(chain, hw), len(chain.tensors),
                      sum(o.kind == CHANNEL for o in chain.operands), len(chain.positions))
 
