@@ -32,6 +32,17 @@ DOCUMENTED: dict[tuple[str, str], str] = {
     ("README.md", "5,677,748"): "vta run --hw hwconfigs/pynq_mul.yaml mobilenet_v2",
     ("README.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("docs/graph.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
+    ("README.md", "1,869,574"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                "(after passes.split_matmul's zero-point fold)",
+    ("docs/graph.md", "1,869,574"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
+    ("docs/graph.md", "633,752"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                  "--json: the 8 attention kernels' cycles summed (derived)",
+    ("README.md", "29,886,284"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 "
+                                 "(after passes.fold_pad)",
+    ("docs/graph.md", "85,561"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                 "--json (Q @ K^T with zero points, a head)",
+    ("docs/graph.md", "72,877"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                 "--json (P @ V with zero points, a head)",
     ("README.md", "142,984"): "vta run --target cuda-emu mobilenet_v2_32 (the ONNX Runtime line)",
     ("docs/graph.md", "1,869,056"): "python bench/onnx_models.py --inputs 20 at commit e707dae "
                                     "(ResNet-18 32x32, s8 per-tensor, pynq_mul; historical)",
