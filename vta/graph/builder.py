@@ -53,7 +53,7 @@ from vta.graph.ir import (
     UniqueNames,
     Value,
 )
-from vta.graph.ort_add import AddForm
+from vta.graph.ort_add import AddForm, ChannelForm
 from vta.graph.quant import (
     SCALE_MODES,
     fixed_point,
@@ -342,6 +342,19 @@ class GraphBuilder:
                                    ("zero", zero), ("offset", form.offset)) if v}
         return self._add_node(Add, name, (a, b), mult_a=form.mult_a, mult_b=form.mult_b,
                               shift=form.shift, lo=form.lo, hi=form.hi, scale=scale, **extra)
+
+    def add_channels(self, x: Value, form: ChannelForm, channel_values: np.ndarray,
+                     scale: float, name: str = "add", zero: int = 0) -> Value:
+        """``x`` plus a constant that varies along the channels only (axis 1; ``channel_values``
+        its int8 value per channel), with the integer form ``form``
+        (``ort_add.fit_channel_add``: proven on all 256 inputs of every channel's value):
+        ``clip(((x - z_x) * mult + 2**(shift-1) + offsets[c]) >> shift) + zero)``."""
+        offs = np.array([form.offsets[int(v)] for v in channel_values], dtype=np.int32)
+        ov = self.const(f"{name}_offsets", offs)
+        extra = {k: v for k, v in (("zero_a", x.type.zero), ("zero_b", x.type.zero),
+                                   ("zero", zero)) if v}
+        return self._add_node(Add, name, (x, x), mult_a=form.mult, mult_b=0, shift=form.shift,
+                              lo=form.lo, hi=form.hi, scale=scale, offsets=ov, **extra)
 
     def lut2(self, a: Value, b: Value, table: np.ndarray, scale: float, name: str,
              zero: int = 0) -> Value:

@@ -119,6 +119,9 @@ def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
     p = wrap32((a[0].astype(np.int64) - node.zero_a) * node.mult_a)
     q = wrap32((a[1].astype(np.int64) - node.zero_b) * node.mult_b)
     t = wrap32(p.astype(np.int64) + q + node.offset)
+    if node.offsets is not None:  # per channel (axis 1)
+        c = a[2].astype(np.int64).reshape((1, -1) + (1,) * (t.ndim - 2))
+        t = wrap32(t.astype(np.int64) + c)
     y = rounding_shift(t, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 

@@ -260,6 +260,19 @@ class Add(Node):
     #: added to the sum before the rounding shift (beside its ``2**(shift-1)``): with it an
     #: imported add reproduces ONNX Runtime's float32 add bit for bit (``vta.graph.ort_add``)
     offset: int = 0
+    #: an int32 constant per channel (axis 1) added beside ``offset``: an add of a constant
+    #: tensor that varies along the channels only (a bias), folded into the rounding
+    #: (``ort_add.fit_channel_add``: then ``b`` is ``a`` and ``mult_b`` 0); an operand
+    offsets: Value | None = None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.a, self.b) if self.offsets is None else (self.a, self.b, self.offsets)
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)
+        a.pop("offsets", None)
+        return a
 
 
 @dataclass(frozen=True, eq=False)

@@ -184,6 +184,10 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
                 operands.append(_scaled(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
                 stages.append(("add", (mine, len(operands) - 1, z_mine)))
+            if n.offsets is not None:  # a constant per channel (a bias: ort_add.ChannelForm)
+                operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+                values.append(n.offsets)
+                stages.append(("chan", (len(operands) - 1,)))
             pre, post = split_shift(n.shift)
             if n.offset:  # ORT's rounding (``ort_add``): the offset joins the rounding ADD
                 stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
@@ -218,6 +222,8 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(clip_stage(*p))
         elif kind == "lut2":
             out.append(lut2_stage(*p))
+        elif kind == "chan":
+            out.append(bias_stage(p[0], "chan_offset", "add_chan"))
         elif kind == "add" and p[0] <= IMM_MAX:
             mult, idx, zero = p
             out.append(add_stage(mult, idx, zero=zero))

@@ -160,7 +160,17 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _clip_range(where, attrs["lo"], attrs["hi"])
         return x.type
     if op is G.Add:
-        a, b = inputs
+        a, b = inputs[:2]
+        offsets = attrs.get("offsets") or (inputs[2] if len(inputs) > 2 else None)
+        if offsets is not None:
+            if offsets.data is None or offsets.type.dtype != "int32" \
+                    or len(a.type.shape) < 2 or offsets.type.shape != (a.type.shape[1],):
+                raise GraphError(f"{where}: offsets {offsets.name} must be an int32 constant "
+                                 f"with one entry per channel of {a.name} "
+                                 f"{list(a.type.shape)}, got {offsets.type}")
+            if np.abs(offsets.data.astype(np.int64)).max(initial=0) > 1 << 30:
+                raise GraphError(f"{where}: offsets {offsets.name} must lie in "
+                                 f"[-2**30, 2**30]")
         for v in (a, b):
             if v.type.dtype != "int8":
                 raise GraphError(f"{where}: operand {v.name} must be int8, got {v.type.dtype}")

@@ -178,10 +178,10 @@ def add_stage(mult: int, operand: int, name: str = "add", zero: int = 0) -> EwSt
                    label=f"madd({mult}{_zeros_label(0, zero)})")
 
 
-def bias_stage(operand: int, name: str = "pos_bias") -> EwStage:
-    """``x + operand``: a per-position bias (a ``POSITION`` operand) added to the accumulator
-    (one ALU ADD with a register operand)."""
-    return EwStage(name, lambda x, o: x + o, (operand,), label="add_pos")
+def bias_stage(operand: int, name: str = "pos_bias", label: str = "add_pos") -> EwStage:
+    """``x + operand``: a bias added to the running value, per position (a ``POSITION``
+    operand) or per channel (a ``CHANNEL`` one); one ALU ADD with a register operand."""
+    return EwStage(name, lambda x, o: x + o, (operand,), label=label)
 
 
 def lut2_stage(table: int, other: int | None, running_first: bool = True,

@@ -15,7 +15,8 @@ when that output has no other reader and is not a graph output, and when every o
 reads (an add's other branch) is computed before that group runs; an add may join the group of
 either operand. A ``lut2`` (a table of two int8 tensors) joins the same way when the caller
 names the anchors that can take it (``lut2_after``: the GPU path's kernels, whose epilogue reads
-the table; the accelerator has no table lookup, so by default a ``lut2`` is a group of its own).
+the table; the accelerator has no table lookup, so by default a ``lut2`` is a group of its own,
+and takes no epilogue either: what followed it would run on the host with it).
 Anything else starts a group. ``level="requant"`` fuses only a
 ``requantize`` into the convolution or dense layer before it (the int32 accumulators never
 leave the kernel, the granularity of ONNX's QLinear operators): the unfused baseline.
@@ -69,9 +70,9 @@ def fuse(graph: Graph, level: str = "full",
     if any(isinstance(n, Fused) for n in graph.nodes):
         raise GraphError(f"graph {graph.name} is already fused")
     outputs = {id(v) for v in graph.outputs}
-    readers: dict[int, int] = {}
-    for n in graph.nodes:
-        for v in n.inputs:
+    readers: dict[int, int] = {}  # value -> how many nodes read it (an add of x with
+    for n in graph.nodes:          # itself is one reader)
+        for v in {id(v): v for v in n.inputs}.values():
             readers[id(v)] = readers.get(id(v), 0) + 1
     groups: list[_Group] = []
     made_by: dict[int, _Group] = {}  # value -> the group computing it
@@ -107,6 +108,8 @@ def _target(n: Node, level: str, open_tail: dict[int, _Group], made_by: dict[int
             continue
         if table and not isinstance(g.nodes[0], lut2_after):
             continue
+        if isinstance(g.nodes[0], Lut2) and Lut2 not in lut2_after:
+            continue  # a table is a host step there: an epilogue would follow it to the host
         if level == "requant" and not (isinstance(n, Requantize)
                                        and isinstance(g.nodes[0], (Conv2d, Dense))
                                        and len(g.nodes) == 1):
