@@ -3,7 +3,9 @@ no integer form reproduces) fused into the epilogue of the GPU kernel that produ
 operands: the task-mapping GEMM, the channels-last and NCHW convolutions and the SIMT window
 kernels read the ``(256, 256)`` table from global memory at the indices the chain computes.
 Bit-exact under the SIMT emulator against numpy's lookup, PTX for sm_80 and sm_90, and the
-accelerator's chains refuse a table by name."""
+accelerator's chains refuse a table by name. Also the other new operand kind, an int32 bias per
+output position (zero-point padding folded into the convolution, ``graph.passes.fold_pad``),
+read from global memory in the same epilogues."""
 
 from __future__ import annotations
 
@@ -15,11 +17,13 @@ import pytest
 
 from vta.compiler.accel.ops.chain_plan import chain_cost
 from vta.compiler.ops.chain import (
+    POSITION,
     TABLE,
     TENSOR,
     Chain,
     ChainOperand,
     add_stage,
+    bias_stage,
     lut2_stage,
     requant_stage,
     scaled_operand,
@@ -146,3 +150,33 @@ def test_a_table_operand_takes_no_prep() -> None:
     with pytest.raises(CompileError, match="only a 'tensor' operand has a prep"):
         ChainOperand("tab", TABLE, lambda v: v)
 
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_the_convolution_epilogue_adds_a_per_position_bias(layout: str,
+                                                           nvcc_check: Callable) -> None:
+    """``x + p[position]`` (an int32 ``POSITION`` operand shaped like the output), then the
+    requantize: the GPU side of the zero-point padding fold."""
+    spec = Conv2dSpec(1, 16, 5, 5, 16, 3, 3, 2, 1)
+    chain = Chain((bias_stage(0), requant_stage(37, 2, 6, -128, 127)),
+                  (ChainOperand("pos", POSITION),))
+    func = mma_conv2d(spec, "int8", BIAS_ONLY, layout=layout, chain=chain)
+    rng = np.random.default_rng(8)
+    x = rng.integers(-128, 128, (1, 16, 5, 5), dtype=np.int8)
+    w = rng.integers(-128, 128, (16, 16, 3, 3), dtype=np.int8)
+    bias = rng.integers(-4096, 4096, 16, dtype=np.int32)
+    oshape = (1, 16, spec.oh, spec.ow)
+    pos = rng.integers(-(1 << 20), 1 << 20, oshape, dtype=np.int32)
+    flat = lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1).reshape(-1, 16))  # noqa: E731
+    acc = _wrap(flat(_acc(x, w, spec)).astype(np.int64) + bias + flat(pos))
+    want = np.clip(_rounding(_wrap(acc * 37), 2, 6), -128, 127).astype(np.int8)
+    if layout == "NHWC":
+        y = np.zeros(want.shape, np.int8)
+        Emulator(func).run(_nhwc(x), ohwi_weight(w), bias, flat(pos), y)
+        got = y
+    else:
+        y4 = np.zeros(oshape, np.int8)
+        Emulator(func).run(x, ohwi_weight(w), bias, pos, y4)
+        got = flat(y4)
+    assert np.array_equal(got, want)
+    nvcc_check([render_cuda(func).source])
