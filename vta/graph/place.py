@@ -6,7 +6,9 @@ A group (``passes.fuse``) runs on the accelerator when the hardware can express 
   conv2d / matmul op (``compiler.driver.compile_workload``: GEMM, the bias and the chain as
   ALU instructions on the accumulator tile, attached by post-scheduling fusion), compiled for
   the exact packed layouts (``layout``); a convolution with few channels reading a graph input
-  may fold its window into the channels (the host's pack repacks the input);
+  may fold its window into the channels (the host's pack repacks the input); one padded with an
+  input's zero point (``pad_value``, ``passes.fold_pad``) pads with 0 and adds the difference as
+  an int32 bias per output position (``pad_correction``, a ``position`` chain operand);
 * a max-pool: ``ops.window`` ``max`` (ALU MAX over the window taps) when it does not pad or
   its input cannot be negative (the LOAD's zero padding then never wins);
 * a global average pool over a square image: ``ops.window`` ``sum`` (the GEMM core sums the
