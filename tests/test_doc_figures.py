@@ -32,6 +32,21 @@ DOCUMENTED: dict[tuple[str, str], str] = {
     ("README.md", "5,677,748"): "vta run --hw hwconfigs/pynq_mul.yaml mobilenet_v2",
     ("README.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
     ("docs/graph.md", "1,235,822"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
+    ("README.md", "2,205,708"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                "(attention's zero points folded, bias adds on the ALU)",
+    ("docs/graph.md", "2,205,708"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop",
+    ("docs/graph.md", "1,869,574"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                    "with the attention fold alone (at this branch's commit "
+                                    "'attention matmuls with zero points on the accelerator')",
+    ("docs/graph.md", "336,134"): "2,205,708 - 1,869,574 (derived)",
+    ("docs/graph.md", "633,752"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                  "--json: the 8 attention kernels' cycles summed (derived)",
+    ("README.md", "29,886,284"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 "
+                                 "(after passes.fold_pad)",
+    ("docs/graph.md", "85,561"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                 "--json (Q @ K^T with zero points, a head)",
+    ("docs/graph.md", "72,877"): "vta run --hw hwconfigs/pynq_requant.yaml bert_tiny_qop "
+                                 "--json (P @ V with zero points, a head)",
     ("README.md", "142,984"): "vta run --target cuda-emu mobilenet_v2_32 (the ONNX Runtime line)",
     ("docs/graph.md", "10,470,729"): "vta run --hw hwconfigs/pynq_requant.yaml mobilenet_v2 at "
                                      "commit 2bca7ec (the exact pool as a depthwise sum of "

@@ -384,8 +384,13 @@ def test_split_matmul_before_and_after() -> None:
     a, b = interp.run_graph(g, ins), interp.run_graph(s, ins)
     assert np.array_equal(a[g.outputs[0]], b[g.outputs[0]])
     assert s.macs == g.macs == 2 * 6 * 6 * 16
-    zg, _ = _attention_graph(zero=3)  # a zero point: its cross terms need both operands
-    assert split_matmuls(zg) is zg
+    zg, zins = _attention_graph(zero=3)  # a zero point: its cross terms along an extended K
+    zs = split_matmuls(zg)
+    assert [n.op for n in zs.nodes].count("concat") == 4 and "matmul" not in \
+        [n.op for n in zs.nodes]
+    assert zs.macs == zg.macs
+    assert np.array_equal(interp.run_graph(zg, zins)[zg.outputs[0]],
+                          interp.run_graph(zs, zins)[zg.outputs[0]])
 
 
 def test_runtime_weight_dense_on_the_simulator() -> None:
@@ -447,4 +452,5 @@ def test_vta_run_bert_tiny_qop_on_pynq_requant(capsys: pytest.CaptureFixture[str
     assert s["passed"] and s["macs"] == 58_720_256
     assert s["onnx_runtime"]["identical"], s["onnx_runtime"]
     host = {row["ops"][0] for row in s["steps"] if row["placement"] == "cpu"}
-    assert {"qlinear_softmax", "lut2", "host_float", "matmul"} <= host
+    assert {"qlinear_softmax", "lut2", "host_float"} <= host and "matmul" not in host
+    assert s["accelerated_macs"] == s["macs"]  # attention's zero points folded (split_matmul)

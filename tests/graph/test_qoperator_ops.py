@@ -469,9 +469,10 @@ def test_small_qoperator_bert_is_ort_bits_on_the_interpreter(types: str) -> None
 
 
 def test_small_qoperator_bert_on_the_simulator() -> None:
-    """pynq_requant: dense layers and the integer adds on the accelerator, the tables,
-    softmax, attention matmuls (zero points) and float islands on the host by name; every
-    stored tensor bit-exact against the interpreter and every int8 tensor ORT's."""
+    """pynq_requant: dense layers (attention's too, zero points folded into an extended K)
+    and the integer adds on the accelerator, the tables, softmax and float islands on the
+    host by name; every stored tensor bit-exact against the interpreter and every int8 tensor
+    ORT's."""
     model = bert_tiny(0, **SMALL)
     fmt = Format("QOperator", "a8", False)
     q = quantize_outputs(quantize(model, fmt, seed=0), model, fmt, seed=0)

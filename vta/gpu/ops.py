@@ -38,7 +38,7 @@ from typing import Any
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.schedule import Schedule
 from vta.compiler.ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, sum_
-from vta.compiler.ops.chain import CHANNEL, Chain, ew
+from vta.compiler.ops.chain import CHANNEL, POSITION, TABLE, TABLE_SIZE, Chain, ew
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
@@ -118,11 +118,14 @@ def _stage(fn: Callable[[E.Expr, E.Expr | None], E.Expr], y: Tensor,
 
 def chain_operands(chain: Chain | None, out_shape: tuple[int, ...]) -> list[Tensor]:
     """The placeholders of a chain's operands in the GPU layouts: an int8 tensor shaped like
-    the output, or an int32 vector over the output's channels (axis 1)."""
+    the output, an int32 vector over the output's channels (axis 1), an int32 tensor shaped
+    like the output (a per-position bias), or an int8 (256, 256) table."""
     if not chain:
         return []
     return [placeholder((out_shape[1],), "int32", o.name) if o.kind == CHANNEL
-            else placeholder(out_shape, "int8", o.name) for o in chain.operands]
+            else placeholder((TABLE_SIZE, TABLE_SIZE), "int8", o.name) if o.kind == TABLE
+            else placeholder(out_shape, "int32" if o.kind == POSITION else "int8", o.name)
+            for o in chain.operands]
 
 
 def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype: str,
@@ -152,9 +155,13 @@ def requantize(acc: Tensor, bias: Tensor | None, epi: Epilogue | None, out_dtype
 
             def stage(*ax: E.Var, src: Tensor = src, st: Any = st,
                       reads: list[Any] = reads) -> E.Expr:
-                vals = []
+                vals: list[Any] = []
                 for o, t in reads:
-                    v = t[ax[1]] if o.kind == CHANNEL else t[ax].astype("int32")
+                    if o.kind == TABLE:  # read at computed indices
+                        vals.append(lambda i, j, t=t: t[i, j].astype("int32"))
+                        continue
+                    v = t[ax[1]] if o.kind == CHANNEL else \
+                        t[ax] if o.kind == POSITION else t[ax].astype("int32")
                     vals.append(o.prep(v) if o.prep is not None and o.kind != CHANNEL else v)
                 return st.fn(src[ax], *vals)
 

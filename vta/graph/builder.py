@@ -53,7 +53,7 @@ from vta.graph.ir import (
     UniqueNames,
     Value,
 )
-from vta.graph.ort_add import AddForm
+from vta.graph.ort_add import AddForm, ChannelForm
 from vta.graph.quant import (
     SCALE_MODES,
     fixed_point,
@@ -133,8 +133,10 @@ class GraphBuilder:
     # ------------------------------------------------------------------ operators
 
     def conv2d(self, x: Value, weight: Value, bias: Value, stride: int = 1, pad: int = 0,
-               name: str = "conv", groups: int = 1) -> Value:
-        extra = {"groups": groups} if groups != 1 else {}
+               name: str = "conv", groups: int = 1, pad_value: int = 0) -> Value:
+        extra: dict[str, int] = {"groups": groups} if groups != 1 else {}
+        if pad_value:
+            extra["pad_value"] = pad_value
         return self._add_node(Conv2d, name, (x, weight, bias), stride=stride, pad=pad, **extra)
 
     def dense(self, x: Value, weight: Value, bias: Value, name: str = "dense") -> Value:
@@ -367,6 +369,19 @@ class GraphBuilder:
                                    ("zero", zero), ("offset", form.offset)) if v}
         return self._add_node(Add, name, (a, b), mult_a=form.mult_a, mult_b=form.mult_b,
                               shift=form.shift, lo=form.lo, hi=form.hi, scale=scale, **extra)
+
+    def add_channels(self, x: Value, form: ChannelForm, channel_values: np.ndarray,
+                     scale: float, name: str = "add", zero: int = 0) -> Value:
+        """``x`` plus a constant that varies along the channels only (axis 1; ``channel_values``
+        its int8 value per channel), with the integer form ``form``
+        (``ort_add.fit_channel_add``: proven on all 256 inputs of every channel's value):
+        ``clip(((x - z_x) * mult + 2**(shift-1) + offsets[c]) >> shift) + zero)``."""
+        offs = np.array([form.offsets[int(v)] for v in channel_values], dtype=np.int32)
+        ov = self.const(f"{name}_offsets", offs)
+        extra = {k: v for k, v in (("zero_a", x.type.zero), ("zero_b", x.type.zero),
+                                   ("zero", zero)) if v}
+        return self._add_node(Add, name, (x, x), mult_a=form.mult, mult_b=0, shift=form.shift,
+                              lo=form.lo, hi=form.hi, scale=scale, offsets=ov, **extra)
 
     def lut2(self, a: Value, b: Value, table: np.ndarray, scale: float, name: str,
              zero: int = 0) -> Value:

@@ -3,6 +3,8 @@
 ::
 
     graph (verified)
+      │ passes.fold_pad       zero-point pads into their convolutions (pad_value: LOAD pads
+      │                       with 0, a per-position bias adds the difference)
       │ passes.split_matmul   products of two activations: dense layers whose weight the
       │                       host packs at run time, one per head
       │ passes.fuse           element-wise operators into their producer's epilogue
@@ -44,6 +46,7 @@ from vta.config import HwConfig, shipped_configs
 from vta.errors import GraphError
 from vta.graph.ir import Graph, Requantize
 from vta.graph.link import link_program
+from vta.graph.passes.fold_pad import fold_pads
 from vta.graph.passes.fuse import fuse
 from vta.graph.passes.memory import MemoryPlan, plan_memory
 from vta.graph.passes.plan_layouts import LayoutPlan, plan_layouts
@@ -99,6 +102,7 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
     steps)."""
     t0 = time.perf_counter()
     check_multipliers(graph, hw)
+    graph = fold_pads(graph)  # zero-point pads: the convolutions' own (per-position bias)
     graph = split_matmuls(graph)  # products of two activations: runtime-weight dense layers
     fused = fuse(graph, fusion)
     steps = place(fused) if place is not None else place_all(fused, hw, cost, refine, memo)

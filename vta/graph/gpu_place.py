@@ -63,9 +63,10 @@ from vta.graph.place import (
     chain_of,
     pool_chain,
     transformer_reason,
+    with_pad_correction,
 )
 
-__all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN"]
+__all__ = ["group_kernel", "GroupKernel", "NCHW", "NHWC", "OIHW", "OHWI", "PLAIN", "LUT2_ANCHORS"]
 
 #: how a parameter is passed (``GroupKernel.layouts``): a 4-D activation channels-first or
 #: channels-last, a conv weight as (OC, IC*KH*KW) or (OC, KH*KW*IC), or as the graph holds it
@@ -90,6 +91,13 @@ def _act(v: Value, layout: str) -> str:
     return layout if len(v.type.shape) == 4 else PLAIN
 
 
+#: the anchors whose GPU kernel takes a ``Lut2`` in its epilogue (``passes.fuse``'s
+#: ``lut2_after``): every group ``group_kernel`` gives a kernel, the table read from global
+#: memory at the indices the chain computes
+LUT2_ANCHORS: tuple[type[Node], ...] = (Conv2d, Dense, MaxPool2d, GlobalAvgPool, Add, Relu, Clip,
+                                        Lut2)
+
+
 def group_kernel(group: Node) -> GroupKernel:
     """The GPU kernel of ``group`` (module docstring); a group no kernel takes raises with the
     reason."""
@@ -99,6 +107,8 @@ def group_kernel(group: Node) -> GroupKernel:
         if len(nodes) < 2 or not isinstance(nodes[1], Requantize):
             raise HostFallback(f"{a.op} without a requantize (an int32 result)")
         chain, vals = chain_of(nodes[1:], a.output)
+        if isinstance(a, Conv2d) and a.pad_value and a.pad:  # zero-point padding (fold_pad)
+            chain, vals = with_pad_correction(a, chain, vals)
         epi = Epilogue(shift=0, bias=True, clip=False)
         params = (a.x, a.weight, a.bias, *vals)
         if isinstance(a, Conv2d):

@@ -56,7 +56,11 @@ def _clip8(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
     x, w, b = a
-    acc = grouped_conv2d_int32(x, w, node.stride, node.pad, node.groups)
+    pad = node.pad
+    if node.pad_value and pad:  # padded with the value first, then a convolution without
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=node.pad_value)
+        pad = 0
+    acc = grouped_conv2d_int32(x, w, node.stride, pad, node.groups)
     return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
 
 
@@ -115,6 +119,9 @@ def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
     p = wrap32((a[0].astype(np.int64) - node.zero_a) * node.mult_a)
     q = wrap32((a[1].astype(np.int64) - node.zero_b) * node.mult_b)
     t = wrap32(p.astype(np.int64) + q + node.offset)
+    if node.offsets is not None:  # per channel (axis 1)
+        c = a[2].astype(np.int64).reshape((1, -1) + (1,) * (t.ndim - 2))
+        t = wrap32(t.astype(np.int64) + c)
     y = rounding_shift(t, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 

@@ -175,6 +175,10 @@ class Conv2d(Node):
     #: group ``g``'s outputs reading only group ``g``'s inputs (the weight is ``(O, I/groups,
     #: KH, KW)``); ``groups`` = channels is a depthwise convolution (MobileNet's)
     groups: int = 1
+    #: the value the input is padded with: an asymmetric input's zero point (its real 0;
+    #: ``passes.fold_pad`` folds a ``pad`` into the convolution; the accelerator pads with 0
+    #: and adds the difference as a per-position bias, ``place.pad_correction``)
+    pad_value: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +189,10 @@ class Dense(Node):
     weight: Value
     bias: Value
     out: Value
+    #: the reduction length of the model's product when the dense layer also sums its zero
+    #: points' cross terms along an extended K (``passes.split_matmul``: ``K' = 3K``); its
+    #: MACs are the product's, ``N * M * useful_k`` (0: all of K)
+    useful_k: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,6 +261,19 @@ class Add(Node):
     #: added to the sum before the rounding shift (beside its ``2**(shift-1)``): with it an
     #: imported add reproduces ONNX Runtime's float32 add bit for bit (``vta.graph.ort_add``)
     offset: int = 0
+    #: an int32 constant per channel (axis 1) added beside ``offset``: an add of a constant
+    #: tensor that varies along the channels only (a bias), folded into the rounding
+    #: (``ort_add.fit_channel_add``: then ``b`` is ``a`` and ``mult_b`` 0); an operand
+    offsets: Value | None = None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.a, self.b) if self.offsets is None else (self.a, self.b, self.offsets)
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)
+        a.pop("offsets", None)
+        return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -447,7 +468,7 @@ def node_macs(n: Node) -> int:
         return int(np.prod(o, dtype=np.int64)) * w[1] * w[2] * w[3]
     if isinstance(n, Dense):
         nb, m = n.out.type.shape
-        return nb * m * n.weight.type.shape[1]
+        return nb * m * (n.useful_k or n.weight.type.shape[1])
     if isinstance(n, Fused):
         return sum(node_macs(m) for m in n.nodes)
     if isinstance(n, MatMul):

@@ -92,6 +92,7 @@ from vta.graph.onnx_load import initializers, onnx_module, qdq_form, read_model
 from vta.graph.ort_add import (
     MAX_SHIFT,
     fit_add,
+    fit_channel_add,
     qdq_add_table,
     qlinear_add_table,
     rescale_table,
@@ -1209,9 +1210,18 @@ class _Importer:
             ratio = sx * sc * (cval - zc) / sy if n.op_type == "QLinearMul" else sx / sy
             self.out(out, self.unary_table(x, t[:, cval + 128], sy, zy, ratio, unsigned, out))
             return
-        # a constant tensor (a bias broadcast along the rows): ORT's table, on the host (an
-        # integer add reading a constant tensor has no DRAM operand on the accelerator)
+        # a constant tensor (a bias broadcast along the rows): the integer add with an offset
+        # per channel where one gives ORT's table on every input of every channel
+        # (ort_add.fit_channel_add), else ORT's table (a host step on the accelerator)
         full = np.broadcast_to(ints, shape).reshape(_ir_shape(shape)).astype(np.int8)
+        per_channel = _channel_values(full)
+        if n.op_type == "QLinearAdd" and per_channel is not None:
+            sx = sa if k == 3 else sb
+            chan = fit_channel_add(t, x.type.zero, zy, sx / sy, per_channel)
+            if chan is not None:
+                self.out(out, self.b.add_channels(x, chan, per_channel, sy, name=out,
+                                                  zero=zy))
+                return
         cv = self.b.const(f"{out}_{n.input[k]}", np.ascontiguousarray(full), (sa, sb)[k // 3])
         self.out(out, self.b.lut2(x, cv, t, sy, name=out, zero=zy))
 
@@ -1394,6 +1404,17 @@ class _Float:
     """An ONNX tensor computed in float (not yet quantized): its expression."""
 
     expr: _FExpr
+
+
+def _channel_values(full: np.ndarray) -> np.ndarray | None:
+    """The value per channel (axis 1) of a constant that varies along that axis only, else
+    None."""
+    if full.ndim < 2:
+        return None
+    first = np.moveaxis(full, 1, 0).reshape(full.shape[1], -1)[:, 0]
+    shape = (1, -1) + (1,) * (full.ndim - 2)
+    return first if np.array_equal(full, np.broadcast_to(first.reshape(shape), full.shape)) \
+        else None
 
 
 def _ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["fma32", "stored_grid", "qlinear_add_table", "qdq_add_table", "rescale_table", "AddForm",
-           "fit_add", "apply_form", "factor_mult", "IMM_MAX", "MAX_SHIFT"]
+           "fit_add", "apply_form", "factor_mult", "IMM_MAX", "MAX_SHIFT", "ChannelForm",
+           "fit_channel_add", "apply_channel_form"]
 
 _F32 = np.float32
 _F64 = np.float64
@@ -220,6 +221,63 @@ def fit_add(table: np.ndarray, za: int, zb: int, zc: int, ratios: tuple[float, f
                     continue
                 c = min(max(half, c_lo), c_hi)  # the plain rounding constant where it fits
                 return AddForm(ma, mb, shift, c - half, lo + zc, hi + zc)
+    return None
+
+
+@dataclass(frozen=True)
+class ChannelForm:
+    """An add of a constant that varies along the channels only (a broadcast bias), as the
+    graph IR's ``Add`` of ``x`` with itself (``mult_b`` 0) plus an offset per channel:
+    ``clip(((x - z_x) * mult + 2**(shift - 1) + offsets[c]) >> shift) + zero, lo, hi)``, with
+    ``offsets`` keyed by the constant's int8 value in that channel."""
+
+    mult: int
+    shift: int
+    offsets: dict[int, int]
+    lo: int
+    hi: int
+
+
+def apply_channel_form(f: ChannelForm, x: np.ndarray, zx: int, c: int, zero: int
+                       ) -> np.ndarray:
+    """``f`` on int8-form values ``x`` of a channel whose constant is ``c`` (int64)."""
+    t = (x - zx) * f.mult + (1 << (f.shift - 1)) + f.offsets[c]
+    return np.clip((t >> f.shift) + zero, f.lo, f.hi)
+
+
+def fit_channel_add(table: np.ndarray, zx: int, zc: int, ratio: float, values: np.ndarray,
+                    unsigned: bool = False, search: int = 8) -> ChannelForm | None:
+    """The ``ChannelForm`` equal to ``table`` (int8 forms, ``table[x + 128, c + 128]``: rows
+    the activation's value, columns the constant's) on all 256 inputs of every column in
+    ``values`` (the constant's distinct int8 values), with the smallest shift, or None:
+    exact by exhaustion like ``fit_add``. One multiplier and shift for every channel (within
+    ``search`` of ``ratio * 2**shift``, a product of two ALU immediates: ``factor_mult``), an
+    offset of its own for each (an int32 channel operand, no immediate: any value in the window
+    every input of that channel allows). The saturation bounds are the int8 range; every sum
+    stays inside int32. ``zx``, ``zc``: the int8 forms' zero points; ``unsigned`` only names
+    the stored type (the table is already in int8 form)."""
+    del unsigned  # the int8 forms are the same arithmetic for both stored types
+    x = np.arange(-128, 128, dtype=np.int64)
+    dx = x - zx
+    lo, hi = -128 - zc, 127 - zc
+    cols = [int(v) for v in np.unique(values)]
+    wants = {c: table[:, c + 128].astype(np.int64) - zc for c in cols}
+    for shift in range(1, MAX_SHIFT + 1):
+        half = 1 << (shift - 1)
+        for m in _near(ratio, shift, search):
+            if factor_mult(m) is None:
+                continue
+            t = dx * m
+            offsets: dict[int, int] = {}
+            for c in cols:
+                c_lo, c_hi = _offsets(t, wants[c], lo, hi, shift)
+                c_lo, c_hi = max(c_lo, -(1 << 30)), min(c_hi, 1 << 30)
+                if c_lo > c_hi:
+                    break
+                offsets[c] = min(max(half, c_lo), c_hi) - half
+            else:
+                if 255 * m + (1 << shift) + (1 << 30) < 1 << 31:
+                    return ChannelForm(m, shift, offsets, -128, 127)
     return None
 
 

@@ -6,7 +6,9 @@ A group (``passes.fuse``) runs on the accelerator when the hardware can express 
   conv2d / matmul op (``compiler.driver.compile_workload``: GEMM, the bias and the chain as
   ALU instructions on the accumulator tile, attached by post-scheduling fusion), compiled for
   the exact packed layouts (``layout``); a convolution with few channels reading a graph input
-  may fold its window into the channels (the host's pack repacks the input);
+  may fold its window into the channels (the host's pack repacks the input); one padded with an
+  input's zero point (``pad_value``, ``passes.fold_pad``) pads with 0 and adds the difference as
+  an int32 bias per output position (``pad_correction``, a ``position`` chain operand);
 * a max-pool: ``ops.window`` ``max`` (ALU MAX over the window taps) when it does not pad or
   its input cannot be negative (the LOAD's zero padding then never wins);
 * a global average pool over a square image: ``ops.window`` ``sum`` (the GEMM core sums the
@@ -36,14 +38,18 @@ from vta.compiler.accel.ops.window_packed import compile_window, window_bound
 from vta.compiler.ops.chain import (
     CHANNEL,
     EYE,
+    POSITION,
+    TABLE,
     TENSOR,
     Chain,
     ChainOperand,
     EwStage,
     add_stage,
+    bias_stage,
     channel_requant_stage,
     clip_stage,
     exact_requant_stage,
+    lut2_stage,
     requant_stage,
     round_clip_stage,
     scaled_operand,
@@ -56,6 +62,7 @@ from vta.compiler.ops.workloads import Workload
 from vta.config import HwConfig
 from vta.errors import HostFallback, VtaError
 from vta.graph.dram_layout import PackedLayout, canonical
+from vta.graph.interp import grouped_conv2d_int32
 from vta.graph.ir import (
     INT8_MAX,
     Add,
@@ -77,6 +84,7 @@ from vta.graph.ir import (
     Reshape,
     Stack,
     Take,
+    TensorType,
     Transpose,
     Value,
     node_macs,
@@ -87,7 +95,8 @@ from vta.graph.passes.fuse import group_nodes
 from vta.isa import Program
 
 __all__ = ["Kernel", "HostOp", "Step", "Placer", "place_group", "chain_of", "nonnegative",
-           "Cost", "block_diagonal", "grouped_detail", "LUT2_REASON", "pool_chain"]
+           "Cost", "block_diagonal", "grouped_detail", "LUT2_REASON", "pool_chain",
+           "pad_correction", "with_pad_correction"]
 
 #: a cost oracle for the compiler's schedule choice (``vta.run.targets.AccelTarget.cycles``)
 Cost = Callable[[Program], int]
@@ -177,11 +186,25 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
                 operands.append(_scaled(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
                 stages.append(("add", (mine, len(operands) - 1, z_mine)))
+            if n.offsets is not None:  # a constant per channel (a bias: ort_add.ChannelForm)
+                operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+                values.append(n.offsets)
+                stages.append(("chan", (len(operands) - 1,)))
             pre, post = split_shift(n.shift)
             if n.offset:  # ORT's rounding (``ort_add``): the offset joins the rounding ADD
                 stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
             else:
                 stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Lut2):  # a table (the GPU's chains; the accelerator refuses it)
+            operands.append(ChainOperand(f"opnd{len(operands)}", TABLE))
+            values.append(n.table)
+            tab = len(operands) - 1
+            if n.a is cur and n.b is cur:
+                stages.append(("lut2", (tab, None, True)))
+            else:
+                operands.append(ChainOperand(f"opnd{len(operands)}", TENSOR))
+                values.append(n.b if n.a is cur else n.a)
+                stages.append(("lut2", (tab, len(operands) - 1, n.a is cur)))
         else:
             raise HostFallback(f"{n.op} is not an element-wise operator")
         cur = n.output
@@ -199,6 +222,10 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
         elif kind == "clip":
             out.append(clip_stage(*p))
+        elif kind == "lut2":
+            out.append(lut2_stage(*p))
+        elif kind == "chan":
+            out.append(bias_stage(p[0], "chan_offset", "add_chan"))
         elif kind == "add" and p[0] <= IMM_MAX:
             mult, idx, zero = p
             out.append(add_stage(mult, idx, zero=zero))
@@ -342,6 +369,8 @@ class Placer:
             raise HostFallback(f"{a.op} without a requantize: its int32 result does not fit "
                                f"the accelerator's {g.out_dtype} out port")
         chain, vals = chain_of(rest, a.output)
+        if isinstance(a, Conv2d) and a.pad_value and a.pad:
+            chain, vals = with_pad_correction(a, chain, vals)
         w_data, b_data = a.weight.data, a.bias.data
         runtime = w_data is None and isinstance(a, Dense)  # packed by the host at run time
         if (w_data is None and not runtime) or b_data is None:
@@ -417,6 +446,12 @@ class Placer:
         (per-channel multipliers) packed like the bias (``ocb`` channel blocks)."""
         g = self.hw.gemm
         for o, v in zip(chain.operands, vals, strict=True):
+            if o.kind == POSITION:  # int32 like the result: packed like it, as acc entries
+                assert v.data is not None and ocb  # with_pad_correction: a conv's constant
+                res = layouts["res"].shape
+                consts[o.name] = packing.to_entries(packing.pack_data(
+                    v.data, g.batch, g.block_out, res))
+                continue
             if o.kind == CHANNEL:
                 if v.data is None or not ocb:
                     raise HostFallback(f"per-channel operand {v.name} is not a constant of a "
@@ -479,6 +514,36 @@ def place_all(graph: Graph, hw: HwConfig, cost: Cost | None = None,
 LUT2_REASON = ("a 256x256 table lookup (ONNX Runtime's element-wise arithmetic: an add whose "
                "exact ties it rounds half to even, an add or a product with a constant tensor, "
                "a product of two tensors); no accelerator kernel indexes a table")
+
+
+# ------------------------------------------------------------------------------ zero-point pad
+
+
+def pad_correction(a: Conv2d) -> np.ndarray:
+    """What convolution ``a`` adds for padding with ``a.pad_value`` instead of 0, per output
+    position: ``conv(P, w)`` with ``P`` the image that is ``pad_value`` in the padding and 0
+    inside (``passes.fold_pad``), ``(N, O, OH, OW)`` int32 (wrapped, as the accumulator
+    wraps): ``pad_value`` times the sum of the weights over the taps that fall in the padding.
+    Zero where a window lies inside the image."""
+    n, c, h, w = a.x.type.shape
+    p, v = a.pad, a.pad_value
+    assert a.weight.data is not None  # verify_graph: a convolution's weight is a constant
+    img = np.full((1, c, h + 2 * p, w + 2 * p), v, dtype=np.int8)
+    img[:, :, p:p + h, p:p + w] = 0
+    corr = grouped_conv2d_int32(img, a.weight.data, a.stride, 0, a.groups)
+    return np.ascontiguousarray(np.broadcast_to(corr, (n, *corr.shape[1:])), dtype=np.int32)
+
+
+def with_pad_correction(a: Conv2d, chain: Chain, vals: list[Value]
+                        ) -> tuple[Chain, list[Value]]:
+    """``chain`` with ``a``'s zero-point padding (``pad_correction``) added first, as an
+    int32 per-position operand (the kernel's LOAD pads with zeros)."""
+    k = len(chain.operands)
+    corr = pad_correction(a)
+    v = Value(f"{a.output.name}_padfix", TensorType(corr.shape, "int32", "NCHW"), corr)
+    ch = Chain((bias_stage(k), *chain.stages),
+               (*chain.operands, ChainOperand(f"opnd{k}", POSITION, label="pad_value")))
+    return ch, [*vals, v]
 
 
 # ------------------------------------------------------------------------------ grouped conv

@@ -115,6 +115,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         stride, pad = attrs["stride"], attrs["pad"]
         _range(where, "stride", stride, 1, 1 << 16)
         _range(where, "pad", pad, 0, max(kh, kw) - 1)
+        _range(where, "pad_value", attrs.get("pad_value", 0), G.INT8_MIN, G.INT8_MAX)
         oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
         if oh < 1 or ow < 1:
             raise GraphError(f"{where}: a {kh}x{kw} kernel does not fit the {h}x{wd} input "
@@ -129,6 +130,7 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
         if kw_ != k or bm != m:
             raise GraphError(f"{where}: weight {w.name} {list(w.type.shape)} and bias {b.name} "
                              f"{list(b.type.shape)} do not match input {x.name} {[n, k]}")
+        _range(where, "useful_k", attrs.get("useful_k", 0), 0, k)
         return G.TensorType((n, m), "int32", "NC", _scaled(where, x) * _scaled(where, w))
     if op is G.Requantize:
         x = inputs[0]
@@ -158,7 +160,17 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _clip_range(where, attrs["lo"], attrs["hi"])
         return x.type
     if op is G.Add:
-        a, b = inputs
+        a, b = inputs[:2]
+        offsets = attrs.get("offsets") or (inputs[2] if len(inputs) > 2 else None)
+        if offsets is not None:
+            if offsets.data is None or offsets.type.dtype != "int32" \
+                    or len(a.type.shape) < 2 or offsets.type.shape != (a.type.shape[1],):
+                raise GraphError(f"{where}: offsets {offsets.name} must be an int32 constant "
+                                 f"with one entry per channel of {a.name} "
+                                 f"{list(a.type.shape)}, got {offsets.type}")
+            if np.abs(offsets.data.astype(np.int64)).max(initial=0) > 1 << 30:
+                raise GraphError(f"{where}: offsets {offsets.name} must lie in "
+                                 f"[-2**30, 2**30]")
         for v in (a, b):
             if v.type.dtype != "int8":
                 raise GraphError(f"{where}: operand {v.name} must be int8, got {v.type.dtype}")

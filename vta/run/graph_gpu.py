@@ -23,8 +23,9 @@ import numpy as np
 from vta.errors import HostFallback
 from vta.gpu.kernels.conv2d import ohwi_weight
 from vta.graph import interp
-from vta.graph.gpu_place import NCHW, NHWC, OHWI, GroupKernel, group_kernel
+from vta.graph.gpu_place import LUT2_ANCHORS, NCHW, NHWC, OHWI, GroupKernel, group_kernel
 from vta.graph.ir import Graph, Node, Value
+from vta.graph.passes.fold_pad import fold_pads
 from vta.graph.passes.fuse import fuse, group_nodes
 from vta.graph.passes.split_matmul import split_matmuls
 from vta.run.gpu_targets import CompiledKernel
@@ -52,8 +53,9 @@ class GpuGraph:
 def compile_gpu(graph: Graph, target: Target, fusion: str = "full") -> GpuGraph:
     """``graph`` compiled for the GPU ``target`` (module docstring)."""
     t0 = time.perf_counter()
+    graph = fold_pads(graph)  # zero-point pads: the convolutions' own (per-position bias)
     graph = split_matmuls(graph)  # products of two activations: dense layers, per head
-    fused = fuse(graph, fusion)
+    fused = fuse(graph, fusion, lut2_after=LUT2_ANCHORS)  # tables in the GPU's epilogues
     kernels: list[tuple[CompiledKernel, GroupKernel] | None] = []
     reasons = []
     for group in fused.nodes:

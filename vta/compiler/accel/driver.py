@@ -370,6 +370,8 @@ def roofline(c: Compiled) -> dict[str, float]:
         per_entry += alu
         read += (len(c.chain.tensors) * conv.n * conv.oc * conv.oh * conv.ow
                  * (DTYPE_BITS[g.inp_dtype] // 8))
+        read += (len(c.chain.positions) * conv.n * conv.oc * conv.oh * conv.ow
+                 * (DTYPE_BITS[g.acc_dtype] // 8))  # per-position int32 operands
     memory = memory_cycles(hw, read, written)
     epilogue = entries * per_entry
     serial = not hw.alu.separate_pipeline

@@ -6,7 +6,14 @@ anchor's own requantizing epilogue (``ops.epilogue.Epilogue``): element-wise ``E
 
 * ``"tensor"``: an int8 tensor shaped like the op's output (a residual branch), optionally
   scaled first (``prep``: e.g. ``b * mult_b``, the add's requantization of its other branch);
-* ``"channel"``: an int32 vector per output channel (like a bias).
+* ``"channel"``: an int32 vector per output channel (like a bias);
+* ``"position"``: an int32 tensor shaped like the op's output (a bias per output position:
+  the correction that folds an input zero point's padding into the accumulator,
+  ``vta.graph.passes.fold_pad``), loaded into the accumulator with each tile.
+* ``"table"``: an int8 ``(256, 256)`` table read at computed indices (ONNX Runtime's
+  element-wise function of two int8 tensors, ``vta.graph.ir.Lut2``, fused into the GPU
+  kernel that produces one of them; a stage receives it as a function ``(i, j) -> int32``).
+  No accelerator instruction indexes a table: the accelerator's chains refuse it.
 
 Each stage states its integer formula once, in the tensor IR; the accelerator builds it on
 its packed op (``vta.compiler.accel.ops.chain_plan.apply_chain``) and the GPU ops on their
@@ -25,11 +32,17 @@ from vta.compiler.ir.tensor import Tensor, compute
 from vta.errors import CompileError
 from vta.resources import REQUANT_F32
 
-__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "EYE", "ew", "requant_stage",
-           "channel_requant_stage", "exact_requant_stage",
-           "round_clip_stage", "rounding", "clip_stage", "add_stage", "scaled_operand"]
+__all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "POSITION", "TABLE", "KINDS",
+           "TABLE_SIZE", "EYE", "lut2_stage",
+           "ew", "requant_stage", "channel_requant_stage", "exact_requant_stage",
+           "round_clip_stage", "rounding", "clip_stage", "add_stage", "bias_stage",
+           "scaled_operand"]
 
-TENSOR, CHANNEL = "tensor", "channel"
+TENSOR, CHANNEL, POSITION, TABLE = "tensor", "channel", "position", "table"
+#: every operand kind (module docstring)
+KINDS = (TENSOR, CHANNEL, POSITION, TABLE)
+#: entries of a table operand along each index: every int8 value (index = value + 128)
+TABLE_SIZE = 256
 #: the name of the identity weight block an op that widens int8 operands reads
 EYE = "eye"
 
@@ -45,9 +58,12 @@ class ChainOperand:
     label: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in (TENSOR, CHANNEL):
-            raise CompileError(f"chain operand {self.name}: kind must be {TENSOR!r} or "
-                               f"{CHANNEL!r}, got {self.kind!r}")
+        if self.kind not in KINDS:
+            raise CompileError(f"chain operand {self.name}: kind must be one of "
+                               f"{', '.join(map(repr, KINDS))}, got {self.kind!r}")
+        if self.prep is not None and self.kind != TENSOR:
+            raise CompileError(f"chain operand {self.name}: only a {TENSOR!r} operand has a "
+                               f"prep, not a {self.kind!r} one")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +93,11 @@ class Chain:
     @property
     def tensors(self) -> list[ChainOperand]:
         return [o for o in self.operands if o.kind == TENSOR]
+
+    @property
+    def positions(self) -> list[ChainOperand]:
+        """The int32 per-position operands (loaded into acc with each tile, not widened)."""
+        return [o for o in self.operands if o.kind == POSITION]
 
     def __bool__(self) -> bool:
         return bool(self.stages)
@@ -156,6 +177,30 @@ def add_stage(mult: int, operand: int, name: str = "add", zero: int = 0) -> EwSt
     ``zero``: the running value's zero point)."""
     return EwStage(name, lambda x, o: _times(_offset(x, -zero), mult) + o, (operand,),
                    label=f"madd({mult}{_zeros_label(0, zero)})")
+
+
+def bias_stage(operand: int, name: str = "pos_bias", label: str = "add_pos") -> EwStage:
+    """``x + operand``: a bias added to the running value, per position (a ``POSITION``
+    operand) or per channel (a ``CHANNEL`` one); one ALU ADD with a register operand."""
+    return EwStage(name, lambda x, o: x + o, (operand,), label=label)
+
+
+def lut2_stage(table: int, other: int | None, running_first: bool = True,
+               name: str = "lut2") -> EwStage:
+    """``table[x + 128, o + 128]`` (``running_first``) or ``table[o + 128, x + 128]``, with
+    ``x`` the running value (an int8 value: the stage before ends in a clip to int8) and ``o``
+    the int8 tensor operand ``other`` (``None``: ``x`` itself, both indices); ``table`` is a
+    ``TABLE`` operand."""
+    h = TABLE_SIZE // 2
+    reads = (table,) if other is None else (table, other)
+
+    def fn(x: E.Expr, tab: Any, o: E.Expr | None = None) -> E.Expr:
+        y = x if o is None else o
+        i, j = (x, y) if running_first else (y, x)
+        return tab(i + h, j + h)
+
+    order = "" if other is None else ("(x,o)" if running_first else "(o,x)")
+    return EwStage(name, fn, reads, label=f"lut2{order}")
 
 
 def scaled_operand(name: str, mult: int, zero: int = 0) -> ChainOperand:

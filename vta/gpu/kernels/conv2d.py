@@ -44,7 +44,7 @@ import numpy as np
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
-from vta.compiler.ops.chain import Chain
+from vta.compiler.ops.chain import POSITION, TENSOR, Chain
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
 from vta.errors import GpuLoweringError
@@ -187,8 +187,10 @@ def mma_conv2d(spec: Conv2dSpec, dtype: str = "int8", epi: Epilogue | None = Non
     weight = S.Buffer("weight", (spec.oc, spec.kh * spec.kw * spec.ic), dtype)
     bias = S.Buffer("bias", (spec.oc,), "int32") if epi is not None and epi.bias else None
     out = S.Buffer("out", (spec.n, spec.oc, spec.oh, spec.ow), out_t)
-    opnds = tuple(S.Buffer(b.name, out.shape, b.dtype) if len(b.shape) == 2 else b
-                  for b in chain_buffers(chain, 1, spec.oc, "mma_conv2d"))
+    opnds = tuple(S.Buffer(b.name, out.shape, b.dtype)
+                  if len(b.shape) == 2 and o.kind in (TENSOR, POSITION) else b
+                  for o, b in zip(chain.operands if chain else (),
+                                  chain_buffers(chain, 1, spec.oc, "mma_conv2d"), strict=True))
     params = (data, weight) + ((bias,) if bias is not None else ()) + opnds + (out,)
     c = ConvBody(spec, dtype, kb, geo, data, weight, bias, out, epi, chain, opnds)
     grid = (spec.n * geo.nrt * geo.nct, -(-spec.oc // kb.bn))

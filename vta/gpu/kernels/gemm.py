@@ -38,13 +38,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.expr import DTYPES
-from vta.compiler.ops.chain import CHANNEL, Chain
+from vta.compiler.ops.chain import CHANNEL, POSITION, TABLE, TABLE_SIZE, TENSOR, Chain
 from vta.compiler.ops.epilogue import Epilogue
 from vta.compiler.ops.matmul import MatmulSpec
 from vta.errors import GpuLoweringError
@@ -115,11 +116,15 @@ class MmaKnobs:
 def chain_buffers(chain: Chain | None, rows: int, cols: int, what: str
                   ) -> tuple[S.Buffer, ...]:
     """The kernel parameters of a chain's operands, by the chain's names: an int8 tensor
-    ``(rows, cols)`` laid out like the output, or an int32 vector over the ``cols`` channels."""
+    ``(rows, cols)`` laid out like the output, an int32 vector over the ``cols`` channels, an
+    int32 ``(rows, cols)`` tensor (a per-position bias, read from global memory), or an int8
+    ``(256, 256)`` table (read at computed indices from global memory)."""
     if not chain:
         return ()
     return tuple(S.Buffer(o.name, (cols,), "int32") if o.kind == CHANNEL
-                 else S.Buffer(o.name, (rows, cols), "int8") for o in chain.operands)
+                 else S.Buffer(o.name, (TABLE_SIZE, TABLE_SIZE), "int8") if o.kind == TABLE
+                 else S.Buffer(o.name, (rows, cols), "int32" if o.kind == POSITION else "int8")
+                 for o in chain.operands)
 
 
 def check_chain(chain: Chain | None, dtype: str, out_t: str, what: str) -> None:
@@ -347,7 +352,7 @@ class GemmBody:
         # the chain's int8 tensor operands come through shared memory too, a slice at a time,
         # with the output's vector mapping (coalesced), when rows are vector-aligned
         staged = [k for k, o in enumerate(self.chain.operands if self.chain else ())
-                  if o.kind != CHANNEL] if vb >= 4 else []
+                  if o.kind == TENSOR] if vb >= 4 else []
         tile = kb.warps_m * srows * pitch
         views: list[tuple[S.Buffer, Callable[..., tuple[E.Expr, ...]]]] = []
         alias = out_t == self.As.dtype and (1 + len(staged)) * tile <= self.As.size
@@ -410,11 +415,14 @@ class GemmBody:
                 gy, r = t[0] // 16, t[0] % 16
                 m, c = by * kb.bm + gy * self.wm + i * 16 + r, t[1] * per_vec
                 inside = E.And(m < self.M, n0 + c < self.N)
-                v = E.Var("e")
-                return S.seq(*[S.For(v, E.IntImm(0), E.IntImm(per_vec), rb.store(
-                    E.select(inside, self.opnds[k].load(m, n0 + c + v), E.const(0, "int8")),
-                    *r_at(gy, r, lay.col(r, c) + v)), S.ForKind.VECTORIZED)
-                    for k, (rb, r_at) in zip(staged, views[1:], strict=True)])
+                loops = []
+                for k, (rb, r_at) in zip(staged, views[1:], strict=True):
+                    v = E.Var("e")  # one loop variable per operand: each bound once
+                    loops.append(S.For(v, E.IntImm(0), E.IntImm(per_vec), rb.store(
+                        E.select(inside, self.opnds[k].load(m, n0 + c + v),
+                                 E.const(0, "int8")),
+                        *r_at(gy, r, lay.col(r, c) + v)), S.ForKind.VECTORIZED))
+                return S.seq(*loops)
 
             if staged:  # the operands' slice, visible to every warp before the writes read it
                 slices += [out_map.emit(tid, stage, workers=kb.threads, name="r"), S.Barrier()]
@@ -451,9 +459,12 @@ class GemmBody:
         operands at ``at.channel``; nothing is read outside the output (the tile's padding
         rows and columns are computed but never stored)."""
         assert self.chain is not None
-        vals: list[E.Expr] = []
+        vals: list[Any] = []
         staged = dict(at.staged)
         for k, (o, buf) in enumerate(zip(self.chain.operands, self.opnds, strict=True)):
+            if o.kind == TABLE:  # indices computed by the stage (each an int8 value + 128)
+                vals.append(lambda i, j, buf=buf: E.Cast("int32", buf.load(i, j)))
+                continue
             if o.kind == CHANNEL:
                 v = E.select(at.channel_ok, buf.load(at.channel), 0)
             else:

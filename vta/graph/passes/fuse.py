@@ -13,7 +13,11 @@ Rules (TVM's FuseOps for an injective epilogue): walking the nodes in order, an 
 node (``requantize``, ``relu``, ``clip``, ``add``) joins the group whose last output it reads
 when that output has no other reader and is not a graph output, and when every other value it
 reads (an add's other branch) is computed before that group runs; an add may join the group of
-either operand. Anything else starts a group. ``level="requant"`` fuses only a
+either operand. A ``lut2`` (a table of two int8 tensors) joins the same way when the caller
+names the anchors that can take it (``lut2_after``: the GPU path's kernels, whose epilogue reads
+the table; the accelerator has no table lookup, so by default a ``lut2`` is a group of its own,
+and takes no epilogue either: what followed it would run on the host with it).
+Anything else starts a group. ``level="requant"`` fuses only a
 ``requantize`` into the convolution or dense layer before it (the int32 accumulators never
 leave the kernel, the granularity of ONNX's QLinear operators): the unfused baseline.
 """
@@ -28,6 +32,7 @@ from vta.graph.ir import (
     Fused,
     Graph,
     HostFloat,
+    Lut2,
     Node,
     Requantize,
     Reshape,
@@ -55,23 +60,25 @@ class _Group:
         return self.nodes[-1]
 
 
-def fuse(graph: Graph, level: str = "full") -> Graph:
+def fuse(graph: Graph, level: str = "full",
+         lut2_after: tuple[type[Node], ...] = ()) -> Graph:
     """The fused graph (module docstring); ``level`` ``"full"``, ``"requant"`` or ``"none"``
-    (every node its own group)."""
+    (every node its own group); ``lut2_after``: the anchors a ``lut2`` may join (level
+    ``"full"`` only)."""
     if level not in LEVELS:
         raise GraphError(f"fusion level must be one of {', '.join(LEVELS)}, got {level!r}")
     if any(isinstance(n, Fused) for n in graph.nodes):
         raise GraphError(f"graph {graph.name} is already fused")
     outputs = {id(v) for v in graph.outputs}
-    readers: dict[int, int] = {}
-    for n in graph.nodes:
-        for v in n.inputs:
+    readers: dict[int, int] = {}  # value -> how many nodes read it (an add of x with
+    for n in graph.nodes:          # itself is one reader)
+        for v in {id(v): v for v in n.inputs}.values():
             readers[id(v)] = readers.get(id(v), 0) + 1
     groups: list[_Group] = []
     made_by: dict[int, _Group] = {}  # value -> the group computing it
     open_tail: dict[int, _Group] = {}  # a group's last output -> the group
     for n in graph.nodes:
-        target = _target(n, level, open_tail, made_by, readers, outputs) \
+        target = _target(n, level, open_tail, made_by, readers, outputs, lut2_after) \
             if level != "none" else None
         if target is None:
             target = _Group(n, len(groups))
@@ -87,9 +94,11 @@ def fuse(graph: Graph, level: str = "full") -> Graph:
 
 
 def _target(n: Node, level: str, open_tail: dict[int, _Group], made_by: dict[int, _Group],
-            readers: dict[int, int], outputs: set[int]) -> _Group | None:
+            readers: dict[int, int], outputs: set[int],
+            lut2_after: tuple[type[Node], ...] = ()) -> _Group | None:
     """The group ``n`` joins, or None."""
-    if not isinstance(n, ELEMENTWISE):
+    table = isinstance(n, Lut2)
+    if not isinstance(n, ELEMENTWISE) and not (table and lut2_after and level == "full"):
         return None
     for v in n.inputs:
         g = open_tail.get(id(v))
@@ -97,6 +106,10 @@ def _target(n: Node, level: str, open_tail: dict[int, _Group], made_by: dict[int
             continue
         if isinstance(g.nodes[0], NO_EPILOGUE):  # a host float island or a layout operator
             continue
+        if table and not isinstance(g.nodes[0], lut2_after):
+            continue
+        if isinstance(g.nodes[0], Lut2) and Lut2 not in lut2_after:
+            continue  # a table is a host step there: an epilogue would follow it to the host
         if level == "requant" and not (isinstance(n, Requantize)
                                        and isinstance(g.nodes[0], (Conv2d, Dense))
                                        and len(g.nodes) == 1):

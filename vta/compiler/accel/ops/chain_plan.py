@@ -21,11 +21,29 @@ from vta.compiler.accel.select import candidates, cover
 from vta.compiler.ir import expr as E
 from vta.compiler.ir.tensor import Tensor, TensorRead, placeholder, reduce_axis
 from vta.compiler.ir.tensor import sum_ as tsum
-from vta.compiler.ops.chain import CHANNEL, EYE, TENSOR, Chain, ChainOperand, EwStage, ew
+from vta.compiler.ops.chain import (
+    CHANNEL,
+    EYE,
+    POSITION,
+    TABLE,
+    Chain,
+    ChainOperand,
+    EwStage,
+    ew,
+)
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa.builtins import GEMM
 from vta.isa.defs import instance
+
+
+def check_no_table(chain: Chain, what: str) -> None:
+    """A ``CompileError`` when ``chain`` reads a table (``ops.chain.TABLE``): no accelerator
+    instruction indexes a table (the GPU's chains take one)."""
+    tables = [o.name for o in chain.operands if o.kind == TABLE]
+    if tables:
+        raise CompileError(f"{what}: chain operand {tables[0]} is a table; no accelerator "
+                           f"instruction indexes a table")
 
 
 def check_widening(hw: HwConfig, what: str) -> None:
@@ -67,11 +85,13 @@ def _operand_value(op: PackedOp, o: ChainOperand, t: Tensor, ax: tuple[E.Var, ..
 
 def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
     """``op`` with ``chain`` after its epilogue: each operand a new input (int8 tensors shaped
-    like the output; int32 channel vectors like the bias), int8 tensors widened into acc
+    like the output; int32 channel vectors like the bias; int32 per-position tensors shaped
+    like the accumulator, read as they are), int8 tensors widened into acc
     (``widen``, reading the identity block ``eye``, one more input) and scaled by their
     ``prep``, then one element-wise stage per ``EwStage``; the int8 output narrows the last."""
     if not chain:
         return op
+    check_no_table(chain, op.name)
     shape = op.acc.shape
     g = hw.gemm
     inputs = list(op.inputs)
@@ -82,6 +102,11 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
     for o in chain.operands:
         if o.kind == CHANNEL:
             t = placeholder((shape[op.roles["oc"]], g.batch, g.block_out), g.acc_dtype, o.name)
+            inputs.append(t)
+            values.append(t)
+            continue
+        if o.kind == POSITION:  # int32 like the accumulator: LOAD ACC with each tile
+            t = placeholder(shape, g.acc_dtype, o.name)
             inputs.append(t)
             values.append(t)
             continue
@@ -118,18 +143,21 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
 @dataclass(frozen=True)
 class ChainCost:
     """What a chain adds per accumulator tile, for the schedule model: its instructions per
-    entry (``chain_instructions``), its int8 operands (an inp and an acc tile each) and its
-    per-channel operands (one acc entry per channel block each)."""
+    entry (``chain_instructions``), its int8 operands (an inp and an acc tile each), its
+    per-channel operands (one acc entry per channel block each) and its per-position int32
+    operands (an acc tile each, loaded from DRAM with the tile)."""
 
     instructions: tuple[tuple[Any, dict[str, Any]], ...]
     tensors: int
     channels: int
+    positions: int = 0
 
 
 def chain_cost(chain: Chain, hw: HwConfig) -> ChainCost:
     """``chain``'s ``ChainCost`` on ``hw`` (a ``CompileError`` when an instruction is missing)."""
+    check_no_table(chain, "a fused chain")
     return ChainCost(chain_instructions(chain, hw), len(chain.tensors),
-                     sum(o.kind == CHANNEL for o in chain.operands))
+                     sum(o.kind == CHANNEL for o in chain.operands), len(chain.positions))
 
 
 def chain_instructions(chain: Chain, hw: HwConfig) -> tuple[tuple[Any, dict[str, Any]], ...]:
@@ -187,7 +215,7 @@ def _plan(chain: Chain, key: tuple[Any, ...], hw: HwConfig) -> tuple[Any, ...]:
                           f"{o.name} ({o.label})", hw, cands, cover)
     for s in chain.stages:
         ax = (E.IntImm(0),) * 4
-        vals = [regs[chain.operands[k].name][ax] if chain.operands[k].kind == TENSOR else
+        vals = [regs[chain.operands[k].name][ax] if chain.operands[k].kind != CHANNEL else
                 placeholder((1, g.batch, g.block_out), g.acc_dtype, "ch")[0, 0, 0]
                 for k in s.reads]
         out += _cover(s.fn(acc[ax], *vals), acc[ax], f"{s.name} ({s.label})", hw, cands,

@@ -318,6 +318,10 @@ def compile_window(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None, *
     """Compile ``spec`` with ``chain`` fused after it: ``schedule`` if given, else the fastest
     under ``cost`` of the model's ``refine`` cheapest (the first without ``cost``).
     ``memo``: a compile cache (``driver.compile_workload``'s), keyed by ``window_key``."""
+    if chain is not None and chain.positions:
+        raise ScheduleError(f"{spec.kind} window: per-position operands "
+                            f"({', '.join(o.name for o in chain.positions)}) are a convolution's "
+                            f"or dense layer's (its accumulator tile); a window op takes none")
     if memo is not None:
         t0 = time.perf_counter()
         key = window_key(spec, chain, refine=refine if cost is not None else 1, exact=exact,

@@ -15,7 +15,9 @@ built by ``ops.epilogue`` and ``ops.fused.apply_chain``) without the user mentio
   weights into ``wgt`` once, and is tensorized onto the GEMM intrinsic;
 * per-channel int32 operands (the bias) are copied into ``acc`` once, before the first tile
   (or at ``operands_at``: per virtual thread on banked accumulators, so each thread's epilogue
-  reads its own bank).
+  reads its own bank);
+* per-position int32 operands (shaped like the accumulator: ``ops.chain.POSITION``) are
+  copied into ``acc`` at the accumulator tile's loop, a tile beside the accumulator's.
 
 Stages the user did schedule are left as they are. The GPU's counterpart is the output stage of
 ``vta.gpu.ops``: the same stages inlined into the kernel's store.
@@ -89,6 +91,8 @@ def attach_epilogue(sch: Schedule, op: PackedOp, hw: HwConfig,
         readers = [r for r in sch.readers(p) if id(r.tensor) in staged]
         if readers and not any(r is s for r in readers for s in widening):
             c = sch.cache_read(p, "acc", readers)  # loaded once, before the first tile
-            if operands_at is not None:
+            if p.shape == op.acc.shape:  # per position: its tile, with the accumulator's
+                sch[c].compute_at(at.stage, at.axis)
+            elif operands_at is not None:
                 sch[c].compute_at(operands_at.stage, operands_at.axis)
     return sch

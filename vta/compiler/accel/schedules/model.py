@@ -160,6 +160,10 @@ def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
         c_epi += _microop(hw, sel.intrin.instruction, entries, **sel.fields)
     for defn, fields in (fused.instructions if fused is not None else ()):
         c_epi += _microop(hw, defn, entries, **fields)
+    if fused is not None and fused.positions:
+        # per-position int32 operands: a LOAD ACC of the tile each (the compute module's)
+        c_epi += fused.positions * s.tco * _each(lambda r, c: _dma(hw, "acc", r, c), s.th,
+                                                 s.tw)
     th_in = in_rows(spec, hw, s, row_view)
     tw_in = (s.tw - 1) * spec.stride + spec.kw
     m_inp = s.tci * _each(lambda r, c: _dma(hw, "inp", r, c), th_in, tw_in)
@@ -265,7 +269,7 @@ def _memo_key(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
     fused = problem.fused
     key = (problem.hw, problem.spec, problem.folds,
            None if fused is None else (_frozen(fused.instructions), fused.tensors,
-                                       fused.channels),
+                                       fused.channels, fused.positions),
            problem.exact, problem.vthreads, _frozen(problem.forced), problem.row_view,
            epi, limit, prefer_two_threads, every_order, problem.rules)
     try:

@@ -228,19 +228,20 @@ def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
+    positions = fused.positions if fused is not None else 0  # acc tiles only
     channels = 1 + (fused.channels if fused is not None else 0)
     banks = hw.alu.acc_banks
     if banks > 1 and v > 1:
         # banked accumulators: each thread's tile (and its fused operands' tiles) and its own
         # copy of the per-channel operands in a bank of its own (``build.schedule_op``;
         # scratchpad allocation aligns the threads' copies to banks)
-        acc = banks * (s.tco * s.th * s.tw * (1 + extra) + s.tco * channels)
+        acc = banks * (s.tco * s.th * s.tw * (1 + extra + positions) + s.tco * channels)
     elif s.operands_per_tile(hw):
         # one channel tile's, per thread where the channel tile loop is inside the threads
         copies = v if s.order == "px" else v_oc
-        acc = tile * (1 + extra) + copies * s.tco * channels
+        acc = tile * (1 + extra + positions) + copies * s.tco * channels
     else:
-        acc = tile * (1 + extra) + ocbp * channels
+        acc = tile * (1 + extra + positions) + ocbp * channels
     return {"inp": inp + extra * tile,
             "wgt": wgt + (1 if extra else 0),  # the identity block of the widening GEMMs
             "acc": acc}
