@@ -12,7 +12,8 @@ memory port (``vta.isa.memport.Port``, shared by every unit or one per unit,
 ``memory.shared_port``), which interleaves them burst by burst with the other units' transfers,
 and completes when its transfer and its scratchpad work are done (``DmaTiming.cycles``): alone
 on the port that is exactly its duration, so the compiler's cost model and the simulator agree
-on every uncontended instruction. The arithmetic executes at completion. Units meet only
+on every uncontended instruction. The arithmetic of each instruction runs after the timing, in the
+order the instructions completed (``Machine._values``: the same effect). Units meet only
 through these bounded Stores, the port and (separate ALU) the accumulator banks, so every stall
 emerges from the model.
 
@@ -399,6 +400,9 @@ class Machine:
             if self.count[m] == 0:
                 ev.succeed()
         self.slices: list[Slice] = []
+        #: instruction indices in the order they completed (their arithmetic runs in this
+        #: order after the timing, ``run``)
+        self.completed: list[int] = []
         self.bytes = dict.fromkeys(("inp", "wgt", "acc", "uop", "out", "insn"), 0)
         self.finished_at: int | None = None
 
@@ -477,7 +481,7 @@ class Machine:
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env = self.units[name], self.env
-        cmdq, tokq, slices, execute = self.cmdq[module], self.tokq, self.slices, self.execute
+        cmdq, tokq, slices, done = self.cmdq[module], self.tokq, self.slices, self.completed
         count = self.count[module]
         # the texts a wait is reported with, per token queue (formatted once, not per event)
         pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
@@ -515,8 +519,7 @@ class Machine:
                 self.banks[b].release(req)
             if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
-            if execute is not None:
-                execute(index, insn, info.defn)
+            done.append(index)
             slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
             for q in info.pushes:
                 t = env.now
@@ -540,10 +543,24 @@ class Machine:
         for m in self.modules:
             procs[_UNIT_OF[m]] = self.env.process(self._unit(m))
         self.env.run()
+        if self.execute is not None:
+            self._values()
         stuck = [n for n in self.unit_names if procs[n].is_alive]
         if stuck:
             raise DeadlockError(self._deadlock_text(stuck))
         return int(self.env.now if self.finished_at is None else self.finished_at)
+
+    def _values(self) -> None:
+        """The arithmetic of every completed instruction, in the order they completed: the
+        order in which the units' executions would have changed the scratchpads and DRAM
+        had each run at its completion inside the event loop (the timing never reads a
+        value, so running them after it changes nothing, and the first execution that
+        fails is the one that would have failed first; a deadlock is reported after the
+        executions that completed before it)."""
+        execute, insns, info = self.execute, self.insns, self.info
+        assert execute is not None
+        for index in self.completed:
+            execute(index, insns[index], info[index].defn)
 
     def _deadlock_text(self, stuck: list[str]) -> str:
         parts = []
