@@ -329,8 +329,10 @@ class FastGemm:
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
             inp, wgt_t, single = self._shadows(1)
             xs = np.take(inp, plan.x, axis=0)  # (n, batch, block_in)
-            if plan.one_w:
-                prods = np.matmul(xs, wgt_t[plan.w[0]])
+            if plan.one_w:  # one 2-D product, not n stacked (batch, block_in) ones
+                n, batch, bi = xs.shape
+                prods = np.matmul(xs.reshape(n * batch, bi), wgt_t[plan.w[0]]) \
+                    .reshape(n, batch, -1)
             else:
                 prods = np.matmul(xs, wgt_t[plan.w])
             zero = acc.dtype.type(0)
@@ -374,9 +376,12 @@ class FastGemm:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)
         bo = wgt_t.shape[2]
-        sums = np.empty((c, e * batch, bo), dtype=inp.dtype)
-        for k in range(c):  # one product per class, over the one gathered im2col matrix
-            np.matmul(cols, wgt_t[st.w[k]].reshape(m * bi, bo), out=sums[k])
+        # one product for every class: the classes' weight sequences side by side as the
+        # columns of one (m * block_in, classes * block_out) matrix (each sum is the same
+        # exact integer whatever the order BLAS adds in), then class-major rows
+        w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
+        w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
+        sums = np.matmul(cols, w).reshape(e * batch, c, bo).transpose(1, 0, 2)
         return _to_acc(sums.reshape(c * e, batch, bo), single, acc)
 
     def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:

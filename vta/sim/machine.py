@@ -65,6 +65,7 @@ from vta.isa.timing import (
     write_channel,
 )
 from vta.sim import engine as lean
+from vta.sim.engine import MISS
 from vta.sim.dram import Dram, check_dram_size, random_inputs
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
@@ -100,12 +101,15 @@ class _Engine:
     store: Callable[..., Any]
     resource: Callable[..., Any]
     all_of: Callable[..., Any]
+    #: whether its environment and stores take the no-event shortcuts (``engine.py``:
+    #: ``skip``, ``take``, ``give``; the same effect as yielding)
+    shortcuts: bool = False
 
 
 #: the engines ``simulate`` accepts: ``lean`` (the default) and ``simpy`` (the reference);
 #: both give the same event order, hence the same cycles, statistics and values
 ENGINES = {
-    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf),
+    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf, True),
     "simpy": _Engine(_Env, simpy.Store, simpy.Resource, simpy.AllOf),
 }
 
@@ -292,8 +296,9 @@ class _PortServer:
     completes (by the port's exact prediction) or a new one arrives, and triggers the event of
     each completed transfer."""
 
-    def __init__(self, env: Any, hw: HwConfig) -> None:
+    def __init__(self, env: Any, hw: HwConfig, shortcuts: bool) -> None:
         self.env = env
+        self.shortcuts = shortcuts
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, Any] = {}
         self.wake = env.event()
@@ -317,7 +322,8 @@ class _PortServer:
                 continue
             now = int(env.now)
             nxt = self.port.next_completion()
-            if nxt > now:
+            if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
+                # (the shortcut: nothing else happens before ``nxt``, so no arrival wakes it)
                 yield env.timeout(nxt - now) | self.wake
             for key in self.port.finish(int(env.now)):
                 self.waiting.pop(key).succeed()
@@ -390,8 +396,9 @@ class Machine:
         self.unit_names = units_of(separate)
         self.cmdq = {m: sim.store(env, capacity=q.command_depth) for m in self.modules}
         self.tokq = {k: sim.store(env, capacity=q.token_depth) for k in token_queues(separate)}
-        shared = _PortServer(env, hw) if hw.memory.shared_port else None
-        self.port = {u: shared or _PortServer(env, hw) for u in self.unit_names}
+        fast = self.fast = sim.shortcuts
+        shared = _PortServer(env, hw, fast) if hw.memory.shared_port else None
+        self.port = {u: shared or _PortServer(env, hw, fast) for u in self.unit_names}
         self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
         self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
@@ -427,7 +434,9 @@ class Machine:
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
         total = timing.cycles(self.env.now - start)
-        yield self.env.timeout(start + total - self.env.now)
+        rest = start + total - self.env.now
+        if not (self.fast and self.env.skip(rest)):
+            yield self.env.timeout(rest)
         u.waiting = None
         u.busy += alone
         if total > alone:
@@ -451,7 +460,7 @@ class Machine:
     # ------------------------------------------------------------------ processes
 
     def _fetch(self) -> Proc:
-        u, n, env = self.units["fetch"], len(self.insns), self.env
+        u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
         # the texts a wait is reported with, per command queue (formatted once)
@@ -472,7 +481,8 @@ class Machine:
                 m = self.info[i].module
                 t = env.now
                 u.waiting, label = text[m]
-                yield self.cmdq[m].put(i)
+                if not (fast and self.cmdq[m].give(i)):
+                    yield self.cmdq[m].put(i)
                 if env.now != t:
                     self._waited(u, "queue", t, label, i)
                 u.waiting = None
@@ -480,7 +490,7 @@ class Machine:
 
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
-        u, env = self.units[name], self.env
+        u, env, fast = self.units[name], self.env, self.fast
         cmdq, tokq, slices, done = self.cmdq[module], self.tokq, self.slices, self.completed
         count = self.count[module]
         # the texts a wait is reported with, per token queue (formatted once, not per event)
@@ -489,7 +499,9 @@ class Machine:
         for _ in range(count):
             t = env.now
             u.waiting = "its command queue (empty)"
-            index = yield cmdq.get()
+            index = cmdq.take() if fast else MISS
+            if index is MISS:
+                index = yield cmdq.get()
             if env.now != t:
                 self._waited(u, "queue", t, "wait command", index)
             u.waiting = None
@@ -498,7 +510,8 @@ class Machine:
             for q in info.pops:
                 t = env.now
                 u.waiting, label = pop_text[q]
-                yield tokq[q].get()
+                if not fast or tokq[q].take() is MISS:
+                    yield tokq[q].get()
                 if env.now != t:
                     self._waited(u, "token", t, label, index)
                 u.waiting = None
@@ -513,7 +526,8 @@ class Machine:
             if info.timing is not None:
                 yield from self._dma(u, info.timing, info.cycles, index)
             else:
-                yield env.timeout(info.cycles)
+                if not (fast and env.skip(info.cycles)):
+                    yield env.timeout(info.cycles)
                 u.busy += info.cycles
             for b, req in held:
                 self.banks[b].release(req)
@@ -524,7 +538,8 @@ class Machine:
             for q in info.pushes:
                 t = env.now
                 u.waiting, label = push_text[q]
-                yield tokq[q].put(True)
+                if not (fast and tokq[q].give(True)):
+                    yield tokq[q].put(True)
                 if env.now != t:
                     self._waited(u, "queue", t, label, index)
                 u.waiting = None
