@@ -99,6 +99,8 @@ class _Job:
     #: (``_row_starts``): read on every issue, so kept here rather than derived each time
     n: int = 0
     starts: frozenset[int] = frozenset()
+    #: with ``solo``: its ``_alone_plan`` (completion from cycle 0, channel state after it)
+    plan: tuple[int, _State] | None = None
 
     def __post_init__(self) -> None:
         if self.ready < 0:
@@ -198,33 +200,39 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
             # another (the jobs done already are done: their earliest completion is fixed)
             _run_one(ch, st, live[0], until, done_by)
             return
-        # each job's earliest issue (``_issue_time``), the slot bound shared by all of them
+        # the earliest issue: each job's is the later of its ``ready`` and the slot bound
+        # shared by all (``_issue_time``), so the earliest is the later of that bound and the
+        # least ``ready``, and the jobs that can issue then are those ready by then
         base = st.last_issue + 1
         k = len(st.slots) - in_flight
         if k >= 0 and st.slots[k] > base:
             base = st.slots[k]
-        t = -1
-        ready: list[_Job] = []
+        t = live[0].ready
         for j in live:
-            tj = base if base > j.ready else j.ready
-            if t < 0 or tj < t:
-                t, ready = tj, [j]
-            elif tj == t:
-                ready.append(j)
-        job = ready[0]
-        if len(ready) > 1:
-            if priority:
-                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
-            else:  # round robin: the first after the one served last, else the first
-                last = st.last_key
-                for j in ready:
-                    if j.key > last:
-                        job = j
-                        break
+            if j.ready < t:
+                t = j.ready
+        if t < base:
+            t = base
         if until is not None and t >= until:
             return
         if done_by is not None and done_by <= t:
             return
+        if priority:
+            job = min((j for j in live if j.ready <= t),
+                      key=lambda j: (j.transfer.priority, j.key))
+        else:  # round robin: the first ready after the one served last, else the first ready
+            last = st.last_key
+            job = first = None
+            for j in live:
+                if j.ready <= t:
+                    if first is None:
+                        first = j
+                    if j.key > last:
+                        job = j
+                        break
+            if job is None:
+                job = first
+            assert job is not None
         _issue(ch, st, job, t)
         if job.next >= job.n:
             live.remove(job)
@@ -280,26 +288,48 @@ class Port:
         #: every burst before that completion), adopted by ``finish`` at that cycle instead of
         #: issuing the same bursts again
         self._trial: dict[bool, tuple[_State, list[_Job]] | None] = {False: None, True: None}
+        #: ``_alone_plan`` per transfer object (a program's DMAs share theirs), kept by
+        #: identity so the transfer is hashed once per run, not on every submission
+        self._alone: dict[int, tuple[Transfer, tuple[int, _State]]] = {}
+
+    def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
+        """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
+        got = self._alone.get(id(transfer))
+        if got is None or got[0] is not transfer:
+            got = self._alone[id(transfer)] = (transfer, _alone_plan(ch, transfer))
+        return got[1]
 
     def submit(self, transfer: Transfer, now: int) -> int:
         """Add ``transfer`` at cycle ``now``; returns its key."""
         w = transfer.write
-        self._commit(w, now)
+        jobs = self.jobs[w]
+        if jobs:
+            self._commit(w, now)
         self._keys += 1
         job = _Job(self._keys, transfer, now)
         st, ch = self.state[w], self.channels[w]
-        if not self.jobs[w] and st.free <= now and st.last_issue < now \
-                and all(r <= now for r in st.slots):
-            job.solo = now + alone(ch, transfer)  # an idle channel: as its definition says
+        if not jobs and st.free <= now and st.last_issue < now \
+                and (not st.slots or max(st.slots) <= now):
+            # an idle channel: as its definition says (``alone``)
+            if transfer.bursts:
+                job.plan = self._alone_of(ch, transfer)
+                job.solo = now + job.plan[0]
+            else:
+                job.solo = now + transfer.lead
         else:
-            for other in self.jobs[w]:
+            for other in jobs:
                 other.solo = -1
-        self.jobs[w].append(job)
+        jobs.append(job)
         self._next[w] = self._trial[w] = None
         return self._keys
 
     def _commit(self, w: bool, now: int) -> None:
-        _run(self.channels[w], self.state[w], self.jobs[w], now)
+        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""
+        jobs = self.jobs[w]
+        for j in jobs:
+            if j.next < j.n:
+                _run(self.channels[w], self.state[w], jobs, now)
+                return
 
     def next_completion(self) -> int:
         """The cycle at which the next active transfer completes, planning the bursts not yet
@@ -350,7 +380,8 @@ class Port:
             if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
                     and lone.solo <= now:
                 # it ran alone from an idle channel: its plan, shifted, is the channel's state
-                done_at, st = _alone_plan(self.channels[w], lone.transfer)
+                done_at, st = lone.plan if lone.plan is not None else \
+                    _alone_plan(self.channels[w], lone.transfer)
                 t0 = lone.arrival
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)
