@@ -177,6 +177,11 @@ class _ResetPlan:
     hazards: int
     #: every entry's last execution reads the same wgt entry (a compiled reset: wgt 0)
     one_w: bool = False
+    #: ``entries`` as a slice when they are one run (``as_slice``)
+    at: Entries | None = None
+    #: ``once`` is all True (every entry executes once) / all False (every one repeats)
+    all_once: bool = False
+    none_once: bool = False
 
 
 def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
@@ -187,8 +192,10 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
     first, last = order[head], order[np.r_[head[1:], True]]
     w_last = w[last]
-    return _ResetPlan(sa[head], x[last], w_last, first == last, hazards,
-                      bool(np.all(w_last == w_last[0])))
+    once = first == last
+    return _ResetPlan(sa[head], x[last], w_last, once, hazards,
+                      bool(np.all(w_last == w_last[0])), as_slice(sa[head]),
+                      bool(once.all()), not bool(once.any()))
 
 
 def _to_acc(sums: np.ndarray, single: bool, acc: np.dtype[Any]) -> np.ndarray:
@@ -326,6 +333,7 @@ class FastGemm:
             hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
             plan = self.resets[key] = _reset_plan(a, x, w, hazards)
         acc, out = sram.data["acc"], sram.data["out"]
+        at = plan.entries if plan.at is None else plan.at
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
             inp, wgt_t, single = self._shadows(1)
             xs = np.take(inp, plan.x, axis=0)  # (n, batch, block_in)
@@ -335,13 +343,18 @@ class FastGemm:
                     .reshape(n, batch, -1)
             else:
                 prods = np.matmul(xs, wgt_t[plan.w])
-            zero = acc.dtype.type(0)
-            new = np.where(plan.once[:, None, None], acc[plan.entries], zero) + \
-                _to_acc(prods, single, acc.dtype)
-            out[plan.entries] = new
+            got = _to_acc(prods, single, acc.dtype)
+            if plan.none_once:  # each entry's last execution read the 0 an earlier one wrote
+                new = got
+            elif plan.all_once:  # each entry's one execution read its old value
+                new = acc[at] + got
+            else:
+                zero = acc.dtype.type(0)
+                new = np.where(plan.once[:, None, None], acc[at], zero) + got
+            out[at] = new
         elif mode == "zero":
-            out[plan.entries] = 0
-        acc[plan.entries] = 0
+            out[at] = 0
+        acc[at] = 0
         return plan.hazards
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray, acc: np.dtype[Any]

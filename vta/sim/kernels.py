@@ -48,6 +48,7 @@ from vta.isa import (
     Instruction,
     InstructionDef,
     Load,
+    MemType,
     Operand,
     Program,
     Store,
@@ -95,6 +96,8 @@ class Sram:
         self.uop_version = 0
         #: ``exec_microop``'s index work per (instruction, ``uop_version``)
         self.plans: dict[tuple[Any, int], _MicroPlan] = {}
+        #: bytes of one entry of each kind
+        self.eb = {k: hw.elem_bytes(k) for k in BUFFER_KINDS}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -131,8 +134,55 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
                          f" (entries {base}..{base + n - 1})")
 
 
+def _load_fast(sram: Sram, dram: Dram, insn: Load) -> tuple[str, int, int] | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad and DRAM: the same entries
+    ``load_image`` gives, written in place (the pads zeroed around the data, no image built
+    first), from the fields read once; returns what ``exec_load`` does. None where the general
+    path runs instead (micro-ops, no data, an index out of range: that path names the
+    error)."""
+    mem = insn.mem
+    if mem is MemType.UOP:
+        return None
+    kind = mem.kind
+    rows, cols, stride = insn.y_size, insn.x_size, insn.x_stride
+    if mem is MemType.WGT:  # its load ignores the pad fields (``Load.pads``)
+        y0 = y1 = x0 = x1 = 0
+    else:
+        y0, y1, x0, x1 = insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1
+    lo = insn.sram_base
+    hi = lo + (y0 + rows + y1) * (x0 + cols + x1)
+    eb = sram.eb[kind]
+    first = insn.dram_base * eb
+    end = (insn.dram_base + (rows - 1) * stride + cols) * eb
+    buf = dram.buf
+    if not rows * cols or hi > sram.depth[kind] or end > buf.size:
+        return None
+    dtype, shape = sram.spec[kind]
+    if rows == 1 or stride == cols:  # one contiguous span
+        data = buf[first: end].view(dtype).reshape(rows, cols, *shape)
+    else:  # rows ``stride`` entries apart (as ``dram_rows`` reads them)
+        raw = np.lib.stride_tricks.as_strided(buf[first:], shape=(rows, cols * eb),
+                                              strides=(stride * eb, 1))
+        data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    dst = sram.data[kind]
+    if not (y0 or y1 or x0 or x1):
+        dst[lo: hi] = data.reshape(hi - lo, *shape)
+        return kind, lo, hi
+    img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
+    img[:y0] = 0
+    img[y0 + rows:] = 0
+    img[y0: y0 + rows, :x0] = 0
+    img[y0: y0 + rows, x0 + cols:] = 0
+    img[y0: y0 + rows, x0: x0 + cols] = data
+    return kind, lo, hi
+
+
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
-    """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote."""
+    """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote. A LOAD of
+    data in range takes ``_load_fast``; the rest, errors included, the general path below."""
+    got = _load_fast(sram, dram, insn)
+    if got is not None:
+        return got
     kind = insn.mem.kind
     n = insn.sram_elems
     if n == 0:
@@ -325,7 +375,14 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     ordered = _needs_order(a, acc_reads, sram.depth["acc"])
-    sel = None if ordered else {k: as_slice(v) for k, v in idx.items()}
+    sel = None
+    if not ordered:
+        # distinct destinations, none read after an earlier execution wrote it: every read
+        # sees the value from before the instruction, so the executions may go in any order;
+        # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
+        # become one slice of acc (views instead of gathers and scatters)
+        perm = np.argsort(a, kind="stable")
+        sel = {k: as_slice(v[perm]) for k, v in idx.items()}
     alu = None
     if not ordered and isinstance(insn, Alu) and isinstance(insn.op, AluOp) \
             and ALU.get(insn.op) is d:  # a built-in ALU function
