@@ -96,8 +96,6 @@ class Sram:
         self.uop_version = 0
         #: ``exec_microop``'s index work per (instruction, ``uop_version``)
         self.plans: dict[tuple[Any, int], _MicroPlan] = {}
-        #: bytes of one entry of each kind
-        self.eb = {k: hw.elem_bytes(k) for k in BUFFER_KINDS}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -134,12 +132,11 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
                          f" (entries {base}..{base + n - 1})")
 
 
-def _load_fast(sram: Sram, dram: Dram, insn: Load) -> tuple[str, int, int] | None:
-    """A LOAD of inp, wgt or acc data inside its scratchpad and DRAM: the same entries
-    ``load_image`` gives, written in place (the pads zeroed around the data, no image built
-    first), from the fields read once; returns what ``exec_load`` does. None where the general
-    path runs instead (micro-ops, no data, an index out of range: that path names the
-    error)."""
+def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
+    gives, written in place (the pads zeroed around the data, no image built first), from the
+    fields read once; returns what ``exec_load`` does. None where the general path runs
+    instead (micro-ops, no data, an SRAM index out of range: that path names the error)."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
@@ -151,19 +148,11 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load) -> tuple[str, int, int] | Non
         y0, y1, x0, x1 = insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1
     lo = insn.sram_base
     hi = lo + (y0 + rows + y1) * (x0 + cols + x1)
-    eb = sram.eb[kind]
-    first = insn.dram_base * eb
-    end = (insn.dram_base + (rows - 1) * stride + cols) * eb
-    buf = dram.buf
-    if not rows * cols or hi > sram.depth[kind] or end > buf.size:
+    if not rows * cols or hi > sram.depth[kind]:
         return None
     dtype, shape = sram.spec[kind]
-    if rows == 1 or stride == cols:  # one contiguous span
-        data = buf[first: end].view(dtype).reshape(rows, cols, *shape)
-    else:  # rows ``stride`` entries apart (as ``dram_rows`` reads them)
-        raw = np.lib.stride_tricks.as_strided(buf[first:], shape=(rows, cols * eb),
-                                              strides=(stride * eb, 1))
-        data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
+    data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
     dst = sram.data[kind]
     if not (y0 or y1 or x0 or x1):
         dst[lo: hi] = data.reshape(hi - lo, *shape)
@@ -180,7 +169,7 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load) -> tuple[str, int, int] | Non
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
     """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote. A LOAD of
     data in range takes ``_load_fast``; the rest, errors included, the general path below."""
-    got = _load_fast(sram, dram, insn)
+    got = _load_fast(sram, dram, insn, ctx)
     if got is not None:
         return got
     kind = insn.mem.kind
