@@ -222,17 +222,19 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
                       key=lambda j: (j.transfer.priority, j.key))
         else:  # round robin: the first ready after the one served last, else the first ready
             last = st.last_key
-            job = first = None
+            chosen: _Job | None = None
+            first: _Job | None = None
             for j in live:
                 if j.ready <= t:
                     if first is None:
                         first = j
                     if j.key > last:
-                        job = j
+                        chosen = j
                         break
-            if job is None:
-                job = first
-            assert job is not None
+            if chosen is None:
+                chosen = first
+            assert chosen is not None
+            job = chosen
         _issue(ch, st, job, t)
         if job.next >= job.n:
             live.remove(job)
@@ -322,6 +324,19 @@ class Port:
         jobs.append(job)
         self._next[w] = self._trial[w] = None
         return self._keys
+
+    def solo_completion(self, transfer: Transfer, now: int) -> int | None:
+        """When ``transfer``, submitted at ``now``, completes if nothing else is submitted
+        meanwhile and the port is idle (no transfer active, its channel's bursts all over by
+        ``now``): as its definition says (``alone``); None when the port is not idle."""
+        if self.active:
+            return None
+        st = self.state[transfer.write]
+        if st.free <= now and st.last_issue < now and (not st.slots or max(st.slots) <= now):
+            if not transfer.bursts:
+                return now + transfer.lead
+            return now + self._alone_of(self.channels[transfer.write], transfer)[0]
+        return None
 
     def _commit(self, w: bool, now: int) -> None:
         """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""

@@ -23,7 +23,8 @@ goldens' programs and hypothesis-drawn random ones on both and compares everythi
   construction) and succeeds when its rule holds; its value is not built (the machine never
   reads it) and a dead ``_check`` left on a later event does nothing, as in simpy.
 
-Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``): a process
+Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``; the
+machine's idle-port DMA, ``Environment.quiet_through``): a process
 about to wait on an event that would be the very next one processed (nothing else is scheduled
 at or before its cycle) may instead do at once what processing it would do (advance the clock,
 run the callbacks it would run) and go on without yielding: the run loop would pop that event
@@ -238,6 +239,12 @@ class Environment:
 
     def process(self, generator: Generator[Event, Any, Any]) -> Process:
         return Process(self, generator)
+
+    def quiet_through(self, t: int) -> bool:
+        """Whether no event is scheduled at or before cycle ``t``: until then nothing happens
+        but what the running process does."""
+        queue = self._queue
+        return not queue or queue[0][0] > t
 
     def skip(self, delay: int) -> bool:
         """``yield timeout(delay)`` without the event, when nothing else is scheduled at or

@@ -109,7 +109,7 @@ class Sram:
 def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
               stride: int) -> np.ndarray:
     """A ``(rows, cols * elem_bytes)`` uint8 strided view of DRAM, bounds-checked."""
-    eb = dram.hw.elem_bytes(kind)
+    eb = dram.elem_bytes[kind]
     end = (base + (rows - 1) * stride + cols) * eb
     if end > dram.buf.size:
         last = base + (rows - 1) * stride + cols - 1
@@ -379,15 +379,18 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
 
 
-def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
+def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
+                 lag: int | Callable[[], int]) -> int:
     """Execute a micro-op compute instruction with its definition's semantics (vectorised;
     an update whose executions depend on each other runs one execution at a time). Returns the
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
-    hazard window). The index work is cached per (instruction, micro-ops) (``_MicroPlan``)."""
+    hazard window, or a function giving it: asked only when the plan is built). The index work
+    is cached per (instruction, micro-ops) (``_MicroPlan``)."""
     key = (insn, sram.uop_version)
     plan = sram.plans.get(key)
     if plan is None:
-        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx, lag)
+        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx,
+                                             lag if isinstance(lag, int) else lag())
     idx, mode = plan.idx, plan.mode
     a = idx["dst"]
     if a.size == 0:

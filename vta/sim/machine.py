@@ -65,8 +65,8 @@ from vta.isa.timing import (
     write_channel,
 )
 from vta.sim import engine as lean
-from vta.sim.engine import MISS
 from vta.sim.dram import Dram, check_dram_size, random_inputs
+from vta.sim.engine import MISS
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
@@ -313,6 +313,28 @@ class _PortServer:
             self.wake.succeed()
         return done
 
+    def at_once(self, transfer: Transfer, end_of: Callable[[int], int]) -> int | None:
+        """A DMA on an idle port with nothing else scheduled before it ends (the lean
+        engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
+        the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
+        arrival can change ``t`` and no other process runs before the DMA ends, so the port
+        takes the transfer and retires it at ``t`` as the server would (submit, plan, finish:
+        the same state) and the DMA's end is returned (the caller jumps there). None
+        otherwise (the caller requests it and waits)."""
+        env = self.env
+        now = int(env.now)
+        t = self.port.solo_completion(transfer, now)
+        if t is None or self.wake.triggered:
+            return None
+        end = end_of(t)
+        if not env.quiet_through(end):
+            return None
+        key = self.port.submit(transfer, now)
+        nxt = self.port.next_completion()
+        done = self.port.finish(t)
+        assert nxt == t and done == [key], (nxt, t, done, key)
+        return end
+
     def _serve(self) -> Proc:
         env = self.env
         while True:
@@ -369,7 +391,8 @@ class _Executor:
             self.hazards += self.gemm.run(self.sram, insn, ctx) if mode is None else \
                 self.gemm.reset(self.sram, insn, ctx, mode)
         else:
-            self.hazards += exec_microop(self.sram, insn, d, ctx, d.hazard_lag(insn, self.hw))
+            self.hazards += exec_microop(self.sram, insn, d, ctx,
+                                         lambda: d.hazard_lag(insn, self.hw))
 
     def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
         run = self.role.get(d.role)
@@ -431,12 +454,24 @@ class Machine:
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
         traffic added are ``memory`` stall."""
         start = self.env.now
+        if self.fast:
+            end = self.port[u.name].at_once(timing.transfer,
+                                            lambda t: start + timing.cycles(t - start))
+            if end is not None:
+                self.env.now = end
+                self._dma_done(u, start, end - start, alone, index)
+                return
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
         total = timing.cycles(self.env.now - start)
         rest = start + total - self.env.now
         if not (self.fast and self.env.skip(rest)):
             yield self.env.timeout(rest)
+        self._dma_done(u, start, total, alone, index)
+
+    def _dma_done(self, u: _Unit, start: int, total: int, alone: int, index: int) -> None:
+        """Account a DMA that took ``total`` cycles from ``start`` (``alone`` on an idle
+        port): busy for ``alone``, the rest memory stall."""
         u.waiting = None
         u.busy += alone
         if total > alone:
