@@ -219,15 +219,13 @@ class FastGemm:
         self.defn = defn
         self.sram = sram
         self.dtype = np.float64 if exact_float else np.int64
-        inp, wgt = sram.data["inp"].shape, sram.data["wgt"].shape
-        wgt_t = (wgt[0], wgt[2], wgt[1])
-        # the shadows of a fresh SRAM (zeros, as ``Sram`` starts; LOADs reach them through
-        # ``refresh``): float32 ones for the im2col products whose sums stay below 2**24
-        # (exact), so the hot gather reads half the bytes and no cast of it follows
-        self._inp: np.ndarray = np.zeros(inp, self.dtype)
-        self._wgt_t: np.ndarray = np.zeros(wgt_t, self.dtype)
-        self._inp32: np.ndarray = np.zeros(inp, np.float32)
-        self._wgt_t32: np.ndarray = np.zeros(wgt_t, np.float32)
+        #: block_in: the length of one tensor op's dot products
+        self.bi = sram.data["inp"].shape[2]
+        # the shadows per (kind, wide), made when a product first reads them (a mirror of
+        # the SRAM then) and kept up to date by ``refresh`` after: float32 ones for the
+        # im2col products whose sums stay below 2**24 (exact), so the hot gather reads half
+        # the bytes and no cast of it follows; the wide ones only where those are not exact
+        self._shadow: dict[tuple[str, bool], np.ndarray] = {}
         #: SRAM ranges LOADs wrote since each shadow last mirrored them, per (kind, wide):
         #: a shadow is brought up to date when a product reads it, so a program whose
         #: products all run in float32 never converts its loads to the wide shadows
@@ -250,11 +248,19 @@ class FastGemm:
         elif kind == "uop" and hi > lo:
             self.uop_version += 1
 
-    def _sync(self, kind: str, wide: bool, shadow: np.ndarray) -> np.ndarray:
-        """``shadow`` (of ``kind``, ``wide`` or float32) with the LOADs since it was last
-        read mirrored in."""
+    def _sync(self, kind: str, wide: bool) -> np.ndarray:
+        """The shadow of ``kind`` (``wide`` or float32; wgt transposed) with the LOADs since
+        it was last read mirrored in (made now, from the whole SRAM, on its first read)."""
         stale = self._stale[kind, wide]
-        if stale:
+        shadow = self._shadow.get((kind, wide))
+        if shadow is None:
+            src = self.sram.data[kind]
+            if kind == "wgt":
+                src = np.swapaxes(src, 1, 2)
+            shadow = self._shadow[kind, wide] = src.astype(
+                self.dtype if wide else np.float32, order="C")
+            stale.clear()
+        elif stale:
             src = self.sram.data[kind]
             for lo, hi in stale:
                 shadow[lo:hi] = src[lo:hi] if kind == "inp" else np.swapaxes(src[lo:hi], 1, 2)
@@ -263,19 +269,19 @@ class FastGemm:
 
     @property
     def inp(self) -> np.ndarray:
-        return self._sync("inp", True, self._inp)
+        return self._sync("inp", True)
 
     @property
     def wgt_t(self) -> np.ndarray:
-        return self._sync("wgt", True, self._wgt_t)
+        return self._sync("wgt", True)
 
     @property
     def inp32(self) -> np.ndarray:
-        return self._sync("inp", False, self._inp32)
+        return self._sync("inp", False)
 
     @property
     def wgt_t32(self) -> np.ndarray:
-        return self._sync("wgt", False, self._wgt_t32)
+        return self._sync("wgt", False)
 
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
         """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
@@ -363,7 +369,7 @@ class FastGemm:
         the ``acc`` dtype (``add_wrapped``): float32 sums are below 2**24, so they convert
         exactly to an acc that wide; others go through int64 (exact) first."""
         m = col_w.size
-        bi = self._inp.shape[2]
+        bi = self.bi
         inp, wgt_t, single = self._shadows(m)
         # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
         # these large gathers of small rows
@@ -380,7 +386,7 @@ class FastGemm:
         """Per-entry sums ``(classes * entries, batch, block_out)``, class-major, of a
         stacked im2col (one gather), wrapped to the ``acc`` dtype."""
         c, m = st.w.shape
-        bi = self._inp.shape[2]
+        bi = self.bi
         inp, wgt_t, single = self._shadows(m)
         xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
         e, batch = xs.shape[0] // m, xs.shape[1]
@@ -401,7 +407,7 @@ class FastGemm:
         """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products
         each), and whether they are the float32 ones: exact when every such sum is below
         2**24 (the wide ones otherwise)."""
-        single = self.dtype == np.float64 and m * self._inp.shape[2] * self.biggest < 2**24
+        single = self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
         if single:
             return self.inp32, self.wgt_t32, True
         return self.inp, self.wgt_t, False

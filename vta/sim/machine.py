@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import simpy
 from numpy.typing import ArrayLike
 
@@ -151,6 +152,8 @@ class _Static:
     banks: tuple[int, ...] = ()
     #: the work the statistics count: (GEMM tensor ops, ALU ops, MACs) (``_work``)
     work: tuple[int, int, int] = (0, 0, 0)
+    #: a micro-op instruction's executions (``n_ops``, a reset's too; 0 for the others)
+    ops: int = 0
 
 
 class _Refused(Exception):
@@ -186,7 +189,8 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
     return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
-                   d.mnemonic_of(insn), (), _work(insn, hw, d))
+                   d.mnemonic_of(insn), (), _work(insn, hw, d),
+                   n_ops(insn) if d.is_microop else 0)
 
 
 def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
@@ -371,12 +375,17 @@ class _Executor:
         self.dram = Dram(program, hw)
         self.dram.write_all(inputs)
         self.sram = Sram(hw)
-        gemm_ops = [n_ops(i) for i in program.instructions if definition_of(i) is GEMM]
-        self.gemm = FastGemm(self.sram, float_exact(hw, max(gemm_ops, default=0)), GEMM)
+        self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
         self.hazards = 0
         #: how each kind of definition executes (FINISH does nothing)
         self.role: dict[str, Callable[[Ctx, Any, InstructionDef], None]] = {
             "load": self._load, "store": self._store, "compute": self._compute}
+
+    def prepare(self, info: list[_Static]) -> None:
+        """Before the first execution: the GEMM's wide shadows are float64 where every GEMM
+        that runs (``info``: the machine's descriptions) sums exactly in it, else int64."""
+        biggest = max((s.ops for s in info if s.defn is GEMM), default=0)
+        self.gemm.dtype = np.float64 if float_exact(self.hw, biggest) else np.int64
 
     def _load(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
         kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
@@ -662,6 +671,8 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
     machine = Machine(program, hw, executor, engine)
+    if executor is not None:
+        executor.prepare(machine.info)
     cycles = machine.run()
     dram = None if executor is None else executor.dram
     result = SimResult(
