@@ -142,41 +142,6 @@ class _State:
         return _State(self.last_issue, self.free, list(self.slots), self.last_key)
 
 
-def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
-    """The earliest cycle ``job``'s next burst can issue: after the previous issue, not before
-    the job is ready (its lead, or its previous row's completion and gap), and when fewer than
-    ``in_flight`` bursts are outstanding."""
-    t = max(st.last_issue + 1, job.ready)
-    # ``slots`` ascends (each burst's data ends after the previous one's, so releases only
-    # grow): the bursts outstanding at ``t`` are a suffix, and the one whose release frees a
-    # slot for this burst is the ``in_flight``-th from the end
-    k = len(st.slots) - ch.in_flight
-    if k >= 0 and st.slots[k] > t:
-        t = st.slots[k]
-    return t
-
-
-def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
-    beats = job.transfer.bursts[job.next]
-    start = t + (ch.command if ch.write else ch.latency)
-    if st.free > start:
-        start = st.free
-    end = start + beats
-    st.free = end
-    release = end + ch.latency + ch.ack if ch.write else end
-    slots = st.slots
-    if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
-        slots = st.slots = slots[bisect_right(slots, t):]
-    slots.append(release)
-    st.last_issue = t
-    st.last_key = job.key
-    job.next += 1
-    if release > job.done:
-        job.done = release
-    if job.next in job.starts:
-        job.ready = job.done + job.transfer.gap  # the next row waits for this one
-
-
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
          first_done: bool = False) -> None:
     """Issue bursts of ``jobs`` (one burst per turn: among the jobs whose next burst can issue
@@ -192,68 +157,115 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
         done_by = min((j.done for j in jobs if j.next >= j.n), default=None)
     live = [j for j in jobs if j.next < j.n]
     in_flight, priority = ch.in_flight, ch.priority
-    while True:
-        if not live:
-            return
-        if len(live) == 1:
-            # one job left issuing: nothing else takes a turn, so its bursts go one after
-            # another (the jobs done already are done: their earliest completion is fixed)
-            _run_one(ch, st, live[0], until, done_by)
-            return
-        # the earliest issue: each job's is the later of its ``ready`` and the slot bound
-        # shared by all (``_issue_time``), so the earliest is the later of that bound and the
-        # least ``ready``, and the jobs that can issue then are those ready by then
-        base = st.last_issue + 1
-        k = len(st.slots) - in_flight
-        if k >= 0 and st.slots[k] > base:
-            base = st.slots[k]
+    # the channel's state in locals (written back before ``_run_one`` or returning)
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+    while len(live) > 1:
+        # the earliest issue: a burst issues after the previous issue, not before its job is
+        # ready (its lead, or its previous row's completion and gap), and when fewer than
+        # ``in_flight`` bursts are outstanding: ``slots`` ascends (each burst's data ends
+        # after the previous one's), so the bursts outstanding at ``t`` are a suffix and the
+        # one whose release frees a slot is the ``in_flight``-th from the end. That bound is
+        # shared by all jobs, so the earliest issue is the later of it and the least
+        # ``ready``, and the jobs that can issue then are those ready by then
+        base = last_issue + 1
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > base:
+            base = slots[k]
         t = live[0].ready
         for j in live:
             if j.ready < t:
                 t = j.ready
         if t < base:
             t = base
-        if until is not None and t >= until:
-            return
-        if done_by is not None and done_by <= t:
-            return
+        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+            break
         if priority:
             job = min((j for j in live if j.ready <= t),
                       key=lambda j: (j.transfer.priority, j.key))
         else:  # round robin: the first ready after the one served last, else the first ready
-            last = st.last_key
             chosen: _Job | None = None
             first: _Job | None = None
             for j in live:
                 if j.ready <= t:
                     if first is None:
                         first = j
-                    if j.key > last:
+                    if j.key > last_key:
                         chosen = j
                         break
             if chosen is None:
                 chosen = first
             assert chosen is not None
             job = chosen
-        _issue(ch, st, job, t)
+        # issue its next burst at ``t``: its data starts ``latency`` after (a write:
+        # ``command``) or when the channel is free; a write's slot frees ``latency + ack``
+        # after its last beat (its response), a read's at its last beat
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + job.transfer.bursts[job.next]
+        release = free + tail
+        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+            slots = slots[bisect_right(slots, t):]
+        slots.append(release)
+        last_issue, last_key = t, job.key
+        job.next += 1
+        if release > job.done:
+            job.done = release
+        if job.next in job.starts:
+            job.ready = job.done + job.transfer.gap  # the next row waits for this one
         if job.next >= job.n:
             live.remove(job)
             if first_done and (done_by is None or job.done < done_by):
                 done_by = job.done
+    st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+    if len(live) == 1:
+        # one job left issuing: nothing else takes a turn, so its bursts go one after
+        # another (the jobs done already are done: their earliest completion is fixed)
+        _run_one(ch, st, live[0], until, done_by)
 
 
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
              done_by: int | None) -> None:
     """``_run`` with ``job`` the only one issuing: its bursts in order until they are all
     issued, the next issue would be at or after ``until``, or (``done_by``: the earliest
-    completion of a finished job, with ``first_done``) at or after that completion."""
-    while job.next < job.n:
-        t = _issue_time(ch, st, job)
-        if until is not None and t >= until:
-            return
-        if done_by is not None and done_by <= t:
-            return
-        _issue(ch, st, job, t)
+    completion of a finished job, with ``first_done``) at or after that completion.
+    The same issue rule and burst timing as ``_run``'s, the state in locals."""
+    limit = until if done_by is None else done_by if until is None else min(until, done_by)
+    bursts, n, starts, gap = job.transfer.bursts, job.n, job.starts, job.transfer.gap
+    in_flight = ch.in_flight
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue = st.slots, st.free, st.last_issue
+    nxt, done, ready = job.next, job.done, job.ready
+    first = nxt
+    while nxt < n:
+        t = last_issue + 1
+        if ready > t:
+            t = ready
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > t:
+            t = slots[k]
+        if limit is not None and t >= limit:
+            break
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + bursts[nxt]
+        release = free + tail
+        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+            slots = slots[bisect_right(slots, t):]
+        slots.append(release)
+        last_issue = t
+        nxt += 1
+        if release > done:
+            done = release
+        if nxt in starts:
+            ready = done + gap  # the next row waits for this one
+    if nxt != first:
+        st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, job.key
+        job.next, job.done, job.ready = nxt, done, ready
 
 
 @lru_cache(maxsize=65536)
