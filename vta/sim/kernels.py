@@ -308,10 +308,10 @@ def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-def _needs_order(a: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
-    """Whether loop order matters for an update: a destination repeats, or an execution reads
-    an acc entry an earlier execution wrote."""
-    if np.unique(a).size != a.size:
+def _needs_order(a: np.ndarray, sa: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
+    """Whether loop order matters for an update: a destination repeats (``sa``: ``a``
+    sorted), or an execution reads an acc entry an earlier execution wrote."""
+    if sa.size > 1 and bool(np.any(sa[1:] == sa[:-1])):
         return True
     if not reads:
         return False
@@ -363,14 +363,14 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         sa = a[order]
         starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
-    ordered = _needs_order(a, acc_reads, sram.depth["acc"])
+    perm = np.argsort(a, kind="stable")
+    ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
     sel = None
     if not ordered:
         # distinct destinations, none read after an earlier execution wrote it: every read
         # sees the value from before the instruction, so the executions may go in any order;
         # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
         # become one slice of acc (views instead of gathers and scatters)
-        perm = np.argsort(a, kind="stable")
         sel = {k: as_slice(v[perm]) for k, v in idx.items()}
     alu = None
     if not ordered and isinstance(insn, Alu) and isinstance(insn.op, AluOp) \
