@@ -297,6 +297,11 @@ def add_wrapped(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
     that dtype, the same bits modulo ``2**bits`` (a signed integer acc, the only kind the
     config allows), without the int64 round trip."""
     acc = sram.data["acc"]
+    if isinstance(entries, slice):  # a view: add in place
+        view = acc[entries]
+        np.add(view, sums, out=view)
+        sram.data["out"][entries] = view
+        return
     new = acc[entries] + sums
     acc[entries] = new
     sram.data["out"][entries] = new
