@@ -10,12 +10,15 @@ both modes; their values are checked by tests/golden and ``vta run``. Timing-onl
 give the bit-exact runs' cycles (checked). ``--engine simpy`` runs the machine on simpy itself
 (the reference event engine; the default is the lean engine, ``vta/sim/engine.py``, with the
 same event order). To compare two checkouts, run this file with ``PYTHONPATH`` at each (it
-imports vta from there; a checkout before the lean engine takes no ``--engine``). Prints
-tables and writes bench/results/sim_speed.json (with the load average before and after,
-and the checkout's commit).
+imports vta from there; a checkout before the lean engine takes no ``--engine``), or give
+``--baseline CHECKOUT``: this file first runs itself with ``PYTHONPATH`` at that checkout (the
+same options), then here, back to back, and the JSON holds both (``before``) and the CPU
+speedups. Set ``OPENBLAS_NUM_THREADS=1`` (the baseline run inherits it): a shared 2-core
+machine times BLAS threads badly. Prints tables and writes bench/results/sim_speed.json
+(with the load average before and after, and the checkout's commit).
 
-    python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5] [--network]
-        [--engine lean|simpy] [--cache FILE] [--out FILE]
+    OPENBLAS_NUM_THREADS=1 python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5]
+        [--network] [--engine lean|simpy] [--cache FILE] [--baseline CHECKOUT] [--out FILE]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -132,8 +136,12 @@ def main() -> int:
                     help="--network: the compile cache file (default: vta's, as vta run)")
     ap.add_argument("--engine", choices=("lean", "simpy"), default=None,
                     help="the event engine (default: the checkout's default)")
+    ap.add_argument("--baseline", default=None, metavar="CHECKOUT",
+                    help="first run this file with PYTHONPATH at CHECKOUT (another tree of "
+                         "vta, e.g. main's), then here; the JSON holds both")
     ap.add_argument("--out", default=str(HERE / "results" / "sim_speed.json"))
     args = ap.parse_args()
+    before = None if args.baseline is None else run_baseline(args)
     if args.engine is not None:
         simulate = partial(_simulate, engine=args.engine)
     load_before = [round(x, 2) for x in os.getloadavg()]
@@ -186,9 +194,7 @@ def main() -> int:
                         f"{r['cpu_s_median']:.3f}", f"{r['timing_only_cpu_s_median']:.3f}")
         console.print(net)
         same_cycles = same_cycles and all(r["timing_only_same_cycles"] for r in extra.values())
-    out = Path(args.out)
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({
+    result: dict[str, object] = {
         "workload": "resnet18:C2", "hw": hw.name, "runs": args.runs,
         "instructions": len(program.instructions),
         "wall_s_median": full_wall, "timing_only_wall_s_median": timing_wall,
@@ -201,8 +207,70 @@ def main() -> int:
         "engine": args.engine or "default", "commit": _commit(),
         "load_average_before": load_before,
         "load_average": [round(x, 2) for x in os.getloadavg()], **extra,
-    }, indent=2) + "\n")
+    }
+    if before is not None:
+        result["before"] = before
+        result["cpu_speedup"] = speedups(before, result)
+        console.print(speedup_table(result["cpu_speedup"], args.baseline))
+    out = Path(args.out)
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     return 0 if exact and same_cycles else 1
+
+
+def run_baseline(args: argparse.Namespace) -> dict[str, object]:
+    """This file's JSON from a run with ``PYTHONPATH`` at ``args.baseline`` (the same options,
+    no baseline of its own), and which tree that was."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "before.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
+               "--runs", str(args.runs), "--out", str(out)]
+        if args.network:
+            cmd.append("--network")
+        if args.cache:
+            cmd += ["--cache", args.cache]
+        env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
+        print(f"baseline: vta from {args.baseline}")
+        done = subprocess.run(cmd, env=env, check=False)
+        print(f"this tree: vta from {Path(vta.__file__).resolve().parents[1]}")
+        if not out.exists():
+            raise SystemExit(f"sim_speed: the baseline run at {args.baseline} wrote no "
+                             f"results (exit {done.returncode})")
+        got = json.loads(out.read_text())
+    got["tree"] = f"{args.baseline} (this file run with PYTHONPATH there), right before"
+    return got
+
+
+#: the figures ``speedups`` compares: (JSON key, its label)
+_MODES = (("cpu_s_median", "bit-exact"), ("timing_only_cpu_s_median", "timing-only"))
+
+
+def speedups(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
+    """Before / after CPU seconds of each figure both runs measured: C2 (top level) and each
+    ``--network`` group, in both modes."""
+    out: dict[str, object] = {}
+    groups = [("C2", before, after)] + [
+        (k, before[k], after[k]) for k, v in after.items()
+        if isinstance(v, dict) and "programs" in v and isinstance(before.get(k), dict)]
+    for name, b, a in groups:
+        assert isinstance(b, dict) and isinstance(a, dict)
+        for key, label in _MODES:
+            if key in b and key in a:
+                out[f"{name} {label}"] = {"before_cpu_s": b[key], "after_cpu_s": a[key],
+                                          "speedup": b[key] / a[key]}
+    return out
+
+
+def speedup_table(rows: dict[str, object], baseline: str) -> Table:
+    table = Table(title=f"CPU seconds, median: {baseline} (before) and this tree (after), "
+                        f"back to back")
+    for col in ("figure", "before CPU s", "after CPU s", "speedup"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for name, r in rows.items():
+        assert isinstance(r, dict)
+        table.add_row(name, f"{r['before_cpu_s']:.3f}", f"{r['after_cpu_s']:.3f}",
+                      f"{r['speedup']:.2f}x")
+    return table
 
 
 if __name__ == "__main__":

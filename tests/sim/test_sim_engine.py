@@ -6,6 +6,7 @@ included), and accumulator-bank contention on a separate ALU pipeline."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -63,10 +64,12 @@ _STEP = st.one_of(
 )
 
 
-def _scenario(sim: Any, scripts: list[list[tuple[Any, ...]]], caps: tuple[int, int]
-              ) -> list[tuple[Any, ...]]:
+def _scenario(sim: Any, scripts: list[list[tuple[Any, ...]]], caps: tuple[int, int],
+              shortcuts: bool = False) -> list[tuple[Any, ...]]:
     """Run ``scripts`` (one process each) on ``sim``'s classes; the log of every step: when
-    it resumed, which process, what it did and the value it got."""
+    it resumed, which process, what it did and the value it got. ``shortcuts``: waits, puts
+    and gets take the lean engine's no-event shortcuts where they apply (``skip``, ``give``,
+    ``take``), as the machine does."""
     env = sim.Environment()
     stores = [sim.Store(env, capacity=c) for c in caps]
     res = [sim.Resource(env, capacity=1) for _ in range(2)]
@@ -78,11 +81,17 @@ def _scenario(sim: Any, scripts: list[list[tuple[Any, ...]]], caps: tuple[int, i
             kind = step[0]
             got: Any = None
             if kind == "wait":
-                got = yield env.timeout(step[1], value=(pid, k))
+                if shortcuts and env.skip(step[1]):
+                    got = (pid, k)
+                else:
+                    got = yield env.timeout(step[1], value=(pid, k))
             elif kind == "put":
-                got = yield stores[step[1]].put((pid, k))
+                if not (shortcuts and stores[step[1]].give((pid, k))):
+                    got = yield stores[step[1]].put((pid, k))
             elif kind == "get":
-                got = yield stores[step[1]].get()
+                got = stores[step[1]].take() if shortcuts else engine.MISS
+                if got is engine.MISS:
+                    got = yield stores[step[1]].get()
             elif kind == "hold":
                 req = res[step[1]].request()
                 yield req
@@ -110,6 +119,16 @@ def _scenario(sim: Any, scripts: list[list[tuple[Any, ...]]], caps: tuple[int, i
 def test_engine_orders_events_as_simpy(scripts: list[list[tuple[Any, ...]]],
                                        caps: tuple[int, int]) -> None:
     assert _scenario(LEAN, scripts, caps) == _scenario(SIMPY, scripts, caps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_STEP, max_size=12), min_size=1, max_size=5),
+       st.tuples(st.integers(1, 3), st.integers(1, 3)))
+def test_engine_shortcuts_order_events_as_simpy(scripts: list[list[tuple[Any, ...]]],
+                                                caps: tuple[int, int]) -> None:
+    """A wait, put or get done without its event where it would be the next one processed
+    (``skip``, ``give``, ``take``) leaves every step where simpy's yields put it."""
+    assert _scenario(LEAN, scripts, caps, shortcuts=True) == _scenario(SIMPY, scripts, caps)
 
 
 def test_engine_refuses_a_negative_delay() -> None:
@@ -169,6 +188,41 @@ def test_golden_programs_same_on_both_engines(path: Path) -> None:
 def test_random_programs_same_on_both_engines(data: st.DataObject, seed: int) -> None:
     hw = data.draw(hw_configs(), label="hw")
     _note(_same_on_both(data.draw(programs(hw), label="program"), hw, seed))
+
+
+def _shallow(hw: HwConfig, command: int, token: int, batch: int) -> HwConfig:
+    """``hw`` with command queues ``command`` deep, token queues ``token`` deep and
+    ``batch`` instructions fetched per request: full queues block their puts."""
+    return replace(hw, queues=replace(hw.queues, command_depth=command, token_depth=token,
+                                      fetch_batch=batch))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 3),
+       st.integers(1, 16))
+def test_shallow_queues_same_on_both_engines(data: st.DataObject, seed: int, command: int,
+                                             token: int, batch: int) -> None:
+    """Random programs with shallow command and token queues and a random fetch batch: the
+    fetch unit and the units block on full queues, which the lean engine's shortcuts must
+    leave to the events (a put on a full queue, a get on an empty one)."""
+    hw = _shallow(data.draw(hw_configs(), label="hw"), command, token, batch)
+    _note(_same_on_both(data.draw(programs(hw), label="program"), hw, seed))
+
+
+@pytest.mark.parametrize("queues", [(512, 1024, None), (2, 2, 1), (3, 2, 5), (1, 1, 1)],
+                         ids=["stock", "shallow", "odd", "deadlock"])
+def test_compiled_conv_same_on_both_engines(queues: tuple[int, int, int | None]) -> None:
+    """A compiled, latency-hidden conv2d (virtual threads: load, compute and store overlap on
+    the shared port) on pynq, with its stock queues, with shallow ones, and with queues so
+    shallow that it deadlocks (the same error text on both)."""
+    w = Workload("conv2d", Conv2dSpec(n=1, ic=32, h=14, w=14, oc=32, kh=3, kw=3, pad=1))
+    program = AccelTarget(PYNQ).compile_layer(w).program
+    hw = PYNQ if queues[2] is None else _shallow(PYNQ, *queues)
+    got = _same_on_both(program, hw)
+    if queues == (1, 1, 1):
+        assert got[0] == "error" and got[1] == "DeadlockError"
+    else:
+        assert got[0] != "error" and got[1].units["load"].insns > 0
 
 
 _FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")

@@ -112,3 +112,20 @@ def test_random_inputs_cover_the_range(pynq):
     assert ins["A"].dtype == np.int8 and ins["C"].dtype == np.int32
     assert ins["C"].min() < -2**30 and ins["C"].max() > 2**30
     assert np.array_equal(random_inputs(p, pynq, seed=3)["C"], ins["C"])
+
+
+@pytest.mark.parametrize("engine", ["lean", "simpy"])
+def test_an_execution_error_before_a_deadlock_is_the_one_raised(pynq, engine):
+    """The arithmetic runs after the event loop in completion order (``Machine._values``):
+    an out-of-range LOAD that completes before the program deadlocks is what is reported, as
+    when it ran at its completion and stopped the run; timing-only, which executes nothing,
+    reports the deadlock."""
+    bad = Load(MemType.INP, 2040, 0, 1, 16, 16)  # entries 2040..2055 of 2048
+    stuck = Store(MemType.OUT, 0, 8, 1, 1, 1, deps=Deps(pop_prev=True))  # never pushed
+    p = _program(pynq, [bad, stuck, Finish()])
+    with pytest.raises(AddressError, match=r"instruction 0 \(LOAD.INP sram=2040 .*inp index "
+                                           r"2055 out of range \(size 2048\)"):
+        simulate(p, pynq, engine=engine)
+    with pytest.raises(DeadlockError, match=r"store unit waits on token queue compute->store "
+                                            r"\(empty\) at instruction 1"):
+        simulate(p, pynq, timing_only=True, engine=engine)

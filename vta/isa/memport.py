@@ -99,6 +99,8 @@ class _Job:
     #: (``_row_starts``): read on every issue, so kept here rather than derived each time
     n: int = 0
     starts: frozenset[int] = frozenset()
+    #: with ``solo``: its ``_alone_plan`` (completion from cycle 0, channel state after it)
+    plan: tuple[int, _State] | None = None
 
     def __post_init__(self) -> None:
         if self.ready < 0:
@@ -140,41 +142,6 @@ class _State:
         return _State(self.last_issue, self.free, list(self.slots), self.last_key)
 
 
-def _issue_time(ch: Channel, st: _State, job: _Job) -> int:
-    """The earliest cycle ``job``'s next burst can issue: after the previous issue, not before
-    the job is ready (its lead, or its previous row's completion and gap), and when fewer than
-    ``in_flight`` bursts are outstanding."""
-    t = max(st.last_issue + 1, job.ready)
-    # ``slots`` ascends (each burst's data ends after the previous one's, so releases only
-    # grow): the bursts outstanding at ``t`` are a suffix, and the one whose release frees a
-    # slot for this burst is the ``in_flight``-th from the end
-    k = len(st.slots) - ch.in_flight
-    if k >= 0 and st.slots[k] > t:
-        t = st.slots[k]
-    return t
-
-
-def _issue(ch: Channel, st: _State, job: _Job, t: int) -> None:
-    beats = job.transfer.bursts[job.next]
-    start = t + (ch.command if ch.write else ch.latency)
-    if st.free > start:
-        start = st.free
-    end = start + beats
-    st.free = end
-    release = end + ch.latency + ch.ack if ch.write else end
-    slots = st.slots
-    if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
-        slots = st.slots = slots[bisect_right(slots, t):]
-    slots.append(release)
-    st.last_issue = t
-    st.last_key = job.key
-    job.next += 1
-    if release > job.done:
-        job.done = release
-    if job.next in job.starts:
-        job.ready = job.done + job.transfer.gap  # the next row waits for this one
-
-
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
          first_done: bool = False) -> None:
     """Issue bursts of ``jobs`` (one burst per turn: among the jobs whose next burst can issue
@@ -190,60 +157,115 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
         done_by = min((j.done for j in jobs if j.next >= j.n), default=None)
     live = [j for j in jobs if j.next < j.n]
     in_flight, priority = ch.in_flight, ch.priority
-    while True:
-        if not live:
-            return
-        if len(live) == 1:
-            # one job left issuing: nothing else takes a turn, so its bursts go one after
-            # another (the jobs done already are done: their earliest completion is fixed)
-            _run_one(ch, st, live[0], until, done_by)
-            return
-        # each job's earliest issue (``_issue_time``), the slot bound shared by all of them
-        base = st.last_issue + 1
-        k = len(st.slots) - in_flight
-        if k >= 0 and st.slots[k] > base:
-            base = st.slots[k]
-        t = -1
-        ready: list[_Job] = []
+    # the channel's state in locals (written back before ``_run_one`` or returning)
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+    while len(live) > 1:
+        # the earliest issue: a burst issues after the previous issue, not before its job is
+        # ready (its lead, or its previous row's completion and gap), and when fewer than
+        # ``in_flight`` bursts are outstanding: ``slots`` ascends (each burst's data ends
+        # after the previous one's), so the bursts outstanding at ``t`` are a suffix and the
+        # one whose release frees a slot is the ``in_flight``-th from the end. That bound is
+        # shared by all jobs, so the earliest issue is the later of it and the least
+        # ``ready``, and the jobs that can issue then are those ready by then
+        base = last_issue + 1
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > base:
+            base = slots[k]
+        t = live[0].ready
         for j in live:
-            tj = base if base > j.ready else j.ready
-            if t < 0 or tj < t:
-                t, ready = tj, [j]
-            elif tj == t:
-                ready.append(j)
-        job = ready[0]
-        if len(ready) > 1:
-            if priority:
-                job = min(ready, key=lambda j: (j.transfer.priority, j.key))
-            else:  # round robin: the first after the one served last, else the first
-                last = st.last_key
-                for j in ready:
-                    if j.key > last:
-                        job = j
+            if j.ready < t:
+                t = j.ready
+        if t < base:
+            t = base
+        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+            break
+        if priority:
+            job = min((j for j in live if j.ready <= t),
+                      key=lambda j: (j.transfer.priority, j.key))
+        else:  # round robin: the first ready after the one served last, else the first ready
+            chosen: _Job | None = None
+            first: _Job | None = None
+            for j in live:
+                if j.ready <= t:
+                    if first is None:
+                        first = j
+                    if j.key > last_key:
+                        chosen = j
                         break
-        if until is not None and t >= until:
-            return
-        if done_by is not None and done_by <= t:
-            return
-        _issue(ch, st, job, t)
+            if chosen is None:
+                chosen = first
+            assert chosen is not None
+            job = chosen
+        # issue its next burst at ``t``: its data starts ``latency`` after (a write:
+        # ``command``) or when the channel is free; a write's slot frees ``latency + ack``
+        # after its last beat (its response), a read's at its last beat
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + job.transfer.bursts[job.next]
+        release = free + tail
+        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+            slots = slots[bisect_right(slots, t):]
+        slots.append(release)
+        last_issue, last_key = t, job.key
+        job.next += 1
+        if release > job.done:
+            job.done = release
+        if job.next in job.starts:
+            job.ready = job.done + job.transfer.gap  # the next row waits for this one
         if job.next >= job.n:
             live.remove(job)
             if first_done and (done_by is None or job.done < done_by):
                 done_by = job.done
+    st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+    if len(live) == 1:
+        # one job left issuing: nothing else takes a turn, so its bursts go one after
+        # another (the jobs done already are done: their earliest completion is fixed)
+        _run_one(ch, st, live[0], until, done_by)
 
 
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
              done_by: int | None) -> None:
     """``_run`` with ``job`` the only one issuing: its bursts in order until they are all
     issued, the next issue would be at or after ``until``, or (``done_by``: the earliest
-    completion of a finished job, with ``first_done``) at or after that completion."""
-    while job.next < job.n:
-        t = _issue_time(ch, st, job)
-        if until is not None and t >= until:
-            return
-        if done_by is not None and done_by <= t:
-            return
-        _issue(ch, st, job, t)
+    completion of a finished job, with ``first_done``) at or after that completion.
+    The same issue rule and burst timing as ``_run``'s, the state in locals."""
+    limit = until if done_by is None else done_by if until is None else min(until, done_by)
+    bursts, n, starts, gap = job.transfer.bursts, job.n, job.starts, job.transfer.gap
+    in_flight = ch.in_flight
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue = st.slots, st.free, st.last_issue
+    nxt, done, ready = job.next, job.done, job.ready
+    first = nxt
+    while nxt < n:
+        t = last_issue + 1
+        if ready > t:
+            t = ready
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > t:
+            t = slots[k]
+        if limit is not None and t >= limit:
+            break
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + bursts[nxt]
+        release = free + tail
+        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+            slots = slots[bisect_right(slots, t):]
+        slots.append(release)
+        last_issue = t
+        nxt += 1
+        if release > done:
+            done = release
+        if nxt in starts:
+            ready = done + gap  # the next row waits for this one
+    if nxt != first:
+        st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, job.key
+        job.next, job.done, job.ready = nxt, done, ready
 
 
 @lru_cache(maxsize=65536)
@@ -280,26 +302,61 @@ class Port:
         #: every burst before that completion), adopted by ``finish`` at that cycle instead of
         #: issuing the same bursts again
         self._trial: dict[bool, tuple[_State, list[_Job]] | None] = {False: None, True: None}
+        #: ``_alone_plan`` per transfer object (a program's DMAs share theirs), kept by
+        #: identity so the transfer is hashed once per run, not on every submission
+        self._alone: dict[int, tuple[Transfer, tuple[int, _State]]] = {}
+
+    def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
+        """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
+        got = self._alone.get(id(transfer))
+        if got is None or got[0] is not transfer:
+            got = self._alone[id(transfer)] = (transfer, _alone_plan(ch, transfer))
+        return got[1]
 
     def submit(self, transfer: Transfer, now: int) -> int:
         """Add ``transfer`` at cycle ``now``; returns its key."""
         w = transfer.write
-        self._commit(w, now)
+        jobs = self.jobs[w]
+        if jobs:
+            self._commit(w, now)
         self._keys += 1
         job = _Job(self._keys, transfer, now)
         st, ch = self.state[w], self.channels[w]
-        if not self.jobs[w] and st.free <= now and st.last_issue < now \
-                and all(r <= now for r in st.slots):
-            job.solo = now + alone(ch, transfer)  # an idle channel: as its definition says
+        if not jobs and st.free <= now and st.last_issue < now \
+                and (not st.slots or max(st.slots) <= now):
+            # an idle channel: as its definition says (``alone``)
+            if transfer.bursts:
+                job.plan = self._alone_of(ch, transfer)
+                job.solo = now + job.plan[0]
+            else:
+                job.solo = now + transfer.lead
         else:
-            for other in self.jobs[w]:
+            for other in jobs:
                 other.solo = -1
-        self.jobs[w].append(job)
+        jobs.append(job)
         self._next[w] = self._trial[w] = None
         return self._keys
 
+    def solo_completion(self, transfer: Transfer, now: int) -> int | None:
+        """When ``transfer``, submitted at ``now``, completes if nothing else is submitted
+        meanwhile and the port is idle (no transfer active, its channel's bursts all over by
+        ``now``): as its definition says (``alone``); None when the port is not idle."""
+        if self.active:
+            return None
+        st = self.state[transfer.write]
+        if st.free <= now and st.last_issue < now and (not st.slots or max(st.slots) <= now):
+            if not transfer.bursts:
+                return now + transfer.lead
+            return now + self._alone_of(self.channels[transfer.write], transfer)[0]
+        return None
+
     def _commit(self, w: bool, now: int) -> None:
-        _run(self.channels[w], self.state[w], self.jobs[w], now)
+        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""
+        jobs = self.jobs[w]
+        for j in jobs:
+            if j.next < j.n:
+                _run(self.channels[w], self.state[w], jobs, now)
+                return
 
     def next_completion(self) -> int:
         """The cycle at which the next active transfer completes, planning the bursts not yet
@@ -350,7 +407,8 @@ class Port:
             if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
                     and lone.solo <= now:
                 # it ran alone from an idle channel: its plan, shifted, is the channel's state
-                done_at, st = _alone_plan(self.channels[w], lone.transfer)
+                done_at, st = lone.plan if lone.plan is not None else \
+                    _alone_plan(self.channels[w], lone.transfer)
                 t0 = lone.arrival
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vta.config import HwConfig
+from vta.config import BUFFER_KINDS, HwConfig
 from vta.errors import InputError
 from vta.isa import Allocation, Program, Uop, uop_layout
 
@@ -86,6 +86,8 @@ class Dram:
         check_dram_size(program)
         self.program = program
         self.hw = hw
+        #: bytes of one entry of each buffer kind (``HwConfig.elem_bytes``, read per DMA)
+        self.elem_bytes = {k: hw.elem_bytes(k) for k in BUFFER_KINDS}
         self.buf = np.zeros(program.dram_bytes, dtype=np.uint8)
         for name, uops in program.uops.items():
             if uops:

@@ -23,6 +23,15 @@ goldens' programs and hypothesis-drawn random ones on both and compares everythi
   construction) and succeeds when its rule holds; its value is not built (the machine never
   reads it) and a dead ``_check`` left on a later event does nothing, as in simpy.
 
+Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``; the
+machine's idle-port DMA, ``Environment.quiet_through``): a process
+about to wait on an event that would be the very next one processed (nothing else is scheduled
+at or before its cycle) may instead do at once what processing it would do (advance the clock,
+run the callbacks it would run) and go on without yielding: the run loop would pop that event
+next and resume this process right after those callbacks, so every later event keeps its
+relative order (only unused event ids are skipped). The machine takes them on this engine only;
+simpy, the reference, always yields, and the tests compare the two.
+
 What it does not do, because the machine never asks: fail events, interrupt processes,
 ``until``. An exception in a process propagates at once (simpy re-raises a copy when the
 failed process is processed; a failing run is over either way, with the same error).
@@ -35,7 +44,8 @@ from heapq import heappop, heappush
 from itertools import count
 from typing import Any
 
-__all__ = ["Environment", "Event", "Store", "Resource", "AllOf", "AnyOf", "URGENT", "NORMAL"]
+__all__ = ["Environment", "Event", "Store", "Resource", "AllOf", "AnyOf", "URGENT", "NORMAL",
+           "MISS"]
 
 #: heap priorities, as simpy's: a process's start before anything else at the same cycle
 URGENT, NORMAL = 0, 1
@@ -49,6 +59,16 @@ class _Pending:
 
 
 PENDING: Any = _Pending()
+
+
+class _Miss:
+    """What ``Store.take`` returns when the shortcut does not apply (the caller yields)."""
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS: Any = _Miss()
 
 Callback = Callable[["Event"], None]
 
@@ -220,6 +240,25 @@ class Environment:
     def process(self, generator: Generator[Event, Any, Any]) -> Process:
         return Process(self, generator)
 
+    def quiet_through(self, t: int) -> bool:
+        """Whether no event is scheduled at or before cycle ``t``: until then nothing happens
+        but what the running process does."""
+        queue = self._queue
+        return not queue or queue[0][0] > t
+
+    def skip(self, delay: int) -> bool:
+        """``yield timeout(delay)`` without the event, when nothing else is scheduled at or
+        before its cycle: advance the clock and return True (the caller goes on); else
+        False (the caller yields the timeout)."""
+        t = self.now + delay
+        queue = self._queue
+        if queue and queue[0][0] <= t:
+            return False
+        if delay < 0:
+            raise ValueError(f"Negative delay {delay}")
+        self.now = t
+        return True
+
     def schedule(self, event: Event, priority: int = NORMAL, delay: int = 0) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._eid), event))
 
@@ -273,6 +312,32 @@ class Store:
         else:
             self.get_queue.append(ev)
         return ev
+
+    def take(self) -> Any:
+        """``yield get()`` without the event, when the get would succeed at once and be the
+        next event processed: the item (its callback, a waiting put, runs now); else
+        ``MISS`` (the caller yields ``get()``)."""
+        if not self.items or self.get_queue:
+            return MISS
+        queue = self.env._queue
+        if queue and queue[0][0] <= self.env.now:
+            return MISS
+        item = self.items.pop(0)
+        self._trigger_put(None)
+        return item
+
+    def give(self, item: Any) -> bool:
+        """``yield put(item)`` without the event, when the put would succeed at once and be
+        the next event processed: True (its callback, a waiting get, runs now); else False
+        (the caller yields ``put(item)``)."""
+        if self.put_queue or len(self.items) >= self.capacity:
+            return False
+        queue = self.env._queue
+        if queue and queue[0][0] <= self.env.now:
+            return False
+        self.items.append(item)
+        self._trigger_get(None)
+        return True
 
     def _trigger_put(self, _: Event | None) -> None:
         queue = self.put_queue

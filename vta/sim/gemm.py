@@ -177,6 +177,11 @@ class _ResetPlan:
     hazards: int
     #: every entry's last execution reads the same wgt entry (a compiled reset: wgt 0)
     one_w: bool = False
+    #: ``entries`` as a slice when they are one run (``as_slice``)
+    at: Entries | None = None
+    #: ``once`` is all True (every entry executes once) / all False (every one repeats)
+    all_once: bool = False
+    none_once: bool = False
 
 
 def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
@@ -187,8 +192,10 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
     first, last = order[head], order[np.r_[head[1:], True]]
     w_last = w[last]
-    return _ResetPlan(sa[head], x[last], w_last, first == last, hazards,
-                      bool(np.all(w_last == w_last[0])))
+    once = first == last
+    return _ResetPlan(sa[head], x[last], w_last, once, hazards,
+                      bool(np.all(w_last == w_last[0])), as_slice(sa[head]),
+                      bool(once.all()), not bool(once.any()))
 
 
 def _to_acc(sums: np.ndarray, single: bool, acc: np.dtype[Any]) -> np.ndarray:
@@ -212,15 +219,13 @@ class FastGemm:
         self.defn = defn
         self.sram = sram
         self.dtype = np.float64 if exact_float else np.int64
-        inp, wgt = sram.data["inp"].shape, sram.data["wgt"].shape
-        wgt_t = (wgt[0], wgt[2], wgt[1])
-        # the shadows of a fresh SRAM (zeros, as ``Sram`` starts; LOADs reach them through
-        # ``refresh``): float32 ones for the im2col products whose sums stay below 2**24
-        # (exact), so the hot gather reads half the bytes and no cast of it follows
-        self._inp: np.ndarray = np.zeros(inp, self.dtype)
-        self._wgt_t: np.ndarray = np.zeros(wgt_t, self.dtype)
-        self._inp32: np.ndarray = np.zeros(inp, np.float32)
-        self._wgt_t32: np.ndarray = np.zeros(wgt_t, np.float32)
+        #: block_in: the length of one tensor op's dot products
+        self.bi = sram.data["inp"].shape[2]
+        # the shadows per (kind, wide), made when a product first reads them (a mirror of
+        # the SRAM then) and kept up to date by ``refresh`` after: float32 ones for the
+        # im2col products whose sums stay below 2**24 (exact), so the hot gather reads half
+        # the bytes and no cast of it follows; the wide ones only where those are not exact
+        self._shadow: dict[tuple[str, bool], np.ndarray] = {}
         #: SRAM ranges LOADs wrote since each shadow last mirrored them, per (kind, wide):
         #: a shadow is brought up to date when a product reads it, so a program whose
         #: products all run in float32 never converts its loads to the wide shadows
@@ -243,11 +248,19 @@ class FastGemm:
         elif kind == "uop" and hi > lo:
             self.uop_version += 1
 
-    def _sync(self, kind: str, wide: bool, shadow: np.ndarray) -> np.ndarray:
-        """``shadow`` (of ``kind``, ``wide`` or float32) with the LOADs since it was last
-        read mirrored in."""
+    def _sync(self, kind: str, wide: bool) -> np.ndarray:
+        """The shadow of ``kind`` (``wide`` or float32; wgt transposed) with the LOADs since
+        it was last read mirrored in (made now, from the whole SRAM, on its first read)."""
         stale = self._stale[kind, wide]
-        if stale:
+        shadow = self._shadow.get((kind, wide))
+        if shadow is None:
+            src = self.sram.data[kind]
+            if kind == "wgt":
+                src = np.swapaxes(src, 1, 2)
+            shadow = self._shadow[kind, wide] = src.astype(
+                self.dtype if wide else np.float32, order="C")
+            stale.clear()
+        elif stale:
             src = self.sram.data[kind]
             for lo, hi in stale:
                 shadow[lo:hi] = src[lo:hi] if kind == "inp" else np.swapaxes(src[lo:hi], 1, 2)
@@ -256,19 +269,19 @@ class FastGemm:
 
     @property
     def inp(self) -> np.ndarray:
-        return self._sync("inp", True, self._inp)
+        return self._sync("inp", True)
 
     @property
     def wgt_t(self) -> np.ndarray:
-        return self._sync("wgt", True, self._wgt_t)
+        return self._sync("wgt", True)
 
     @property
     def inp32(self) -> np.ndarray:
-        return self._sync("inp", False, self._inp32)
+        return self._sync("inp", False)
 
     @property
     def wgt_t32(self) -> np.ndarray:
-        return self._sync("wgt", False, self._wgt_t32)
+        return self._sync("wgt", False)
 
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
         """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
@@ -326,20 +339,28 @@ class FastGemm:
             hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
             plan = self.resets[key] = _reset_plan(a, x, w, hazards)
         acc, out = sram.data["acc"], sram.data["out"]
+        at = plan.entries if plan.at is None else plan.at
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
             inp, wgt_t, single = self._shadows(1)
             xs = np.take(inp, plan.x, axis=0)  # (n, batch, block_in)
-            if plan.one_w:
-                prods = np.matmul(xs, wgt_t[plan.w[0]])
+            if plan.one_w:  # one 2-D product, not n stacked (batch, block_in) ones
+                n, batch, bi = xs.shape
+                prods = np.matmul(xs.reshape(n * batch, bi), wgt_t[plan.w[0]]) \
+                    .reshape(n, batch, -1)
             else:
                 prods = np.matmul(xs, wgt_t[plan.w])
-            zero = acc.dtype.type(0)
-            new = np.where(plan.once[:, None, None], acc[plan.entries], zero) + \
-                _to_acc(prods, single, acc.dtype)
-            out[plan.entries] = new
+            got = _to_acc(prods, single, acc.dtype)
+            if plan.none_once:  # each entry's last execution read the 0 an earlier one wrote
+                new = got
+            elif plan.all_once:  # each entry's one execution read its old value
+                new = acc[at] + got
+            else:
+                zero = acc.dtype.type(0)
+                new = np.where(plan.once[:, None, None], acc[at], zero) + got
+            out[at] = new
         elif mode == "zero":
-            out[plan.entries] = 0
-        acc[plan.entries] = 0
+            out[at] = 0
+        acc[at] = 0
         return plan.hazards
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray, acc: np.dtype[Any]
@@ -348,7 +369,7 @@ class FastGemm:
         the ``acc`` dtype (``add_wrapped``): float32 sums are below 2**24, so they convert
         exactly to an acc that wide; others go through int64 (exact) first."""
         m = col_w.size
-        bi = self._inp.shape[2]
+        bi = self.bi
         inp, wgt_t, single = self._shadows(m)
         # ``np.take`` along axis 0: the same rows as ``inp[col_x]``, several times faster for
         # these large gathers of small rows
@@ -365,7 +386,7 @@ class FastGemm:
         """Per-entry sums ``(classes * entries, batch, block_out)``, class-major, of a
         stacked im2col (one gather), wrapped to the ``acc`` dtype."""
         c, m = st.w.shape
-        bi = self._inp.shape[2]
+        bi = self.bi
         inp, wgt_t, single = self._shadows(m)
         xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
         e, batch = xs.shape[0] // m, xs.shape[1]
@@ -374,16 +395,19 @@ class FastGemm:
             cols = cols.transpose(0, 2, 1, 3)
         cols = cols.reshape(e * batch, m * bi)
         bo = wgt_t.shape[2]
-        sums = np.empty((c, e * batch, bo), dtype=inp.dtype)
-        for k in range(c):  # one product per class, over the one gathered im2col matrix
-            np.matmul(cols, wgt_t[st.w[k]].reshape(m * bi, bo), out=sums[k])
+        # one product for every class: the classes' weight sequences side by side as the
+        # columns of one (m * block_in, classes * block_out) matrix (each sum is the same
+        # exact integer whatever the order BLAS adds in), then class-major rows
+        w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
+        w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
+        sums = np.matmul(cols, w).reshape(e * batch, c, bo).transpose(1, 0, 2)
         return _to_acc(sums.reshape(c * e, batch, bo), single, acc)
 
     def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products
         each), and whether they are the float32 ones: exact when every such sum is below
         2**24 (the wide ones otherwise)."""
-        single = self.dtype == np.float64 and m * self._inp.shape[2] * self.biggest < 2**24
+        single = self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
         if single:
             return self.inp32, self.wgt_t32, True
         return self.inp, self.wgt_t, False

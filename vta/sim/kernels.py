@@ -48,6 +48,7 @@ from vta.isa import (
     Instruction,
     InstructionDef,
     Load,
+    MemType,
     Operand,
     Program,
     Store,
@@ -108,7 +109,7 @@ class Sram:
 def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
               stride: int) -> np.ndarray:
     """A ``(rows, cols * elem_bytes)`` uint8 strided view of DRAM, bounds-checked."""
-    eb = dram.hw.elem_bytes(kind)
+    eb = dram.elem_bytes[kind]
     end = (base + (rows - 1) * stride + cols) * eb
     if end > dram.buf.size:
         last = base + (rows - 1) * stride + cols - 1
@@ -131,8 +132,46 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
                          f" (entries {base}..{base + n - 1})")
 
 
+def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
+    gives, written in place (the pads zeroed around the data, no image built first), from the
+    fields read once; returns what ``exec_load`` does. None where the general path runs
+    instead (micro-ops, no data, an SRAM index out of range: that path names the error)."""
+    mem = insn.mem
+    if mem is MemType.UOP:
+        return None
+    kind = mem.kind
+    rows, cols, stride = insn.y_size, insn.x_size, insn.x_stride
+    if mem is MemType.WGT:  # its load ignores the pad fields (``Load.pads``)
+        y0 = y1 = x0 = x1 = 0
+    else:
+        y0, y1, x0, x1 = insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1
+    lo = insn.sram_base
+    hi = lo + (y0 + rows + y1) * (x0 + cols + x1)
+    if not rows * cols or hi > sram.depth[kind]:
+        return None
+    dtype, shape = sram.spec[kind]
+    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
+    data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    dst = sram.data[kind]
+    if not (y0 or y1 or x0 or x1):
+        dst[lo: hi] = data.reshape(hi - lo, *shape)
+        return kind, lo, hi
+    img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
+    img[:y0] = 0
+    img[y0 + rows:] = 0
+    img[y0: y0 + rows, :x0] = 0
+    img[y0: y0 + rows, x0 + cols:] = 0
+    img[y0: y0 + rows, x0: x0 + cols] = data
+    return kind, lo, hi
+
+
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
-    """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote."""
+    """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote. A LOAD of
+    data in range takes ``_load_fast``; the rest, errors included, the general path below."""
+    got = _load_fast(sram, dram, insn, ctx)
+    if got is not None:
+        return got
     kind = insn.mem.kind
     n = insn.sram_elems
     if n == 0:
@@ -258,6 +297,11 @@ def add_wrapped(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
     that dtype, the same bits modulo ``2**bits`` (a signed integer acc, the only kind the
     config allows), without the int64 round trip."""
     acc = sram.data["acc"]
+    if isinstance(entries, slice):  # a view: add in place
+        view = acc[entries]
+        np.add(view, sums, out=view)
+        sram.data["out"][entries] = view
+        return
     new = acc[entries] + sums
     acc[entries] = new
     sram.data["out"][entries] = new
@@ -269,10 +313,10 @@ def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
     sram.data["out"][entries] = new.astype(sram.out_dtype)
 
 
-def _needs_order(a: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
-    """Whether loop order matters for an update: a destination repeats, or an execution reads
-    an acc entry an earlier execution wrote."""
-    if np.unique(a).size != a.size:
+def _needs_order(a: np.ndarray, sa: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
+    """Whether loop order matters for an update: a destination repeats (``sa``: ``a``
+    sorted), or an execution reads an acc entry an earlier execution wrote."""
+    if sa.size > 1 and bool(np.any(sa[1:] == sa[:-1])):
         return True
     if not reads:
         return False
@@ -324,8 +368,15 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         sa = a[order]
         starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
-    ordered = _needs_order(a, acc_reads, sram.depth["acc"])
-    sel = None if ordered else {k: as_slice(v) for k, v in idx.items()}
+    perm = np.argsort(a, kind="stable")
+    ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
+    sel = None
+    if not ordered:
+        # distinct destinations, none read after an earlier execution wrote it: every read
+        # sees the value from before the instruction, so the executions may go in any order;
+        # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
+        # become one slice of acc (views instead of gathers and scatters)
+        sel = {k: as_slice(v[perm]) for k, v in idx.items()}
     alu = None
     if not ordered and isinstance(insn, Alu) and isinstance(insn.op, AluOp) \
             and ALU.get(insn.op) is d:  # a built-in ALU function
@@ -333,15 +384,18 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
 
 
-def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> int:
+def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
+                 lag: int | Callable[[], int]) -> int:
     """Execute a micro-op compute instruction with its definition's semantics (vectorised;
     an update whose executions depend on each other runs one execution at a time). Returns the
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
-    hazard window). The index work is cached per (instruction, micro-ops) (``_MicroPlan``)."""
+    hazard window, or a function giving it: asked only when the plan is built). The index work
+    is cached per (instruction, micro-ops) (``_MicroPlan``)."""
     key = (insn, sram.uop_version)
     plan = sram.plans.get(key)
     if plan is None:
-        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx, lag)
+        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx,
+                                             lag if isinstance(lag, int) else lag())
     idx, mode = plan.idx, plan.mode
     a = idx["dst"]
     if a.size == 0:

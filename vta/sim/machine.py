@@ -12,7 +12,8 @@ memory port (``vta.isa.memport.Port``, shared by every unit or one per unit,
 ``memory.shared_port``), which interleaves them burst by burst with the other units' transfers,
 and completes when its transfer and its scratchpad work are done (``DmaTiming.cycles``): alone
 on the port that is exactly its duration, so the compiler's cost model and the simulator agree
-on every uncontended instruction. The arithmetic executes at completion. Units meet only
+on every uncontended instruction. The arithmetic of each instruction runs after the timing, in the
+order the instructions completed (``Machine._values``: the same effect). Units meet only
 through these bounded Stores, the port and (separate ALU) the accumulator banks, so every stall
 emerges from the model.
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import simpy
 from numpy.typing import ArrayLike
 
@@ -65,6 +67,7 @@ from vta.isa.timing import (
 )
 from vta.sim import engine as lean
 from vta.sim.dram import Dram, check_dram_size, random_inputs
+from vta.sim.engine import MISS
 from vta.sim.gemm import FastGemm, float_exact
 from vta.sim.kernels import Ctx, Sram, exec_load, exec_microop, exec_store
 from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
@@ -99,12 +102,15 @@ class _Engine:
     store: Callable[..., Any]
     resource: Callable[..., Any]
     all_of: Callable[..., Any]
+    #: whether its environment and stores take the no-event shortcuts (``engine.py``:
+    #: ``skip``, ``take``, ``give``; the same effect as yielding)
+    shortcuts: bool = False
 
 
 #: the engines ``simulate`` accepts: ``lean`` (the default) and ``simpy`` (the reference);
 #: both give the same event order, hence the same cycles, statistics and values
 ENGINES = {
-    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf),
+    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf, True),
     "simpy": _Engine(_Env, simpy.Store, simpy.Resource, simpy.AllOf),
 }
 
@@ -146,6 +152,8 @@ class _Static:
     banks: tuple[int, ...] = ()
     #: the work the statistics count: (GEMM tensor ops, ALU ops, MACs) (``_work``)
     work: tuple[int, int, int] = (0, 0, 0)
+    #: a micro-op instruction's executions (``n_ops``, a reset's too; 0 for the others)
+    ops: int = 0
 
 
 class _Refused(Exception):
@@ -181,7 +189,8 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
     return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
-                   d.mnemonic_of(insn), (), _work(insn, hw, d))
+                   d.mnemonic_of(insn), (), _work(insn, hw, d),
+                   n_ops(insn) if d.is_microop else 0)
 
 
 def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
@@ -291,8 +300,9 @@ class _PortServer:
     completes (by the port's exact prediction) or a new one arrives, and triggers the event of
     each completed transfer."""
 
-    def __init__(self, env: Any, hw: HwConfig) -> None:
+    def __init__(self, env: Any, hw: HwConfig, shortcuts: bool) -> None:
         self.env = env
+        self.shortcuts = shortcuts
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, Any] = {}
         self.wake = env.event()
@@ -307,6 +317,28 @@ class _PortServer:
             self.wake.succeed()
         return done
 
+    def at_once(self, transfer: Transfer, end_of: Callable[[int], int]) -> int | None:
+        """A DMA on an idle port with nothing else scheduled before it ends (the lean
+        engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
+        the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
+        arrival can change ``t`` and no other process runs before the DMA ends, so the port
+        takes the transfer and retires it at ``t`` as the server would (submit, plan, finish:
+        the same state) and the DMA's end is returned (the caller jumps there). None
+        otherwise (the caller requests it and waits)."""
+        env = self.env
+        now = int(env.now)
+        t = self.port.solo_completion(transfer, now)
+        if t is None or self.wake.triggered:
+            return None
+        end = end_of(t)
+        if not env.quiet_through(end):
+            return None
+        key = self.port.submit(transfer, now)
+        nxt = self.port.next_completion()
+        done = self.port.finish(t)
+        assert nxt == t and done == [key], (nxt, t, done, key)
+        return end
+
     def _serve(self) -> Proc:
         env = self.env
         while True:
@@ -316,7 +348,8 @@ class _PortServer:
                 continue
             now = int(env.now)
             nxt = self.port.next_completion()
-            if nxt > now:
+            if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
+                # (the shortcut: nothing else happens before ``nxt``, so no arrival wakes it)
                 yield env.timeout(nxt - now) | self.wake
             for key in self.port.finish(int(env.now)):
                 self.waiting.pop(key).succeed()
@@ -342,12 +375,17 @@ class _Executor:
         self.dram = Dram(program, hw)
         self.dram.write_all(inputs)
         self.sram = Sram(hw)
-        gemm_ops = [n_ops(i) for i in program.instructions if definition_of(i) is GEMM]
-        self.gemm = FastGemm(self.sram, float_exact(hw, max(gemm_ops, default=0)), GEMM)
+        self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
         self.hazards = 0
         #: how each kind of definition executes (FINISH does nothing)
         self.role: dict[str, Callable[[Ctx, Any, InstructionDef], None]] = {
             "load": self._load, "store": self._store, "compute": self._compute}
+
+    def prepare(self, info: list[_Static]) -> None:
+        """Before the first execution: the GEMM's wide shadows are float64 where every GEMM
+        that runs (``info``: the machine's descriptions) sums exactly in it, else int64."""
+        biggest = max((s.ops for s in info if s.defn is GEMM), default=0)
+        self.gemm.dtype = np.float64 if float_exact(self.hw, biggest) else np.int64
 
     def _load(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
         kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
@@ -362,7 +400,8 @@ class _Executor:
             self.hazards += self.gemm.run(self.sram, insn, ctx) if mode is None else \
                 self.gemm.reset(self.sram, insn, ctx, mode)
         else:
-            self.hazards += exec_microop(self.sram, insn, d, ctx, d.hazard_lag(insn, self.hw))
+            self.hazards += exec_microop(self.sram, insn, d, ctx,
+                                         lambda: d.hazard_lag(insn, self.hw))
 
     def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
         run = self.role.get(d.role)
@@ -389,8 +428,9 @@ class Machine:
         self.unit_names = units_of(separate)
         self.cmdq = {m: sim.store(env, capacity=q.command_depth) for m in self.modules}
         self.tokq = {k: sim.store(env, capacity=q.token_depth) for k in token_queues(separate)}
-        shared = _PortServer(env, hw) if hw.memory.shared_port else None
-        self.port = {u: shared or _PortServer(env, hw) for u in self.unit_names}
+        fast = self.fast = sim.shortcuts
+        shared = _PortServer(env, hw, fast) if hw.memory.shared_port else None
+        self.port = {u: shared or _PortServer(env, hw, fast) for u in self.unit_names}
         self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
         self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
@@ -399,6 +439,9 @@ class Machine:
             if self.count[m] == 0:
                 ev.succeed()
         self.slices: list[Slice] = []
+        #: instruction indices in the order they completed (their arithmetic runs in this
+        #: order after the timing, ``run``)
+        self.completed: list[int] = []
         self.bytes = dict.fromkeys(("inp", "wgt", "acc", "uop", "out", "insn"), 0)
         self.finished_at: int | None = None
 
@@ -420,10 +463,24 @@ class Machine:
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
         traffic added are ``memory`` stall."""
         start = self.env.now
+        if self.fast:
+            end = self.port[u.name].at_once(timing.transfer,
+                                            lambda t: start + timing.cycles(t - start))
+            if end is not None:
+                self.env.now = end
+                self._dma_done(u, start, end - start, alone, index)
+                return
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
         total = timing.cycles(self.env.now - start)
-        yield self.env.timeout(start + total - self.env.now)
+        rest = start + total - self.env.now
+        if not (self.fast and self.env.skip(rest)):
+            yield self.env.timeout(rest)
+        self._dma_done(u, start, total, alone, index)
+
+    def _dma_done(self, u: _Unit, start: int, total: int, alone: int, index: int) -> None:
+        """Account a DMA that took ``total`` cycles from ``start`` (``alone`` on an idle
+        port): busy for ``alone``, the rest memory stall."""
         u.waiting = None
         u.busy += alone
         if total > alone:
@@ -447,7 +504,7 @@ class Machine:
     # ------------------------------------------------------------------ processes
 
     def _fetch(self) -> Proc:
-        u, n, env = self.units["fetch"], len(self.insns), self.env
+        u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
         # the texts a wait is reported with, per command queue (formatted once)
@@ -468,7 +525,8 @@ class Machine:
                 m = self.info[i].module
                 t = env.now
                 u.waiting, label = text[m]
-                yield self.cmdq[m].put(i)
+                if not (fast and self.cmdq[m].give(i)):
+                    yield self.cmdq[m].put(i)
                 if env.now != t:
                     self._waited(u, "queue", t, label, i)
                 u.waiting = None
@@ -476,8 +534,8 @@ class Machine:
 
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
-        u, env = self.units[name], self.env
-        cmdq, tokq, slices, execute = self.cmdq[module], self.tokq, self.slices, self.execute
+        u, env, fast = self.units[name], self.env, self.fast
+        cmdq, tokq, slices, done = self.cmdq[module], self.tokq, self.slices, self.completed
         count = self.count[module]
         # the texts a wait is reported with, per token queue (formatted once, not per event)
         pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
@@ -485,7 +543,9 @@ class Machine:
         for _ in range(count):
             t = env.now
             u.waiting = "its command queue (empty)"
-            index = yield cmdq.get()
+            index = cmdq.take() if fast else MISS
+            if index is MISS:
+                index = yield cmdq.get()
             if env.now != t:
                 self._waited(u, "queue", t, "wait command", index)
             u.waiting = None
@@ -494,7 +554,8 @@ class Machine:
             for q in info.pops:
                 t = env.now
                 u.waiting, label = pop_text[q]
-                yield tokq[q].get()
+                if not fast or tokq[q].take() is MISS:
+                    yield tokq[q].get()
                 if env.now != t:
                     self._waited(u, "token", t, label, index)
                 u.waiting = None
@@ -509,19 +570,20 @@ class Machine:
             if info.timing is not None:
                 yield from self._dma(u, info.timing, info.cycles, index)
             else:
-                yield env.timeout(info.cycles)
+                if not (fast and env.skip(info.cycles)):
+                    yield env.timeout(info.cycles)
                 u.busy += info.cycles
             for b, req in held:
                 self.banks[b].release(req)
             if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
-            if execute is not None:
-                execute(index, insn, info.defn)
+            done.append(index)
             slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
             for q in info.pushes:
                 t = env.now
                 u.waiting, label = push_text[q]
-                yield tokq[q].put(True)
+                if not (fast and tokq[q].give(True)):
+                    yield tokq[q].put(True)
                 if env.now != t:
                     self._waited(u, "queue", t, label, index)
                 u.waiting = None
@@ -540,10 +602,24 @@ class Machine:
         for m in self.modules:
             procs[_UNIT_OF[m]] = self.env.process(self._unit(m))
         self.env.run()
+        if self.execute is not None:
+            self._values()
         stuck = [n for n in self.unit_names if procs[n].is_alive]
         if stuck:
             raise DeadlockError(self._deadlock_text(stuck))
         return int(self.env.now if self.finished_at is None else self.finished_at)
+
+    def _values(self) -> None:
+        """The arithmetic of every completed instruction, in the order they completed: the
+        order in which the units' executions would have changed the scratchpads and DRAM
+        had each run at its completion inside the event loop (the timing never reads a
+        value, so running them after it changes nothing, and the first execution that
+        fails is the one that would have failed first; a deadlock is reported after the
+        executions that completed before it)."""
+        execute, insns, info = self.execute, self.insns, self.info
+        assert execute is not None
+        for index in self.completed:
+            execute(index, insns[index], info[index].defn)
 
     def _deadlock_text(self, stuck: list[str]) -> str:
         parts = []
@@ -595,6 +671,8 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
     machine = Machine(program, hw, executor, engine)
+    if executor is not None:
+        executor.prepare(machine.info)
     cycles = machine.run()
     dram = None if executor is None else executor.dram
     result = SimResult(
