@@ -168,14 +168,15 @@ def test_shared_compiles_choose_and_build_what_a_cold_compile_does() -> None:
     pynq = HwConfig.load(PYNQ)
     hws = tuple(pynq.with_changes(**{"memory.latency": lat, "memory.bus_bytes": bus})
                 for lat in (16, 40, 88) for bus in (8, 16))
+    made: list[SharedCompiles] = []
+
+    class Counting(SharedCompiles):
+        def __init__(self, workload: Workload) -> None:
+            super().__init__(workload)
+            made.append(self)
+
     for w in _layers():
-        made: list[SharedCompiles] = []
-
-        class Counting(SharedCompiles):
-            def __init__(self, workload: Workload) -> None:
-                super().__init__(workload)
-                made.append(self)
-
+        made.clear()
         with pytest.MonkeyPatch.context() as m:
             m.setattr("vta.tune.sweep_share.SharedCompiles", Counting)
             got = default_group(DefaultGroup(w, hws, check=False))
