@@ -63,6 +63,7 @@ from vta.run.layer import run_layer
 from vta.run.targets import AccelTarget
 from vta.sim.energy import energy_of
 from vta.sim.machine import simulate
+from vta.tune.cache import hw_digest
 
 __all__ = ["TIMING_FIELDS", "NOT_HARDWARE", "CHECK_FREE", "TIMED_PASSES", "structural_digest",
            "check_digest", "SharedCompiles", "DefaultGroup", "default_group"]
@@ -215,19 +216,53 @@ def default_group(task: DefaultGroup) -> list[dict[str, Any]]:
     """The figures of a sweep row for ``task.workload`` at each of ``task.hws`` (in order):
     its default schedule chosen as ``driver.compile_workload`` with the timing-only
     simulator as oracle chooses it, the cycles of that timing run and its counted events
-    priced by ``energy_of`` (pJ by component), the compiles shared (``SharedCompiles``). With
-    ``check``, each distinct program (and ``check_digest``) runs once cycle by cycle against
-    numpy; a point whose program was checked at another takes that verdict, and its
-    utilization and machine bound from its own timing run. A point no schedule fits comes
-    back with ``refused``. Runs in a worker."""
+    priced by ``energy_of`` at the point's energy model (pJ by component), the compiles
+    shared (``SharedCompiles``); points of one hardware content (``hw_digest``: they differ in
+    the energy model) are chosen and timed once. With ``check``, each distinct program (and
+    ``check_digest``) runs once cycle by cycle against numpy; a point whose program was
+    checked at another takes that verdict, and its utilization and machine bound from its
+    own timing run. A point no schedule fits comes back with ``refused``. Runs in a
+    worker."""
     shared = SharedCompiles(task.workload)
+    chosen: dict[str, _Choice | str] = {}
     checked: dict[tuple[int, str], bool] = {}
-    return [_default_at(task.workload, hw, shared, task.check, checked) for hw in task.hws]
+    out = []
+    for hw in task.hws:
+        t0 = time.perf_counter()
+        key = hw_digest(hw)
+        if key not in chosen:
+            chosen[key] = _choose(task.workload, hw, shared)
+        got = chosen[key]
+        if isinstance(got, str):
+            out.append({"refused": got})
+            continue
+        c = dataclasses.replace(got.compiled, hw=hw)
+        res: dict[str, Any] = {
+            "cycles": got.cycles, "pj": dict(energy_of(c.program, dict(got.stats.bytes), hw).pj),
+            "schedule": {"fold": c.fold_kind, **dataclasses.asdict(c.schedule)},
+            "evaluated": got.evaluated, "seconds": time.perf_counter() - t0 + got.seconds}
+        if task.check:
+            res["verify"] = _verify(c, got, checked)
+        out.append(res)
+    return out
 
 
-def _default_at(w: Workload, hw: HwConfig, shared: SharedCompiles, check: bool,
-                checked: dict[tuple[int, str], bool]) -> dict[str, Any]:
-    """``default_group``'s figures at one point."""
+@dataclass(frozen=True)
+class _Choice:
+    """A point's default schedule: the program chosen, its timing-only run, how many
+    candidates were timed and the seconds the choice took."""
+
+    compiled: driver.Compiled
+    cycles: int
+    stats: Any
+    evaluated: int
+    seconds: float
+
+
+def _choose(w: Workload, hw: HwConfig, shared: SharedCompiles) -> _Choice | str:
+    """``w``'s default schedule on ``hw`` as ``driver.compile_workload`` with the timing-only
+    simulator for its oracle chooses it (the model's best candidates, the first of the
+    fastest), compiled through ``shared``; why not, when no schedule fits."""
     t0 = time.perf_counter()
     try:
         points = driver.default_points(w, hw)
@@ -237,28 +272,26 @@ def _default_at(w: Workload, hw: HwConfig, shared: SharedCompiles, check: bool,
             fold, sch = problem.schedule(p)
             c = shared.compile(hw, fold, sch)
             st = simulate(c.program, hw, timing_only=True).stats
-            if best is None or st.cycles < best[0]:  # the first of the fastest, as the driver
+            if best is None or st.cycles < best[0]:
                 best = (int(st.cycles), c, st)
     except VtaError as e:
-        return {"refused": f"{type(e).__name__}: {e}"}
+        return f"{type(e).__name__}: {e}"
     assert best is not None
-    cycles, c, st = best
-    out: dict[str, Any] = {
-        "cycles": cycles, "pj": dict(energy_of(c.program, dict(st.bytes), hw).pj),
-        "schedule": {"fold": c.fold_kind, **dataclasses.asdict(c.schedule)},
-        "evaluated": len(points), "seconds": time.perf_counter() - t0}
-    if check:
-        key = (id(c.program), check_digest(hw))
-        if key in checked:
-            rl = driver.roofline(c)
-            out["verify"] = {"passed": checked[key], "cycles": cycles, "timing_only": True,
-                             "utilization": st.gemm_cycles / cycles,
-                             "of_machine_bound": rl["machine_cycles"] / cycles}
-        else:
-            r = run_layer(w, AccelTarget(hw), compiled=c)
-            sm = r.summary()
-            checked[key] = bool(r.passed)
-            out["verify"] = {"passed": r.passed, "cycles": r.cycles, "timing_only": False,
-                             "utilization": sm["utilization"],
-                             "of_machine_bound": sm["of_machine_bound"]}
-    return out
+    return _Choice(best[1], best[0], best[2], len(points), time.perf_counter() - t0)
+
+
+def _verify(c: driver.Compiled, got: _Choice, checked: dict[tuple[int, str], bool]
+            ) -> dict[str, Any]:
+    """The check of a chosen program on ``c.hw``: a cycle-by-cycle run against numpy, unless
+    the same program was run so at a point of the same ``check_digest`` (its verdict is this
+    point's; the figures are from this point's timing run)."""
+    key = (id(c.program), check_digest(c.hw))
+    if key in checked:
+        return {"passed": checked[key], "cycles": got.cycles, "timing_only": True,
+                "utilization": got.stats.gemm_cycles / got.cycles,
+                "of_machine_bound": driver.roofline(c)["machine_cycles"] / got.cycles}
+    r = run_layer(c.workload, AccelTarget(c.hw), compiled=c)
+    sm = r.summary()
+    checked[key] = bool(r.passed)
+    return {"passed": r.passed, "cycles": r.cycles, "timing_only": False,
+            "utilization": sm["utilization"], "of_machine_bound": sm["of_machine_bound"]}
