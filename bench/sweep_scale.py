@@ -35,6 +35,9 @@ bench/results/sweep_network.json.
     python bench/sweep_scale.py --mode network [--points 100] [--sample 6]
         [--executors workers:1,workers:2,local:1,local:2] [--budget-s 600]
 
+``--mode programs``: whether DRAM timing changes the programs the compile makes (``main_programs``);
+writes bench/results/sweep_programs.json.
+
 Prints a table and writes the JSON.
 """
 
@@ -393,6 +396,54 @@ def main_mix(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
+#: the DRAM variants of pynq ``--mode programs`` compiles C1-C11's default candidates at
+DRAM_VARIANTS = {"memory.latency 16": {"memory.latency": 16},
+                 "memory.latency 88": {"memory.latency": 88},
+                 "memory.bus_bytes 16": {"memory.bus_bytes": 16},
+                 "memory.outstanding 16": {"memory.outstanding": 16}}
+
+
+def main_programs(args: argparse.Namespace) -> None:
+    """Whether DRAM timing changes what the compile makes: for each ``DRAM_VARIANTS`` entry,
+    over ResNet-18's C1-C11 on pynq, the layers whose default candidates (the model's three
+    best) change, and among the candidates common to pynq and the variant, how many compile
+    to another program (``driver.build``)."""
+    sys.path.insert(0, str(ROOT))
+    from vta.compiler.accel import driver
+    from vta.config import HwConfig
+    from vta.tune.sweep import sweep_workloads
+
+    base = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
+    layers = [w for w, _ in sweep_workloads(["resnet18"])[0][1]]
+
+    def candidates(w: Any, hw: Any) -> dict[Any, Any]:
+        problem = driver.space_of(w, hw)
+        return {problem.schedule(p): p for p in driver.default_points(w, hw)}
+
+    at_base = {w.name: {k: driver.build(w, base, p).program
+                        for k, p in candidates(w, base).items()} for w in layers}
+    out = []
+    for label, change in DRAM_VARIANTS.items():
+        hw = base.with_changes(**change)
+        moved = common = differ = 0
+        for w in layers:
+            cands = candidates(w, hw)
+            moved += set(cands) != set(at_base[w.name])
+            for k, p in cands.items():
+                if k in at_base[w.name]:
+                    common += 1
+                    differ += driver.build(w, hw, p).program != at_base[w.name][k]
+        out.append({"variant": label, "layers_whose_candidates_change": moved,
+                    "common_candidates": common, "common_with_another_program": differ})
+        print(f"{label:>22}: candidates change in {moved}/11 layers; {differ} of {common} "
+              f"common candidates compile to another program", flush=True)
+    path = args.out or str(ROOT / "bench" / "results" / "sweep_programs.json")
+    Path(path).write_text(json.dumps({"base": "hwconfigs/pynq.yaml",
+                                      "layers": "resnet18 C1-C11", "variants": out},
+                                     indent=2) + "\n")
+    print(f"wrote {path}")
+
+
 def main_grid(args: argparse.Namespace) -> None:
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
@@ -429,7 +480,7 @@ def main_network(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("mix", "grid", "network"), default="mix")
+    ap.add_argument("--mode", choices=("mix", "grid", "network", "programs"), default="mix")
     ap.add_argument("--tree", default=None, help="mix: the checkout whose vta runs")
     ap.add_argument("--verify", type=int, default=2,
                     help="mix: points checked against vta run (0: none)")
@@ -456,7 +507,8 @@ def main() -> None:
     if args.recompute:
         recompute(args.recompute)
         return
-    {"mix": main_mix, "grid": main_grid, "network": main_network}[args.mode](args)
+    {"mix": main_mix, "grid": main_grid, "network": main_network,
+     "programs": main_programs}[args.mode](args)
 
 
 if __name__ == "__main__":
