@@ -38,20 +38,25 @@ sweep in which no point is ok (every one refused by the schema, or no schedule f
 ``SweepError`` with the counts.
 
 Large grids: ``run_sweep`` tunes a chunk of points at a time (as many as carry ``CHUNK_JOBS``
-layer jobs, at most ``CHUNK``: 32 points of one layer, 3 of ResNet-18) and hands each finished
-point to ``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
-tuning state and one small summary per point, whatever the grid's size; points that differ
-only in clock or board share one cache key and are measured once (through the cache).
+layer jobs, at most ``CHUNK``: 32 points of one layer, 3 of ResNet-18; at default schedules
+``CHUNK`` points, those of one structure put together within a ``WINDOW`` of points so that they
+share their compiles) and hands each finished point to ``on_point`` (the CLI prints and writes
+its row at once), so what it holds is the chunk's tuning state and one small summary per point,
+whatever the grid's size; points that differ only in clock or board share one cache key and
+are measured once (through the cache).
 
-Default schedules (``trials`` 0): no search, so no tuner: each layer of each point is compiled
-by ``driver.compile_workload`` with the timing-only simulator as its oracle (the model's best
-candidates timed, the fastest kept: the tuner's default, same cycles and schedule), and the
-point's cycles and energy come from that timing run of the chosen program (``default_layer``:
-no program is simulated a second time for its energy); a layer runs once per hardware content
-(``cache.hw_digest``) and energy model in a chunk, so points differing only in clock or board
-share it. The figures are kept in the cache file (table ``sweep_defaults``, keyed by the op,
-the hardware's content, the energy model and the compiler's version, under the file's
-integrity and write rules): a rerun of the same points answers from it without compiling (with
+Default schedules (``trials`` 0): no search, so no tuner: each layer of each point gets the
+schedule ``driver.compile_workload`` chooses with the timing-only simulator as its oracle (the
+model's best candidates timed, the first of the fastest kept: the tuner's default, same cycles
+and schedule), and the point's cycles and energy come from that timing run of the chosen
+program (no program is simulated a second time for its energy); a layer is chosen and timed
+once per hardware content (``cache.hw_digest``) in a chunk, so points differing only in clock,
+board or energy model share it, and the layers of one op and structure
+(``sweep_share.structural_digest``: points differing in timing fields) run as one
+``sweep_share.default_group`` task that shares their compiles and checks (``sweep_share``).
+The figures are kept in the cache file (table ``sweep_defaults``, keyed by the op, the
+hardware's content, the energy model and the compiler's version, under the file's integrity
+and write rules): a rerun of the same points answers from it without compiling (with
 ``check``, each layer is still compiled and run bit-exact).
 
 Energy of a tuned sweep: each tuned layer's best program is built and run once more through
@@ -97,7 +102,8 @@ from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
-           "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points"]
+           "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points", "WINDOW", "DefaultTask",
+           "default_layer"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
