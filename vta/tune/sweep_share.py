@@ -20,8 +20,9 @@ is asked for, over ResNet-18's layers on several configurations):
   picks an ALU form by its initiation interval, ``uop_gen`` folds loops into the fewest cycles
   (micro-op loads included, so DRAM latency and bus width), ``drain_tail`` splits the last
   instruction only where it shortens the tail. So DRAM bandwidth *is* read by the compile,
-  and a program compiled at one bandwidth is not in general the program of another: C2's three
-  candidates at pynq with ``memory.latency`` 16 instead of 32 compile to three other programs.
+  and a program compiled at one bandwidth is not in general the program of another (``python
+  bench/sweep_scale.py --mode programs``: at pynq with ``memory.latency`` 16 instead of 32, 10
+  of the 25 default candidates C1-C11 have in common compile to another program).
 
 ``SharedCompiles`` therefore keeps, per candidate schedule, the tree of IRs the pipeline went
 through: the lowered function and the output of every untimed pass are computed once and
