@@ -26,7 +26,7 @@ from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
 from vta.sim.machine import simulate
 from vta.tune.executor import LocalExecutor
-from vta.tune.sweep import load_grid, run_sweep
+from vta.tune.sweep import load_grid, pack_groups, run_sweep
 from vta.tune.sweep_share import (
     CHECK_FREE,
     NOT_HARDWARE,
@@ -276,3 +276,15 @@ def test_sweep_cycles_are_what_vta_run_gives_for_the_point(
         ran = json.loads(capsys.readouterr().out)
         assert ran["cycles"] == p.cycles
         assert ran["energy"]["total_uj"] == pytest.approx(p.energy_uj, rel=1e-12)
+
+
+def test_chunks_keep_a_structure_whole_when_it_fits() -> None:
+    """``pack_groups``: groups in order, a chunk never over ``size``, a group that fits never
+    split, a larger one cut into whole chunks and a rest, nothing lost or reordered."""
+    groups = [list("aaa"), list("bb"), list("ccc"), list("ddddddddd"), list("e")]
+    chunks = list(pack_groups(groups, 4))
+    assert chunks == [list("aaa"), list("bb"), list("ccc"), list("dddd"), list("dddd"),
+                      list("de")]
+    assert [x for c in chunks for x in c] == [x for g in groups for x in g]
+    assert list(pack_groups([list("ab"), list("c")], 4)) == [list("abc")]
+    assert list(pack_groups([], 4)) == []

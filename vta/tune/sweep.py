@@ -103,7 +103,7 @@ from vta.tune.tuner import JobResult, Progress, tune, verify
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
            "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points", "WINDOW", "DefaultTask",
-           "default_layer"]
+           "default_layer", "pack_groups"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
@@ -471,26 +471,45 @@ def _point_chunks(grid: Grid, size: int, *, by_structure: bool
                   ) -> Iterator[list[tuple[HwPoint, HwConfig | HwConfigError]]]:
     """The grid's points a chunk of ``size`` at a time, each with its configuration (or why
     the schema refuses it). ``by_structure``: within each ``WINDOW`` of points, those of one
-    structural digest are put together (in the order each structure first appears), so a
-    chunk holds few structures and its default-schedule layers share their compiles; memory
-    stays bounded by the window."""
+    structural digest are put together (in the order each structure first appears) and packed
+    into chunks without splitting a structure that fits in one (``pack_groups``), so a chunk
+    holds few structures and each structure's default-schedule layers share their compiles in
+    one chunk; memory stays bounded by the window."""
     def built(p: HwPoint) -> tuple[HwPoint, HwConfig | HwConfigError]:
         try:
             return p, grid.config(p)
         except HwConfigError as e:
             return p, e
 
-    step = WINDOW if by_structure else size
-    for at in range(0, len(grid.points), step):
-        window = [built(p) for p in grid.points[at:at + step]]
-        if by_structure:
-            groups: dict[str, list[tuple[HwPoint, HwConfig | HwConfigError]]] = {}
-            for p, hw in window:
-                key = structural_digest(hw) if isinstance(hw, HwConfig) else ""
-                groups.setdefault(key, []).append((p, hw))
-            window = [x for g in groups.values() for x in g]
-        for i in range(0, len(window), size):
-            yield window[i:i + size]
+    if not by_structure:
+        for at in range(0, len(grid.points), size):
+            yield [built(p) for p in grid.points[at:at + size]]
+        return
+    for at in range(0, len(grid.points), WINDOW):
+        groups: dict[str, list[tuple[HwPoint, HwConfig | HwConfigError]]] = {}
+        for p in grid.points[at:at + WINDOW]:
+            x = built(p)
+            key = structural_digest(x[1]) if isinstance(x[1], HwConfig) else ""
+            groups.setdefault(key, []).append(x)
+        yield from pack_groups(list(groups.values()), size)
+
+
+def pack_groups(groups: Sequence[Sequence[Any]], size: int) -> Iterator[list[Any]]:
+    """``groups`` (in order) as chunks of at most ``size`` items that split no group that fits
+    in a chunk: a group that does not fit in the chunk being filled starts the next one, and a
+    group larger than ``size`` is cut into whole chunks and a rest."""
+    chunk: list[Any] = []
+    for g in groups:
+        rest = list(g)
+        if chunk and len(chunk) + len(rest) > size:
+            yield chunk
+            chunk = []
+        while len(rest) > size:
+            yield rest[:size]
+            rest = rest[size:]
+        chunk += rest
+    if chunk:
+        yield chunk
 
 
 def _sweep_chunk(grid: Grid, points: Sequence[tuple[HwPoint, HwConfig | HwConfigError]],
