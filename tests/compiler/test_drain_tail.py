@@ -97,12 +97,17 @@ def test_resets_and_gemm_are_never_split() -> None:
     assert not DT._splittable(gemm, h)
 
 
+def _tail(last: Insn, stores: list[Insn], m: int) -> list[Insn] | None:
+    """The tail ``drain_tail`` plans with ``m`` parts, built."""
+    plan = DT._plan(last, stores, DT._last_writers(DT._dst_entries(last), stores), m)
+    return None if plan is None else [DT._made(item) for item in plan]
+
+
 def test_pieces_follow_the_part_that_completes_them() -> None:
     """A 4-row store of 4-entry rows over an instruction writing entries 0..15 in uop order:
     with 4 parts, row k follows part k; a one-row store is cut by columns."""
-    h = hw("pynq")
     last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(16)))
-    plan = DT._plan(last, [_store(0, 4, 4)], DT._dst_entries(last), 4, h)
+    plan = _tail(last, [_store(0, 4, 4)], 4)
     assert plan is not None
     kinds = ["A" if isinstance(p.insn, Alu) else "S" for p in plan]
     assert kinds == ["A", "S"] * 4
@@ -110,17 +115,16 @@ def test_pieces_follow_the_part_that_completes_them() -> None:
     assert rows == [(0, 1), (4, 1), (8, 1), (12, 1)]
     parts = [(p.insn.uop_bgn, p.insn.uop_end) for p in plan if isinstance(p.insn, Alu)]
     assert parts == [(0, 4), (4, 8), (8, 12), (12, 16)]
-    flat = DT._plan(last, [_store(0, 1, 16)], DT._dst_entries(last), 2, h)
+    flat = _tail(last, [_store(0, 1, 16)], 2)
     assert flat is not None
     cols = [(p.insn.sram_base, p.insn.x_size) for p in flat if isinstance(p.insn, Store)]
     assert cols == [(0, 8), (8, 8)]
 
 
 def test_a_store_the_last_instruction_does_not_write_goes_first() -> None:
-    h = hw("pynq")
     last = _alu(AluOp.MIN, tuple(Uop(k, k, 0) for k in range(8)))
     other = _store(100, 1, 8)
-    plan = DT._plan(last, [other], DT._dst_entries(last), 2, h)
+    plan = _tail(last, [other], 2)
     assert plan is not None and plan[0].insn == other.insn
 
 

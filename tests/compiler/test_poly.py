@@ -104,3 +104,59 @@ def test_isl_results_are_cached() -> None:
     poly.footprint([a * 4 + b], {b: 4})
     poly.footprint([a * 4 + b], {b: 4})
     assert poly.set_box.cache_info().hits == 1
+
+
+def _same_box(text: str) -> None:
+    """``set_box``'s closed form gives exactly isl's box (the bounds, and the lower bound as
+    the same expression)."""
+    fast, ref = poly.box_closed_form(text), poly.isl_set_box(text)
+    assert fast is not None
+    names = text[1:text.index("]")].split(", ")
+    by_name = {n: E.Var(n) for n in names if n}
+    assert len(fast) == len(ref)
+    for a, b in zip(fast, ref, strict=True):
+        assert (a.lo_min, a.lo_max, a.hi_max, a.extent) == (b.lo_min, b.lo_max, b.hi_max,
+                                                            b.extent)
+        assert b.lo is not None and a.lo is not None
+        assert poly.aff_to_expr(a.lo, by_name) == poly.aff_to_expr(b.lo, by_name)
+
+
+@pytest.mark.parametrize("text", [
+    # a strided window under two tile parameters (a conv input tile), with implied checks
+    "[p0, p1] -> { [o0, o1] : exists (l2, l3 : 0 <= p0 < 4 and 0 <= p1 < 2 and 0 <= l2 < 7 "
+    "and 0 <= l3 < 3 and 0 <= ((p1 * 16) + l2) < 32 and o0 = (((p0 * 7) + l2) * 2) + l3 "
+    "and o1 = (0 + 0)) }",
+    # a parameter with one value is that value (isl leaves it out of the bound)
+    "[p0, p1] -> { [o0] : exists (l : 0 <= p0 < 1 and 0 <= p1 < 3 and 0 <= l < 4 "
+    "and o0 = 3*p1 + 5*p0 + l) }",
+    # negative coefficients
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 5 and 0 <= l < 4 and o0 = 20 - 3*p0 - l) }",
+    # a union of readers with the same parameter part: the lowest start, the widest span
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = 4*p0 + l); "
+    "[o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 2 and o0 = 4*p0 + l + 3) }",
+    # no existentials
+    "[p0, p1] -> { [o0, o1] : 0 <= p0 < 2 and 0 <= p1 < 6 and o0 = 2*p0 and o1 = p1 + 1 }",
+])
+def test_box_closed_form_is_isls_box(text: str) -> None:
+    _same_box(text)
+    poly.set_box.cache_clear()
+    assert poly.set_box(text) == poly.box_closed_form(text)
+
+
+@pytest.mark.parametrize("text", [
+    # a range check that cuts the box (the last tile at the tensor's end)
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 16 and 0 <= 16*p0 + l < 40 "
+    "and o0 = 16*p0 + l) }",
+    # a division
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = floor((4*p0 + l)/2)) }",
+    # an existential defined by an equality (a fused loop)
+    "[p0] -> { [o0] : exists (l, x : 0 <= p0 < 3 and 0 <= l < 4 and x = 4*p0 + l "
+    "and o0 = x) }",
+    # readers whose starts differ by parameter: a piecewise minimum
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = 4*p0 + l); "
+    "[o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = 2*p0 + l) }",
+    # an unbounded parameter
+    "[p0] -> { [o0] : exists (l : 0 <= l < 4 and o0 = p0 + l) }",
+])
+def test_box_closed_form_leaves_other_sets_to_isl(text: str) -> None:
+    assert poly.box_closed_form(text) is None

@@ -9,12 +9,17 @@ purpose only):
 * ``schedules/chosen_<config>.txt``: the schedule ``vta run`` compiles for each layer (the
   model's candidates timed by the timing-only simulator, ``AccelTarget.compile_layer``), and
   the simulator's cycles for it;
+* ``schedules/programs_<config>.txt``: a SHA-256 digest of each layer's emitted program (the
+  encoded instruction words, every micro-op table's encoded words and the DRAM map): any change
+  to what the compiler emits for a default schedule, not only to the schedule, shows here;
 * ``schedules/graph_pynq.txt``: each kernel of ``vta run --hw hwconfigs/pynq.yaml resnet18``
   (exact packed layouts, fused chains) with its schedule (slow: it compiles the whole graph).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,8 @@ from vta.compiler.ops.workloads import RESNET18, resolve
 from vta.config import HwConfig
 from vta.graph.compile import compile_graph
 from vta.graph.models import MODELS
+from vta.isa import Program
+from vta.isa.encoding import encode_program, encode_uops
 from vta.run.targets import AccelTarget
 
 CONFIGS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "hwconfigs").glob(
@@ -48,12 +55,37 @@ def model_rank_text() -> str:
     return "\n".join(lines)
 
 
-def chosen_text(cfg: str) -> str:
+@functools.cache
+def _chosen(cfg: str) -> tuple[tuple[str, driver.Compiled], ...]:
+    """Each layer's default compile on ``cfg`` (what ``vta run resnet18:Ck`` compiles), once
+    for both the schedule and the program pins."""
+    t = AccelTarget(_hw(cfg))
+    return tuple((layer, t.compile_layer(resolve(f"resnet18:{layer}"))) for layer in RESNET18)
+
+
+def program_digest(prog: Program, hw: HwConfig) -> str:
+    """SHA-256 of what ``prog`` is on the wire: its encoded instruction words, each micro-op
+    table's name and encoded words, and the DRAM map (names, kinds, sizes, offsets)."""
+    h = hashlib.sha256(encode_program(prog.instructions, hw).tobytes())
+    for name in sorted(prog.uops):
+        h.update(name.encode())
+        h.update(encode_uops(prog.uops[name], hw).tobytes())
+    for a in prog.allocations:
+        h.update(f"{a.name}:{a.kind}:{a.elems}:{a.offset}:{a.elem_bytes};".encode())
+    return h.hexdigest()
+
+
+def programs_text(cfg: str) -> str:
     hw = _hw(cfg)
-    t = AccelTarget(hw)
+    return "\n".join(f"{layer}: insns={len(c.program.instructions)} "
+                     f"uops={sum(len(u) for u in c.program.uops.values())} "
+                     f"sha256={program_digest(c.program, hw)}" for layer, c in _chosen(cfg))
+
+
+def chosen_text(cfg: str) -> str:
+    t = AccelTarget(_hw(cfg))
     lines = []
-    for layer in RESNET18:
-        c = t.compile_layer(resolve(f"resnet18:{layer}"))
+    for layer, c in _chosen(cfg):
         s = c.schedule
         lines.append(f"{layer}: fold={c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} "
                      f"tw={s.tw} vthreads={s.vthreads} vt_axis={s.vt_axis} order={s.order} "
@@ -81,6 +113,11 @@ def test_model_rank_pinned(golden) -> None:
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_chosen_schedules_pinned(cfg: str, golden) -> None:
     golden(f"schedules/chosen_{cfg}.txt", chosen_text(cfg))
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_default_programs_pinned(cfg: str, golden) -> None:
+    golden(f"schedules/programs_{cfg}.txt", programs_text(cfg))
 
 
 @pytest.mark.slow

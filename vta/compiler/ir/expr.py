@@ -499,13 +499,19 @@ def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
     for name in names:
         v = getattr(node, name)
         if type(v) is tuple:
-            nv = tuple(_rewrite(x, fn, descend, memo)
-                       if node_fields(type(x)) is not None and (descend is None or descend(x))
-                       else x for x in v)
-            if any(a is not b for a, b in zip(nv, v, strict=True)):
+            items: list[Any] = []
+            diff = False
+            for x in v:  # in order: ``fn`` sees the children as a pre-order walk does
+                if node_fields(type(x)) is not None and (descend is None or descend(x)):
+                    y = _rewrite(x, fn, descend, memo)
+                    diff = diff or y is not x
+                    items.append(y)
+                else:
+                    items.append(x)
+            if diff:
                 if changed is None:
                     changed = {}
-                changed[name] = nv
+                changed[name] = tuple(items)
         elif node_fields(type(v)) is not None and (descend is None or descend(v)):
             nv = _rewrite(v, fn, descend, memo)
             if nv is not v:

@@ -13,6 +13,7 @@ that callers evaluate or emit. Every isl computation is keyed by its text and ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,7 +48,7 @@ else:
 
 __all__ = [
     "PolyError", "CapacityError", "linear_form", "coefficient", "simplify", "to_isl",
-    "aff_to_expr", "Box",
+    "aff_to_expr", "Box", "BoxLo", "box_closed_form", "isl_set_box",
     "Clamped", "footprint", "set_box", "DimBox", "buffer_bytes", "check_capacity",
     "region_text",
     "Dependences", "dependences", "violations", "carries",
@@ -202,13 +203,16 @@ def _val(v: isl.Val) -> tuple[int, int]:
     return v.get_num_si(), v.get_den_val().get_num_si()
 
 
-def aff_to_expr(aff: isl.Aff, var: Mapping[str, E.Var]) -> E.Expr:
-    """The integer value of an isl ``aff`` over parameters named in ``var``, as an expression.
+def aff_to_expr(aff: isl.Aff | BoxLo, var: Mapping[str, E.Var]) -> E.Expr:
+    """The integer value of an isl ``aff`` over parameters named in ``var``, as an expression
+    (a ``BoxLo``, ``set_box``'s closed form, gives the same expression isl's aff would).
 
     isl writes an integer-valued affine function with rational coefficients and integer
     divisions ``floor(aff_j)``; multiplying by the common denominator gives ``num // den``."""
     from math import lcm
 
+    if isinstance(aff, BoxLo):
+        return from_linear({var[n]: c for n, c in aff.terms}, aff.const)
     terms: list[tuple[E.Expr, tuple[int, int]]] = []
     for i in range(aff.dim(isl.dim_type.param)):
         n, d = _val(aff.get_coefficient_val(isl.dim_type.param, i))
@@ -231,12 +235,23 @@ def aff_to_expr(aff: isl.Aff, var: Mapping[str, E.Var]) -> E.Expr:
 
 
 @dataclass(frozen=True)
-class DimBox:
-    """One dimension of a parametric box: ``lo`` (an isl Aff over the parameters, or None when
-    the lower bound is piecewise, then ``lo_min`` is a constant lower bound used instead),
-    the constant ``extent``, and the range of ``lo`` over the parameters."""
+class BoxLo:
+    """An integer affine lower bound ``sum(c * param) + const`` (params by name, in the set's
+    parameter order, zero coefficients left out): ``set_box``'s closed form of what isl's
+    ``dim_min`` gives for a box-shaped set, read by ``aff_to_expr`` like an isl ``Aff``."""
 
-    lo: isl.Aff | None
+    terms: tuple[tuple[str, int], ...]
+    const: int
+
+
+@dataclass(frozen=True)
+class DimBox:
+    """One dimension of a parametric box: ``lo`` (an isl Aff or its closed form ``BoxLo`` over
+    the parameters, or None when the lower bound is piecewise, then ``lo_min`` is a constant
+    lower bound used instead), the constant ``extent``, and the range of ``lo`` over the
+    parameters."""
+
+    lo: isl.Aff | BoxLo | None
     lo_min: int | None
     lo_max: int | None
     hi_max: int | None
@@ -256,7 +271,20 @@ def _opt(v: isl.Val) -> int | None:
 @lru_cache(maxsize=8192)
 def set_box(text: str) -> tuple[DimBox, ...]:
     """Parametric bounding box of an isl set given as text: per dimension an affine lower bound
-    in the parameters and the largest extent over all parameter values (cached by text)."""
+    in the parameters and the largest extent over all parameter values (cached by text).
+
+    A box-shaped set (``box_closed_form``: every variable in a constant range, the other
+    constraints implied by those ranges, outputs affine with the same parameter part in every
+    piece) is answered in closed form, as isl answers it, without isl: parsing the text is most
+    of an isl call, and the regions of a convolution's stages are nearly all of this shape."""
+    fast = box_closed_form(text)
+    if fast is not None:
+        return fast
+    return isl_set_box(text)
+
+
+def isl_set_box(text: str) -> tuple[DimBox, ...]:
+    """``set_box`` computed by isl (every set; the closed form's reference)."""
     s = isl.Set(text)
     if s.is_empty():
         raise PolyError(f"empty region {text}")
@@ -273,6 +301,203 @@ def set_box(text: str) -> tuple[DimBox, ...]:
                             f"parameters; give the parameters' ranges")
         else:  # piecewise lower bound: fall back to the constant hull over all parameters
             dims.append(DimBox(None, lo_min, lo_min, hi_max, hi_max - lo_min + 1))
+    return tuple(dims)
+
+
+#: a linear form over set variables by name: (coefficients, constant)
+_Lin = tuple[dict[str, int], int]
+
+_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_]\w*|<=|[-+*()<=])")
+_HEAD = re.compile(r"\[([^\]]*)\] -> \{ (.*) \}", re.S)
+_PIECE = re.compile(r"\[([^\]]*)\] : (?:exists \(([^:]*) : (.*)\)|(.*))", re.S)
+
+
+class _NotBox(Exception):
+    """The text is outside what ``box_closed_form`` answers (isl answers it)."""
+
+
+def _tokens(text: str) -> list[str]:
+    toks, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip():
+                raise _NotBox(text[pos:])
+            break
+        toks.append(m.group(1))
+        pos = m.end()
+    return toks
+
+
+def _parse_lin(toks: list[str], k: int) -> tuple[_Lin, int]:
+    """A sum of terms from ``toks[k]`` (integers, names, ``+ - *`` by a constant, parentheses)
+    and the position after it."""
+    (c, n), k = _parse_term(toks, k)
+    terms = dict(c)
+    while k < len(toks) and toks[k] in "+-":
+        sign = 1 if toks[k] == "+" else -1
+        (c2, n2), k = _parse_term(toks, k + 1)
+        for v, x in c2.items():
+            terms[v] = terms.get(v, 0) + sign * x
+        n += sign * n2
+    return (terms, n), k
+
+
+def _parse_term(toks: list[str], k: int) -> tuple[_Lin, int]:
+    (c, n), k = _parse_factor(toks, k)
+    while k < len(toks) and toks[k] == "*":
+        (c2, n2), k = _parse_factor(toks, k + 1)
+        if c and c2:
+            raise _NotBox("a product of variables")
+        scale, (c, n) = (n2, (c, n)) if not c2 else (n, (c2, n2))
+        c, n = {v: x * scale for v, x in c.items()}, n * scale
+    return (c, n), k
+
+
+def _parse_factor(toks: list[str], k: int) -> tuple[_Lin, int]:
+    if k >= len(toks):
+        raise _NotBox("truncated")
+    t = toks[k]
+    if t == "(":
+        lin, k = _parse_lin(toks, k + 1)
+        if k >= len(toks) or toks[k] != ")":
+            raise _NotBox("unbalanced")
+        return lin, k + 1
+    if t == "-":
+        (c, n), k = _parse_factor(toks, k + 1)
+        return ({v: -x for v, x in c.items()}, -n), k
+    if t.isdigit():
+        return ({}, int(t)), k + 1
+    if t[0].isalpha() or t[0] == "_":
+        if k + 1 < len(toks) and toks[k + 1] == "(":
+            raise _NotBox(f"function {t}")  # floor, min, max: isl's
+        if t in ("and", "or", "mod", "exists", "not"):
+            raise _NotBox(t)
+        return ({t: 1}, 0), k + 1
+    raise _NotBox(t)
+
+
+def _lin_of(text: str) -> _Lin:
+    toks = _tokens(text)
+    lin, k = _parse_lin(toks, 0)
+    if k != len(toks):
+        raise _NotBox(text)
+    return lin
+
+
+def _span_of(lin: _Lin, ranges: Mapping[str, int]) -> tuple[int, int]:
+    """The smallest and largest value of ``lin`` with each variable in ``[0, ranges[v])``."""
+    coef, lo = lin
+    hi = lo
+    for v, c in coef.items():
+        if v not in ranges:
+            raise _NotBox(f"{v} has no range")
+        top = c * (ranges[v] - 1)
+        if top < 0:
+            lo += top
+        else:
+            hi += top
+    return lo, hi
+
+
+def _piece_box(outs: list[str], cons: list[str]) -> tuple[dict[str, int], list[_Lin]]:
+    """One piece: the variables' ranges and each output's linear form; raises ``_NotBox`` where
+    a constraint is not a range implied by the variables' ranges."""
+    ranges: dict[str, int] = {}
+    bounded: list[tuple[_Lin, int]] = []  # 0 <= lin < n: checked once every range is known
+    value: dict[str, _Lin] = {}
+    for c in cons:
+        if " <= " in c:
+            lo_text, _, rest = c.partition(" <= ")
+            mid, sep, hi_text = rest.rpartition(" < ")
+            if lo_text != "0" or not sep or not hi_text.isdigit():
+                raise _NotBox(c)
+            lin = _lin_of(mid)
+            n = int(hi_text)
+            name = mid.strip()
+            if name in ranges or not (name.isidentifier() and lin == ({name: 1}, 0)):
+                bounded.append((lin, n))
+            elif n <= 0:
+                raise _NotBox(c)  # an empty range: isl reports the empty set
+            else:
+                ranges[name] = n
+        elif " = " in c:
+            lhs, _, rhs = c.partition(" = ")
+            if lhs not in outs or lhs in value:
+                raise _NotBox(c)  # an equality defining an existential: isl's to eliminate
+            value[lhs] = _lin_of(rhs)
+        else:
+            raise _NotBox(c)
+    for lin, n in bounded:
+        lo, hi = _span_of(lin, ranges)
+        if lo < 0 or hi >= n:
+            raise _NotBox("a constraint cuts the box")  # a real cut: isl's
+    if any(o not in value for o in outs):
+        raise _NotBox("an output without its equality")
+    return ranges, [value[o] for o in outs]
+
+
+def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
+    """``isl_set_box(text)`` without isl when the set is box-shaped, else None.
+
+    Box-shaped: ``[params] -> { [outs] : exists (vars : conds) ; ... }`` where in every piece
+    each parameter and existential has a range ``0 <= v < n``, every other range constraint
+    holds anywhere in those ranges, each output is an affine equality, and every piece gives
+    each output the same parameter coefficients and the parameters the same ranges. Then the
+    piece's region of an output is its parameter part plus a constant interval (the
+    existentials' span), and the union's lower bound is one affine piece: exactly what isl
+    computes (a parameter whose range is one value is that value, as isl folds it)."""
+    m = _HEAD.fullmatch(text)
+    if m is None:
+        return None
+    params = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    try:
+        pieces = []
+        for body in m.group(2).split("; "):
+            pm = _PIECE.fullmatch(body)
+            if pm is None:
+                return None
+            outs = [o.strip() for o in pm.group(1).split(",") if o.strip()]
+            conds = pm.group(3) if pm.group(3) is not None else pm.group(4)
+            ranges, lins = _piece_box(outs, conds.split(" and "))
+            if pm.group(2) is not None:
+                exists = {v.strip() for v in pm.group(2).split(",")}
+                if any(v not in ranges for v in exists):
+                    return None
+                if any(v not in ranges for v in params):
+                    return None
+                if set(ranges) - exists - set(params):
+                    return None  # a range on a name neither bound nor a parameter
+            elif set(ranges) != set(params):
+                return None
+            pieces.append((ranges, lins))
+    except _NotBox:
+        return None
+    if not pieces or len({len(lins) for _, lins in pieces}) != 1:
+        return None
+    pranges = {p: pieces[0][0][p] for p in params}
+    if any(r[p] != pranges[p] for r, _ in pieces for p in params):
+        return None
+    dims = []
+    for d in range(len(pieces[0][1])):
+        ppart: dict[str, int] | None = None
+        lmin, lmax = None, None
+        for ranges, lins in pieces:
+            coef, const = lins[d]
+            mine = {p: coef[p] for p in params if coef.get(p, 0) and pranges[p] > 1}
+            if ppart is None:
+                ppart = mine
+            elif mine != ppart:
+                return None  # the pieces' lower bounds differ by parameter: piecewise
+            rest = ({v: c for v, c in coef.items() if v not in pranges}, const)
+            lo, hi = _span_of(rest, ranges)
+            lmin = lo if lmin is None else min(lmin, lo)
+            lmax = hi if lmax is None else max(lmax, hi)
+        assert ppart is not None and lmin is not None and lmax is not None
+        plo, phi = _span_of((ppart, 0), pranges)
+        extent = lmax - lmin + 1
+        terms = tuple((p, ppart[p]) for p in params if p in ppart)
+        dims.append(DimBox(BoxLo(terms, lmin), plo + lmin, phi + lmin, phi + lmax, extent))
     return tuple(dims)
 
 

@@ -13,6 +13,9 @@ once, for its expressions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.errors import VerifyError
@@ -69,8 +72,10 @@ class _Checker:
 
     def stmt(self, s: S.Stmt) -> None:
         if isinstance(s, S.SeqStmt):
+            stmt, dialect = self.stmt, self.dialect
             for x in s.stmts:
-                self.stmt(x)
+                # the statements of a flat stream are dialect ones, checked directly
+                (dialect if _DIALECT.get(type(x)) is not None else stmt)(x)
         elif isinstance(s, S.For):
             self.expr(s.min)
             self.expr(s.extent)
@@ -105,14 +110,35 @@ class _Checker:
         elif isinstance(s, S.Barrier):
             pass
         else:
-            # target dialect statements expose their variables, expressions and buffers
-            own = tuple(getattr(s, "binds", lambda: ())())
-            for v in own:
-                self.bind(v)
-            for e in getattr(s, "exprs", lambda: ())():
+            self.dialect(s)
+
+    def dialect(self, s: S.Stmt) -> None:
+        """A target dialect statement: its own variables, expressions and buffers."""
+        binds, exprs, buffers = _dialect_methods(type(s))
+        own = tuple(binds(s)) if binds is not None else ()
+        for v in own:
+            self.bind(v)
+        if exprs is not None:
+            for e in exprs(s):
                 self.expr(e)
-            for v in own:
-                self.bound.discard(v)
-            for b in getattr(s, "buffers", lambda: ())():
+        for v in own:
+            self.bound.discard(v)
+        if buffers is not None:
+            for b in buffers(s):
                 if b not in self.live:
                     raise self.fail(f"{type(s).__name__} uses {b.name} outside its allocation")
+
+
+_Method = Callable[[Any], Iterable[Any]] | None
+#: per dialect statement class: its ``binds``, ``exprs`` and ``buffers`` (None: it has none)
+_DIALECT: dict[type, tuple[_Method, _Method, _Method]] = {}
+
+
+def _dialect_methods(cls: type) -> tuple[_Method, _Method, _Method]:
+    """What a dialect class states about its statements, looked up once per class (a flat
+    instruction stream verifies thousands of statements of one class)."""
+    hit = _DIALECT.get(cls)
+    if hit is None:
+        hit = _DIALECT[cls] = (getattr(cls, "binds", None), getattr(cls, "exprs", None),
+                               getattr(cls, "buffers", None))
+    return hit

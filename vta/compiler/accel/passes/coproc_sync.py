@@ -57,6 +57,9 @@ from vta.isa import token_queues as _token_queues
 __all__ = ["insert_tokens", "accesses", "relay"]
 
 Queue = tuple[Unit, Unit]
+#: the largest value along an axis, without ``ndarray.max``'s Python wrapper (a reduction per
+#: access of every instruction)
+_MAX = np.maximum.reduce
 
 
 def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
@@ -158,8 +161,12 @@ class _Tokens:
         #: each entry (-1: none); one row per module so that one numpy reduction answers a
         #: range for every module at once
         self.row = {m: r for r, m in enumerate(Unit)}
-        self.last_w = {k: np.full((len(self.row), depth[k]), -1, np.int64) for k in depth}
-        self.last_r = {k: np.full((len(self.row), depth[k]), -1, np.int64) for k in depth}
+        n = len(self.row)
+        #: both tables of a memory stacked (writes, then reads): a write's conflicts are one
+        #: reduction; ``last_w`` and ``last_r`` are views of it
+        self.last_rw = {k: np.full((2 * n, depth[k]), -1, np.int64) for k in depth}
+        self.last_w = {k: t[:n] for k, t in self.last_rw.items()}
+        self.last_r = {k: t[n:] for k, t in self.last_rw.items()}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         self.mods: list[Unit] = []
@@ -221,17 +228,19 @@ class _Tokens:
 
     def _needs(self, m: Unit, acc: list[tuple[str, int, int, bool]]) -> dict[Unit, int]:
         """The latest earlier instruction of each other module that ``acc`` conflicts with."""
-        need: np.ndarray | None = None
+        latest: list[int] | None = None
+        n = len(self.row)
         for mem, lo, hi, wr in acc:
             if hi <= lo:
                 continue
-            last = self.last_w[mem][:, lo:hi].max(axis=1)
-            if wr:
-                np.maximum(last, self.last_r[mem][:, lo:hi].max(axis=1), out=last)
-            need = last if need is None else np.maximum(need, last, out=need)
-        if need is None:
+            if wr:  # conflicts with earlier writes and reads: one reduction over both tables
+                both = _MAX(self.last_rw[mem][:, lo:hi], axis=1).tolist()
+                rows = list(map(max, both[:n], both[n:]))
+            else:
+                rows = _MAX(self.last_w[mem][:, lo:hi], axis=1).tolist()
+            latest = rows if latest is None else list(map(max, latest, rows))
+        if latest is None:
             return {}
-        latest = need.tolist()
         return {p: latest[self.row[p]] for p in self.modules
                 if p is not m and latest[self.row[p]] >= 0}
 
@@ -270,9 +279,13 @@ class _Tokens:
         needs = self._needs(m, acc)
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}
-        clock = self._start(m, pops)
+        clock: dict[Unit, int] | None = None  # this one's start clock, where a relay may be due
         for p, n in needs.items():
-            if (p, m) in self.flags or clock.get(p, -1) >= n:
+            if (p, m) in self.flags:
+                continue
+            if clock is None:
+                clock = self._start(m, pops)
+            if clock.get(p, -1) >= n:
                 continue
             # no queue between them and not yet ordered: relay through the ALU module
             r = Unit.ALU

@@ -72,11 +72,11 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     last = insns[k - 1]
     if not _splittable(last, hw):
         return None
-    sets = _dst_entries(last)
+    tops = _last_writers(_dst_entries(last), stores)
     busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
-    best: tuple[float, list[Insn]] | None = None
+    best: tuple[float, list[Item]] | None = None
     for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
-        plan = _plan(last, stores, sets, m, hw)
+        plan = _plan(last, stores, tops, m)
         if plan is None:
             continue
         t = _finish(plan, hw, 1 + len(stores), busy)
@@ -84,7 +84,20 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
             best = (t, plan)
     if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
         return None
-    return 1 + len(stores), best[1]
+    return 1 + len(stores), [_made(item) for item in best[1]]
+
+
+#: one instruction of a planned tail: the ISA instruction, the ``Insn`` it is a part or a
+#: piece of, and the note of a piece (None: the ``Insn``'s own); plans are compared by the
+#: instructions' durations alone, and only the chosen one is built (``_made``)
+Item = tuple[Any, Insn, str | None]
+
+
+def _made(item: Item) -> Insn:
+    x, ins, note = item
+    if x is ins.insn:
+        return ins
+    return evolve(ins, insn=x) if note is None else evolve(ins, insn=x, note=note)
 
 
 def _splittable(ins: Insn, hw: HwConfig) -> bool:
@@ -136,40 +149,52 @@ def _bounds(n: int, m: int) -> list[tuple[int, int]]:
     return [(cuts[j], cuts[j + 1]) for j in range(m)]
 
 
-def _plan(last: Insn, stores: list[Insn], sets: np.ndarray, m: int,
-          hw: HwConfig) -> list[Insn] | None:
-    """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
-    that completes them; None when a store would need too many pieces."""
-    parts = _bounds(len(last.uops), m)
+def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
+    """Per store, per row (or, for a one-row store, per column) it reads: the last micro-op of
+    the split instruction writing one of its entries (-1: none). The parts are consecutive
+    micro-op slices, so the part completing a row is the part of that micro-op, for any
+    number of parts (``_plan``)."""
     lo = int(sets.min())
-    ready = np.full(int(sets.max()) - lo + 1, -1, np.int64)  # entry -> part writing it
-    for j, (a, b) in enumerate(parts):
-        ready[sets[a:b].ravel() - lo] = j
-    after: list[list[Insn]] = [[] for _ in range(m + 1)]  # index 0: before the first part
+    writer = np.full(int(sets.max()) - lo + 1, -1, np.int64)  # entry -> micro-op writing it
+    writer[sets - lo] = np.arange(sets.shape[0], dtype=np.int64)[:, None]  # entries distinct
+    out = []
     for st in stores:
-        pieces = _pieces(st, ready, lo)
+        x: Any = st.insn
+        e = x.sram_base + np.arange(x.y_size * x.x_size, dtype=np.int64)
+        inside = (e >= lo) & (e < lo + writer.size)
+        r = np.where(inside, writer[np.clip(e - lo, 0, writer.size - 1)], -1)
+        out.append(r.reshape(x.y_size, x.x_size).max(axis=1) if x.y_size > 1 else r)
+    return out
+
+
+def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int) -> list[Item] | None:
+    """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
+    that completes them (``tops``: ``_last_writers``); None when a store would need too many
+    pieces."""
+    parts = _bounds(len(last.uops), m)
+    cuts = np.array([a for a, _ in parts], np.int64)
+    after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
+    for st, top in zip(stores, tops, strict=True):
+        key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
+        pieces = _pieces(st, key)
         if pieces is None:
             return None
         for j, p in pieces:
             after[j + 1].append(p)
-    out: list[Insn] = list(after[0])
+    out: list[Item] = list(after[0])
     x: Any = last.insn
     for j, (a, b) in enumerate(parts):
-        out.append(last if m == 1 else evolve(
-            last, insn=evolve(x, uop_bgn=a, uop_end=b)))
+        out.append((x if m == 1 else evolve(x, uop_bgn=a, uop_end=b), last, None))
         out += after[j + 1]
     return out
 
 
-def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | None:
+def _pieces(st: Insn, key: np.ndarray) -> list[tuple[int, Item]] | None:
     """``st`` cut into runs of rows (or, for one row, of columns) that the same part
-    completes: (part index or -1, piece)."""
+    completes (``key``: that part per row or column, -1 for none): (part index or -1,
+    piece)."""
     x: Any = st.insn
-    e = x.sram_base + np.arange(x.y_size * x.x_size, dtype=np.int64)
-    inside = (e >= lo) & (e < lo + ready.size)
-    r = np.where(inside, ready[np.clip(e - lo, 0, ready.size - 1)], -1)
     rows = x.y_size > 1
-    key = r.reshape(x.y_size, x.x_size).max(axis=1) if rows else r
     runs: list[tuple[int, int, int]] = []  # (start, stop, part)
     for k, v in enumerate(key.tolist()):
         if runs and runs[-1][2] == v:
@@ -179,16 +204,16 @@ def _pieces(st: Insn, ready: np.ndarray, lo: int) -> list[tuple[int, Insn]] | No
     if len(runs) > MAX_PIECES:
         return None
     if len(runs) == 1:
-        return [(runs[0][2], st)]
-    out = []
+        return [(runs[0][2], (x, st, None))]
+    out: list[tuple[int, Item]] = []
     for a, b, v in runs:
         if rows:
             piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
-                                        dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
+                           dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
         else:
             piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
-                                        x_size=b - a)
-        out.append((v, evolve(st, insn=piece, note="tail piece")))
+                           x_size=b - a)
+        out.append((v, (piece, st, "tail piece")))
     return out
 
 
@@ -213,7 +238,7 @@ def _backlog(head: list[Insn], unit: Unit, hw: HwConfig) -> float:
     return max(0.0, free)
 
 
-def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
+def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     """When ``tail`` ends, from the start of its first instruction: the parts back to back,
     each store piece when its part is done and the store module has finished the previous
     piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
@@ -222,11 +247,11 @@ def _finish(tail: list[Insn], hw: HwConfig, before: int, busy: float) -> float:
     and the last words may be fetched late, when a module already waits for them)."""
     extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
     compute, store = extra, extra + busy
-    for ins in tail:
-        if definition_of(ins.insn).role == "store":
-            store = max(store, compute) + _duration(ins, hw)
+    for x, _ins, _note in tail:
+        if definition_of(x).role == "store":
+            store = max(store, compute) + _insn_duration(x, hw)
         else:
-            compute += _duration(ins, hw)
+            compute += _insn_duration(x, hw)
     return max(compute, store)
 
 

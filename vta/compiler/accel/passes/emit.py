@@ -14,6 +14,8 @@ Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in para
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from vta.compiler.accel.passes._common import entries_of, flat_stream
@@ -67,7 +69,7 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for ins in insns:
         if id(ins) in shifted:
             canon[id(ins.uops)] = shifted[id(ins)][0]
-    blocks = list(dict.fromkeys(canon.values()))
+    blocks = _unique(canon.values())
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
     if any(len(b) > depth for b in blocks):
@@ -168,7 +170,7 @@ def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
     fields and keeps its other reads in range (a tile's reset and its epilogue's immediate ALU
     instructions share one block). Blocks of instructions that need every field come first,
     in first-use order; a block is hashed once per tuple object (flatten shares them)."""
-    first: dict[tuple[Uop, ...], tuple[Uop, ...]] = {}
+    first: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
     canon: dict[int, tuple[Uop, ...]] = {}
     partial: list[tuple[Insn, tuple[str, ...]]] = []
     every = len(Uop.__dataclass_fields__)
@@ -180,7 +182,7 @@ def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
             canon[id(ins.uops)] = ins.uops  # placeholder until the second round
             partial.append((ins, used))
         else:
-            canon[id(ins.uops)] = first.setdefault(ins.uops, ins.uops)
+            canon[id(ins.uops)] = first.setdefault(_content(ins.uops), ins.uops)
     placed = list(first.values())
     by_view: dict[tuple[str, ...], dict[tuple[tuple[int, ...], ...], tuple[Uop, ...]]] = {}
     for ins, used in partial:
@@ -212,7 +214,7 @@ def _shared_by_base(insns: list[Insn], canon: dict[int, tuple[Uop, ...]], hw: Hw
             users.setdefault(id(canon[id(ins.uops)]), []).append(ins)
     kept: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
     out: dict[int, tuple[tuple[Uop, ...], dict[str, int]]] = {}
-    for b in dict.fromkeys(canon.values()):
+    for b in _unique(canon.values()):
         key = _norm(b)
         b0 = kept.get(key)
         plan = None if b0 is None else _shift_plan(users.get(id(b), []), b0, b, hw)
@@ -256,8 +258,30 @@ def _shift_plan(users: list[Insn], b0: tuple[Uop, ...], b: tuple[Uop, ...], hw: 
     return plan
 
 
-def _view(block: tuple[Uop, ...], used: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(getattr(u, f) for f in used) for u in block)
+def _view(block: tuple[Uop, ...], used: tuple[str, ...]) -> tuple[Any, ...]:
+    """The fields ``used`` of every micro-op of ``block`` (a field alone when one is used)."""
+    return tuple(map(attrgetter(*used), block))
+
+
+_FIELDS = attrgetter(*Uop.__dataclass_fields__)
+
+
+def _content(block: tuple[Uop, ...]) -> tuple[tuple[int, int, int], ...]:
+    """A block's micro-ops as plain tuples: equal exactly when the blocks are, and hashed in C
+    (a micro-op's dataclass hash is Python, and blocks are hashed by the thousand)."""
+    return tuple(map(_FIELDS, block))
+
+
+def _unique(blocks: Iterable[tuple[Uop, ...]]) -> list[tuple[Uop, ...]]:
+    """The first block of each content, in order (``dict.fromkeys`` by content), each block
+    object's content taken once."""
+    seen: dict[int, None] = {}
+    first: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
+    for b in blocks:
+        if id(b) not in seen:
+            seen[id(b)] = None
+            first.setdefault(_content(b), b)
+    return list(first.values())
 
 
 def _alu_waits_for_uops(func: S.PrimFunc, hw: HwConfig, out: list[Instruction],

@@ -14,6 +14,8 @@ Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around o
 
 from __future__ import annotations
 
+from typing import Any
+
 from vta.compiler.accel.passes._common import IntFn, compile_int
 from vta.compiler.accel.vta_ir import VTHREAD, ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
 from vta.compiler.ir import expr as E
@@ -70,6 +72,9 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         return hit
 
     fv_cache: dict[int, tuple[E.Var, ...]] = {}
+    #: (statement, micro-op tuple) -> (instruction, micro-ops): the same instruction recurs in
+    #: every tile whose micro-ops evaluate alike (and in every thread)
+    insn_cache: dict[tuple[int, int], tuple[Any, tuple[Uop, ...]]] = {}
 
     def _fv(u: UopTable) -> tuple[E.Var, ...]:
         k = id(u)
@@ -107,7 +112,12 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             out.append(Insn(Store(MemType.OUT, ev(s.sram_base), ev(s.dram_base), y, x,
                                   ev(s.x_stride)), s.dram, (), thread))
         elif isinstance(s, ComputeInsn):
-            out.append(_compute(s, uops(s.uops), thread))
+            u = uops(s.uops)
+            key = (id(s), id(u))  # both kept alive by the function and ``uop_cache``
+            made = insn_cache.get(key)
+            if made is None:
+                made = insn_cache[key] = _compute(s, u)
+            out.append(Insn(made[0], None, made[1], thread))
         elif isinstance(s, Insn):
             out.append(s)
         else:
@@ -121,9 +131,9 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return func.with_body(body)
 
 
-def _compute(s: ComputeInsn, u: tuple[Uop, ...], thread: int) -> Insn:
-    """The instruction of a ``ComputeInsn`` with concrete micro-ops (see the module docstring
-    for operands with a base field)."""
+def _compute(s: ComputeInsn, u: tuple[Uop, ...]) -> tuple[Any, tuple[Uop, ...]]:
+    """The instruction of a ``ComputeInsn`` with concrete micro-ops, and the micro-ops it keeps
+    (see the module docstring for operands with a base field)."""
     d = s.instruction
     fields: dict[str, object] = dict(s.params)
     fields.update(reset=s.reset, uop_bgn=0, uop_end=len(u), iter_out=s.iter_out,
@@ -139,4 +149,4 @@ def _compute(s: ComputeInsn, u: tuple[Uop, ...], thread: int) -> Insn:
             fields[o.base] = base
             u = tuple(Uop(**{**{k: getattr(x, k) for k in ("dst", "src", "wgt")},
                              o.name: getattr(x, o.name) - base}) for x in u)
-    return Insn(instance(d, **fields), None, u, thread)
+    return instance(d, **fields), u

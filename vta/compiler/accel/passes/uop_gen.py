@@ -25,7 +25,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from collections.abc import Callable
+from operator import itemgetter
 
 from vta.compiler.accel.cost import instruction_cycles, max_block_uops, prototype
 from vta.compiler.accel.passes._common import affine, map_stmt
@@ -107,13 +109,26 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
     options: list[tuple[int | None, int | None]] = [(None, None)]
     options += [(None, k) for k in cands if fits(k)]
     options += [(a, b) for a, b in itertools.permutations(cands, 2) if fits(a) and fits(b)]
+    # every option leaves all loops but its folded ones: products by division (exact: the
+    # extents are positive integers), reductions by count
+    ext = [lp[1] for lp in merged]
+    red = [lp[2][0] == 0 for lp in merged]
+    all_n = math.prod(ext)
+    all_spatial = math.prod(n for n, r in zip(ext, red, strict=True) if not r)
+    all_red = sum(red)
     for fo, fi in options:
-        rem = [k for k in cands if k not in (fo, fi)]
-        spatial = math.prod(merged[k][1] for k in rem if merged[k][2][0] != 0)
-        n_rem = math.prod(merged[k][1] for k in rem)
+        rem = [k for k in cands if k != fo and k != fi]
+        n_rem, spatial, reds = all_n, all_spatial, all_red
+        for k in (fo, fi):
+            if k is not None:
+                n_rem //= ext[k]
+                if red[k]:
+                    reds -= 1
+                else:
+                    spatial //= ext[k]
         ok = True
         if reduce_ok:
-            if any(merged[k][2][0] == 0 for k in rem) and spatial < hazard_lag:
+            if reds > 0 and spatial < hazard_lag:
                 ok = False
             if fi is not None and merged[fi][2][0] == 0 and n_rem < hazard_lag:
                 ok = False
@@ -197,7 +212,8 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
                 base[f] = base[f] + v * c[f]
     offs = [(0,) * len(base)]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
-        offs = [tuple(o[f] + j * c[f] for f in range(len(base))) for o in offs for j in range(n)]
+        steps = [tuple(j * x for x in c[:len(base)]) for j in range(n)]
+        offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
     return [E.simplify_int(b) for b in base], offs
 
 
@@ -276,14 +292,25 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         base, offs = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
         pos = {name: k for k, (name, _) in enumerate(fields)}
         table_base = tuple(base[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS)
-        uops = UopTable(table_base, Offsets(  # type: ignore[arg-type]
-            tuple(o[pos[f]] if f in pos else 0 for f in _FIELDS) for o in offs))
+        uops = UopTable(table_base, _offsets(offs, pos))  # type: ignore[arg-type]
         factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
                         if by_name[name].factors is not None)
         st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
         return _wrap(st, fo)
 
     return func.with_body(map_stmt(func.body, nest(1)))
+
+
+def _offsets(offs: list[tuple[int, ...]], pos: dict[str, int]) -> Offsets:
+    """The micro-ops' offsets in ``(dst, src, wgt)`` order (``pos``: where each field the
+    instruction uses is in ``offs``; a field it does not use is 0)."""
+    order = [pos.get(f) for f in _FIELDS]
+    if order == list(range(len(_FIELDS))) and all(len(o) == len(_FIELDS) for o in offs[:1]):
+        return Offsets(offs)
+    if None not in order:
+        pick = itemgetter(*order)  # type: ignore[arg-type]
+        return Offsets(map(pick, offs))
+    return Offsets(tuple(o[k] if k is not None else 0 for k in order) for o in offs)
 
 
 def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:

@@ -97,10 +97,36 @@ def _each(fn: Callable[..., float], *args: Any) -> Any:
     if not any(isinstance(a, np.ndarray) for a in args):
         return fn(*args)
     cols = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in args))
+    key = _mixed_radix([c.ravel() for c in cols])
+    if key is not None:  # one flat unique instead of sorting the rows of a table
+        flat, inv = np.unique(key[0], return_inverse=True)
+        rows = zip(*(((flat // r) % n).tolist() for r, n in key[1]), strict=True)
+        vals = np.array([fn(*row) for row in rows], dtype=np.float64)
+        return vals[inv.ravel()].reshape(cols[0].shape)
     table = np.stack([c.ravel() for c in cols], axis=1)
     uniq, inverse = np.unique(table, axis=0, return_inverse=True)
-    vals = np.array([fn(*(int(x) for x in row)) for row in uniq], dtype=np.float64)
+    vals = np.array([fn(*row) for row in uniq.tolist()], dtype=np.float64)
     return vals[inverse.ravel()].reshape(cols[0].shape)
+
+
+def _mixed_radix(cols: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int]]] | None:
+    """Non-negative integer columns as one int64 key per row (the first column most
+    significant) and each column's (radix, size) to read it back; None when a value is
+    negative or the key would not fit."""
+    if any(c.size == 0 or int(c.min()) < 0 for c in cols):
+        return None
+    sizes = [int(c.max()) + 1 for c in cols]
+    if math.prod(sizes) >= 1 << 62:
+        return None
+    radix, r = [], 1
+    for n in reversed(sizes):
+        radix.append(r)
+        r *= n
+    radix.reverse()
+    key = cols[0] * radix[0]
+    for c, rd in zip(cols[1:], radix[1:], strict=True):
+        key = key + c * rd
+    return key, list(zip(radix, sizes, strict=True))
 
 
 def estimate(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
