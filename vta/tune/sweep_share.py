@@ -165,13 +165,14 @@ class SharedCompiles:
             if name in TIMED_PASSES:
                 out = fn(func, hw)
                 self.ran[name] += 1
-                node = self._branch(node, out, name)
+                node = self._branch(node, out, name, unchanged=out is func)
                 func = node.func
                 continue
             got = node.after.get(name)
             if got is None:
                 got = node.after[name] = fn(func, hw)
-                verify_after(name, got)
+                if got is not func:  # as compile_func: an unchanged input stays verified
+                    verify_after(name, got)
                 self.ran[name] += 1
             else:
                 self.reused[name] += 1
@@ -185,18 +186,20 @@ class SharedCompiles:
         return driver.Compiled(w, hw, fold.device, sch, epi, res, fold, None)
 
     @staticmethod
-    def _branch(node: _Node, out: S.PrimFunc, name: str) -> _Node:
-        """The node of timed pass ``name``'s output ``out`` after ``node``: one seen before whose IR
-        is structurally equal (the same up to the identity of variables: a pass that binds a
-        loop makes a fresh variable each run; on the flat instruction stream, which binds none,
-        plain equality, much cheaper), its downstream work reused, else a new one."""
+    def _branch(node: _Node, out: S.PrimFunc, name: str, *, unchanged: bool) -> _Node:
+        """The node of timed pass ``name``'s output ``out`` (``unchanged``: its input) after
+        ``node``: one seen before whose IR is structurally equal (the same up to the identity
+        of variables: a pass that binds a loop makes a fresh variable each run; on the flat
+        instruction stream, which binds none, plain equality, much cheaper), its downstream
+        work reused, else a new one."""
         if flat_stream(out) is not None:  # no loops left to bind a variable: plain equality
             same = [c for c in node.branches if c.func is out or c.func == out]
         else:
             same = [c for c in node.branches if c.func is out or structural_equal(c.func, out)]
         if same:
             return same[0]
-        verify_after(name, out)  # an output equal to a verified one needs no second look
+        if not unchanged:  # an output equal to a verified one (or its input) is verified
+            verify_after(name, out)
         child = _Node(out)
         node.branches.append(child)
         return child
