@@ -1,4 +1,17 @@
-"""Sweep scale benchmark: how a ``vta sweep`` grows with its grid, in two modes.
+"""Sweep scale benchmark: how a ``vta sweep`` grows with its grid, in three modes.
+
+``--mode mix`` (the default; issue 22's target: a 100-point whole-ResNet-18 sweep with default
+schedules in 5 minutes on 2 cores, 3 s a point): a realistic 100-point grid around pynq
+(``mix_grid_text``: 5 GEMM arrays and buffer sizes x 2 bus widths x 5 DRAM latencies x 2
+clocks) through ``vta sweep resnet18 --trials 0 --no-check`` end to end on each ``--executors``
+entry, a fresh cache each. Each row's arrival is recorded; rows arrive a chunk at a time, so a
+chunk's seconds are spread over its points: the per-point median is the median over chunks of
+(chunk seconds / chunk points), the total is the sweep's wall time, and the CPU seconds are the
+sweep's whole process tree's (``wait4``). ``--verify K`` then runs ``vta run --hw POINT.yaml
+resnet18 --layers C1,...,C11 --no-cache --json`` on K points spread over the ok rows and
+records whether its cycles (the 20 convolutions, repeats counted) and energy are the row's.
+``--tree DIR`` runs another checkout's vta (``/work/main`` for a before figure); ``--sample N``
+stops after N rows and extrapolates (``extrapolate``). Writes bench/results/sweep_scale.json.
 
 ``--mode grid`` (the issue-25 case: a 100 x 100 grid printed nothing in 300 s and grew to
 3.1 GB): a grid of N x N points through ``vta sweep --force``, varying the clock and the
@@ -7,34 +20,35 @@ measures the sweep's own machinery, not the simulator), at ``--trials 0`` (the d
 schedule) without the bit-exact check. Peak resident set (``ru_maxrss`` of the child), wall
 time, the time to its first row on stdout and the rows it printed are reported for each size,
 so memory against grid size reads off the table: bounded means it does not grow with the
-point count.
+point count. Writes bench/results/sweep_memory.json.
 
-``--mode network`` (issue 22: a 100-point whole-ResNet-18 sweep with default schedules):
-``--points`` distinct hardware points (memory latency x bus width x reads in flight around
-pynq: every point its own cache key, so every point compiles and simulates all 11 distinct
-convolutions) through ``vta sweep resnet18 --trials 0 --no-check`` on each ``--executors``
-entry (``workers:N``: ``--workers N``; ``local:N``: ``--cluster local:N``, a Dask LocalCluster).
-Each row's arrival time and the CPU seconds of the sweep's processes then (``/proc``) are
-recorded; after ``--sample`` rows (or ``--budget-s``) the child is
-stopped and the whole sweep's time is *extrapolated*: the time to the first row plus the
-median seconds between rows times the points left (rows arrive a chunk of points at a time;
-the seconds per point are the chunk's over its points). A fresh cache per run: nothing is
-answered from an earlier one.
+``--mode network`` (the first issue-22 measurement): ``--points`` distinct hardware points
+(memory latency x bus width x reads in flight around pynq: every point its own cache key)
+through ``vta sweep resnet18 --trials 0 --no-check`` on each ``--executors`` entry
+(``workers:N``: ``--workers N``; ``local:N``: ``--cluster local:N``, a Dask LocalCluster),
+stopped after ``--sample`` rows (or ``--budget-s``) and extrapolated. Writes
+bench/results/sweep_network.json.
 
+    python bench/sweep_scale.py [--mode mix] [--executors workers:1,workers:2] [--verify 2]
+        [--tree /work/main] [--sample N]
     python bench/sweep_scale.py --mode grid [--sizes 10,32,100] [--workload matmul:16x16x16]
     python bench/sweep_scale.py --mode network [--points 100] [--sample 6]
         [--executors workers:1,workers:2,local:1,local:2] [--budget-s 600]
 
-Prints a table and writes bench/results/sweep_scale.json (grid) or
-bench/results/sweep_network.json (network).
+``--mode programs``: whether DRAM timing changes the programs the compile makes (``main_programs``);
+writes bench/results/sweep_programs.json.
+
+Prints a table and writes the JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -218,6 +232,218 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
             "wall_s": round(wall, 1), "command": " ".join(argv[1:])}
 
 
+#: the mix grid's axes: GEMM arrays with their buffers (the structures: each its own compile),
+#: bus widths and DRAM latencies (timing the compile reads too), clocks (the run alone)
+ARRAYS = (
+    "{name: 16x16, gemm.block_in: 16, gemm.block_out: 16}",
+    "{name: 16x16-halfwgt, gemm.block_in: 16, gemm.block_out: 16, scratchpad.wgt: 131072}",
+    "{name: 16x32, gemm.block_in: 16, gemm.block_out: 32}",
+    "{name: 32x32, gemm.block_in: 32, gemm.block_out: 32, scratchpad.inp: 65536, "
+    "scratchpad.wgt: 524288, scratchpad.acc: 262144, scratchpad.out: 65536}",
+    "{name: 8x8, gemm.block_in: 8, gemm.block_out: 8, scratchpad.inp: 16384, "
+    "scratchpad.wgt: 65536, scratchpad.acc: 65536, scratchpad.out: 16384}")
+MIX_BUS = (8, 16)
+MIX_LATENCY = (16, 32, 48, 64, 96)
+MIX_CLOCK = (100, 200)
+#: the convolutions ``vta run --layers`` runs for a point's check (ResNet-18's 11 distinct)
+LAYERS = ",".join(f"C{i}" for i in range(1, 12))
+
+
+def mix_grid_text() -> str:
+    """The 100-point mix grid (5 x 2 x 5 x 2) as a grid file."""
+    arrays = "\n".join(f"    - {a}" for a in ARRAYS)
+    return (f"name: mix\nbase: {ROOT / 'hwconfigs' / 'pynq.yaml'}\nboards: [pynq-z1, zcu104]\n"
+            f"trials: 0\ngrid:\n  array:\n{arrays}\n"
+            f"  memory.bus_bytes: {list(MIX_BUS)}\n  memory.latency: {list(MIX_LATENCY)}\n"
+            f"  board.clock_mhz: {list(MIX_CLOCK)}\n")
+
+
+def chunk_rates(arrivals: list[float]) -> list[float]:
+    """Seconds a point in each chunk of rows (rows within 0.5 s of the previous are one
+    chunk; a chunk's seconds run from the previous chunk's last row, the first's from the
+    start)."""
+    groups: list[list[float]] = []
+    for a in arrivals:
+        if groups and a - groups[-1][-1] <= 0.5:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    out, last = [], 0.0
+    for g in groups:
+        out.append((g[-1] - last) / len(g))
+        last = g[-1]
+    return out
+
+
+def run_mix(spec: str, tree: Path, sample: int | None, tmp: Path) -> dict[str, Any]:
+    """The mix grid through ``vta sweep`` of ``tree`` on executor ``spec``, end to end (or
+    stopped after ``sample`` rows and extrapolated): row arrivals, per-point median, total,
+    CPU seconds of the whole process tree, and each point's row from the CSV."""
+    grid = tmp / "mix.yaml"
+    grid.write_text(mix_grid_text())
+    tag = spec.replace(":", "")
+    out = tmp / f"mix_{tag}"
+    argv = [sys.executable, "-m", "vta.cli", "sweep", "--grid", str(grid), "resnet18",
+            "--trials", "0", "--no-check", *executor_flags(spec), "--out", str(out),
+            "--cache", str(tmp / f"mix_{tag}.sqlite")]
+    env = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1"}
+    load = round(os.getloadavg()[0], 2)
+    t0 = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             env=env, start_new_session=True)
+    assert child.stdout is not None
+    arrivals: list[float] = []
+    cpu: list[float] = []
+    for line in child.stdout:
+        if line.startswith("array="):
+            arrivals.append(time.perf_counter() - t0)
+            cpu.append(session_cpu_s(child.pid))
+            if len(arrivals) % 10 == 0:
+                print(f"  {spec}: {len(arrivals)} rows at {arrivals[-1]:.1f} s", flush=True)
+            if sample is not None and len(arrivals) >= sample:
+                os.killpg(child.pid, signal.SIGTERM)
+                break
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t0
+    points = 100
+    complete = len(arrivals) == points
+    if complete and os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
+    rates = chunk_rates(arrivals)
+    res: dict[str, Any] = {
+        "executor": spec, "tree": str(tree), "points": points, "rows_seen": len(arrivals),
+        "complete": complete, "load_1min_at_start": load,
+        "first_row_s": round(arrivals[0], 1) if arrivals else None,
+        "row_arrivals_s": [round(a, 1) for a in arrivals],
+        "s_per_point_by_chunk": [round(r, 2) for r in rates],
+        "median_s_per_point": round(statistics.median(rates), 2) if rates else None,
+        "command": " ".join(argv[1:])}
+    if complete:
+        res.update({"total_s": round(wall, 1), "mean_s_per_point": round(wall / points, 2),
+                    "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                    "rows": _csv_rows(out.with_suffix(".csv"))})
+    else:
+        res.update(extrapolate(arrivals, cpu, points))
+    return res
+
+
+def _csv_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """The sweep CSV's rows by point: status, cycles, energy."""
+    with path.open() as f:
+        return {r["point"]: {"status": r["status"], "cycles": int(r["cycles"]) if r["cycles"]
+                             else None, "energy_uj": float(r["energy_uj"]) if r["energy_uj"]
+                             else None} for r in csv.DictReader(f)}
+
+
+def verify_points(rows: dict[str, dict[str, Any]], k: int, tmp: Path) -> list[dict[str, Any]]:
+    """``vta run --hw POINT.yaml resnet18 --layers C1..C11 --no-cache --json`` (this tree) on
+    ``k`` ok points spread over the grid: its cycles and energy against the sweep's row."""
+    sys.path.insert(0, str(ROOT))
+    import yaml
+
+    from vta.tune.sweep import load_grid
+
+    grid = load_grid(tmp / "mix.yaml")
+    ok = [p for p in grid.points if rows.get(p.name, {}).get("status") == "ok"]
+    picks = [ok[round(i * (len(ok) - 1) / max(1, k - 1))] for i in range(k)] if ok else []
+    out = []
+    for p in picks:
+        hw_yaml = tmp / f"point{len(out)}.yaml"
+        hw_yaml.write_text(yaml.safe_dump(grid.config(p).to_dict()))
+        argv = [sys.executable, "-m", "vta.cli", "run", "--hw", str(hw_yaml), "resnet18",
+                "--layers", LAYERS, "--no-cache", "--json"]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]}")
+        ran = json.loads(done.stdout)
+        row = rows[p.name]
+        out.append({"point": p.name, "sweep_cycles": row["cycles"], "run_cycles": ran["cycles"],
+                    "cycles_equal": row["cycles"] == ran["cycles"],
+                    "sweep_energy_uj": row["energy_uj"],
+                    "run_energy_uj": ran["energy"]["total_uj"],
+                    "command": "vta run --hw POINT.yaml resnet18 --layers "
+                               f"{LAYERS} --no-cache --json"})
+        print(f"  {p.name}: sweep {row['cycles']:,} cycles, vta run {ran['cycles']:,}",
+              flush=True)
+    return out
+
+
+def main_mix(args: argparse.Namespace) -> None:
+    out: list[dict[str, Any]] = []
+    tree = Path(args.tree).resolve() if args.tree else ROOT
+    with tempfile.TemporaryDirectory() as d:
+        for spec in args.executors.split(","):
+            out.append(run_mix(spec, tree, args.sample, Path(d)))
+        verified = verify_points(out[0]["rows"], args.verify, Path(d)) \
+            if args.verify and "rows" in out[0] else []
+    print(f"{'executor':>10} {'tree':>16} {'rows':>5} {'median s/pt':>11} {'total s':>8} "
+          f"{'CPU s':>7}")
+    for r in out:
+        total = r.get("total_s", r.get("whole_sweep_s"))
+        print(f"{r['executor']:>10} {Path(r['tree']).name:>16} {r['rows_seen']:>5} "
+              f"{r['median_s_per_point'] or 0:>11.2f} {total or 0:>8.1f} "
+              f"{r.get('cpu_s', r.get('cpu_s_per_point', 0)):>7}"
+              f"{'' if r['complete'] else ' (extrapolated)'}")
+    path = args.out or str(ROOT / "bench" / "results" / "sweep_scale.json")
+    Path(path).write_text(json.dumps({
+        "workload": "resnet18 (11 distinct convolutions, 20 with repeats), --trials 0",
+        "grid": mix_grid_text(), "target": "100 points <= 300 s on 2 cores (<= 3 s a point)",
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "runs": out,
+        "verified": verified,
+        "note": "a fresh cache per run; the machine is shared (2 cores, other sessions' jobs)"},
+        indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+#: the DRAM variants of pynq ``--mode programs`` compiles C1-C11's default candidates at
+DRAM_VARIANTS = {"memory.latency 16": {"memory.latency": 16},
+                 "memory.latency 88": {"memory.latency": 88},
+                 "memory.bus_bytes 16": {"memory.bus_bytes": 16},
+                 "memory.outstanding 16": {"memory.outstanding": 16}}
+
+
+def main_programs(args: argparse.Namespace) -> None:
+    """Whether DRAM timing changes what the compile makes: for each ``DRAM_VARIANTS`` entry,
+    over ResNet-18's C1-C11 on pynq, the layers whose default candidates (the model's three
+    best) change, and among the candidates common to pynq and the variant, how many compile
+    to another program (``driver.build``)."""
+    sys.path.insert(0, str(ROOT))
+    from vta.compiler.accel import driver
+    from vta.config import HwConfig
+    from vta.tune.sweep import sweep_workloads
+
+    base = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
+    layers = [w for w, _ in sweep_workloads(["resnet18"])[0][1]]
+
+    def candidates(w: Any, hw: Any) -> dict[Any, Any]:
+        problem = driver.space_of(w, hw)
+        return {problem.schedule(p): p for p in driver.default_points(w, hw)}
+
+    at_base = {w.name: {k: driver.build(w, base, p).program
+                        for k, p in candidates(w, base).items()} for w in layers}
+    out = []
+    for label, change in DRAM_VARIANTS.items():
+        hw = base.with_changes(**change)
+        moved = common = differ = 0
+        for w in layers:
+            cands = candidates(w, hw)
+            moved += set(cands) != set(at_base[w.name])
+            for k, p in cands.items():
+                if k in at_base[w.name]:
+                    common += 1
+                    differ += driver.build(w, hw, p).program != at_base[w.name][k]
+        out.append({"variant": label, "layers_whose_candidates_change": moved,
+                    "common_candidates": common, "common_with_another_program": differ})
+        print(f"{label:>22}: candidates change in {moved}/11 layers; {differ} of {common} "
+              f"common candidates compile to another program", flush=True)
+    path = args.out or str(ROOT / "bench" / "results" / "sweep_programs.json")
+    Path(path).write_text(json.dumps({"base": "hwconfigs/pynq.yaml",
+                                      "layers": "resnet18 C1-C11", "variants": out},
+                                     indent=2) + "\n")
+    print(f"wrote {path}")
+
+
 def main_grid(args: argparse.Namespace) -> None:
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
@@ -227,7 +453,7 @@ def main_grid(args: argparse.Namespace) -> None:
             print(f"{r['grid']:>8} {r['points']:>7,} points  rows {r['rows_printed']:>7,}  "
                   f"first row {r['first_row_s']:>6.1f} s  wall {r['wall_s']:>7.1f} s  "
                   f"peak RSS {r['peak_rss_mib']:>7.1f} MiB", flush=True)
-    path = args.out or str(ROOT / "bench" / "results" / "sweep_scale.json")
+    path = args.out or str(ROOT / "bench" / "results" / "sweep_memory.json")
     Path(path).write_text(json.dumps({"workload": args.workload, "runs": out,
                                       "note": "--workers 1 on a shared 2-core machine"},
                                      indent=2) + "\n")
@@ -254,24 +480,35 @@ def main_network(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("grid", "network"), default="grid")
+    ap.add_argument("--mode", choices=("mix", "grid", "network", "programs"), default="mix")
+    ap.add_argument("--tree", default=None, help="mix: the checkout whose vta runs")
+    ap.add_argument("--verify", type=int, default=2,
+                    help="mix: points checked against vta run (0: none)")
     ap.add_argument("--sizes", default="10,32,100", help="grid: grid sides, comma-separated")
     ap.add_argument("--workload", default="matmul:16x16x16", help="grid: the workload")
     ap.add_argument("--points", type=int, default=100, help="network: points in the grid")
-    ap.add_argument("--sample", type=int, default=6,
-                    help="network: stop after this many rows and extrapolate")
+    ap.add_argument("--sample", type=int, default=None,
+                    help="mix, network: stop after this many rows and extrapolate (network: "
+                    "default 6; mix: default none, the whole sweep)")
     ap.add_argument("--budget-s", type=float, default=600.0,
                     help="network: stop a run after this many seconds")
-    ap.add_argument("--executors", default="workers:1,workers:2,local:1,local:2",
-                    help="network: workers:N and/or local:N (Dask), comma-separated")
+    ap.add_argument("--executors", default=None,
+                    help="workers:N and/or local:N (Dask), comma-separated (mix: default "
+                    "workers:1,workers:2; network: those and local:1,local:2)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--recompute", default=None, metavar="JSON",
                     help="network: rewrite a result file's derived figures, running nothing")
     args = ap.parse_args()
+    if args.executors is None:
+        args.executors = "workers:1,workers:2" + (",local:1,local:2"
+                                                  if args.mode == "network" else "")
+    if args.sample is None and args.mode == "network":
+        args.sample = 6
     if args.recompute:
         recompute(args.recompute)
         return
-    (main_network if args.mode == "network" else main_grid)(args)
+    {"mix": main_mix, "grid": main_grid, "network": main_network,
+     "programs": main_programs}[args.mode](args)
 
 
 if __name__ == "__main__":

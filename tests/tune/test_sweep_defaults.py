@@ -14,11 +14,12 @@ import pytest
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.sim.energy import Energy
-from vta.tune import sweep
+from vta.tune import sweep, sweep_share
 from vta.tune.cache import Cache
 from vta.tune.executor import LocalExecutor
 from vta.tune.job import Job
 from vta.tune.sweep import DefaultTask, default_layer, layer_energy, load_grid, run_sweep
+from vta.tune.sweep_share import default_group
 from vta.tune.tuner import tune
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +44,15 @@ def _conv() -> Any:
 
 
 def counting_executor(calls: list[DefaultTask]) -> type[LocalExecutor]:
-    """A local executor class that records in ``calls`` every layer task it is given."""
+    """A local executor class that records in ``calls`` every layer and point it is given to
+    run at its default schedule (a ``DefaultGroup`` counts its points)."""
 
     class Counting(LocalExecutor):
         def map_unordered(self, fn: Any, items: Any) -> Any:
-            if fn is default_layer:
-                calls.extend(items)
+            items = list(items)
+            if fn is default_group:
+                calls.extend(DefaultTask(t.workload, hw, t.check) for t in items
+                             for hw in t.hws)
             return super().map_unordered(fn, items)
 
     return Counting
@@ -62,14 +66,14 @@ def test_a_default_layer_is_the_tuners_default_with_one_timing_run_per_candidate
     hw = HwConfig.load(PYNQ).with_changes(**{"memory.latency": 40})
     w = _conv()
     runs: list[int] = []
-    real = sweep.simulate
+    real = sweep_share.simulate
 
     def counting(program: Any, hw_: Any, **kw: Any) -> Any:
         runs.append(len(program.instructions))
         return real(program, hw_, **kw)
 
     with monkeypatch.context() as m:
-        m.setattr(sweep, "simulate", counting)
+        m.setattr(sweep_share, "simulate", counting)
         got = default_layer(DefaultTask(w, hw, check=False))
     assert len(runs) == got["evaluated"] == 3  # the candidates, and no run for the energy
     with LocalExecutor(1) as ex:

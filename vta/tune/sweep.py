@@ -38,20 +38,25 @@ sweep in which no point is ok (every one refused by the schema, or no schedule f
 ``SweepError`` with the counts.
 
 Large grids: ``run_sweep`` tunes a chunk of points at a time (as many as carry ``CHUNK_JOBS``
-layer jobs, at most ``CHUNK``: 32 points of one layer, 3 of ResNet-18) and hands each finished
-point to ``on_point`` (the CLI prints and writes its row at once), so what it holds is the chunk's
-tuning state and one small summary per point, whatever the grid's size; points that differ
-only in clock or board share one cache key and are measured once (through the cache).
+layer jobs, at most ``CHUNK``: 32 points of one layer, 3 of ResNet-18; at default schedules
+``CHUNK`` points, those of one structure put together within a ``WINDOW`` of points so that they
+share their compiles) and hands each finished point to ``on_point`` (the CLI prints and writes
+its row at once), so what it holds is the chunk's tuning state and one small summary per point,
+whatever the grid's size; points that differ only in clock or board share one cache key and
+are measured once (through the cache).
 
-Default schedules (``trials`` 0): no search, so no tuner: each layer of each point is compiled
-by ``driver.compile_workload`` with the timing-only simulator as its oracle (the model's best
-candidates timed, the fastest kept: the tuner's default, same cycles and schedule), and the
-point's cycles and energy come from that timing run of the chosen program (``default_layer``:
-no program is simulated a second time for its energy); a layer runs once per hardware content
-(``cache.hw_digest``) and energy model in a chunk, so points differing only in clock or board
-share it. The figures are kept in the cache file (table ``sweep_defaults``, keyed by the op,
-the hardware's content, the energy model and the compiler's version, under the file's
-integrity and write rules): a rerun of the same points answers from it without compiling (with
+Default schedules (``trials`` 0): no search, so no tuner: each layer of each point gets the
+schedule ``driver.compile_workload`` chooses with the timing-only simulator as its oracle (the
+model's best candidates timed, the first of the fastest kept: the tuner's default, same cycles
+and schedule), and the point's cycles and energy come from that timing run of the chosen
+program (no program is simulated a second time for its energy); a layer is chosen and timed
+once per hardware content (``cache.hw_digest``) in a chunk, so points differing only in clock,
+board or energy model share it, and the layers of one op and structure
+(``sweep_share.structural_digest``: points differing in timing fields) run as one
+``sweep_share.default_group`` task that shares their compiles and checks (``sweep_share``).
+The figures are kept in the cache file (table ``sweep_defaults``, keyed by the op, the
+hardware's content, the energy model and the compiler's version, under the file's integrity
+and write rules): a rerun of the same points answers from it without compiling (with
 ``check``, each layer is still compiled and run bit-exact).
 
 Energy of a tuned sweep: each tuned layer's best program is built and run once more through
@@ -68,7 +73,6 @@ what a run gives now.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import difflib
 import hashlib
 import itertools
@@ -76,7 +80,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,18 +92,18 @@ from vta.compiler.ops.workloads import NETWORKS, Workload, resolve, resolve_netw
 from vta.config import HwConfig
 from vta.errors import HwConfigError, SweepError, VtaError
 from vta.resources import LIMITED, Board, board, fits, shares
-from vta.run.layer import run_layer
-from vta.run.targets import AccelTarget
 from vta.sim.energy import Energy, energy_of
 from vta.sim.machine import simulate
 from vta.tune.cache import Cache, compiler_version, hw_digest
 from vta.tune.executor import Executor
 from vta.tune.job import Job, TrialTask, op_text
+from vta.tune.sweep_share import DefaultGroup, default_group, structural_digest
 from vta.tune.tuner import JobResult, Progress, tune, verify
 
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
-           "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points"]
+           "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points", "WINDOW", "DefaultTask",
+           "default_layer", "pack_groups"]
 
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
@@ -428,15 +432,18 @@ def run_sweep(grid: Grid, workloads: Sequence[str], executor: Executor, *,
     budget = grid.trials if trials is None else trials
     wl = sweep_workloads(workloads)
     if chunk is None:
-        chunk = chunk_points(sum(len(layers) for _, layers in wl), executor.workers)
+        chunk = CHUNK if budget == 0 else \
+            chunk_points(sum(len(layers) for _, layers in wl), executor.workers)
     results: list[PointResult] = []
-    for at in range(0, len(grid.points), max(1, chunk)):
-        done = _sweep_chunk(grid, grid.points[at:at + max(1, chunk)], wl, executor, cache,
-                            budget, seed, check, progress)
+    for part in _point_chunks(grid, max(1, chunk), by_structure=budget == 0):
+        done = _sweep_chunk(grid, part, wl, executor, cache, budget, seed, check, progress)
         for r in done:
             if on_point is not None:
                 on_point(r)
         results.extend(done)
+    if budget == 0:  # the chunks grouped points by structure: the grid's order again
+        at = {p.name: i for i, p in enumerate(grid.points)}
+        results.sort(key=lambda r: at[r.point.name])
     ok = [r for r in results if r.status == "ok"]
     if not ok:
         why = Counter(r.status for r in results)
@@ -455,19 +462,68 @@ def chunk_points(jobs_per_point: int, workers: int) -> int:
     return max(1, min(CHUNK, -(-want // max(1, jobs_per_point))))
 
 
-def _sweep_chunk(grid: Grid, points: Sequence[HwPoint],
+#: points ``run_sweep`` looks ahead at default schedules to put points of one structure
+#: (``sweep_share.structural_digest``) in one chunk, where they share their compiles
+WINDOW = 8 * CHUNK
+
+
+def _point_chunks(grid: Grid, size: int, *, by_structure: bool
+                  ) -> Iterator[list[tuple[HwPoint, HwConfig | HwConfigError]]]:
+    """The grid's points a chunk of ``size`` at a time, each with its configuration (or why
+    the schema refuses it). ``by_structure``: within each ``WINDOW`` of points, those of one
+    structural digest are put together (in the order each structure first appears) and packed
+    into chunks without splitting a structure that fits in one (``pack_groups``), so a chunk
+    holds few structures and each structure's default-schedule layers share their compiles in
+    one chunk; memory stays bounded by the window."""
+    def built(p: HwPoint) -> tuple[HwPoint, HwConfig | HwConfigError]:
+        try:
+            return p, grid.config(p)
+        except HwConfigError as e:
+            return p, e
+
+    if not by_structure:
+        for at in range(0, len(grid.points), size):
+            yield [built(p) for p in grid.points[at:at + size]]
+        return
+    for at in range(0, len(grid.points), WINDOW):
+        groups: dict[str, list[tuple[HwPoint, HwConfig | HwConfigError]]] = {}
+        for p in grid.points[at:at + WINDOW]:
+            x = built(p)
+            key = structural_digest(x[1]) if isinstance(x[1], HwConfig) else ""
+            groups.setdefault(key, []).append(x)
+        yield from pack_groups(list(groups.values()), size)
+
+
+def pack_groups(groups: Sequence[Sequence[Any]], size: int) -> Iterator[list[Any]]:
+    """``groups`` (in order) as chunks of at most ``size`` items that split no group that fits
+    in a chunk: a group that does not fit in the chunk being filled starts the next one, and a
+    group larger than ``size`` is cut into whole chunks and a rest."""
+    chunk: list[Any] = []
+    for g in groups:
+        rest = list(g)
+        if chunk and len(chunk) + len(rest) > size:
+            yield chunk
+            chunk = []
+        while len(rest) > size:
+            yield rest[:size]
+            rest = rest[size:]
+        chunk += rest
+    if chunk:
+        yield chunk
+
+
+def _sweep_chunk(grid: Grid, points: Sequence[tuple[HwPoint, HwConfig | HwConfigError]],
                  wl: list[tuple[str, list[tuple[Workload, int]]]], executor: Executor,
                  cache: Cache | None, budget: int, seed: int, check: bool,
                  progress: Progress | None) -> list[PointResult]:
-    """``points`` of a sweep tuned (and checked) together: their results, Pareto aside."""
+    """``points`` of a sweep (each with its configuration, or the schema's refusal) tuned
+    (and checked) together: their results, Pareto aside."""
     results: list[PointResult] = []
     jobs: list[Job] = []
     owner: list[tuple[PointResult, Workload, int]] = []
-    for p in points:
-        try:
-            hw = grid.config(p)
-        except HwConfigError as e:
-            results.append(PointResult(p, "refused", _short(str(e))))
+    for p, hw in points:
+        if isinstance(hw, HwConfigError):
+            results.append(PointResult(p, "refused", _short(str(hw))))
             continue
         r = PointResult(p, "ok", hw=hw, resources=hw.resource_estimate())
         results.append(r)
@@ -583,64 +639,44 @@ class DefaultTask:
 
 
 def default_layer(task: DefaultTask) -> dict[str, Any]:
-    """``task.workload``'s default schedule on ``task.hw`` (``driver.compile_workload``: the
-    model's best candidates, the fastest under the timing-only simulator) and the figures of
-    a sweep row from the compile's own timing run of the program it chose: its cycles, and
-    its counted events priced by ``vta.sim.energy.energy_of`` (pJ by component, what ``vta
-    run`` reports). No program is simulated twice for its cycles and energy (a tuned sweep
-    builds and times the best point again for its energy, ``layer_energy``). With ``check``,
-    the program also runs cycle by cycle on random data against numpy. A layer no schedule
-    fits comes back with ``refused``. Runs in a worker."""
-    w, hw = task.workload, task.hw
-    runs: dict[int, tuple[Any, Any]] = {}  # id(program) -> (program, its timing-only stats)
-
-    def cost(program: Any) -> int:
-        st = simulate(program, hw, timing_only=True).stats
-        runs[id(program)] = (program, st)  # the program is kept: its id stays its own
-        return int(st.cycles)
-
-    t0 = time.perf_counter()
-    try:
-        c = driver.compile_workload(w, hw, cost=cost)
-    except VtaError as e:
-        return {"refused": f"{type(e).__name__}: {e}"}
-    timed = len(runs)
-    got = runs.get(id(c.program))
-    stats = got[1] if got is not None else simulate(c.program, hw, timing_only=True).stats
-    out: dict[str, Any] = {
-        "cycles": int(stats.cycles), "pj": dict(energy_of(c.program, dict(stats.bytes), hw).pj),
-        "schedule": {"fold": c.fold_kind, **dataclasses.asdict(c.schedule)},
-        "evaluated": max(1, timed), "seconds": time.perf_counter() - t0}
-    if task.check:
-        r = run_layer(w, AccelTarget(hw), compiled=c)
-        sm = r.summary()
-        out["verify"] = {"passed": r.passed, "cycles": r.cycles,
-                         "utilization": sm["utilization"],
-                         "of_machine_bound": sm["of_machine_bound"]}
-    return out
+    """``task.workload``'s default schedule on ``task.hw`` and the figures of a sweep row:
+    ``sweep_share.default_group`` at this one point (the model's best candidates timed on the
+    timing-only simulator, the fastest kept, as ``driver.compile_workload`` chooses; cycles
+    and energy from that timing run of the chosen program, no second simulation). With
+    ``check``, the program also runs cycle by cycle on random data against numpy. A layer no
+    schedule fits comes back with ``refused``. Runs in a worker."""
+    return default_group(DefaultGroup(task.workload, (task.hw,), task.check))[0]
 
 
 def _default_all(owner: list[tuple[PointResult, Workload, int]], executor: Executor,
                  check: bool, cache: Cache | None) -> None:
-    """Every layer of every point at its default schedule (``default_layer``) into its
-    point's rows; layers of one hardware content (``cache.hw_digest``: points differing only
-    in board or clock) and op run once, priced at each energy model their points use."""
+    """Every layer of every point at its default schedule into its point's rows; layers of
+    one hardware content (``cache.hw_digest``: points differing only in board or clock) and
+    op run once, priced at each energy model their points use; those of one op and
+    structure (``sweep_share.structural_digest``: points differing in timing fields) run as
+    one ``sweep_share.default_group`` task, sharing their compiles."""
     def key(r: PointResult, w: Workload) -> tuple[str, str, int, float]:
         assert r.hw is not None
         return hw_digest(r.hw), op_text(w, w.epilogue), r.hw.energy.node_nm, r.hw.energy.scale
 
-    tasks: dict[tuple[str, str, int, float], DefaultTask] = {}
+    tasks: dict[tuple[str, str, int, float], tuple[Workload, HwConfig]] = {}
     for r, w, _ in owner:
         assert r.hw is not None
-        tasks.setdefault(key(r, w), DefaultTask(w, r.hw, check))
+        tasks.setdefault(key(r, w), (w, r.hw))
     got: dict[tuple[str, str, int, float], dict[str, Any]] = {}
     if cache is not None and not check:
         got.update(_kept_defaults(cache, list(tasks)))
-    order = [k for k in tasks if k not in got]
-    for k, res in executor.map_unordered(default_layer, [tasks[o] for o in order]):
-        got[order[k]] = res
+    groups: dict[tuple[str, str], list[tuple[str, str, int, float]]] = {}
+    for k in tasks:
+        if k not in got:
+            groups.setdefault((k[1], structural_digest(tasks[k][1])), []).append(k)
+    order = list(groups.values())
+    work = [DefaultGroup(tasks[ks[0]][0], tuple(tasks[k][1] for k in ks), check) for ks in order]
+    for i, figures in executor.map_unordered(default_group, work):
+        got.update(zip(order[i], figures, strict=True))
+    order_keys = [k for ks in order for k in ks]
     if cache is not None and not cache.readonly:
-        _keep_defaults(cache, {k: got[k] for k in order if "refused" not in got[k]})
+        _keep_defaults(cache, {k: got[k] for k in order_keys if "refused" not in got[k]})
     for r, w, n in owner:
         res = got[key(r, w)]
         if r.status != "ok":
