@@ -427,7 +427,7 @@ def main() -> int:
                 for fmt in formats]
         net = ONNX_NETWORKS.get(name)
         if net is not None and net.pow2:  # the stock-ALU form vta run NAME runs on pynq
-            rows.append(row(net.fmt, fm, a.inputs, not a.no_sim, pow2=True,
+            rows.append(row(net.shift_fmt or net.fmt, fm, a.inputs, not a.no_sim, pow2=True,
                             exact_only=a.exact_only))
         results["models"][name] = rows
         results.setdefault("commands", {})[name] = "python " + " ".join(

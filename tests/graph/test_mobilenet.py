@@ -20,7 +20,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from vta.cli import main  # noqa: E402
 from vta.errors import OnnxImportError  # noqa: E402
@@ -33,11 +33,13 @@ from vta.graph.onnx_ort import (  # noqa: E402
     FORMATS,
     MODELS,
     NETWORK_FORMAT,
+    SHIFT_FORMAT,
     Format,
     agreement,
     calibration_inputs,
     mobilenet_v2,
     ort_tensors,
+    pow2_scales,
     quantize,
     run_fed,
 )
@@ -298,11 +300,33 @@ def test_mobilenet_v2_on_the_gpu_path(mobilenet: Any) -> None:
     assert r.passed, r.summary()["mismatched_tensors"]
 
 
-def test_mobilenet_v2_on_stock_pynq_is_refused_by_name(capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
-    assert main(["run", "--hw", str(ROOT / "hwconfigs" / "pynq.yaml"), "mobilenet_v2_32"]) != 0
-    err = capsys.readouterr().err
-    assert "needs ALU MUL" in err and "pynq_mul" in err
+def test_mobilenet_v2_on_stock_pynq_runs_with_power_of_two_scales(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Stock pynq has no ALU MUL: ``vta run`` quantizes the network in the symmetric QDQ form
+    with every scale rounded to a power of two (``onnx_ort.SHIFT_FORMAT``, ``pow2_scales``),
+    so every requantization is a shift; its ORT agreement is printed beside the PASS."""
+    assert main(["run", "--hw", str(ROOT / "hwconfigs" / "pynq.yaml"), "mobilenet_v2_32",
+                 "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: the outputs and all" in out and "ONNX Runtime" in out
+    alu = next(line for line in out.splitlines() if line.startswith("ALU instructions"))
+    assert "SHR" in alu and "MUL" not in alu and "REQUANT" not in alu
+
+
+def test_pow2_scales_keep_the_bias_rule() -> None:
+    """Each Conv's int32 bias scale is its input's times its weight's new scale after
+    ``pow2_scales`` (ORT's rule, which the importer checks), every scale a power of two."""
+    q = pow2_scales(quantize(mobilenet_v2(0, size=32), SHIFT_FORMAT, 0))
+    inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+    dq = {n.output[0]: n for n in q.graph.node if n.op_type == "DequantizeLinear"}
+    convs = [n for n in q.graph.node if n.op_type == "Conv" and len(n.input) > 2]
+    assert convs
+    for n in convs:
+        x, w, b = (inits[dq[i].input[1]] for i in n.input[:3])
+        np.testing.assert_array_equal(b, x * w)
+    for name, s in inits.items():
+        if name.endswith("scale"):
+            assert np.all(np.exp2(np.round(np.log2(s))) == s), name
 
 
 def test_mobilenet_v2_takes_no_batch(capsys: pytest.CaptureFixture[str]) -> None:

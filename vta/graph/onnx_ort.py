@@ -59,8 +59,8 @@ __all__ = ["FORMATS", "Format", "OrtReference", "AS_WRITTEN", "FUSED", "FUSED_U8
            "ort_verdict", "ARITHMETICS", "requant_arithmetic", "mobilenet_v2",
            "MOBILENET_V2_STAGES", "NETWORK_FORMAT", "FLOAT_OPSET", "FLOAT_IR_VERSION",
            "float_model", "BERT_TINY", "bert_tiny", "pow2_scales",
-           "ONNX_NETWORKS", "OnnxNetwork", "quantized_network", "tensor_kind", "QOP_FORMAT",
-           "quantize_outputs",
+           "ONNX_NETWORKS", "OnnxNetwork", "SHIFT_FORMAT", "quantized_network", "tensor_kind",
+           "QOP_FORMAT", "quantize_outputs",
            "agreement_by_kind"]
 
 
@@ -789,14 +789,22 @@ class OnnxNetwork:
     pow2: bool
     #: quantize the float outputs the QOperator form leaves (``quantize_outputs``)
     quantize_outputs: bool = False
+    #: the format quantized for an ALU without MUL before ``pow2_scales`` (None: ``fmt``;
+    #: ``pow2_scales`` takes the symmetric QDQ form only)
+    shift_fmt: Format | None = None
 
+
+#: what an ALU without MUL runs a network in when its own format has zero points: ORT's QDQ
+#: symmetric int8 per-tensor, its scales then rounded to powers of two (``pow2_scales``)
+SHIFT_FORMAT = Format("QDQ", "s8", False)
 
 #: the networks ``vta run NAME`` builds and quantizes with ORT (``mobilenet_v2_32``: MobileNet-V2
 #: on 32x32, for tests and quick runs)
 ONNX_NETWORKS: dict[str, OnnxNetwork] = {
-    "mobilenet_v2": OnnxNetwork(lambda seed: mobilenet_v2(seed, size=224), NETWORK_FORMAT, False),
+    "mobilenet_v2": OnnxNetwork(lambda seed: mobilenet_v2(seed, size=224), NETWORK_FORMAT, True,
+                                shift_fmt=SHIFT_FORMAT),
     "mobilenet_v2_32": OnnxNetwork(lambda seed: mobilenet_v2(seed, size=32), NETWORK_FORMAT,
-                                   False),
+                                   True, shift_fmt=SHIFT_FORMAT),
     "bert_tiny": OnnxNetwork(bert_tiny, Format("QDQ", "s8", False), True),
     "bert_tiny_qop": OnnxNetwork(bert_tiny, QOP_FORMAT, False, quantize_outputs=True),
 }
@@ -805,13 +813,16 @@ ONNX_NETWORKS: dict[str, OnnxNetwork] = {
 def quantized_network(name: str, pow2: bool = False, seed: int = 0) -> Any:
     """``ONNX_NETWORKS[name]`` quantized by ``quantize_static`` in its format (needs
     onnxruntime; an ``OnnxImportError`` saying how to install it otherwise), its scales rounded
-    to powers of two when ``pow2`` and the network allows it (``OnnxNetwork.pow2``)."""
+    to powers of two when ``pow2`` and the network allows it (``OnnxNetwork.pow2``; then in its
+    ``shift_fmt`` where it has one)."""
     net = ONNX_NETWORKS[name]
     model = net.build(seed)
-    q = quantize(model, net.fmt, seed)
+    shifts = pow2 and net.pow2
+    fmt = net.shift_fmt or net.fmt if shifts else net.fmt
+    q = quantize(model, fmt, seed)
     if net.quantize_outputs:
-        q = quantize_outputs(q, model, net.fmt, seed)
-    return pow2_scales(q) if pow2 and net.pow2 else q
+        q = quantize_outputs(q, model, fmt, seed)
+    return pow2_scales(q) if shifts else q
 
 
 def pow2_scales(q: Any) -> Any:
@@ -819,11 +830,14 @@ def pow2_scales(q: Any) -> Any:
     to a power of two and each constant re-quantized to its new scale (``round(q * s /
     s')``, half to even: the same real values to within a step): every ratio of scales is
     then a power of two and every requantization a shift, which VTA's ALU (no MUL) runs, as
-    TVM's ``round_for_shift`` quantizes. A model with a non-zero zero point is refused."""
+    TVM's ``round_for_shift`` quantizes. A Conv's or Gemm's int32 bias keeps ORT's rule, its
+    scale the product of its input's and its weight's new scales (rounding it up on its own
+    would break the rule when both round). A model with a non-zero zero point is refused."""
     onnx = onnx_module()
     m = onnx.ModelProto()
     m.CopyFrom(q)
     inits = {t.name: t for t in m.graph.initializer}
+    dq_of = {n.output[0]: n for n in m.graph.node if n.op_type == "DequantizeLinear"}
     scales: dict[str, np.ndarray] = {}
     for n in m.graph.node:
         if n.op_type not in ("QuantizeLinear", "DequantizeLinear"):
@@ -833,13 +847,19 @@ def pow2_scales(q: Any) -> Any:
             if np.any(z != 0):
                 raise OnnxImportError(f"pow2_scales: {n.name or n.output[0]} has zero point "
                                       f"{z.reshape(-1)[:4].tolist()}: only symmetric models")
-        s = onnx.numpy_helper.to_array(inits[n.input[1]]).astype(np.float64)
-        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32)
-        old = scales.setdefault(n.input[1], s)
+        scales.setdefault(n.input[1], onnx.numpy_helper.to_array(inits[n.input[1]])
+                          .astype(np.float64))
+    new = {k: np.exp2(np.ceil(np.log2(s))) for k, s in scales.items()}
+    for n in m.graph.node:
+        if n.op_type in ("Conv", "Gemm") and len(n.input) > 2 \
+                and all(i in dq_of for i in n.input[:3]):
+            x, w, b = (dq_of[i].input[1] for i in n.input[:3])
+            new[b] = (new[x] * new[w]).reshape(scales[b].shape)
+    for n in m.graph.node:
         if n.op_type == "DequantizeLinear" and n.input[0] in inits:
             t = inits[n.input[0]]
             data = onnx.numpy_helper.to_array(t)
-            ratio = old / new.astype(np.float64)
+            ratio = scales[n.input[1]] / new[n.input[1]]
             if np.ndim(ratio) and data.ndim:
                 axis = next((int(a.i) for a in n.attribute if a.name == "axis"), 1)
                 ratio = ratio.reshape([-1 if k == axis % data.ndim else 1
@@ -847,9 +867,9 @@ def pow2_scales(q: Any) -> Any:
             info = np.iinfo(data.dtype)
             requant = np.clip(np.rint(data * ratio), info.min, info.max).astype(data.dtype)
             t.CopyFrom(onnx.numpy_helper.from_array(requant, t.name))
-    for name, s in scales.items():
-        new = np.exp2(np.ceil(np.log2(s))).astype(np.float32).reshape(s.shape)
-        inits[name].CopyFrom(onnx.numpy_helper.from_array(new, name))
+    for name, s in new.items():
+        inits[name].CopyFrom(onnx.numpy_helper.from_array(
+            s.astype(np.float32).reshape(scales[name].shape), name))
     return m
 
 

@@ -92,6 +92,7 @@ from vta.graph.ir import (
 )
 from vta.graph.ort_add import IMM_MAX, factor_mult
 from vta.graph.passes.fuse import group_nodes
+from vta.graph.quant import needs_mul
 from vta.isa import Program
 
 __all__ = ["Kernel", "HostOp", "Step", "Placer", "place_group", "chain_of", "nonnegative",
@@ -341,6 +342,10 @@ class Placer:
             return self._window(group, spec, chain, a.x, vals)
         if isinstance(a, GlobalAvgPool):
             n, c, h, w = a.x.type.shape
+            if "mul" not in self.hw.alu.ops and needs_mul(a):
+                raise HostFallback(f"global average pool over {h}x{w}: its multiplier "
+                                   f"{a.mult} / 2**{a.shift} (1/{h * w} of a ratio of scales) "
+                                   f"is not a shift and {self.hw.name}'s ALU has no MUL")
             if h != w:
                 raise HostFallback(f"global average pool over a {h}x{w} image (the sum window "
                                    f"is square)")

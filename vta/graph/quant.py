@@ -193,13 +193,13 @@ def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     return ()
 
 
-def needs_mul(graph: Graph) -> list[tuple[Node, str, int, int]]:
-    """Every requantization of ``graph`` (a fused group's nodes included) whose multiplier is
-    not a power of two (it needs an ALU MUL: a power of two is a shift), as ``(node, what,
-    mult, shift)``; a per-channel requantize always (its multipliers are a channel operand:
-    a vector multiply, even where each is a power of two)."""
+def needs_mul(graph: Graph | Node) -> list[tuple[Node, str, int, int]]:
+    """Every requantization of ``graph`` (a fused group's nodes included; or of one node)
+    whose multiplier is not a power of two (it needs an ALU MUL: a power of two is a shift),
+    as ``(node, what, mult, shift)``; a per-channel requantize always (its multipliers are a
+    channel operand: a vector multiply, even where each is a power of two)."""
     out = []
-    for n in graph.nodes:
+    for n in (graph.nodes if isinstance(graph, Graph) else (graph,)):
         for node in (n.nodes if isinstance(n, Fused) else (n,)):
             per_channel = isinstance(node, Requantize) and node.mults is not None
             for what, mult, shift in multipliers(node):
