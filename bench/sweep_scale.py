@@ -132,6 +132,18 @@ def session_cpu_s(sid: int) -> float:
     return total
 
 
+def chunks(arrivals: list[float]) -> list[list[float]]:
+    """Row arrival times grouped by chunk: a row within 0.5 s of the previous one arrived
+    with it (a chunk's rows are written together)."""
+    groups: list[list[float]] = []
+    for a in arrivals:
+        if groups and a - groups[-1][-1] <= 0.5:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    return groups
+
+
 def extrapolate(arrivals: list[float], cpu: list[float], points: int) -> dict[str, Any]:
     """Seconds and CPU seconds a point, and the whole sweep, from the rows' arrival times
     and the CPU seconds then. Rows of one chunk arrive together: they are grouped, and each
@@ -139,12 +151,7 @@ def extrapolate(arrivals: list[float], cpu: list[float], points: int) -> dict[st
     the cluster, the first compiles, so the rate is the later chunks'). The run is stopped at
     the first row of a chunk whose other rows were written with it: a last group shorter
     than the first counts as a whole chunk (the first group's size)."""
-    groups: list[list[float]] = []
-    for a in arrivals:
-        if groups and a - groups[-1][-1] <= 0.5:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
+    groups = chunks(arrivals)
     first_n = len(groups[0])
     complete = len(arrivals) == points
     later = sum(len(g) for g in groups[1:])
@@ -262,12 +269,7 @@ def chunk_rates(arrivals: list[float]) -> list[float]:
     """Seconds a point in each chunk of rows (rows within 0.5 s of the previous are one
     chunk; a chunk's seconds run from the previous chunk's last row, the first's from the
     start)."""
-    groups: list[list[float]] = []
-    for a in arrivals:
-        if groups and a - groups[-1][-1] <= 0.5:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
+    groups = chunks(arrivals)
     out, last = [], 0.0
     for g in groups:
         out.append((g[-1] - last) / len(g))

@@ -195,8 +195,25 @@ class Dense(Node):
     useful_k: int = 0
 
 
+class _ScaleOperand:
+    """``inputs`` and ``attrs`` of a node whose optional ``mults`` (per-channel multipliers or
+    ORT's scale words) is an operand beside ``x``, not an attribute."""
+
+    x: Value
+    mults: Value | None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return (self.x,) if self.mults is None else (self.x, self.mults)
+
+    def attrs(self) -> dict[str, Any]:
+        a = Node.attrs(self)  # type: ignore[arg-type]
+        a.pop("mults", None)
+        return a
+
+
 @dataclass(frozen=True, eq=False)
-class Requantize(Node):
+class Requantize(_ScaleOperand, Node):
     op: ClassVar[str] = "requantize"
     operands: ClassVar[tuple[str, ...]] = ("x",)
     x: Value
@@ -215,14 +232,6 @@ class Requantize(Node):
     #: ORT's QLinearConv / QGemm and ``ALU.REQUANT_F32`` compute
     exact: bool = False
 
-    @property
-    def inputs(self) -> tuple[Value, ...]:
-        return (self.x,) if self.mults is None else (self.x, self.mults)
-
-    def attrs(self) -> dict[str, Any]:
-        a = Node.attrs(self)
-        a.pop("mults", None)
-        return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -288,7 +297,7 @@ class MaxPool2d(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class GlobalAvgPool(Node):
+class GlobalAvgPool(_ScaleOperand, Node):
     op: ClassVar[str] = "global_avg_pool"
     operands: ClassVar[tuple[str, ...]] = ("x",)
     x: Value
@@ -306,14 +315,6 @@ class GlobalAvgPool(Node):
     mults: Value | None = None
     exact: bool = False
 
-    @property
-    def inputs(self) -> tuple[Value, ...]:
-        return (self.x,) if self.mults is None else (self.x, self.mults)
-
-    def attrs(self) -> dict[str, Any]:
-        a = Node.attrs(self)
-        a.pop("mults", None)
-        return a
 
 
 @dataclass(frozen=True, eq=False)
