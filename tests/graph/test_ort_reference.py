@@ -16,7 +16,6 @@ Skipped without onnx and onnxruntime (the ``test`` extra has both)."""
 from __future__ import annotations
 
 from collections import Counter
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -40,13 +39,12 @@ from vta.graph.onnx_ort import (
     calibration_inputs,
     exposed,
     optimized_ops,
-    ort_tensors,
     ort_verdict,
-    quantize,
     reference_for,
-    run_fed,
 )
 from vta.graph.quant import quantize_linear
+
+from .test_onnx_requant import _judge, _model
 
 #: seeded inputs each model is judged on (distinct from the calibration's)
 INPUTS = 6
@@ -60,14 +58,9 @@ FUSED_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QGemm", "QLin
 FLOAT_SUMS = {"Conv", "Gemm", "MatMul", "Add", "GlobalAveragePool"}
 
 
-@cache
-def quantized(model: str, fmt: Format) -> Any:
-    return quantize(MODELS[model](0), fmt, seed=1)
-
-
 @pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
 def test_each_format_gets_its_reference(fmt: Format) -> None:
-    q = quantized("small_cnn", fmt)
+    q = _model("small_cnn", fmt)
     assert activation_types(q) == {"uint8" if fmt.types == "u8" else "int8"}
     want = FUSED_U8 if fmt.types == "u8" else FUSED if fmt.layout == "QDQ" else AS_WRITTEN
     assert reference_for(q) == want
@@ -78,7 +71,7 @@ def test_each_format_gets_its_reference(fmt: Format) -> None:
 def test_the_fused_reference_runs_integer_kernels_only(model: str, fmt: Format) -> None:
     """ORT's optimized graph in the reference: no float Conv / Gemm / Add / pool left, the
     same with every int8 tensor asked for as an output (what ``ort_tensors`` runs)."""
-    q = quantized(model, fmt)
+    q = _model(model, fmt)
     ref = reference_for(q)
     plain, judged = optimized_ops(q, ref), optimized_ops(exposed(q)[0], ref)
     assert Counter(plain) == Counter(judged)
@@ -94,7 +87,7 @@ def test_without_int8_allowed_x64_rewrites_int8_and_leaves_a_float_conv() -> Non
     """Why ``FUSED`` sets ``session.qdqisint8allowed``: ORT's default on x64 converts int8
     activations to uint8 (``QDQS8ToU8Transformer``, tensors renamed) and the second Conv of
     the small CNN (its input also feeds the Add) stays float. On ARM the default is FUSED's."""
-    q = quantized("small_cnn", Format("QDQ", "s8", False))
+    q = _model("small_cnn", Format("QDQ", "s8", False))
     default = OrtReference("x64 default", "ORT_ENABLE_EXTENDED", (), FUSED.disabled)
     ops = optimized_ops(q, default)
     if "Conv" not in ops:
@@ -107,22 +100,15 @@ def test_without_int8_allowed_x64_rewrites_int8_and_leaves_a_float_conv() -> Non
 def test_u8_reference_keeps_the_operators(fmt: Format) -> None:
     """``x64quantprecision`` changes the weights' type (U8U8 kernels), not the operators: the
     QOperator graph ORT runs has the operators the file names."""
-    q = quantized("small_cnn", fmt)
+    q = _model("small_cnn", fmt)
     if fmt.layout == "QOperator":
         assert Counter(optimized_ops(q, FUSED_U8)) == Counter(optimized_ops(q, AS_WRITTEN))
 
 
 def judge(model: str, fmt: Format, fed: bool) -> list[Any]:
-    q = quantized(model, fmt)
-    g = load_onnx(q, requant="ort")
-    v = g.inputs[0]
-    out = []
-    for x in calibration_inputs(MODELS[model](0), 99, INPUTS):
-        ort = ort_tensors(q, {v.name: x})
-        xq = {v.name: quantize_linear(x, v.type.scale, v.type.zero)}
-        values = run_fed(g, xq, ort) if fed else interp.run_graph(g, xq)
-        out.append(agreement(g, values, ort))
-    return out
+    """Each of ``INPUTS`` calibration inputs judged against ORT's tensors (the judging loop
+    of test_onnx_requant, with this file's input count)."""
+    return [agreement(*t) for t in _judge(model, fmt, fed, INPUTS)]
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
@@ -138,7 +124,7 @@ def test_the_requantize_variant_is_bit_identical_to_the_reference(model: str,
 
 
 def test_ort_verdict_reports_the_graph_as_written_beside_the_reference() -> None:
-    q = quantized("small_cnn", Format("QDQ", "a8", True))
+    q = _model("small_cnn", Format("QDQ", "a8", True))
     g = load_onnx(q, requant="ort")
     v = g.inputs[0]
     x = calibration_inputs(MODELS["small_cnn"](0), 99, 1)[0]
