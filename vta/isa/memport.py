@@ -162,6 +162,16 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     tail = ch.latency + ch.ack if ch.write else 0
     slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
     while len(live) > 1:
+        if len(live) == 2 and not priority:
+            # two transfers taking turns (the usual contention): the same rule, without the
+            # loops over ``live`` (``_run_pair``)
+            st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+            stopped, done_by = _run_pair(ch, st, live[0], live[1], until, done_by, first_done)
+            slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+            if stopped:
+                break
+            live = [j for j in live if j.next < j.n]
+            continue
         # the earliest issue: a burst issues after the previous issue, not before its job is
         # ready (its lead, or its previous row's completion and gap), and when fewer than
         # ``in_flight`` bursts are outstanding: ``slots`` ascends (each burst's data ends
@@ -224,6 +234,60 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
         # one job left issuing: nothing else takes a turn, so its bursts go one after
         # another (the jobs done already are done: their earliest completion is fixed)
         _run_one(ch, st, live[0], until, done_by)
+
+
+def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
+              done_by: int | None, first_done: bool) -> tuple[bool, int | None]:
+    """``_run``'s loop for exactly two jobs issuing (``a`` arrived first) on a round-robin
+    channel, until one has issued its last burst or ``_run`` would stop (the next issue at or
+    after ``until``, or at or after ``done_by``: the earliest completion of a finished job,
+    with ``first_done``). Returns whether it stopped so, and ``done_by`` (with ``first_done``,
+    lowered by the job that finished). The same issue rule and burst timing as ``_run``'s:
+    the earliest issue is the later of the channel's bound and the earlier ``ready``; when both
+    are ready by then, round robin takes the first with a key after the last one served
+    (``b`` only when ``a.key <= last_key < b.key``), else the one that is ready."""
+    in_flight = ch.in_flight
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+    a_key, b_key = a.key, b.key
+    stopped = False
+    while True:
+        base = last_issue + 1
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > base:
+            base = slots[k]
+        ra, rb = a.ready, b.ready
+        t = ra if ra <= rb else rb
+        if t < base:
+            t = base
+        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+            stopped = True
+            break
+        if ra <= t:
+            job = b if rb <= t and a_key <= last_key < b_key else a
+        else:
+            job = b
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + job.transfer.bursts[job.next]
+        release = free + tail
+        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
+            slots = slots[bisect_right(slots, t):]
+        slots.append(release)
+        last_issue, last_key = t, job.key
+        job.next += 1
+        if release > job.done:
+            job.done = release
+        if job.next in job.starts:
+            job.ready = job.done + job.transfer.gap  # the next row waits for this one
+        if job.next >= job.n:
+            if first_done and (done_by is None or job.done < done_by):
+                done_by = job.done
+            break
+    st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+    return stopped, done_by
 
 
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,

@@ -237,16 +237,32 @@ def _overhead(tm: TimingModel, kind: str, write: bool) -> Overhead:
     return tm.compute_load
 
 
-@lru_cache(maxsize=65536)
 def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads = (0, 0, 0, 0),
                *, kind: str = "inp", write: bool = False, addr: int = 0,
                stride: int = 0) -> DmaTiming | None:
     """The timing of a 2-D DMA of ``rows`` x ``cols`` entries of ``elem_bytes`` bytes of buffer
     ``kind`` (``insn``: the fetch), the first row at byte ``addr`` and each next ``stride``
     bytes on, writing ``pads`` (top and bottom pad rows, left and right pad columns) of zero
-    entries around them (None: an empty DMA, ``empty_dma_cycles``)."""
+    entries around them (None: an empty DMA, ``empty_dma_cycles``).
+
+    The addresses matter only through each row's offset within a ``memory.burst_boundary``
+    (where its bursts split), so the result is computed once per (addr, stride) modulo the
+    boundary and shared: the DMAs of a tiled program differ mostly in their DRAM address, and
+    every tile of a layer then shares one timing (and the machine one plan of its bursts)."""
     if rows <= 0 or cols <= 0:
         return None
+    boundary = hw.memory.burst_boundary
+    assert boundary is not None
+    return _dma_timing(hw, rows, cols, elem_bytes, pads, kind, write, addr % boundary,
+                       stride % boundary)
+
+
+@lru_cache(maxsize=65536)
+def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads, kind: str,
+                write: bool, addr: int, stride: int) -> DmaTiming:
+    """``dma_timing`` of a non-empty DMA, ``addr`` and ``stride`` taken modulo the burst
+    boundary (row ``r`` starts ``(addr + r * stride) % boundary`` into its boundary either
+    way)."""
     tm, m = model_of(hw), hw.memory
     assert m.uop_beat_bytes is not None and m.row_overhead is not None
     assert m.burst_boundary is not None

@@ -165,8 +165,9 @@ _MAX_DESCRIBED = 1 << 16
 
 
 @lru_cache(maxsize=16)
-def _described(hw: HwConfig) -> dict[tuple[Any, InstructionDef], _Static]:
-    """``_describe``'s cache for one config, keyed by (instruction, definition): it is a
+def _described(hw: HwConfig) -> dict[Any, _Static]:
+    """``_describe``'s cache for one config, keyed by (instruction, definition) and by
+    (timing key, definition) (``_lookup``): it is a
     pure function of the three, so it is shared across programs (a tuner's candidates and a
     sweep's energy run share most of their instructions). Keyed per config rather than by
     all three: hashing a HwConfig (nested frozen dataclasses) costs more than describing an
@@ -174,12 +175,28 @@ def _described(hw: HwConfig) -> dict[tuple[Any, InstructionDef], _Static]:
     return {}
 
 
-def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
-    """What the machine needs of one instruction on ``hw`` (``d``: its definition): checked
-    (a ``_Refused`` naming why not), its unit, duration, token queues, DMA, mnemonic and
-    counted work (no accumulator banks: those depend on its place in the program)."""
+def _check(insn: Any, hw: HwConfig) -> None:
+    """``insn``'s fields fit its format and ``hw`` implements it (a listed intrinsic, an
+    enabled op): else a ``_Refused`` naming why not."""
     try:
-        check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
+        check_fields(insn, hw)
+    except (ValueError, DefinitionError) as e:
+        raise _Refused(str(e)) from None
+
+
+def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
+    """What the machine needs of one instruction on ``hw`` (``d``: its definition), its fields
+    checked (``_check``; the rest is ``_timed``)."""
+    _check(insn, hw)
+    return _timed(insn, hw, d)
+
+
+def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
+    """``_describe`` of an instruction whose fields are checked: its unit, duration, token
+    queues, DMA, mnemonic and counted work (no accumulator banks: those depend on its place in
+    the program), a ``_Refused`` when ``hw`` cannot run it. It reads only what ``d``'s
+    ``timing_key`` covers."""
+    try:
         pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
     except (ValueError, DefinitionError) as e:
         raise _Refused(str(e)) from None
@@ -191,6 +208,30 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
                    d.mnemonic_of(insn), (), _work(insn, hw, d),
                    n_ops(insn) if d.is_microop else 0)
+
+
+def _lookup(insn: Any, hw: HwConfig, d: InstructionDef, cache: dict[Any, _Static]
+            ) -> _Static:
+    """``_describe(insn, hw, d)`` through ``cache`` (``_described``): by the whole
+    instruction, else (its fields checked) by its definition's ``timing_key``, so the many
+    DMAs of a tiled program that differ only in their addresses are timed once."""
+    key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
+    got = cache.get(key)
+    if got is not None:
+        return got
+    if d.timing_key is None:
+        got = _describe(insn, hw, d)
+    else:
+        _check(insn, hw)
+        timed: Any = (d.timing_key(insn, hw), d)
+        got = cache.get(timed)
+        if got is None:
+            got = _timed(insn, hw, d)
+            cache[timed] = got
+    if len(cache) >= _MAX_DESCRIBED:
+        cache.clear()
+    cache[key] = got
+    return got
 
 
 def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
@@ -220,14 +261,7 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
         got = seen.get(insn)
         if got is None:
             try:
-                d = definition_of(insn)
-                key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
-                got = cache.get(key)
-                if got is None:
-                    got = _describe(insn, hw, d)
-                    if len(cache) >= _MAX_DESCRIBED:
-                        cache.clear()
-                    cache[key] = got
+                got = _lookup(insn, hw, definition_of(insn), cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
             seen[insn] = got
