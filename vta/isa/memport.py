@@ -251,8 +251,10 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
     tail = ch.latency + ch.ack if ch.write else 0
     slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
     a_key, b_key = a.key, b.key
+    a_bursts, b_bursts = a.transfer.bursts, b.transfer.bursts
     stopped = False
     while True:
+        # (``slots`` keeps the released bursts until the end: ``_trimmed``)
         base = last_issue + 1
         k = len(slots) - in_flight
         if k >= 0 and slots[k] > base:
@@ -264,30 +266,40 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
         if (until is not None and t >= until) or (done_by is not None and done_by <= t):
             stopped = True
             break
-        if ra <= t:
-            job = b if rb <= t and a_key <= last_key < b_key else a
+        if ra <= t and not (rb <= t and a_key <= last_key < b_key):
+            job, beats = a, a_bursts[a.next]
         else:
-            job = b
+            job, beats = b, b_bursts[b.next]
         start = t + delay
         if free > start:
             start = free
-        free = start + job.transfer.bursts[job.next]
+        free = start + beats
         release = free + tail
-        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
-            slots = slots[bisect_right(slots, t):]
         slots.append(release)
         last_issue, last_key = t, job.key
-        job.next += 1
+        nxt = job.next = job.next + 1
         if release > job.done:
             job.done = release
-        if job.next in job.starts:
+        if nxt in job.starts:
             job.ready = job.done + job.transfer.gap  # the next row waits for this one
-        if job.next >= job.n:
+        if nxt >= job.n:
             if first_done and (done_by is None or job.done < done_by):
                 done_by = job.done
             break
-    st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+    st.slots, st.free, st.last_issue, st.last_key = _trimmed(slots, last_issue), free, \
+        last_issue, last_key
     return stopped, done_by
+
+
+def _trimmed(slots: list[int], t: int) -> list[int]:
+    """The bursts of ``slots`` (ascending release times) still outstanding after an issue at
+    ``t``. The issue loops trim only once they stop: a released burst left in the list never
+    binds the next issue (it was released by an earlier issue, at or before ``t``, and the
+    next issue is after ``t``), and the in-flight bound reads the ``in_flight``-th release from
+    the end, which trimming a prefix does not move."""
+    if slots and slots[0] <= t:
+        return slots[bisect_right(slots, t):]
+    return slots
 
 
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
@@ -318,9 +330,7 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
             start = free
         free = start + bursts[nxt]
         release = free + tail
-        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
-            slots = slots[bisect_right(slots, t):]
-        slots.append(release)
+        slots.append(release)  # (trimmed when it stops: ``_trimmed``)
         last_issue = t
         nxt += 1
         if release > done:
@@ -328,7 +338,8 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
         if nxt in starts:
             ready = done + gap  # the next row waits for this one
     if nxt != first:
-        st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, job.key
+        st.slots, st.free, st.last_issue, st.last_key = _trimmed(slots, last_issue), free, \
+            last_issue, job.key
         job.next, job.done, job.ready = nxt, done, ready
 
 
@@ -413,6 +424,24 @@ class Port:
                 return now + transfer.lead
             return now + self._alone_of(self.channels[transfer.write], transfer)[0]
         return None
+
+    def run_alone(self, transfer: Transfer, now: int) -> int:
+        """Take ``transfer`` at ``now`` on an idle port (``solo_completion`` is not None) and
+        retire it at once: its completion. The same state as ``submit``, ``next_completion``
+        and ``finish`` at that completion leave (its channel's issues as its solo plan,
+        shifted to ``now``; the key it would have had used), for a caller that knows nothing
+        else is submitted before it completes (the machine's idle-port DMA)."""
+        assert not self.active
+        w = transfer.write
+        self._keys += 1
+        if transfer.bursts:
+            done, st = self._alone_of(self.channels[w], transfer)
+        else:
+            done, st = _alone_plan(self.channels[w], transfer)
+        self.state[w] = _State(st.last_issue + now, st.free + now, [r + now for r in st.slots],
+                               self._keys)
+        self._next[w] = self._trial[w] = None
+        return now + done if transfer.bursts else now + transfer.lead
 
     def _commit(self, w: bool, now: int) -> None:
         """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""

@@ -356,9 +356,9 @@ class _PortServer:
         engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
         the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
         arrival can change ``t`` and no other process runs before the DMA ends, so the port
-        takes the transfer and retires it at ``t`` as the server would (submit, plan, finish:
-        the same state) and the DMA's end is returned (the caller jumps there). None
-        otherwise (the caller requests it and waits)."""
+        takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
+        the state submit, plan and finish leave) and the DMA's end is returned (the caller
+        jumps there). None otherwise (the caller requests it and waits)."""
         env = self.env
         now = int(env.now)
         t = self.port.solo_completion(transfer, now)
@@ -367,10 +367,8 @@ class _PortServer:
         end = end_of(t)
         if not env.quiet_through(end):
             return None
-        key = self.port.submit(transfer, now)
-        nxt = self.port.next_completion()
-        done = self.port.finish(t)
-        assert nxt == t and done == [key], (nxt, t, done, key)
+        got = self.port.run_alone(transfer, now)
+        assert got == t, (got, t)
         return end
 
     def _serve(self) -> Proc:
@@ -491,19 +489,25 @@ class Machine:
             self.slices.append(Slice(u.name, kind, since, now, index, label))
         u.waiting = None
 
+    def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int, index: int) -> bool:
+        """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
+        return True, or return False (the caller runs ``_dma``)."""
+        start = self.env.now
+        end = self.port[u.name].at_once(timing.transfer,
+                                        lambda t: start + timing.cycles(t - start))
+        if end is None:
+            return False
+        self.env.now = end
+        self._dma_done(u, start, end - start, alone, index)
+        return True
+
     def _dma(self, u: _Unit, timing: DmaTiming, alone: int, index: int
              ) -> Proc:
         """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
-        traffic added are ``memory`` stall."""
+        traffic added are ``memory`` stall. (On the lean engine the caller tries
+        ``_dma_now`` first.)"""
         start = self.env.now
-        if self.fast:
-            end = self.port[u.name].at_once(timing.transfer,
-                                            lambda t: start + timing.cycles(t - start))
-            if end is not None:
-                self.env.now = end
-                self._dma_done(u, start, end - start, alone, index)
-                return
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
         total = timing.cycles(self.env.now - start)
@@ -549,7 +553,8 @@ class Machine:
             u.current = first
             timing = fetch_timing(self.hw, k, first)
             start = self.env.now
-            yield from self._dma(u, timing, timing.alone, first)
+            if not (fast and self._dma_now(u, timing, timing.alone, first)):
+                yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
             self.slices.append(Slice("fetch", "insn", start, self.env.now, first,
@@ -602,7 +607,8 @@ class Machine:
             held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
             start = env.now
             if info.timing is not None:
-                yield from self._dma(u, info.timing, info.cycles, index)
+                if not (fast and self._dma_now(u, info.timing, info.cycles, index)):
+                    yield from self._dma(u, info.timing, info.cycles, index)
             else:
                 if not (fast and env.skip(info.cycles)):
                     yield env.timeout(info.cycles)
