@@ -74,7 +74,9 @@ class Slice(NamedTuple):
     kind: str  # insn, token, queue, memory
     start: int
     end: int
-    index: int  # instruction index (the first of the batch, for fetch)
+    #: instruction index (the first of the batch, for fetch); it hides ``tuple.index``,
+    #: which no caller of a slice uses
+    index: int  # type: ignore[assignment]
     label: str
 
 
