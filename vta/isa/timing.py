@@ -65,7 +65,7 @@ time including the lead before the first burst and the gaps between rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -192,6 +192,9 @@ class DmaTiming:
     channel: Channel
     overlap: int = 0
     after: int = 0
+    #: ``alone`` once asked (-1 before): read for every instruction described, and finding
+    #: it in ``memport.alone``'s cache hashes the whole transfer
+    _alone: int = field(default=-1, init=False, repr=False, compare=False)
 
     def cycles(self, port: int) -> int:
         """The instruction's cycles when its transfer took ``port`` cycles."""
@@ -200,7 +203,9 @@ class DmaTiming:
     @property
     def alone(self) -> int:
         """Its cycles on an idle port: the instruction's duration."""
-        return self.cycles(alone(self.channel, self.transfer))
+        if self._alone < 0:
+            object.__setattr__(self, "_alone", self.cycles(alone(self.channel, self.transfer)))
+        return self._alone
 
 
 @lru_cache(maxsize=65536)
@@ -270,8 +275,9 @@ def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads,
     entry = elem_bytes if write and tm.store_serial else None
     boundary = m.burst_boundary
     row_bytes = cols * elem_bytes
-    by_row = [_row_bursts(hw, (addr + r * stride) % boundary, row_bytes, beat, entry)
-              for r in range(rows)]
+    at = {(addr + r * stride) % boundary for r in range(rows)}  # rows repeat few offsets
+    of = {a: _row_bursts(hw, a, row_bytes, beat, entry) for a in at}
+    by_row = [of[(addr + r * stride) % boundary] for r in range(rows)]
     bursts = tuple(c for row in by_row for c in row)
     ov = _overhead(tm, kind, write)
     py0, py1, px0, px1 = pads

@@ -387,6 +387,17 @@ class _PortServer:
                 self.waiting.pop(key).succeed()
 
 
+@dataclass(frozen=True, slots=True)
+class _Wires:
+    """What one description's instructions meet on a run (``Machine._wire``): the command
+    queue fetch routes them to, the token queues they pop and push, each with the texts a
+    wait on it is reported with (``waiting``, the timeline's label)."""
+
+    cmdq: tuple[Any, tuple[str, str]]
+    pops: tuple[tuple[Any, tuple[str, str]], ...]
+    pushes: tuple[tuple[Any, tuple[str, str]], ...]
+
+
 class _Unit:
     """Mutable bookkeeping of one unit during a run."""
 
@@ -471,6 +482,8 @@ class Machine:
             if self.count[m] == 0:
                 ev.succeed()
         self.slices: list[Slice] = []
+        #: ``_wire`` of each description, by its identity (``info`` keeps every one alive)
+        self.wires: dict[int, _Wires] = {}
         #: instruction indices in the order they completed (their arithmetic runs in this
         #: order after the timing, ``run``)
         self.completed: list[int] = []
@@ -478,6 +491,22 @@ class Machine:
         self.finished_at: int | None = None
 
     # ------------------------------------------------------------------ helpers
+
+    def _wire(self, info: _Static) -> _Wires:
+        """The stores ``info``'s instructions meet on this run and the texts their waits
+        are reported with (``wires``, by the description's identity: the processes look
+        them up per instruction, and a dictionary keyed by enum pairs hashes each enum in
+        Python)."""
+        def token(q: Queue, pop: bool) -> tuple[Any, tuple[str, str]]:
+            side = ("empty", "pop") if pop else ("full", "push")
+            return self.tokq[q], (f"token queue {_qname(q)} ({side[0]})",
+                                  f"{side[1]} {_qname(q)}")
+        m = _UNIT_OF[info.module]
+        wire = _Wires((self.cmdq[info.module], (f"command queue {m} (full)", f"wait {m} queue")),
+                      tuple(token(q, True) for q in info.pops),
+                      tuple(token(q, False) for q in info.pushes))
+        self.wires[id(info)] = wire
+        return wire
 
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
         """Account the cycles ``u`` waited since ``since`` as ``kind`` (a slice of the
@@ -545,9 +574,6 @@ class Machine:
         u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
-        # the texts a wait is reported with, per command queue (formatted once)
-        text = {m: (f"command queue {_UNIT_OF[m]} (full)", f"wait {_UNIT_OF[m]} queue")
-                for m in self.cmdq}
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
@@ -561,11 +587,12 @@ class Machine:
                                      f"FETCH {first}..{first + k - 1}"))
             for i in range(first, first + k):
                 u.current = i
-                m = self.info[i].module
+                info = self.info[i]
+                wire = self.wires.get(id(info)) or self._wire(info)
                 t = env.now
-                u.waiting, label = text[m]
-                if not (fast and self.cmdq[m].give(i)):
-                    yield self.cmdq[m].put(i)
+                store, (u.waiting, label) = wire.cmdq
+                if not (fast and store.give(i)):
+                    yield store.put(i)
                 if env.now != t:
                     self._waited(u, "queue", t, label, i)
                 u.waiting = None
@@ -574,11 +601,8 @@ class Machine:
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env, fast = self.units[name], self.env, self.fast
-        cmdq, tokq, slices, done = self.cmdq[module], self.tokq, self.slices, self.completed
-        count = self.count[module]
-        # the texts a wait is reported with, per token queue (formatted once, not per event)
-        pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
-        push_text = {q: (f"token queue {_qname(q)} (full)", f"push {_qname(q)}") for q in tokq}
+        cmdq, slices, done = self.cmdq[module], self.slices, self.completed
+        count, wires = self.count[module], self.wires
         for _ in range(count):
             t = env.now
             u.waiting = "its command queue (empty)"
@@ -590,11 +614,12 @@ class Machine:
             u.waiting = None
             u.current = index
             insn, info = self.insns[index], self.info[index]
-            for q in info.pops:
+            wire = wires.get(id(info)) or self._wire(info)
+            for store, (text, label) in wire.pops:
                 t = env.now
-                u.waiting, label = pop_text[q]
-                if not fast or tokq[q].take() is MISS:
-                    yield tokq[q].get()
+                u.waiting = text
+                if not fast or store.take() is MISS:
+                    yield store.get()
                 if env.now != t:
                     self._waited(u, "token", t, label, index)
                 u.waiting = None
@@ -619,11 +644,11 @@ class Machine:
                 self.bytes[info.dma[0]] += info.dma[1]
             done.append(index)
             slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
-            for q in info.pushes:
+            for store, (text, label) in wire.pushes:
                 t = env.now
-                u.waiting, label = push_text[q]
-                if not (fast and tokq[q].give(True)):
-                    yield tokq[q].put(True)
+                u.waiting = text
+                if not (fast and store.give(True)):
+                    yield store.put(True)
                 if env.now != t:
                     self._waited(u, "queue", t, label, index)
                 u.waiting = None
