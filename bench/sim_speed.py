@@ -22,7 +22,9 @@ description, its DMA timing, the port's solo plans) are warm after the first. ``
 simulates each kernel once in a fresh process, and the compiler times each candidate once:
 with ``--network`` each group is also simulated once per fresh interpreter (``cold``: one
 pass bit-exact, one timing-only, each in its own process, the median of ``min(runs, 3)``
-such processes; CPU seconds of the pass alone, not the interpreter's start).
+such processes; CPU seconds of the pass alone, not the interpreter's start). ``--network``
+also times encoding each group's programs to words and decoding them back (``encode``,
+``decode``).
 
     OPENBLAS_NUM_THREADS=1 python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5]
         [--network] [--engine lean|simpy] [--cache FILE] [--baseline CHECKOUT] [--out FILE]
@@ -118,6 +120,29 @@ def time_programs(hw: HwConfig, programs: list, runs: int) -> dict[str, object]:
             "cpu_s_median": statistics.median(full_cpu),
             "timing_only_cpu_s_median": statistics.median(timing_cpu),
             "timing_only_same_cycles": cycles == cycles_t}
+
+
+def time_encoding(hw: HwConfig, programs: list, runs: int) -> dict[str, object]:
+    """Median CPU seconds of encoding every program's instructions and micro-ops to words
+    (``encode_program``, ``encode_uops``: what the run layer ships between processes) and of
+    decoding them back, checked to round-trip."""
+    from vta.isa import decode_program, encode_program, encode_uops
+
+    enc, dec = [], []
+    words: list = []
+    for _ in range(runs):
+        c = time.process_time()
+        words = [encode_program(p.instructions, hw) for p in programs]
+        for p in programs:
+            for uops in p.uops.values():
+                encode_uops(uops, hw)
+        enc.append(time.process_time() - c)
+        c = time.process_time()
+        back = [decode_program(w, hw) for w in words]
+        dec.append(time.process_time() - c)
+        assert all(tuple(b) == p.instructions for b, p in zip(back, programs, strict=True))
+    return {"encode_cpu_s_median": statistics.median(enc),
+            "decode_cpu_s_median": statistics.median(dec)}
 
 
 def cold_pass(programs: list, hw_path: str, timing_only: bool, runs: int,
@@ -245,6 +270,7 @@ def main() -> int:
                                      ("cold_timing_only_cpu_s_median", True)):
                 r[key] = cold_pass(progs, args.hw, timing_only, cold,
                                    args.engine)["cpu_s_median"]
+            r.update(time_encoding(hw, progs, args.runs))
             extra[name] = r
             net.add_row(name, str(r["programs"]), f"{r['instructions']:,}", f"{r['cycles']:,}",
                         f"{r['wall_s_median']:.3f}", f"{r['timing_only_wall_s_median']:.3f}",
@@ -252,6 +278,9 @@ def main() -> int:
                         f"{r['cold_cpu_s_median']:.3f}",
                         f"{r['cold_timing_only_cpu_s_median']:.3f}")
         console.print(net)
+        console.print("encode (instructions and micro-ops) / decode, CPU s: " + "; ".join(
+            f"{k} {v['encode_cpu_s_median']:.3f} / {v['decode_cpu_s_median']:.3f}"  # type: ignore[index]
+            for k, v in extra.items()))
         same_cycles = same_cycles and all(r["timing_only_same_cycles"] for r in extra.values())
     result: dict[str, object] = {
         "workload": "resnet18:C2", "hw": hw.name, "runs": args.runs,
@@ -303,7 +332,8 @@ def run_baseline(args: argparse.Namespace) -> dict[str, object]:
 #: the figures ``speedups`` compares: (JSON key, its label)
 _MODES = (("cpu_s_median", "bit-exact"), ("timing_only_cpu_s_median", "timing-only"),
           ("cold_cpu_s_median", "bit-exact, cold"),
-          ("cold_timing_only_cpu_s_median", "timing-only, cold"))
+          ("cold_timing_only_cpu_s_median", "timing-only, cold"),
+          ("encode_cpu_s_median", "encode"), ("decode_cpu_s_median", "decode"))
 
 
 def speedups(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
