@@ -17,6 +17,15 @@ speedups. Set ``OPENBLAS_NUM_THREADS=1`` (the baseline run inherits it): a share
 machine times BLAS threads badly. Prints tables and writes bench/results/sim_speed.json
 (with the load average before and after, and the checkout's commit).
 
+The medians above are of repeated runs in one process, whose caches (each instruction's
+description, its DMA timing, the port's solo plans) are warm after the first. ``vta run``
+simulates each kernel once in a fresh process, and the compiler times each candidate once:
+with ``--network`` each group is also simulated once per fresh interpreter (``cold``: one
+pass bit-exact, one timing-only, each in its own process, the median of ``min(runs, 3)``
+such processes; CPU seconds of the pass alone, not the interpreter's start). ``--network``
+also times encoding each group's programs to words and decoding them back (``encode``,
+``decode``).
+
     OPENBLAS_NUM_THREADS=1 python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5]
         [--network] [--engine lean|simpy] [--cache FILE] [--baseline CHECKOUT] [--out FILE]
 """
@@ -26,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import subprocess
 import sys
@@ -112,6 +122,68 @@ def time_programs(hw: HwConfig, programs: list, runs: int) -> dict[str, object]:
             "timing_only_same_cycles": cycles == cycles_t}
 
 
+def time_encoding(hw: HwConfig, programs: list, runs: int) -> dict[str, object]:
+    """Median CPU seconds of encoding every program's instructions and micro-ops to words
+    (``encode_program``, ``encode_uops``: what the run layer ships between processes) and of
+    decoding them back, checked to round-trip."""
+    from vta.isa import decode_program, encode_program, encode_uops
+
+    enc, dec = [], []
+    words: list = []
+    for _ in range(runs):
+        c = time.process_time()
+        words = [encode_program(p.instructions, hw) for p in programs]
+        for p in programs:
+            for uops in p.uops.values():
+                encode_uops(uops, hw)
+        enc.append(time.process_time() - c)
+        c = time.process_time()
+        back = [decode_program(w, hw) for w in words]
+        dec.append(time.process_time() - c)
+        assert all(tuple(b) == p.instructions for b, p in zip(back, programs, strict=True))
+    return {"encode_cpu_s_median": statistics.median(enc),
+            "decode_cpu_s_median": statistics.median(dec)}
+
+
+def cold_pass(programs: list, hw_path: str, timing_only: bool, runs: int,
+              engine: str | None) -> dict[str, float]:
+    """Median CPU and wall seconds of one pass over ``programs`` (random inputs, seed 0, drawn
+    before the clock starts) in a fresh interpreter importing the same vta as this one, over
+    ``runs`` interpreters: what ``vta run`` (bit-exact) and the compiler's candidate timing
+    (timing-only) pay, every cache cold."""
+    root = str(Path(vta.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    cpu, wall = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "programs.pkl"
+        path.write_bytes(pickle.dumps(programs))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--hw", hw_path,
+               "--cold-pass", str(path)] + (["--timing-only"] if timing_only else []) + \
+            ([] if engine is None else ["--engine", engine])
+        for _ in range(runs):
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"sim_speed: the cold pass failed:\n{done.stderr}")
+            got = json.loads(done.stdout.strip().splitlines()[-1])
+            cpu.append(got["cpu_s"])
+            wall.append(got["wall_s"])
+    return {"cpu_s_median": statistics.median(cpu), "wall_s_median": statistics.median(wall)}
+
+
+def _cold_pass_main(path: str, hw_path: str, timing_only: bool, engine: str | None) -> int:
+    """``--cold-pass``: simulate the pickled programs once each, print the seconds as JSON."""
+    hw = HwConfig.from_yaml(hw_path)
+    programs = pickle.loads(Path(path).read_bytes())
+    inputs = [{} if timing_only else random_inputs(p, hw, 0) for p in programs]
+    t, c = time.perf_counter(), time.process_time()
+    run = _simulate if engine is None else partial(_simulate, engine=engine)
+    cycles = sum(run(p, hw, x, timing_only=timing_only).cycles
+                 for p, x in zip(programs, inputs, strict=True))
+    print(json.dumps({"cpu_s": time.process_time() - c, "wall_s": time.perf_counter() - t,
+                      "cycles": cycles}))
+    return 0
+
+
 def _commit() -> str:
     """The commit of the checkout vta is imported from (and ``+dirty`` with local changes)."""
     root = Path(vta.__file__).resolve().parents[1]
@@ -140,7 +212,11 @@ def main() -> int:
                     help="first run this file with PYTHONPATH at CHECKOUT (another tree of "
                          "vta, e.g. main's), then here; the JSON holds both")
     ap.add_argument("--out", default=str(HERE / "results" / "sim_speed.json"))
+    ap.add_argument("--cold-pass", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--timing-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.cold_pass is not None:
+        return _cold_pass_main(args.cold_pass, args.hw, args.timing_only, args.engine)
     before = None if args.baseline is None else run_baseline(args)
     if args.engine is not None:
         simulate = partial(_simulate, engine=args.engine)
@@ -184,15 +260,27 @@ def main() -> int:
         net = Table(title=f"compiled programs on {hw.name}, median of {args.runs} runs "
                           f"(random inputs)")
         for col in ("programs", "count", "instructions", "cycles", "bit-exact s",
-                    "timing-only s", "bit-exact CPU s", "timing-only CPU s"):
+                    "timing-only s", "bit-exact CPU s", "timing-only CPU s",
+                    "cold bit-exact CPU s", "cold timing-only CPU s"):
             net.add_column(col, justify="left" if col == "programs" else "right")
         for name, progs in network_programs(hw, cache).items():
             r = time_programs(hw, progs, args.runs)
+            cold = min(args.runs, 3)
+            for key, timing_only in (("cold_cpu_s_median", False),
+                                     ("cold_timing_only_cpu_s_median", True)):
+                r[key] = cold_pass(progs, args.hw, timing_only, cold,
+                                   args.engine)["cpu_s_median"]
+            r.update(time_encoding(hw, progs, args.runs))
             extra[name] = r
             net.add_row(name, str(r["programs"]), f"{r['instructions']:,}", f"{r['cycles']:,}",
                         f"{r['wall_s_median']:.3f}", f"{r['timing_only_wall_s_median']:.3f}",
-                        f"{r['cpu_s_median']:.3f}", f"{r['timing_only_cpu_s_median']:.3f}")
+                        f"{r['cpu_s_median']:.3f}", f"{r['timing_only_cpu_s_median']:.3f}",
+                        f"{r['cold_cpu_s_median']:.3f}",
+                        f"{r['cold_timing_only_cpu_s_median']:.3f}")
         console.print(net)
+        console.print("encode (instructions and micro-ops) / decode, CPU s: " + "; ".join(
+            f"{k} {v['encode_cpu_s_median']:.3f} / {v['decode_cpu_s_median']:.3f}"  # type: ignore[index]
+            for k, v in extra.items()))
         same_cycles = same_cycles and all(r["timing_only_same_cycles"] for r in extra.values())
     result: dict[str, object] = {
         "workload": "resnet18:C2", "hw": hw.name, "runs": args.runs,
@@ -242,7 +330,10 @@ def run_baseline(args: argparse.Namespace) -> dict[str, object]:
 
 
 #: the figures ``speedups`` compares: (JSON key, its label)
-_MODES = (("cpu_s_median", "bit-exact"), ("timing_only_cpu_s_median", "timing-only"))
+_MODES = (("cpu_s_median", "bit-exact"), ("timing_only_cpu_s_median", "timing-only"),
+          ("cold_cpu_s_median", "bit-exact, cold"),
+          ("cold_timing_only_cpu_s_median", "timing-only, cold"),
+          ("encode_cpu_s_median", "encode"), ("decode_cpu_s_median", "decode"))
 
 
 def speedups(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:

@@ -1,5 +1,6 @@
 """The simulator's speed work (issue 22) changes no cycle and no value: the optimized memory
-port against its previous implementation on random traffic, and the index plans the machine
+port against its previous implementation on random traffic, its idle-port shortcut
+(``Port.run_alone``) against the server's submit, plan and retire, and the index plans the machine
 now caches against the reference interpreter where the cache must be dropped (micro-ops
 reloaded under the same instruction). Whole programs are held to the same cycles by
 tests/golden (every ResNet-18 kernel's cycles) and to the same values by the differential
@@ -155,3 +156,35 @@ def test_timing_only_draws_no_inputs_but_refuses_a_huge_image(pynq: HwConfig) ->
     for timing_only in (True, False):
         with pytest.raises(InputError, match=r"larger than the simulator's .*'BIG'"):
             simulate(huge, pynq, timing_only=timing_only)
+
+
+def _port_state(port: Any) -> tuple[Any, ...]:
+    """Everything a port carries from one transfer to the next."""
+    return (port._keys, {w: (s.last_issue, s.free, list(s.slots), s.last_key)
+                         for w, s in port.state.items()},
+            {w: len(j) for w, j in port.jobs.items()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(read=_CHANNEL, write=_WRITE, first=_transfer(), then=_transfer(),
+       start=st.integers(0, 50))
+def test_run_alone_leaves_what_the_server_leaves(read: dict[str, Any], write: dict[str, Any],
+                                                 first: tuple[int, dict[str, Any]],
+                                                 then: tuple[int, dict[str, Any]],
+                                                 start: int) -> None:
+    """``Port.run_alone`` (the machine's idle-port DMA) gives the completion and leaves the
+    state that submitting, planning and retiring the transfer does; a transfer after it is
+    planned the same on both."""
+    ports = [after.Port(after.Channel(**read), after.Channel(**write)) for _ in range(2)]
+    served, alone = ports
+    transfer = after.Transfer(**first[1])
+    assert served.solo_completion(transfer, start) is not None
+    key = served.submit(transfer, start)
+    done = served.next_completion()
+    assert served.finish(done) == [key]
+    assert alone.run_alone(transfer, start) == done
+    assert _port_state(alone) == _port_state(served)
+    later = done + then[0]
+    for port in ports:
+        port.submit(after.Transfer(**then[1]), later)
+    assert alone.predictions() == served.predictions()

@@ -31,7 +31,7 @@ false``). A shift left is an SHR by a negative amount, as VTA's compiler express
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, cast
 
 import numpy as np
@@ -187,6 +187,19 @@ def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
     return insn.mem.kind, n * hw.elem_bytes(insn.mem.kind)
 
 
+def _dma_key(insn: Load | Store, hw: HwConfig) -> Hashable:
+    """A LOAD's or STORE's ``timing_key``: every field but its addresses, and of those only
+    where its rows fall within a burst boundary (``dma_timing`` splits bursts there and reads
+    nothing else of them; the SRAM base changes no timing)."""
+    e = hw.elem_bytes(insn.mem.kind)
+    boundary = hw.memory.burst_boundary
+    assert boundary is not None
+    pads = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1) if isinstance(insn, Load) \
+        else ()
+    return (type(insn), insn.mem, insn.y_size, insn.x_size, pads, insn.deps,
+            insn.dram_base * e % boundary, insn.x_stride * e % boundary)
+
+
 _MEM_OK = {"LOAD": (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC),
            "STORE": (MemType.OUT,)}
 
@@ -239,14 +252,16 @@ def _mem_syntax(name: str) -> AsmSyntax:
 
 LOAD = register(InstructionDef(
     name="LOAD", cls=Load, opcode=Opcode.LOAD, layout=_load_layout, unit=_load_unit,
-    duration=_load_duration, dma_timing=_load_timing, asm=_mem_syntax("LOAD"),
+    duration=_load_duration, dma_timing=_load_timing, timing_key=_dma_key,
+    asm=_mem_syntax("LOAD"),
     dma=_dma, direction="load",
     semantics=load_image, mnemonic=lambda i: f"LOAD.{i.mem.name}", check=_mem_check("LOAD"),
     doc="2-D strided DMA from DRAM into a scratchpad with zero padding on four sides"))
 
 STORE = register(InstructionDef(
     name="STORE", cls=Store, opcode=Opcode.STORE, layout=_store_layout, unit=Unit.STORE,
-    duration=_dma_duration(_store_timing), dma_timing=_store_timing, asm=_mem_syntax("STORE"),
+    duration=_dma_duration(_store_timing), dma_timing=_store_timing, timing_key=_dma_key,
+    asm=_mem_syntax("STORE"),
     dma=_dma, direction="store",
     semantics=store_rows, mnemonic=lambda i: f"STORE.{i.mem.name}", check=_mem_check("STORE"),
     doc="2-D strided DMA from the out scratchpad to DRAM"))

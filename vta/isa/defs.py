@@ -64,7 +64,7 @@ epilogue expressions by instruction selection (``vta.compiler.accel.passes.lower
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -212,6 +212,12 @@ class InstructionDef:
     #: a DMA's timing on the memory port (``vta.isa.timing.DmaTiming``; None: an empty one):
     #: its duration is this alone on the port, the simulator shares the port among DMAs
     dma_timing: Callable[[Any, HwConfig], Any] | None = None
+    #: what of an instance its unit, duration, token queues, DMA (bytes and timing), mnemonic
+    #: and counted work depend on on a config (a hashable value; None: the whole instance):
+    #: the simulator describes each distinct key once and shares the description (a tiled
+    #: program's DMAs differ mostly in addresses that do not change their timing). It must
+    #: cover every field those functions read; the field checks still see every instance
+    timing_key: Callable[[Any, HwConfig], Hashable] | None = None
     #: runs on the ALU: the compute module's, or the ALU module of hardware whose ALU is a
     #: separate pipeline (``alu.separate_pipeline``). None (the default): it follows from the
     #: opcode, so an instruction with the ALU's opcode (a new ALU function) runs where the

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from enum import Enum
 from functools import lru_cache
+from operator import attrgetter, le
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from vta.isa.defs import (
     family,
     layout_of,
     require,
+    resolved_layout,
 )
 from vta.isa.insn import Deps, Instruction, Uop
 from vta.words import INSN_BITS, INSN_HALF_BITS
@@ -78,58 +80,129 @@ def uop_layout(hw: HwConfig) -> list[tuple[str, int, int]]:
             ("wgt", w.acc_idx + w.uop_src, w.wgt_idx)]
 
 
-def _values(d: InstructionDef, insn: Any) -> dict[str, int]:
-    vals: dict[str, int] = {"opcode": d.opcode}
-    for flag in HEAD_FLAGS:
-        vals[flag] = int(getattr(insn.deps, flag))
-    for f in fields(insn):
-        if f.name != "deps":
-            vals[f.name] = int(getattr(insn, f.name))
-    if d.function is not None:
-        vals[d.function[0]] = d.function[1]
-    return vals
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One field of a definition's word as the encoder reads it: where it sits (``pos``: its
+    first bit in the 128-bit word), its range, and where its value comes from: ``const`` (the
+    opcode, a family's function), else attribute ``name`` of the instruction or (``on_deps``) of
+    its dependency flags."""
+
+    name: str
+    pos: int
+    width: int
+    lo: int
+    hi: int
+    on_deps: bool = False
+    const: int | None = None
 
 
-def _all_fields(d: InstructionDef, hw: HwConfig) -> tuple[Field, ...]:
-    lo, hi = layout_of(d, hw)
-    return (*lo, *hi)
+@lru_cache(maxsize=512)
+def _slots(d: InstructionDef, w: Any) -> tuple[_Slot, ...]:
+    """The fields of ``d``'s word on ISA widths ``w`` that carry a value, in layout order (the
+    order ``check_fields`` reports them in): the head (opcode, dependency flags), the
+    instruction's own fields, the function field of a family (its value fixed by ``d``);
+    reserved bits and fields the instruction does not carry are encoded as 0 and not listed.
+    Computed once per definition and widths, so checking and encoding an instruction reads its
+    attributes directly instead of building a dictionary of its fields each time."""
+    own = {f.name for f in fields(d.cls) if f.name != "deps"}
+    out = []
+    for base, half in zip((0, INSN_HALF_BITS), resolved_layout(d, w), strict=True):
+        pos = base
+        for f in half:
+            lo, hi = f.range
+            if d.function is not None and f.name == d.function[0]:
+                out.append(_Slot(f.name, pos, f.width, lo, hi, const=d.function[1]))
+            elif f.name == "opcode":
+                out.append(_Slot(f.name, pos, f.width, lo, hi, const=int(d.opcode)))
+            elif f.name in HEAD_FLAGS:
+                out.append(_Slot(f.name, pos, f.width, lo, hi, on_deps=True))
+            elif f.name in own:
+                out.append(_Slot(f.name, pos, f.width, lo, hi))
+            pos += f.width
+    return tuple(out)
+
+
+def _value(slot: _Slot, insn: Any) -> int:
+    """The integer ``slot`` holds for ``insn`` (bools and enums as their integers)."""
+    if slot.const is not None:
+        return slot.const
+    return int(getattr(insn.deps if slot.on_deps else insn, slot.name))
+
+
+@dataclass(frozen=True, slots=True)
+class _Bounds:
+    """``_slots`` of one definition arranged for a check at C speed: the attributes of the
+    instruction and of its flags read in one call each, and the ranges they must lie in (the
+    instruction's fields, then the flags')."""
+
+    values: Callable[[Any], tuple[Any, ...]]
+    flags: Callable[[Any], tuple[Any, ...]]
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    #: every constant (opcode, function) fits its field
+    consts_fit: bool
+
+
+def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The attributes ``names`` of an object as a tuple (``attrgetter`` returns a bare value
+    for one name)."""
+    if len(names) == 1:
+        name = names[0]
+        return lambda x: (getattr(x, name),)
+    if not names:
+        return lambda x: ()
+    return attrgetter(*names)
+
+
+@lru_cache(maxsize=512)
+def _bounds(d: InstructionDef, w: Any) -> _Bounds:
+    slots = _slots(d, w)
+    own = [s for s in slots if s.const is None and not s.on_deps]
+    flags = [s for s in slots if s.on_deps]
+    return _Bounds(_getter([s.name for s in own]), _getter([s.name for s in flags]),
+                   tuple(s.lo for s in own + flags), tuple(s.hi for s in own + flags),
+                   all(s.lo <= s.const <= s.hi for s in slots if s.const is not None))
+
+
+def _fits(b: _Bounds, insn: Any) -> bool:
+    """Whether every field of ``insn`` lies in its range, compared as read (a value that
+    compares inside its range converts to an int inside it too); False also when a value does
+    not compare (``check_fields`` then reports it field by field)."""
+    try:
+        vals = b.values(insn) + b.flags(insn.deps)
+        return b.consts_fit and all(map(le, b.lo, vals)) and all(map(le, vals, b.hi))
+    except TypeError:
+        return False
 
 
 def check_fields(insn: Instruction, hw: HwConfig) -> None:
     """Raise IsaError naming the instruction and field if any value does not fit its field, the
     definition's own checks fail, or ``hw`` does not implement the instruction."""
     d = definition_of(insn)
-    try:
-        require(d, hw)
-    except DefinitionError as e:
-        raise IsaError(str(e)) from None
-    vals = _values(d, insn)
-    label = insn_label(insn)
-    for f in _all_fields(d, hw):
-        if f.name not in vals:
-            continue  # reserved bits (or pads a STORE does not carry): encoded as 0
-        lo, hi = f.range
-        v = vals[f.name]
-        if not lo <= v <= hi:
-            raise IsaError(f"{label}: field {f.name}={v} does not fit in {f.width} bits "
-                           f"(allowed {lo}..{hi})")
+    if d.requires is not None:
+        try:
+            require(d, hw)
+        except DefinitionError as e:
+            raise IsaError(str(e)) from None
+    w = hw.isa
+    if not _fits(_bounds(d, w), insn):  # find the first field that does not, in layout order
+        for slot in _slots(d, w):
+            v = _value(slot, insn)
+            if not slot.lo <= v <= slot.hi:
+                raise IsaError(f"{insn_label(insn)}: field {slot.name}={v} does not fit in "
+                               f"{slot.width} bits (allowed {slot.lo}..{slot.hi})")
     if d.check is not None:
         why = d.check(insn, hw)
         if why:
-            raise IsaError(f"{label}: {why}")
+            raise IsaError(f"{insn_label(insn)}: {why}")
 
 
 def encode(insn: Instruction, hw: HwConfig) -> int:
     """The 128-bit word of ``insn`` as a Python int (bit 0 = least significant)."""
     check_fields(insn, hw)
-    d = definition_of(insn)
-    vals = _values(d, insn)
     word = 0
-    for base, half in zip((0, INSN_HALF_BITS), layout_of(d, hw), strict=True):
-        pos = base
-        for f in half:
-            word |= (vals.get(f.name, 0) & ((1 << f.width) - 1)) << pos
-            pos += f.width
+    for slot in _slots(definition_of(insn), hw.isa):
+        word |= (_value(slot, insn) & ((1 << slot.width) - 1)) << slot.pos
     return word
 
 
@@ -235,8 +308,20 @@ def decode_uop(word: int, hw: HwConfig) -> Uop:
 
 
 def encode_uops(uops: Iterable[Uop], hw: HwConfig) -> np.ndarray:
-    """Micro-ops as a uint32 array of their words (``encode_uop`` of each)."""
-    return np.array([encode_uop(u, hw) for u in uops], dtype=np.uint32)
+    """Micro-ops as a uint32 array of their words (``encode_uop`` of each), built field by
+    field with numpy; when a field does not fit (or is not a machine integer) the words are
+    built one by one, which raises ``encode_uop``'s error for the first such micro-op."""
+    uops = list(uops)
+    word = np.zeros(len(uops), dtype=np.int64)
+    try:
+        for name, pos, width in uop_layout(hw):
+            col = np.array([getattr(u, name) for u in uops], dtype=np.int64)
+            if col.size and (col.min() < 0 or col.max() >= 1 << width):
+                raise ValueError(name)
+            word |= col << pos
+    except (TypeError, ValueError, OverflowError):
+        return np.array([encode_uop(u, hw) for u in uops], dtype=np.uint32)
+    return word.astype(np.uint32)
 
 
 def decode_uops(words: np.ndarray, hw: HwConfig) -> list[Uop]:
@@ -252,7 +337,17 @@ def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwCon
     """Instructions as a ``(n, 2)`` uint64 array (low half, high half), as DRAM holds them.
 
     An out-of-range field raises IsaError naming the instruction's index.
+
+    The words of all instructions of one definition are built at once, field by field with
+    numpy (a compiled program ships tens of thousands of instructions between processes:
+    word by word in Python that costs about 20 µs each); when anything in that pass is not as
+    it should be (a field out of range, a failed check, a value numpy cannot hold), the
+    program is encoded again word by word, which raises the first instruction's error exactly
+    as ``encode`` words it.
     """
+    out = _encode_columns(insns, hw)
+    if out is not None:
+        return out
     out = np.zeros((len(insns), 2), dtype=np.uint64)
     for i, insn in enumerate(insns):
         try:
@@ -261,6 +356,49 @@ def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwCon
             raise IsaError(f"instruction {i}: {e}") from None
         out[i, 0] = w & 0xFFFF_FFFF_FFFF_FFFF
         out[i, 1] = w >> 64
+    return out
+
+
+def _encode_columns(insns: list[Instruction] | tuple[Instruction, ...], hw: HwConfig
+                    ) -> np.ndarray | None:
+    """``encode_program``'s words built column by column per definition, or None when some
+    instruction would not encode (unregistered, not implemented by ``hw``, a field out of range,
+    a definition's check failing) or a value is not a machine integer: the caller then encodes
+    word by word, which names the first such instruction."""
+    out = np.zeros((len(insns), 2), dtype=np.uint64)
+    groups: dict[InstructionDef, list[int]] = {}
+    try:
+        for i, insn in enumerate(insns):
+            groups.setdefault(definition_of(insn), []).append(i)
+    except DefinitionError:
+        return None
+    for d, rows in groups.items():
+        members = [insns[i] for i in rows]
+        if d.requires is not None:
+            try:
+                require(d, hw)
+            except DefinitionError:
+                return None
+        if d.check is not None and any(d.check(x, hw) for x in members):
+            return None
+        at = np.asarray(rows)
+        for slot in _slots(d, hw.isa):
+            if slot.const is not None:
+                if not slot.lo <= slot.const <= slot.hi:
+                    return None
+                out[at, slot.pos // INSN_HALF_BITS] |= np.uint64(
+                    (slot.const & ((1 << slot.width) - 1)) << (slot.pos % INSN_HALF_BITS))
+                continue
+            objs = [x.deps for x in members] if slot.on_deps else members
+            try:
+                col = np.array([getattr(x, slot.name) for x in objs], dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                return None
+            if col.size and (col.min() < slot.lo or col.max() > slot.hi):
+                return None
+            bits = (col.astype(np.uint64) & np.uint64((1 << slot.width) - 1)) \
+                << np.uint64(slot.pos % INSN_HALF_BITS)
+            out[at, slot.pos // INSN_HALF_BITS] |= bits
     return out
 
 

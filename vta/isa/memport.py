@@ -162,6 +162,16 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     tail = ch.latency + ch.ack if ch.write else 0
     slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
     while len(live) > 1:
+        if len(live) == 2 and not priority:
+            # two transfers taking turns (the usual contention): the same rule, without the
+            # loops over ``live`` (``_run_pair``)
+            st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, last_key
+            stopped, done_by = _run_pair(ch, st, live[0], live[1], until, done_by, first_done)
+            slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+            if stopped:
+                break
+            live = [j for j in live if j.next < j.n]
+            continue
         # the earliest issue: a burst issues after the previous issue, not before its job is
         # ready (its lead, or its previous row's completion and gap), and when fewer than
         # ``in_flight`` bursts are outstanding: ``slots`` ascends (each burst's data ends
@@ -226,6 +236,72 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
         _run_one(ch, st, live[0], until, done_by)
 
 
+def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
+              done_by: int | None, first_done: bool) -> tuple[bool, int | None]:
+    """``_run``'s loop for exactly two jobs issuing (``a`` arrived first) on a round-robin
+    channel, until one has issued its last burst or ``_run`` would stop (the next issue at or
+    after ``until``, or at or after ``done_by``: the earliest completion of a finished job,
+    with ``first_done``). Returns whether it stopped so, and ``done_by`` (with ``first_done``,
+    lowered by the job that finished). The same issue rule and burst timing as ``_run``'s:
+    the earliest issue is the later of the channel's bound and the earlier ``ready``; when both
+    are ready by then, round robin takes the first with a key after the last one served
+    (``b`` only when ``a.key <= last_key < b.key``), else the one that is ready."""
+    in_flight = ch.in_flight
+    delay = ch.command if ch.write else ch.latency
+    tail = ch.latency + ch.ack if ch.write else 0
+    slots, free, last_issue, last_key = st.slots, st.free, st.last_issue, st.last_key
+    a_key, b_key = a.key, b.key
+    a_bursts, b_bursts = a.transfer.bursts, b.transfer.bursts
+    stopped = False
+    while True:
+        # (``slots`` keeps the released bursts until the end: ``_trimmed``)
+        base = last_issue + 1
+        k = len(slots) - in_flight
+        if k >= 0 and slots[k] > base:
+            base = slots[k]
+        ra, rb = a.ready, b.ready
+        t = ra if ra <= rb else rb
+        if t < base:
+            t = base
+        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+            stopped = True
+            break
+        if ra <= t and not (rb <= t and a_key <= last_key < b_key):
+            job, beats = a, a_bursts[a.next]
+        else:
+            job, beats = b, b_bursts[b.next]
+        start = t + delay
+        if free > start:
+            start = free
+        free = start + beats
+        release = free + tail
+        slots.append(release)
+        last_issue, last_key = t, job.key
+        nxt = job.next = job.next + 1
+        if release > job.done:
+            job.done = release
+        if nxt in job.starts:
+            job.ready = job.done + job.transfer.gap  # the next row waits for this one
+        if nxt >= job.n:
+            if first_done and (done_by is None or job.done < done_by):
+                done_by = job.done
+            break
+    st.slots, st.free, st.last_issue, st.last_key = _trimmed(slots, last_issue), free, \
+        last_issue, last_key
+    return stopped, done_by
+
+
+def _trimmed(slots: list[int], t: int) -> list[int]:
+    """The bursts of ``slots`` (ascending release times) still outstanding after an issue at
+    ``t``. The issue loops trim only once they stop: a released burst left in the list never
+    binds the next issue (it was released by an earlier issue, at or before ``t``, and the
+    next issue is after ``t``), and the in-flight bound reads the ``in_flight``-th release from
+    the end, which trimming a prefix does not move."""
+    if slots and slots[0] <= t:
+        return slots[bisect_right(slots, t):]
+    return slots
+
+
 def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
              done_by: int | None) -> None:
     """``_run`` with ``job`` the only one issuing: its bursts in order until they are all
@@ -254,9 +330,7 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
             start = free
         free = start + bursts[nxt]
         release = free + tail
-        if slots and slots[0] <= t:  # ascending: keep the outstanding suffix
-            slots = slots[bisect_right(slots, t):]
-        slots.append(release)
+        slots.append(release)  # (trimmed when it stops: ``_trimmed``)
         last_issue = t
         nxt += 1
         if release > done:
@@ -264,7 +338,8 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
         if nxt in starts:
             ready = done + gap  # the next row waits for this one
     if nxt != first:
-        st.slots, st.free, st.last_issue, st.last_key = slots, free, last_issue, job.key
+        st.slots, st.free, st.last_issue, st.last_key = _trimmed(slots, last_issue), free, \
+            last_issue, job.key
         job.next, job.done, job.ready = nxt, done, ready
 
 
@@ -349,6 +424,24 @@ class Port:
                 return now + transfer.lead
             return now + self._alone_of(self.channels[transfer.write], transfer)[0]
         return None
+
+    def run_alone(self, transfer: Transfer, now: int) -> int:
+        """Take ``transfer`` at ``now`` on an idle port (``solo_completion`` is not None) and
+        retire it at once: its completion. The same state as ``submit``, ``next_completion``
+        and ``finish`` at that completion leave (its channel's issues as its solo plan,
+        shifted to ``now``; the key it would have had used), for a caller that knows nothing
+        else is submitted before it completes (the machine's idle-port DMA)."""
+        assert not self.active
+        w = transfer.write
+        self._keys += 1
+        if transfer.bursts:
+            done, st = self._alone_of(self.channels[w], transfer)
+        else:
+            done, st = _alone_plan(self.channels[w], transfer)
+        self.state[w] = _State(st.last_issue + now, st.free + now, [r + now for r in st.slots],
+                               self._keys)
+        self._next[w] = self._trial[w] = None
+        return now + done if transfer.bursts else now + transfer.lead
 
     def _commit(self, w: bool, now: int) -> None:
         """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""

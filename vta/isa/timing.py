@@ -65,7 +65,7 @@ time including the lead before the first burst and the gaps between rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -192,6 +192,9 @@ class DmaTiming:
     channel: Channel
     overlap: int = 0
     after: int = 0
+    #: ``alone`` once asked (-1 before): read for every instruction described, and finding
+    #: it in ``memport.alone``'s cache hashes the whole transfer
+    _alone: int = field(default=-1, init=False, repr=False, compare=False)
 
     def cycles(self, port: int) -> int:
         """The instruction's cycles when its transfer took ``port`` cycles."""
@@ -200,7 +203,9 @@ class DmaTiming:
     @property
     def alone(self) -> int:
         """Its cycles on an idle port: the instruction's duration."""
-        return self.cycles(alone(self.channel, self.transfer))
+        if self._alone < 0:
+            object.__setattr__(self, "_alone", self.cycles(alone(self.channel, self.transfer)))
+        return self._alone
 
 
 @lru_cache(maxsize=65536)
@@ -237,16 +242,32 @@ def _overhead(tm: TimingModel, kind: str, write: bool) -> Overhead:
     return tm.compute_load
 
 
-@lru_cache(maxsize=65536)
 def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads = (0, 0, 0, 0),
                *, kind: str = "inp", write: bool = False, addr: int = 0,
                stride: int = 0) -> DmaTiming | None:
     """The timing of a 2-D DMA of ``rows`` x ``cols`` entries of ``elem_bytes`` bytes of buffer
     ``kind`` (``insn``: the fetch), the first row at byte ``addr`` and each next ``stride``
     bytes on, writing ``pads`` (top and bottom pad rows, left and right pad columns) of zero
-    entries around them (None: an empty DMA, ``empty_dma_cycles``)."""
+    entries around them (None: an empty DMA, ``empty_dma_cycles``).
+
+    The addresses matter only through each row's offset within a ``memory.burst_boundary``
+    (where its bursts split), so the result is computed once per (addr, stride) modulo the
+    boundary and shared: the DMAs of a tiled program differ mostly in their DRAM address, and
+    every tile of a layer then shares one timing (and the machine one plan of its bursts)."""
     if rows <= 0 or cols <= 0:
         return None
+    boundary = hw.memory.burst_boundary
+    assert boundary is not None
+    return _dma_timing(hw, rows, cols, elem_bytes, pads, kind, write, addr % boundary,
+                       stride % boundary)
+
+
+@lru_cache(maxsize=65536)
+def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads, kind: str,
+                write: bool, addr: int, stride: int) -> DmaTiming:
+    """``dma_timing`` of a non-empty DMA, ``addr`` and ``stride`` taken modulo the burst
+    boundary (row ``r`` starts ``(addr + r * stride) % boundary`` into its boundary either
+    way)."""
     tm, m = model_of(hw), hw.memory
     assert m.uop_beat_bytes is not None and m.row_overhead is not None
     assert m.burst_boundary is not None
@@ -254,8 +275,9 @@ def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads =
     entry = elem_bytes if write and tm.store_serial else None
     boundary = m.burst_boundary
     row_bytes = cols * elem_bytes
-    by_row = [_row_bursts(hw, (addr + r * stride) % boundary, row_bytes, beat, entry)
-              for r in range(rows)]
+    at = {(addr + r * stride) % boundary for r in range(rows)}  # rows repeat few offsets
+    of = {a: _row_bursts(hw, a, row_bytes, beat, entry) for a in at}
+    by_row = [of[(addr + r * stride) % boundary] for r in range(rows)]
     bursts = tuple(c for row in by_row for c in row)
     ov = _overhead(tm, kind, write)
     py0, py1, px0, px1 = pads

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -63,11 +63,13 @@ __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_in
            "alu_shortcut", "add_wrapped"]
 
 
-@dataclass(frozen=True, slots=True)
-class Ctx:
-    """Which instruction is executing (for error messages)."""
+class Ctx(NamedTuple):
+    """Which instruction is executing (for error messages). A typed named tuple: one is made
+    per instruction executed, and a frozen dataclass costs about three times as much to
+    construct."""
 
-    index: int
+    #: the instruction's index in the program (it hides ``tuple.index``, which no caller uses)
+    index: int  # type: ignore[assignment]
     insn: Instruction
     program: Program | None
 

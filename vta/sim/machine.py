@@ -165,8 +165,9 @@ _MAX_DESCRIBED = 1 << 16
 
 
 @lru_cache(maxsize=16)
-def _described(hw: HwConfig) -> dict[tuple[Any, InstructionDef], _Static]:
-    """``_describe``'s cache for one config, keyed by (instruction, definition): it is a
+def _described(hw: HwConfig) -> dict[Any, _Static]:
+    """``_describe``'s cache for one config, keyed by (instruction, definition) and by
+    (timing key, definition) (``_lookup``): it is a
     pure function of the three, so it is shared across programs (a tuner's candidates and a
     sweep's energy run share most of their instructions). Keyed per config rather than by
     all three: hashing a HwConfig (nested frozen dataclasses) costs more than describing an
@@ -174,12 +175,28 @@ def _described(hw: HwConfig) -> dict[tuple[Any, InstructionDef], _Static]:
     return {}
 
 
-def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
-    """What the machine needs of one instruction on ``hw`` (``d``: its definition): checked
-    (a ``_Refused`` naming why not), its unit, duration, token queues, DMA, mnemonic and
-    counted work (no accumulator banks: those depend on its place in the program)."""
+def _check(insn: Any, hw: HwConfig) -> None:
+    """``insn``'s fields fit its format and ``hw`` implements it (a listed intrinsic, an
+    enabled op): else a ``_Refused`` naming why not."""
     try:
-        check_fields(insn, hw)  # implemented by hw: a listed intrinsic, an enabled op
+        check_fields(insn, hw)
+    except (ValueError, DefinitionError) as e:
+        raise _Refused(str(e)) from None
+
+
+def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
+    """What the machine needs of one instruction on ``hw`` (``d``: its definition), its fields
+    checked (``_check``; the rest is ``_timed``)."""
+    _check(insn, hw)
+    return _timed(insn, hw, d)
+
+
+def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
+    """``_describe`` of an instruction whose fields are checked: its unit, duration, token
+    queues, DMA, mnemonic and counted work (no accumulator banks: those depend on its place in
+    the program), a ``_Refused`` when ``hw`` cannot run it. It reads only what ``d``'s
+    ``timing_key`` covers."""
+    try:
         pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
     except (ValueError, DefinitionError) as e:
         raise _Refused(str(e)) from None
@@ -191,6 +208,30 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
                    d.mnemonic_of(insn), (), _work(insn, hw, d),
                    n_ops(insn) if d.is_microop else 0)
+
+
+def _lookup(insn: Any, hw: HwConfig, d: InstructionDef, cache: dict[Any, _Static]
+            ) -> _Static:
+    """``_describe(insn, hw, d)`` through ``cache`` (``_described``): by the whole
+    instruction, else (its fields checked) by its definition's ``timing_key``, so the many
+    DMAs of a tiled program that differ only in their addresses are timed once."""
+    key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
+    got = cache.get(key)
+    if got is not None:
+        return got
+    if d.timing_key is None:
+        got = _describe(insn, hw, d)
+    else:
+        _check(insn, hw)
+        timed: Any = (d.timing_key(insn, hw), d)
+        got = cache.get(timed)
+        if got is None:
+            got = _timed(insn, hw, d)
+            cache[timed] = got
+    if len(cache) >= _MAX_DESCRIBED:
+        cache.clear()
+    cache[key] = got
+    return got
 
 
 def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
@@ -220,14 +261,7 @@ def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> l
         got = seen.get(insn)
         if got is None:
             try:
-                d = definition_of(insn)
-                key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
-                got = cache.get(key)
-                if got is None:
-                    got = _describe(insn, hw, d)
-                    if len(cache) >= _MAX_DESCRIBED:
-                        cache.clear()
-                    cache[key] = got
+                got = _lookup(insn, hw, definition_of(insn), cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
             seen[insn] = got
@@ -322,9 +356,9 @@ class _PortServer:
         engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
         the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
         arrival can change ``t`` and no other process runs before the DMA ends, so the port
-        takes the transfer and retires it at ``t`` as the server would (submit, plan, finish:
-        the same state) and the DMA's end is returned (the caller jumps there). None
-        otherwise (the caller requests it and waits)."""
+        takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
+        the state submit, plan and finish leave) and the DMA's end is returned (the caller
+        jumps there). None otherwise (the caller requests it and waits)."""
         env = self.env
         now = int(env.now)
         t = self.port.solo_completion(transfer, now)
@@ -333,10 +367,8 @@ class _PortServer:
         end = end_of(t)
         if not env.quiet_through(end):
             return None
-        key = self.port.submit(transfer, now)
-        nxt = self.port.next_completion()
-        done = self.port.finish(t)
-        assert nxt == t and done == [key], (nxt, t, done, key)
+        got = self.port.run_alone(transfer, now)
+        assert got == t, (got, t)
         return end
 
     def _serve(self) -> Proc:
@@ -353,6 +385,17 @@ class _PortServer:
                 yield env.timeout(nxt - now) | self.wake
             for key in self.port.finish(int(env.now)):
                 self.waiting.pop(key).succeed()
+
+
+@dataclass(frozen=True, slots=True)
+class _Wires:
+    """What one description's instructions meet on a run (``Machine._wire``): the command
+    queue fetch routes them to, the token queues they pop and push, each with the texts a
+    wait on it is reported with (``waiting``, the timeline's label)."""
+
+    cmdq: tuple[Any, tuple[str, str]]
+    pops: tuple[tuple[Any, tuple[str, str]], ...]
+    pushes: tuple[tuple[Any, tuple[str, str]], ...]
 
 
 class _Unit:
@@ -439,6 +482,8 @@ class Machine:
             if self.count[m] == 0:
                 ev.succeed()
         self.slices: list[Slice] = []
+        #: ``_wire`` of each description, by its identity (``info`` keeps every one alive)
+        self.wires: dict[int, _Wires] = {}
         #: instruction indices in the order they completed (their arithmetic runs in this
         #: order after the timing, ``run``)
         self.completed: list[int] = []
@@ -446,6 +491,22 @@ class Machine:
         self.finished_at: int | None = None
 
     # ------------------------------------------------------------------ helpers
+
+    def _wire(self, info: _Static) -> _Wires:
+        """The stores ``info``'s instructions meet on this run and the texts their waits
+        are reported with (``wires``, by the description's identity: the processes look
+        them up per instruction, and a dictionary keyed by enum pairs hashes each enum in
+        Python)."""
+        def token(q: Queue, pop: bool) -> tuple[Any, tuple[str, str]]:
+            side = ("empty", "pop") if pop else ("full", "push")
+            return self.tokq[q], (f"token queue {_qname(q)} ({side[0]})",
+                                  f"{side[1]} {_qname(q)}")
+        m = _UNIT_OF[info.module]
+        wire = _Wires((self.cmdq[info.module], (f"command queue {m} (full)", f"wait {m} queue")),
+                      tuple(token(q, True) for q in info.pops),
+                      tuple(token(q, False) for q in info.pushes))
+        self.wires[id(info)] = wire
+        return wire
 
     def _waited(self, u: _Unit, kind: str, since: int, label: str, index: int) -> None:
         """Account the cycles ``u`` waited since ``since`` as ``kind`` (a slice of the
@@ -457,19 +518,25 @@ class Machine:
             self.slices.append(Slice(u.name, kind, since, now, index, label))
         u.waiting = None
 
+    def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int, index: int) -> bool:
+        """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
+        return True, or return False (the caller runs ``_dma``)."""
+        start = self.env.now
+        end = self.port[u.name].at_once(timing.transfer,
+                                        lambda t: start + timing.cycles(t - start))
+        if end is None:
+            return False
+        self.env.now = end
+        self._dma_done(u, start, end - start, alone, index)
+        return True
+
     def _dma(self, u: _Unit, timing: DmaTiming, alone: int, index: int
              ) -> Proc:
         """Run a DMA: its bursts on the unit's port, its scratchpad work beside and after them.
         The unit is busy for the DMA's duration (``alone``); the cycles the port's other
-        traffic added are ``memory`` stall."""
+        traffic added are ``memory`` stall. (On the lean engine the caller tries
+        ``_dma_now`` first.)"""
         start = self.env.now
-        if self.fast:
-            end = self.port[u.name].at_once(timing.transfer,
-                                            lambda t: start + timing.cycles(t - start))
-            if end is not None:
-                self.env.now = end
-                self._dma_done(u, start, end - start, alone, index)
-                return
         u.waiting = "the memory port"
         yield self.port[u.name].request(timing.transfer)
         total = timing.cycles(self.env.now - start)
@@ -507,26 +574,25 @@ class Machine:
         u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
-        # the texts a wait is reported with, per command queue (formatted once)
-        text = {m: (f"command queue {_UNIT_OF[m]} (full)", f"wait {_UNIT_OF[m]} queue")
-                for m in self.cmdq}
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
             timing = fetch_timing(self.hw, k, first)
             start = self.env.now
-            yield from self._dma(u, timing, timing.alone, first)
+            if not (fast and self._dma_now(u, timing, timing.alone, first)):
+                yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
             self.slices.append(Slice("fetch", "insn", start, self.env.now, first,
                                      f"FETCH {first}..{first + k - 1}"))
             for i in range(first, first + k):
                 u.current = i
-                m = self.info[i].module
+                info = self.info[i]
+                wire = self.wires.get(id(info)) or self._wire(info)
                 t = env.now
-                u.waiting, label = text[m]
-                if not (fast and self.cmdq[m].give(i)):
-                    yield self.cmdq[m].put(i)
+                store, (u.waiting, label) = wire.cmdq
+                if not (fast and store.give(i)):
+                    yield store.put(i)
                 if env.now != t:
                     self._waited(u, "queue", t, label, i)
                 u.waiting = None
@@ -535,11 +601,8 @@ class Machine:
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env, fast = self.units[name], self.env, self.fast
-        cmdq, tokq, slices, done = self.cmdq[module], self.tokq, self.slices, self.completed
-        count = self.count[module]
-        # the texts a wait is reported with, per token queue (formatted once, not per event)
-        pop_text = {q: (f"token queue {_qname(q)} (empty)", f"pop {_qname(q)}") for q in tokq}
-        push_text = {q: (f"token queue {_qname(q)} (full)", f"push {_qname(q)}") for q in tokq}
+        cmdq, slices, done = self.cmdq[module], self.slices, self.completed
+        count, wires = self.count[module], self.wires
         for _ in range(count):
             t = env.now
             u.waiting = "its command queue (empty)"
@@ -551,11 +614,12 @@ class Machine:
             u.waiting = None
             u.current = index
             insn, info = self.insns[index], self.info[index]
-            for q in info.pops:
+            wire = wires.get(id(info)) or self._wire(info)
+            for store, (text, label) in wire.pops:
                 t = env.now
-                u.waiting, label = pop_text[q]
-                if not fast or tokq[q].take() is MISS:
-                    yield tokq[q].get()
+                u.waiting = text
+                if not fast or store.take() is MISS:
+                    yield store.get()
                 if env.now != t:
                     self._waited(u, "token", t, label, index)
                 u.waiting = None
@@ -568,7 +632,8 @@ class Machine:
             held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
             start = env.now
             if info.timing is not None:
-                yield from self._dma(u, info.timing, info.cycles, index)
+                if not (fast and self._dma_now(u, info.timing, info.cycles, index)):
+                    yield from self._dma(u, info.timing, info.cycles, index)
             else:
                 if not (fast and env.skip(info.cycles)):
                     yield env.timeout(info.cycles)
@@ -579,11 +644,11 @@ class Machine:
                 self.bytes[info.dma[0]] += info.dma[1]
             done.append(index)
             slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
-            for q in info.pushes:
+            for store, (text, label) in wire.pushes:
                 t = env.now
-                u.waiting, label = push_text[q]
-                if not (fast and tokq[q].give(True)):
-                    yield tokq[q].put(True)
+                u.waiting = text
+                if not (fast and store.give(True)):
+                    yield store.put(True)
                 if env.now != t:
                     self._waited(u, "queue", t, label, index)
                 u.waiting = None

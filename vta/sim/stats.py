@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -63,15 +63,20 @@ class UnitStats:
         return asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
-class Slice:
-    """One interval on a unit's timeline: an instruction (``kind='insn'``) or a wait."""
+class Slice(NamedTuple):
+    """One interval on a unit's timeline: an instruction (``kind='insn'``) or a wait.
+
+    A typed named tuple rather than a frozen dataclass: a run makes one per instruction and
+    per wait (tens of thousands for a network), and a frozen dataclass's ``__init__`` costs
+    about three times as much per object (a guarded ``__setattr__`` per field)."""
 
     unit: str
     kind: str  # insn, token, queue, memory
     start: int
     end: int
-    index: int  # instruction index (the first of the batch, for fetch)
+    #: instruction index (the first of the batch, for fetch); it hides ``tuple.index``,
+    #: which no caller of a slice uses
+    index: int  # type: ignore[assignment]
     label: str
 
 
