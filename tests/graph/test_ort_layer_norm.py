@@ -1,8 +1,10 @@
 """ONNX Runtime's float LayerNormalization reproduced bit for bit (``quant_mlas.ort_layer_norm``).
 
 ORT's CPU kernel (``LayerNormImpl``, shared by the ONNX operator and com.microsoft's contrib
-one) runs MLAS's AVX2 kernel on rows of at least ``LAYER_NORM_AVX2_MIN`` values where the CPU
-has AVX2 and FMA3, else its scalar Welford ComputeJob (docs/graph.md). Each test builds a
+one) runs, from onnxruntime 1.30, MLAS's AVX2 kernel on rows of at least 8 values where the
+CPU has AVX2 and FMA3, else its scalar Welford ComputeJob (every row in 1.27 - 1.29; float32
+sums before): ``quant_mlas.ort_layer_norm_path`` picks the installed version's path
+(docs/graph.md). Each test builds a
 float model of one LayerNormalization with its optional Mean and InvStdDev outputs, runs ORT
 on seeded inputs and compares all three with the reproduction, value for value: row lengths
 across the kernel's 4-, 8-wide blocks and tails, both paths, with and without a bias, several
@@ -33,11 +35,9 @@ from vta.graph.onnx_ort import (
     reference_for,
 )
 from vta.graph.quant_mlas import (
-    LAYER_NORM_AVX2_MIN,
-    layer_norm_avx2,
-    layer_norm_scalar,
-    mlas_has_avx2,
+    LAYER_NORM_PATHS,
     ort_layer_norm,
+    ort_layer_norm_path,
 )
 
 F32 = np.float32
@@ -80,13 +80,13 @@ def _check(shape: list[int], axis: int = -1, epsilon: float = 1e-5, bias: bool =
     session = AS_WRITTEN.session(model)
     rng = np.random.default_rng(seed + 1000)
     n = int(np.prod(shape[axis:]))
-    kernel = mlas_has_avx2() and n >= LAYER_NORM_AVX2_MIN
+    path = LAYER_NORM_PATHS[ort_layer_norm_path(n)]
     for k in range(inputs):
         spread, offset = [(1.0, 0.0), (3.0, 0.5), (100.0, 1000.0)][k % 3]
         x = (rng.normal(offset, spread, shape)).astype(F32)
         y, mean, inv = session.run(None, {"x": x})
-        ry, rmean, rinv = (layer_norm_avx2 if kernel else layer_norm_scalar)(
-            x.reshape(-1, n), g.ravel(), None if b is None else b.ravel(), epsilon)
+        ry, rmean, rinv = path(x.reshape(-1, n), g.ravel(), None if b is None else b.ravel(),
+                               epsilon)
         where = f"{shape} axis {axis} eps {epsilon} bias {bias} input {k}"
         np.testing.assert_array_equal(mean.ravel(), rmean, err_msg=f"mean, {where}")
         np.testing.assert_array_equal(inv.ravel(), rinv, err_msg=f"inv_std_dev, {where}")
@@ -137,9 +137,23 @@ def test_constant_rows() -> None:
     np.testing.assert_array_equal(ort_layer_norm(x, g, b, -1, 1e-5), y)
 
 
-def test_scale_of_the_wrong_size_is_named() -> None:
+def test_scale_of_the_wrong_size_and_an_unknown_path_are_named() -> None:
     with pytest.raises(GraphError, match="needs a scale and bias of 16 values, got 8"):
         ort_layer_norm(np.zeros((2, 16), F32), np.ones(8, F32), None, -1, 1e-5)
+    with pytest.raises(GraphError, match="unknown layer norm path 'neon'"):
+        ort_layer_norm(np.zeros((2, 16), F32), np.ones(16, F32), None, -1, 1e-5, path="neon")
+
+
+def test_the_paths_differ() -> None:
+    """The three paths are three arithmetics (so the choice by version and CPU matters): on
+    BERT-sized rows each pair disagrees somewhere."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(0.5, 3, (64, 128)).astype(F32)
+    g, b = rng.normal(1, 0.5, 128).astype(F32), rng.normal(0, 0.5, 128).astype(F32)
+    ys = {k: ort_layer_norm(x, g, b, -1, 1e-5, path=k) for k in LAYER_NORM_PATHS}
+    for a in ys:
+        for c in ys:
+            assert a == c or (ys[a] != ys[c]).any(), (a, c)
 
 
 @pytest.mark.parametrize("name", ["bert_tiny", "bert_tiny_qop"])
@@ -164,7 +178,11 @@ def test_a_broadcast_scale_is_refused_by_name() -> None:
         [numpy_helper.from_array(rng.normal(1, 0.1, (4, 8)).astype(F32), "g"),
          numpy_helper.from_array(rng.normal(0, 0.1, (8,)).astype(F32), "b")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    q = quantize(model, Format("QDQ", "s8", False), seed=1)
+    model.ir_version = 8  # readable by older onnxruntime releases too
+    try:
+        q = quantize(model, Format("QDQ", "s8", False), seed=1)
+    except OnnxImportError as e:  # onnxruntime before its broadcasting path refuses it itself
+        pytest.skip(str(e))
     with pytest.raises(OnnxImportError, match=r"scale .* has 32 values; only one per "
                                               r"normalized value \(8: \[8\]\)"):
         load_onnx(q, requant="ort")

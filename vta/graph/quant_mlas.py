@@ -51,13 +51,21 @@ takes one of two paths per row of ``n`` values, chosen by the CPU and the row le
   compiled: four values squared (rounded) and added in order when the tail has four or more,
   the rest fused (``fma``); ``inv = 1 / sqrt(var / n + eps)`` in float32; each output
   ``fma((x - mean) * inv, scale, bias)`` (without a bias, ``(x - mean) * inv * scale``).
-* **the scalar ComputeJob** (``layer_norm_scalar``; rows shorter than 8, or no AVX2 kernel):
+* **the scalar ComputeJob** (``layer_norm_scalar``; rows shorter than 8, or no AVX2 kernel;
+  every row in onnxruntime 1.27 - 1.29):
   Welford's float32 recurrence (``d = x - mean; mean += d / k; m2 += d * (x - mean)``),
   ``den = sqrt(m2 / n + eps)``, each output ``(x - mean) / den * scale + bias``, unfused.
 
-Both reproduce ORT 1.32.0 on this machine bit for bit (outputs, Mean and InvStdDev;
-tests/graph/test_ort_layer_norm.py); the kernel's lane order is its source's, the tail's and
-the scalar path's contraction were measured (the source leaves them to the compiler).
+* **the float32 sums** (``layer_norm_sums``; onnxruntime before 1.27): ``sum x`` and ``sum
+  x*x`` in order, ``den = sqrt(sum_sq / n - mean * mean + eps)``, ``(x - mean) / den * scale +
+  bias``, the loop ``layer_norm_impl.cc`` shows.
+
+Which path a row takes depends on ORT's version (``ort_layer_norm_path``; measured with each
+version's wheel: 1.20.1 and 1.26.0 the sums, 1.27.0 - 1.29.0 the scalar Welford loop for every
+row, 1.30.0 and 1.32.0 the AVX2 kernel from 8 values) and on the CPU. Each reproduces its ORT
+on this machine bit for bit (outputs, Mean and InvStdDev; tests/graph/test_ort_layer_norm.py);
+the kernel's lane order is its source's, the tail's and the scalar path's contraction were
+measured (the source leaves them to the compiler).
 
 The K blocking of MLAS's SGEMM (``sgemm_stride_k``) depends on the number of output columns a
 call computes, which for ``MlasConv``'s segmented algorithm depends on ORT's intra-op thread
@@ -67,8 +75,9 @@ count (``conv_segments``): the float reference itself changes with the machine's
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -83,8 +92,8 @@ __all__ = ["PAIR_MIN", "PAIR_MAX", "u8s8_pair_sums", "u8s8_saturates", "nhwc_col
            "conv_segments", "float_conv", "dequantize", "quantize", "qdq_conv",
            "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS",
            "qlinear_gap_ratio", "gap_ratio_refused", "qlinear_global_avg_pool", "GAP_MAX_PIXELS",
-           "LAYER_NORM_AVX2_MIN", "layer_norm_avx2", "layer_norm_scalar", "mlas_has_avx2",
-           "ort_layer_norm"]
+           "LAYER_NORM_AVX2_MIN", "LAYER_NORM_PATHS", "layer_norm_avx2", "layer_norm_scalar",
+           "layer_norm_sums", "mlas_has_avx2", "ort_layer_norm_path", "ort_layer_norm"]
 
 #: ``vpmaddubsw``'s saturation bounds: a pair of products is clamped to int16
 PAIR_MIN, PAIR_MAX = -(1 << 15), (1 << 15) - 1
@@ -470,6 +479,36 @@ def layer_norm_scalar(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
     return y, mean, (_F32(1) / den).astype(_F32)
 
 
+def layer_norm_sums(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
+                    epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ORT's float ComputeJob before onnxruntime 1.27 on each row of ``x`` (rows, n) float32:
+    ``sum x`` and ``sum x*x`` accumulated in order in float32, ``mean = sum / n``, ``den =
+    sqrt(sum_sq / n - mean * mean + eps)``, ``y = (x - mean) / den * scale + bias`` unfused:
+    ``(y, mean, 1 / den)``, float32."""
+    x = np.asarray(x, _F32)
+    n = x.shape[1]
+    total = np.zeros(x.shape[0], _F32)
+    squares = np.zeros(x.shape[0], _F32)
+    for k in range(n):
+        total = (total + x[:, k]).astype(_F32)
+        squares = (squares + (x[:, k] * x[:, k]).astype(_F32)).astype(_F32)
+    mean = (total / _F32(n)).astype(_F32)
+    var = ((squares / _F32(n)).astype(_F32) - (mean * mean).astype(_F32)).astype(_F32)
+    den = np.sqrt((var + _F32(epsilon)).astype(_F32)).astype(_F32)
+    y = ((x - mean[:, None]).astype(_F32) / den[:, None]).astype(_F32)
+    y = (y * np.asarray(scale, _F32).reshape(1, n)).astype(_F32)
+    if bias is not None:
+        y = (y + np.asarray(bias, _F32).reshape(1, n)).astype(_F32)
+    return y, mean, (_F32(1) / den).astype(_F32)
+
+
+_LayerNorm = Callable[[np.ndarray, np.ndarray, np.ndarray | None, float],
+                      tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: ORT's LayerNormalization paths by name (``ort_layer_norm_path``)
+LAYER_NORM_PATHS: dict[str, _LayerNorm] = {"avx2": layer_norm_avx2, "welford": layer_norm_scalar,
+                                           "sums": layer_norm_sums}
+
+
 @cache
 def mlas_has_avx2() -> bool:
     """Whether MLAS registers its AVX2 LayerNorm kernel on this machine: x86-64 with AVX2 and
@@ -486,12 +525,34 @@ def mlas_has_avx2() -> bool:
     return "avx2" in flags and "fma" in flags
 
 
+def _ort_version() -> tuple[int, int] | None:
+    """The installed onnxruntime's (major, minor), read from its package metadata (ORT is not
+    imported), or None where it is not installed."""
+    try:
+        parts = metadata.version("onnxruntime").split(".")
+        return int(parts[0]), int(parts[1])
+    except (metadata.PackageNotFoundError, ValueError, IndexError):
+        return None
+
+
+@cache
+def ort_layer_norm_path(n: int) -> str:
+    """The path (``LAYER_NORM_PATHS``) the installed ONNX Runtime takes on this CPU for a
+    LayerNormalization row of ``n`` values (module docstring): ``"avx2"`` from 1.30 for ``n
+    >= LAYER_NORM_AVX2_MIN`` where ``mlas_has_avx2()``, ``"welford"`` from 1.27 otherwise,
+    ``"sums"`` before; without onnxruntime installed, the newest measured behaviour."""
+    version = _ort_version() or (1, 32)
+    if version >= (1, 30) and n >= LAYER_NORM_AVX2_MIN and mlas_has_avx2():
+        return "avx2"
+    return "welford" if version >= (1, 27) else "sums"
+
+
 def ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,
-                   epsilon: float, avx2: bool | None = None) -> np.ndarray:
+                   epsilon: float, path: str | None = None) -> np.ndarray:
     """ONNX Runtime's CPU LayerNormalization of float32 ``x`` over the axes from ``axis`` on
-    (``scale`` and ``bias`` of that many values): MLAS's AVX2 kernel for rows of at least
-    ``LAYER_NORM_AVX2_MIN`` values where ``avx2`` (default: ``mlas_has_avx2()``, the path
-    ORT takes on this CPU), else the scalar ComputeJob. Returns float32 of ``x``'s shape."""
+    (``scale`` and ``bias`` of that many values), each row by ``path`` (``LAYER_NORM_PATHS``;
+    default ``ort_layer_norm_path``: the installed ORT's on this CPU). Returns float32 of
+    ``x``'s shape."""
     x = np.asarray(x, _F32)
     axis = axis + x.ndim if axis < 0 else axis
     n = int(np.prod(x.shape[axis:], dtype=np.int64))
@@ -499,7 +560,9 @@ def ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, ax
         raise GraphError(f"layer norm over {list(x.shape[axis:])} ({n} values) needs a scale "
                          f"and bias of {n} values, got {np.asarray(scale).size} and "
                          f"{'none' if bias is None else np.asarray(bias).size}")
-    rows = x.reshape(-1, n)
-    use_kernel = (mlas_has_avx2() if avx2 is None else avx2) and n >= LAYER_NORM_AVX2_MIN
-    y = (layer_norm_avx2 if use_kernel else layer_norm_scalar)(rows, scale, bias, epsilon)[0]
+    name = ort_layer_norm_path(n) if path is None else path
+    if name not in LAYER_NORM_PATHS:
+        raise GraphError(f"unknown layer norm path {name!r} (known: "
+                         f"{', '.join(LAYER_NORM_PATHS)})")
+    y = LAYER_NORM_PATHS[name](x.reshape(-1, n), scale, bias, epsilon)[0]
     return y.reshape(x.shape)
