@@ -40,7 +40,8 @@ accelerator (``load_onnx(requant="ort")``; tests/graph/test_ort_gap.py).
 
 ORT's float **LayerNormalization** (``ort_layer_norm``; the ONNX operator and com.microsoft's
 contrib one share ``LayerNormImpl``, onnxruntime ``core/providers/cpu/nn/layer_norm_impl.cc``)
-takes one of two paths per row of ``n`` values, chosen by the CPU and the row length:
+takes one of three paths per row of ``n`` values, chosen by ORT's version, the CPU and the
+row length:
 
 * **MLAS's AVX2 kernel** (``layer_norm_avx2``; ``MlasLayerNormF32`` -> ``core/mlas/lib/
   layernorm_kernel_avx2.cpp``, registered on x86-64 with AVX2 and FMA3, used for ``n >= 8``,
@@ -55,7 +56,6 @@ takes one of two paths per row of ``n`` values, chosen by the CPU and the row le
   every row in onnxruntime 1.27 - 1.29):
   Welford's float32 recurrence (``d = x - mean; mean += d / k; m2 += d * (x - mean)``),
   ``den = sqrt(m2 / n + eps)``, each output ``(x - mean) / den * scale + bias``, unfused.
-
 * **the float32 sums** (``layer_norm_sums``; onnxruntime before 1.27): ``sum x`` and ``sum
   x*x`` in order, ``den = sqrt(sum_sq / n - mean * mean + eps)``, ``(x - mean) / den * scale +
   bias``, the loop ``layer_norm_impl.cc`` shows.
