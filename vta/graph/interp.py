@@ -22,6 +22,7 @@ from vta.errors import GraphError
 from vta.graph import ir as G
 from vta.graph.ort_qop import qlinear_average_pool, qlinear_softmax
 from vta.graph.quant import quantize_linear
+from vta.graph.quant_mlas import ort_layer_norm
 from vta.isa.requant import scale_mul
 
 __all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
@@ -207,25 +208,6 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return (e * (_F32(1) / total)).astype(_F32)
 
 
-def _layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,
-                epsilon: float) -> np.ndarray:
-    """ONNX Runtime's CPU LayerNormalization in float32 (``layer_norm_impl.cc``): over the
-    axes from ``axis`` on, the sums of x and x*x accumulated in order, ``mean = sum / n``,
-    ``std = sqrt(sum_sq / n - mean * mean + epsilon)``, ``(x - mean) / std * scale + bias``."""
-    axis = axis + x.ndim if axis < 0 else axis
-    lead = x.shape[:axis]
-    n = int(np.prod(x.shape[axis:], dtype=np.int64))
-    v = x.reshape(-1, n).astype(_F32)
-    total = np.cumsum(v, axis=1, dtype=_F32)[:, -1:]
-    sq = np.cumsum((v * v).astype(_F32), axis=1, dtype=_F32)[:, -1:]
-    mean = (total / _F32(n)).astype(_F32)
-    std = np.sqrt((sq / _F32(n) - mean * mean + _F32(epsilon)).astype(_F32)).astype(_F32)
-    y = ((v - mean) / std).astype(_F32) * scale.reshape(1, n).astype(_F32)
-    if bias is not None:
-        y = y + bias.reshape(1, n).astype(_F32)
-    return y.astype(_F32).reshape((*lead, *x.shape[axis:]))
-
-
 def float_step(step: G.FloatStep, args: list[np.ndarray]) -> np.ndarray:
     """One float32 operator of a ``HostFloat`` program on its arguments."""
     op = step.op
@@ -238,8 +220,8 @@ def float_step(step: G.FloatStep, args: list[np.ndarray]) -> np.ndarray:
     if op == "softmax":
         return _softmax(args[0], int(step.attr("axis")))
     if op == "layer_norm":
-        return _layer_norm(args[0], args[1], args[2] if len(args) > 2 else None,
-                           int(step.attr("axis")), float(step.attr("epsilon")))
+        return ort_layer_norm(args[0], args[1], args[2] if len(args) > 2 else None,
+                              int(step.attr("axis")), float(step.attr("epsilon")))
     if op == "reshape":
         return args[0].reshape(tuple(step.attr("shape")))
     if op == "transpose":

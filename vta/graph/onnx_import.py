@@ -883,11 +883,22 @@ class _Importer:
         if any(o for o in n.output[1:]):
             raise OnnxImportError(f"{self.where(n)}: the Mean and InvStdDev outputs are not "
                                   f"supported (only Y)")
-        rank = len(self.onnx_shape(n.input[0], n))
+        shape = self.onnx_shape(n.input[0], n)
+        rank = len(shape)
         axis = int(a.get("axis", -1))
         if not -rank <= axis < rank:
             raise OnnxImportError(f"{self.where(n)}: axis {axis} is not an axis of a rank-{rank} "
                                   f"tensor")
+        norm = int(np.prod(shape[axis:], dtype=np.int64))
+        for role, name in zip(("scale", "bias"), n.input[1:3], strict=False):
+            if not name:
+                continue
+            size = self.inits[name].size if name in self.inits else \
+                int(np.prod(self.onnx_shape(name, n), dtype=np.int64))
+            if size != norm:  # ORT's broadcasting kernel (another arithmetic), not modelled
+                raise OnnxImportError(f"{self.where(n)}: {role} {name} has {size} values; only "
+                                      f"one per normalized value ({norm}: "
+                                      f"{list(shape[axis:])}) is supported")
         eps = float(a.get("epsilon", 1e-5))
         if not (math.isfinite(eps) and eps >= 0):
             raise OnnxImportError(f"{self.where(n)}: epsilon {eps} must be a non-negative "

@@ -38,6 +38,35 @@ by the float32 ratio ``s_x / (s_y * float(N))`` (``qlinear_gap_ratio``), which O
 outside [2**-32, 256) or for ``N >= 2**24``. The importer gives it those bits on the
 accelerator (``load_onnx(requant="ort")``; tests/graph/test_ort_gap.py).
 
+ORT's float **LayerNormalization** (``ort_layer_norm``; the ONNX operator and com.microsoft's
+contrib one share ``LayerNormImpl``, onnxruntime ``core/providers/cpu/nn/layer_norm_impl.cc``)
+takes one of three paths per row of ``n`` values, chosen by ORT's version, the CPU and the
+row length:
+
+* **MLAS's AVX2 kernel** (``layer_norm_avx2``; ``MlasLayerNormF32`` -> ``core/mlas/lib/
+  layernorm_kernel_avx2.cpp``, registered on x86-64 with AVX2 and FMA3, used for ``n >= 8``,
+  ``LAYER_NORM_AVX2_MIN``): the mean from a float64 sum (four float64 lanes, ``x[i::4]``,
+  reduced ``(l0 + l2) + (l1 + l3)``, the tail after) divided by ``n`` and rounded to float32;
+  a centred variance: eight float32 lanes ``acc = fma(x - mean, x - mean, acc)`` reduced
+  ``((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))``, then the tail of ``n mod 8`` as
+  compiled: four values squared (rounded) and added in order when the tail has four or more,
+  the rest fused (``fma``); ``inv = 1 / sqrt(var / n + eps)`` in float32; each output
+  ``fma((x - mean) * inv, scale, bias)`` (without a bias, ``(x - mean) * inv * scale``).
+* **the scalar ComputeJob** (``layer_norm_scalar``; rows shorter than 8, or no AVX2 kernel;
+  every row in onnxruntime 1.27 - 1.29):
+  Welford's float32 recurrence (``d = x - mean; mean += d / k; m2 += d * (x - mean)``),
+  ``den = sqrt(m2 / n + eps)``, each output ``(x - mean) / den * scale + bias``, unfused.
+* **the float32 sums** (``layer_norm_sums``; onnxruntime before 1.27): ``sum x`` and ``sum
+  x*x`` in order, ``den = sqrt(sum_sq / n - mean * mean + eps)``, ``(x - mean) / den * scale +
+  bias``, the loop ``layer_norm_impl.cc`` shows.
+
+Which path a row takes depends on ORT's version (``ort_layer_norm_path``; measured with each
+version's wheel: 1.20.1 and 1.26.0 the sums, 1.27.0 - 1.29.0 the scalar Welford loop for every
+row, 1.30.0 and 1.32.0 the AVX2 kernel from 8 values) and on the CPU. Each reproduces its ORT
+on this machine bit for bit (outputs, Mean and InvStdDev; tests/graph/test_ort_layer_norm.py);
+the kernel's lane order is its source's, the tail's and the scalar path's contraction were
+measured (the source leaves them to the compiler).
+
 The K blocking of MLAS's SGEMM (``sgemm_stride_k``) depends on the number of output columns a
 call computes, which for ``MlasConv``'s segmented algorithm depends on ORT's intra-op thread
 count (``conv_segments``): the float reference itself changes with the machine's core count.
@@ -45,10 +74,15 @@ count (``conv_segments``): the float reference itself changes with the machine's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import platform
+from collections.abc import Callable, Iterator
+from functools import cache
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
+from vta.errors import GraphError
 from vta.graph.ort_add import fma32
 from vta.graph.quant import ort_requantize
 
@@ -57,7 +91,9 @@ __all__ = ["PAIR_MIN", "PAIR_MAX", "u8s8_pair_sums", "u8s8_saturates", "nhwc_col
            "sgemm_stride_k",
            "conv_segments", "float_conv", "dequantize", "quantize", "qdq_conv",
            "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS",
-           "qlinear_gap_ratio", "gap_ratio_refused", "qlinear_global_avg_pool", "GAP_MAX_PIXELS"]
+           "qlinear_gap_ratio", "gap_ratio_refused", "qlinear_global_avg_pool", "GAP_MAX_PIXELS",
+           "LAYER_NORM_AVX2_MIN", "LAYER_NORM_PATHS", "layer_norm_avx2", "layer_norm_scalar",
+           "layer_norm_sums", "mlas_has_avx2", "ort_layer_norm_path", "ort_layer_norm"]
 
 #: ``vpmaddubsw``'s saturation bounds: a pair of products is clamped to int16
 PAIR_MIN, PAIR_MAX = -(1 << 15), (1 << 15) - 1
@@ -345,3 +381,188 @@ def qlinear_global_avg_pool(x: np.ndarray, zx: int, ratio: float, zy: int, lo: i
     pixels = int(np.prod(a.shape[2:]))
     acc = a.sum(axis=tuple(range(2, a.ndim))) - pixels * int(zx)
     return ort_requantize(acc, ratio, zy, lo, hi)
+
+
+# ---------------------------------------------------------------------------- LayerNormalization
+
+#: ``MlasLayerNormF32``'s x86 threshold: a LayerNormalization row shorter than this runs ORT's
+#: scalar ComputeJob even where the AVX2 kernel is registered (core/mlas/lib/layernorm.cpp)
+LAYER_NORM_AVX2_MIN = 8
+_F64 = np.float64
+
+
+def _lanes_sum(acc: np.ndarray) -> np.ndarray:
+    """The AVX2 kernel's horizontal sum of eight float32 lanes (rows, 8): ``extractf128`` +
+    ``add_ps`` (lane i + lane i+4), ``movehl`` + ``add_ps`` (0+2, 1+3), ``movehdup`` +
+    ``add_ss`` (0+1), each a float32 rounding."""
+    r = (acc[:, :4] + acc[:, 4:]).astype(_F32)
+    r = (r[:, :2] + r[:, 2:]).astype(_F32)
+    return (r[:, 0] + r[:, 1]).astype(_F32)
+
+
+def _kernel_mean(x: np.ndarray) -> np.ndarray:
+    """The AVX2 kernel's mean of rows ``x`` (rows, n) float32: four float64 lanes (``cvtps_pd``
+    + ``add_pd``), reduced (0+2, 1+3) then (0+1), the tail added in order, divided by ``n`` in
+    float64, rounded to float32."""
+    n = x.shape[1]
+    body = n - n % 4
+    lanes = np.zeros((x.shape[0], 4), _F64)
+    for i in range(0, body, 4):
+        lanes = lanes + x[:, i:i + 4].astype(_F64)
+    r = lanes[:, :2] + lanes[:, 2:]
+    total = r[:, 0] + r[:, 1]
+    for i in range(body, n):
+        total = total + x[:, i].astype(_F64)
+    return (total / _F64(n)).astype(_F32)
+
+
+def _kernel_variance_sum(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """The AVX2 kernel's ``sum (x - mean)**2`` of rows ``x`` (float32): eight lanes of fused
+    multiply-adds, ``_lanes_sum``, then the tail as the compiler built it (measured against
+    ORT 1.32.0: a four-wide block squared and added in order, the rest fused)."""
+    n = x.shape[1]
+    body = n - n % 8
+    acc = np.zeros((x.shape[0], 8), _F32)
+    for i in range(0, body, 8):
+        d = (x[:, i:i + 8] - mean[:, None]).astype(_F32)
+        acc = fma32(d, d, acc)
+    total = _lanes_sum(acc)
+    i = body
+    if n - i >= 4:
+        for j in range(i, i + 4):
+            d = (x[:, j] - mean).astype(_F32)
+            total = (total + (d * d).astype(_F32)).astype(_F32)
+        i += 4
+    for j in range(i, n):
+        d = (x[:, j] - mean).astype(_F32)
+        total = fma32(d, d, total)
+    return total
+
+
+def layer_norm_avx2(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
+                    epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MLAS's ``MlasLayerNormKernelAvx2`` on each row of ``x`` (rows, n) float32 with
+    ``scale`` and ``bias`` (n,) (module docstring): ``(y, mean, inv_std_dev)``, float32."""
+    x = np.asarray(x, _F32)
+    n = x.shape[1]
+    mean = _kernel_mean(x)
+    var = _kernel_variance_sum(x, mean)
+    den = np.sqrt((var / _F32(n) + _F32(epsilon)).astype(_F32)).astype(_F32)
+    inv = (_F32(1) / den).astype(_F32)
+    t = ((x - mean[:, None]).astype(_F32) * inv[:, None]).astype(_F32)
+    s = np.asarray(scale, _F32).reshape(1, n)
+    if bias is None:
+        y = (t * s).astype(_F32)
+    else:
+        y = fma32(t, s, np.broadcast_to(np.asarray(bias, _F32).reshape(1, n), t.shape))
+    return y, mean, inv
+
+
+def layer_norm_scalar(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
+                      epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ORT's scalar float ``ComputeJob`` (layer_norm_impl.cc) on each row of ``x`` (rows, n)
+    float32: Welford's recurrence in float32, ``den = sqrt(m2 / n + eps)``, ``y = (x - mean) /
+    den * scale + bias`` unfused (module docstring): ``(y, mean, 1 / den)``, float32."""
+    x = np.asarray(x, _F32)
+    n = x.shape[1]
+    mean = np.zeros(x.shape[0], _F32)
+    m2 = np.zeros(x.shape[0], _F32)
+    for k in range(n):
+        d = (x[:, k] - mean).astype(_F32)
+        mean = (mean + (d / _F32(k + 1)).astype(_F32)).astype(_F32)
+        m2 = (m2 + (d * (x[:, k] - mean).astype(_F32)).astype(_F32)).astype(_F32)
+    den = np.sqrt((m2 / _F32(n) + _F32(epsilon)).astype(_F32)).astype(_F32)
+    y = ((x - mean[:, None]).astype(_F32) / den[:, None]).astype(_F32)
+    y = (y * np.asarray(scale, _F32).reshape(1, n)).astype(_F32)
+    if bias is not None:
+        y = (y + np.asarray(bias, _F32).reshape(1, n)).astype(_F32)
+    return y, mean, (_F32(1) / den).astype(_F32)
+
+
+def layer_norm_sums(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
+                    epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ORT's float ComputeJob before onnxruntime 1.27 on each row of ``x`` (rows, n) float32:
+    ``sum x`` and ``sum x*x`` accumulated in order in float32, ``mean = sum / n``, ``den =
+    sqrt(sum_sq / n - mean * mean + eps)``, ``y = (x - mean) / den * scale + bias`` unfused:
+    ``(y, mean, 1 / den)``, float32."""
+    x = np.asarray(x, _F32)
+    n = x.shape[1]
+    total = np.zeros(x.shape[0], _F32)
+    squares = np.zeros(x.shape[0], _F32)
+    for k in range(n):
+        total = (total + x[:, k]).astype(_F32)
+        squares = (squares + (x[:, k] * x[:, k]).astype(_F32)).astype(_F32)
+    mean = (total / _F32(n)).astype(_F32)
+    var = ((squares / _F32(n)).astype(_F32) - (mean * mean).astype(_F32)).astype(_F32)
+    den = np.sqrt((var + _F32(epsilon)).astype(_F32)).astype(_F32)
+    y = ((x - mean[:, None]).astype(_F32) / den[:, None]).astype(_F32)
+    y = (y * np.asarray(scale, _F32).reshape(1, n)).astype(_F32)
+    if bias is not None:
+        y = (y + np.asarray(bias, _F32).reshape(1, n)).astype(_F32)
+    return y, mean, (_F32(1) / den).astype(_F32)
+
+
+_LayerNorm = Callable[[np.ndarray, np.ndarray, np.ndarray | None, float],
+                      tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: ORT's LayerNormalization paths by name (``ort_layer_norm_path``)
+LAYER_NORM_PATHS: dict[str, _LayerNorm] = {"avx2": layer_norm_avx2, "welford": layer_norm_scalar,
+                                           "sums": layer_norm_sums}
+
+
+@cache
+def mlas_has_avx2() -> bool:
+    """Whether MLAS registers its AVX2 LayerNorm kernel on this machine: x86-64 with AVX2 and
+    FMA3 (``platform.cpp``'s AVX2 block), read from /proc/cpuinfo (False where it cannot be
+    read: ORT's scalar path)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                  if ln.startswith("flags")), [])
+    return "avx2" in flags and "fma" in flags
+
+
+def _ort_version() -> tuple[int, int] | None:
+    """The installed onnxruntime's (major, minor), read from its package metadata (ORT is not
+    imported), or None where it is not installed."""
+    try:
+        parts = metadata.version("onnxruntime").split(".")
+        return int(parts[0]), int(parts[1])
+    except (metadata.PackageNotFoundError, ValueError, IndexError):
+        return None
+
+
+@cache
+def ort_layer_norm_path(n: int) -> str:
+    """The path (``LAYER_NORM_PATHS``) the installed ONNX Runtime takes on this CPU for a
+    LayerNormalization row of ``n`` values (module docstring): ``"avx2"`` from 1.30 for ``n
+    >= LAYER_NORM_AVX2_MIN`` where ``mlas_has_avx2()``, ``"welford"`` from 1.27 otherwise,
+    ``"sums"`` before; without onnxruntime installed, the newest measured behaviour."""
+    version = _ort_version() or (1, 32)
+    if version >= (1, 30) and n >= LAYER_NORM_AVX2_MIN and mlas_has_avx2():
+        return "avx2"
+    return "welford" if version >= (1, 27) else "sums"
+
+
+def ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int,
+                   epsilon: float, path: str | None = None) -> np.ndarray:
+    """ONNX Runtime's CPU LayerNormalization of float32 ``x`` over the axes from ``axis`` on
+    (``scale`` and ``bias`` of that many values), each row by ``path`` (``LAYER_NORM_PATHS``;
+    default ``ort_layer_norm_path``: the installed ORT's on this CPU). Returns float32 of
+    ``x``'s shape."""
+    x = np.asarray(x, _F32)
+    axis = axis + x.ndim if axis < 0 else axis
+    n = int(np.prod(x.shape[axis:], dtype=np.int64))
+    if np.asarray(scale).size != n or (bias is not None and np.asarray(bias).size != n):
+        raise GraphError(f"layer norm over {list(x.shape[axis:])} ({n} values) needs a scale "
+                         f"and bias of {n} values, got {np.asarray(scale).size} and "
+                         f"{'none' if bias is None else np.asarray(bias).size}")
+    name = ort_layer_norm_path(n) if path is None else path
+    if name not in LAYER_NORM_PATHS:
+        raise GraphError(f"unknown layer norm path {name!r} (known: "
+                         f"{', '.join(LAYER_NORM_PATHS)})")
+    y = LAYER_NORM_PATHS[name](x.reshape(-1, n), scale, bias, epsilon)[0]
+    return y.reshape(x.shape)
