@@ -33,6 +33,7 @@ task, no ``fork`` or a pool that fails to start or dies, the tasks run in this p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,12 +218,14 @@ def _dry_run(job: _Job, memo: Prefetched
 
 def place_parallel(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
                    refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
-                   jobs: int | None = None) -> list[Step]:
+                   jobs: int | None = None, meanwhile: Callable[[], None] | None = None
+                   ) -> list[Step]:
     """The steps ``place_all(fused, hw, cost, refine, memo)`` gives, the kernels ``memo`` (the
     compile cache) lacks compiled on ``jobs`` worker processes first (module docstring;
     default: the idle cores; 1: in this process). When ``memo`` holds every kernel the dry run's
-    placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``."""
-    return _placed(fused, hw, cost, refine, memo, jobs)[0]
+    placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``.
+    ``meanwhile``: run in this process while the workers compile (``pool.fork_map``'s)."""
+    return _placed(fused, hw, cost, refine, memo, jobs, meanwhile)[0]
 
 
 def prefetch(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
@@ -234,13 +237,14 @@ def prefetch(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
 
 
 def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
-            memo: driver.CompileMemo | None, jobs: int | None) -> tuple[list[Step], Prefetched]:
+            memo: driver.CompileMemo | None, jobs: int | None,
+            meanwhile: Callable[[], None] | None = None) -> tuple[list[Step], Prefetched]:
     out = Prefetched(memo)
     job = _Job(fused, hw, cost, refine)
     steps, tasks = _dry_run(job, out)
     if steps is not None:  # the memo held every kernel: that placement is the one
         return steps, out
-    results, out.workers = fork_map(_run_task, tasks, job, jobs)
+    results, out.workers = fork_map(_run_task, tasks, job, jobs, meanwhile=meanwhile)
     for fresh in results:
         for key, blob in fresh.items():
             c = unpack_compiled(blob, hw)
