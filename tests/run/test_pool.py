@@ -89,3 +89,17 @@ def test_a_fork_pool_takes_items_while_this_process_works() -> None:
         assert ({pid for _, pid in out} == {os.getpid()}) is here
         assert pool.workers == (0 if here else 2)
     assert current_job() is None
+
+
+def test_results_stream_in_order_and_a_failure_reruns_the_rest_here() -> None:
+    with ForkPool(_square_plus_job, 0, 2, expect=3) as pool:
+        for x in (1, 2, 3):
+            pool.submit(x)
+        assert [v for v, _ in pool.iter_results()] == [1, 4, 9]
+    with pytest.raises(ValueError, match="task 3 fails"), ForkPool(_boom, None, 2) as pool:
+        for x in (1, 2, 3, 4):
+            pool.submit(x)
+        got = []
+        for r in pool.iter_results():
+            got.append(r)
+    assert got == [1, 2]  # the workers' results, then task 3 fails again here

@@ -14,7 +14,7 @@ them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -123,16 +123,27 @@ class ForkPool(Generic[T, R]):
 
     def results(self) -> list[R]:
         """``fn`` of every item submitted, in that order."""
+        return list(self.iter_results())
+
+    def iter_results(self) -> Iterator[R]:
+        """``fn`` of every item submitted, in that order, each as soon as it and those before
+        it are done (the caller can work on one while the workers compute the next). When the
+        pool breaks or a task fails, the items from there on run in this process."""
+        n = 0
         if self.futures is not None:
             try:
-                done = [f.result() for f in self.futures]
-                self.workers = min(self.want, len(done))
-                return done
-            except Exception:  # a broken pool or an error in a task: run them here (a
+                for f in self.futures:
+                    r = f.result()
+                    n += 1
+                    yield r
+                self.workers = min(self.want, len(self.futures))
+                return
+            except Exception:  # a broken pool or an error in a task: the rest run here (a
                 pass  # task's own error is raised again)
             finally:
                 self._close()
-        return [self.fn(item) for item in self.items]
+        for item in self.items[n:]:
+            yield self.fn(item)
 
     def __exit__(self, *exc: object) -> None:
         global _JOB
