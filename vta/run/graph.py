@@ -341,14 +341,15 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
     (the report's; a function of its program and the bytes it moved). Empty (everything
     serial) with one job or one kernel."""
     kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
-    if len(kernels) < 2 or (jobs if jobs is not None else default_jobs()) < 2:
+    workers = jobs if jobs is not None else default_jobs()
+    if len(kernels) < 2 or workers < 2:
         return {}
     tensors = {t.name: t for t in cg.layouts.tensors}
     packed: dict[str, np.ndarray] = {}
     given: dict[int, dict[str, np.ndarray]] = {}
     pending = list(kernels)
     order: list[int] = []
-    with ForkPool(_simulate_step, (cg, target), jobs, len(kernels)) as pool:
+    with ForkPool(_simulate_step, (cg, target), workers, len(kernels)) as pool:
         for values in reference.steps():
             ready = []
             for k in pending:
