@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +54,28 @@ def main() -> None:
     graph = models.MODELS[a.model](batch=1)
     per: dict[str, dict[int, float]] = {}
     tasks: dict[str, int] = {}
-    real = pool.fork_map
     timed: dict[str, Callable[[Any], tuple[Any, int, float]]] = {
         "_run_task": _timed_compile, "_simulate_step": _timed_sim}
 
-    def fork_map(fn: Any, items: Any, job: Any, jobs: int | None = None) -> Any:
-        name = "compile" if fn.__name__ == "_run_task" else "simulate"
-        res, workers = real(timed[fn.__name__], items, job, 2)
-        d = per.setdefault(name, {})
-        for _, pid, cpu in res:
-            d[pid] = d.get(pid, 0.0) + cpu
-        tasks[name] = len(items)
-        return [r[0] for r in res], workers
+    class TimedPool(pool.ForkPool):  # type: ignore[type-arg]
+        """The runs' pool on two workers, each task timed in its worker."""
 
-    compile_pool.fork_map = fork_map  # type: ignore[assignment]
-    run_graph_module.fork_map = fork_map  # type: ignore[assignment]
+        def __init__(self, fn: Any, job: Any, jobs: int | None = None,
+                     expect: int | None = None) -> None:
+            self.name = "compile" if fn.__name__ == "_run_task" else "simulate"
+            super().__init__(timed[fn.__name__], job, 2, expect)
+
+        def iter_results(self) -> Iterator[Any]:
+            d = per.setdefault(self.name, {})
+            n = 0
+            for out, pid, cpu in super().iter_results():
+                d[pid] = d.get(pid, 0.0) + cpu
+                n += 1
+                yield out
+            tasks[self.name] = n
+
+    compile_pool.ForkPool = TimedPool  # type: ignore[misc]
+    run_graph_module.ForkPool = TimedPool  # type: ignore[misc]
     load = os.getloadavg()[0]
     c0 = time.process_time()
     cg = run_graph_module.compile_for(graph, target, jobs=2)

@@ -17,9 +17,12 @@ interpreter, other). The medians are the figures; the issue's targets are cold <
 The children run with Python's bytecode cache on (``PYTHONPYCACHEPREFIX``, a directory of this
 run's, filled by ``compileall`` first), as an installed package has it, even where the
 environment sets ``PYTHONDONTWRITEBYTECODE`` (``--no-bytecode`` keeps the environment's: every
-import then compiles its source, several tenths of a second of startup).
+import then compiles its source, several tenths of a second of startup). ``--source-too`` adds
+this tree's default runs without the bytecode cache beside them (variant ``this, no .pyc``):
+both startups, from the same runs' seconds lines, in one table.
 
-    python bench/warm_run.py [--cold 3] [--warm 3] [--compare-jobs] [--before /work/main]
+    python bench/warm_run.py [--cold 3] [--warm 3] [--compare-jobs] [--source-too]
+        [--before /work/main]
 
 Prints a table and writes bench/results/warm_run.json.
 """
@@ -45,6 +48,8 @@ COMMAND = ["run", "--hw", "hwconfigs/pynq.yaml", "resnet18"]
 _PART = re.compile(r"(startup|graph|compile|simulate|check|interpreter|other|wall) "
                    r"([0-9.]+) s")
 _CYCLES = re.compile(r"total ([0-9,]+) cycles")
+#: the interpreter's time beside the workers (inside the compile or simulate phase's wall)
+_BESIDE = re.compile(r"interpreter [0-9.]+ s \(\+([0-9.]+) s beside")
 
 
 def child_env(tree: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
@@ -56,6 +61,10 @@ def child_env(tree: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache / tree.name)
     return env
+
+
+#: a variant: the tree, its extra flags and whether it runs with the bytecode cache
+Variant = tuple[Path, list[str], bool]
 
 
 def one_run(tree: Path, cache: Path, pycache: Path | None, extra: list[str]) -> dict[str, Any]:
@@ -78,10 +87,20 @@ def one_run(tree: Path, cache: Path, pycache: Path | None, extra: list[str]) -> 
             "cpu_s": round((now.ru_utime - before.ru_utime) + (now.ru_stime - before.ru_stime),
                            3),
             "load_1min": round(load, 2),
-            "parts": {k: float(v) for k, v in _PART.findall(line)},
+            "parts": _parts(line),
             "cycles": int(cycles.group(1).replace(",", "")) if cycles else None,
             "cache_line": err.strip().splitlines()[-1] if err.strip() else "",
             "passed": "PASS" in out}
+
+
+def _parts(line: str) -> dict[str, float]:
+    """A seconds line's parts by name (and ``interpreter_beside``: the interpreter's seconds
+    inside the workers' phases, when the line has them)."""
+    parts = {k: float(v) for k, v in _PART.findall(line)}
+    beside = _BESIDE.search(line)
+    if beside:
+        parts["interpreter_beside"] = float(beside.group(1))
+    return parts
 
 
 def _median_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -106,9 +125,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def compile_bytecode(trees: dict[str, tuple[Path, list[str]]], pycache: Path) -> None:
+def compile_bytecode(trees: dict[str, Variant], pycache: Path) -> None:
     """Every tree's ``vta`` package compiled into ``pycache`` (as an install does)."""
-    for tree in {t for t, _ in trees.values()}:
+    for tree in {t for t, _, _ in trees.values()}:
         env = child_env(tree, pycache / "unused.sqlite", pycache)
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vta")],
                        env=env, check=True, stdout=subprocess.DEVNULL)
@@ -124,33 +143,37 @@ def main() -> None:
     ap.add_argument("--before", default=None, help="another checkout to run alongside")
     ap.add_argument("--no-bytecode", action="store_true",
                     help="keep the environment's bytecode setting")
+    ap.add_argument("--source-too", action="store_true",
+                    help="also run this tree's default without the bytecode cache")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "warm_run.json"))
     a = ap.parse_args()
-    variants: dict[str, tuple[Path, list[str]]] = {"this": (ROOT, [])}
+    bytecode = not a.no_bytecode
+    variants: dict[str, Variant] = {"this": (ROOT, [], bytecode)}
     if a.compare_jobs:  # the default takes the idle cores: both ends named
         cpus = os.cpu_count() or 1
-        variants[f"this --jobs {cpus}"] = (ROOT, ["--jobs", str(cpus)])
-        variants["this --jobs 1"] = (ROOT, ["--jobs", "1"])
+        variants[f"this --jobs {cpus}"] = (ROOT, ["--jobs", str(cpus)], bytecode)
+        variants["this --jobs 1"] = (ROOT, ["--jobs", "1"], bytecode)
+    if a.source_too:
+        variants["this, no .pyc"] = (ROOT, [], False)
     if a.before:
-        variants = {"before": (Path(a.before).resolve(), []), **variants}
+        variants = {"before": (Path(a.before).resolve(), [], bytecode), **variants}
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in variants}
     with tempfile.TemporaryDirectory() as d:
-        pycache = None if a.no_bytecode else Path(d) / "pycache"
-        if pycache is not None:
-            compile_bytecode(variants, pycache)
+        pycache = Path(d) / "pycache"
+        compile_bytecode({k: v for k, v in variants.items() if v[2]}, pycache)
         caches = {k: Path(d) / f"{i}.sqlite" for i, k in enumerate(variants)}
         plan = [("cold", i) for i in range(a.cold)] + [("warm", i) for i in range(a.warm)]
         for kind, i in plan:
-            for k, (tree, extra) in variants.items():
+            for k, (tree, extra, pyc) in variants.items():
                 if kind == "cold":
                     caches[k].unlink(missing_ok=True)
-                r = one_run(tree, caches[k], pycache, extra)
+                r = one_run(tree, caches[k], pycache if pyc else None, extra)
                 r["kind"] = kind
                 runs[k].append(r)
                 print(f"{k:>14} {kind:4} {i}  wall {r['wall_s']:6.2f} s  cpu {r['cpu_s']:6.2f} s"
                       f"  load {r['load_1min']:4.1f}  {r['parts']}", flush=True)
-    summary = {k: {"tree": str(variants[k][0]), "flags": variants[k][1], **summarize(rs)}
-               for k, rs in runs.items()}
+    summary = {k: {"tree": str(variants[k][0]), "flags": variants[k][1],
+                   "bytecode": variants[k][2], **summarize(rs)} for k, rs in runs.items()}
     print(f"{'variant':>14} {'cold wall':>9} {'cold cpu':>8} {'warm wall':>9} {'warm cpu':>8}  "
           f"cycles")
     for k, s in summary.items():
@@ -169,7 +192,9 @@ def main() -> None:
                    "last cold run's for the warm runs; OPENBLAS_NUM_THREADS=1)",
         "targets": "cold <= 3 s wall, warm <= 1 s wall (issue 22)",
         "cpus": os.cpu_count(),
-        "bytecode": "environment's" if a.no_bytecode else "compiled first (PYTHONPYCACHEPREFIX)",
+        "bytecode": "per variant ('bytecode': compiled first into a PYTHONPYCACHEPREFIX; else "
+                    "the environment's setting: "
+                    f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')})",
         "note": "medians; runs of the variants interleaved; CPU = user + system seconds of the "
                 "child and its worker processes; load = 1-minute load average before each run",
         "summary": summary, "runs": runs}, indent=2) + "\n")

@@ -48,7 +48,7 @@ def _same_run(a: GraphRun, b: GraphRun) -> None:
         assert np.array_equal(arr, b.outputs[v])
     # the report, energy included (the workers work it out beside the simulation), but the
     # seconds
-    seconds = {"compile_s", "sim_s", "check_s", "reference_s", "host_ms"}
+    seconds = {"compile_s", "sim_s", "check_s", "reference_s", "reference_total_s", "host_ms"}
     sa, sb = a.summary(), b.summary()
     assert {k: v for k, v in sa.items() if k not in seconds} == \
         {k: v for k, v in sb.items() if k not in seconds}
@@ -82,3 +82,17 @@ def test_a_guess_on_other_inputs_is_not_used(
 
     monkeypatch.setattr(run_graph_module, "_speculate", wrong)
     _same_run(run_graph(cg, image, target=t, jobs=1), run_graph(cg, image, target=t, jobs=2))
+
+
+def test_a_reference_computed_beforehand_is_the_same_run(
+        compiled: tuple[CompiledGraph, AccelTarget, np.ndarray]) -> None:
+    """``vta run`` computes the interpreter's run while the compile workers work and hands it
+    to ``run_graph``: the same run as when the kernels' simulations and the interpreter
+    interleave; the interpreter's time is then all beside the workers."""
+    cg, t, image = compiled
+    ref = run_graph_module.Reference(cg.graph, image)
+    ref.compute()
+    before = run_graph(cg, image, target=t, jobs=2, reference=ref)
+    assert before.seconds_reference == 0.0
+    assert before.summary()["reference_total_s"] == ref.seconds > 0
+    _same_run(run_graph(cg, image, target=t, jobs=1), before)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from vta.run.pool import current_job, fork_map
+from vta.run.pool import ForkPool, current_job, fork_map
 
 
 def _square_plus_job(x: int) -> tuple[int, int]:
@@ -52,3 +52,54 @@ def test_a_daemonic_worker_runs_its_items_itself() -> None:
 
     with multiprocessing.get_context("fork").Pool(1) as p:
         assert p.apply(_nested, (0,)) == 0
+
+
+def test_costs_hand_out_the_longest_first_and_keep_the_items_order() -> None:
+    """With one worker the hand-out order is the run order: the most costly item first."""
+    out, workers = fork_map(_square_plus_job, [1, 2, 3], 0, 1, costs=[1.0, 3.0, 2.0])
+    assert workers == 0 and [v for v, _ in out] == [1, 4, 9]
+    order: list[int] = []
+
+    def record(x: int) -> int:
+        order.append(x)
+        return x
+
+    assert fork_map(record, [1, 2, 3], None, 1, costs=[1.0, 3.0, 2.0])[0] == [1, 2, 3]
+    assert order == [2, 3, 1]
+
+
+def test_meanwhile_runs_here_while_workers_work_and_not_without_them() -> None:
+    ran: list[int] = []
+    out, workers = fork_map(_square_plus_job, [1, 2, 3], 0, 2,
+                            meanwhile=lambda: ran.append(os.getpid()))
+    assert workers == 2 and [v for v, _ in out] == [1, 4, 9] and ran == [os.getpid()]
+    fork_map(_square_plus_job, [1, 2, 3], 0, 1, meanwhile=lambda: ran.append(0))
+    assert ran == [os.getpid()]  # no workers: nothing to overlap, not run
+
+
+def test_a_fork_pool_takes_items_while_this_process_works() -> None:
+    """Items submitted one at a time (the workers forked at the first) come back in the order
+    submitted; the same with one job, run here at ``results``."""
+    for jobs, here in ((2, False), (1, True)):
+        with ForkPool(_square_plus_job, 10, jobs, expect=4) as pool:
+            for x in range(4):
+                pool.submit(x)
+            out = pool.results()
+        assert [v for v, _ in out] == [10, 11, 14, 19]
+        assert ({pid for _, pid in out} == {os.getpid()}) is here
+        assert pool.workers == (0 if here else 2)
+    assert current_job() is None
+
+
+def test_results_stream_in_order_and_a_failure_reruns_the_rest_here() -> None:
+    with ForkPool(_square_plus_job, 0, 2, expect=3) as pool:
+        for x in (1, 2, 3):
+            pool.submit(x)
+        assert [v for v, _ in pool.iter_results()] == [1, 4, 9]
+    with pytest.raises(ValueError, match="task 3 fails"), ForkPool(_boom, None, 2) as pool:
+        for x in (1, 2, 3, 4):
+            pool.submit(x)
+        got = []
+        for r in pool.iter_results():
+            got.append(r)
+    assert got == [1, 2]  # the workers' results, then task 3 fails again here

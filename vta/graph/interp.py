@@ -11,7 +11,7 @@ so sums stay exact far beyond any layer's reduction) before the int32 wrap.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from vta.graph.quant import quantize_linear
 from vta.graph.quant_mlas import ort_layer_norm
 from vta.isa.requant import scale_mul
 
-__all__ = ["run_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
+__all__ = ["run_graph", "iter_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
            "rounding_shift", "scale_round"]
 
 _INT32 = sem.dtype("int32")
@@ -315,6 +315,18 @@ def run_graph(graph: G.Graph, inputs: Mapping[Any, np.ndarray]) -> dict[G.Value,
     """Every value of ``graph`` (inputs, constants, every node's output, and the outputs of the
     nodes inside fused ones) computed from ``inputs`` (by value or name)."""
     env: dict[G.Value, np.ndarray] = {}
+    for step in iter_graph(graph, inputs):
+        env = step
+    return env
+
+
+def iter_graph(graph: G.Graph, inputs: Mapping[Any, np.ndarray]
+               ) -> Iterator[dict[G.Value, np.ndarray]]:
+    """``run_graph`` a node at a time: the one dictionary of values, yielded once with the
+    inputs and constants and again after each of ``graph``'s nodes adds its outputs (a caller
+    can start work on a value as soon as it exists: ``vta.run.graph`` simulates a kernel while
+    the interpreter computes the next values)."""
+    env: dict[G.Value, np.ndarray] = {}
     by_name = {v.name: v for v in graph.inputs}
     for k, arr in inputs.items():
         v = by_name.get(k) if isinstance(k, str) else k
@@ -331,11 +343,12 @@ def run_graph(graph: G.Graph, inputs: Mapping[Any, np.ndarray]) -> dict[G.Value,
             raise GraphError(f"input {v.name} of graph {graph.name} is not given")
     for v in graph.constants():
         env[v] = v.data  # type: ignore[assignment]
+    yield env
     for n in graph.nodes:
         if isinstance(n, G.Fused):
             for m in n.nodes:
                 env[m.output] = eval_node(m, env)
         else:
             env[n.output] = eval_node(n, env)
-    return env
+        yield env
 

@@ -17,14 +17,15 @@ the same program answers every request with that key. ``place_parallel`` (``comp
    graph order a task; a task runs a ``Placer`` over its groups in a worker, so its first
    group chooses and the rest follow, exactly as in the serial order; a request asked twice
    (a network's repeated layers, constants included) is compiled once;
-3. the workers' programs come back as bytes (``vta.run.codec``, not pickled dataclasses) in
-   task order (the result never depends on which worker finished first) and go into the
-   memo (``Prefetched``, and through it into the compile cache); then ``place_all`` places
-   the groups in order over that memo.
+3. the workers' programs come back as bytes (``vta.run.codec``, not pickled dataclasses),
+   decoded here as each task returns (while the workers compile the next; the interpreter's
+   run, ``meanwhile``, goes first), and go in task order (the result never depends on which
+   worker finished first) into the memo (``Prefetched``, and through it into the compile
+   cache); then ``place_all`` places the groups in order over that memo.
 
 Nothing here decides what is compiled: a request the dry run did not foresee is simply a
 miss in the final placement and compiled there, so the programs, schedules and cycles are
-those of the serial compile by construction. The pool is ``vta.run.pool.fork_map``'s:
+those of the serial compile by construction. The pool is ``vta.run.pool.ForkPool``:
 ``os.cpu_count()`` processes started by ``fork`` (the workers inherit the graph, the hardware,
 registered intrinsics and the cost oracle, none of which need to pickle); with one core, one
 task, no ``fork`` or a pool that fails to start or dies, the tasks run in this process.
@@ -33,6 +34,7 @@ task, no ``fork`` or a pool that fails to start or dies, the tasks run in this p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +43,7 @@ from vta.config import HwConfig
 from vta.graph.ir import Graph
 from vta.graph.place import Cost, Placer, Step, place_all
 from vta.run.codec import pack_compiled, unpack_compiled
-from vta.run.pool import current_job, fork_map
+from vta.run.pool import ForkPool, current_job
 
 __all__ = ["Prefetched", "place_parallel", "prefetch", "structure_of"]
 
@@ -161,7 +163,7 @@ def _run_task(task: tuple[tuple[int, ...], dict[str, bytes]]) -> dict[str, bytes
     bytes by key (a program that does not survive the encoding is left out: the final
     placement compiles it)."""
     job = current_job()
-    assert isinstance(job, _Job)  # fork_map's, inherited
+    assert isinstance(job, _Job)  # the pool's, inherited
     indices, given = task
     memo = _Recorder({k: c for k, b in given.items()
                       if (c := unpack_compiled(b, job.hw)) is not None})
@@ -217,12 +219,15 @@ def _dry_run(job: _Job, memo: Prefetched
 
 def place_parallel(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
                    refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
-                   jobs: int | None = None) -> list[Step]:
+                   jobs: int | None = None, meanwhile: Callable[[], None] | None = None
+                   ) -> list[Step]:
     """The steps ``place_all(fused, hw, cost, refine, memo)`` gives, the kernels ``memo`` (the
     compile cache) lacks compiled on ``jobs`` worker processes first (module docstring;
     default: the idle cores; 1: in this process). When ``memo`` holds every kernel the dry run's
-    placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``."""
-    return _placed(fused, hw, cost, refine, memo, jobs)[0]
+    placement is the placement (nothing is placed twice). ``compile_graph``'s ``place``.
+    ``meanwhile``: run in this process while the workers compile (not when nothing is
+    compiled in workers)."""
+    return _placed(fused, hw, cost, refine, memo, jobs, meanwhile)[0]
 
 
 def prefetch(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
@@ -234,16 +239,24 @@ def prefetch(fused: Graph, hw: HwConfig, *, cost: Cost | None = None,
 
 
 def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
-            memo: driver.CompileMemo | None, jobs: int | None) -> tuple[list[Step], Prefetched]:
+            memo: driver.CompileMemo | None, jobs: int | None,
+            meanwhile: Callable[[], None] | None = None) -> tuple[list[Step], Prefetched]:
     out = Prefetched(memo)
     job = _Job(fused, hw, cost, refine)
     steps, tasks = _dry_run(job, out)
     if steps is not None:  # the memo held every kernel: that placement is the one
         return steps, out
-    results, out.workers = fork_map(_run_task, tasks, job, jobs)
-    for fresh in results:
-        for key, blob in fresh.items():
-            c = unpack_compiled(blob, hw)
+    with ForkPool(_run_task, job, jobs, len(tasks)) as pool:
+        for task in tasks:
+            pool.submit(task)
+        if meanwhile is not None and pool.parallel:
+            meanwhile()
+        # each task's programs decoded as it comes back, while the workers compile the next
+        unpacked = [[(key, blob, unpack_compiled(blob, hw)) for key, blob in fresh.items()]
+                    for fresh in pool.iter_results()]
+        out.workers = pool.workers
+    for fresh_unpacked in unpacked:  # in task order, whichever worker finished first
+        for key, blob, c in fresh_unpacked:
             if c is not None and key not in out.known:
                 out.put_packed(key, blob, c)
                 out.compiled += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
@@ -40,7 +41,7 @@ from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
 from vta.run.compile_pool import place_parallel
-from vta.run.pool import current_job, default_jobs, fork_map
+from vta.run.pool import ForkPool, current_job, default_jobs
 from vta.run.targets import AccelTarget, Execution, Target
 from vta.sim import SimError
 from vta.sim.energy import Energy, energy_of
@@ -49,7 +50,7 @@ from vta.sim.trace import trace_events
 if TYPE_CHECKING:
     from vta.run.graph_gpu import GpuGraph
 
-__all__ = ["GraphRun", "StepRun", "compile_for", "run_graph",
+__all__ = ["GraphRun", "StepRun", "Reference", "compile_for", "run_graph",
            "graph_summary", "write_graph_trace"]
 
 #: what every graph run is checked against
@@ -60,16 +61,19 @@ AGAINST = "the graph interpreter (numpy)"
 
 
 def compile_for(graph: Graph, target: Target, *, fusion: str = "full",
-                jobs: int | None = None) -> CompiledGraph | GpuGraph:
+                jobs: int | None = None, meanwhile: Callable[[], None] | None = None
+                ) -> CompiledGraph | GpuGraph:
     """``graph`` compiled for ``target`` (module docstring). On the accelerator the kernels
     the target's compile cache lacks are compiled first on ``jobs`` worker processes
     (``vta.run.compile_pool``; default: the idle cores, ``pool.default_jobs``; 1: this
-    process alone), then the graph is compiled from them: the same programs as serially."""
+    process alone), then the graph is compiled from them: the same programs as serially.
+    ``meanwhile``: work for this process while those workers compile (``vta run`` gives the
+    interpreter's run, ``Reference.compute``); not run when nothing is compiled there."""
     if isinstance(target, AccelTarget):
         hw, cost, memo = target.hw, target.cycles, target.memo
         return compile_graph(graph, hw, fusion=fusion, cost=cost, memo=memo,
                              place=lambda fused: place_parallel(fused, hw, cost=cost, memo=memo,
-                                                                jobs=jobs))
+                                                                jobs=jobs, meanwhile=meanwhile))
     return _gpu().compile_gpu(graph, target, fusion)  # type: ignore[no-any-return]
 
 
@@ -171,17 +175,47 @@ def _inputs(graph: Graph, image: np.ndarray | dict[str, np.ndarray]) -> dict[Val
     return {graph.inputs[0]: np.asarray(image)}
 
 
-def _reference(graph: Graph, image: np.ndarray | dict[str, np.ndarray]
-               ) -> tuple[dict[Value, np.ndarray], dict[Value, np.ndarray], float]:
-    """The host's values to start from (the inputs and the constants), the interpreter's
-    value of every tensor, and how long the interpreter took."""
-    host = _inputs(graph, image)
-    t0 = time.perf_counter()
-    ref = interp.run_graph(graph, host)
-    t_ref = time.perf_counter() - t0
-    for v in graph.constants():
-        host[v] = v.data  # type: ignore[assignment]
-    return host, ref, t_ref
+class Reference:
+    """The graph interpreter's run of ``graph`` on one input (what every tensor is checked
+    against, ``AGAINST``), computed once: all at once (``compute``; ``vta run`` computes it
+    while the workers compile, ``vta.run.compile_pool``), or a node at a time (``steps``) while
+    the kernels whose inputs it has computed are simulated. ``host``: the values to start from
+    (the inputs, then the constants); ``values``: every tensor's; ``seconds``: the
+    interpreter's own time (not what its caller did between two nodes)."""
+
+    def __init__(self, graph: Graph, image: np.ndarray | dict[str, np.ndarray]) -> None:
+        self.graph = graph
+        self.host = _inputs(graph, image)
+        self.values: dict[Value, np.ndarray] = {}
+        self.seconds = 0.0
+        self.done = False
+        self._run: Iterator[dict[Value, np.ndarray]] | None = None
+
+    def steps(self) -> Iterator[dict[Value, np.ndarray]]:
+        """The values so far, after the inputs and constants and again after each node (once,
+        complete, when they are computed already)."""
+        if self._run is None and not self.done:
+            self._run = interp.iter_graph(self.graph, self.host)
+        while not self.done:
+            assert self._run is not None
+            t0 = time.perf_counter()
+            try:
+                self.values = next(self._run)
+            except StopIteration:
+                self.done = True
+                self._run = None
+                for v in self.graph.constants():
+                    self.host[v] = v.data  # type: ignore[assignment]
+            finally:
+                self.seconds += time.perf_counter() - t0
+            if not self.done:
+                yield self.values
+        yield self.values
+
+    def compute(self) -> None:
+        """Every value, now."""
+        for _ in self.steps():
+            pass
 
 
 def _compare(out: np.ndarray, want: np.ndarray) -> Check:
@@ -190,7 +224,7 @@ def _compare(out: np.ndarray, want: np.ndarray) -> Check:
 
 def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, np.ndarray], *,
               target: Target | None = None, trace_path: str | None = None,
-              jobs: int | None = None) -> GraphRun:
+              jobs: int | None = None, reference: Reference | None = None) -> GraphRun:
     """Run ``compiled`` (``compile_for``) from its input (an array, or arrays by input name)
     to its outputs on ``target`` (default: the target it was compiled for). On the
     accelerator the host packs the inputs, each kernel's linked program runs in order on the
@@ -199,7 +233,10 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     ``trace_path`` writes one timeline for the whole network. The kernels are simulated side
     by side on ``jobs`` worker processes first (default: the idle cores; 1: none), each on the
     inputs the interpreter predicts, and a kernel's simulation is taken from there only
-    when its inputs turn out to be exactly those (``_speculate``): the same run as in order."""
+    when its inputs turn out to be exactly those (``_speculate``): the same run as in order.
+    ``reference``: the interpreter's run on ``image`` (``Reference``, computed or not; by
+    default one is made here); each worker starts on a kernel as soon as the interpreter has
+    computed its inputs."""
     if not isinstance(compiled, CompiledGraph):  # a GpuGraph (vta.run.graph_gpu)
         t_gpu = target if target is not None else compiled.target
         if isinstance(t_gpu, AccelTarget):
@@ -208,19 +245,26 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     t = target if target is not None else AccelTarget(compiled.hw)
     if not isinstance(t, AccelTarget):
         raise VtaError(f"a graph compiled for the accelerator cannot run on {t.name}")
-    r = _run_accel(compiled, image, t, jobs)
+    ref = reference if reference is not None else Reference(compiled.graph, image)
+    r = _run_accel(compiled, ref, t, jobs)
     if trace_path is not None:
         write_graph_trace(r, trace_path)
     return r
 
 
-def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
-               target: AccelTarget, jobs: int | None = None) -> GraphRun:
+def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
+               jobs: int | None = None) -> GraphRun:
     hw = cg.hw
-    host, ref, t_ref = _reference(cg.graph, image)
+    before = reference.seconds  # the interpreter's time so far (beside the compile workers)
     t0 = time.perf_counter()
-    guesses = _speculate(cg, {**host, **ref}, target, jobs)
-    t_sim = time.perf_counter() - t0  # the kernels simulated side by side: their wall time
+    guesses = _speculate(cg, reference, target, jobs)
+    reference.compute()  # (done already unless nothing ran side by side)
+    # the kernels simulated side by side: their wall time, the interpreter's steps between
+    # them included; the interpreter alone (no workers) is its own phase
+    t_sim = time.perf_counter() - t0
+    alone = 0.0 if guesses else reference.seconds - before
+    t_sim -= alone
+    host, ref = reference.host, reference.values
     dram: dict[str, np.ndarray] = {}
     by_at: dict[int, list[Any]] = {}
     for tr in cg.layouts.transforms:
@@ -272,7 +316,8 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
                                 st.reason, host_s))
     transforms(len(cg.steps))
     outputs = {v: host[v] for v in cg.graph.outputs}  # unpacked from DRAM, or the host's
-    return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, t_ref)
+    return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, alone,
+                    {"reference_total_s": reference.seconds})
 
 
 # --------------------------------------------------------------- kernels side by side
@@ -281,56 +326,94 @@ def _run_accel(cg: CompiledGraph, image: np.ndarray | dict[str, np.ndarray],
 _NO_PROGRAM = Program((), (), {})
 
 
-def _speculate(cg: CompiledGraph, values: dict[Value, np.ndarray], target: AccelTarget,
+def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
                jobs: int | None
                ) -> dict[int, tuple[dict[str, np.ndarray], Execution, Energy]]:
-    """Every kernel simulated at once on ``jobs`` worker processes (``vta.run.pool``; default:
-    the idle cores), each on the inputs it would get if every kernel before it computed the
-    interpreter's ``values``: those packed as the plan stores them. By kernel step: those
-    inputs and the execution. ``_run_accel`` still runs the kernels in order, on the DRAM the
-    previous ones left, and takes a kernel's execution from here only when its inputs are
-    those very arrays (else it simulates it there): the run is the serial run, bit for bit,
-    whatever the kernels compute. The workers also work out each kernel's energy (the
-    report's; a function of its program and the bytes it moved). Empty (everything serial)
-    with one job or one kernel."""
+    """Every kernel simulated side by side on ``jobs`` worker processes (``vta.run.pool``;
+    default: the idle cores), each on the inputs it would get if every kernel before it
+    computed the interpreter's values: those packed as the plan stores them. A kernel goes to
+    a worker as soon as ``reference`` has computed its inputs (this process steps the
+    interpreter meanwhile; when it is computed already, most instructions first). By kernel
+    step: those inputs and the execution. ``_run_accel`` still runs the kernels in order, on
+    the DRAM the previous ones left, and takes a kernel's execution from here only when its
+    inputs are those very arrays (else it simulates it there): the run is the serial run, bit
+    for bit, whatever the kernels compute. The workers also work out each kernel's energy
+    (the report's; a function of its program and the bytes it moved). Empty (everything
+    serial) with one job or one kernel."""
     kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
-    if len(kernels) < 2 or (jobs if jobs is not None else default_jobs()) < 2:
+    workers = jobs if jobs is not None else default_jobs()
+    if len(kernels) < 2 or workers < 2:
         return {}
     tensors = {t.name: t for t in cg.layouts.tensors}
     packed: dict[str, np.ndarray] = {}
     given: dict[int, dict[str, np.ndarray]] = {}
-    for k in kernels:
-        st, prog = cg.steps[k], cg.programs[k]
-        assert isinstance(st, Kernel) and prog is not None
-        inputs: dict[str, np.ndarray] | None = {}
-        for a in prog.inputs:
-            const = const_name(a.name)
-            t = tensors.get(a.name)
-            if const is not None:
-                inputs[a.name] = st.consts[const]  # type: ignore[index]
-            elif t is not None and t.value in values:
-                if a.name not in packed:
-                    packed[a.name] = pack(values[t.value], t.value.type, t.layout, cg.hw)
-                inputs[a.name] = packed[a.name]  # type: ignore[index]
-            else:
-                inputs = None  # no guess for this one: it runs in order
-                break
-        if inputs is not None:
-            given[k] = inputs
-    steps = sorted(given)
-    done, _ = fork_map(_simulate_step, steps, (cg, target, given), jobs)
-    return {k: (given[k], ex, energy) for k, (ex, energy) in zip(steps, done, strict=True)}
+    pending = list(kernels)
+    order: list[int] = []
+    with ForkPool(_simulate_step, (cg, target), workers, len(kernels)) as pool:
+        for values in reference.steps():
+            ready = []
+            for k in pending:
+                inputs = _guess(cg, k, tensors, values, packed)
+                if inputs is not None:
+                    ready.append(k)
+                    given[k] = inputs
+            if not ready:
+                continue
+            pending = [k for k in pending if k not in given]
+            if reference.done:  # all at once: the longest first
+                ready.sort(key=lambda k: -_program_size(cg, k))
+            for k in ready:
+                order.append(k)
+                st = cg.steps[k]
+                assert isinstance(st, Kernel)
+                # the constants are the job's (inherited), the activations travel
+                pool.submit((k, {n: a for n, a in given[k].items() if const_name(n) is None}))
+        done = pool.results()
+    return {k: (given[k], ex, energy) for k, (ex, energy) in zip(order, done, strict=True)}
 
 
-def _simulate_step(k: int) -> tuple[Execution, Energy]:
-    """A worker's kernel: step ``k`` of the job's graph simulated on its guessed inputs, its
-    result without the program and the DRAM image (``_attached`` puts the program back), and
-    its energy (``graph_summary``'s)."""
-    cg, target, given = current_job()
-    inputs = given[k]
-    ex = target.execute(cg.programs[k], inputs)
-    assert ex.sim is not None  # the accelerator's execution carries its simulation
+def _program_size(cg: CompiledGraph, k: int) -> int:
+    """Step ``k``'s instructions and micro-ops (how long its simulation takes, roughly)."""
+    prog = cg.programs[k]
+    assert prog is not None
+    return len(prog.instructions) + sum(len(u) for u in prog.uops.values())
+
+
+def _guess(cg: CompiledGraph, k: int, tensors: dict[str, Any], values: dict[Value, np.ndarray],
+           packed: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """Kernel step ``k``'s inputs by allocation name when ``values`` (the interpreter's so far)
+    holds every activation it reads, packed as the plan stores them (``packed`` keeps what
+    was packed, for the next kernels); None otherwise (not yet, or a tensor the interpreter
+    does not name: that kernel runs in order)."""
+    st, prog = cg.steps[k], cg.programs[k]
+    assert isinstance(st, Kernel) and prog is not None
+    inputs: dict[str, np.ndarray] = {}
+    for a in prog.inputs:
+        const = const_name(a.name)
+        t = tensors.get(a.name)
+        if const is not None:
+            inputs[a.name] = st.consts[const]
+        elif t is not None and t.value in values:
+            if a.name not in packed:
+                packed[a.name] = pack(values[t.value], t.value.type, t.layout, cg.hw)
+            inputs[a.name] = packed[a.name]
+        else:
+            return None
+    return inputs
+
+
+def _simulate_step(item: tuple[int, dict[str, np.ndarray]]) -> tuple[Execution, Energy]:
+    """A worker's kernel: step ``k`` of the job's graph simulated on its guessed activations
+    (``item``) and its constants, its result without the program and the DRAM image
+    (``_attached`` puts the program back), and its energy (``graph_summary``'s)."""
+    cg, target = current_job()
+    k, acts = item
     st = cg.steps[k]
+    prog = cg.programs[k]
+    inputs = {a.name: acts[a.name] if a.name in acts else st.consts[const_name(a.name)]
+              for a in prog.inputs}
+    ex = target.execute(prog, inputs)
+    assert ex.sim is not None  # the accelerator's execution carries its simulation
     energy = energy_of(st.program, dict(ex.stats.bytes), cg.hw)
     # an allocation that ends as it began (the weights, the inputs) is not sent back
     changed = {n: a for n, a in ex.outputs.items() if n not in inputs or not _same(a, inputs[n])}
@@ -474,6 +557,7 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                    "scale": hw.energy.scale},
         "compile_s": cg.compile_s, "sim_s": r.seconds_sim, "check_s": r.seconds_check,
         "reference_s": r.seconds_reference,
+        "reference_total_s": r.extra.get("reference_total_s", r.seconds_reference),
         "host_ms": sum(s.host_s for s in r.steps) * 1e3}
 
 

@@ -29,7 +29,7 @@ from vta.graph.passes.fold_pad import fold_pads
 from vta.graph.passes.fuse import fuse, group_nodes
 from vta.graph.passes.split_matmul import split_matmuls
 from vta.run.gpu_targets import CompiledKernel
-from vta.run.graph import GraphRun, StepRun, _compare, _op_name, _reference
+from vta.run.graph import GraphRun, Reference, StepRun, _compare, _op_name
 from vta.run.targets import Target
 
 __all__ = ["GpuGraph", "compile_gpu", "run_gpu", "gpu_summary"]
@@ -136,7 +136,9 @@ def _const_copy(copies: dict[tuple[Value, str], np.ndarray], v: Value, a: np.nda
 
 def run_gpu(gg: GpuGraph, image: np.ndarray | dict[str, np.ndarray], target: Target
              ) -> GraphRun:
-    env, ref, t_ref = _reference(gg.graph, image)
+    reference = Reference(gg.graph, image)
+    reference.compute()
+    env, ref, t_ref = reference.host, reference.values, reference.seconds
     acts = _Activations(env)
     runs: list[StepRun] = []
     t_run = 0.0

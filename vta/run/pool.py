@@ -14,12 +14,12 @@ them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["fork_map", "current_job", "default_jobs"]
+__all__ = ["fork_map", "ForkPool", "current_job", "default_jobs"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,25 +51,109 @@ def current_job() -> Any:
     return _JOB
 
 
-def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | None = None
+def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | None = None, *,
+             costs: Sequence[float] | None = None, meanwhile: Callable[[], None] | None = None
              ) -> tuple[list[R], int]:
     """``[fn(item) for item in items]`` on ``jobs`` worker processes (default: the idle cores,
-    ``default_jobs``),
-    with ``current_job()`` returning ``job`` in them; and how many workers ran (0: this
-    process). ``fn`` must be a module-level function (a pool sends it by name)."""
-    global _JOB
-    _JOB = job
-    try:
-        workers = min(jobs if jobs is not None else default_jobs(), len(items))
-        if workers > 1 and _can_fork():
+    ``default_jobs``), with ``current_job()`` returning ``job`` in them; and how many workers
+    ran (0: this process). ``fn`` must be a module-level function (a pool sends it by name).
+    ``costs`` (one per item, any unit): the items are handed out most costly first, so that a
+    long one does not start last and keep one worker busy alone (the results still come in
+    the items' order). ``meanwhile``: run in this process while the workers work (not at all
+    when the items run here: it is for work that can wait); its errors are raised from here."""
+    order = sorted(range(len(items)), key=lambda i: -costs[i]) if costs is not None \
+        else range(len(items))
+    with ForkPool(fn, job, jobs, len(items)) as pool:
+        for i in order:
+            pool.submit(items[i])
+        if meanwhile is not None and pool.parallel:
+            meanwhile()
+        done = pool.results()
+    out: list[Any] = [None] * len(items)
+    for i, r in zip(order, done, strict=True):
+        out[i] = r
+    return out, pool.workers
+
+
+class ForkPool(Generic[T, R]):
+    """``fn`` over items handed in one at a time (``submit``), on worker processes started by
+    ``fork`` at the first item (module docstring: they inherit ``job`` and this process as it
+    is then), so that later items can be submitted while this process computes them:
+    ``vta.run.graph`` hands each kernel to a worker as soon as the interpreter has computed
+    its inputs. ``results()``:
+    ``fn``'s results in the order submitted. With one job or at most one item expected
+    (``expect``), no ``fork``, in a daemonic process, or when the pool cannot start, breaks
+    or a task fails, every item runs in this process at ``results()`` (the same results; a
+    task's own error raised from there). ``workers``: how many ran (0: this process)."""
+
+    def __init__(self, fn: Callable[[T], R], job: Any, jobs: int | None = None,
+                 expect: int | None = None) -> None:
+        self.fn, self.job = fn, job
+        want = jobs if jobs is not None else default_jobs()
+        self.want = min(want, expect) if expect is not None else want
+        self.items: list[T] = []
+        self.futures: list[Future[R]] | None = None
+        self.workers = 0
+        self._pool: Executor | None = None
+
+    def __enter__(self) -> ForkPool[T, R]:
+        global _JOB
+        _JOB = self.job
+        if self.want > 1 and _can_fork():
             try:
-                with _pool(workers) as pool:
-                    return list(pool.map(fn, items)), workers
-            except Exception:  # no processes here, a broken pool, or an error in a task:
-                pass  # the items run in this process (a task's own error is raised again)
-        return [fn(item) for item in items], 0
-    finally:
+                self._pool = _pool(self.want)  # its processes fork at the first item
+                self.futures = []
+            except Exception:  # no processes here: the items run in this process
+                self._close()
+        return self
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the items go to worker processes (so far)."""
+        return self._pool is not None and self.futures is not None
+
+    def submit(self, item: T) -> None:
+        """Hand ``item`` to a worker (or keep it for this process)."""
+        self.items.append(item)
+        if self._pool is not None and self.futures is not None:
+            try:
+                self.futures.append(self._pool.submit(self.fn, item))
+            except Exception:  # a broken pool: everything runs here at ``results``
+                self.futures = None
+
+    def results(self) -> list[R]:
+        """``fn`` of every item submitted, in that order."""
+        return list(self.iter_results())
+
+    def iter_results(self) -> Iterator[R]:
+        """``fn`` of every item submitted, in that order, each as soon as it and those before
+        it are done (the caller can work on one while the workers compute the next). When the
+        pool breaks or a task fails, the items from there on run in this process."""
+        n = 0
+        if self.futures is not None:
+            try:
+                for f in self.futures:
+                    r = f.result()
+                    n += 1
+                    yield r
+                self.workers = min(self.want, len(self.futures))
+                return
+            except Exception:  # a broken pool or an error in a task: the rest run here (a
+                pass  # task's own error is raised again)
+            finally:
+                self._close()
+        for item in self.items[n:]:
+            yield self.fn(item)
+
+    def __exit__(self, *exc: object) -> None:
+        global _JOB
+        self._close()
         _JOB = None
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
 def _can_fork() -> bool:

@@ -83,8 +83,18 @@ def seconds_line(s: dict[str, Any]) -> str:
     parts = [("startup", "startup_s"), ("graph", "graph_s"), ("compile", "compile_s"),
              ("simulate", "sim_s"), ("check", "check_s"), ("interpreter", "reference_s"),
              ("other", "other_s")]
-    text = "  ".join(f"{name} {s[k]:.2f} s" for name, k in parts if k in s)
+    text = "  ".join(f"{name} {s[k]:.2f} s" + _beside(s, k) for name, k in parts if k in s)
     return f"{text}  (wall {s['wall_s']:.2f} s)" if "wall_s" in s else text
+
+
+def _beside(s: dict[str, Any], key: str) -> str:
+    """For the interpreter: the part of its time spent while worker processes compiled or
+    simulated (``reference_total_s`` less ``reference_s``: inside those phases' wall time,
+    not added to it), when there is one."""
+    if key != "reference_s" or "reference_total_s" not in s:
+        return ""
+    beside = s["reference_total_s"] - s["reference_s"]
+    return f" (+{beside:.2f} s beside the workers)" if beside >= 0.005 else ""
 
 
 def energy_line(e: dict[str, Any], what: str) -> str:

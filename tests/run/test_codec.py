@@ -1,0 +1,80 @@
+"""``vta.run.codec``: a compiled kernel as bytes. The words made with numpy (``encode_words``,
+``encode_uop_words``) are ``isa.encoding``'s, bit for bit, on every shipped config's layout;
+a program with a value that does not fit its field is not packed (None), as ``encode``
+refuses it, and never comes back as another program."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vta.compiler.accel import driver
+from vta.compiler.ops.workloads import resolve
+from vta.config import HwConfig
+from vta.errors import IsaError
+from vta.isa.encoding import encode_program, encode_uops
+from vta.run.codec import encode_uop_words, encode_words, pack_compiled, unpack_compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def compiled() -> tuple[driver.Compiled, HwConfig]:
+    hw = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
+    w = resolve("resnet18:C11", [], height=7, in_channels=64, out_channels=64)
+    return driver.compile_workload(w, hw), hw
+
+
+def test_the_words_are_encodings_on_every_config(
+        compiled: tuple[driver.Compiled, HwConfig]) -> None:
+    """LOAD, GEMM, ALU (a negative immediate: the signed field), STORE and FINISH words equal
+    ``encode_program``'s on each shipped config's widths, micro-ops ``encode_uops``'."""
+    c, _ = compiled
+    insns = c.program.instructions
+    assert any(getattr(i, "imm", 0) < 0 for i in insns)  # the signed field is exercised
+    for path in sorted((ROOT / "hwconfigs").glob("*.yaml")):
+        hw = HwConfig.load(path)
+        try:
+            want = encode_program(insns, hw)
+        except IsaError:
+            continue  # a field that does not fit this config's widths: refused below
+        got = encode_words(insns, hw)
+        assert got is not None and np.array_equal(got, want), path.name
+        for name, u in c.program.uops.items():
+            assert np.array_equal(encode_uop_words(u, hw), encode_uops(u, hw)), name
+
+
+def test_a_round_trip_gives_the_program(compiled: tuple[driver.Compiled, HwConfig]) -> None:
+    c, hw = compiled
+    blob = pack_compiled(c, hw)
+    assert blob is not None
+    back = unpack_compiled(blob, hw)
+    assert back.program == c.program and back.schedule == c.schedule
+
+
+def test_a_value_out_of_its_field_is_not_packed(
+        compiled: tuple[driver.Compiled, HwConfig]) -> None:
+    """An SRAM base, an immediate or a micro-op index one past its field: ``encode`` refuses
+    the instruction and the codec packs nothing (the masked word would decode to another)."""
+    c, hw = compiled
+    prog = c.program
+    i = next(k for k, x in enumerate(prog.instructions) if hasattr(x, "sram_base"))
+    j = next(k for k, x in enumerate(prog.instructions) if hasattr(x, "imm"))
+    for k, change in ((i, {"sram_base": 1 << 16}), (j, {"imm": 1 << 15}),
+                      (j, {"imm": -(1 << 15) - 1})):
+        bad = list(prog.instructions)
+        bad[k] = replace(bad[k], **change)
+        with pytest.raises(IsaError):
+            encode_program(bad, hw)
+        broken = replace(c, result=replace(c.result, program=replace(
+            prog, instructions=tuple(bad))))
+        assert pack_compiled(broken, hw) is None
+    name, uops = next(iter(prog.uops.items()))
+    wide = (replace(uops[0], dst=1 << hw.isa.acc_idx), *uops[1:])
+    assert encode_uop_words(wide, hw) is None
+    broken = replace(c, result=replace(c.result, program=replace(
+        prog, uops={**prog.uops, name: wide})))
+    assert pack_compiled(broken, hw) is None
