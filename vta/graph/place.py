@@ -47,6 +47,7 @@ from vta.compiler.ops.chain import (
     add_stage,
     bias_stage,
     channel_requant_stage,
+    channel_terms,
     clip_stage,
     even_round_stage,
     exact_requant_stage,
@@ -56,6 +57,7 @@ from vta.compiler.ops.chain import (
     round_clip_stage,
     scaled_operand,
     shift_add_add_stage,
+    shift_add_channel_stage,
     shift_add_requant_stage,
 )
 from vta.compiler.ops.conv2d import Conv2dSpec
@@ -170,6 +172,15 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
             values.append(n.mults)
             stages.append(("requant_f32", (len(operands) - 1, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize) and n.shift_add and n.mults is not None:
+            first = len(operands)  # per channel: the Horner's shifts as channel operands
+            for k, d in enumerate(_channel_shifts(n)):
+                operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+                values.append(Value(f"{n.output.name}_sa{k}",
+                                    TensorType(d.shape, "int32", "C"), d))
+            pre, post = split_shift(n.shift)
+            stages.append(("requant_ch_sa", (tuple(range(first, len(operands))), pre, post,
+                                             n.zero, n.lo, n.hi)))
         elif isinstance(n, Requantize) and n.mults is not None:
             operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
             values.append(n.mults)
@@ -235,6 +246,8 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
         elif kind == "round_even":
             shift, zero, lo, hi = p
             out.append(even_round_stage(shift, lo, hi, zero=zero))
+        elif kind == "requant_ch_sa":
+            out.append(shift_add_channel_stage(*p))
         elif kind == "requant_sa":
             mult, pre, post, zero, lo, hi = p
             out.append(shift_add_requant_stage(mult, pre, post, lo, hi, zero=zero))
@@ -264,6 +277,21 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(EwStage("scale", lambda x, m=m, z=z: _mul(x + (-z) if z else x, m),
                                label=f"scale({m})" if not z else f"scale({m},zero={z})"))
     return Chain(tuple(out), tuple(operands)), values
+
+
+def _channel_shifts(n: Requantize) -> list[np.ndarray]:
+    """The channel operands of ``n``'s per-channel multipliers by shifts and adds
+    (``ops.chain.shift_add_channel_stage``): per Horner step, each channel's shift of
+    ``channel_terms(mults - 1)``, negated (SHR left); a ``HostFallback`` naming the channel
+    where no such form fits the SHR's amount."""
+    assert n.mults is not None and n.mults.data is not None
+    m = [int(v) - 1 for v in n.mults.data]
+    try:
+        terms = channel_terms(m, f"requantize {n.output.name}")
+    except VtaError as e:
+        raise HostFallback(str(e)) from None
+    shifts = np.array(terms, dtype=np.int64)
+    return [(-shifts[:, k]).astype(np.int32) for k in range(shifts.shape[1])]
 
 
 def _offset_stage(stages: list[tuple[str, tuple[Any, ...]]], c: int) -> None:
@@ -332,7 +360,7 @@ def _scaled(name: str, mult: int, zero: int) -> ChainOperand:
 def _clip(stages: list[tuple[str, tuple[Any, ...]]], lo: int, hi: int) -> None:
     """Append ``clip(lo, hi)``, or narrow the clip the previous stage ends with."""
     if stages and stages[-1][0] in ("requant", "requant_f32", "round", "round_even",
-                                    "requant_sa", "clip"):
+                                    "requant_sa", "requant_ch_sa", "clip"):
         kind, p = stages[-1]
         plo, phi = p[-2], p[-1]
         nlo, nhi = max(plo, lo), min(phi, hi)

@@ -203,16 +203,14 @@ SHIFT_ADD = "shift-add"
 
 
 def shift_add_multipliers(graph: Graph) -> Graph:
-    """``graph`` with every per-tensor requantization multiplier that is not a power of two
-    (requantize, add, global average pool: ``needs_mul`` less the per-channel ones) marked
+    """``graph`` with every requantization multiplier that is not a power of two, and every
+    per-channel one (requantize, add, global average pool: ``needs_mul``), marked
     ``shift_add``: computed by shifts and adds of a scratch tile (``ops.chain.mac``) instead of
     ALU MUL. The graph's arithmetic (and so its bits) is unchanged: the fixed-point multiplier
     (``fixed_point``, what ``pynq_mul`` runs), itself the approximation of ONNX Runtime's
     float32 scales (``SHIFT_ADD``, ``vta run --approx shift-add``). Per-channel multipliers
-    stay unmarked (a channel operand's multiplier has no shift-and-add form here: still
-    refused on such an ALU)."""
-    marked = {id(node) for node, _, _, _ in needs_mul(graph)
-              if not (isinstance(node, Requantize) and node.mults is not None)}
+    are shifts by channel operands (``ops.chain.shift_add_channel_stage``)."""
+    marked = {id(node) for node, _, _, _ in needs_mul(graph)}
     if not marked:
         return graph
 

@@ -32,7 +32,8 @@ value; the GPU inlines ``fn``, which is ``join`` of ``side`` of 0 (one statement
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,8 @@ __all__ = ["ChainOperand", "EwStage", "Chain", "TENSOR", "CHANNEL", "POSITION", 
            "ew", "requant_stage", "channel_requant_stage", "exact_requant_stage",
            "round_clip_stage", "rounding", "clip_stage", "add_stage", "bias_stage",
            "scaled_operand", "even_round_stage", "even_rounding", "EVEN_ROUND_MAX_SHIFT", "mac",
-           "shift_add_requant_stage", "shift_add_add_stage", "offset_stage"]
+           "shift_add_requant_stage", "shift_add_add_stage", "offset_stage", "channel_terms",
+           "shift_add_channel_stage", "CHANNEL_SHIFT_MAX"]
 
 TENSOR, CHANNEL, POSITION, TABLE = "tensor", "channel", "position", "table"
 #: every operand kind (module docstring)
@@ -285,6 +287,61 @@ def shift_add_add_stage(mult: int, mult_o: int, operand: int | None,
     reads = () if operand is None else (operand,)
     return EwStage(name, _fn(side, join), reads, label=f"madd_sa({mult},{mult_o})",
                    side=side, join=join)
+
+
+#: the largest left shift a register SHR does (its amount is 5 bits signed: -16..15 on VTA)
+CHANNEL_SHIFT_MAX = 16
+
+
+def channel_terms(mults: Sequence[int], what: str = "requantize") -> list[list[int]]:
+    """Per channel, ``mults[c]`` (>= 0) as exactly ``P`` powers of two ``2**e_1 + ... +
+    2**e_P``, ``e`` non-increasing (``P`` the largest bit count; a channel with fewer bits
+    splits its lowest term ``2**e`` into two of ``2**(e-1)``), given as the Horner's shifts of
+    ``shift_add_channel_stage``: the gaps ``e_1 - e_2, ..., e_{P-1} - e_P``, then ``e_P``. A
+    ``CompileError`` naming ``what`` and the channel when one cannot (a value below ``P``, or a
+    shift beyond ``CHANNEL_SHIFT_MAX``)."""
+    bits = [[b for b in range(m.bit_length() - 1, -1, -1) if m >> b & 1] for m in mults]
+    p = max((len(b) for b in bits), default=0)
+    out = []
+    for c, e in enumerate(bits):
+        e = list(e)
+        while 0 < len(e) < p:
+            k = max((i for i, v in enumerate(e) if v >= 1), default=None)
+            if k is None:
+                break
+            e[k:k + 1] = [e[k] - 1, e[k] - 1]
+        shifts = [a - b for a, b in itertools.pairwise(e)] + e[-1:]
+        if len(e) != p or any(g > CHANNEL_SHIFT_MAX for g in shifts):
+            raise CompileError(f"{what}: channel {c}'s multiplier {mults[c]} has no "
+                               f"{p}-term shift-and-add form with shifts up to "
+                               f"{CHANNEL_SHIFT_MAX} (one register SHR each)")
+        out.append(shifts)
+    return out
+
+
+def shift_add_channel_stage(operands: tuple[int, ...], pre: int, post: int, zero: int, lo: int,
+                            hi: int, name: str = "requant_ch_sa") -> EwStage:
+    """``clip(rounding(x * m, pre, post) + zero, lo, hi)`` with ``m`` per channel, by shifts and
+    adds: ``x + h`` where ``h = x * (m - 1)`` is Horner's rule over ``channel_terms(m - 1)``
+    (``P`` terms): ``h = x; h = (h << g_i) + x`` for each gap ``g_i``, then ``h << e_P``. The
+    ``P`` channel operands ``operands`` hold ``-g_1 .. -g_{P-1}, -e_P`` per channel; a left
+    shift by a register is VTA's SHR by the negative amount the register holds (``x << (0 -
+    d)``, which instruction selection reads as ``x >> d``)."""
+    if not operands:
+        raise CompileError("shift-and-add per-channel requantize: no shift operands")
+
+    def side(c: E.Expr, x: E.Expr, *d: E.Expr) -> E.Expr:
+        h = c + x
+        for g in d[:-1]:
+            h = (h << (0 - g)) + x
+        return h << (0 - d[-1])
+
+    def join(x: E.Expr, *rest: E.Expr) -> E.Expr:
+        return E.min_(E.max_(_offset(rounding(x + rest[-1], pre, post), zero), lo), hi)
+
+    return EwStage(name, _fn(side, join), operands, side=side, join=join,
+                   label=f"requant_ch_sa({len(operands)},{pre},{post},{lo},{hi}"
+                         f"{_zeros_label(0, zero)})")
 
 
 def offset_stage(c: int, name: str = "offset") -> EwStage:
