@@ -31,6 +31,7 @@ from vta.compiler.ops.chain import (
 from vta.config import HwConfig
 from vta.errors import CompileError, GraphError
 from vta.float_scale import rne_shift
+from vta.gpu.nvcc import compile_ptx_batch, find_nvcc
 from vta.graph.builder import GraphBuilder
 from vta.graph.compile import compile_graph
 from vta.graph.ir import Add, Graph, Requantize
@@ -145,6 +146,16 @@ def test_add_even_on_stock_pynq_ties_everywhere() -> None:
     assert np.array_equal(r.outputs[g.outputs[0]].astype(np.int64),
                           np.clip(np.rint(s / 2), -128, 127))
     assert run_graph(compile_for(g, CudaEmuTarget()), inputs).passed
+
+
+def test_even_kernels_compile_with_nvcc() -> None:
+    """The GPU kernels of both graphs (the even stage inlined) compile to PTX."""
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not installed: the kernels cannot be compiled to PTX")
+    sources = [k.source for g in (_conv_graph(2.0**-9), _add_graph())
+               for k, _ in filter(None, compile_for(g, CudaEmuTarget()).kernels)]
+    assert sources and any("max(" in s for s in sources)
+    compile_ptx_batch(sources, "sm_80")
 
 
 def test_half_even_costs_cycles_over_half_up() -> None:

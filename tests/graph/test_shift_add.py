@@ -27,13 +27,15 @@ from vta.cli import main  # noqa: E402
 from vta.compiler.ir import expr as E  # noqa: E402
 from vta.compiler.ops.chain import CHANNEL_SHIFT_MAX, channel_terms, mac  # noqa: E402
 from vta.errors import CompileError, GraphError  # noqa: E402
+from vta.gpu.nvcc import compile_ptx_batch, find_nvcc  # noqa: E402
 from vta.graph.compile import compile_graph  # noqa: E402
 from vta.graph.ir import Add, GlobalAvgPool, Requantize  # noqa: E402
 from vta.graph.onnx_import import load_onnx  # noqa: E402
 from vta.graph.onnx_ort import Format, quantize, small_cnn  # noqa: E402
 from vta.graph.place import Kernel  # noqa: E402
 from vta.graph.quant import quantize_linear, shift_add_multipliers  # noqa: E402
-from vta.run.graph import run_graph  # noqa: E402
+from vta.run.graph import compile_for, run_graph  # noqa: E402
+from vta.run.targets import CudaEmuTarget  # noqa: E402
 
 from .conftest import ROOT, hw  # noqa: E402
 
@@ -99,6 +101,19 @@ def test_shift_add_runs_an_asymmetric_per_channel_model_on_pynq(a8_per_channel: 
     mul = run_graph(compile_graph(g, hw("pynq_mul"), refine=1), feed)
     assert all(np.array_equal(r.outputs[o], mul.outputs[o]) for o in sa.outputs)
     assert r.cycles > mul.cycles  # shifts and adds cost more ALU instructions than MUL
+
+
+def test_shift_add_on_the_gpu_path(a8_per_channel: object) -> None:
+    """The GPU kernels inline the same stages (Horner's rule in the output stage): the SIMT
+    emulator gives the interpreter's bits, and nvcc compiles every kernel (PTX)."""
+    sa = shift_add_multipliers(load_onnx(a8_per_channel))
+    v = sa.inputs[0]
+    x = np.random.default_rng(7).standard_normal(v.type.shape).astype(np.float32)
+    cg = compile_for(sa, CudaEmuTarget())
+    assert run_graph(cg, {v.name: quantize_linear(x, v.type.scale or 1.0, v.type.zero)}).passed
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not installed: the kernels cannot be compiled to PTX")
+    compile_ptx_batch([k.source for k, _ in filter(None, cg.kernels)], "sm_80")
 
 
 @pytest.fixture(scope="module")
