@@ -476,7 +476,8 @@ def main() -> int:
         if not a.stock_only:
             results.setdefault("commands", {})[name] = "python " + " ".join(
                 [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
-        results.setdefault("inputs_per_model", {})[name] = a.inputs
+        results.setdefault("stock_inputs_per_model" if a.stock_only else "inputs_per_model",
+                           {})[name] = a.inputs
         if name == "mobilenet_v2":
             results["mobilenet_size"] = a.mobilenet_size
         if name == "resnet18":
