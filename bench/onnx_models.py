@@ -16,8 +16,13 @@ weights), calibrated on 8 seeded inputs:
 * ``as written e2e`` (``ort_exact_as_written``): the exact import against ORT's graph as
   written (``ORT_DISABLE_ALL``: a QDQ model's float Conv, the saturating U8S8 kernels on x64
   without VNNI) where that is not the reference; ``host_cpu`` in the JSON names the CPU;
-* ``pynq``: VTA's stock ALU (MIN, MAX, ADD, SHR: no multiply) compiles the graph (cycles) or
-  refuses it (a multiplier that is not a power of two needs ALU MUL);
+* ``pynq shift-add``: VTA's stock ALU (MIN, MAX, ADD, SHR: no multiply) runs the fixed-point
+  import with every multiplier that is not a power of two computed by shifts and adds
+  (``quant.shift_add_multipliers``, ``vta run --approx shift-add``: Horner's rule on a scratch
+  accumulator tile; per-channel multipliers by register shifts): cycles of one simulated run,
+  checked bit-exact against the interpreter, so its agreement with ORT is the ``fixed e2e`` and
+  ``per-op`` columns' (ORT's float32 scales approximated by fixed-point multipliers; a
+  power-of-two ratio rounds half to even, as ORT does);
 * ``pynq_mul``: pynq with ALU MUL (the fixed-point requantization variant): cycles of one
   simulated run from the input to the outputs, every stored tensor checked bit-exact against
   the graph interpreter (the interpreter's tensors are the ones compared with ORT);
@@ -63,7 +68,8 @@ within the time a shared 2-core machine gives.
     python bench/onnx_models.py [--models small_cnn,mlp,resnet18,mobilenet_v2,bert_tiny,
                                           bert_tiny_qop]
                                 [--inputs 20] [--resnet-size 32] [--mobilenet-size 32]
-                                [--no-sim] [--exact-only] [--formats QDQ/a8/per-tensor,...]
+                                [--no-sim] [--exact-only] [--stock-only]
+                                [--formats QDQ/a8/per-tensor,...]
 
 Prints one table per model and writes its rows into bench/results/onnx_models.json (the
 other models' rows already there are kept). Exit status 1 if a simulated run differs from
@@ -115,7 +121,7 @@ from vta.graph.onnx_ort import (  # noqa: E402
     resnet18,
     run_fed,
 )
-from vta.graph.quant import quantize_linear  # noqa: E402
+from vta.graph.quant import SHIFT_ADD, quantize_linear, shift_add_multipliers  # noqa: E402
 from vta.run.graph import run_graph  # noqa: E402
 
 
@@ -194,6 +200,18 @@ class _Tally:
                 "differs": differs}
 
 
+def on_stock(g: Any, simulate: bool) -> dict[str, Any]:
+    """``on_hw`` on stock ``pynq`` of ``g`` with its multipliers that are not powers of two
+    by shifts and adds (``quant.shift_add_multipliers``, ``vta run --approx shift-add``: the
+    same bits as the fixed-point import, so its agreement with ORT is the row's ``e2e`` and
+    ``per_op``); ``approx`` names the approximation when one was needed, and ``marked``
+    counts the nodes."""
+    sa = shift_add_multipliers(g)
+    marked = sum(bool(getattr(n, "shift_add", False)) for n in sa.nodes)
+    return {**on_hw(sa, "pynq", simulate), "approx": SHIFT_ADD if marked else None,
+            "marked": marked}
+
+
 def on_hw(g: Any, config: str, simulate: bool) -> dict[str, Any]:
     """Compile (and simulate one input) on ``config``: cycles, or the refusal."""
     hw = HwConfig.load(ROOT / "hwconfigs" / f"{config}.yaml")
@@ -238,9 +256,10 @@ def _judged(agree: list[dict[str, Any]], refs: tuple[OrtReference, ...], q: Any
 
 
 def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False,
-        exact_only: bool = False) -> dict[str, Any]:
+        exact_only: bool = False, stock_only: bool = False) -> dict[str, Any]:
     """One format's row (``pow2``: its scales rounded to powers of two, ``pow2_scales``;
-    ``exact_only``: only the exact import's agreement, no fixed import, no hardware)."""
+    ``exact_only``: only the exact import's agreement, no fixed import, no hardware;
+    ``stock_only``: only the fixed import's agreement and the stock ``pynq`` column)."""
     t0 = time.perf_counter()
     q = quantize_outputs(quantize(fm, fmt, seed=1), fm, fmt, seed=1)  # QOperator BERT's LN
     name = fmt.name
@@ -260,16 +279,21 @@ def row(fmt: Format, fm: Any, inputs: int, simulate: bool, pow2: bool = False,
     except VtaError as e:
         return {"format": name, "accepted": False, "reason": str(e),
                 "seconds": time.perf_counter() - t0}
+    if stock_only:
+        return {"format": name, "accepted": True, **agree, "pynq": on_stock(g, simulate),
+                "macs": g.macs, "seconds_stock": time.perf_counter() - t0}
     g_ort, agree_ort = judge(fm, q, inputs, requant="ort", references=refs)
     out = {"format": name, "accepted": True, **agree,
-           "pynq": on_hw(g, "pynq", simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
+           "pynq": on_stock(g, simulate), "pynq_mul": on_hw(g, "pynq_mul", simulate),
            **_judged(agree_ort, refs, q),
            "pynq_requant": on_hw(g_ort, "pynq_requant", simulate), "macs": g.macs}
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
-def _hw_cell(h: dict[str, Any]) -> str:
+def _hw_cell(h: dict[str, Any] | None) -> str:
+    if h is None:
+        return "-"
     if not h["accepted"]:
         return "refused (MUL)" if "needs ALU MUL" in h["reason"] else "refused"
     if "cycles" not in h:
@@ -299,7 +323,8 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
     exact import's agreement with ORT's reference (``reference_for``), and end to end with
     ORT's graph as written (``ORT_DISABLE_ALL``: a QDQ model's float Conv, a uint8 model's
     saturating U8S8 kernels on x64 without VNNI) where that is another configuration."""
-    head = (f"{'format':26} {'accepted':8} {'pynq':>14} {'pynq_mul':>9} {'fixed e2e':>14} "
+    head = (f"{'format':26} {'accepted':8} {'pynq ' + SHIFT_ADD:>14} {'pynq_mul':>9} "
+            f"{'fixed e2e':>14} "
             f"{'per-op':>14} {'pynq_requant':>12} {'exact e2e':>14} {'exact per-op':>14} "
             f"{'as written e2e':>15}  reference")
     lines = [f"{model}", head]
@@ -307,6 +332,10 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
         if not r["accepted"]:
             why = r["reason"].split(": ", 1)[-1][:70]
             lines.append(f"{r['format']:26} {'no':8} {why}")
+            continue
+        if "ort_exact" not in r:  # --stock-only, no exact import judged yet
+            lines.append(f"{r['format']:26} {'yes':8} {_hw_cell(r['pynq']):>14} {'-':>9} "
+                         f"{_share(r['e2e']):>14} {_share(r['per_op']):>14}")
             continue
         ex = r["ort_exact"]
         ref = r["reference"].split(" CPU, ", 1)[-1]
@@ -316,14 +345,18 @@ def table(model: str, rows: list[dict[str, Any]]) -> str:
                          f"{_as_written(r):>15}  {ref}")
             continue
         lines.append(f"{r['format']:26} {'yes':8} {_hw_cell(r['pynq']):>14} "
-                     f"{_hw_cell(r['pynq_mul']):>9} {_share(r['e2e']):>14} "
-                     f"{_share(r['per_op']):>14} {_hw_cell(r['pynq_requant']):>12} "
+                     f"{_hw_cell(r.get('pynq_mul')):>9} {_share(r['e2e']):>14} "
+                     f"{_share(r['per_op']):>14} {_hw_cell(r.get('pynq_requant')):>12} "
                      f"{_share(ex['e2e']):>14} {_share(ex['per_op']):>14} "
                      f"{_as_written(r):>15}  {ref}")
     accepted = sum(r["accepted"] for r in rows)
-    exact = sum(r["accepted"] and r["ort_exact"]["e2e"]["share"] == 1.0 for r in rows)
+    exact = sum(r["accepted"] and "ort_exact" in r and r["ort_exact"]["e2e"]["share"] == 1.0
+                for r in rows)
+    stock = sum(r["accepted"] and r.get("pynq", {}).get("passed", False) for r in rows)
     lines.append(f"accepted {accepted} of {len(rows)}; the exact import bit-identical to ORT's "
-                 f"reference end to end in {exact} of {len(rows)}")
+                 f"reference end to end in {exact} of {len(rows)}; stock pynq ran {stock} of "
+                 f"{len(rows)} ({SHIFT_ADD}: the fixed-point multipliers, that column's "
+                 f"agreement, by shifts and adds on an ALU without MUL)")
     return "\n".join(lines)
 
 
@@ -350,7 +383,7 @@ def differs_table(model: str, rows: list[dict[str, Any]]) -> str:
     (where the differences have propagated to), as differing / elements (max diff)."""
     lines = [f"{model}: where the exact import (pynq_requant) differs from ORT"]
     for r in rows:
-        if not r["accepted"] or r["ort_exact"]["e2e"]["share"] == 1.0:
+        if not r["accepted"] or "ort_exact" not in r or r["ort_exact"]["e2e"]["share"] == 1.0:
             continue
         lines.append(f"  {r['format']}")
         for how in ("per_op", "e2e"):
@@ -400,6 +433,11 @@ def main() -> int:
                     help="only the requantize variant's import judged by ORT (no fixed-point "
                          "import, no compile, no arithmetic table): the exactness figures of a "
                          "large model on the issue's input count")
+    ap.add_argument("--stock-only", action="store_true",
+                    help="only the fixed-point import judged by ORT and the stock pynq column "
+                         "(shift-add), merged into the model's rows already in --out (their "
+                         "other keys kept): ResNet-18's stock column within the time a "
+                         "shared 2-core machine gives")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "onnx_models.json"))
     a = ap.parse_args()
     builders = {**MODELS, "resnet18": lambda seed: resnet18(seed, size=a.resnet_size),
@@ -423,16 +461,23 @@ def main() -> int:
     ok = True
     for name in a.models.split(","):
         fm = builders[name](0)
-        rows = [row(fmt, fm, a.inputs, not a.no_sim, exact_only=a.exact_only)
-                for fmt in formats]
+        rows = [row(fmt, fm, a.inputs, not a.no_sim, exact_only=a.exact_only,
+                    stock_only=a.stock_only) for fmt in formats]
+        if a.stock_only:  # merged into the rows there (their exact import's keys kept)
+            have = {r["format"]: r for r in results["models"].get(name, [])}
+            rows = [{**have.get(r["format"], {}), **r} for r in rows]
+            results.setdefault("stock_commands", {})[name] = "python " + " ".join(
+                [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
         net = ONNX_NETWORKS.get(name)
         if net is not None and net.pow2:  # the stock-ALU form vta run NAME runs on pynq
             rows.append(row(net.shift_fmt or net.fmt, fm, a.inputs, not a.no_sim, pow2=True,
                             exact_only=a.exact_only))
         results["models"][name] = rows
-        results.setdefault("commands", {})[name] = "python " + " ".join(
-            [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
-        results.setdefault("inputs_per_model", {})[name] = a.inputs
+        if not a.stock_only:
+            results.setdefault("commands", {})[name] = "python " + " ".join(
+                [Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]])
+        results.setdefault("stock_inputs_per_model" if a.stock_only else "inputs_per_model",
+                           {})[name] = a.inputs
         if name == "mobilenet_v2":
             results["mobilenet_size"] = a.mobilenet_size
         if name == "resnet18":
@@ -443,7 +488,9 @@ def main() -> int:
             print(kind_table(name, rows), flush=True)
             print()
             continue
-        if a.exact_only:
+        ok &= all(r.get(hw, {}).get("passed", True)
+                  for hw in ("pynq", "pynq_mul", "pynq_requant") for r in rows if r["accepted"])
+        if a.exact_only or a.stock_only:
             print()
             continue
         q = quantize(fm, Format("QOperator", "s8", False), seed=1)
@@ -451,8 +498,6 @@ def main() -> int:
         results.setdefault("requant_arithmetic", {})[name] = arith
         print(requant_table(name, arith), flush=True)
         print()
-        ok &= all(r[hw].get("passed", True) for hw in ("pynq", "pynq_mul", "pynq_requant")
-                  for r in rows if r["accepted"])
     results["onnxruntime"] = ort_module().__version__
     out.write_text(json.dumps(results, indent=1))
     print(f"wrote {out}")

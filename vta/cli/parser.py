@@ -130,6 +130,11 @@ def _run(sub: Any) -> None:
     run.add_argument("--onnx", metavar="FILE.onnx", default=None,
                      help="run a quantized ONNX model (QLinearConv/QLinearAdd/... or QDQ form; "
                           "needs the onnx extra) as a whole graph")
+    run.add_argument("--approx", choices=("shift-add",), default=None,
+                     help="with --onnx on an accelerator whose ALU has no MUL: run ORT's scale "
+                          "ratios as fixed-point multipliers (what pynq_mul runs) computed by "
+                          "shifts and adds instead of refusing them (more ALU cycles; the "
+                          "agreement with ORT is printed)")
     run.add_argument("--input", metavar="X.npy|IMAGE.png", default=None,
                      help="a whole graph's input: a .npy (float: quantized with the model's "
                           "input scale; int8: as is) or an image (pixels in [0, 1]); default a "

@@ -142,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     _flags_apply(args)
     if _is_graph(args):
         return _run_graph(args)
-    for dest in ("input", "output"):
+    for dest in ("input", "output", "approx"):
         if _given(args, dest):
             raise UsageError(f"{flag(dest)} applies to a whole graph (--onnx FILE or "
                              f"resnet18), not to {args.workload or 'a layer'}")
@@ -190,6 +190,9 @@ def _run_graph(args: argparse.Namespace) -> int:
     if args.epilogue == "none":
         raise UsageError(f"--epilogue none does not apply to {what} (its requantizations are "
                          f"operators of the graph)")
+    if args.approx is not None and args.onnx is None:
+        raise UsageError(f"--approx {args.approx} applies to --onnx FILE, not to {what} (a "
+                         f"built network's stock-ALU form has power-of-two scales)")
     target = _target(args)
     # ORT's own requantize arithmetic where the hardware has its instruction; a GPU computes
     # it in float32 (vta.gpu.requant) and ORT's adds as chain stages or table lookups
@@ -206,6 +209,8 @@ def _run_graph(args: argparse.Namespace) -> int:
                 args.workload, pow2=shifts, seed=args.seed or 0)
         graph = _module("vta.graph.onnx_import").load_onnx(model,
                                                            requant="ort" if exact else "fixed")
+        if args.approx is not None:
+            graph = _shift_add(args, target, graph, exact)
     else:
         net = resolve_network(LAYERS_OF[args.workload], batch=args.batch)
         assert net is not None
@@ -220,6 +225,17 @@ def _run_graph(args: argparse.Namespace) -> int:
             graph = memo.graph(build, batch=batch) if memo is not None else build(batch=batch)
         build_s = time.perf_counter() - t0
         return _run_built(args, target, graph, model, exact, memo, build_s)
+
+
+def _shift_add(args: argparse.Namespace, target: Target, graph: Graph, exact: bool) -> Graph:
+    """``--approx shift-add``: ``graph`` (an ``--onnx`` model's) with its multipliers by shifts
+    and adds (``quant.shift_add_multipliers``); a ``UsageError`` where it does not apply (not
+    an accelerator, an ALU with MUL or ORT's requantize instruction)."""
+    if not isinstance(target, AccelTarget) or exact or "mul" in target.hw.alu.ops:
+        where = target.hw.name if isinstance(target, AccelTarget) else f"--target {args.target}"
+        raise UsageError(f"--approx {args.approx} is for an accelerator whose ALU has no MUL "
+                         f"(and no {REQUANT_F32}); {where} multiplies (run without --approx)")
+    return _module("vta.graph.quant").shift_add_multipliers(graph)  # type: ignore[no-any-return]
 
 
 def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: Any, exact: bool,

@@ -21,6 +21,7 @@ is a ``GraphError`` naming the node.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -144,13 +145,16 @@ class GraphBuilder:
 
     def requantize(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
                    hi: int = INT8_MAX, name: str | None = None,
-                   ratio: float | None = None, zero: int = 0) -> Value:
+                   ratio: float | None = None, zero: int = 0, even: bool = False) -> Value:
         """``x`` (int32, scale ``s``) as int8 of ``scale`` (calibrated when None): the
         fixed-point ``mult / 2**shift ~ s / scale``; the output's scale is the one the pair
         actually gives. ``ratio`` (instead of ``scale``) is the ratio itself, when it is known
         exactly (an imported model's own scales: ``s`` is already the approximation an
         earlier requantization gave, and approximating ``s / scale`` would compound it).
-        ``zero``: the output's zero point, added after the rounding shift."""
+        ``zero``: the output's zero point, added after the rounding shift. ``even``: round
+        half to even (ONNX Runtime's rounding) where the ratio is a power of two (multiplier
+        1: ``Requantize.even``; the ALU rounds so too, ``ops.chain.even_round_stage``); half up
+        otherwise, and by default (the project's own graphs)."""
         s_in = self._scale(x)
         name = name or f"{x.name}_q"
         if ratio is None:
@@ -161,8 +165,11 @@ class GraphBuilder:
             ratio = s_in / scale
         mult, shift = fixed_point(ratio, self.magnitude(x), f"requantize {x.name}")
         self._shift_only(f"requantize {name}", ratio, mult)
+        extra: dict[str, Any] = {"zero": zero} if zero else {}
+        if even and mult == 1:
+            extra["even"] = True
         return self._add_node(Requantize, name, (x,), mult=mult, shift=shift, lo=lo, hi=hi,
-                              **({"zero": zero} if zero else {}))
+                              **extra)
 
     def requantize_exact(self, x: Value, ratios: Sequence[float], scale: float,
                          lo: int = INT8_MIN, hi: int = INT8_MAX, name: str | None = None,
@@ -218,11 +225,14 @@ class GraphBuilder:
 
     def add(self, a: Value, b: Value, scale: float | None = None, lo: int = INT8_MIN,
             hi: int = INT8_MAX, name: str = "add",
-            ratios: tuple[float, float] | None = None, zero: int = 0) -> Value:
+            ratios: tuple[float, float] | None = None, zero: int = 0,
+            even: bool = False) -> Value:
         """``a + b`` rescaled to ``scale`` (calibrated when None); ``ratios``: the two ratios
         of scales when known exactly (``requantize``'s ``ratio``). The operands' zero points
         are subtracted before the multipliers (``zero_a``, ``zero_b``); ``zero`` is the
-        output's."""
+        output's. ``even``: round half to even (ONNX Runtime's rounding, ``Add.even``) where
+        both multipliers are powers of two (the sum then is ORT's float32 sum exactly); half
+        up otherwise."""
         sa, sb = self._scale(a), self._scale(b)
         if scale is None:
             if self._calib is None:
@@ -237,7 +247,10 @@ class GraphBuilder:
         ma, mb, shift = fixed_point_pair((ra, rb), (bound, bound), f"add {name}")
         self._shift_only(f"add {name}", ra, ma)
         self._shift_only(f"add {name}", rb, mb)
-        extra = {k: v for k, v in (("zero_a", za), ("zero_b", zb), ("zero", zero)) if v}
+        extra: dict[str, Any] = {k: v for k, v in (("zero_a", za), ("zero_b", zb),
+                                                   ("zero", zero)) if v}
+        if even and is_pow2(ma) and is_pow2(mb):
+            extra["even"] = True
         return self._add_node(Add, name, (a, b), mult_a=ma, mult_b=mb, shift=shift, lo=lo,
                               hi=hi, scale=scale, **extra)
 
@@ -247,7 +260,7 @@ class GraphBuilder:
 
     def global_avg_pool(self, x: Value, scale: float | None = None, lo: int = INT8_MIN,
                         hi: int = INT8_MAX, name: str = "avgpool",
-                        ratio: float | None = None, zero: int = 0) -> Value:
+                        ratio: float | None = None, zero: int = 0, even: bool = False) -> Value:
         """The mean over each channel's pixels rescaled to ``scale`` (calibrated when None):
         ``sum * mult >> shift`` with ``mult / 2**shift ~ s_x / (H * W * scale)`` (or
         ``ratio``, when known exactly: ``requantize``)."""

@@ -140,8 +140,9 @@ def check_multipliers(graph: Graph, hw: HwConfig) -> None:
     node, what, mult, shift = need[0]
     more = f" (and {len(need) - 1} more)" if len(need) > 1 else ""
     per_channel = isinstance(node, Requantize) and node.mults is not None
-    hint = "" if per_channel else ", or give it power-of-two scale ratios (every " \
-        "requantization a shift)"
+    hint = ("" if per_channel else ", or give it power-of-two scale ratios (every "
+            "requantization a shift)") + ", or multiply by shifts and adds (" \
+        "quant.shift_add_multipliers; vta run --approx shift-add)"
     kind = "per-channel multipliers: a vector multiply by a channel operand" if per_channel \
         else "not a power of two"
     why = "VTA's ALU has no MUL" if hw.stock else "its alu.ops has no mul"

@@ -23,7 +23,7 @@ from vta.graph import ir as G
 from vta.graph.ort_qop import qlinear_average_pool, qlinear_softmax
 from vta.graph.quant import quantize_linear
 from vta.graph.quant_mlas import ort_layer_norm
-from vta.isa.requant import scale_mul
+from vta.isa.requant import rne_shift, scale_mul
 
 __all__ = ["run_graph", "iter_graph", "eval_node", "wrap32", "conv2d_int32", "grouped_conv2d_int32",
            "rounding_shift", "scale_round"]
@@ -103,6 +103,8 @@ def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
     elif node.mults is not None:  # per channel (axis 1)
         m = a[1].astype(np.int64).reshape((1, -1) + (1,) * (a[0].ndim - 2))
         y = rounding_shift(wrap32(a[0].astype(np.int64) * m), node.shift)
+    elif node.even:  # ONNX Runtime's rounding of a power-of-two ratio: half to even
+        y = rne_shift(a[0], node.shift)
     else:
         y = scale_round(a[0], node.mult, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
@@ -123,7 +125,7 @@ def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
     if node.offsets is not None:  # per channel (axis 1)
         c = a[2].astype(np.int64).reshape((1, -1) + (1,) * (t.ndim - 2))
         t = wrap32(t.astype(np.int64) + c)
-    y = rounding_shift(t, node.shift)
+    y = rne_shift(t, node.shift) if node.even else rounding_shift(t, node.shift)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 

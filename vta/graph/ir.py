@@ -231,6 +231,13 @@ class Requantize(_ScaleOperand, Node):
     #: is 1 and ``shift`` 0; the output is ``clip(scale_mul(x, word) + zero, lo, hi)``, what
     #: ORT's QLinearConv / QGemm and ``ALU.REQUANT_F32`` compute
     exact: bool = False
+    #: round half to even (ONNX Runtime's rounding of a power-of-two ratio, ``mult`` 1) instead
+    #: of half up: ``clip(rne(x / 2**shift) + zero, lo, hi)`` (``vta.float_scale.rne_shift``;
+    #: on VTA's ALU ``ops.chain.even_round_stage``)
+    even: bool = False
+    #: its multipliers computed by shifts and adds (``quant.shift_add_multipliers``: an ALU
+    #: without MUL; the same int32 bits as the multiply, more ALU instructions)
+    shift_add: bool = False
 
 
 
@@ -274,6 +281,13 @@ class Add(Node):
     #: tensor that varies along the channels only (a bias), folded into the rounding
     #: (``ort_add.fit_channel_add``: then ``b`` is ``a`` and ``mult_b`` 0); an operand
     offsets: Value | None = None
+    #: round half to even (ONNX Runtime's rounding of a sum whose scale ratios are powers of
+    #: two) instead of half up: ``clip(rne(t / 2**shift) + zero, lo, hi)`` with ``t`` the sum
+    #: (``offset`` 0; ``vta.float_scale.rne_shift``, on VTA's ALU ``ops.chain.even_round_stage``)
+    even: bool = False
+    #: its multipliers computed by shifts and adds (``quant.shift_add_multipliers``: an ALU
+    #: without MUL; the same int32 bits as the multiply, more ALU instructions)
+    shift_add: bool = False
 
     @property
     def inputs(self) -> tuple[Value, ...]:
@@ -314,6 +328,9 @@ class GlobalAvgPool(_ScaleOperand, Node):
     #: hi)`` (``ALU.REQUANT_F32`` after the window sum); an operand, like ``Requantize``'s
     mults: Value | None = None
     exact: bool = False
+    #: its multipliers computed by shifts and adds (``quant.shift_add_multipliers``: an ALU
+    #: without MUL; the same int32 bits as the multiply, more ALU instructions)
+    shift_add: bool = False
 
 
 

@@ -385,7 +385,7 @@ class _Importer:
         if isinstance(ratio, np.ndarray):
             return self.b.requantize_channels(acc, [float(r) for r in ratio], sy, name=name,
                                               zero=zy)
-        return self.b.requantize(acc, ratio=ratio, name=name, zero=zy)
+        return self.b.requantize(acc, ratio=ratio, name=name, zero=zy, even=True)
 
     def _conv(self, x: Value, sx: float, w: np.ndarray, sw: float | np.ndarray,
               bias: np.ndarray,
@@ -733,7 +733,7 @@ class _Importer:
         elif p.kind == "add":
             lhs, rhs = p.inputs
             y = b.add(lhs.value, rhs.value, s, name=out if not p.relu else f"{out}_add",
-                      ratios=(lhs.scale / s, rhs.scale / s), zero=z)
+                      ratios=(lhs.scale / s, rhs.scale / s), zero=z, even=True)
         else:
             (x,) = p.inputs
             y = self._gap(x.value, x.scale, s, out if not p.relu else f"{out}_gap", z,

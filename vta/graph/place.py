@@ -47,12 +47,18 @@ from vta.compiler.ops.chain import (
     add_stage,
     bias_stage,
     channel_requant_stage,
+    channel_terms,
     clip_stage,
+    even_round_stage,
     exact_requant_stage,
     lut2_stage,
+    offset_stage,
     requant_stage,
     round_clip_stage,
     scaled_operand,
+    shift_add_add_stage,
+    shift_add_channel_stage,
+    shift_add_requant_stage,
 )
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.epilogue import Epilogue
@@ -166,17 +172,44 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
             values.append(n.mults)
             stages.append(("requant_f32", (len(operands) - 1, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize) and n.shift_add and n.mults is not None:
+            first = len(operands)  # per channel: the Horner's shifts as channel operands
+            for k, d in enumerate(_channel_shifts(n)):
+                operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+                values.append(Value(f"{n.output.name}_sa{k}",
+                                    TensorType(d.shape, "int32", "C"), d))
+            pre, post = split_shift(n.shift)
+            stages.append(("requant_ch_sa", (tuple(range(first, len(operands))), pre, post,
+                                             n.zero, n.lo, n.hi)))
         elif isinstance(n, Requantize) and n.mults is not None:
             operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
             values.append(n.mults)
             pre, post = split_shift(n.shift)
             stages.append(("requant_ch", (len(operands) - 1, pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize) and n.shift_add:  # no ALU MUL: shifts and adds
+            pre, post = split_shift(n.shift)
+            stages.append(("requant_sa", (n.mult, pre, post, n.zero, n.lo, n.hi)))
+        elif isinstance(n, Requantize) and n.even:
+            stages.append(("round_even", (n.shift, n.zero, n.lo, n.hi)))
         elif isinstance(n, Requantize):
             pre, post = split_shift(n.shift)
             stages.append(("requant", (n.mult, pre, post, 0, n.zero, n.lo, n.hi)))
         elif isinstance(n, (Relu, Clip)):
             lo, hi = (0, INT8_MAX) if isinstance(n, Relu) else (n.lo, n.hi)
             _clip(stages, lo, hi)
+        elif isinstance(n, Add) and n.shift_add:  # no ALU MUL: shifts and adds
+            if n.a is cur and n.b is cur:
+                _offset_stage(stages, -n.zero_a)
+                stages.append(("add_sa", (n.mult_a + n.mult_b, 0, None)))
+            else:
+                mine, z_mine, other, m_other, z_other = \
+                    (n.mult_a, n.zero_a, n.b, n.mult_b, n.zero_b) if n.a is cur else \
+                    (n.mult_b, n.zero_b, n.a, n.mult_a, n.zero_a)
+                operands.append(scaled_operand(f"opnd{len(operands)}", 1, z_other))
+                values.append(other)
+                _offset_stage(stages, -z_mine)
+                stages.append(("add_sa", (mine, m_other, len(operands) - 1)))
+            _add_rounding(stages, operands, values, n)
         elif isinstance(n, Add):
             if n.a is cur and n.b is cur:
                 stages.append(("scale", (n.mult_a + n.mult_b, n.zero_a)))
@@ -187,15 +220,7 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
                 operands.append(_scaled(f"opnd{len(operands)}", m_other, z_other))
                 values.append(other)
                 stages.append(("add", (mine, len(operands) - 1, z_mine)))
-            if n.offsets is not None:  # a constant per channel (a bias: ort_add.ChannelForm)
-                operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
-                values.append(n.offsets)
-                stages.append(("chan", (len(operands) - 1,)))
-            pre, post = split_shift(n.shift)
-            if n.offset:  # ORT's rounding (``ort_add``): the offset joins the rounding ADD
-                stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
-            else:
-                stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
+            _add_rounding(stages, operands, values, n)
         elif isinstance(n, Lut2):  # a table (the GPU's chains; the accelerator refuses it)
             operands.append(ChainOperand(f"opnd{len(operands)}", TABLE))
             values.append(n.table)
@@ -218,6 +243,18 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
             out.append(channel_requant_stage(*p))
         elif kind == "requant_f32":
             out.append(exact_requant_stage(*p))
+        elif kind == "round_even":
+            shift, zero, lo, hi = p
+            out.append(even_round_stage(shift, lo, hi, zero=zero))
+        elif kind == "requant_ch_sa":
+            out.append(shift_add_channel_stage(*p))
+        elif kind == "requant_sa":
+            mult, pre, post, zero, lo, hi = p
+            out.append(shift_add_requant_stage(mult, pre, post, lo, hi, zero=zero))
+        elif kind == "add_sa":
+            out.append(shift_add_add_stage(*p))
+        elif kind == "offset":
+            out.append(offset_stage(p[0]))
         elif kind == "round":
             pre, post, zero, lo, hi = p
             out.append(round_clip_stage(pre, post, lo, hi, zero=zero))
@@ -242,6 +279,44 @@ def chain_of(nodes: tuple[Node, ...], running: Value) -> tuple[Chain, list[Value
     return Chain(tuple(out), tuple(operands)), values
 
 
+def _channel_shifts(n: Requantize) -> list[np.ndarray]:
+    """The channel operands of ``n``'s per-channel multipliers by shifts and adds
+    (``ops.chain.shift_add_channel_stage``): per Horner step, each channel's shift of
+    ``channel_terms(mults - 1)``, negated (SHR left); a ``HostFallback`` naming the channel
+    where no such form fits the SHR's amount."""
+    assert n.mults is not None and n.mults.data is not None
+    m = [int(v) - 1 for v in n.mults.data]
+    try:
+        terms = channel_terms(m, f"requantize {n.output.name}")
+    except VtaError as e:
+        raise HostFallback(str(e)) from None
+    shifts = np.array(terms, dtype=np.int64)
+    return [(-shifts[:, k]).astype(np.int32) for k in range(shifts.shape[1])]
+
+
+def _offset_stage(stages: list[tuple[str, tuple[Any, ...]]], c: int) -> None:
+    """Append ``x + c`` (nothing for 0)."""
+    if c:
+        stages.append(("offset", (c,)))
+
+
+def _add_rounding(stages: list[tuple[str, tuple[Any, ...]]], operands: list[ChainOperand],
+                  values: list[Value], n: Add) -> None:
+    """An add's per-channel constant (``offsets``) and its rounding shift, zero point and
+    clip, after its sum."""
+    if n.offsets is not None:  # a constant per channel (a bias: ort_add.ChannelForm)
+        operands.append(ChainOperand(f"opnd{len(operands)}", CHANNEL))
+        values.append(n.offsets)
+        stages.append(("chan", (len(operands) - 1,)))
+    pre, post = split_shift(n.shift)
+    if n.even:  # ORT's rounding of a power-of-two sum: half to even
+        stages.append(("round_even", (n.shift, n.zero, n.lo, n.hi)))
+    elif n.offset:  # ORT's rounding (``ort_add``): the offset joins the rounding ADD
+        stages.append(("requant", (1, pre, post, n.offset, n.zero, n.lo, n.hi)))
+    else:
+        stages.append(("round", (pre, post, n.zero, n.lo, n.hi)))
+
+
 def _mul(x: Any, m: int) -> Any:
     """``x * m`` as ALU MULs by immediates: one, or two factors for a multiplier wider than
     an immediate (``ort_add.factor_mult``; an exact add's, ``ort_add.fit_add``)."""
@@ -258,6 +333,11 @@ def pool_chain(a: GlobalAvgPool, rest: Chain, vals: list[Value]) -> tuple[Chain,
     requantize, or ORT's ``REQUANT_F32`` by the scale words of an exact pool, read as one more
     ``channel`` operand), then ``rest`` (the fused operators after it, operands ``vals``)."""
     hw = a.x.type.shape[2] * a.x.type.shape[3]
+    if a.shift_add:  # no ALU MUL: the zero point's term, then shifts and adds
+        pre, post = split_shift(a.shift)
+        head = [offset_stage(-hw * a.zero_x)] if a.zero_x else []
+        rq = shift_add_requant_stage(a.mult, pre, post, a.lo, a.hi, zero=a.zero)
+        return Chain((*head, rq, *rest.stages), rest.operands), vals
     if not a.exact:
         pre, post = split_shift(a.shift)
         rq = requant_stage(a.mult, pre, post, a.lo, a.hi, offset=-hw * a.zero_x, zero=a.zero)
@@ -279,7 +359,8 @@ def _scaled(name: str, mult: int, zero: int) -> ChainOperand:
 
 def _clip(stages: list[tuple[str, tuple[Any, ...]]], lo: int, hi: int) -> None:
     """Append ``clip(lo, hi)``, or narrow the clip the previous stage ends with."""
-    if stages and stages[-1][0] in ("requant", "requant_f32", "round", "clip"):
+    if stages and stages[-1][0] in ("requant", "requant_f32", "round", "round_even",
+                                    "requant_sa", "requant_ch_sa", "clip"):
         kind, p = stages[-1]
         plo, phi = p[-2], p[-1]
         nlo, nhi = max(plo, lo), min(phi, hi)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,7 +33,8 @@ from vta.isa.requant import rne_shift, round_to_float32, scale_mul, scale_word
 __all__ = ["quantize_linear", "even_shift", "round_to_float32", "float32_parts",
            "ort_requantize", "ort_scale_word", "EVEN_SHIFT_ALU_OPS", "MULT_BITS", "SCALE_MODES",
            "fixed_point", "fixed_point_pair", "effective_ratio", "shift_scale", "is_pow2",
-           "needs_mul", "multipliers", "fixed_point_channels", "exact_requantizes"]
+           "needs_mul", "multipliers", "fixed_point_channels", "exact_requantizes",
+           "SHIFT_ADD", "shift_add_multipliers"]
 
 #: how a graph's requantizations scale (module docstring)
 SCALE_MODES: tuple[str, ...] = ("shift", "fixed")
@@ -94,8 +96,10 @@ def quantize_linear(x: np.ndarray, scale: float, zero: int = 0) -> np.ndarray:
     return np.clip(q, -128, 127).astype(np.int8)
 
 
-#: ALU instructions per accumulator tile of ``even_shift`` (its docstring), against 2 for the
-#: rounding shift ``(t + 2**(s-1)) >> s`` the graph IR uses (ADD, SHR)
+#: ALU instructions per accumulator entry of round half to even on VTA's ALU (the copy's ADD;
+#: ADD, SHR, SHR on the copy; ADD, MAX, SHR on the value: ``ops.chain.even_rounding``, which
+#: also costs the copy tile's reset), against 2 for the rounding shift ``(t + 2**(s-1)) >> s``
+#: (ADD, SHR); ``tests/compiler/test_epilogue_even.py`` holds the selected instructions to it
 EVEN_SHIFT_ALU_OPS = 7
 
 
@@ -106,9 +110,10 @@ def even_shift(t: np.ndarray, shift: int) -> np.ndarray:
     s, ((t + 2**(s-1)) >> (s+1)) << 1)`` (``vta.isa.requant.rne_shift``). The first term
     rounds ties down, the second is the even number at or below the tie-up result: they differ
     only at a tie, where the larger is the even neighbour; off a tie the first is the answer
-    and the second is not larger. ``EVEN_SHIFT_ALU_OPS`` instructions per tile (copy t, ADD,
-    SHR; ADD, SHR, SHR(-1); MAX) against 2 for rounding half up. ``t`` is int64 here (no int32
-    wrap); ``shift >= 1``."""
+    and the second is not larger. The accelerator computes it as ``ops.chain.even_rounding``
+    (the MAX before the last shift; ``EVEN_SHIFT_ALU_OPS`` instructions and a reset per
+    entry) against 2 for rounding half up. ``t`` is int64 here (no int32 wrap); ``shift >=
+    1``."""
     if shift < 1:
         raise GraphError(f"even_shift: the shift must be at least 1, got {shift}")
     return rne_shift(np.asarray(t, dtype=np.int64), shift)
@@ -193,6 +198,30 @@ def multipliers(node: Node) -> tuple[tuple[str, int, int], ...]:
     return ()
 
 
+#: the named approximation of ORT's scales on an ALU without MUL (``shift_add_multipliers``)
+SHIFT_ADD = "shift-add"
+
+
+def shift_add_multipliers(graph: Graph) -> Graph:
+    """``graph`` with every requantization multiplier that is not a power of two, and every
+    per-channel one (requantize, add, global average pool: ``needs_mul``), marked
+    ``shift_add``: computed by shifts and adds of a scratch tile (``ops.chain.mac``) instead of
+    ALU MUL. The graph's arithmetic (and so its bits) is unchanged: the fixed-point multiplier
+    (``fixed_point``, what ``pynq_mul`` runs), itself the approximation of ONNX Runtime's
+    float32 scales (``SHIFT_ADD``, ``vta run --approx shift-add``). Per-channel multipliers
+    are shifts by channel operands (``ops.chain.shift_add_channel_stage``)."""
+    marked = {id(node) for node, _, _, _ in needs_mul(graph)}
+    if not marked:
+        return graph
+
+    def mark(n: Node) -> Node:
+        if isinstance(n, Fused):
+            return replace(n, anchor=mark(n.anchor), chain=tuple(mark(m) for m in n.chain))
+        return replace(n, shift_add=True) if id(n) in marked else n  # type: ignore[call-arg]
+
+    return Graph(graph.name, graph.inputs, graph.outputs, tuple(mark(n) for n in graph.nodes))
+
+
 def needs_mul(graph: Graph | Node) -> list[tuple[Node, str, int, int]]:
     """Every requantization of ``graph`` (a fused group's nodes included; or of one node)
     whose multiplier is not a power of two (it needs an ALU MUL: a power of two is a shift),
@@ -201,6 +230,8 @@ def needs_mul(graph: Graph | Node) -> list[tuple[Node, str, int, int]]:
     out = []
     for n in (graph.nodes if isinstance(graph, Graph) else (graph,)):
         for node in (n.nodes if isinstance(n, Fused) else (n,)):
+            if getattr(node, "shift_add", False):
+                continue  # by shifts and adds (shift_add_multipliers)
             per_channel = isinstance(node, Requantize) and node.mults is not None
             for what, mult, shift in multipliers(node):
                 if per_channel or not is_pow2(mult):

@@ -147,6 +147,10 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _check_words(where, x, mults, attrs["mult"], attrs["shift"])
             return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)
         _range(where, "shift", attrs["shift"], 1, 31)
+        if attrs.get("even", False) and (attrs["mult"] != 1 or mults is not None):
+            raise GraphError(f"{where}: rounding half to even (even) is a shift alone: mult "
+                             f"must be 1 without per-channel multipliers, got mult "
+                             f"{attrs['mult']}{', mults' if mults is not None else ''}")
         if mults is not None:
             _check_mults(where, x, mults, attrs["mult"])
             return G.TensorType(x.type.shape, "int8", x.type.layout, attrs.get("scale"), zero)
@@ -181,6 +185,9 @@ def infer_type(op: type[G.Node], inputs: tuple[G.Value, ...], attrs: Mapping[str
             _range(where, key, attrs[key], *_INT32)
         _range(where, "shift", attrs["shift"], 1, 31)
         _range(where, "offset", attrs.get("offset", 0), -(1 << 30), 1 << 30)
+        if attrs.get("even", False) and attrs.get("offset", 0):
+            raise GraphError(f"{where}: rounding half to even (even) takes no rounding offset, "
+                             f"got offset {attrs['offset']}")
         _clip_range(where, attrs["lo"], attrs["hi"])
         return G.TensorType(a.type.shape, "int8", a.type.layout, attrs.get("scale"),
                             _offsets(where, attrs, {"a": a, "b": b}))

@@ -454,6 +454,20 @@ def _shr_range(insn: Alu, hw: HwConfig) -> dict[str, tuple[int, int]]:
     return {"imm": shift_range(hw)} if insn.use_imm else {}
 
 
+def _shr_patterns(t: Any, hw: HwConfig) -> list[tuple[Any, dict[Any, str], dict[str, Any]]]:
+    """SHR's patterns: ``x >> imm`` (an immediate in the shift range, ``_shr_range``), and with
+    a register operand ``x << (0 - y)``: a left shift by the negated register, which SHR
+    computes exactly for ``y`` in ``-2**(shift_bits-1) .. 0`` (0..16 places with vta.cc's 5
+    bits; a larger amount wraps into a right shift, and the IR's ``<<`` by a negative amount
+    has no meaning). No pass can see a register's values, so a compiler writing ``x << (0 -
+    y)`` keeps ``y`` in that range (``vta.compiler.ops.chain.channel_terms``, whose per-channel
+    multipliers by shifts and adds use it); a plain ``x >> y`` still has no SHR."""
+    imm = elementwise_patterns(ALU_PATTERNS[AluOp.SHR], "vta_alu_shr",
+                               register_operand=False)(t, hw)
+    reg = elementwise_patterns(lambda t, x, y: x << (0 - y), "vta_alu_shl", immediates=())(t, hw)
+    return reg + imm
+
+
 def alu_issue(insn: Alu, hw: HwConfig) -> int:
     """Cycles per ALU micro-op: the vector's issues at ``alu.ii_imm`` (immediate) or
     ``alu.ii`` (register operand)."""
@@ -507,9 +521,9 @@ def _alu_def(op: AluOp) -> InstructionDef:
         kind="update", semantics=_alu_semantics(ALU_FUNCTIONS[op]), issue=alu_issue,
         pipeline_depth=lambda hw: hw.alu.pipeline_depth,
         # SHR shifts by the low shift_bits bits of a register operand, which the IR's ``>>``
-        # does not say: the compiler selects SHR with an immediate in its range only
-        pattern=elementwise_patterns(ALU_PATTERNS[op], f"vta_alu_{op.name.lower()}",
-                                     register_operand=op is not AluOp.SHR),
+        # does not say: an immediate in its range, or a left shift by a register (_shr_patterns)
+        pattern=_shr_patterns if op is AluOp.SHR else
+        elementwise_patterns(ALU_PATTERNS[op], f"vta_alu_{op.name.lower()}"),
         imm_range=_shr_range if op is AluOp.SHR else None,
         reset=_alu_reset,
         doc=f"acc[dst] = {op.name.lower()}(acc[dst], imm or acc[src])")

@@ -7,6 +7,12 @@ its ``prep`` and the stage's arithmetic are ALU instructions chosen by instructi
 as for the epilogue: a residual add is an ALU ADD with a register operand. ``chain_plan`` lists
 the instructions one accumulator entry costs (the schedule model and the machine bound price
 them: ``chain_cost``, ``chain_cycles_per_entry``, ``chain_cycles_split``).
+
+A stage with a scratch tile (``EwStage.side``: round half to even, a multiplication by shifts
+and adds) gets a second accumulator tile: a zero tile (which tensorize makes an accumulator
+reset), ``side`` computed on it in place (the running value and the operands read as register
+operands), then ``join`` on the running value reading the scratch as a register operand. The
+schedule model counts the scratch's tile (``ChainCost.copies``), its reset and instructions.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from vta.compiler.accel.cost import reset_instruction
 from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.accel.select import candidates, cover
 from vta.compiler.ir import expr as E
@@ -128,10 +135,26 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
     for s in chain.stages:
         src = cur
         reads = [(chain.operands[k], values[k]) for k in s.reads]
+        side: Tensor | None = None
+        if s.side is not None:  # a scratch tile (module docstring)
+            zero = ew(shape, lambda *ax: E.const(0, g.acc_dtype), f"{op.name}_{s.name}_zero")
 
-        def body(*ax: E.Var, src: Tensor = src, s: EwStage = s,
+            def side_body(*ax: E.Var, src: Tensor = src, s: EwStage = s, zero: Tensor = zero,
+                          reads: Sequence[tuple[ChainOperand, Tensor]] = reads) -> E.Expr:
+                assert s.side is not None
+                return s.side(zero[ax], src[ax], *(_operand_value(op, o, t, ax)
+                                                   for o, t in reads))
+
+            side = ew(shape, side_body, f"{op.name}_{s.name}_side")
+            stages += [zero, side]
+
+        def body(*ax: E.Var, src: Tensor = src, s: EwStage = s, side: Tensor | None = side,
                  reads: Sequence[tuple[ChainOperand, Tensor]] = reads) -> E.Expr:
-            return s.fn(src[ax], *(_operand_value(op, o, t, ax) for o, t in reads))
+            vals = [_operand_value(op, o, t, ax) for o, t in reads]
+            if side is None:
+                return s.fn(src[ax], *vals)
+            assert s.join is not None
+            return s.join(src[ax], *vals, side[ax])
 
         cur = ew(shape, body, f"{op.name}_{s.name}")
         stages.append(cur)
@@ -144,29 +167,37 @@ def apply_chain(op: PackedOp, chain: Chain, hw: HwConfig) -> PackedOp:
 class ChainCost:
     """What a chain adds per accumulator tile, for the schedule model: its instructions per
     entry (``chain_instructions``), its int8 operands (an inp and an acc tile each), its
-    per-channel operands (one acc entry per channel block each) and its per-position int32
-    operands (an acc tile each, loaded from DRAM with the tile)."""
+    per-channel operands (one acc entry per channel block each), its per-position int32
+    operands (an acc tile each, loaded from DRAM with the tile) and its scratch tiles (an acc
+    tile each, computed on chip: ``EwStage.side``)."""
 
     instructions: tuple[tuple[Any, dict[str, Any]], ...]
     tensors: int
     channels: int
     positions: int = 0
+    copies: int = 0
 
 
 def chain_cost(chain: Chain, hw: HwConfig) -> ChainCost:
     """``chain``'s ``ChainCost`` on ``hw`` (a ``CompileError`` when an instruction is missing)."""
     check_no_table(chain, "a fused chain")
     return ChainCost(chain_instructions(chain, hw), len(chain.tensors),
-                     sum(o.kind == CHANNEL for o in chain.operands), len(chain.positions))
+                     sum(o.kind == CHANNEL for o in chain.operands), len(chain.positions),
+                     sum(s.side is not None for s in chain.stages))
 
 
 def chain_instructions(chain: Chain, hw: HwConfig) -> tuple[tuple[Any, dict[str, Any]], ...]:
     """The instructions one accumulator entry of ``chain`` costs on ``hw``, in order, as
     ``(definition, fields)``: per int8 operand a GEMM reset and a GEMM (the widening) and its
-    ``prep``'s ALU instructions, then each stage's (``chain_plan``)."""
+    ``prep``'s ALU instructions, per scratch tile its reset (``EwStage.side``), then each
+    stage's (``chain_plan``)."""
     out: list[tuple[Any, dict[str, Any]]] = []
     for _ in chain.tensors:  # the widening: a reset and one GEMM per entry
         out += [(GEMM, {"reset": True}), (GEMM, {})]
+    for s in chain.stages:
+        if s.side is not None:  # the scratch tile's reset
+            reset, fields = reset_instruction(hw, GEMM)
+            out.append((reset, {"reset": True, **dict(fields)}))
     for sel in chain_plan(chain, hw):
         out.append((sel.intrin.instruction, dict(sel.fields)))
     return tuple(out)
@@ -218,6 +249,13 @@ def _plan(chain: Chain, key: tuple[Any, ...], hw: HwConfig) -> tuple[Any, ...]:
         vals = [regs[chain.operands[k].name][ax] if chain.operands[k].kind != CHANNEL else
                 placeholder((1, g.batch, g.block_out), g.acc_dtype, "ch")[0, 0, 0]
                 for k in s.reads]
+        if s.side is not None and s.join is not None:  # the scratch's side, the join
+            scratch = placeholder(shape, g.acc_dtype, "scratch")[ax]
+            what = f"{s.name} ({s.label})"
+            out += _cover(s.side(scratch, acc[ax], *vals), scratch, f"{what}: its scratch",
+                          hw, cands, cover)
+            out += _cover(s.join(acc[ax], *vals, scratch), acc[ax], what, hw, cands, cover)
+            continue
         out += _cover(s.fn(acc[ax], *vals), acc[ax], f"{s.name} ({s.label})", hw, cands,
                       cover)
     return tuple(out)

@@ -194,10 +194,11 @@ def _footprint(spec: WindowSpec, hw: HwConfig, s: WindowSchedule,
     out = s.tc * s.th * s.tw
     cc = chain_cost(chain, hw) if chain else None
     extra = cc.tensors if cc else 0
+    copies = cc.copies if cc else 0  # acc tiles only (ops.chain_plan.copy_tile)
     _, cb = _blocks(spec, hw)
     acc = {"max": s.tc * th_in * tw_in + out, "sum": out, "ewise": out}[spec.kind]
     return {"inp": v * (s.tc * th_in * tw_in + extra * out), "wgt": 1,
-            "acc": v * (acc + extra * out) + (cc.channels * cb if cc else 0)}
+            "acc": v * (acc + (extra + copies) * out) + (cc.channels * cb if cc else 0)}
 
 
 def _fits(spec: WindowSpec, hw: HwConfig, s: WindowSchedule, chain: Chain | None) -> bool:

@@ -228,7 +228,8 @@ def footprint(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule | TileBatch,
     ocbp = -(-ocb // (s.tco * v_oc)) * s.tco * v_oc
     tile = v * s.tco * s.th * s.tw
     extra = fused.tensors if fused is not None else 0
-    positions = fused.positions if fused is not None else 0  # acc tiles only
+    # acc tiles only: per-position operands and copies of the running value
+    positions = fused.positions + fused.copies if fused is not None else 0
     channels = 1 + (fused.channels if fused is not None else 0)
     banks = hw.alu.acc_banks
     if banks > 1 and v > 1:
