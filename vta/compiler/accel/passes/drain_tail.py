@@ -176,10 +176,13 @@ def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
 
 
 def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int,
-          made: Made) -> list[Item] | None:
+          made: Made | None = None) -> list[Item] | None:
     """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
     that completes them (``tops``: ``_last_writers``); None when a store would need too many
-    pieces."""
+    pieces. ``made``: the parts and pieces built for other part counts of this tail, reused
+    and added to."""
+    if made is None:
+        made = {}
     parts = _bounds(len(last.uops), m)
     cuts = np.array([a for a, _ in parts], np.int64)
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
