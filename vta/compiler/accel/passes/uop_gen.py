@@ -219,7 +219,10 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
     offs = [(0,) * len(base)]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
         steps = [tuple(j * x for x in c[:len(base)]) for j in range(n)]
-        offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
+        if len(base) == 3:  # (dst, src, wgt), spelled out: the common case, and the hot one
+            offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
+        else:
+            offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
     return [E.simplify_int(b) for b in base], offs
 
 
