@@ -422,8 +422,8 @@ def max_(a: ExprLike, b: ExprLike) -> Expr:
 
 def children(node: Any) -> Iterator[Any]:
     """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
-    names = node_fields(type(node))
-    if names is None:
+    names = child_slots(type(node))
+    if not names:
         return
     for name in names:
         v = getattr(node, name)
@@ -436,13 +436,14 @@ def children(node: Any) -> Iterator[Any]:
 
 
 def walk(node: Any) -> Iterator[Any]:
-    """Pre-order traversal of every dataclass node under ``node`` (itself included)."""
+    """Pre-order traversal of every dataclass node under ``node`` (itself included); only the
+    fields that can hold nodes are read (``visitor.child_slots``: a leaf has none)."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        names = node_fields(type(n))
-        if names is None:
+        names = child_slots(type(n))
+        if not names:
             continue
         kids: list[Any] = []
         for name in names:
