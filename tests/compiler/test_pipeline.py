@@ -1,8 +1,11 @@
 """The pass list, --dump-ir text, default schedules for every shipped config, named errors."""
 
+import gc
+
 import pytest
 from _vta_helpers import HWCONFIGS, hw
 
+from vta.compiler.accel import pipeline
 from vta.compiler.accel.pipeline import PASS_NAMES, PASSES
 from vta.compiler.accel.schedules.default import (
     ConvSchedule,
@@ -66,3 +69,36 @@ def test_overrides_are_honoured() -> None:
     assert s.vthreads == 1 and s.th == 4
     with pytest.raises(ScheduleError, match="must be >= 1"):
         ConvSchedule(0, 1, 1, 1)
+
+
+def test_collector_paused_during_a_compile_and_restored() -> None:
+    """``compile_func`` runs the passes with the cycle collector off and leaves it as it found
+    it: on after a compile, on after a pass that raises, off when it was off."""
+    seen: list[bool] = []
+
+    def probe(func, hw):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return func
+
+    def broken(func, hw):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a pass failed")
+
+    c = AccelTarget(hw()).compile_layer(resolve("matmul", [16, 16, 16]))
+    func = c.result.ir["input"]
+    saved = pipeline.PASSES
+    assert gc.isenabled()
+    try:
+        pipeline.PASSES = (("probe", probe, "test"), *saved)
+        pipeline.compile_func(func, hw())
+        assert seen == [False] and gc.isenabled()
+        pipeline.PASSES = (("broken", broken, "test"),)
+        with pytest.raises(RuntimeError, match="a pass failed"):
+            pipeline.compile_func(func, hw())
+        assert gc.isenabled()
+        gc.disable()
+        pipeline.PASSES = (("probe", probe, "test"), *saved)
+        pipeline.compile_func(func, hw())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        pipeline.PASSES = saved

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from vta.compiler.ir import semantics as sem
 from vta.compiler.ir.semantics import Op
-from vta.compiler.ir.visitor import evolve, node_fields
+from vta.compiler.ir.visitor import child_slots, evolve, node_fields
 from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
@@ -422,8 +422,8 @@ def max_(a: ExprLike, b: ExprLike) -> Expr:
 
 def children(node: Any) -> Iterator[Any]:
     """Direct IR children of a dataclass node (expressions, statements, tuples of them)."""
-    names = node_fields(type(node))
-    if names is None:
+    names = child_slots(type(node))
+    if not names:
         return
     for name in names:
         v = getattr(node, name)
@@ -436,13 +436,14 @@ def children(node: Any) -> Iterator[Any]:
 
 
 def walk(node: Any) -> Iterator[Any]:
-    """Pre-order traversal of every dataclass node under ``node`` (itself included)."""
+    """Pre-order traversal of every dataclass node under ``node`` (itself included); only the
+    fields that can hold nodes are read (``visitor.child_slots``: a leaf has none)."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        names = node_fields(type(n))
-        if names is None:
+        names = child_slots(type(n))
+        if not names:
             continue
         kids: list[Any] = []
         for name in names:
@@ -464,13 +465,9 @@ def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
     replacement, or None to recurse). Returns ``node`` itself when nothing changed. The one
     rewriter of the IR: ``descend(child)`` (default: every node) limits where it recurses
     (statement rewrites skip expressions)."""
-    fn: Callable[[Any], Any | None]
     if isinstance(mapping, dict):
-        m = mapping
-        fn = lambda n: (as_expr(m[n]) if isinstance(n, Var) and n in m else None)  # noqa: E731
-    else:
-        fn = mapping
-    return _rewrite(node, fn, descend, {})
+        return _rewrite_vars(node, (mapping, {}), descend, {})
+    return _rewrite(node, mapping, descend, {})
 
 
 def _rewrite(node: Any, fn: Callable[[Any], Any | None],
@@ -481,29 +478,54 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
     done = memo.get(id(node))
     if done is not None:
         return done[1]
-    out = _rewrite_node(node, fn, descend, memo)
+    out = fn(node)
+    if out is None:
+        names = child_slots(type(node))
+        out = node if not names else _rebuild(node, names, _rewrite, fn, descend, memo)
     memo[id(node)] = (node, out)
     return out
 
 
-def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
+def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
                   descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
-    r = fn(node)
-    if r is not None:
-        return r
-    cls = type(node)
-    names = node_fields(cls)
-    if names is None:
+    """``_rewrite`` with the function of a variable mapping inlined (``maps``: the mapping and
+    its values made expressions, each once, when first met): a variable is looked up, a node
+    without children (a constant) is itself; neither needs the memo (the answer is the same
+    object every time)."""
+    if isinstance(node, Var):
+        mapping, made = maps
+        out = made.get(node)
+        if out is None:
+            if node not in mapping:
+                return node
+            out = made[node] = as_expr(mapping[node])
+        return out
+    names = child_slots(type(node))
+    if not names:
         return node
+    done = memo.get(id(node))
+    if done is not None:
+        return done[1]
+    out = _rebuild(node, names, _rewrite_vars, maps, descend, memo)
+    memo[id(node)] = (node, out)
+    return out
+
+
+def _rebuild(node: Any, names: tuple[str, ...], rec: Callable[..., Any], arg: Any,
+             descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+    """``node`` with each child in fields ``names`` rewritten by ``rec`` (``_rewrite`` or
+    ``_rewrite_vars`` with ``arg``), in field order (the callable sees the children as a
+    pre-order walk does); ``node`` itself when no child changed. A rebuilt ``BinOp`` is folded
+    again: the substitution may have made both sides constant."""
     changed: dict[str, Any] | None = None
     for name in names:
         v = getattr(node, name)
         if type(v) is tuple:
             items: list[Any] = []
             diff = False
-            for x in v:  # in order: ``fn`` sees the children as a pre-order walk does
+            for x in v:
                 if node_fields(type(x)) is not None and (descend is None or descend(x)):
-                    y = _rewrite(x, fn, descend, memo)
+                    y = rec(x, arg, descend, memo)
                     diff = diff or y is not x
                     items.append(y)
                 else:
@@ -513,7 +535,7 @@ def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
                     changed = {}
                 changed[name] = tuple(items)
         elif node_fields(type(v)) is not None and (descend is None or descend(v)):
-            nv = _rewrite(v, fn, descend, memo)
+            nv = rec(v, arg, descend, memo)
             if nv is not v:
                 if changed is None:
                     changed = {}
@@ -521,8 +543,7 @@ def _rewrite_node(node: Any, fn: Callable[[Any], Any | None],
     if changed is None:
         return node
     if isinstance(node, BinOp):
-        # re-fold: substitution may have made both sides constant
-        return _bin(cls, changed.get("a", node.a), changed.get("b", node.b))
+        return _bin(type(node), changed.get("a", node.a), changed.get("b", node.b))
     return evolve(node, **changed)
 
 

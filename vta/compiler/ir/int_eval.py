@@ -63,10 +63,106 @@ def _wrapper(t: sem.DType) -> Callable[[int], int]:
     return wrap
 
 
+#: operators whose result wrapped once equals the result of wrapping after every step (they are
+#: ring operations: two's complement wrapping is arithmetic modulo 2**bits)
+_RING = (sem.Op.ADD, sem.Op.SUB, sem.Op.MUL)
+
+
+def _linear(e: E.Expr, t: sem.DType, terms: dict[E.Var, int]) -> int | None:
+    """Add ``e`` (a ``t``-typed tree of ``+``, ``-`` and ``*`` by a constant over variables and
+    constants) into ``terms`` (variable -> coefficient, in the order a depth-first,
+    left-first evaluation first reads them) and return its constant part; None where ``e`` is
+    not such a tree (``terms`` is then to be dropped). Constants count as ``_imm`` reads them;
+    everything is exact Python integers."""
+    if isinstance(e, E.Var):
+        terms[e] = terms.get(e, 0) + 1
+        return 0
+    if isinstance(e, E.IntImm):
+        ct = sem.DTYPES.get(e.dtype)
+        return sem.wrap(e.value, ct) if ct is not None and ct.is_int else e.value
+    if not isinstance(e, E.BinOp) or e.op not in _RING or e.dtype != t.name:
+        return None
+    if e.op is sem.Op.MUL:
+        a, b = _linear_part(e.a, t), _linear_part(e.b, t)
+        if a is None or b is None or (a[0] and b[0]):
+            return None  # a product of two variables: not linear
+        (ta, ca), (tb, cb) = a, b
+        for v, k in ta.items():
+            terms[v] = terms.get(v, 0) + k * cb
+        for v, k in tb.items():
+            terms[v] = terms.get(v, 0) + k * ca
+        return ca * cb
+    ca0 = _linear(e.a, t, terms)
+    if ca0 is None:
+        return None
+    if e.op is sem.Op.ADD:
+        cb0 = _linear(e.b, t, terms)
+        return None if cb0 is None else ca0 + cb0
+    sub = _linear_part(e.b, t)
+    if sub is None:
+        return None
+    for v, k in sub[0].items():
+        terms[v] = terms.get(v, 0) - k
+    return ca0 - sub[1]
+
+
+def _linear_part(e: E.Expr, t: sem.DType) -> tuple[dict[E.Var, int], int] | None:
+    terms: dict[E.Var, int] = {}
+    c = _linear(e, t, terms)
+    return None if c is None else (terms, c)
+
+
+def _affine(e: E.BinOp, t: sem.DType, terms: dict[E.Var, int], c0: int) -> IntFn:
+    """``c0 + sum(k * v)`` wrapped once to ``t``: what the nested closures compute for a
+    linear tree (``_linear``; wrapping commutes with ring operations), with one Python
+    expression instead of a call per node. Every variable is read (also one whose
+    coefficient cancelled), and the first unbound one in evaluation order is the error."""
+    lo, hi = int(t.min), int(t.max)
+    order = tuple(terms)
+    items = tuple(terms.items())
+
+    def unbound(env: Mapping[E.Var, int]) -> CompileError:
+        v = next(x for x in order if x not in env)
+        return CompileError(f"variable {v.name} is not bound where it is evaluated")
+
+    if len(items) == 1:
+        ((v1, k1),) = items
+
+        def one(env: Mapping[E.Var, int]) -> int:
+            try:
+                r = c0 + env[v1] * k1
+            except KeyError:
+                raise unbound(env) from None
+            return r if lo <= r <= hi else sem.wrap(r, t)
+        return one
+    if len(items) == 2:
+        (v1, k1), (v2, k2) = items
+
+        def two(env: Mapping[E.Var, int]) -> int:
+            try:
+                r = c0 + env[v1] * k1 + env[v2] * k2
+            except KeyError:
+                raise unbound(env) from None
+            return r if lo <= r <= hi else sem.wrap(r, t)
+        return two
+
+    def many(env: Mapping[E.Var, int]) -> int:
+        try:
+            r = c0 + sum(env[v] * k for v, k in items)
+        except KeyError:
+            raise unbound(env) from None
+        return r if lo <= r <= hi else sem.wrap(r, t)
+    return many
+
+
 def _binop(e: E.BinOp) -> IntFn:
     t = sem.DTYPES.get(e.dtype)
     if t is None or not t.is_int:
         return _cannot(e)
+    terms: dict[E.Var, int] = {}
+    c0 = _linear(e, t, terms)
+    if c0 is not None and terms:
+        return _affine(e, t, terms, c0)
     fa, fb = _COMPILE(e.a), _COMPILE(e.b)
     op = e.op
     exact = sem.INT_OPS[op]

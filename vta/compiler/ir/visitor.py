@@ -23,7 +23,8 @@ from typing import Any, Generic, TypeVar
 
 from vta.errors import NoRule
 
-__all__ = ["Dispatch", "NoRule", "child_fields", "evolve", "is_node", "node_fields"]
+__all__ = ["Dispatch", "NoRule", "child_fields", "child_slots", "evolve", "is_node",
+           "node_fields"]
 
 T = TypeVar("T")
 
@@ -78,6 +79,27 @@ def node_fields(cls: type) -> tuple[str, ...] | None:
         node = hasattr(cls, "__dataclass_fields__") and not getattr(cls, "_ir_opaque", False)
         names = tuple(f.name for f in fields(cls)) if node else None
         _NODE_FIELDS[cls] = names
+        return names
+
+
+_SCALAR_TYPES = frozenset({"str", "int", "float", "bool", str, int, float, bool})
+_CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def child_slots(cls: type) -> tuple[str, ...] | None:
+    """The fields of node class ``cls`` that can hold IR nodes: ``node_fields`` without those
+    annotated as a plain ``str``, ``int``, ``float`` or ``bool`` (a name, a dtype, a constant's
+    value, a comparison's operator), in order; None when ``cls`` is not a node class. A
+    ``Var`` or an ``IntImm`` has none: a traversal that only looks for nodes stops there
+    without reading its fields. Computed once per class."""
+    try:
+        return _CHILD_FIELDS[cls]
+    except KeyError:
+        names = node_fields(cls)
+        if names is not None:
+            types = {f.name: f.type for f in fields(cls)}
+            names = tuple(n for n in names if types[n] not in _SCALAR_TYPES)
+        _CHILD_FIELDS[cls] = names
         return names
 
 

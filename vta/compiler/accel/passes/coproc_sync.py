@@ -60,6 +60,8 @@ Queue = tuple[Unit, Unit]
 #: the largest value along an axis, without ``ndarray.max``'s Python wrapper (a reduction per
 #: access of every instruction)
 _MAX = np.maximum.reduce
+#: the axes of a memory's stacked tables (writes and reads, module, entry) a write reduces
+_BOTH = (0, 2)
 
 
 def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
@@ -163,10 +165,12 @@ class _Tokens:
         self.row = {m: r for r, m in enumerate(Unit)}
         n = len(self.row)
         #: both tables of a memory stacked (writes, then reads): a write's conflicts are one
-        #: reduction; ``last_w`` and ``last_r`` are views of it
-        self.last_rw = {k: np.full((2 * n, depth[k]), -1, np.int64) for k in depth}
-        self.last_w = {k: t[:n] for k, t in self.last_rw.items()}
-        self.last_r = {k: t[n:] for k, t in self.last_rw.items()}
+        #: reduction over both; ``last_w`` and ``last_r`` are views of it
+        self.last_rw = {k: np.full((2, n, depth[k]), -1, np.int64) for k in depth}
+        self.last_w = {k: t[0] for k, t in self.last_rw.items()}
+        self.last_r = {k: t[1] for k, t in self.last_rw.items()}
+        #: the other modules whose conflicts become waits, with their rows, per module
+        self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         self.mods: list[Unit] = []
@@ -179,19 +183,22 @@ class _Tokens:
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.token_depth = hw.queues.token_depth
-        #: ``_accesses``' memo: (instruction, id of its micro-ops) -> (micro-ops, ranges)
-        self.seen: dict[tuple[Any, int], tuple[tuple[Any, ...], list[Access]]] = {}
+        #: ``_describe``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
+        #: micro-ops, module, ranges); the objects are kept so that their ids stay theirs
+        self.seen: dict[tuple[int, int], tuple[Any, tuple[Any, ...], Unit, list[Access]]] = {}
 
-    def _accesses(self, ins: Insn) -> list[Access]:
-        """``accesses(ins)``, memoised for a micro-op instruction by its fields and micro-op
-        list (the same GEMM or ALU instruction recurs in every tile over the same buffers)."""
+    def _describe(self, ins: Insn) -> tuple[Unit, list[Access]]:
+        """The module of ``ins`` and ``accesses(ins)``, memoised for a micro-op instruction by
+        the identity of its instruction and micro-op list (flatten builds the same GEMM or ALU
+        instruction once and reuses the object in every tile that evaluates alike)."""
         if not ins.uops:
-            return accesses(ins, self.hw)
-        key = (ins.insn, id(ins.uops))
+            return module_of(ins.insn, self.hw), accesses(ins, self.hw)
+        key = (id(ins.insn), id(ins.uops))
         hit = self.seen.get(key)
-        if hit is None or hit[0] is not ins.uops:
-            hit = self.seen[key] = (ins.uops, accesses(ins, self.hw))
-        return hit[1]
+        if hit is None or hit[0] is not ins.insn or hit[1] is not ins.uops:
+            hit = self.seen[key] = (ins.insn, ins.uops, module_of(ins.insn, self.hw),
+                                    accesses(ins, self.hw))
+        return hit[2], hit[3]
 
     def _would_overflow(self, q: Queue, need: int) -> bool:
         """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
@@ -229,20 +236,17 @@ class _Tokens:
     def _needs(self, m: Unit, acc: list[tuple[str, int, int, bool]]) -> dict[Unit, int]:
         """The latest earlier instruction of each other module that ``acc`` conflicts with."""
         latest: list[int] | None = None
-        n = len(self.row)
         for mem, lo, hi, wr in acc:
             if hi <= lo:
                 continue
             if wr:  # conflicts with earlier writes and reads: one reduction over both tables
-                both = _MAX(self.last_rw[mem][:, lo:hi], axis=1).tolist()
-                rows = list(map(max, both[:n], both[n:]))
+                rows = _MAX(self.last_rw[mem][:, :, lo:hi], axis=_BOTH).tolist()
             else:
                 rows = _MAX(self.last_w[mem][:, lo:hi], axis=1).tolist()
             latest = rows if latest is None else list(map(max, latest, rows))
         if latest is None:
             return {}
-        return {p: latest[self.row[p]] for p in self.modules
-                if p is not m and latest[self.row[p]] >= 0}
+        return {p: latest[r] for p, r in self.others[m] if latest[r] >= 0}
 
     def _start(self, m: Unit, pops: dict[Queue, int]) -> dict[Unit, int]:
         clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
@@ -274,8 +278,7 @@ class _Tokens:
         return k
 
     def _add(self, ins: Insn) -> None:
-        m = module_of(ins.insn, self.hw)
-        acc = self._accesses(ins)
+        m, acc = self._describe(ins)
         needs = self._needs(m, acc)
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}

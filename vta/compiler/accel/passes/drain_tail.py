@@ -75,11 +75,13 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     tops = _last_writers(_dst_entries(last), stores)
     busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
     best: tuple[float, list[Item]] | None = None
+    made: Made = {}
+    known: Known = {}
     for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
-        plan = _plan(last, stores, tops, m)
+        plan = _plan(last, stores, tops, m, made)
         if plan is None:
             continue
-        t = _finish(plan, hw, 1 + len(stores), busy)
+        t = _finish(plan, hw, 1 + len(stores), busy, known)
         if best is None or t < best[0]:
             best = (t, plan)
     if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
@@ -91,6 +93,12 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
 #: piece of, and the note of a piece (None: the ``Insn``'s own); plans are compared by the
 #: instructions' durations alone, and only the chosen one is built (``_made``)
 Item = tuple[Any, Insn, str | None]
+#: the parts and pieces made so far for one tail, by (which: -1 for the split instruction, k
+#: for the k-th store; first, stop): the plans of different part counts share most of them
+Made = dict[tuple[int, int, int], Any]
+#: per instruction object of the plans (by id; ``Made`` keeps it alive): (it, whether it is a
+#: STORE, its duration)
+Known = dict[int, tuple[Any, bool, int]]
 
 
 def _made(item: Item) -> Insn:
@@ -167,16 +175,20 @@ def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
     return out
 
 
-def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int) -> list[Item] | None:
+def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int,
+          made: Made | None = None) -> list[Item] | None:
     """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
     that completes them (``tops``: ``_last_writers``); None when a store would need too many
-    pieces."""
+    pieces. ``made``: the parts and pieces built for other part counts of this tail, reused
+    and added to."""
+    if made is None:
+        made = {}
     parts = _bounds(len(last.uops), m)
     cuts = np.array([a for a, _ in parts], np.int64)
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
-    for st, top in zip(stores, tops, strict=True):
+    for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
         key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
-        pieces = _pieces(st, key)
+        pieces = _pieces(st, key, made, k)
         if pieces is None:
             return None
         for j, p in pieces:
@@ -184,15 +196,22 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int) -> lis
     out: list[Item] = list(after[0])
     x: Any = last.insn
     for j, (a, b) in enumerate(parts):
-        out.append((x if m == 1 else evolve(x, uop_bgn=a, uop_end=b), last, None))
+        if m == 1:
+            part = x
+        else:
+            part = made.get((-1, a, b))
+            if part is None:
+                part = made[(-1, a, b)] = evolve(x, uop_bgn=a, uop_end=b)
+        out.append((part, last, None))
         out += after[j + 1]
     return out
 
 
-def _pieces(st: Insn, key: np.ndarray) -> list[tuple[int, Item]] | None:
-    """``st`` cut into runs of rows (or, for one row, of columns) that the same part
-    completes (``key``: that part per row or column, -1 for none): (part index or -1,
-    piece)."""
+def _pieces(st: Insn, key: np.ndarray, made: Made, which: int
+            ) -> list[tuple[int, Item]] | None:
+    """``st`` (the ``which``-th store) cut into runs of rows (or, for one row, of columns)
+    that the same part completes (``key``: that part per row or column, -1 for none): (part
+    index or -1, piece)."""
     x: Any = st.insn
     rows = x.y_size > 1
     runs: list[tuple[int, int, int]] = []  # (start, stop, part)
@@ -207,12 +226,15 @@ def _pieces(st: Insn, key: np.ndarray) -> list[tuple[int, Item]] | None:
         return [(runs[0][2], (x, st, None))]
     out: list[tuple[int, Item]] = []
     for a, b, v in runs:
-        if rows:
-            piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
-                           dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
-        else:
-            piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
-                           x_size=b - a)
+        piece = made.get((which, a, b))
+        if piece is None:
+            if rows:
+                piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
+                               dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
+            else:
+                piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
+                               x_size=b - a)
+            made[(which, a, b)] = piece
         out.append((v, (piece, st, "tail piece")))
     return out
 
@@ -238,7 +260,7 @@ def _backlog(head: list[Insn], unit: Unit, hw: HwConfig) -> float:
     return max(0.0, free)
 
 
-def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
+def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float, known: Known) -> float:
     """When ``tail`` ends, from the start of its first instruction: the parts back to back,
     each store piece when its part is done and the store module has finished the previous
     piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
@@ -248,10 +270,13 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
     compute, store = extra, extra + busy
     for x, _ins, _note in tail:
-        if definition_of(x).role == "store":
-            store = max(store, compute) + _insn_duration(x, hw)
+        hit = known.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = known[id(x)] = (x, definition_of(x).role == "store", _insn_duration(x, hw))
+        if hit[1]:
+            store = max(store, compute) + hit[2]
         else:
-            compute += _insn_duration(x, hw)
+            compute += hit[2]
     return max(compute, store)
 
 

@@ -64,6 +64,16 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             hit = compiled[id(e)] = (e, compile_int(e))  # e kept alive: its id stays its own
         return hit[1](env)
 
+    #: a DMA statement's fields (``exprs()``: sram_base, dram_base, y_size, x_size, x_stride,
+    #: pads) compiled once: the statement recurs in every iteration of the loops around it
+    dma_fields: dict[int, tuple[S.Stmt, tuple[IntFn, ...]]] = {}
+
+    def fields(s: DmaLoad | DmaStore) -> tuple[IntFn, ...]:
+        hit = dma_fields.get(id(s))
+        if hit is None:  # s kept alive: its id stays its own
+            hit = dma_fields[id(s)] = (s, tuple(_field_fn(e) for e in s.exprs()))
+        return hit[1]
+
     def uops(u: UopTable) -> tuple[Uop, ...]:
         key = (id(u), tuple(env.get(v, 0) for v in _fv(u)))
         hit = uop_cache.get(key)
@@ -99,18 +109,20 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         elif isinstance(s, S.AttrStmt):
             visit(s.body, s.value if s.key is VTHREAD else thread)
         elif isinstance(s, DmaLoad):
-            y, x = ev(s.y_size), ev(s.x_size)
+            f = fields(s)
+            y, x = f[2](env), f[3](env)
             if y <= 0 or x <= 0:
                 return
-            out.append(Insn(Load(MemType[s.mem.upper()], ev(s.sram_base), ev(s.dram_base), y, x,
-                                 ev(s.x_stride), ev(s.pad_y0), ev(s.pad_y1), ev(s.pad_x0),
-                                 ev(s.pad_x1)), s.dram, (), thread))
+            out.append(Insn(Load(MemType[s.mem.upper()], f[0](env), f[1](env), y, x,
+                                 f[4](env), f[5](env), f[6](env), f[7](env), f[8](env)),
+                            s.dram, (), thread))
         elif isinstance(s, DmaStore):
-            y, x = ev(s.y_size), ev(s.x_size)
+            f = fields(s)
+            y, x = f[2](env), f[3](env)
             if y <= 0 or x <= 0:
                 return
-            out.append(Insn(Store(MemType.OUT, ev(s.sram_base), ev(s.dram_base), y, x,
-                                  ev(s.x_stride)), s.dram, (), thread))
+            out.append(Insn(Store(MemType.OUT, f[0](env), f[1](env), y, x, f[4](env)), s.dram,
+                            (), thread))
         elif isinstance(s, ComputeInsn):
             u = uops(s.uops)
             key = (id(s), id(u))  # both kept alive by the function and ``uop_cache``
@@ -129,6 +141,14 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     for b in reversed(allocs):
         body = S.Allocate(b, body)
     return func.with_body(body)
+
+
+def _field_fn(e: E.Expr) -> IntFn:
+    """``e`` compiled (``compile_int``); a constant's value as written, as ``ev`` reads it."""
+    if isinstance(e, E.IntImm):
+        v = e.value
+        return lambda env: v
+    return compile_int(e)
 
 
 def _compute(s: ComputeInsn, u: tuple[Uop, ...]) -> tuple[Any, tuple[Uop, ...]]:

@@ -105,10 +105,11 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
         n, c = merged[k][1], merged[k][2]
         return n <= max_iter and all(0 <= c[f] < limits[f] for f in range(len(c)))
 
+    ok_k = [k for k in cands if fits(k)]  # each loop's fit, once
     scored: list[Option] = []
     options: list[tuple[int | None, int | None]] = [(None, None)]
-    options += [(None, k) for k in cands if fits(k)]
-    options += [(a, b) for a, b in itertools.permutations(cands, 2) if fits(a) and fits(b)]
+    options += [(None, k) for k in ok_k]
+    options += list(itertools.permutations(ok_k, 2))  # the fitting pairs, in the same order
     # every option leaves all loops but its folded ones: products by division (exact: the
     # extents are positive integers), reductions by count
     ext = [lp[1] for lp in merged]
@@ -116,8 +117,9 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
     all_n = math.prod(ext)
     all_spatial = math.prod(n for n, r in zip(ext, red, strict=True) if not r)
     all_red = sum(red)
+    #: the folded loops, unordered -> (micro-ops, copies) of the loops left (``_peel``)
+    peeled: dict[frozenset[int | None], tuple[int, int]] = {}
     for fo, fi in options:
-        rem = [k for k in cands if k != fo and k != fi]
         n_rem, spatial, reds = all_n, all_spatial, all_red
         for k in (fo, fi):
             if k is not None:
@@ -130,19 +132,23 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
         if reduce_ok:
             if reds > 0 and spatial < hazard_lag:
                 ok = False
-            if fi is not None and merged[fi][2][0] == 0 and n_rem < hazard_lag:
+            if fi is not None and red[fi] and n_rem < hazard_lag:
                 ok = False
-            if (fo is not None and merged[fo][2][0] == 0
-                    and n_rem * (merged[fi][1] if fi is not None else 1) < hazard_lag):
+            if (fo is not None and red[fo]
+                    and n_rem * (ext[fi] if fi is not None else 1) < hazard_lag):
                 ok = False
         cycles = 0.0
         if cost is not None:
             insn_cycles, load_cycles, times = cost
-            kept, outer = _peel(rem, merged, max_uops)
-            n_uops = math.prod(merged[k][1] for k in kept)
-            copies = math.prod(merged[k][1] for k in outer)
-            n_o = merged[fo][1] if fo is not None else 1
-            n_i = merged[fi][1] if fi is not None else 1
+            key = frozenset((fo, fi))
+            hit = peeled.get(key)
+            if hit is None:
+                kept, outer = _peel([k for k in cands if k != fo and k != fi], merged, max_uops)
+                hit = peeled[key] = (math.prod(ext[k] for k in kept),
+                                     math.prod(ext[k] for k in outer))
+            n_uops, copies = hit
+            n_o = ext[fo] if fo is not None else 1
+            n_i = ext[fi] if fi is not None else 1
             cycles = times * copies * insn_cycles(n_o, n_i, n_uops) \
                 + load_cycles(n_uops * copies)
         scored.append(((ok, -cycles, -n_rem, fo is not None and fi is not None), fo, fi,
@@ -213,7 +219,10 @@ def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...
     offs = [(0,) * len(base)]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
         steps = [tuple(j * x for x in c[:len(base)]) for j in range(n)]
-        offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
+        if len(base) == 3:  # (dst, src, wgt), spelled out: the common case, and the hot one
+            offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
+        else:
+            offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
     return [E.simplify_int(b) for b in base], offs
 
 
