@@ -1,6 +1,6 @@
 """Compile speed: ResNet-18's layers one by one, and ``vta run resnet18`` cold and warm.
 
-Two measurements (issue 22), printed as tables and written to bench/results/compile_speed.json:
+Three measurements (issue 22), printed as tables and written to bench/results/compile_speed.json:
 
 * per layer (C1-C11): ``AccelTarget(hw).compile_layer`` (what ``vta run resnet18:Ck``
   compiles: the model ranks the space, its best candidates are compiled and timed on the
@@ -11,7 +11,11 @@ Two measurements (issue 22), printed as tables and written to bench/results/comp
 * the whole graph: the wall and the CPU seconds of ``vta run --hw HW resnet18`` as a
   subprocess, cold (a fresh, empty cache file each run: everything compiled, the programs
   kept) and warm (the same file again: nothing compiled), median of ``--graph-runs``, with
-  the compile and simulate seconds the run reports.
+  the compile and simulate seconds the run reports;
+* how many candidates are compiled (the VTA pipeline run, ``compile_func``) and timed (the
+  cost oracle called) for C1-C11 one by one and for the whole ResNet-18 graph's kernels
+  (``compile_graph`` in this process, serially: the requests ``vta run`` makes, without its
+  worker processes), counted by wrapping the two (``_Counts``); not timed.
 
 "Cold" per layer also forgets every memo of the compiler's modules (the schedule model's
 rankings, its instruction timings, isl's boxes: every ``functools`` cache of ``vta.compiler``),
@@ -48,9 +52,14 @@ from rich.console import Console
 from rich.table import Table
 
 import vta
+from vta.compiler.accel import driver
+from vta.compiler.accel.ops import window_packed
 from vta.compiler.accel.schedules import model
 from vta.compiler.ops.workloads import RESNET18, resolve
 from vta.config import HwConfig
+from vta.graph.compile import compile_graph
+from vta.graph.models import MODELS
+from vta.isa import Program
 from vta.run.targets import AccelTarget
 
 HERE = Path(__file__).resolve().parent
@@ -88,6 +97,55 @@ def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
                      "schedule": f"{c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} "
                                  f"vt={s.vthreads}{s.vt_axis}"})
     return rows
+
+
+class _Counts:
+    """Counts the VTA pipeline runs of the conv/matmul driver and of the window ops (their
+    modules' ``compile_func``, wrapped while it is entered) and the oracle's calls
+    (``cost``)."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.target = AccelTarget(hw)
+        self.compiled = self.timed = 0
+        self._saved: list[tuple[Any, Any]] = []
+
+    def cost(self, program: Program) -> int:
+        self.timed += 1
+        return self.target.cycles(program)
+
+    def __enter__(self) -> _Counts:
+        for mod in (driver, window_packed):
+            orig = getattr(mod, "compile_func")  # noqa: B009 (a name each module imported)
+            self._saved.append((mod, orig))
+
+            def counted(func: Any, hw: HwConfig, _orig: Any = orig) -> Any:
+                self.compiled += 1
+                return _orig(func, hw)
+            setattr(mod, "compile_func", counted)  # noqa: B010
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mod, orig in self._saved:
+            setattr(mod, "compile_func", orig)  # noqa: B010
+        self._saved.clear()
+
+
+def candidates(hw: HwConfig) -> dict[str, Any]:
+    """Candidates compiled and timed per layer (C1-C11) and for the whole graph's kernels."""
+    layers = {}
+    for layer in RESNET18:
+        _clear_memos()
+        with _Counts(hw) as n:
+            driver.compile_workload(resolve(f"resnet18:{layer}"), hw, cost=n.cost)
+        layers[layer] = {"compiled": n.compiled, "timed": n.timed}
+    _clear_memos()
+    with _Counts(hw) as n:
+        g = compile_graph(MODELS["resnet18"](batch=1), hw, cost=n.cost)
+    kernels = sum(p is not None for p in g.programs)
+    return {"layers": layers,
+            "layers_compiled": sum(v["compiled"] for v in layers.values()),
+            "layers_timed": sum(v["timed"] for v in layers.values()),
+            "graph": {"kernels": kernels, "compiled": n.compiled, "timed": n.timed}}
 
 
 def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
@@ -144,6 +202,7 @@ def main() -> int:
         hw = HwConfig.from_yaml(args.hw)
         layers = per_layer(hw, args.runs)
     graph = whole_graph(args.hw, args.graph_runs) if args.graph_runs > 0 else None
+    counts = candidates(hw)
 
     meds = [float(r["median_s"]) for r in layers]  # type: ignore[arg-type]
     cpu = [float(r["cpu_median_s"]) for r in layers]  # type: ignore[arg-type]
@@ -152,7 +211,7 @@ def main() -> int:
         "runs": args.runs, "layers": layers,
         "layer_median_s": statistics.median(meds), "layer_sum_s": sum(meds),
         "layer_cpu_median_s": statistics.median(cpu), "layer_cpu_sum_s": sum(cpu),
-        "graph": graph, "cpus": os.cpu_count(), "load_avg": load}
+        "graph": graph, "candidates": counts, "cpus": os.cpu_count(), "load_avg": load}
     _print(result, before, args)
     if before is not None:
         result = {"command": " ".join(["python", *sys.argv]), "before": before,
@@ -227,6 +286,20 @@ def _print(after: dict[str, Any], before: dict[str, Any] | None,
                           f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]),
                           f"{rows[0].get('cycles', -1):,}")
         con.print(g)
+    halves = [("before", before), ("after", after)] if before else [("this", after)]
+    c = Table(title="candidates compiled / timed (cost oracle calls)")
+    for col in ("checkout", *RESNET18, "C1-C11", "resnet18 graph"):
+        c.add_column(col)
+    for who, res in halves:
+        n = res.get("candidates")
+        if n is None:
+            continue
+        c.add_row(who, *(f"{n['layers'][k]['compiled']}/{n['layers'][k]['timed']}"
+                         for k in RESNET18),
+                  f"{n['layers_compiled']}/{n['layers_timed']}",
+                  f"{n['graph']['compiled']}/{n['graph']['timed']} "
+                  f"({n['graph']['kernels']} kernels)")
+    con.print(c)
     loads = [("before", before), ("after", after)] if before else [("run", after)]
     con.print("load average (1, 5, 15 min) at the start: " + "; ".join(
         f"{who} {', '.join(f'{x:.2f}' for x in res['load_avg'])}"
