@@ -5,9 +5,10 @@ of it: defines the op in the tensor IR (``conv2d_compute`` / ``matmul_compute``)
 point's layout, schedules it with the primitives and ``lower``s it (``schedules.build``) and
 runs the VTA pipeline. ``compile_workload`` picks the point (the knobs given, else the analytic
 model's ranking of the space, and among its best candidates the one a caller-supplied cost
-oracle finds fastest) and builds it; ``vta.tune`` searches the same space. Running the program and
-checking it against numpy is ``vta.run``'s job: it sits above the compiler and the simulator
-and passes the timing-only simulator as the cost oracle.
+oracle finds fastest, ``fastest`` timing only those that can still win) and builds it;
+``vta.tune`` searches the same space. Running the program and checking it against numpy is
+``vta.run``'s job: it sits above the compiler and the simulator and passes the timing-only
+simulator as the cost oracle.
 """
 
 from __future__ import annotations
@@ -236,19 +237,20 @@ def fastest(cands: list[_T], compile_one: Callable[[_T], _C], cost: Cost,
     timing each in order and keeping a strictly faster one: the model's order breaks ties).
 
     Branch and bound: every candidate is compiled and its program's lower bound taken
-    (``cost.program_bound``, a few milliseconds); they are timed lowest bound first (the
-    model's order among equal bounds), and one whose bound already exceeds the best cycles
-    measured (or equals them, coming later in ``cands``) cannot be chosen, so it is not
-    timed. ``Cost`` never answers below the bound, so the choice is the one timing them all
-    makes. The lowest bound is usually the fastest candidate, and its cycles prune the
-    rest."""
+    (``cost.program_bound``, a sixth of a timing or less); they are timed lowest bound first
+    (the model's order among equal bounds), and one whose bound already exceeds the best
+    cycles measured (or equals them, coming later in ``cands``) cannot be chosen, so it is
+    not timed. ``Cost`` never answers below the bound, so the choice is the one timing them
+    all makes. Lowest bound first rather than the model's choice first: the candidate of the
+    lowest bound is most often the fastest, and its cycles prune the most (ResNet-18 on
+    pynq: 39 of the graph's 59 candidates timed against 44, 26 of C1-C11's 33 against 27)."""
     if not cands:
         raise ValueError("fastest: no candidate")
     built = [compile_one(c) for c in cands]
-    bounds = [program_bound(c.program, hw) for c in built]
+    order = sorted((program_bound(c.program, hw), k) for k, c in enumerate(built))
     best: tuple[int, int] | None = None  # (cycles, index)
-    for k in sorted(range(len(built)), key=lambda k: (bounds[k], k)):
-        if best is not None and (bounds[k], k) >= best:
+    for bound, k in order:
+        if best is not None and (bound, k) >= best:
             continue  # not even its bound beats the best: it cannot be chosen
         got = (cost(built[k].program), k)
         if best is None or got < best:
