@@ -68,17 +68,22 @@ def program_bound(program: Program, hw: HwConfig) -> int:
     free: dict[Unit, int] = {}
     pushed: dict[Any, list[int]] = {}
     popped: dict[Any, int] = {}
-    #: token queues by (unit, flags): a LOAD's unit depends on its memory type
+    #: per distinct instruction (a tiled program repeats about half of them): whether it
+    #: drains, its unit, cycles and token queues (those by (unit, flags): a LOAD's unit
+    #: depends on its memory type)
+    seen: dict[Any, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
     routes: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
-    cycles: dict[Any, int] = {}  # a tiled program repeats about half its instructions
     for insn in insns:
-        d = definition_of(insn)
-        unit = d.unit_of(insn, hw)
-        route = routes.get((unit, insn.deps))
-        if route is None:
-            route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
-                                                 tuple(pushes_of(insn, hw)))
-        pops, pushes = route
+        got = seen.get(insn)
+        if got is None:
+            d = definition_of(insn)
+            unit = d.unit_of(insn, hw)
+            route = routes.get((unit, insn.deps))
+            if route is None:
+                route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
+                                                     tuple(pushes_of(insn, hw)))
+            got = seen[insn] = (d.drains, unit, int(d.duration(insn, hw)), *route)
+        drains, unit, took, pops, pushes = got
         start = free.get(unit, fetched)
         for q in pops:
             k = popped.get(q, 0)
@@ -86,15 +91,12 @@ def program_bound(program: Program, hw: HwConfig) -> int:
             times = pushed.get(q)
             if times is not None and k < len(times):  # else the machine deadlocks
                 start = max(start, times[k])
-        if d.drains:
-            start = max([start, *(free.get(m, 0) for m in d.drains)])
-        took = cycles.get(insn)
-        if took is None:
-            took = cycles[insn] = int(d.duration(insn, hw))
+        if drains:
+            start = max([start, *(free.get(m, 0) for m in drains)])
         end = free[unit] = start + took
         for q in pushes:
             pushed.setdefault(q, []).append(end)
-        if d.drains:
+        if drains:
             return end
     return max(free.values(), default=0)
 
