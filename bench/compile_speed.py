@@ -1,6 +1,6 @@
 """Compile speed: ResNet-18's layers one by one, and ``vta run resnet18`` cold and warm.
 
-Two measurements (issue 22), printed as tables and written to bench/results/compile_speed.json:
+Three measurements (issue 22), printed as tables and written to bench/results/compile_speed.json:
 
 * per layer (C1-C11): ``AccelTarget(hw).compile_layer`` (what ``vta run resnet18:Ck``
   compiles: the model ranks the space, its best candidates are compiled and timed on the
@@ -11,7 +11,16 @@ Two measurements (issue 22), printed as tables and written to bench/results/comp
 * the whole graph: the wall and the CPU seconds of ``vta run --hw HW resnet18`` as a
   subprocess, cold (a fresh, empty cache file each run: everything compiled, the programs
   kept) and warm (the same file again: nothing compiled), median of ``--graph-runs``, with
-  the compile and simulate seconds the run reports.
+  the compile and simulate seconds the run reports;
+* how many candidates are compiled (the VTA pipeline run, ``compile_func``) and timed (the
+  cost oracle called) for C1-C11 one by one and for the whole ResNet-18 graph's kernels
+  (``compile_graph`` in this process, serially: the requests ``vta run`` makes, without its
+  worker processes), counted by wrapping the two (``_Counts``); not timed;
+* with ``--breakdown`` (a checkout with ``cost.program_bound``): C1-C11's candidates' CPU
+  seconds by stage (``op_compute``, ``lower_op``, the pass pipeline, the lower bound, the
+  timing-only simulation), and the choice among the compiled candidates by branch and bound
+  (``driver.fastest``) against timing every one (the loop it replaced), alternately
+  ``--choice-reps`` times (median).
 
 "Cold" per layer also forgets every memo of the compiler's modules (the schedule model's
 rankings, its instruction timings, isl's boxes: every ``functools`` cache of ``vta.compiler``),
@@ -25,12 +34,14 @@ load average before each half is recorded (the machine may be shared). A vta wit
 compile cache compiles every run (warm = cold).
 
     OPENBLAS_NUM_THREADS=1 python bench/compile_speed.py [--hw hwconfigs/pynq.yaml] [--runs 3]
-        [--graph-runs 3] [--before CHECKOUT] [--out bench/results/compile_speed.json]
+        [--graph-runs 3] [--count-configs all] [--breakdown] [--before CHECKOUT]
+        [--out bench/results/compile_speed.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import json
 import os
@@ -42,15 +53,26 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 import vta
+from vta.compiler.accel import cost as accel_cost
+from vta.compiler.accel import driver
+from vta.compiler.accel.ops import window_packed
+from vta.compiler.accel.pipeline import compile_func
 from vta.compiler.accel.schedules import model
+from vta.compiler.accel.schedules.build import lower_op
+from vta.compiler.ir.lower import lower
+from vta.compiler.ops.window import WindowSpec
 from vta.compiler.ops.workloads import RESNET18, resolve
 from vta.config import HwConfig
+from vta.graph.compile import compile_graph
+from vta.graph.models import MODELS
+from vta.isa import Program, definition_of
 from vta.run.targets import AccelTarget
 
 HERE = Path(__file__).resolve().parent
@@ -88,6 +110,159 @@ def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
                      "schedule": f"{c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} "
                                  f"vt={s.vthreads}{s.vt_axis}"})
     return rows
+
+
+class _Counts:
+    """Counts the VTA pipeline runs of the conv/matmul driver and of the window ops (their
+    modules' ``compile_func``, wrapped while it is entered) and the oracle's calls
+    (``cost``)."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.target = AccelTarget(hw)
+        self.compiled = self.timed = 0
+        self._saved: list[tuple[Any, Any]] = []
+
+    def cost(self, program: Program) -> int:
+        self.timed += 1
+        return self.target.cycles(program)
+
+    def __enter__(self) -> _Counts:
+        for mod in (driver, window_packed):
+            orig = getattr(mod, "compile_func")  # noqa: B009 (a name each module imported)
+            self._saved.append((mod, orig))
+
+            def counted(func: Any, hw: HwConfig, _orig: Any = orig) -> Any:
+                self.compiled += 1
+                return _orig(func, hw)
+            setattr(mod, "compile_func", counted)  # noqa: B010
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mod, orig in self._saved:
+            setattr(mod, "compile_func", orig)  # noqa: B010
+        self._saved.clear()
+
+
+def layer_candidates(hw: HwConfig) -> dict[str, dict[str, int]]:
+    """Candidates compiled and timed for each of C1-C11 on ``hw``."""
+    layers = {}
+    for layer in RESNET18:
+        _clear_memos()
+        with _Counts(hw) as n:
+            driver.compile_workload(resolve(f"resnet18:{layer}"), hw, cost=n.cost)
+        layers[layer] = {"compiled": n.compiled, "timed": n.timed}
+    return layers
+
+
+def candidates(hw: HwConfig) -> dict[str, Any]:
+    """Candidates compiled and timed per layer (C1-C11) and for the whole graph's kernels."""
+    layers = layer_candidates(hw)
+    _clear_memos()
+    with _Counts(hw) as n:
+        g = compile_graph(MODELS["resnet18"](batch=1), hw, cost=n.cost)
+    kernels = sum(p is not None for p in g.programs)
+    return {"layers": layers,
+            "layers_compiled": sum(v["compiled"] for v in layers.values()),
+            "layers_timed": sum(v["timed"] for v in layers.values()),
+            "graph": {"kernels": kernels, "compiled": n.compiled, "timed": n.timed}}
+
+
+def _time_all(cands: list[Any], compile_one: Any, cost: Any, hw: HwConfig) -> Any:
+    """The choice before branch and bound: every candidate timed, the first of the fewest
+    cycles kept."""
+    built = [compile_one(c) for c in cands]
+    best = min(range(len(built)), key=lambda k: (cost(built[k].program), k))
+    return built[best]
+
+
+def breakdown(hw: HwConfig, reps: int) -> dict[str, Any] | None:
+    """C1-C11's candidates' CPU seconds by stage (one cold pass), and the choice among the
+    compiled candidates by branch and bound against timing all (``reps`` alternations,
+    median); None for a vta without ``cost.program_bound``."""
+    bound = getattr(accel_cost, "program_bound", None)
+    fastest = getattr(driver, "fastest", None)
+    if bound is None or fastest is None:
+        return None
+    _clear_memos()
+    target = AccelTarget(hw)
+    stages = dict.fromkeys(("op_compute", "lower_op", "pipeline", "bound", "simulate"), 0.0)
+    built: dict[str, list[Any]] = {}
+    pairs: dict[str, list[tuple[int, int]]] = {}  # each candidate's (bound, cycles)
+    for layer in RESNET18:
+        w = resolve(f"resnet18:{layer}")
+        problem = driver.space_of(w, hw)
+        built[layer] = []
+        for p in driver.default_points(w, hw):
+            fold, sch = problem.schedule(p)
+            c0 = time.process_time()
+            op = driver.op_compute(w, hw, sch, w.epilogue, fold)
+            c1 = time.process_time()
+            func = lower_op(op, hw, sch)
+            c2 = time.process_time()
+            prog = compile_func(func, hw).program
+            c3 = time.process_time()
+            lower = bound(prog, hw)
+            c4 = time.process_time()
+            cycles = target.cycles(prog)
+            c5 = time.process_time()
+            pairs.setdefault(layer, []).append((lower, cycles))
+            for k, dt in zip(stages, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4),
+                             strict=True):
+                stages[k] += dt
+            built[layer].append(SimpleNamespace(program=prog))
+    choice: dict[str, list[float]] = {"branch_and_bound": [], "time_all": []}
+    for _ in range(reps):
+        for name, choose in (("branch_and_bound", fastest), ("time_all", _time_all)):
+            c0 = time.process_time()
+            for layer in RESNET18:
+                choose(built[layer], lambda c: c, target.cycles, hw)
+            choice[name].append(time.process_time() - c0)
+    pool = _maxpool(hw, target, bound)
+    ratios = [b / c for v in pairs.values() for b, c in v]
+    spread = [max(c for _, c in v) / min(c for _, c in v) - 1 for v in pairs.values()]
+    return {"candidates": sum(len(v) for v in built.values()), "stage_cpu_s": stages,
+            "bound_cycles": pairs, "bound_over_cycles": [min(ratios), max(ratios)],
+            "candidates_spread": [min(spread), max(spread)], "maxpool": pool,
+            "choice_cpu_s": {k: statistics.median(v) for k, v in choice.items()},
+            "choice_cpu_runs": choice}
+
+
+#: ResNet-18's max-pool (after C1), as its graph places it on the accelerator
+MAXPOOL = WindowSpec("max", 1, 64, 112, 112, 3, 2, 1)
+
+
+def _maxpool(hw: HwConfig, target: AccelTarget, bound: Any) -> list[dict[str, Any]]:
+    """Each ``compile_window`` candidate of ResNet-18's max-pool: its instructions by
+    definition, the CPU seconds of its lowering and pass pipeline, its bound and cycles."""
+    op = window_packed.window_compute(MAXPOOL, hw)
+    rows = []
+    for s in window_packed.candidates(MAXPOOL, hw)[:window_packed.REFINE]:
+        c0 = time.process_time()
+        func = lower(window_packed.schedule_window(op, MAXPOOL, hw, s), op.args, op.name)
+        c1 = time.process_time()
+        prog = compile_func(func, hw).program
+        c2 = time.process_time()
+        kinds = collections.Counter(definition_of(i).name for i in prog.instructions)
+        rows.append({"schedule": repr(s), "instructions": len(prog.instructions),
+                     "by_definition": dict(kinds), "lower_cpu_s": c1 - c0,
+                     "pipeline_cpu_s": c2 - c1, "bound": bound(prog, hw),
+                     "cycles": target.cycles(prog)})
+    return rows
+
+
+def by_config(names: str) -> dict[str, dict[str, int]]:
+    """C1-C11's candidates compiled and timed in all, per shipped config (``names``)."""
+    shipped = sorted(p.stem for p in (HERE.parent / "hwconfigs").glob("*.yaml"))
+    out = {}
+    for name in shipped if names == "all" else names.split(","):
+        if name not in shipped:
+            raise SystemExit(f"--count-configs: no hwconfigs/{name}.yaml (shipped: "
+                             f"{', '.join(shipped)})")
+        layers = layer_candidates(HwConfig.from_yaml(str(HERE.parent / "hwconfigs" /
+                                                         f"{name}.yaml")))
+        out[name] = {"compiled": sum(v["compiled"] for v in layers.values()),
+                     "timed": sum(v["timed"] for v in layers.values())}
+    return out
 
 
 def _graph_run(hw_path: str, cache: Path) -> dict[str, float]:
@@ -134,6 +309,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--graph-runs", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results" / "compile_speed.json"))
+    ap.add_argument("--count-configs", metavar="NAMES", default="",
+                    help="also count C1-C11's candidates compiled/timed on these shipped "
+                         "configs (comma-separated stems of hwconfigs/*.yaml, or 'all')")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also C1-C11's candidates' CPU by stage and the choice's CPU by branch "
+                         "and bound against timing every candidate")
+    ap.add_argument("--choice-reps", type=int, default=5)
     ap.add_argument("--before", metavar="CHECKOUT",
                     help="first measure the vta of this checkout the same way (a subprocess)")
     args = ap.parse_args()
@@ -144,6 +326,10 @@ def main() -> int:
         hw = HwConfig.from_yaml(args.hw)
         layers = per_layer(hw, args.runs)
     graph = whole_graph(args.hw, args.graph_runs) if args.graph_runs > 0 else None
+    counts = candidates(hw)
+    if args.count_configs:
+        counts["configs"] = by_config(args.count_configs)
+    split = breakdown(hw, args.choice_reps) if args.breakdown else None
 
     meds = [float(r["median_s"]) for r in layers]  # type: ignore[arg-type]
     cpu = [float(r["cpu_median_s"]) for r in layers]  # type: ignore[arg-type]
@@ -152,7 +338,8 @@ def main() -> int:
         "runs": args.runs, "layers": layers,
         "layer_median_s": statistics.median(meds), "layer_sum_s": sum(meds),
         "layer_cpu_median_s": statistics.median(cpu), "layer_cpu_sum_s": sum(cpu),
-        "graph": graph, "cpus": os.cpu_count(), "load_avg": load}
+        "graph": graph, "candidates": counts, "breakdown": split, "cpus": os.cpu_count(),
+        "load_avg": load}
     _print(result, before, args)
     if before is not None:
         result = {"command": " ".join(["python", *sys.argv]), "before": before,
@@ -171,7 +358,10 @@ def _before(args: argparse.Namespace) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": str(checkout), "OPENBLAS_NUM_THREADS": "1"}
         subprocess.run([sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
                         "--runs", str(args.runs), "--graph-runs", str(args.graph_runs),
-                        "--out", str(out)], env=env, check=True, cwd=checkout)
+                        "--count-configs", args.count_configs, "--out", str(out),
+                        *(["--breakdown"] if args.breakdown else []),
+                        "--choice-reps", str(args.choice_reps)],
+                       env=env, check=True, cwd=checkout)
         data: dict[str, Any] = json.loads(out.read_text())
         return data
 
@@ -227,6 +417,52 @@ def _print(after: dict[str, Any], before: dict[str, Any] | None,
                           f"{_median(rows, 'simulate_s'):.2f}", str(rows[0]["compiled"]),
                           f"{rows[0].get('cycles', -1):,}")
         con.print(g)
+    halves = [("before", before), ("after", after)] if before else [("this", after)]
+    c = Table(title="candidates compiled / timed (cost oracle calls)")
+    for col in ("checkout", *RESNET18, "C1-C11", "resnet18 graph"):
+        c.add_column(col)
+    for who, res in halves:
+        n = res.get("candidates")
+        if n is None:
+            continue
+        c.add_row(who, *(f"{n['layers'][k]['compiled']}/{n['layers'][k]['timed']}"
+                         for k in RESNET18),
+                  f"{n['layers_compiled']}/{n['layers_timed']}",
+                  f"{n['graph']['compiled']}/{n['graph']['timed']} "
+                  f"({n['graph']['kernels']} kernels)")
+    con.print(c)
+    if any("configs" in (res.get("candidates") or {}) for _, res in halves):
+        k = Table(title="C1-C11 candidates compiled / timed per shipped config")
+        names = next(res["candidates"]["configs"] for _, res in halves
+                     if "configs" in (res.get("candidates") or {}))
+        for col in ("checkout", *names):
+            k.add_column(col)
+        for who, res in halves:
+            got = (res.get("candidates") or {}).get("configs")
+            if got:
+                k.add_row(who, *(f"{got[n]['compiled']}/{got[n]['timed']}" for n in names))
+        con.print(k)
+    split = after.get("breakdown")
+    if split:
+        b = Table(title=f"C1-C11's {split['candidates']} candidates: CPU s by stage (cold), "
+                        f"and the choice among them (median)")
+        for col in ("op_compute", "lower_op", "pipeline", "bound", "simulate",
+                    "choice: branch and bound", "choice: time all"):
+            b.add_column(col)
+        st, ch = split["stage_cpu_s"], split["choice_cpu_s"]
+        b.add_row(*(f"{st[k]:.3f}" for k in ("op_compute", "lower_op", "pipeline", "bound",
+                                             "simulate")),
+                  f"{ch['branch_and_bound']:.3f}", f"{ch['time_all']:.3f}")
+        con.print(b)
+        lo, hi = split["bound_over_cycles"]
+        a, z = split["candidates_spread"]
+        con.print(f"bound / simulated cycles over the candidates: {lo:.4f}-{hi:.4f}; a layer's "
+                  f"slowest candidate over its fastest: +{100 * a:.2f} % to +{100 * z:.2f} %")
+        for r in split["maxpool"]:
+            con.print(f"max-pool {r['schedule']}: {r['instructions']} instructions "
+                      f"({r['by_definition']}), lower {r['lower_cpu_s']:.3f} s, pipeline "
+                      f"{r['pipeline_cpu_s']:.3f} s CPU, bound {r['bound']}, cycles "
+                      f"{r['cycles']}")
     loads = [("before", before), ("after", after)] if before else [("run", after)]
     con.print("load average (1, 5, 15 min) at the start: " + "; ".join(
         f"{who} {', '.join(f'{x:.2f}' for x in res['load_avg'])}"

@@ -3,9 +3,12 @@ definition (``InstructionDef.duration``), the same function the simulator charge
 
 ``instruction_cycles`` is the cycles one instruction occupies its unit; ``unit_busy`` sums
 them per unit over a program (what the simulator reports as each unit's busy cycles, since it
-charges exactly these durations). The schedule model (``schedules/default.py``) prices the
-instructions it expects a schedule to emit with the same function, on prototype instructions
-(``prototype``), so a changed hardware fact moves its estimates and the simulator together.
+charges exactly these durations); ``program_bound`` is a proven lower bound on the cycles the
+simulator reports for a whole program (``driver.compile_workload`` skips timing a candidate
+whose bound already reaches the best time measured). The schedule model
+(``schedules/default.py``) prices the instructions it expects a schedule to emit with the
+same function, on prototype instructions (``prototype``), so a changed hardware fact moves
+its estimates and the simulator together.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from typing import Any
 from vta.config import HwConfig
 from vta.isa import AluOp, InstructionDef, MemType, Program, Unit, definition_of
 from vta.isa.builtins import ALU
-from vta.isa.defs import instance
+from vta.isa.defs import instance, pops_of, pushes_of
+from vta.isa.timing import fetch_cycles
 
-__all__ = ["instruction_cycles", "unit_busy", "prototype", "microop_instruction_cycles",
-           "max_block_uops",
+__all__ = ["instruction_cycles", "unit_busy", "program_bound", "prototype",
+           "microop_instruction_cycles", "max_block_uops",
            "dma_instruction_cycles", "reset_instruction"]
 
 
@@ -37,6 +41,64 @@ def unit_busy(program: Program, hw: HwConfig) -> dict[str, int]:
         if d.drains:
             break
     return out
+
+
+def program_bound(program: Program, hw: HwConfig) -> int:
+    """A lower bound on the cycles the simulator (``vta.sim.machine``, timed or timing-only)
+    takes to run ``program`` to its FINISH: the program's dependency graph with every wait
+    the machine adds beyond it relaxed.
+
+    Kept, as the machine enforces them: each unit runs its instructions in program order, one
+    at a time, each for at least its definition's duration (a DMA on a busy port only
+    longer); the n-th pop of a token queue waits for that queue's n-th push, which follows
+    its instruction's completion; nothing starts before the fetch unit has read the first
+    batch of ``queues.fetch_batch`` words (at least its time alone on the port); FINISH
+    starts after the units it drains are idle. Dropped (each can only delay the machine):
+    the later fetches, full command and token queues, the memory port's contention,
+    accumulator-bank conflicts. Each relaxation leaves a start time no later than the
+    machine's, so the FINISH's completion here is at most the run's (a test holds every
+    candidate of ResNet-18's layers on every shipped configuration to it). One pass over the
+    program, each instruction's unit and token queues looked up by its definition and flags:
+    a sixth or less of the timing-only simulator's time."""
+    insns = program.instructions
+    first = insns[:hw.queues.fetch_batch or 1]  # the first batch ends at a FINISH in it
+    first = first[:next((j + 1 for j, x in enumerate(first) if definition_of(x).drains),
+                        len(first))]
+    fetched = fetch_cycles(hw, len(first), 0) if first else 0
+    free: dict[Unit, int] = {}
+    pushed: dict[Any, list[int]] = {}
+    popped: dict[Any, int] = {}
+    #: per distinct instruction (a tiled program repeats about half of them): whether it
+    #: drains, its unit, cycles and token queues (those by (unit, flags): a LOAD's unit
+    #: depends on its memory type)
+    seen: dict[Any, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
+    routes: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+    for insn in insns:
+        got = seen.get(insn)
+        if got is None:
+            d = definition_of(insn)
+            unit = d.unit_of(insn, hw)
+            route = routes.get((unit, insn.deps))
+            if route is None:
+                route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
+                                                     tuple(pushes_of(insn, hw)))
+            got = seen[insn] = (d.drains, unit, int(d.duration(insn, hw)), *route)
+        drains, unit, took, pops, pushes = got
+        start = free.get(unit, fetched)
+        for q in pops:
+            k = popped.get(q, 0)
+            popped[q] = k + 1
+            times = pushed.get(q)
+            if times is not None and k < len(times):  # else the machine deadlocks
+                start = max(start, times[k])
+        if drains:
+            start = max([start, *(free.get(m, 0) for m in drains)])
+        end = free[unit] = start + took
+        for q in pushes:
+            pushed.setdefault(q, []).append(end)
+        if drains:
+            return end
+    return max(free.values(), default=0)
 
 
 def prototype(defn: InstructionDef, **fields: Any) -> Any:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, microop_instruction_cycles, prototype
-from vta.compiler.accel.driver import CompileMemo, chain_text, memory_cycles
+from vta.compiler.accel.driver import CompileMemo, chain_text, fastest, memory_cycles
 from vta.compiler.accel.insn_intrin import vta_gemm_intrinsic
 from vta.compiler.accel.ops.chain_plan import (
     apply_chain,
@@ -339,20 +339,16 @@ def compile_window(spec: WindowSpec, hw: HwConfig, chain: Chain | None = None, *
     t0 = time.perf_counter()
     cands = [schedule] if schedule is not None else candidates(spec, hw, chain, exact)
     cands = cands[:max(1, refine) if cost is not None else 1]
-    best: tuple[int, CompiledWindow] | None = None
-    for s in cands:
-        op = window_compute(spec, hw, chain)
+    op = window_compute(spec, hw, chain)  # the same op under every tile
+
+    def build(s: WindowSchedule) -> CompiledWindow:
         func = lower(schedule_window(op, spec, hw, s), op.args, op.name)
-        c = CompiledWindow(spec, hw, s, chain, compile_func(func, hw))
-        if len(cands) == 1 or cost is None:
-            best = (0, c)
-            break
-        cycles = cost(c.program)
-        if best is None or cycles < best[0]:
-            best = (cycles, c)
-    assert best is not None
-    best[1].result.seconds = time.perf_counter() - t0
-    return best[1]
+        return CompiledWindow(spec, hw, s, chain, compile_func(func, hw))
+
+    c = build(cands[0]) if len(cands) == 1 or cost is None else \
+        fastest(cands, build, cost, hw)
+    c.result.seconds = time.perf_counter() - t0
+    return c
 
 
 def window_key(spec: WindowSpec, chain: Chain | None, *, refine: int, exact: bool,
