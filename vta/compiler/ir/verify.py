@@ -18,7 +18,6 @@ from typing import Any
 
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.visitor import child_slots, node_fields
 from vta.errors import VerifyError
 
 __all__ = ["VerifyError", "verify", "verify_after"]
@@ -62,27 +61,13 @@ class _Checker:
         """Check every node under ``e`` in pre-order (``expr.walk``'s order, so the first
         culprit is the one reported), reading only the fields that can hold nodes."""
         bound = self.bound
-        stack = [e]
-        while stack:
-            n = stack.pop()
+        for n in E.walk(e):
             if isinstance(n, E.Var):
                 if n not in bound:
                     raise self.fail(f"variable {n.name} is used outside the loop or let binding "
                                     f"it")
-                continue
-            if isinstance(n, S.BufferLoad):
+            elif isinstance(n, S.BufferLoad):
                 self.access(n.buffer, n.indices, "load from")
-            names = child_slots(type(n))
-            if not names:
-                continue
-            kids: list[Any] = []
-            for name in names:
-                v = getattr(n, name)
-                if type(v) is tuple:
-                    kids.extend(x for x in v if node_fields(type(x)) is not None)
-                elif node_fields(type(v)) is not None:
-                    kids.append(v)
-            stack.extend(reversed(kids))
 
     def access(self, b: S.Buffer, idx: tuple[E.Expr, ...], what: str) -> None:
         if len(idx) != b.ndim:
