@@ -32,7 +32,7 @@ from vta.graph.ir import Graph
 from vta.graph.models import LAYERS_OF, MODELS, ONNX_MODELS, random_image
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
 from vta.resources import REQUANT_F32
-from vta.run.graph import Reference, compile_for, run_graph
+from vta.run.graph import Reference, accelerator_graph, compile_for, run_graph
 from vta.run.report import format_gpu_run, format_run
 from vta.run.targets import AccelTarget, Target, get_target
 from vta.tune.compile_cache import CompileCache
@@ -255,8 +255,11 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
                 * np.float32(v.type.scale or 1.0) for v in graph.inputs}
     # the interpreter's run (what every tensor is checked against) is computed while worker
     # processes compile, or while they simulate the kernels whose inputs it has computed
-    reference = Reference(graph, image)
-    compiled = compile_for(graph, target, fusion=args.fusion or "full", jobs=args.jobs,
+    # on the accelerator: the graph its passes make (``accelerator_graph``: the same object
+    # when they change nothing), so that the reference is the compiled graph's
+    run_on = accelerator_graph(graph) if isinstance(target, AccelTarget) else graph
+    reference = Reference(run_on, image)
+    compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=args.jobs,
                            meanwhile=reference.compute)
     say_cache(memo)
     r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=args.jobs,

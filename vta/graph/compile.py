@@ -91,6 +91,17 @@ class CompiledGraph:
         return sum(k.macs for k in self.kernels)
 
 
+def accelerator_graph(graph: Graph) -> Graph:
+    """``graph`` as the accelerator compiles it: zero-point pads folded into their
+    convolutions (a per-position bias, ``passes.fold_pad``) and products of two activations
+    made dense layers with runtime weights (``passes.split_matmul``). Each pass gives back the
+    same object when it has nothing to do, so this is the identity on its own result:
+    ``vta run`` interprets this graph (the reference every tensor is checked against) while
+    the workers compile it, and ``compile_graph`` keeps it as its ``graph``."""
+    graph = fold_pads(graph)
+    return split_matmuls(graph)
+
+
 def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cost | None = None,
                   refine: int = driver.REFINE, memo: driver.CompileMemo | None = None,
                   place: Callable[[Graph], list[Step]] | None = None) -> CompiledGraph:
@@ -102,8 +113,7 @@ def compile_graph(graph: Graph, hw: HwConfig, *, fusion: str = "full", cost: Cos
     steps)."""
     t0 = time.perf_counter()
     check_multipliers(graph, hw)
-    graph = fold_pads(graph)  # zero-point pads: the convolutions' own (per-position bias)
-    graph = split_matmuls(graph)  # products of two activations: runtime-weight dense layers
+    graph = accelerator_graph(graph)
     fused = fuse(graph, fusion)
     steps = place(fused) if place is not None else place_all(fused, hw, cost, refine, memo)
     layouts = plan_layouts(fused, steps, hw)

@@ -31,7 +31,7 @@ import numpy as np
 from vta.config import HwConfig
 from vta.errors import VtaError
 from vta.graph import interp
-from vta.graph.compile import CompiledGraph, compile_graph
+from vta.graph.compile import CompiledGraph, accelerator_graph, compile_graph
 from vta.graph.dram_layout import pack, unpack
 from vta.graph.ir import Graph, Value, node_macs
 from vta.graph.link import const_name
@@ -50,7 +50,7 @@ from vta.sim.trace import trace_events
 if TYPE_CHECKING:
     from vta.run.graph_gpu import GpuGraph
 
-__all__ = ["GraphRun", "StepRun", "Reference", "compile_for", "run_graph",
+__all__ = ["GraphRun", "StepRun", "Reference", "accelerator_graph", "compile_for", "run_graph",
            "graph_summary", "write_graph_trace"]
 
 #: what every graph run is checked against
@@ -245,7 +245,10 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     t = target if target is not None else AccelTarget(compiled.hw)
     if not isinstance(t, AccelTarget):
         raise VtaError(f"a graph compiled for the accelerator cannot run on {t.name}")
-    ref = reference if reference is not None else Reference(compiled.graph, image)
+    # a reference computed on another graph (not the one compiled, whose passes add values)
+    # cannot check its steps: the interpreter runs again on the compiled graph
+    ref = reference if reference is not None and reference.graph is compiled.graph \
+        else Reference(compiled.graph, image)
     r = _run_accel(compiled, ref, t, jobs)
     if trace_path is not None:
         write_graph_trace(r, trace_path)
