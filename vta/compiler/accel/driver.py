@@ -247,6 +247,9 @@ def fastest(cands: list[_T], compile_one: Callable[[_T], _C], cost: Cost,
     if not cands:
         raise ValueError("fastest: no candidate")
     built = [compile_one(c) for c in cands]
+    if len(built) == 1:  # nothing to prune: no bound (timed as before, for the caller's cost)
+        cost(built[0].program)
+        return built[0]
     order = sorted((program_bound(c.program, hw), k) for k, c in enumerate(built))
     best: tuple[int, int] | None = None  # (cycles, index)
     for bound, k in order:
