@@ -274,11 +274,15 @@ class _Tokens:
             needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
             at.append(self._add(ins, m, needs))
         result = []
+        made: dict[frozenset[str], Deps] = {}  # the few distinct flag sets, each made once
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
+                key = frozenset(f)  # every value is True
+                deps = made.get(key)
+                if deps is None:
+                    deps = made[key] = Deps(**f)
                 insn: Any = ins.insn
-                ins = Insn(evolve(insn, deps=Deps(**f)), ins.dram, ins.uops,
-                           ins.thread, ins.note)
+                ins = Insn(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
 
