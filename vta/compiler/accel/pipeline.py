@@ -161,11 +161,23 @@ def _collector_paused() -> Iterator[None]:
     burst otherwise triggers collections that walk every live object of the process (the IR,
     the schedule model's tables) and find nothing to free (C1-C11's ``compile_layer`` on
     pynq, each layer's three candidates: 3.49 -> 3.21 CPU s). Garbage cycles made meanwhile
-    wait for the next collection."""
+    wait for the next collection.
+
+    The objects the block made and left alive (the result: the IR after every pass, the
+    program, its micro-ops) would all still be in the youngest generation, so the first
+    allocation after it would collect that generation and walk every one of them while the
+    caller still holds them (about a tenth of the pipeline's time). They are moved to the
+    oldest generation instead (``gc.freeze`` then ``gc.unfreeze``: two list splices, no walk),
+    as if they had survived the young collections, which changes when a collection looks at
+    them, never what it frees. Skipped where the process has frozen objects of its own
+    (``gc.get_freeze_count``): unfreezing would release those too."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
