@@ -102,3 +102,44 @@ def test_collector_paused_during_a_compile_and_restored() -> None:
     finally:
         gc.enable()
         pipeline.PASSES = saved
+
+
+def test_a_compile_leaves_its_result_out_of_the_young_generation() -> None:
+    """What a compile leaves alive is moved to the oldest generation (``gc.freeze`` then
+    ``gc.unfreeze``), so the next young collection does not walk it; objects the process froze
+    itself stay frozen (the move is skipped), and a garbage cycle made during the compile is
+    still collected by a full collection."""
+    import weakref
+
+    class Node:
+        pass
+
+    refs: list[weakref.ref[Node]] = []
+
+    def cycle(func, hw):  # type: ignore[no-untyped-def]
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        refs.append(weakref.ref(a))
+        return func
+
+    c = AccelTarget(hw()).compile_layer(resolve("matmul", [16, 16, 16]))
+    func = c.result.ir["input"]
+    saved = pipeline.PASSES
+    try:
+        pipeline.PASSES = (("cycle", cycle, "test"), *saved)
+        gc.collect()
+        r = pipeline.compile_func(func, hw())
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        young = {id(x) for x in gc.get_objects(0)}
+        kept = [r.program.instructions[0], r.ir["flatten"], r.ir["coproc_sync"].body]
+        assert all(gc.is_tracked(x) and id(x) not in young for x in kept)
+        assert refs[0]() is not None  # the cycle waits ...
+        gc.collect()
+        assert refs[0]() is None  # ... for the next full collection
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        pipeline.compile_func(func, hw())
+        assert gc.get_freeze_count() == frozen  # the process's frozen objects stay frozen
+    finally:
+        gc.unfreeze()
+        pipeline.PASSES = saved

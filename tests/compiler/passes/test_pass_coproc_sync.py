@@ -2,8 +2,10 @@
 
 import pytest
 from _accel_ir import PYNQ, isa, stream, uops
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from vta.compiler.accel.passes.coproc_sync import insert_tokens
+from vta.compiler.accel.passes.coproc_sync import conflicts, insert_tokens
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir.builder import alloc, buf, func, loop
 from vta.compiler.ir.structural import assert_structural_equal
@@ -42,3 +44,43 @@ def test_an_unflattened_body_is_refused() -> None:
     with pytest.raises(CompileError, match="f: token insertion needs the flattened instruction "
                                            "stream"):
         insert_tokens(f, PYNQ)
+
+
+def _conflicts_by_entry(stream: list[tuple[int, list[tuple[str, int, int, bool]]]],
+                        depth: dict[str, int], rows: int) -> list[list[int]]:
+    """``conflicts`` by its definition: per memory, per module row, the latest instruction
+    writing and reading each entry, updated instruction by instruction."""
+    last_w = {m: [[-1] * d for _ in range(rows)] for m, d in depth.items()}
+    last_r = {m: [[-1] * d for _ in range(rows)] for m, d in depth.items()}
+    out = []
+    for t, (row, acc) in enumerate(stream):
+        latest = [-1] * rows
+        for mem, lo, hi, wr in acc:
+            for r in range(rows):
+                for e in range(lo, min(hi, depth[mem])):
+                    latest[r] = max(latest[r], last_w[mem][r][e],
+                                    last_r[mem][r][e] if wr else -1)
+        for mem, lo, hi, wr in acc:
+            for e in range(lo, min(hi, depth[mem])):
+                (last_w if wr else last_r)[mem][row][e] = t
+        out.append(latest)
+    return out
+
+
+_ACCESS = st.tuples(st.sampled_from(["inp", "acc", "uop"]), st.integers(0, 20),
+                    st.integers(0, 8), st.booleans()).map(
+    lambda a: (a[0], a[1], a[1] + a[2], a[3]))  # (memory, lo, hi, writes); some empty
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.lists(_ACCESS, max_size=4)), max_size=30))
+def test_conflicts_match_a_table_updated_instruction_by_instruction(
+        stream: list[tuple[int, list[tuple[str, int, int, bool]]]]) -> None:
+    """``conflicts`` (a running maximum over the segments between the ranges' boundaries,
+    per memory) gives the answers of per-entry tables updated one instruction at a time: the
+    latest earlier conflicting instruction of every module, on overlapping, nested, repeated
+    and empty ranges, ranges past the memory's end, and several accesses of one memory in one
+    instruction."""
+    depth = {"inp": 24, "acc": 16, "uop": 32}
+    got = conflicts(stream, depth, 4).tolist()
+    assert got == _conflicts_by_entry(stream, depth, 4)

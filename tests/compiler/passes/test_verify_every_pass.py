@@ -12,6 +12,7 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.builder import buf, func, loop
 from vta.errors import VerifyError
 from vta.gpu import lower_gpu
+from vta.isa import Program
 
 A = buf("A", (4,), "int32")
 
@@ -41,3 +42,43 @@ def test_gpu_pipeline_names_the_pass_that_broke_the_ir(monkeypatch: pytest.Monke
     f = func("k", [A], loop(4, lambda i: A.store(0, i)))
     with pytest.raises(VerifyError, match=r"after pass breaker: k: .*ghost"):
         lower_gpu.lower_for_gpu(f)
+
+
+@pytest.mark.parametrize("every", [True, False])
+def test_checking_once_names_the_pass_that_broke_the_ir(monkeypatch: pytest.MonkeyPatch,
+                                                        every: bool) -> None:
+    """With per-pass checking off (a production compile), the IR is verified once after the
+    last pass, and a broken result still names the pass that broke it (the pipeline is run
+    again from its input checking after every pass), also when later passes ran on it."""
+    first, *_rest = pipeline.PASSES
+    monkeypatch.setattr(pipeline, "PASSES", (first, ("breaker", _breaks_the_ir, "test"),
+                                             ("later", lambda f, hw: f, "test")))
+    f = func("f", [A], loop(4, lambda i: A.store(0, i)))
+    with pytest.raises(VerifyError, match=r"after pass breaker: f: .*ghost"):
+        pipeline.compile_func(f, PYNQ, verify_every_pass=every)
+
+
+def _copies(f: S.PrimFunc, *_: object) -> S.PrimFunc:
+    """A pass that returns a new, equivalent function (so the pipeline checks it)."""
+    return f.with_body(S.SeqStmt((f.body,)))
+
+
+def test_the_tests_verify_after_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/conftest.py turns per-pass checking on for the whole session; a production compile
+    (the default) checks the input and the result only: ``verify_after`` runs once."""
+    assert pipeline.VERIFY_EVERY_PASS
+    calls: list[str] = []
+
+    def counted(name: str, f: S.PrimFunc) -> S.PrimFunc:
+        calls.append(name)
+        return f
+    monkeypatch.setattr(pipeline, "verify_after", counted)
+    monkeypatch.setattr(pipeline, "PASSES", (("one", _copies, "test"), ("two", _copies, "test"),
+                                             ("three", _copies, "test")))
+    monkeypatch.setattr(pipeline, "emit_program", lambda f, hw: Program(()))
+    f = func("f", [A], loop(4, lambda i: A.store(0, i)))
+    pipeline.compile_func(f, PYNQ, verify_every_pass=False)
+    assert calls == ["three"]
+    calls.clear()
+    pipeline.compile_func(f, PYNQ)
+    assert calls == ["one", "two", "three"]

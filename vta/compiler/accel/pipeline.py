@@ -3,7 +3,8 @@
 ``compile_func(func, hw)`` runs them and returns the ``isa.Program`` plus the IR after every
 pass (``--dump-ir PASS`` prints one, ``--dump-ir all`` all of them). Every pass is a pure
 function ``(PrimFunc, HwConfig) -> PrimFunc`` in its own file under ``passes/``, whose
-docstring states what must hold before and after it; the structural verifier runs after each.
+docstring states what must hold before and after it; the structural verifier runs on the
+pipeline's input and result, and after each pass where ``VERIFY_EVERY_PASS`` (the tests).
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from vta.compiler.accel.passes.virtual_thread import inject_virtual_thread
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.verify import verify, verify_after
 from vta.config import HwConfig
-from vta.errors import UnknownPass
+from vta.errors import UnknownPass, VerifyError
 from vta.isa import Program, disassemble
 
-__all__ = ["PASSES", "PASS_NAMES", "CompileResult", "compile_func", "UnknownPass"]
+__all__ = ["PASSES", "PASS_NAMES", "VERIFY_EVERY_PASS", "CompileResult", "compile_func",
+           "UnknownPass"]
 
 Pass = Callable[[S.PrimFunc, HwConfig], S.PrimFunc]
 
@@ -102,23 +104,53 @@ class CompileResult:
         return f"# after {which}{note}\n{f}"
 
 
-def compile_func(func: S.PrimFunc, hw: HwConfig, *, keep_ir: bool = True) -> CompileResult:
-    """Run the VTA pipeline on a lowered function, verifying the input and the IR after every
-    pass that changed it (``verify_after`` names the pass that broke it; the check costs
-    milliseconds, so it is never skipped on a new function). The cycle collector is paused
-    meanwhile (``_collector_paused``)."""
+#: Verify the IR after every pass (True), or only the input and the pipeline's result (False,
+#: the default). The tests turn it on (tests/conftest.py), as TVM runs its IR verifiers in
+#: debug builds: after every pass the check is about a twentieth of a compile, once at the end
+#: it is a fraction of that, and a broken result is still caught there, the pipeline then run
+#: again from its input checking after every pass to name the pass that broke it.
+VERIFY_EVERY_PASS = False
+
+
+def compile_func(func: S.PrimFunc, hw: HwConfig, *, keep_ir: bool = True,
+                 verify_every_pass: bool | None = None) -> CompileResult:
+    """Run the VTA pipeline on a lowered function, verifying its input and the IR after the
+    last pass, or after every pass that changed it where ``verify_every_pass`` (default
+    ``VERIFY_EVERY_PASS``) says so; a ``VerifyError`` names the pass that broke the IR either
+    way (``_run``). The cycle collector is paused meanwhile (``_collector_paused``)."""
     t0 = time.perf_counter()
+    every = VERIFY_EVERY_PASS if verify_every_pass is None else verify_every_pass
     with _collector_paused():
-        ir: dict[str, S.PrimFunc] = {"input": func} if keep_ir else {}
         verify(func)
-        for name, fn, _why in PASSES:
-            before, func = func, fn(func, hw)
-            if func is not before:  # a pass that returns its input unchanged left it verified
-                verify_after(name, func)
-            if keep_ir:
-                ir[name] = func
-        program = emit_program(func, hw)
+        try:
+            ir, program = _run(func, hw, keep_ir=keep_ir, every=every)
+        except VerifyError:
+            if every:
+                raise
+            _run(func, hw, keep_ir=False, every=True)  # names the pass that broke it
+            raise
     return CompileResult(program, ir, time.perf_counter() - t0)
+
+
+def _run(func: S.PrimFunc, hw: HwConfig, *, keep_ir: bool, every: bool
+         ) -> tuple[dict[str, S.PrimFunc], Program]:
+    """The passes and ``emit`` on a verified ``func``: the IR after each (``keep_ir``) and the
+    program. The IR is verified after every pass that changed it (``every``; a pass that
+    returns its input unchanged left it verified) or once after the last pass."""
+    ir: dict[str, S.PrimFunc] = {"input": func} if keep_ir else {}
+    name = "input"
+    changed = False
+    for name, fn, _why in PASSES:
+        before, func = func, fn(func, hw)
+        if func is not before:
+            changed = True
+            if every:
+                verify_after(name, func)
+        if keep_ir:
+            ir[name] = func
+    if changed and not every:
+        verify_after(name, func)
+    return ir, emit_program(func, hw)
 
 
 @contextlib.contextmanager
@@ -129,11 +161,23 @@ def _collector_paused() -> Iterator[None]:
     burst otherwise triggers collections that walk every live object of the process (the IR,
     the schedule model's tables) and find nothing to free (C1-C11's ``compile_layer`` on
     pynq, each layer's three candidates: 3.49 -> 3.21 CPU s). Garbage cycles made meanwhile
-    wait for the next collection."""
+    wait for the next collection.
+
+    The objects the block made and left alive (the result: the IR after every pass, the
+    program, its micro-ops) would all still be in the youngest generation, so the first
+    allocation after it would collect that generation and walk every one of them while the
+    caller still holds them (about a tenth of the pipeline's time). They are moved to the
+    oldest generation instead (``gc.freeze`` then ``gc.unfreeze``: two list splices, no walk),
+    as if they had survived the young collections, which changes when a collection looks at
+    them, never what it frees. Skipped where the process has frozen objects of its own
+    (``gc.get_freeze_count``): unfreezing would release those too."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

@@ -113,33 +113,35 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return node_fields(cls) or ()
 
 
-#: per dataclass: its ``evolve`` copier, or None where ``dataclasses.replace`` must run
-_EVOLVERS: dict[type, Callable[[Any, dict[str, Any]], Any] | None] = {}
-_FIELD_SETS: dict[type, frozenset[str]] = {}
+#: per (dataclass, names of the changed fields in the call's order): its ``evolve`` copier, or
+#: None where ``dataclasses.replace`` must run
+_EVOLVERS: dict[tuple[type, tuple[str, ...]], Callable[[Any, dict[str, Any]], Any] | None] = {}
 
 
 def evolve(obj: Any, **changes: Any) -> Any:
     """``dataclasses.replace(obj, **changes)``, several times faster for the frozen dataclasses
     the compiler rebuilds by the hundred thousand (instructions, ``Insn``, expression nodes):
     the copy is made field by field, as the generated ``__init__`` does, without going through
-    ``__init__``'s keyword handling. Classes for which that is not the same thing (a
-    ``__post_init__``, an ``InitVar`` or ``init=False`` field, a custom ``__init__`` or
-    ``__new__``) and unknown field names go to ``dataclasses.replace`` itself, which also
-    raises its own errors."""
-    cls = type(obj)
+    ``__init__``'s keyword handling, by a copier made once per class and set of changed fields
+    (each field read from ``obj`` or from ``changes``, decided when the copier is made).
+    Classes for which that is not the same thing (a ``__post_init__``, an ``InitVar`` or
+    ``init=False`` field, a custom ``__init__`` or ``__new__``) and unknown field names go to
+    ``dataclasses.replace`` itself, which also raises its own errors."""
+    key = (type(obj), tuple(changes))
     try:
-        fn = _EVOLVERS[cls]
+        fn = _EVOLVERS[key]
     except KeyError:
-        fn = _EVOLVERS[cls] = _make_evolver(cls)
-    if fn is None or not changes.keys() <= _FIELD_SETS[cls]:
+        fn = _EVOLVERS[key] = _make_evolver(*key)
+    if fn is None:
         return dataclasses.replace(obj, **changes)
     return fn(obj, changes)
 
 
-def _make_evolver(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
-    """A function ``(obj, changes) -> copy`` setting every field of ``cls`` in order (the
-    changed ones from ``changes``), or None when skipping ``__init__`` would differ from
-    ``dataclasses.replace`` (``evolve``)."""
+def _make_evolver(cls: type, changed: tuple[str, ...]
+                  ) -> Callable[[Any, dict[str, Any]], Any] | None:
+    """A function ``(obj, changes) -> copy`` setting every field of ``cls`` in order (those
+    named in ``changed`` from ``changes``), or None when skipping ``__init__`` would differ
+    from ``dataclasses.replace`` or a name is not a field (``evolve``)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.init or hasattr(cls, "__post_init__"):
         return None
@@ -150,11 +152,10 @@ def _make_evolver(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     if len(fs) != len(cls.__dataclass_fields__) or any(not f.init for f in fs):  # type: ignore[attr-defined]
         return None  # an InitVar, or a field __init__ does not set
     names = [f.name for f in fs]
-    if not all(n.isidentifier() for n in names):
+    if not all(n.isidentifier() for n in names) or not set(changed) <= set(names):
         return None
-    _FIELD_SETS[cls] = frozenset(names)
-    body = "".join(f"    _set(new, {n!r}, ch[{n!r}] if {n!r} in ch else obj.{n})\n"
-                   for n in names)
+    body = "".join(f"    _set(new, {n!r}, ch[{n!r}])\n" if n in changed else
+                   f"    _set(new, {n!r}, obj.{n})\n" for n in names)
     src = f"def evolve(obj, ch):\n    new = _new(_cls)\n{body}    return new\n"
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
     exec(src, scope)  # field names only (identifiers), as dataclasses itself does

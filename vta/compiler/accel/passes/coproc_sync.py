@@ -54,14 +54,9 @@ from vta.errors import CompileError
 from vta.isa import Alu, AluOp, Deps, MemType, Unit, definition_of, flag_for, module_of
 from vta.isa import token_queues as _token_queues
 
-__all__ = ["insert_tokens", "accesses", "relay"]
+__all__ = ["insert_tokens", "accesses", "conflicts", "relay"]
 
 Queue = tuple[Unit, Unit]
-#: the largest value along an axis, without ``ndarray.max``'s Python wrapper (a reduction per
-#: access of every instruction)
-_MAX = np.maximum.reduce
-#: the axes of a memory's stacked tables (writes and reads, module, entry) a write reduces
-_BOTH = (0, 2)
 
 
 def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
@@ -141,6 +136,62 @@ def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
     return out
 
 
+def conflicts(stream: list[tuple[int, list[Access]]], depth: dict[str, int],
+              rows: int) -> np.ndarray:
+    """For every instruction of ``stream`` (each its module's row and its ``accesses``), the
+    latest earlier instruction of each module row that it conflicts with, -1 for none: an
+    ``(instructions, rows)`` table of stream positions. Two accesses conflict where their
+    ranges of one memory overlap and at least one of them writes (ranges are cut to the
+    memory's ``depth`` entries).
+
+    Computed for the whole stream at once, per memory, on its ranges' boundaries (a few dozen
+    distinct ones: every range is a union of the segments between consecutive boundaries):
+    the latest writer and reader of every segment by module after each instruction touching
+    the memory is a running maximum over a small dense table, and an access's answer is the
+    largest over its segments of the state before its instruction. The same answers as a
+    per-entry table of the latest writer and reader updated instruction by instruction, with
+    a handful of numpy calls per memory instead of a few per instruction."""
+    latest = np.full((len(stream), rows), -1, np.int64)
+    by_mem: dict[str, list[int]] = {}  # per memory: (position, lo, hi, writes, row) flattened
+    for t, (row, acc) in enumerate(stream):
+        for mem, lo, hi, wr in acc:
+            hi = min(hi, depth[mem])
+            if hi > lo:
+                by_mem.setdefault(mem, []).extend((t, lo, hi, wr, row))
+    for flat in by_mem.values():
+        t, lo, hi, wr, row = np.array(flat, np.int64).reshape(-1, 5).T
+        bounds = np.unique(np.concatenate((lo, hi)))
+        seg = np.arange(len(bounds) - 1)
+        cover = ((seg >= np.searchsorted(bounds, lo)[:, None])
+                 & (seg < np.searchsorted(bounds, hi)[:, None]))  # (access, segment)
+        # (row, writes) pairs present, each a row of the dense table
+        kinds, kind = np.unique(row * 2 + wr, return_inverse=True)
+        before = _latest_before(cover, kind, len(kinds), t)
+        found = np.full((rows, len(t)), -1, np.int64)
+        writes = wr.astype(bool)
+        for g, k in enumerate(kinds.tolist()):
+            r, w = divmod(k, 2)
+            # a read waits for earlier writes; a write for earlier writes and reads
+            found[r] = np.maximum(found[r], before[g] if w else np.where(writes, before[g], -1))
+        np.maximum.at(latest, t, found.T)
+    return latest
+
+
+def _latest_before(cover: np.ndarray, kind: np.ndarray, kinds: int, t: np.ndarray
+                   ) -> np.ndarray:
+    """Per kind of access (``kind``: its index among ``kinds``), per access of one memory (at
+    stream position ``t``, ascending): the latest position before the access's among the
+    accesses of that kind whose segments (``cover``) meet the access's; -1 for none. A
+    ``(kinds, accesses)`` table."""
+    times, u = np.unique(t, return_inverse=True)  # the instructions touching the memory
+    touched = np.zeros((kinds, len(times) + 1, cover.shape[1]), bool)  # 0: before the first
+    a, s = np.nonzero(cover)
+    touched[kind[a], u[a] + 1, s] = True
+    last = np.where(touched, np.concatenate(([-1], times))[None, :, None], -1)
+    np.maximum.accumulate(last, axis=1, out=last)
+    return np.where(cover[None], last[:, u, :], -1).max(axis=2)  # the state before each
+
+
 def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     stream = flat_stream(func)
     if stream is None:
@@ -158,26 +209,19 @@ class _Tokens:
         self.separate = hw.alu.separate_pipeline
         self.flags = _flags(self.separate)
         self.modules = [m for m in Unit if m is not Unit.ALU or self.separate]
-        depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
-        #: per memory, per module (a row, ``row``): the latest instruction writing / reading
-        #: each entry (-1: none); one row per module so that one numpy reduction answers a
-        #: range for every module at once
-        self.row = {m: r for r, m in enumerate(Unit)}
-        n = len(self.row)
-        #: both tables of a memory stacked (writes, then reads): a write's conflicts are one
-        #: reduction over both; ``last_w`` and ``last_r`` are views of it
-        self.last_rw = {k: np.full((2, n, depth[k]), -1, np.int64) for k in depth}
-        self.last_w = {k: t[0] for k, t in self.last_rw.items()}
-        self.last_r = {k: t[1] for k, t in self.last_rw.items()}
+        #: entries of each on-chip memory: the ranges ``conflicts`` reads are cut to them
+        self.depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
+        #: each module's row in ``conflicts``' table
+        self.row = {m: int(m) for m in Unit}  # 0 .. len(Unit) - 1: clocks index by it too
         #: the other modules whose conflicts become waits, with their rows, per module
         self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         self.mods: list[Unit] = []
         self.pending: list[dict[str, bool]] = []
-        #: per instruction: the latest index of each module known complete before it starts
-        #: (``start``) and once it completes (``done``)
-        self.done: list[dict[Unit, int]] = []
+        #: per instruction: the latest index of each module known complete once it completes
+        #: (indexed by the module's ``Unit`` value, -1: none); ``_start`` before it starts
+        self.done: list[list[int]] = []
         self.last_of: dict[Unit, int] = {}
         #: per queue, where its pushes and pops are (the k-th pop pairs with the k-th push)
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
@@ -222,37 +266,32 @@ class _Tokens:
         self.push_at[q][-1] = need
 
     def run(self, insns: list[Insn]) -> list[Insn]:
-        for ins in insns:
-            self._add(ins)
+        described = [self._describe(ins) for ins in insns]
+        table = conflicts([(self.row[m], acc) for m, acc in described], self.depth,
+                          len(self.row)).tolist()
+        at: list[int] = []  # each input instruction's output position (relays come between)
+        for ins, (m, _acc), latest in zip(insns, described, table, strict=True):
+            needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
+            at.append(self._add(ins, m, needs))
         result = []
+        made: dict[frozenset[str], Deps] = {}  # the few distinct flag sets, each made once
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
+                key = frozenset(f)  # every value is True
+                deps = made.get(key)
+                if deps is None:
+                    deps = made[key] = Deps(**f)
                 insn: Any = ins.insn
-                ins = Insn(evolve(insn, deps=Deps(**f)), ins.dram, ins.uops,
-                           ins.thread, ins.note)
+                ins = Insn(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
 
-    def _needs(self, m: Unit, acc: list[tuple[str, int, int, bool]]) -> dict[Unit, int]:
-        """The latest earlier instruction of each other module that ``acc`` conflicts with."""
-        latest: list[int] | None = None
-        for mem, lo, hi, wr in acc:
-            if hi <= lo:
-                continue
-            if wr:  # conflicts with earlier writes and reads: one reduction over both tables
-                rows = _MAX(self.last_rw[mem][:, :, lo:hi], axis=_BOTH).tolist()
-            else:
-                rows = _MAX(self.last_w[mem][:, lo:hi], axis=1).tolist()
-            latest = rows if latest is None else list(map(max, latest, rows))
-        if latest is None:
-            return {}
-        return {p: latest[r] for p, r in self.others[m] if latest[r] >= 0}
-
-    def _start(self, m: Unit, pops: dict[Queue, int]) -> dict[Unit, int]:
-        clock = dict(self.done[self.last_of[m]]) if m in self.last_of else {}
+    def _start(self, m: Unit, pops: dict[Queue, int]) -> list[int]:
+        """The clock of an instruction of ``m`` that pops ``pops``: what its module's previous
+        instruction and each instruction it waits for knew complete, element-wise latest."""
+        clock = list(self.done[self.last_of[m]]) if m in self.last_of else [-1] * len(Unit)
         for need in pops.values():
-            for mod, idx in self.done[need].items():
-                clock[mod] = max(clock.get(mod, -1), idx)
+            clock = list(map(max, clock, self.done[need]))
         return clock
 
     def _append(self, ins: Insn, m: Unit, pops: dict[Queue, int]) -> int:
@@ -277,18 +316,19 @@ class _Tokens:
         self.last_of[m] = k
         return k
 
-    def _add(self, ins: Insn) -> None:
-        m, acc = self._describe(ins)
-        needs = self._needs(m, acc)
+    def _add(self, ins: Insn, m: Unit, needs: dict[Unit, int]) -> int:
+        """Append ``ins`` (of module ``m``) waiting for ``needs`` (``conflicts``: the latest
+        earlier instruction of each other module it conflicts with, output positions), with a
+        relay before it where two modules share no queue; its output position."""
         pops = {(p, m): n for p, n in needs.items()
                 if (p, m) in self.flags and n > self.satisfied[(p, m)]}
-        clock: dict[Unit, int] | None = None  # this one's start clock, where a relay may be due
+        clock: list[int] | None = None  # this one's start clock, where a relay may be due
         for p, n in needs.items():
             if (p, m) in self.flags:
                 continue
             if clock is None:
                 clock = self._start(m, pops)
-            if clock.get(p, -1) >= n:
+            if clock[p] >= n:
                 continue
             # no queue between them and not yet ordered: relay through the ALU module
             r = Unit.ALU
@@ -299,7 +339,4 @@ class _Tokens:
             carrier = self._append(relay(), r, carrier_pops)
             pops[(r, m)] = carrier
             clock = self._start(m, pops)
-        k = self._append(ins, m, pops)
-        row = self.row[m]
-        for mem, lo, hi, wr in acc:
-            (self.last_w if wr else self.last_r)[mem][row, lo:hi] = k
+        return self._append(ins, m, pops)
