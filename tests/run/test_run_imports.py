@@ -1,6 +1,7 @@
 """What ``vta run`` of a whole network on the accelerator loads: not the GPU back end, the TC
-front end, the ONNX importer, the plots, the layer runs or ``rich``'s tables (each is loaded by the run that
-needs it), and the ONNX networks' names the command line knows are those ``onnx_ort`` builds."""
+front end, the ONNX importer, the plots, the layer runs or ``rich``'s tables (each is loaded
+by the run that needs it), and the ONNX networks' names the command line knows are those
+``onnx_ort`` builds."""
 
 from __future__ import annotations
 
