@@ -260,9 +260,10 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     # when they change nothing), so that the reference is the compiled graph's
     run_on = accelerator_graph(graph) if isinstance(target, AccelTarget) else graph
     reference = Reference(run_on, image)
-    if isinstance(target, AccelTarget) and (args.jobs or default_jobs()) > 1:
-        # a process of its own, from now on, where a core is free for it: this one reads the
-        # compile cache's programs meanwhile (warm) or waits for the compile workers (cold)
+    if isinstance(target, AccelTarget) and args.jobs != 1 and default_jobs() > 1:
+        # a process of its own, from now on, where a core is idle now (on a busy machine it
+        # would only take turns with this one, even with --jobs 2): this one reads the compile
+        # cache's programs meanwhile (warm) or waits for the compile workers (cold)
         reference.start()
     compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=args.jobs,
                            meanwhile=reference.compute)
