@@ -5,13 +5,16 @@ process can be forked it is not started. ``vta run`` starts it where a core is f
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.graph.conftest import hw
-from vta.graph import interp
+from tests.graph.conftest import ROOT, SMALL, hw
+from vta.cli import main
+from vta.cli import run as cli_run
+from vta.graph import interp, models
 from vta.graph.compile import accelerator_graph, compile_graph
 from vta.graph.models import random_image, resnet18
 from vta.run import graph as run_graph_module
@@ -102,3 +105,26 @@ def test_a_run_checked_against_the_process_is_the_serial_run(small: Any) -> None
     assert [s.cycles for s in side.steps] == [s.cycles for s in serial.steps]
     _same_values(side.outputs, serial.outputs)
     _same_values(side.reference, serial.reference)
+
+
+def test_vta_run_forks_it_only_where_a_core_is_idle(monkeypatch: Any,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``vta run`` of a whole graph starts the interpreter's process when ``default_jobs``
+    finds an idle core (not with ``--jobs 1``, not on a busy machine): the same cycles and
+    PASS either way."""
+    monkeypatch.setitem(models.MODELS, "resnet18",
+                        lambda batch=1: models.resnet18(batch=batch, **SMALL))
+    started: list[bool] = []
+    start = Reference.start
+    monkeypatch.setattr(Reference, "start", lambda self: started.append(start(self)) or True)
+    argv = ["run", "--hw", str(ROOT / "hwconfigs" / "pynq.yaml"), "resnet18", "--json",
+            "--no-cache"]
+    cycles = []
+    for idle, extra, want in ((2, [], [True]), (2, ["--jobs", "1"], []), (1, ["--jobs", "2"], [])):
+        monkeypatch.setattr(cli_run, "default_jobs", lambda idle=idle: idle)
+        started.clear()
+        assert main([*argv, *extra]) == 0
+        s = json.loads(capsys.readouterr().out)
+        assert started == want and s["passed"]
+        cycles.append(s["cycles"])
+    assert len(set(cycles)) == 1
