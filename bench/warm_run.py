@@ -7,8 +7,9 @@ built model). ``--compare-jobs`` adds runs with ``--jobs 1`` (the kernels compil
 simulated in the vta process alone: the figure without ``vta.run.compile_pool`` and the
 side-by-side simulation) and ``--jobs <cores>`` (workers whatever the load, where the default
 takes only the idle cores) beside the default ones; with ``--before DIR`` (another
-checkout, e.g. main's) the same runs of that tree are interleaved with this one's, run for run,
-so that all see the same machine load. For each run: wall seconds, CPU seconds (user + system
+checkout, e.g. main's) the same runs of that tree (its default and, with ``--compare-jobs``,
+its ``--jobs`` variants) are interleaved with this one's, run for run, so that all see the
+same machine load. For each run: wall seconds, CPU seconds (user + system
 of the child and its workers, ``RUSAGE_CHILDREN``), the load average before it, and the run's
 own breakdown (the report's seconds line: startup, graph, compile, simulate, check,
 interpreter, other). The medians are the figures; the issue's targets are cold <= 3 s and warm
@@ -155,8 +156,11 @@ def main() -> None:
         variants["this --jobs 1"] = (ROOT, ["--jobs", "1"], bytecode)
     if a.source_too:
         variants["this, no .pyc"] = (ROOT, [], False)
-    if a.before:
-        variants = {"before": (Path(a.before).resolve(), [], bytecode), **variants}
+    if a.before:  # the before tree with the same --jobs variants (the same load, run for run)
+        before = Path(a.before).resolve()
+        theirs = {k.replace("this", "before", 1): (before, extra, pyc)
+                  for k, (_, extra, pyc) in variants.items() if extra}
+        variants = {"before": (before, [], bytecode), **theirs, **variants}
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in variants}
     with tempfile.TemporaryDirectory() as d:
         pycache = Path(d) / "pycache"

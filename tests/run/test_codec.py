@@ -13,8 +13,8 @@ from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.errors import IsaError
-from vta.isa.encoding import encode_program, encode_uops
-from vta.run.codec import pack_compiled, unpack_compiled
+from vta.isa.encoding import decode_program, encode_program, encode_uops
+from vta.run.codec import decode_distinct, pack_compiled, unpack_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,3 +58,22 @@ def test_a_value_out_of_its_field_is_not_packed(
     broken = replace(c, result=replace(c.result, program=replace(
         prog, uops={**prog.uops, name: wide})))
     assert pack_compiled(broken, hw) is None
+
+
+def test_equal_words_decode_to_one_shared_instruction(
+        compiled: tuple[driver.Compiled, HwConfig]) -> None:
+    """``decode_distinct`` gives ``decode_program``'s instructions, in order, each distinct word
+    decoded once: every repeat of a word is the same object (what linking's relocation memo and
+    the simulator key on)."""
+    c, hw = compiled
+    words = encode_program(c.program.instructions, hw)
+    got = decode_distinct(words, hw)
+    assert list(got) == decode_program(words, hw)
+    assert got == c.program.instructions
+    rows = [tuple(r) for r in words.tolist()]
+    assert len(rows) > len(set(rows))  # a tiled program repeats instructions
+    first: dict[tuple[int, ...], object] = {}
+    for row, insn in zip(rows, got, strict=True):
+        assert first.setdefault(row, insn) is insn
+    assert len({id(x) for x in got}) == len(set(rows))
+    assert decode_distinct(words[:0], hw) == ()

@@ -1,14 +1,18 @@
 """``vta.run.pool.fork_map``: results in the items' order from forked workers that inherit the
 job; a task's error raised (from the serial rerun); serial inside a daemonic process (which may
-have no children) and with one job."""
+have no children) and with one job. ``ForkedChild``: its frames in order, fewer when it fails
+(exit status 1), killed and reaped when no longer wanted, none where no process can fork."""
 
 from __future__ import annotations
 
 import os
+import time
+from typing import Any
 
 import pytest
 
-from vta.run.pool import ForkPool, current_job, fork_map
+from vta.run import pool
+from vta.run.pool import ForkedChild, ForkPool, current_job, fork_map
 
 
 def _square_plus_job(x: int) -> tuple[int, int]:
@@ -103,3 +107,45 @@ def test_results_stream_in_order_and_a_failure_reruns_the_rest_here() -> None:
         for r in pool.iter_results():
             got.append(r)
     assert got == [1, 2]  # the workers' results, then task 3 fails again here
+
+
+def _count_to(n: int, fail_at: int | None = None) -> Any:
+    def work(report: Any) -> None:
+        for k in range(n):
+            if k == fail_at:
+                raise RuntimeError("the child fails")
+            report(k.to_bytes(4, "little"))
+    return work
+
+
+def test_a_forked_child_reports_its_frames_in_order_and_is_reaped() -> None:
+    child = ForkedChild.start(_count_to(50), 4)
+    assert child is not None and child.pid != os.getpid()
+    assert [int.from_bytes(f, "little") for f in child.frames()] == list(range(50))
+    assert child.status == 0 and child.fd == -1
+
+
+def test_a_child_that_fails_stops_its_frames_early_with_status_1() -> None:
+    child = ForkedChild.start(_count_to(50, fail_at=7), 4)
+    assert child is not None
+    assert [int.from_bytes(f, "little") for f in child.frames()] == list(range(7))
+    assert child.status == 1
+
+
+def test_a_child_no_longer_wanted_is_ended() -> None:
+    def forever(report: Any) -> None:
+        report(b"\0" * 4)
+        while True:
+            time.sleep(0.01)
+
+    child = ForkedChild.start(forever, 4)
+    assert child is not None
+    assert next(iter(child.frames())) == b"\0" * 4
+    child.close()
+    assert child.status == -9  # killed (SIGKILL)
+    child.close()  # once is enough
+
+
+def test_no_child_where_none_can_fork(monkeypatch: Any) -> None:
+    monkeypatch.setattr(pool, "_can_fork", lambda: False)
+    assert ForkedChild.start(_count_to(3), 4) is None

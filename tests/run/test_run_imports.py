@@ -1,6 +1,7 @@
 """What ``vta run`` of a whole network on the accelerator loads: not the GPU back end, the TC
-front end, the ONNX importer, the plots or the layer runs (each is loaded by the run that
-needs it), and the ONNX networks' names the command line knows are those ``onnx_ort`` builds."""
+front end, the ONNX importer, the plots, the layer runs or ``rich``'s tables (each is loaded
+by the run that needs it), and the ONNX networks' names the command line knows are those
+``onnx_ort`` builds."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ _NOT_LOADED = ("vta.gpu.cuda", "vta.gpu.emulator", "vta.gpu.lower_gpu", "vta.gpu
                "vta.run.graph_gpu", "vta.compiler.tc", "vta.run.tc", "vta.graph.onnx_import",
                "vta.graph.onnx_ort", "vta.run.plot", "vta.run.layer", "vta.run.network",
                "vta.cli.run_tc", "vta.cli.run_layers", "vta.tune.tuner", "multiprocessing",
-               "concurrent.futures.process")
+               "concurrent.futures.process", "rich")
 
 
 def test_a_whole_graph_run_loads_only_what_it_uses() -> None:

@@ -33,6 +33,7 @@ from vta.graph.models import LAYERS_OF, MODELS, ONNX_MODELS, random_image
 from vta.graph.onnx_io import format_io, io_summary, read_input, write_output
 from vta.resources import REQUANT_F32
 from vta.run.graph import Reference, accelerator_graph, compile_for, run_graph
+from vta.run.pool import default_jobs
 from vta.run.report import format_gpu_run, format_run
 from vta.run.targets import AccelTarget, Target, get_target
 from vta.tune.compile_cache import CompileCache
@@ -259,6 +260,11 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     # when they change nothing), so that the reference is the compiled graph's
     run_on = accelerator_graph(graph) if isinstance(target, AccelTarget) else graph
     reference = Reference(run_on, image)
+    if isinstance(target, AccelTarget) and args.jobs != 1 and default_jobs() > 1:
+        # a process of its own, from now on, where a core is idle now (on a busy machine it
+        # would only take turns with this one, even with --jobs 2): this one reads the compile
+        # cache's programs meanwhile (warm) or waits for the compile workers (cold)
+        reference.start()
     compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=args.jobs,
                            meanwhile=reference.compute)
     say_cache(memo)

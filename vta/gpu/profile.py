@@ -39,8 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from vta.gpu.target import WARP_LANES
 
@@ -258,7 +256,12 @@ class Profile:
 
 
 def format_profile(p: Profile) -> str:
-    """The counters as text tables (``vta run --target cuda-emu --profile``)."""
+    """The counters as text tables (``vta run --target cuda-emu --profile``). ``rich`` is
+    loaded here, not with the module: ``vta.run.report`` imports this function and a run on the
+    accelerator never calls it."""
+    from rich.console import Console  # a third-party module, loaded with the first table
+    from rich.table import Table
+
     buf = io.StringIO()
     con = Console(file=buf, width=110, color_system=None)
     con.print(f"[bold]{p.kernel}[/bold]: {p.blocks} blocks x {p.threads_per_block} threads, "

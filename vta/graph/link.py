@@ -52,20 +52,33 @@ def link_program(program: Program, step: int, bind: dict[str, DramTensor],
             raise ProgramError(f"linking step {step}: {a.name} at byte {off} is not aligned to "
                                f"its {a.elem_bytes}-byte elements")
         new[a.name] = Allocation(name, a.kind, a.elems, off, a.elem_bytes)
+    # a tiled program repeats most of its DMAs: each distinct one is relocated once (its
+    # relocation depends on the instruction alone) and the result shared, as the decoded
+    # program shares equal instructions (``vta.run.codec.decode_distinct``)
+    moved: dict[Any, Any] = {}
     insns: list[Any] = []
     for insn in program.instructions:
         if isinstance(insn, (Load, Store)):
-            kind = MemType(insn.mem).kind
-            old = program.find(kind, insn.dram_base)
-            if old is None:
-                if insn.y_size * insn.x_size == 0:  # an empty DMA carrying tokens
-                    insns.append(insn)
-                    continue
-                raise ProgramError(f"linking step {step}: {type(insn).__name__} at element "
-                                   f"{insn.dram_base} of {kind} is in no allocation")
-            insn = dataclasses.replace(insn, dram_base=new[old.name].base
-                                       + insn.dram_base - old.base)
+            got = moved.get(insn)
+            if got is None:
+                got = moved[insn] = _relocated(insn, program, new, step)
+            insn = got
         insns.append(insn)
     uops = {new[k].name: v for k, v in program.uops.items()}
     allocs = tuple(sorted(new.values(), key=lambda a: a.offset))
     return Program(tuple(insns), allocs, uops)
+
+
+def _relocated(insn: Load | Store, program: Program, new: dict[str, Allocation],
+               step: int) -> Load | Store:
+    """``insn`` (a DMA of step ``step``'s ``program``) with its DRAM address moved from the
+    allocation it falls in to that allocation's linked place (``new``, by kernel-local name);
+    unchanged when it moves nothing (an empty DMA carrying tokens)."""
+    kind = MemType(insn.mem).kind
+    old = program.find(kind, insn.dram_base)
+    if old is None:
+        if insn.y_size * insn.x_size == 0:  # an empty DMA carrying tokens
+            return insn
+        raise ProgramError(f"linking step {step}: {type(insn).__name__} at element "
+                           f"{insn.dram_base} of {kind} is in no allocation")
+    return dataclasses.replace(insn, dram_base=new[old.name].base + insn.dram_base - old.base)

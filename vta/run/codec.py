@@ -29,7 +29,7 @@ from vta.errors import IsaError
 from vta.isa import Program
 from vta.isa.encoding import decode_program, decode_uops, encode_program, encode_uops
 
-__all__ = ["pack_compiled", "unpack_compiled"]
+__all__ = ["pack_compiled", "unpack_compiled", "decode_distinct"]
 
 
 def pack_compiled(compiled: Any, hw: HwConfig) -> bytes | None:
@@ -70,5 +70,21 @@ def unpack_compiled(blob: bytes, hw: HwConfig) -> Any:
 def _program(allocations: Any, insns: np.ndarray, uops: dict[str, np.ndarray],
              hw: HwConfig) -> Program:
     """A program from its DRAM map and its encoded words."""
-    return Program(tuple(decode_program(insns, hw)), tuple(allocations),
+    return Program(decode_distinct(insns, hw), tuple(allocations),
                    {name: tuple(decode_uops(u, hw)) for name, u in uops.items()})
+
+
+def decode_distinct(words: np.ndarray, hw: HwConfig) -> tuple[Any, ...]:
+    """``decode_program(words, hw)`` with each distinct word decoded once and its instruction
+    object shared by every place the word occurs (instructions are frozen: equal and
+    interchangeable). A tiled program repeats most of its instructions (ResNet-18's 23
+    kernels: 5,381 distinct words of 18,639), so this makes a third of the objects; and a
+    consumer that keys on instructions (linking's relocation memo, the simulator's per-distinct
+    description) finds repeats by identity. An ``IsaError``'s index is among the distinct
+    words."""
+    w = np.asarray(words, dtype=np.uint64).reshape(-1, 2)
+    if len(w) == 0:
+        return ()
+    distinct, where = np.unique(w, axis=0, return_inverse=True)
+    objs = decode_program(distinct, hw)
+    return tuple(objs[i] for i in where.reshape(-1).tolist())

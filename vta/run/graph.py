@@ -18,6 +18,8 @@ window kernels), and the summary counts those transposes.
 from __future__ import annotations
 
 import json
+import mmap
+import struct
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -33,7 +35,7 @@ from vta.errors import VtaError
 from vta.graph import interp
 from vta.graph.compile import CompiledGraph, accelerator_graph, compile_graph
 from vta.graph.dram_layout import pack, unpack
-from vta.graph.ir import Graph, Value, node_macs
+from vta.graph.ir import Fused, Graph, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import Kernel
@@ -41,7 +43,7 @@ from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
 from vta.run.check import Check, compare, merge
 from vta.run.compile_pool import place_parallel
-from vta.run.pool import ForkPool, current_job, default_jobs
+from vta.run.pool import ForkedChild, ForkPool, current_job, default_jobs
 from vta.run.targets import AccelTarget, Execution, Target
 from vta.sim import SimError
 from vta.sim.energy import Energy, energy_of
@@ -179,9 +181,10 @@ class Reference:
     """The graph interpreter's run of ``graph`` on one input (what every tensor is checked
     against, ``AGAINST``), computed once: all at once (``compute``; ``vta run`` computes it
     while the workers compile, ``vta.run.compile_pool``), or a node at a time (``steps``) while
-    the kernels whose inputs it has computed are simulated. ``host``: the values to start from
-    (the inputs, then the constants); ``values``: every tensor's; ``seconds``: the
-    interpreter's own time (not what its caller did between two nodes)."""
+    the kernels whose inputs it has computed are simulated; here, or in a process of its own
+    (``start``). ``host``: the values to start from (the inputs, then the constants);
+    ``values``: every tensor's; ``seconds``: the interpreter's own time (not what its caller
+    did between two nodes, nor what it waited for the process)."""
 
     def __init__(self, graph: Graph, image: np.ndarray | dict[str, np.ndarray]) -> None:
         self.graph = graph
@@ -190,6 +193,26 @@ class Reference:
         self.seconds = 0.0
         self.done = False
         self._run: Iterator[dict[Value, np.ndarray]] | None = None
+        self._child: ForkedChild | None = None
+
+    def start(self) -> bool:
+        """Compute the values in a forked process from now on (``_Slots``: each node's output
+        written into memory this process shares, a few bytes over a pipe when it is there),
+        so that this process is free meanwhile (``vta run``: to read and link the compile
+        cache's programs, then to hand the kernels to the simulation's workers); ``steps``
+        then waits for the process. Whether it started (not where no process can be forked,
+        nor when the values are being computed already); if the process fails, the values it
+        did not give are computed here (the same values: the interpreter is deterministic)."""
+        if self._run is not None or self.done or self._child is not None:
+            return False
+        slots = _Slots(self.graph)
+        first = interp.iter_graph(self.graph, self.host)
+        env = next(first)  # the inputs checked and the constants, as the interpreter has them
+        self._child = ForkedChild.start(lambda report: slots.fill(first, report), _FRAME.size)
+        if self._child is None:
+            return False
+        self._run = self._streamed(env, slots, self._child)
+        return True
 
     def steps(self) -> Iterator[dict[Value, np.ndarray]]:
         """The values so far, after the inputs and constants and again after each node (once,
@@ -207,7 +230,8 @@ class Reference:
                 for v in self.graph.constants():
                     self.host[v] = v.data  # type: ignore[assignment]
             finally:
-                self.seconds += time.perf_counter() - t0
+                if self._child is None:  # (a process's time comes with its frames)
+                    self.seconds += time.perf_counter() - t0
             if not self.done:
                 yield self.values
         yield self.values
@@ -216,6 +240,81 @@ class Reference:
         """Every value, now."""
         for _ in self.steps():
             pass
+
+    def _streamed(self, env: dict[Value, np.ndarray], slots: _Slots, child: ForkedChild
+                  ) -> Iterator[dict[Value, np.ndarray]]:
+        """``iter_graph``'s steps from the process ``start`` forked: ``env`` (the inputs and
+        constants), then after each node it reports, its outputs (views of the shared
+        memory). When it stops early, the rest is computed here."""
+        yield env
+        got = 0
+        try:
+            for frame in child.frames():
+                k, secs = _FRAME.unpack(frame)
+                if k != got:
+                    break  # (never: the process reports the nodes in order)
+                env.update(slots.views(k))
+                self.seconds += secs
+                got += 1
+                yield env
+        finally:
+            child.close()
+        if got == len(self.graph.nodes):
+            return
+        t0 = time.perf_counter()  # the process failed: the rest here, from the start
+        for k, step in enumerate(interp.iter_graph(self.graph, self.host)):
+            if k > got:
+                env.update({v: step[v] for v in slots.values[k - 1]})
+                self.seconds += time.perf_counter() - t0
+                yield env
+                t0 = time.perf_counter()
+
+
+#: a progress frame of ``Reference.start``'s process: the node's position, its seconds
+_FRAME = struct.Struct("<Id")
+
+
+class _Slots:
+    """Where each node's outputs go in memory shared with a forked process (``Reference.
+    start``): one anonymous shared mapping holding, at 64-byte aligned offsets, every value
+    ``interp.iter_graph`` adds after each node (a fused node's inner outputs too), each as
+    its type says (the interpreter checks every output's shape and dtype)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.values: list[tuple[Value, ...]] = [
+            tuple(m.output for m in n.nodes) if isinstance(n, Fused) else (n.output,)
+            for n in graph.nodes]
+        self.offsets: dict[Value, int] = {}
+        end = 0
+        for vs in self.values:
+            for v in vs:
+                self.offsets[v] = end
+                end += -(-_nbytes(v) // 64) * 64
+        self.memory = mmap.mmap(-1, max(end, 1))  # MAP_SHARED: the child's writes show here
+
+    def view(self, v: Value) -> np.ndarray:
+        return np.ndarray(v.type.shape, dtype=np.dtype(v.type.dtype), buffer=self.memory,
+                          offset=self.offsets[v])
+
+    def views(self, k: int) -> dict[Value, np.ndarray]:
+        """Node ``k``'s outputs."""
+        return {v: self.view(v) for v in self.values[k]}
+
+    def fill(self, steps: Iterator[dict[Value, np.ndarray]], report: Callable[[bytes], None]
+             ) -> None:
+        """(In the forked process.) The interpreter's remaining ``steps`` (past the inputs),
+        each node's outputs copied into their slots and the node reported."""
+        t0 = time.perf_counter()
+        for k, env in enumerate(steps):
+            secs = time.perf_counter() - t0
+            for v in self.values[k]:
+                np.copyto(self.view(v), env[v], casting="no")
+            report(_FRAME.pack(k, secs))
+            t0 = time.perf_counter()
+
+
+def _nbytes(v: Value) -> int:
+    return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
 
 
 def _compare(out: np.ndarray, want: np.ndarray) -> Check:
@@ -258,15 +357,15 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
 def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
                jobs: int | None = None) -> GraphRun:
     hw = cg.hw
-    before = reference.seconds  # the interpreter's time so far (beside the compile workers)
     t0 = time.perf_counter()
     guesses = _speculate(cg, reference, target, jobs)
-    reference.compute()  # (done already unless nothing ran side by side)
     # the kernels simulated side by side: their wall time, the interpreter's steps between
-    # them included; the interpreter alone (no workers) is its own phase
+    # them included; the interpreter alone (no workers; the time waited for it when it runs
+    # in a process of its own, ``Reference.start``) is its own phase
     t_sim = time.perf_counter() - t0
-    alone = 0.0 if guesses else reference.seconds - before
-    t_sim -= alone
+    t1 = time.perf_counter()
+    reference.compute()  # (done already unless nothing ran side by side)
+    alone = 0.0 if guesses else time.perf_counter() - t1
     host, ref = reference.host, reference.values
     dram: dict[str, np.ndarray] = {}
     by_at: dict[int, list[Any]] = {}

@@ -8,18 +8,21 @@ item, where ``fork`` is not available, in a daemonic process (a worker of anothe
 when the pool cannot start, breaks or a task fails there, ``fn`` runs on every item in this
 process: the same results, serially (and a task's own error raised from here).
 ``vta.run.compile_pool`` compiles a graph's kernels this way and ``vta.run.graph`` simulates
-them.
+them. ``ForkedChild`` is one forked process that reports progress in fixed-size frames over a
+pipe (``vta.run.graph.Reference.start``: the graph interpreter in a process of its own, its
+values written to memory the parent shares).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-__all__ = ["fork_map", "ForkPool", "current_job", "default_jobs"]
+__all__ = ["fork_map", "ForkPool", "ForkedChild", "current_job", "default_jobs"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -171,3 +174,87 @@ def _pool(workers: int) -> Executor:
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+
+
+class ForkedChild:
+    """``work(report)`` in a process started by ``fork`` (it inherits this process as it is,
+    shared memory mappings included), reporting progress as ``frame``-byte frames
+    (``report(bytes)``); this process reads them with ``frames()``. The child ends with
+    ``os._exit`` (0 when ``work`` returned, 1 on any error: it runs none of this process's exit
+    handlers and flushes none of its buffers); ``frames`` ends at the child's end, early when it
+    failed, so the caller can tell (the frames it got) and do the rest itself. ``start`` is None
+    where no process can be forked (module docstring: ``_can_fork``). ``close`` ends and reaps
+    the child (its CPU time then counts among this process's children's)."""
+
+    def __init__(self, pid: int, fd: int, frame: int) -> None:
+        self.pid, self.fd, self.frame = pid, fd, frame
+        self.status: int | None = None
+
+    @classmethod
+    def start(cls, work: Callable[[Callable[[bytes], None]], None], frame: int
+              ) -> ForkedChild | None:
+        """The child running ``work``; None when none can start here."""
+        if not _can_fork():
+            return None
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return None
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(r)
+                work(lambda b: _write_all(w, b))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        return cls(pid, r, frame)
+
+    def frames(self) -> Iterator[bytes]:
+        """The child's frames as they come (waiting for each), until it ends."""
+        while self.fd >= 0:
+            got = _read_exactly(self.fd, self.frame)
+            if got is None:  # the child ended (or failed): it has closed the pipe
+                self._reap(kill=False)
+                return
+            yield got
+
+    def close(self) -> None:
+        """End the child if it still runs (killed: its work is not wanted any more) and reap
+        it; ``status``: its exit status (0: ``work`` returned; None before it ended)."""
+        self._reap(kill=True)
+
+    def _reap(self, kill: bool) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.status is not None:
+            return
+        try:
+            if kill and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+                os.kill(self.pid, signal.SIGKILL)
+            self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        except ChildProcessError:  # reaped already
+            self.status = -1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    """``n`` bytes from ``fd``; None at its end (a partial frame included)."""
+    chunks, left = [], n
+    while left:
+        b = os.read(fd, left)
+        if not b:
+            return None
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)

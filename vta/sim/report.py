@@ -1,19 +1,25 @@
-"""A human-readable report of a run (rich tables rendered to text)."""
+"""A human-readable report of a run (rich tables rendered to text).
+
+``rich`` (about 35 ms of import) is loaded when a report is formatted, not with the simulator:
+``vta run`` of a whole graph prints its own report (``vta.run.report``) and never loads it."""
 
 from __future__ import annotations
 
 import io
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from vta.config import HwConfig
 from vta.sim.stats import SimResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["format_report"]
 
 
 def _summary(result: SimResult, hw: HwConfig) -> Table:
+    from rich.table import Table  # a third-party module, loaded with the first report
+
     s = result.stats
     t = Table(title=f"simulation on {hw.name}", show_header=False)
     t.add_row("cycles", f"{s.cycles:,}")
@@ -30,6 +36,8 @@ def _summary(result: SimResult, hw: HwConfig) -> Table:
 
 
 def _units(result: SimResult) -> Table:
+    from rich.table import Table
+
     s = result.stats
     t = Table(title="per-unit cycles")
     conflicts = any(u.conflict for u in s.units.values())
@@ -45,6 +53,8 @@ def _units(result: SimResult) -> Table:
 
 
 def _bytes(result: SimResult) -> Table:
+    from rich.table import Table
+
     t = Table(title="DRAM traffic")
     t.add_column("buffer")
     t.add_column("bytes", justify="right")
@@ -56,6 +66,8 @@ def _bytes(result: SimResult) -> Table:
 
 def format_report(result: SimResult, hw: HwConfig) -> str:
     """Cycles, time, GOP/s, utilization, per-unit busy/stall table and bytes per buffer."""
+    from rich.console import Console
+
     buf = io.StringIO()
     console = Console(file=buf, width=110, color_system=None)
     for table in (_summary(result, hw), _units(result), _bytes(result)):
