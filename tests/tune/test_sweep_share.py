@@ -29,7 +29,7 @@ from vta.run.layer import run_layer
 from vta.run.targets import AccelTarget
 from vta.sim.machine import simulate
 from vta.tune.executor import LocalExecutor
-from vta.tune.sweep import load_grid, pack_groups, run_sweep
+from vta.tune.sweep import largest_first, load_grid, pack_groups, run_sweep
 from vta.tune.sweep_share import (
     CHECK_FREE,
     NOT_HARDWARE,
@@ -325,3 +325,12 @@ def test_a_checked_group_draws_one_reference_and_each_point_is_a_lone_run() -> N
         assert (v["passed"], v["cycles"], v["utilization"], v["of_machine_bound"]) == \
             (True, lone.cycles, sm["utilization"], sm["of_machine_bound"])
         assert res["cycles"] == cycles == lone.cycles
+
+
+def test_tasks_go_largest_first_and_keep_their_order_among_equals() -> None:
+    """``largest_first``: by estimated work, descending; equal work in the given order;
+    nothing lost."""
+    tasks = [("a", 2), ("b", 5), ("c", 2), ("d", 9), ("e", 5)]
+    assert largest_first(tasks, lambda t: t[1]) == [("d", 9), ("b", 5), ("e", 5), ("a", 2),
+                                                    ("c", 2)]
+    assert largest_first([], lambda t: 0) == []
