@@ -244,7 +244,8 @@ def run_network(points: int, spec: str, sample: int, budget_s: float, tree: Path
     cpu: list[float] = []  # the session's CPU seconds at each row (the CLI and its workers)
     while True:
         try:  # past the sample, only the rest of the last row's chunk is waited for
-            line = lines.get(timeout=SAME_CHUNK_S if len(arrivals) >= sample else None)
+            line = lines.get(timeout=SAME_CHUNK_S if sample <= len(arrivals) < points
+                             else None)  # all rows seen: the sweep ends by itself
         except queue.Empty:
             os.killpg(child.pid, signal.SIGTERM)  # its own session: the workers too
             break
