@@ -26,14 +26,16 @@ point count. Writes bench/results/sweep_memory.json.
 (memory latency x bus width x reads in flight around pynq: every point its own cache key)
 through ``vta sweep resnet18 --trials 0 --no-check`` on each ``--executors`` entry
 (``workers:N``: ``--workers N``; ``local:N``: ``--cluster local:N``, a Dask LocalCluster),
-stopped after ``--sample`` rows (or ``--budget-s``) and extrapolated. Writes
-bench/results/sweep_network.json.
+stopped after the chunk that holds the ``--sample``-th row (or ``--budget-s``) and
+extrapolated (``--sample 100``: the whole sweep, measured); ``--verify K`` then runs ``vta run
+--no-cache`` on K of its points as the mix mode does; ``--tree DIR`` runs another checkout's
+vta. Writes bench/results/sweep_network.json.
 
     python bench/sweep_scale.py [--mode mix] [--executors workers:1,workers:2] [--verify 2]
         [--tree /work/main] [--sample N]
     python bench/sweep_scale.py --mode grid [--sizes 10,32,100] [--workload matmul:16x16x16]
-    python bench/sweep_scale.py --mode network [--points 100] [--sample 6]
-        [--executors workers:1,workers:2,local:1,local:2] [--budget-s 600]
+    python bench/sweep_scale.py --mode network [--points 100] [--sample 6] [--verify 2]
+        [--executors workers:1,workers:2,local:1,local:2] [--budget-s 600] [--tree DIR]
 
 ``--mode programs``: whether DRAM timing changes the programs the compile makes (``main_programs``);
 writes bench/results/sweep_programs.json.
@@ -47,6 +49,7 @@ import argparse
 import csv
 import json
 import os
+import queue
 import signal
 import statistics
 import subprocess
@@ -148,15 +151,16 @@ def extrapolate(arrivals: list[float], cpu: list[float], points: int) -> dict[st
     """Seconds and CPU seconds a point, and the whole sweep, from the rows' arrival times
     and the CPU seconds then. Rows of one chunk arrive together: they are grouped, and each
     chunk's seconds spread over its points (the first chunk also pays the start: imports,
-    the cluster, the first compiles, so the rate is the later chunks'). The run is stopped at
-    the first row of a chunk whose other rows were written with it: a last group shorter
-    than the first counts as a whole chunk (the first group's size)."""
+    the workers, the first compiles, so the rate is the later chunks'). ``run_network``
+    stops a run only after the whole chunk of its last row has arrived, so every group is a
+    whole chunk. (Before round 6 it stopped at the ``--sample``-th row, inside a chunk: 12
+    rows of a 32-point chunk were counted as a chunk of 12, a point's seconds overstated
+    32/12 times; ``sweep_network_r5.json`` has that error, which ``--recompute`` cannot
+    undo: the file does not say how large the chunk was.)"""
     groups = chunks(arrivals)
     first_n = len(groups[0])
     complete = len(arrivals) == points
     later = sum(len(g) for g in groups[1:])
-    if len(groups) > 1 and not complete and len(groups[-1]) < first_n:
-        later += first_n - len(groups[-1])
     per_point = (arrivals[-1] - groups[0][-1]) / later if later else arrivals[0] / first_n
     cpu_per_point = (cpu[-1] - cpu[first_n - 1]) / later if later else cpu[0] / first_n
     whole = arrivals[-1] if complete else groups[0][-1] + per_point * (points - first_n)
@@ -196,17 +200,38 @@ def executor_flags(spec: str) -> list[str]:
     raise SystemExit(f"--executors: expected workers:N or local:N, got {spec!r}")
 
 
-def run_network(points: int, spec: str, sample: int, budget_s: float,
+#: seconds after a row within which another row counts as the same chunk's (``chunks``)
+SAME_CHUNK_S = 0.5
+
+
+def _lines(stream: Any) -> queue.Queue[str | None]:
+    """``stream``'s lines on a queue, read by a thread (None at its end), so the reader can
+    wait for the next row with a timeout."""
+    q: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            q.put(line)
+        q.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return q
+
+
+def run_network(points: int, spec: str, sample: int, budget_s: float, tree: Path,
                 tmp: Path) -> dict[str, Any]:
-    """A ``points``-point ResNet-18 sweep on executor ``spec``, stopped after ``sample`` rows or
-    ``budget_s`` seconds; the arrival time of each row and the extrapolated whole."""
+    """A ``points``-point ResNet-18 sweep of ``tree``'s vta on executor ``spec``, stopped after
+    the chunk that holds its ``sample``-th row (the rows that arrive within ``SAME_CHUNK_S``
+    of it) or after ``budget_s`` seconds; the arrival time of each row, the CPU seconds then,
+    the extrapolated whole, and each row (status, cycles, energy) from the streamed CSV."""
     grid = tmp / f"net{points}.yaml"
     grid.write_text(network_grid_text(points))
     tag = spec.replace(":", "")
+    out = tmp / f"net_{tag}"
     argv = [sys.executable, "-m", "vta.cli", "sweep", "--grid", str(grid), "resnet18",
             "--trials", "0", "--no-check", *executor_flags(spec), "--out",
-            str(tmp / f"net_{tag}"), "--cache", str(tmp / f"net_{tag}.sqlite")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+            str(out), "--cache", str(tmp / f"net_{tag}.sqlite")]
+    env = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1"}
     load = round(os.getloadavg()[0], 2)
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -214,29 +239,41 @@ def run_network(points: int, spec: str, sample: int, budget_s: float,
     timer = threading.Timer(budget_s, lambda: os.killpg(child.pid, signal.SIGTERM))
     timer.start()
     assert child.stdout is not None
+    lines = _lines(child.stdout)
     arrivals: list[float] = []
     cpu: list[float] = []  # the session's CPU seconds at each row (the CLI and its workers)
-    for line in child.stdout:
+    while True:
+        try:  # past the sample, only the rest of the last row's chunk is waited for
+            line = lines.get(timeout=SAME_CHUNK_S if sample <= len(arrivals) < points
+                             else None)  # all rows seen: the sweep ends by itself
+        except queue.Empty:
+            os.killpg(child.pid, signal.SIGTERM)  # its own session: the workers too
+            break
+        if line is None:
+            break
         if line.startswith("lat"):
             arrivals.append(time.perf_counter() - t0)
             cpu.append(session_cpu_s(child.pid))
             print(f"  {spec}: row {len(arrivals)} at {arrivals[-1]:.1f} s "
                   f"({cpu[-1]:.1f} CPU s)", flush=True)
-            if len(arrivals) >= sample and len(arrivals) < points:
-                os.killpg(child.pid, signal.SIGTERM)  # its own session: the workers too
-                break
     timer.cancel()
-    child.wait()
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - t0
     complete = len(arrivals) == points
     if not arrivals:
         raise SystemExit(f"no row from {' '.join(argv)} in {wall:.0f} s")
+    if complete and os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
     fig = extrapolate(arrivals, cpu, points)
-    return {"executor": spec, "points": points, "rows_seen": len(arrivals),
-            "complete": complete, "first_row_s": round(arrivals[0], 1),
-            "row_arrivals_s": [round(a, 1) for a in arrivals],
-            "cpu_s_at_rows": [round(c, 1) for c in cpu], "load_1min_at_start": load, **fig,
-            "wall_s": round(wall, 1), "command": " ".join(argv[1:])}
+    res = {"executor": spec, "tree": str(tree), "points": points, "rows_seen": len(arrivals),
+           "complete": complete, "first_row_s": round(arrivals[0], 1),
+           "row_arrivals_s": [round(a, 1) for a in arrivals],
+           "cpu_s_at_rows": [round(c, 1) for c in cpu], "load_1min_at_start": load, **fig,
+           "wall_s": round(wall, 1), "command": " ".join(argv[1:]),
+           "rows": _csv_rows(out.with_suffix(".csv"))}
+    if complete:
+        res["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 1)
+    return res
 
 
 #: the mix grid's axes: GEMM arrays with their buffers (the structures: each its own compile),
@@ -337,15 +374,17 @@ def _csv_rows(path: Path) -> dict[str, dict[str, Any]]:
                              else None} for r in csv.DictReader(f)}
 
 
-def verify_points(rows: dict[str, dict[str, Any]], k: int, tmp: Path) -> list[dict[str, Any]]:
+def verify_points(rows: dict[str, dict[str, Any]], k: int, grid_path: Path,
+                  tmp: Path) -> list[dict[str, Any]]:
     """``vta run --hw POINT.yaml resnet18 --layers C1..C11 --no-cache --json`` (this tree) on
-    ``k`` ok points spread over the grid: its cycles and energy against the sweep's row."""
+    ``k`` ok points of the sweep's ``rows`` spread over the grid file ``grid_path``: its
+    cycles and energy against the sweep's row."""
     sys.path.insert(0, str(ROOT))
     import yaml
 
     from vta.tune.sweep import load_grid
 
-    grid = load_grid(tmp / "mix.yaml")
+    grid = load_grid(grid_path)
     ok = [p for p in grid.points if rows.get(p.name, {}).get("status") == "ok"]
     picks = [ok[round(i * (len(ok) - 1) / max(1, k - 1))] for i in range(k)] if ok else []
     out = []
@@ -364,11 +403,19 @@ def verify_points(rows: dict[str, dict[str, Any]], k: int, tmp: Path) -> list[di
                     "cycles_equal": row["cycles"] == ran["cycles"],
                     "sweep_energy_uj": row["energy_uj"],
                     "run_energy_uj": ran["energy"]["total_uj"],
+                    "energy_equal": _same_energy(row["energy_uj"], ran["energy"]["total_uj"]),
                     "command": "vta run --hw POINT.yaml resnet18 --layers "
                                f"{LAYERS} --no-cache --json"})
         print(f"  {p.name}: sweep {row['cycles']:,} cycles, vta run {ran['cycles']:,}",
               flush=True)
     return out
+
+
+def _same_energy(sweep_uj: float | None, run_uj: float) -> bool:
+    """Whether a sweep row's energy (the CSV's float, printed by ``repr``: it round-trips)
+    is ``vta run``'s (its JSON float: likewise); the two sum the same layers in another
+    order, so equal to 1e-12 relative (what ``tests/tune/test_sweep_share.py`` holds)."""
+    return sweep_uj is not None and abs(sweep_uj - run_uj) <= 1e-12 * abs(run_uj)
 
 
 def main_mix(args: argparse.Namespace) -> None:
@@ -377,7 +424,7 @@ def main_mix(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         for spec in args.executors.split(","):
             out.append(run_mix(spec, tree, args.sample, Path(d)))
-        verified = verify_points(out[0]["rows"], args.verify, Path(d)) \
+        verified = verify_points(out[0]["rows"], args.verify, Path(d) / "mix.yaml", Path(d)) \
             if args.verify and "rows" in out[0] else []
     print(f"{'executor':>10} {'tree':>16} {'rows':>5} {'median s/pt':>11} {'total s':>8} "
           f"{'CPU s':>7}")
@@ -465,9 +512,13 @@ def main_grid(args: argparse.Namespace) -> None:
 def main_network(args: argparse.Namespace) -> None:
     out: list[dict[str, Any]] = []
     load = os.getloadavg()
+    tree = Path(args.tree).resolve() if args.tree else ROOT
     with tempfile.TemporaryDirectory() as d:
         for spec in args.executors.split(","):
-            out.append(run_network(args.points, spec, args.sample, args.budget_s, Path(d)))
+            out.append(run_network(args.points, spec, args.sample, args.budget_s, tree,
+                                   Path(d)))
+        verified = verify_points(out[0]["rows"], args.verify, Path(d) / f"net{args.points}.yaml",
+                                 Path(d)) if args.verify else []
     _network_table(out)
     path = args.out or str(ROOT / "bench" / "results" / "sweep_network.json")
     Path(path).write_text(json.dumps({
@@ -475,7 +526,10 @@ def main_network(args: argparse.Namespace) -> None:
         "grid": "memory.latency x memory.bus_bytes x memory.outstanding around pynq",
         "target": "100 points <= 300 s on 2 cores (<= 3 s a point)",
         "load_average_at_start": [round(x, 2) for x in load], "runs": out,
-        "note": "a fresh cache per run; a run stopped early is extrapolated from its rows"},
+        "verified": verified,
+        "note": "a fresh cache per run; a run stopped early (after the chunk of its --sample-th "
+                "row) is extrapolated from its rows; the machine is shared (2 cores, other "
+                "sessions' jobs): CPU seconds compare, wall seconds depend on the load"},
         indent=2) + "\n")
     print(f"wrote {path}")
 
@@ -483,15 +537,16 @@ def main_network(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("mix", "grid", "network", "programs"), default="mix")
-    ap.add_argument("--tree", default=None, help="mix: the checkout whose vta runs")
+    ap.add_argument("--tree", default=None, help="mix, network: the checkout whose vta runs")
     ap.add_argument("--verify", type=int, default=2,
-                    help="mix: points checked against vta run (0: none)")
+                    help="mix, network: points checked against vta run (0: none)")
     ap.add_argument("--sizes", default="10,32,100", help="grid: grid sides, comma-separated")
     ap.add_argument("--workload", default="matmul:16x16x16", help="grid: the workload")
     ap.add_argument("--points", type=int, default=100, help="network: points in the grid")
     ap.add_argument("--sample", type=int, default=None,
-                    help="mix, network: stop after this many rows and extrapolate (network: "
-                    "default 6; mix: default none, the whole sweep)")
+                    help="mix, network: stop after this many rows (network: after the rest of "
+                    "that row's chunk) and extrapolate (network: default 6; mix: default none, "
+                    "the whole sweep)")
     ap.add_argument("--budget-s", type=float, default=600.0,
                     help="network: stop a run after this many seconds")
     ap.add_argument("--executors", default=None,

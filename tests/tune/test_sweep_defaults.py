@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.sim.energy import Energy
@@ -62,7 +63,8 @@ def test_a_default_layer_is_the_tuners_default_with_one_timing_run_per_candidate
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Same cycles, schedule and energy (pJ by component) as tuning at the default
     (``trials`` 1) and building the best point again for its energy; the timing-only
-    simulator runs once per candidate the compile times, nothing more."""
+    simulator runs once per candidate ``driver.compile_workload`` times (branch and bound,
+    ``driver.fastest``: one whose bound cannot win is not timed), nothing more."""
     hw = HwConfig.load(PYNQ).with_changes(**{"memory.latency": 40})
     w = _conv()
     runs: list[int] = []
@@ -75,7 +77,15 @@ def test_a_default_layer_is_the_tuners_default_with_one_timing_run_per_candidate
     with monkeypatch.context() as m:
         m.setattr(sweep_share, "simulate", counting)
         got = default_layer(DefaultTask(w, hw, check=False))
-    assert len(runs) == got["evaluated"] == 3  # the candidates, and no run for the energy
+    timed: list[int] = []
+
+    def cost(program: Any) -> int:
+        timed.append(len(program.instructions))
+        return int(real(program, hw, timing_only=True).stats.cycles)
+
+    driver.compile_workload(w, hw, cost=cost)
+    assert got["evaluated"] == 3  # the candidates it chose among
+    assert runs == timed and 1 <= len(runs) <= 3  # those it timed; no run for the energy
     with LocalExecutor(1) as ex:
         [jr] = tune([Job(w, hw, trials=1)], ex)
     assert jr.best is not None and got["cycles"] == jr.best_cost == jr.default_cost

@@ -24,9 +24,12 @@ from vta.compiler.accel.pipeline import PASSES
 from vta.compiler.accel.schedules.build import lower_op
 from vta.compiler.ops.workloads import Workload, resolve
 from vta.config import HwConfig
+from vta.run import layer as layer_module
+from vta.run.layer import run_layer
+from vta.run.targets import AccelTarget
 from vta.sim.machine import simulate
 from vta.tune.executor import LocalExecutor
-from vta.tune.sweep import load_grid, pack_groups, run_sweep
+from vta.tune.sweep import largest_first, load_grid, pack_groups, run_sweep
 from vta.tune.sweep_share import (
     CHECK_FREE,
     NOT_HARDWARE,
@@ -288,3 +291,46 @@ def test_chunks_keep_a_structure_whole_when_it_fits() -> None:
     assert [x for c in chunks for x in c] == [x for g in groups for x in g]
     assert list(pack_groups([list("ab"), list("c")], 4)) == [list("abc")]
     assert list(pack_groups([], 4)) == []
+
+
+def test_a_checked_group_draws_one_reference_and_each_point_is_a_lone_run() -> None:
+    """With the check, a group's points (here: pipeline depths, so each has its own
+    ``check_digest`` and runs its own check) share one draw of the random inputs and one
+    numpy answer (``run_layer``'s ``references``); each point's verdict, cycles, utilization
+    and machine bound are those of a lone ``run_layer`` of the cold compile at that point
+    (inputs drawn and answer computed for it alone)."""
+    pynq = HwConfig.load(PYNQ)
+    hws = tuple(pynq.with_changes(**{"gemm.pipeline_depth": d, "memory.latency": lat})
+                for d, lat in ((4, 32), (6, 16), (8, 88)))
+    assert len({check_digest(hw) for hw in hws}) == len(hws)
+    assert len({structural_digest(hw) for hw in hws}) == 1
+    w = _layers()[0]
+    drawn: list[Any] = []
+    real = layer_module.layer_reference
+
+    def counting(*a: Any, **k: Any) -> Any:
+        drawn.append(a[0])
+        return real(*a, **k)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(layer_module, "layer_reference", counting)
+        got = default_group(DefaultGroup(w, hws, check=True))
+    assert drawn == [w.spec]  # one reference for the three checks
+    for hw, res in zip(hws, got, strict=True):
+        v = res["verify"]
+        assert v["timing_only"] is False
+        c, cycles = _cold(w, hw)
+        lone = run_layer(w, AccelTarget(hw), compiled=c)
+        sm = lone.summary()
+        assert (v["passed"], v["cycles"], v["utilization"], v["of_machine_bound"]) == \
+            (True, lone.cycles, sm["utilization"], sm["of_machine_bound"])
+        assert res["cycles"] == cycles == lone.cycles
+
+
+def test_tasks_go_largest_first_and_keep_their_order_among_equals() -> None:
+    """``largest_first``: by estimated work, descending; equal work in the given order;
+    nothing lost."""
+    tasks = [("a", 2), ("b", 5), ("c", 2), ("d", 9), ("e", 5)]
+    assert largest_first(tasks, lambda t: t[1]) == [("d", 9), ("b", 5), ("e", 5), ("a", 2),
+                                                    ("c", 2)]
+    assert largest_first([], lambda t: 0) == []

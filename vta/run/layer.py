@@ -452,11 +452,16 @@ def _agrees(target: Target, p: LayerProgram, packed: Mapping[str, np.ndarray],
 def run_layer(w: Workload, target: Target, *, seed: int = 0, raw: bool = False,
               compiled: Compiled | None = None, check_reference: bool = False,
               trace_path: str | None = None, latency_hiding: bool = True,
-              gpu_schedule: str = "auto", dtype: str = "int8", **knobs: Any) -> LayerRun:
+              gpu_schedule: str = "auto", dtype: str = "int8",
+              references: dict[Any, Any] | None = None, **knobs: Any) -> LayerRun:
     """Compile (unless ``compiled``), execute and check ``w`` against numpy on ``target``
     (module docstring). ``check_reference`` also runs the target's functional oracle (the
     ISA's reference interpreter; the loop-nest interpreter for a GPU kernel) and compares it
-    with the execution. ``trace_path`` (accelerator) writes slice 0's timeline."""
+    with the execution. ``trace_path`` (accelerator) writes slice 0's timeline.
+    ``references``: a memo of the random inputs and numpy's answer, keyed here by what they
+    are a function of (the op's shapes, the epilogue drawn for, ``seed``, ``dtype``, ``raw``;
+    not the target): a sweep checking one layer at many hardware points computes them once
+    (read only: the arrays are packed, never written)."""
     t0 = time.perf_counter()
     progs = compile_layer(w, target, raw=raw, compiled=compiled, latency_hiding=latency_hiding,
                           gpu_schedule=gpu_schedule, dtype=dtype, **knobs)
@@ -466,8 +471,14 @@ def run_layer(w: Workload, target: Target, *, seed: int = 0, raw: bool = False,
     first = progs[0]
     drawn = first.compiled.epilogue if isinstance(first, AccelLayer) else \
         first.workload.epi  # type: ignore[attr-defined]
-    user = layer_inputs(w.spec, drawn, seed, dtype)
-    want, saturated = layer_reference(w.spec, user, None if raw else drawn)
+    ref_key = (w.spec, drawn, seed, dtype, raw)
+    if references is not None and ref_key in references:
+        user, want, saturated = references[ref_key]
+    else:
+        user = layer_inputs(w.spec, drawn, seed, dtype)
+        want, saturated = layer_reference(w.spec, user, None if raw else drawn)
+        if references is not None:
+            references[ref_key] = (user, want, saturated)
     runs: list[Execution] = []
     parts: list[np.ndarray] = []
     agrees: bool | None = None

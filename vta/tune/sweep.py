@@ -83,7 +83,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -103,8 +103,9 @@ from vta.tune.tuner import JobResult, Progress, tune, verify
 __all__ = ["SweepError", "HwPoint", "Grid", "load_grid", "sweep_workloads", "PointResult",
            "SweepResult", "run_sweep", "write_csv", "plot", "MAX_POINTS", "CHUNK", "StreamingCsv",
            "per_unit", "layer_energy", "CHUNK_JOBS", "chunk_points", "WINDOW", "DefaultTask",
-           "default_layer", "pack_groups"]
+           "default_layer", "pack_groups", "largest_first"]
 
+_T = TypeVar("_T")
 _TOP = ("name", "base", "boards", "trials", "grid", "points")
 #: the most points a grid may have unless forced (``vta sweep --force``): more is hours of
 #: tuning, and most often a grid axis given by mistake
@@ -670,7 +671,7 @@ def _default_all(owner: list[tuple[PointResult, Workload, int]], executor: Execu
     for k in tasks:
         if k not in got:
             groups.setdefault((k[1], structural_digest(tasks[k][1])), []).append(k)
-    order = list(groups.values())
+    order = largest_first(list(groups.values()), lambda ks: tasks[ks[0]][0].spec.ops * len(ks))
     work = [DefaultGroup(tasks[ks[0]][0], tuple(tasks[k][1] for k in ks), check) for ks in order]
     for i, figures in executor.map_unordered(default_group, work):
         got.update(zip(order[i], figures, strict=True))
@@ -694,6 +695,16 @@ def _default_all(owner: list[tuple[PointResult, Workload, int]], executor: Execu
                           "of_machine_bound": v["of_machine_bound"], "sim_cycles": v["cycles"]})
             r.passed = v["passed"] if r.passed is None else (r.passed and v["passed"])
         r.layers.append(layer)
+
+
+def largest_first(tasks: list[_T], work: Callable[[_T], int]) -> list[_T]:
+    """``tasks`` by their estimated ``work``, largest first (equal ones in their order): the
+    executor's workers take tasks in the order given, and a chunk's rows wait for its last
+    task, so the largest go first and the smallest fill the end (the longest-processing-time
+    rule: in the network's order a ResNet-18 chunk's last task can be one of its largest,
+    with the other worker idle meanwhile; docs/tuning.md). An order only: no result depends
+    on it."""
+    return sorted(tasks, key=lambda t: -work(t))
 
 
 _DEFAULTS_TABLE = """

@@ -193,11 +193,12 @@ class SharedCompiles:
         instruction stream, which binds none, plain equality, much cheaper), its downstream
         work reused, else a new one."""
         if flat_stream(out) is not None:  # no loops left to bind a variable: plain equality
-            same = [c for c in node.branches if c.func is out or c.func == out]
+            same = next((c for c in node.branches if c.func is out or c.func == out), None)
         else:
-            same = [c for c in node.branches if c.func is out or structural_equal(c.func, out)]
-        if same:
-            return same[0]
+            same = next((c for c in node.branches
+                         if c.func is out or structural_equal(c.func, out)), None)
+        if same is not None:  # the first equal one: the rest are not compared
+            return same
         if not unchanged:  # an output equal to a verified one (or its input) is verified
             verify_after(name, out)
         child = _Node(out)
@@ -223,13 +224,14 @@ def default_group(task: DefaultGroup) -> list[dict[str, Any]]:
     priced by ``energy_of`` at the point's energy model (pJ by component), the compiles
     shared (``SharedCompiles``); points of one hardware content (``hw_digest``: they differ in
     the energy model) are chosen and timed once. With ``check``, each distinct program (and
-    ``check_digest``) runs once cycle by cycle against numpy; a point whose program was
-    checked at another takes that verdict, and its utilization and machine bound from its
-    own timing run. A point no schedule fits comes back with ``refused``. Runs in a
-    worker."""
+    ``check_digest``) runs once cycle by cycle against numpy (the inputs and numpy's answer
+    drawn and computed once for the group); a point whose program was checked at another
+    takes that verdict, and its utilization and machine bound from its own timing run. A
+    point no schedule fits comes back with ``refused``. Runs in a worker."""
     shared = SharedCompiles(task.workload)
     chosen: dict[str, _Choice | str] = {}
     checked: dict[tuple[int, str], bool] = {}
+    references: dict[Any, Any] = {}  # the layer's inputs and numpy answer, drawn once
     out = []
     for hw in task.hws:
         t0 = time.perf_counter()
@@ -246,7 +248,7 @@ def default_group(task: DefaultGroup) -> list[dict[str, Any]]:
             "schedule": {"fold": c.fold_kind, **dataclasses.asdict(c.schedule)},
             "evaluated": got.evaluated, "seconds": time.perf_counter() - t0 + got.seconds}
         if task.check:
-            res["verify"] = _verify(c, got, checked)
+            res["verify"] = _verify(c, got, checked, references)
         out.append(res)
     return out
 
@@ -254,7 +256,8 @@ def default_group(task: DefaultGroup) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class _Choice:
     """A point's default schedule: the program chosen, its timing-only run, how many
-    candidates were timed and the seconds the choice took."""
+    candidates it was chosen among (``evaluated``: all compiled, those ``driver.fastest``
+    could rule out by their bound not timed) and the seconds the choice took."""
 
     compiled: driver.Compiled
     cycles: int
@@ -265,36 +268,43 @@ class _Choice:
 
 def _choose(w: Workload, hw: HwConfig, shared: SharedCompiles) -> _Choice | str:
     """``w``'s default schedule on ``hw`` as ``driver.compile_workload`` with the timing-only
-    simulator for its oracle chooses it (the model's best candidates, the first of the
-    fastest), compiled through ``shared``; why not, when no schedule fits."""
+    simulator for its oracle chooses it: the model's best candidates compiled through
+    ``shared`` and handed to ``driver.fastest``, which times them lowest bound first and skips
+    one whose lower bound (``cost.program_bound``) cannot beat the best timed (the first of
+    the fastest, the same choice as timing them all); why not, when no schedule fits. The
+    chosen program's timing run is kept for its cycles and energy (not simulated again)."""
     t0 = time.perf_counter()
+    runs: dict[int, Any] = {}  # id(program) -> its timing-only run's stats at ``hw``
+
+    def cycles(program: Program) -> int:
+        st = simulate(program, hw, timing_only=True).stats
+        runs[id(program)] = st
+        return int(st.cycles)
+
     try:
         points = driver.default_points(w, hw)
         problem = driver.space_of(w, hw)
-        best: tuple[int, driver.Compiled, Any] | None = None
-        for p in points:
-            fold, sch = problem.schedule(p)
-            c = shared.compile(hw, fold, sch)
-            st = simulate(c.program, hw, timing_only=True).stats
-            if best is None or st.cycles < best[0]:
-                best = (int(st.cycles), c, st)
+        cands = [problem.schedule(p) for p in points]
+        best = driver.fastest(cands, lambda fs: shared.compile(hw, fs[0], fs[1]), cycles, hw)
     except VtaError as e:
         return f"{type(e).__name__}: {e}"
-    assert best is not None
-    return _Choice(best[1], best[0], best[2], len(points), time.perf_counter() - t0)
+    st = runs[id(best.program)]
+    return _Choice(best, int(st.cycles), st, len(points), time.perf_counter() - t0)
 
 
-def _verify(c: driver.Compiled, got: _Choice, checked: dict[tuple[int, str], bool]
-            ) -> dict[str, Any]:
+def _verify(c: driver.Compiled, got: _Choice, checked: dict[tuple[int, str], bool],
+            references: dict[Any, Any]) -> dict[str, Any]:
     """The check of a chosen program on ``c.hw``: a cycle-by-cycle run against numpy, unless
     the same program was run so at a point of the same ``check_digest`` (its verdict is this
-    point's; the figures are from this point's timing run)."""
+    point's; the figures are from this point's timing run). The random inputs and numpy's
+    answer depend on the layer and the seed, not the point: ``references`` (``run_layer``'s
+    memo) draws and computes them once for all the group's checks."""
     key = (id(c.program), check_digest(c.hw))
     if key in checked:
         return {"passed": checked[key], "cycles": got.cycles, "timing_only": True,
                 "utilization": got.stats.gemm_cycles / got.cycles,
                 "of_machine_bound": driver.roofline(c)["machine_cycles"] / got.cycles}
-    r = run_layer(c.workload, AccelTarget(c.hw), compiled=c)
+    r = run_layer(c.workload, AccelTarget(c.hw), compiled=c, references=references)
     sm = r.summary()
     checked[key] = bool(r.passed)
     return {"passed": r.passed, "cycles": r.cycles, "timing_only": False,
