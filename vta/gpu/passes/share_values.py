@@ -38,7 +38,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import child_slots, evolve, node_fields
 
-__all__ = ["share_values", "share_stmt", "bind_shared"]
+__all__ = ["share_values", "share_stmt", "bind_shared", "distinct_nodes"]
 
 #: node class -> its fields whose child C evaluates only when a guard allows it
 _GUARDED: dict[type, tuple[str, ...]] = {E.Select: ("t", "f"), E.And: ("b",), E.Or: ("b",)}
@@ -223,6 +223,25 @@ def _replace(n: Any, memo: dict[int, Any], top: bool = False) -> Any:
     if not top:
         memo[id(n)] = out
     return out
+
+
+def distinct_nodes(node: Any) -> int:
+    """The IR nodes reachable from ``node``, each counted once however many parents share it:
+    the size of the DAG, which the text of a kernel should be linear in (a tree walk counts
+    every path)."""
+    seen: set[int] = set()
+    keep, stack = [], [node]  # ``keep``: the nodes stay alive, so their ids stay unique
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        keep.append(n)
+        for f in child_slots(type(n)) or ():
+            v = getattr(n, f)
+            stack += [x for x in (v if type(v) is tuple else (v,))
+                      if node_fields(type(x)) is not None]
+    return len(seen)
 
 
 def _hashable(v: Any) -> bool:
