@@ -13,7 +13,10 @@ documents its contract in its module):
    are thread-dependent, and that is what the thread-index builtins say.
 4. ``insert_barriers`` - ``__syncthreads`` for shared-memory staging (RAW and WAR, loop-carried
    included; double-buffered stages get one per iteration).
-5. ``check_registers`` - register tiles fit in the register file.
+5. ``share_values`` - each value a statement computes more than once (a fused epilogue's
+   running value) is bound to a local once: the renderer prints it once, the emulator
+   evaluates it once. After the passes that match statements on whole expressions.
+6. ``check_registers`` - register tiles fit in the register file.
 
 ``build(func)`` = ``render_cuda(lower_for_gpu(func))``. ``dump`` prints the IR after each pass.
 """
@@ -29,6 +32,7 @@ from vta.gpu.cuda import CudaKernel, render_cuda
 from vta.gpu.passes.bind_threads import bind_threads
 from vta.gpu.passes.check_registers import check_registers
 from vta.gpu.passes.insert_barriers import insert_barriers
+from vta.gpu.passes.share_values import share_values
 from vta.gpu.passes.warp_buffers import lower_warp_buffers
 from vta.gpu.target import GPU_TARGET, GpuTarget, gpu_target
 from vta.gpu.wmma import lower_tensorize
@@ -47,6 +51,8 @@ PIPELINE: list[tuple[str, Callable[[S.PrimFunc], S.PrimFunc], str]] = [
     ("lower_tensorize", _lower_tensorize, "needs the loop structure the schedule produced"),
     ("bind_threads", bind_threads, "barrier placement needs thread-dependence explicit"),
     ("insert_barriers", insert_barriers, "after binding: one SPMD program per block"),
+    ("share_values", share_values, "last rewrite: the passes before match statements on whole "
+     "expressions; every consumer after it meets each shared value once"),
     ("check_registers", check_registers, "register tiles are final after all rewrites"),
 ]
 

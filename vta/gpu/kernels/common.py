@@ -1,7 +1,8 @@
 """Pieces shared by the hand-mapped kernels: the kernel frame, shared-memory layouts, copies.
 
 ``finish(name, params, body, grid, block)`` turns a body written with thread indices into a
-lowered ``PrimFunc`` (launch configuration, shared bytes, verified, registers checked): the
+lowered ``PrimFunc`` (shared values bound to locals, ``passes.share_values``; launch
+configuration, shared bytes, verified, registers checked): the
 form ``render_cuda`` and the emulator take. The hand-mapped kernels place their own barriers
 (the multi-stage pipeline's are part of its design) and the emulator's race checker verifies
 them, so the schedule pipeline's barrier pass does not run on them.
@@ -19,6 +20,7 @@ from vta.compiler.ir.verify import verify
 from vta.errors import GpuLoweringError
 from vta.gpu.dialect import LAUNCH, LaunchConfig, ThreadIndex
 from vta.gpu.passes.check_registers import check_registers
+from vta.gpu.passes.share_values import share_stmt
 from vta.gpu.target import GPU_TARGET, GpuTarget, gpu_target
 
 __all__ = ["finish", "shared_bytes", "threads", "alloc"]
@@ -61,9 +63,11 @@ def finish(name: str, params: tuple[S.Buffer, ...], body: Callable[..., S.Stmt],
                                f"{tgt})")
     tid, bx, by = threads()
     inner = body(tid, bx, by)
+    # each value a fused epilogue computes more than once is bound to a local first
+    # (passes.share_values), so nothing below walks its paths
     stmt = S.LetStmt(tid, ThreadIndex("threadIdx.x"),
                      S.LetStmt(bx, ThreadIndex("blockIdx.x"),
-                               S.LetStmt(by, ThreadIndex("blockIdx.y"), inner)))
+                               S.LetStmt(by, ThreadIndex("blockIdx.y"), share_stmt(inner))))
     smem = shared_bytes(stmt)
     if smem > tgt.max_shared:
         raise GpuLoweringError(f"{name}: {smem} B of shared memory per block exceed the "
