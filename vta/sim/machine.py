@@ -248,20 +248,28 @@ def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
     return 0, 0, macs
 
 
-def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
-    """Each instruction's unit, duration, token queues and DMA timing, from its definition.
-    A tiled program repeats most of its instructions: each distinct one is checked and timed
-    once (``_describe``; its first occurrence names it in an error) and its description
-    shared by every occurrence, only its accumulator banks per place."""
+def _static(program: Program, hw: HwConfig) -> list[_Static]:
+    """Each instruction's unit, duration, token queues and DMA timing, from its definition,
+    up to and including the first that drains the machine (FINISH: what follows it never
+    runs, and is not checked). A tiled program repeats most of its instructions: each
+    distinct one is checked and timed once (``_describe``; its first occurrence names it in
+    an error) and its description shared by every occurrence, only its accumulator banks
+    per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     cache = _described(hw)
     seen: dict[Instruction, _Static] = {}
-    for i, insn in enumerate(insns):
+    for i, insn in enumerate(program.instructions):
         got = seen.get(insn)
         if got is None:
             try:
-                got = _lookup(insn, hw, definition_of(insn), cache)
+                d = definition_of(insn)
+                if d.drains:  # described only if it is reached: checked as before
+                    got = _lookup(insn, hw, d, cache)
+                    out.append(got if banks is None else
+                               replace(got, banks=banks.of(insn, got.defn)))
+                    return out
+                got = _lookup(insn, hw, d, cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
             seen[insn] = got
@@ -351,20 +359,22 @@ class _PortServer:
             self.wake.succeed()
         return done
 
-    def at_once(self, transfer: Transfer, end_of: Callable[[int], int]) -> int | None:
+    def at_once(self, timing: DmaTiming) -> int | None:
         """A DMA on an idle port with nothing else scheduled before it ends (the lean
-        engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
-        the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
-        arrival can change ``t`` and no other process runs before the DMA ends, so the port
+        engine's shortcut): its ``transfer`` submitted now completes at its solo time ``t``,
+        and the DMA at ``now + timing.cycles(t - now)``; when nothing is scheduled at or
+        before that cycle, no arrival can change ``t`` and no other process runs before the
+        DMA ends, so the port
         takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
         the state submit, plan and finish leave) and the DMA's end is returned (the caller
         jumps there). None otherwise (the caller requests it and waits)."""
         env = self.env
         now = int(env.now)
+        transfer = timing.transfer
         t = self.port.solo_completion(transfer, now)
         if t is None or self.wake.triggered:
             return None
-        end = end_of(t)
+        end = now + timing.cycles(t - now)
         if not env.quiet_through(end):
             return None
         got = self.port.run_alone(transfer, now)
@@ -420,9 +430,10 @@ class _Executor:
         self.sram = Sram(hw)
         self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
         self.hazards = 0
-        #: how each kind of definition executes (FINISH does nothing)
-        self.role: dict[str, Callable[[Ctx, Any, InstructionDef], None]] = {
-            "load": self._load, "store": self._store, "compute": self._compute}
+        #: how each instruction of the program executes (``_step``), by the instruction's
+        #: identity (the program holds every one for the run): decided once per object
+        #: instead of on every execution (None: it computes nothing, FINISH)
+        self._steps: dict[int, Callable[[Ctx, Any], None] | None] = {}
 
     def prepare(self, info: list[_Static]) -> None:
         """Before the first execution: the GEMM's wide shadows are float64 where every GEMM
@@ -430,11 +441,11 @@ class _Executor:
         biggest = max((s.ops for s in info if s.defn is GEMM), default=0)
         self.gemm.dtype = np.float64 if float_exact(self.hw, biggest) else np.int64
 
-    def _load(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+    def _load(self, ctx: Ctx, insn: Any) -> None:
         kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
         self.gemm.refresh(self.sram, kind, lo, hi)
 
-    def _store(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+    def _store(self, ctx: Ctx, insn: Any) -> None:
         exec_store(self.sram, self.dram, insn, ctx)
 
     def _compute(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
@@ -446,10 +457,33 @@ class _Executor:
             self.hazards += exec_microop(self.sram, insn, d, ctx,
                                          lambda: d.hazard_lag(insn, self.hw))
 
+    def _gemm(self, ctx: Ctx, insn: Any) -> None:
+        """``_compute`` of a GEMM that accumulates (no reset on this config)."""
+        self.hazards += self.gemm.run(self.sram, insn, ctx)
+
+    def _step(self, insn: Any, d: InstructionDef) -> Callable[[Ctx, Any], None] | None:
+        """How ``insn`` (definition ``d``) executes, by its role: a LOAD's or STORE's DMA, a
+        compute instruction's ``_compute`` (``_gemm`` for a GEMM that accumulates: its reset
+        mode resolved here), None for the others (FINISH)."""
+        if d.role == "load":
+            return self._load
+        if d.role == "store":
+            return self._store
+        if d.role != "compute":
+            return None
+        if d is GEMM and d.reset_mode(insn, self.hw) is None:
+            return self._gemm
+        return lambda ctx, x: self._compute(ctx, x, d)
+
     def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
-        run = self.role.get(d.role)
-        if run is not None:
-            run(Ctx(index, insn, self.program), insn, d)
+        key = id(insn)
+        steps = self._steps
+        if key in steps:
+            step = steps[key]
+        else:
+            step = steps[key] = self._step(insn, d)
+        if step is not None:
+            step(Ctx(index, insn, self.program), insn)
 
 
 class Machine:
@@ -460,10 +494,8 @@ class Machine:
                  engine: str = "lean") -> None:
         self.program, self.hw, self.execute = program, hw, execute
         sim = self.sim = _engine_of(engine)
-        finish = next((i for i, x in enumerate(program.instructions)
-                       if definition_of(x).drains), None)
-        self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
-        self.info = _static(program, hw, self.insns)
+        self.info = _static(program, hw)
+        self.insns = program.instructions[:len(self.info)]
         env = self.env = sim.environment()
         q = hw.queues
         separate = hw.alu.separate_pipeline
@@ -476,7 +508,10 @@ class Machine:
         self.port = {u: shared or _PortServer(env, hw, fast) for u in self.unit_names}
         self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
-        self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
+        self.count = dict.fromkeys(self.modules, 0)
+        for info in self.info:  # one pass over the program
+            if info.module in self.count:
+                self.count[info.module] += 1
         self.drained = {m: env.event() for m in self.modules}
         for m, ev in self.drained.items():
             if self.count[m] == 0:
@@ -522,8 +557,7 @@ class Machine:
         """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
         return True, or return False (the caller runs ``_dma``)."""
         start = self.env.now
-        end = self.port[u.name].at_once(timing.transfer,
-                                        lambda t: start + timing.cycles(t - start))
+        end = self.port[u.name].at_once(timing)
         if end is None:
             return False
         self.env.now = end
