@@ -430,9 +430,11 @@ class _Executor:
         self.sram = Sram(hw)
         self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
         self.hazards = 0
-        #: how each instruction of the program executes (``_step``), by the instruction's
-        #: identity (the program holds every one for the run): decided once per object
-        #: instead of on every execution (None: it computes nothing, FINISH)
+        #: how the instructions of one description execute (``_step``), by the description's
+        #: identity (the machine's ``info`` keeps every one alive for the run): decided once
+        #: per distinct instruction instead of on every execution (None: it computes
+        #: nothing, FINISH). Only where the step is a function of the description: see
+        #: ``__call__``
         self._steps: dict[int, Callable[[Ctx, Any], None] | None] = {}
 
     def prepare(self, info: list[_Static]) -> None:
@@ -475,13 +477,20 @@ class _Executor:
             return self._gemm
         return lambda ctx, x: self._compute(ctx, x, d)
 
-    def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
-        key = id(insn)
+    def __call__(self, index: int, insn: Instruction, info: _Static) -> None:
+        """Execute instruction ``index`` (``insn``, described by ``info``)."""
+        key = id(info)
         steps = self._steps
         if key in steps:
             step = steps[key]
         else:
-            step = steps[key] = self._step(insn, d)
+            d = info.defn
+            step = self._step(insn, d)
+            # a description stands for one instruction's fields unless its definition times
+            # by a ``timing_key`` (LOAD and STORE: their step is their role's; a user's
+            # compute definition might leave its reset flag out of the key: asked each time)
+            if d.timing_key is None or d.role != "compute":
+                steps[key] = step
         if step is not None:
             step(Ctx(index, insn, self.program), insn)
 
@@ -490,7 +499,7 @@ class Machine:
     """One run of one program; build, then ``run()`` once."""
 
     def __init__(self, program: Program, hw: HwConfig,
-                 execute: Callable[[int, Instruction, InstructionDef], None] | None,
+                 execute: Callable[[int, Instruction, _Static], None] | None,
                  engine: str = "lean") -> None:
         self.program, self.hw, self.execute = program, hw, execute
         sim = self.sim = _engine_of(engine)
@@ -718,7 +727,7 @@ class Machine:
         execute, insns, info = self.execute, self.insns, self.info
         assert execute is not None
         for index in self.completed:
-            execute(index, insns[index], info[index].defn)
+            execute(index, insns[index], info[index])
 
     def _deadlock_text(self, stuck: list[str]) -> str:
         parts = []
