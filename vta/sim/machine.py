@@ -28,6 +28,7 @@ The run ends when the environment has no events left. A unit still waiting then 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -747,12 +748,17 @@ class Machine:
             units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns, u.conflict)
         counts: dict[str, int] = {}
         gemm_ops = alu_ops = macs = 0
-        for info in self.info:
-            counts[info.mnemonic] = counts.get(info.mnemonic, 0) + 1
+        # per distinct description (a tiled program shares them), in order of first
+        # occurrence, so each mnemonic still enters ``counts`` at its first instruction
+        ids = list(map(id, self.info))
+        of = dict(zip(ids, self.info, strict=True))
+        for key, times in Counter(ids).items():
+            info = of[key]
+            counts[info.mnemonic] = counts.get(info.mnemonic, 0) + times
             g, a, m = info.work
-            gemm_ops += g
-            alu_ops += a
-            macs += m
+            gemm_ops += times * g
+            alu_ops += times * a
+            macs += times * m
         return SimStats(cycles=cycles, clock_mhz=self.hw.board.clock_mhz, units=units,
                         bytes=dict(self.bytes), insn_counts=counts, gemm_ops=gemm_ops,
                         gemm_cycles=gemm_ops * self.hw.gemm.ii, alu_ops=alu_ops, ops=2 * macs,
