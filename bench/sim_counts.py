@@ -4,7 +4,10 @@ them), timing-only: instructions, distinct instructions, distinct timing keys (t
 descriptions the machine builds, ``InstructionDef.timing_key``), generator resumes of the
 event engine, burst issues the memory port planned (to a first completion, committed up to an
 arrival, or whole), and the planned bursts thrown away because another transfer arrived
-before the planned completion. Counts do not depend on the machine's load.
+before the planned completion; and the Python function calls of one warm pass over each
+group, bit-exact and timing-only (``cProfile``'s ``total_calls``: a proxy for the
+interpreter's work that, unlike seconds, does not move with the machine's load). Counts do
+not depend on the machine's load.
 
     python bench/sim_counts.py [--hw hwconfigs/pynq.yaml] [--cache FILE] [--out FILE]
 
@@ -14,10 +17,13 @@ Prints a table and writes bench/results/sim_counts.json.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +37,13 @@ from sim_speed import network_programs  # noqa: E402
 
 from vta.config import HwConfig  # noqa: E402
 from vta.isa import definition_of, memport  # noqa: E402
-from vta.sim import engine, simulate  # noqa: E402
+from vta.sim import engine, random_inputs, simulate  # noqa: E402
 
 
-def _counting() -> Counter[str]:
+def _counting() -> tuple[Counter[str], Callable[[], None]]:
     """Wrap the engine's resume and the port's planning so that they count what they do (for
-    this process only: a bench, not the library)."""
+    this process only: a bench, not the library); returns the counts and what puts the
+    originals back."""
     counts: Counter[str] = Counter()
     run, resume, submit = memport._run, engine.Process._resume, memport.Port.submit
 
@@ -65,7 +72,27 @@ def _counting() -> Counter[str]:
     memport._run = counted_run  # type: ignore[assignment]
     engine.Process._resume = counted_resume  # type: ignore[method-assign]
     memport.Port.submit = counted_submit  # type: ignore[method-assign]
-    return counts
+
+    def undo() -> None:
+        memport._run = run  # type: ignore[assignment]
+        engine.Process._resume = resume  # type: ignore[method-assign]
+        memport.Port.submit = submit  # type: ignore[method-assign]
+
+    return counts, undo
+
+
+def python_calls(programs: list[Any], hw: HwConfig, timing_only: bool) -> int:
+    """Python function calls of one pass simulating ``programs`` (random inputs, seed 0),
+    after a first pass that warms the caches, as ``cProfile`` counts them."""
+    inputs = [{} if timing_only else random_inputs(p, hw, 0) for p in programs]
+    for p, x in zip(programs, inputs, strict=True):
+        simulate(p, hw, x, timing_only=timing_only)
+    prof = cProfile.Profile()
+    prof.enable()
+    for p, x in zip(programs, inputs, strict=True):
+        simulate(p, hw, x, timing_only=timing_only)
+    prof.disable()
+    return int(pstats.Stats(prof).total_calls)  # type: ignore[attr-defined]
 
 
 def main() -> int:
@@ -79,7 +106,7 @@ def main() -> int:
     hw = HwConfig.from_yaml(args.hw)
     cache = Path(args.cache) if args.cache else default_cache_path(os.environ)
     groups = network_programs(hw, cache)
-    counts = _counting()
+    counts, undo = _counting()
     result: dict[str, dict[str, int]] = {}
     for name, programs in groups.items():
         counts.clear()
@@ -92,6 +119,10 @@ def main() -> int:
             simulate(p, hw, timing_only=True)
         result[name] = {"instructions": len(insns), "distinct instructions": len(set(insns)),
                         "distinct timing keys": len(keys), **dict(counts)}
+    undo()  # the calls counted without the wrappers (after the counts: their caches warm)
+    for name, programs in groups.items():
+        result[name]["python calls, bit-exact pass"] = python_calls(programs, hw, False)
+        result[name]["python calls, timing-only pass"] = python_calls(programs, hw, True)
     table = Table(title=f"timing-only steps on {hw.name}")
     table.add_column("count")
     for name in result:

@@ -33,3 +33,32 @@ def test_image_layout(pynq):
     c = p.allocation("C")
     assert d.buf[c.offset:c.offset + 8].tolist() == [240, 255, 255, 255, 241, 255, 255, 255]
     assert d.read("C").shape == (2, 1, 16) and d.read("A").dtype == np.int8
+
+
+@given(st.sampled_from(["A", "C"]), st.sampled_from(["same", "int64", "list", "big-endian"]),
+       st.integers(0, 2**32 - 1))
+def test_write_gives_the_same_bytes_from_any_integer_array(pynq, name, form, seed):
+    """``Dram.write`` takes data already of the entries' dtype without the range check (it
+    cannot fail); any other integer array of the same values gives the same image."""
+    b = ProgramBuilder(pynq)
+    b.alloc("A", "inp", 3)
+    b.alloc("C", "acc", 2)
+    p = b.build()
+    ref = Dram(p, pynq)
+    dtype = ref.view(name).dtype.newbyteorder("=")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    data = rng.integers(info.min, info.max, size=ref.view(name).shape, dtype=dtype,
+                        endpoint=True)
+    ref.write(name, data)
+    got = Dram(p, pynq)
+    if form == "int64":
+        got.write(name, data.astype(np.int64))
+    elif form == "list":
+        got.write(name, data.reshape(-1).tolist())
+    elif form == "big-endian":
+        got.write(name, data.astype(dtype.newbyteorder(">")))
+    else:
+        got.write(name, data.copy())
+    assert got.buf.tobytes() == ref.buf.tobytes()
+    np.testing.assert_array_equal(got.read(name), data)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from vta.config import HwConfig
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
 from vta.sim import random_inputs, run_reference, simulate
-from vta.sim.gemm import _im2col, _plan
+from vta.sim.gemm import _im2col, _plan, unique_rows
 from vta.testing import small_hw
 
 
@@ -109,3 +109,23 @@ def test_stacked_im2col_matches_reference_with_batch(classes: int, taps: int, ba
     inputs = random_inputs(program, hw, seed)
     ref = run_reference(program, hw, inputs)["C"]
     np.testing.assert_array_equal(simulate(program, hw, inputs).outputs["C"], ref)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 4), st.integers(0, 70),
+       st.integers(0, 2**32 - 1))
+def test_unique_rows_is_numpys_unique(n: int, m: int, spread: int, limit: int,
+                                      seed: int) -> None:
+    """``unique_rows`` (the im2col classification's fast path) gives ``np.unique(axis=0,
+    return_inverse=True)``'s rows and inverse exactly, or None when more than ``limit``
+    rows are distinct."""
+    rng = np.random.default_rng(seed)
+    seq = rng.integers(-spread, spread + 1, size=(n, m))
+    uniq, inverse = np.unique(seq, axis=0, return_inverse=True)
+    got = unique_rows(seq, limit)
+    if uniq.shape[0] > limit:
+        assert got is None
+        return
+    assert got is not None
+    np.testing.assert_array_equal(got[0], uniq)
+    np.testing.assert_array_equal(got[1], inverse.reshape(-1))

@@ -43,7 +43,7 @@ from vta.sim.kernels import (
     microop_indices,
 )
 
-__all__ = ["FastGemm", "float_exact"]
+__all__ = ["FastGemm", "float_exact", "unique_rows"]
 
 #: a group must hold this many ops on average for per-weight products to beat one batched matmul
 _MIN_GROUP = 16
@@ -123,16 +123,47 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     if m * starts.size != a.size or np.any(np.diff(starts) != m):
         return None
     seq = w[by_acc].reshape(starts.size, m)
-    xs = x[by_acc].reshape(starts.size, m)
-    uniq, inverse = np.unique(seq, axis=0, return_inverse=True)
-    if uniq.shape[0] > _MAX_CLASSES or uniq.shape[0] * 4 > starts.size:
+    limit = min(_MAX_CLASSES, starts.size // 4)
+    got = unique_rows(seq, limit)
+    if got is None:
         return None
-    inverse = inverse.reshape(-1)
+    uniq, inverse = got
+    xs = x[by_acc].reshape(starts.size, m)
     classes = []
     for c in range(uniq.shape[0]):
         rows = np.flatnonzero(inverse == c)
         classes.append(_ColClass(rows, xs[rows].reshape(-1), uniq[c].copy()))
     return sa[starts], tuple(classes)
+
+
+def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``np.unique(seq, axis=0, return_inverse=True)`` of a 2-D integer array with at least one
+    column (its distinct rows in ascending lexicographic order, and each row's position among
+    them), or None as soon as there are more than ``limit`` distinct rows. The rows are told
+    apart by their bytes in a dictionary (numpy sorts them as structured records: several
+    times slower for the few hundred short rows of a GEMM plan), then the few distinct ones
+    are sorted."""
+    n, m = seq.shape
+    assert m > 0, "rows of no columns"
+    raw = np.ascontiguousarray(seq).tobytes()
+    step = len(raw) // n if n else 0
+    seen: dict[bytes, int] = {}
+    firsts: list[int] = []  # the first row of each distinct one
+    inverse: list[int] = []
+    for r in range(n):
+        key = raw[r * step: (r + 1) * step]
+        c = seen.get(key)
+        if c is None:
+            if len(firsts) >= limit:
+                return None
+            c = seen[key] = len(firsts)
+            firsts.append(r)
+        inverse.append(c)
+    uniq = seq[np.array(firsts, dtype=np.intp)]
+    order = np.lexsort(uniq.T[::-1])  # by the first column, then the second, ...
+    rank = np.empty(len(firsts), dtype=np.intp)
+    rank[order] = np.arange(len(firsts))
+    return uniq[order], rank[np.array(inverse, dtype=np.intp)]
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:

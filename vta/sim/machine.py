@@ -28,6 +28,7 @@ The run ends when the environment has no events left. A unit still waiting then 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -248,20 +249,28 @@ def _work(insn: Any, hw: HwConfig, d: InstructionDef) -> tuple[int, int, int]:
     return 0, 0, macs
 
 
-def _static(program: Program, hw: HwConfig, insns: tuple[Instruction, ...]) -> list[_Static]:
-    """Each instruction's unit, duration, token queues and DMA timing, from its definition.
-    A tiled program repeats most of its instructions: each distinct one is checked and timed
-    once (``_describe``; its first occurrence names it in an error) and its description
-    shared by every occurrence, only its accumulator banks per place."""
+def _static(program: Program, hw: HwConfig) -> list[_Static]:
+    """Each instruction's unit, duration, token queues and DMA timing, from its definition,
+    up to and including the first that drains the machine (FINISH: what follows it never
+    runs, and is not checked). A tiled program repeats most of its instructions: each
+    distinct one is checked and timed once (``_describe``; its first occurrence names it in
+    an error) and its description shared by every occurrence, only its accumulator banks
+    per place."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     cache = _described(hw)
     seen: dict[Instruction, _Static] = {}
-    for i, insn in enumerate(insns):
+    for i, insn in enumerate(program.instructions):
         got = seen.get(insn)
         if got is None:
             try:
-                got = _lookup(insn, hw, definition_of(insn), cache)
+                d = definition_of(insn)
+                if d.drains:  # described only if it is reached: checked as before
+                    got = _lookup(insn, hw, d, cache)
+                    out.append(got if banks is None else
+                               replace(got, banks=banks.of(insn, got.defn)))
+                    return out
+                got = _lookup(insn, hw, d, cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
             seen[insn] = got
@@ -351,20 +360,22 @@ class _PortServer:
             self.wake.succeed()
         return done
 
-    def at_once(self, transfer: Transfer, end_of: Callable[[int], int]) -> int | None:
+    def at_once(self, timing: DmaTiming) -> int | None:
         """A DMA on an idle port with nothing else scheduled before it ends (the lean
-        engine's shortcut): ``transfer`` submitted now completes at its solo time ``t``, and
-        the DMA at ``end_of(t)``; when nothing is scheduled at or before that cycle, no
-        arrival can change ``t`` and no other process runs before the DMA ends, so the port
+        engine's shortcut): its ``transfer`` submitted now completes at its solo time ``t``,
+        and the DMA at ``now + timing.cycles(t - now)``; when nothing is scheduled at or
+        before that cycle, no arrival can change ``t`` and no other process runs before the
+        DMA ends, so the port
         takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
         the state submit, plan and finish leave) and the DMA's end is returned (the caller
         jumps there). None otherwise (the caller requests it and waits)."""
         env = self.env
         now = int(env.now)
+        transfer = timing.transfer
         t = self.port.solo_completion(transfer, now)
         if t is None or self.wake.triggered:
             return None
-        end = end_of(t)
+        end = now + timing.cycles(t - now)
         if not env.quiet_through(end):
             return None
         got = self.port.run_alone(transfer, now)
@@ -420,9 +431,12 @@ class _Executor:
         self.sram = Sram(hw)
         self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
         self.hazards = 0
-        #: how each kind of definition executes (FINISH does nothing)
-        self.role: dict[str, Callable[[Ctx, Any, InstructionDef], None]] = {
-            "load": self._load, "store": self._store, "compute": self._compute}
+        #: how the instructions of one description execute (``_step``), by the description's
+        #: identity (the machine's ``info`` keeps every one alive for the run): decided once
+        #: per distinct instruction instead of on every execution (None: it computes
+        #: nothing, FINISH). Only where the step is a function of the description: see
+        #: ``__call__``
+        self._steps: dict[int, Callable[[Ctx, Any], None] | None] = {}
 
     def prepare(self, info: list[_Static]) -> None:
         """Before the first execution: the GEMM's wide shadows are float64 where every GEMM
@@ -430,11 +444,11 @@ class _Executor:
         biggest = max((s.ops for s in info if s.defn is GEMM), default=0)
         self.gemm.dtype = np.float64 if float_exact(self.hw, biggest) else np.int64
 
-    def _load(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+    def _load(self, ctx: Ctx, insn: Any) -> None:
         kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
         self.gemm.refresh(self.sram, kind, lo, hi)
 
-    def _store(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
+    def _store(self, ctx: Ctx, insn: Any) -> None:
         exec_store(self.sram, self.dram, insn, ctx)
 
     def _compute(self, ctx: Ctx, insn: Any, d: InstructionDef) -> None:
@@ -446,24 +460,52 @@ class _Executor:
             self.hazards += exec_microop(self.sram, insn, d, ctx,
                                          lambda: d.hazard_lag(insn, self.hw))
 
-    def __call__(self, index: int, insn: Instruction, d: InstructionDef) -> None:
-        run = self.role.get(d.role)
-        if run is not None:
-            run(Ctx(index, insn, self.program), insn, d)
+    def _gemm(self, ctx: Ctx, insn: Any) -> None:
+        """``_compute`` of a GEMM that accumulates (no reset on this config)."""
+        self.hazards += self.gemm.run(self.sram, insn, ctx)
+
+    def _step(self, insn: Any, d: InstructionDef) -> Callable[[Ctx, Any], None] | None:
+        """How ``insn`` (definition ``d``) executes, by its role: a LOAD's or STORE's DMA, a
+        compute instruction's ``_compute`` (``_gemm`` for a GEMM that accumulates: its reset
+        mode resolved here), None for the others (FINISH)."""
+        if d.role == "load":
+            return self._load
+        if d.role == "store":
+            return self._store
+        if d.role != "compute":
+            return None
+        if d is GEMM and d.reset_mode(insn, self.hw) is None:
+            return self._gemm
+        return lambda ctx, x: self._compute(ctx, x, d)
+
+    def __call__(self, index: int, insn: Instruction, info: _Static) -> None:
+        """Execute instruction ``index`` (``insn``, described by ``info``)."""
+        key = id(info)
+        steps = self._steps
+        if key in steps:
+            step = steps[key]
+        else:
+            d = info.defn
+            step = self._step(insn, d)
+            # a description stands for one instruction's fields unless its definition times
+            # by a ``timing_key`` (LOAD and STORE: their step is their role's; a user's
+            # compute definition might leave its reset flag out of the key: asked each time)
+            if d.timing_key is None or d.role != "compute":
+                steps[key] = step
+        if step is not None:
+            step(Ctx(index, insn, self.program), insn)
 
 
 class Machine:
     """One run of one program; build, then ``run()`` once."""
 
     def __init__(self, program: Program, hw: HwConfig,
-                 execute: Callable[[int, Instruction, InstructionDef], None] | None,
+                 execute: Callable[[int, Instruction, _Static], None] | None,
                  engine: str = "lean") -> None:
         self.program, self.hw, self.execute = program, hw, execute
         sim = self.sim = _engine_of(engine)
-        finish = next((i for i, x in enumerate(program.instructions)
-                       if definition_of(x).drains), None)
-        self.insns = program.instructions if finish is None else program.instructions[:finish + 1]
-        self.info = _static(program, hw, self.insns)
+        self.info = _static(program, hw)
+        self.insns = program.instructions[:len(self.info)]
         env = self.env = sim.environment()
         q = hw.queues
         separate = hw.alu.separate_pipeline
@@ -476,7 +518,10 @@ class Machine:
         self.port = {u: shared or _PortServer(env, hw, fast) for u in self.unit_names}
         self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
-        self.count = {m: sum(1 for s in self.info if s.module == m) for m in self.modules}
+        self.count = dict.fromkeys(self.modules, 0)
+        for info in self.info:  # one pass over the program
+            if info.module in self.count:
+                self.count[info.module] += 1
         self.drained = {m: env.event() for m in self.modules}
         for m, ev in self.drained.items():
             if self.count[m] == 0:
@@ -522,8 +567,7 @@ class Machine:
         """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
         return True, or return False (the caller runs ``_dma``)."""
         start = self.env.now
-        end = self.port[u.name].at_once(timing.transfer,
-                                        lambda t: start + timing.cycles(t - start))
+        end = self.port[u.name].at_once(timing)
         if end is None:
             return False
         self.env.now = end
@@ -684,7 +728,7 @@ class Machine:
         execute, insns, info = self.execute, self.insns, self.info
         assert execute is not None
         for index in self.completed:
-            execute(index, insns[index], info[index].defn)
+            execute(index, insns[index], info[index])
 
     def _deadlock_text(self, stuck: list[str]) -> str:
         parts = []
@@ -704,12 +748,17 @@ class Machine:
             units[n] = UnitStats(u.busy, u.token, u.queue, u.memory, idle, u.insns, u.conflict)
         counts: dict[str, int] = {}
         gemm_ops = alu_ops = macs = 0
-        for info in self.info:
-            counts[info.mnemonic] = counts.get(info.mnemonic, 0) + 1
+        # per distinct description (a tiled program shares them), in order of first
+        # occurrence, so each mnemonic still enters ``counts`` at its first instruction
+        ids = list(map(id, self.info))
+        of = dict(zip(ids, self.info, strict=True))
+        for key, times in Counter(ids).items():
+            info = of[key]
+            counts[info.mnemonic] = counts.get(info.mnemonic, 0) + times
             g, a, m = info.work
-            gemm_ops += g
-            alu_ops += a
-            macs += m
+            gemm_ops += times * g
+            alu_ops += times * a
+            macs += times * m
         return SimStats(cycles=cycles, clock_mhz=self.hw.board.clock_mhz, units=units,
                         bytes=dict(self.bytes), insn_counts=counts, gemm_ops=gemm_ops,
                         gemm_cycles=gemm_ops * self.hw.gemm.ii, alu_ops=alu_ops, ops=2 * macs,
