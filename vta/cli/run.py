@@ -260,15 +260,19 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     # when they change nothing), so that the reference is the compiled graph's
     run_on = accelerator_graph(graph) if isinstance(target, AccelTarget) else graph
     reference = Reference(run_on, image)
-    if isinstance(target, AccelTarget) and args.jobs != 1 and default_jobs() > 1:
+    # the workers decided once, before the interpreter's process exists (counted after it, it
+    # would be the runnable task that leaves the compile and the simulations one worker)
+    idle = default_jobs()
+    jobs = args.jobs if args.jobs is not None else idle
+    if isinstance(target, AccelTarget) and jobs != 1 and idle > 1:
         # a process of its own, from now on, where a core is idle now (on a busy machine it
         # would only take turns with this one, even with --jobs 2): this one reads the compile
         # cache's programs meanwhile (warm) or waits for the compile workers (cold)
         reference.start()
-    compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=args.jobs,
+    compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=jobs,
                            meanwhile=reference.compute)
     say_cache(memo)
-    r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=args.jobs,
+    r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=jobs,
                   reference=reference)
     s = r.summary()
     s["graph_s"] = build_s
