@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from _vta_helpers import ROOT
 
+from tests.graph.conftest import even_add_graph, even_conv_graph
 from vta.compiler.accel.ops.chain_plan import chain_cost, chain_instructions, chain_plan
 from vta.compiler.ir import expr as E
 from vta.compiler.ops.chain import (
@@ -99,23 +100,6 @@ def test_even_round_beyond_the_immediates_is_named() -> None:
         chain_plan(Chain((even_round_stage(EVEN_ROUND_MAX_SHIFT + 1, -128, 127),)), hw())
 
 
-def _conv_graph(ratio: float, even: bool = True) -> Graph:
-    rng = np.random.default_rng(2)
-    b = GraphBuilder("even")
-    x = b.input("x", (1, 16, 8, 8), 1 / 128)
-    w = b.const("w", rng.integers(-3, 4, (32, 16, 3, 3), dtype=np.int8), 1 / 128)
-    bias = b.const("b", rng.integers(-9, 9, (32,), dtype=np.int32))
-    q = b.requantize(b.conv2d(x, w, bias, pad=1), ratio=ratio, even=even, zero=3)
-    return b.build([b.relu(q)])
-
-
-def _add_graph() -> Graph:
-    b = GraphBuilder("even_add")
-    x = b.input("x", (1, 16, 8, 8), 1 / 128)
-    y = b.input("y", (1, 16, 8, 8), 1 / 128)
-    return b.build([b.add(x, y, 1 / 128, ratios=(0.5, 0.5), even=True)])
-
-
 def _inputs(g: Graph, seed: int = 3) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {v.name: rng.integers(-128, 128, v.type.shape, dtype=np.int8) for v in g.inputs}
@@ -123,7 +107,7 @@ def _inputs(g: Graph, seed: int = 3) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("ratio", [0.5, 0.25, 2.0**-9])
 def test_conv_requantize_even_on_stock_pynq(ratio: float) -> None:
-    g = _conv_graph(ratio)
+    g = even_conv_graph(ratio)
     (rq,) = [n for n in g.nodes if isinstance(n, Requantize)]
     assert rq.even and rq.mult == 1
     cg = compile_graph(g, hw(), refine=1)
@@ -134,7 +118,7 @@ def test_conv_requantize_even_on_stock_pynq(ratio: float) -> None:
 
 
 def test_add_even_on_stock_pynq_ties_everywhere() -> None:
-    g = _add_graph()
+    g = even_add_graph()
     (add,) = [n for n in g.nodes if isinstance(n, Add)]
     assert add.even and add.shift == 1  # every odd sum is a tie
     cg = compile_graph(g, hw(), refine=1)
@@ -152,7 +136,7 @@ def test_even_kernels_compile_with_nvcc() -> None:
     """The GPU kernels of both graphs (the even stage inlined) compile to PTX."""
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed: the kernels cannot be compiled to PTX")
-    sources = [k.source for g in (_conv_graph(2.0**-9), _add_graph())
+    sources = [k.source for g in (even_conv_graph(2.0**-9), even_add_graph())
                for k, _ in filter(None, compile_for(g, CudaEmuTarget()).kernels)]
     assert sources and any("max(" in s for s in sources)
     compile_ptx_batch(sources, "sm_80")
@@ -163,13 +147,13 @@ def test_half_even_costs_cycles_over_half_up() -> None:
     one costs more cycles, and the half-up one is what it was (its graph has no even)."""
     cyc = {}
     for even in (False, True):
-        g = _conv_graph(2.0**-9, even=even)
+        g = even_conv_graph(2.0**-9, even=even)
         cyc[even] = run_graph(compile_graph(g, hw(), refine=1), _inputs(g)).summary()["cycles"]
     assert cyc[True] > cyc[False]
 
 
 def test_a_shift_beyond_the_immediates_runs_on_the_host_by_name() -> None:
-    g = _conv_graph(2.0**-17)
+    g = even_conv_graph(2.0**-17)
     cg = compile_graph(g, hw(), refine=1)
     (step,) = cg.steps
     assert isinstance(step, HostOp) and "round_even" in step.reason

@@ -63,3 +63,23 @@ def mini_graph(batch: int = 1, requant: str = "shift") -> tuple[Graph, np.ndarra
     w = b.const("fc_w", rng.integers(-60, 60, (20, 16), dtype=np.int8), sf)
     fb = b.const("fc_b", rng.integers(-50, 50, (20,), dtype=np.int32))
     return b.build([b.requantize(b.dense(a, w, fb), name="logits"), z]), x
+
+
+def even_conv_graph(ratio: float, even: bool = True) -> Graph:
+    """A 3x3 convolution, its requantize by ``ratio`` rounding half to even (``even``) with a
+    zero point of 3, then relu: ORT's rounding on the stock ALU (a power-of-two ``ratio``)."""
+    rng = np.random.default_rng(2)
+    b = GraphBuilder("even")
+    x = b.input("x", (1, 16, 8, 8), 1 / 128)
+    w = b.const("w", rng.integers(-3, 4, (32, 16, 3, 3), dtype=np.int8), 1 / 128)
+    bias = b.const("b", rng.integers(-9, 9, (32,), dtype=np.int32))
+    q = b.requantize(b.conv2d(x, w, bias, pad=1), ratio=ratio, even=even, zero=3)
+    return b.build([b.relu(q)])
+
+
+def even_add_graph() -> Graph:
+    """Two int8 tensors added at half scale each, rounded half to even: every odd sum a tie."""
+    b = GraphBuilder("even_add")
+    x = b.input("x", (1, 16, 8, 8), 1 / 128)
+    y = b.input("y", (1, 16, 8, 8), 1 / 128)
+    return b.build([b.add(x, y, 1 / 128, ratios=(0.5, 0.5), even=True)])

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 from vta.gpu.runtime import gpu_available
-from vta.graph.builder import GraphBuilder
 from vta.graph.ir import Graph
 from vta.graph.models import random_image
 from vta.graph.onnx_import import load_onnx
@@ -29,25 +28,10 @@ from vta.graph.quant import quantize_linear, shift_add_multipliers
 from vta.run.graph import GraphRun, compile_for, run_graph
 from vta.run.targets import CudaEmuTarget, CudaTarget
 
+from .conftest import even_add_graph, even_conv_graph
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy here")]
-
-
-def _conv_even(ratio: float) -> Graph:
-    rng = np.random.default_rng(2)
-    b = GraphBuilder("even")
-    x = b.input("x", (1, 16, 8, 8), 1 / 128)
-    w = b.const("w", rng.integers(-3, 4, (32, 16, 3, 3), dtype=np.int8), 1 / 128)
-    bias = b.const("b", rng.integers(-9, 9, (32,), dtype=np.int32))
-    q = b.requantize(b.conv2d(x, w, bias, pad=1), ratio=ratio, even=True, zero=3)
-    return b.build([b.relu(q)])
-
-
-def _add_even() -> Graph:
-    b = GraphBuilder("even_add")
-    x = b.input("x", (1, 16, 8, 8), 1 / 128)
-    y = b.input("y", (1, 16, 8, 8), 1 / 128)
-    return b.build([b.add(x, y, 1 / 128, ratios=(0.5, 0.5), even=True)])
 
 
 def _int8_inputs(g: Graph, seed: int) -> dict[str, np.ndarray]:
@@ -64,8 +48,8 @@ def _on_cuda(g: Graph, feed: Mapping[str, np.ndarray]) -> GraphRun:
 @pytest.mark.parametrize("seed", [3, 4])
 @pytest.mark.parametrize("graph", ["conv 1/2", "conv 1/4", "conv 2^-9", "add 1/2+1/2"])
 def test_even_rounding_kernels_on_the_gpu(graph: str, seed: int) -> None:
-    g = {"conv 1/2": lambda: _conv_even(0.5), "conv 1/4": lambda: _conv_even(0.25),
-         "conv 2^-9": lambda: _conv_even(2.0**-9), "add 1/2+1/2": _add_even}[graph]()
+    g = {"conv 1/2": lambda: even_conv_graph(0.5), "conv 1/4": lambda: even_conv_graph(0.25),
+         "conv 2^-9": lambda: even_conv_graph(2.0**-9), "add 1/2+1/2": even_add_graph}[graph]()
     feed = _int8_inputs(g, seed)
     r = _on_cuda(g, feed)
     e = run_graph(compile_for(g, CudaEmuTarget()), feed)
