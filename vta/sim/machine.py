@@ -264,19 +264,15 @@ def _static(program: Program, hw: HwConfig) -> list[_Static]:
         got = seen.get(insn)
         if got is None:
             try:
-                d = definition_of(insn)
-                if d.drains:  # described only if it is reached: checked as before
-                    got = _lookup(insn, hw, d, cache)
-                    out.append(got if banks is None else
-                               replace(got, banks=banks.of(insn, got.defn)))
-                    return out
-                got = _lookup(insn, hw, d, cache)
+                got = _lookup(insn, hw, definition_of(insn), cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
             seen[insn] = got
         if banks is not None:
             got = replace(got, banks=banks.of(insn, got.defn))
         out.append(got)
+        if got.defn.drains:  # what follows never runs: not described, not checked
+            break
     return out
 
 
