@@ -47,3 +47,10 @@ def test_an_unlowered_statement_is_refused_naming_it() -> None:
                                            r"before it left an unlowered statement: A\[0, 0, 0\] "
                                            r"= 0\)"):
         flatten(f, PYNQ)
+
+
+def test_a_statement_no_loop_reaches_is_never_executed() -> None:
+    """Flatten builds every statement once before running the loops, and still refuses an
+    unlowered statement only where the loops reach it (a loop of no iterations, here)."""
+    f = func("f", [A], loop(0, lambda _i: A.store(0, 0, 0, 0)))
+    assert_structural_equal(flatten(f, PYNQ), stream([A], []))

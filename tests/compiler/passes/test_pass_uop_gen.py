@@ -3,10 +3,11 @@ or enumerated as micro-ops, whichever the hardware's timing makes faster."""
 
 from _accel_ir import PYNQ
 
+from vta.compiler.accel.passes import uop_gen
 from vta.compiler.accel.passes.uop_gen import generate_uops
 from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
 from vta.compiler.ir import expr as E
-from vta.compiler.ir.builder import buf, func, loop
+from vta.compiler.ir.builder import buf, func, loop, seq
 from vta.compiler.ir.structural import assert_structural_equal
 from vta.config import HwConfig
 from vta.isa import AluOp
@@ -45,3 +46,20 @@ def test_hls_timing_enumerates_a_short_loop_as_micro_ops() -> None:
 
     expected = func("f", [], loop(3, insn))
     assert_structural_equal(generate_uops(before, PYNQ), expected)
+
+
+def test_nests_of_one_shape_share_the_choice_and_the_offsets() -> None:
+    """Two nests of the same instruction over loops of the same extents and coefficients (an
+    epilogue's instructions, a kernel's candidates) are folded once (``_nest_choice``'s memo)
+    and share one offsets tuple; each keeps its own variables."""
+    def nest(_t: E.Var) -> ComputeNest:
+        x = E.Var("x")
+        return ComputeNest(ALU[AluOp.SHR], False, ((x, 2),), ("dst",), (x,),
+                           (("imm", 8), ("use_imm", True)), (C,))
+
+    uop_gen._nest_choice.cache_clear()
+    got = generate_uops(func("f", [], seq(loop(1, nest), loop(1, nest))), PYNQ)
+    first, second = (s.body for s in got.body.stmts)
+    assert uop_gen._nest_choice.cache_info().hits == 1
+    assert first.uops.offsets is second.uops.offsets
+    assert_structural_equal(first, second)

@@ -41,6 +41,7 @@ Post: the same instructions with ``Deps`` set so that running the modules concur
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ def _extremes(uops: tuple[Any, ...], f: str) -> tuple[int, int]:
     key = (id(uops), f)
     hit = _EXTREMES.get(key)
     if hit is None or hit[0] is not uops:
-        vals = [getattr(u, f) for u in uops]
+        vals = list(map(attrgetter(f), uops))  # C-level reads: blocks hold hundreds
         hit = _EXTREMES[key] = (uops, min(vals), max(vals))
         if len(_EXTREMES) > 4096:
             _EXTREMES.clear()

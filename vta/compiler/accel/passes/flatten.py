@@ -10,14 +10,21 @@ Post: ``Allocate``s hoisted to the top (their SRAM addresses are fixed) around o
       instruction field added to every index of it), the base is the smallest index its micro-ops
       use and the micro-ops keep the offsets. DMAs whose tile lies entirely outside the tensor
       (only possible for padded, discarded output tiles) are dropped.
+
+The body is built once into nested functions (``build``: a statement's dispatch, its fields'
+compiled forms and its free variables settled per statement) and then run: a statement runs
+once per iteration of the loops around it (C1-C11's 33 candidates on pynq: 56,000 statement
+executions for 3,000 statements), as an interpreter would run it, so a statement the loops
+never reach is never executed (nor refused).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vta.compiler.accel.passes._common import IntFn, compile_int
-from vta.compiler.accel.vta_ir import VTHREAD, ComputeInsn, DmaLoad, DmaStore, Insn, UopTable
+from vta.compiler.accel.vta_ir import VTHREAD, ComputeInsn, DmaLoad, DmaStore, Insn, make_uops
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
@@ -48,97 +55,108 @@ def _free_vars(node: object) -> set[E.Var]:
     return out
 
 
+#: a statement compiled for execution: called once per time the loops around it reach it
+Run = Callable[[], None]
+
+
 def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     out: list[S.Stmt] = []
-    allocs: list[S.Buffer] = []
+    allocs: dict[int, S.Buffer] = {}  # by id, in first-execution order
     env: dict[E.Var, int] = {}
     uop_cache: dict[tuple, tuple[Uop, ...]] = {}
-
-    compiled: dict[int, tuple[E.Expr, IntFn]] = {}
-
-    def ev(e: E.Expr) -> int:
-        if isinstance(e, E.IntImm):
-            return e.value
-        hit = compiled.get(id(e))  # the same field object recurs in every tile of its loop
-        if hit is None:
-            hit = compiled[id(e)] = (e, compile_int(e))  # e kept alive: its id stays its own
-        return hit[1](env)
-
-    #: a DMA statement's fields (``exprs()``: sram_base, dram_base, y_size, x_size, x_stride,
-    #: pads) compiled once: the statement recurs in every iteration of the loops around it
-    dma_fields: dict[int, tuple[S.Stmt, tuple[IntFn, ...]]] = {}
-
-    def fields(s: DmaLoad | DmaStore) -> tuple[IntFn, ...]:
-        hit = dma_fields.get(id(s))
-        if hit is None:  # s kept alive: its id stays its own
-            hit = dma_fields[id(s)] = (s, tuple(_field_fn(e) for e in s.exprs()))
-        return hit[1]
-
-    def uops(u: UopTable) -> tuple[Uop, ...]:
-        key = (id(u), tuple(env.get(v, 0) for v in _fv(u)))
-        hit = uop_cache.get(key)
-        if hit is None:
-            hit = uop_cache[key] = u.evaluate(ev)
-        return hit
-
-    fv_cache: dict[int, tuple[E.Var, ...]] = {}
     #: (statement, micro-op tuple) -> (instruction, micro-ops): the same instruction recurs in
     #: every tile whose micro-ops evaluate alike (and in every thread)
     insn_cache: dict[tuple[int, int], tuple[Any, tuple[Uop, ...]]] = {}
 
-    def _fv(u: UopTable) -> tuple[E.Var, ...]:
-        k = id(u)
-        if k not in fv_cache:
-            fv_cache[k] = tuple(sorted(_free_vars(u.base), key=lambda v: v.name + str(id(v))))
-        return fv_cache[k]
+    def dma_load(s: DmaLoad, thread: int) -> Run:
+        f = tuple(_field_fn(e) for e in s.exprs())
+        mem, dram, add = MemType[s.mem.upper()], s.dram, out.append
 
-    def visit(s: S.Stmt, thread: int) -> None:
-        if isinstance(s, S.SeqStmt):
-            for child in s.stmts:
-                visit(child, thread)
-        elif isinstance(s, S.For):
-            lo, n = ev(s.min), ev(s.extent)
-            for i in range(lo, lo + n):
-                env[s.var] = i
-                visit(s.body, thread)
-            env.pop(s.var, None)
-        elif isinstance(s, S.Allocate):
-            if not any(b is s.buffer for b in allocs):
-                allocs.append(s.buffer)
-            visit(s.body, thread)
-        elif isinstance(s, S.AttrStmt):
-            visit(s.body, s.value if s.key is VTHREAD else thread)
-        elif isinstance(s, DmaLoad):
-            f = fields(s)
+        def run() -> None:
             y, x = f[2](env), f[3](env)
-            if y <= 0 or x <= 0:
-                return
-            out.append(Insn(Load(MemType[s.mem.upper()], f[0](env), f[1](env), y, x,
-                                 f[4](env), f[5](env), f[6](env), f[7](env), f[8](env)),
-                            s.dram, (), thread))
-        elif isinstance(s, DmaStore):
-            f = fields(s)
+            if y > 0 and x > 0:
+                add(Insn(Load(mem, f[0](env), f[1](env), y, x, f[4](env), f[5](env),
+                              f[6](env), f[7](env), f[8](env)), dram, (), thread))
+        return run
+
+    def dma_store(s: DmaStore, thread: int) -> Run:
+        f = tuple(_field_fn(e) for e in s.exprs())
+        dram, add = s.dram, out.append
+
+        def run() -> None:
             y, x = f[2](env), f[3](env)
-            if y <= 0 or x <= 0:
-                return
-            out.append(Insn(Store(MemType.OUT, f[0](env), f[1](env), y, x, f[4](env)), s.dram,
-                            (), thread))
-        elif isinstance(s, ComputeInsn):
-            u = uops(s.uops)
-            key = (id(s), id(u))  # both kept alive by the function and ``uop_cache``
-            made = insn_cache.get(key)
+            if y > 0 and x > 0:
+                add(Insn(Store(MemType.OUT, f[0](env), f[1](env), y, x, f[4](env)), dram, (),
+                         thread))
+        return run
+
+    def compute(s: ComputeInsn, thread: int) -> Run:
+        u, add = s.uops, out.append
+        fv = tuple(sorted(_free_vars(u.base), key=lambda v: v.name + str(id(v))))
+        base = tuple(_field_fn(e) for e in u.base)
+        get = env.get
+
+        def run() -> None:
+            key = (id(u), tuple([get(v, 0) for v in fv]))
+            made_uops = uop_cache.get(key)
+            if made_uops is None:
+                made_uops = uop_cache[key] = make_uops(base[0](env), base[1](env),
+                                                       base[2](env), u.offsets)
+            k = (id(s), id(made_uops))  # both kept alive by the function and ``uop_cache``
+            made = insn_cache.get(k)
             if made is None:
-                made = insn_cache[key] = _compute(s, u)
-            out.append(Insn(made[0], None, made[1], thread))
-        elif isinstance(s, Insn):
-            out.append(s)
-        else:
+                made = insn_cache[k] = _compute(s, made_uops)
+            add(Insn(made[0], None, made[1], thread))
+        return run
+
+    def build(s: S.Stmt, thread: int) -> Run:
+        """``s`` (under virtual thread ``thread``) as a function appending its instructions to
+        ``out`` under the loop values in ``env``: each statement's dispatch and its fields'
+        compiled forms made once, however many times the loops around it run it."""
+        if isinstance(s, S.SeqStmt):
+            body = tuple(build(c, thread) for c in s.stmts)
+
+            def seq() -> None:
+                for c in body:
+                    c()
+            return seq
+        if isinstance(s, S.For):
+            lo_f, n_f, var, inner = _field_fn(s.min), _field_fn(s.extent), s.var, \
+                build(s.body, thread)
+
+            def loop() -> None:
+                lo = lo_f(env)
+                for i in range(lo, lo + n_f(env)):
+                    env[var] = i
+                    inner()
+                env.pop(var, None)
+            return loop
+        if isinstance(s, S.Allocate):
+            buffer, inner = s.buffer, build(s.body, thread)
+
+            def allocate() -> None:
+                allocs.setdefault(id(buffer), buffer)
+                inner()
+            return allocate
+        if isinstance(s, S.AttrStmt):
+            return build(s.body, s.value if s.key is VTHREAD else thread)
+        if isinstance(s, DmaLoad):
+            return dma_load(s, thread)
+        if isinstance(s, DmaStore):
+            return dma_store(s, thread)
+        if isinstance(s, ComputeInsn):
+            return compute(s, thread)
+        if isinstance(s, Insn):
+            return lambda: out.append(s)
+
+        def refuse() -> None:  # only where the loops reach it, as an interpreter would
             raise CompileError(f"{func.name}: flatten cannot execute {type(s).__name__} (a pass "
                                f"before it left an unlowered statement: {s})")
+        return refuse
 
-    visit(func.body, 0)
+    build(func.body, 0)()
     body: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
-    for b in reversed(allocs):
+    for b in reversed(allocs.values()):
         body = S.Allocate(b, body)
     return func.with_body(body)
 

@@ -28,6 +28,7 @@ import math
 import operator
 from collections.abc import Callable
 from operator import itemgetter
+from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, max_block_uops, prototype
 from vta.compiler.accel.passes._common import affine, map_stmt
@@ -168,9 +169,21 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
     ``cost`` (instruction cycles, micro-op load cycles, repetitions) ranks the safe foldings
     by cycles; without it, the fewest micro-ops win.
     """
-    # drop unit loops and merge composable neighbours (outer -> inner order)
+    merged = _merge(loops, coefs)
+    choice = _choice(merged, field_bits, hazard_lag, max_uops, reduce_ok, max_iter, cost)
+    return _folding(merged, choice, max_uops)
+
+
+#: a nest's chosen folding, in terms of its merged loops: the loop split in two (its index
+#: and the inner loop's extent; None: none split), then the loops folded into ``iter_out``
+#: and ``iter_in`` (indices into the loops after the split; None: that one folds nothing)
+Choice = tuple[tuple[int, int] | None, int | None, int | None]
+
+
+def _merge(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]]) -> list[Loop]:
+    """The loops without unit loops, composable neighbours merged (outer -> inner order)."""
     items = [(v, n, c) for (v, n), c in zip(loops, coefs, strict=True) if n > 1]
-    merged: list[tuple[E.Var, int, tuple[int, ...]]] = []
+    merged: list[Loop] = []
     for v, n, c in items:
         if merged:
             _pv, pn, pc = merged[-1]
@@ -178,20 +191,44 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
                 merged[-1] = (v, pn * n, c)  # the inner var stands for the merged loop
                 continue
         merged.append((v, n, c))
+    return merged
+
+
+def _split(merged: list[Loop], k: int, b: int) -> list[Loop]:
+    """``merged`` with loop ``k`` (``n = a * b``) as a loop of ``a`` (a new variable, stride
+    ``b * coef``) around one of ``b`` (its variable)."""
+    v, n, c = merged[k]
+    return [*merged[:k], (E.Var(f"{v.name}.o", v.dtype), n // b, tuple(x * b for x in c)),
+            (v, b, c), *merged[k + 1:]]
+
+
+def _choice(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
+            reduce_ok: bool, max_iter: int, cost: Cost | None) -> Choice:
+    """The folding ``fold_loops`` chooses for ``merged``. It reads the loops' extents and
+    coefficients, never their variables."""
     every = _choose(merged, field_bits, hazard_lag, max_uops, reduce_ok, max_iter, cost)
+    splits: dict[int, tuple[int, int]] = {}
     if cost is not None:
         # a long spatial loop may also fold in part: ``n = a * b`` as a loop of ``a`` (stride
         # ``b * coef``) around ``b`` (the instruction folds one, enumerates the other), which
         # trades pipeline fills against micro-ops to load
-        for k, (v, n, c) in enumerate(merged):
+        for k, (_v, n, c) in enumerate(merged):
             if c[0] == 0:
                 continue
             for b in _divisors(n):
-                split = [*merged[:k], (E.Var(f"{v.name}.o", v.dtype), n // b,
-                                       tuple(x * b for x in c)), (v, b, c), *merged[k + 1:]]
+                split = _split(merged, k, b)
+                splits[id(split)] = (k, b)
                 every += _choose(split, field_bits, hazard_lag, max_uops, reduce_ok,
                                  max_iter, cost)
-    _, fo, fi, merged = _best(every)
+    _, fo, fi, chosen = _best(every)
+    return splits.get(id(chosen)), fo, fi
+
+
+def _folding(merged: list[Loop], choice: Choice, max_uops: int) -> Folding:
+    """The ``Folding`` of ``merged`` that ``choice`` names (a split makes its new variable)."""
+    split, fo, fi = choice
+    if split is not None:
+        merged = _split(merged, *split)
     cands = list(range(len(merged)))
     rem, outer = _peel([k for k in cands if k not in (fo, fi)], merged, max_uops)
     # uop order: reductions outside, spatial inside (so an acc entry recurs as late as possible)
@@ -205,25 +242,67 @@ def fold_loops(loops: list[tuple[E.Var, int]], coefs: list[tuple[int, ...]],
                    [(merged[k][1], merged[k][2]) for k in rem])
 
 
-def _uops(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]],
-          uop_loops: list[tuple[int, tuple[int, ...]]]
-          ) -> tuple[list[E.Expr], list[tuple[int, ...]]]:
-    """Micro-op fields as ``(base, offsets)``: field = base + offset, the base being ``rest`` +
-    outer vars * coef (simplified once per field), each offset an enumeration of the micro-op
-    loops (earlier loops outer)."""
+#: the variable of the loops ``_nest_choice`` rebuilds from a shape (a choice never reads it)
+_ANY = E.Var("any")
+
+
+@functools.lru_cache(maxsize=4096)
+def _nest_choice(shape: tuple[tuple[int, tuple[int, ...]], ...], field_bits: tuple[int, ...],
+                 hazard_lag: int, max_uops: int, reduce_ok: bool, max_iter: int, times: int,
+                 d: InstructionDef, proto: Any, hw: HwConfig) -> Choice:
+    """``_choice`` for merged loops of these (extent, coefficients) with ``generate_uops``'s
+    cost model of instruction ``d`` (``proto``: its fields but the loops and micro-ops) run
+    ``times`` times on ``hw``, memoised: the nests of a kernel's candidates and of its
+    epilogue's instructions repeat (C1-C11's 198 nests on pynq are 103 shapes)."""
+    merged = [(_ANY, n, c) for n, c in shape]
+    return _choice(merged, field_bits, hazard_lag, max_uops, reduce_ok, max_iter,
+                   (_insn_cycles(d, proto, hw), _uop_load(hw), times))
+
+
+def _insn_cycles(d: InstructionDef, proto: Any, hw: HwConfig) -> Callable[[int, int, int], float]:
+    """The cycles of ``proto`` (an instance of ``d``) run as ``(iter_out, iter_in, micro-ops)``
+    on ``hw``: its definition's duration, memoised (the foldings scored share their counts)."""
+    @functools.cache
+    def insn_cycles(n_o: int, n_i: int, n: int) -> float:
+        return d.duration(evolve(proto, iter_out=n_o, iter_in=n_i, uop_bgn=0, uop_end=n), hw)
+    return insn_cycles
+
+
+def _bases(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]]
+           ) -> list[E.Expr]:
+    """Each micro-op field's base: ``rest`` + outer vars * coef, simplified once per field (a
+    field = its base + the micro-op's offset, ``_table_offsets``)."""
     base = list(rest)
     for v, _n, c in outer:
         for f in range(len(base)):
             if c[f]:
                 base[f] = base[f] + v * c[f]
-    offs = [(0,) * len(base)]
+    return [E.simplify_int(b) for b in base]
+
+
+def _enumerate(uop_loops: tuple[tuple[int, tuple[int, ...]], ...], width: int
+               ) -> list[tuple[int, ...]]:
+    """Each micro-op's offsets in the ``width`` fields: an enumeration of the micro-op loops
+    (earlier loops outer)."""
+    offs = [(0,) * width]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
-        steps = [tuple(j * x for x in c[:len(base)]) for j in range(n)]
-        if len(base) == 3:  # (dst, src, wgt), spelled out: the common case, and the hot one
+        steps = [tuple(j * x for x in c[:width]) for j in range(n)]
+        if width == 3:  # (dst, src, wgt), spelled out: the common case, and the hot one
             offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
         else:
             offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
-    return [E.simplify_int(b) for b in base], offs
+    return offs
+
+
+@functools.lru_cache(maxsize=4096)
+def _table_offsets(uop_loops: tuple[tuple[int, tuple[int, ...]], ...], width: int,
+                   order: tuple[int | None, ...]) -> Offsets:
+    """A ``UopTable``'s offsets for these micro-op loops (``_enumerate``), in ``(dst, src,
+    wgt)`` order (``order``: where each of them is among the ``width`` fields the instruction
+    uses; None: unused, 0), memoised: an epilogue's instructions and a kernel's candidates
+    enumerate the same loops again (one tuple shared by their tables, as a thread's copy
+    shares its original's)."""
+    return _offsets(_enumerate(uop_loops, width), order)
 
 
 _FIELDS = ("dst", "src", "wgt")
@@ -259,7 +338,6 @@ def _uop_load_cycles(hw: HwConfig, n: int) -> float:
 def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     max_uops = max_block_uops(hw)
     max_iter = (1 << hw.isa.loop_iter) - 1
-    load = _uop_load(hw)
 
     def nest(times: int) -> Callable[[S.Stmt], S.Stmt | None]:
         def rewrite(s: S.Stmt) -> S.Stmt | None:
@@ -289,19 +367,18 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
         proto = instance(d, reset=s.reset, **dict(s.params))
         lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
-
-        @functools.cache  # the foldings scored share their (iter_out, iter_in, uops) counts
-        def insn_cycles(n_o: int, n_i: int, n: int) -> float:
-            return d.duration(evolve(proto, iter_out=n_o, iter_in=n_i, uop_bgn=0, uop_end=n),
+        merged = _merge(list(s.loops), coefs)
+        choice = _nest_choice(tuple((n, c) for _v, n, c in merged),
+                              tuple(w for _, w in fields), lag, max_uops,
+                              not s.reset and d.kind == "accumulate", max_iter, times, d, proto,
                               hw)
-
-        fo = fold_loops(list(s.loops), coefs, tuple(w for _, w in fields), lag, max_uops,
-                        not s.reset and d.kind == "accumulate", max_iter,
-                        (insn_cycles, load, times))
-        base, offs = _uops(tuple(p[1] for p in parts), fo.outer, fo.uop_loops)
+        fo = _folding(merged, choice, max_uops)
+        base = _bases(tuple(p[1] for p in parts), fo.outer)
         pos = {name: k for k, (name, _) in enumerate(fields)}
         table_base = tuple(base[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS)
-        uops = UopTable(table_base, _offsets(offs, pos))  # type: ignore[arg-type]
+        offsets = _table_offsets(tuple(fo.uop_loops), len(base),
+                                 tuple(pos.get(f) for f in _FIELDS))
+        uops = UopTable(table_base, offsets)  # type: ignore[arg-type]
         factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
                         if by_name[name].factors is not None)
         st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
@@ -310,11 +387,10 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return func.with_body(map_stmt(func.body, nest(1)))
 
 
-def _offsets(offs: list[tuple[int, ...]], pos: dict[str, int]) -> Offsets:
-    """The micro-ops' offsets in ``(dst, src, wgt)`` order (``pos``: where each field the
-    instruction uses is in ``offs``; a field it does not use is 0)."""
-    order = [pos.get(f) for f in _FIELDS]
-    if order == list(range(len(_FIELDS))) and all(len(o) == len(_FIELDS) for o in offs[:1]):
+def _offsets(offs: list[tuple[int, ...]], order: tuple[int | None, ...]) -> Offsets:
+    """The micro-ops' offsets in ``(dst, src, wgt)`` order (``order``: where each is in
+    ``offs``; None: a field the instruction does not use, 0)."""
+    if order == tuple(range(len(_FIELDS))) and all(len(o) == len(_FIELDS) for o in offs[:1]):
         return Offsets(offs)
     if None not in order:
         pick = itemgetter(*order)  # type: ignore[arg-type]
