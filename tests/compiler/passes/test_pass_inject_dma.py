@@ -3,9 +3,10 @@
 import pytest
 from _accel_ir import PYNQ, sram
 
-from vta.compiler.accel.passes.inject_dma import inject_dma
+from vta.compiler.accel.passes.inject_dma import _may_copy, inject_dma
 from vta.compiler.accel.vta_ir import SRAM, DmaLoad, DmaStore
 from vta.compiler.ir import expr as E
+from vta.compiler.ir import stmt as S
 from vta.compiler.ir.builder import alloc, buf, func, loop, stage
 from vta.compiler.ir.structural import assert_structural_equal
 from vta.errors import CompileError
@@ -85,3 +86,19 @@ def test_select_that_is_not_a_bound_is_refused() -> None:
     with pytest.raises(CompileError, match=r"f: stage a_inp: select condition y == 0 is not a "
                                            r"bound of A"):
         inject_dma(f, PYNQ)
+
+
+def test_only_a_store_reading_the_copy_source_may_be_a_copy() -> None:
+    """``_may_copy``: a scratchpad store reading a global buffer, or a global store reading an
+    acc one, may be a copy; a compute nest's store (acc from inp and wgt) and a global store
+    of an inp buffer never are, so their loops are not substituted to find out."""
+    g = buf("A", (2, 1, 16), "int8")
+    inp = buf("a_inp", (2, 1, 16), "int8", "inp")
+    acc = buf("c_acc", (2, 1, 16), "int32", "acc")
+    load = inp.store(g.load(0, 0, 0), 0, 0, 0)
+    out = g.store(acc.load(0, 0, 0).astype("int8"), 0, 0, 0)
+    gemm = acc.store(acc.load(0, 0, 0) + inp.load(0, 0, 0).astype("int32"), 0, 0, 0)
+    wrong = g.store(inp.load(0, 0, 0), 0, 0, 0)
+    seen: dict[int, tuple[S.BufferStore, bool]] = {}
+    assert [_may_copy(s, seen) for s in (load, out, gemm, wrong)] == [True, True, False, False]
+    assert len(seen) == 4

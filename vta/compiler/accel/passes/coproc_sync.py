@@ -153,13 +153,18 @@ def conflicts(stream: list[tuple[int, list[Access]]], depth: dict[str, int],
     per-entry table of the latest writer and reader updated instruction by instruction, with
     a handful of numpy calls per memory instead of a few per instruction."""
     latest = np.full((len(stream), rows), -1, np.int64)
-    by_mem: dict[str, list[int]] = {}  # per memory: (position, lo, hi, writes, row) flattened
+    by_mem: dict[str, list[int]] = {m: [] for m in depth}  # (position, lo, hi, writes, row)
+    add = {m: flat.extend for m, flat in by_mem.items()}  # per memory, flattened
     for t, (row, acc) in enumerate(stream):
         for mem, lo, hi, wr in acc:
-            hi = min(hi, depth[mem])
+            top = depth[mem]
+            if hi > top:
+                hi = top
             if hi > lo:
-                by_mem.setdefault(mem, []).extend((t, lo, hi, wr, row))
+                add[mem]((t, lo, hi, wr, row))
     for flat in by_mem.values():
+        if not flat:
+            continue
         t, lo, hi, wr, row = np.array(flat, np.int64).reshape(-1, 5).T
         bounds = np.unique(np.concatenate((lo, hi)))
         seg = np.arange(len(bounds) - 1)

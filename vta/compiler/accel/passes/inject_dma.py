@@ -56,13 +56,14 @@ class _Dim:
 def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     bases = sram_map(func)
     max_pad = (1 << hw.isa.pad) - 1
+    seen: dict[int, tuple[S.BufferStore, bool]] = {}  # ``_may_copy``'s answers
 
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
-            new = _copy_nest(func, str(s.value), s.body, bases, max_pad)
+            new = _copy_nest(func, str(s.value), s.body, bases, max_pad, seen)
             return None if new is None else S.AttrStmt(S.STAGE, s.value, new[0])
         if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
-            new = _copy_nest(func, "copy", s, bases, max_pad)
+            new = _copy_nest(func, "copy", s, bases, max_pad, seen)
             return None if new is None else S.AttrStmt(S.STAGE, new[1], new[0])
         return None
 
@@ -102,20 +103,38 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
     return dims
 
 
+def _may_copy(store: S.BufferStore, seen: dict[int, tuple[S.BufferStore, bool]]) -> bool:
+    """Whether ``store`` reads the buffer a copy into its buffer would read (a global one into
+    a scratchpad, an acc one into a global): else no substitution of its loops' variables can
+    make it a copy (substituting indices never changes which buffers the loads read), and
+    ``_copy_nest`` refuses it at once, without substituting the unit loops. Every compute
+    nest is refused here, at each loop of it that the statement rewriter visits (``seen``: the
+    answer per statement, by identity, the statement kept alive: every loop of a nest peels to
+    the same one)."""
+    hit = seen.get(id(store))
+    if hit is None:
+        dst = store.buffer.scope
+        src = "global" if dst in ONCHIP else "acc" if dst == "global" else None
+        hit = seen[id(store)] = (store, src is not None and any(
+            isinstance(n, S.BufferLoad) and n.buffer.scope == src for n in E.walk(store.value)))
+    return hit[1]
+
+
 def _same(a: E.Expr, b: E.Expr) -> bool:
     terms, const = poly.linear_form(a - b)
     return not terms and const == 0
 
 
 def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
-               max_pad: int) -> tuple[S.Stmt, str] | None:
+               max_pad: int, seen: dict[int, tuple[S.BufferStore, bool]]
+               ) -> tuple[S.Stmt, str] | None:
     if not isinstance(nest, S.For):
         return None
     try:
         loops, body = loop_nest(nest)
     except CompileError:
         return None
-    if not isinstance(body, S.BufferStore):
+    if not isinstance(body, S.BufferStore) or not _may_copy(body, seen):
         return None
     unit = {v: E.IntImm(0) for v, n in loops if n == 1}
     if unit:
