@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from vta.compiler.accel.passes._common import flat_stream, with_stream
-from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.accel.vta_ir import Insn, maker
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
@@ -58,6 +58,8 @@ from vta.isa import token_queues as _token_queues
 __all__ = ["insert_tokens", "accesses", "conflicts", "relay"]
 
 Queue = tuple[Unit, Unit]
+#: ``Insn`` taking every field in order (``maker``): one per instruction given tokens
+_INSN = maker(Insn)
 
 
 def _flags(separate: bool) -> dict[Queue, tuple[str, str]]:
@@ -288,7 +290,7 @@ class _Tokens:
                 if deps is None:
                     deps = made[key] = Deps(**f)
                 insn: Any = ins.insn
-                ins = Insn(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
+                ins = _INSN(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
 

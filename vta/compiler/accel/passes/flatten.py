@@ -24,15 +24,27 @@ from collections.abc import Callable
 from typing import Any
 
 from vta.compiler.accel.passes._common import IntFn, compile_int
-from vta.compiler.accel.vta_ir import VTHREAD, ComputeInsn, DmaLoad, DmaStore, Insn, make_uops
+from vta.compiler.accel.vta_ir import (
+    VTHREAD,
+    ComputeInsn,
+    DmaLoad,
+    DmaStore,
+    Insn,
+    make_uops,
+    maker,
+)
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
 from vta.errors import CompileError
 from vta.isa import Load, MemType, Store, Uop
 from vta.isa.defs import instance
+from vta.isa.insn import NO_DEPS
 
 __all__ = ["flatten"]
+
+#: ``Insn``, ``Load`` and ``Store`` constructors taking every field in order (``maker``)
+_INSN, _LOAD, _STORE = maker(Insn), maker(Load), maker(Store)
 
 
 def _free_vars(node: object) -> set[E.Var]:
@@ -75,8 +87,8 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         def run() -> None:
             y, x = f[2](env), f[3](env)
             if y > 0 and x > 0:
-                add(Insn(Load(mem, f[0](env), f[1](env), y, x, f[4](env), f[5](env),
-                              f[6](env), f[7](env), f[8](env)), dram, (), thread))
+                add(_INSN(_LOAD(mem, f[0](env), f[1](env), y, x, f[4](env), f[5](env),
+                                f[6](env), f[7](env), f[8](env), NO_DEPS), dram, (), thread, ""))
         return run
 
     def dma_store(s: DmaStore, thread: int) -> Run:
@@ -86,8 +98,8 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         def run() -> None:
             y, x = f[2](env), f[3](env)
             if y > 0 and x > 0:
-                add(Insn(Store(MemType.OUT, f[0](env), f[1](env), y, x, f[4](env)), dram, (),
-                         thread))
+                add(_INSN(_STORE(MemType.OUT, f[0](env), f[1](env), y, x, f[4](env), NO_DEPS),
+                          dram, (), thread, ""))
         return run
 
     def compute(s: ComputeInsn, thread: int) -> Run:
@@ -106,7 +118,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             made = insn_cache.get(k)
             if made is None:
                 made = insn_cache[k] = _compute(s, made_uops)
-            add(Insn(made[0], None, made[1], thread))
+            add(_INSN(made[0], None, made[1], thread, ""))
         return run
 
     def build(s: S.Stmt, thread: int) -> Run:
