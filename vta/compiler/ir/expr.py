@@ -363,33 +363,39 @@ def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
 
 
 def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
-    ea, eb = as_expr(a), as_expr(b)
-    dtype = _common(ea, eb)
-    if isinstance(ea, IntImm) and isinstance(eb, IntImm):
-        v = _fold(cls, ea.value, eb.value, dtype)
+    ea = a if isinstance(a, Expr) else as_expr(a)
+    eb = b if isinstance(b, Expr) else as_expr(b)
+    dtype = ea.dtype if ea.dtype == eb.dtype else _common(ea, eb)
+    # ``IntImm`` has no subclasses: its constants are read as ``is_const`` reads them
+    ca = ea.value if type(ea) is IntImm else None
+    cb = eb.value if type(eb) is IntImm else None
+    if ca is not None and cb is not None:
+        v = _fold(cls, ca, cb, dtype)
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small
     if cls is Add:
-        if is_const(ea, 0):
+        if ca == 0:
             return eb if eb.dtype == dtype else Cast(dtype, eb)
-        if is_const(eb, 0):
+        if cb == 0:
             return ea if ea.dtype == dtype else Cast(dtype, ea)
-    if cls is Sub and is_const(eb, 0):
-        return ea
-    if cls is Mul:
-        if is_const(ea, 1):
-            return eb
-        if is_const(eb, 1):
+    elif cls is Sub:
+        if cb == 0:
             return ea
-        if (is_const(ea, 0) or is_const(eb, 0)) and not dtype.startswith("float"):
+    elif cls is Mul:
+        if ca == 1:
+            return eb
+        if cb == 1:
+            return ea
+        if (ca == 0 or cb == 0) and not dtype.startswith("float"):
             return IntImm(0, dtype)
-    if cls is FloorDiv and is_const(eb, 1):
-        return ea
-    if cls is FloorMod and is_const(eb, 1):
-        return IntImm(0, dtype)
+    elif cls is FloorDiv:
+        if cb == 1:
+            return ea
+    elif cls is FloorMod:
+        if cb == 1:
+            return IntImm(0, dtype)
     return cls(ea, eb, dtype)
-
 
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
