@@ -254,3 +254,30 @@ def test_reorder_that_breaks_a_dependence_is_refused() -> None:
     with pytest.raises(ScheduleError, match="the loop carries a dependence"):
         st.bind(i, "threadIdx.x")
     st.bind(j, "threadIdx.x")  # the inner loop carries nothing: legal
+
+
+def test_independent_agrees_with_isl() -> None:
+    """``independent`` (no isl) answers only where isl finds no dependence: a reduction with
+    its accumulation exempt, an element-wise stage, never the reduction unexempted nor a
+    stage reading its own output (``stage_dependences`` computed the general way)."""
+    from vta.compiler.ir.schedule import independent, stage_dependences
+    from vta.compiler.ir.tensor import ComputeOp, TensorRead
+
+    *_, C = mm(8, 8, 8)
+    D = compute(C.shape, lambda i, j: C[i, j] + 1, "D")
+    A = placeholder((8, 8), "int32", "A")
+    T = compute((8, 8), lambda i, j: A[i, j], "T")
+    s, t = create_schedule(D), create_schedule(T)
+    st = t[T]
+    i, j = st.axis
+    st.op = ComputeOp("T", st.op.axes, TensorRead(T, (i.var - 1, j.var), "int32") + A[i, j],
+                      "int32")
+    seen = []
+    for stage in (s[C], s[D], st):
+        for exempt in (True, False):
+            deps = stage_dependences(stage, exempt_reduction=exempt)
+            empty = deps is None or deps.is_empty()
+            seen.append((stage.name, exempt, independent(stage, exempt), empty))
+            assert not independent(stage, exempt) or empty
+    assert [x[2] for x in seen] == [True, False, True, True, False, False]
+    assert [x[3] for x in seen] == [True, False, True, True, False, False]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.isa import AluOp, InstructionDef, MemType, Program, Unit, definition_of
 from vta.isa.builtins import ALU
@@ -129,8 +130,18 @@ def _microop_cycles(defn: InstructionDef, n_ops: int, hw: HwConfig,
                     fields: tuple[tuple[str, Any], ...]) -> int:
     per = max(1, min(n_ops, max_block_uops(hw)))
     loops = -(-n_ops // per)
-    return instruction_cycles(prototype(defn, iter_out=1, iter_in=loops, uop_end=per,
-                                        **dict(fields)), hw)
+    # the prototype ``prototype(defn, iter_out=1, iter_in=loops, uop_end=per, **fields)``,
+    # copied from one made once per instruction and fields (the model prices hundreds of
+    # sizes of each; making an instance checks and fills every field)
+    return instruction_cycles(evolve(_loop_prototype(defn, fields), iter_in=loops,
+                                     uop_end=per), hw)
+
+
+@lru_cache(maxsize=256)
+def _loop_prototype(defn: InstructionDef, fields: tuple[tuple[str, Any], ...]) -> Any:
+    """``defn``'s prototype with ``fields`` and one outer iteration (``_microop_cycles``
+    sets its micro-op count and inner iterations)."""
+    return prototype(defn, iter_out=1, **dict(fields))
 
 
 @lru_cache(maxsize=4096)

@@ -363,33 +363,39 @@ def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
 
 
 def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
-    ea, eb = as_expr(a), as_expr(b)
-    dtype = _common(ea, eb)
-    if isinstance(ea, IntImm) and isinstance(eb, IntImm):
-        v = _fold(cls, ea.value, eb.value, dtype)
+    ea = a if isinstance(a, Expr) else as_expr(a)
+    eb = b if isinstance(b, Expr) else as_expr(b)
+    dtype = ea.dtype if ea.dtype == eb.dtype else _common(ea, eb)
+    # ``IntImm`` has no subclasses: its constants are read as ``is_const`` reads them
+    ca = ea.value if type(ea) is IntImm else None
+    cb = eb.value if type(eb) is IntImm else None
+    if ca is not None and cb is not None:
+        v = _fold(cls, ca, cb, dtype)
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small
     if cls is Add:
-        if is_const(ea, 0):
+        if ca == 0:
             return eb if eb.dtype == dtype else Cast(dtype, eb)
-        if is_const(eb, 0):
+        if cb == 0:
             return ea if ea.dtype == dtype else Cast(dtype, ea)
-    if cls is Sub and is_const(eb, 0):
-        return ea
-    if cls is Mul:
-        if is_const(ea, 1):
-            return eb
-        if is_const(eb, 1):
+    elif cls is Sub:
+        if cb == 0:
             return ea
-        if (is_const(ea, 0) or is_const(eb, 0)) and not dtype.startswith("float"):
+    elif cls is Mul:
+        if ca == 1:
+            return eb
+        if cb == 1:
+            return ea
+        if (ca == 0 or cb == 0) and not dtype.startswith("float"):
             return IntImm(0, dtype)
-    if cls is FloorDiv and is_const(eb, 1):
-        return ea
-    if cls is FloorMod and is_const(eb, 1):
-        return IntImm(0, dtype)
+    elif cls is FloorDiv:
+        if cb == 1:
+            return ea
+    elif cls is FloorMod:
+        if cb == 1:
+            return IntImm(0, dtype)
     return cls(ea, eb, dtype)
-
 
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
@@ -439,20 +445,53 @@ def walk(node: Any) -> Iterator[Any]:
     """Pre-order traversal of every dataclass node under ``node`` (itself included); only the
     fields that can hold nodes are read (``visitor.child_slots``: a leaf has none)."""
     stack = [node]
+    slots = _SLOTS.get
+    nodes = _IS_NODE.get
     while stack:
         n = stack.pop()
         yield n
-        names = child_slots(type(n))
+        cls = type(n)
+        names = slots(cls, _UNSEEN)
+        if names is _UNSEEN:
+            names = _slots(cls)
         if not names:
             continue
         kids: list[Any] = []
         for name in names:
             v = getattr(n, name)
             if type(v) is tuple:
-                kids.extend(x for x in v if node_fields(type(x)) is not None)
-            elif node_fields(type(v)) is not None:
-                kids.append(v)
-        stack.extend(reversed(kids))
+                for x in v:
+                    k = nodes(type(x))
+                    if k is None:
+                        k = _is_node(type(x))
+                    if k:
+                        kids.append(x)
+            else:
+                k = nodes(type(v))
+                if k is None:
+                    k = _is_node(type(v))
+                if k:
+                    kids.append(v)
+        kids.reverse()
+        stack.extend(kids)
+
+
+#: per class: whether its instances are nodes (``visitor.node_fields`` is not None), and its
+#: ``visitor.child_slots``; filled on first sight of a class, read by the traversals' inner
+#: loops as one dict lookup instead of a function call per child
+_IS_NODE: dict[type, bool] = {}
+_SLOTS: dict[type, tuple[str, ...] | None] = {}
+_UNSEEN: Any = object()
+
+
+def _is_node(cls: type) -> bool:
+    k = _IS_NODE[cls] = node_fields(cls) is not None
+    return k
+
+
+def _slots(cls: type) -> tuple[str, ...] | None:
+    names = _SLOTS[cls] = child_slots(cls)
+    return names
 
 
 def free_vars(e: Any) -> set[Var]:
@@ -480,7 +519,9 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
         return done[1]
     out = fn(node)
     if out is None:
-        names = child_slots(type(node))
+        names = _SLOTS.get(type(node), _UNSEEN)
+        if names is _UNSEEN:
+            names = _slots(type(node))
         out = node if not names else _rebuild(node, names, _rewrite, fn, descend, memo)
     memo[id(node)] = (node, out)
     return out
@@ -500,7 +541,9 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
                 return node
             out = made[node] = as_expr(mapping[node])
         return out
-    names = child_slots(type(node))
+    names = _SLOTS.get(type(node), _UNSEEN)
+    if names is _UNSEEN:
+        names = _slots(type(node))
     if not names:
         return node
     done = memo.get(id(node))
@@ -518,28 +561,37 @@ def _rebuild(node: Any, names: tuple[str, ...], rec: Callable[..., Any], arg: An
     pre-order walk does); ``node`` itself when no child changed. A rebuilt ``BinOp`` is folded
     again: the substitution may have made both sides constant."""
     changed: dict[str, Any] | None = None
+    nodes = _IS_NODE.get
     for name in names:
         v = getattr(node, name)
         if type(v) is tuple:
-            items: list[Any] = []
-            diff = False
-            for x in v:
-                if node_fields(type(x)) is not None and (descend is None or descend(x)):
+            items: list[Any] | None = None  # made at the first child that changed
+            for j, x in enumerate(v):
+                k = nodes(type(x))
+                if k is None:
+                    k = _is_node(type(x))
+                if k and (descend is None or descend(x)):
                     y = rec(x, arg, descend, memo)
-                    diff = diff or y is not x
-                    items.append(y)
+                    if y is not x and items is None:
+                        items = list(v[:j])
                 else:
-                    items.append(x)
-            if diff:
+                    y = x
+                if items is not None:
+                    items.append(y)
+            if items is not None:
                 if changed is None:
                     changed = {}
                 changed[name] = tuple(items)
-        elif node_fields(type(v)) is not None and (descend is None or descend(v)):
-            nv = rec(v, arg, descend, memo)
-            if nv is not v:
-                if changed is None:
-                    changed = {}
-                changed[name] = nv
+        else:
+            k = nodes(type(v))
+            if k is None:
+                k = _is_node(type(v))
+            if k and (descend is None or descend(v)):
+                nv = rec(v, arg, descend, memo)
+                if nv is not v:
+                    if changed is None:
+                        changed = {}
+                    changed[name] = nv
     if changed is None:
         return node
     if isinstance(node, BinOp):

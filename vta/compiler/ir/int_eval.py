@@ -176,11 +176,33 @@ def _binop(e: E.BinOp) -> IntFn:
             return wrap(exact(x, y))
         return partial
     lo, hi = int(t.min), int(t.max)
+    ka, kb = _constant(e.a), _constant(e.b)
+    if kb is not None:  # a clamp's bound, an offset: the constant read once, here
+        def total_b(env: Mapping[E.Var, int]) -> int:
+            r = exact(fa(env), kb)
+            return r if lo <= r <= hi else sem.wrap(r, t)
+        return total_b
+    if ka is not None:
+        def total_a(env: Mapping[E.Var, int]) -> int:
+            r = exact(ka, fb(env))
+            return r if lo <= r <= hi else sem.wrap(r, t)
+        return total_a
 
     def total(env: Mapping[E.Var, int]) -> int:
         r = exact(fa(env), fb(env))
         return r if lo <= r <= hi else sem.wrap(r, t)  # the wrap inline: the hot path
     return total
+
+
+def _constant(e: E.Expr) -> int | None:
+    """The value ``compile_int(e)`` returns under every environment when ``e`` is a
+    constant (``_imm``'s), else None: an operator total on a constant operand reads it
+    directly instead of calling its closure (the padding clamps ``max(x - c, 0)``,
+    ``min(.., n)`` of every DMA field the passes evaluate per tile)."""
+    if not isinstance(e, E.IntImm):
+        return None
+    t = sem.DTYPES.get(e.dtype)
+    return sem.wrap(e.value, t) if t is not None and t.is_int else e.value
 
 
 def _cast(e: E.Cast) -> IntFn:
@@ -192,8 +214,9 @@ def _cast(e: E.Cast) -> IntFn:
 
 
 def _imm(e: E.IntImm) -> IntFn:
-    t = sem.DTYPES.get(e.dtype)
-    return _const(sem.wrap(e.value, t) if t is not None and t.is_int else e.value)
+    v = _constant(e)
+    assert v is not None
+    return _const(v)
 
 
 #: the compiled form of each node class (Python ints are constants)

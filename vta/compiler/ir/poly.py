@@ -377,7 +377,10 @@ def _parse_factor(toks: list[str], k: int) -> tuple[_Lin, int]:
     raise _NotBox(t)
 
 
+@lru_cache(maxsize=16384)
 def _lin_of(text: str) -> _Lin:
+    """The linear form of ``text`` (memoised: a layer's candidates' regions repeat most of
+    their constraints and equalities word for word; the form is shared, never modified)."""
     toks = _tokens(text)
     lin, k = _parse_lin(toks, 0)
     if k != len(toks):
