@@ -41,6 +41,7 @@ from vta.sim.kernels import (
     as_slice,
     count_raw_hazards,
     microop_indices,
+    shared_plan,
 )
 
 __all__ = ["FastGemm", "float_exact", "unique_rows", "affine_grid"]
@@ -328,7 +329,7 @@ class FastGemm:
         self.plans: dict[tuple, _Plan] = {}
         #: ``_grid_views`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
         self._views: dict[int, tuple[np.ndarray | None, np.ndarray | None]] = {}
-        self.resets: dict[tuple, _ResetPlan] = {}
+        self.resets: dict[tuple, _ResetPlan | None] = {}
         self.uop_version = 0
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
@@ -385,12 +386,9 @@ class FastGemm:
                self.uop_version)
         plan = self.plans.get(key)
         if plan is None:
-            idx = microop_indices(sram, insn, self.defn, ctx)
-            a = idx["dst"]
-            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
-            lag = self.defn.hazard_lag(insn, sram.hw)
-            hazards = count_raw_hazards(a, (a,), lag)
-            plan = self.plans[key] = _plan(a, x, w, hazards)
+            plan = self.plans[key] = shared_plan(
+                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._plan(sram, insn, ctx))
         if plan.entries.size == 0:
             return 0
         if plan.stack is not None:
@@ -423,14 +421,11 @@ class FastGemm:
                insn.wgt_factor_in, mode, self.uop_version)
         plan = self.resets.get(key)
         if plan is None:
-            idx = microop_indices(sram, insn, self.defn, ctx)
-            a = idx["dst"]
-            if a.size == 0:
-                return 0
-            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
-            lag = self.defn.hazard_lag(insn, sram.hw)
-            hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
-            plan = self.resets[key] = _reset_plan(a, x, w, hazards)
+            plan = self.resets[key] = shared_plan(
+                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._reset_plan(sram, insn, ctx, mode))
+        if plan is None:  # no executions
+            return 0
         acc, out = sram.data["acc"], sram.data["out"]
         at = plan.entries if plan.at is None else plan.at
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
@@ -455,6 +450,26 @@ class FastGemm:
             out[at] = 0
         acc[at] = 0
         return plan.hazards
+
+    def _plan(self, sram: Sram, insn: Gemm, ctx: Ctx) -> _Plan:
+        """The index work of an accumulating GEMM over the micro-ops now in ``sram``."""
+        idx = microop_indices(sram, insn, self.defn, ctx)
+        a = idx["dst"]
+        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        hazards = count_raw_hazards(a, (a,), self.defn.hazard_lag(insn, sram.hw))
+        return _plan(a, x, w, hazards)
+
+    def _reset_plan(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> _ResetPlan | None:
+        """The index work of a GEMM reset (``mode``) over the micro-ops now in ``sram``; None
+        when it executes nothing."""
+        idx = microop_indices(sram, insn, self.defn, ctx)
+        a = idx["dst"]
+        if a.size == 0:
+            return None
+        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        lag = self.defn.hazard_lag(insn, sram.hw)
+        hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
+        return _reset_plan(a, x, w, hazards)
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray, acc: np.dtype[Any]
                      ) -> np.ndarray:

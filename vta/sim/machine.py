@@ -255,19 +255,22 @@ def _static(program: Program, hw: HwConfig) -> list[_Static]:
     runs, and is not checked). A tiled program repeats most of its instructions: each
     distinct one is checked and timed once (``_describe``; its first occurrence names it in
     an error) and its description shared by every occurrence, only its accumulator banks
-    per place."""
+    per place. Occurrences are told apart by identity first (``seen``: a compiled program
+    repeats one instruction object, and hashing a frozen dataclass hashes every field on every
+    call), then by value (``_lookup``'s cache): an equal instruction that is another object
+    gets the same description."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     cache = _described(hw)
-    seen: dict[Instruction, _Static] = {}
+    seen: dict[int, _Static] = {}  # by id: ``program`` keeps every instruction alive
     for i, insn in enumerate(program.instructions):
-        got = seen.get(insn)
+        got = seen.get(id(insn))
         if got is None:
             try:
                 got = _lookup(insn, hw, definition_of(insn), cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-            seen[insn] = got
+            seen[id(insn)] = got
         if banks is not None:
             got = replace(got, banks=banks.of(insn, got.defn))
         out.append(got)
