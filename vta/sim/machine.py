@@ -367,12 +367,16 @@ class _PortServer:
         DMA ends, so the port
         takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
         the state submit, plan and finish leave) and the DMA's end is returned (the caller
-        jumps there). None otherwise (the caller requests it and waits)."""
+        jumps there). None otherwise (the caller requests it and waits). Alone on the port
+        the DMA ends at ``now + timing.alone`` (its duration), so an event scheduled by then
+        rules it out before the port is asked."""
         env = self.env
         now = int(env.now)
+        if self.wake.triggered or not env.quiet_through(now + timing.alone):
+            return None
         transfer = timing.transfer
         t = self.port.solo_completion(transfer, now)
-        if t is None or self.wake.triggered:
+        if t is None:
             return None
         end = now + timing.cycles(t - now)
         if not env.quiet_through(end):
