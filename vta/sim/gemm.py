@@ -12,8 +12,11 @@ one sort and ``np.add.reduceat``, and the sums are added to acc with int32 wrapa
 Instructions with too many distinct weights for grouping to pay use one batched ``matmul``.
 
 The index work (loop expansion, bounds checks, sort orders) depends only on the instruction's
-fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both: the same GEMM
-issued again (a tiled loop) costs only the gathers and the products.
+fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both (and shared by
+every run on the config: ``kernels.shared_plans``): the same GEMM issued again (a tiled loop)
+costs only the gathers and the products. Where a stacked im2col's indices are affine grids (a
+conv's output pixels and kernel taps), its gathers are strided views of the shadows, copied by
+one reshape (``_Grid``, ``FastGemm._grid_views``).
 
 A GEMM reset (``reset``) zeroes its entries and, with ``gemm.reset_out: sum`` (vta.cc), writes
 to out what each entry's last execution computed: its product plus the old accumulator when
@@ -422,7 +425,7 @@ class FastGemm:
         plan = self.resets.get(key)
         if plan is None:
             plan = self.resets[key] = shared_plan(
-                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
+                sram, (self.defn, "reset", key[:-1]), insn.uop_bgn, insn.uop_end,
                 lambda: self._reset_plan(sram, insn, ctx, mode))
         if plan is None:  # no executions
             return 0

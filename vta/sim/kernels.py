@@ -207,10 +207,12 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, 
         return None
     dtype, shape = sram.spec[kind]
     raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
-    data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    # each row's bytes are contiguous, so the rows view as entries in place: one copy, into
+    # the scratchpad (rows apart in DRAM: strided)
+    data = raw.view(dtype).reshape(rows, cols, *shape)
     dst = sram.data[kind]
     if not (y0 or y1 or x0 or x1):
-        dst[lo: hi] = data.reshape(hi - lo, *shape)
+        dst[lo: hi].reshape(rows, cols, *shape)[...] = data
         return kind, lo, hi
     img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
     img[:y0] = 0
