@@ -68,3 +68,13 @@ def test_plans_are_found_by_the_micro_ops_contents() -> None:
     # the reset's and the ALU's micro-op (the last, Uop(0, 0, 0)) is the same in both: one
     # plan each; the GEMM's differ: two
     assert len(vta.sim.kernels.shared_plans(hw).plans) == 4
+
+
+def test_shared_plans_start_afresh_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared plans are bounded (``_MAX_SHARED`` plans): a run that needs more than that
+    starts the cache afresh and still gives the reference's results."""
+    hw = small_hw()
+    vta.sim.kernels.shared_plans.cache_clear()
+    monkeypatch.setattr(vta.sim.kernels, "_MAX_SHARED", 2)
+    assert _exact(_program(hw, [Uop(0, 0, 0), Uop(1, 1, 1)]), hw)  # 3 plans
+    assert len(vta.sim.kernels.shared_plans(hw).plans) <= 2
