@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from vta.config import HwConfig
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
 from vta.sim import random_inputs, run_reference, simulate
-from vta.sim.gemm import _im2col, _plan, unique_rows
+from vta.sim.gemm import FastGemm, _Grid, _im2col, _plan, affine_grid, unique_rows
 from vta.testing import small_hw
 
 
@@ -129,3 +129,56 @@ def test_unique_rows_is_numpys_unique(n: int, m: int, spread: int, limit: int,
     assert got is not None
     np.testing.assert_array_equal(got[0], uniq)
     np.testing.assert_array_equal(got[1], inverse.reshape(-1))
+
+
+def _expand(grid: _Grid) -> np.ndarray:
+    """Every index of ``grid`` in C order (the sequence it stands for)."""
+    out = np.full(1, grid.first, dtype=np.int64)
+    for n, step in zip(grid.shape, grid.steps, strict=True):
+        out = (out[:, None] + step * np.arange(n)[None, :]).ravel()
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(-70, 70)), min_size=0, max_size=4),
+       st.integers(0, 500), st.integers(-1, 30), st.integers(0, 2**32 - 1))
+def test_affine_grid_reproduces_its_sequence(dims: list[tuple[int, int]], first: int,
+                                             poke: int, seed: int) -> None:
+    """``affine_grid`` finds a grid for every sequence that is one (nested runs of constant
+    step: a conv's pixels and taps) and never returns a grid that differs from its sequence
+    in any entry (one entry changed at ``poke``, when in range, usually breaks the grid)."""
+    seq = _expand(_Grid(first, tuple(n for n, _ in dims), tuple(s for _, s in dims)))
+    got = affine_grid(seq)
+    assert got is not None
+    np.testing.assert_array_equal(_expand(got), seq)
+    if 0 <= poke < seq.size:
+        seq = seq.copy()
+        seq[poke] += int(np.random.default_rng(seed).integers(1, 9))
+        got = affine_grid(seq)
+        if got is not None:
+            np.testing.assert_array_equal(_expand(got), seq)
+
+
+def test_conv_pattern_gathers_by_strided_views() -> None:
+    """A conv's stacked im2col (output pixels in rows of a padded image, 3x3 taps, 2
+    output-channel blocks) has grid indices, and the views ``FastGemm`` copies hold exactly
+    the elements the row-by-row gathers read, in the same order."""
+    pix = (np.arange(4)[:, None] * 58 + np.arange(56)[None, :]).ravel() + 348
+    taps = (np.arange(3)[:, None] * 58 + np.arange(3)[None, :]).ravel()
+    x = (pix[:, None] + taps[None, :]).ravel()
+    w = np.arange(2)[:, None] * 9 + np.arange(9)[None, :] + 5
+    a = np.repeat(np.arange(2 * pix.size), 9)
+    stack = _plan(a, np.tile(x, 2), w.repeat(pix.size, axis=0).ravel(), 0).stack
+    assert stack is not None and stack.x_grid is not None and stack.w_grid is not None
+    rng = np.random.default_rng(0)
+    for batch in (1, 2):
+        inp = rng.integers(-128, 128, (1024, batch, 16)).astype(np.float32)
+        wgt_t = rng.integers(-128, 128, (64, 16, 16)).astype(np.float32)
+        xv, wv = FastGemm._grid_views(stack, inp, wgt_t)
+        assert xv is not None and wv is not None
+        m, e = 9, pix.size
+        cols = np.take(inp, stack.x, axis=0).reshape(e, m, batch, 16).transpose(0, 2, 1, 3)
+        np.testing.assert_array_equal(xv.reshape(e * batch, m * 16),
+                                      cols.reshape(e * batch, m * 16))
+        wm = np.take(wgt_t, stack.w, axis=0).transpose(1, 2, 0, 3).reshape(m * 16, 2 * 16)
+        np.testing.assert_array_equal(wv.reshape(m * 16, 2 * 16), wm)

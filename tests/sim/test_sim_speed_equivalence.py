@@ -188,3 +188,21 @@ def test_run_alone_leaves_what_the_server_leaves(read: dict[str, Any], write: di
     for port in ports:
         port.submit(after.Transfer(**then[1]), later)
     assert alone.predictions() == served.predictions()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 5), st.integers(0, 6), st.booleans(),
+       st.integers(0, 3), _transfer())
+def test_a_transfer_alone_plans_as_before(latency: int, in_flight: int, command: int,
+                                          write: bool, ack: int,
+                                          transfer: tuple[int, dict[str, Any]]) -> None:
+    """``_alone_plan`` (rows one after another planned row by row, ``_rows_alone``) gives the
+    previous implementation's completion and channel state on an idle channel."""
+    ch = {"latency": latency, "in_flight": in_flight, "command": command if write else 0,
+          "write": write, "ack": ack if write else 0}
+    fields = {**transfer[1], "write": write}
+    got = after._alone_plan(after.Channel(**ch), after.Transfer(**fields))
+    want = before._alone_plan(before.Channel(**ch), before.Transfer(**fields))
+    assert got[0] == want[0]
+    assert (got[1].last_issue, got[1].free, got[1].slots, got[1].last_key) == \
+        (want[1].last_issue, want[1].free, want[1].slots, want[1].last_key)

@@ -346,11 +346,41 @@ def _run_one(ch: Channel, st: _State, job: _Job, until: int | None,
 @lru_cache(maxsize=65536)
 def _alone_plan(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
     """A transfer alone on an idle channel from cycle 0: its completion and the channel's state
-    once every burst is issued."""
+    once every burst is issued (rows one after another: ``_rows_alone``)."""
+    groups = transfer.groups
+    if len(groups) > 1 and all(groups):
+        return _rows_alone(ch, transfer)
     job = _Job(0, transfer, 0)
     st = _State()
     _run(ch, st, [job], None)
     return job.done, st
+
+
+def _rows_alone(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
+    """``_alone_plan`` of a transfer of rows (``groups``, none empty), row by row: a row's
+    first burst issues ``gap`` after the previous row completed, when every burst before it
+    has been released (a read's with its last beat, a write's with its response: the row's
+    completion), the channel's data lines are free and its last issue is past, so the row
+    issues exactly as it would alone on an idle channel from that cycle. Its plan (an
+    ungrouped transfer of its bursts, ``_alone_plan``) is shifted there; the channel's state
+    at the end is the last row's (every earlier burst was released before it began). A
+    tiled DMA's rows repeat a few burst patterns, so this plans a few rows instead of every
+    burst."""
+    start = transfer.lead
+    bursts, write = transfer.bursts, transfer.write
+    rows: dict[tuple[int, ...], tuple[int, _State]] = {}
+    first = 0
+    end, last, at = 0, _State(), 0
+    for n in transfer.groups:
+        row = bursts[first: first + n]
+        first += n
+        plan = rows.get(row)
+        if plan is None:
+            plan = rows[row] = _alone_plan(ch, Transfer(row, write))
+        end, last, at = start + plan[0], plan[1], start
+        start = end + transfer.gap
+    return end, _State(last.last_issue + at, last.free + at, [r + at for r in last.slots],
+                       last.last_key)
 
 
 def alone(ch: Channel, transfer: Transfer) -> int:

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from vta.config import HwConfig
@@ -275,10 +276,10 @@ def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads,
     entry = elem_bytes if write and tm.store_serial else None
     boundary = m.burst_boundary
     row_bytes = cols * elem_bytes
-    at = {(addr + r * stride) % boundary for r in range(rows)}  # rows repeat few offsets
-    of = {a: _row_bursts(hw, a, row_bytes, beat, entry) for a in at}
-    by_row = [of[(addr + r * stride) % boundary] for r in range(rows)]
-    bursts = tuple(c for row in by_row for c in row)
+    offsets = [(addr + r * stride) % boundary for r in range(rows)]
+    of = {a: _row_bursts(hw, a, row_bytes, beat, entry) for a in set(offsets)}  # rows repeat
+    by_row = list(map(of.__getitem__, offsets))  # few offsets
+    bursts = tuple(chain.from_iterable(by_row))
     ov = _overhead(tm, kind, write)
     py0, py1, px0, px1 = pads
     width = px0 + cols + px1
@@ -302,7 +303,7 @@ def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads,
     # the literal reading of vta.cc's row loop: top pads, then per row its overhead, left pads,
     # one memcpy (its bursts in flight together), right pads; then the bottom pads
     lead = ov.before + setup + py0 * width + m.row_overhead + px0
-    transfer = Transfer(bursts, write, groups=tuple(len(r) for r in by_row),
+    transfer = Transfer(bursts, write, groups=tuple(map(len, by_row)),
                         gap=px1 + m.row_overhead + px0, lead=lead, priority=prio)
     return DmaTiming(transfer, channel, after=px1 + py1 * width + stage + ov.after)
 

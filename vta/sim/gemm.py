@@ -12,8 +12,11 @@ one sort and ``np.add.reduceat``, and the sums are added to acc with int32 wrapa
 Instructions with too many distinct weights for grouping to pay use one batched ``matmul``.
 
 The index work (loop expansion, bounds checks, sort orders) depends only on the instruction's
-fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both: the same GEMM
-issued again (a tiled loop) costs only the gathers and the products.
+fields and the micro-ops in SRAM, so it is cached in a ``_Plan`` keyed by both (and shared by
+every run on the config: ``kernels.shared_plans``): the same GEMM issued again (a tiled loop)
+costs only the gathers and the products. Where a stacked im2col's indices are affine grids (a
+conv's output pixels and kernel taps), its gathers are strided views of the shadows, copied by
+one reshape (``_Grid``, ``FastGemm._grid_views``).
 
 A GEMM reset (``reset``) zeroes its entries and, with ``gemm.reset_out: sum`` (vta.cc), writes
 to out what each entry's last execution computed: its product plus the old accumulator when
@@ -41,9 +44,10 @@ from vta.sim.kernels import (
     as_slice,
     count_raw_hazards,
     microop_indices,
+    shared_plan,
 )
 
-__all__ = ["FastGemm", "float_exact", "unique_rows"]
+__all__ = ["FastGemm", "float_exact", "unique_rows", "affine_grid"]
 
 #: a group must hold this many ops on average for per-weight products to beat one batched matmul
 _MIN_GROUP = 16
@@ -100,6 +104,64 @@ class _ColStack:
     #: positions in the plan's sorted entries of the product's rows, class-major (None: they
     #: are 0, 1, 2, ... already)
     rows: np.ndarray | None
+    #: ``x`` as grids (``_Grid``): the first tap's inp entry of each entry, and each tap's
+    #: offset from it; ``w`` likewise: each tap's wgt entry in the first class, and each
+    #: class's offset (None: not grids). Then the im2col matrix and the weight matrix are
+    #: strided views of the shadows, copied by one reshape each (``FastGemm._grid_views``)
+    #: instead of gathered row by row
+    x_grid: tuple[_Grid, _Grid] | None = None
+    w_grid: tuple[_Grid, _Grid] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """An index sequence that is an affine grid: ``first + sum(i[d] * steps[d])`` over the
+    positions ``i`` of ``shape`` in C order (a conv's output pixels: rows of columns; its
+    taps: kernel rows of kernel columns)."""
+
+    first: int
+    shape: tuple[int, ...]
+    steps: tuple[int, ...]
+
+
+#: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
+_MAX_GRID_DIMS = 8
+
+
+def affine_grid(seq: np.ndarray) -> _Grid | None:
+    """``seq`` (1-D, integer, not empty) as a ``_Grid``, or None when it is not one (within
+    ``_MAX_GRID_DIMS`` dimensions). Innermost first: the run of constant step that starts the
+    sequence is the last dimension; the sequence must be rows of that run, each the first
+    row shifted; the rows' starts are then decomposed the same way."""
+    shape: list[int] = []
+    steps: list[int] = []
+    cur = seq.astype(np.int64, copy=False)
+    while cur.size > 1:
+        if len(shape) == _MAX_GRID_DIMS:
+            return None
+        step = int(cur[1] - cur[0])
+        bad = np.flatnonzero(np.diff(cur) != step)
+        run = int(bad[0]) + 1 if bad.size else cur.size
+        if cur.size % run:
+            return None
+        rows = cur.reshape(-1, run)
+        if not bool(np.all(rows - rows[:, :1] == rows[0] - rows[0, 0])):
+            return None
+        shape.append(run)
+        steps.append(step)
+        cur = rows[:, 0]
+    return _Grid(int(seq[0]), tuple(reversed(shape)), tuple(reversed(steps)))
+
+
+def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
+    """A ``(outer, inner)`` index table as two grids: the first column (``outer``), and the
+    first row's offsets from its first entry (``inner``, first 0), when every row is the first
+    shifted (``idx[r, k] == idx[r, 0] + idx[0, k] - idx[0, 0]``) and both are grids."""
+    shifted = idx[0] - idx[0, 0]
+    if not bool(np.all(idx - idx[:, :1] == shifted)):
+        return None
+    outer, inner = affine_grid(idx[:, 0]), affine_grid(shifted)
+    return None if outer is None or inner is None else (outer, inner)
 
 
 def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
@@ -109,7 +171,9 @@ def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
         return None
     rows = np.concatenate([c.rows for c in classes])
     same = bool(np.array_equal(rows, np.arange(rows.size)))
-    return _ColStack(x, np.stack([c.w for c in classes]), None if same else rows)
+    w = np.stack([c.w for c in classes])
+    m = w.shape[1]
+    return _ColStack(x, w, None if same else rows, _grids(x.reshape(-1, m)), _grids(w.T))
 
 
 def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
@@ -266,7 +330,9 @@ class FastGemm:
         #: the largest magnitude of one int product
         self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
         self.plans: dict[tuple, _Plan] = {}
-        self.resets: dict[tuple, _ResetPlan] = {}
+        #: ``_grid_views`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
+        self._views: dict[int, tuple[np.ndarray | None, np.ndarray | None]] = {}
+        self.resets: dict[tuple, _ResetPlan | None] = {}
         self.uop_version = 0
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
@@ -323,12 +389,9 @@ class FastGemm:
                self.uop_version)
         plan = self.plans.get(key)
         if plan is None:
-            idx = microop_indices(sram, insn, self.defn, ctx)
-            a = idx["dst"]
-            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
-            lag = self.defn.hazard_lag(insn, sram.hw)
-            hazards = count_raw_hazards(a, (a,), lag)
-            plan = self.plans[key] = _plan(a, x, w, hazards)
+            plan = self.plans[key] = shared_plan(
+                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._plan(sram, insn, ctx))
         if plan.entries.size == 0:
             return 0
         if plan.stack is not None:
@@ -361,14 +424,11 @@ class FastGemm:
                insn.wgt_factor_in, mode, self.uop_version)
         plan = self.resets.get(key)
         if plan is None:
-            idx = microop_indices(sram, insn, self.defn, ctx)
-            a = idx["dst"]
-            if a.size == 0:
-                return 0
-            x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
-            lag = self.defn.hazard_lag(insn, sram.hw)
-            hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
-            plan = self.resets[key] = _reset_plan(a, x, w, hazards)
+            plan = self.resets[key] = shared_plan(
+                sram, (self.defn, "reset", key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._reset_plan(sram, insn, ctx, mode))
+        if plan is None:  # no executions
+            return 0
         acc, out = sram.data["acc"], sram.data["out"]
         at = plan.entries if plan.at is None else plan.at
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
@@ -393,6 +453,26 @@ class FastGemm:
             out[at] = 0
         acc[at] = 0
         return plan.hazards
+
+    def _plan(self, sram: Sram, insn: Gemm, ctx: Ctx) -> _Plan:
+        """The index work of an accumulating GEMM over the micro-ops now in ``sram``."""
+        idx = microop_indices(sram, insn, self.defn, ctx)
+        a = idx["dst"]
+        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        hazards = count_raw_hazards(a, (a,), self.defn.hazard_lag(insn, sram.hw))
+        return _plan(a, x, w, hazards)
+
+    def _reset_plan(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> _ResetPlan | None:
+        """The index work of a GEMM reset (``mode``) over the micro-ops now in ``sram``; None
+        when it executes nothing."""
+        idx = microop_indices(sram, insn, self.defn, ctx)
+        a = idx["dst"]
+        if a.size == 0:
+            return None
+        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        lag = self.defn.hazard_lag(insn, sram.hw)
+        hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
+        return _reset_plan(a, x, w, hazards)
 
     def _im2col_sums(self, col_x: np.ndarray, col_w: np.ndarray, acc: np.dtype[Any]
                      ) -> np.ndarray:
@@ -419,20 +499,60 @@ class FastGemm:
         c, m = st.w.shape
         bi = self.bi
         inp, wgt_t, single = self._shadows(m)
-        xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
-        e, batch = xs.shape[0] // m, xs.shape[1]
-        cols: np.ndarray = xs.reshape(e, m, batch, bi)
-        if batch > 1:
-            cols = cols.transpose(0, 2, 1, 3)
-        cols = cols.reshape(e * batch, m * bi)
-        bo = wgt_t.shape[2]
+        e, batch, bo = st.x.size // m, inp.shape[1], wgt_t.shape[2]
+        views = self._views.get(id(st))
+        if views is None:
+            views = self._views[id(st)] = self._grid_views(st, inp, wgt_t)
+        x_view, w_view = views
+        cols: np.ndarray
+        if x_view is not None:  # the same entries as the gather below, by one strided copy
+            cols = x_view.reshape(e * batch, m * bi)
+        else:
+            xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
+            cols = xs.reshape(e, m, batch, bi)
+            if batch > 1:
+                cols = cols.transpose(0, 2, 1, 3)
+            cols = cols.reshape(e * batch, m * bi)
         # one product for every class: the classes' weight sequences side by side as the
         # columns of one (m * block_in, classes * block_out) matrix (each sum is the same
         # exact integer whatever the order BLAS adds in), then class-major rows
-        w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
-        w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
+        w: np.ndarray
+        if w_view is not None:
+            w = w_view.reshape(m * bi, c * bo)
+        else:
+            w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
+            w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
         sums = np.matmul(cols, w).reshape(e * batch, c, bo).transpose(1, 0, 2)
         return _to_acc(sums.reshape(c * e, batch, bo), single, acc)
+
+    @staticmethod
+    def _grid_views(st: _ColStack, inp: np.ndarray, wgt_t: np.ndarray
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Read-only strided views of the shadows ``inp`` (entries, batch, block_in) and
+        ``wgt_t`` (entries, block_in, block_out) holding ``st``'s im2col matrix as
+        ``(*entries, batch, *taps, block_in)`` and its weight matrix as ``(*taps, block_in,
+        *classes, block_out)`` where its indices are grids (``_ColStack.x_grid``,
+        ``w_grid``), else None: the same elements ``np.take`` gathers, at the same
+        positions once reshaped (the shadows are updated in place, so a view stays
+        current)."""
+        x_view = w_view = None
+        if st.x_grid is not None:
+            outer, inner = st.x_grid
+            row, bat, el = inp.strides
+            x_view = np.lib.stride_tricks.as_strided(
+                inp[outer.first + inner.first:],
+                (*outer.shape, inp.shape[1], *inner.shape, inp.shape[2]),
+                (*(s * row for s in outer.steps), bat, *(s * row for s in inner.steps), el),
+                writeable=False)
+        if st.w_grid is not None:
+            taps, classes = st.w_grid
+            row, i_s, o_s = wgt_t.strides
+            w_view = np.lib.stride_tricks.as_strided(
+                wgt_t[taps.first + classes.first:],
+                (*taps.shape, wgt_t.shape[1], *classes.shape, wgt_t.shape[2]),
+                (*(s * row for s in taps.steps), i_s, *(s * row for s in classes.steps), o_s),
+                writeable=False)
+        return x_view, w_view
 
     def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products

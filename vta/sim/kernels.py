@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import lru_cache
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -60,7 +61,7 @@ from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
            "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
-           "alu_shortcut", "add_wrapped"]
+           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan"]
 
 
 class Ctx(NamedTuple):
@@ -96,13 +97,66 @@ class Sram:
         self._uop_fields = [(pos, (1 << width) - 1) for _, pos, width in uop_layout(hw)]
         #: bumped by every LOAD.UOP that writes micro-ops: the index plans below key on it
         self.uop_version = 0
-        #: ``exec_microop``'s index work per (instruction, ``uop_version``)
-        self.plans: dict[tuple[Any, int], _MicroPlan] = {}
+        #: ``exec_microop``'s index work per (instruction's identity, ``uop_version``): the
+        #: run's own plans, found in ``shared`` (by content) when first needed
+        self.plans: dict[tuple[int, int], _MicroPlan] = {}
+        #: the plans every run on ``hw`` shares (``shared_plans``)
+        self.shared = shared_plans(hw)
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
         w = words.astype(np.int64)
         return np.stack([(w >> pos) & mask for pos, mask in self._uop_fields])
+
+
+# ------------------------------------------------------------------------------ shared plans
+
+#: plans kept per config (``shared_plans``), and the bytes of micro-ops their keys may hold,
+#: before that cache starts afresh (a plan's arrays are smaller than its key: the resnet18
+#: graph's 369 distinct plans hold 1.3 MB of keys and 0.6 MB of arrays), and the configs kept
+_MAX_SHARED, _MAX_SHARED_BYTES, _MAX_CONFIGS = 4096, 8 << 20, 8
+
+_Plan = TypeVar("_Plan")
+
+
+class _SharedPlans:
+    """One config's shared plans (``shared_plans``) and the bytes of their keys' micro-ops."""
+
+    def __init__(self) -> None:
+        self.plans: dict[Any, Any] = {}
+        self.bytes = 0
+
+
+@lru_cache(maxsize=_MAX_CONFIGS)
+def shared_plans(hw: HwConfig) -> _SharedPlans:
+    """The index plans of micro-op instructions on ``hw`` (``_MicroPlan``, and ``gemm.py``'s)
+    shared by every run, keyed by what each is a pure function of: the instruction's fields
+    its plan reads, its definition and the contents of the micro-ops it reads
+    (``shared_plan``). A run keys its own plans by its micro-op version (cheap) and asks here
+    on a miss, so a program simulated again (a bench's repeats, the compiler timing its
+    candidates, a sweep's energy run) and a network's identical layers build each plan once.
+    Per config, like the machine's descriptions (``machine._described``): hashing a
+    HwConfig per plan would cost more than the lookup saves."""
+    return _SharedPlans()
+
+
+def shared_plan(sram: Sram, key: Any, uop_bgn: int, uop_end: int,
+                build: Callable[[], _Plan]) -> _Plan:
+    """The plan ``shared_plans`` holds for ``key`` (the instruction's fields and definition)
+    and the micro-ops ``uop_bgn:uop_end`` now in ``sram``, else ``build()`` (which checks the
+    indices and raises what it finds: nothing is kept then), kept."""
+    shared = sram.shared
+    uops = sram.uop[:, uop_bgn: uop_end].tobytes()
+    content = (key, uops)
+    got = shared.plans.get(content)
+    if got is None:
+        got = build()
+        if len(shared.plans) >= _MAX_SHARED or shared.bytes >= _MAX_SHARED_BYTES:
+            shared.plans.clear()
+            shared.bytes = 0
+        shared.plans[content] = got
+        shared.bytes += len(uops)
+    return got
 
 
 # ------------------------------------------------------------------------------ DMA
@@ -154,10 +208,12 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, 
         return None
     dtype, shape = sram.spec[kind]
     raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
-    data = np.ascontiguousarray(raw).view(dtype).reshape(rows, cols, *shape)
+    # each row's bytes are contiguous, so the rows view as entries in place: one copy, into
+    # the scratchpad (rows apart in DRAM: strided)
+    data = raw.view(dtype).reshape(rows, cols, *shape)
     dst = sram.data[kind]
     if not (y0 or y1 or x0 or x1):
-        dst[lo: hi] = data.reshape(hi - lo, *shape)
+        dst[lo: hi].reshape(rows, cols, *shape)[...] = data
         return kind, lo, hi
     img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
     img[:y0] = 0
@@ -392,12 +448,14 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
     an update whose executions depend on each other runs one execution at a time). Returns the
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
     hazard window, or a function giving it: asked only when the plan is built). The index work
-    is cached per (instruction, micro-ops) (``_MicroPlan``)."""
-    key = (insn, sram.uop_version)
+    is cached per (instruction, micro-ops) (``_MicroPlan``; the run's by the instruction's
+    identity, which the program keeps alive, then every run's by content: ``shared_plan``)."""
+    key = (id(insn), sram.uop_version)
     plan = sram.plans.get(key)
     if plan is None:
-        plan = sram.plans[key] = _micro_plan(sram, insn, d, ctx,
-                                             lag if isinstance(lag, int) else lag())
+        plan = sram.plans[key] = shared_plan(
+            sram, (insn, d), insn.uop_bgn, insn.uop_end,
+            lambda: _micro_plan(sram, insn, d, ctx, lag if isinstance(lag, int) else lag()))
     idx, mode = plan.idx, plan.mode
     a = idx["dst"]
     if a.size == 0:

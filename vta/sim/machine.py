@@ -255,19 +255,22 @@ def _static(program: Program, hw: HwConfig) -> list[_Static]:
     runs, and is not checked). A tiled program repeats most of its instructions: each
     distinct one is checked and timed once (``_describe``; its first occurrence names it in
     an error) and its description shared by every occurrence, only its accumulator banks
-    per place."""
+    per place. Occurrences are told apart by identity first (``seen``: a compiled program
+    repeats one instruction object, and hashing a frozen dataclass hashes every field on every
+    call), then by value (``_lookup``'s cache): an equal instruction that is another object
+    gets the same description."""
     out = []
     banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
     cache = _described(hw)
-    seen: dict[Instruction, _Static] = {}
+    seen: dict[int, _Static] = {}  # by id: ``program`` keeps every instruction alive
     for i, insn in enumerate(program.instructions):
-        got = seen.get(insn)
+        got = seen.get(id(insn))
         if got is None:
             try:
                 got = _lookup(insn, hw, definition_of(insn), cache)
             except (DefinitionError, _Refused) as e:
                 raise SimError(f"{where(i, insn, program)}: {e}") from None
-            seen[insn] = got
+            seen[id(insn)] = got
         if banks is not None:
             got = replace(got, banks=banks.of(insn, got.defn))
         out.append(got)
@@ -335,17 +338,25 @@ class _AccBanks:
 
 
 class _PortServer:
-    """The simulator's side of a ``memport.Port``: a process that wakes when a transfer
-    completes (by the port's exact prediction) or a new one arrives, and triggers the event of
-    each completed transfer."""
+    """The simulator's side of a ``memport.Port``: it wakes when a transfer completes (by the
+    port's exact prediction) or a new one arrives, and triggers the event of each completed
+    transfer.
+
+    It waits as a process waiting on ``wake`` (an idle port) or on ``timeout | wake`` would
+    (``_serve``), but as callbacks on those events rather than a generator: the same events
+    are scheduled in the same order (the ``AnyOf`` as a plain event triggered by the first of
+    the two, ``_any``), so every engine runs it the same, without a process resumed per
+    wake or a condition object per wait (the port's waits are about a third of a run's)."""
 
     def __init__(self, env: Any, hw: HwConfig, shortcuts: bool) -> None:
         self.env = env
         self.shortcuts = shortcuts
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, Any] = {}
+        self._idle_cb = self._woken
+        self._done_cb = self._waited
         self.wake = env.event()
-        env.process(self._serve())
+        self.wake.callbacks.append(self._idle_cb)  # an idle port: a request wakes it
 
     def request(self, transfer: Transfer) -> Any:
         """An event that fires when ``transfer``, submitted now, has completed."""
@@ -364,12 +375,16 @@ class _PortServer:
         DMA ends, so the port
         takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
         the state submit, plan and finish leave) and the DMA's end is returned (the caller
-        jumps there). None otherwise (the caller requests it and waits)."""
+        jumps there). None otherwise (the caller requests it and waits). Alone on the port
+        the DMA ends at ``now + timing.alone`` (its duration), so an event scheduled by then
+        rules it out before the port is asked."""
         env = self.env
         now = int(env.now)
+        if self.wake.triggered or not env.quiet_through(now + timing.alone):
+            return None
         transfer = timing.transfer
         t = self.port.solo_completion(transfer, now)
-        if t is None or self.wake.triggered:
+        if t is None:
             return None
         end = now + timing.cycles(t - now)
         if not env.quiet_through(end):
@@ -378,20 +393,53 @@ class _PortServer:
         assert got == t, (got, t)
         return end
 
-    def _serve(self) -> Proc:
-        env = self.env
+    def _woken(self, _: Any) -> None:
+        """A request woke the idle port (``wake`` processed)."""
+        self._serve()
+
+    def _waited(self, _: Any) -> None:
+        """The next completion's cycle came, or a request arrived before it (the first of the
+        two processed): retire what is complete, then serve on."""
+        self._finish()
+        self._serve()
+
+    def _finish(self) -> None:
+        for key in self.port.finish(int(self.env.now)):
+            self.waiting.pop(key).succeed()
+
+    def _serve(self) -> None:
+        """The server's loop, up to its next wait: a fresh ``wake``; on an idle port, wait
+        for it; else plan the next completion and wait for it or a request (``_any``), or
+        (the lean engine's shortcut: nothing else is scheduled before it, so no request can
+        come first) jump there, retire and go on."""
+        env, port = self.env, self.port
         while True:
-            self.wake = env.event()
-            if not self.port.active:
-                yield self.wake
-                continue
+            wake = self.wake = env.event()
+            if not port.active:
+                wake.callbacks.append(self._idle_cb)
+                return
             now = int(env.now)
-            nxt = self.port.next_completion()
+            nxt = port.next_completion()
             if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
-                # (the shortcut: nothing else happens before ``nxt``, so no arrival wakes it)
-                yield env.timeout(nxt - now) | self.wake
-            for key in self.port.finish(int(env.now)):
-                self.waiting.pop(key).succeed()
+                _any(env, env.timeout(nxt - now), wake, self._done_cb)
+                return
+            self._finish()
+
+
+def _any(env: Any, a: Any, b: Any, then: Callable[[Any], None]) -> None:
+    """``then`` runs when ``a | b`` would be processed: an event triggered by the first of
+    ``a`` and ``b`` processed (neither processed yet), with ``then`` its callback; scheduled
+    as the engines' ``AnyOf`` is, at the cycle of that first one and after its callbacks
+    before this one's (a condition's value is never read here, so none is built)."""
+    either = env.event()
+    either.callbacks.append(then)
+
+    def check(_: Any) -> None:
+        if not either.triggered:
+            either.succeed()
+
+    a.callbacks.append(check)
+    b.callbacks.append(check)
 
 
 @dataclass(frozen=True, slots=True)
