@@ -272,8 +272,9 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=jobs,
                            meanwhile=reference.compute)
     say_cache(memo)
+    # the kernels' timelines only for the trace (the report prints none of them)
     r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=jobs,
-                  reference=reference)
+                  reference=reference, timelines=False)
     s = r.summary()
     s["graph_s"] = build_s
     verdict = _module("vta.graph.onnx_ort").ort_verdict(
