@@ -41,6 +41,7 @@ from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import Kernel
 from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
+from vta.isa.encoding import EncodedUops
 from vta.run.check import Check, compare, merge
 from vta.run.compile_pool import place_parallel
 from vta.run.pool import ForkedChild, ForkPool, current_job, default_jobs
@@ -480,10 +481,14 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
 
 
 def _program_size(cg: CompiledGraph, k: int) -> int:
-    """Step ``k``'s instructions and micro-ops (how long its simulation takes, roughly)."""
+    """Step ``k``'s instructions and micro-ops (how long its simulation takes, roughly),
+    counted without decoding micro-ops still encoded (``EncodedUops``: the worker that
+    simulates the kernel decodes them)."""
     prog = cg.programs[k]
     assert prog is not None
-    return len(prog.instructions) + sum(len(u) for u in prog.uops.values())
+    uops = prog.uops
+    n = uops.count() if isinstance(uops, EncodedUops) else sum(len(u) for u in uops.values())
+    return len(prog.instructions) + n
 
 
 def _guess(cg: CompiledGraph, k: int, tensors: dict[str, Any], values: dict[Value, np.ndarray],
