@@ -252,7 +252,9 @@ def _run_graph(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         if graph is None:  # a built-in model: kept in the compile cache's file when it is on
             build, batch = MODELS[args.workload], args.batch or 1
-            graph = memo.graph(build, batch=batch) if memo is not None else build(batch=batch)
+            # (a graph built here is kept while the workers compile: ``_run_built``)
+            graph = memo.graph_later(build, batch=batch) if memo is not None \
+                else build(batch=batch)
         build_s = time.perf_counter() - t0
         return _run_built(args, target, graph, model, exact, memo, build_s)
 
@@ -298,8 +300,15 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
         # would only take turns with this one, even with --jobs 2): this one reads the compile
         # cache's programs meanwhile (warm) or waits for the compile workers (cold)
         reference.start()
+    def meanwhile() -> None:
+        """This process's work while the workers compile: the built model's cache row (when
+        it was built: ``CompileCache.graph_later``), then the interpreter's run."""
+        if memo is not None:
+            memo.write_pending()
+        reference.compute()
+
     compiled = compile_for(run_on, target, fusion=args.fusion or "full", jobs=jobs,
-                           meanwhile=reference.compute)
+                           meanwhile=meanwhile)
     say_cache(memo)
     # the kernels' timelines only for the trace (the report prints none of them)
     r = run_graph(compiled, image, target=target, trace_path=args.trace, jobs=jobs,
