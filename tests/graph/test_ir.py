@@ -133,3 +133,21 @@ def test_add_node_fields() -> None:
     node = b.nodes[-1]
     assert isinstance(node, Add) and node.a is q and node.b is q and a is node.out
     assert node.attrs().keys() == {"mult_a", "mult_b", "shift", "lo", "hi"}
+
+
+def test_magnitudes_are_the_int64_sums_of_the_weights() -> None:
+    """``magnitude`` and ``channel_magnitudes`` of a convolution's output: per channel
+    ``sum |w| * 128 + |b|`` as an int64 copy of every weight gives it (int8 weights are taken
+    in int16: -128 included), capped at int32's largest."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("m")
+    x = b.input("x", (1, 8, 4, 4), 1 / 128)
+    wd = rng.integers(-128, 128, (4, 8, 3, 3)).astype(np.int8)
+    wd[0] = -128
+    bd = np.array([5, -(1 << 30), 7, -3], dtype=np.int32)
+    c = b.conv2d(x, b.const("w", wd, 0.01), b.const("b", bd), pad=1)
+    want = (np.abs(wd.astype(np.int64)).reshape(4, -1).sum(axis=1) * 128
+            + np.abs(bd.astype(np.int64)))
+    assert b.channel_magnitudes(c) == [int(min(v, 2**31 - 1)) for v in want]
+    assert b.magnitude(c) == int(min(want.max(), 2**31 - 1))
+    assert b.magnitude(x) == 128

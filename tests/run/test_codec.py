@@ -4,8 +4,11 @@ comes back as another program."""
 
 from __future__ import annotations
 
+import os
+import pickle
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +16,13 @@ from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.errors import IsaError
-from vta.isa.encoding import decode_program, encode_program, encode_uops
+from vta.graph import models
+from vta.graph.compile import CompiledGraph
+from vta.isa import encoding
+from vta.isa.encoding import EncodedUops, decode_program, encode_program, encode_uops
 from vta.run.codec import decode_distinct, pack_compiled, unpack_compiled
+from vta.run.graph import compile_for, run_graph
+from vta.run.targets import AccelTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +85,81 @@ def test_equal_words_decode_to_one_shared_instruction(
         assert first.setdefault(row, insn) is insn
     assert len({id(x) for x in got}) == len(set(rows))
     assert decode_distinct(words[:0], hw) == ()
+
+
+def _decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts ``decode_uops`` calls in this process (one per micro-op buffer decoded)."""
+    calls: list[int] = []
+    real = encoding.decode_uops
+    pid = os.getpid()
+
+    def counted(*a: Any, **k: Any) -> Any:
+        if os.getpid() == pid:  # (a forked worker's are its own)
+            calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(encoding, "decode_uops", counted)
+    return calls
+
+
+def test_micro_ops_come_back_encoded_and_decode_where_read(
+        compiled: tuple[driver.Compiled, HwConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unpacked program's micro-ops stay words (``EncodedUops``) until a buffer is read;
+    renaming them (linking) decodes nothing; each buffer decodes once, and they equal the
+    compiled program's (and pickle as such)."""
+    c, hw = compiled
+    blob = pack_compiled(c, hw)
+    assert blob is not None
+    calls = _decodes(monkeypatch)
+    uops = unpack_compiled(blob, hw).program.uops
+    assert isinstance(uops, EncodedUops) and calls == []
+    assert uops.count() == sum(len(u) for u in c.program.uops.values())
+    names = {k: f"s0#{k}" for k in uops}
+    moved = uops.renamed(names)
+    assert calls == [] and list(moved) == list(names.values())
+    name = next(iter(uops))
+    assert uops[name] == c.program.uops[name] and uops[name] is uops[name]
+    assert len(calls) == 1
+    assert uops == c.program.uops and len(calls) == len(uops)
+    assert {names[k]: v for k, v in c.program.uops.items()} == moved
+    assert pickle.loads(pickle.dumps(uops)) == c.program.uops
+
+
+class _Words:
+    """A compile cache in memory that keeps programs as the compile cache does (the codec's
+    bytes), so that every hit comes back as words."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.hw = hw
+        self.rows: dict[str, bytes] = {}
+
+    def get(self, key: str) -> Any:
+        blob = self.rows.get(key)
+        return None if blob is None else unpack_compiled(blob, self.hw)
+
+    def put(self, key: str, compiled: Any) -> None:
+        blob = pack_compiled(compiled, self.hw)
+        if blob is not None:
+            self.rows[key] = blob
+
+
+def test_a_warm_graph_decodes_its_micro_ops_in_the_workers_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph compiled from the cache's words (a warm ``vta run``) is linked and its kernels
+    simulated side by side without this process decoding one micro-op buffer (each worker
+    decodes its kernels'); the run is the run of the graph compiled afresh, in order."""
+    hw = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
+    g = models.resnet18(image=32, width=16, classes=10)
+    image = models.random_image(0, g.inputs[0].type.shape)
+    fresh = AccelTarget(hw, _Words(hw))
+    first = compile_for(g, fresh, jobs=1)
+    assert isinstance(first, CompiledGraph)
+    calls = _decodes(monkeypatch)
+    warm = compile_for(g, AccelTarget(hw, fresh.memo), jobs=1)
+    assert isinstance(warm, CompiledGraph)
+    assert all(isinstance(p.uops, EncodedUops) for p in warm.programs if p is not None)
+    side = run_graph(warm, image, jobs=2, timelines=False)
+    assert calls == []
+    in_order = run_graph(first, image, jobs=1)
+    assert side.passed and side.cycles == in_order.cycles
+    assert warm.programs == first.programs

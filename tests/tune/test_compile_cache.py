@@ -251,3 +251,49 @@ def test_the_graph_runs_seconds_line_breaks_the_wall_time_down(
     phases = ("startup_s", "graph_s", "compile_s", "sim_s", "check_s", "reference_s",
               "other_s")
     assert sum(s[k] for k in phases) == pytest.approx(s["wall_s"], rel=1e-9)
+
+
+def test_a_run_keeps_its_built_model_while_the_workers_compile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``graph_later`` leaves a built model's row to ``write_pending``; ``vta run`` writes it
+    while the workers compile (its ``meanwhile``), else at the end of the run, and the row
+    holds the graph as built (its bytes those of a fresh build): the next run reads it."""
+    hw = HwConfig.load(PYNQ)
+    small = dict(image=32, width=16, classes=10)
+
+    def build(batch: int = 1) -> Graph:
+        return models.resnet18(batch=batch, **small)
+
+    with Cache(tmp_path / "a.sqlite") as cache:
+        memo = CompileCache(cache, hw)
+        memo.graph_later(build, batch=1)
+        assert memo.pending is not None and _graph_rows(cache) == []
+        memo.write_pending()
+        assert memo.pending is None and len(_graph_rows(cache)) == 1
+    fresh = build()
+    want = pickle.dumps(Graph(fresh.name, fresh.inputs, fresh.outputs, fresh.nodes),
+                        protocol=pickle.HIGHEST_PROTOCOL)
+    monkeypatch.setitem(models.MODELS, "resnet18", build)
+    written: list[bool] = []
+    real = CompileCache.write_pending
+
+    def noted(self: CompileCache) -> None:
+        written.append(self.pending is not None)
+        real(self)
+
+    monkeypatch.setattr(CompileCache, "write_pending", noted)
+    for jobs in ("2", "1"):  # the row written beside the workers, or at the run's end
+        path = tmp_path / f"{jobs}.sqlite"
+        run = ["run", "--hw", PYNQ, "resnet18", "--cache", str(path), "--jobs", jobs]
+        written.clear()
+        assert main(run) == 0
+        assert written[0] and not any(written[1:])
+        with Cache(path) as cache:
+            assert _graph_rows(cache) == [want]
+            assert CompileCache(cache, hw).graph(build, batch=1) is not None
+
+
+def _graph_rows(cache: Cache) -> list[bytes]:
+    if not cache.db.execute("SELECT name FROM sqlite_master WHERE name='graphs'").fetchone():
+        return []
+    return [bytes(r[0]) for r in cache.db.execute("SELECT blob FROM graphs")]

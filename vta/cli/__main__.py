@@ -1,7 +1,5 @@
 """``python -m vta.cli``: the ``vta`` command."""
 
-import sys
+from vta.cli import console
 
-from vta.cli import main
-
-sys.exit(main())
+console()

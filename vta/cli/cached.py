@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,8 @@ def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[Comp
     """For ``vta run`` on the accelerator: the compile cache in the cache file (``--cache``,
     else ``$VTA_CACHE``, else the user's; created when missing) set as ``target``'s memo for
     the duration of a ``with``, so the layers and graph kernels it holds are not compiled and
-    those compiled are kept (and, through ``CompileCache.graph``, the built-in models). None
+    those compiled are kept (and, through ``CompileCache.graph_later``, the built-in models: a
+row the run left unwritten is written at the end of the ``with``, even when the run fails). None
     (no memo) with ``--no-cache``, with ``--dump-ir`` (the IR after each pass is not kept) and
     on a GPU target. A cache this process may not write is read (what it holds is used,
     nothing is kept)."""
@@ -68,6 +69,12 @@ def run_compile_cache(args: argparse.Namespace, target: Target) -> Iterator[Comp
         target.memo = memo
         try:
             yield memo
+        except BaseException:
+            with suppress(Exception):  # the run's own error is the one to report
+                memo.write_pending()
+            raise
+        else:
+            memo.write_pending()  # a built model's row, when the run left it to write
         finally:
             target.memo = None
 

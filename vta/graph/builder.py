@@ -354,10 +354,8 @@ class GraphBuilder:
         ``sum |w| * 128 + |b|`` over its output channels (no input can exceed it), else the
         dtype's range."""
         node = self._producer.get(id(x))
-        if isinstance(node, (Conv2d, Dense)) and node.weight.data is not None \
-                and node.bias.data is not None:
-            w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
-            bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
+        bound = _channel_bounds(node)
+        if bound is not None:
             return int(min(bound.max(), _INT32_MAX))
         if isinstance(node, MatMul):
             return matmul_bound(node)
@@ -365,11 +363,8 @@ class GraphBuilder:
 
     def channel_magnitudes(self, x: Value) -> list[int]:
         """``magnitude`` per channel (axis 1) of a convolution's or dense layer's output."""
-        node = self._producer.get(id(x))
-        if isinstance(node, (Conv2d, Dense)) and node.weight.data is not None \
-                and node.bias.data is not None:
-            w = np.abs(node.weight.data.astype(np.int64)).reshape(node.weight.type.shape[0], -1)
-            bound = w.sum(axis=1) * 128 + np.abs(node.bias.data.astype(np.int64))
+        bound = _channel_bounds(self._producer.get(id(x)))
+        if bound is not None:
             return [int(min(b, _INT32_MAX)) for b in bound]
         return [self.magnitude(x)] * x.type.shape[1]
 
@@ -469,6 +464,21 @@ class GraphBuilder:
         """The verified graph returning ``outputs``."""
         return verify_graph(Graph(self.name, tuple(self.inputs), tuple(outputs),
                                   tuple(self.nodes)))
+
+
+def _channel_bounds(node: Node | None) -> np.ndarray | None:
+    """For a convolution's or dense layer's output with constant weights and bias, per output
+    channel ``sum |w| * 128 + |b|`` (int64: no int8 input can give a larger magnitude); None
+    for any other producer. int8 weights take their magnitudes in int16 (|-128| fits), summed
+    in int64: the same integers as through an int64 copy of every weight, several times
+    faster (ResNet-18's 11.7 M weights, the builder's calibration)."""
+    if not isinstance(node, (Conv2d, Dense)) or node.weight.data is None \
+            or node.bias.data is None:
+        return None
+    rows = node.weight.data.reshape(node.weight.type.shape[0], -1)
+    wide = np.int16 if rows.dtype == np.int8 else np.int64
+    w = np.abs(rows.astype(wide)).sum(axis=1, dtype=np.int64)
+    return w * 128 + np.abs(node.bias.data.astype(np.int64))  # type: ignore[no-any-return]
 
 
 def matmul_bound(node: MatMul) -> int:

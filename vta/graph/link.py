@@ -12,12 +12,14 @@ unchanged, so the program's cycles are the kernel's.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from vta.errors import ProgramError
 from vta.graph.passes.memory import MemoryPlan
 from vta.graph.passes.plan_layouts import DramTensor
 from vta.isa import Allocation, Load, MemType, Program, Store
+from vta.isa.encoding import EncodedUops
 
 __all__ = ["link_program", "const_name", "CONST_SEP"]
 
@@ -64,9 +66,17 @@ def link_program(program: Program, step: int, bind: dict[str, DramTensor],
                 got = moved[insn] = _relocated(insn, program, new, step)
             insn = got
         insns.append(insn)
-    uops = {new[k].name: v for k, v in program.uops.items()}
+    uops = _renamed(program.uops, {k: new[k].name for k in program.uops})
     allocs = tuple(sorted(new.values(), key=lambda a: a.offset))
     return Program(tuple(insns), allocs, uops)
+
+
+def _renamed(uops: Mapping[str, Any], names: dict[str, str]) -> Mapping[str, Any]:
+    """``uops`` (a program's micro-op buffers) under the new names (``names``: old -> new);
+    buffers still encoded (``isa.encoding.EncodedUops``) are not decoded to be renamed."""
+    if isinstance(uops, EncodedUops):
+        return uops.renamed(names)
+    return {names[k]: v for k, v in uops.items()}
 
 
 def _relocated(insn: Load | Store, program: Program, new: dict[str, Allocation],

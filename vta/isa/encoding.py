@@ -14,7 +14,7 @@ functions) the function field, and builds the instance of that definition's clas
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from functools import lru_cache
@@ -40,9 +40,9 @@ from vta.isa.defs import (
 from vta.isa.insn import Deps, Instruction, Uop
 from vta.words import INSN_BITS, INSN_HALF_BITS
 
-__all__ = ["IsaError", "encode", "decode", "encode_uop", "decode_uop", "layout", "uop_layout",
-           "encode_program", "decode_program", "encode_uops", "decode_uops", "check_fields",
-           "insn_label"]
+__all__ = ["IsaError", "EncodedUops", "encode", "decode", "encode_uop", "decode_uop", "layout",
+           "uop_layout", "encode_program", "decode_program", "encode_uops", "decode_uops",
+           "check_fields", "insn_label"]
 
 
 def insn_label(insn: Any) -> str:
@@ -331,6 +331,49 @@ def decode_uops(words: np.ndarray, hw: HwConfig) -> list[Uop]:
     cols = {name: ((w >> pos) & ((1 << width) - 1)).tolist()
             for name, pos, width in uop_layout(hw)}
     return [Uop(*r) for r in zip(*(cols[f.name] for f in fields(Uop)), strict=True)]
+
+
+class EncodedUops(Mapping[str, tuple[Uop, ...]]):
+    """A program's micro-op buffers (``Program.uops``) kept as their 32-bit words, each buffer
+    decoded (``decode_uops``) at its first read and kept. A compiled program read back from
+    words (``vta.run.codec``: the compile cache, the compile workers) carries its micro-ops
+    this way: ResNet-18's 23 kernels hold 46,714 micro-ops, and the process that reads them
+    (``vta run``: links the kernels, then hands them to the simulation's forked workers) never
+    looks at one, so each is decoded in the worker that simulates its kernel. Equal to the
+    dict of the decoded buffers (``Mapping``'s equality)."""
+
+    __slots__ = ("_decoded", "_hw", "_words")
+
+    def __init__(self, words: Mapping[str, np.ndarray], hw: HwConfig,
+                 decoded: dict[str, tuple[Uop, ...]] | None = None) -> None:
+        self._words = dict(words)
+        self._hw = hw
+        self._decoded = decoded if decoded is not None else {}
+
+    def __getitem__(self, name: str) -> tuple[Uop, ...]:
+        got = self._decoded.get(name)
+        if got is None:
+            got = self._decoded[name] = tuple(decode_uops(self._words[name], self._hw))
+        return got
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(self._words)
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def count(self) -> int:
+        """The micro-ops of every buffer (their words: nothing is decoded)."""
+        return sum(len(w) for w in self._words.values())
+
+    def renamed(self, names: Mapping[str, str]) -> EncodedUops:
+        """The same buffers under new names (``names``: old -> new, one for each; linking
+        renames a kernel's allocations), nothing decoded (what was decoded is kept)."""
+        return EncodedUops({names[k]: w for k, w in self._words.items()}, self._hw,
+                           {names[k]: u for k, u in self._decoded.items()})
 
 
 def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwConfig) -> np.ndarray:

@@ -6,7 +6,8 @@ pickle takes about 0.8 s to load for ResNet-18's 23 kernels (a ``__setstate__`` 
 the program travels as the words the hardware fetches: its instructions as 128-bit words
 (``isa.encoding.encode_program``), each micro-op buffer as 32-bit words (``encode_uops``),
 beside the small metadata needed to run and report it (the object with its program emptied
-to the DRAM map, pickled), decoded with numpy a definition at a time (``decode_program``).
+to the DRAM map, pickled), decoded with numpy a definition at a time (``decode_program``);
+the micro-ops where they are first read (``EncodedUops``).
 Left out: the fused chain (its stages hold functions), the hardware and the IR after each
 pass; the caller passes the first two again (``driver.compile_workload``'s memo hit does).
 A program whose words do not decode back to it is not packed (None): it is never answered
@@ -27,7 +28,7 @@ from vta.compiler.accel.ops.window_packed import CompiledWindow
 from vta.config import HwConfig
 from vta.errors import IsaError
 from vta.isa import Program
-from vta.isa.encoding import decode_program, decode_uops, encode_program, encode_uops
+from vta.isa.encoding import EncodedUops, decode_program, encode_program, encode_uops
 
 __all__ = ["pack_compiled", "unpack_compiled", "decode_distinct"]
 
@@ -69,9 +70,10 @@ def unpack_compiled(blob: bytes, hw: HwConfig) -> Any:
 
 def _program(allocations: Any, insns: np.ndarray, uops: dict[str, np.ndarray],
              hw: HwConfig) -> Program:
-    """A program from its DRAM map and its encoded words."""
-    return Program(decode_distinct(insns, hw), tuple(allocations),
-                   {name: tuple(decode_uops(u, hw)) for name, u in uops.items()})
+    """A program from its DRAM map and its encoded words: the instructions decoded, the
+    micro-ops decoded where they are first read (``EncodedUops``: a warm ``vta run`` links
+    the kernels here and simulates them in worker processes, which decode their own)."""
+    return Program(decode_distinct(insns, hw), tuple(allocations), EncodedUops(uops, hw))
 
 
 def decode_distinct(words: np.ndarray, hw: HwConfig) -> tuple[Any, ...]:

@@ -41,6 +41,7 @@ from vta.graph.passes.fuse import group_nodes
 from vta.graph.place import Kernel
 from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
+from vta.isa.encoding import EncodedUops
 from vta.run.check import Check, compare, merge
 from vta.run.compile_pool import place_parallel
 from vta.run.pool import ForkedChild, ForkPool, current_job, default_jobs
@@ -323,7 +324,8 @@ def _compare(out: np.ndarray, want: np.ndarray) -> Check:
 
 def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, np.ndarray], *,
               target: Target | None = None, trace_path: str | None = None,
-              jobs: int | None = None, reference: Reference | None = None) -> GraphRun:
+              jobs: int | None = None, reference: Reference | None = None,
+              timelines: bool = True) -> GraphRun:
     """Run ``compiled`` (``compile_for``) from its input (an array, or arrays by input name)
     to its outputs on ``target`` (default: the target it was compiled for). On the
     accelerator the host packs the inputs, each kernel's linked program runs in order on the
@@ -335,7 +337,10 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     when its inputs turn out to be exactly those (``_speculate``): the same run as in order.
     ``reference``: the interpreter's run on ``image`` (``Reference``, computed or not; by
     default one is made here); each worker starts on a kernel as soon as the interpreter has
-    computed its inputs."""
+    computed its inputs. ``timelines=False``: a kernel simulated in a worker comes back
+    without its timeline (``sim.slices`` empty: ResNet-18's are about 0.9 MB of small tuples to
+    pickle and unpickle, and only the trace reads them; kept whenever ``trace_path`` is
+    given)."""
     if not isinstance(compiled, CompiledGraph):  # a GpuGraph (vta.run.graph_gpu)
         t_gpu = target if target is not None else compiled.target
         if isinstance(t_gpu, AccelTarget):
@@ -348,17 +353,17 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
     # cannot check its steps: the interpreter runs again on the compiled graph
     ref = reference if reference is not None and reference.graph is compiled.graph \
         else Reference(compiled.graph, image)
-    r = _run_accel(compiled, ref, t, jobs)
+    r = _run_accel(compiled, ref, t, jobs, timelines or trace_path is not None)
     if trace_path is not None:
         write_graph_trace(r, trace_path)
     return r
 
 
 def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
-               jobs: int | None = None) -> GraphRun:
+               jobs: int | None = None, timelines: bool = True) -> GraphRun:
     hw = cg.hw
     t0 = time.perf_counter()
-    guesses = _speculate(cg, reference, target, jobs)
+    guesses = _speculate(cg, reference, target, jobs, timelines)
     # the kernels simulated side by side: their wall time, the interpreter's steps between
     # them included; the interpreter alone (no workers; the time waited for it when it runs
     # in a process of its own, ``Reference.start``) is its own phase
@@ -429,7 +434,7 @@ _NO_PROGRAM = Program((), (), {})
 
 
 def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
-               jobs: int | None
+               jobs: int | None, timelines: bool = True
                ) -> dict[int, tuple[dict[str, np.ndarray], Execution, Energy]]:
     """Every kernel simulated side by side on ``jobs`` worker processes (``vta.run.pool``;
     default: the idle cores), each on the inputs it would get if every kernel before it
@@ -440,8 +445,9 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
     the DRAM the previous ones left, and takes a kernel's execution from here only when its
     inputs are those very arrays (else it simulates it there): the run is the serial run, bit
     for bit, whatever the kernels compute. The workers also work out each kernel's energy
-    (the report's; a function of its program and the bytes it moved). Empty (everything
-    serial) with one job or one kernel."""
+    (the report's; a function of its program and the bytes it moved); without ``timelines``
+    they send back no timeline (``_simulate_step``). Empty (everything serial) with one job
+    or one kernel."""
     kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
     workers = jobs if jobs is not None else default_jobs()
     if len(kernels) < 2 or workers < 2:
@@ -451,7 +457,7 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
     given: dict[int, dict[str, np.ndarray]] = {}
     pending = list(kernels)
     order: list[int] = []
-    with ForkPool(_simulate_step, (cg, target), workers, len(kernels)) as pool:
+    with ForkPool(_simulate_step, (cg, target, timelines), workers, len(kernels)) as pool:
         for values in reference.steps():
             ready = []
             for k in pending:
@@ -475,10 +481,14 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
 
 
 def _program_size(cg: CompiledGraph, k: int) -> int:
-    """Step ``k``'s instructions and micro-ops (how long its simulation takes, roughly)."""
+    """Step ``k``'s instructions and micro-ops (how long its simulation takes, roughly),
+    counted without decoding micro-ops still encoded (``EncodedUops``: the worker that
+    simulates the kernel decodes them)."""
     prog = cg.programs[k]
     assert prog is not None
-    return len(prog.instructions) + sum(len(u) for u in prog.uops.values())
+    uops = prog.uops
+    n = uops.count() if isinstance(uops, EncodedUops) else sum(len(u) for u in uops.values())
+    return len(prog.instructions) + n
 
 
 def _guess(cg: CompiledGraph, k: int, tensors: dict[str, Any], values: dict[Value, np.ndarray],
@@ -507,8 +517,9 @@ def _guess(cg: CompiledGraph, k: int, tensors: dict[str, Any], values: dict[Valu
 def _simulate_step(item: tuple[int, dict[str, np.ndarray]]) -> tuple[Execution, Energy]:
     """A worker's kernel: step ``k`` of the job's graph simulated on its guessed activations
     (``item``) and its constants, its result without the program and the DRAM image
-    (``_attached`` puts the program back), and its energy (``graph_summary``'s)."""
-    cg, target = current_job()
+    (``_attached`` puts the program back), and its energy (``graph_summary``'s); its
+    timeline only when the job asks for timelines (``_speculate``)."""
+    cg, target, timelines = current_job()
     k, acts = item
     st = cg.steps[k]
     prog = cg.programs[k]
@@ -519,8 +530,10 @@ def _simulate_step(item: tuple[int, dict[str, np.ndarray]]) -> tuple[Execution, 
     energy = energy_of(st.program, dict(ex.stats.bytes), cg.hw)
     # an allocation that ends as it began (the weights, the inputs) is not sent back
     changed = {n: a for n, a in ex.outputs.items() if n not in inputs or not _same(a, inputs[n])}
+    slices = ex.sim.slices if timelines else ()
     return replace(ex, outputs=changed, sim=replace(ex.sim, program=_NO_PROGRAM, inputs={},
-                                                    outputs={}, dram=None)), energy
+                                                    outputs={}, dram=None,
+                                                    slices=slices)), energy
 
 
 def _attached(ex: Execution, program: Program, inputs: dict[str, np.ndarray]) -> Execution:
