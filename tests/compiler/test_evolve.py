@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from vta.compiler.accel.vta_ir import Insn
-from vta.compiler.ir.visitor import evolve
+from vta.compiler.ir import expr as E
+from vta.compiler.ir.visitor import evolve, slot_setters
 from vta.isa import Deps, Uop
 from vta.isa.insn import Alu, AluOp, Gemm, Load, MemType
 
@@ -59,3 +60,39 @@ def test_post_init_and_init_false_go_through_replace() -> None:
 def test_unknown_field_is_replace_s_error() -> None:
     with pytest.raises(TypeError):
         evolve(_instructions()[0], nonsense=1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    a: int
+    b: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Sub(_Base):
+    c: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _WithInitVar:
+    x: int
+    scale: dataclasses.InitVar[int] = 1
+
+
+def test_slots_filled_through_their_setters_inherited_ones_too() -> None:
+    """A slotted class's copy is made by its slots' setters, a base's slots included (every
+    ``BinOp`` keeps its operands in ``BinOp``'s slots); the copy is what ``replace`` makes."""
+    setters = slot_setters(_Sub)
+    assert setters is not None and len(setters) == 3
+    new = evolve(_Sub(1, 2, 3), c=9)
+    assert new == dataclasses.replace(_Sub(1, 2, 3), c=9) and type(new) is _Sub
+    e = E.Add(E.Var("i"), E.IntImm(1))
+    assert slot_setters(E.Add) is not None
+    assert evolve(e, b=E.IntImm(2)) == dataclasses.replace(e, b=E.IntImm(2))
+
+
+def test_initvar_is_not_a_slot_to_fill() -> None:
+    """An ``InitVar`` is an ``__init__`` parameter but no field: no setters, and the copy is
+    ``replace``'s (``__init__`` run with the ``InitVar``'s default)."""
+    assert slot_setters(_WithInitVar) is None
+    assert evolve(_WithInitVar(1), x=2) == dataclasses.replace(_WithInitVar(1), x=2)

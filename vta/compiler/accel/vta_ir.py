@@ -19,6 +19,7 @@ from typing import Any
 
 from vta.compiler.ir.expr import Expr, Var
 from vta.compiler.ir.stmt import AttrKey, Buffer, Stmt
+from vta.compiler.ir.visitor import slot_setters
 from vta.isa import Deps, Instruction, InstructionDef, Uop
 from vta.isa.asm import format_insn
 from vta.isa.insn import DEP_FLAGS, NO_DEPS
@@ -191,22 +192,6 @@ class UopTable:
         """The concrete micro-ops, the bases evaluated by ``ev`` (under the loops' values)."""
         d, s, w = (ev(x) for x in self.base)
         return make_uops(d, s, w, self.offsets)
-
-
-def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...] | None:
-    """The setters of ``cls``'s slots, in field order, when filling them on ``object.__new__(cls)``
-    is what ``cls(*fields)`` does: a frozen, slotted dataclass whose own slots are exactly its
-    fields, every one set by its generated ``__init__``, with no ``__post_init__`` and no
-    ``__new__`` of its own; else None (call ``cls`` itself)."""
-    names = vars(cls).get("__slots__")
-    fields = tuple(getattr(cls, "__dataclass_fields__", {}).values())
-    init = getattr(vars(cls).get("__init__"), "__code__", None)
-    if (names is None or tuple(names) != tuple(f.name for f in fields)
-            or not all(f.init for f in fields) or hasattr(cls, "__post_init__")
-            or cls.__new__ is not object.__new__ or init is None
-            or init.co_filename != "<string>"):
-        return None
-    return tuple(vars(cls)[n].__set__ for n in names)
 
 
 def maker(cls: type) -> Callable[..., Any]:
