@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vta.isa import ProgramBuilder, Uop, encode_uop
+from vta.isa import ProgramBuilder, Uop, decode_uops, encode_uop
+from vta.isa.encoding import EncodedUops
 from vta.sim.dram import Dram, encode_uops
 
 
@@ -15,6 +18,21 @@ from vta.sim.dram import Dram, encode_uops
 def test_vectorised_uop_encoding_matches_encode_uop(pynq, fields):
     uops = [Uop(*f) for f in fields]
     assert encode_uops(uops, pynq).tolist() == [encode_uop(u, pynq) for u in uops]
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=20))
+def test_micro_ops_kept_as_words_give_the_image_of_their_decoding(pynq, words):
+    """A program whose micro-ops are kept as words (``EncodedUops``: read back from the compile
+    cache) writes them into the image as they are, but for any bit outside the fields (what
+    decoding drops): the image of the same program with the decoded micro-ops."""
+    b = ProgramBuilder(pynq)
+    b.alloc("U", "uop", len(words) + 2)
+    b.alloc("A", "inp", 3)
+    arr = np.array(words, dtype=np.uint32)
+    decoded = replace(b.build(), uops={"U": tuple(decode_uops(arr, pynq))})
+    kept = replace(decoded, uops=EncodedUops({"U": arr}, pynq))
+    assert np.array_equal(Dram(kept, pynq).buf, Dram(decoded, pynq).buf)
+    assert not kept.uops._decoded  # nothing was decoded to make the image
 
 
 def test_image_layout(pynq):

@@ -36,9 +36,12 @@ from vta.isa import (
     Uop,
     assemble,
 )
+from vta.isa.memport import Transfer, alone
+from vta.isa.timing import read_channel
 from vta.run.targets import AccelTarget
 from vta.sim import engine, random_inputs, simulate
 from vta.sim.examples import with_deps
+from vta.sim.machine import _PortServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PYNQ = HwConfig.from_yaml(ROOT / "hwconfigs" / "pynq.yaml")
@@ -129,6 +132,45 @@ def test_engine_shortcuts_order_events_as_simpy(scripts: list[list[tuple[Any, ..
     """A wait, put or get done without its event where it would be the next one processed
     (``skip``, ``give``, ``take``) leaves every step where simpy's yields put it."""
     assert _scenario(LEAN, scripts, caps, shortcuts=True) == _scenario(SIMPY, scripts, caps)
+
+
+def test_process_now_processes_a_pending_event_at_once() -> None:
+    """``Event.process_now`` does what the run loop does when it pops the event (its
+    callbacks in order, with its value, at the current cycle), without scheduling it; an
+    event already triggered is refused (it is in the queue)."""
+    env = engine.Environment()
+    ev, log = env.event(), []
+    ev.callbacks.append(lambda e: log.append(("first", e.value, env.now)))  # type: ignore[union-attr]
+    ev.callbacks.append(lambda e: log.append(("second", e.processed)))  # type: ignore[union-attr]
+    ev.process_now(7)
+    assert log == [("first", 7, 0), ("second", True)]
+    assert ev.triggered and ev.processed and not env._queue
+    with pytest.raises(RuntimeError, match="already been triggered"):
+        ev.process_now()
+    late = env.event().succeed()
+    with pytest.raises(RuntimeError, match="already been triggered"):
+        late.process_now()
+
+
+@pytest.mark.parametrize("shortcuts", [True, False])
+def test_port_request_on_a_quiet_cycle_is_served_at_once(shortcuts: bool) -> None:
+    """A DMA's request with nothing else scheduled at its cycle: on the lean engine's
+    shortcuts the port server is woken at once (``process_now``: no event left at that cycle,
+    only the wait for the completion), else through its ``wake`` event; either way the
+    transfer completes when the port predicts, as on simpy."""
+    transfer = Transfer((4, 4, 3), lead=2)
+    expect = alone(read_channel(PYNQ), transfer)
+    got = {}
+    for name, env in (("lean", engine.Environment()), ("simpy", simpy.Environment())):
+        server = _PortServer(env, PYNQ, shortcuts and name == "lean")
+        done = server.request(transfer)
+        if name == "lean":
+            at_now = [e for e in env._queue if e[0] == 0]
+            assert (not at_now) if shortcuts else len(at_now) == 1
+        env.run()
+        assert done.processed
+        got[name] = env.now
+    assert got == {"lean": expect, "simpy": expect}
 
 
 def test_engine_refuses_a_negative_delay() -> None:

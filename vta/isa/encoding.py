@@ -365,6 +365,11 @@ class EncodedUops(Mapping[str, tuple[Uop, ...]]):
     def __repr__(self) -> str:
         return repr(dict(self))
 
+    def words(self, name: str) -> np.ndarray:
+        """Buffer ``name``'s 32-bit words, as kept (nothing is decoded: the simulator's DRAM
+        image takes them as they are)."""
+        return self._words[name]
+
     def count(self) -> int:
         """The micro-ops of every buffer (their words: nothing is decoded)."""
         return sum(len(w) for w in self._words.values())

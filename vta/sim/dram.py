@@ -33,9 +33,10 @@ from numpy.typing import ArrayLike
 from vta.config import BUFFER_KINDS, HwConfig
 from vta.errors import InputError
 from vta.isa import Allocation, Program, Uop, uop_layout
+from vta.isa.encoding import EncodedUops
 
 __all__ = ["Dram", "MAX_DRAM_BYTES", "check_dram_size", "entry_spec", "encode_uops",
-           "random_inputs"]
+           "uop_words", "random_inputs"]
 
 #: Largest DRAM image the simulator allocates (1 GiB): a run's inputs, image and outputs then
 #: stay within a few GiB of host memory. ResNet-18's largest layer image is about 2 MB.
@@ -79,6 +80,20 @@ def encode_uops(uops: tuple[Uop, ...] | list[Uop], hw: HwConfig) -> np.ndarray:
     return word.astype("<u4")
 
 
+def uop_words(uops: Mapping[str, tuple[Uop, ...]], name: str, hw: HwConfig) -> np.ndarray:
+    """Micro-op buffer ``name`` of a program's ``uops`` as the words DRAM holds: a buffer kept
+    as words (``EncodedUops``, a program read back from the compile cache) as they are, but
+    for any bit outside the micro-op's fields (cleared: the bits ``decode_uops`` reads and
+    ``encode_uops`` writes, so the same words as encoding the decoded buffer, without making
+    a ``Uop`` per word); any other buffer by ``encode_uops``."""
+    if isinstance(uops, EncodedUops):
+        mask = 0
+        for _, pos, width in uop_layout(hw):
+            mask |= ((1 << width) - 1) << pos
+        return uops.words(name) & np.uint32(mask)
+    return encode_uops(uops[name], hw)
+
+
 class Dram:
     """A program's DRAM image (``buf``, uint8) with typed per-allocation views."""
 
@@ -89,9 +104,10 @@ class Dram:
         #: bytes of one entry of each buffer kind (``HwConfig.elem_bytes``, read per DMA)
         self.elem_bytes = {k: hw.elem_bytes(k) for k in BUFFER_KINDS}
         self.buf = np.zeros(program.dram_bytes, dtype=np.uint8)
-        for name, uops in program.uops.items():
-            if uops:
-                self.view(name)[: len(uops)] = encode_uops(uops, hw)
+        for name in program.uops:
+            words = uop_words(program.uops, name, hw)
+            if len(words):
+                self.view(name)[: len(words)] = words
 
     def view(self, name: str) -> np.ndarray:
         """A writable typed view of allocation ``name``: shape ``(elems, *entry shape)``."""

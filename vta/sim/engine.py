@@ -23,13 +23,15 @@ goldens' programs and hypothesis-drawn random ones on both and compares everythi
   construction) and succeeds when its rule holds; its value is not built (the machine never
   reads it) and a dead ``_check`` left on a later event does nothing, as in simpy.
 
-Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``; the
-machine's idle-port DMA, ``Environment.quiet_through``): a process
+Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``,
+``Event.process_now``; the machine's idle-port DMA, ``Environment.quiet_through``): a process
 about to wait on an event that would be the very next one processed (nothing else is scheduled
 at or before its cycle) may instead do at once what processing it would do (advance the clock,
 run the callbacks it would run) and go on without yielding: the run loop would pop that event
 next and resume this process right after those callbacks, so every later event keeps its
-relative order (only unused event ids are skipped). The machine takes them on this engine only;
+relative order (only unused event ids are skipped). Likewise code that triggers an event which
+would be the next one processed, and does nothing more before the run loop would pop it, may
+process it at once (``process_now``). The machine takes them on this engine only;
 simpy, the reference, always yields, and the tests compare the two.
 
 What it does not do, because the machine never asks: fail events, interrupt processes,
@@ -104,6 +106,19 @@ class Event:
         env = self.env
         heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
         return self
+
+    def process_now(self, value: Any = None) -> None:
+        """Trigger this pending event with ``value`` and process it at once (run its callbacks,
+        as the run loop does when it pops an event): for a caller that knows it would be the
+        very next event processed (nothing is scheduled at or before the current cycle,
+        ``Environment.quiet_through``), so that every later event keeps its relative order."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has already been triggered")
+        self._value = value
+        callbacks = self.callbacks
+        self.callbacks = None
+        for callback in callbacks:  # type: ignore[union-attr]
+            callback(self)
 
     def __or__(self, other: Event) -> Condition:
         return AnyOf(self.env, (self, other))

@@ -359,12 +359,20 @@ class _PortServer:
         self.wake.callbacks.append(self._idle_cb)  # an idle port: a request wakes it
 
     def request(self, transfer: Transfer) -> Any:
-        """An event that fires when ``transfer``, submitted now, has completed."""
-        key = self.port.submit(transfer, int(self.env.now))
-        done = self.env.event()
+        """An event that fires when ``transfer``, submitted now, has completed. The caller
+        yields it at once (nothing else happens before), so on the lean engine a ``wake``
+        that would be the next event processed is processed here (``process_now``)."""
+        env = self.env
+        now = int(env.now)
+        key = self.port.submit(transfer, now)
+        done = env.event()
         self.waiting[key] = done
-        if not self.wake.triggered:
-            self.wake.succeed()
+        wake = self.wake
+        if not wake.triggered:
+            if self.shortcuts and env.quiet_through(now):
+                wake.process_now()
+            else:
+                wake.succeed()
         return done
 
     def at_once(self, timing: DmaTiming) -> int | None:
@@ -421,22 +429,28 @@ class _PortServer:
             now = int(env.now)
             nxt = port.next_completion()
             if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
-                _any(env, env.timeout(nxt - now), wake, self._done_cb)
+                _any(env, env.timeout(nxt - now), wake, self._done_cb, self.shortcuts)
                 return
             self._finish()
 
 
-def _any(env: Any, a: Any, b: Any, then: Callable[[Any], None]) -> None:
+def _any(env: Any, a: Any, b: Any, then: Callable[[Any], None], shortcuts: bool) -> None:
     """``then`` runs when ``a | b`` would be processed: an event triggered by the first of
     ``a`` and ``b`` processed (neither processed yet), with ``then`` its callback; scheduled
     as the engines' ``AnyOf`` is, at the cycle of that first one and after its callbacks
-    before this one's (a condition's value is never read here, so none is built)."""
+    before this one's (a condition's value is never read here, so none is built). ``a`` and
+    ``b`` have no callback after this one's, so with ``shortcuts`` (the lean engine) the
+    event is processed at once when it would be the next one processed (nothing scheduled
+    at or before the cycle: ``Event.process_now``)."""
     either = env.event()
     either.callbacks.append(then)
 
     def check(_: Any) -> None:
         if not either.triggered:
-            either.succeed()
+            if shortcuts and env.quiet_through(env.now):
+                either.process_now()
+            else:
+                either.succeed()
 
     a.callbacks.append(check)
     b.callbacks.append(check)
