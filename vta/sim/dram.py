@@ -1,7 +1,8 @@
 """The DRAM image: one byte-addressed buffer holding every allocation of a program.
 
 Micro-op allocations are written in at construction (encoded exactly as
-``vta.isa.encode_uop``); data allocations are filled from numpy arrays given per allocation
+``vta.isa.encode_uop``, or the words a program read back from the compile cache keeps:
+``uop_words``); data allocations are filled from numpy arrays given per allocation
 name. Each data allocation is seen as an array of *entries*:
 
 =====  ==========================  ===============
