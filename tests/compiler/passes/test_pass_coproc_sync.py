@@ -5,11 +5,13 @@ from _accel_ir import PYNQ, isa, stream, uops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.compiler.accel.passes.coproc_sync import conflicts, insert_tokens
+from vta.compiler.accel.passes.coproc_sync import _Tokens, conflicts, insert_tokens
 from vta.compiler.accel.vta_ir import Insn
+from vta.compiler.ir import stmt as S
 from vta.compiler.ir.builder import alloc, buf, func, loop
 from vta.compiler.ir.structural import assert_structural_equal
 from vta.errors import CompileError
+from vta.isa import Unit
 
 A = buf("A", (2, 1, 16), "int8")
 W = buf("W", (1, 16, 16), "int8")
@@ -84,3 +86,16 @@ def test_conflicts_match_a_table_updated_instruction_by_instruction(
     depth = {"inp": 24, "acc": 16, "uop": 32}
     got = conflicts(stream, depth, 4).tolist()
     assert got == _conflicts_by_entry(stream, depth, 4)
+
+
+def test_clocks_are_worked_out_only_where_a_relay_may_be_due() -> None:
+    """On VTA's chain every module pair that conflicts shares a queue: no relay is ever due,
+    so no instruction's clock (what it knows complete) is computed; the tokens are the same."""
+    tokens = _Tokens(PYNQ)
+    out = tokens.run(list(_stream("", "", "", "", "").body.stmts))  # type: ignore[attr-defined]
+    assert tokens.done == [] and len(tokens.made_of) == len(out) == 5
+    expected = _stream("", "| push_next", "| pop_prev push_prev push_next", "| pop_prev",
+                       "| pop_next")
+    assert_structural_equal(S.seq(*out), expected.body)  # type: ignore[attr-defined]
+    tokens._known()  # worked out on demand: each module's latest known complete instruction
+    assert [c[Unit.COMPUTE] for c in tokens.done] == [-1, -1, 2, 2, 2]

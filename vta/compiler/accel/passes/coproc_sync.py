@@ -41,6 +41,7 @@ Post: the same instructions with ``Deps`` set so that running the modules concur
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
@@ -225,11 +226,15 @@ class _Tokens:
         self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
-        self.mods: list[Unit] = []
         self.pending: list[dict[str, bool]] = []
         #: per instruction: the latest index of each module known complete once it completes
-        #: (indexed by the module's ``Unit`` value, -1: none); ``_start`` before it starts
+        #: (indexed by the module's ``Unit`` value, -1: none); ``_start`` before it starts.
+        #: Only relays read them, so they are worked out when one may be due (``_known``), from
+        #: what each instruction's clock is made of (``made_of``)
         self.done: list[list[int]] = []
+        #: per instruction: (its module's previous instruction or -1, the instructions it
+        #: pops tokens from, its module)
+        self.made_of: list[tuple[int, tuple[int, ...], Unit]] = []
         self.last_of: dict[Unit, int] = {}
         #: per queue, where its pushes and pops are (the k-th pop pairs with the k-th push)
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
@@ -295,12 +300,27 @@ class _Tokens:
         return result
 
     def _start(self, m: Unit, pops: dict[Queue, int]) -> list[int]:
-        """The clock of an instruction of ``m`` that pops ``pops``: what its module's previous
-        instruction and each instruction it waits for knew complete, element-wise latest."""
-        clock = list(self.done[self.last_of[m]]) if m in self.last_of else [-1] * len(Unit)
-        for need in pops.values():
+        """The clock of the next instruction, of ``m``, that pops ``pops`` (``_clock``)."""
+        self._known()
+        return self._clock(self.last_of.get(m, -1), pops.values())
+
+    def _clock(self, prev: int, needs: Iterable[int]) -> list[int]:
+        """The clock of an instruction whose module's previous instruction is ``prev`` (-1:
+        none) and that waits for ``needs``: what each of them knew complete, element-wise
+        latest."""
+        clock = list(self.done[prev]) if prev >= 0 else [-1] * len(Unit)
+        for need in needs:
             clock = list(map(max, clock, self.done[need]))
         return clock
+
+    def _known(self) -> None:
+        """Every instruction's clock (``done``) up to the last one appended: computed only
+        where a relay may be due (hardware whose modules all share queues never needs one)."""
+        for k in range(len(self.done), len(self.out)):
+            prev, needs, m = self.made_of[k]
+            clock = self._clock(prev, needs)
+            clock[m] = k
+            self.done.append(clock)
 
     def _append(self, ins: Insn, m: Unit, pops: dict[Queue, int]) -> int:
         k = len(self.out)
@@ -315,12 +335,10 @@ class _Tokens:
             flags[pop] = True
             self.push_at[q].append(need)
             self.pop_at[q].append(k)
-        clock = self._start(m, pops)  # a retargeted wait orders this one too (same module)
-        clock[m] = k
+        # a retargeted wait orders this one too (same module)
+        self.made_of.append((self.last_of.get(m, -1), tuple(pops.values()), m))
         self.out.append(ins)
-        self.mods.append(m)
         self.pending.append(flags)
-        self.done.append(clock)
         self.last_of[m] = k
         return k
 
