@@ -164,6 +164,18 @@ def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
     return None if outer is None or inner is None else (outer, inner)
 
 
+def _grid_view(a: np.ndarray, outer: _Grid, inner: _Grid) -> np.ndarray:
+    """A read-only strided view of ``a`` (entries, mid, last) holding the entries an
+    ``(outer, inner)`` index table names as ``(*outer.shape, mid, *inner.shape, last)``: the
+    elements ``np.take`` along axis 0 gathers, at the same positions once reshaped."""
+    row, mid, last = a.strides
+    return np.lib.stride_tricks.as_strided(
+        a[outer.first + inner.first:],
+        (*outer.shape, a.shape[1], *inner.shape, a.shape[2]),
+        (*(s * row for s in outer.steps), mid, *(s * row for s in inner.steps), last),
+        writeable=False)
+
+
 def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
     """``classes`` as one product, when they read the same inp sequence."""
     x = classes[0].x
@@ -535,23 +547,8 @@ class FastGemm:
         ``w_grid``), else None: the same elements ``np.take`` gathers, at the same
         positions once reshaped (the shadows are updated in place, so a view stays
         current)."""
-        x_view = w_view = None
-        if st.x_grid is not None:
-            outer, inner = st.x_grid
-            row, bat, el = inp.strides
-            x_view = np.lib.stride_tricks.as_strided(
-                inp[outer.first + inner.first:],
-                (*outer.shape, inp.shape[1], *inner.shape, inp.shape[2]),
-                (*(s * row for s in outer.steps), bat, *(s * row for s in inner.steps), el),
-                writeable=False)
-        if st.w_grid is not None:
-            taps, classes = st.w_grid
-            row, i_s, o_s = wgt_t.strides
-            w_view = np.lib.stride_tricks.as_strided(
-                wgt_t[taps.first + classes.first:],
-                (*taps.shape, wgt_t.shape[1], *classes.shape, wgt_t.shape[2]),
-                (*(s * row for s in taps.steps), i_s, *(s * row for s in classes.steps), o_s),
-                writeable=False)
+        x_view = None if st.x_grid is None else _grid_view(inp, *st.x_grid)
+        w_view = None if st.w_grid is None else _grid_view(wgt_t, *st.w_grid)
         return x_view, w_view
 
     def _shadows(self, m: int) -> tuple[np.ndarray, np.ndarray, bool]:
