@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vta.compiler.ops import conv2d as conv2d_module
 from vta.compiler.ops.conv2d import Conv2dSpec, conv2d_acc
 from vta.graph import interp
 from vta.graph.builder import GraphBuilder
@@ -38,6 +40,25 @@ def test_conv_matches_its_definition(ic: int, hw_: int, oc: int, k: int, s: int,
         assert np.array_equal(interp.conv2d_int32(x, w, s, p), want)
         got = conv2d_acc(x, w, spec)
         assert np.array_equal(got, want) and got.flags.c_contiguous
+
+
+def test_conv_path_is_decided_by_the_dtypes_before_the_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """int8 by int8 sums exactly in float64 whatever the values (decided without reading
+    them); int32 operands are read: small values take float64 too, large ones int64; the
+    result is the same exact one either way."""
+    rng = np.random.default_rng(0)
+    x8 = rng.integers(-128, 128, (1, 3, 6, 6), dtype=np.int8)
+    w8 = rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)
+    want = interp.conv2d_int32(x8.astype(np.int32), w8.astype(np.int32), 1, 1)
+    with monkeypatch.context() as m:
+        m.setattr(conv2d_module, "_max_abs", lambda a: pytest.fail("values read"))
+        assert conv2d_module._sum_bound(x8, w8, 27) == 128 * 128 * 27
+        assert np.array_equal(interp.conv2d_int32(x8, w8, 1, 1), want)
+    x32, w32 = x8.astype(np.int32), w8.astype(np.int32)
+    mx, mw = int(np.abs(x32).max()), int(np.abs(w32).max())
+    assert conv2d_module._sum_bound(x32, w32, 27) == mx * mw * 27  # (read: small)
+    assert conv2d_module._sum_bound(x32 << 20, w32 << 20, 27) == mx * mw * 27 << 40
 
 
 @given(st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(1, 31))

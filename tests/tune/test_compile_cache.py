@@ -62,6 +62,22 @@ def test_warm_request_compiles_nothing_and_gives_the_same_program(
     assert plain.program == warm.program
 
 
+def test_a_warm_request_brings_its_roofline(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``driver.roofline`` is kept with the program (``Compiled.bound``): a request read from
+    the cache answers it without computing it again (a warm ``vta run`` selected every fused
+    chain's instructions for it), the same bound as a fresh compile's."""
+    hw = HwConfig.load(PYNQ)
+    plain = driver.roofline(driver.compile_workload(_w(), hw))
+    with Cache(tmp_path / "c.sqlite") as cache:
+        driver.compile_workload(_w(), hw, memo=CompileCache(cache, hw))
+        with monkeypatch.context() as m:
+            _no_compiling(m)
+            m.setattr(driver, "_roofline", lambda c: pytest.fail("roofline computed again"))
+            warm = driver.compile_workload(_w(), hw, memo=CompileCache(cache, hw))
+            assert driver.roofline(warm) == plain
+
+
 def test_key_is_the_hardware_content_the_request_and_the_compiler(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hw = HwConfig.load(PYNQ)

@@ -19,6 +19,7 @@ import pytest
 
 from vta.cli import main
 from vta.errors import CacheError
+from vta.tune import cache as cache_module
 from vta.tune.cache import CACHE_ENV, Cache, TuneKey, Tuning, compiler_version, default_cache_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,6 +172,49 @@ def test_truncated_file_is_a_named_error(tmp_path: Path,
     assert main(["cache", "export", "--cache", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("vta: error: ") and str(path) in err and err.count("\n") == 1
+
+
+def _quick_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ``quick_check`` statements every connection opened from now on runs (a list the
+    test reads)."""
+    ran: list[str] = []
+    real = sqlite3.connect
+
+    def traced(*args: Any, **kw: Any) -> sqlite3.Connection:
+        db = real(*args, **kw)
+        db.set_trace_callback(lambda sql: ran.append(sql) if "quick_check" in sql else None)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return ran
+
+
+def test_an_unchanged_file_is_checked_once_and_damage_after_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``quick_check`` runs when the file changed since it last passed: its stamp is recorded
+    beside it (``-checked``) once the file has settled, an unchanged file is opened without
+    the check (read-only and for writing), and a page zeroed in place afterwards (same size)
+    is named at the next open."""
+    monkeypatch.setattr(cache_module, "SETTLED_S", 0.2)
+    path = tmp_path / "c.sqlite"
+    _writer(str(path), 0, 300)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    ran = _quick_checks(monkeypatch)
+    Cache(path, readonly=True).close()  # just written: checked, not recorded
+    assert len(ran) == 1 and not (tmp_path / "c.sqlite-checked").exists()
+    time.sleep(0.3)  # (SETTLED_S) the file settles
+    Cache(path, readonly=True).close()
+    assert len(ran) == 2 and (tmp_path / "c.sqlite-checked").exists()
+    Cache(path, readonly=True).close()
+    Cache(path).close()
+    assert len(ran) == 2
+    with path.open("r+b") as f:
+        f.seek(4096)
+        f.write(bytes(4096))
+    with pytest.raises(CacheError, match="damaged"):
+        Cache(path, readonly=True)
+    assert len(ran) == 3
 
 
 def test_cache_path_from_flag_environment_and_xdg(tmp_path: Path) -> None:

@@ -62,7 +62,8 @@ def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
         x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=node.pad_value)
         pad = 0
     acc = grouped_conv2d_int32(x, w, node.stride, pad, node.groups)
-    return wrap32(acc.astype(np.int64) + b.astype(np.int64)[None, :, None, None])
+    # int32 + int64: the sum in int64 without an int64 copy of the accumulators first
+    return wrap32(acc + b.astype(np.int64)[None, :, None, None])
 
 
 def grouped_conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int

@@ -25,8 +25,10 @@ one that finds it empty makes it a cache under the write lock (checked again the
 that is not an SQLite database, or one that is not a vta cache (another application's, or a
 newer schema), is a ``CacheError`` naming the file, never a traceback.
 
-Integrity: every open runs SQLite's ``PRAGMA quick_check`` (a file with a damaged page is a
-``CacheError`` saying so, for every command alike), and every record is checked before use
+Integrity: SQLite's ``PRAGMA quick_check`` runs on every open of a file that changed since it
+last passed (a file with a damaged page is a ``CacheError`` saying so, for every command
+alike; ``_check_integrity`` says how an unchanged file is known), and every record is checked
+before use
 (``vta.tune.tuner.lookup``: a point that is not JSON or not a point of the space is skipped
 with a warning). A cache opened ``readonly`` (``vta run``'s lookups; a file this process may
 not write) is read through SQLite's read-only mode, or as immutable when the directory is
@@ -59,7 +61,8 @@ from vta.version import __version__
 
 __all__ = ["CacheError", "TuneKey", "Trial", "Tuning", "Cache", "default_cache_path",
            "compiler_version", "graph_version", "sources_version", "hw_digest", "open_cache",
-           "lease_holder", "CACHE_ENV", "SCHEMA_VERSION", "LEASE_S"]
+           "lease_holder", "CACHE_ENV", "SCHEMA_VERSION", "LEASE_S", "CHECKED_SUFFIX",
+           "SETTLED_S"]
 
 #: The environment variable naming the cache file (``vta`` commands read it; ``--cache`` wins).
 CACHE_ENV = "VTA_CACHE"
@@ -68,6 +71,14 @@ APPLICATION_ID = 0x76746154
 SCHEMA_VERSION = 1
 #: seconds a writer waits for another writer's transaction
 BUSY_TIMEOUT_S = 60.0
+
+#: beside the cache file ``F``, ``F-checked``: the file's ``_stamp`` when its last ``quick_check``
+#: passed (``Cache._check_integrity``)
+CHECKED_SUFFIX = "-checked"
+#: seconds since a file's last change (its ``ctime``) before a passing check is recorded: the
+#: filesystem's clock ticks coarsely (a few milliseconds), so a write within the same tick as a
+#: recorded change could leave the stamp as it was; past this, any write moves the ``ctime``
+SETTLED_S = 1.0
 
 #: SQLite's primary result codes for "another connection holds the database" (sqlite3.h:
 #: SQLITE_BUSY 5, SQLITE_LOCKED 6); an extended code keeps its primary code in the low byte
@@ -352,14 +363,35 @@ class Cache:
                              f"the file)")
 
     def _check_integrity(self) -> None:
-        """SQLite's ``quick_check`` (every page and index readable and consistent; linear in
-        the file's size: a cache of ten thousand trials checks in milliseconds): a damaged file
-        is a ``CacheError`` on open, not a wrong answer later."""
+        """SQLite's ``quick_check`` (every page and index readable and consistent): a damaged
+        file is a ``CacheError`` on open, not a wrong answer later. It is linear in the file's
+        size (0.04 s for a 25 MB cache holding ResNet-18's programs and model, on every warm
+        ``vta run``), so a file that has not changed since it last passed is not checked again:
+        its ``_stamp`` (device, inode, size, modification and change times of the file and of
+        its WAL) was recorded beside it then (``CHECKED_SUFFIX``). Whatever writes to the file
+        afterwards, SQLite or a stray process, moves its change time (which no process can set
+        back), so a file damaged after its check is checked, and named, at its next open; a
+        verdict is recorded only for a file whose last change is ``SETTLED_S`` old (a write in
+        the same tick of the filesystem's clock would not move it). Damage that no write makes
+        (a failing disk) is not caught here, as it was not between two opens before: SQLite
+        reports a page it cannot read as malformed (``_errors``: the same named error), and the
+        compile cache's rows carry their SHA-256. The stamp is taken before the check (a write
+        meanwhile leaves it stale: checked again next time); where it cannot be written (a
+        read-only directory) every open checks."""
+        stamp = _stamp(self.path)
+        seal = self.path.with_name(self.path.name + CHECKED_SUFFIX)
+        if stamp is not None and _read_seal(seal) == stamp[0]:
+            return
         rows = [str(r[0]) for r in self._db.execute("PRAGMA quick_check(3)")]
         if rows != ["ok"]:
             raise CacheError(f"{self.path}: the tuning cache is damaged (SQLite's quick_check: "
                              f"{'; '.join(rows)}); remove it or give another file with "
                              f"--cache")
+        if stamp is not None and time.time() - stamp[1] >= SETTLED_S:
+            try:
+                seal.write_text(stamp[0])
+            except OSError:  # a read-only directory: checked at every open
+                pass
 
     #: SQLite and OS errors inside the block become one named ``CacheError`` (what another store
     #: in this file wraps its reads and writes in)
@@ -563,6 +595,38 @@ class Cache:
         """SQLite's integrity check ("ok" for a sound file)."""
         with self._errors("check"):
             return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def _stamp(path: Path) -> tuple[str, float] | None:
+    """What the filesystem says of the cache file at ``path`` and of its WAL (``-wal``; an
+    empty or absent one holds nothing): device, inode, size, modification and change times
+    (ns), as one line; and the latest change time (Unix seconds). None when the file cannot
+    be read so."""
+    parts: list[str] = []
+    changed = 0.0
+    for p in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            if p == path:
+                return None
+            st = None
+        except OSError:
+            return None
+        if st is None or (p != path and st.st_size == 0):
+            parts.append("-")
+            continue
+        parts.append(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+        changed = max(changed, st.st_ctime_ns / 1e9, st.st_mtime_ns / 1e9)
+    return " ".join(parts), changed
+
+
+def _read_seal(seal: Path) -> str | None:
+    """The stamp recorded at ``seal`` (``Cache._check_integrity``); None when there is none."""
+    try:
+        return seal.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @lru_cache(maxsize=1)

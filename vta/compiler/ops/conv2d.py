@@ -27,6 +27,8 @@ __all__ = ["Conv2dSpec", "conv2d_int32", "conv2d_acc", "conv2d_reference"]
 
 #: a float64 sum of integer products is exact while every partial sum stays below 2**53
 _FLOAT64_EXACT = 1 << 53
+#: a sum below this in magnitude is an int32 as it is (no wrap)
+_INT32_RANGE = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,25 +80,53 @@ def _max_abs(a: np.ndarray) -> int:
     return int(np.abs(a.astype(np.int64)).max()) if a.size else 0
 
 
+def _dtype_max_abs(a: np.ndarray) -> int | None:
+    """The largest magnitude ``a``'s integer dtype can hold (128 for int8), None for another
+    dtype: a bound on ``_max_abs`` without reading the values."""
+    if a.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(a.dtype)
+    return max(-int(info.min), int(info.max))
+
+
+def _sum_bound(x: np.ndarray, w: np.ndarray, taps: int) -> int:
+    """A bound on the magnitude of every partial sum of ``x``'s and ``w``'s products over
+    ``taps``: from the dtypes' ranges alone when that bound already shows float64 exact
+    (int8 by int8 always: the interpreter's convolutions read no operand an extra time), else
+    from the values (max |x| x max |w| x taps)."""
+    bx, bw = _dtype_max_abs(x), _dtype_max_abs(w)
+    if bx is not None and bw is not None and bx * bw * taps < _FLOAT64_EXACT:
+        return bx * bw * taps
+    return _max_abs(x) * _max_abs(w) * taps
+
+
 def conv2d_int32(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
     """Exact int32 (wrapping) sums (N, O, OH, OW) of an NCHW integer convolution with an OIHW
     kernel, ``stride`` and ``pad`` zeros on each side. im2col and one matrix product: in float64
     (BLAS, fast) when every partial sum is exact there (max |x| x max |w| x taps < 2**53, which
     int8 and int16 operands always meet), else in int64, whose wrap modulo 2**64 keeps the
-    result modulo 2**32 exact; either way the int32 result wraps like the hardware's."""
+    result modulo 2**32 exact; either way the int32 result wraps like the hardware's (when no
+    sum can leave int32, int8 by int8 among them, it is converted to int32 directly)."""
     n, _, h, wd = x.shape
     o, _, kh, kw = w.shape
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
     taps = w[0].size if o else 0
-    exact = _max_abs(x) * _max_abs(w) * taps < _FLOAT64_EXACT
-    dt = np.float64 if exact else np.int64
-    xp = np.pad(x.astype(dt), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    bound = _sum_bound(x, w, taps)
+    dt = np.float64 if bound < _FLOAT64_EXACT else np.int64
+    # padded in the operand's own dtype, converted once, by the gather into columns
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else x
     win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
     win = win[:, :, : stride * (oh - 1) + 1: stride, : stride * (ow - 1) + 1: stride]
-    cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, -1)
+    # the columns as (K, P), gathered along the image's rows (contiguous runs; the (P, K)
+    # order gathers kernel rows of a few elements); the sums are exact in any order
+    cols = np.ascontiguousarray(win.transpose(1, 4, 5, 0, 2, 3), dtype=dt).reshape(
+        -1, n * oh * ow)
     # (O, K) @ (K, P): BLAS is far faster with the wide side last
-    acc = w.astype(dt).reshape(o, -1) @ cols.T
-    out = np.asarray(sem.cast(acc.astype(np.int64), sem.dtype("int32")))  # the IR's int32 wrap
+    acc = w.astype(dt).reshape(o, -1) @ cols
+    if bound < _INT32_RANGE:  # no sum wraps: the int32 values as they are
+        out = acc.astype(np.int32)
+    else:
+        out = np.asarray(sem.cast(acc.astype(np.int64), sem.dtype("int32")))  # the IR's wrap
     # C order, as callers expect of a fresh array (np.zeros_like of it feeds kernels)
     return np.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
 
