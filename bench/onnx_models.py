@@ -122,6 +122,7 @@ from vta.graph.onnx_ort import (  # noqa: E402
     run_fed,
 )
 from vta.graph.quant import SHIFT_ADD, quantize_linear, shift_add_multipliers  # noqa: E402
+from vta.graph.quant_mlas import cpu_flags  # noqa: E402
 from vta.run.graph import run_graph  # noqa: E402
 
 
@@ -368,8 +369,7 @@ def host_cpu() -> dict[str, Any]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return {"known": False}
-    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines()
-                      if ln.startswith("flags")), []))
+    flags = cpu_flags()
     model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
                   if ln.startswith("model name")), "")
     wanted = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")

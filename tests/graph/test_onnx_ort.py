@@ -51,7 +51,7 @@ from vta.graph.onnx_ort import (
     small_cnn,
 )
 from vta.graph.quant import ort_requantize, quantize_linear
-from vta.graph.quant_mlas import qgemm_u8s8_acc
+from vta.graph.quant_mlas import mlas_u8s8_saturates, qgemm_u8s8_acc
 from vta.run.graph import run_graph
 
 from .conftest import hw
@@ -189,8 +189,12 @@ def test_ort_u8s8_kernels_saturate_pair_sums(reference: OrtReference) -> None:
                               for m in range(acc.shape[1])], axis=1)
                 equal[sat] += int(np.count_nonzero(y == ort[n.output[0]]))
             total += ort[n.output[0]].size
-    if reference == FUSED_U8:
+    if reference == FUSED_U8 or not mlas_u8s8_saturates():
+        # the reference's U8U8 kernels, or this CPU's VNNI U8S8 kernels: the exact sum is
+        # ORT's everywhere, and the saturating model is not (the pairs do overflow int16)
         assert equal[False] == total
+        if reference == AS_WRITTEN:
+            assert equal[True] < total
     else:
         assert equal[True] == total
         assert equal[False] < total

@@ -93,7 +93,8 @@ __all__ = ["PAIR_MIN", "PAIR_MAX", "u8s8_pair_sums", "u8s8_saturates", "nhwc_col
            "SGEMM_STRIDE", "SGEMM_THREAD_COMPLEXITY", "SGEMM_THREAD_ALIGN", "MAX_THREADS",
            "qlinear_gap_ratio", "gap_ratio_refused", "qlinear_global_avg_pool", "GAP_MAX_PIXELS",
            "LAYER_NORM_AVX2_MIN", "LAYER_NORM_PATHS", "layer_norm_avx2", "layer_norm_scalar",
-           "layer_norm_sums", "mlas_has_avx2", "ort_layer_norm_path", "ort_layer_norm"]
+           "layer_norm_sums", "mlas_has_avx2", "mlas_u8s8_saturates", "cpu_flags",
+           "ort_layer_norm_path", "ort_layer_norm"]
 
 #: ``vpmaddubsw``'s saturation bounds: a pair of products is clamped to int16
 PAIR_MIN, PAIR_MAX = -(1 << 15), (1 << 15) - 1
@@ -510,19 +511,33 @@ LAYER_NORM_PATHS: dict[str, _LayerNorm] = {"avx2": layer_norm_avx2, "welford": l
 
 
 @cache
-def mlas_has_avx2() -> bool:
-    """Whether MLAS registers its AVX2 LayerNorm kernel on this machine: x86-64 with AVX2 and
-    FMA3 (``platform.cpp``'s AVX2 block), read from /proc/cpuinfo (False where it cannot be
-    read: ORT's scalar path)."""
+def cpu_flags() -> frozenset[str]:
+    """This machine's CPU feature flags (/proc/cpuinfo's ``flags``) on x86-64; empty elsewhere
+    or where they cannot be read. The flags pick MLAS's x86 kernels (``platform.cpp``)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
+        return frozenset()
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return False
-    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines()
-                  if ln.startswith("flags")), [])
-    return "avx2" in flags and "fma" in flags
+        return frozenset()
+    return frozenset(next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                           if ln.startswith("flags")), []))
+
+
+def mlas_has_avx2() -> bool:
+    """Whether MLAS registers its AVX2 LayerNorm kernel on this machine: x86-64 with AVX2 and
+    FMA3 (``platform.cpp``'s AVX2 block; False where the flags cannot be read: ORT's scalar
+    path)."""
+    return {"avx2", "fma"} <= cpu_flags()
+
+
+def mlas_u8s8_saturates() -> bool:
+    """Whether ORT's uint8 x int8 kernels on this machine saturate pairs of products to int16
+    (``u8s8_pair_sums``): x86-64 with AVX2 and neither AVX-VNNI nor AVX512-VNNI. MLAS's
+    AVX2 and AVX512-Core U8S8 kernels use ``vpmaddubsw``; its VNNI kernels (``vpdpbusd``) and
+    ARM's sum exactly."""
+    flags = cpu_flags()
+    return "avx2" in flags and not {"avx_vnni", "avx512_vnni"} & flags
 
 
 def _ort_version() -> tuple[int, int] | None:
