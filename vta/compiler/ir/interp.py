@@ -187,7 +187,7 @@ class _Machine:
             arr[tuple(i[mask] for i in idx)] = val[mask]
         return True
 
-    def accumulate(self, store: S.BufferStore, fn: np.ufunc, rhs: E.Expr,
+    def accumulate(self, store: S.BufferStore, fn: Any, rhs: E.Expr,
                    red_axes: tuple[int, ...], grid: tuple[int, ...], env: Env,
                    mask: np.ndarray | None) -> bool:
         arr = self.mem[store.buffer]
@@ -303,9 +303,9 @@ class _Machine:
 
 
 #: accumulations vectorised as reductions: integers exact in int64 (then wrapped), floats in
-#: float64 (``semantics``: min/max on floats are fmin/fmax)
-_ACCUMULATORS: dict[type, tuple[np.ufunc, np.ufunc]] = {
-    E.Add: (np.add, np.add), E.Max: (np.maximum, np.fmax), E.Min: (np.minimum, np.fmin)}
+#: float64 (``semantics``: min/max on floats are ``FMIN``/``FMAX``, fmin/fmax with -0 < +0)
+_ACCUMULATORS: dict[type, tuple[Any, Any]] = {
+    E.Add: (np.add, np.add), E.Max: (np.maximum, sem.FMAX), E.Min: (np.minimum, sem.FMIN)}
 
 #: what each statement does when interpreted (``vta.compiler.ir.visitor.Dispatch``)
 _STMT: Dispatch[None] = Dispatch("loop-nest interpreter", {
@@ -346,11 +346,11 @@ def _imm(e: E.IntImm) -> Any:
     return t.np.type(e.value)
 
 
-def _ufunc_identity(fn: np.ufunc, dtype: type) -> Any:
+def _ufunc_identity(fn: Any, dtype: type) -> Any:
     if fn is np.add:
         return 0
     info = np.iinfo(dtype) if dtype is np.int64 else np.finfo(dtype)
-    return info.min if fn in (np.maximum, np.fmax) else info.max
+    return info.min if fn is np.maximum or fn is sem.FMAX else info.max
 
 
 def _perfect_nest(s: S.For) -> tuple[list[S.For], list[E.Expr], list[tuple[E.Var, E.Expr]],
@@ -382,7 +382,7 @@ def _loads_of(e: E.Expr, buf: S.Buffer) -> list[S.BufferLoad]:
     return [n for n in E.walk(e) if isinstance(n, S.BufferLoad) and n.buffer is buf]
 
 
-def _accumulation(store: S.BufferStore) -> tuple[np.ufunc, E.Expr] | None:
+def _accumulation(store: S.BufferStore) -> tuple[Any, E.Expr] | None:
     """``buf[i] = buf[i] (+|max|min) e`` with ``e`` not reading ``buf``: (ufunc, e)."""
     v = store.value
     fns = _ACCUMULATORS.get(type(v))

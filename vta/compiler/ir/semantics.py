@@ -24,7 +24,11 @@ operands' values are taken as the integers they are, not first converted to ``t`
   unsigned; ``<<`` wraps. The amount must lie in ``[0, bits)`` of ``t``; any other amount has
   no meaning (C leaves it undefined), so folding leaves it and the evaluators raise.
 * **min / max** on integers are exact; on floats they are C's ``fmin``/``fmax`` (a NaN
-  operand is ignored), which is what CUDA's ``min``/``max`` and ``__hmin``/``__hmax`` do.
+  operand is ignored), which is what CUDA's ``min``/``max`` and ``__hmin``/``__hmax`` do,
+  with ``-0.0`` ordered below ``+0.0`` (IEEE 754-2019 ``minimumNumber``/``maximumNumber``):
+  C leaves the sign of ``fmin(+0.0, -0.0)`` open and numpy's answer depends on whether its
+  SIMD loop or its scalar loop ran, so the IR fixes it (``FMIN``/``FMAX``, which also
+  reduce and accumulate in place in any order to the same bits).
 * **Comparisons** compare the operands' values exactly; ``and``/``or``/``not`` are logical.
 * **True division** (``/``, ``Op.DIV``) is defined on floats only: IEEE division in the node's
   type (``x / 0`` is ``inf`` or NaN, as C and numpy give); integer division is ``//``.
@@ -60,7 +64,7 @@ import numpy as np
 
 from vta.dtypes import DTYPES, DType, dtype
 
-__all__ = ["Op", "OpDef", "OPS", "MathDef", "MATH", "math",
+__all__ = ["Op", "OpDef", "OPS", "FloatMinMax", "FMIN", "FMAX", "MathDef", "MATH", "math",
            "INT_OPS", "CMP", "wrap", "binary", "undefined", "cast",
            "compare", "np_dtype", "DType", "DTYPES", "dtype"]
 
@@ -85,6 +89,48 @@ class Op(Enum):
     NEXTAFTER = "nextafter"
 
 
+class FloatMinMax:
+    """Float ``min``/``max`` as the IR means them: C's ``fmin``/``fmax`` (a NaN operand is
+    ignored) with ``-0.0 < +0.0``. The order makes the operator commutative and associative
+    on every value, so an elementwise call, a reduction (``reduce``) and an in-place
+    scatter (``at``) give the same bits whatever order the operands meet in; the
+    ``np.fmin``/``np.fmax`` underneath are free to pick either zero."""
+
+    def __init__(self, base: np.ufunc, low: bool) -> None:
+        self.base = base
+        self.low = low  # min: a -0.0 among the zeros wins; max: a +0.0 does
+
+    def _zero_wins(self, v: Any) -> Any:
+        """Where ``v`` is the zero that wins a tie of zeros."""
+        sign = np.signbit(v)
+        return np.equal(v, 0) & (sign if self.low else ~sign)
+
+    def _settle(self, r: Any, winner: Any) -> Any:
+        """``r`` with each zero given the winning sign where ``winner`` says one took part."""
+        z = np.asarray(0.0 if not self.low else -0.0, dtype=np.asarray(r).dtype)
+        return np.where(np.equal(r, 0) & winner, z, np.where(np.equal(r, 0), -z, r))
+
+    def __call__(self, a: Any, b: Any) -> Any:
+        r = self.base(a, b)
+        return self._settle(r, self._zero_wins(a) | self._zero_wins(b))
+
+    def reduce(self, v: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        r = self.base.reduce(v, axis=axis, keepdims=keepdims)
+        return self._settle(r, np.any(self._zero_wins(v), axis=axis, keepdims=keepdims))
+
+    def at(self, acc: np.ndarray, idx: Any, vals: Any) -> None:
+        """``acc[idx] = op(acc[idx], vals)`` in place, repeated indices combining in turn."""
+        winner = self._zero_wins(acc)
+        np.logical_or.at(winner, idx, self._zero_wins(vals))
+        self.base.at(acc, idx, vals)
+        acc[...] = self._settle(acc, winner)
+
+
+#: the IR's float ``min`` and ``max`` (the module docstring)
+FMIN = FloatMinMax(np.fmin, low=True)
+FMAX = FloatMinMax(np.fmax, low=False)
+
+
 @dataclass(frozen=True, slots=True)
 class OpDef:
     """One operator's meaning: ``exact`` on Python ints (before the wrap), ``int_np`` on int64
@@ -104,8 +150,8 @@ OPS: dict[Op, OpDef] = {d.op: d for d in (
     OpDef(Op.MUL, operator.mul, np.multiply, np.multiply),
     OpDef(Op.FLOORDIV, operator.floordiv, np.floor_divide, np.floor_divide),
     OpDef(Op.FLOORMOD, operator.mod, np.mod, np.mod),
-    OpDef(Op.MIN, min, np.minimum, np.fmin),
-    OpDef(Op.MAX, max, np.maximum, np.fmax),
+    OpDef(Op.MIN, min, np.minimum, lambda a, b: FMIN(a, b)),
+    OpDef(Op.MAX, max, np.maximum, lambda a, b: FMAX(a, b)),
     OpDef(Op.SHR, operator.rshift, np.right_shift, None),
     OpDef(Op.SHL, operator.lshift, np.left_shift, None),
     OpDef(Op.BIT_AND, operator.and_, np.bitwise_and, None),

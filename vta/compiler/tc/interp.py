@@ -141,8 +141,8 @@ def _reduce(op: str, v: np.ndarray, axes: tuple[int, ...], dt: Any) -> np.ndarra
         return np.sum(v, axis=axes, dtype=dt)
     if op == "*":
         return np.prod(v, axis=axes, dtype=dt)
-    fn = np.fmax if op == "max" else np.fmin
-    return fn.reduce(v, axis=axes).astype(dt)
+    fn = sem.FMAX if op == "max" else sem.FMIN
+    return np.asarray(fn.reduce(v, axis=axes)).astype(dt)
 
 
 def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,7 +150,7 @@ def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (a + b).astype(a.dtype)
     if op == "*":
         return (a * b).astype(a.dtype)
-    return (np.fmax if op == "max" else np.fmin)(a, b).astype(a.dtype)
+    return np.asarray((sem.FMAX if op == "max" else sem.FMIN)(a, b)).astype(a.dtype)
 
 
 #: TC's arithmetic operators as the IR's (``semantics.OPS``; TC's ``/`` is the IR's ``//``)
