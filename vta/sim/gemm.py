@@ -360,8 +360,11 @@ class FastGemm:
     def _sync(self, kind: str, wide: bool) -> np.ndarray:
         """The shadow of ``kind`` (``wide`` or float32; wgt transposed) with the LOADs since
         it was last read mirrored in (made now, from the whole SRAM, on its first read)."""
-        stale = self._stale[kind, wide]
-        shadow = self._shadow.get((kind, wide))
+        key = (kind, wide)
+        stale = self._stale[key]
+        shadow = self._shadow.get(key)
+        if shadow is not None and not stale:  # up to date (a tiled loop's next product)
+            return shadow
         if shadow is None:
             src = self.sram.data[kind]
             if kind == "wgt":
