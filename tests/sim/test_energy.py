@@ -4,8 +4,10 @@ section (defaults, scale, named errors) and its place in ``vta run``'s JSON."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -94,3 +96,59 @@ def test_vta_run_reports_energy(capsys: pytest.CaptureFixture[str]) -> None:
     assert e["total_uj"] == pytest.approx(sum(e["components_uj"].values()))
     assert main(argv) == 0
     assert "energy " in capsys.readouterr().out
+
+
+def test_sequential_sums_add_in_order() -> None:
+    """Each column is summed one value at a time, top to bottom (the bits a loop of ``+=``
+    gives): 1e16 absorbs each later 1.0, which pairwise summation (``np.sum``) would first
+    add together."""
+    from vta.sim.energy import sequential_sums
+
+    col = np.array([1e16] + [1.0] * 200)
+    rows = np.stack([col, col[::-1]], axis=1)
+    got = sequential_sums(rows)
+    loop = [0.0, 0.0]
+    for a, b in rows.tolist():
+        loop[0] += a
+        loop[1] += b
+    assert got.tolist() == loop
+    assert got[0] == 1e16 and got[0] != np.sum(col)
+    assert sequential_sums(np.zeros((0, 9))).tolist() == [0.0] * 9
+
+
+def test_energy_is_the_in_order_sum_of_each_instructions_additions() -> None:
+    """``energy_of`` equals adding every executed instruction's ``_additions`` one by one in
+    program order (its rows, shared by repeats of one instruction object, change no bit),
+    on a program whose instructions repeat, with ALU ops that read acc (two additions to
+    sram_acc from one instruction) and a reset."""
+    from vta.compiler.ops.workloads import resolve
+    from vta.isa import definition_of
+    from vta.run.targets import AccelTarget
+    from vta.sim.energy import _additions, energy_table
+    from vta.sim.machine import mnemonic
+
+    hw = HwConfig.from_yaml(PYNQ)
+    prog = AccelTarget(hw).compile_layer(resolve("resnet18:C11")).program
+    # its body twice, as the same objects, then as equal copies, then what the FINISH
+    # ends (never runs): repeats found by identity and by value
+    *body, finish = prog.instructions
+    copies = [copy.copy(x) for x in body]
+    prog = replace(prog, instructions=(*body, *body, *copies, finish, *body))
+    assert "ALU.ADD" in {mnemonic(x) for x in body}
+    moved = {"inp": 1000, "wgt": 2000, "acc": 30, "uop": 50, "out": 700, "insn": 16 * 9}
+    t = energy_table(hw)
+    eb = {k: hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out", "uop")}
+    lanes = hw.elem_bytes("acc") * 8 // 32
+    want = dict.fromkeys(COMPONENTS, 0.0)
+    for insn in prog.instructions:
+        d = definition_of(insn)
+        if d.is_microop:
+            for comp, pj in _additions(insn, d, hw, t, eb, lanes):
+                want[comp] += pj
+        if d.drains:
+            break
+    for kind in ("inp", "wgt", "acc", "uop", "out"):
+        want["dram"] += moved[kind] * t.dram_byte
+        want[f"sram_{kind}"] += moved[kind] * t.sram[kind]
+    want["fetch"] = moved["insn"] * t.dram_byte
+    assert energy_of(prog, moved, hw).pj == want

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from vta.config import HwConfig
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
+from vta.isa.builtins import GEMM
 from vta.sim import random_inputs, run_reference, simulate
 from vta.sim.gemm import FastGemm, _Grid, _im2col, _plan, affine_grid, unique_rows
 from vta.testing import small_hw
@@ -182,3 +183,39 @@ def test_conv_pattern_gathers_by_strided_views() -> None:
                                       cols.reshape(e * batch, m * 16))
         wm = np.take(wgt_t, stack.w, axis=0).transpose(1, 2, 0, 3).reshape(m * 16, 2 * 16)
         np.testing.assert_array_equal(wv.reshape(m * 16, 2 * 16), wm)
+
+
+def test_wgt_shadow_mirrors_the_sram_and_is_read_transposed() -> None:
+    """The wgt shadows are laid out as the SRAM (a LOAD's entries convert in one contiguous
+    pass, ``FastGemm._sync``); the products read ``wgt_t``/``wgt_t32``, views of them as
+    ``(entries, block_in, block_out)``, which follow later LOADs in place."""
+    from vta.sim.kernels import Sram
+
+    hw = small_hw()
+    sram = Sram(hw)
+    rng = np.random.default_rng(0)
+    wgt = sram.data["wgt"]
+    wgt[...] = rng.integers(-128, 128, wgt.shape)
+    g = FastGemm(sram, True, GEMM)
+    for view, dtype in ((g.wgt_t32, np.float32), (g.wgt_t, np.float64)):
+        assert view.dtype == dtype and view.base is not None
+        np.testing.assert_array_equal(view, np.swapaxes(wgt, 1, 2))
+    wgt[1:3] = rng.integers(-128, 128, wgt[1:3].shape)  # a LOAD of entries 1..2
+    g.refresh(sram, "wgt", 1, 3)
+    shadow = g._sync("wgt", False)
+    assert shadow.shape == wgt.shape and shadow.flags.c_contiguous
+    np.testing.assert_array_equal(shadow, wgt)
+    np.testing.assert_array_equal(g.wgt_t, np.swapaxes(wgt, 1, 2))
+
+
+def test_to_acc_makes_a_transposed_view_contiguous() -> None:
+    """``_to_acc`` of a transposed view (the stacked product's class-major rows) is one
+    C-contiguous copy with the same integers, so the caller's reshape copies nothing more."""
+    from vta.sim.gemm import _to_acc
+
+    sums = np.arange(2 * 6 * 4, dtype=np.float32).reshape(6, 2, 4).transpose(1, 0, 2)
+    for single in (True, False):
+        got = _to_acc(sums, single, np.dtype(np.int32))
+        assert got.flags.c_contiguous and got.dtype == np.int32
+        np.testing.assert_array_equal(got, sums.astype(np.int64))
+        assert np.shares_memory(got.reshape(12, 1, 4), got)

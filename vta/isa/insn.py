@@ -65,8 +65,13 @@ class MemType(IntEnum):
 
     @property
     def kind(self) -> str:
-        """The buffer name used by HwConfig (``uop``, ``wgt``, ...)."""
-        return self.name.lower()
+        """The buffer name used by HwConfig (``uop``, ``wgt``, ...): read per DMA by the
+        simulator, so from a table by value (``Enum.name`` is a descriptor call)."""
+        return _MEM_KINDS[self]
+
+
+#: ``MemType.kind`` by value
+_MEM_KINDS = tuple(m.name.lower() for m in sorted(MemType))
 
 
 class AluOp(IntEnum):

@@ -308,17 +308,19 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
 def _to_acc(sums: np.ndarray, single: bool, acc: np.dtype[Any]) -> np.ndarray:
     """Exact integer ``sums`` (float32 below 2**24 when ``single``, else float64 or int64)
     wrapped to the ``acc`` dtype: float32 converts exactly to an acc at least 32 bits wide;
-    anything else goes through int64 first (exact, then the two's-complement wrap)."""
+    anything else goes through int64 first (exact, then the two's-complement wrap). The
+    result is C-contiguous whatever ``sums``' layout (a transposed view is converted and
+    made contiguous in one copy)."""
     if single and acc.itemsize >= 4:
-        return sums.astype(acc)
-    return sums.astype(np.int64).astype(acc)
+        return sums.astype(acc, order="C")
+    return sums.astype(np.int64, order="C").astype(acc)
 
 
 class FastGemm:
-    """Float64 (or int64, when float64 would not be exact) shadows of inp and wgt^T, and the
-    grouped GEMM over them: a faster evaluation of the GEMM definition's semantics (the sum of
-    ``inp[src] . wgt[wgt]^T`` over an instruction's executions), checked against the generic
-    path and the reference interpreter by the differential tests."""
+    """Float64 (or int64, when float64 would not be exact) shadows of inp and wgt (read as
+    wgt^T), and the grouped GEMM over them: a faster evaluation of the GEMM definition's
+    semantics (the sum of ``inp[src] . wgt[wgt]^T`` over an instruction's executions), checked
+    against the generic path and the reference interpreter by the differential tests."""
 
     def __init__(self, sram: Sram, exact_float: bool, defn: InstructionDef) -> None:
         """``sram``: a fresh one (all zeros), whose LOADs this object is told of
@@ -358,22 +360,23 @@ class FastGemm:
             self.uop_version += 1
 
     def _sync(self, kind: str, wide: bool) -> np.ndarray:
-        """The shadow of ``kind`` (``wide`` or float32; wgt transposed) with the LOADs since
-        it was last read mirrored in (made now, from the whole SRAM, on its first read)."""
-        stale = self._stale[kind, wide]
-        shadow = self._shadow.get((kind, wide))
+        """The shadow of ``kind`` (``wide`` or float32, laid out as the SRAM) with the LOADs
+        since it was last read mirrored in (made now, from the whole SRAM, on its first
+        read). Laid out as the SRAM, a LOAD's entries convert in one contiguous pass; the
+        products read wgt transposed through a view (``wgt_t``), which their gathers copy
+        anyway."""
+        key = (kind, wide)
+        stale = self._stale[key]
+        shadow = self._shadow.get(key)
+        if shadow is not None and not stale:  # up to date (a tiled loop's next product)
+            return shadow
+        src = self.sram.data[kind]
         if shadow is None:
-            src = self.sram.data[kind]
-            if kind == "wgt":
-                src = np.swapaxes(src, 1, 2)
-            shadow = self._shadow[kind, wide] = src.astype(
-                self.dtype if wide else np.float32, order="C")
-            stale.clear()
-        elif stale:
-            src = self.sram.data[kind]
+            shadow = self._shadow[key] = src.astype(self.dtype if wide else np.float32)
+        else:
             for lo, hi in stale:
-                shadow[lo:hi] = src[lo:hi] if kind == "inp" else np.swapaxes(src[lo:hi], 1, 2)
-            stale.clear()
+                shadow[lo:hi] = src[lo:hi]
+        stale.clear()
         return shadow
 
     @property
@@ -382,7 +385,8 @@ class FastGemm:
 
     @property
     def wgt_t(self) -> np.ndarray:
-        return self._sync("wgt", True)
+        """The wide wgt shadow as ``(entries, block_in, block_out)``: a transposed view."""
+        return self._sync("wgt", True).transpose(0, 2, 1)
 
     @property
     def inp32(self) -> np.ndarray:
@@ -390,7 +394,8 @@ class FastGemm:
 
     @property
     def wgt_t32(self) -> np.ndarray:
-        return self._sync("wgt", False)
+        """The float32 wgt shadow as ``(entries, block_in, block_out)``: a transposed view."""
+        return self._sync("wgt", False).transpose(0, 2, 1)
 
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
         """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
@@ -535,7 +540,7 @@ class FastGemm:
             w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
             w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
         sums = np.matmul(cols, w).reshape(e * batch, c, bo).transpose(1, 0, 2)
-        return _to_acc(sums.reshape(c * e, batch, bo), single, acc)
+        return _to_acc(sums, single, acc).reshape(c * e, batch, bo)
 
     @staticmethod
     def _grid_views(st: _ColStack, inp: np.ndarray, wgt_t: np.ndarray

@@ -216,10 +216,14 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, 
         dst[lo: hi].reshape(rows, cols, *shape)[...] = data
         return kind, lo, hi
     img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
-    img[:y0] = 0
-    img[y0 + rows:] = 0
-    img[y0: y0 + rows, :x0] = 0
-    img[y0: y0 + rows, x0 + cols:] = 0
+    if y0:  # the pads a tile has (an edge tile pads one or two sides): empty ones skipped
+        img[:y0] = 0
+    if y1:
+        img[y0 + rows:] = 0
+    if x0:
+        img[y0: y0 + rows, :x0] = 0
+    if x1:
+        img[y0: y0 + rows, x0 + cols:] = 0
     img[y0: y0 + rows, x0: x0 + cols] = data
     return kind, lo, hi
 

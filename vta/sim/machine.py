@@ -467,8 +467,17 @@ class _Wires:
     pushes: tuple[tuple[Any, tuple[str, str]], ...]
 
 
+#: ``tuple.__new__``: makes the named tuples a run makes per instruction (``Slice``, ``Ctx``)
+#: without their ``__new__``, a Python-level call
+_new_tuple = tuple.__new__
+
+
 class _Unit:
-    """Mutable bookkeeping of one unit during a run."""
+    """Mutable bookkeeping of one unit during a run (slots: its fields are set several times
+    per instruction)."""
+
+    __slots__ = ("busy", "conflict", "current", "insns", "memory", "name", "queue", "token",
+                 "waiting")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -476,6 +485,10 @@ class _Unit:
         self.insns = 0
         self.waiting: str | None = None
         self.current: int | None = None
+
+
+#: ``_Executor._steps``' miss (None is a step: FINISH computes nothing)
+_UNKNOWN: Any = object()
 
 
 class _Executor:
@@ -540,9 +553,8 @@ class _Executor:
         """Execute instruction ``index`` (``insn``, described by ``info``)."""
         key = id(info)
         steps = self._steps
-        if key in steps:
-            step = steps[key]
-        else:
+        step = steps.get(key, _UNKNOWN)
+        if step is _UNKNOWN:
             d = info.defn
             step = self._step(insn, d)
             # a description stands for one instruction's fields unless its definition times
@@ -550,8 +562,8 @@ class _Executor:
             # compute definition might leave its reset flag out of the key: asked each time)
             if d.timing_key is None or d.role != "compute":
                 steps[key] = step
-        if step is not None:
-            step(Ctx(index, insn, self.program), insn)
+        if step is not None:  # (``tuple.__new__``: the named tuple's own is a Python call)
+            step(_new_tuple(Ctx, (index, insn, self.program)), insn)
 
 
 class Machine:
@@ -618,7 +630,7 @@ class Machine:
         dt = now - since
         if dt:
             setattr(u, kind, getattr(u, kind) + dt)
-            self.slices.append(Slice(u.name, kind, since, now, index, label))
+            self.slices.append(_new_tuple(Slice, (u.name, kind, since, now, index, label)))
         u.waiting = None
 
     def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int, index: int) -> bool:
@@ -654,8 +666,8 @@ class Machine:
         u.busy += alone
         if total > alone:
             u.memory += total - alone
-            self.slices.append(Slice(u.name, "memory", start + alone, start + total, index,
-                                     "port contention"))
+            self.slices.append(_new_tuple(Slice, (u.name, "memory", start + alone,
+                                                  start + total, index, "port contention")))
 
     def _acquire_banks(self, u: _Unit, banks: tuple[int, ...], index: int
                        ) -> Generator[Any, Any, list[Any]]:
@@ -685,8 +697,8 @@ class Machine:
                 yield from self._dma(u, timing, timing.alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
-            self.slices.append(Slice("fetch", "insn", start, self.env.now, first,
-                                     f"FETCH {first}..{first + k - 1}"))
+            self.slices.append(_new_tuple(Slice, ("fetch", "insn", start, self.env.now, first,
+                                                  f"FETCH {first}..{first + k - 1}")))
             for i in range(first, first + k):
                 u.current = i
                 info = self.info[i]
@@ -745,7 +757,8 @@ class Machine:
             if info.dma is not None:
                 self.bytes[info.dma[0]] += info.dma[1]
             done.append(index)
-            slices.append(Slice(name, "insn", start, env.now, index, info.mnemonic))
+            slices.append(_new_tuple(Slice, (name, "insn", start, env.now, index,
+                                             info.mnemonic)))
             for store, (text, label) in wire.pushes:
                 t = env.now
                 u.waiting = text
