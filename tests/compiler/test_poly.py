@@ -136,6 +136,18 @@ def _same_box(text: str) -> None:
     "[o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 2 and o0 = 4*p0 + l + 3) }",
     # no existentials
     "[p0, p1] -> { [o0, o1] : 0 <= p0 < 2 and 0 <= p1 < 6 and o0 = 2*p0 and o1 = p1 + 1 }",
+    # unbounded parameters (a DMA's outer loops, ``footprint`` without ``params``): the
+    # lower bound keeps them, its range is unbounded where they appear (C1's padded input)
+    "[p0, p1, p2, p3] -> { [o0, o1, o2, o3] : exists (v4, v5 : 0 <= v4 < 29 and 0 <= v5 < 17 "
+    "and o0 = 0 and o1 = p0 and o2 = ((((p2 * 56) + (p1 * 28)) + v4) - 1) and o3 = (((p3 * 16) "
+    "+ v5) - 1)) }",
+    "[p0] -> { [o0] : exists (l : 0 <= l < 4 and o0 = p0 + l) }",
+    "[p0] -> { [o0, o1] : exists (l : 0 <= l < 4 and o0 = 7 - 2*p0 - l and o1 = l) }",
+    # an unbounded parameter beside a ranged one and one of a single value
+    "[p0, p1, p2] -> { [o0] : exists (l : 0 <= p1 < 3 and 0 <= p2 < 1 and 0 <= l < 2 "
+    "and o0 = 3*p0 + 4*p1 + 5*p2 + l) }",
+    # an unbounded parameter without existentials
+    "[p0, p1] -> { [o0, o1] : 0 <= p1 < 6 and o0 = 2*p0 and o1 = p1 + 1 }",
 ])
 def test_box_closed_form_is_isls_box(text: str) -> None:
     _same_box(text)
@@ -155,8 +167,11 @@ def test_box_closed_form_is_isls_box(text: str) -> None:
     # readers whose starts differ by parameter: a piecewise minimum
     "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = 4*p0 + l); "
     "[o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = 2*p0 + l) }",
-    # an unbounded parameter
-    "[p0] -> { [o0] : exists (l : 0 <= l < 4 and o0 = p0 + l) }",
+    # a range check on an unbounded parameter cuts the box
+    "[p0] -> { [o0] : exists (l : 0 <= l < 4 and 0 <= p0 + l < 8 and o0 = p0 + l) }",
+    # a parameter ranged in one reader and not in the other
+    "[p0] -> { [o0] : exists (l : 0 <= p0 < 3 and 0 <= l < 4 and o0 = p0 + l); "
+    "[o0] : exists (l : 0 <= l < 4 and o0 = p0 + l) }",
 ])
 def test_box_closed_form_leaves_other_sets_to_isl(text: str) -> None:
     assert poly.box_closed_form(text) is None

@@ -11,7 +11,12 @@ import pytest
 from vta.compiler.accel import driver
 from vta.compiler.accel.ops.chain_plan import chain_cost
 from vta.compiler.accel.schedules.model import estimate, rank
-from vta.compiler.accel.schedules.space import ConvProblem, footprint, schedule_fits
+from vta.compiler.accel.schedules.space import (
+    ConvProblem,
+    exact_layout,
+    footprint,
+    schedule_fits,
+)
 from vta.compiler.ops.chain import (
     Chain,
     add_stage,
@@ -101,3 +106,25 @@ def test_a_fused_chain_is_priced_alike_in_a_batch(config: str) -> None:
                 estimate(f.device, hw, b.schedule(k), epi, problem.fused)
                 for k in range(len(b.tco))]
             assert isinstance(est, np.ndarray)
+
+
+@pytest.mark.parametrize("config", ["pynq", "ultra96"])
+def test_the_exact_layout_of_a_batch_is_each_schedules(config: str) -> None:
+    """``space.exact_layout``'s predicate over a ``TileBatch`` (how ``rank`` filters a graph's
+    space) answers each schedule's own answer, for convolutions (folded and plain, strided)
+    and a matmul, and answers both ways somewhere (the rule is not vacuous here)."""
+    hw = HwConfig.from_yaml(shipped_configs()[config])
+    seen: set[bool] = set()
+    for name in ("resnet18:C1", "resnet18:C4", "resnet18:C7", "matmul", "dense"):
+        w = resolve(name)
+        problem = driver.space_of(w, hw)
+        for f in problem.folds:
+            ok = exact_layout(problem.spec, hw, f)
+            for _, b in problem.fold_batches(f.kind):
+                got = ok(b)
+                assert isinstance(got, np.ndarray) and got.shape == b.tco.shape
+                for k in range(len(b.tco)):
+                    one = ok(b.schedule(k))
+                    assert isinstance(one, bool) and bool(got[k]) is one
+                    seen.add(one)
+    assert seen == {True, False}

@@ -444,7 +444,9 @@ def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
     """``isl_set_box(text)`` without isl when the set is box-shaped, else None.
 
     Box-shaped: ``[params] -> { [outs] : exists (vars : conds) ; ... }`` where in every piece
-    each parameter and existential has a range ``0 <= v < n``, every other range constraint
+    each existential has a range ``0 <= v < n`` and each parameter one or none (unbounded: a
+    lower bound over it has no constant bounds, isl's infinities; an outer loop's variable in
+    ``footprint`` without ``params``, as DMA insertion asks), every other range constraint
     holds anywhere in those ranges, each output is an affine equality, and every piece gives
     each output the same parameter coefficients and the parameters the same ranges. Then the
     piece's region of an output is its parameter part plus a constant interval (the
@@ -467,19 +469,18 @@ def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
                 exists = {v.strip() for v in pm.group(2).split(",")}
                 if any(v not in ranges for v in exists):
                     return None
-                if any(v not in ranges for v in params):
-                    return None
                 if set(ranges) - exists - set(params):
                     return None  # a range on a name neither bound nor a parameter
-            elif set(ranges) != set(params):
+            elif set(ranges) - set(params):
                 return None
             pieces.append((ranges, lins))
     except _NotBox:
         return None
     if not pieces or len({len(lins) for _, lins in pieces}) != 1:
         return None
-    pranges = {p: pieces[0][0][p] for p in params}
-    if any(r[p] != pranges[p] for r, _ in pieces for p in params):
+    # the parameters' ranges (a parameter without one is unbounded: every integer)
+    pranges = {p: pieces[0][0][p] for p in params if p in pieces[0][0]}
+    if any(r.get(p) != pranges.get(p) for r, _ in pieces for p in params):
         return None
     dims = []
     for d in range(len(pieces[0][1])):
@@ -487,19 +488,22 @@ def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
         lmin, lmax = None, None
         for ranges, lins in pieces:
             coef, const = lins[d]
-            mine = {p: coef[p] for p in params if coef.get(p, 0) and pranges[p] > 1}
+            mine = {p: coef[p] for p in params if coef.get(p, 0) and pranges.get(p, 2) > 1}
             if ppart is None:
                 ppart = mine
             elif mine != ppart:
                 return None  # the pieces' lower bounds differ by parameter: piecewise
-            rest = ({v: c for v, c in coef.items() if v not in pranges}, const)
+            rest = ({v: c for v, c in coef.items() if v not in params}, const)
             lo, hi = _span_of(rest, ranges)
             lmin = lo if lmin is None else min(lmin, lo)
             lmax = hi if lmax is None else max(lmax, hi)
         assert ppart is not None and lmin is not None and lmax is not None
-        plo, phi = _span_of((ppart, 0), pranges)
         extent = lmax - lmin + 1
         terms = tuple((p, ppart[p]) for p in params if p in ppart)
+        if any(p not in pranges for p in ppart):  # over an unbounded parameter: no bounds
+            dims.append(DimBox(BoxLo(terms, lmin), None, None, None, extent))
+            continue
+        plo, phi = _span_of((ppart, 0), pranges)
         dims.append(DimBox(BoxLo(terms, lmin), plo + lmin, phi + lmin, phi + lmax, extent))
     return tuple(dims)
 

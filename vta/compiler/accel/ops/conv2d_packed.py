@@ -70,16 +70,26 @@ def padded_rows(oh: Any, th: Any, vthreads: int, vt_axis: str) -> Any:
     return _up(oh, th * (vthreads if vt_axis == "oh" else 1))
 
 
+def padded_extents(spec: Conv2dSpec, hw: HwConfig, sch: Any) -> tuple[Any, Any, Any, Any]:
+    """``packed_dims``'s ``(icb, ocb, ohp, owp)``: channel blocks padded to whole tiles (x oc
+    threads), output rows/columns to whole tiles (x row threads). ``sch`` is a
+    ``ConvSchedule`` or a ``schedules.space.TileBatch`` (its tile knobs arrays: then arrays
+    of answers; the graph's exact-layout rule filters a whole space at once)."""
+    g = hw.gemm
+    v_oc = sch.vthreads if sch.vt_axis == "oc" else 1
+    return (_up(math.ceil(spec.ic / g.block_in), sch.tci),
+            _up(math.ceil(spec.oc / g.block_out), sch.tco * v_oc),
+            padded_rows(spec.oh, sch.th, sch.vthreads, sch.vt_axis), _up(spec.ow, sch.tw))
+
+
 def packed_dims(spec: Conv2dSpec, hw: HwConfig, sch: ConvSchedule) -> PackedConv2d:
     """Packed sizes: channels padded to whole tiles (x oc threads), output rows/columns to
     whole tiles (x row threads); the runtime pads with zeros and drops the padding."""
     g = hw.gemm
-    v_oc = sch.vthreads if sch.vt_axis == "oc" else 1
+    icb, ocb, ohp, owp = padded_extents(spec, hw, sch)
     return PackedConv2d(
-        nb=math.ceil(spec.n / g.batch), icb=_up(math.ceil(spec.ic / g.block_in), sch.tci),
-        ocb=_up(math.ceil(spec.oc / g.block_out), sch.tco * v_oc), h=spec.h, w=spec.w,
-        kh=spec.kh, kw=spec.kw, stride=spec.stride, pad=spec.pad,
-        ohp=padded_rows(spec.oh, sch.th, sch.vthreads, sch.vt_axis), owp=_up(spec.ow, sch.tw),
+        nb=math.ceil(spec.n / g.batch), icb=icb, ocb=ocb, h=spec.h, w=spec.w,
+        kh=spec.kh, kw=spec.kw, stride=spec.stride, pad=spec.pad, ohp=ohp, owp=owp,
         b=g.batch, bi=g.block_in, bo=g.block_out)
 
 

@@ -6,24 +6,62 @@ Pre:  a lowered ``PrimFunc``. ``lower`` keeps every leaf loop, and bound inferen
 Post: the same loops; inside each loop of extent 1 its variable is replaced by 0 and indices
       re-folded, so on-chip indices depend only on loops that really iterate (DMA insertion
       and tensorize read copy and GEMM indices relative to their allocation).
+
+One walk: the variables of the unit loops met on the way down are pinned together and each
+expression is rewritten once with all of them (a loop nested in k unit loops is not rewritten
+k times over: C1-C11's bodies were rewritten about four times each). Rewriting with several
+variables at once gives the expression that rewriting with one and then another gives: each
+node is re-folded from its children alone (``expr._bin``), so the order in which constants
+reach it does not change what it folds to.
 """
 
 from __future__ import annotations
 
-from vta.compiler.accel.passes._common import map_stmt
+from typing import Any
+
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
 
 __all__ = ["fold_unit_loops"]
 
+_ZERO = E.IntImm(0)
+
 
 def fold_unit_loops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
-    def rewrite(s: S.Stmt) -> S.Stmt | None:
-        if isinstance(s, S.For) and E.is_const(s.extent, 1) and E.is_const(s.min, 0):
-            body = map_stmt(E.substitute(s.body, {s.var: E.IntImm(0)}), rewrite)
-            return s if body is s.body else S.For(s.var, s.min, s.extent, body, s.kind, s.thread)
+    body = _folded(func.body, {})
+    return func if body is func.body else func.with_body(body)
+
+
+def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
+    """``s`` with the variables of ``pinned`` (those of the unit loops around it) replaced by
+    0, and inside every unit loop of ``s`` that loop's variable too."""
+    def fn(n: Any) -> Any:
+        if isinstance(n, S.For):
+            return _loop(n, pinned)
+        if isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat (as ``map_stmt`` keeps them)
+            new = tuple(_folded(x, pinned) for x in n.stmts)
+            changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
+            return S.seq(*new) if changed else n
+        if isinstance(n, E.Expr):
+            return E.substitute(n, pinned) if pinned else n
         return None
 
-    body = map_stmt(func.body, rewrite)
-    return func if body is func.body else func.with_body(body)
+    out: S.Stmt = E.substitute(s, fn, descend=None if pinned else _is_stmt)
+    return out
+
+
+def _loop(s: S.For, pinned: dict[E.Var, E.Expr]) -> S.For:
+    """A loop: its bounds with ``pinned`` replaced; its body folded, with its own variable
+    pinned where it runs once from 0."""
+    lo = E.substitute(s.min, pinned) if pinned else s.min
+    ext = E.substitute(s.extent, pinned) if pinned else s.extent
+    inner = {**pinned, s.var: _ZERO} if E.is_const(ext, 1) and E.is_const(lo, 0) else pinned
+    body = _folded(s.body, inner)
+    if lo is s.min and ext is s.extent and body is s.body:
+        return s
+    return S.For(s.var, lo, ext, body, s.kind, s.thread)
+
+
+def _is_stmt(x: object) -> bool:
+    return isinstance(x, S.Stmt)

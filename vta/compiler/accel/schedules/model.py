@@ -297,10 +297,12 @@ def _rank(problem: ConvProblem, epi: Epilogue | None, limit: int | None,
             if prefer_two_threads and two and b.vthreads == 1:
                 break  # two threads fit this layout: keep them (points come two-thread first)
             ok = schedule_fits(dev, hw, b, problem.fused, problem.row_view)
+            if exact is not None:  # the graph's layout rule, over the whole batch at once
+                ok = ok & exact(b)
             keep = np.flatnonzero(ok)
-            if exact is not None or problem.accept is not None:  # predicates on schedules
+            if problem.accept is not None:  # a caller's predicate on schedules
                 keep = np.array([k for k in keep.tolist()
-                                 if _accepted(problem, exact, b.schedule(k))],
+                                 if _accepted(problem, None, b.schedule(k))],
                                 dtype=np.int64)
             if not len(keep):
                 continue

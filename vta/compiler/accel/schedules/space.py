@@ -57,7 +57,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from vta.compiler.accel.ops.conv2d_packed import packed_dims, padded_rows, rows_subsampled
+from vta.compiler.accel.ops.conv2d_packed import (
+    padded_extents,
+    padded_rows,
+    rows_subsampled,
+)
 from vta.compiler.accel.ops.fold import FOLDS, ConvFold, fold_candidates
 from vta.compiler.accel.ops.matmul_packed import packed_matmul_dims
 from vta.compiler.ir.space import Point
@@ -333,10 +337,12 @@ def fit_report(spec: Conv2dSpec, hw: HwConfig, s: ConvSchedule,
 
 
 def exact_layout(spec: Conv2dSpec | MatmulSpec, hw: HwConfig,
-                 fold: ConvFold) -> Callable[[ConvSchedule], bool]:
+                 fold: ConvFold) -> Callable[[Any], Any]:
     """Whether a schedule's packed tensors are exactly the tensors' (graph layout planning):
     output channels, rows and columns unpadded, and the input's channels too unless the input
-    is folded (the host repacks a folded input anyway)."""
+    is folded (the host repacks a folded input anyway). The predicate takes a
+    ``ConvSchedule`` (a bool) or a ``TileBatch`` (an array of answers: ``model.rank`` filters
+    a whole space with one call instead of a schedule at a time)."""
     g = hw.gemm
     if isinstance(spec, MatmulSpec):
         m = spec
@@ -346,13 +352,20 @@ def exact_layout(spec: Conv2dSpec | MatmulSpec, hw: HwConfig,
             return (P.mb, P.kb, P.nb) == (math.ceil(m.m / g.batch), math.ceil(m.k / g.block_in),
                                           math.ceil(m.n / g.block_out))
 
-        return ok_mm
+        def ok_mm_any(s: ConvSchedule | TileBatch) -> Any:
+            if isinstance(s, TileBatch):
+                return np.array([ok_mm(s.schedule(k)) for k in range(len(s.tco))], dtype=bool)
+            return ok_mm(s)
+
+        return ok_mm_any
     dev, folded = fold.device, fold.kind != "none"
 
-    def ok(s: ConvSchedule) -> bool:
-        P = packed_dims(dev, hw, s)
-        return (P.ocb == math.ceil(dev.oc / g.block_out) and (P.ohp, P.owp) == (dev.oh, dev.ow)
-                and (folded or P.icb == math.ceil(dev.ic / g.block_in)))
+    def ok(s: ConvSchedule | TileBatch) -> Any:
+        icb, ocb, ohp, owp = padded_extents(dev, hw, s)
+        out = (ocb == math.ceil(dev.oc / g.block_out)) & (ohp == dev.oh) & (owp == dev.ow)
+        if not folded:
+            out = out & (icb == math.ceil(dev.ic / g.block_in))
+        return out if isinstance(out, np.ndarray) else bool(out)
 
     return ok
 
