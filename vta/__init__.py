@@ -14,6 +14,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# first, before any of vta's dataclasses exists: their generated methods' code is cached
+from vta import _dataclass_code  # noqa: F401 - installs itself (vta._dataclass_code.install)
 from vta import isa as _isa  # noqa: F401 - registers the built-in instructions and their checks
 from vta.config import HwConfig
 from vta.errors import BuildError, HwConfigError, InputError, LayoutError, VtaError

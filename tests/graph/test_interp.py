@@ -44,21 +44,50 @@ def test_conv_matches_its_definition(ic: int, hw_: int, oc: int, k: int, s: int,
 
 def test_conv_path_is_decided_by_the_dtypes_before_the_values(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """int8 by int8 sums exactly in float64 whatever the values (decided without reading
-    them); int32 operands are read: small values take float64 too, large ones int64; the
-    result is the same exact one either way."""
+    """int8 by int8 sums exactly in float32 whatever the values (decided without reading
+    them); int32 operands are read: small values take float32 too, larger ones float64 or
+    int64; the result is the same exact one either way."""
     rng = np.random.default_rng(0)
     x8 = rng.integers(-128, 128, (1, 3, 6, 6), dtype=np.int8)
     w8 = rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)
     want = interp.conv2d_int32(x8.astype(np.int32), w8.astype(np.int32), 1, 1)
     with monkeypatch.context() as m:
         m.setattr(conv2d_module, "_max_abs", lambda a: pytest.fail("values read"))
-        assert conv2d_module._sum_bound(x8, w8, 27) == 128 * 128 * 27
+        assert conv2d_module._product_bound(x8, w8, 27) == 128 * 128
         assert np.array_equal(interp.conv2d_int32(x8, w8, 1, 1), want)
     x32, w32 = x8.astype(np.int32), w8.astype(np.int32)
     mx, mw = int(np.abs(x32).max()), int(np.abs(w32).max())
-    assert conv2d_module._sum_bound(x32, w32, 27) == mx * mw * 27  # (read: small)
-    assert conv2d_module._sum_bound(x32 << 20, w32 << 20, 27) == mx * mw * 27 << 40
+    assert conv2d_module._product_bound(x32, w32, 27) == mx * mw  # (read: small)
+    assert conv2d_module._product_bound(x32 << 20, w32 << 20, 27) == mx * mw << 40
+
+
+def test_float32_rows_keep_every_partial_sum_exact() -> None:
+    """As many rows as keep a float32 sum of products within 2**24 (every integer there is a
+    float32), at least one where a product itself is exact, none where it is not."""
+    assert conv2d_module.float32_rows(128 * 128, 4608) == 1024  # int8 by int8
+    assert conv2d_module.float32_rows(128 * 128, 27) == 27
+    assert conv2d_module.float32_rows(0, 9) == 9
+    assert conv2d_module.float32_rows(1 << 24, 9) == 1
+    assert conv2d_module.float32_rows((1 << 24) + 1, 9) == 0
+    for product in (1, 3, 16384, 16129, 1 << 20):
+        rows = conv2d_module.float32_rows(product, 1 << 30)
+        assert product * rows <= 1 << 24 < product * (rows + 1)
+
+
+def test_conv_sums_more_taps_than_float32_holds_exactly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """int8 by int8 over 2,304 taps, products of +-127/128 of one sign per output: sums past
+    2**24 with odd parts, which one float32 product of all taps rounds (off by hundreds) and
+    the 1,024-tap parts added in int32 do not: equal to the int64 sums."""
+    rng = np.random.default_rng(1)
+    x = rng.choice(np.array([-128, 127], np.int8), (1, 256, 5, 5))
+    w = np.where(x[:, :, :3, :3] > 0, np.int8(127), np.int8(-128)).repeat(4, axis=0)
+    want = interp.conv2d_int32(x.astype(np.int64), w.astype(np.int64), 1, 1)
+    assert int(np.abs(want).max()) > 2 * (1 << 24)
+    assert np.array_equal(interp.conv2d_int32(x, w, 1, 1), want)
+    with monkeypatch.context() as m:  # all 2,304 taps in one float32 product: rounded
+        m.setattr(conv2d_module, "float32_rows", lambda product, rows: rows)
+        assert not np.array_equal(interp.conv2d_int32(x, w, 1, 1), want)
 
 
 @given(st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(1, 31))

@@ -1,4 +1,5 @@
-"""What ``vta run`` of a whole network on the accelerator loads: not the GPU back end, the TC
+"""What ``vta run`` of a whole network on the accelerator loads: no module of the GPU back end
+(not even its counters' report), nor the executor's modules until a pool starts, the TC
 front end, the ONNX importer, the plots, the layer runs or ``rich``'s tables (each is loaded
 by the run that needs it), and the ONNX networks' names the command line knows are those
 ``onnx_ort`` builds."""
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 _GRAPH_RUN = ("vta.cli", "vta.cli.run", "vta.cli.cached", "vta.run.graph", "vta.run.report",
               "vta.run.compile_pool", "vta.tune.compile_cache", "vta.graph.models")
 #: what it must not load
-_NOT_LOADED = ("vta.gpu.cuda", "vta.gpu.emulator", "vta.gpu.lower_gpu", "vta.gpu.runtime",
+_NOT_LOADED = ("vta.gpu", "vta.gpu.profile", "concurrent.futures", "vta.gpu.cuda",
+               "vta.gpu.emulator", "vta.gpu.lower_gpu", "vta.gpu.runtime",
                "vta.gpu.kernels.conv2d", "vta.graph.gpu_place", "vta.run.gpu_targets",
                "vta.run.graph_gpu", "vta.compiler.tc", "vta.run.tc", "vta.graph.onnx_import",
                "vta.graph.onnx_ort", "vta.run.plot", "vta.run.layer", "vta.run.network",

@@ -275,3 +275,23 @@ def test_processes_opening_one_new_file_at_once_all_get_the_cache(tmp_path: Path
         assert errors.empty(), errors.get()
         with Cache(path) as c:
             assert c.integrity() == "ok" and c.keys() == []
+
+
+def test_hw_digest_is_computed_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hw_digest`` remembers its digest per config (a warm ``vta run`` keys every kernel on
+    one): an equal config, another object, reads it without ``to_dict``; the digest is the
+    one computed afresh, and a config that differs in what makes a program gets another."""
+    from vta.config import HwConfig
+    from vta.tune.cache import hw_digest
+
+    hw = HwConfig.load("pynq")
+    twin = HwConfig.from_dict(hw.to_dict(), "copy")
+    fresh = hw_digest.__wrapped__(hw)
+    hw_digest.cache_clear()
+    calls = []
+    to_dict = HwConfig.to_dict
+    monkeypatch.setattr(HwConfig, "to_dict", lambda self: calls.append(self) or to_dict(self))
+    assert hw_digest(hw) == hw_digest(twin) == hw_digest(hw) == fresh
+    assert len(calls) == 1
+    other = hw.with_changes(**{"gemm.block_out": 32})
+    assert hw_digest(other) != fresh and len(calls) == 3  # (with_changes reads it too)

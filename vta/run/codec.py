@@ -84,9 +84,13 @@ def decode_distinct(words: np.ndarray, hw: HwConfig) -> tuple[Any, ...]:
     consumer that keys on instructions (linking's relocation memo, the simulator's per-distinct
     description) finds repeats by identity. An ``IsaError``'s index is among the distinct
     words."""
-    w = np.asarray(words, dtype=np.uint64).reshape(-1, 2)
+    w = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1, 2)
     if len(w) == 0:
         return ()
-    distinct, where = np.unique(w, axis=0, return_inverse=True)
-    objs = decode_program(distinct, hw)
+    # each 128-bit word as one 16-byte value: np.unique sorts those (by their bytes) about
+    # three times faster than rows of two integers (``axis=0``); the order of the distinct
+    # words changes nothing but which of them an IsaError counts from
+    rows = w.view(np.dtype((np.void, 16))).reshape(-1)
+    distinct, where = np.unique(rows, return_inverse=True)
+    objs = decode_program(distinct.view(np.uint64).reshape(-1, 2), hw)
     return tuple(objs[i] for i in where.reshape(-1).tolist())

@@ -18,9 +18,12 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:  # the executor's modules load with the first pool (``_pool``): a run in
+    # this process alone (``--jobs 1``, a busy machine) never loads them
+    from concurrent.futures import Executor, Future
 
 __all__ = ["fork_map", "ForkPool", "ForkedChild", "current_job", "default_jobs"]
 

@@ -12,14 +12,16 @@ dictionary ``--json`` prints), ending with the run's verdict (``vta.run.check``)
   ALU instructions by function and whether every instruction is VTA's, peak DRAM with and
   without reuse, the host's layout transforms); ``format_gpu_run`` on a GPU target;
 ``vta.run.tc.format_tc`` reports a TC definition's run (beside its runs: this module does not
-load the TC front end, nor the layer runs', which a whole graph's report does not need).
+load the TC front end, nor the layer runs', which a whole graph's report does not need, nor
+the GPU back end's counters unless a GPU launch has them: ``vta run`` of a graph on the
+accelerator imports no ``vta.gpu`` module).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from vta.gpu.profile import format_profile
 from vta.run.targets import AccelTarget
 from vta.sim import format_report
 
@@ -134,8 +136,9 @@ def format_layer(r: LayerRun, tuned: dict[str, Any] | None = None) -> str:
                f"{s['kernel']}, grid {launch.grid}, block {launch.block}, "
                f"{launch.shared_bytes} B shared, {s['gop']:.3f} GOP, "
                f"{launch.seconds * 1e3:.1f} ms (incl. transfers)"]
-        if launch.profile is not None:
-            out.append(format_profile(launch.profile).rstrip("\n"))
+        if launch.profile is not None:  # (a GPU launch: its module loads the GPU back end)
+            profile = import_module("vta.gpu.profile")
+            out.append(profile.format_profile(launch.profile).rstrip("\n"))
         out.append(s["verdict"])
         return "\n".join(out)
     hw = r.target.hw
