@@ -224,6 +224,13 @@ class _Tokens:
         self.row = {m: int(m) for m in Unit}  # 0 .. len(Unit) - 1: clocks index by it too
         #: the other modules whose conflicts become waits, with their rows, per module
         self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
+        #: per module, those of ``others`` it shares a queue with, each as (its row, the queue,
+        #: the producer's push flag, this module's pop flag); and the rows of the rest (a
+        #: conflict with one of those may need a relay: ``_add``)
+        self.queued = {m: [(r, (p, m), *self.flags[(p, m)]) for p, r in self.others[m]
+                           if (p, m) in self.flags] for m in Unit}
+        self.unqueued = {m: [r for p, r in self.others[m] if (p, m) not in self.flags]
+                         for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         self.pending: list[dict[str, bool]] = []
@@ -284,10 +291,17 @@ class _Tokens:
                           len(self.row)).tolist()
         at: list[int] = []  # each input instruction's output position (relays come between)
         for ins, (m, _acc), latest in zip(insns, described, table, strict=True):
-            needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
-            at.append(self._add(ins, m, needs))
+            unqueued = self.unqueued[m]
+            if unqueued and any(latest[r] >= 0 for r in unqueued):
+                needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
+                at.append(self._add(ins, m, needs))
+            else:
+                at.append(self._append_queued(ins, m, latest, at))
         result = []
         made: dict[frozenset[str], Deps] = {}  # the few distinct flag sets, each made once
+        #: (instruction, flags) -> the instruction with them: flatten shares one GEMM or ALU
+        #: instruction among the tiles that evaluate alike, and they mostly wait alike
+        given: dict[tuple[int, int], Any] = {}
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
                 key = frozenset(f)  # every value is True
@@ -295,9 +309,43 @@ class _Tokens:
                 if deps is None:
                     deps = made[key] = Deps(**f)
                 insn: Any = ins.insn
-                ins = _INSN(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
+                k = (id(insn), id(deps))  # both kept alive by ``self.out`` and ``made``
+                x = given.get(k)
+                if x is None:
+                    x = given[k] = evolve(insn, deps=deps)
+                ins = _INSN(x, ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
+
+    def _append_queued(self, ins: Insn, m: Unit, latest: list[int], at: list[int]) -> int:
+        """``_add`` for an instruction of ``m`` whose conflicts (``latest``: ``conflicts``'
+        row, input positions; ``at``: their output positions) are all with modules it shares a
+        queue with (no relay can be due), as ``_append`` would append it, in one loop."""
+        k = len(self.out)
+        flags: dict[str, bool] = {}
+        waits: list[int] = []
+        satisfied, pending = self.satisfied, self.pending
+        for r, q, push, pop in self.queued[m]:
+            t = latest[r]
+            if t < 0:
+                continue
+            need = at[t]
+            if need <= satisfied[q]:
+                continue
+            waits.append(need)
+            satisfied[q] = need
+            if self._would_overflow(q, need):
+                self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
+                continue
+            pending[need][push] = True
+            flags[pop] = True
+            self.push_at[q].append(need)
+            self.pop_at[q].append(k)
+        self.made_of.append((self.last_of.get(m, -1), tuple(waits), m))
+        self.out.append(ins)
+        pending.append(flags)
+        self.last_of[m] = k
+        return k
 
     def _start(self, m: Unit, pops: dict[Queue, int]) -> list[int]:
         """The clock of the next instruction, of ``m``, that pops ``pops`` (``_clock``)."""
