@@ -53,8 +53,19 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.errors import CompileError
-from vta.isa import Alu, AluOp, Deps, MemType, Unit, definition_of, flag_for, module_of
+from vta.isa import (
+    Alu,
+    AluOp,
+    Deps,
+    InstructionDef,
+    MemType,
+    Unit,
+    definition_of,
+    flag_for,
+    module_of,
+)
 from vta.isa import token_queues as _token_queues
+from vta.isa.insn import DEP_FLAGS
 
 __all__ = ["insert_tokens", "accesses", "conflicts", "relay"]
 
@@ -77,6 +88,15 @@ FLAGS = _flags(False)
 def relay() -> Insn:
     """A token carrier on the ALU module: an ALU instruction that executes no micro-op."""
     return Insn(Alu(AluOp.ADD, False, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), note="token relay")
+
+
+#: each dependency flag's bit in an instruction's flag set (``_Tokens.pending``)
+_BIT = {name: 1 << k for k, name in enumerate(DEP_FLAGS)}
+
+
+def _deps(flags: int) -> Deps:
+    """The ``Deps`` of a flag set (``_BIT``)."""
+    return Deps(**{name: True for name, bit in _BIT.items() if flags & bit})
 
 
 _EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
@@ -105,7 +125,7 @@ def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tu
 Access = tuple[str, int, int, bool]
 
 
-def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
+def accesses(ins: Insn, hw: HwConfig, d: InstructionDef | None = None) -> list[Access]:
     """(memory, lo, hi, is_write) ranges an instruction touches on ``hw`` (acc stands for acc
     and out; ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from
     its definition: a DMA its SRAM range (``Load.sram_elems``: what its memory type writes), a
@@ -114,9 +134,11 @@ def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
     bits of acc + inp . wgt to out) reaches nothing but those out entries, and the compiler
     follows every reset with the instructions that compute the entries before a STORE reads
     them, so no token needs to order those reads (ordering them would hold each tile's reset
-    back until its input had loaded: C2 on pynq 572,574 -> 597,756 cycles)."""
+    back until its input had loaded: C2 on pynq 572,574 -> 597,756 cycles). ``d``: the
+    instruction's definition where the caller has it."""
     i = ins.insn
-    d = definition_of(i)
+    if d is None:
+        d = definition_of(i)
     x: Any = i
     if d.role == "load":
         if x.mem is MemType.UOP:
@@ -225,15 +247,18 @@ class _Tokens:
         #: the other modules whose conflicts become waits, with their rows, per module
         self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
         #: per module, those of ``others`` it shares a queue with, each as (its row, the queue,
-        #: the producer's push flag, this module's pop flag); and the rows of the rest (a
-        #: conflict with one of those may need a relay: ``_add``)
-        self.queued = {m: [(r, (p, m), *self.flags[(p, m)]) for p, r in self.others[m]
-                           if (p, m) in self.flags] for m in Unit}
+        #: the producer's push flag, this module's pop flag: their ``_BIT``s); and the rows of
+        #: the rest (a conflict with one of those may need a relay: ``_add``)
+        self.queued: dict[Unit, list[tuple[int, Queue, int, int]]] = {
+            m: [(r, (p, m), _BIT[self.flags[(p, m)][0]], _BIT[self.flags[(p, m)][1]])
+                for p, r in self.others[m] if (p, m) in self.flags] for m in Unit}
         self.unqueued = {m: [r for p, r in self.others[m] if (p, m) not in self.flags]
                          for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
-        self.pending: list[dict[str, bool]] = []
+        #: per instruction, its dependency flags so far (a set of ``_BIT``s: a push is added
+        #: when a later instruction waits for it, and may move, ``_retarget``)
+        self.pending: list[int] = []
         #: per instruction: the latest index of each module known complete once it completes
         #: (indexed by the module's ``Unit`` value, -1: none); ``_start`` before it starts.
         #: Only relays read them, so they are worked out when one may be due (``_known``), from
@@ -256,7 +281,8 @@ class _Tokens:
         the identity of its instruction and micro-op list (flatten builds the same GEMM or ALU
         instruction once and reuses the object in every tile that evaluates alike)."""
         if not ins.uops:
-            return module_of(ins.insn, self.hw), accesses(ins, self.hw)
+            d = definition_of(ins.insn)  # looked up once for both
+            return d.unit_of(ins.insn, self.hw), accesses(ins, self.hw, d)
         key = (id(ins.insn), id(ins.uops))
         hit = self.seen.get(key)
         if hit is None or hit[0] is not ins.insn or hit[1] is not ins.uops:
@@ -281,8 +307,8 @@ class _Tokens:
         came before the old position)."""
         push, _pop = self.flags[q]
         old = self.push_at[q][-1]
-        self.pending[old].pop(push, None)
-        self.pending[need][push] = True
+        self.pending[old] &= ~_BIT[push]
+        self.pending[need] |= _BIT[push]
         self.push_at[q][-1] = need
 
     def run(self, insns: list[Insn]) -> list[Insn]:
@@ -298,16 +324,15 @@ class _Tokens:
             else:
                 at.append(self._append_queued(ins, m, latest, at))
         result = []
-        made: dict[frozenset[str], Deps] = {}  # the few distinct flag sets, each made once
+        made: dict[int, Deps] = {}  # the few distinct flag sets, each made once
         #: (instruction, flags) -> the instruction with them: flatten shares one GEMM or ALU
         #: instruction among the tiles that evaluate alike, and they mostly wait alike
         given: dict[tuple[int, int], Any] = {}
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
-                key = frozenset(f)  # every value is True
-                deps = made.get(key)
+                deps = made.get(f)
                 if deps is None:
-                    deps = made[key] = Deps(**f)
+                    deps = made[f] = _deps(f)
                 insn: Any = ins.insn
                 k = (id(insn), id(deps))  # both kept alive by ``self.out`` and ``made``
                 x = given.get(k)
@@ -322,7 +347,7 @@ class _Tokens:
         row, input positions; ``at``: their output positions) are all with modules it shares a
         queue with (no relay can be due), as ``_append`` would append it, in one loop."""
         k = len(self.out)
-        flags: dict[str, bool] = {}
+        flags = 0
         waits: list[int] = []
         satisfied, pending = self.satisfied, self.pending
         for r, q, push, pop in self.queued[m]:
@@ -337,8 +362,8 @@ class _Tokens:
             if self._would_overflow(q, need):
                 self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
                 continue
-            pending[need][push] = True
-            flags[pop] = True
+            pending[need] |= push
+            flags |= pop
             self.push_at[q].append(need)
             self.pop_at[q].append(k)
         self.made_of.append((self.last_of.get(m, -1), tuple(waits), m))
@@ -372,15 +397,15 @@ class _Tokens:
 
     def _append(self, ins: Insn, m: Unit, pops: dict[Queue, int]) -> int:
         k = len(self.out)
-        flags: dict[str, bool] = {}
+        flags = 0
         for q, need in pops.items():
             push, pop = self.flags[q]
             self.satisfied[q] = need
             if self._would_overflow(q, need):
                 self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
                 continue
-            self.pending[need][push] = True
-            flags[pop] = True
+            self.pending[need] |= _BIT[push]
+            flags |= _BIT[pop]
             self.push_at[q].append(need)
             self.pop_at[q].append(k)
         # a retargeted wait orders this one too (same module)
