@@ -330,14 +330,16 @@ class _Tokens:
         given: dict[tuple[int, int], Any] = {}
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
-                deps = made.get(f)
-                if deps is None:
-                    deps = made[f] = _deps(f)
                 insn: Any = ins.insn
-                k = (id(insn), id(deps))  # both kept alive by ``self.out`` and ``made``
-                x = given.get(k)
+                k = (id(insn), f)  # ``self.out`` keeps the instruction alive
+                x = given.get(k) if ins.uops else None  # a DMA's is its own
                 if x is None:
-                    x = given[k] = evolve(insn, deps=deps)
+                    deps = made.get(f)
+                    if deps is None:
+                        deps = made[f] = _deps(f)
+                    x = evolve(insn, deps=deps)
+                    if ins.uops:
+                        given[k] = x
                 ins = _INSN(x, ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
