@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import numpy as np
 import pytest
 from _vta_helpers import hw
 
@@ -99,7 +100,8 @@ def test_resets_and_gemm_are_never_split() -> None:
 
 def _tail(last: Insn, stores: list[Insn], m: int) -> list[Insn] | None:
     """The tail ``drain_tail`` plans with ``m`` parts, built."""
-    plan = DT._plan(last, stores, DT._last_writers(DT._dst_entries(last), stores), m)
+    plan = DT._plan(last, stores, DT._last_writers(DT._dst_entries(last), stores), m,
+                    hw("pynq"))
     return None if plan is None else [DT._made(item) for item in plan]
 
 
@@ -119,6 +121,32 @@ def test_pieces_follow_the_part_that_completes_them() -> None:
     assert flat is not None
     cols = [(p.insn.sram_base, p.insn.x_size) for p in flat if isinstance(p.insn, Store)]
     assert cols == [(0, 8), (8, 8)]
+
+
+def test_parts_and_pieces_are_timed_once_when_made() -> None:
+    """Every item of a plan carries its instruction's duration (its definition's) and whether
+    it is a STORE, worked out when the part or piece is made: the plans of other part counts
+    reuse them (``made``), and ``_finish`` reads nothing else of them."""
+    from vta.isa import definition_of
+
+    h = hw("pynq")
+    last, stores = _big_tail(), [_store(0, 8, 128), _store(1024, 1, 64)]
+    tops = DT._last_writers(DT._dst_entries(last), stores)
+    made: DT.Made = {}
+    plans = [DT._plan(last, stores, tops, m, h, made) for m in (1, 4, 8)]
+    items = [item for plan in plans if plan is not None for item in plan]
+    assert len(items) > 3 + 4 + 8
+    for x, _ins, _note, is_store, t in items:
+        d = definition_of(x)
+        assert t == d.duration(x, h) and is_store == (d.role == "store")
+    again = DT._plan(last, stores, tops, 4, h, made)
+    assert again is not None and all(a is b for a, b in zip(again, plans[1], strict=True))
+    # the run-length cut of a row of columns: one piece per run of one part
+    key = np.array([-1, -1, 0, 0, 0, 2, 2, 1])
+    pieces = DT._pieces(_store(0, 1, 8), key, h, {}, 0)
+    assert pieces is not None
+    assert [(v, p[0].sram_base, p[0].x_size) for v, p in pieces] == [
+        (-1, 0, 2), (0, 2, 3), (2, 5, 2), (1, 7, 1)]
 
 
 def test_a_store_the_last_instruction_does_not_write_goes_first() -> None:

@@ -103,3 +103,37 @@ def test_token_queues_of_any_depth_never_deadlock(spec, depth: int, cmd: int,  #
     r = run_layer(Workload("conv2d", spec), AccelTarget(hw), seed=seed)
     _room_for_every_push(r.compiled.program, depth)
     assert r.passed, r.summary()
+
+
+def test_queued_waits_take_the_general_path_s_tokens(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An instruction whose conflicts are all with modules it shares a queue with is appended
+    in one loop (``_append_queued``); the tokens are those of the general path (``_add``,
+    which also places relays), on a stream with virtual threads and every kind of wait."""
+    from vta.compiler.accel.passes import coproc_sync as cs
+
+    flat = run_until(lowered(), "drain_tail")
+    fast = cs.insert_tokens(flat, hw("pynq"))
+
+    def general(self, ins, m, latest, at):  # type: ignore[no-untyped-def]
+        needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
+        return self._add(ins, m, needs)
+    monkeypatch.setattr(cs._Tokens, "_append_queued", general)
+    assert [x.insn for x in _insns(cs.insert_tokens(flat, hw("pynq")))] == \
+        [x.insn for x in _insns(fast)]
+
+
+def test_an_instruction_waiting_alike_is_one_object() -> None:
+    """flatten shares a GEMM or ALU instruction among the tiles that evaluate alike; where
+    their tokens are the same too, token insertion gives them one instruction object (made
+    once)."""
+    from vta.compiler.accel.passes.coproc_sync import insert_tokens
+    from vta.compiler.ops.conv2d import Conv2dSpec
+
+    spec = Conv2dSpec(n=1, ic=32, h=12, w=6, oc=32, kh=3, kw=3, stride=1, pad=1)
+    flat = run_until(lowered(spec), "drain_tail")
+    before, out = _insns(flat), _insns(insert_tokens(flat, hw("pynq")))
+    assert len(out) == len(before)  # pynq: no relay
+    pairs = [(a.insn, b.insn) for a, b in zip(before, out, strict=True)
+             if a.uops and b.insn.deps]
+    alike = {(id(a), b.deps) for a, b in pairs}
+    assert len({id(b) for _a, b in pairs}) == len(alike) < len(pairs)

@@ -99,3 +99,21 @@ def test_clocks_are_worked_out_only_where_a_relay_may_be_due() -> None:
     assert_structural_equal(S.seq(*out), expected.body)  # type: ignore[attr-defined]
     tokens._known()  # worked out on demand: each module's latest known complete instruction
     assert [c[Unit.COMPUTE] for c in tokens.done] == [-1, -1, 2, 2, 2]
+
+
+def test_flag_sets_are_bits_of_the_instruction_word_order() -> None:
+    """The pass keeps each instruction's flags as a set of bits (``_BIT``, in ``DEP_FLAGS``
+    order), one ``Deps`` per distinct set at the end; a retargeted push moves its bit."""
+    from vta.compiler.accel.passes.coproc_sync import _BIT, _deps
+    from vta.isa import Deps
+    from vta.isa.insn import DEP_FLAGS
+
+    assert [_BIT[n] for n in DEP_FLAGS] == [1, 2, 4, 8]
+    assert _deps(_BIT["pop_prev"] | _BIT["push_next"]) == Deps(pop_prev=True, push_next=True)
+    assert _deps(0) == Deps()
+    tokens = _Tokens(PYNQ)
+    q = (Unit.LOAD, Unit.COMPUTE)
+    tokens.pending = [_BIT["push_next"], 0, 0]
+    tokens.push_at[q] = [0]
+    tokens._retarget(q, 1)
+    assert tokens.pending == [0, _BIT["push_next"], 0] and tokens.push_at[q] == [1]

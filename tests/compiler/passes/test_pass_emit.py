@@ -41,6 +41,35 @@ FINISH
 """
 
 
+def test_one_instruction_placed_alike_is_one_object() -> None:
+    """Two uses of one GEMM instruction object (flatten and token insertion share them among
+    tiles) running one block become one placed instruction object; an equal GEMM that is
+    another object is placed on its own, and the program is the same either way."""
+    li, g, st = isa("LOAD.INP sram=0 dram=0 y=1 x=2 stride=2\n"
+                    "GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0\n"
+                    "STORE.OUT sram=0 dram=1 y=1 x=1 stride=1")
+    (other,) = isa("GEMM uop=0:2 iter=1,1 dst=0,0 src=0,0 wgt=0,0")
+    block = uops((0, 0, 0), (1, 1, 0))
+    f = stream([A, RES], [], Insn(li, A), Insn(g, None, block), Insn(g, None, block),
+               Insn(other, None, block), Insn(st, RES))
+    program = emit_program(f, PYNQ)
+    gemms = [i for i in program.instructions if type(i) is type(g)]
+    assert len(gemms) == 3 and gemms[0] is gemms[1] and gemms[2] is not gemms[0]
+    assert gemms[0] == gemms[2]
+
+
+def test_an_out_of_range_immediate_is_named_at_its_program_position() -> None:
+    """emit checks immediates with the definitions it looked up for placing (one per
+    instruction): the error names the SHR at its place in the program, after the LOAD.UOP."""
+    li, shr, st = isa("LOAD.INP sram=0 dram=0 y=1 x=2 stride=2\n"
+                      "ALU.SHR uop=0:1 iter=1,1 dst=0,0 src=0,0 imm=16\n"
+                      "STORE.OUT sram=0 dram=1 y=1 x=1 stride=1")
+    f = stream([A, RES], [], Insn(li, A), Insn(shr, None, uops((0, 0, 0))), Insn(st, RES))
+    with pytest.raises(CompileError, match=r"instruction 2 \(ALU.SHR .*imm=16\): ALU.SHR's "
+                                           r"imm=16 is outside -16..15"):
+        emit_program(f, PYNQ)
+
+
 def test_a_buffer_moved_as_two_kinds_is_refused() -> None:
     li, lw = isa("LOAD.INP sram=0 dram=0 y=1 x=1 stride=1\n"
                  "LOAD.WGT sram=0 dram=0 y=1 x=1 stride=1")

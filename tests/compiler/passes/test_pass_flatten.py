@@ -54,3 +54,22 @@ def test_a_statement_no_loop_reaches_is_never_executed() -> None:
     unlowered statement only where the loops reach it (a loop of no iterations, here)."""
     f = func("f", [A], loop(0, lambda _i: A.store(0, 0, 0, 0)))
     assert_structural_equal(flatten(f, PYNQ), stream([A], []))
+
+
+def test_blocks_of_one_offsets_and_bases_share_their_micro_ops() -> None:
+    """Two instructions whose tables share offsets and whose bases evaluate alike get blocks
+    of the same ``Uop`` objects (made once), each block a tuple of its own (the emitter tells
+    instructions' blocks apart by identity)."""
+    offs = Offsets(((0, 0, 0), (1, 1, 0)))
+    facs = (("dst", 0, 0), ("src", 0, 0), ("wgt", 0, 0))
+
+    def tile(o: E.Var) -> object:
+        first = ComputeInsn(GEMM, False, UopTable((Z, Z, Z), offs), 1, 1, facs)
+        second = ComputeInsn(GEMM, False, UopTable((o * 0, Z, Z), offs), 1, 1, facs)
+        return seq(first, second)
+
+    out = [x for x in flatten(func("f", [A], loop(2, tile)), PYNQ).body.stmts  # type: ignore[attr-defined]
+           if isinstance(x, Insn)]
+    assert len(out) == 4 and all(x.uops == out[0].uops for x in out)
+    assert all(a is b for x in out for a, b in zip(x.uops, out[0].uops, strict=True))
+    assert len({id(x.uops) for x in out}) == 2  # each table's own tuple, reused by its loop

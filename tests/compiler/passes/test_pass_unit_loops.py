@@ -86,3 +86,27 @@ def test_each_expression_is_rewritten_once(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(E, "substitute", spy)
     fold_unit_loops(f, PYNQ)
     assert 0 < sum(handed) <= sum(1 for _ in E.walk(f.body))
+
+
+def test_nested_unit_loops_rewrite_their_body_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Under four nested unit loops the store is rebuilt once, with every variable around it
+    0 (not once per loop around it); a loop whose extent is 1 only once an outer unit loop's
+    variable is 0 is a unit loop too, as substituting loop by loop made it."""
+    before = func("f", [A], loop(1, lambda a: loop(1, lambda b: loop(1, lambda c: loop(
+        1, lambda d: A.store(0, a + b + c + d, 0, 0, 0))))))
+    expected = func("f", [A], loop(1, lambda a: loop(1, lambda b: loop(1, lambda c: loop(
+        1, lambda d: A.store(0, 0, 0, 0, 0))))))
+    real, rebuilt = E._rebuild, []
+
+    def counted(node, *args):  # type: ignore[no-untyped-def]
+        rebuilt.append(type(node).__name__)
+        return real(node, *args)
+    monkeypatch.setattr(E, "_rebuild", counted)
+    assert_structural_equal(fold_unit_loops(before, PYNQ), expected)
+    assert rebuilt.count("BufferStore") == 1
+    monkeypatch.undo()
+
+    grown = func("f", [A], loop(1, lambda a: loop(
+        E.IntImm(1) + a * 3, lambda x: A.store(0, x + a, 0, 0, 0))))
+    folded = func("f", [A], loop(1, lambda a: loop(1, lambda x: A.store(0, 0, 0, 0, 0))))
+    assert_structural_equal(fold_unit_loops(grown, PYNQ), folded)

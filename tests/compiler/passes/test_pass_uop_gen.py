@@ -1,6 +1,8 @@
 """uop_gen: each ``ComputeNest`` becomes a ``ComputeInsn``: loops folded into iter_out/iter_in
 or enumerated as micro-ops, whichever the hardware's timing makes faster."""
 
+import math
+
 from _accel_ir import PYNQ
 
 from vta.compiler.accel.passes import uop_gen
@@ -63,3 +65,33 @@ def test_nests_of_one_shape_share_the_choice_and_the_offsets() -> None:
     assert uop_gen._nest_choice.cache_info().hits == 1
     assert first.uops.offsets is second.uops.offsets
     assert_structural_equal(first, second)
+
+
+def test_scores_peel_only_where_the_loops_left_do_not_fit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Scoring a folding asks ``_peel`` only when the loops it leaves hold more micro-ops than
+    the buffer; the scores are those of peeling every option (which peels nothing where they
+    fit)."""
+    v = E.Var("v")
+    merged = [(v, 4, (8, 8, 0)), (v, 8, (1, 1, 0)), (v, 3, (0, 0, 1))]
+    cost = (lambda o, i, n: float(o * i * (n + 5)), lambda n: float(n), 2)
+    args = ((11, 11, 10), 4, 16, True, (1 << 14) - 1, cost)
+    real = uop_gen._peel
+    asked: list[int] = []
+
+    def counted(rem, m, max_uops):  # type: ignore[no-untyped-def]
+        asked.append(math.prod(m[k][1] for k in rem))
+        return real(rem, m, max_uops)
+    monkeypatch.setattr(uop_gen, "_peel", counted)
+    got = uop_gen._choose(merged, *args)
+    assert asked and all(n > 16 for n in asked)
+
+    ref = []  # every option's score with its loops peeled by ``_peel``
+    for _score, fo, fi, _m in got:
+        rem = [k for k in range(3) if k not in (fo, fi)]
+        kept, outer = real(rem, merged, 16)
+        n_uops, copies = math.prod(merged[k][1] for k in kept), math.prod(
+            merged[k][1] for k in outer)
+        n_o = merged[fo][1] if fo is not None else 1
+        n_i = merged[fi][1] if fi is not None else 1
+        ref.append(-(2 * copies * cost[0](n_o, n_i, n_uops) + cost[1](n_uops * copies)))
+    assert [s[1] for s, *_ in got] == ref

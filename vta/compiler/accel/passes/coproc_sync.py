@@ -53,8 +53,19 @@ from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
 from vta.config import HwConfig
 from vta.errors import CompileError
-from vta.isa import Alu, AluOp, Deps, MemType, Unit, definition_of, flag_for, module_of
+from vta.isa import (
+    Alu,
+    AluOp,
+    Deps,
+    InstructionDef,
+    MemType,
+    Unit,
+    definition_of,
+    flag_for,
+    module_of,
+)
 from vta.isa import token_queues as _token_queues
+from vta.isa.insn import DEP_FLAGS
 
 __all__ = ["insert_tokens", "accesses", "conflicts", "relay"]
 
@@ -77,6 +88,15 @@ FLAGS = _flags(False)
 def relay() -> Insn:
     """A token carrier on the ALU module: an ALU instruction that executes no micro-op."""
     return Insn(Alu(AluOp.ADD, False, 0, 0, 1, 1, 0, 0, 0, 0, True, 0), note="token relay")
+
+
+#: each dependency flag's bit in an instruction's flag set (``_Tokens.pending``)
+_BIT = {name: 1 << k for k, name in enumerate(DEP_FLAGS)}
+
+
+def _deps(flags: int) -> Deps:
+    """The ``Deps`` of a flag set (``_BIT``)."""
+    return Deps(**{name: True for name, bit in _BIT.items() if flags & bit})
 
 
 _EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
@@ -105,7 +125,7 @@ def _span(uops, f: str, fo: int, fi: int, io: int, ii: int, base: int = 0) -> tu
 Access = tuple[str, int, int, bool]
 
 
-def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
+def accesses(ins: Insn, hw: HwConfig, d: InstructionDef | None = None) -> list[Access]:
     """(memory, lo, hi, is_write) ranges an instruction touches on ``hw`` (acc stands for acc
     and out; ``uop`` for the micro-ops a LOAD.UOP writes and a micro-op instruction reads), from
     its definition: a DMA its SRAM range (``Load.sram_elems``: what its memory type writes), a
@@ -114,9 +134,11 @@ def accesses(ins: Insn, hw: HwConfig) -> list[Access]:
     bits of acc + inp . wgt to out) reaches nothing but those out entries, and the compiler
     follows every reset with the instructions that compute the entries before a STORE reads
     them, so no token needs to order those reads (ordering them would hold each tile's reset
-    back until its input had loaded: C2 on pynq 572,574 -> 597,756 cycles)."""
+    back until its input had loaded: C2 on pynq 572,574 -> 597,756 cycles). ``d``: the
+    instruction's definition where the caller has it."""
     i = ins.insn
-    d = definition_of(i)
+    if d is None:
+        d = definition_of(i)
     x: Any = i
     if d.role == "load":
         if x.mem is MemType.UOP:
@@ -224,9 +246,19 @@ class _Tokens:
         self.row = {m: int(m) for m in Unit}  # 0 .. len(Unit) - 1: clocks index by it too
         #: the other modules whose conflicts become waits, with their rows, per module
         self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
+        #: per module, those of ``others`` it shares a queue with, each as (its row, the queue,
+        #: the producer's push flag, this module's pop flag: their ``_BIT``s); and the rows of
+        #: the rest (a conflict with one of those may need a relay: ``_add``)
+        self.queued: dict[Unit, list[tuple[int, Queue, int, int]]] = {
+            m: [(r, (p, m), _BIT[self.flags[(p, m)][0]], _BIT[self.flags[(p, m)][1]])
+                for p, r in self.others[m] if (p, m) in self.flags] for m in Unit}
+        self.unqueued = {m: [r for p, r in self.others[m] if (p, m) not in self.flags]
+                         for m in Unit}
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
-        self.pending: list[dict[str, bool]] = []
+        #: per instruction, its dependency flags so far (a set of ``_BIT``s: a push is added
+        #: when a later instruction waits for it, and may move, ``_retarget``)
+        self.pending: list[int] = []
         #: per instruction: the latest index of each module known complete once it completes
         #: (indexed by the module's ``Unit`` value, -1: none); ``_start`` before it starts.
         #: Only relays read them, so they are worked out when one may be due (``_known``), from
@@ -249,7 +281,8 @@ class _Tokens:
         the identity of its instruction and micro-op list (flatten builds the same GEMM or ALU
         instruction once and reuses the object in every tile that evaluates alike)."""
         if not ins.uops:
-            return module_of(ins.insn, self.hw), accesses(ins, self.hw)
+            d = definition_of(ins.insn)  # looked up once for both
+            return d.unit_of(ins.insn, self.hw), accesses(ins, self.hw, d)
         key = (id(ins.insn), id(ins.uops))
         hit = self.seen.get(key)
         if hit is None or hit[0] is not ins.insn or hit[1] is not ins.uops:
@@ -274,8 +307,8 @@ class _Tokens:
         came before the old position)."""
         push, _pop = self.flags[q]
         old = self.push_at[q][-1]
-        self.pending[old].pop(push, None)
-        self.pending[need][push] = True
+        self.pending[old] &= ~_BIT[push]
+        self.pending[need] |= _BIT[push]
         self.push_at[q][-1] = need
 
     def run(self, insns: list[Insn]) -> list[Insn]:
@@ -284,20 +317,62 @@ class _Tokens:
                           len(self.row)).tolist()
         at: list[int] = []  # each input instruction's output position (relays come between)
         for ins, (m, _acc), latest in zip(insns, described, table, strict=True):
-            needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
-            at.append(self._add(ins, m, needs))
+            unqueued = self.unqueued[m]
+            if unqueued and any(latest[r] >= 0 for r in unqueued):
+                needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
+                at.append(self._add(ins, m, needs))
+            else:
+                at.append(self._append_queued(ins, m, latest, at))
         result = []
-        made: dict[frozenset[str], Deps] = {}  # the few distinct flag sets, each made once
+        made: dict[int, Deps] = {}  # the few distinct flag sets, each made once
+        #: (instruction, flags) -> the instruction with them: flatten shares one GEMM or ALU
+        #: instruction among the tiles that evaluate alike, and they mostly wait alike
+        given: dict[tuple[int, int], Any] = {}
         for ins, f in zip(self.out, self.pending, strict=True):
             if f:
-                key = frozenset(f)  # every value is True
-                deps = made.get(key)
-                if deps is None:
-                    deps = made[key] = Deps(**f)
                 insn: Any = ins.insn
-                ins = _INSN(evolve(insn, deps=deps), ins.dram, ins.uops, ins.thread, ins.note)
+                k = (id(insn), f)  # ``self.out`` keeps the instruction alive
+                x = given.get(k) if ins.uops else None  # a DMA's is its own
+                if x is None:
+                    deps = made.get(f)
+                    if deps is None:
+                        deps = made[f] = _deps(f)
+                    x = evolve(insn, deps=deps)
+                    if ins.uops:
+                        given[k] = x
+                ins = _INSN(x, ins.dram, ins.uops, ins.thread, ins.note)
             result.append(ins)
         return result
+
+    def _append_queued(self, ins: Insn, m: Unit, latest: list[int], at: list[int]) -> int:
+        """``_add`` for an instruction of ``m`` whose conflicts (``latest``: ``conflicts``'
+        row, input positions; ``at``: their output positions) are all with modules it shares a
+        queue with (no relay can be due), as ``_append`` would append it, in one loop."""
+        k = len(self.out)
+        flags = 0
+        waits: list[int] = []
+        satisfied, pending = self.satisfied, self.pending
+        for r, q, push, pop in self.queued[m]:
+            t = latest[r]
+            if t < 0:
+                continue
+            need = at[t]
+            if need <= satisfied[q]:
+                continue
+            waits.append(need)
+            satisfied[q] = need
+            if self._would_overflow(q, need):
+                self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
+                continue
+            pending[need] |= push
+            flags |= pop
+            self.push_at[q].append(need)
+            self.pop_at[q].append(k)
+        self.made_of.append((self.last_of.get(m, -1), tuple(waits), m))
+        self.out.append(ins)
+        pending.append(flags)
+        self.last_of[m] = k
+        return k
 
     def _start(self, m: Unit, pops: dict[Queue, int]) -> list[int]:
         """The clock of the next instruction, of ``m``, that pops ``pops`` (``_clock``)."""
@@ -324,15 +399,15 @@ class _Tokens:
 
     def _append(self, ins: Insn, m: Unit, pops: dict[Queue, int]) -> int:
         k = len(self.out)
-        flags: dict[str, bool] = {}
+        flags = 0
         for q, need in pops.items():
             push, pop = self.flags[q]
             self.satisfied[q] = need
             if self._would_overflow(q, need):
                 self._retarget(q, need)  # the previous pop now waits for ``need``: no new token
                 continue
-            self.pending[need][push] = True
-            flags[pop] = True
+            self.pending[need] |= _BIT[push]
+            flags |= _BIT[pop]
             self.push_at[q].append(need)
             self.pop_at[q].append(k)
         # a retargeted wait orders this one too (same module)

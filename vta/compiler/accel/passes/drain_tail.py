@@ -76,12 +76,11 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
-    known: Known = {}
     for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
-        plan = _plan(last, stores, tops, m, made)
+        plan = _plan(last, stores, tops, m, hw, made)
         if plan is None:
             continue
-        t = _finish(plan, hw, 1 + len(stores), busy, known)
+        t = _finish(plan, hw, 1 + len(stores), busy)
         if best is None or t < best[0]:
             best = (t, plan)
     if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
@@ -90,19 +89,18 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
 
 
 #: one instruction of a planned tail: the ISA instruction, the ``Insn`` it is a part or a
-#: piece of, and the note of a piece (None: the ``Insn``'s own); plans are compared by the
-#: instructions' durations alone, and only the chosen one is built (``_made``)
-Item = tuple[Any, Insn, str | None]
+#: piece of, the note of a piece (None: the ``Insn``'s own), whether it is a STORE and its
+#: duration (its definition's, worked out once when the part or piece is made); plans are
+#: compared by these durations alone, and only the chosen one is built (``_made``)
+Item = tuple[Any, Insn, str | None, bool, int]
 #: the parts and pieces made so far for one tail, by (which: -1 for the split instruction, k
-#: for the k-th store; first, stop): the plans of different part counts share most of them
-Made = dict[tuple[int, int, int], Any]
-#: per instruction object of the plans (by id; ``Made`` keeps it alive): (it, whether it is a
-#: STORE, its duration)
-Known = dict[int, tuple[Any, bool, int]]
+#: for the k-th store; first, stop), each as its plan ``Item``: the plans of different part
+#: counts share most of them
+Made = dict[tuple[int, int, int], Item]
 
 
 def _made(item: Item) -> Insn:
-    x, ins, note = item
+    x, ins, note = item[:3]
     if x is ins.insn:
         return ins
     return evolve(ins, insn=x) if note is None else evolve(ins, insn=x, note=note)
@@ -175,12 +173,12 @@ def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
     return out
 
 
-def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int,
+def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
           made: Made | None = None) -> list[Item] | None:
     """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
-    that completes them (``tops``: ``_last_writers``); None when a store would need too many
-    pieces. ``made``: the parts and pieces built for other part counts of this tail, reused
-    and added to."""
+    that completes them (``tops``: ``_last_writers``), timed on ``hw``; None when a store
+    would need too many pieces. ``made``: the parts and pieces built for other part counts of
+    this tail, reused and added to."""
     if made is None:
         made = {}
     parts = _bounds(len(last.uops), m)
@@ -188,7 +186,7 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int,
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
     for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
         key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
-        pieces = _pieces(st, key, made, k)
+        pieces = _pieces(st, key, hw, made, k)
         if pieces is None:
             return None
         for j, p in pieces:
@@ -196,46 +194,45 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int,
     out: list[Item] = list(after[0])
     x: Any = last.insn
     for j, (a, b) in enumerate(parts):
-        if m == 1:
-            part = x
-        else:
-            part = made.get((-1, a, b))
-            if part is None:
-                part = made[(-1, a, b)] = evolve(x, uop_bgn=a, uop_end=b)
-        out.append((part, last, None))
+        part = made.get((-1, a, b))
+        if part is None:
+            y = x if m == 1 else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
+            part = made[(-1, a, b)] = (y, last, None, False, _insn_duration(y, hw))
+        out.append(part)
         out += after[j + 1]
     return out
 
 
-def _pieces(st: Insn, key: np.ndarray, made: Made, which: int
+def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
             ) -> list[tuple[int, Item]] | None:
     """``st`` (the ``which``-th store) cut into runs of rows (or, for one row, of columns)
     that the same part completes (``key``: that part per row or column, -1 for none): (part
     index or -1, piece)."""
     x: Any = st.insn
     rows = x.y_size > 1
-    runs: list[tuple[int, int, int]] = []  # (start, stop, part)
-    for k, v in enumerate(key.tolist()):
-        if runs and runs[-1][2] == v:
-            runs[-1] = (runs[-1][0], k + 1, v)
-        else:
-            runs.append((k, k + 1, v))
-    if len(runs) > MAX_PIECES:
+    cut = np.flatnonzero(key[1:] != key[:-1]) + 1  # where a run of equal parts ends
+    if len(cut) >= MAX_PIECES:
         return None
-    if len(runs) == 1:
-        return [(runs[0][2], (x, st, None))]
+    if len(key) == 0:
+        return []
+    if not len(cut):
+        whole = made.get((which, 0, len(key)))
+        if whole is None:
+            whole = made[(which, 0, len(key))] = (x, st, None, True, _insn_duration(x, hw))
+        return [(int(key[0]), whole)]
+    starts = [0, *cut.tolist()]
     out: list[tuple[int, Item]] = []
-    for a, b, v in runs:
+    for a, b, v in zip(starts, [*starts[1:], len(key)], key[starts].tolist(), strict=True):
         piece = made.get((which, a, b))
         if piece is None:
             if rows:
-                piece = evolve(x, sram_base=x.sram_base + a * x.x_size,
-                               dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
+                y = evolve(x, sram_base=x.sram_base + a * x.x_size,
+                           dram_base=x.dram_base + a * x.x_stride, y_size=b - a)
             else:
-                piece = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
-                               x_size=b - a)
-            made[(which, a, b)] = piece
-        out.append((v, (piece, st, "tail piece")))
+                y = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
+                           x_size=b - a)
+            piece = made[(which, a, b)] = (y, st, "tail piece", True, _insn_duration(y, hw))
+        out.append((v, piece))
     return out
 
 
@@ -260,7 +257,7 @@ def _backlog(head: list[Insn], unit: Unit, hw: HwConfig) -> float:
     return max(0.0, free)
 
 
-def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float, known: Known) -> float:
+def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     """When ``tail`` ends, from the start of its first instruction: the parts back to back,
     each store piece when its part is done and the store module has finished the previous
     piece (and its ``busy`` backlog of earlier STOREs), with the durations of the
@@ -269,14 +266,11 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float, known: Kno
     and the last words may be fetched late, when a module already waits for them)."""
     extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
     compute, store = extra, extra + busy
-    for x, _ins, _note in tail:
-        hit = known.get(id(x))
-        if hit is None or hit[0] is not x:
-            hit = known[id(x)] = (x, definition_of(x).role == "store", _insn_duration(x, hw))
-        if hit[1]:
-            store = max(store, compute) + hit[2]
+    for _x, _ins, _note, is_store, t in tail:
+        if is_store:
+            store = max(store, compute) + t
         else:
-            compute += hit[2]
+            compute += t
     return max(compute, store)
 
 

@@ -27,6 +27,7 @@ from vta.errors import CompileError
 from vta.isa import (
     Finish,
     Instruction,
+    InstructionDef,
     Load,
     MemType,
     Program,
@@ -51,11 +52,13 @@ def _insns(func: S.PrimFunc) -> list[Insn]:
 
 def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     insns = _insns(func)
+    defs = [definition_of(ins.insn) for ins in insns]  # each looked up once, here
+    roles = [d.role for d in defs]
     kinds: dict[S.Buffer, str] = {}
-    for ins in insns:
+    for ins, role in zip(insns, roles, strict=True):
         if ins.dram is not None:
             i: Any = ins.insn
-            k = "out" if definition_of(i).role == "store" else i.mem.kind
+            k = "out" if role == "store" else i.mem.kind
             if kinds.setdefault(ins.dram, k) != k:
                 raise CompileError(f"{func.name}: global buffer {ins.dram.name} is moved as both "
                                    f"{kinds[ins.dram]} and {k}")
@@ -81,6 +84,9 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
         dram_pos[id(b)] = pb.add_uops("uops", b)
     resident: dict[int, tuple[int, int]] = {}  # block id -> (position, length)
     out: list[Instruction] = []
+    #: the definition of each of ``out`` (an instruction placed keeps its input's)
+    out_defs: list[InstructionDef] = []
+    load_uop = definition_of(Load(MemType.UOP, 0, 0, 1, 1, 1))
     if total <= depth:
         pos = 0
         for b in blocks:
@@ -88,10 +94,13 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
             pos += len(b)
         if total:
             out.append(Load(MemType.UOP, 0, uop_alloc.base, 1, total, total))
+            out_defs.append(load_uop)
     cursor = 0
-    for ins in insns:
+    #: (instruction, block position) -> the instruction placed there: flatten and token
+    #: insertion share an instruction object among the tiles that evaluate and wait alike
+    placed: dict[tuple[int, int], Any] = {}
+    for ins, d, role in zip(insns, defs, roles, strict=True):
         i = ins.insn
-        role = definition_of(i).role
         if role == "compute" and not ins.uops:  # a token relay: no micro-op to place
             out.append(i)
         elif role == "compute":
@@ -105,11 +114,15 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                         del resident[ob]
                 out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1, len(b),
                                 len(b)))
+                out_defs.append(load_uop)
                 resident[id(b)] = (lo, len(b))
                 cursor = hi
             start = resident[id(b)][0]
-            x: Any = i  # its range counts within the block (the whole block, or a part of it)
-            x = evolve(x, uop_bgn=start + x.uop_bgn, uop_end=start + x.uop_end)
+            x: Any = placed.get((id(i), start))  # ``insns`` keeps ``i`` alive
+            if x is None:
+                x = i  # its range counts within the block (the whole block, or a part of it)
+                x = placed[(id(i), start)] = evolve(x, uop_bgn=start + x.uop_bgn,
+                                                    uop_end=start + x.uop_end)
             if id(ins) in shifted:
                 x = evolve(x, uop_base=1, **shifted[id(ins)][1])
             out.append(x)
@@ -118,12 +131,14 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
             out.append(evolve(i, dram_base=i.dram_base + allocs[ins.dram].base))
         else:
             out.append(i)
+        out_defs.append(d)
     out.append(Finish())
+    out_defs.append(definition_of(out[-1]))
     if hw.alu.separate_pipeline:
-        out = _alu_waits_for_uops(func, hw, out, total <= depth)
+        out = _alu_waits_for_uops(func, hw, out, total <= depth)  # flags only: defs as they were
     pb.extend(out)
     program = pb.build()
-    check_immediates(program, hw, func.name)
+    _check_immediates(program, out_defs, hw, func.name)
     return program
 
 
@@ -131,8 +146,17 @@ def check_immediates(program: Program, hw: HwConfig, name: str = "program") -> N
     """A ``CompileError`` naming the first instruction of ``program`` whose immediate lies
     outside the values its definition computes its pattern for (``InstructionDef.imm_range``;
     stock VTA would compute something else: an SHR by 24 shifts left by 8)."""
-    for k, insn in enumerate(program.instructions):
-        bad = definition_of(insn).outside_range(insn, hw)
+    _check_immediates(program, [definition_of(i) for i in program.instructions], hw, name)
+
+
+def _check_immediates(program: Program, defs: list[InstructionDef], hw: HwConfig,
+                      name: str) -> None:
+    """``check_immediates`` with each instruction's definition given (``defs``, in program
+    order: the emitter has them), only the definitions with an ``imm_range`` asked."""
+    for k, (insn, d) in enumerate(zip(program.instructions, defs, strict=True)):
+        if d.imm_range is None:
+            continue  # ``outside_range``'s answer without the call
+        bad = d.outside_range(insn, hw)
         if bad is not None:
             raise CompileError(f"{name}: {where(k, insn, program)}: {bad}")
 

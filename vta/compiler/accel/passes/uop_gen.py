@@ -141,13 +141,17 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
         cycles = 0.0
         if cost is not None:
             insn_cycles, load_cycles, times = cost
-            key = frozenset((fo, fi))
-            hit = peeled.get(key)
-            if hit is None:
-                kept, outer = _peel([k for k in cands if k != fo and k != fi], merged, max_uops)
-                hit = peeled[key] = (math.prod(ext[k] for k in kept),
-                                     math.prod(ext[k] for k in outer))
-            n_uops, copies = hit
+            if n_rem <= max_uops:  # the loops left fit: ``_peel`` peels none
+                n_uops, copies = n_rem, 1
+            else:
+                key = frozenset((fo, fi))
+                hit = peeled.get(key)
+                if hit is None:
+                    kept, outer = _peel([k for k in cands if k != fo and k != fi], merged,
+                                        max_uops)
+                    hit = peeled[key] = (math.prod(ext[k] for k in kept),
+                                         math.prod(ext[k] for k in outer))
+                n_uops, copies = hit
             n_o = ext[fo] if fo is not None else 1
             n_i = ext[fi] if fi is not None else 1
             cycles = times * copies * insn_cycles(n_o, n_i, n_uops) \
