@@ -110,8 +110,17 @@ class _Job:
             self.starts = _row_starts(self.transfer.groups)
 
     def copy(self) -> _Job:
-        return _Job(self.key, self.transfer, self.arrival, self.next, self.done, -1, self.ready,
-                    self.n, self.starts)
+        """A copy to plan on (every trial plan copies the channel's jobs), without its solo
+        plan; made field by field, as ``__init__`` and ``__post_init__`` would leave it
+        (``n`` and ``starts`` are already derived), without their two calls."""
+        job = _new_job(_Job)
+        job.key, job.transfer, job.arrival, job.next, job.done = \
+            self.key, self.transfer, self.arrival, self.next, self.done
+        job.solo, job.ready, job.n, job.starts, job.plan = -1, self.ready, self.n, self.starts, None
+        return job
+
+
+_new_job = object.__new__
 
 
 @lru_cache(maxsize=4096)
