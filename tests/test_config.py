@@ -465,3 +465,17 @@ def test_pynq_mul_is_pynq_with_mul_and_pays_its_dsps() -> None:
     assert {k: v for k, v in est_mul.items() if k != "dsp"} == \
         {k: v for k, v in est.items() if k != "dsp"}
     assert not any(c == "ALU multipliers" for _, c, _, _ in breakdown(pynq))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_elem_bytes_memoised_per_config(path: Path) -> None:
+    """``elem_bytes`` is one cached lookup per (config, kind) (the simulator reads it for
+    every DMA it describes), and equals the entry's bytes for every kind."""
+    from vta.config import _elem_bytes
+
+    hw = HwConfig.from_yaml(path)
+    kinds = ("uop", "inp", "wgt", "acc", "out")
+    assert [hw.elem_bytes(k) for k in kinds] == [hw.entry(k).nbytes for k in kinds]
+    hits = _elem_bytes.cache_info().hits
+    assert [hw.elem_bytes(k) for k in kinds] == [hw.entry(k).nbytes for k in kinds]
+    assert _elem_bytes.cache_info().hits == hits + len(kinds)

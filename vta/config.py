@@ -418,7 +418,7 @@ class HwConfig:
 
     def elem_bytes(self, kind: str) -> int:
         """Bytes of one entry of buffer ``kind`` (uop, inp, wgt, acc, out)."""
-        return self.entry(kind).nbytes
+        return _elem_bytes(self, kind)
 
     # ---------------------------------------------------------------- depths (entries)
 
@@ -1047,6 +1047,13 @@ def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
 
 
 @lru_cache(maxsize=1024)
+def _elem_bytes(cfg: HwConfig, kind: str) -> int:
+    """``HwConfig.elem_bytes``, memoised per (config, kind): a pure function of frozen fields,
+    read for every DMA the simulator and the compiler describe (one cache lookup instead of
+    ``_entry``'s lookup, ``Entry.nbytes`` and its product on every call)."""
+    return _entry(cfg, kind).nbytes
+
+
 @lru_cache(maxsize=1024)
 def _depth(cfg: HwConfig, kind: str) -> int:
     return getattr(cfg.scratchpad, kind) // cfg.elem_bytes(kind)  # type: ignore[no-any-return]

@@ -95,6 +95,39 @@ def test_memport_same_as_before(read: dict[str, Any], write: dict[str, Any],
         _drive(before, read, write, traffic, probes)
 
 
+@settings(max_examples=200, deadline=None)
+@given(read=_CHANNEL, traffic=st.lists(_transfer(), min_size=1, max_size=5))
+def test_memport_run_returns_first_completion(read: dict[str, Any],
+                                              traffic: list[tuple[int, dict[str, Any]]]
+                                              ) -> None:
+    """``_run`` with ``first_done`` returns the earliest completion among the jobs that have
+    issued every burst (what ``Port.next_completion`` reads instead of scanning the jobs),
+    whichever loop issued the last burst (two jobs taking turns, several, or the one left)."""
+    ch = after.Channel(**read)
+    jobs, t = [], 0
+    for key, (delay, fields) in enumerate(traffic, 1):
+        t += delay
+        jobs.append(after._Job(key, after.Transfer(**{**fields, "write": False}), t))
+    got = after._run(ch, after._State(), jobs, None, first_done=True)
+    assert got is not None
+    assert got == min(j.done for j in jobs if j.next >= j.n)
+
+
+def test_memport_job_copy_is_as_constructed() -> None:
+    """``_Job.copy`` sets every field itself (no ``__init__``): it equals the job the
+    constructor makes from the same fields (no solo plan), so a field added to ``_Job`` and
+    not to ``copy`` fails here."""
+    from dataclasses import fields
+
+    job = after._Job(3, after.Transfer((4, 2, 7), groups=(1, 2), gap=1, lead=2), 10)
+    job.next, job.done, job.ready, job.solo = 1, 25, 26, 30
+    made = after._Job(**{f.name: getattr(job, f.name) for f in fields(after._Job)})
+    made.solo = -1
+    made.plan = None
+    assert job.copy() == made
+    assert all(getattr(job.copy(), f.name) == getattr(made, f.name) for f in fields(after._Job))
+
+
 def test_memport_alone_same_as_before() -> None:
     """``alone`` (every DMA's duration) on a range of transfers and channels."""
     for lat in (1, 8, 32):

@@ -109,13 +109,18 @@ class _Job:
             self.n = len(self.transfer.bursts)
             self.starts = _row_starts(self.transfer.groups)
 
-    @property
-    def issuing(self) -> bool:
-        return self.next < self.n
-
     def copy(self) -> _Job:
-        return _Job(self.key, self.transfer, self.arrival, self.next, self.done, -1, self.ready,
-                    self.n, self.starts)
+        """A copy to plan on (every trial plan copies the channel's jobs), without its solo
+        plan; made field by field, as ``__init__`` and ``__post_init__`` would leave it
+        (``n`` and ``starts`` are already derived), without their two calls."""
+        job = _new_job(_Job)
+        job.key, job.transfer, job.arrival, job.next, job.done = \
+            self.key, self.transfer, self.arrival, self.next, self.done
+        job.solo, job.ready, job.n, job.starts, job.plan = -1, self.ready, self.n, self.starts, None
+        return job
+
+
+_new_job = object.__new__
 
 
 @lru_cache(maxsize=4096)
@@ -143,13 +148,14 @@ class _State:
 
 
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
-         first_done: bool = False) -> None:
+         first_done: bool = False) -> int | None:
     """Issue bursts of ``jobs`` (one burst per turn: among the jobs whose next burst can issue
     earliest, round robin by arrival order or, on a priority channel, the lowest
     ``priority``) on ``st`` until every burst is issued or the next issue would be at or after
     ``until``; with ``first_done``, also stop once some job has issued its last burst and no
     later issue can complete before it (what comes next no longer changes the first
-    completion)."""
+    completion). Returns, with ``first_done``, that first completion (None while no job has
+    issued its last burst; without ``first_done``, None)."""
     # the earliest completion among the jobs that have issued every burst (``first_done``):
     # a finished job's ``done`` no longer changes, so this only falls as jobs finish
     done_by: int | None = None
@@ -233,7 +239,11 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     if len(live) == 1:
         # one job left issuing: nothing else takes a turn, so its bursts go one after
         # another (the jobs done already are done: their earliest completion is fixed)
-        _run_one(ch, st, live[0], until, done_by)
+        last = live[0]
+        _run_one(ch, st, last, until, done_by)
+        if first_done and last.next >= last.n and (done_by is None or last.done < done_by):
+            done_by = last.done
+    return done_by
 
 
 def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
@@ -496,8 +506,8 @@ class Port:
                 else:
                     trial = [j.copy() for j in jobs]
                     state = self.state[w].copy()
-                    _run(self.channels[w], state, trial, None, first_done=True)
-                    done = min(j.done for j in trial if not j.issuing)
+                    done = _run(self.channels[w], state, trial, None, first_done=True)
+                    assert done is not None  # run to the end, some job issued its last burst
                     # every burst it issued is before ``done``: committing up to ``done``
                     # issues exactly these (``finish``)
                     self._trial[w] = (state, trial)
