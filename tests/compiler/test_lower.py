@@ -13,9 +13,10 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.interp import run_func
 from vta.compiler.ir.intrin import TensorIntrinsic, gemm_decl
-from vta.compiler.ir.lower import lower
+from vta.compiler.ir.lower import _Lowering, lower
 from vta.compiler.ir.schedule import create_schedule
-from vta.compiler.ir.tensor import Tensor, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir.structural import assert_structural_equal
+from vta.compiler.ir.tensor import Tensor, TensorRead, compute, placeholder, reduce_axis, sum_
 from vta.compiler.ir.verify import verify
 from vta.errors import LowerError, RegionError, ScheduleError
 
@@ -383,3 +384,41 @@ def test_tensorize_mismatch_at_lower() -> None:
     assert any(isinstance(x, S.AttrStmt) and x.key is S.TENSORIZE for x in _walk_stmts(f.body))
     with pytest.raises(ScheduleError, match="tensorize"):
         vta_conv_schedule(tensors, 1, 1, 1, 1, _gemm(2))
+
+
+def _value_two_rewrites(self, e: E.Expr, roots) -> E.Expr:  # type: ignore[no-untyped-def]
+    """``_Lowering._value`` as two rewrites (the variables everywhere, then the reads as
+    loads): the reference its single rewrite must equal."""
+    e = E.substitute(e, dict(roots))
+
+    def fn(n: object) -> E.Expr | None:
+        if isinstance(n, TensorRead):
+            idx = tuple(E.substitute(i, fn) for i in n.indices)
+            return self._load(TensorRead(n.tensor, idx, n.dtype))
+        return None
+
+    return E.substitute(e, fn)
+
+
+@pytest.mark.parametrize("kh,stride,pad", [(1, 1, 0), (3, 1, 1), (3, 2, 1), (7, 2, 3)])
+def test_value_one_rewrite_equals_two(kh: int, stride: int, pad: int,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stage values ``lower`` builds in one rewrite (roots and loads at once) are the IR
+    the two rewrites made: a staged, padded, strided conv with its epilogue and a tiled matmul
+    lower to equal functions either way (inlined pads put reads inside selects, staged copies
+    put base offsets on the indices)."""
+    tensors = packed_conv(1, 2, 4, 9, 9, 4, kh, stride, pad)
+    data, kern, *_, out = tensors
+    oh = tensors[3].shape[2]
+
+    def both():  # type: ignore[no-untyped-def]
+        s = vta_conv_schedule(tensors, 2, next(t for t in (3, 2, 1) if oh % t == 0),
+                              3 if oh % 3 == 0 else 1, 1)
+        A, B, C = matmul(8, 12, 6)
+        return (lower(s, [data, kern, out]),
+                lower(vta_matmul_schedule(A, B, C, 4, 3, 2), [A, B, C]))
+
+    one = both()
+    monkeypatch.setattr(_Lowering, "_value", _value_two_rewrites)
+    for got, want in zip(one, both(), strict=True):  # fresh loop variables each lowering
+        assert_structural_equal(got, want)

@@ -189,9 +189,15 @@ class _Lowering:
                             n.dtype)
 
     def _value(self, e: E.Expr, roots: Mapping[E.Var, E.Expr]) -> E.Expr:
-        e = E.substitute(e, dict(roots))
-
+        """``e`` with the stage's axis variables replaced by their ``roots`` values and every
+        tensor read made a load of its buffer (``_load``), in one rewrite: a read's indices
+        are substituted first, so the load's base offset applies to the values (the same IR
+        as substituting the variables everywhere, then rewriting the reads: a read is never a
+        constant, so the folds of their parents match)."""
         def fn(n: object) -> E.Expr | None:
+            if isinstance(n, E.Var):
+                v = roots.get(n)
+                return None if v is None else E.as_expr(v)
             if isinstance(n, TensorRead):
                 idx = tuple(E.substitute(i, fn) for i in n.indices)
                 return self._load(TensorRead(n.tensor, idx, n.dtype))

@@ -142,7 +142,12 @@ def from_linear(terms: LinearTerms, const: int, dtype: str = "int32") -> E.Expr:
 
 def simplify(e: E.Expr) -> E.Expr:
     """Canonical affine form of an integer index expression (``(x*4 + y) - x*4`` becomes ``y``);
-    non-integer or non-index expressions come back unchanged."""
+    non-integer or non-index expressions come back unchanged. A variable or a constant is its
+    own canonical form (returned as is: over half the indices ``lower`` simplifies are bare
+    loop variables)."""
+    cls = type(e)
+    if cls is E.Var or cls is E.IntImm:
+        return e
     if e.dtype.startswith("float") or e.dtype == "bool":
         return e
     terms, const = linear_form(e)
