@@ -65,6 +65,26 @@ def test_side_by_side_is_the_run_in_order(
     _same_run(run_graph(cg, image, target=t, jobs=1), side)
 
 
+def test_a_worker_s_unchanged_allocations_are_read_only_views_of_its_inputs(
+        compiled: tuple[CompiledGraph, AccelTarget, np.ndarray]) -> None:
+    """An allocation a worker's kernel left as it was (its weights) comes back as a view of
+    the input it was given, not a copy, and no write through it can change that input."""
+    cg, t, image = compiled
+    side = run_graph(cg, image, target=t, jobs=2)
+    views = 0
+    for s in side.steps:
+        if s.execution is None or s.energy is None:  # (a kernel simulated here)
+            continue
+        for name, arr in s.execution.outputs.items():
+            given = s.sim.inputs.get(name)
+            if given is not None and np.shares_memory(arr, given):
+                assert not arr.flags.writeable and given.flags.writeable
+                with pytest.raises(ValueError):
+                    arr.reshape(-1)[0] = 0
+                views += 1
+    assert views > 0
+
+
 def test_a_guess_on_other_inputs_is_not_used(
         compiled: tuple[CompiledGraph, AccelTarget, np.ndarray],
         monkeypatch: pytest.MonkeyPatch) -> None:

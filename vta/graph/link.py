@@ -56,14 +56,16 @@ def link_program(program: Program, step: int, bind: dict[str, DramTensor],
         new[a.name] = Allocation(name, a.kind, a.elems, off, a.elem_bytes)
     # a tiled program repeats most of its DMAs: each distinct one is relocated once (its
     # relocation depends on the instruction alone) and the result shared, as the decoded
-    # program shares equal instructions (``vta.run.codec.decode_distinct``)
-    moved: dict[Any, Any] = {}
+    # program shares equal instructions (``vta.run.codec.decode_distinct``: repeats are the
+    # same object, so the memo keys on identity, without hashing every field of a DMA)
+    spans = _spans(program, new)
+    moved: dict[int, Any] = {}
     insns: list[Any] = []
     for insn in program.instructions:
         if isinstance(insn, (Load, Store)):
-            got = moved.get(insn)
+            got = moved.get(id(insn))
             if got is None:
-                got = moved[insn] = _relocated(insn, program, new, step)
+                got = moved[id(insn)] = _relocated(insn, spans, step)
             insn = got
         insns.append(insn)
     uops = _renamed(program.uops, {k: new[k].name for k in program.uops})
@@ -79,19 +81,35 @@ def _renamed(uops: Mapping[str, Any], names: dict[str, str]) -> Mapping[str, Any
     return {names[k]: v for k, v in uops.items()}
 
 
-def _relocated(insn: Load | Store, program: Program, new: dict[str, Allocation],
-               step: int) -> Load | Store:
-    """``insn`` (a DMA of step ``step``'s ``program``) with its DRAM address moved from the
-    allocation it falls in to that allocation's linked place (``new``, by kernel-local name);
-    unchanged when it moves nothing (an empty DMA carrying tokens)."""
+#: a kernel's allocations of one buffer kind, in the program's order: each one's first and
+#: past-the-end element address and how far linking moves it (elements)
+Spans = dict[str, list[tuple[int, int, int]]]
+
+
+def _spans(program: Program, new: dict[str, Allocation]) -> Spans:
+    """``program``'s allocations by kind as ``Spans``, moved to their linked places (``new``,
+    by kernel-local name): what ``_relocated`` reads per DMA instead of ``Program.find``'s
+    scan of every allocation."""
+    spans: Spans = {}
+    for a in program.allocations:
+        spans.setdefault(a.kind, []).append((a.base, a.base + a.elems, new[a.name].base - a.base))
+    return spans
+
+
+def _relocated(insn: Load | Store, spans: Spans, step: int) -> Load | Store:
+    """``insn`` (a DMA of step ``step``'s kernel) with its DRAM address moved from the
+    allocation it falls in (the first of its kind holding it, as ``Program.find`` picks) to
+    that allocation's linked place (``spans``, ``_spans``); unchanged when it moves nothing
+    (an empty DMA carrying tokens)."""
     kind = MemType(insn.mem).kind
-    old = program.find(kind, insn.dram_base)
-    if old is None:
-        if insn.y_size * insn.x_size == 0:  # an empty DMA carrying tokens
-            return insn
-        raise ProgramError(f"linking step {step}: {type(insn).__name__} at element "
-                           f"{insn.dram_base} of {kind} is in no allocation")
-    # ``evolve``: ``dataclasses.replace``'s copy without its keyword handling (a few thousand
-    # DMAs a network)
-    out: Load | Store = evolve(insn, dram_base=new[old.name].base + insn.dram_base - old.base)
-    return out
+    addr = insn.dram_base
+    for lo, hi, delta in spans.get(kind, ()):
+        if lo <= addr < hi:
+            # ``evolve``: ``dataclasses.replace``'s copy without its keyword handling (a few
+            # thousand DMAs a network)
+            out: Load | Store = evolve(insn, dram_base=addr + delta)
+            return out
+    if insn.y_size * insn.x_size == 0:  # an empty DMA carrying tokens
+        return insn
+    raise ProgramError(f"linking step {step}: {type(insn).__name__} at element "
+                       f"{addr} of {kind} is in no allocation")
