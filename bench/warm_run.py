@@ -56,8 +56,7 @@ _BESIDE = re.compile(r"interpreter [0-9.]+ s \(\+([0-9.]+) s beside")
 def child_env(tree: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
     """The environment of a child run of ``tree`` with ``cache`` (and ``pycache`` as the
     bytecode cache, or the environment's setting when None)."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "VTA_CACHE": str(cache),
-           "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(tree), "VTA_CACHE": str(cache)}
     if pycache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache / tree.name)
@@ -193,7 +192,9 @@ def main() -> None:
                 print(f"{k:>14} {kind}: {parts}")
     Path(a.out).write_text(json.dumps({
         "command": "vta " + " ".join(COMMAND) + " (VTA_CACHE: a fresh file per cold run, the "
-                   "last cold run's for the warm runs; OPENBLAS_NUM_THREADS=1)",
+                   "last cold run's for the warm runs; BLAS threads as the environment sets them: "
+                   f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')!r}; "
+                   "since round 8 `vta` limits BLAS to one thread itself where none is set)",
         "targets": "cold <= 3 s wall, warm <= 1 s wall (issue 22)",
         "cpus": os.cpu_count(),
         "bytecode": "per variant ('bytecode': compiled first into a PYTHONPYCACHEPREFIX; else "

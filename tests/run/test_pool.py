@@ -149,3 +149,43 @@ def test_a_child_no_longer_wanted_is_ended() -> None:
 def test_no_child_where_none_can_fork(monkeypatch: Any) -> None:
     monkeypatch.setattr(pool, "_can_fork", lambda: False)
     assert ForkedChild.start(_count_to(3), 4) is None
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_one_blas_thread_limits_blas_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A run's parallelism is its processes: numpy's BLAS gets one thread, in this process and
+    in the workers it forks; a number the user set in the environment is left alone."""
+    import numpy as np  # noqa: F401 - BLAS is loaded with numpy
+    from threadpoolctl import threadpool_limits
+
+    assert _blas_threads(), "numpy's BLAS is visible to threadpoolctl"
+    with threadpool_limits(limits=2, user_api="blas"):  # restored on leaving
+        for v in pool.BLAS_THREAD_VARIABLES:
+            monkeypatch.delenv(v, raising=False)
+        assert pool.one_blas_thread()
+        assert set(_blas_threads()) == {1}
+        got, workers = fork_map(_threads_in_worker, [0, 1], None, jobs=2)
+        assert got == [[1] * len(_blas_threads())] * 2 and workers in (0, 2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+        assert not pool.one_blas_thread()
+        assert _blas_threads() == before
+
+
+def _threads_in_worker(_: int) -> list[int]:
+    return _blas_threads()
+
+
+def test_every_command_runs_with_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import vta.cli
+
+    calls: list[int] = []
+    monkeypatch.setattr(vta.cli, "one_blas_thread", lambda: calls.append(1) or True)
+    assert vta.cli.main(["info", "--hw", "pynq", "--json"]) == 0
+    assert calls == [1]

@@ -28,6 +28,7 @@ from typing import NoReturn
 
 from vta.cli.parser import build_parser
 from vta.errors import VtaError
+from vta.run.pool import one_blas_thread
 
 __all__ = ["main", "console", "QUICK_EXIT"]
 
@@ -91,6 +92,7 @@ def _command(argv: Sequence[str] | None) -> tuple[int, str | None]:
         now, age = time.perf_counter(), process_age()
         args = build_parser(_DESCRIPTION).parse_args(argv)
         command = args.handler
+        one_blas_thread()  # the command's parallelism is its processes (vta.run.pool)
         handler = _handler(args.handler)
         # when the process started and when the command was ready to run (imports done), on
         # perf_counter's clock: ``vta run`` breaks its wall time down with them
