@@ -468,14 +468,50 @@ def test_pynq_mul_is_pynq_with_mul_and_pays_its_dsps() -> None:
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_elem_bytes_memoised_per_config(path: Path) -> None:
-    """``elem_bytes`` is one cached lookup per (config, kind) (the simulator reads it for
-    every DMA it describes), and equals the entry's bytes for every kind."""
-    from vta.config import _elem_bytes
+def test_derived_sizes_made_once_per_config(path: Path) -> None:
+    """``entry``, ``elem_bytes``, ``depth`` and ``isa`` are made once per config and kind and
+    kept on the object (``_derived``: the simulator reads them for every DMA and instruction it
+    describes, and a lookup there hashes no config): a second read returns the same object
+    without hashing the config, and equals what the formulas give."""
+    from vta.config import _entry, _isa_widths
 
     hw = HwConfig.from_yaml(path)
     kinds = ("uop", "inp", "wgt", "acc", "out")
-    assert [hw.elem_bytes(k) for k in kinds] == [hw.entry(k).nbytes for k in kinds]
-    hits = _elem_bytes.cache_info().hits
-    assert [hw.elem_bytes(k) for k in kinds] == [hw.entry(k).nbytes for k in kinds]
-    assert _elem_bytes.cache_info().hits == hits + len(kinds)
+    first = [(hw.entry(k), hw.elem_bytes(k), hw.depth(k)) for k in kinds], hw.isa
+    object.__setattr__(hw, "_hash_value", None)
+    calls = []
+    hashed = type(hw).__hash__
+    try:
+        type(hw).__hash__ = lambda self: calls.append(1) or hashed(self)  # type: ignore
+        again = [(hw.entry(k), hw.elem_bytes(k), hw.depth(k)) for k in kinds], hw.isa
+    finally:
+        type(hw).__hash__ = hashed  # type: ignore[method-assign]
+    assert not calls and hw._hash_value is None
+    assert all(a is b for x, y in zip(first[0], again[0], strict=True)
+               for a, b in zip(x, y, strict=True)) and first[1] is again[1]
+    assert [e for e, _, _ in first[0]] == [_entry(hw, k) for k in kinds]
+    assert [b for _, b, _ in first[0]] == [_entry(hw, k).nbytes for k in kinds]
+    assert [d for _, _, d in first[0]] == \
+        [getattr(hw.scratchpad, k) // _entry(hw, k).nbytes for k in kinds]
+    assert first[1] == _isa_widths(hw)
+
+
+def test_derived_sizes_are_not_the_identity() -> None:
+    """What a config derived is not part of it: equal configs compare and hash equal whatever
+    each has derived; a pickled copy, ``replace`` and ``with_changes`` derive afresh (their
+    own, the same); ``to_dict`` and ``repr`` leave it out."""
+    import pickle
+    from dataclasses import replace
+
+    hw, fresh = HwConfig.from_yaml(PYNQ), HwConfig.from_yaml(PYNQ)
+    fresh._derived.clear()  # (validation derived some)
+    hw.isa, hw.elem_bytes("wgt"), hw.depth("acc")
+    assert hw._derived and not fresh._derived
+    assert hw == fresh and hash(hw) == hash(fresh) and repr(hw) == repr(fresh)
+    assert hw.to_dict() == fresh.to_dict() and hw.hash == fresh.hash
+    assert not pickle.loads(pickle.dumps(hw))._derived
+    for copy in (pickle.loads(pickle.dumps(hw)), replace(hw), hw.with_changes()):
+        assert copy._derived is not hw._derived and copy == hw and hash(copy) == hash(hw)
+        assert copy.isa == hw.isa and copy.depth("acc") == hw.depth("acc")
+    bigger = replace(hw, scratchpad=replace(hw.scratchpad, acc=2 * hw.scratchpad.acc))
+    assert bigger.depth("acc") == 2 * hw.depth("acc")

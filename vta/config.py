@@ -26,7 +26,6 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +298,13 @@ class HwConfig:
     from_model: tuple[str, ...] = field(default=(), compare=False, repr=False)
     #: the hash, computed on first use (timing caches key on the config)
     _hash_value: int | None = field(default=None, init=False, compare=False, repr=False)
+    #: what the config derives from its fields (entries, their bytes, depths, ISA widths), by
+    #: (what, kind), made on first use: read per DMA and instruction described, and a
+    #: per-object dictionary answers without hashing the config (an ``lru_cache`` keyed by
+    #: it calls ``__hash__`` in Python on every lookup). Fresh in a copy (``replace``,
+    #: pickling): not part of the config's identity
+    _derived: dict[tuple[str, str], Any] = field(default_factory=dict, init=False,
+                                                compare=False, repr=False)
 
     # ---------------------------------------------------------------- construction
 
@@ -353,6 +359,7 @@ class HwConfig:
         d.pop("source")
         d.pop("from_model")
         d.pop("_hash_value")
+        d.pop("_derived")
         d["alu"]["ops"] = list(d["alu"]["ops"])
         d["intrinsics"] = {i.name: dict(i.params) for i in self.intrinsics}
         return d
@@ -388,8 +395,10 @@ class HwConfig:
                                     "alu.ops": [*self.alu.ops, "mul"]})
 
     def __getstate__(self) -> list[Any]:
-        # the cached hash is per process (str hashes are salted): a pickled copy recomputes it
-        return [None if f.name == "_hash_value" else getattr(self, f.name) for f in fields(self)]
+        # the cached hash is per process (str hashes are salted): a pickled copy recomputes it;
+        # what it derives it derives again
+        return [None if f.name == "_hash_value" else {} if f.name == "_derived"
+                else getattr(self, f.name) for f in fields(self)]
 
     def __setstate__(self, state: list[Any]) -> None:
         for f, value in zip(fields(self), state, strict=True):
@@ -401,7 +410,7 @@ class HwConfig:
         if cached is None:
             cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
             object.__setattr__(self, "_hash_value", cached)
-        return int(cached)
+        return cached
 
     @property
     def hash(self) -> str:
@@ -414,17 +423,29 @@ class HwConfig:
     def entry(self, kind: str) -> Entry:
         """One entry of buffer ``kind`` (uop, inp, wgt, acc, out): its shape and element type
         (``ENTRY_DIMS``); KeyError for another kind."""
-        return _entry(self, kind)
+        key = ("entry", kind)
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = _entry(self, kind)
+        return got  # type: ignore[no-any-return]
 
     def elem_bytes(self, kind: str) -> int:
         """Bytes of one entry of buffer ``kind`` (uop, inp, wgt, acc, out)."""
-        return _elem_bytes(self, kind)
+        key = ("bytes", kind)
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = self.entry(kind).nbytes
+        return got  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- depths (entries)
 
     def depth(self, kind: str) -> int:
         """Entries of buffer ``kind``."""
-        return _depth(self, kind)
+        key = ("depth", kind)
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = getattr(self.scratchpad, kind) // self.elem_bytes(kind)
+        return got  # type: ignore[no-any-return]
 
     @property
     def uop_depth(self) -> int:
@@ -451,7 +472,10 @@ class HwConfig:
     @property
     def isa(self) -> IsaWidths:
         """ISA field widths derived from the buffer depths."""
-        return _isa_widths(self)
+        got = self._derived.get(("isa", ""))
+        if got is None:
+            got = self._derived["isa", ""] = _isa_widths(self)
+        return got  # type: ignore[no-any-return]
 
     @property
     def macs_per_cycle(self) -> int:
@@ -1015,8 +1039,8 @@ class Entry:
         return math.prod(self.shape) * self.bits // 8
 
 
-@lru_cache(maxsize=1024)
 def _entry(cfg: HwConfig, kind: str) -> Entry:
+    """``HwConfig.entry`` (made once per config and kind: ``HwConfig._derived``)."""
     dims, dtype_field = ENTRY_DIMS[kind]
     if dtype_field is None:
         return Entry(kind, (), (), f"uint{UOP_BITS}", UOP_BITS)
@@ -1046,25 +1070,12 @@ def _check_entry_fits(cfg: HwConfig, kind: str) -> None:
                 f"{elem} bytes ({formula}), got {size}")
 
 
-@lru_cache(maxsize=1024)
-def _elem_bytes(cfg: HwConfig, kind: str) -> int:
-    """``HwConfig.elem_bytes``, memoised per (config, kind): a pure function of frozen fields,
-    read for every DMA the simulator and the compiler describe (one cache lookup instead of
-    ``_entry``'s lookup, ``Entry.nbytes`` and its product on every call)."""
-    return _entry(cfg, kind).nbytes
-
-
-@lru_cache(maxsize=1024)
-def _depth(cfg: HwConfig, kind: str) -> int:
-    return getattr(cfg.scratchpad, kind) // cfg.elem_bytes(kind)  # type: ignore[no-any-return]
-
-
 def _log2(n: int) -> int:
     return max(1, (n - 1).bit_length()) if n > 1 else 1
 
 
-@lru_cache(maxsize=256)
 def _isa_widths(cfg: HwConfig) -> IsaWidths:
+    """``HwConfig.isa`` (made once per config: ``HwConfig._derived``)."""
     uop = _log2(cfg.uop_depth)
     inp, wgt, acc, out = (_log2(cfg.depth(k)) for k in DATA_KINDS)
     return IsaWidths(

@@ -210,20 +210,21 @@ class DmaTiming:
 
 
 @lru_cache(maxsize=65536)
-def _row_bursts(hw: HwConfig, addr: int, row_bytes: int, beat_bytes: int,
+def _row_bursts(bus_beats: int, boundary: int, addr: int, row_bytes: int, beat_bytes: int,
                 entry_bytes: int | None) -> tuple[int, ...]:
     """Channel cycles of each burst of one row of ``row_bytes`` at byte ``addr`` (modulo the
-    boundary). A master ``beat_bytes`` wide bursts as many of its beats as ``burst_bytes``
-    holds bus beats (HLS's ``max_read_burst_length``) and occupies the channel a cycle per
-    beat; no burst crosses a multiple of ``burst_boundary``. With ``entry_bytes``, one more
-    cycle between entries (Chisel's store re-reads the scratchpad)."""
-    m = hw.memory
-    assert m.burst_bytes is not None and m.burst_boundary is not None
-    per_burst = (m.burst_bytes // m.bus_bytes) * beat_bytes
+    boundary). A master ``beat_bytes`` wide bursts as many of its beats as a burst holds bus
+    beats (``bus_beats``: ``burst_bytes // bus_bytes``, HLS's ``max_read_burst_length``) and
+    occupies the channel a cycle per beat; no burst crosses a multiple of ``boundary``
+    (``burst_boundary``). With ``entry_bytes``, one more cycle between entries (Chisel's
+    store re-reads the scratchpad). Keyed by the memory's numbers, not the config: a lookup
+    then hashes ints only (``HwConfig.__hash__`` is a Python call, and a DMA's timing looks
+    up each of its rows' offsets)."""
+    per_burst = bus_beats * beat_bytes
     out: list[int] = []
     left, at = row_bytes, addr
     while left > 0:
-        chunk = min(left, per_burst, m.burst_boundary - at % m.burst_boundary)
+        chunk = min(left, per_burst, boundary - at % boundary)
         cycles = _ceil(chunk, beat_bytes)
         if entry_bytes is not None:
             cycles += max(0, _ceil(chunk, entry_bytes) - 1)
@@ -271,13 +272,15 @@ def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads,
     way)."""
     tm, m = model_of(hw), hw.memory
     assert m.uop_beat_bytes is not None and m.row_overhead is not None
-    assert m.burst_boundary is not None
+    assert m.burst_boundary is not None and m.burst_bytes is not None
     beat = m.uop_beat_bytes if kind == "uop" else m.bus_bytes
     entry = elem_bytes if write and tm.store_serial else None
     boundary = m.burst_boundary
     row_bytes = cols * elem_bytes
     offsets = [(addr + r * stride) % boundary for r in range(rows)]
-    of = {a: _row_bursts(hw, a, row_bytes, beat, entry) for a in set(offsets)}  # rows repeat
+    bus_beats = m.burst_bytes // m.bus_bytes
+    of = {a: _row_bursts(bus_beats, boundary, a, row_bytes, beat, entry)
+          for a in set(offsets)}  # rows repeat
     by_row = list(map(of.__getitem__, offsets))  # few offsets
     bursts = tuple(chain.from_iterable(by_row))
     ov = _overhead(tm, kind, write)

@@ -703,75 +703,83 @@ class Machine:
                 u.current = i
                 info = self.info[i]
                 wire = self.wires.get(id(info)) or self._wire(info)
-                t = env.now
-                store, (u.waiting, label) = wire.cmdq
-                if not (fast and store.give(i)):
+                store, (text, label) = wire.cmdq
+                if not (fast and store.give(i)):  # (``waiting``: as in ``_unit``)
+                    t = env.now
+                    u.waiting = text
                     yield store.put(i)
-                if env.now != t:
-                    self._waited(u, "queue", t, label, i)
-                u.waiting = None
+                    if env.now != t:
+                        self._waited(u, "queue", t, label, i)
+                    u.waiting = None
         u.current = None
 
     def _unit(self, module: Unit) -> Proc:
         name = _UNIT_OF[module]
         u, env, fast = self.units[name], self.env, self.fast
         cmdq, slices, done = self.cmdq[module], self.slices, self.completed
-        count, wires = self.count[module], self.wires
+        count, wires, moved = self.count[module], self.wires, self.bytes
+        # (``waiting`` is set only around a yield: a deadlock report reads it of a process
+        # suspended there, and a shortcut that does not yield leaves the clock as it was)
         for _ in range(count):
-            t = env.now
-            u.waiting = "its command queue (empty)"
             index = cmdq.take() if fast else MISS
             if index is MISS:
+                t = env.now
+                u.waiting = "its command queue (empty)"
                 index = yield cmdq.get()
-            if env.now != t:
-                self._waited(u, "queue", t, "wait command", index)
-            u.waiting = None
+                if env.now != t:
+                    self._waited(u, "queue", t, "wait command", index)
+                u.waiting = None
             u.current = index
             insn, info = self.insns[index], self.info[index]
             wire = wires.get(id(info)) or self._wire(info)
             for store, (text, label) in wire.pops:
-                t = env.now
-                u.waiting = text
                 if not fast or store.take() is MISS:
+                    t = env.now
+                    u.waiting = text
                     yield store.get()
-                if env.now != t:
-                    self._waited(u, "token", t, label, index)
-                u.waiting = None
-            if info.defn.drains:
-                others = [m for m in info.defn.drains if m in self.drained and m is not module]
+                    if env.now != t:
+                        self._waited(u, "token", t, label, index)
+                    u.waiting = None
+            drains = info.defn.drains
+            if drains:
+                others = [m for m in drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
                 u.waiting = f"the {names} units to drain ({mnemonic(insn)})"
                 yield self.sim.all_of(self.env, [self.drained[m] for m in others])
                 u.waiting = None
-            held = (yield from self._acquire_banks(u, info.banks, index)) if info.banks else []
+            banks = info.banks
+            held = (yield from self._acquire_banks(u, banks, index)) if banks else None
             start = env.now
-            if info.timing is not None:
-                if not (fast and self._dma_now(u, info.timing, info.cycles, index)):
-                    yield from self._dma(u, info.timing, info.cycles, index)
+            timing, cycles = info.timing, info.cycles
+            if timing is not None:
+                if not (fast and self._dma_now(u, timing, cycles, index)):
+                    yield from self._dma(u, timing, cycles, index)
             else:
-                if not (fast and env.skip(info.cycles)):
-                    yield env.timeout(info.cycles)
-                u.busy += info.cycles
-            for b, req in held:
-                self.banks[b].release(req)
-            if info.dma is not None:
-                self.bytes[info.dma[0]] += info.dma[1]
+                if not (fast and env.skip(cycles)):
+                    yield env.timeout(cycles)
+                u.busy += cycles
+            if held:
+                for b, req in held:
+                    self.banks[b].release(req)
+            dma = info.dma
+            if dma is not None:
+                moved[dma[0]] += dma[1]
             done.append(index)
             slices.append(_new_tuple(Slice, (name, "insn", start, env.now, index,
                                              info.mnemonic)))
             for store, (text, label) in wire.pushes:
-                t = env.now
-                u.waiting = text
                 if not (fast and store.give(True)):
+                    t = env.now
+                    u.waiting = text
                     yield store.put(True)
-                if env.now != t:
-                    self._waited(u, "queue", t, label, index)
-                u.waiting = None
+                    if env.now != t:
+                        self._waited(u, "queue", t, label, index)
+                    u.waiting = None
             u.insns += 1
             u.current = None
             if u.insns == count and not self.drained[module].triggered:
                 self.drained[module].succeed()
-            if info.defn.drains:
+            if drains:
                 self.finished_at = env.now
 
     # ------------------------------------------------------------------ run
