@@ -108,7 +108,8 @@ class FloatMinMax:
     def _settle(self, r: Any, winner: Any) -> Any:
         """``r`` with each zero given the winning sign where ``winner`` says one took part."""
         z = np.asarray(0.0 if not self.low else -0.0, dtype=np.asarray(r).dtype)
-        return np.where(np.equal(r, 0) & winner, z, np.where(np.equal(r, 0), -z, r))
+        zero = np.equal(r, 0)
+        return np.where(zero, np.where(winner, z, -z), r)
 
     def __call__(self, a: Any, b: Any) -> Any:
         r = self.base(a, b)
@@ -150,8 +151,8 @@ OPS: dict[Op, OpDef] = {d.op: d for d in (
     OpDef(Op.MUL, operator.mul, np.multiply, np.multiply),
     OpDef(Op.FLOORDIV, operator.floordiv, np.floor_divide, np.floor_divide),
     OpDef(Op.FLOORMOD, operator.mod, np.mod, np.mod),
-    OpDef(Op.MIN, min, np.minimum, lambda a, b: FMIN(a, b)),
-    OpDef(Op.MAX, max, np.maximum, lambda a, b: FMAX(a, b)),
+    OpDef(Op.MIN, min, np.minimum, FMIN),
+    OpDef(Op.MAX, max, np.maximum, FMAX),
     OpDef(Op.SHR, operator.rshift, np.right_shift, None),
     OpDef(Op.SHL, operator.lshift, np.left_shift, None),
     OpDef(Op.BIT_AND, operator.and_, np.bitwise_and, None),
