@@ -141,11 +141,9 @@ def _rounded(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 class _Init:
     """Seeded weights and biases (drawn ahead by ``_Draws`` when given its plan)."""
 
-    def __init__(self, b: GraphBuilder, seed: int,
-                 plan: list[tuple[int, ...]] | None = None) -> None:
-        self.b = b
-        self.rng = np.random.default_rng(seed)
-        self.draws = _Draws(self.rng, plan) if plan is not None else None
+    def __init__(self, b: GraphBuilder, rng: np.random.Generator,
+                 draws: _Draws | None = None) -> None:
+        self.b, self.rng, self.draws = b, rng, draws
 
     def scale(self, s: float) -> float:
         """A weight scale: ``s``, or in a shift-only graph the nearest power of two."""
@@ -162,10 +160,6 @@ class _Init:
         if self.draws is not None:
             return self.draws.take("bias", (n,))
         return self.rng.normal(0, BIAS_STD, n)
-
-    def close(self) -> None:
-        if self.draws is not None:
-            self.draws.close()
 
     def conv(self, name: str, oc: int, ic: int, k: int, x: Value) -> tuple[Value, Value]:
         fan_in = ic * k * k
@@ -246,10 +240,14 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
                          f"got {image}")
     shape = (batch, 3, image, image)
     name = "resnet18" if requant == "shift" else f"resnet18_{requant}"
-    b = GraphBuilder(name, calibrate={"image": random_image(seed + 1, shape)}, requant=requant)
-    # the weights drawn ahead in a thread while the layers before them are calibrated
-    init = _Init(b, seed, weight_shapes(shape[1], width, classes) if draw_ahead else None)
+    rng = np.random.default_rng(seed)
+    # the weights drawn ahead in a thread from now on, while the calibration image is made
+    # and the layers before them are calibrated
+    draws = _Draws(rng, weight_shapes(shape[1], width, classes)) if draw_ahead else None
     try:
+        b = GraphBuilder(name, calibrate={"image": random_image(seed + 1, shape)},
+                         requant=requant)
+        init = _Init(b, rng, draws)
         x = b.input("image", shape, IMAGE_SCALE)
         y = _conv_q(b, init, "conv1", x, width, STEM_KERNEL, 2, STEM_KERNEL // 2, relu=True)
         y = b.max_pool2d(y, 3, 2, 1, name="maxpool")
@@ -259,7 +257,8 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
         w, bias = init.dense("fc", classes, y.type.shape[1], y)
         logits = b.requantize(b.dense(y, w, bias, name="fc"), name="logits")
     finally:
-        init.close()
+        if draws is not None:
+            draws.close()
     return b.build([logits])
 
 
