@@ -44,7 +44,7 @@ def test_the_plan_is_what_the_build_draws(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(models._Init, "weights", record)
     models.resnet18(width=8, image=32, classes=10, draw_ahead=False)
-    assert models.weight_shapes(3, 8, 10) == asked
+    assert models._weight_shapes(3, 8, 10) == asked
     assert len(asked) == 21 and asked[0] == (8, 3, 7, 7) and asked[-1] == (10, 64)
 
 

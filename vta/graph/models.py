@@ -192,7 +192,7 @@ def _has_shortcut_conv(ic: int, oc: int, stride: int) -> bool:
     return stride != 1 or ic != oc
 
 
-def weight_shapes(channels: int, width: int, classes: int) -> list[tuple[int, ...]]:
+def _weight_shapes(channels: int, width: int, classes: int) -> list[tuple[int, ...]]:
     """The shapes of ``resnet18``'s weights in the order it draws them (each drawn just before
     its bias): what ``_Draws`` draws ahead."""
     shapes: list[tuple[int, ...]] = [(width, channels, STEM_KERNEL, STEM_KERNEL)]
@@ -243,7 +243,7 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
     rng = np.random.default_rng(seed)
     # the weights drawn ahead in a thread from now on, while the calibration image is made
     # and the layers before them are calibrated
-    draws = _Draws(rng, weight_shapes(shape[1], width, classes)) if draw_ahead else None
+    draws = _Draws(rng, _weight_shapes(shape[1], width, classes)) if draw_ahead else None
     try:
         b = GraphBuilder(name, calibrate={"image": random_image(seed + 1, shape)},
                          requant=requant)
@@ -251,8 +251,8 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
         x = b.input("image", shape, IMAGE_SCALE)
         y = _conv_q(b, init, "conv1", x, width, STEM_KERNEL, 2, STEM_KERNEL // 2, relu=True)
         y = b.max_pool2d(y, 3, 2, 1, name="maxpool")
-        for name, oc, stride in _blocks(width):
-            y = _block(b, init, name, y, oc, stride)
+        for block, oc, stride in _blocks(width):
+            y = _block(b, init, block, y, oc, stride)
         y = b.global_avg_pool(y, name="avgpool")
         w, bias = init.dense("fc", classes, y.type.shape[1], y)
         logits = b.requantize(b.dense(y, w, bias, name="fc"), name="logits")
