@@ -180,6 +180,72 @@ def test_a_prefetched_memo_keeps_what_is_put_in_the_persistent_one() -> None:
     assert keeps.rows["k"] == b"4"
 
 
+def test_a_task_s_programs_are_kept_as_it_comes_back(
+        fused: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compile cache's writes go while the workers compile the next tasks, not after the
+    last: each task's programs are put as its result comes back, in task order."""
+    came_back = [0]
+    results = pool.ForkPool.iter_results
+
+    def counted(self: pool.ForkPool[Any, Any]) -> Any:
+        for r in results(self):
+            came_back[0] += 1
+            yield r
+
+    monkeypatch.setattr(pool.ForkPool, "iter_results", counted)
+
+    class Cache:  # keeps bytes, as the compile cache does
+        def __init__(self) -> None:
+            self.when: list[int] = []  # tasks come back at each put
+
+        def get(self, key: str) -> Any:
+            return None
+
+        def put(self, key: str, compiled: Any) -> None:
+            raise AssertionError("the workers' programs are kept as their bytes")
+
+        def put_packed(self, key: str, blob: bytes, compiled: Any) -> None:
+            self.when.append(came_back[0])
+
+    cache = Cache()
+    hw = serial.hw
+    memo = prefetch(fused, hw, cost=AccelTarget(hw).cycles, memo=cache, jobs=1)
+    assert len(cache.when) == memo.compiled == len(serial.kernels)
+    assert came_back[0] > 1 and cache.when[0] == 1 and cache.when == sorted(cache.when)
+
+
+def test_groups_are_placed_as_their_programs_come_back(
+        graph: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The final placement advances after each task (a group as soon as the programs it
+    asks for are here), not after the last task; the steps are the serial compile's."""
+    came_back = [0]
+    results = pool.ForkPool.iter_results
+
+    def counted(self: pool.ForkPool[Any, Any]) -> Any:
+        for r in results(self):
+            came_back[0] += 1
+            yield r
+
+    monkeypatch.setattr(pool.ForkPool, "iter_results", counted)
+    placed: list[int] = []  # tasks come back at each group placed in this process
+    real = Placer.place
+
+    def place(self: Placer, group: Any) -> Any:
+        step = real(self, group)  # a group stopped for a missing program is not placed
+        placed.append(came_back[0])
+        return step
+
+    monkeypatch.setattr(Placer, "place", place)
+    hw = serial.hw
+    pooled = compile_for(graph, AccelTarget(hw), jobs=2)  # (the workers' groups not here)
+    tasks = came_back[0]
+    assert tasks > 1 and len(placed) == len(serial.steps) and placed == sorted(placed)
+    assert 0 < placed[0] < tasks
+    assert sum(k < tasks for k in placed) > len(placed) // 2  # most before the last task
+    assert isinstance(pooled, CompiledGraph)
+    _same(pooled, serial)
+
+
 @pytest.mark.parametrize("argv, says", [
     (["run", "--hw", PYNQ, "resnet18:C11", "--jobs", "2"], "--jobs does not apply to"),
     (["run", "resnet18", "--target", "cuda-emu", "--jobs", "2"], "--jobs does not apply to "

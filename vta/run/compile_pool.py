@@ -18,10 +18,11 @@ the same program answers every request with that key. ``place_parallel`` (``comp
    group chooses and the rest follow, exactly as in the serial order; a request asked twice
    (a network's repeated layers, constants included) is compiled once;
 3. the workers' programs come back as bytes (``vta.run.codec``, not pickled dataclasses),
-   decoded here as each task returns (while the workers compile the next; the interpreter's
-   run, ``meanwhile``, goes first), and go in task order (the result never depends on which
-   worker finished first) into the memo (``Prefetched``, and through it into the compile
-   cache); then ``place_all`` places the groups in order over that memo.
+   decoded here as each task returns and put in task order (the result never depends on
+   which worker finished first) into the memo (``Prefetched``, and through it into the
+   compile cache), while the workers compile the next (the interpreter's run, ``meanwhile``,
+   goes first); the groups are placed in order over that memo (``place_all``'s placement),
+   each as soon as its programs are here (``_Placing``), the rest after the last task.
 
 Nothing here decides what is compiled: a request the dry run did not foresee is simply a
 miss in the final placement and compiled there, so the programs, schedules and cycles are
@@ -41,7 +42,7 @@ from typing import Any
 from vta.compiler.accel import driver
 from vta.config import HwConfig
 from vta.graph.ir import Graph
-from vta.graph.place import Cost, Placer, Step, place_all
+from vta.graph.place import Cost, Placer, Step
 from vta.run.codec import pack_compiled, unpack_compiled
 from vta.run.pool import ForkPool, current_job
 
@@ -246,18 +247,69 @@ def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
     steps, tasks = _dry_run(job, out)
     if steps is not None:  # the memo held every kernel: that placement is the one
         return steps, out
+    placing = _Placing(job, out)
     with ForkPool(_run_task, job, jobs, len(tasks)) as pool:
         for task in tasks:
             pool.submit(task)
         if meanwhile is not None and pool.parallel:
             meanwhile()
-        # each task's programs decoded as it comes back, while the workers compile the next
-        unpacked = [[(key, blob, unpack_compiled(blob, hw)) for key, blob in fresh.items()]
-                    for fresh in pool.iter_results()]
+        # each task's programs decoded and kept as it comes back (in task order, whichever
+        # worker finished first), and the groups they complete placed, while the workers
+        # compile the next
+        for fresh in pool.iter_results():
+            _keep(out, fresh, hw)
+            placing.advance()
         out.workers = pool.workers
-    for fresh_unpacked in unpacked:  # in task order, whichever worker finished first
-        for key, blob, c in fresh_unpacked:
-            if c is not None and key not in out.known:
-                out.put_packed(key, blob, c)
-                out.compiled += 1
-    return place_all(fused, hw, cost, refine, out), out
+    return placing.finish(), out
+
+
+class _Placing:
+    """``place_all(fused, hw, cost, refine, memo)`` as the tasks come back: one ``Placer`` over
+    the groups in order, each placed (``advance``, after each task) as soon as ``memo`` holds
+    in this process what it asks for; a group that asks for a program not come back yet
+    stops the advance (``_Missing``, raised before the placer records anything of it), and
+    ``finish`` places the rest over ``memo`` itself (its compile cache; a request nobody
+    foresaw compiled there). The same placer, the same groups in the same order and the
+    same programs as ``place_all`` over the full memo: the same steps, most of them placed
+    while the workers compile the last tasks instead of after them."""
+
+    def __init__(self, job: _Job, memo: Prefetched) -> None:
+        self.nodes, self.memo = job.fused.nodes, memo
+        self.placer = Placer(job.fused, job.hw, job.cost, job.refine, self)
+        self.steps: list[Step] = []
+
+    def get(self, key: str) -> Any:
+        """The placer's memo while advancing: what came back, else stop the group."""
+        hit = self.memo.known.get(key)
+        if hit is None:
+            raise _Missing(key)
+        return hit
+
+    def put(self, key: str, compiled: Any) -> None:  # pragma: no cover - never compiles
+        raise AssertionError("placing as the tasks come back compiles nothing")
+
+    def advance(self) -> None:
+        """Place the next groups while their programs are here."""
+        while len(self.steps) < len(self.nodes):
+            try:
+                self.steps.append(self.placer.place(self.nodes[len(self.steps)]))
+            except _Missing:
+                return
+
+    def finish(self) -> list[Step]:
+        """Every group's step: the rest placed over the memo itself."""
+        self.placer.memo = self.memo
+        self.steps += [self.placer.place(group) for group in self.nodes[len(self.steps):]]
+        return self.steps
+
+
+def _keep(out: Prefetched, fresh: dict[str, bytes], hw: HwConfig) -> None:
+    """A task's programs (bytes by key) decoded and put into ``out`` (and so into the compile
+    cache), those not kept already: done as each task comes back, the cache's writes (one
+    transaction a program, a few milliseconds each of waiting for the file, 23 of them for
+    ResNet-18) happen while the workers compile instead of after the last of them."""
+    for key, blob in fresh.items():
+        c = unpack_compiled(blob, hw)
+        if c is not None and key not in out.known:
+            out.put_packed(key, blob, c)
+            out.compiled += 1
