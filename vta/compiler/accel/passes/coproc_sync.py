@@ -323,8 +323,12 @@ class _Tokens:
                           len(self.row)).tolist()
         at: list[int] = []  # each input instruction's output position (relays come between)
         for ins, (m, _acc), latest in zip(insns, described, table, strict=True):
-            unqueued = self.unqueued[m]
-            if unqueued and any(latest[r] >= 0 for r in unqueued):
+            unqueued = False  # a conflict with a module sharing no queue (a loop, not any():
+            for r in self.unqueued[m]:  # no generator per instruction on the hot path)
+                if latest[r] >= 0:
+                    unqueued = True
+                    break
+            if unqueued:
                 needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
                 at.append(self._add(ins, m, needs))
             else:
