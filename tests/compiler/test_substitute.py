@@ -187,3 +187,20 @@ def test_unconvertible_value_raises_only_when_used() -> None:
         assert "cannot use" in str(err)
     else:
         raise AssertionError("no TypeError")
+
+
+def test_free_vars_of_a_leaf_without_a_walk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A variable's free variables are itself and a constant's none, answered without walking
+    (most indices are one or the other); any other node is walked as before."""
+    from vta.compiler.ir import expr
+
+    i, j = E.Var("i"), E.Var("j")
+    tree = i * 4 + j
+    assert E.free_vars(tree) == {i, j}
+
+    def no_walk(node: object) -> object:
+        raise AssertionError("walked")
+
+    monkeypatch.setattr(expr, "walk", no_walk)
+    assert E.free_vars(i) == {i}
+    assert E.free_vars(E.IntImm(3)) == set()

@@ -117,3 +117,21 @@ def test_flag_sets_are_bits_of_the_instruction_word_order() -> None:
     tokens.push_at[q] = [0]
     tokens._retarget(q, 1)
     assert tokens.pending == [0, _BIT["push_next"], 0] and tokens.push_at[q] == [1]
+
+
+def test_extremes_of_a_copied_block_come_from_the_memo() -> None:
+    """flatten gives each instruction its own tuple of a block made before, of the same micro-op
+    objects: its extremes are the original's, without a new entry; a tuple with the same first
+    micro-op and length but other contents gets its own."""
+    from vta.compiler.accel.passes import coproc_sync as C
+
+    block = uops((5, 1, 0), (2, 7, 0), (9, 3, 0))
+    assert C._extremes(block, "dst") == (2, 9)
+    n = len(C._EXTREMES)
+    copy = tuple(list(block))
+    assert copy is not block
+    assert C._extremes(copy, "dst") == (2, 9)
+    assert len(C._EXTREMES) == n
+    other = (block[0], *uops((0, 0, 0), (12, 0, 0)))
+    assert C._extremes(other, "dst") == (0, 12)
+    assert C._extremes(block, "src") == (1, 7)

@@ -43,3 +43,26 @@ def test_an_alu_reading_entries_others_write_is_not_split() -> None:
                   "STORE.OUT sram=0 dram=0 y=8 x=8 stride=8")
     f = stream([RES], [ACC], Insn(alu, None, shifted), Insn(st, RES))
     assert drain_tail(f, PYNQ) is f
+
+
+def test_parts_and_pieces_are_timed_by_their_definition_not_the_memo(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every part and piece is a new instruction made once per tail: it is timed by its
+    definition directly, never through ``_insn_duration``'s memo (which would only hash it),
+    and the split is the same."""
+    from vta.compiler.accel.passes import drain_tail as D
+
+    g, alu, st = isa("GEMM uop=0:64 iter=1,1 dst=0,0 src=0,0 wgt=0,0\n"
+                     "ALU.MAX uop=0:64 iter=1,1 dst=0,0 src=0,0 imm=0\n"
+                     "STORE.OUT sram=0 dram=0 y=8 x=8 stride=8")
+    before = stream([RES], [ACC], Insn(g, None, ROWS), Insn(alu, None, ROWS), Insn(st, RES))
+    expected = drain_tail(before, PYNQ)
+    asked: list[object] = []
+    memo = D._insn_duration
+
+    def counted(insn: object, hw: object) -> int:
+        asked.append(insn)
+        return memo(insn, hw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(D, "_insn_duration", counted)
+    assert_structural_equal(drain_tail(before, PYNQ), expected)
+    assert asked == [g]  # the backlog's GEMM only

@@ -83,3 +83,22 @@ def test_an_unflattened_body_is_refused() -> None:
         0, i, 0, 0))))
     with pytest.raises(CompileError, match="f: emit needs the flattened instruction stream"):
         emit_program(f, PYNQ)
+
+
+def test_a_copied_block_is_viewed_once_and_a_lookalike_on_its_own() -> None:
+    """``_Views``: a tuple of the same micro-op objects as one met before (flatten's copies)
+    gets that one's content without computing it again; a tuple with the same first micro-op
+    and length but another content gets its own; per ``used`` fields alike."""
+    from vta.compiler.accel.passes import emit
+
+    block = uops((0, 0, 0), (1, 1, 0), (2, 5, 0))
+    view = emit._Views()
+    first = view(block)
+    assert first == ((0, 0, 0), (1, 1, 0), (2, 5, 0))
+    copy = tuple(list(block))
+    assert view(copy) is first  # the content made for ``block``
+    lookalike = (block[0], *uops((1, 1, 0), (2, 6, 0)))
+    assert view(lookalike) == ((0, 0, 0), (1, 1, 0), (2, 6, 0))
+    dst = view(block, ("dst",))
+    assert dst == (0, 1, 2) and view(copy, ("dst",)) is dst
+    assert view(lookalike, ("dst",)) == (0, 1, 2)

@@ -95,3 +95,18 @@ def test_scores_peel_only_where_the_loops_left_do_not_fit(monkeypatch) -> None: 
         n_i = merged[fi][1] if fi is not None else 1
         ref.append(-(2 * copies * cost[0](n_o, n_i, n_uops) + cost[1](n_uops * copies)))
     assert [s[1] for s, *_ in got] == ref
+
+
+def test_uop_load_asks_the_shared_memo_once_per_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A nest's foldings ask the micro-op load's cycles of a few counts many times: each count
+    goes to the memo shared across nests (keyed by the config, hashed in Python) once."""
+    asked: list[int] = []
+
+    def cycles(hw: HwConfig, n: int) -> float:
+        asked.append(n)
+        return float(n)
+
+    monkeypatch.setattr(uop_gen, "_uop_load_cycles", cycles)
+    load = uop_gen._uop_load(PYNQ)
+    assert [load(n) for n in (4, 4, 8, 4)] == [4.0, 4.0, 8.0, 4.0]
+    assert asked == [4, 8]

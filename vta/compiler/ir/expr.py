@@ -495,6 +495,13 @@ def _slots(cls: type) -> tuple[str, ...] | None:
 
 
 def free_vars(e: Any) -> set[Var]:
+    """The variables under ``e`` (``e`` itself included). A variable or a constant, most of the
+    indices the passes ask about, is answered without a walk: neither has children."""
+    cls = type(e)
+    if cls is Var:
+        return {e}
+    if cls is IntImm:
+        return set()
     return {n for n in walk(e) if isinstance(n, Var)}
 
 

@@ -39,13 +39,18 @@ def reuse_acc_buffers(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         body = inner
         inner = map_stmt(inner, rewrite)
         n = len(chain)
+        taken: dict[S.Buffer, S.Buffer] = {}  # each buffer taken over -> the one taking it
+        stores = list(_stores(inner))
+        touched: dict[int, list[S.Buffer]] = {}  # ``_touched`` of each store, by position
         while True:
-            pair = _candidate(inner, chain)
+            pair = _candidate(stores, touched, chain, taken)
             if pair is None:
                 break
             p, c = pair
-            inner = _replace_buffer(inner, c, p)
+            taken[c] = p
             chain.remove(c)
+        if taken:
+            inner = _replace_buffers(inner, taken)
         if inner is body and len(chain) == n:
             return s
         for b in reversed(chain):
@@ -76,36 +81,65 @@ def _stores(s: S.Stmt, loops: tuple[tuple[E.Var, int], ...] = ()):  # type: igno
         yield s, loops
 
 
-def _touches(s: S.Stmt | E.Expr, buf: S.Buffer) -> bool:
-    if isinstance(s, S.BufferStore) and s.buffer is buf:
-        return True
-    if hasattr(s, "buffers") and callable(s.buffers) and not isinstance(s, S.BufferStore):
-        if any(b is buf for b in s.buffers()):
-            return True
-    return any(isinstance(n, S.BufferLoad) and n.buffer is buf for n in E.walk(s))
+#: buffers taken over so far (``_candidate``): each -> the buffer that took it over
+Taken = dict[S.Buffer, S.Buffer]
 
 
-def _candidate(inner: S.Stmt, chain: list[S.Buffer]) -> tuple[S.Buffer, S.Buffer] | None:
-    stores = list(_stores(inner))
+def _now(b: S.Buffer, taken: Taken) -> S.Buffer:
+    """The buffer ``b`` stands for once the buffers ``taken`` over are replaced."""
+    while b in taken:
+        b = taken[b]
+    return b
+
+
+def _touched(s: S.Stmt) -> list[S.Buffer]:
+    """The buffers ``s`` touches: a store's, a dialect statement's (``buffers()``), and those
+    read by the loads under it (with repeats)."""
+    out: list[S.Buffer] = []
+    if isinstance(s, S.BufferStore):
+        out.append(s.buffer)
+    elif hasattr(s, "buffers") and callable(s.buffers):
+        out.extend(s.buffers())
+    out.extend(n.buffer for n in E.walk(s) if isinstance(n, S.BufferLoad))
+    return out
+
+
+def _candidate(stores: list[tuple[S.Stmt, tuple[tuple[E.Var, int], ...]]],
+               touched: dict[int, list[S.Buffer]], chain: list[S.Buffer], taken: Taken
+               ) -> tuple[S.Buffer, S.Buffer] | None:
+    """The next (producer, consumer) pair of ``chain`` (see the module docstring) among the
+    statement's ``stores`` (``_stores``) read as if the buffers ``taken`` over were replaced
+    already: the pairs are found one after another on the same statement, which is then
+    rewritten once (``_replace_buffers``) instead of once per pair, and what each store
+    touches is found once (``touched``, by position, filled on first need). Reading through
+    ``taken`` is the same as reading the replaced statement: a replacement changes buffers
+    only, and the indices compared are loop variables and constants (``_one_to_one``), which
+    it leaves as they are."""
+    def touches(j: int, buf: S.Buffer) -> bool:
+        t = touched.get(j)
+        if t is None:
+            t = touched[j] = _touched(stores[j][0])
+        return any(_now(b, taken) is buf for b in t)
+
     for k, (st, loops) in enumerate(stores):
         if not isinstance(st, S.BufferStore):
             continue
-        c = st.buffer
+        c = _now(st.buffer, taken)
         if c.scope != "acc" or not any(b is c for b in chain):
             continue
         if not _one_to_one(st.indices, loops):
             continue
-        if any(_touches(x, c) for x, _ in stores[:k]):
+        if any(touches(j, c) for j in range(k)):
             continue
         loads = [n for n in E.walk(st.value) if isinstance(n, S.BufferLoad)]
         for ld in loads:
-            p = ld.buffer
+            p = _now(ld.buffer, taken)
             if (p is c or p.scope != "acc" or not any(b is p for b in chain)
                     or p.shape != c.shape or p.dtype != c.dtype):
                 continue
-            if any(x.buffer is p and x.indices != st.indices for x in loads):
+            if any(_now(x.buffer, taken) is p and x.indices != st.indices for x in loads):
                 continue
-            if any(_touches(x, p) for x, _ in stores[k + 1:]):
+            if any(touches(j, p) for j in range(k + 1, len(stores))):
                 continue
             return p, c
     return None
@@ -120,5 +154,9 @@ def _one_to_one(idx: tuple[E.Expr, ...], loops: tuple[tuple[E.Var, int], ...]) -
     return all(v in vs for v, n in loops if n != 1)
 
 
-def _replace_buffer(s: S.Stmt, old: S.Buffer, new: S.Buffer) -> S.Stmt:
-    return E.substitute(s, lambda n: new if n is old else None)
+def _replace_buffers(s: S.Stmt, taken: Taken) -> S.Stmt:
+    """``s`` with every buffer ``taken`` over replaced by the one standing for it now."""
+    def replace(n: object) -> S.Buffer | None:
+        return _now(n, taken) if isinstance(n, S.Buffer) and n in taken else None
+
+    return E.substitute(s, replace)

@@ -99,14 +99,20 @@ def _deps(flags: int) -> Deps:
     return Deps(**{name: True for name, bit in _BIT.items() if flags & bit})
 
 
-_EXTREMES: dict[tuple[int, str], tuple[tuple[Any, ...], int, int]] = {}
+_EXTREMES: dict[tuple[int, int, str], tuple[tuple[Any, ...], int, int]] = {}
 
 
 def _extremes(uops: tuple[Any, ...], f: str) -> tuple[int, int]:
-    """The smallest and largest ``f`` field of a micro-op list (once per list object)."""
-    key = (id(uops), f)
+    """The smallest and largest ``f`` field of a micro-op list, once per content: flatten
+    gives every instruction its own tuple of a block, most of them copies holding the same
+    ``Uop`` objects (``flatten._block``), so the memo is keyed by the first micro-op's
+    identity and the length, and a hit is checked by comparing the tuples, which compares
+    identical elements by identity (a loop in C; distinct elements compare by their fields, so
+    an equal list has the same extremes either way). The memo holds the list it answered, so
+    its first element's id stays its own."""
+    key = (id(uops[0]), len(uops), f)
     hit = _EXTREMES.get(key)
-    if hit is None or hit[0] is not uops:
+    if hit is None or (hit[0] is not uops and hit[0] != uops):
         vals = list(map(attrgetter(f), uops))  # C-level reads: blocks hold hundreds
         hit = _EXTREMES[key] = (uops, min(vals), max(vals))
         if len(_EXTREMES) > 4096:
@@ -317,8 +323,12 @@ class _Tokens:
                           len(self.row)).tolist()
         at: list[int] = []  # each input instruction's output position (relays come between)
         for ins, (m, _acc), latest in zip(insns, described, table, strict=True):
-            unqueued = self.unqueued[m]
-            if unqueued and any(latest[r] >= 0 for r in unqueued):
+            unqueued = False  # a conflict with a module sharing no queue (a loop, not any():
+            for r in self.unqueued[m]:  # no generator per instruction on the hot path)
+                if latest[r] >= 0:
+                    unqueued = True
+                    break
+            if unqueued:
                 needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
                 at.append(self._add(ins, m, needs))
             else:

@@ -193,11 +193,12 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: Hw
             after[j + 1].append(p)
     out: list[Item] = list(after[0])
     x: Any = last.insn
+    duration = definition_of(x).duration  # a part is an instance of the same definition
     for j, (a, b) in enumerate(parts):
         part = made.get((-1, a, b))
         if part is None:
             y = x if m == 1 else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
-            part = made[(-1, a, b)] = (y, last, None, False, _insn_duration(y, hw))
+            part = made[(-1, a, b)] = (y, last, None, False, int(duration(y, hw)))
         out.append(part)
         out += after[j + 1]
     return out
@@ -209,6 +210,7 @@ def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
     that the same part completes (``key``: that part per row or column, -1 for none): (part
     index or -1, piece)."""
     x: Any = st.insn
+    duration = definition_of(x).duration  # a piece is an instance of the same definition
     rows = x.y_size > 1
     cut = np.flatnonzero(key[1:] != key[:-1]) + 1  # where a run of equal parts ends
     if len(cut) >= MAX_PIECES:
@@ -218,7 +220,7 @@ def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
     if not len(cut):
         whole = made.get((which, 0, len(key)))
         if whole is None:
-            whole = made[(which, 0, len(key))] = (x, st, None, True, _insn_duration(x, hw))
+            whole = made[(which, 0, len(key))] = (x, st, None, True, int(duration(x, hw)))
         return [(int(key[0]), whole)]
     starts = [0, *cut.tolist()]
     out: list[tuple[int, Item]] = []
@@ -231,7 +233,8 @@ def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
             else:
                 y = evolve(x, sram_base=x.sram_base + a, dram_base=x.dram_base + a,
                            x_size=b - a)
-            piece = made[(which, a, b)] = (y, st, "tail piece", True, _insn_duration(y, hw))
+            piece = made[(which, a, b)] = (y, st, "tail piece", True,
+                                               int(duration(y, hw)))
         out.append((v, piece))
     return out
 
@@ -281,6 +284,8 @@ def _duration(ins: Insn, hw: HwConfig) -> int:
 
 @functools.lru_cache(maxsize=16384)
 def _insn_duration(insn: Any, hw: HwConfig) -> int:
-    """An instruction's duration (its definition's), memoised: the plans of every part count
-    compare the same store pieces again and again."""
+    """An instruction's duration (its definition's), memoised: the instructions before the
+    tail (``_backlog``) are flatten's shared objects, met again and again. The parts and
+    pieces of a tail are made once each (``Made``) and new objects every time, so they ask
+    their definition directly: a memo would only hash them (every field, in Python)."""
     return int(definition_of(insn).duration(insn, hw))

@@ -67,12 +67,13 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
-    canon = _blocks(insns, hw)
-    shifted = _shared_by_base(insns, canon, hw) if hw.gemm.uop_base else {}
+    view = _Views()
+    canon = _blocks(insns, hw, view)
+    shifted = _shared_by_base(insns, canon, hw, view) if hw.gemm.uop_base else {}
     for ins in insns:
         if id(ins) in shifted:
             canon[id(ins.uops)] = shifted[id(ins)][0]
-    blocks = _unique(canon.values())
+    blocks = _unique(canon.values(), view)
     total = sum(len(b) for b in blocks)
     depth = hw.uop_depth
     if any(len(b) > depth for b in blocks):
@@ -187,7 +188,7 @@ def _in_range(ins: Insn, block: tuple[Uop, ...], hw: HwConfig) -> bool:
     return True
 
 
-def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
+def _blocks(insns: list[Insn], hw: HwConfig, view: _Views) -> dict[int, tuple[Uop, ...]]:
     """The micro-op block each instruction's ``uops`` is placed as (by id of the tuple): equal
     blocks are one, and a block whose instruction needs only some fields (a reset only
     ``dst``, an ALU immediate ``dst`` alone too) is any earlier block that agrees on those
@@ -206,26 +207,26 @@ def _blocks(insns: list[Insn], hw: HwConfig) -> dict[int, tuple[Uop, ...]]:
             canon[id(ins.uops)] = ins.uops  # placeholder until the second round
             partial.append((ins, used))
         else:
-            canon[id(ins.uops)] = first.setdefault(_content(ins.uops), ins.uops)
+            canon[id(ins.uops)] = first.setdefault(view(ins.uops), ins.uops)
     placed = list(first.values())
     by_view: dict[tuple[str, ...], dict[tuple[tuple[int, ...], ...], tuple[Uop, ...]]] = {}
     for ins, used in partial:
         if used not in by_view:
             by_view[used] = {}
             for b in placed:
-                by_view[used].setdefault(_view(b, used), b)
-        hit = by_view[used].get(_view(ins.uops, used))
+                by_view[used].setdefault(view(b, used), b)
+        hit = by_view[used].get(view(ins.uops, used))
         if hit is None or not _in_range(ins, hit, hw):
             hit = ins.uops
             placed.append(hit)
             for u, index in by_view.items():
-                index.setdefault(_view(hit, u), hit)
+                index.setdefault(view(hit, u), hit)
         canon[id(ins.uops)] = hit
     return canon
 
 
-def _shared_by_base(insns: list[Insn], canon: dict[int, tuple[Uop, ...]], hw: HwConfig
-                    ) -> dict[int, tuple[tuple[Uop, ...], dict[str, int]]]:
+def _shared_by_base(insns: list[Insn], canon: dict[int, tuple[Uop, ...]], hw: HwConfig,
+                    view: _Views) -> dict[int, tuple[tuple[Uop, ...], dict[str, int]]]:
     """Instructions (by id) that can run an earlier block with ``uop_base`` 1: their block is
     the earlier one plus a constant ``delta`` in every field (``_norm`` equal), each field they
     read has ``delta >= 0`` that fits its ``factor_out`` field, and either ``iter_out`` is 1
@@ -238,7 +239,7 @@ def _shared_by_base(insns: list[Insn], canon: dict[int, tuple[Uop, ...]], hw: Hw
             users.setdefault(id(canon[id(ins.uops)]), []).append(ins)
     kept: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
     out: dict[int, tuple[tuple[Uop, ...], dict[str, int]]] = {}
-    for b in _unique(canon.values()):
+    for b in _unique(canon.values(), view):
         key = _norm(b)
         b0 = kept.get(key)
         plan = None if b0 is None else _shift_plan(users.get(id(b), []), b0, b, hw)
@@ -296,15 +297,45 @@ def _content(block: tuple[Uop, ...]) -> tuple[tuple[int, int, int], ...]:
     return tuple(map(_FIELDS, block))
 
 
-def _unique(blocks: Iterable[tuple[Uop, ...]]) -> list[tuple[Uop, ...]]:
+class _Views:
+    """``_content`` (``used`` None) and ``_view`` of blocks, each computed once per emit: by
+    the identity of the tuple, and for a tuple of the same micro-op objects as one met before
+    (flatten gives every instruction its own copy of a block it made before, holding the same
+    ``Uop``s: ``flatten._block``) from that one. Equal tuples are found by comparing the
+    candidates with the same first micro-op object and length (``==`` on tuples compares
+    identical elements by identity, a loop in C; other elements compare by their fields, so an
+    equal tuple has the same view either way). The memo holds the tuples it answered for, so
+    their ids and their first elements' stay theirs."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[tuple[int, tuple[str, ...] | None],
+                         tuple[tuple[Uop, ...], tuple[Any, ...]]] = {}
+        self.by_head: dict[tuple[int, int, tuple[str, ...] | None],
+                           list[tuple[tuple[Uop, ...], tuple[Any, ...]]]] = {}
+
+    def __call__(self, block: tuple[Uop, ...], used: tuple[str, ...] | None = None
+                 ) -> tuple[Any, ...]:
+        hit = self.by_id.get((id(block), used))
+        if hit is not None:
+            return hit[1]
+        same = self.by_head.setdefault((id(block[0]) if block else 0, len(block), used), [])
+        made = next((v for other, v in same if other == block), None)
+        if made is None:
+            made = _content(block) if used is None else _view(block, used)
+            same.append((block, made))
+        self.by_id[(id(block), used)] = (block, made)
+        return made
+
+
+def _unique(blocks: Iterable[tuple[Uop, ...]], view: _Views) -> list[tuple[Uop, ...]]:
     """The first block of each content, in order (``dict.fromkeys`` by content), each block
-    object's content taken once."""
+    object's content taken once (``view``)."""
     seen: dict[int, None] = {}
     first: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
     for b in blocks:
         if id(b) not in seen:
             seen[id(b)] = None
-            first.setdefault(_content(b), b)
+            first.setdefault(view(b), b)
     return list(first.values())
 
 

@@ -328,8 +328,11 @@ def _fields(d: InstructionDef, hw: HwConfig) -> list[tuple[str, int]]:
 
 
 def _uop_load(hw: HwConfig) -> Callable[[int], float]:
-    """Cycles of loading ``n`` micro-ops (the LOAD definition's duration)."""
-    return functools.partial(_uop_load_cycles, hw)
+    """Cycles of loading ``n`` micro-ops (the LOAD definition's duration), memoised by ``n``
+    for the nest being chosen (an ``int`` key, hashed in C) in front of
+    ``_uop_load_cycles``'s memo across nests (whose key hashes the config in Python: every
+    folding of a nest asks)."""
+    return functools.cache(functools.partial(_uop_load_cycles, hw))
 
 
 @functools.lru_cache(maxsize=4096)
