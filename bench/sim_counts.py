@@ -2,9 +2,11 @@
 programs and every kernel of ``vta run resnet18`` (as ``bench/sim_speed.py --network`` compiles
 them), timing-only: instructions, distinct instructions, distinct timing keys (the
 descriptions the machine builds, ``InstructionDef.timing_key``), generator resumes of the
-event engine, burst issues the memory port planned (to a first completion, committed up to an
-arrival, or whole), and the planned bursts thrown away because another transfer arrived
-before the planned completion; and the Python function calls of one warm pass over each
+event engine, the events it scheduled (heap pushes: timeouts, triggered events, the port
+server's checkpoints), burst issues the memory port planned (toward a first completion, by
+steps on the lean engine: ``Port.next_completion``'s horizon; committed up to an arrival; or
+whole), and the planned bursts thrown away because another transfer arrived before the
+planned completion; and the Python function calls of one warm pass over each
 group, bit-exact and timing-only (``cProfile``'s ``total_calls``: a proxy for the
 interpreter's work that, unlike seconds, does not move with the machine's load). Counts do
 not depend on the machine's load.
@@ -46,16 +48,22 @@ def _counting() -> tuple[Counter[str], Callable[[], None]]:
     originals back."""
     counts: Counter[str] = Counter()
     run, resume, submit = memport._run, engine.Process._resume, memport.Port.submit
+    push = engine.heappush
 
     def counted_run(ch: Any, st: Any, jobs: list[Any], until: int | None,
-                    first_done: bool = False) -> None:
+                    first_done: bool = False) -> int | None:
         before = sum(j.next for j in jobs)
-        run(ch, st, jobs, until, first_done)
-        what = "planned to a first completion" if first_done else \
+        got = run(ch, st, jobs, until, first_done)
+        what = "planned toward a first completion" if first_done else \
             "committed up to an arrival" if until is not None else "planned whole"
         counts[f"bursts {what}"] += sum(j.next for j in jobs) - before
         if first_done:
-            counts["plans to a first completion"] += 1
+            counts["planning steps toward a first completion"] += 1
+        return got
+
+    def counted_push(heap: list[Any], item: Any) -> None:
+        counts["events scheduled"] += 1
+        push(heap, item)
 
     def counted_resume(self: Any, event: Any) -> None:
         counts["generator resumes"] += 1
@@ -63,7 +71,7 @@ def _counting() -> tuple[Counter[str], Callable[[], None]]:
 
     def counted_submit(self: Any, transfer: Any, now: int) -> int:
         trial = self._trial[transfer.write]
-        if trial is not None:  # a plan to the first completion, thrown away by this arrival
+        if trial is not None:  # a plan toward the first completion, thrown away by this arrival
             counts["plans discarded"] += 1
             counts["bursts in discarded plans"] += sum(j.next for j in trial[1]) - sum(
                 j.next for j in self.jobs[transfer.write])
@@ -72,11 +80,13 @@ def _counting() -> tuple[Counter[str], Callable[[], None]]:
     memport._run = counted_run  # type: ignore[assignment]
     engine.Process._resume = counted_resume  # type: ignore[method-assign]
     memport.Port.submit = counted_submit  # type: ignore[method-assign]
+    engine.heappush = counted_push  # type: ignore[assignment]
 
     def undo() -> None:
         memport._run = run  # type: ignore[assignment]
         engine.Process._resume = resume  # type: ignore[method-assign]
         memport.Port.submit = submit  # type: ignore[method-assign]
+        engine.heappush = push
 
     return counts, undo
 

@@ -26,8 +26,17 @@ such processes; CPU seconds of the pass alone, not the interpreter's start). ``-
 also times encoding each group's programs to words and decoding them back (``encode``,
 ``decode``).
 
+CPU seconds swing by tens of percent on a shared machine; ``--callgrind`` counts instructions
+instead (valgrind's callgrind, deterministic to a few parts in 10,000): the compiled C1-C11
+programs (compiled here, pickled once, the same programs for both trees) simulated once
+bit-exact in a fresh interpreter under ``valgrind --tool=callgrind``, less a fresh interpreter
+that does everything but simulate (imports, unpickling, drawing the inputs), for this tree and,
+with ``--baseline``, that tree, side by side (``PYTHONHASHSEED=0``). Nothing else is timed in
+that mode; without valgrind it says so and exits 0.
+
     OPENBLAS_NUM_THREADS=1 python bench/sim_speed.py [--hw hwconfigs/pynq.yaml] [--runs 5]
         [--network] [--engine lean|simpy] [--cache FILE] [--baseline CHECKOUT] [--out FILE]
+    python bench/sim_speed.py --callgrind [--baseline CHECKOUT] [--cache FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import argparse
 import json
 import os
 import pickle
+import shutil
 import statistics
 import subprocess
 import sys
@@ -170,11 +180,16 @@ def cold_pass(programs: list, hw_path: str, timing_only: bool, runs: int,
     return {"cpu_s_median": statistics.median(cpu), "wall_s_median": statistics.median(wall)}
 
 
-def _cold_pass_main(path: str, hw_path: str, timing_only: bool, engine: str | None) -> int:
-    """``--cold-pass``: simulate the pickled programs once each, print the seconds as JSON."""
+def _cold_pass_main(path: str, hw_path: str, timing_only: bool, engine: str | None,
+                    simulate_none: bool = False) -> int:
+    """``--cold-pass``: simulate the pickled programs once each, print the seconds as JSON
+    (``simulate_none``: all but the simulation, the baseline ``--callgrind`` subtracts)."""
     hw = HwConfig.from_yaml(hw_path)
     programs = pickle.loads(Path(path).read_bytes())
     inputs = [{} if timing_only else random_inputs(p, hw, 0) for p in programs]
+    if simulate_none:
+        print(json.dumps({"cpu_s": 0.0, "wall_s": 0.0, "cycles": 0}))
+        return 0
     t, c = time.perf_counter(), time.process_time()
     run = _simulate if engine is None else partial(_simulate, engine=engine)
     cycles = sum(run(p, hw, x, timing_only=timing_only).cycles
@@ -184,9 +199,107 @@ def _cold_pass_main(path: str, hw_path: str, timing_only: bool, engine: str | No
     return 0
 
 
+def _callgrind_totals(text: str) -> int:
+    """The total instruction count (Ir) of a callgrind output file's text."""
+    for line in text.splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit("sim_speed: no totals in callgrind's output")
+
+
+def _callgrind_env(root: str) -> dict[str, str]:
+    """The environment of a ``--callgrind`` child: vta from ``root``, string hashing fixed
+    (``PYTHONHASHSEED=0``: the same dict and set orders, hence the same instructions, run to
+    run), bytecode written (a user's machine imports from ``.pyc``; ``callgrind_compare``
+    warms it first, so neither measured process compiles sources)."""
+    env = {**os.environ, "PYTHONPATH": root, "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def callgrind_pass(root: str, programs: Path, hw_path: str, simulate_none: bool,
+                   tmp: Path) -> tuple[int, int]:
+    """Instructions (Ir) of a fresh interpreter importing vta from ``root`` that runs
+    ``--cold-pass`` over the pickled ``programs`` under callgrind (``simulate_none``: all but
+    the simulation), and the cycles it printed (0 for ``simulate_none``)."""
+    out = tmp / f"callgrind.{len(list(tmp.iterdir()))}.out"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+           sys.executable, str(Path(__file__).resolve()), "--hw", hw_path,
+           "--cold-pass", str(programs)] + (["--simulate-none"] if simulate_none else [])
+    done = subprocess.run(cmd, env=_callgrind_env(root), capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0 or not out.exists():
+        raise SystemExit(f"sim_speed: the callgrind pass at {root} failed:\n{done.stderr}")
+    cycles = json.loads(done.stdout.strip().splitlines()[-1])["cycles"]
+    return _callgrind_totals(out.read_text()), int(cycles)
+
+
+def callgrind_compare(args: argparse.Namespace) -> int:
+    """``--callgrind``: instructions of one bit-exact C1-C11 pass in a fresh interpreter
+    (the pass's process less one that simulates nothing), this tree and ``--baseline``'s,
+    printed side by side and written to ``--out``; their cycles must agree."""
+    if shutil.which("valgrind") is None:
+        print("sim_speed --callgrind: valgrind is not installed (no valgrind on PATH): "
+              "skipped, nothing measured")
+        return 0
+    hw = HwConfig.from_yaml(args.hw)
+    from vta.tune.cache import default_cache_path
+
+    cache = Path(args.cache) if args.cache else default_cache_path(os.environ)
+    programs = network_programs(hw, cache)["C1-C11"]
+    here = str(Path(vta.__file__).resolve().parents[1])
+    trees = [("this tree", here)]
+    if args.baseline is not None:
+        trees.insert(0, ("baseline", str(Path(args.baseline).resolve())))
+    rows: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        path = tmp / "programs.pkl"
+        path.write_bytes(pickle.dumps(programs))
+        for label, root in trees:
+            print(f"callgrind: {label} ({root}) ...", flush=True)
+            # once without valgrind: every module the pass imports gets its bytecode written
+            # (where it can be), so neither measured process below compiles sources
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
+                            "--cold-pass", str(path)], env=_callgrind_env(root),
+                           capture_output=True, check=False)
+            ir_none, _ = callgrind_pass(root, path, args.hw, True, tmp)
+            ir_all, cycles = callgrind_pass(root, path, args.hw, False, tmp)
+            rows[label] = {"tree": root, "commit": _commit_of(Path(root)), "cycles": cycles,
+                           "process_ir": ir_all, "no_simulation_ir": ir_none,
+                           "pass_ir": ir_all - ir_none}
+    table = Table(title=f"callgrind instructions (Ir) of one bit-exact C1-C11 pass on {hw.name}, "
+                        f"fresh interpreter ({len(programs)} programs)")
+    for col in ("tree", "commit", "pass Ir", "process Ir", "no-simulation Ir", "cycles"):
+        table.add_column(col, justify="left" if col in ("tree", "commit") else "right")
+    for label, r in rows.items():
+        table.add_row(label, str(r["commit"]), *(f"{r[k] / 1e6:,.1f}M" for k in (  # type: ignore[operator]
+            "pass_ir", "process_ir", "no_simulation_ir")), f"{r['cycles']:,}")
+    console = Console()
+    console.print(table)
+    result: dict[str, object] = {"mode": "callgrind", "hw": hw.name, "programs": "C1-C11",
+                                 "load_average": [round(x, 2) for x in os.getloadavg()],
+                                 "trees": rows}
+    same = len({r["cycles"] for r in rows.values()}) == 1
+    if "baseline" in rows:
+        b, a = rows["baseline"]["pass_ir"], rows["this tree"]["pass_ir"]
+        assert isinstance(b, int) and isinstance(a, int)
+        result["pass_ir_ratio"] = a / b
+        console.print(f"pass Ir this tree / baseline: {a / b:.4f} ({(a - b) / 1e6:+,.1f}M); "
+                      f"cycles equal: {same}")
+    out = Path(args.out)
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if same else 1
+
+
 def _commit() -> str:
     """The commit of the checkout vta is imported from (and ``+dirty`` with local changes)."""
-    root = Path(vta.__file__).resolve().parents[1]
+    return _commit_of(Path(vta.__file__).resolve().parents[1])
+
+
+def _commit_of(root: Path) -> str:
+    """The commit of the checkout at ``root`` (and ``+dirty`` with local changes to vta)."""
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -212,11 +325,18 @@ def main() -> int:
                     help="first run this file with PYTHONPATH at CHECKOUT (another tree of "
                          "vta, e.g. main's), then here; the JSON holds both")
     ap.add_argument("--out", default=str(HERE / "results" / "sim_speed.json"))
+    ap.add_argument("--callgrind", action="store_true",
+                    help="only count instructions (valgrind's callgrind) of one bit-exact "
+                         "C1-C11 pass in a fresh interpreter, here and at --baseline")
     ap.add_argument("--cold-pass", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timing-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--simulate-none", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cold_pass is not None:
-        return _cold_pass_main(args.cold_pass, args.hw, args.timing_only, args.engine)
+        return _cold_pass_main(args.cold_pass, args.hw, args.timing_only, args.engine,
+                               args.simulate_none)
+    if args.callgrind:
+        return callgrind_compare(args)
     before = None if args.baseline is None else run_baseline(args)
     if args.engine is not None:
         simulate = partial(_simulate, engine=args.engine)

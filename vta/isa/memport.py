@@ -301,6 +301,17 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
     return stopped, done_by
 
 
+def _settled(jobs: list[_Job], done: int | None, until: int) -> bool:
+    """Whether ``_run(..., until, first_done=True)``, which returned ``done``, found the
+    first completion: every burst is issued, or some job's completion ``done`` is at or
+    before ``until`` (a burst not issued yet issues at or after ``until`` and completes after
+    it). Else the first completion is after ``until``: every job issuing still completes
+    after its next issue, and a finished job's ``done`` is after ``until``."""
+    if done is not None and done <= until:
+        return True
+    return all(j.next >= j.n for j in jobs)
+
+
 def _trimmed(slots: list[int], t: int) -> list[int]:
     """The bursts of ``slots`` (ascending release times) still outstanding after an issue at
     ``t``. The issue loops trim only once they stop: a released burst left in the list never
@@ -420,6 +431,9 @@ class Port:
         #: ``_alone_plan`` per transfer object (a program's DMAs share theirs), kept by
         #: identity so the transfer is hashed once per run, not on every submission
         self._alone: dict[int, tuple[Transfer, tuple[int, _State]]] = {}
+        #: per channel whose ``_trial`` is partial (``next_completion`` with a horizon): its
+        #: next completion is after this cycle
+        self._after: dict[bool, int] = {False: -1, True: -1}
 
     def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
         """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
@@ -491,10 +505,17 @@ class Port:
                 _run(self.channels[w], self.state[w], jobs, now)
                 return
 
-    def next_completion(self) -> int:
+    def next_completion(self, horizon: int | None = None) -> int | None:
         """The cycle at which the next active transfer completes, planning the bursts not yet
-        issued only as far as that (a burst issued later completes later)."""
+        issued only as far as that (a burst issued later completes later).
+
+        With ``horizon``, planning only the bursts that issue by ``horizon``: None when no
+        transfer completes by then (the plan so far is kept: a later call goes on from it, so
+        calls with growing horizons issue each burst once, the bursts one call without a
+        horizon would). A port whose transfers keep arriving discards most of a plan made to
+        the first completion (a new transfer re-plans); one made by steps discards less."""
         best = None
+        open_ = False  # some channel's completion is known only to be after ``horizon``
         for w in (False, True):
             jobs = self.jobs[w]
             if not jobs:
@@ -504,15 +525,24 @@ class Port:
                 if len(jobs) == 1 and jobs[0].solo >= 0:
                     done = jobs[0].solo
                 else:
-                    trial = [j.copy() for j in jobs]
-                    state = self.state[w].copy()
-                    done = _run(self.channels[w], state, trial, None, first_done=True)
+                    trial = self._trial[w]
+                    if trial is None:
+                        trial = self._trial[w] = (self.state[w].copy(),
+                                                  [j.copy() for j in jobs])
+                    state, planned = trial
+                    until = None if horizon is None else horizon + 1
+                    done = _run(self.channels[w], state, planned, until, first_done=True)
+                    if until is not None and not _settled(planned, done, until):
+                        self._after[w] = until - 1
+                        open_ = True
+                        continue
                     assert done is not None  # run to the end, some job issued its last burst
                     # every burst it issued is before ``done``: committing up to ``done``
                     # issues exactly these (``finish``)
-                    self._trial[w] = (state, trial)
                 self._next[w] = done
             best = done if best is None else min(best, done)
+        if open_ and (best is None or horizon is None or best > horizon):
+            return None
         assert best is not None, "no transfer is active"
         return best
 
@@ -536,6 +566,8 @@ class Port:
             nxt = self._next[w]
             if nxt is not None and nxt > now:
                 continue  # nothing on this channel completes yet (its issues commit later)
+            if nxt is None and self._trial[w] is not None and self._after[w] >= now:
+                continue  # likewise: a partial plan says it completes after ``_after``
             lone = self.jobs[w][0]
             if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
                     and lone.solo <= now:

@@ -23,6 +23,13 @@ goldens' programs and hypothesis-drawn random ones on both and compares everythi
   construction) and succeeds when its rule holds; its value is not built (the machine never
   reads it) and a dead ``_check`` left on a later event does nothing, as in simpy.
 
+A deferred timeout (``Environment.reserve``, ``schedule_as``): a timeout whose cycle is not
+known yet may take its event id at once and be pushed later, before its cycle comes, under
+that id: it is then processed where it would have been. Meanwhile an entry under the same id
+(a checkpoint whose callbacks change nothing another process sees, or that at most push it)
+may stand at an earlier cycle: it changes only what the shortcuts below find scheduled, and
+they have the same effect either way.
+
 Shortcuts with the same effect (``Environment.skip``, ``Store.take``, ``Store.give``,
 ``Event.process_now``; the machine's idle-port DMA, ``Environment.quiet_through``): a process
 about to wait on an event that would be the very next one processed (nothing else is scheduled
@@ -276,6 +283,18 @@ class Environment:
 
     def schedule(self, event: Event, priority: int = NORMAL, delay: int = 0) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._eid), event))
+
+    def reserve(self) -> int:
+        """An event id taken now for an event whose cycle is not known yet (``schedule_as``):
+        the id ``timeout`` would take now."""
+        return next(self._eid)
+
+    def schedule_as(self, event: Event, at: int, eid: int) -> None:
+        """Schedule ``event`` (NORMAL) at cycle ``at`` (not before now) under ``eid``, an id
+        ``reserve`` gave: it is then processed exactly where a timeout to ``at`` made when
+        the id was taken would be, provided no other entry holds ``eid`` meanwhile (the
+        deferred timeout of the machine's port server, and the checkpoints it plans at)."""
+        heappush(self._queue, (at, NORMAL, eid, event))
 
     def run(self) -> None:
         """Process every event, in (time, priority, id) order, until the queue is empty."""
