@@ -90,6 +90,17 @@ def test_busy_workers_get_their_next_items_while_this_process_is_away(tmp_path: 
         assert pool.results() == [0, 1, 2, 3] and pool.workers == 2
 
 
+def test_a_busy_worker_holds_at_most_one_item_beyond_its_own(tmp_path: Path) -> None:
+    """The rest wait in this process for whichever worker is free first (balance)."""
+    with ForkPool(_mark, None, 2) as pool:
+        for k in range(6):
+            pool.submit((str(tmp_path), k))
+        workers = pool._pool
+        assert workers is not None
+        assert [len(q) for q in workers.queued] == [2, 2] and len(workers.waiting) == 2
+        assert pool.results() == list(range(6))
+
+
 def test_costs_hand_out_the_longest_first_and_keep_the_items_order() -> None:
     """With one worker the hand-out order is the run order: the most costly item first."""
     out, workers = fork_map(_square_plus_job, [1, 2, 3], 0, 1, costs=[1.0, 3.0, 2.0])

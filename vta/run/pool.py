@@ -92,7 +92,7 @@ def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | Non
              ) -> tuple[list[R], int]:
     """``[fn(item) for item in items]`` on ``jobs`` worker processes (default: the idle cores,
     ``default_jobs``), with ``current_job()`` returning ``job`` in them; and how many workers
-    ran (0: this process). ``fn`` must be a module-level function (a pool sends it by name).
+    ran (0: this process). ``fn`` may be any callable (the workers inherit it, as ``job``).
     ``costs`` (one per item, any unit): the items are handed out most costly first, so that a
     long one does not start last and keep one worker busy alone (the results still come in
     the items' order). ``meanwhile``: run in this process while the workers work (not at all
@@ -200,9 +200,9 @@ class _Workers:
     on one item at a time: the item pickled down its task pipe, ``(ok, result)`` pickled back
     up its result pipe. This process collects results as they come (``_collect``: at each
     ``submit`` without waiting, in ``result`` waiting) and hands the items in waiting out as it
-    does: to an idle worker, or queued behind a busy worker's items while they fit in its task
-    pipe's buffer (``PIPE_BYTES``, both pipes enlarged to it where the system allows), so that
-    a worker starts its next item at once even while this process is busy elsewhere (the
+    does: to an idle worker, or as a busy worker's next item when it fits in its task pipe's
+    buffer (``PIPE_BYTES``, both pipes enlarged to it where the system allows), so that a
+    worker starts its next item at once even while this process is busy elsewhere (the
     interpreter's next node, the compile's ``meanwhile``), and no write here ever waits on a
     busy worker. ``broken``: a
     task failed or a worker or pipe broke (``result`` then gives ``_FAILED`` from the first
@@ -277,14 +277,15 @@ class _Workers:
 
     def _hand_out(self) -> None:
         """The items in waiting, in order, each to a worker free for it: an idle one, else
-        the one with the fewest items whose task pipe's buffer holds this frame beside the
-        frames queued behind its first item (``_fits``)."""
+        one computing a single item whose task pipe's buffer holds this frame (``_fits``).
+        No worker holds more than one item beyond the one it computes: the items wait here
+        for whichever worker is free first (a kernel's simulation takes 5-100 ms; handing out
+        more at once left one worker 0.2 s of work after the other's last)."""
         while self.waiting and not self.broken:
             k, frame = self.waiting[0]
             size = _LENGTH.size + len(frame)
             free = [w for w, q in enumerate(self.queued) if not q] or \
-                sorted((w for w in range(len(self.queued)) if self._fits(w, size)),
-                       key=lambda w: len(self.queued[w]))
+                [w for w, q in enumerate(self.queued) if len(q) == 1 and self._fits(w, size)]
             if not free:
                 return
             w = free[0]
@@ -298,10 +299,10 @@ class _Workers:
             self.sizes[k] = size
 
     def _fits(self, w: int, size: int) -> bool:
-        """Whether a frame of ``size`` bytes may go to busy worker ``w`` now: with the frames
-        queued behind the one it computes (or reads) at most its task pipe's buffer, so that
-        the write never waits on it (what the pipe holds beyond that frame is only those:
-        it has read every frame before the one it computes)."""
+        """Whether a frame of ``size`` bytes may go to busy worker ``w`` now without the write
+        waiting on it: with the frames queued behind the one it computes (or reads) at most
+        its task pipe's buffer (what the pipe holds beyond that frame is only those: it has
+        read every frame before the one it computes)."""
         behind = sum(self.sizes[k] for k in list(self.queued[w])[1:])
         return behind + size <= self.room[w]
 
@@ -314,8 +315,10 @@ class _Workers:
             if wait:
                 self.broken = True  # (nothing computes what is asked for: never, in order)
             return
-        ready, _, _ = select.select([self.outs[w] for w in busy], [], [],
-                                    None if wait else 0)
+        poller = select.poll()  # (not select.select: any file descriptor number)
+        for w in busy:
+            poller.register(self.outs[w], select.POLLIN)
+        ready = {fd for fd, _ in poller.poll(None if wait else 0)}  # (an end too: POLLHUP)
         for w in busy:
             if self.outs[w] not in ready:
                 continue
