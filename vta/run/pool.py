@@ -200,18 +200,19 @@ class _Workers:
     on one item at a time: the item pickled down its task pipe, ``(ok, result)`` pickled back
     up its result pipe. This process collects results as they come (``_collect``: at each
     ``submit`` without waiting, in ``result`` waiting) and hands the items in waiting out as it
-    does: to an idle worker, or as a busy worker's next item when it fits in its task pipe's
-    buffer (``PIPE_BYTES``, both pipes enlarged to it where the system allows), so that a
-    worker starts its next item at once even while this process is busy elsewhere (the
-    interpreter's next node, the compile's ``meanwhile``), and no write here ever waits on a
-    busy worker. ``broken``: a
-    task failed or a worker or pipe broke (``result`` then gives ``_FAILED`` from the first
-    result missing)."""
+    does: to an idle worker, or as a busy worker's next item when the frame fits in its task
+    pipe's buffer (``PIPE_BYTES``, both pipes enlarged to it where the system allows), so that
+    a worker starts its next item at once even while this process is busy elsewhere (the
+    interpreter's next node, the compile's ``meanwhile``). No write here waits on a worker
+    that waits on this process: an idle worker reads, and a busy one's pipe holds at most
+    the rest of the frame it is reading besides the one written. ``broken``: a task failed or
+    a worker or pipe broke (``result`` then gives ``_FAILED`` from the first result
+    missing)."""
 
     def __init__(self, want: int, fn: Callable[[Any], Any]) -> None:
         self.want, self.fn = want, fn
-        #: per worker: its pid, task pipe (written here), result pipe (read here), the bytes
-        #: its task pipe holds and the items handed to it whose results are still to come
+        #: per worker: its pid, task pipe (written here), result pipe (read here), its task
+        #: pipe's buffer in bytes and the items handed to it whose results are still to come
         self.pids: list[int] = []
         self.tasks: list[int] = []
         self.outs: list[int] = []
@@ -219,8 +220,6 @@ class _Workers:
         self.queued: list[deque[int]] = []
         self.items: list[Any] = []
         self.waiting: deque[tuple[int, bytes]] = deque()
-        #: each item's frame size as handed out
-        self.sizes: dict[int, int] = {}
         self.done: dict[int, Any] = {}
         self.broken = False
 
@@ -277,15 +276,15 @@ class _Workers:
 
     def _hand_out(self) -> None:
         """The items in waiting, in order, each to a worker free for it: an idle one, else
-        one computing a single item whose task pipe's buffer holds this frame (``_fits``).
-        No worker holds more than one item beyond the one it computes: the items wait here
-        for whichever worker is free first (a kernel's simulation takes 5-100 ms; handing out
+        one computing a single item whose task pipe's buffer holds this frame. No worker
+        holds more than one item beyond the one it computes: the items wait here for
+        whichever worker is free first (a kernel's simulation takes 5-100 ms; handing out
         more at once left one worker 0.2 s of work after the other's last)."""
         while self.waiting and not self.broken:
             k, frame = self.waiting[0]
             size = _LENGTH.size + len(frame)
             free = [w for w, q in enumerate(self.queued) if not q] or \
-                [w for w, q in enumerate(self.queued) if len(q) == 1 and self._fits(w, size)]
+                [w for w, q in enumerate(self.queued) if len(q) == 1 and size <= self.room[w]]
             if not free:
                 return
             w = free[0]
@@ -296,15 +295,6 @@ class _Workers:
                 return
             self.waiting.popleft()
             self.queued[w].append(k)
-            self.sizes[k] = size
-
-    def _fits(self, w: int, size: int) -> bool:
-        """Whether a frame of ``size`` bytes may go to busy worker ``w`` now without the write
-        waiting on it: with the frames queued behind the one it computes (or reads) at most
-        its task pipe's buffer (what the pipe holds beyond that frame is only those: it has
-        read every frame before the one it computes)."""
-        behind = sum(self.sizes[k] for k in list(self.queued[w])[1:])
-        return behind + size <= self.room[w]
 
     def _collect(self, wait: bool) -> None:
         """Hand out what waits, then read the results ready (waiting for one when ``wait``
