@@ -5,6 +5,7 @@ word come from helpers; plugin errors are named."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import subprocess
 import sys
@@ -124,3 +125,50 @@ def test_an_intrinsic_of_the_other_target_is_refused_by_name(pynq: HwConfig) -> 
                                              r"\(target='vta'\); build there"):
         vta.build(s, P, "cuda-emu")
     assert vta.build(s, P, "vta", hw=pynq).program is not None
+
+
+def _dist(root: Path, name: str, entry_points: str | None) -> None:
+    """A package's metadata directory under ``root`` (``entry_points.txt`` when given)."""
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    if entry_points is not None:
+        (info / "entry_points.txt").write_text(entry_points)
+
+
+def test_entry_points_are_looked_for_only_where_a_package_lists_the_group(
+        tmp_path: Path) -> None:
+    """``may_list_entry_points`` (``load_entry_points`` asks ``importlib.metadata`` only when
+    it is True): False only where no package on the path can list the group."""
+    site = tmp_path / "site"
+    _dist(site, "plain", None)
+    _dist(site, "script", "[console_scripts]\nscript = script:main\n")
+    (site / "legacy.egg-info").write_text("Name: legacy\n")  # a file: no entry points
+    path = [str(site), str(tmp_path / "missing")]
+    std = [importlib.machinery.PathFinder]
+    assert not vi.may_list_entry_points(vi.ENTRY_POINT_GROUP, path, std)
+    assert vi.may_list_entry_points("console_scripts", path, std)
+    _dist(site, "mine", f"[{vi.ENTRY_POINT_GROUP}]\nmine = mine:define\n")
+    assert vi.may_list_entry_points(vi.ENTRY_POINT_GROUP, path, std)
+    zipped = tmp_path / "packages.zip"
+    zipped.write_bytes(b"")
+    assert vi.may_list_entry_points(vi.ENTRY_POINT_GROUP, [str(zipped)], std)
+
+    class Finder:
+        def find_distributions(self, context: object = None) -> list[object]:
+            return []
+
+    assert vi.may_list_entry_points(vi.ENTRY_POINT_GROUP, [], [*std, Finder()])
+    assert not vi.may_list_entry_points(vi.ENTRY_POINT_GROUP, [], std)
+
+
+def test_an_installed_entry_point_is_loaded(tmp_path: Path) -> None:
+    """A package listing the examples' REQUANT under ``vta.intrinsics`` (in a process of its
+    own: the instruction stays registered there)."""
+    _dist(tmp_path, "requant_plugin", f"[{vi.ENTRY_POINT_GROUP}]\nrequant = requant:define\n")
+    code = ("import sys\n"
+            f"sys.path[:0] = [{str(tmp_path)!r}, {str(REQUANT.parent)!r}]\n"
+            "import vta.intrinsics as vi\nprint(vi.load_entry_points())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "REQUANT" in out

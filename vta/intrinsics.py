@@ -40,11 +40,12 @@ are ``hw.isa``, which a ``layout(hw)`` reads.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import warnings
-from collections.abc import Mapping
-from importlib.metadata import entry_points
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +293,14 @@ def load_plugin(spec: str) -> list[str]:
 
 def load_entry_points() -> list[str]:
     """Call every installed ``vta.intrinsics`` entry point (a ``define`` function, or a
-    module with one); the instructions they registered."""
+    module with one); the instructions they registered. ``importlib.metadata`` (about 25 ms
+    of every command's start: its import, ``email``'s among them, and its parse of every
+    package's metadata) is asked only where ``may_list_entry_points`` finds the group named
+    on the import path."""
+    if not may_list_entry_points(ENTRY_POINT_GROUP, sys.path, sys.meta_path):
+        return []
+    from importlib.metadata import entry_points
+
     out: list[str] = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         what = f"entry point {ep.name} ({ep.value}) of group {ENTRY_POINT_GROUP}"
@@ -312,6 +320,46 @@ def load_entry_points() -> list[str]:
 
 #: entry points already called in this process (``load_entry_points`` is idempotent)
 _LOADED: set[str] = set()
+
+#: the metadata directories ``importlib.metadata`` reads a package's entry points from
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def may_list_entry_points(group: str, path: Iterable[str], finders: Iterable[Any]) -> bool:
+    """Whether ``importlib.metadata.entry_points(group=group)`` may list anything, judged
+    without it: False only when every ``path`` entry (``sys.path``) is a directory or absent
+    and no ``*.dist-info``/``*.egg-info`` directory in them has an ``entry_points.txt`` that
+    mentions ``group``, and no finder but the standard ``PathFinder`` (``finders``:
+    ``sys.meta_path``) can list distributions. Anything else (a zip or egg on the path, a
+    directory or file that cannot be read, another finder) is True: ``importlib.metadata``
+    decides."""
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder
+           for f in finders):
+        return True
+    needle = f"[{group}]"
+    for entry in path:
+        root = entry or "."
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                return True  # a zip file (or an egg): importlib.metadata reads inside it
+            continue
+        if root.endswith(".egg"):
+            return True
+        try:
+            with os.scandir(root) as it:
+                infos = [e.path for e in it if e.name.lower().endswith(_METADATA_SUFFIXES)]
+        except OSError:
+            return True
+        for info in infos:
+            try:
+                text = Path(info, "entry_points.txt").read_text(errors="replace")
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+                continue  # what importlib.metadata reads as no entry points (an egg-info file)
+            except OSError:
+                return True
+            if needle in text:
+                return True
+    return False
 
 
 def free_functions(opcode: int, field: str, hw: HwConfig | None = None) -> list[int]:

@@ -1,12 +1,16 @@
 """``vta.run.pool.fork_map``: results in the items' order from forked workers that inherit the
 job; a task's error raised (from the serial rerun); serial inside a daemonic process (which may
-have no children) and with one job. ``ForkedChild``: its frames in order, fewer when it fails
-(exit status 1), killed and reaped when no longer wanted, none where no process can fork."""
+have no children), inside a worker and with one job; no helper thread, and a busy worker
+given its next item while this process is away. ``ForkedChild``: its frames in order, fewer
+when it fails (exit status 1), killed and reaped when no longer wanted, none where no process
+can fork."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,6 +60,45 @@ def test_a_daemonic_worker_runs_its_items_itself() -> None:
 
     with multiprocessing.get_context("fork").Pool(1) as p:
         assert p.apply(_nested, (0,)) == 0
+
+
+def test_a_worker_runs_its_own_pools_items_itself() -> None:
+    assert fork_map(_nested, [0, 1], 0, 2) == ([0, 0], 2)
+    assert fork_map(_nested, [0, 1], 0, 1) == ([2, 2], 0)  # (here, a pool's workers)
+
+
+def _mark(item: tuple[str, int]) -> int:
+    """Leave a file for the item, then take a while."""
+    Path(item[0], str(item[1])).write_text("")
+    time.sleep(0.2)
+    return item[1]
+
+
+def test_busy_workers_get_their_next_items_while_this_process_is_away(tmp_path: Path
+                                                                     ) -> None:
+    """Four small items on two workers: each worker is handed its second item while it
+    computes its first, so all four start while this process neither submits nor waits
+    for results (one item per worker at a time would start two); no helper thread."""
+    with ForkPool(_mark, None, 2) as pool:
+        for k in range(4):
+            pool.submit((str(tmp_path), k))
+        assert threading.active_count() == 1
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(int(p.name) for p in tmp_path.iterdir()) == [0, 1, 2, 3]
+        assert pool.results() == [0, 1, 2, 3] and pool.workers == 2
+
+
+def test_a_busy_worker_holds_at_most_one_item_beyond_its_own(tmp_path: Path) -> None:
+    """The rest wait in this process for whichever worker is free first (balance)."""
+    with ForkPool(_mark, None, 2) as pool:
+        for k in range(6):
+            pool.submit((str(tmp_path), k))
+        workers = pool._pool
+        assert workers is not None
+        assert [len(q) for q in workers.queued] == [2, 2] and len(workers.waiting) == 2
+        assert pool.results() == list(range(6))
 
 
 def test_costs_hand_out_the_longest_first_and_keep_the_items_order() -> None:

@@ -77,7 +77,6 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable, Iterator
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -542,7 +541,11 @@ def mlas_u8s8_saturates() -> bool:
 
 def _ort_version() -> tuple[int, int] | None:
     """The installed onnxruntime's (major, minor), read from its package metadata (ORT is not
-    imported), or None where it is not installed."""
+    imported), or None where it is not installed. (``importlib.metadata`` is imported here, not
+    with the module: with ``email`` and the rest it costs every ``vta`` command's start about
+    20 ms, and only a layer normalization asks.)"""
+    from importlib import metadata
+
     try:
         parts = metadata.version("onnxruntime").split(".")
         return int(parts[0]), int(parts[1])

@@ -8,22 +8,28 @@ item, where ``fork`` is not available, in a daemonic process (a worker of anothe
 when the pool cannot start, breaks or a task fails there, ``fn`` runs on every item in this
 process: the same results, serially (and a task's own error raised from here).
 ``vta.run.compile_pool`` compiles a graph's kernels this way and ``vta.run.graph`` simulates
-them. ``ForkedChild`` is one forked process that reports progress in fixed-size frames over a
-pipe (``vta.run.graph.Reference.start``: the graph interpreter in a process of its own, its
-values written to memory the parent shares).
+them. The workers are this module's own (``_Workers``): each reads items from a pipe and
+writes back results, one at a time; this process hands items out and collects results at
+each ``submit`` and while waiting for results, with no helper thread (``concurrent.futures``'s
+process pool cost a warm ``vta run resnet18`` about 20 ms to import and 20-30 ms of its
+helper threads' CPU, its queue feeder and manager contending for the interpreter's lock
+with this process's own work). ``ForkedChild`` is one forked process that reports progress
+in fixed-size frames over a pipe (``vta.run.graph.Reference.start``: the graph interpreter
+in a process of its own, its values written to memory the parent shares).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import select
 import signal
+import struct
+import sys
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:  # the executor's modules load with the first pool (``_pool``): a run in
-    # this process alone (``--jobs 1``, a busy machine) never loads them
-    from concurrent.futures import Executor, Future
+from typing import Any, Generic, TypeVar
 
 __all__ = ["fork_map", "ForkPool", "ForkedChild", "current_job", "default_jobs",
            "one_blas_thread", "BLAS_THREAD_VARIABLES"]
@@ -36,6 +42,9 @@ LOADAVG = Path("/proc/loadavg")
 
 #: the job the forked workers inherit (set in the parent just before the pool starts)
 _JOB: Any = None
+
+#: whether this process is a worker of a ``ForkPool`` (its own pools run their items in it)
+_IN_WORKER = False
 
 
 def default_jobs() -> int:
@@ -83,7 +92,7 @@ def fork_map(fn: Callable[[T], R], items: Sequence[T], job: Any, jobs: int | Non
              ) -> tuple[list[R], int]:
     """``[fn(item) for item in items]`` on ``jobs`` worker processes (default: the idle cores,
     ``default_jobs``), with ``current_job()`` returning ``job`` in them; and how many workers
-    ran (0: this process). ``fn`` must be a module-level function (a pool sends it by name).
+    ran (0: this process). ``fn`` may be any callable (the workers inherit it, as ``job``).
     ``costs`` (one per item, any unit): the items are handed out most costly first, so that a
     long one does not start last and keep one worker busy alone (the results still come in
     the items' order). ``meanwhile``: run in this process while the workers work (not at all
@@ -109,9 +118,10 @@ class ForkPool(Generic[T, R]):
     ``vta.run.graph`` hands each kernel to a worker as soon as the interpreter has computed
     its inputs. ``results()``:
     ``fn``'s results in the order submitted. With one job or at most one item expected
-    (``expect``), no ``fork``, in a daemonic process, or when the pool cannot start, breaks
-    or a task fails, every item runs in this process at ``results()`` (the same results; a
-    task's own error raised from there). ``workers``: how many ran (0: this process)."""
+    (``expect``), no ``fork``, in a daemonic process or a worker, or when the pool cannot
+    start, breaks or a task fails, every item runs in this process at ``results()`` (the same
+    results; a task's own error raised from there). ``workers``: how many ran (0: this
+    process)."""
 
     def __init__(self, fn: Callable[[T], R], job: Any, jobs: int | None = None,
                  expect: int | None = None) -> None:
@@ -119,17 +129,15 @@ class ForkPool(Generic[T, R]):
         want = jobs if jobs is not None else default_jobs()
         self.want = min(want, expect) if expect is not None else want
         self.items: list[T] = []
-        self.futures: list[Future[R]] | None = None
         self.workers = 0
-        self._pool: Executor | None = None
+        self._pool: _Workers | None = None
 
     def __enter__(self) -> ForkPool[T, R]:
         global _JOB
         _JOB = self.job
         if self.want > 1 and _can_fork():
             try:
-                self._pool = _pool(self.want)  # its processes fork at the first item
-                self.futures = []
+                self._pool = _pool(self.want, self.fn)  # its processes fork at the first item
             except Exception:  # no processes here: the items run in this process
                 self._close()
         return self
@@ -137,16 +145,13 @@ class ForkPool(Generic[T, R]):
     @property
     def parallel(self) -> bool:
         """Whether the items go to worker processes (so far)."""
-        return self._pool is not None and self.futures is not None
+        return self._pool is not None and not self._pool.broken
 
     def submit(self, item: T) -> None:
         """Hand ``item`` to a worker (or keep it for this process)."""
         self.items.append(item)
-        if self._pool is not None and self.futures is not None:
-            try:
-                self.futures.append(self._pool.submit(self.fn, item))
-            except Exception:  # a broken pool: everything runs here at ``results``
-                self.futures = None
+        if self._pool is not None:
+            self._pool.submit(item)
 
     def results(self) -> list[R]:
         """``fn`` of every item submitted, in that order."""
@@ -157,16 +162,16 @@ class ForkPool(Generic[T, R]):
         it are done (the caller can work on one while the workers compute the next). When the
         pool breaks or a task fails, the items from there on run in this process."""
         n = 0
-        if self.futures is not None:
+        if self._pool is not None:
             try:
-                for f in self.futures:
-                    r = f.result()
-                    n += 1
+                for n in range(len(self.items)):
+                    r = self._pool.result(n)
+                    if r is _FAILED:
+                        break
                     yield r
-                self.workers = min(self.want, len(self.futures))
-                return
-            except Exception:  # a broken pool or an error in a task: the rest run here (a
-                pass  # task's own error is raised again)
+                else:
+                    n = len(self.items)
+                    self.workers = self._pool.started
             finally:
                 self._close()
         for item in self.items[n:]:
@@ -179,25 +184,243 @@ class ForkPool(Generic[T, R]):
 
     def _close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.close()
             self._pool = None
+
+
+#: a result that did not come (the task failed in its worker, or the worker or a pipe broke)
+_FAILED: Any = object()
+
+#: a frame's header on a worker's pipes: the length of the pickle that follows
+_LENGTH = struct.Struct("<Q")
+
+
+class _Workers:
+    """``want`` worker processes forked at the first item (``submit``), each running ``fn``
+    on one item at a time: the item pickled down its task pipe, ``(ok, result)`` pickled back
+    up its result pipe. This process collects results as they come (``_collect``: at each
+    ``submit`` without waiting, in ``result`` waiting) and hands the items in waiting out as it
+    does: to an idle worker, or as a busy worker's next item when the frame fits in its task
+    pipe's buffer (``PIPE_BYTES``, both pipes enlarged to it where the system allows), so that
+    a worker starts its next item at once even while this process is busy elsewhere (the
+    interpreter's next node, the compile's ``meanwhile``). No write here waits on a worker
+    that waits on this process: an idle worker reads, and a busy one's pipe holds at most
+    the rest of the frame it is reading besides the one written. ``broken``: a task failed or
+    a worker or pipe broke (``result`` then gives ``_FAILED`` from the first result
+    missing)."""
+
+    def __init__(self, want: int, fn: Callable[[Any], Any]) -> None:
+        self.want, self.fn = want, fn
+        #: per worker: its pid, task pipe (written here), result pipe (read here), its task
+        #: pipe's buffer in bytes and the items handed to it whose results are still to come
+        self.pids: list[int] = []
+        self.tasks: list[int] = []
+        self.outs: list[int] = []
+        self.room: list[int] = []
+        self.queued: list[deque[int]] = []
+        self.items: list[Any] = []
+        self.waiting: deque[tuple[int, bytes]] = deque()
+        self.done: dict[int, Any] = {}
+        self.broken = False
+
+    @property
+    def started(self) -> int:
+        return len(self.pids)
+
+    def submit(self, item: Any) -> None:
+        """Keep ``item`` for the next worker free for it (the ``want`` workers forked at the
+        first item) and hand out what can be handed out now."""
+        self.items.append(item)
+        try:
+            frame = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an item that does not pickle: it runs here
+            self.broken = True
+            return
+        self.waiting.append((len(self.items) - 1, frame))
+        while not self.broken and len(self.pids) < self.want:
+            before = len(self.pids)
+            self._fork()
+            if len(self.pids) == before:  # (no more processes: those there are do the work)
+                break
+        self._collect(wait=False)
+
+    def result(self, k: int) -> Any:
+        """Item ``k``'s result, waiting for it; ``_FAILED`` when it will not come."""
+        while k not in self.done and not self.broken:
+            self._collect(wait=True)
+        return self.done.pop(k, _FAILED)
+
+    def _fork(self) -> None:
+        task_r, task_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (task_r, task_w, out_r, out_w):
+                os.close(fd)
+            if not self.pids:
+                self.broken = True  # (no worker at all: everything runs here)
+            return
+        if pid == 0:  # the worker: never returns
+            for fd in (task_w, out_r, *self.tasks, *self.outs):
+                os.close(fd)  # (the other workers' pipes: their ends stay with the parent)
+            _serve(self.fn, task_r, out_w)
+        os.close(task_r)
+        os.close(out_w)
+        self.pids.append(pid)
+        self.tasks.append(task_w)
+        self.outs.append(out_r)
+        self.room.append(_enlarged(task_w))
+        _enlarged(out_r)
+        self.queued.append(deque())
+
+    def _hand_out(self) -> None:
+        """The items in waiting, in order, each to a worker free for it: an idle one, else
+        one computing a single item whose task pipe's buffer holds this frame. No worker
+        holds more than one item beyond the one it computes: the items wait here for
+        whichever worker is free first (a kernel's simulation takes 5-100 ms; handing out
+        more at once left one worker 0.2 s of work after the other's last)."""
+        while self.waiting and not self.broken:
+            k, frame = self.waiting[0]
+            size = _LENGTH.size + len(frame)
+            free = [w for w, q in enumerate(self.queued) if not q] or \
+                [w for w, q in enumerate(self.queued) if len(q) == 1 and size <= self.room[w]]
+            if not free:
+                return
+            w = free[0]
+            try:
+                _write_frame(self.tasks[w], frame)
+            except OSError:  # a worker gone
+                self.broken = True
+                return
+            self.waiting.popleft()
+            self.queued[w].append(k)
+
+    def _collect(self, wait: bool) -> None:
+        """Hand out what waits, then read the results ready (waiting for one when ``wait``
+        and a worker is busy), then hand out again."""
+        self._hand_out()
+        busy = [w for w, q in enumerate(self.queued) if q]
+        if not busy:
+            if wait:
+                self.broken = True  # (nothing computes what is asked for: never, in order)
+            return
+        poller = select.poll()  # (not select.select: any file descriptor number)
+        for w in busy:
+            poller.register(self.outs[w], select.POLLIN)
+        ready = {fd for fd, _ in poller.poll(None if wait else 0)}  # (an end too: POLLHUP)
+        for w in busy:
+            if self.outs[w] not in ready:
+                continue
+            frame = _read_frame(self.outs[w])
+            k = self.queued[w].popleft()
+            try:
+                ok, value = pickle.loads(frame) if frame else (False, None)
+            except Exception:
+                ok, value = False, None
+            if ok:
+                self.done[k] = value
+            else:
+                self.broken = True
+        self._hand_out()
+
+    def close(self) -> None:
+        """End the workers (an idle one told so, an empty frame; a busy one killed: its
+        results are not wanted any more) and reap them."""
+        for w, pid in enumerate(self.pids):
+            try:
+                if self.queued[w]:
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    _write_frame(self.tasks[w], b"")
+            except OSError:  # (gone already)
+                pass
+            os.close(self.tasks[w])
+            os.close(self.outs[w])
+        for pid in self.pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.pids, self.tasks, self.outs, self.room, self.queued = [], [], [], [], []
+
+
+#: the buffer ``_Workers`` asks for each pipe (Linux's default ceiling for a user's pipe,
+#: ``/proc/sys/fs/pipe-max-size``): a kernel's activations or outputs (up to about 0.8 MB in
+#: ResNet-18) then wait in the pipe rather than keep the writer waiting for the reader
+PIPE_BYTES = 1 << 20
+
+
+def _enlarged(fd: int) -> int:
+    """The buffer of the pipe ``fd`` is an end of, enlarged to ``PIPE_BYTES`` where the
+    system allows (Linux's ``F_SETPIPE_SZ``): its size in bytes (``select.PIPE_BUF``, the
+    least any system guarantees, where it cannot be read)."""
+    try:
+        import fcntl
+
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:  # above the system's ceiling: the size it has
+            pass
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except (ImportError, AttributeError, OSError):
+        return select.PIPE_BUF
+
+
+def _serve(fn: Callable[[Any], Any], tasks: int, out: int) -> None:
+    """A worker's life (``_Workers``): ``fn`` of each item read from ``tasks``, written to
+    ``out`` as ``(True, result)``, or ``(False, None)`` when it failed (this process's parent
+    runs that item again, to raise its own error); an empty frame or the end of ``tasks``
+    ends it (``os._exit``: none of the parent's exit handlers run here)."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    code = 1
+    try:
+        while True:
+            frame = _read_frame(tasks)
+            if not frame:  # told to end (an empty frame), or the pipe's end
+                code = 0
+                break
+            try:
+                data = pickle.dumps((True, fn(pickle.loads(frame))), pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                data = pickle.dumps((False, None))
+            _write_frame(out, data)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # (a closed stream: nothing to flush)
+                pass
+        os._exit(code)
+
+
+def _write_frame(fd: int, data: bytes) -> None:
+    _write_all(fd, _LENGTH.pack(len(data)) + data)
+
+
+def _read_frame(fd: int) -> bytes | None:
+    """The next frame's bytes from ``fd``; None at its end (or a partial frame)."""
+    head = _read_exactly(fd, _LENGTH.size)
+    if head is None:
+        return None
+    return _read_exactly(fd, _LENGTH.unpack(head)[0])
 
 
 def _can_fork() -> bool:
     """Whether worker processes can start by ``fork`` here (they inherit the job): not in a
-    daemonic process (a pool's or an executor's worker, which may have no children)."""
-    import multiprocessing  # the standard library's, loaded only for a pool
+    ``ForkPool``'s worker nor in a daemonic process (a ``multiprocessing`` pool's or an
+    executor's worker, which may have no children; a process that never imported
+    ``multiprocessing`` is none of those, and does not import it to ask)."""
+    if _IN_WORKER or not hasattr(os, "fork"):
+        return False
+    mp = sys.modules.get("multiprocessing")
+    return mp is None or not mp.current_process().daemon
 
-    return "fork" in multiprocessing.get_all_start_methods() \
-        and not multiprocessing.current_process().daemon
 
-
-def _pool(workers: int) -> Executor:
-    """``workers`` processes started by ``fork``."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+def _pool(workers: int, fn: Callable[[Any], Any]) -> _Workers:
+    """``workers`` processes started by ``fork`` running ``fn``, forked at the first item."""
+    return _Workers(workers, fn)
 
 
 class ForkedChild:

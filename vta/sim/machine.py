@@ -35,7 +35,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import simpy
 from numpy.typing import ArrayLike
 
 from vta.config import HwConfig
@@ -85,15 +84,6 @@ _UNIT_OF = {Unit.LOAD: "load", Unit.COMPUTE: "compute", Unit.STORE: "store",
             Unit.ALU: "alu"}
 
 
-class _Env(simpy.Environment):
-    """simpy's environment with its clock typed as what it is here: every delay the machine
-    schedules is an int, so ``now`` stays the int cycle it started at (0) plus ints."""
-
-    @property
-    def now(self) -> int:
-        return self._now  # type: ignore[return-value]
-
-
 @dataclass(frozen=True, slots=True)
 class _Engine:
     """The discrete-event classes a run is built from: simpy's (the reference) or the lean
@@ -108,12 +98,32 @@ class _Engine:
     shortcuts: bool = False
 
 
-#: the engines ``simulate`` accepts: ``lean`` (the default) and ``simpy`` (the reference);
-#: both give the same event order, hence the same cycles, statistics and values
-ENGINES = {
-    "lean": _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf, True),
-    "simpy": _Engine(_Env, simpy.Store, simpy.Resource, simpy.AllOf),
-}
+_LEAN = _Engine(lean.Environment, lean.Store, lean.Resource, lean.AllOf, True)
+
+
+@lru_cache(maxsize=1)
+def _simpy_engine() -> _Engine:
+    """simpy's classes, imported at the first run on them: importing simpy (and the
+    ``importlib.metadata`` it reads its version with) is about 30 ms that a run on the lean
+    engine, every ``vta`` command's, does not need."""
+    import simpy
+
+    class _Env(simpy.Environment):
+        """simpy's environment with its clock typed as what it is here: every delay the
+        machine schedules is an int, so ``now`` stays the int cycle it started at (0) plus
+        ints."""
+
+        @property
+        def now(self) -> int:
+            return self._now  # type: ignore[return-value]
+
+    return _Engine(_Env, simpy.Store, simpy.Resource, simpy.AllOf)
+
+
+#: the engines ``simulate`` accepts, each made when first asked for: ``lean`` (the default)
+#: and ``simpy`` (the reference); both give the same event order, hence the same cycles,
+#: statistics and values
+ENGINES: dict[str, Callable[[], _Engine]] = {"lean": lambda: _LEAN, "simpy": _simpy_engine}
 
 
 def _engine_of(name: str) -> _Engine:
@@ -122,7 +132,7 @@ def _engine_of(name: str) -> _Engine:
     if got is None:
         raise SimError(f"unknown simulation engine {name!r} (choose one of "
                        f"{', '.join(ENGINES)})")
-    return got
+    return got()
 
 
 def _qname(q: Queue) -> str:
