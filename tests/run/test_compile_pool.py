@@ -180,10 +180,8 @@ def test_a_prefetched_memo_keeps_what_is_put_in_the_persistent_one() -> None:
     assert keeps.rows["k"] == b"4"
 
 
-def test_a_task_s_programs_are_kept_as_it_comes_back(
-        fused: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compile cache's writes go while the workers compile the next tasks, not after the
-    last: each task's programs are put as its result comes back, in task order."""
+def _count_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A one-element list counting the pool's results as they come back (``iter_results``)."""
     came_back = [0]
     results = pool.ForkPool.iter_results
 
@@ -193,6 +191,14 @@ def test_a_task_s_programs_are_kept_as_it_comes_back(
             yield r
 
     monkeypatch.setattr(pool.ForkPool, "iter_results", counted)
+    return came_back
+
+
+def test_a_task_s_programs_are_kept_as_it_comes_back(
+        fused: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compile cache's writes go while the workers compile the next tasks, not after the
+    last: each task's programs are put as its result comes back, in task order."""
+    came_back = _count_results(monkeypatch)
 
     class Cache:  # keeps bytes, as the compile cache does
         def __init__(self) -> None:
@@ -218,15 +224,7 @@ def test_groups_are_placed_as_their_programs_come_back(
         graph: Graph, serial: CompiledGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     """The final placement advances after each task (a group as soon as the programs it
     asks for are here), not after the last task; the steps are the serial compile's."""
-    came_back = [0]
-    results = pool.ForkPool.iter_results
-
-    def counted(self: pool.ForkPool[Any, Any]) -> Any:
-        for r in results(self):
-            came_back[0] += 1
-            yield r
-
-    monkeypatch.setattr(pool.ForkPool, "iter_results", counted)
+    came_back = _count_results(monkeypatch)
     placed: list[int] = []  # tasks come back at each group placed in this process
     real = Placer.place
 
