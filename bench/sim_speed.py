@@ -211,8 +211,14 @@ def _callgrind_env(root: str) -> dict[str, str]:
     """The environment of a ``--callgrind`` child: vta from ``root``, string hashing fixed
     (``PYTHONHASHSEED=0``: the same dict and set orders, hence the same instructions, run to
     run), bytecode written (a user's machine imports from ``.pyc``; ``callgrind_compare``
-    warms it first, so neither measured process compiles sources)."""
+    warms it first, so neither measured process compiles sources), and numpy's BLAS on one
+    thread (``BLAS_THREAD_VARIABLES``, as every ``vta`` command runs it: callgrind counts
+    every thread's instructions, and OpenBLAS's idle threads spin for as long as the pass
+    happens to let them: two passes of one tree read 2,869M and 3,303M that way)."""
+    from vta.run.pool import BLAS_THREAD_VARIABLES  # (this tree's: only the parent asks)
+
     env = {**os.environ, "PYTHONPATH": root, "PYTHONHASHSEED": "0"}
+    env.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
