@@ -227,3 +227,24 @@ def test_a_tail_queued_behind_an_earlier_store_is_not_split() -> None:
     assert DT._drained([last, tail], h) is not None
     earlier = _store(1024, 512, 1)  # 512 rows of one entry: long
     assert DT._drained([earlier, last, tail], h) is None
+
+
+def test_a_tail_alike_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice of parts is memoised by the tail's values (``_chosen``): an equal tail made
+    of other objects is not planned again, and its replacement is built from its own ``Insn``s
+    (their thread and buffer carried), equal to the first one's."""
+    h = hw("pynq")
+    DT._chosen.cache_clear()
+    first = DT._drained([_big_tail(), _store(0, 1, 1024)], h)
+    assert first is not None
+
+    def refused(*_args: object) -> None:
+        raise AssertionError("planned again")
+
+    monkeypatch.setattr(DT, "_plan", refused)
+    store = dataclasses.replace(_store(0, 1, 1024), thread=1)
+    again = DT._drained([_big_tail(), store], h)
+    assert again is not None and again[0] == first[0]
+    assert [x.insn for x in again[1]] == [x.insn for x in first[1]]
+    assert {x.thread for x in again[1] if isinstance(x.insn, Store)} == {1}
+    assert {x.thread for x in again[1] if isinstance(x.insn, Alu)} == {0}

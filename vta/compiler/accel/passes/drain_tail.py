@@ -72,20 +72,49 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     last = insns[k - 1]
     if not _splittable(last, hw):
         return None
-    tops = _last_writers(_dst_entries(last), stores)
-    busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
+    x: Any = last.insn  # a frozen dataclass: hashable
+    busy = _backlog(insns[:k - 1], module_of(x, hw), hw)
+    chosen = _chosen(x, last.uops, tuple(st.insn for st in stores), busy, hw)
+    if chosen is None:
+        return None
+    own = (last, *stores)
+    return 1 + len(stores), [own[i] if y is None else _part(y, own[i], note)
+                             for y, i, note in chosen]
+
+
+#: a chosen tail as ``_chosen`` keeps it: per instruction, its ISA instruction (None: the
+#: ``Insn``'s own, unchanged), which ``Insn`` it is a part or a piece of (0: the split
+#: instruction, k: the k-th store) and the note of a piece (None: the ``Insn``'s own)
+Chosen = tuple[tuple[Any, int, str | None], ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen(last: Any, uops: tuple[Any, ...], stores: tuple[Any, ...], busy: float,
+            hw: HwConfig) -> Chosen | None:
+    """The fastest tail (``_finish``) over every part count for the split instruction ``last``
+    (an ISA instruction running micro-ops ``uops``) followed by ``stores`` (their ISA
+    instructions) behind a store ``busy`` backlog, as ``Chosen``; None when one part is best.
+    The choice reads nothing else of the program (the ``Insn``s' buffers, threads and notes
+    are only carried into the result), so it is memoised by these values: the candidates of
+    a layer, and layers alike, mostly end in the same tail (C1-C11's 33 candidates on pynq:
+    33 tails, each planned for 32 part counts, the part and piece durations most of the
+    pass's time)."""
+    split, after = Insn(last, uops=uops), [Insn(x) for x in stores]
+    tops = _last_writers(_dst_entries(split), after)
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
-    for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
-        plan = _plan(last, stores, tops, m, hw, made)
+    for m in range(1, min(MAX_PARTS, len(uops)) + 1):
+        plan = _plan(split, after, tops, m, hw, made)
         if plan is None:
             continue
-        t = _finish(plan, hw, 1 + len(stores), busy)
+        t = _finish(plan, hw, 1 + len(after), busy)
         if best is None or t < best[0]:
             best = (t, plan)
-    if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
+    if best is None or len(best[1]) == 1 + len(after):  # one part: nothing gained
         return None
-    return 1 + len(stores), [_made(item) for item in best[1]]
+    which = {id(ins): j for j, ins in enumerate((split, *after))}
+    return tuple((None if x is ins.insn else x, which[id(ins)], note)
+                 for x, ins, note, _store, _t in best[1])
 
 
 #: one instruction of a planned tail: the ISA instruction, the ``Insn`` it is a part or a
@@ -100,7 +129,13 @@ Made = dict[tuple[int, int, int], Item]
 
 
 def _made(item: Item) -> Insn:
-    x, ins, note = item[:3]
+    """The ``Insn`` of a plan's item."""
+    return _part(*item[:3])
+
+
+def _part(x: Any, ins: Insn, note: str | None) -> Insn:
+    """``ins`` running ISA instruction ``x`` (a part or a piece of it) under ``note`` (None:
+    its own)."""
     if x is ins.insn:
         return ins
     return evolve(ins, insn=x) if note is None else evolve(ins, insn=x, note=note)
