@@ -248,3 +248,23 @@ def test_a_tail_alike_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [x.insn for x in again[1]] == [x.insn for x in first[1]]
     assert {x.thread for x in again[1] if isinstance(x.insn, Store)} == {1}
     assert {x.thread for x in again[1] if isinstance(x.insn, Alu)} == {0}
+
+
+def test_a_plan_its_pieces_alone_cannot_beat_is_cut_before_its_parts() -> None:
+    """``_plan`` with a best finish to beat: where the tail's fetch, the store backlog and its
+    pieces one after another already reach that best, no part is made and no plan comes back;
+    else the same plan as without it (and its finish is below the best)."""
+    h = hw("pynq")
+    last, stores = _big_tail(), [_store(0, 8, 128), _store(1024, 1, 64)]
+    tops = DT._last_writers(DT._dst_entries(last), stores)
+    made: DT.Made = {}
+    plan = DT._plan(last, stores, tops, 8, h, made)
+    assert plan is not None
+    t = DT._finish(plan, h, 1 + len(stores), 0.0)
+    pieces = sum(p[4] for p in plan if p[3])
+    cut: DT.Made = {}
+    assert DT._plan(last, stores, tops, 8, h, cut, (0.0, float(pieces))) is None
+    assert cut and all(k[0] >= 0 for k in cut)  # pieces only
+    kept = DT._plan(last, stores, tops, 8, h, {}, (0.0, t + 1))
+    assert kept is not None
+    assert [p[:2] + p[3:] for p in kept] == [p[:2] + p[3:] for p in plan]

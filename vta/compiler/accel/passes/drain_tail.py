@@ -104,7 +104,8 @@ def _chosen(last: Any, uops: tuple[Any, ...], stores: tuple[Any, ...], busy: flo
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
     for m in range(1, min(MAX_PARTS, len(uops)) + 1):
-        plan = _plan(split, after, tops, m, hw, made)
+        plan = _plan(split, after, tops, m, hw, made,
+                     None if best is None else (busy, best[0]))
         if plan is None:
             continue
         t = _finish(plan, hw, 1 + len(after), busy)
@@ -209,11 +210,17 @@ def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
 
 
 def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
-          made: Made | None = None) -> list[Item] | None:
+          made: Made | None = None, beat: tuple[float, float] | None = None
+          ) -> list[Item] | None:
     """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
     that completes them (``tops``: ``_last_writers``), timed on ``hw``; None when a store
     would need too many pieces. ``made``: the parts and pieces built for other part counts of
-    this tail, reused and added to."""
+    this tail, reused and added to. ``beat``: (the store backlog, the best finish so far):
+    also None, before any part is made, when the store pieces alone cannot end earlier than
+    that best (``_finish`` of the tail is at least its fetch, the backlog and every piece's
+    duration one after another), so the plan could not be chosen; about a third of the part
+    counts of C1-C11's tails on pynq, whose parts (an instruction and its duration each) are
+    most of the plans' cost."""
     if made is None:
         made = {}
     parts = _bounds(len(last.uops), m)
@@ -226,6 +233,15 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: Hw
             return None
         for j, p in pieces:
             after[j + 1].append(p)
+    if beat is not None:
+        busy, best = beat
+        pieces_n, stored = 0, 0
+        for ps in after:
+            pieces_n += len(ps)
+            for p in ps:
+                stored += p[4]
+        if _fetched(hw, m + pieces_n, 1 + len(stores)) + busy + stored >= best:
+            return None
     out: list[Item] = list(after[0])
     x: Any = last.insn
     duration = definition_of(x).duration  # a part is an instance of the same definition
@@ -302,7 +318,7 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     instructions' definitions; plus one fetch of the instruction words it adds to the
     ``before`` it replaces, latency included (fetched on the shared port they delay a transfer,
     and the last words may be fetched late, when a module already waits for them)."""
-    extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
+    extra = _fetched(hw, len(tail), before)
     compute, store = extra, extra + busy
     for _x, _ins, _note, is_store, t in tail:
         if is_store:
@@ -310,6 +326,12 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
         else:
             compute += t
     return max(compute, store)
+
+
+def _fetched(hw: HwConfig, n: int, before: int) -> float:
+    """The fetch of the instruction words a tail of ``n`` adds to the ``before`` it replaces
+    (``_finish``)."""
+    return float(fetch_cycles(hw, n - before)) if n > before else 0.0
 
 
 def _duration(ins: Insn, hw: HwConfig) -> int:
