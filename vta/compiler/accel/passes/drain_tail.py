@@ -30,6 +30,8 @@ Post: the same instructions with the last compute instruction possibly replaced 
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -104,11 +106,12 @@ def _chosen(last: Any, uops: tuple[Any, ...], stores: tuple[Any, ...], busy: flo
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
     for m in range(1, min(MAX_PARTS, len(uops)) + 1):
-        plan = _plan(split, after, tops, m, hw, made,
-                     None if best is None else (busy, best[0]))
-        if plan is None:
+        layout = _layout(split, after, tops, m, hw, made)
+        if layout is None:
             continue
-        t = _finish(plan, hw, 1 + len(after), busy)
+        plan: list[Item] = []
+        t = _timed(_items(split, layout, hw, made), layout[2], layout[3], hw, 1 + len(after),
+                   busy, math.inf if best is None else best[0], plan)
         if best is None or t < best[0]:
             best = (t, plan)
     if best is None or len(best[1]) == 1 + len(after):  # one part: nothing gained
@@ -210,49 +213,58 @@ def _last_writers(sets: np.ndarray, stores: list[Insn]) -> list[np.ndarray]:
 
 
 def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
-          made: Made | None = None, beat: tuple[float, float] | None = None
-          ) -> list[Item] | None:
+          made: Made | None = None) -> list[Item] | None:
     """The tail with ``last`` in ``m`` parts and each store in pieces placed after the part
     that completes them (``tops``: ``_last_writers``), timed on ``hw``; None when a store
     would need too many pieces. ``made``: the parts and pieces built for other part counts of
-    this tail, reused and added to. ``beat``: (the store backlog, the best finish so far):
-    also None, before any part is made, when the store pieces alone cannot end earlier than
-    that best (``_finish`` of the tail is at least its fetch, the backlog and every piece's
-    duration one after another), so the plan could not be chosen; about a third of the part
-    counts of C1-C11's tails on pynq, whose parts (an instruction and its duration each) are
-    most of the plans' cost."""
+    this tail, reused and added to."""
     if made is None:
         made = {}
+    layout = _layout(last, stores, tops, m, hw, made)
+    return None if layout is None else list(_items(last, layout, hw, made))
+
+
+#: a tail's layout for one part count (``_layout``): the parts' micro-op slices, the store
+#: pieces after each part (index 0: before the first), how many instructions the tail has
+#: and the pieces' durations added up
+Layout = tuple[list[tuple[int, int]], list[list[Item]], int, int]
+
+
+def _layout(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
+            made: Made) -> Layout | None:
+    """``_plan``'s store pieces and part slices, its parts not made yet (``_items``); None
+    when a store would need too many pieces."""
     parts = _bounds(len(last.uops), m)
     cuts = np.array([a for a, _ in parts], np.int64)
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
+    n, stored = m, 0
     for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
         key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
         pieces = _pieces(st, key, hw, made, k)
         if pieces is None:
             return None
+        n += len(pieces)
         for j, p in pieces:
             after[j + 1].append(p)
-    if beat is not None:
-        busy, best = beat
-        pieces_n, stored = 0, 0
-        for ps in after:
-            pieces_n += len(ps)
-            for p in ps:
-                stored += p[4]
-        if _fetched(hw, m + pieces_n, 1 + len(stores)) + busy + stored >= best:
-            return None
-    out: list[Item] = list(after[0])
+            stored += p[4]
+    return parts, after, n, stored
+
+
+def _items(last: Insn, layout: Layout, hw: HwConfig, made: Made) -> Iterator[Item]:
+    """The items of ``_plan`` in program order, each part made (or taken from ``made``) only
+    when it is reached: a plan ``_timed`` cuts short makes no more of them."""
+    parts, after = layout[0], layout[1]
+    yield from after[0]
     x: Any = last.insn
     duration = definition_of(x).duration  # a part is an instance of the same definition
+    whole = len(parts) == 1
     for j, (a, b) in enumerate(parts):
         part = made.get((-1, a, b))
         if part is None:
-            y = x if m == 1 else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
+            y = x if whole else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
             part = made[(-1, a, b)] = (y, last, None, False, int(duration(y, hw)))
-        out.append(part)
-        out += after[j + 1]
-    return out
+        yield part
+        yield from after[j + 1]
 
 
 def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
@@ -318,13 +330,33 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     instructions' definitions; plus one fetch of the instruction words it adds to the
     ``before`` it replaces, latency included (fetched on the shared port they delay a transfer,
     and the last words may be fetched late, when a module already waits for them)."""
-    extra = _fetched(hw, len(tail), before)
+    return _timed(iter(tail), len(tail), sum(x[4] for x in tail if x[3]), hw, before, busy)
+
+
+def _timed(items: Iterator[Item], n: int, stored: int, hw: HwConfig, before: int, busy: float,
+           beat: float = math.inf, kept: list[Item] | None = None) -> float:
+    """``_finish`` of the ``n`` items of ``items`` (their pieces' durations adding up to
+    ``stored``), each added to ``kept`` as it is read; stopped, with a lower bound of the
+    finish that is ``beat`` or later, at the first item after which the tail cannot end before
+    ``beat``: the compute module's time so far, or the store module's plus the pieces still to
+    store one after another (a plan that cannot be the best so far makes no more parts:
+    ``_items``; C1-C11's distinct tails on pynq make 2,600 of their 7,200 parts). Every value
+    is an integral float: the bound is exact."""
+    extra = _fetched(hw, n, before)
     compute, store = extra, extra + busy
-    for _x, _ins, _note, is_store, t in tail:
-        if is_store:
+    if store + stored >= beat:
+        return store + stored
+    for item in items:
+        if kept is not None:
+            kept.append(item)
+        t = item[4]
+        if item[3]:
             store = max(store, compute) + t
+            stored -= t
         else:
             compute += t
+        if compute >= beat or store + stored >= beat:
+            return max(compute, store + stored)
     return max(compute, store)
 
 
