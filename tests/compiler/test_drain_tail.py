@@ -227,3 +227,56 @@ def test_a_tail_queued_behind_an_earlier_store_is_not_split() -> None:
     assert DT._drained([last, tail], h) is not None
     earlier = _store(1024, 512, 1)  # 512 rows of one entry: long
     assert DT._drained([earlier, last, tail], h) is None
+
+
+def test_a_tail_alike_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice of parts is memoised by the tail's values (``_chosen``): an equal tail made
+    of other objects is not planned again, and its replacement is built from its own ``Insn``s
+    (their thread and buffer carried), equal to the first one's."""
+    h = hw("pynq")
+    DT._chosen.cache_clear()
+    first = DT._drained([_big_tail(), _store(0, 1, 1024)], h)
+    assert first is not None
+
+    def refused(*_args: object) -> None:
+        raise AssertionError("planned again")
+
+    monkeypatch.setattr(DT, "_plan", refused)
+    store = dataclasses.replace(_store(0, 1, 1024), thread=1)
+    again = DT._drained([_big_tail(), store], h)
+    assert again is not None and again[0] == first[0]
+    assert [x.insn for x in again[1]] == [x.insn for x in first[1]]
+    assert {x.thread for x in again[1] if isinstance(x.insn, Store)} == {1}
+    assert {x.thread for x in again[1] if isinstance(x.insn, Alu)} == {0}
+
+
+def test_a_plan_that_cannot_beat_the_best_stops_making_parts() -> None:
+    """``_timed`` with a finish to beat: where the tail's fetch, the store backlog and its
+    pieces one after another already reach it, no part is made; where the compute module's
+    time reaches it, no later part is made; either way the value returned is a lower bound of
+    the plan's finish, never below ``beat``; with a ``beat`` above the finish, the finish and
+    the whole plan."""
+    h = hw("pynq")
+    last, stores = _big_tail(), [_store(0, 8, 128), _store(1024, 1, 64)]
+    tops = DT._last_writers(DT._dst_entries(last), stores)
+    plan = DT._plan(last, stores, tops, 8, h)
+    assert plan is not None
+    t = DT._finish(plan, h, 1 + len(stores), 0.0)
+
+    def timed(beat: float) -> tuple[float, DT.Made, list[DT.Item]]:
+        made: DT.Made = {}
+        layout = DT._layout(last, stores, tops, 8, h, made)
+        assert layout is not None
+        kept: list[DT.Item] = []
+        got = DT._timed(DT._items(last, layout, h, made), layout[2], layout[3], h,
+                        1 + len(stores), 0.0, beat, kept)
+        return got, made, kept
+
+    pieces = sum(p[4] for p in plan if p[3])
+    got, made, kept = timed(float(pieces))
+    assert pieces <= got <= t and not kept and all(k[0] >= 0 for k in made)  # no part
+    start = DT._fetched(h, len(plan), 1 + len(stores)) + pieces  # the bound before any part
+    got, made, kept = timed(start + 1)
+    assert start + 1 <= got <= t and 0 < sum(k[0] < 0 for k in made) < 8
+    got, made, kept = timed(t + 1)
+    assert got == t and [p[:2] + p[3:] for p in kept] == [p[:2] + p[3:] for p in plan]

@@ -30,6 +30,8 @@ Post: the same instructions with the last compute instruction possibly replaced 
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -72,20 +74,51 @@ def _drained(insns: list[Insn], hw: HwConfig) -> tuple[int, list[Insn]] | None:
     last = insns[k - 1]
     if not _splittable(last, hw):
         return None
-    tops = _last_writers(_dst_entries(last), stores)
-    busy = _backlog(insns[:k - 1], module_of(last.insn, hw), hw)
+    x: Any = last.insn  # a frozen dataclass: hashable
+    busy = _backlog(insns[:k - 1], module_of(x, hw), hw)
+    chosen = _chosen(x, last.uops, tuple(st.insn for st in stores), busy, hw)
+    if chosen is None:
+        return None
+    own = (last, *stores)
+    return 1 + len(stores), [own[i] if y is None else _part(y, own[i], note)
+                             for y, i, note in chosen]
+
+
+#: a chosen tail as ``_chosen`` keeps it: per instruction, its ISA instruction (None: the
+#: ``Insn``'s own, unchanged), which ``Insn`` it is a part or a piece of (0: the split
+#: instruction, k: the k-th store) and the note of a piece (None: the ``Insn``'s own)
+Chosen = tuple[tuple[Any, int, str | None], ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen(last: Any, uops: tuple[Any, ...], stores: tuple[Any, ...], busy: float,
+            hw: HwConfig) -> Chosen | None:
+    """The fastest tail (``_finish``) over every part count for the split instruction ``last``
+    (an ISA instruction running micro-ops ``uops``) followed by ``stores`` (their ISA
+    instructions) behind a store ``busy`` backlog, as ``Chosen``; None when one part is best.
+    The choice reads nothing else of the program (the ``Insn``s' buffers, threads and notes
+    are only carried into the result), so it is memoised by these values: the candidates of
+    a layer, and layers alike, mostly end in the same tail (C1-C11's 33 candidates on pynq:
+    33 tails, each planned for 32 part counts, the part and piece durations most of the
+    pass's time)."""
+    split, after = Insn(last, uops=uops), [Insn(x) for x in stores]
+    tops = _last_writers(_dst_entries(split), after)
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
-    for m in range(1, min(MAX_PARTS, len(last.uops)) + 1):
-        plan = _plan(last, stores, tops, m, hw, made)
-        if plan is None:
+    for m in range(1, min(MAX_PARTS, len(uops)) + 1):
+        layout = _layout(split, after, tops, m, hw, made)
+        if layout is None:
             continue
-        t = _finish(plan, hw, 1 + len(stores), busy)
+        plan: list[Item] = []
+        t = _timed(_items(split, layout, hw, made), layout[2], layout[3], hw, 1 + len(after),
+                   busy, math.inf if best is None else best[0], plan)
         if best is None or t < best[0]:
             best = (t, plan)
-    if best is None or len(best[1]) == 1 + len(stores):  # one part: nothing gained
+    if best is None or len(best[1]) == 1 + len(after):  # one part: nothing gained
         return None
-    return 1 + len(stores), [_made(item) for item in best[1]]
+    which = {id(ins): j for j, ins in enumerate((split, *after))}
+    return tuple((None if x is ins.insn else x, which[id(ins)], note)
+                 for x, ins, note, _store, _t in best[1])
 
 
 #: one instruction of a planned tail: the ISA instruction, the ``Insn`` it is a part or a
@@ -100,7 +133,13 @@ Made = dict[tuple[int, int, int], Item]
 
 
 def _made(item: Item) -> Insn:
-    x, ins, note = item[:3]
+    """The ``Insn`` of a plan's item."""
+    return _part(*item[:3])
+
+
+def _part(x: Any, ins: Insn, note: str | None) -> Insn:
+    """``ins`` running ISA instruction ``x`` (a part or a piece of it) under ``note`` (None:
+    its own)."""
     if x is ins.insn:
         return ins
     return evolve(ins, insn=x) if note is None else evolve(ins, insn=x, note=note)
@@ -181,27 +220,51 @@ def _plan(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: Hw
     this tail, reused and added to."""
     if made is None:
         made = {}
+    layout = _layout(last, stores, tops, m, hw, made)
+    return None if layout is None else list(_items(last, layout, hw, made))
+
+
+#: a tail's layout for one part count (``_layout``): the parts' micro-op slices, the store
+#: pieces after each part (index 0: before the first), how many instructions the tail has
+#: and the pieces' durations added up
+Layout = tuple[list[tuple[int, int]], list[list[Item]], int, int]
+
+
+def _layout(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
+            made: Made) -> Layout | None:
+    """``_plan``'s store pieces and part slices, its parts not made yet (``_items``); None
+    when a store would need too many pieces."""
     parts = _bounds(len(last.uops), m)
     cuts = np.array([a for a, _ in parts], np.int64)
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
+    n, stored = m, 0
     for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
         key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
         pieces = _pieces(st, key, hw, made, k)
         if pieces is None:
             return None
+        n += len(pieces)
         for j, p in pieces:
             after[j + 1].append(p)
-    out: list[Item] = list(after[0])
+            stored += p[4]
+    return parts, after, n, stored
+
+
+def _items(last: Insn, layout: Layout, hw: HwConfig, made: Made) -> Iterator[Item]:
+    """The items of ``_plan`` in program order, each part made (or taken from ``made``) only
+    when it is reached: a plan ``_timed`` cuts short makes no more of them."""
+    parts, after = layout[0], layout[1]
+    yield from after[0]
     x: Any = last.insn
     duration = definition_of(x).duration  # a part is an instance of the same definition
+    whole = len(parts) == 1
     for j, (a, b) in enumerate(parts):
         part = made.get((-1, a, b))
         if part is None:
-            y = x if m == 1 else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
+            y = x if whole else evolve(x, uop_bgn=a, uop_end=b)  # one part: the whole of it
             part = made[(-1, a, b)] = (y, last, None, False, int(duration(y, hw)))
-        out.append(part)
-        out += after[j + 1]
-    return out
+        yield part
+        yield from after[j + 1]
 
 
 def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
@@ -267,14 +330,40 @@ def _finish(tail: list[Item], hw: HwConfig, before: int, busy: float) -> float:
     instructions' definitions; plus one fetch of the instruction words it adds to the
     ``before`` it replaces, latency included (fetched on the shared port they delay a transfer,
     and the last words may be fetched late, when a module already waits for them)."""
-    extra = float(fetch_cycles(hw, len(tail) - before)) if len(tail) > before else 0.0
+    return _timed(iter(tail), len(tail), sum(x[4] for x in tail if x[3]), hw, before, busy)
+
+
+def _timed(items: Iterator[Item], n: int, stored: int, hw: HwConfig, before: int, busy: float,
+           beat: float = math.inf, kept: list[Item] | None = None) -> float:
+    """``_finish`` of the ``n`` items of ``items`` (their pieces' durations adding up to
+    ``stored``), each added to ``kept`` as it is read; stopped, with a lower bound of the
+    finish that is ``beat`` or later, at the first item after which the tail cannot end before
+    ``beat``: the compute module's time so far, or the store module's plus the pieces still to
+    store one after another (a plan that cannot be the best so far makes no more parts:
+    ``_items``; C1-C11's distinct tails on pynq make 2,600 of their 7,200 parts). Every value
+    is an integral float: the bound is exact."""
+    extra = _fetched(hw, n, before)
     compute, store = extra, extra + busy
-    for _x, _ins, _note, is_store, t in tail:
-        if is_store:
+    if store + stored >= beat:
+        return store + stored
+    for item in items:
+        if kept is not None:
+            kept.append(item)
+        t = item[4]
+        if item[3]:
             store = max(store, compute) + t
+            stored -= t
         else:
             compute += t
+        if compute >= beat or store + stored >= beat:
+            return max(compute, store + stored)
     return max(compute, store)
+
+
+def _fetched(hw: HwConfig, n: int, before: int) -> float:
+    """The fetch of the instruction words a tail of ``n`` adds to the ``before`` it replaces
+    (``_finish``)."""
+    return float(fetch_cycles(hw, n - before)) if n > before else 0.0
 
 
 def _duration(ins: Insn, hw: HwConfig) -> int:
