@@ -219,3 +219,35 @@ def test_to_acc_makes_a_transposed_view_contiguous() -> None:
         assert got.flags.c_contiguous and got.dtype == np.int32
         np.testing.assert_array_equal(got, sums.astype(np.int64))
         assert np.shares_memory(got.reshape(12, 1, 4), got)
+
+
+def test_a_reissued_gemm_reads_its_plan_and_layout_once(pynq: HwConfig, monkeypatch) -> None:
+    """A tiled program issues one GEMM object many times: its plan is looked up by its fields
+    once per micro-op version (``FastGemm._fields_plan``; an equal object, or one differing
+    only in its flags, once more each) and the stacked product's layout is found once
+    (``FastGemm._stack_layout``), with the reference interpreter's accumulators."""
+    from dataclasses import replace
+
+    calls = {"_fields_plan": 0, "_stack_layout": 0}
+
+    def counting(name: str):
+        method = getattr(FastGemm, name)
+
+        def counted(self, *args):
+            calls[name] += 1
+            return method(self, *args)
+        return counted
+
+    for name in calls:
+        monkeypatch.setattr(FastGemm, name, counting(name))
+    uops = [Uop(dst=c * 64, src=t, wgt=c * 3 + t) for c in range(2) for t in range(3)]
+    base = gemm_program(pynq, uops, 2, 4, (8, 1, 8, 1, 0, 0), 4 * 64)
+    insns = list(base.instructions)
+    g = insns[4]
+    quiet = replace(g, deps=Deps())
+    insns[4:5] = [quiet, quiet, quiet, replace(quiet), g]  # the same object thrice
+    program = replace(base, instructions=tuple(insns))
+    inputs = random_inputs(program, pynq, 0)
+    got = simulate(program, pynq, inputs).outputs["C"]
+    np.testing.assert_array_equal(got, run_reference(program, pynq, inputs)["C"])
+    assert calls == {"_fields_plan": 3, "_stack_layout": 1}

@@ -124,6 +124,27 @@ class _Grid:
     steps: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _StackLayout:
+    """A stacked plan's reads and shapes on one machine (``FastGemm._stack_layout``)."""
+
+    #: its products read the float32 shadows (else the wide ones)
+    single: bool
+    #: ``FastGemm._grid_views`` of the shadows (None: gathered)
+    x_view: np.ndarray | None
+    w_view: np.ndarray | None
+    #: tensor ops per entry
+    m: int
+    #: the gathered inp rows as (entries, m, batch, block_in)
+    taps: tuple[int, int, int, int]
+    #: the im2col matrix, the weight matrix, the product as (rows, classes, block_out), the
+    #: result as (classes * entries, batch, block_out)
+    cols: tuple[int, int]
+    weights: tuple[int, int]
+    sums: tuple[int, int, int]
+    out: tuple[int, int, int]
+
+
 #: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
 _MAX_GRID_DIMS = 8
 
@@ -344,8 +365,13 @@ class FastGemm:
         #: the largest magnitude of one int product
         self.biggest = 2 ** (DTYPE_BITS[g.inp_dtype] - 1 + DTYPE_BITS[g.wgt_dtype] - 1)
         self.plans: dict[tuple, _Plan] = {}
-        #: ``_grid_views`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
-        self._views: dict[int, tuple[np.ndarray | None, np.ndarray | None]] = {}
+        #: ``plans``' entry of each GEMM by (instruction identity, ``uop_version``), beside
+        #: the instruction (held here, its identity is not reused by another object): a tiled
+        #: program issues one instruction object many times, and this key skips reading its
+        #: eleven fields and hashing them on every issue
+        self._by_insn: dict[tuple[int, int], tuple[Gemm, _Plan]] = {}
+        #: ``_stack_layout`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
+        self._layouts: dict[int, _StackLayout] = {}
         self.resets: dict[tuple, _ResetPlan | None] = {}
         self.uop_version = 0
 
@@ -400,15 +426,12 @@ class FastGemm:
     def run(self, sram: Sram, insn: Gemm, ctx: Ctx) -> int:
         """Execute a GEMM that accumulates (a reset runs in ``reset``); returns its acc
         read-after-write hazard count."""
-        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
-               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
-               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, insn.uop_base,
-               self.uop_version)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self.plans[key] = shared_plan(
-                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
-                lambda: self._plan(sram, insn, ctx))
+        memo = self._by_insn.get((id(insn), self.uop_version))
+        if memo is not None:
+            plan = memo[1]
+        else:
+            plan = self._fields_plan(sram, insn, ctx)
+            self._by_insn[id(insn), self.uop_version] = insn, plan
         if plan.entries.size == 0:
             return 0
         if plan.stack is not None:
@@ -432,6 +455,20 @@ class FastGemm:
             prods = np.add.reduceat(prods, plan.starts, axis=0)
         apply_sums(sram, plan.entries if plan.at is None else plan.at, prods.astype(np.int64))
         return plan.hazards
+
+    def _fields_plan(self, sram: Sram, insn: Gemm, ctx: Ctx) -> _Plan:
+        """The plan of an accumulating GEMM with ``insn``'s fields over the micro-ops now in
+        ``sram``: this run's (``plans``), else every run's (``shared_plan``), else built."""
+        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
+               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in, insn.uop_base,
+               self.uop_version)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = shared_plan(
+                sram, (self.defn, key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._plan(sram, insn, ctx))
+        return plan
 
     def reset(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> int:
         """Execute a GEMM reset whose ``reset_mode`` is ``mode`` (module docstring); returns
@@ -513,34 +550,49 @@ class FastGemm:
     def _stacked_sums(self, st: _ColStack, acc: np.dtype[Any]) -> np.ndarray:
         """Per-entry sums ``(classes * entries, batch, block_out)``, class-major, of a
         stacked im2col (one gather), wrapped to the ``acc`` dtype."""
-        c, m = st.w.shape
-        bi = self.bi
-        inp, wgt_t, single = self._shadows(m)
-        e, batch, bo = st.x.size // m, inp.shape[1], wgt_t.shape[2]
-        views = self._views.get(id(st))
-        if views is None:
-            views = self._views[id(st)] = self._grid_views(st, inp, wgt_t)
-        x_view, w_view = views
+        lay = self._layouts.get(id(st))
+        if lay is None:
+            lay = self._layouts[id(st)] = self._stack_layout(st)
+        x_view, w_view, single = lay.x_view, lay.w_view, lay.single
+        if x_view is None or w_view is None:
+            inp, wgt_t, _ = self._shadows(lay.m)
+        else:  # the views read the shadows in place: only bring them up to date
+            self._sync("inp", not single)
+            self._sync("wgt", not single)
         cols: np.ndarray
         if x_view is not None:  # the same entries as the gather below, by one strided copy
-            cols = x_view.reshape(e * batch, m * bi)
+            cols = x_view.reshape(lay.cols)
         else:
             xs = np.take(inp, st.x, axis=0)  # (entries * m, batch, block_in)
-            cols = xs.reshape(e, m, batch, bi)
-            if batch > 1:
+            cols = xs.reshape(lay.taps)
+            if lay.taps[2] > 1:
                 cols = cols.transpose(0, 2, 1, 3)
-            cols = cols.reshape(e * batch, m * bi)
+            cols = cols.reshape(lay.cols)
         # one product for every class: the classes' weight sequences side by side as the
         # columns of one (m * block_in, classes * block_out) matrix (each sum is the same
         # exact integer whatever the order BLAS adds in), then class-major rows
         w: np.ndarray
         if w_view is not None:
-            w = w_view.reshape(m * bi, c * bo)
+            w = w_view.reshape(lay.weights)
         else:
             w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
-            w = w.transpose(1, 2, 0, 3).reshape(m * bi, c * bo)
-        sums = np.matmul(cols, w).reshape(e * batch, c, bo).transpose(1, 0, 2)
-        return _to_acc(sums, single, acc).reshape(c * e, batch, bo)
+            w = w.transpose(1, 2, 0, 3).reshape(lay.weights)
+        sums = np.matmul(cols, w).reshape(lay.sums).transpose(1, 0, 2)
+        return _to_acc(sums, single, acc).reshape(lay.out)
+
+    def _stack_layout(self, st: _ColStack) -> _StackLayout:
+        """What ``_stacked_sums`` of ``st`` reads on every run, found on its first: which
+        shadows (``_shadows``: a function of the plan's ``m`` and the shadows' dtype, fixed
+        for the run by ``prepare``), their grid views (``_grid_views``: the shadows are
+        updated in place, so a view stays current) and the shapes of its matrices."""
+        c, m = st.w.shape
+        bi = self.bi
+        inp, wgt_t, single = self._shadows(m)
+        e, batch, bo = st.x.size // m, inp.shape[1], wgt_t.shape[2]
+        x_view, w_view = self._grid_views(st, inp, wgt_t)
+        return _StackLayout(single, x_view, w_view, m, (e, m, batch, bi),
+                            (e * batch, m * bi), (m * bi, c * bo), (e * batch, c, bo),
+                            (c * e, batch, bo))
 
     @staticmethod
     def _grid_views(st: _ColStack, inp: np.ndarray, wgt_t: np.ndarray
