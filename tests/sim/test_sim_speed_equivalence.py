@@ -40,16 +40,23 @@ def _transfer(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
     return draw(st.integers(0, 60)), fields
 
 
+def _arrivals(mod: Any, traffic: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, Any]]:
+    """``traffic``'s transfers (``mod.Transfer``) at their arrival cycles (each delay after
+    the one before)."""
+    arrivals, t = [], 0
+    for delay, fields in traffic:
+        t += delay
+        arrivals.append((t, mod.Transfer(**fields)))
+    return arrivals
+
+
 def _drive(mod: Any, read: dict[str, Any], write: dict[str, Any],
            traffic: list[tuple[int, dict[str, Any]]], probes: list[int]) -> list[Any]:
     """Run ``traffic`` through ``mod.Port`` as the machine's port server does (submit at the
     arrival cycle, sleep to the predicted next completion, retire what is done), also asking
     ``finish`` at the ``probes`` cycles; the log of every answer."""
     port = mod.Port(mod.Channel(**read), mod.Channel(**write))
-    arrivals, t = [], 0
-    for delay, fields in traffic:
-        t += delay
-        arrivals.append((t, mod.Transfer(**fields)))
+    arrivals = _arrivals(mod, traffic)
     probes = sorted(probes)
     log: list[Any] = []
     i = 0
@@ -104,10 +111,7 @@ def _drive_by_steps(read: dict[str, Any], write: dict[str, Any],
     discarded by the submit); the log without the ``next`` answers (None while a completion
     is known only to be after the horizon)."""
     port = after.Port(after.Channel(**read), after.Channel(**write))
-    arrivals, t = [], 0
-    for delay, fields in traffic:
-        t += delay
-        arrivals.append((t, after.Transfer(**fields)))
+    arrivals = _arrivals(after, traffic)
     probes = sorted(probes)
     log: list[Any] = []
     i, now = 0, 0
