@@ -141,8 +141,15 @@ def _fits_of(d: InstructionDef, hw: HwConfig) -> Callable[[Any], bool]:
     own = [s for s in slots if s.const is None and not s.on_deps]
     flags = [s for s in slots if s.on_deps]
     consts_fit = all(s.lo <= s.const <= s.hi for s in slots if s.const is not None)
+    return _compiled(_fits_source(own, flags, consts_fit))
+
+
+@lru_cache(maxsize=64)
+def _compiled(src: str) -> Callable[[Any], bool]:
+    """The function ``fits`` that ``src`` (``_fits_source``) defines, compiled once per text:
+    definitions of one class and widths share it (the ALU's functions: one text)."""
     scope: dict[str, Any] = {}
-    exec(_fits_source(own, flags, consts_fit), scope)  # identifiers and ints only
+    exec(src, scope)  # field names (identifiers) and ints only
     fits: Callable[[Any], bool] = scope["fits"]
     return fits
 
