@@ -54,6 +54,7 @@ from vta.isa.timing import (
     DmaTiming,
     alu_issues,
     chisel_refusal,
+    dma_offsets,
     dma_timing,
     empty_dma_cycles,
     finish_cycles,
@@ -189,15 +190,16 @@ def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
 
 def _dma_key(insn: Load | Store, hw: HwConfig) -> Hashable:
     """A LOAD's or STORE's ``timing_key``: every field but its addresses, and of those only
-    where its rows fall within a burst boundary (``dma_timing`` splits bursts there and reads
-    nothing else of them; the SRAM base changes no timing)."""
+    what ``dma_timing`` reads (``dma_offsets``: where its rows fall within a burst boundary,
+    nothing when none crosses one; the SRAM base changes no timing)."""
     e = hw.elem_bytes(insn.mem.kind)
-    boundary = hw.memory.burst_boundary
-    assert boundary is not None
-    pads = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1) if isinstance(insn, Load) \
-        else ()
+    if isinstance(insn, Load):
+        pads: tuple[int, ...] = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1)
+        rows = insn.data_rows
+    else:
+        pads, rows = (), insn.y_size
     return (type(insn), insn.mem, insn.y_size, insn.x_size, pads, insn.deps,
-            insn.dram_base * e % boundary, insn.x_stride * e % boundary)
+            dma_offsets(hw, rows, insn.x_size * e, insn.dram_base * e, insn.x_stride * e))
 
 
 _MEM_OK = {"LOAD": (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC),

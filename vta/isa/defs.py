@@ -732,9 +732,9 @@ def dataclass_field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
-def _flag_queues(insn: Any, flags: tuple[str, ...],
-                 hw: HwConfig | None) -> list[tuple[Unit, Unit]]:
-    m = module_of(insn, hw)
+def _flag_queues(insn: Any, flags: tuple[str, ...], hw: HwConfig | None,
+                 module: Unit | None) -> list[tuple[Unit, Unit]]:
+    m = module_of(insn, hw) if module is None else module
     separate = hw is not None and hw.alu.separate_pipeline
     out = []
     for flag in flags:
@@ -747,15 +747,19 @@ def _flag_queues(insn: Any, flags: tuple[str, ...],
     return out
 
 
-def pops_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
+def pops_of(insn: Any, hw: HwConfig | None = None, module: Unit | None = None
+            ) -> list[tuple[Unit, Unit]]:
     """Token queues this instruction pops from, in flag order (pop_prev, pop_next); with
-    ``hw``, on that hardware's module chain (``vta.isa.insn.FLAG_QUEUES``)."""
-    return _flag_queues(insn, POP_FLAGS, hw)
+    ``hw``, on that hardware's module chain (``vta.isa.insn.FLAG_QUEUES``). ``module``: the
+    module executing it (``module_of(insn, hw)``) where the caller has it."""
+    return _flag_queues(insn, POP_FLAGS, hw, module)
 
 
-def pushes_of(insn: Any, hw: HwConfig | None = None) -> list[tuple[Unit, Unit]]:
-    """Token queues this instruction pushes to, in flag order (push_prev, push_next)."""
-    return _flag_queues(insn, PUSH_FLAGS, hw)
+def pushes_of(insn: Any, hw: HwConfig | None = None, module: Unit | None = None
+              ) -> list[tuple[Unit, Unit]]:
+    """Token queues this instruction pushes to, in flag order (push_prev, push_next);
+    ``hw`` and ``module`` as ``pops_of``'s."""
+    return _flag_queues(insn, PUSH_FLAGS, hw, module)
 
 
 def _config_check(hw: HwConfig) -> list[tuple[str, str]]:

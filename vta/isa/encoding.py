@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from functools import lru_cache
-from operator import attrgetter, le
 from typing import Any
 
 import numpy as np
@@ -129,64 +128,66 @@ def _value(slot: _Slot, insn: Any) -> int:
     return int(getattr(insn.deps if slot.on_deps else insn, slot.name))
 
 
-@dataclass(frozen=True, slots=True)
-class _Bounds:
-    """``_slots`` of one definition arranged for a check at C speed: the attributes of the
-    instruction and of its flags read in one call each, and the ranges they must lie in (the
-    instruction's fields, then the flags')."""
-
-    values: Callable[[Any], tuple[Any, ...]]
-    flags: Callable[[Any], tuple[Any, ...]]
-    lo: tuple[int, ...]
-    hi: tuple[int, ...]
-    #: every constant (opcode, function) fits its field
-    consts_fit: bool
-
-
-def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """The attributes ``names`` of an object as a tuple (``attrgetter`` returns a bare value
-    for one name)."""
-    if len(names) == 1:
-        name = names[0]
-        return lambda x: (getattr(x, name),)
-    if not names:
-        return lambda x: ()
-    return attrgetter(*names)
-
-
 @lru_cache(maxsize=512)
-def _bounds(d: InstructionDef, w: Any) -> _Bounds:
-    slots = _slots(d, w)
+def _fits_of(d: InstructionDef, hw: HwConfig) -> Callable[[Any], bool]:
+    """Whether every field of an instruction of ``d`` lies in its range on ``hw``'s ISA widths,
+    compared as read (a value that compares inside its range converts to an int inside it
+    too); False also when a value does not compare (``check_fields`` then reports it field
+    by field). Made once per definition and config (keyed by the config: its hash is
+    cached, the widths' is not) as one function of plain comparisons
+    (``_fits_source``): checked per distinct instruction a program runs, where a loop of
+    ``operator.le`` calls cost four times as much."""
+    slots = _slots(d, hw.isa)
     own = [s for s in slots if s.const is None and not s.on_deps]
     flags = [s for s in slots if s.on_deps]
-    return _Bounds(_getter([s.name for s in own]), _getter([s.name for s in flags]),
-                   tuple(s.lo for s in own + flags), tuple(s.hi for s in own + flags),
-                   all(s.lo <= s.const <= s.hi for s in slots if s.const is not None))
+    consts_fit = all(s.lo <= s.const <= s.hi for s in slots if s.const is not None)
+    return _compiled(_fits_source(own, flags, consts_fit))
 
 
-def _fits(b: _Bounds, insn: Any) -> bool:
-    """Whether every field of ``insn`` lies in its range, compared as read (a value that
-    compares inside its range converts to an int inside it too); False also when a value does
-    not compare (``check_fields`` then reports it field by field)."""
-    try:
-        vals = b.values(insn) + b.flags(insn.deps)
-        return b.consts_fit and all(map(le, b.lo, vals)) and all(map(le, vals, b.hi))
-    except TypeError:
-        return False
+@lru_cache(maxsize=64)
+def _compiled(src: str) -> Callable[[Any], bool]:
+    """The function ``fits`` that ``src`` (``_fits_source``) defines, compiled once per text:
+    definitions of one class and widths share it (the ALU's functions: one text)."""
+    scope: dict[str, Any] = {}
+    exec(src, scope)  # field names (identifiers) and ints only
+    fits: Callable[[Any], bool] = scope["fits"]
+    return fits
 
 
-def check_fields(insn: Instruction, hw: HwConfig) -> None:
+def _fits_source(own: list[_Slot], flags: list[_Slot], consts_fit: bool) -> str:
+    """The text of ``_fits_of``'s function: the instruction's fields (``own``), then its
+    flags' (``flags``), read first; then every lower bound compared, then every upper one
+    (``lo <= v`` for all, then ``v <= hi``: the order, and so the first exception, of the
+    checks it replaces)."""
+    names = [f"v{k}" for k in range(len(own) + len(flags))]
+    reads = [f"        {v} = x.{s.name}\n" for v, s in zip(names, own, strict=False)]
+    if flags:
+        reads.append("        deps = x.deps\n")
+        reads += [f"        {v} = deps.{s.name}\n"
+                  for v, s in zip(names[len(own):], flags, strict=True)]
+    else:
+        reads.append("        x.deps\n")
+    ranges = own + flags
+    tests = [f"{int(s.lo)} <= {v}" for v, s in zip(names, ranges, strict=True)] + \
+        [f"{v} <= {int(s.hi)}" for v, s in zip(names, ranges, strict=True)]
+    cond = " and ".join([str(consts_fit), *tests])
+    return (f"def fits(x):\n    try:\n{''.join(reads)}        return bool({cond})\n"
+            f"    except TypeError:\n        return False\n")
+
+
+def check_fields(insn: Instruction, hw: HwConfig, d: InstructionDef | None = None) -> None:
     """Raise IsaError naming the instruction and field if any value does not fit its field, the
-    definition's own checks fail, or ``hw`` does not implement the instruction."""
-    d = definition_of(insn)
+    definition's own checks fail, or ``hw`` does not implement the instruction. ``d``:
+    ``insn``'s definition where the caller has it (``definition_of(insn)`` otherwise)."""
+    if d is None:
+        d = definition_of(insn)
     if d.requires is not None:
         try:
             require(d, hw)
         except DefinitionError as e:
             raise IsaError(str(e)) from None
-    w = hw.isa
-    if not _fits(_bounds(d, w), insn):  # find the first field that does not, in layout order
-        for slot in _slots(d, w):
+    if not _fits_of(d, hw)(insn):  # find the first field that does not, in layout order
+        for slot in _slots(d, hw.isa):
             v = _value(slot, insn)
             if not slot.lo <= v <= slot.hi:
                 raise IsaError(f"{insn_label(insn)}: field {slot.name}={v} does not fit in "

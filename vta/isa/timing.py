@@ -76,7 +76,7 @@ from vta.isa.memport import Channel, Transfer, alone
 from vta.words import INSN_BYTES
 
 __all__ = ["Overhead", "TimingModel", "MODELS", "model_of", "DmaTiming",
-           "Pads", "read_channel", "write_channel", "dma_timing", "dma_cycles",
+           "Pads", "read_channel", "write_channel", "dma_timing", "dma_offsets", "dma_cycles",
            "empty_dma_cycles", "fetch_timing", "fetch_cycles", "alu_issues", "loop_cycles",
            "microop_cycles", "finish_cycles", "duration", "chisel_refusal", "MASTER_PRIORITY"]
 
@@ -162,18 +162,22 @@ def _ceil(a: int, b: int) -> int:
 # ------------------------------------------------------------------------------ memory port
 
 
+@lru_cache(maxsize=64)
 def read_channel(hw: HwConfig) -> Channel:
     """The port's read channel: ``memory.latency`` to the first beat, ``memory.outstanding``
-    bursts in flight, masters chosen by ``memory.arbiter``."""
+    bursts in flight, masters chosen by ``memory.arbiter``. One object per config: every
+    distinct DMA's timing holds its channel (a frozen dataclass costs more to build than the
+    cached lookup)."""
     m = hw.memory
     assert m.outstanding is not None
     return Channel(m.latency, m.outstanding, priority=m.arbiter == "priority")
 
 
+@lru_cache(maxsize=64)
 def write_channel(hw: HwConfig) -> Channel:
     """The write channel: bursts in flight as reads (HLS) or one at a time (Chisel), each
     outstanding until its response ``memory.latency`` after its last beat (and, Chisel, the
-    cycle taking it)."""
+    cycle taking it). One object per config, as ``read_channel``."""
     m, tm = hw.memory, model_of(hw)
     assert m.outstanding is not None
     return Channel(m.latency, 1 if tm.store_serial else m.outstanding, tm.write_command,
@@ -253,15 +257,43 @@ def dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads =
     entries around them (None: an empty DMA, ``empty_dma_cycles``).
 
     The addresses matter only through each row's offset within a ``memory.burst_boundary``
-    (where its bursts split), so the result is computed once per (addr, stride) modulo the
-    boundary and shared: the DMAs of a tiled program differ mostly in their DRAM address, and
-    every tile of a layer then shares one timing (and the machine one plan of its bursts)."""
+    (where its bursts split), and not at all when no row crosses one (``_crosses``), so the
+    result is computed once per (addr, stride) modulo the boundary, or once for all
+    addresses, and shared: the DMAs of a tiled program differ mostly in their DRAM address,
+    and every tile of a layer then shares one timing (and the machine one plan of its
+    bursts)."""
     if rows <= 0 or cols <= 0:
         return None
+    addr, stride = dma_offsets(hw, rows, cols * elem_bytes, addr, stride)
+    return _dma_timing(hw, rows, cols, elem_bytes, pads, kind, write, addr, stride)
+
+
+def dma_offsets(hw: HwConfig, rows: int, row_bytes: int, addr: int, stride: int
+                ) -> tuple[int, int]:
+    """What ``dma_timing`` reads of a DMA's first-row byte address ``addr`` and row
+    ``stride``: both modulo ``memory.burst_boundary``, and (0, 0) when no row crosses a
+    boundary (``_crosses``) or the DMA moves nothing. Equal offsets, equal timing: the key a
+    simulator describes its DMAs by (``vta.isa.builtins``' ``timing_key``)."""
     boundary = hw.memory.burst_boundary
     assert boundary is not None
-    return _dma_timing(hw, rows, cols, elem_bytes, pads, kind, write, addr % boundary,
-                       stride % boundary)
+    addr, stride = addr % boundary, stride % boundary
+    if rows <= 0 or row_bytes <= 0 or not _crosses(rows, row_bytes, boundary, addr, stride):
+        return 0, 0
+    return addr, stride
+
+
+def _crosses(rows: int, row_bytes: int, boundary: int, addr: int, stride: int) -> bool:
+    """Whether a row of ``row_bytes`` starting at ``addr + r * stride`` (``r < rows``; both
+    within ``[0, boundary)``) crosses a multiple of ``boundary``. A row that does not bursts
+    as one at offset 0 does (``_row_bursts``: the boundary never binds), so a DMA none of
+    whose rows crosses one times as at address 0 with stride 0."""
+    limit = boundary - row_bytes
+    if addr > limit:  # the first row does
+        return True
+    last = addr + (rows - 1) * stride
+    if last < boundary:  # the rows start in order within the first boundary: the last is the
+        return last > limit  # furthest
+    return max([(addr + r * stride) % boundary for r in range(rows)]) > limit
 
 
 @lru_cache(maxsize=65536)
@@ -277,12 +309,19 @@ def _dma_timing(hw: HwConfig, rows: int, cols: int, elem_bytes: int, pads: Pads,
     entry = elem_bytes if write and tm.store_serial else None
     boundary = m.burst_boundary
     row_bytes = cols * elem_bytes
-    offsets = [(addr + r * stride) % boundary for r in range(rows)]
     bus_beats = m.burst_bytes // m.bus_bytes
-    of = {a: _row_bursts(bus_beats, boundary, a, row_bytes, beat, entry)
-          for a in set(offsets)}  # rows repeat
-    by_row = list(map(of.__getitem__, offsets))  # few offsets
-    bursts = tuple(chain.from_iterable(by_row))
+    # a row within one boundary bursts as at offset 0 (``_crosses``): only those that cross
+    # one are split where they cross it
+    plain = _row_bursts(bus_beats, boundary, 0, row_bytes, beat, entry)
+    if not _crosses(rows, row_bytes, boundary, addr % boundary, stride % boundary):
+        by_row = [plain] * rows
+        bursts = plain * rows
+    else:
+        limit = boundary - row_bytes
+        by_row = [plain if a <= limit else
+                  _row_bursts(bus_beats, boundary, a, row_bytes, beat, entry)
+                  for a in [(addr + r * stride) % boundary for r in range(rows)]]
+        bursts = tuple(chain.from_iterable(by_row))
     ov = _overhead(tm, kind, write)
     py0, py1, px0, px1 = pads
     width = px0 + cols + px1

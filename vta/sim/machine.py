@@ -186,11 +186,11 @@ def _described(hw: HwConfig) -> dict[Any, _Static]:
     return {}
 
 
-def _check(insn: Any, hw: HwConfig) -> None:
-    """``insn``'s fields fit its format and ``hw`` implements it (a listed intrinsic, an
-    enabled op): else a ``_Refused`` naming why not."""
+def _check(insn: Any, hw: HwConfig, d: InstructionDef) -> None:
+    """``insn``'s fields fit its format (``d``) and ``hw`` implements it (a listed
+    intrinsic, an enabled op): else a ``_Refused`` naming why not."""
     try:
-        check_fields(insn, hw)
+        check_fields(insn, hw, d)
     except (ValueError, DefinitionError) as e:
         raise _Refused(str(e)) from None
 
@@ -198,7 +198,7 @@ def _check(insn: Any, hw: HwConfig) -> None:
 def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     """What the machine needs of one instruction on ``hw`` (``d``: its definition), its fields
     checked (``_check``; the rest is ``_timed``)."""
-    _check(insn, hw)
+    _check(insn, hw, d)
     return _timed(insn, hw, d)
 
 
@@ -208,7 +208,9 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     the program), a ``_Refused`` when ``hw`` cannot run it. It reads only what ``d``'s
     ``timing_key`` covers."""
     try:
-        pops, pushes = tuple(pops_of(insn, hw)), tuple(pushes_of(insn, hw))
+        module = d.unit_of(insn, hw)
+        pops = tuple(pops_of(insn, hw, module))
+        pushes = tuple(pushes_of(insn, hw, module))
     except (ValueError, DefinitionError) as e:
         raise _Refused(str(e)) from None
     refused = chisel_refusal(insn, hw)
@@ -216,7 +218,7 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
         raise _Refused(refused)
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-    return _Static(d, d.unit_of(insn, hw), d.duration(insn, hw), pops, pushes, dma, timing,
+    return _Static(d, module, d.duration(insn, hw), pops, pushes, dma, timing,
                    d.mnemonic_of(insn), (), _work(insn, hw, d),
                    n_ops(insn) if d.is_microop else 0)
 
@@ -233,7 +235,7 @@ def _lookup(insn: Any, hw: HwConfig, d: InstructionDef, cache: dict[Any, _Static
     if d.timing_key is None:
         got = _describe(insn, hw, d)
     else:
-        _check(insn, hw)
+        _check(insn, hw, d)
         timed: Any = (d.timing_key(insn, hw), d)
         got = cache.get(timed)
         if got is None:
