@@ -123,6 +123,10 @@ class _Job:
 _new_job = object.__new__
 
 
+#: ``_row_starts(())``: an ungrouped transfer has no row after the first
+_NO_STARTS: frozenset[int] = frozenset()
+
+
 @lru_cache(maxsize=4096)
 def _row_starts(groups: tuple[int, ...]) -> frozenset[int]:
     """Indices of the bursts that begin a row after the first."""
@@ -449,7 +453,11 @@ class Port:
         if jobs:
             self._commit(w, now)
         self._keys += 1
-        job = _Job(self._keys, transfer, now)
+        job = _new_job(_Job)  # ``_Job(key, transfer, now)``, without its two Python calls
+        job.key, job.transfer, job.arrival, job.next, job.done, job.solo = \
+            self._keys, transfer, now, 0, -1, -1
+        job.ready, job.n, job.plan = now + transfer.lead, len(transfer.bursts), None
+        job.starts = _row_starts(transfer.groups) if transfer.groups else _NO_STARTS
         st, ch = self.state[w], self.channels[w]
         if not jobs and st.free <= now and st.last_issue < now \
                 and (not st.slots or max(st.slots) <= now):
@@ -561,37 +569,42 @@ class Port:
         returns their keys."""
         done: list[int] = []
         for w in (False, True):
-            if not self.jobs[w]:
+            jobs = self.jobs[w]
+            if not jobs:
                 continue
             nxt = self._next[w]
-            if nxt is not None and nxt > now:
-                continue  # nothing on this channel completes yet (its issues commit later)
-            if nxt is None and self._trial[w] is not None and self._after[w] >= now:
+            if nxt is not None:
+                if nxt > now:
+                    continue  # nothing on this channel completes yet (its issues commit later)
+            elif self._trial[w] is not None and self._after[w] >= now:
                 continue  # likewise: a partial plan says it completes after ``_after``
-            lone = self.jobs[w][0]
-            if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
-                    and lone.solo <= now:
-                # it ran alone from an idle channel: its plan, shifted, is the channel's state
-                done_at, st = lone.plan if lone.plan is not None else \
-                    _alone_plan(self.channels[w], lone.transfer)
+            lone = jobs[0]
+            if len(jobs) == 1 and lone.solo >= 0 and lone.next == 0 and lone.solo <= now:
+                # it ran alone from an idle channel: its plan, shifted, is the channel's
+                # state, and it is complete (it has no trial plan: ``next_completion``
+                # answers its ``solo``)
+                st = lone.plan[1] if lone.plan is not None else \
+                    _alone_plan(self.channels[w], lone.transfer)[1]
                 t0 = lone.arrival
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)
-                lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
-                lone.ready = lone.done
+                done.append(lone.key)
+                self.jobs[w] = []
+                self._next[w] = self._trial[w] = None
+                continue
             trial = self._trial[w]
             if trial is not None and nxt == now:
-                self.state[w], self.jobs[w] = trial
+                self.state[w], jobs = trial
             else:
                 self._commit(w, now)
             self._trial[w] = None
             keep = []
-            for j in self.jobs[w]:
-                if j.next == len(j.transfer.bursts) and j.done <= now:
+            for j in jobs:
+                if j.next == j.n and j.done <= now:
                     done.append(j.key)
                 else:
                     keep.append(j)
-            if len(keep) != len(self.jobs[w]):
+            if len(keep) != len(jobs):
                 self._next[w] = None
             self.jobs[w] = keep
         return done
