@@ -163,9 +163,12 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     # the earliest completion among the jobs that have issued every burst (``first_done``):
     # a finished job's ``done`` no longer changes, so this only falls as jobs finish
     done_by: int | None = None
-    if first_done:
-        done_by = min((j.done for j in jobs if j.next >= j.n), default=None)
-    live = [j for j in jobs if j.next < j.n]
+    live = []
+    for j in jobs:  # (one loop for both: a comprehension and min() are a frame each)
+        if j.next < j.n:
+            live.append(j)
+        elif first_done and (done_by is None or j.done < done_by):
+            done_by = j.done
     in_flight, priority = ch.in_flight, ch.priority
     # the channel's state in locals (written back before ``_run_one`` or returning)
     delay = ch.command if ch.write else ch.latency
@@ -438,6 +441,11 @@ class Port:
         #: per channel whose ``_trial`` is partial (``next_completion`` with a horizon): its
         #: next completion is after this cycle
         self._after: dict[bool, int] = {False: -1, True: -1}
+        #: per channel, the cycle its state was last committed up to (``_commit``; -1 once
+        #: it is replaced otherwise): a commit to the same cycle again issues nothing (the
+        #: next issue was at or after it then, and a transfer submitted since is not ready
+        #: before its arrival), so ``finish`` after a ``submit`` at its cycle skips it
+        self._upto: dict[bool, int] = {False: -1, True: -1}
 
     def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
         """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
@@ -502,11 +510,16 @@ class Port:
             done, st = _alone_plan(self.channels[w], transfer)
         self.state[w] = _State(st.last_issue + now, st.free + now, [r + now for r in st.slots],
                                self._keys)
+        self._upto[w] = -1
         self._next[w] = self._trial[w] = None
         return now + done if transfer.bursts else now + transfer.lead
 
     def _commit(self, w: bool, now: int) -> None:
-        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""
+        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left, or
+        when they were issued up to ``now`` already: ``_upto``)."""
+        if self._upto[w] == now:
+            return
+        self._upto[w] = now
         jobs = self.jobs[w]
         for j in jobs:
             if j.next < j.n:
@@ -588,6 +601,7 @@ class Port:
                 t0 = lone.arrival
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)
+                self._upto[w] = -1
                 done.append(lone.key)
                 self.jobs[w] = []
                 self._next[w] = self._trial[w] = None
@@ -595,6 +609,7 @@ class Port:
             trial = self._trial[w]
             if trial is not None and nxt == now:
                 self.state[w], jobs = trial
+                self._upto[w] = -1
             else:
                 self._commit(w, now)
             self._trial[w] = None

@@ -134,17 +134,9 @@ class Event:
         return AllOf(self.env, (self, other))
 
 
+#: ``object.__new__``: the engine's hot paths make their events without ``Event.__init__``
+#: (a class call runs ``__init__`` as a frame of its own), setting its three fields inline
 _alloc = object.__new__
-
-
-def _new_event(env: Environment, value: Any) -> Event:
-    """``Event(env)`` with ``value`` (PENDING: not triggered), made without ``__init__``: the
-    engine makes an event per wait, and a class call runs ``__init__`` as a frame of its own."""
-    ev: Event = _alloc(Event)
-    ev.env = env
-    ev.callbacks = []
-    ev._value = value
-    return ev
 
 
 class _Item(Event):
@@ -261,13 +253,16 @@ class Environment:
         self._eid = count()
 
     def event(self) -> Event:
-        return _new_event(self, PENDING)
+        ev: Event = _alloc(Event)  # ``Event(self)``
+        ev.env, ev.callbacks, ev._value = self, [], PENDING
+        return ev
 
     def timeout(self, delay: int, value: Any = None) -> Event:
         """An event triggered ``delay`` cycles from now."""
         if delay < 0:
             raise ValueError(f"Negative delay {delay}")
-        ev = _new_event(self, value)
+        ev: Event = _alloc(Event)  # ``Event(self)`` with ``value``
+        ev.env, ev.callbacks, ev._value = self, [], value
         heappush(self._queue, (self.now + delay, NORMAL, next(self._eid), ev))
         return ev
 
@@ -350,7 +345,7 @@ class Store:
         return ev
 
     def get(self) -> Event:
-        ev = Event(self.env)
+        ev = self.env.event()
         ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
         if self.get_queue:  # it queues behind the others (only the head is tried)
             self.get_queue.append(ev)

@@ -774,6 +774,9 @@ class Machine:
 
     def _fetch(self) -> Proc:
         u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
+        # (an instruction's command queue by its module; the texts of a wait on it only on
+        # a wait, ``_wire``)
+        infos, cmdq = self.info, self.cmdq
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
         for first in range(0, n, batch):
@@ -789,10 +792,11 @@ class Machine:
                                                   f"FETCH {first}..{first + k - 1}")))
             for i in range(first, first + k):
                 u.current = i
-                info = self.info[i]
-                wire = self.wires.get(id(info)) or self._wire(info)
-                store, (text, label) = wire.cmdq
+                info = infos[i]
+                store = cmdq[info.module]
                 if not (fast and store.give(i)):  # (``waiting``: as in ``_unit``)
+                    wire = self.wires.get(id(info)) or self._wire(info)
+                    text, label = wire.cmdq[1]
                     t = env.now
                     u.waiting = text
                     yield store.put(i)
