@@ -270,6 +270,9 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
     a_key, b_key = a.key, b.key
     a_bursts, b_bursts = a.transfer.bursts, b.transfer.bursts
     stopped = False
+    # the loop stops at the first of ``until`` and ``done_by`` (which changes only when a job
+    # finishes, and then the loop ends)
+    limit = until if done_by is None else done_by if until is None else min(until, done_by)
     while True:
         # (``slots`` keeps the released bursts until the end: ``_trimmed``)
         base = last_issue + 1
@@ -280,7 +283,7 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
         t = ra if ra <= rb else rb
         if t < base:
             t = base
-        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+        if limit is not None and t >= limit:
             stopped = True
             break
         if ra <= t and not (rb <= t and a_key <= last_key < b_key):
