@@ -123,6 +123,10 @@ class _Job:
 _new_job = object.__new__
 
 
+#: ``_row_starts(())``: an ungrouped transfer has no row after the first
+_NO_STARTS: frozenset[int] = frozenset()
+
+
 @lru_cache(maxsize=4096)
 def _row_starts(groups: tuple[int, ...]) -> frozenset[int]:
     """Indices of the bursts that begin a row after the first."""
@@ -159,9 +163,12 @@ def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
     # the earliest completion among the jobs that have issued every burst (``first_done``):
     # a finished job's ``done`` no longer changes, so this only falls as jobs finish
     done_by: int | None = None
-    if first_done:
-        done_by = min((j.done for j in jobs if j.next >= j.n), default=None)
-    live = [j for j in jobs if j.next < j.n]
+    live = []
+    for j in jobs:  # (one loop for both: a comprehension and min() are a frame each)
+        if j.next < j.n:
+            live.append(j)
+        elif first_done and (done_by is None or j.done < done_by):
+            done_by = j.done
     in_flight, priority = ch.in_flight, ch.priority
     # the channel's state in locals (written back before ``_run_one`` or returning)
     delay = ch.command if ch.write else ch.latency
@@ -263,6 +270,9 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
     a_key, b_key = a.key, b.key
     a_bursts, b_bursts = a.transfer.bursts, b.transfer.bursts
     stopped = False
+    # the loop stops at the first of ``until`` and ``done_by`` (which changes only when a job
+    # finishes, and then the loop ends)
+    limit = until if done_by is None else done_by if until is None else min(until, done_by)
     while True:
         # (``slots`` keeps the released bursts until the end: ``_trimmed``)
         base = last_issue + 1
@@ -273,7 +283,7 @@ def _run_pair(ch: Channel, st: _State, a: _Job, b: _Job, until: int | None,
         t = ra if ra <= rb else rb
         if t < base:
             t = base
-        if (until is not None and t >= until) or (done_by is not None and done_by <= t):
+        if limit is not None and t >= limit:
             stopped = True
             break
         if ra <= t and not (rb <= t and a_key <= last_key < b_key):
@@ -434,6 +444,11 @@ class Port:
         #: per channel whose ``_trial`` is partial (``next_completion`` with a horizon): its
         #: next completion is after this cycle
         self._after: dict[bool, int] = {False: -1, True: -1}
+        #: per channel, the cycle its state was last committed up to (``_commit``; -1 once
+        #: it is replaced otherwise): a commit to the same cycle again issues nothing (the
+        #: next issue was at or after it then, and a transfer submitted since is not ready
+        #: before its arrival), so ``finish`` after a ``submit`` at its cycle skips it
+        self._upto: dict[bool, int] = {False: -1, True: -1}
 
     def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
         """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
@@ -449,7 +464,11 @@ class Port:
         if jobs:
             self._commit(w, now)
         self._keys += 1
-        job = _Job(self._keys, transfer, now)
+        job = _new_job(_Job)  # ``_Job(key, transfer, now)``, without its two Python calls
+        job.key, job.transfer, job.arrival, job.next, job.done, job.solo = \
+            self._keys, transfer, now, 0, -1, -1
+        job.ready, job.n, job.plan = now + transfer.lead, len(transfer.bursts), None
+        job.starts = _row_starts(transfer.groups) if transfer.groups else _NO_STARTS
         st, ch = self.state[w], self.channels[w]
         if not jobs and st.free <= now and st.last_issue < now \
                 and (not st.slots or max(st.slots) <= now):
@@ -494,11 +513,16 @@ class Port:
             done, st = _alone_plan(self.channels[w], transfer)
         self.state[w] = _State(st.last_issue + now, st.free + now, [r + now for r in st.slots],
                                self._keys)
+        self._upto[w] = -1
         self._next[w] = self._trial[w] = None
         return now + done if transfer.bursts else now + transfer.lead
 
     def _commit(self, w: bool, now: int) -> None:
-        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left)."""
+        """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left, or
+        when they were issued up to ``now`` already: ``_upto``)."""
+        if self._upto[w] == now:
+            return
+        self._upto[w] = now
         jobs = self.jobs[w]
         for j in jobs:
             if j.next < j.n:
@@ -561,37 +585,44 @@ class Port:
         returns their keys."""
         done: list[int] = []
         for w in (False, True):
-            if not self.jobs[w]:
+            jobs = self.jobs[w]
+            if not jobs:
                 continue
             nxt = self._next[w]
-            if nxt is not None and nxt > now:
-                continue  # nothing on this channel completes yet (its issues commit later)
-            if nxt is None and self._trial[w] is not None and self._after[w] >= now:
+            if nxt is not None:
+                if nxt > now:
+                    continue  # nothing on this channel completes yet (its issues commit later)
+            elif self._trial[w] is not None and self._after[w] >= now:
                 continue  # likewise: a partial plan says it completes after ``_after``
-            lone = self.jobs[w][0]
-            if len(self.jobs[w]) == 1 and lone.solo >= 0 and lone.next == 0 \
-                    and lone.solo <= now:
-                # it ran alone from an idle channel: its plan, shifted, is the channel's state
-                done_at, st = lone.plan if lone.plan is not None else \
-                    _alone_plan(self.channels[w], lone.transfer)
+            lone = jobs[0]
+            if len(jobs) == 1 and lone.solo >= 0 and lone.next == 0 and lone.solo <= now:
+                # it ran alone from an idle channel: its plan, shifted, is the channel's
+                # state, and it is complete (it has no trial plan: ``next_completion``
+                # answers its ``solo``)
+                st = lone.plan[1] if lone.plan is not None else \
+                    _alone_plan(self.channels[w], lone.transfer)[1]
                 t0 = lone.arrival
                 self.state[w] = _State(st.last_issue + t0, st.free + t0,
                                        [r + t0 for r in st.slots], lone.key)
-                lone.next, lone.done = len(lone.transfer.bursts), done_at + t0
-                lone.ready = lone.done
+                self._upto[w] = -1
+                done.append(lone.key)
+                self.jobs[w] = []
+                self._next[w] = self._trial[w] = None
+                continue
             trial = self._trial[w]
             if trial is not None and nxt == now:
-                self.state[w], self.jobs[w] = trial
+                self.state[w], jobs = trial
+                self._upto[w] = -1
             else:
                 self._commit(w, now)
             self._trial[w] = None
             keep = []
-            for j in self.jobs[w]:
-                if j.next == len(j.transfer.bursts) and j.done <= now:
+            for j in jobs:
+                if j.next == j.n and j.done <= now:
                     done.append(j.key)
                 else:
                     keep.append(j)
-            if len(keep) != len(self.jobs[w]):
+            if len(keep) != len(jobs):
                 self._next[w] = None
             self.jobs[w] = keep
         return done

@@ -134,6 +134,11 @@ class Event:
         return AllOf(self.env, (self, other))
 
 
+#: ``object.__new__``: the engine's hot paths make their events without ``Event.__init__``
+#: (a class call runs ``__init__`` as a frame of its own), setting its three fields inline
+_alloc = object.__new__
+
+
 class _Item(Event):
     """A store's put event (the item it carries) or a resource's release (its request)."""
 
@@ -248,14 +253,16 @@ class Environment:
         self._eid = count()
 
     def event(self) -> Event:
-        return Event(self)
+        ev: Event = _alloc(Event)  # ``Event(self)``
+        ev.env, ev.callbacks, ev._value = self, [], PENDING
+        return ev
 
     def timeout(self, delay: int, value: Any = None) -> Event:
         """An event triggered ``delay`` cycles from now."""
         if delay < 0:
             raise ValueError(f"Negative delay {delay}")
-        ev = Event(self)
-        ev._value = value
+        ev: Event = _alloc(Event)  # ``Event(self)`` with ``value``
+        ev.env, ev.callbacks, ev._value = self, [], value
         heappush(self._queue, (self.now + delay, NORMAL, next(self._eid), ev))
         return ev
 
@@ -315,6 +322,8 @@ class Store:
         if capacity <= 0:
             raise ValueError('"capacity" must be > 0.')
         self.env = env
+        #: the environment's event queue (``take``/``give`` look at its head)
+        self._queue = env._queue
         self.capacity = capacity
         self.items: list[Any] = []
         self.put_queue: list[_Item] = []
@@ -336,7 +345,7 @@ class Store:
         return ev
 
     def get(self) -> Event:
-        ev = Event(self.env)
+        ev = self.env.event()
         ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
         if self.get_queue:  # it queues behind the others (only the head is tried)
             self.get_queue.append(ev)
@@ -349,28 +358,37 @@ class Store:
 
     def take(self) -> Any:
         """``yield get()`` without the event, when the get would succeed at once and be the
-        next event processed: the item (its callback, a waiting put, runs now); else
-        ``MISS`` (the caller yields ``get()``)."""
-        if not self.items or self.get_queue:
+        next event processed: the item (its callback, a waiting put, runs now: ``_trigger_put``
+        inline, there being room now); else ``MISS`` (the caller yields ``get()``)."""
+        items = self.items
+        if not items or self.get_queue:
             return MISS
-        queue = self.env._queue
+        queue = self._queue
         if queue and queue[0][0] <= self.env.now:
             return MISS
-        item = self.items.pop(0)
-        self._trigger_put(None)
+        item = items.pop(0)
+        puts = self.put_queue
+        if puts:
+            ev = puts.pop(0)
+            items.append(ev.item)
+            ev.succeed()
         return item
 
     def give(self, item: Any) -> bool:
         """``yield put(item)`` without the event, when the put would succeed at once and be
-        the next event processed: True (its callback, a waiting get, runs now); else False
-        (the caller yields ``put(item)``)."""
-        if self.put_queue or len(self.items) >= self.capacity:
+        the next event processed: True (its callback, a waiting get, runs now:
+        ``_trigger_get`` inline, there being an item now); else False (the caller yields
+        ``put(item)``)."""
+        items = self.items
+        if self.put_queue or len(items) >= self.capacity:
             return False
-        queue = self.env._queue
+        queue = self._queue
         if queue and queue[0][0] <= self.env.now:
             return False
-        self.items.append(item)
-        self._trigger_get(None)
+        items.append(item)
+        gets = self.get_queue
+        if gets:
+            gets.pop(0).succeed(items.pop(0))
         return True
 
     def _trigger_put(self, _: Event | None) -> None:

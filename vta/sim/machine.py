@@ -382,7 +382,7 @@ class _PortServer:
         yields it at once (nothing else happens before), so on the lean engine a ``wake``
         that would be the next event processed is processed here (``process_now``)."""
         env = self.env
-        now = int(env.now)
+        now: int = env.now
         key = self.port.submit(transfer, now)
         done = env.event()
         self.waiting[key] = done
@@ -406,7 +406,7 @@ class _PortServer:
         the DMA ends at ``now + timing.alone`` (its duration), so an event scheduled by then
         rules it out before the port is asked."""
         env = self.env
-        now = int(env.now)
+        now: int = env.now
         if self.wake.triggered or not env.quiet_through(now + timing.alone):
             return None
         transfer = timing.transfer
@@ -431,7 +431,7 @@ class _PortServer:
         self._serve()
 
     def _finish(self) -> None:
-        for key in self.port.finish(int(self.env.now)):
+        for key in self.port.finish(self.env.now):
             self.waiting.pop(key).succeed()
 
     def _serve(self) -> None:
@@ -439,14 +439,15 @@ class _PortServer:
         for it; else plan the next completion and wait for it or a request (``_any``), or
         (the lean engine's shortcut: nothing else is scheduled before it, so no request can
         come first) jump there, retire and go on. On the lean engine the completion is
-        planned by steps (``_plan``)."""
+        planned by steps (``_plan``). (A turn that retires and goes on keeps its ``wake``:
+        nothing waits on it yet.)"""
         env, port = self.env, self.port
+        wake = self.wake = env.event()
         while True:
-            wake = self.wake = env.event()
             if not port.active:
                 wake.callbacks.append(self._idle_cb)
                 return
-            now = int(env.now)
+            now: int = env.now
             if self.shortcuts:
                 nxt = self._plan(now, _HORIZON, None, wake)
                 if nxt is None:  # a checkpoint plans on (the timeout's id is taken)
@@ -525,6 +526,26 @@ def _any(env: Any, a: Any, b: Any, then: Callable[[Any], None], shortcuts: bool)
 
     a.callbacks.append(check)
     b.callbacks.append(check)
+
+
+#: a wait's two texts: the unit's ``waiting`` while it waits, the timeline slice's label
+_Texts = tuple[str, str]
+
+
+@lru_cache(maxsize=1024)
+def _wire_texts(module: Unit, pops: tuple[Queue, ...], pushes: tuple[Queue, ...]
+                ) -> tuple[_Texts, tuple[_Texts, ...], tuple[_Texts, ...]]:
+    """The texts ``_Wires`` reports waits with, for an instruction of ``module`` popping and
+    pushing these token queues: the same for every run, and a program's descriptions share a
+    few combinations (keyed by ``Unit``s, which hash as ints)."""
+    m = _UNIT_OF[module]
+
+    def token(q: Queue, pop: bool) -> _Texts:
+        side = ("empty", "pop") if pop else ("full", "push")
+        return f"token queue {_qname(q)} ({side[0]})", f"{side[1]} {_qname(q)}"
+
+    return ((f"command queue {m} (full)", f"wait {m} queue"),
+            tuple(token(q, True) for q in pops), tuple(token(q, False) for q in pushes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -682,15 +703,13 @@ class Machine:
         """The stores ``info``'s instructions meet on this run and the texts their waits
         are reported with (``wires``, by the description's identity: the processes look
         them up per instruction, and a dictionary keyed by enum pairs hashes each enum in
-        Python)."""
-        def token(q: Queue, pop: bool) -> tuple[Any, tuple[str, str]]:
-            side = ("empty", "pop") if pop else ("full", "push")
-            return self.tokq[q], (f"token queue {_qname(q)} ({side[0]})",
-                                  f"{side[1]} {_qname(q)}")
-        m = _UNIT_OF[info.module]
-        wire = _Wires((self.cmdq[info.module], (f"command queue {m} (full)", f"wait {m} queue")),
-                      tuple(token(q, True) for q in info.pops),
-                      tuple(token(q, False) for q in info.pushes))
+        Python; the texts are ``_wire_texts``')."""
+        module, pops, pushes = info.module, info.pops, info.pushes
+        cmd, pop_texts, push_texts = _wire_texts(module, pops, pushes)
+        tokq = self.tokq
+        wire = _Wires((self.cmdq[module], cmd),
+                      tuple(zip([tokq[q] for q in pops], pop_texts, strict=True)),
+                      tuple(zip([tokq[q] for q in pushes], push_texts, strict=True)))
         self.wires[id(info)] = wire
         return wire
 
@@ -757,6 +776,9 @@ class Machine:
 
     def _fetch(self) -> Proc:
         u, n, env, fast = self.units["fetch"], len(self.insns), self.env, self.fast
+        # (an instruction's command queue by its module; the texts of a wait on it only on
+        # a wait, ``_wire``)
+        infos, cmdq = self.info, self.cmdq
         batch = self.hw.queues.fetch_batch
         assert batch is not None  # set from the timing model when the config loads
         for first in range(0, n, batch):
@@ -772,10 +794,11 @@ class Machine:
                                                   f"FETCH {first}..{first + k - 1}")))
             for i in range(first, first + k):
                 u.current = i
-                info = self.info[i]
-                wire = self.wires.get(id(info)) or self._wire(info)
-                store, (text, label) = wire.cmdq
+                info = infos[i]
+                store = cmdq[info.module]
                 if not (fast and store.give(i)):  # (``waiting``: as in ``_unit``)
+                    wire = self.wires.get(id(info)) or self._wire(info)
+                    text, label = wire.cmdq[1]
                     t = env.now
                     u.waiting = text
                     yield store.put(i)
@@ -789,6 +812,7 @@ class Machine:
         u, env, fast = self.units[name], self.env, self.fast
         cmdq, slices, done = self.cmdq[module], self.slices, self.completed
         count, wires, moved = self.count[module], self.wires, self.bytes
+        infos, port = self.info, self.port[name]
         # (``waiting`` is set only around a yield: a deadlock report reads it of a process
         # suspended there, and a shortcut that does not yield leaves the clock as it was)
         for _ in range(count):
@@ -801,7 +825,7 @@ class Machine:
                     self._waited(u, "queue", t, "wait command", index)
                 u.waiting = None
             u.current = index
-            insn, info = self.insns[index], self.info[index]
+            info = infos[index]
             wire = wires.get(id(info)) or self._wire(info)
             for store, (text, label) in wire.pops:
                 if not fast or store.take() is MISS:
@@ -815,16 +839,20 @@ class Machine:
             if drains:
                 others = [m for m in drains if m in self.drained and m is not module]
                 names = " and ".join(_UNIT_OF[m] for m in others)
-                u.waiting = f"the {names} units to drain ({mnemonic(insn)})"
+                u.waiting = f"the {names} units to drain ({mnemonic(self.insns[index])})"
                 yield self.sim.all_of(self.env, [self.drained[m] for m in others])
                 u.waiting = None
             banks = info.banks
             held = (yield from self._acquire_banks(u, banks, index)) if banks else None
             start = env.now
             timing, cycles = info.timing, info.cycles
-            if timing is not None:
-                if not (fast and self._dma_now(u, timing, cycles, index)):
+            if timing is not None:  # (``_dma_now``, its call inline)
+                end = port.at_once(timing) if fast else None
+                if end is None:
                     yield from self._dma(u, timing, cycles, index)
+                else:
+                    env.now = end
+                    self._dma_done(u, start, end - start, cycles, index)
             else:
                 if not (fast and env.skip(cycles)):
                     yield env.timeout(cycles)
