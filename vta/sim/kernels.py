@@ -92,6 +92,11 @@ class Sram:
         for kind in DATA_KINDS:
             dtype, shape = self.spec[kind]
             self.data[kind] = np.zeros((self.depth[kind], *shape), dtype=dtype.newbyteorder("="))
+        #: each data kind's entries as one flat run of bytes (a view), where they are laid
+        #: out as DRAM's (little-endian, as on every host numpy ships for): a LOAD copies
+        #: DRAM's bytes in unconverted (``_load_fast``)
+        self.raw = {k: a.reshape(-1).view(np.uint8) for k, a in self.data.items()
+                    if a.dtype == self.spec[k][0]}
         self.acc_dtype = self.data["acc"].dtype
         self.out_dtype = self.data["out"].dtype
         self._uop_fields = [(pos, (1 << width) - 1) for _, pos, width in uop_layout(hw)]
@@ -190,41 +195,43 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
 
 def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
     """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
-    gives, written in place (the pads zeroed around the data, no image built first), from the
-    fields read once; returns what ``exec_load`` does. None where the general path runs
-    instead (micro-ops, no data, an SRAM index out of range: that path names the error)."""
+    gives, written in place (the pads zeroed around the data, no image built first) as bytes
+    (``Sram.raw``: the SRAM's entries are laid out as DRAM's, so the copy converts nothing
+    and needs no entry-shaped view), from the fields read once; returns what ``exec_load``
+    does. None where the general path runs instead (micro-ops, no data, an SRAM index out of
+    range: that path names the error; a host whose SRAM is not laid out as DRAM)."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
     kind = mem.kind
-    rows, cols, stride = insn.y_size, insn.x_size, insn.x_stride
+    dst = sram.raw.get(kind)
+    rows, cols = insn.y_size, insn.x_size
     if mem is MemType.WGT:  # its load ignores the pad fields (``Load.pads``)
         y0 = y1 = x0 = x1 = 0
     else:
         y0, y1, x0, x1 = insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1
     lo = insn.sram_base
-    hi = lo + (y0 + rows + y1) * (x0 + cols + x1)
-    if not rows * cols or hi > sram.depth[kind]:
+    width = x0 + cols + x1
+    hi = lo + (y0 + rows + y1) * width
+    if dst is None or not rows * cols or hi > sram.depth[kind]:
         return None
-    dtype, shape = sram.spec[kind]
-    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
-    # each row's bytes are contiguous, so the rows view as entries in place: one copy, into
-    # the scratchpad (rows apart in DRAM: strided)
-    data = raw.view(dtype).reshape(rows, cols, *shape)
-    dst = sram.data[kind]
+    # each row's bytes are contiguous in DRAM (rows apart: a strided view): one copy
+    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
+    eb = dram.elem_bytes[kind]
     if not (y0 or y1 or x0 or x1):
-        dst[lo: hi].reshape(rows, cols, *shape)[...] = data
+        dst[lo * eb: hi * eb].reshape(rows, cols * eb)[...] = raw
         return kind, lo, hi
-    img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
+    img = dst[lo * eb: hi * eb].reshape(y0 + rows + y1, width * eb)
+    left, right = x0 * eb, (x0 + cols) * eb
     if y0:  # the pads a tile has (an edge tile pads one or two sides): empty ones skipped
         img[:y0] = 0
     if y1:
         img[y0 + rows:] = 0
     if x0:
-        img[y0: y0 + rows, :x0] = 0
+        img[y0: y0 + rows, :left] = 0
     if x1:
-        img[y0: y0 + rows, x0 + cols:] = 0
-    img[y0: y0 + rows, x0: x0 + cols] = data
+        img[y0: y0 + rows, right:] = 0
+    img[y0: y0 + rows, left: right] = raw
     return kind, lo, hi
 
 
