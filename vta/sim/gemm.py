@@ -236,31 +236,29 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
 def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``np.unique(seq, axis=0, return_inverse=True)`` of a 2-D integer array with at least one
     column (its distinct rows in ascending lexicographic order, and each row's position among
-    them), or None as soon as there are more than ``limit`` distinct rows. The rows are told
-    apart by their bytes in a dictionary (numpy sorts them as structured records: several
-    times slower for the few hundred short rows of a GEMM plan), then the few distinct ones
-    are sorted."""
+    them), or None as soon as there are more than ``limit`` distinct rows. The distinct rows
+    are peeled off one at a time: the first row not yet classified and every row equal to it
+    (one vectorised comparison per distinct row: a GEMM plan has a few distinct weight
+    sequences over a few hundred rows, where numpy sorts the rows as structured records and a
+    loop over the rows runs in Python), then the few distinct ones are sorted."""
     n, m = seq.shape
     assert m > 0, "rows of no columns"
-    raw = np.ascontiguousarray(seq).tobytes()
-    step = len(raw) // n if n else 0
-    seen: dict[bytes, int] = {}
+    left = np.arange(n)  # the rows not yet classified, in order
+    inverse = np.empty(n, dtype=np.intp)
     firsts: list[int] = []  # the first row of each distinct one
-    inverse: list[int] = []
-    for r in range(n):
-        key = raw[r * step: (r + 1) * step]
-        c = seen.get(key)
-        if c is None:
-            if len(firsts) >= limit:
-                return None
-            c = seen[key] = len(firsts)
-            firsts.append(r)
-        inverse.append(c)
+    while left.size:
+        if len(firsts) >= limit:
+            return None
+        first = int(left[0])
+        same = (seq[left] == seq[first]).all(axis=1)
+        inverse[left[same]] = len(firsts)
+        firsts.append(first)
+        left = left[~same]
     uniq = seq[np.array(firsts, dtype=np.intp)]
     order = np.lexsort(uniq.T[::-1])  # by the first column, then the second, ...
     rank = np.empty(len(firsts), dtype=np.intp)
     rank[order] = np.arange(len(firsts))
-    return uniq[order], rank[np.array(inverse, dtype=np.intp)]
+    return uniq[order], rank[inverse]
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
