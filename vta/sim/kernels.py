@@ -266,17 +266,24 @@ def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, i
 
 
 def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
-    """Execute a STORE of out entries to DRAM."""
+    """Execute a STORE of out entries to DRAM: their bytes as they lie in the scratchpad
+    where it is laid out as DRAM (``Sram.raw``: a view, no converted copy), else converted
+    to DRAM's dtype first."""
     n = insn.sram_elems
     if n == 0:
         return
     _check_sram(ctx, sram, "out", insn.sram_base, n)
-    dst = dram_rows(dram, ctx, "out", insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
-    dtype, _ = entry_spec(dram.hw, "out")
-    rows = store_rows(insn, sram.data["out"][insn.sram_base: insn.sram_base + n].astype(dtype))
-    src = rows.view(np.uint8).reshape(insn.y_size, -1)
-    if insn.y_size > 1 and insn.x_stride < insn.x_size:  # overlapping rows: in row order
-        for r in range(insn.y_size):
+    rows, cols, lo = insn.y_size, insn.x_size, insn.sram_base
+    dst = dram_rows(dram, ctx, "out", insn.dram_base, rows, cols, insn.x_stride)
+    raw = sram.raw.get("out")
+    if raw is not None:
+        eb = dram.elem_bytes["out"]
+        src = raw[lo * eb: (lo + n) * eb].reshape(rows, cols * eb)
+    else:
+        entries = sram.data["out"][lo: lo + n].astype(sram.spec["out"][0])
+        src = store_rows(insn, entries).view(np.uint8).reshape(rows, -1)
+    if rows > 1 and insn.x_stride < cols:  # overlapping rows: in row order
+        for r in range(rows):
             dst[r] = src[r]
     else:
         dst[...] = src
