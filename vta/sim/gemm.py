@@ -44,6 +44,7 @@ from vta.sim.kernels import (
     as_slice,
     count_raw_hazards,
     microop_indices,
+    run_heads,
     shared_plan,
 )
 
@@ -161,7 +162,7 @@ def affine_grid(seq: np.ndarray) -> _Grid | None:
         if len(shape) == _MAX_GRID_DIMS:
             return None
         step = int(cur[1] - cur[0])
-        bad = np.flatnonzero(np.diff(cur) != step)
+        bad = np.flatnonzero(cur[1:] - cur[:-1] != step)
         run = int(bad[0]) + 1 if bad.size else cur.size
         if cur.size % run:
             return None
@@ -215,9 +216,9 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     few classes by weight sequence (a conv: one class per output-channel block)."""
     by_acc = np.argsort(a, kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    starts = np.flatnonzero(run_heads(sa))
     m = a.size // starts.size
-    if m * starts.size != a.size or np.any(np.diff(starts) != m):
+    if m * starts.size != a.size or np.any(starts[1:] - starts[:-1] != m):
         return None
     seq = w[by_acc].reshape(starts.size, m)
     limit = min(_MAX_CLASSES, starts.size // 4)
@@ -279,15 +280,15 @@ def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan
     cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
     groups, equal = None, None
     if (cuts.size + 1) * _MIN_GROUP <= n:
-        bounds = np.r_[0, cuts, n]
-        if np.all(np.diff(bounds) == bounds[1]):
+        bounds = np.concatenate(([0], cuts, [n]))
+        if np.all(bounds[1:] - bounds[:-1] == bounds[1]):
             equal = ws[bounds[:-1]]
         bounds = bounds.tolist()
         groups = [(s, e, int(ws[s])) for s, e in pairwise(bounds)]
         a, x, w = a[order], x[order], ws
     by_acc = np.argsort(a, kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    starts = np.flatnonzero(run_heads(sa))
     return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
 
 
@@ -315,8 +316,8 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     least one)."""
     order = np.argsort(a, kind="stable")
     sa = a[order]
-    head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
-    first, last = order[head], order[np.r_[head[1:], True]]
+    head = run_heads(sa)  # each entry's first in loop order
+    first, last = order[head], order[np.concatenate((head[1:], [True]))]
     w_last = w[last]
     once = first == last
     return _ResetPlan(sa[head], x[last], w_last, once, hazards,

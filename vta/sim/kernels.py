@@ -61,7 +61,7 @@ from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
            "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
-           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan"]
+           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan", "run_heads"]
 
 
 class Ctx(NamedTuple):
@@ -354,9 +354,16 @@ def as_slice(idx: np.ndarray) -> Entries:
     if n == 0:
         return idx
     lo = int(idx[0])
-    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(np.diff(idx) == 1))):
+    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(idx[1:] - idx[:-1] == 1))):
         return idx
     return slice(lo, lo + n)
+
+
+def run_heads(s: np.ndarray) -> np.ndarray:
+    """Whether each element of the sorted 1-D ``s`` starts a run of equal ones (the first is
+    True, also for an empty ``s``): the bool mask the plans find their groups by, built by one
+    ``concatenate`` (``np.r_``'s index parsing costs more than the comparison)."""
+    return np.concatenate(([True], s[1:] != s[:-1]))
 
 
 def apply_sums(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
@@ -442,7 +449,7 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     if d.kind == "accumulate":
         order = np.argsort(a, kind="stable")
         sa = a[order]
-        starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+        starts = np.flatnonzero(run_heads(sa))
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     perm = np.argsort(a, kind="stable")
     ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
