@@ -44,6 +44,7 @@ from vta.sim.kernels import (
     as_slice,
     count_raw_hazards,
     microop_indices,
+    run_heads,
     shared_plan,
 )
 
@@ -161,7 +162,7 @@ def affine_grid(seq: np.ndarray) -> _Grid | None:
         if len(shape) == _MAX_GRID_DIMS:
             return None
         step = int(cur[1] - cur[0])
-        bad = np.flatnonzero(np.diff(cur) != step)
+        bad = np.flatnonzero(cur[1:] - cur[:-1] != step)
         run = int(bad[0]) + 1 if bad.size else cur.size
         if cur.size % run:
             return None
@@ -215,9 +216,9 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     few classes by weight sequence (a conv: one class per output-channel block)."""
     by_acc = np.argsort(a, kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    starts = np.flatnonzero(run_heads(sa))
     m = a.size // starts.size
-    if m * starts.size != a.size or np.any(np.diff(starts) != m):
+    if m * starts.size != a.size or np.any(starts[1:] - starts[:-1] != m):
         return None
     seq = w[by_acc].reshape(starts.size, m)
     limit = min(_MAX_CLASSES, starts.size // 4)
@@ -236,31 +237,29 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
 def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``np.unique(seq, axis=0, return_inverse=True)`` of a 2-D integer array with at least one
     column (its distinct rows in ascending lexicographic order, and each row's position among
-    them), or None as soon as there are more than ``limit`` distinct rows. The rows are told
-    apart by their bytes in a dictionary (numpy sorts them as structured records: several
-    times slower for the few hundred short rows of a GEMM plan), then the few distinct ones
-    are sorted."""
+    them), or None as soon as there are more than ``limit`` distinct rows. The distinct rows
+    are peeled off one at a time: the first row not yet classified and every row equal to it
+    (one vectorised comparison per distinct row: a GEMM plan has a few distinct weight
+    sequences over a few hundred rows, where numpy sorts the rows as structured records and a
+    loop over the rows runs in Python), then the few distinct ones are sorted."""
     n, m = seq.shape
     assert m > 0, "rows of no columns"
-    raw = np.ascontiguousarray(seq).tobytes()
-    step = len(raw) // n if n else 0
-    seen: dict[bytes, int] = {}
+    left = np.arange(n)  # the rows not yet classified, in order
+    inverse = np.empty(n, dtype=np.intp)
     firsts: list[int] = []  # the first row of each distinct one
-    inverse: list[int] = []
-    for r in range(n):
-        key = raw[r * step: (r + 1) * step]
-        c = seen.get(key)
-        if c is None:
-            if len(firsts) >= limit:
-                return None
-            c = seen[key] = len(firsts)
-            firsts.append(r)
-        inverse.append(c)
+    while left.size:
+        if len(firsts) >= limit:
+            return None
+        first = int(left[0])
+        same = (seq[left] == seq[first]).all(axis=1)
+        inverse[left[same]] = len(firsts)
+        firsts.append(first)
+        left = left[~same]
     uniq = seq[np.array(firsts, dtype=np.intp)]
     order = np.lexsort(uniq.T[::-1])  # by the first column, then the second, ...
     rank = np.empty(len(firsts), dtype=np.intp)
     rank[order] = np.arange(len(firsts))
-    return uniq[order], rank[np.array(inverse, dtype=np.intp)]
+    return uniq[order], rank[inverse]
 
 
 def _plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan:
@@ -281,15 +280,15 @@ def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan
     cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
     groups, equal = None, None
     if (cuts.size + 1) * _MIN_GROUP <= n:
-        bounds = np.r_[0, cuts, n]
-        if np.all(np.diff(bounds) == bounds[1]):
+        bounds = np.concatenate(([0], cuts, [n]))
+        if np.all(bounds[1:] - bounds[:-1] == bounds[1]):
             equal = ws[bounds[:-1]]
         bounds = bounds.tolist()
         groups = [(s, e, int(ws[s])) for s, e in pairwise(bounds)]
         a, x, w = a[order], x[order], ws
     by_acc = np.argsort(a, kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+    starts = np.flatnonzero(run_heads(sa))
     return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
 
 
@@ -317,8 +316,8 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     least one)."""
     order = np.argsort(a, kind="stable")
     sa = a[order]
-    head = np.r_[True, sa[1:] != sa[:-1]]  # each entry's first in loop order
-    first, last = order[head], order[np.r_[head[1:], True]]
+    head = run_heads(sa)  # each entry's first in loop order
+    first, last = order[head], order[np.concatenate((head[1:], [True]))]
     w_last = w[last]
     once = first == last
     return _ResetPlan(sa[head], x[last], w_last, once, hazards,

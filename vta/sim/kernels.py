@@ -61,7 +61,7 @@ from vta.sim.dram import Dram, entry_spec
 
 __all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
            "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
-           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan"]
+           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan", "run_heads"]
 
 
 class Ctx(NamedTuple):
@@ -92,6 +92,11 @@ class Sram:
         for kind in DATA_KINDS:
             dtype, shape = self.spec[kind]
             self.data[kind] = np.zeros((self.depth[kind], *shape), dtype=dtype.newbyteorder("="))
+        #: each data kind's entries as one flat run of bytes (a view), where they are laid
+        #: out as DRAM's (little-endian, as on every host numpy ships for): a LOAD copies
+        #: DRAM's bytes in unconverted (``_load_fast``)
+        self.raw = {k: a.reshape(-1).view(np.uint8) for k, a in self.data.items()
+                    if a.dtype == self.spec[k][0]}
         self.acc_dtype = self.data["acc"].dtype
         self.out_dtype = self.data["out"].dtype
         self._uop_fields = [(pos, (1 << width) - 1) for _, pos, width in uop_layout(hw)]
@@ -190,41 +195,43 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
 
 def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
     """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
-    gives, written in place (the pads zeroed around the data, no image built first), from the
-    fields read once; returns what ``exec_load`` does. None where the general path runs
-    instead (micro-ops, no data, an SRAM index out of range: that path names the error)."""
+    gives, written in place (the pads zeroed around the data, no image built first) as bytes
+    (``Sram.raw``: the SRAM's entries are laid out as DRAM's, so the copy converts nothing
+    and needs no entry-shaped view), from the fields read once; returns what ``exec_load``
+    does. None where the general path runs instead (micro-ops, no data, an SRAM index out of
+    range: that path names the error; a host whose SRAM is not laid out as DRAM)."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
     kind = mem.kind
-    rows, cols, stride = insn.y_size, insn.x_size, insn.x_stride
+    dst = sram.raw.get(kind)
+    rows, cols = insn.y_size, insn.x_size
     if mem is MemType.WGT:  # its load ignores the pad fields (``Load.pads``)
         y0 = y1 = x0 = x1 = 0
     else:
         y0, y1, x0, x1 = insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1
     lo = insn.sram_base
-    hi = lo + (y0 + rows + y1) * (x0 + cols + x1)
-    if not rows * cols or hi > sram.depth[kind]:
+    width = x0 + cols + x1
+    hi = lo + (y0 + rows + y1) * width
+    if dst is None or not rows * cols or hi > sram.depth[kind]:
         return None
-    dtype, shape = sram.spec[kind]
-    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
-    # each row's bytes are contiguous, so the rows view as entries in place: one copy, into
-    # the scratchpad (rows apart in DRAM: strided)
-    data = raw.view(dtype).reshape(rows, cols, *shape)
-    dst = sram.data[kind]
+    # each row's bytes are contiguous in DRAM (rows apart: a strided view): one copy
+    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
+    eb = dram.elem_bytes[kind]
     if not (y0 or y1 or x0 or x1):
-        dst[lo: hi].reshape(rows, cols, *shape)[...] = data
+        dst[lo * eb: hi * eb].reshape(rows, cols * eb)[...] = raw
         return kind, lo, hi
-    img = dst[lo: hi].reshape(y0 + rows + y1, x0 + cols + x1, *shape)
+    img = dst[lo * eb: hi * eb].reshape(y0 + rows + y1, width * eb)
+    left, right = x0 * eb, (x0 + cols) * eb
     if y0:  # the pads a tile has (an edge tile pads one or two sides): empty ones skipped
         img[:y0] = 0
     if y1:
         img[y0 + rows:] = 0
     if x0:
-        img[y0: y0 + rows, :x0] = 0
+        img[y0: y0 + rows, :left] = 0
     if x1:
-        img[y0: y0 + rows, x0 + cols:] = 0
-    img[y0: y0 + rows, x0: x0 + cols] = data
+        img[y0: y0 + rows, right:] = 0
+    img[y0: y0 + rows, left: right] = raw
     return kind, lo, hi
 
 
@@ -259,17 +266,24 @@ def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, i
 
 
 def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
-    """Execute a STORE of out entries to DRAM."""
+    """Execute a STORE of out entries to DRAM: their bytes as they lie in the scratchpad
+    where it is laid out as DRAM (``Sram.raw``: a view, no converted copy), else converted
+    to DRAM's dtype first."""
     n = insn.sram_elems
     if n == 0:
         return
     _check_sram(ctx, sram, "out", insn.sram_base, n)
-    dst = dram_rows(dram, ctx, "out", insn.dram_base, insn.y_size, insn.x_size, insn.x_stride)
-    dtype, _ = entry_spec(dram.hw, "out")
-    rows = store_rows(insn, sram.data["out"][insn.sram_base: insn.sram_base + n].astype(dtype))
-    src = rows.view(np.uint8).reshape(insn.y_size, -1)
-    if insn.y_size > 1 and insn.x_stride < insn.x_size:  # overlapping rows: in row order
-        for r in range(insn.y_size):
+    rows, cols, lo = insn.y_size, insn.x_size, insn.sram_base
+    dst = dram_rows(dram, ctx, "out", insn.dram_base, rows, cols, insn.x_stride)
+    raw = sram.raw.get("out")
+    if raw is not None:
+        eb = dram.elem_bytes["out"]
+        src = raw[lo * eb: (lo + n) * eb].reshape(rows, cols * eb)
+    else:
+        entries = sram.data["out"][lo: lo + n].astype(sram.spec["out"][0])
+        src = store_rows(insn, entries).view(np.uint8).reshape(rows, -1)
+    if rows > 1 and insn.x_stride < cols:  # overlapping rows: in row order
+        for r in range(rows):
             dst[r] = src[r]
     else:
         dst[...] = src
@@ -340,9 +354,16 @@ def as_slice(idx: np.ndarray) -> Entries:
     if n == 0:
         return idx
     lo = int(idx[0])
-    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(np.diff(idx) == 1))):
+    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(idx[1:] - idx[:-1] == 1))):
         return idx
     return slice(lo, lo + n)
+
+
+def run_heads(s: np.ndarray) -> np.ndarray:
+    """Whether each element of the sorted 1-D ``s`` starts a run of equal ones (the first is
+    True, also for an empty ``s``): the bool mask the plans find their groups by, built by one
+    ``concatenate`` (``np.r_``'s index parsing costs more than the comparison)."""
+    return np.concatenate(([True], s[1:] != s[:-1]))
 
 
 def apply_sums(sram: Sram, entries: Entries, sums: np.ndarray) -> None:
@@ -428,7 +449,7 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     if d.kind == "accumulate":
         order = np.argsort(a, kind="stable")
         sa = a[order]
-        starts = np.flatnonzero(np.r_[True, sa[1:] != sa[:-1]])
+        starts = np.flatnonzero(run_heads(sa))
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     perm = np.argsort(a, kind="stable")
     ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
