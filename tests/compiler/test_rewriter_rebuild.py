@@ -128,3 +128,49 @@ def test_binop_made_by_its_slots_or_by_its_class(monkeypatch: pytest.MonkeyPatch
     monkeypatch.undo()
     assert E._bin(_Logged, i, 3) == _Logged(i, E.IntImm(3), "int32")
     assert _Logged.made == [str(i), str(i)]
+
+
+def _ref_walk(node: object) -> list[object]:
+    """Pre-order, every node, reading every field (``visitor.node_fields``)."""
+    out = [node]
+    for name in visitor.node_fields(type(node)) or ():
+        v = getattr(node, name)
+        for x in (v if type(v) is tuple else (v,)):
+            if visitor.node_fields(type(x)) is not None:
+                out += _ref_walk(x)
+    return out
+
+
+def test_walk_is_pre_order_by_the_pushers() -> None:
+    """``walk`` (each class's pusher putting its children on the stack) visits what a
+    recursive pre-order walk over every field visits, in the same order, shared subtrees as
+    often as they occur."""
+    s, i, j = _tree()
+    shared = i * 3 + j
+    seq = S.SeqStmt((s, S.IfThenElse(E.Cmp("<", shared, E.IntImm(2)), S.Evaluate(
+        E.Call("f", (shared, E.Select(E.Cmp("<", i, j), i, j), shared))), None), s))
+    for node in (seq, shared, i, S.Buffer("B", (2,), "int8")):
+        got = list(E.walk(node))
+        assert len(got) == len(_ref_walk(node))
+        assert all(a is b for a, b in zip(got, _ref_walk(node), strict=True))
+    assert E.free_vars(seq) == {i, j}
+
+
+def test_constant_folds_memoised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding the same constants in the same type asks ``semantics`` once: a division's
+    answer (and a division by zero's refusal) is remembered, by the operands' types too."""
+    from vta.compiler.ir import semantics
+
+    a, b = E.IntImm(12347, "int16"), E.IntImm(-7, "int16")
+    first = E._bin(E.FloorDiv, a, b)
+    zero = E._bin(E.FloorMod, a, E.IntImm(0, "int16"))
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("semantics asked again")
+
+    monkeypatch.setattr(semantics, "undefined", refuse)
+    assert E._bin(E.FloorDiv, a, b) == first == E.IntImm(12347 // -7, "int16")
+    assert E._bin(E.FloorMod, a, E.IntImm(0, "int16")) == zero
+    assert isinstance(zero, E.FloorMod)  # no meaning: left unfolded
+    with pytest.raises(AssertionError, match="asked again"):
+        E._bin(E.FloorDiv, E.IntImm(True, "int16"), b)  # a bool is another key

@@ -349,18 +349,22 @@ def _common(a: Expr, b: Expr) -> str:
 _FLOAT_FOLDS = (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.FLOORMOD, Op.MIN, Op.MAX)
 
 
-def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
+@functools.lru_cache(maxsize=1 << 14, typed=True)
+def _fold(op: Op, x: int, y: int, dtype: str) -> int | None:
     """``x op y`` folded at compile time as ``semantics`` means it in ``dtype`` (integers
     wrap), or None where the operation has no meaning (a division by zero, a shift amount
-    outside the type's width). Integer constants typed as floats fold exactly."""
+    outside the type's width). Integer constants typed as floats fold exactly. Memoised (by
+    the operands' types too): a pure function of its arguments, and index arithmetic folds
+    the same few constants over and over, each through ``semantics.undefined``'s numpy
+    tests of a division or a shift."""
     t = _DTYPE_TABLE[dtype]
     if not t.is_int:
-        if (cls.op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or cls.op not in _FLOAT_FOLDS:
+        if (op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or op not in _FLOAT_FOLDS:
             return None
-        return sem.INT_OPS[cls.op](x, y)
-    if sem.undefined(cls.op, x, y, t) is not None:
+        return sem.INT_OPS[op](x, y)
+    if sem.undefined(op, x, y, t) is not None:
         return None
-    r: int = sem.binary(cls.op, x, y, t)
+    r: int = sem.binary(op, x, y, t)
     return r
 
 
@@ -372,7 +376,7 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     ca = ea.value if type(ea) is IntImm else None
     cb = eb.value if type(eb) is IntImm else None
     if ca is not None and cb is not None:
-        v = _fold(cls, ca, cb, dtype)
+        v = _fold(cls.op, ca, cb, dtype)
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small
