@@ -96,12 +96,16 @@ def test_nested_unit_loops_rewrite_their_body_once(monkeypatch) -> None:  # type
         1, lambda d: A.store(0, a + b + c + d, 0, 0, 0))))))
     expected = func("f", [A], loop(1, lambda a: loop(1, lambda b: loop(1, lambda c: loop(
         1, lambda d: A.store(0, 0, 0, 0, 0))))))
-    real, rebuilt = E._rebuild, []
+    rebuilt = []
 
-    def counted(node, *args):  # type: ignore[no-untyped-def]
-        rebuilt.append(type(node).__name__)
-        return real(node, *args)
-    monkeypatch.setattr(E, "_rebuild", counted)
+    def counting(real):  # type: ignore[no-untyped-def]
+        def counted(node, *args):  # type: ignore[no-untyped-def]
+            rebuilt.append(type(node).__name__)
+            return real(node, *args)
+        return counted
+    for table, real in zip((E._REBUILD_FN, E._REBUILD_VARS), E._rebuilders(S.BufferStore),
+                           strict=True):
+        monkeypatch.setitem(table, S.BufferStore, counting(real))
     assert_structural_equal(fold_unit_loops(before, PYNQ), expected)
     assert rebuilt.count("BufferStore") == 1
     monkeypatch.undo()

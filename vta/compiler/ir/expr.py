@@ -8,13 +8,15 @@ produced by scheduling stays readable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, ClassVar
 
 from vta.compiler.ir import semantics as sem
 from vta.compiler.ir.semantics import Op
-from vta.compiler.ir.visitor import child_slots, evolve, node_fields
+from vta.compiler.ir.visitor import child_slots, evolve, node_fields, slot_setters
 from vta.dtypes import DTYPES as _DTYPE_TABLE
 
 __all__ = ["strip_casts",
@@ -347,18 +349,22 @@ def _common(a: Expr, b: Expr) -> str:
 _FLOAT_FOLDS = (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.FLOORMOD, Op.MIN, Op.MAX)
 
 
-def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
+@functools.lru_cache(maxsize=1 << 14, typed=True)
+def _fold(op: Op, x: int, y: int, dtype: str) -> int | None:
     """``x op y`` folded at compile time as ``semantics`` means it in ``dtype`` (integers
     wrap), or None where the operation has no meaning (a division by zero, a shift amount
-    outside the type's width). Integer constants typed as floats fold exactly."""
+    outside the type's width). Integer constants typed as floats fold exactly. Memoised (by
+    the operands' types too): a pure function of its arguments, and index arithmetic folds
+    the same few constants over and over, each through ``semantics.undefined``'s numpy
+    tests of a division or a shift."""
     t = _DTYPE_TABLE[dtype]
     if not t.is_int:
-        if (cls.op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or cls.op not in _FLOAT_FOLDS:
+        if (op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or op not in _FLOAT_FOLDS:
             return None
-        return sem.INT_OPS[cls.op](x, y)
-    if sem.undefined(cls.op, x, y, t) is not None:
+        return sem.INT_OPS[op](x, y)
+    if sem.undefined(op, x, y, t) is not None:
         return None
-    r: int = sem.binary(cls.op, x, y, t)
+    r: int = sem.binary(op, x, y, t)
     return r
 
 
@@ -370,7 +376,7 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     ca = ea.value if type(ea) is IntImm else None
     cb = eb.value if type(eb) is IntImm else None
     if ca is not None and cb is not None:
-        v = _fold(cls, ca, cb, dtype)
+        v = _fold(cls.op, ca, cb, dtype)
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small
@@ -395,7 +401,24 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     elif cls is FloorMod:
         if cb == 1:
             return IntImm(0, dtype)
-    return cls(ea, eb, dtype)
+    setters = _BIN_SETTERS.get(cls, _UNSEEN)
+    if setters is _UNSEEN:
+        setters = _BIN_SETTERS[cls] = slot_setters(cls)
+    if setters is None:
+        return cls(ea, eb, dtype)
+    new = _new(cls)  # ``cls(ea, eb, dtype)`` without its ``__init__``'s frame
+    set_a, set_b, set_dtype = setters
+    set_a(new, ea)
+    set_b(new, eb)
+    set_dtype(new, dtype)
+    return new
+
+
+#: per ``BinOp`` class: the setters of its slots ``a``, ``b``, ``dtype`` where filling them on
+#: ``object.__new__(cls)`` is what ``cls(a, b, dtype)`` does (``visitor.slot_setters``: every
+#: built-in operator), else None (``_bin`` calls the class)
+_BIN_SETTERS: dict[type, Any] = {}
+_new = object.__new__
 
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
@@ -479,7 +502,16 @@ def walk(node: Any) -> Iterator[Any]:
 #: per class: whether its instances are nodes (``visitor.node_fields`` is not None), and its
 #: ``visitor.child_slots``; filled on first sight of a class, read by the traversals' inner
 #: loops as one dict lookup instead of a function call per child
-_IS_NODE: dict[type, bool] = {}
+class _NodeKinds(dict[type, bool]):
+    """``_IS_NODE``'s table: a class missing from it is looked up (``visitor.node_fields``)
+    and recorded, so an indexing answers for any class (``_rebuilders``' code indexes it)."""
+
+    def __missing__(self, cls: type) -> bool:
+        k = self[cls] = node_fields(cls) is not None
+        return k
+
+
+_IS_NODE: dict[type, bool] = _NodeKinds()
 _SLOTS: dict[type, tuple[str, ...] | None] = {}
 _UNSEEN: Any = object()
 
@@ -526,10 +558,11 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
         return done[1]
     out = fn(node)
     if out is None:
-        names = _SLOTS.get(type(node), _UNSEEN)
-        if names is _UNSEEN:
-            names = _slots(type(node))
-        out = node if not names else _rebuild(node, names, _rewrite, fn, descend, memo)
+        cls = type(node)
+        rebuild = _REBUILD_FN.get(cls)
+        if rebuild is None:
+            rebuild = _rebuilders(cls)[0]
+        out = rebuild(node, fn, descend, memo) if rebuild is not _LEAF else node
     memo[id(node)] = (node, out)
     return out
 
@@ -540,7 +573,8 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
     its values made expressions, each once, when first met): a variable is looked up, a node
     without children (a constant) is itself; neither needs the memo (the answer is the same
     object every time)."""
-    if isinstance(node, Var):
+    cls = type(node)
+    if cls is Var:
         mapping, made = maps
         out = made.get(node)
         if out is None:
@@ -548,62 +582,109 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
                 return node
             out = made[node] = as_expr(mapping[node])
         return out
-    names = _SLOTS.get(type(node), _UNSEEN)
-    if names is _UNSEEN:
-        names = _slots(type(node))
-    if not names:
+    rebuild = _REBUILD_VARS.get(cls)
+    if rebuild is None:
+        rebuild = _rebuilders(cls)[1]
+    if rebuild is _LEAF:
         return node
     done = memo.get(id(node))
     if done is not None:
         return done[1]
-    out = _rebuild(node, names, _rewrite_vars, maps, descend, memo)
+    out = rebuild(node, maps, descend, memo)
     memo[id(node)] = (node, out)
     return out
 
 
-def _rebuild(node: Any, names: tuple[str, ...], rec: Callable[..., Any], arg: Any,
-             descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
-    """``node`` with each child in fields ``names`` rewritten by ``rec`` (``_rewrite`` or
-    ``_rewrite_vars`` with ``arg``), in field order (the callable sees the children as a
-    pre-order walk does); ``node`` itself when no child changed. A rebuilt ``BinOp`` is folded
-    again: the substitution may have made both sides constant."""
-    changed: dict[str, Any] | None = None
+#: per class: its rebuilder for ``_rewrite`` / ``_rewrite_vars`` (``_rebuilders``), or
+#: ``_LEAF`` for a class without children (a constant, a variable, anything not a node)
+_REBUILD_FN: dict[type, Any] = {}
+_REBUILD_VARS: dict[type, Any] = {}
+_LEAF: Any = object()
+
+
+def _rebuilders(cls: type) -> tuple[Any, Any]:
+    """The functions ``(node, arg, descend, memo) -> node'`` rebuilding an instance of
+    ``cls`` with each child rewritten by ``_rewrite`` (``arg``: its function) and by
+    ``_rewrite_vars`` (``arg``: its maps), or ``_LEAF`` twice when ``cls`` has no fields that
+    can hold nodes; made once per class and recorded in ``_REBUILD_FN`` and ``_REBUILD_VARS``.
+
+    Each reads ``cls``'s child fields as attributes, in field order (the callable sees the
+    children as a pre-order walk does), a tuple field item by item (``_rebuild_tuple``), and
+    recurses into a node where ``descend`` (default: every node) allows; it returns ``node``
+    itself when no child changed. A changed ``BinOp`` is folded again (``_bin``: the
+    substitution may have made both sides constant); any other changed node is made as
+    ``visitor.evolve`` makes it, field by field through the slots' setters where
+    ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class (no
+    loop over field names, no dict of changes): the rewriter's cost is mostly these
+    rebuilds."""
+    names = _SLOTS.get(cls, _UNSEEN)
+    if names is _UNSEEN:
+        names = _slots(cls)
+    if not names:
+        _REBUILD_FN[cls] = _REBUILD_VARS[cls] = _LEAF
+        return _LEAF, _LEAF
+    scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_node": _IS_NODE,
+                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__}
+    lines = ["def rebuild(node, arg, descend, memo):"]
+    for k, n in enumerate(names):
+        lines += [f" v{k} = node.{n}",
+                  f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)",
+                  f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
+                  f" n{k} = _rec(v{k}, arg, descend, memo)",
+                  f" else: n{k} = v{k}"]
+    same = " and ".join(f"n{k} is v{k}" for k in range(len(names)))
+    lines.append(f" if {same}: return node")
+    setters = slot_setters(cls)
+    if issubclass(cls, BinOp) and names == ("a", "b"):
+        lines.append(" return _bin(_cls, n0, n1)")
+    elif setters is not None:
+        scope.update({f"_s{k}": f for k, f in enumerate(setters)})
+        lines.append(" new = _new(_cls)")
+        for k, f in enumerate(node_fields(cls) or ()):
+            lines.append(f" _s{k}(new, {f'n{names.index(f)}' if f in names else f'node.{f}'})")
+        lines.append(" return new")
+    else:
+        lines.append(" ch = {}")
+        lines += [f" if n{k} is not v{k}: ch[{n!r}] = n{k}" for k, n in enumerate(names)]
+        lines.append(" return _evolve(node, **ch)")
+    code = _compiled("\n".join(lines) + "\n")
+    fns = []
+    for rec in (_rewrite, _rewrite_vars):
+        env = {**scope, "_rec": rec}
+        exec(code, env)
+        fns.append(env["rebuild"])
+    _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
+    return fns[0], fns[1]
+
+
+@functools.cache
+def _compiled(src: str) -> CodeType:
+    """``src`` compiled, once per text: the rebuilders of classes with the same fields (every
+    ``BinOp``) share one compilation (the text names no class; each is run in its class's
+    scope). Field names only (identifiers), as ``visitor.evolve`` generates its copiers."""
+    return compile(src, "<rebuild>", "exec")
+
+
+def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
+                   descend: Callable[[Any], bool] | None, memo: dict[int, Any]
+                   ) -> tuple[Any, ...]:
+    """A tuple field's items, each node rewritten by ``rec`` where ``descend`` allows (as
+    ``_rebuilders``' code does a field); ``v`` itself when none changed."""
+    items: list[Any] | None = None  # made at the first child that changed
     nodes = _IS_NODE.get
-    for name in names:
-        v = getattr(node, name)
-        if type(v) is tuple:
-            items: list[Any] | None = None  # made at the first child that changed
-            for j, x in enumerate(v):
-                k = nodes(type(x))
-                if k is None:
-                    k = _is_node(type(x))
-                if k and (descend is None or descend(x)):
-                    y = rec(x, arg, descend, memo)
-                    if y is not x and items is None:
-                        items = list(v[:j])
-                else:
-                    y = x
-                if items is not None:
-                    items.append(y)
-            if items is not None:
-                if changed is None:
-                    changed = {}
-                changed[name] = tuple(items)
+    for j, x in enumerate(v):
+        k = nodes(type(x))
+        if k is None:
+            k = _is_node(type(x))
+        if k and (descend is None or descend(x)):
+            y = rec(x, arg, descend, memo)
+            if y is not x and items is None:
+                items = list(v[:j])
         else:
-            k = nodes(type(v))
-            if k is None:
-                k = _is_node(type(v))
-            if k and (descend is None or descend(v)):
-                nv = rec(v, arg, descend, memo)
-                if nv is not v:
-                    if changed is None:
-                        changed = {}
-                    changed[name] = nv
-    if changed is None:
-        return node
-    if isinstance(node, BinOp):
-        return _bin(type(node), changed.get("a", node.a), changed.get("b", node.b))
-    return evolve(node, **changed)
+            y = x
+        if items is not None:
+            items.append(y)
+    return v if items is None else tuple(items)
 
 
 def simplify_int(e: Expr) -> Expr:

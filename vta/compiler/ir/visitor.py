@@ -86,19 +86,36 @@ _SCALAR_TYPES = frozenset({"str", "int", "float", "bool", str, int, float, bool}
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
+def _scalar_only(annotation: Any) -> bool:
+    """Whether a field annotated ``annotation`` holds no IR node: a plain ``str``, ``int``,
+    ``float`` or ``bool``, such a type or ``None`` (``str | None``), or a tuple of such
+    (``tuple[int, ...]``: a buffer's shape, a nest's operand names). Annotations are read as
+    the text ``from __future__ import annotations`` leaves; anything else may hold a node."""
+    if annotation in _SCALAR_TYPES:
+        return True
+    if not isinstance(annotation, str):
+        return False
+    text = annotation.replace(" ", "")
+    if text.startswith("tuple[") and text.endswith(",...]"):
+        return _scalar_only(text[len("tuple["):-len(",...]")])
+    parts = text.split("|")
+    return (len(parts) > 1 and "None" in parts
+            and all(p == "None" or p in _SCALAR_TYPES for p in parts))
+
+
 def child_slots(cls: type) -> tuple[str, ...] | None:
     """The fields of node class ``cls`` that can hold IR nodes: ``node_fields`` without those
-    annotated as a plain ``str``, ``int``, ``float`` or ``bool`` (a name, a dtype, a constant's
-    value, a comparison's operator), in order; None when ``cls`` is not a node class. A
-    ``Var`` or an ``IntImm`` has none: a traversal that only looks for nodes stops there
-    without reading its fields. Computed once per class."""
+    whose annotation holds only scalars (``_scalar_only``: a name, a dtype, a constant's value,
+    a comparison's operator, a buffer's shape), in order; None when ``cls`` is not a node
+    class. A ``Var``, an ``IntImm`` or a ``Buffer`` has none: a traversal that only looks for
+    nodes stops there without reading its fields. Computed once per class."""
     try:
         return _CHILD_FIELDS[cls]
     except KeyError:
         names = node_fields(cls)
         if names is not None:
             types = {f.name: f.type for f in fields(cls)}
-            names = tuple(n for n in names if types[n] not in _SCALAR_TYPES)
+            names = tuple(n for n in names if not _scalar_only(types[n]))
         _CHILD_FIELDS[cls] = names
         return names
 
@@ -124,8 +141,10 @@ def evolve(obj: Any, **changes: Any) -> Any:
     the copy is made field by field, as the generated ``__init__`` does, without going through
     ``__init__``'s keyword handling, by a copier made once per class and set of changed fields
     (each field read from ``obj`` or from ``changes``, decided when the copier is made).
-    Classes for which that is not the same thing (a ``__post_init__``, an ``InitVar`` or
-    ``init=False`` field, a custom ``__init__`` or ``__new__``) and unknown field names go to
+    A class with a ``__post_init__`` or its own ``__new__`` is copied by calling it with every
+    field by keyword, which is what ``dataclasses.replace`` does (its checks run), without
+    ``replace``'s walk over the fields. Classes for which neither is the same thing (an
+    ``InitVar`` or ``init=False`` field, a custom ``__init__``) and unknown field names go to
     ``dataclasses.replace`` itself, which also raises its own errors."""
     key = (type(obj), tuple(changes))
     try:
@@ -140,24 +159,31 @@ def evolve(obj: Any, **changes: Any) -> Any:
 def _make_evolver(cls: type, changed: tuple[str, ...]
                   ) -> Callable[[Any, dict[str, Any]], Any] | None:
     """A function ``(obj, changes) -> copy`` setting every field of ``cls`` in order (those
-    named in ``changed`` from ``changes``), or None when skipping ``__init__`` would differ
-    from ``dataclasses.replace`` or a name is not a field (``evolve``). A slotted class's
+    named in ``changed`` from ``changes``), or None when that would differ from
+    ``dataclasses.replace`` or a name is not a field (``evolve``). A slotted class's
     fields are filled through its slots' own setters (``slot_setters``: no
     ``object.__setattr__`` lookup per field, about twice as fast); any other through
-    ``object.__setattr__``, as the generated ``__init__`` of a frozen class does."""
+    ``object.__setattr__``, as the generated ``__init__`` of a frozen class does. A class
+    whose construction does more (a ``__post_init__``, a ``__new__`` of its own) is called
+    with every field by keyword, as ``dataclasses.replace`` calls it."""
     params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.init or hasattr(cls, "__post_init__"):
+    if params is None or not params.init:
         return None
     init = getattr(vars(cls).get("__init__"), "__code__", None)
-    if cls.__new__ is not object.__new__ or init is None or init.co_filename != "<string>":
-        return None  # a custom __new__, or an __init__ dataclasses did not generate
+    if init is None or init.co_filename != "<string>":
+        return None  # an __init__ dataclasses did not generate
     names = [f.name for f in fields(cls)]
     if _init_params(init) != names:
         return None  # an InitVar, or a field __init__ does not set
     if not all(n.isidentifier() for n in names) or not set(changed) <= set(names):
         return None
-    setters = slot_setters(cls)
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
+    if hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__:
+        args = ", ".join(f"{n}=ch[{n!r}]" if n in changed else f"{n}=obj.{n}" for n in names)
+        exec(f"def evolve(obj, ch):\n    return _cls({args})\n", scope)
+        called: Callable[[Any, dict[str, Any]], Any] = scope["evolve"]
+        return called
+    setters = slot_setters(cls)
     if setters is None:
         sets = [f"    _set(new, {n!r}, " for n in names]
     else:
