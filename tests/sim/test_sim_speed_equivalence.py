@@ -102,23 +102,28 @@ def test_memport_same_as_before(read: dict[str, Any], write: dict[str, Any],
         _drive(before, read, write, traffic, probes)
 
 
-def _drive_by_steps(read: dict[str, Any], write: dict[str, Any],
+def _drive_by_steps(mod: Any, read: dict[str, Any], write: dict[str, Any],
                     traffic: list[tuple[int, dict[str, Any]]], probes: list[int],
-                    step: int) -> list[Any]:
-    """``_drive`` of the optimized port planned as the lean engine's server plans it
+                    step: int | None, woken: bool = False) -> list[Any]:
+    """``_drive`` of ``mod.Port`` planned as the lean engine's server plans it
     (``Port.next_completion`` with horizons ``step`` apart from the last event, stopping at
     a horizon by which a transfer arrives or a probe comes: the plan so far is kept, or
-    discarded by the submit); the log without the ``next`` answers (None while a completion
-    is known only to be after the horizon)."""
-    port = after.Port(after.Channel(**read), after.Channel(**write))
-    arrivals = _arrivals(after, traffic)
+    discarded by the submit; ``step`` None: the whole plan at once); the log without the
+    ``next`` answers (None while a completion is known only to be after the horizon).
+    ``woken``: as the server does when a request wakes it, each transfer is submitted at its
+    arrival and the port finished at that cycle at once, before a completion due at the same
+    cycle (a request's wake may come before the server's timeout)."""
+    port = mod.Port(mod.Channel(**read), mod.Channel(**write))
+    arrivals = _arrivals(mod, traffic)
     probes = sorted(probes)
     log: list[Any] = []
     i, now = 0, 0
     while i < len(arrivals) or port.active:
         arrive = arrivals[i][0] if i < len(arrivals) else None
         nxt = None
-        if port.active:
+        if port.active and step is None:
+            nxt = port.next_completion()
+        elif port.active:
             horizon = now + step
             while (nxt := port.next_completion(horizon)) is None and \
                     not (arrive is not None and arrive <= horizon) and \
@@ -131,9 +136,13 @@ def _drive_by_steps(read: dict[str, Any], write: dict[str, Any],
                 log.append(("probe", p, port.finish(p)))
                 now = max(now, p)
             continue
-        if arrive is not None and (nxt is None or arrive < nxt):
-            log.append(("submit", arrive, port.submit(arrivals[i][1], arrive)))
-            log.append(("plan", sorted(port.predictions().items())))
+        if arrive is not None and (nxt is None or arrive < nxt or (woken and arrive == nxt)):
+            key = port.submit(arrivals[i][1], arrive)
+            if woken:
+                log.append(("woken", arrive, key, port.finish(arrive),
+                            sorted(port.predictions().items())))
+            else:
+                log += [("submit", arrive, key), ("plan", sorted(port.predictions().items()))]
             i += 1
             now = arrive
             continue
@@ -153,7 +162,7 @@ def test_memport_planned_by_steps_same_as_before(read: dict[str, Any], write: di
     plan kept between calls, discarded by a submit, skipped by ``finish`` on its channel)
     gives every completion, submit, probe and plan the previous implementation gives."""
     want = [e for e in _drive(before, read, write, traffic, probes) if e[0] != "next"]
-    assert _drive_by_steps(read, write, traffic, probes, step) == want
+    assert _drive_by_steps(after, read, write, traffic, probes, step) == want
 
 
 @settings(max_examples=200, deadline=None)
