@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
+from test_evolve import _Checked
 
 from vta.compiler.accel.vta_ir import ComputeNest
 from vta.compiler.ir import expr as E
@@ -76,15 +77,6 @@ def test_rebuilt_binop_is_folded_again() -> None:
     i, j = E.Var("i"), E.Var("j")
     assert E.substitute(i * 4 + j, {i: 2, j: 1}) == E.IntImm(9)
     assert E.substitute(i * 4 + j, {i: 0}) is j
-
-
-@dataclass(frozen=True)
-class _Checked:
-    x: int
-    doubled: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "doubled", 2 * self.x)
 
 
 def test_post_init_class_called_with_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
