@@ -20,6 +20,9 @@ made from the code exactly as ``_create_fn`` makes it from the text: the classes
 same. A file that cannot be read, or holds anything else, counts as empty. Where
 ``_create_fn`` is not the one reproduced here (Python 3.13 builds the methods otherwise),
 nothing is installed: the classes are made as before, only slower.
+
+vta's other generated source goes through the same table (``code_of``). This module imports
+nothing of vta's (the base layer, docs/architecture.md): the ISA layer may use it.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["install", "code_path", "save", "STATS", "MAX_ENTRIES"]
+__all__ = ["install", "code_path", "code_of", "save", "STATS", "MAX_ENTRIES"]
 
 #: the parameters of the ``dataclasses._create_fn`` this module reproduces (3.10 to 3.12)
 _KNOWN_PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
@@ -92,6 +95,14 @@ def _code(txt: str) -> CodeType:
         STATS["hits"] += 1
     _used[txt] = code
     return code
+
+
+def code_of(text: str) -> CodeType:
+    """The code of ``text``, source vta generates while it runs other than a dataclass's
+    methods (the ISA's range checks, ``vta.isa.encoding``), compiled as ``exec`` with no
+    future features inherited: read from and kept in the same file as the methods, so a
+    process after the first compiles none of it either."""
+    return _code(text)
 
 
 def _create_fn(name: str, args: list[str], body: list[str], *,

@@ -2,7 +2,9 @@
 none of whose rows crosses a burst boundary times as at address 0 (``dma_offsets``, one
 timing and one timing key for all its addresses), ``_crosses`` agrees with the row-by-row
 reading it shortcuts, and a definition's compiled range check (``_fits_of``) answers as the
-comparisons of its fields it replaces."""
+comparisons of its fields it replaces, its code kept across processes (``code_of``); the
+simulator's description key (``values_of``) tells instructions apart exactly as their
+equality does."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_isa import CONFIGS, PYNQ, insn_strategy
 
+from vta import _dataclass_code as dc
 from vta.isa import Deps, Load, MemType, Store, definition_of
-from vta.isa.encoding import _fits_of, _slots
+from vta.isa.encoding import _compiled, _fits_of, _fits_source, _slots
+from vta.isa.insn import values_of
 from vta.isa.timing import _crosses, dma_offsets, dma_timing
 
 
@@ -92,3 +96,36 @@ def test_compiled_range_check_is_the_comparisons(name: str, data: st.DataObject)
             insn = replace(insn, **{s.name: value})
     assert _fits_of(definition_of(insn), hw)(insn) == _fits_by_comparison(insn, hw)
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=insn_strategy(PYNQ), b=insn_strategy(PYNQ))
+def test_values_of_equal_exactly_when_the_instructions_are(a: Any, b: Any) -> None:
+    """``values_of`` (the simulator's description key): two instructions of one class have
+    equal value tuples exactly when they are equal, their flags included; a flag flipped or a
+    field changed is another tuple."""
+    if type(a) is not type(b):
+        return
+    get = values_of(type(a))
+    assert (get(a) == get(b)) == (a == b)
+    assert get(a) == get(replace(a))
+    flipped = replace(a, deps=replace(a.deps, push_next=not a.deps.push_next))
+    assert get(flipped) != get(a)
+    for slot in (s for s in _slots(definition_of(a), PYNQ.isa)
+                 if s.const is None and not s.on_deps):
+        changed = replace(a, **{slot.name: int(getattr(a, slot.name)) + 1})
+        assert get(changed) != get(a)
+
+
+def test_range_checks_are_compiled_through_the_kept_code() -> None:
+    """A range check's text is compiled by ``vta._dataclass_code.code_of`` (kept beside the
+    bytecode with the dataclass methods, so the next process compiles none of it)."""
+    d = definition_of(Load(MemType.INP, 0, 0, 1, 1, 1))
+    slots = _slots(d, PYNQ.isa)
+    own = [s for s in slots if s.const is None and not s.on_deps]
+    flags = [s for s in slots if s.on_deps]
+    src = _fits_source(own, flags, True)
+    _compiled.cache_clear()
+    dc._used.pop(src, None)
+    assert _compiled(src) is not None
+    assert src in dc._used

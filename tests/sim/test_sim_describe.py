@@ -18,7 +18,7 @@ from vta.errors import SimError
 from vta.isa import Deps, Load, MemType, ProgramBuilder, Store, definition_of
 from vta.isa.timing import _dma_timing, dma_timing
 from vta.sim import simulate
-from vta.sim.machine import _Refused, _timed
+from vta.sim.machine import _described, _Refused, _timed
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in sorted((ROOT / "hwconfigs").glob("*.yaml"))}
@@ -92,3 +92,24 @@ def test_instructions_sharing_a_key_are_each_checked() -> None:
     b.extend([ok, ok, bad])
     with pytest.raises(SimError, match=r"instruction 2 .*sram_base="):
         simulate(b.build(), PYNQ, timing_only=True)
+
+
+def test_describing_hashes_no_instruction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_lookup`` keys an instruction by its values (``values_of``), not by the
+    instruction: neither its Python ``__hash__`` nor its ``__eq__`` runs, even for equal
+    instructions that are other objects (found by value, described once)."""
+    b = ProgramBuilder(PYNQ)
+    base = b.alloc("A", "inp", 64).base
+    b.extend([Load(MemType.INP, 0, base, 1, 4, 4), Load(MemType.INP, 0, base, 1, 4, 4),
+              Store(MemType.OUT, 0, base, 1, 4, 4)])
+    program = b.build()
+    want = simulate(program, PYNQ, timing_only=True).cycles
+
+    def refuse(*_: object) -> bool:
+        raise AssertionError("an instruction was hashed or compared")
+
+    for cls in (Load, Store, Deps):
+        monkeypatch.setattr(cls, "__hash__", refuse)
+        monkeypatch.setattr(cls, "__eq__", refuse)
+    _described.cache_clear()
+    assert simulate(program, PYNQ, timing_only=True).cycles == want

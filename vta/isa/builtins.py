@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from operator import attrgetter
 from typing import Any, cast
 
 import numpy as np
@@ -48,7 +49,19 @@ from vta.isa.defs import (
     definition_of,
     register,
 )
-from vta.isa.insn import Alu, AluOp, Deps, Finish, Gemm, Load, MemType, Opcode, Store, Unit
+from vta.isa.insn import (
+    DEP_FLAGS,
+    Alu,
+    AluOp,
+    Deps,
+    Finish,
+    Gemm,
+    Load,
+    MemType,
+    Opcode,
+    Store,
+    Unit,
+)
 from vta.isa.program import Program
 from vta.isa.timing import (
     DmaTiming,
@@ -188,17 +201,23 @@ def _dma(insn: Load | Store, hw: HwConfig) -> tuple[str, int] | None:
     return insn.mem.kind, n * hw.elem_bytes(insn.mem.kind)
 
 
+#: an instruction's dependency flags as a tuple of bools (``Deps``'s own ``__hash__`` and
+#: ``__eq__`` are Python calls; a timing key holds the flags this way)
+_flags = attrgetter(*DEP_FLAGS)
+
+
 def _dma_key(insn: Load | Store, hw: HwConfig) -> Hashable:
     """A LOAD's or STORE's ``timing_key``: every field but its addresses, and of those only
     what ``dma_timing`` reads (``dma_offsets``: where its rows fall within a burst boundary,
-    nothing when none crosses one; the SRAM base changes no timing)."""
+    nothing when none crosses one; the SRAM base changes no timing). Its dependency flags
+    as plain bools (``_flags``): equal exactly when the ``Deps`` are."""
     e = hw.elem_bytes(insn.mem.kind)
     if isinstance(insn, Load):
         pads: tuple[int, ...] = (insn.pad_y0, insn.pad_y1, insn.pad_x0, insn.pad_x1)
         rows = insn.data_rows
     else:
         pads, rows = (), insn.y_size
-    return (type(insn), insn.mem, insn.y_size, insn.x_size, pads, insn.deps,
+    return (type(insn), insn.mem, insn.y_size, insn.x_size, pads, _flags(insn.deps),
             dma_offsets(hw, rows, insn.x_size * e, insn.dram_base * e, insn.x_stride * e))
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from vta._dataclass_code import code_of
 from vta.config import HwConfig
 from vta.errors import DefinitionError, IsaError
 from vta.isa.defs import (
@@ -147,9 +148,11 @@ def _fits_of(d: InstructionDef, hw: HwConfig) -> Callable[[Any], bool]:
 @lru_cache(maxsize=64)
 def _compiled(src: str) -> Callable[[Any], bool]:
     """The function ``fits`` that ``src`` (``_fits_source``) defines, compiled once per text:
-    definitions of one class and widths share it (the ALU's functions: one text)."""
+    definitions of one class and widths share it (the ALU's functions: one text); its code
+    kept across processes with vta's dataclass methods (``vta._dataclass_code.code_of``:
+    compiling the texts was about 6M instructions of every fresh process's first check)."""
     scope: dict[str, Any] = {}
-    exec(src, scope)  # field names (identifiers) and ints only
+    exec(code_of(src), scope)  # field names (identifiers) and ints only
     fits: Callable[[Any], bool] = scope["fits"]
     return fits
 

@@ -20,8 +20,11 @@ as VTA's compiler expresses ``<<``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
+from functools import cache
+from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "MemType",
     "MicroOpLoop",
     "Unit",
+    "values_of",
     "Opcode",
     "Store",
     "Uop",
@@ -307,6 +311,28 @@ class Instruction(Protocol):
 
     @property
     def deps(self) -> Deps: ...
+
+
+@cache
+def values_of(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving an instruction of class ``cls`` its compared fields as one flat tuple,
+    its dependency flags spread in (``deps.pop_prev``, ...): two instructions of ``cls`` are
+    equal exactly when their tuples are (the dataclass's ``__eq__`` compares the same values
+    in the same order). Made once per class (``operator.attrgetter``, C): a cache keyed by it
+    hashes and compares plain ints where the instruction's own ``__hash__`` and ``__eq__``
+    are Python calls, one more for its ``Deps`` (the simulator's description cache)."""
+    names: list[str] = []
+    for f in fields(cls):
+        if not f.compare:
+            continue
+        if f.name == "deps":
+            names += [f"deps.{g}" for g in DEP_FLAGS]
+        else:
+            names.append(f.name)
+    if len(names) == 1:  # attrgetter of one name gives the value, not a tuple
+        get = attrgetter(names[0])
+        return lambda insn: (get(insn),)
+    return attrgetter(*names)
 
 
 def n_ops(insn: Any) -> int:

@@ -57,6 +57,7 @@ from vta.isa import (
 )
 from vta.isa.asm import where
 from vta.isa.builtins import GEMM
+from vta.isa.insn import values_of
 from vta.isa.memport import Port, Transfer
 from vta.isa.timing import (
     DmaTiming,
@@ -226,9 +227,10 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
 def _lookup(insn: Any, hw: HwConfig, d: InstructionDef, cache: dict[Any, _Static]
             ) -> _Static:
     """``_describe(insn, hw, d)`` through ``cache`` (``_described``): by the whole
-    instruction, else (its fields checked) by its definition's ``timing_key``, so the many
+    instruction (its definition and its fields' values, ``values_of``: equal exactly when the
+    instructions are), else (its fields checked) by its definition's ``timing_key``, so the many
     DMAs of a tiled program that differ only in their addresses are timed once."""
-    key: Any = (insn, d)  # a frozen dataclass, a definition (by identity)
+    key: Any = (d, values_of(d.cls)(insn))  # (``values_of``: no Python __hash__ nor __eq__)
     got = cache.get(key)
     if got is not None:
         return got
