@@ -33,9 +33,16 @@ somewhere) in a subprocess, then this one, back to back, and prints both with th
 load average before each half is recorded (the machine may be shared). A vta without a
 compile cache compiles every run (warm = cold).
 
+CPU seconds swing by tens of percent on a shared machine; ``--callgrind`` instead counts the
+instructions (valgrind's callgrind, ``bench/callgrind.py``) of compiling C1-C11 one by one as
+the per-layer figure does, in a fresh interpreter (less one that compiles nothing), for this
+tree and ``--before``'s side by side, their chosen schedules checked equal; nothing else is
+measured in that mode, and without valgrind it says so and exits 0.
+
     OPENBLAS_NUM_THREADS=1 python bench/compile_speed.py [--hw hwconfigs/pynq.yaml] [--runs 3]
         [--graph-runs 3] [--count-configs all] [--breakdown] [--before CHECKOUT]
         [--out bench/results/compile_speed.json]
+    python bench/compile_speed.py --callgrind [--before CHECKOUT] [--out FILE]
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import callgrind
 from rich.console import Console
 from rich.table import Table
 
@@ -104,12 +112,80 @@ def per_layer(hw: HwConfig, runs: int) -> list[dict[str, object]]:
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         assert c is not None
-        s = c.schedule
         rows.append({"layer": layer, "median_s": statistics.median(walls), "runs": walls,
                      "cpu_median_s": statistics.median(cpus), "cpu_runs": cpus,
-                     "schedule": f"{c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} "
-                                 f"vt={s.vthreads}{s.vt_axis}"})
+                     "schedule": _schedule_text(c)})
     return rows
+
+
+def _schedule_text(c: Any) -> str:
+    """A compiled layer's chosen schedule, as the tables print it."""
+    s = c.schedule
+    return f"{c.fold_kind} tco={s.tco} tci={s.tci} th={s.th} tw={s.tw} vt={s.vthreads}{s.vt_axis}"
+
+
+def _callgrind_child(hw_path: str, work: bool) -> int:
+    """``--callgrind-child``: compile C1-C11 one by one as ``per_layer`` does (no compile
+    cache, a fresh process's memos) and print their chosen schedules as JSON; without
+    ``work``, all but the compiles (the imports, the config, the workloads), the process
+    ``callgrind_compare`` subtracts."""
+    hw = HwConfig.from_yaml(hw_path)
+    workloads = [resolve(f"resnet18:{layer}") for layer in RESNET18]
+    chosen = [_schedule_text(AccelTarget(hw).compile_layer(w)) for w in workloads] \
+        if work else []
+    print(json.dumps({"schedules": chosen}))
+    return 0
+
+
+def callgrind_compare(args: argparse.Namespace) -> int:
+    """``--callgrind``: instructions (valgrind's Ir, ``callgrind.py``) of compiling C1-C11 one
+    by one in a fresh interpreter (the process less one that compiles nothing), this tree and
+    ``--before``'s, printed side by side and written to ``--out``; the chosen schedules must
+    agree. A fresh process's compile is what ``vta run resnet18:Ck`` and a cold graph's
+    workers pay, with no CPU-time noise."""
+    if not callgrind.available():
+        print("compile_speed --callgrind: valgrind is not installed (no valgrind on PATH): "
+              "skipped, nothing measured")
+        return 0
+    trees = [("this tree", str(Path(vta.__file__).resolve().parents[1]))]
+    if args.before is not None:
+        trees.insert(0, ("before", str(Path(args.before).resolve())))
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for label, root in trees:
+            print(f"callgrind: {label} ({root}) ...", flush=True)
+            env = {**callgrind.child_env(root), "VTA_CACHE": str(tmp / f"{len(rows)}.sqlite")}
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
+                   "--callgrind-child"]
+            subprocess.run([*cmd, "compile"], env=env, capture_output=True, check=False)  # .pyc
+            ir_none, _ = callgrind.count([*cmd, "none"], env, tmp / f"{label}.none.out")
+            ir_all, out = callgrind.count([*cmd, "compile"], env, tmp / f"{label}.all.out")
+            rows[label] = {"tree": root, "process_ir": ir_all, "no_compile_ir": ir_none,
+                           "compile_ir": ir_all - ir_none,
+                           "schedules": json.loads(out.strip().splitlines()[-1])["schedules"]}
+    table = Table(title="callgrind instructions (Ir) of compiling C1-C11 one by one, fresh "
+                        "interpreter, no compile cache")
+    for col in ("tree", "compile Ir", "process Ir", "no-compile Ir"):
+        table.add_column(col, justify="left" if col == "tree" else "right")
+    for label, r in rows.items():
+        table.add_row(label, *(f"{r[k] / 1e6:,.1f}M" for k in (
+            "compile_ir", "process_ir", "no_compile_ir")))
+    console = Console()
+    console.print(table)
+    same = len({tuple(r["schedules"]) for r in rows.values()}) == 1
+    result: dict[str, Any] = {"mode": "callgrind", "hw": args.hw, "layers": list(RESNET18),
+                              "load_average": [round(x, 2) for x in os.getloadavg()],
+                              "trees": rows, "same_schedules": same}
+    if "before" in rows:
+        b, a = rows["before"]["compile_ir"], rows["this tree"]["compile_ir"]
+        result["compile_ir_ratio"] = a / b
+        console.print(f"compile Ir this tree / before: {a / b:.4f} ({(a - b) / 1e6:+,.1f}M); "
+                      f"same schedules: {same}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written to {args.out}")
+    return 0 if same else 1
 
 
 class _Counts:
@@ -318,7 +394,15 @@ def main() -> int:
     ap.add_argument("--choice-reps", type=int, default=5)
     ap.add_argument("--before", metavar="CHECKOUT",
                     help="first measure the vta of this checkout the same way (a subprocess)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="only count the instructions of compiling C1-C11 in a fresh "
+                         "interpreter under valgrind's callgrind (this tree and --before's)")
+    ap.add_argument("--callgrind-child", choices=("compile", "none"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.callgrind_child is not None:
+        return _callgrind_child(args.hw, args.callgrind_child == "compile")
+    if args.callgrind:
+        return callgrind_compare(args)
     before = _before(args) if args.before else None
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:  # never the user's tuning cache

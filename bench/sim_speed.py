@@ -45,7 +45,6 @@ import argparse
 import json
 import os
 import pickle
-import shutil
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,7 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import callgrind  # noqa: E402
 from c2_program import c2_program, conv2d_expected, pack_c2, unpack_c2  # noqa: E402
 
 import vta  # noqa: E402
@@ -199,52 +199,23 @@ def _cold_pass_main(path: str, hw_path: str, timing_only: bool, engine: str | No
     return 0
 
 
-def _callgrind_totals(text: str) -> int:
-    """The total instruction count (Ir) of a callgrind output file's text."""
-    for line in text.splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
-    raise SystemExit("sim_speed: no totals in callgrind's output")
-
-
-def _callgrind_env(root: str) -> dict[str, str]:
-    """The environment of a ``--callgrind`` child: vta from ``root``, string hashing fixed
-    (``PYTHONHASHSEED=0``: the same dict and set orders, hence the same instructions, run to
-    run), bytecode written (a user's machine imports from ``.pyc``; ``callgrind_compare``
-    warms it first, so neither measured process compiles sources), and numpy's BLAS on one
-    thread (``BLAS_THREAD_VARIABLES``, as every ``vta`` command runs it: callgrind counts
-    every thread's instructions, and OpenBLAS's idle threads spin for as long as the pass
-    happens to let them: two passes of one tree read 2,869M and 3,303M that way)."""
-    from vta.run.pool import BLAS_THREAD_VARIABLES  # (this tree's: only the parent asks)
-
-    env = {**os.environ, "PYTHONPATH": root, "PYTHONHASHSEED": "0"}
-    env.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
-
-
 def callgrind_pass(root: str, programs: Path, hw_path: str, simulate_none: bool,
                    tmp: Path) -> tuple[int, int]:
     """Instructions (Ir) of a fresh interpreter importing vta from ``root`` that runs
     ``--cold-pass`` over the pickled ``programs`` under callgrind (``simulate_none``: all but
     the simulation), and the cycles it printed (0 for ``simulate_none``)."""
     out = tmp / f"callgrind.{len(list(tmp.iterdir()))}.out"
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-           sys.executable, str(Path(__file__).resolve()), "--hw", hw_path,
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--hw", hw_path,
            "--cold-pass", str(programs)] + (["--simulate-none"] if simulate_none else [])
-    done = subprocess.run(cmd, env=_callgrind_env(root), capture_output=True, text=True,
-                          check=False)
-    if done.returncode != 0 or not out.exists():
-        raise SystemExit(f"sim_speed: the callgrind pass at {root} failed:\n{done.stderr}")
-    cycles = json.loads(done.stdout.strip().splitlines()[-1])["cycles"]
-    return _callgrind_totals(out.read_text()), int(cycles)
+    ir, stdout = callgrind.count(cmd, callgrind.child_env(root), out)
+    return ir, int(json.loads(stdout.strip().splitlines()[-1])["cycles"])
 
 
 def callgrind_compare(args: argparse.Namespace) -> int:
     """``--callgrind``: instructions of one bit-exact C1-C11 pass in a fresh interpreter
     (the pass's process less one that simulates nothing), this tree and ``--baseline``'s,
     printed side by side and written to ``--out``; their cycles must agree."""
-    if shutil.which("valgrind") is None:
+    if not callgrind.available():
         print("sim_speed --callgrind: valgrind is not installed (no valgrind on PATH): "
               "skipped, nothing measured")
         return 0
@@ -267,7 +238,7 @@ def callgrind_compare(args: argparse.Namespace) -> int:
             # once without valgrind: every module the pass imports gets its bytecode written
             # (where it can be), so neither measured process below compiles sources
             subprocess.run([sys.executable, str(Path(__file__).resolve()), "--hw", args.hw,
-                            "--cold-pass", str(path)], env=_callgrind_env(root),
+                            "--cold-pass", str(path)], env=callgrind.child_env(root),
                            capture_output=True, check=False)
             ir_none, _ = callgrind_pass(root, path, args.hw, True, tmp)
             ir_all, cycles = callgrind_pass(root, path, args.hw, False, tmp)

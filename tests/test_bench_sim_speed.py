@@ -26,7 +26,7 @@ def bench() -> ModuleType:
 def test_callgrind_skips_without_valgrind(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str],
                                           tmp_path: Path) -> None:
-    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    monkeypatch.setattr(bench.callgrind.shutil, "which", lambda name: None)
     out = tmp_path / "cg.json"
     args = argparse.Namespace(hw=str(ROOT / "hwconfigs" / "pynq.yaml"), cache=None,
                               baseline=None, out=str(out))
@@ -38,6 +38,6 @@ def test_callgrind_skips_without_valgrind(bench: ModuleType, monkeypatch: pytest
 def test_callgrind_totals(bench: ModuleType) -> None:
     text = "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfl=(1) a.c\nfn=(1) f\n3 5\n" \
            "summary: 1234567\ntotals: 1234567\n"
-    assert bench._callgrind_totals(text) == 1234567
+    assert bench.callgrind.totals(text) == 1234567
     with pytest.raises(SystemExit):
-        bench._callgrind_totals("events: Ir\n")
+        bench.callgrind.totals("events: Ir\n")
