@@ -28,6 +28,7 @@ micro-ops read wgt 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -234,16 +235,43 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     return sa[starts], tuple(classes)
 
 
+@lru_cache(maxsize=64)
+def _row_mix(m: int) -> np.ndarray:
+    """``m`` odd 64-bit multipliers (``unique_rows``' row keys: a row's key is its dot product
+    with them, wrapping): distinct multipliers so that rows differing in one column differ in
+    key, fixed so that a run's keys are reproducible."""
+    return (np.arange(1, m + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+
+
 def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``np.unique(seq, axis=0, return_inverse=True)`` of a 2-D integer array with at least one
     column (its distinct rows in ascending lexicographic order, and each row's position among
-    them), or None as soon as there are more than ``limit`` distinct rows. The distinct rows
-    are peeled off one at a time: the first row not yet classified and every row equal to it
-    (one vectorised comparison per distinct row: a GEMM plan has a few distinct weight
-    sequences over a few hundred rows, where numpy sorts the rows as structured records and a
-    loop over the rows runs in Python), then the few distinct ones are sorted."""
+    them), or None when there are more than ``limit`` distinct rows. Rows are classified by
+    one integer key each (``_row_mix``) and one sort of the keys: equal rows have equal keys,
+    so more than ``limit`` distinct keys means more than ``limit`` distinct rows; the classes
+    are then checked to be exact (every row equal to its class's first), else (two distinct
+    rows whose keys collide) ``_peel_rows`` classifies them. Then the few distinct rows are
+    sorted (``_ranked``). A GEMM plan has a few distinct weight sequences over a few hundred
+    rows, where numpy sorts the rows as structured records."""
     n, m = seq.shape
     assert m > 0, "rows of no columns"
+    key = seq.astype(np.uint64) @ _row_mix(m)  # wraps modulo 2**64
+    order = key.argsort()  # any order of equal keys: a class's rows are equal
+    head = run_heads(key[order])
+    if int(np.count_nonzero(head)) > limit:
+        return None
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = head.cumsum() - 1
+    firsts = order[head]
+    if not bool((seq[firsts][inverse] == seq).all()):  # a collision: classified otherwise
+        return _peel_rows(seq, limit)
+    return _ranked(seq, firsts, inverse)
+
+
+def _peel_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``unique_rows`` by peeling the distinct rows off one at a time: the first row not yet
+    classified and every row equal to it (one vectorised comparison per distinct row)."""
+    n = seq.shape[0]
     left = np.arange(n)  # the rows not yet classified, in order
     inverse = np.empty(n, dtype=np.intp)
     firsts: list[int] = []  # the first row of each distinct one
@@ -255,10 +283,18 @@ def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | 
         inverse[left[same]] = len(firsts)
         firsts.append(first)
         left = left[~same]
-    uniq = seq[np.array(firsts, dtype=np.intp)]
+    return _ranked(seq, np.array(firsts, dtype=np.intp), inverse)
+
+
+def _ranked(seq: np.ndarray, firsts: np.ndarray, inverse: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``unique_rows``' answer from a classification of ``seq``'s rows: ``firsts`` (a row of
+    each class) and ``inverse`` (each row's class): the classes' rows sorted lexicographically,
+    and each row's position among them."""
+    uniq = seq[firsts]
     order = np.lexsort(uniq.T[::-1])  # by the first column, then the second, ...
-    rank = np.empty(len(firsts), dtype=np.intp)
-    rank[order] = np.arange(len(firsts))
+    rank = np.empty(firsts.size, dtype=np.intp)
+    rank[order] = np.arange(firsts.size)
     return uniq[order], rank[inverse]
 
 
