@@ -163,12 +163,12 @@ def affine_grid(seq: np.ndarray) -> _Grid | None:
         if len(shape) == _MAX_GRID_DIMS:
             return None
         step = int(cur[1] - cur[0])
-        bad = np.flatnonzero(cur[1:] - cur[:-1] != step)
+        bad = (cur[1:] - cur[:-1] != step).nonzero()[0]
         run = int(bad[0]) + 1 if bad.size else cur.size
         if cur.size % run:
             return None
         rows = cur.reshape(-1, run)
-        if not bool(np.all(rows - rows[:, :1] == rows[0] - rows[0, 0])):
+        if not bool((rows - rows[:, :1] == rows[0] - rows[0, 0]).all()):
             return None
         shape.append(run)
         steps.append(step)
@@ -181,7 +181,7 @@ def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
     first row's offsets from its first entry (``inner``, first 0), when every row is the first
     shifted (``idx[r, k] == idx[r, 0] + idx[0, k] - idx[0, 0]``) and both are grids."""
     shifted = idx[0] - idx[0, 0]
-    if not bool(np.all(idx - idx[:, :1] == shifted)):
+    if not bool((idx - idx[:, :1] == shifted).all()):
         return None
     outer, inner = affine_grid(idx[:, 0]), affine_grid(shifted)
     return None if outer is None or inner is None else (outer, inner)
@@ -202,10 +202,11 @@ def _grid_view(a: np.ndarray, outer: _Grid, inner: _Grid) -> np.ndarray:
 def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
     """``classes`` as one product, when they read the same inp sequence."""
     x = classes[0].x
-    if any(c.x.shape != x.shape or not np.array_equal(c.x, x) for c in classes[1:]):
+    # array methods: np.array_equal's checks cost more than these same-dtype comparisons
+    if any(c.x.shape != x.shape or not bool((c.x == x).all()) for c in classes[1:]):
         return None
     rows = np.concatenate([c.rows for c in classes])
-    same = bool(np.array_equal(rows, np.arange(rows.size)))
+    same = bool((rows == np.arange(rows.size)).all())
     w = np.stack([c.w for c in classes])
     m = w.shape[1]
     return _ColStack(x, w, None if same else rows, _grids(x.reshape(-1, m)), _grids(w.T))
@@ -215,11 +216,11 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
             ) -> tuple[np.ndarray, tuple[_ColClass, ...]] | None:
     """``(sorted entries, classes)`` when every entry gets ``m`` ops and the entries fall into
     few classes by weight sequence (a conv: one class per output-channel block)."""
-    by_acc = np.argsort(a, kind="stable")
+    by_acc = a.argsort(kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(run_heads(sa))
+    starts = run_heads(sa).nonzero()[0]
     m = a.size // starts.size
-    if m * starts.size != a.size or np.any(starts[1:] - starts[:-1] != m):
+    if m * starts.size != a.size or (starts[1:] - starts[:-1] != m).any():
         return None
     seq = w[by_acc].reshape(starts.size, m)
     limit = min(_MAX_CLASSES, starts.size // 4)
@@ -230,7 +231,7 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     xs = x[by_acc].reshape(starts.size, m)
     classes = []
     for c in range(uniq.shape[0]):
-        rows = np.flatnonzero(inverse == c)
+        rows = (inverse == c).nonzero()[0]
         classes.append(_ColClass(rows, xs[rows].reshape(-1), uniq[c].copy()))
     return sa[starts], tuple(classes)
 
@@ -311,21 +312,28 @@ def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan
     col = _im2col(a, x, w)
     if col is not None:
         return _Plan(x, w, None, None, a, a, col[0], hazards, col[1])
-    order = np.argsort(w, kind="stable")
+    order = w.argsort(kind="stable")
     ws = w[order]
-    cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    cuts = (ws[1:] != ws[:-1]).nonzero()[0] + 1
     groups, equal = None, None
     if (cuts.size + 1) * _MIN_GROUP <= n:
         bounds = np.concatenate(([0], cuts, [n]))
-        if np.all(bounds[1:] - bounds[:-1] == bounds[1]):
+        if (bounds[1:] - bounds[:-1] == bounds[1]).all():
             equal = ws[bounds[:-1]]
         bounds = bounds.tolist()
         groups = [(s, e, int(ws[s])) for s, e in pairwise(bounds)]
         a, x, w = a[order], x[order], ws
-    by_acc = np.argsort(a, kind="stable")
+    by_acc = a.argsort(kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(run_heads(sa))
+    starts = run_heads(sa).nonzero()[0]
     return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
+
+
+def _read_or_zeros(idx: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """Operand ``name``'s indices in ``idx`` (``microop_indices``), or zeros where the GEMM
+    does not read it (a reset that zeroes or keeps out): made only then."""
+    got = idx.get(name)
+    return np.zeros_like(idx["dst"]) if got is None else got
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,14 +358,14 @@ class _ResetPlan:
 def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
     """``a``, ``x``, ``w``: the dst, src and wgt index of every execution in loop order (at
     least one)."""
-    order = np.argsort(a, kind="stable")
+    order = a.argsort(kind="stable")
     sa = a[order]
     head = run_heads(sa)  # each entry's first in loop order
     first, last = order[head], order[np.concatenate((head[1:], [True]))]
     w_last = w[last]
     once = first == last
     return _ResetPlan(sa[head], x[last], w_last, once, hazards,
-                      bool(np.all(w_last == w_last[0])), as_slice(sa[head]),
+                      bool((w_last == w_last[0]).all()), as_slice(sa[head]),
                       bool(once.all()), not bool(once.any()))
 
 
@@ -547,7 +555,7 @@ class FastGemm:
         """The index work of an accumulating GEMM over the micro-ops now in ``sram``."""
         idx = microop_indices(sram, insn, self.defn, ctx)
         a = idx["dst"]
-        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        x, w = _read_or_zeros(idx, "src"), _read_or_zeros(idx, "wgt")
         hazards = count_raw_hazards(a, (a,), self.defn.hazard_lag(insn, sram.hw))
         return _plan(a, x, w, hazards)
 
@@ -558,7 +566,7 @@ class FastGemm:
         a = idx["dst"]
         if a.size == 0:
             return None
-        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        x, w = _read_or_zeros(idx, "src"), _read_or_zeros(idx, "wgt")
         lag = self.defn.hazard_lag(insn, sram.hw)
         hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
         return _reset_plan(a, x, w, hazards)

@@ -458,7 +458,7 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     if d.kind == "accumulate":
         order = a.argsort(kind="stable")
         sa = a[order]
-        starts = np.flatnonzero(run_heads(sa))
+        starts = run_heads(sa).nonzero()[0]
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     perm = a.argsort(kind="stable")
     ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
