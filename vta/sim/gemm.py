@@ -28,6 +28,7 @@ micro-ops read wgt 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -162,12 +163,12 @@ def affine_grid(seq: np.ndarray) -> _Grid | None:
         if len(shape) == _MAX_GRID_DIMS:
             return None
         step = int(cur[1] - cur[0])
-        bad = np.flatnonzero(cur[1:] - cur[:-1] != step)
+        bad = (cur[1:] - cur[:-1] != step).nonzero()[0]
         run = int(bad[0]) + 1 if bad.size else cur.size
         if cur.size % run:
             return None
         rows = cur.reshape(-1, run)
-        if not bool(np.all(rows - rows[:, :1] == rows[0] - rows[0, 0])):
+        if not bool((rows - rows[:, :1] == rows[0] - rows[0, 0]).all()):
             return None
         shape.append(run)
         steps.append(step)
@@ -180,7 +181,7 @@ def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
     first row's offsets from its first entry (``inner``, first 0), when every row is the first
     shifted (``idx[r, k] == idx[r, 0] + idx[0, k] - idx[0, 0]``) and both are grids."""
     shifted = idx[0] - idx[0, 0]
-    if not bool(np.all(idx - idx[:, :1] == shifted)):
+    if not bool((idx - idx[:, :1] == shifted).all()):
         return None
     outer, inner = affine_grid(idx[:, 0]), affine_grid(shifted)
     return None if outer is None or inner is None else (outer, inner)
@@ -201,10 +202,11 @@ def _grid_view(a: np.ndarray, outer: _Grid, inner: _Grid) -> np.ndarray:
 def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
     """``classes`` as one product, when they read the same inp sequence."""
     x = classes[0].x
-    if any(c.x.shape != x.shape or not np.array_equal(c.x, x) for c in classes[1:]):
+    # array methods: np.array_equal's checks cost more than these same-dtype comparisons
+    if any(c.x.shape != x.shape or not bool((c.x == x).all()) for c in classes[1:]):
         return None
     rows = np.concatenate([c.rows for c in classes])
-    same = bool(np.array_equal(rows, np.arange(rows.size)))
+    same = bool((rows == np.arange(rows.size)).all())
     w = np.stack([c.w for c in classes])
     m = w.shape[1]
     return _ColStack(x, w, None if same else rows, _grids(x.reshape(-1, m)), _grids(w.T))
@@ -214,11 +216,11 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
             ) -> tuple[np.ndarray, tuple[_ColClass, ...]] | None:
     """``(sorted entries, classes)`` when every entry gets ``m`` ops and the entries fall into
     few classes by weight sequence (a conv: one class per output-channel block)."""
-    by_acc = np.argsort(a, kind="stable")
+    by_acc = a.argsort(kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(run_heads(sa))
+    starts = run_heads(sa).nonzero()[0]
     m = a.size // starts.size
-    if m * starts.size != a.size or np.any(starts[1:] - starts[:-1] != m):
+    if m * starts.size != a.size or (starts[1:] - starts[:-1] != m).any():
         return None
     seq = w[by_acc].reshape(starts.size, m)
     limit = min(_MAX_CLASSES, starts.size // 4)
@@ -229,21 +231,48 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     xs = x[by_acc].reshape(starts.size, m)
     classes = []
     for c in range(uniq.shape[0]):
-        rows = np.flatnonzero(inverse == c)
+        rows = (inverse == c).nonzero()[0]
         classes.append(_ColClass(rows, xs[rows].reshape(-1), uniq[c].copy()))
     return sa[starts], tuple(classes)
+
+
+@lru_cache(maxsize=64)
+def _row_mix(m: int) -> np.ndarray:
+    """``m`` odd 64-bit multipliers (``unique_rows``' row keys: a row's key is its dot product
+    with them, wrapping): distinct multipliers so that rows differing in one column differ in
+    key, fixed so that a run's keys are reproducible."""
+    return (np.arange(1, m + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
 
 
 def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``np.unique(seq, axis=0, return_inverse=True)`` of a 2-D integer array with at least one
     column (its distinct rows in ascending lexicographic order, and each row's position among
-    them), or None as soon as there are more than ``limit`` distinct rows. The distinct rows
-    are peeled off one at a time: the first row not yet classified and every row equal to it
-    (one vectorised comparison per distinct row: a GEMM plan has a few distinct weight
-    sequences over a few hundred rows, where numpy sorts the rows as structured records and a
-    loop over the rows runs in Python), then the few distinct ones are sorted."""
+    them), or None when there are more than ``limit`` distinct rows. Rows are classified by
+    one integer key each (``_row_mix``) and one sort of the keys: equal rows have equal keys,
+    so more than ``limit`` distinct keys means more than ``limit`` distinct rows; the classes
+    are then checked to be exact (every row equal to its class's first), else (two distinct
+    rows whose keys collide) ``_peel_rows`` classifies them. Then the few distinct rows are
+    sorted (``_ranked``). A GEMM plan has a few distinct weight sequences over a few hundred
+    rows, where numpy sorts the rows as structured records."""
     n, m = seq.shape
     assert m > 0, "rows of no columns"
+    key = seq.astype(np.uint64) @ _row_mix(m)  # wraps modulo 2**64
+    order = key.argsort()  # any order of equal keys: a class's rows are equal
+    head = run_heads(key[order])
+    if int(np.count_nonzero(head)) > limit:
+        return None
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = head.cumsum() - 1
+    firsts = order[head]
+    if not bool((seq[firsts][inverse] == seq).all()):  # a collision: classified otherwise
+        return _peel_rows(seq, limit)
+    return _ranked(seq, firsts, inverse)
+
+
+def _peel_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``unique_rows`` by peeling the distinct rows off one at a time: the first row not yet
+    classified and every row equal to it (one vectorised comparison per distinct row)."""
+    n = seq.shape[0]
     left = np.arange(n)  # the rows not yet classified, in order
     inverse = np.empty(n, dtype=np.intp)
     firsts: list[int] = []  # the first row of each distinct one
@@ -255,10 +284,18 @@ def unique_rows(seq: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | 
         inverse[left[same]] = len(firsts)
         firsts.append(first)
         left = left[~same]
-    uniq = seq[np.array(firsts, dtype=np.intp)]
+    return _ranked(seq, np.array(firsts, dtype=np.intp), inverse)
+
+
+def _ranked(seq: np.ndarray, firsts: np.ndarray, inverse: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``unique_rows``' answer from a classification of ``seq``'s rows: ``firsts`` (a row of
+    each class) and ``inverse`` (each row's class): the classes' rows sorted lexicographically,
+    and each row's position among them."""
+    uniq = seq[firsts]
     order = np.lexsort(uniq.T[::-1])  # by the first column, then the second, ...
-    rank = np.empty(len(firsts), dtype=np.intp)
-    rank[order] = np.arange(len(firsts))
+    rank = np.empty(firsts.size, dtype=np.intp)
+    rank[order] = np.arange(firsts.size)
     return uniq[order], rank[inverse]
 
 
@@ -275,21 +312,28 @@ def _plan_of(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _Plan
     col = _im2col(a, x, w)
     if col is not None:
         return _Plan(x, w, None, None, a, a, col[0], hazards, col[1])
-    order = np.argsort(w, kind="stable")
+    order = w.argsort(kind="stable")
     ws = w[order]
-    cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    cuts = (ws[1:] != ws[:-1]).nonzero()[0] + 1
     groups, equal = None, None
     if (cuts.size + 1) * _MIN_GROUP <= n:
         bounds = np.concatenate(([0], cuts, [n]))
-        if np.all(bounds[1:] - bounds[:-1] == bounds[1]):
+        if (bounds[1:] - bounds[:-1] == bounds[1]).all():
             equal = ws[bounds[:-1]]
         bounds = bounds.tolist()
         groups = [(s, e, int(ws[s])) for s, e in pairwise(bounds)]
         a, x, w = a[order], x[order], ws
-    by_acc = np.argsort(a, kind="stable")
+    by_acc = a.argsort(kind="stable")
     sa = a[by_acc]
-    starts = np.flatnonzero(run_heads(sa))
+    starts = run_heads(sa).nonzero()[0]
     return _Plan(x, w, groups, equal, by_acc, starts, sa[starts], hazards)
+
+
+def _read_or_zeros(idx: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """Operand ``name``'s indices in ``idx`` (``microop_indices``), or zeros where the GEMM
+    does not read it (a reset that zeroes or keeps out): made only then."""
+    got = idx.get(name)
+    return np.zeros_like(idx["dst"]) if got is None else got
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,14 +358,14 @@ class _ResetPlan:
 def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _ResetPlan:
     """``a``, ``x``, ``w``: the dst, src and wgt index of every execution in loop order (at
     least one)."""
-    order = np.argsort(a, kind="stable")
+    order = a.argsort(kind="stable")
     sa = a[order]
     head = run_heads(sa)  # each entry's first in loop order
     first, last = order[head], order[np.concatenate((head[1:], [True]))]
     w_last = w[last]
     once = first == last
     return _ResetPlan(sa[head], x[last], w_last, once, hazards,
-                      bool(np.all(w_last == w_last[0])), as_slice(sa[head]),
+                      bool((w_last == w_last[0]).all()), as_slice(sa[head]),
                       bool(once.all()), not bool(once.any()))
 
 
@@ -511,7 +555,7 @@ class FastGemm:
         """The index work of an accumulating GEMM over the micro-ops now in ``sram``."""
         idx = microop_indices(sram, insn, self.defn, ctx)
         a = idx["dst"]
-        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        x, w = _read_or_zeros(idx, "src"), _read_or_zeros(idx, "wgt")
         hazards = count_raw_hazards(a, (a,), self.defn.hazard_lag(insn, sram.hw))
         return _plan(a, x, w, hazards)
 
@@ -522,7 +566,7 @@ class FastGemm:
         a = idx["dst"]
         if a.size == 0:
             return None
-        x, w = idx.get("src", np.zeros_like(a)), idx.get("wgt", np.zeros_like(a))
+        x, w = _read_or_zeros(idx, "src"), _read_or_zeros(idx, "wgt")
         lag = self.defn.hazard_lag(insn, sram.hw)
         hazards = count_raw_hazards(a, (a,), lag) if mode == "sum" else 0
         return _reset_plan(a, x, w, hazards)

@@ -293,19 +293,24 @@ def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
 
 
 def _loop(base: np.ndarray, iter_out: int, iter_in: int, f_out: int, f_in: int) -> np.ndarray:
-    """``base[u] + o*f_out + i*f_in`` for every (o, i, u) in loop order, flattened."""
+    """``base[u] + o*f_out + i*f_in`` for every (o, i, u) in loop order, flattened (``base``
+    itself, a fresh array of its caller's, for one execution of each micro-op; one outer
+    iteration, the compiler's usual loop, without the outer axis's arrays)."""
+    if iter_out == 1:
+        if iter_in == 1:
+            return base
+        return (np.arange(iter_in, dtype=np.int64)[:, None] * f_in + base).ravel()
     o = np.arange(iter_out, dtype=np.int64)[:, None, None] * f_out
     i = np.arange(iter_in, dtype=np.int64)[None, :, None] * f_in
     return (base[None, None, :] + o + i).ravel()
 
 
-def _check_index(ctx: Ctx, buffer: str, idx: np.ndarray, size: int,
-                 dims: tuple[int, int, int], uop_bgn: int) -> None:
-    if idx.size and int(idx.max()) >= size:
-        k = int(np.argmax(idx >= size))
-        o, i, u = np.unravel_index(k, dims)
-        raise ctx.bounds(buffer, int(idx[k]), size,
-                         f" at iteration o={o}, i={i}, uop {uop_bgn + u}")
+def _out_of_range(ctx: Ctx, buffer: str, idx: np.ndarray, size: int,
+                  dims: tuple[int, int, int], uop_bgn: int) -> AddressError:
+    """The error naming the first execution whose index in ``idx`` is ``size`` or more."""
+    k = int(np.argmax(idx >= size))
+    o, i, u = np.unravel_index(k, dims)
+    return ctx.bounds(buffer, int(idx[k]), size, f" at iteration o={o}, i={i}, uop {uop_bgn + u}")
 
 
 def operand_label(d: InstructionDef, op: Operand) -> str:
@@ -319,22 +324,25 @@ def operand_label(d: InstructionDef, op: Operand) -> str:
 _FIELD_ROW = {"dst": 0, "src": 1, "wgt": 2}
 
 
-def microop_indices(sram: Sram, insn: Any, d: InstructionDef,
-                    ctx: Ctx) -> dict[str, np.ndarray]:
+def microop_indices(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
+                    reads: tuple[Operand, ...] | None = None) -> dict[str, np.ndarray]:
     """The entry index of every operand (the destination, and each operand this instruction
-    reads) for every execution, in loop order, bounds-checked."""
+    reads: ``reads``, ``d.reads`` when not given) for every execution, in loop order,
+    bounds-checked."""
     if insn.uop_end > sram.depth["uop"]:
         raise ctx.bounds("uop", insn.uop_end - 1, sram.depth["uop"],
                          f" (uop range {insn.uop_bgn}:{insn.uop_end})")
     u = sram.uop[:, insn.uop_bgn: insn.uop_end]
     dims = (insn.iter_out, insn.iter_in, u.shape[1])
     out: dict[str, np.ndarray] = {}
-    for op in (d.dst, *d.reads(insn, sram.hw)):
+    for op in (d.dst, *(d.reads(insn, sram.hw) if reads is None else reads)):
         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) if op.factors \
             else (0, 0)
         base = u[_FIELD_ROW[op.name]] + op.offset(insn)
         idx = _loop(base, insn.iter_out, insn.iter_in, fo, fi)
-        _check_index(ctx, operand_label(d, op), idx, sram.depth[op.memory], dims, insn.uop_bgn)
+        size = sram.depth[op.memory]
+        if idx.size and int(idx.max()) >= size:  # the label is only made for the error
+            raise _out_of_range(ctx, operand_label(d, op), idx, size, dims, insn.uop_bgn)
         out[op.name] = idx
     return out
 
@@ -354,7 +362,7 @@ def as_slice(idx: np.ndarray) -> Entries:
     if n == 0:
         return idx
     lo = int(idx[0])
-    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool(np.all(idx[1:] - idx[:-1] == 1))):
+    if int(idx[-1]) - lo != n - 1 or (n > 1 and not bool((idx[1:] - idx[:-1] == 1).all())):
         return idx
     return slice(lo, lo + n)
 
@@ -399,14 +407,14 @@ def _set(sram: Sram, entries: Entries, exact: np.ndarray) -> None:
 def _needs_order(a: np.ndarray, sa: np.ndarray, reads: list[np.ndarray], depth: int) -> bool:
     """Whether loop order matters for an update: a destination repeats (``sa``: ``a``
     sorted), or an execution reads an acc entry an earlier execution wrote."""
-    if sa.size > 1 and bool(np.any(sa[1:] == sa[:-1])):
+    if sa.size > 1 and bool((sa[1:] == sa[:-1]).any()):
         return True
     if not reads:
         return False
     written_at = np.full(depth, a.size, dtype=np.int64)  # op position writing each entry
     written_at[a] = np.arange(a.size)
     pos = np.arange(a.size)
-    return any(bool(np.any(written_at[r] < pos)) for r in reads)
+    return any(bool((written_at[r] < pos).any()) for r in reads)
 
 
 def _gather(sram: Sram, d: InstructionDef, insn: Any, idx: dict[str, np.ndarray],
@@ -437,21 +445,22 @@ class _MicroPlan:
 
 
 def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
-    idx = microop_indices(sram, insn, d, ctx)
+    reads = d.reads(insn, sram.hw)  # asked once: the indices and the hazards use it
+    idx = microop_indices(sram, insn, d, ctx, reads)
     a = idx["dst"]
     mode = d.reset_mode(insn, sram.hw)
     if a.size == 0 or mode in ("zero", "keep"):
         return _MicroPlan(idx, mode, 0)
-    acc_reads = [idx[op.name] for op in d.reads(insn, sram.hw) if op.memory == "acc"]
+    acc_reads = [idx[op.name] for op in reads if op.memory == "acc"]
     hazards = count_raw_hazards(a, (a, *acc_reads), lag)
     if mode == "sum":
         return _MicroPlan(idx, mode, hazards)
     if d.kind == "accumulate":
-        order = np.argsort(a, kind="stable")
+        order = a.argsort(kind="stable")
         sa = a[order]
-        starts = np.flatnonzero(run_heads(sa))
+        starts = run_heads(sa).nonzero()[0]
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
-    perm = np.argsort(a, kind="stable")
+    perm = a.argsort(kind="stable")
     ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
     sel = None
     if not ordered:
@@ -560,8 +569,8 @@ def alu_shortcut(insn: Alu, dt: np.dtype[Any], hw: HwConfig) -> AluShortcut | No
             assert src is not None  # a register operand: the src entries
             return fn(dst, src)
         return register
-    info = np.iinfo(dt)
-    if op in (AluOp.MIN, AluOp.MAX) and not info.min <= insn.imm <= info.max:
+    # the signed dtype's range (what ``np.iinfo`` gives, without building one per plan)
+    if op in (AluOp.MIN, AluOp.MAX) and not -(1 << bits - 1) <= insn.imm < 1 << bits - 1:
         return None
     imm = np.array(insn.imm, dtype=np.int64).astype(dt)  # ADD/MUL: the same mod 2**bits
     return lambda dst, src: fn(dst, imm)
