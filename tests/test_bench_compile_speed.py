@@ -6,13 +6,12 @@ as the process the mode subtracts, compiles nothing."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = str(ROOT / "hwconfigs" / "pynq.yaml")
@@ -20,16 +19,7 @@ HW = str(ROOT / "hwconfigs" / "pynq.yaml")
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))  # (its ``callgrind`` helper)
-    try:
-        spec = importlib.util.spec_from_file_location("compile_speed",
-                                                      ROOT / "bench" / "compile_speed.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return mod
+    return load_bench("compile_speed")
 
 
 def test_callgrind_skips_without_valgrind(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,

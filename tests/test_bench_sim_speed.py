@@ -5,22 +5,18 @@ total of a callgrind output file."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sim_speed", ROOT / "bench" / "sim_speed.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("sim_speed")
 
 
 def test_callgrind_skips_without_valgrind(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,

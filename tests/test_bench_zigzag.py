@@ -4,12 +4,12 @@ buffers' depths across the grid, and its Kendall tau is the textbook tau-b."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _bench import load_bench
 
 from vta.config import HwConfig
 
@@ -18,12 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def zz() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("zigzag_compare",
-                                                  ROOT / "bench" / "zigzag_compare.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("zigzag_compare")
 
 
 def test_skips_without_zigzag(zz: ModuleType, monkeypatch: pytest.MonkeyPatch,

@@ -3,7 +3,10 @@ each give the reference interpreter's exact accumulators, whatever the micro-op 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +14,7 @@ from vta.config import HwConfig
 from vta.isa import Deps, Finish, Gemm, Load, MemType, ProgramBuilder, Store, Uop
 from vta.isa.builtins import GEMM
 from vta.sim import random_inputs, run_reference, simulate
-from vta.sim.gemm import FastGemm, _Grid, _im2col, _plan, affine_grid, unique_rows
+from vta.sim.gemm import FastGemm, _Grid, _im2col, _peel_rows, _plan, affine_grid, unique_rows
 from vta.testing import small_hw
 
 
@@ -112,18 +115,19 @@ def test_stacked_im2col_matches_reference_with_batch(classes: int, taps: int, ba
     np.testing.assert_array_equal(simulate(program, hw, inputs).outputs["C"], ref)
 
 
+@pytest.mark.parametrize("classify", [unique_rows, _peel_rows], ids=lambda f: f.__name__)
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 4), st.integers(0, 70),
        st.integers(0, 2**32 - 1))
-def test_unique_rows_is_numpys_unique(n: int, m: int, spread: int, limit: int,
+def test_unique_rows_is_numpys_unique(classify: Any, n: int, m: int, spread: int, limit: int,
                                       seed: int) -> None:
-    """``unique_rows`` (the im2col classification's fast path) gives ``np.unique(axis=0,
-    return_inverse=True)``'s rows and inverse exactly, or None when more than ``limit``
-    rows are distinct."""
+    """``unique_rows`` (the im2col classification's fast path, by keys) and its fallback
+    ``_peel_rows`` each give ``np.unique(axis=0, return_inverse=True)``'s rows and inverse
+    exactly, or None when more than ``limit`` rows are distinct."""
     rng = np.random.default_rng(seed)
     seq = rng.integers(-spread, spread + 1, size=(n, m))
     uniq, inverse = np.unique(seq, axis=0, return_inverse=True)
-    got = unique_rows(seq, limit)
+    got = classify(seq, limit)
     if uniq.shape[0] > limit:
         assert got is None
         return

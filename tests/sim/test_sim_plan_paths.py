@@ -1,6 +1,7 @@
 """The plan builders' fast paths give what their general forms give: a micro-op loop of one
 outer iteration (``kernels._loop``), and rows classified by keys (``gemm.unique_rows``)
-including two distinct rows whose keys collide (then classified by peeling)."""
+including two distinct rows whose keys collide (then classified by peeling;
+tests/sim/test_sim_gemm_paths holds both classifiers to ``np.unique``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vta.sim.gemm import _peel_rows, _row_mix, unique_rows
+from vta.sim.gemm import _row_mix, unique_rows
 from vta.sim.kernels import _loop
 
 
@@ -43,20 +44,3 @@ def test_colliding_keys_are_classified_exactly() -> None:
     np.testing.assert_array_equal(got[0], uniq)
     np.testing.assert_array_equal(got[1], inverse.reshape(-1))
     assert unique_rows(seq, 2) is None  # three distinct rows (two keys): over the limit
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 4), st.integers(0, 70),
-       st.integers(0, 2**32 - 1))
-def test_peeling_is_numpys_unique(n: int, m: int, spread: int, limit: int, seed: int) -> None:
-    """The fallback ``_peel_rows`` gives ``np.unique(axis=0, return_inverse=True)`` too, or
-    None over ``limit``."""
-    seq = np.random.default_rng(seed).integers(-spread, spread + 1, size=(n, m))
-    uniq, inverse = np.unique(seq, axis=0, return_inverse=True)
-    got = _peel_rows(seq, limit)
-    if uniq.shape[0] > limit:
-        assert got is None
-        return
-    assert got is not None
-    np.testing.assert_array_equal(got[0], uniq)
-    np.testing.assert_array_equal(got[1], inverse.reshape(-1))
