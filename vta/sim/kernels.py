@@ -276,12 +276,12 @@ def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
     rows, cols, lo = insn.y_size, insn.x_size, insn.sram_base
     dst = dram_rows(dram, ctx, "out", insn.dram_base, rows, cols, insn.x_stride)
     raw = sram.raw.get("out")
-    if raw is not None:
+    if raw is not None:  # the entries' bytes in place, one row of bytes per entry
         eb = dram.elem_bytes["out"]
-        src = raw[lo * eb: (lo + n) * eb].reshape(rows, cols * eb)
+        entries = raw[lo * eb: (lo + n) * eb].reshape(n, eb)
     else:
         entries = sram.data["out"][lo: lo + n].astype(sram.spec["out"][0])
-        src = store_rows(insn, entries).view(np.uint8).reshape(rows, -1)
+    src = store_rows(insn, entries).view(np.uint8).reshape(rows, -1)
     if rows > 1 and insn.x_stride < cols:  # overlapping rows: in row order
         for r in range(rows):
             dst[r] = src[r]
