@@ -194,7 +194,7 @@ def test_memport_job_copy_is_as_constructed() -> None:
     made = after._Job(**{f.name: getattr(job, f.name) for f in fields(after._Job)})
     made.solo = -1
     made.plan = None
-    assert job.copy() == made
+    assert job.copy() != made  # jobs compare by identity (``_run``'s list removal)
     assert all(getattr(job.copy(), f.name) == getattr(made, f.name) for f in fields(after._Job))
 
 

@@ -83,8 +83,11 @@ class Transfer:
         return sum(self.bursts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Job:
+    """A transfer on its channel: how far it has issued. Compared by identity (``_run``
+    removes a finished one from its list: a field-by-field ``__eq__`` per comparison)."""
+
     key: int
     transfer: Transfer
     arrival: int
@@ -449,6 +452,9 @@ class Port:
         #: next issue was at or after it then, and a transfer submitted since is not ready
         #: before its arrival), so ``finish`` after a ``submit`` at its cycle skips it
         self._upto: dict[bool, int] = {False: -1, True: -1}
+        #: whether some transfer is active (submitted, not yet retired): kept by ``submit``
+        #: and ``finish`` (the server asks after every turn)
+        self.active = False
 
     def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
         """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
@@ -482,6 +488,7 @@ class Port:
             for other in jobs:
                 other.solo = -1
         jobs.append(job)
+        self.active = True
         self._next[w] = self._trial[w] = None
         return self._keys
 
@@ -625,8 +632,6 @@ class Port:
             if len(keep) != len(jobs):
                 self._next[w] = None
             self.jobs[w] = keep
+        if done:
+            self.active = bool(self.jobs[False] or self.jobs[True])
         return done
-
-    @property
-    def active(self) -> bool:
-        return bool(self.jobs[False] or self.jobs[True])
