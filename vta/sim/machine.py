@@ -710,6 +710,8 @@ class Machine:
         self.slices: list[Slice] = []
         #: ``_wire`` of each description, by its identity (``info`` keeps every one alive)
         self.wires: dict[int, _Wires] = {}
+        #: ``_wire`` by what it reads of a description: (module, pops, pushes)
+        self.shapes: dict[tuple[Unit, tuple[Queue, ...], tuple[Queue, ...]], _Wires] = {}
         #: instruction indices in the order they completed (their arithmetic runs in this
         #: order after the timing, ``run``)
         self.completed: list[int] = []
@@ -723,12 +725,16 @@ class Machine:
         are reported with (``wires``, by the description's identity: the processes look
         them up per instruction, and a dictionary keyed by enum pairs hashes each enum in
         Python; the texts are ``_wire_texts``')."""
-        module, pops, pushes = info.module, info.pops, info.pushes
-        cmd, pop_texts, push_texts = _wire_texts(module, pops, pushes)
-        tokq = self.tokq
-        wire = _Wires((self.cmdq[module], cmd),
-                      tuple(zip([tokq[q] for q in pops], pop_texts, strict=True)),
-                      tuple(zip([tokq[q] for q in pushes], push_texts, strict=True)))
+        shape = (info.module, info.pops, info.pushes)
+        wire = self.shapes.get(shape)
+        if wire is None:  # (a program's descriptions share a few shapes)
+            module, pops, pushes = shape
+            cmd, pop_texts, push_texts = _wire_texts(module, pops, pushes)
+            tokq = self.tokq
+            wire = self.shapes[shape] = _Wires(
+                (self.cmdq[module], cmd),
+                tuple(zip([tokq[q] for q in pops], pop_texts, strict=True)),
+                tuple(zip([tokq[q] for q in pushes], push_texts, strict=True)))
         self.wires[id(info)] = wire
         return wire
 
