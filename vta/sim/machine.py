@@ -482,8 +482,9 @@ class _PortServer:
         if self.woken:
             wake = self.wake = env.event()
             self.woken = False
-        else:  # no request came: waits on it ended by their timeouts (``_either`` ignores
-            wake = self.wake  # them once a request triggers it)
+        else:  # no request came: the wait on it ended by its timeout, and only the
+            wake = self.wake  # server's ended waits are on it (``_either`` would ignore them)
+            wake.callbacks.clear()
         while True:
             if not port.active:
                 wake.callbacks.append(self._idle_cb)
@@ -816,8 +817,9 @@ class Machine:
             u.current = first
             timing = _fetch_timing(self.hw, k, first)
             start = self.env.now
-            if not (fast and self._dma_now(u, timing, timing.alone, first)):
-                yield from self._dma(u, timing, timing.alone, first)
+            alone = timing.alone
+            if not (fast and self._dma_now(u, timing, alone, first)):
+                yield from self._dma(u, timing, alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
             self.slices.append(_new_tuple(Slice, ("fetch", "insn", start, self.env.now, first,
