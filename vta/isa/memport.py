@@ -83,8 +83,11 @@ class Transfer:
         return sum(self.bursts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Job:
+    """A transfer on its channel: how far it has issued. Compared by identity (``_run``
+    removes a finished one from its list: a field-by-field ``__eq__`` per comparison)."""
+
     key: int
     transfer: Transfer
     arrival: int
@@ -319,7 +322,10 @@ def _settled(jobs: list[_Job], done: int | None, until: int) -> bool:
     after its next issue, and a finished job's ``done`` is after ``until``."""
     if done is not None and done <= until:
         return True
-    return all(j.next >= j.n for j in jobs)
+    for j in jobs:  # (a loop: ``all`` of a generator is a frame more)
+        if j.next < j.n:
+            return False
+    return True
 
 
 def _trimmed(slots: list[int], t: int) -> list[int]:
@@ -414,6 +420,17 @@ def _rows_alone(ch: Channel, transfer: Transfer) -> tuple[int, _State]:
                        last.last_key)
 
 
+def _idle_from(st: _State, at: int = 0) -> int:
+    """The first cycle from which a channel in state ``st`` (its times shifted by ``at``) is
+    idle: its last issue is past, its data lines are free and every burst is released
+    (``slots`` ascends: its last is the latest)."""
+    t = st.free if st.free > st.last_issue else st.last_issue + 1
+    slots = st.slots
+    if slots and slots[-1] > t:
+        t = slots[-1]
+    return t + at
+
+
 def alone(ch: Channel, transfer: Transfer) -> int:
     """Cycles ``transfer`` takes on an idle channel (its definition's duration reads this)."""
     if not transfer.bursts:
@@ -428,7 +445,15 @@ class Port:
 
     def __init__(self, read: Channel, write: Channel) -> None:
         self.channels = {False: read, True: write}
+        #: per channel, its committed state (``_state``: with ``_lazy`` applied)
         self.state = {False: _State(), True: _State()}
+        #: per channel, a state not made yet: a transfer's solo plan state (``_alone_plan``),
+        #: its times to shift by the transfer's arrival, and the key served last; set where a
+        #: lone transfer retires (``finish``, ``run_alone``) instead of shifting every time,
+        #: since the next transfer on the idle channel usually reads only ``_idle``
+        self._lazy: dict[bool, tuple[_State, int, int] | None] = {False: None, True: None}
+        #: per channel without jobs, the first cycle it is idle from (``_idle_from``)
+        self._idle = {False: 0, True: 0}
         self.jobs: dict[bool, list[_Job]] = {False: [], True: []}
         self._keys = 0
         #: per channel, the next completion under the current plan (a new transfer or a
@@ -449,6 +474,9 @@ class Port:
         #: next issue was at or after it then, and a transfer submitted since is not ready
         #: before its arrival), so ``finish`` after a ``submit`` at its cycle skips it
         self._upto: dict[bool, int] = {False: -1, True: -1}
+        #: whether some transfer is active (submitted, not yet retired): kept by ``submit``
+        #: and ``finish`` (the server asks after every turn)
+        self.active = False
 
     def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
         """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
@@ -469,12 +497,10 @@ class Port:
             self._keys, transfer, now, 0, -1, -1
         job.ready, job.n, job.plan = now + transfer.lead, len(transfer.bursts), None
         job.starts = _row_starts(transfer.groups) if transfer.groups else _NO_STARTS
-        st, ch = self.state[w], self.channels[w]
-        if not jobs and st.free <= now and st.last_issue < now \
-                and (not st.slots or max(st.slots) <= now):
+        if not jobs and self._idle[w] <= now:
             # an idle channel: as its definition says (``alone``)
             if transfer.bursts:
-                job.plan = self._alone_of(ch, transfer)
+                job.plan = self._alone_of(self.channels[w], transfer)
                 job.solo = now + job.plan[0]
             else:
                 job.solo = now + transfer.lead
@@ -482,6 +508,7 @@ class Port:
             for other in jobs:
                 other.solo = -1
         jobs.append(job)
+        self.active = True
         self._next[w] = self._trial[w] = None
         return self._keys
 
@@ -491,8 +518,7 @@ class Port:
         ``now``): as its definition says (``alone``); None when the port is not idle."""
         if self.active:
             return None
-        st = self.state[transfer.write]
-        if st.free <= now and st.last_issue < now and (not st.slots or max(st.slots) <= now):
+        if self._idle[transfer.write] <= now:
             if not transfer.bursts:
                 return now + transfer.lead
             return now + self._alone_of(self.channels[transfer.write], transfer)[0]
@@ -511,11 +537,21 @@ class Port:
             done, st = self._alone_of(self.channels[w], transfer)
         else:
             done, st = _alone_plan(self.channels[w], transfer)
-        self.state[w] = _State(st.last_issue + now, st.free + now, [r + now for r in st.slots],
-                               self._keys)
+        self._lazy[w] = (st, now, self._keys)
+        self._idle[w] = _idle_from(st, now)
         self._upto[w] = -1
         self._next[w] = self._trial[w] = None
         return now + done if transfer.bursts else now + transfer.lead
+
+    def _state(self, w: bool) -> _State:
+        """Channel ``w``'s committed state, made from ``_lazy`` first if it is pending."""
+        lazy = self._lazy[w]
+        if lazy is not None:
+            st, t0, key = lazy
+            self.state[w] = _State(st.last_issue + t0, st.free + t0, [r + t0 for r in st.slots],
+                                   key)
+            self._lazy[w] = None
+        return self.state[w]
 
     def _commit(self, w: bool, now: int) -> None:
         """Issue the bursts of channel ``w`` before ``now`` (nothing when none is left, or
@@ -526,7 +562,7 @@ class Port:
         jobs = self.jobs[w]
         for j in jobs:
             if j.next < j.n:
-                _run(self.channels[w], self.state[w], jobs, now)
+                _run(self.channels[w], self._state(w), jobs, now)
                 return
 
     def next_completion(self, horizon: int | None = None) -> int | None:
@@ -551,7 +587,7 @@ class Port:
                 else:
                     trial = self._trial[w]
                     if trial is None:
-                        trial = self._trial[w] = (self.state[w].copy(),
+                        trial = self._trial[w] = (self._state(w).copy(),
                                                   [j.copy() for j in jobs])
                     state, planned = trial
                     until = None if horizon is None else horizon + 1
@@ -576,7 +612,7 @@ class Port:
         out: dict[int, int] = {}
         for w in (False, True):
             trial = [j.copy() for j in self.jobs[w]]
-            _run(self.channels[w], self.state[w].copy(), trial, None)
+            _run(self.channels[w], self._state(w).copy(), trial, None)
             out.update((j.key, j.done) for j in trial)
         return out
 
@@ -602,8 +638,8 @@ class Port:
                 st = lone.plan[1] if lone.plan is not None else \
                     _alone_plan(self.channels[w], lone.transfer)[1]
                 t0 = lone.arrival
-                self.state[w] = _State(st.last_issue + t0, st.free + t0,
-                                       [r + t0 for r in st.slots], lone.key)
+                self._lazy[w] = (st, t0, lone.key)
+                self._idle[w] = _idle_from(st, t0)
                 self._upto[w] = -1
                 done.append(lone.key)
                 self.jobs[w] = []
@@ -624,9 +660,9 @@ class Port:
                     keep.append(j)
             if len(keep) != len(jobs):
                 self._next[w] = None
+                if not keep:
+                    self._idle[w] = _idle_from(self._state(w))
             self.jobs[w] = keep
+        if done:
+            self.active = bool(self.jobs[False] or self.jobs[True])
         return done
-
-    @property
-    def active(self) -> bool:
-        return bool(self.jobs[False] or self.jobs[True])

@@ -202,8 +202,10 @@ class DmaTiming:
     _alone: int = field(default=-1, init=False, repr=False, compare=False)
 
     def cycles(self, port: int) -> int:
-        """The instruction's cycles when its transfer took ``port`` cycles."""
-        return max(1, max(port, self.overlap) + self.after)
+        """The instruction's cycles when its transfer took ``port`` cycles (comparisons, not
+        ``max``: the simulator asks once per DMA)."""
+        t = (port if port > self.overlap else self.overlap) + self.after
+        return t if t > 1 else 1
 
     @property
     def alone(self) -> int:

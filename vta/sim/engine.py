@@ -345,8 +345,8 @@ class Store:
         return ev
 
     def get(self) -> Event:
-        ev = self.env.event()
-        ev.callbacks.append(self._trigger_put_cb)  # type: ignore[union-attr]
+        ev: Event = _alloc(Event)  # ``env.event()``, inline (its callback added at once)
+        ev.env, ev.callbacks, ev._value = self.env, [self._trigger_put_cb], PENDING
         if self.get_queue:  # it queues behind the others (only the head is tried)
             self.get_queue.append(ev)
             self._trigger_get(None)

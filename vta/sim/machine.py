@@ -366,7 +366,7 @@ class _PortServer:
     It waits as a process waiting on ``wake`` (an idle port) or on ``timeout | wake`` would
     (``_serve``), but as callbacks on those events rather than a generator: the same events
     are scheduled in the same order (the ``AnyOf`` as a plain event triggered by the first of
-    the two, ``_any``), so every engine runs it the same, without a process resumed per
+    the two, ``_either``), so every engine runs it the same, without a process resumed per
     wake or a condition object per wait (the port's waits are about a third of a run's)."""
 
     def __init__(self, env: Any, hw: HwConfig, shortcuts: bool) -> None:
@@ -376,7 +376,14 @@ class _PortServer:
         self.waiting: dict[int, Any] = {}
         self._idle_cb = self._woken
         self._done_cb = self._waited
+        self._either_cb = self._either
+        #: the timeout of the wait in progress (``_arm``); None when none is (it ended, or
+        #: the port is idle and waits on ``wake`` alone)
+        self._until: Any = None
         self.wake = env.event()
+        #: whether ``wake`` has been triggered (only ``request`` triggers it; ``_serve``
+        #: makes a fresh one then): ``wake.triggered`` without a property call
+        self.woken = False
         self.wake.callbacks.append(self._idle_cb)  # an idle port: a request wakes it
 
     def request(self, transfer: Transfer) -> Any:
@@ -388,15 +395,16 @@ class _PortServer:
         key = self.port.submit(transfer, now)
         done = env.event()
         self.waiting[key] = done
-        wake = self.wake
-        if not wake.triggered:
+        if not self.woken:
+            self.woken = True
+            wake = self.wake
             if self.shortcuts and env.quiet_through(now):
                 wake.process_now()
             else:
                 wake.succeed()
         return done
 
-    def at_once(self, timing: DmaTiming) -> int | None:
+    def at_once(self, timing: DmaTiming, alone: int) -> int | None:
         """A DMA on an idle port with nothing else scheduled before it ends (the lean
         engine's shortcut): its ``transfer`` submitted now completes at its solo time ``t``,
         and the DMA at ``now + timing.cycles(t - now)``; when nothing is scheduled at or
@@ -405,11 +413,11 @@ class _PortServer:
         takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
         the state submit, plan and finish leave) and the DMA's end is returned (the caller
         jumps there). None otherwise (the caller requests it and waits). Alone on the port
-        the DMA ends at ``now + timing.alone`` (its duration), so an event scheduled by then
-        rules it out before the port is asked."""
+        the DMA ends at ``now + alone`` (its duration, ``timing.alone``: the caller has it),
+        so an event scheduled by then rules it out before the port is asked."""
         env = self.env
         now: int = env.now
-        if self.wake.triggered or not env.quiet_through(now + timing.alone):
+        if self.woken or not env.quiet_through(now + alone):
             return None
         transfer = timing.transfer
         t = self.port.solo_completion(transfer, now)
@@ -421,6 +429,33 @@ class _PortServer:
         got = self.port.run_alone(transfer, now)
         assert got == t, (got, t)
         return end
+
+    def _arm(self, timeout: Any) -> None:
+        """Wait for ``timeout | wake``: both call ``_either`` when processed."""
+        self._until = timeout
+        timeout.callbacks.append(self._either_cb)
+        self.wake.callbacks.append(self._either_cb)
+
+    def _either(self, ev: Any) -> None:
+        """``ev`` processed: when it is the first of the wait in progress (``_arm``), the
+        wait ends where the engines' ``timeout | wake`` would be processed: after the
+        callbacks ``ev`` ran before this one, as an event scheduled now, or at once (the lean
+        engine's shortcut) when that event would be the next one processed (nothing is
+        scheduled at or before this cycle). Else it does nothing (the wait ended already,
+        or ``ev`` is the timeout of an earlier wait that a request ended), as a condition
+        already triggered does. No condition object, closure or event per wait: the port's
+        waits are a third of a run's."""
+        until = self._until
+        if until is None or (ev is not until and ev is not self.wake):
+            return
+        self._until = None
+        env = self.env
+        if self.shortcuts and env.quiet_through(env.now):
+            self._waited(None)
+        else:
+            either = env.event()
+            either.callbacks.append(self._done_cb)
+            either.succeed()
 
     def _woken(self, _: Any) -> None:
         """A request woke the idle port (``wake`` processed)."""
@@ -438,13 +473,18 @@ class _PortServer:
 
     def _serve(self) -> None:
         """The server's loop, up to its next wait: a fresh ``wake``; on an idle port, wait
-        for it; else plan the next completion and wait for it or a request (``_any``), or
+        for it; else plan the next completion and wait for it or a request (``_arm``), or
         (the lean engine's shortcut: nothing else is scheduled before it, so no request can
         come first) jump there, retire and go on. On the lean engine the completion is
         planned by steps (``_plan``). (A turn that retires and goes on keeps its ``wake``:
         nothing waits on it yet.)"""
         env, port = self.env, self.port
-        wake = self.wake = env.event()
+        if self.woken:
+            wake = self.wake = env.event()
+            self.woken = False
+        else:  # no request came: the wait on it ended by its timeout, and only the
+            wake = self.wake  # server's ended waits are on it (``_either`` would ignore them)
+            wake.callbacks.clear()
         while True:
             if not port.active:
                 wake.callbacks.append(self._idle_cb)
@@ -458,7 +498,7 @@ class _PortServer:
                 nxt = port.next_completion()
                 assert nxt is not None
             if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
-                _any(env, env.timeout(nxt - now), wake, self._done_cb, self.shortcuts)
+                self._arm(env.timeout(nxt - now))
                 return
             self._finish()
 
@@ -470,7 +510,7 @@ class _PortServer:
         cycle goes on (``_checkpoint``), and the timeout at the completion (its id taken now,
         as ``env.timeout`` would take it: ``deferred``, the id and the event) is pushed once
         it is known. The port's plan to the completion is the same, but a transfer that
-        arrives first (most do: ``_any``'s ``wake``) discards only the bursts planned by
+        arrives first (most do: ``_arm``'s ``wake``) discards only the bursts planned by
         then, not every one up to the completion. Returns the completion when it is known
         here and no timeout was deferred; else None."""
         env, port = self.env, self.port
@@ -487,7 +527,7 @@ class _PortServer:
                     done = env.event()
                     done._value = None  # a timeout's value
                     deferred = (env.reserve(), done)
-                    _any(env, done, wake, self._done_cb, True)
+                    self._arm(done)
                 self._checkpoint(horizon, 2 * step, deferred, wake)
                 return None
             step *= 2
@@ -508,26 +548,9 @@ class _PortServer:
         env.schedule_as(cp, at, deferred[0])
 
 
-def _any(env: Any, a: Any, b: Any, then: Callable[[Any], None], shortcuts: bool) -> None:
-    """``then`` runs when ``a | b`` would be processed: an event triggered by the first of
-    ``a`` and ``b`` processed (neither processed yet), with ``then`` its callback; scheduled
-    as the engines' ``AnyOf`` is, at the cycle of that first one and after its callbacks
-    before this one's (a condition's value is never read here, so none is built). ``a`` and
-    ``b`` have no callback after this one's, so with ``shortcuts`` (the lean engine) the
-    event is processed at once when it would be the next one processed (nothing scheduled
-    at or before the cycle: ``Event.process_now``)."""
-    either = env.event()
-    either.callbacks.append(then)
-
-    def check(_: Any) -> None:
-        if not either.triggered:
-            if shortcuts and env.quiet_through(env.now):
-                either.process_now()
-            else:
-                either.succeed()
-
-    a.callbacks.append(check)
-    b.callbacks.append(check)
+#: ``fetch_timing`` memoised: fetch asks it once per batch, and the programs run on one config
+#: ask the same (batch, first word) pairs (C1-C11 on pynq: 814 asks, 194 distinct)
+_fetch_timing = lru_cache(maxsize=4096)(fetch_timing)
 
 
 #: a wait's two texts: the unit's ``waiting`` while it waits, the timeline slice's label
@@ -693,6 +716,8 @@ class Machine:
         self.slices: list[Slice] = []
         #: ``_wire`` of each description, by its identity (``info`` keeps every one alive)
         self.wires: dict[int, _Wires] = {}
+        #: ``_wire`` by what it reads of a description: (module, pops, pushes)
+        self.shapes: dict[tuple[Unit, tuple[Queue, ...], tuple[Queue, ...]], _Wires] = {}
         #: instruction indices in the order they completed (their arithmetic runs in this
         #: order after the timing, ``run``)
         self.completed: list[int] = []
@@ -706,12 +731,16 @@ class Machine:
         are reported with (``wires``, by the description's identity: the processes look
         them up per instruction, and a dictionary keyed by enum pairs hashes each enum in
         Python; the texts are ``_wire_texts``')."""
-        module, pops, pushes = info.module, info.pops, info.pushes
-        cmd, pop_texts, push_texts = _wire_texts(module, pops, pushes)
-        tokq = self.tokq
-        wire = _Wires((self.cmdq[module], cmd),
-                      tuple(zip([tokq[q] for q in pops], pop_texts, strict=True)),
-                      tuple(zip([tokq[q] for q in pushes], push_texts, strict=True)))
+        shape = (info.module, info.pops, info.pushes)
+        wire = self.shapes.get(shape)
+        if wire is None:  # (a program's descriptions share a few shapes)
+            module, pops, pushes = shape
+            cmd, pop_texts, push_texts = _wire_texts(module, pops, pushes)
+            tokq = self.tokq
+            wire = self.shapes[shape] = _Wires(
+                (self.cmdq[module], cmd),
+                tuple(zip([tokq[q] for q in pops], pop_texts, strict=True)),
+                tuple(zip([tokq[q] for q in pushes], push_texts, strict=True)))
         self.wires[id(info)] = wire
         return wire
 
@@ -729,7 +758,7 @@ class Machine:
         """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
         return True, or return False (the caller runs ``_dma``)."""
         start = self.env.now
-        end = self.port[u.name].at_once(timing)
+        end = self.port[u.name].at_once(timing, alone)
         if end is None:
             return False
         self.env.now = end
@@ -786,10 +815,11 @@ class Machine:
         for first in range(0, n, batch):
             k = min(batch, n - first)
             u.current = first
-            timing = fetch_timing(self.hw, k, first)
+            timing = _fetch_timing(self.hw, k, first)
             start = self.env.now
-            if not (fast and self._dma_now(u, timing, timing.alone, first)):
-                yield from self._dma(u, timing, timing.alone, first)
+            alone = timing.alone
+            if not (fast and self._dma_now(u, timing, alone, first)):
+                yield from self._dma(u, timing, alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
             self.slices.append(_new_tuple(Slice, ("fetch", "insn", start, self.env.now, first,
@@ -849,7 +879,7 @@ class Machine:
             start = env.now
             timing, cycles = info.timing, info.cycles
             if timing is not None:  # (``_dma_now``, its call inline)
-                end = port.at_once(timing) if fast else None
+                end = port.at_once(timing, cycles) if fast else None
                 if end is None:
                     yield from self._dma(u, timing, cycles, index)
                 else:
