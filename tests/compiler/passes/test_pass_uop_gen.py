@@ -14,6 +14,7 @@ from vta.compiler.ir.structural import assert_structural_equal
 from vta.config import HwConfig
 from vta.isa import AluOp
 from vta.isa.builtins import ALU, GEMM
+from vta.isa.defs import instance
 
 C = buf("c_acc", (8, 1, 16), "int32", "acc")
 A = buf("a_inp", (8, 1, 16), "int8", "inp")
@@ -107,6 +108,21 @@ def test_uop_load_asks_the_shared_memo_once_per_count(monkeypatch) -> None:  # t
         return float(n)
 
     monkeypatch.setattr(uop_gen, "_uop_load_cycles", cycles)
-    load = uop_gen._uop_load(PYNQ)
+    load = uop_gen._uop_load.__wrapped__(PYNQ)  # a function of its own (not the config's)
     assert [load(n) for n in (4, 4, 8, 4)] == [4.0, 4.0, 8.0, 4.0]
     assert asked == [4, 8]
+
+
+def test_nests_of_one_instruction_share_its_timings() -> None:
+    """The timing functions are made once per instruction and config, so a second nest (an
+    equal prototype, another object) does not ask the definition's duration of a folding
+    again, and the micro-op loads' per-count memo is the config's."""
+    uop_gen._insn_cycles.cache_clear()
+    first = uop_gen._insn_cycles(GEMM, instance(GEMM, reset=False), PYNQ)
+    second = uop_gen._insn_cycles(GEMM, instance(GEMM, reset=False), PYNQ)
+    assert second is first
+    want = GEMM.duration(instance(GEMM, reset=False, iter_out=2, iter_in=3, uop_end=4), PYNQ)
+    assert first(2, 3, 4) == second(2, 3, 4) == want
+    info = first.cache_info()  # type: ignore[attr-defined]
+    assert (info.misses, info.hits) == (1, 1)
+    assert uop_gen._uop_load(PYNQ) is uop_gen._uop_load(PYNQ)

@@ -49,7 +49,7 @@ else:
 __all__ = [
     "PolyError", "CapacityError", "linear_form", "coefficient", "simplify", "to_isl",
     "aff_to_expr", "Box", "BoxLo", "box_closed_form", "isl_set_box",
-    "Clamped", "footprint", "set_box", "DimBox", "buffer_bytes", "check_capacity",
+    "Clamped", "footprint", "footprint_at", "set_box", "DimBox", "buffer_bytes", "check_capacity",
     "region_text",
     "Dependences", "dependences", "violations", "carries",
 ]
@@ -599,6 +599,29 @@ def footprint(indices: Sequence[E.Expr], ranges: Mapping[E.Var, int],
     mins = tuple(aff_to_expr(d.lo, by_name) if d.lo is not None else E.const(d.lo_min or 0)
                  for d in dims)
     return Box(mins, tuple(d.extent for d in dims))
+
+
+def footprint_at(indices: Sequence[E.Expr], ranges: Mapping[E.Var, int]
+                 ) -> tuple[tuple[int, int], ...]:
+    """``footprint(indices, ranges).at({})``, the concrete ``(min, extent)`` per dimension,
+    for indices whose variables are all in ``ranges``. Where each index is affine in them
+    (``linear_form``: every atom a ranged variable) and every range holds a value, the answer
+    is the closed form ``set_box`` finds in the text ``footprint`` would write
+    (``box_closed_form``: one piece, no parameters, each output's span ``_span_of`` over the
+    ranges), taken from the linear forms without writing, parsing and evaluating that text
+    (region inference asks it of every on-chip access of every candidate); anything else
+    goes through ``footprint``."""
+    if all(n >= 1 for n in ranges.values()):
+        out = []
+        for i in indices:
+            terms, const = linear_form(i)
+            if not all(type(v) is E.Var and v in ranges for v in terms):
+                break
+            lo, hi = _span_of((terms, const), ranges)  # type: ignore[arg-type]
+            out.append((lo, hi - lo + 1))
+        else:
+            return tuple(out)
+    return footprint(indices, ranges).at({})
 
 
 # --------------------------------------------------------------------------- capacity

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler.accel.passes._common import flat_stream, with_stream
+from vta.compiler.accel.passes._common import distinct, flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn, maker
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
@@ -197,7 +197,7 @@ def conflicts(stream: list[tuple[int, list[Access]]], depth: dict[str, int],
         if not flat:
             continue
         t, lo, hi, wr, row = np.array(flat, np.int64).reshape(-1, 5).T
-        bounds = np.unique(np.concatenate((lo, hi)))
+        bounds = distinct(np.concatenate((lo, hi)))
         seg = np.arange(len(bounds) - 1)
         cover = ((seg >= np.searchsorted(bounds, lo)[:, None])
                  & (seg < np.searchsorted(bounds, hi)[:, None]))  # (access, segment)

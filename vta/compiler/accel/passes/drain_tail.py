@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.compiler.accel.passes._common import flat_stream, with_stream
+from vta.compiler.accel.passes._common import distinct, flat_stream, with_stream
 from vta.compiler.accel.vta_ir import Insn
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
@@ -159,7 +159,7 @@ def _splittable(ins: Insn, hw: HwConfig) -> bool:
         return False
     dst = _indices(ins, d.dst)
     flat = dst.ravel()
-    if np.unique(flat).size != flat.size:
+    if distinct(flat).size != flat.size:
         return False
     for op in d.reads(x, hw):
         if op.memory != d.dst.memory:

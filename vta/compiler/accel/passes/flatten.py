@@ -77,10 +77,6 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     allocs: dict[int, S.Buffer] = {}  # by id, in first-execution order
     env: dict[E.Var, int] = {}
     uop_cache: dict[tuple, tuple[Uop, ...]] = {}
-    #: (offsets, the three bases) -> micro-ops: the instructions of an epilogue (and a GEMM's
-    #: copies) share their offsets (``uop_gen``) and mostly their bases, so most of
-    #: ``uop_cache``'s misses are micro-ops made before (``_block``)
-    by_base: dict[tuple[int, int, int, int], tuple[Uop, ...]] = {}
     #: (statement, micro-op tuple) -> (instruction, micro-ops): the same instruction recurs in
     #: every tile whose micro-ops evaluate alike (and in every thread)
     insn_cache: dict[tuple[int, int], tuple[Any, tuple[Uop, ...]]] = {}
@@ -117,8 +113,8 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             key = (id(u), tuple([get(v, 0) for v in fv]))
             made_uops = uop_cache.get(key)
             if made_uops is None:
-                made_uops = uop_cache[key] = _block(by_base, u.offsets, base[0](env),
-                                                    base[1](env), base[2](env))
+                made_uops = uop_cache[key] = _block(u.offsets, base[0](env), base[1](env),
+                                                    base[2](env))
             k = (id(s), id(made_uops))  # both kept alive by the function and ``uop_cache``
             made = insn_cache.get(k)
             if made is None:
@@ -178,20 +174,36 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return func.with_body(body)
 
 
-def _block(made: dict[tuple[int, int, int, int], tuple[Uop, ...]], offsets: Offsets,
-           d: int, s: int, w: int) -> tuple[Uop, ...]:
+#: ``_block``'s micro-ops by (offsets, the three bases), across flatten calls: the
+#: instructions of an epilogue (and a GEMM's copies) share their offsets (``uop_gen``) and
+#: mostly their bases, and a layer's candidates share offsets objects (``uop_gen``'s
+#: ``_table_offsets`` memo), so most blocks are micro-ops made before. Each entry holds its
+#: offsets object, whose id is the key's (a dead object's id may be another's later); the
+#: table is emptied when it holds more than ``_MADE_UOPS`` micro-ops.
+_MADE: dict[tuple[int, int, int, int], tuple[Offsets, tuple[Uop, ...]]] = {}
+_MADE_UOPS = 200_000
+_made_count = [0]  # micro-ops held by ``_MADE``
+
+
+def _block(offsets: Offsets, d: int, s: int, w: int) -> tuple[Uop, ...]:
     """``make_uops(d, s, w, offsets)`` as a tuple of its own, its ``Uop``s those of a block
-    made before from the same offsets object and bases (``made``, added to): a micro-op is
+    made before from the same offsets object and bases (``_MADE``, added to): a micro-op is
     immutable, so sharing one changes nothing, and copying a tuple is a C loop where making a
-    ``Uop`` is a few Python steps (C1-C11's 33 candidates on pynq: 584 blocks made, 238
-    distinct, 152,000 micro-ops made before, 52,000 after). Each block stays its own tuple:
-    the emitter tells blocks apart by identity, an instruction's block from another's."""
-    key = (id(offsets), d, s, w)  # ``offsets`` is kept alive by its table and statement
-    hit = made.get(key)
-    if hit is None:
-        hit = made[key] = make_uops(d, s, w, offsets)
-        return hit
-    return tuple(list(hit))
+    ``Uop`` is a few Python steps (C1-C11's 33 candidates on pynq: 356 blocks made, 214
+    distinct, 74,340 micro-ops of which 27,622 made before in another candidate). Each block
+    stays its own tuple: the emitter tells blocks apart by identity, an instruction's block
+    from another's."""
+    key = (id(offsets), d, s, w)
+    hit = _MADE.get(key)
+    if hit is None or hit[0] is not offsets:
+        made = make_uops(d, s, w, offsets)
+        if _made_count[0] + len(made) > _MADE_UOPS:
+            _MADE.clear()
+            _made_count[0] = 0
+        _MADE[key] = (offsets, made)
+        _made_count[0] += len(made)
+        return made
+    return tuple(list(hit[1]))
 
 
 def _field_fn(e: E.Expr) -> IntFn:

@@ -6,9 +6,10 @@ Pre:  a lowered ``PrimFunc`` (docs/ir.md): on-chip buffers (scopes inp/wgt/acc) 
       affine in the enclosing loops.
 Post: the same body; ``attr(BOUNDS)`` = ((buffer, per-dim (lo, hi) inclusive), ...) for each
       on-chip buffer: the exact box of every access over all its enclosing loops (an isl
-      footprint, ``poly.footprint``: one cached isl call per access expression, never per
-      iteration); raises ``RegionError`` naming the buffer, dimension and range when an access
-      falls outside the declared shape (so no DMA or micro-op can address past it).
+      footprint, ``poly.footprint_at``: in closed form for affine indices, else one cached
+      isl call per access expression, never per iteration); raises ``RegionError`` naming
+      the buffer, dimension and range when an access falls outside the declared shape (so no
+      DMA or micro-op can address past it).
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ def infer_regions(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             raise RegionError(f"{func.name}: index {list(idx)} of on-chip buffer {buf.name} "
                               f"uses {sorted(v.name for v in free)}, bound by no loop")
         try:
-            box = poly.footprint(idx, {v: n for v, n in loops.items() if v in used})
+            box = poly.footprint_at(idx, {v: n for v, n in loops.items() if v in used})
         except poly.PolyError as e:
             raise RegionError(f"{func.name}: on-chip buffer {buf.name}: {e}") from None
-        for d, ((lo, ext), n) in enumerate(zip(box.at({}), buf.shape, strict=True)):
+        for d, ((lo, ext), n) in enumerate(zip(box, buf.shape, strict=True)):
             hi = lo + ext - 1
             if lo < 0 or hi >= n:
                 raise RegionError(f"{func.name}: {buf.name} dimension {d} accessed over [{lo}, "
