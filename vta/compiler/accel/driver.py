@@ -30,7 +30,14 @@ from vta.compiler.accel.ops.packed_op import PackedOp
 from vta.compiler.accel.pipeline import CompileResult, collector_paused, compile_func
 from vta.compiler.accel.schedules import model
 from vta.compiler.accel.schedules.build import lower_op
-from vta.compiler.accel.schedules.space import ConvProblem, ConvSchedule, ConvSpace, fit_report
+from vta.compiler.accel.schedules.space import (
+    TILE_KNOBS,
+    ConvProblem,
+    ConvSchedule,
+    ConvSpace,
+    check_tile_knobs,
+    fit_report,
+)
 from vta.compiler.accel.schedules.space import exact_layout as space_exact_layout
 from vta.compiler.ir.space import Point
 from vta.compiler.ops.chain import Chain
@@ -202,6 +209,8 @@ def compile_workload(w: Workload, hw: HwConfig, *, latency_hiding: bool = True,
     if not latency_hiding:
         vth = 1
     over = {k: v for k, v in knobs.items() if v is not None}
+    check_tile_knobs([*((k, over.get(k)) for k in TILE_KNOBS if k != "vthreads"),
+                      ("vthreads", vth)])
     if {"tco", "tci", "th", "tw"} <= over.keys():
         problem = space_of(w, hw, chain=chain, exact=exact, fold=fold or "none")
         f = problem.folds[0]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -73,7 +73,7 @@ from vta.errors import ScheduleError
 if TYPE_CHECKING:
     from vta.compiler.accel.ops.chain_plan import ChainCost
 
-__all__ = ["ConvSchedule", "ConvSpace",
+__all__ = ["ConvSchedule", "ConvSpace", "TILE_KNOBS", "check_tile_knobs",
            "ConvProblem", "footprint", "fit_problems", "schedule_fits", "fit_report",
            "TileBatch", "pick",
            "exact_layout",
@@ -95,6 +95,20 @@ ROW_TILES = 64
 COL_TILES = 8
 
 
+#: the integer knobs of a schedule, each a count (``check_tile_knobs``)
+TILE_KNOBS = ("tco", "tci", "th", "tw", "vthreads")
+
+
+def check_tile_knobs(values: Iterable[tuple[str, Any]]) -> None:
+    """Each given count knob (``TILE_KNOBS``; None: not given) is >= 1, else a
+    ``ScheduleError`` naming it: ``ConvSchedule``'s rule, also checked on a caller's fixed
+    knobs before a space is built around them (a 0 would first divide the model's arrays
+    by zero)."""
+    for f, v in values:
+        if v is not None and v < 1:
+            raise ScheduleError(f"schedule: {f} must be >= 1, got {v}")
+
+
 @dataclass(frozen=True, slots=True)
 class ConvSchedule:
     """The tile knobs of an accelerator conv2d/matmul schedule (a point's schedule part)."""
@@ -109,9 +123,7 @@ class ConvSchedule:
     operands: str = "once"  # per-channel epilogue operands: "once" before the first tile, "tile"
 
     def __post_init__(self) -> None:
-        for f in ("tco", "tci", "th", "tw", "vthreads"):
-            if getattr(self, f) < 1:
-                raise ScheduleError(f"schedule: {f} must be >= 1, got {getattr(self, f)}")
+        check_tile_knobs((f, getattr(self, f)) for f in TILE_KNOBS)
         for f, values in (("vt_axis", ("oh", "oc")), ("order", ORDERS),
                           ("operands", PLACEMENTS)):
             if getattr(self, f) not in values:
