@@ -81,7 +81,7 @@ def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
 
     def off_by_one(insn, dt, hw):
         fn = fast(insn, dt, hw)
-        return lambda dst, src: fn(dst, src) + 1
+        return lambda dst, src, out: np.add(fn(dst, src, out), 1, out=out)
 
     monkeypatch.setattr(vta.sim.kernels, "alu_shortcut", off_by_one)
     assert not _agree(p, hw)
@@ -135,8 +135,14 @@ def test_a_bug_in_the_machines_dma_is_caught(hw, monkeypatch):
     p = _gemm_program(hw)
     real = vta.sim.kernels.dram_rows
 
+    real_run = vta.sim.kernels.dram_run
+
     def shifted(dram, ctx, kind, base, *rest):  # inp loads read one element too far
         return real(dram, ctx, kind, base + (kind == "inp"), *rest)
 
+    def shifted_run(dram, ctx, kind, base, *rest):  # (a run of rows back to back)
+        return real_run(dram, ctx, kind, base + (kind == "inp"), *rest)
+
     monkeypatch.setattr(vta.sim.kernels, "dram_rows", shifted)
+    monkeypatch.setattr(vta.sim.kernels, "dram_run", shifted_run)
     assert not _agree(p, hw)

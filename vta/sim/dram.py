@@ -108,6 +108,8 @@ class Dram:
         self.hw = hw
         #: bytes of one entry of each buffer kind (``HwConfig.elem_bytes``, read per DMA)
         self.elem_bytes = {k: hw.elem_bytes(k) for k in BUFFER_KINDS}
+        #: each kind's ``entry_spec`` (read per view: building a dtype costs more than a view)
+        self.spec = {k: entry_spec(hw, k) for k in BUFFER_KINDS}
         self.buf = np.zeros(program.dram_bytes, dtype=np.uint8)
         for name in program.uops:
             words = uop_words(program.uops, name, hw)
@@ -117,7 +119,7 @@ class Dram:
     def view(self, name: str) -> np.ndarray:
         """A writable typed view of allocation ``name``: shape ``(elems, *entry shape)``."""
         a = self._alloc(name)
-        dtype, shape = entry_spec(self.hw, a.kind)
+        dtype, shape = self.spec[a.kind]
         raw = self.buf[a.offset: a.offset + a.nbytes]
         return raw.view(dtype).reshape((a.elems, *shape))
 
@@ -133,7 +135,7 @@ class Dram:
         if a.kind == "uop":
             raise InputError(f"allocation {name!r} holds micro-ops, which come from the program, "
                              f"not from inputs")
-        dtype, shape = entry_spec(self.hw, a.kind)
+        dtype, shape = self.spec[a.kind]
         data = np.asarray(data)
         view = self.view(name)
         if data.dtype == view.dtype.newbyteorder("=") and data.shape == view.shape:
@@ -149,8 +151,16 @@ class Dram:
             self.write(name, data)
 
     def outputs(self) -> dict[str, np.ndarray]:
-        """Every allocation's contents, by name (micro-op allocations as uint32 words)."""
-        return {a.name: self.read(a.name) for a in self.program.allocations}
+        """Every allocation's contents, by name (micro-op allocations as uint32 words), for a
+        run's result: the image's own typed views where its dtype is native (``read``'s
+        values and dtypes; a run's image is its own, written by no later run, and a copy of
+        every allocation would fault in and copy the whole image again), else ``read``'s
+        converted copies."""
+        out = {}
+        for a in self.program.allocations:
+            v = self.view(a.name)
+            out[a.name] = v if v.dtype.isnative else v.astype(v.dtype.newbyteorder("="))
+        return out
 
     def _alloc(self, name: str) -> Allocation:
         try:

@@ -59,9 +59,10 @@ from vta.isa.asm import where
 from vta.isa.builtins import ALU, load_image, shift_amount, store_rows
 from vta.sim.dram import Dram, entry_spec
 
-__all__ = ["Sram", "Ctx", "exec_load", "exec_store", "exec_microop", "microop_indices",
-           "apply_sums", "as_slice", "Entries", "count_raw_hazards", "operand_label",
-           "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan", "run_heads"]
+__all__ = ["Sram", "Ctx", "dram_rows", "dram_run", "exec_load", "exec_store", "exec_microop",
+           "microop_indices", "apply_sums", "as_slice", "Entries", "count_raw_hazards",
+           "operand_label", "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan",
+           "run_heads", "permuted_run"]
 
 
 class Ctx(NamedTuple):
@@ -130,6 +131,8 @@ class _SharedPlans:
     def __init__(self) -> None:
         self.plans: dict[Any, Any] = {}
         self.bytes = 0
+        #: ``alu_shortcut`` of each built-in ALU function by its fields (``_builtin_alu``)
+        self.alus: dict[tuple[Any, bool, int], AluShortcut | None] = {}
 
 
 @lru_cache(maxsize=_MAX_CONFIGS)
@@ -187,23 +190,42 @@ def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
                                            strides=(stride * eb, 1))
 
 
+def dram_run(dram: Dram, ctx: Ctx, kind: str, base: int, n: int) -> np.ndarray:
+    """The bytes of ``n`` entries of ``kind`` from element ``base`` on, as one 1-D uint8 view
+    of DRAM: ``dram_rows``' one row of ``n`` (its bounds check and error), without the
+    row-shaped view a run of rows lying back to back does not need."""
+    eb = dram.elem_bytes[kind]
+    first = base * eb
+    if first + n * eb > dram.buf.size:
+        dram_rows(dram, ctx, kind, base, 1, n, n)  # raises the error naming the element
+    return dram.buf[first: first + n * eb]
+
+
 def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
     if base + n > sram.depth[kind]:
         raise ctx.bounds(kind, base + n - 1, sram.depth[kind],
                          f" (entries {base}..{base + n - 1})")
 
 
+#: each ``MemType``'s buffer kind, by value (``MemType.kind``'s own table, read here as a
+#: tuple: the property is a Python call, and the LOAD path asks once per instruction)
+_KIND_OF = tuple(m.kind for m in sorted(MemType))
+
+
 def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
     """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
-    gives, written in place (the pads zeroed around the data, no image built first) as bytes
-    (``Sram.raw``: the SRAM's entries are laid out as DRAM's, so the copy converts nothing
-    and needs no entry-shaped view), from the fields read once; returns what ``exec_load``
-    does. None where the general path runs instead (micro-ops, no data, an SRAM index out of
-    range: that path names the error; a host whose SRAM is not laid out as DRAM)."""
+    gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid out as
+    DRAM's, so the copy converts nothing), from the fields read once; returns what
+    ``exec_load`` does. A padded image is zeroed whole, then its data copied in (the bytes
+    the pads and the data write, with one fill instead of one per pad side); the data's rows
+    are one run of bytes on either side where they lie back to back there (a row, rows
+    without gaps), copied as one (no row-shaped views). None where the general path runs
+    instead (micro-ops, no data, an SRAM index out of range: that path names the error; a
+    host whose SRAM is not laid out as DRAM)."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
-    kind = mem.kind
+    kind = _KIND_OF[mem]
     dst = sram.raw.get(kind)
     rows, cols = insn.y_size, insn.x_size
     if mem is MemType.WGT:  # its load ignores the pad fields (``Load.pads``)
@@ -215,23 +237,26 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, 
     hi = lo + (y0 + rows + y1) * width
     if dst is None or not rows * cols or hi > sram.depth[kind]:
         return None
-    # each row's bytes are contiguous in DRAM (rows apart: a strided view): one copy
-    raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
     eb = dram.elem_bytes[kind]
-    if not (y0 or y1 or x0 or x1):
-        dst[lo * eb: hi * eb].reshape(rows, cols * eb)[...] = raw
-        return kind, lo, hi
-    img = dst[lo * eb: hi * eb].reshape(y0 + rows + y1, width * eb)
-    left, right = x0 * eb, (x0 + cols) * eb
-    if y0:  # the pads a tile has (an edge tile pads one or two sides): empty ones skipped
-        img[:y0] = 0
-    if y1:
-        img[y0 + rows:] = 0
-    if x0:
-        img[y0: y0 + rows, :left] = 0
-    if x1:
-        img[y0: y0 + rows, right:] = 0
-    img[y0: y0 + rows, left: right] = raw
+    stride, span = insn.x_stride, cols * eb
+    if rows == 1 or stride == cols:  # DRAM's rows back to back: one run of bytes
+        raw = dram_run(dram, ctx, kind, insn.dram_base, rows * cols)
+    else:
+        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
+    img = dst[lo * eb: hi * eb]
+    if y0 or y1 or x0 or x1:  # the pads a tile has (an edge tile pads one or two sides)
+        img.fill(0)
+        if rows == 1 or not (x0 or x1):  # the data one run of the image's bytes
+            at = (y0 * width + x0) * eb
+            img = img[at: at + rows * span]
+        else:
+            img = img.reshape(y0 + rows + y1, width * eb)[y0: y0 + rows, x0 * eb: x0 * eb + span]
+    if img.ndim == raw.ndim:
+        img[...] = raw
+    elif img.ndim == 1:
+        img.reshape(rows, span)[...] = raw
+    else:
+        img[...] = raw.reshape(rows, span)
     return kind, lo, hi
 
 
@@ -451,6 +476,11 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     mode = d.reset_mode(insn, sram.hw)
     if a.size == 0 or mode in ("zero", "keep"):
         return _MicroPlan(idx, mode, 0)
+    if mode is None and not reads and d.kind != "accumulate":
+        lo = permuted_run(a)
+        if lo is not None:  # ``_update_plan``'s answer for distinct destinations read by none
+            return _MicroPlan(idx, mode, 0, sel={"dst": slice(lo, lo + a.size)},
+                              alu=_builtin_alu(sram, insn, d))
     acc_reads = [idx[op.name] for op in reads if op.memory == "acc"]
     hazards = count_raw_hazards(a, (a, *acc_reads), lag)
     if mode == "sum":
@@ -469,11 +499,37 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
         # become one slice of acc (views instead of gathers and scatters)
         sel = {k: as_slice(v[perm]) for k, v in idx.items()}
-    alu = None
-    if not ordered and isinstance(insn, Alu) and isinstance(insn.op, AluOp) \
-            and ALU.get(insn.op) is d:  # a built-in ALU function
-        alu = alu_shortcut(insn, sram.acc_dtype, sram.hw)
+    alu = None if ordered else _builtin_alu(sram, insn, d)
     return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
+
+
+def permuted_run(a: np.ndarray) -> int | None:
+    """The first entry when the non-empty ``a`` holds every entry of one run ``lo .. lo +
+    a.size - 1`` once, in any order (the compiler's epilogue loops: micro-ops ``s`` apart
+    interleaved by an inner loop of stride 1), else None. Then ``a``'s executions write
+    distinct entries, sorted they are that run (one slice of acc), and no execution writes
+    what an earlier one did: what ``_micro_plan`` otherwise finds by a sort, a scatter over
+    the scratchpad and a comparison per lag, here from its bounds and one scatter over the
+    run (``a.size`` values covering ``a.size`` places: each place once)."""
+    lo, n = int(a.min()), a.size
+    if int(a.max()) - lo != n - 1:
+        return None
+    seen = np.zeros(n, dtype=np.bool_)
+    seen[a - lo] = True
+    return lo if bool(seen.all()) else None
+
+
+def _builtin_alu(sram: Sram, insn: Any, d: InstructionDef) -> AluShortcut | None:
+    """``alu_shortcut`` where ``insn`` runs a built-in ALU function (its definition is the
+    function's), else None; kept per config (``shared_plans``) by the function's fields:
+    the compiler's epilogues repeat a few (a shift, a clip) on every tile."""
+    if not (isinstance(insn, Alu) and isinstance(insn.op, AluOp) and ALU.get(insn.op) is d):
+        return None
+    key = (insn.op, insn.use_imm, insn.imm)
+    alus = sram.shared.alus
+    if key not in alus:
+        alus[key] = alu_shortcut(insn, sram.acc_dtype, sram.hw)
+    return alus[key]
 
 
 def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
@@ -513,9 +569,15 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
         assert plan.sel is not None
         at = plan.sel
         if plan.alu is not None:
-            new_acc = plan.alu(acc[at["dst"]], None if insn.use_imm else acc[at["src"]])
-            acc[at["dst"]] = new_acc
-            sram.data["out"][at["dst"]] = new_acc
+            dst, src = at["dst"], None if insn.use_imm else acc[at["src"]]
+            if isinstance(dst, slice):  # a view of acc: computed into it, then narrowed
+                view = acc[dst]
+                plan.alu(view, src, view)
+                sram.data["out"][dst] = view
+                return plan.hazards
+            new_acc = plan.alu(acc[dst], src, None)
+            acc[dst] = new_acc
+            sram.data["out"][dst] = new_acc
             return plan.hazards
         new = d.update(insn, acc[at["dst"]].astype(np.int64),
                        {op.name: sram.data[op.memory][at[op.name]].astype(np.int64)
@@ -530,8 +592,10 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
     return plan.hazards
 
 
-#: computes a built-in ALU function in the acc dtype: ``(dst entries, src entries or None)``
-AluShortcut = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+#: computes a built-in ALU function in the acc dtype: ``(dst entries, src entries or None,
+#: out)``, into ``out`` (the dst entries' own view of acc: the inputs are read as they were
+#: before, numpy's rule for overlapping operands) or a new array (``out`` None), returned
+AluShortcut = Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], np.ndarray]
 
 
 def alu_shortcut(insn: Alu, dt: np.dtype[Any], hw: HwConfig) -> AluShortcut | None:
@@ -541,7 +605,8 @@ def alu_shortcut(insn: Alu, dt: np.dtype[Any], hw: HwConfig) -> AluShortcut | No
     the dtype holds never leave its range; SHR by an immediate is an arithmetic right shift
     (an amount past the width gives the sign, as ``width - 1`` does) or a left shift modulo
     ``2**bits`` (``alu_shift`` then the wrap). The function takes the destination entries and
-    the src entries (None for an immediate), both in ``dt``. None where this does not apply (a
+    the src entries (None for an immediate), both in ``dt``, and where to write (``out``, or
+    None for a new array). None where this does not apply (a
     register SHR, an immediate outside the dtype for MIN/MAX, a dtype that is not a signed
     integer): the caller then runs the definition. Decided once per instruction (its plan)."""
     if dt.kind != "i":
@@ -554,26 +619,28 @@ def alu_shortcut(insn: Alu, dt: np.dtype[Any], hw: HwConfig) -> AluShortcut | No
         s = int(shift_amount(np.int64(insn.imm), hw))
         if s >= 0:
             right = min(s, bits - 1)
-            return lambda dst, src: dst >> right
-        if -s >= bits:
-            return lambda dst, src: np.zeros_like(dst)
+            return lambda dst, src, out: np.right_shift(dst, right, out=out)
+        if -s >= bits:  # every bit shifted out: zeros (``& 0``: into ``out`` as the others)
+            return lambda dst, src, out: np.bitwise_and(dst, 0, out=out)
         unsigned = np.dtype(f"u{dt.itemsize}").newbyteorder(dt.byteorder)
         left = unsigned.type(-s)
-        return lambda dst, src: (dst.view(unsigned) << left).view(dt)
+        return lambda dst, src, out: np.left_shift(
+            dst.view(unsigned), left, out=None if out is None else out.view(unsigned)).view(dt)
     fn = {AluOp.MIN: np.minimum, AluOp.MAX: np.maximum, AluOp.ADD: np.add,
           AluOp.MUL: np.multiply}.get(AluOp(op))
     if fn is None:
         return None
     if not insn.use_imm:
-        def register(dst: np.ndarray, src: np.ndarray | None) -> np.ndarray:
+        def register(dst: np.ndarray, src: np.ndarray | None,
+                     out: np.ndarray | None) -> np.ndarray:
             assert src is not None  # a register operand: the src entries
-            return fn(dst, src)
+            return fn(dst, src, out=out)
         return register
     # the signed dtype's range (what ``np.iinfo`` gives, without building one per plan)
     if op in (AluOp.MIN, AluOp.MAX) and not -(1 << bits - 1) <= insn.imm < 1 << bits - 1:
         return None
     imm = np.array(insn.imm, dtype=np.int64).astype(dt)  # ADD/MUL: the same mod 2**bits
-    return lambda dst, src: fn(dst, imm)
+    return lambda dst, src, out: fn(dst, imm, out=out)
 
 
 def _reset_sum(sram: Sram, insn: Any, d: InstructionDef, idx: dict[str, np.ndarray]) -> None:
