@@ -137,6 +137,9 @@ class _StackLayout:
     w_view: np.ndarray | None
     #: tensor ops per entry
     m: int
+    #: the LOADs not yet mirrored into the inp and wgt shadows it reads (``FastGemm._stale``'s
+    #: lists, cleared in place): both empty, the views are current and no ``_sync`` is asked
+    stale: tuple[list[tuple[int, int]], list[tuple[int, int]]]
     #: the gathered inp rows as (entries, m, batch, block_in)
     taps: tuple[int, int, int, int]
     #: the im2col matrix, the weight matrix, the product as (rows, classes, block_out), the
@@ -201,14 +204,17 @@ def _grid_view(a: np.ndarray, outer: _Grid, inner: _Grid) -> np.ndarray:
 
 def _stack(classes: tuple[_ColClass, ...]) -> _ColStack | None:
     """``classes`` as one product, when they read the same inp sequence."""
-    x = classes[0].x
-    # array methods: np.array_equal's checks cost more than these same-dtype comparisons
-    if any(c.x.shape != x.shape or not bool((c.x == x).all()) for c in classes[1:]):
+    x, rest = classes[0].x, classes[1:]
+    if any(c.x.shape != x.shape for c in rest):
+        return None
+    # one comparison of every other class's sequence with the first (array methods:
+    # np.array_equal's checks cost more than these same-dtype comparisons)
+    if rest and not bool((np.concatenate([c.x for c in rest]).reshape(-1, x.size) == x).all()):
         return None
     rows = np.concatenate([c.rows for c in classes])
     same = bool((rows == np.arange(rows.size)).all())
-    w = np.stack([c.w for c in classes])
-    m = w.shape[1]
+    m = classes[0].w.size
+    w = np.concatenate([c.w for c in classes]).reshape(len(classes), m)
     return _ColStack(x, w, None if same else rows, _grids(x.reshape(-1, m)), _grids(w.T))
 
 
@@ -228,11 +234,16 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     if got is None:
         return None
     uniq, inverse = got
-    xs = x[by_acc].reshape(starts.size, m)
+    # each class's rows in ascending order (a stable sort by class), and its entries' inp
+    # sequences gathered once for every class: then each class is slices
+    order = inverse.argsort(kind="stable")
+    ends = np.bincount(inverse, minlength=uniq.shape[0]).cumsum().tolist()
+    xs = x[by_acc].reshape(starts.size, m)[order]
     classes = []
-    for c in range(uniq.shape[0]):
-        rows = (inverse == c).nonzero()[0]
-        classes.append(_ColClass(rows, xs[rows].reshape(-1), uniq[c].copy()))
+    lo = 0
+    for c, hi in enumerate(ends):
+        classes.append(_ColClass(order[lo:hi], xs[lo:hi].reshape(-1), uniq[c].copy()))
+        lo = hi
     return sa[starts], tuple(classes)
 
 
@@ -416,6 +427,9 @@ class FastGemm:
         #: ``_stack_layout`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
         self._layouts: dict[int, _StackLayout] = {}
         self.resets: dict[tuple, _ResetPlan | None] = {}
+        #: ``resets``' entry of each reset by (instruction identity, mode, ``uop_version``),
+        #: beside the instruction, as ``_by_insn`` for the accumulating GEMMs
+        self._resets_by_insn: dict[tuple[int, str, int], tuple[Gemm, _ResetPlan | None]] = {}
         self.uop_version = 0
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
@@ -478,8 +492,7 @@ class FastGemm:
         if plan.entries.size == 0:
             return 0
         if plan.stack is not None:
-            acc = sram.data["acc"]
-            got = self._stacked_sums(plan.stack, acc.dtype)
+            got = self._stacked_sums(plan.stack, sram.acc_dtype)
             if plan.stack.rows is not None:
                 sums = np.empty_like(got)
                 sums[plan.stack.rows] = got
@@ -516,14 +529,12 @@ class FastGemm:
     def reset(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str) -> int:
         """Execute a GEMM reset whose ``reset_mode`` is ``mode`` (module docstring); returns
         its acc read-after-write hazard count (a ``sum`` reset reads the accumulator)."""
-        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in, insn.dst_factor_out,
-               insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.wgt_factor_out,
-               insn.wgt_factor_in, mode, self.uop_version)
-        plan = self.resets.get(key)
-        if plan is None:
-            plan = self.resets[key] = shared_plan(
-                sram, (self.defn, "reset", key[:-1]), insn.uop_bgn, insn.uop_end,
-                lambda: self._reset_plan(sram, insn, ctx, mode))
+        memo = self._resets_by_insn.get((id(insn), mode, self.uop_version))
+        if memo is not None:
+            plan = memo[1]
+        else:
+            plan = self._fields_reset_plan(sram, insn, ctx, mode)
+            self._resets_by_insn[id(insn), mode, self.uop_version] = insn, plan
         if plan is None:  # no executions
             return 0
         acc, out = sram.data["acc"], sram.data["out"]
@@ -550,6 +561,20 @@ class FastGemm:
             out[at] = 0
         acc[at] = 0
         return plan.hazards
+
+    def _fields_reset_plan(self, sram: Sram, insn: Gemm, ctx: Ctx, mode: str
+                           ) -> _ResetPlan | None:
+        """The plan of a reset (``mode``) with ``insn``'s fields over the micro-ops now in
+        ``sram``: this run's (``resets``), else every run's (``shared_plan``), else built."""
+        key = (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in, insn.dst_factor_out,
+               insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.wgt_factor_out,
+               insn.wgt_factor_in, mode, self.uop_version)
+        plan = self.resets.get(key)
+        if plan is None:
+            plan = self.resets[key] = shared_plan(
+                sram, (self.defn, "reset", key[:-1]), insn.uop_bgn, insn.uop_end,
+                lambda: self._reset_plan(sram, insn, ctx, mode))
+        return plan
 
     def _plan(self, sram: Sram, insn: Gemm, ctx: Ctx) -> _Plan:
         """The index work of an accumulating GEMM over the micro-ops now in ``sram``."""
@@ -599,8 +624,8 @@ class FastGemm:
         x_view, w_view, single = lay.x_view, lay.w_view, lay.single
         if x_view is None or w_view is None:
             inp, wgt_t, _ = self._shadows(lay.m)
-        else:  # the views read the shadows in place: only bring them up to date
-            self._sync("inp", not single)
+        elif lay.stale[0] or lay.stale[1]:  # the views read the shadows in place: only
+            self._sync("inp", not single)  # bring them up to date
             self._sync("wgt", not single)
         cols: np.ndarray
         if x_view is not None:  # the same entries as the gather below, by one strided copy
@@ -633,7 +658,8 @@ class FastGemm:
         inp, wgt_t, single = self._shadows(m)
         e, batch, bo = st.x.size // m, inp.shape[1], wgt_t.shape[2]
         x_view, w_view = self._grid_views(st, inp, wgt_t)
-        return _StackLayout(single, x_view, w_view, m, (e, m, batch, bi),
+        stale = (self._stale["inp", not single], self._stale["wgt", not single])
+        return _StackLayout(single, x_view, w_view, m, stale, (e, m, batch, bi),
                             (e * batch, m * bi), (m * bi, c * bo), (e * batch, c, bo),
                             (c * e, batch, bo))
 
