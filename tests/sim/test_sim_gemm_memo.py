@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from _sim_helpers import counting_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,29 +72,12 @@ def test_im2col_classes_are_their_definition(classes: int, taps: int, per: int, 
         np.testing.assert_array_equal(stack.x, cols[0].x)
 
 
-def _counting(monkeypatch, names: tuple[str, ...]) -> dict[str, int]:
-    """Count the calls of ``FastGemm``'s methods ``names`` (arguments passed through)."""
-    calls = dict.fromkeys(names, 0)
-
-    def counting(name: str):
-        method = getattr(FastGemm, name)
-
-        def counted(self, *args):
-            calls[name] += 1
-            return method(self, *args)
-        return counted
-
-    for name in names:
-        monkeypatch.setattr(FastGemm, name, counting(name))
-    return calls
-
-
 def test_a_reissued_reset_reads_its_plan_once(pynq: HwConfig, monkeypatch) -> None:
     """A reset issued again as the same object finds its plan by identity, not by reading and
     hashing its fields (``FastGemm._fields_reset_plan`` once per object and micro-op
     version); an equal object looks its fields up once more. The accumulators stay the
     reference interpreter's."""
-    calls = _counting(monkeypatch, ("_fields_reset_plan",))
+    calls = counting_calls(monkeypatch, FastGemm, ("_fields_reset_plan",))
     uops = [Uop(dst=c * 64, src=t, wgt=c * 3 + t) for c in range(2) for t in range(3)]
     base = gemm_program(pynq, uops, 2, 4, (8, 1, 8, 1, 0, 0), 4 * 64)
     insns = list(base.instructions)
@@ -112,7 +96,7 @@ def test_a_stacked_product_syncs_only_after_a_load(pynq: HwConfig, monkeypatch) 
     """A stacked product issued again with no LOAD since its last run reads its views as they
     are (no ``_sync``: both shadows' lists of LOADs not yet mirrored are empty). The
     accumulators stay the reference interpreter's."""
-    calls = _counting(monkeypatch, ("_sync",))
+    calls = counting_calls(monkeypatch, FastGemm, ("_sync",))
     uops = [Uop(dst=c * 64, src=t, wgt=c * 3 + t) for c in range(2) for t in range(3)]
     base = gemm_program(pynq, uops, 2, 4, (8, 1, 8, 1, 0, 0), 4 * 64)
     insns = list(base.instructions)

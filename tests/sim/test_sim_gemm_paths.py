@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _sim_helpers import counting_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -232,18 +233,7 @@ def test_a_reissued_gemm_reads_its_plan_and_layout_once(pynq: HwConfig, monkeypa
     (``FastGemm._stack_layout``), with the reference interpreter's accumulators."""
     from dataclasses import replace
 
-    calls = {"_fields_plan": 0, "_stack_layout": 0}
-
-    def counting(name: str):
-        method = getattr(FastGemm, name)
-
-        def counted(self, *args):
-            calls[name] += 1
-            return method(self, *args)
-        return counted
-
-    for name in calls:
-        monkeypatch.setattr(FastGemm, name, counting(name))
+    calls = counting_calls(monkeypatch, FastGemm, ("_fields_plan", "_stack_layout"))
     uops = [Uop(dst=c * 64, src=t, wgt=c * 3 + t) for c in range(2) for t in range(3)]
     base = gemm_program(pynq, uops, 2, 4, (8, 1, 8, 1, 0, 0), 4 * 64)
     insns = list(base.instructions)

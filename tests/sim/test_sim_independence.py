@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _sim_helpers import alu_program
 from strategies import small_hw
 
 import vta.sim.gemm
@@ -34,19 +35,6 @@ def test_reference_imports_no_machine_code():
 @pytest.fixture(scope="module")
 def hw():
     return small_hw()
-
-
-def _alu_program(hw):
-    """LOAD.ACC 8 entries, ALU.ADD imm 5 over them, STORE to Y."""
-    b = ProgramBuilder(hw)
-    x = b.alloc("X", "acc", 8)
-    y = b.alloc("Y", "out", 8)
-    u = b.alloc("U", "uop", 0)
-    b.add_uops("U", [Uop(0, 0, 0)])
-    b.extend([Load(MemType.UOP, 0, u.base, 1, 1, 1), Load(MemType.ACC, 0, x.base, 1, 8, 8),
-              Alu(AluOp.ADD, False, 0, 1, 8, 1, 1, 0, 0, 0, True, 5, deps=PUSH),
-              Store(MemType.OUT, 0, y.base, 1, 8, 8, deps=POP), Finish()])
-    return b.build()
 
 
 def _gemm_program(hw):
@@ -75,7 +63,7 @@ def _agree(program, hw) -> bool:
 
 
 def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
-    p = _alu_program(hw)
+    p = alu_program(hw)
     assert _agree(p, hw)
     fast = vta.sim.kernels.alu_shortcut
 
@@ -90,7 +78,7 @@ def test_a_bug_in_the_machines_alu_is_caught(hw, monkeypatch):
 def test_a_bug_in_the_machines_generic_alu_path_is_caught(hw, monkeypatch):
     """The path of an ALU function the acc dtype cannot compute directly (a user's, or
     ``alu_shortcut`` declining)."""
-    p = _alu_program(hw)
+    p = alu_program(hw)
     monkeypatch.setattr(vta.sim.kernels, "alu_shortcut", lambda *a: None)
     assert _agree(p, hw)
     real = vta.sim.kernels._set
@@ -99,7 +87,7 @@ def test_a_bug_in_the_machines_generic_alu_path_is_caught(hw, monkeypatch):
     assert not _agree(p, hw)
 
 
-def _chained_alu_program(hw):
+def _chainedalu_program(hw):
     """ALU.ADD with a register operand reading the entry the previous execution wrote: the
     executions depend on each other, so they must run in loop order."""
     b = ProgramBuilder(hw)
@@ -114,7 +102,7 @@ def _chained_alu_program(hw):
 
 
 def test_a_bug_in_the_machines_execution_order_is_caught(hw, monkeypatch):
-    p = _chained_alu_program(hw)
+    p = _chainedalu_program(hw)
     assert _agree(p, hw)
     monkeypatch.setattr(vta.sim.kernels, "_needs_order", lambda *a: False)
     assert not _agree(p, hw)
