@@ -519,14 +519,17 @@ def permuted_run(a: np.ndarray) -> int | None:
     interleaved by an inner loop of stride 1), else None. Then ``a``'s executions write
     distinct entries, sorted they are that run (one slice of acc), and no execution writes
     what an earlier one did: what ``_micro_plan`` otherwise finds by a sort, a scatter over
-    the scratchpad and a comparison per lag, here from its bounds and one scatter over the
-    run (``a.size`` values covering ``a.size`` places: each place once)."""
-    lo, n = int(a.min()), a.size
-    if int(a.max()) - lo != n - 1:
-        return None
-    seen = np.zeros(n, dtype=np.bool_)
-    seen[a - lo] = True
-    return lo if bool(seen.all()) else None
+    the scratchpad and a comparison per lag, here from one count of each entry (``bincount``,
+    which finds the largest itself: no reductions for the bounds): ``a.size`` executions
+    cover the last ``a.size`` entries up to the largest exactly when each is counted, once."""
+    least = 0
+    try:
+        counts = np.bincount(a)
+    except ValueError:  # a negative entry (fields set by hand): counted from the least
+        least = int(a.min())
+        counts = np.bincount(a - least)
+    lo = counts.size - a.size
+    return least + lo if lo >= 0 and bool(counts[lo:].all()) else None
 
 
 def _builtin_alu(sram: Sram, insn: Any, d: InstructionDef) -> AluShortcut | None:
