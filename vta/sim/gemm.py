@@ -158,24 +158,28 @@ def affine_grid(seq: np.ndarray) -> _Grid | None:
     """``seq`` (1-D, integer, not empty) as a ``_Grid``, or None when it is not one (within
     ``_MAX_GRID_DIMS`` dimensions). Innermost first: the run of constant step that starts the
     sequence is the last dimension; the sequence must be rows of that run, each the first
-    row shifted; the rows' starts are then decomposed the same way."""
+    row shifted; the rows' starts are then decomposed the same way. A row is the first shifted
+    when it steps by the same constant, so a level is checked on the one difference array
+    that finds its run: every difference other than the step falls between two rows (a few
+    numpy calls per level, each on the whole level: a plan asks this of small sequences)."""
     shape: list[int] = []
     steps: list[int] = []
     cur = seq.astype(np.int64, copy=False)
     while cur.size > 1:
         if len(shape) == _MAX_GRID_DIMS:
             return None
-        step = int(cur[1] - cur[0])
-        bad = (cur[1:] - cur[:-1] != step).nonzero()[0]
-        run = int(bad[0]) + 1 if bad.size else cur.size
-        if cur.size % run:
-            return None
-        rows = cur.reshape(-1, run)
-        if not bool((rows - rows[:, :1] == rows[0] - rows[0, 0]).all()):
-            return None
+        diff = cur[1:] - cur[:-1]
+        step = int(diff[0])
+        bad = (diff != step).nonzero()[0]
+        run = cur.size
+        if bad.size:
+            run = int(bad[0]) + 1
+            # rows of ``run``: the differences between two rows are at run - 1, 2 run - 1, ...
+            if cur.size % run or bool(((bad + 1) % run).any()):
+                return None
         shape.append(run)
         steps.append(step)
-        cur = rows[:, 0]
+        cur = cur[::run]
     return _Grid(int(seq[0]), tuple(reversed(shape)), tuple(reversed(steps)))
 
 

@@ -317,17 +317,27 @@ def exec_store(sram: Sram, dram: Dram, insn: Store, ctx: Ctx) -> None:
 # ------------------------------------------------------------------------------ loop indices
 
 
-def _loop(base: np.ndarray, iter_out: int, iter_in: int, f_out: int, f_in: int) -> np.ndarray:
-    """``base[u] + o*f_out + i*f_in`` for every (o, i, u) in loop order, flattened (``base``
-    itself, a fresh array of its caller's, for one execution of each micro-op; one outer
-    iteration, the compiler's usual loop, without the outer axis's arrays)."""
-    if iter_out == 1:
-        if iter_in == 1:
-            return base
-        return (np.arange(iter_in, dtype=np.int64)[:, None] * f_in + base).ravel()
-    o = np.arange(iter_out, dtype=np.int64)[:, None, None] * f_out
-    i = np.arange(iter_in, dtype=np.int64)[None, :, None] * f_in
-    return (base[None, None, :] + o + i).ravel()
+#: at most this many executions of each micro-op (iter_out * iter_in) for ``_loop`` to list
+#: their offsets in Python (one array made from a list) rather than by numpy's arange arithmetic
+_LISTED_ITERS = 64
+
+
+def _loop(base: np.ndarray, iter_out: int, iter_in: int, f_out: int, f_in: int,
+          offset: int = 0) -> np.ndarray:
+    """``base[u] + offset + o*f_out + i*f_in`` for every (o, i, u) in loop order, flattened (a
+    fresh array). The offsets ``offset + o*f_out + i*f_in`` of the few iterations are made
+    first, then added to ``base`` once: one pass over the executions (the instruction's base
+    field included) instead of one to add it and one per loop axis."""
+    if iter_out == 1 and iter_in == 1:
+        return base + offset
+    n = iter_out * iter_in
+    if n <= _LISTED_ITERS:
+        steps = np.array([offset + o * f_out + i * f_in for o in range(iter_out)
+                          for i in range(iter_in)], dtype=np.int64)
+    else:
+        steps = (np.arange(iter_out, dtype=np.int64)[:, None] * f_out
+                 + np.arange(iter_in, dtype=np.int64)[None, :] * f_in + offset).ravel()
+    return (steps[:, None] + base).ravel()
 
 
 def _out_of_range(ctx: Ctx, buffer: str, idx: np.ndarray, size: int,
@@ -363,8 +373,8 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
     for op in (d.dst, *(d.reads(insn, sram.hw) if reads is None else reads)):
         fo, fi = (getattr(insn, op.factors[0]), getattr(insn, op.factors[1])) if op.factors \
             else (0, 0)
-        base = u[_FIELD_ROW[op.name]] + op.offset(insn)
-        idx = _loop(base, insn.iter_out, insn.iter_in, fo, fi)
+        idx = _loop(u[_FIELD_ROW[op.name]], insn.iter_out, insn.iter_in, fo, fi,
+                    op.offset(insn))
         size = sram.depth[op.memory]
         if idx.size and int(idx.max()) >= size:  # the label is only made for the error
             raise _out_of_range(ctx, operand_label(d, op), idx, size, dims, insn.uop_bgn)
@@ -509,14 +519,17 @@ def permuted_run(a: np.ndarray) -> int | None:
     interleaved by an inner loop of stride 1), else None. Then ``a``'s executions write
     distinct entries, sorted they are that run (one slice of acc), and no execution writes
     what an earlier one did: what ``_micro_plan`` otherwise finds by a sort, a scatter over
-    the scratchpad and a comparison per lag, here from its bounds and one scatter over the
-    run (``a.size`` values covering ``a.size`` places: each place once)."""
-    lo, n = int(a.min()), a.size
-    if int(a.max()) - lo != n - 1:
-        return None
-    seen = np.zeros(n, dtype=np.bool_)
-    seen[a - lo] = True
-    return lo if bool(seen.all()) else None
+    the scratchpad and a comparison per lag, here from one count of each entry (``bincount``,
+    which finds the largest itself: no reductions for the bounds): ``a.size`` executions
+    cover the last ``a.size`` entries up to the largest exactly when each is counted, once."""
+    least = 0
+    try:
+        counts = np.bincount(a)
+    except ValueError:  # a negative entry (fields set by hand): counted from the least
+        least = int(a.min())
+        counts = np.bincount(a - least)
+    lo = counts.size - a.size
+    return least + lo if lo >= 0 and bool(counts[lo:].all()) else None
 
 
 def _builtin_alu(sram: Sram, insn: Any, d: InstructionDef) -> AluShortcut | None:
