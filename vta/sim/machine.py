@@ -219,7 +219,10 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
         raise _Refused(refused)
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-    return _Static(d, module, d.duration(insn, hw), pops, pushes, dma, timing,
+    # a DMA's duration is its timing alone on the port (``InstructionDef.dma_timing``): taken
+    # from the timing in hand rather than timing it a second time through ``d.duration``
+    cycles = d.duration(insn, hw) if timing is None else timing.alone
+    return _Static(d, module, cycles, pops, pushes, dma, timing,
                    d.mnemonic_of(insn), (), _work(insn, hw, d),
                    n_ops(insn) if d.is_microop else 0)
 
