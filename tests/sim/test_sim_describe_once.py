@@ -3,7 +3,9 @@ from the DMA timing in hand (``InstructionDef.dma_timing``: the duration is that
 on the port) instead of asking the definition's ``duration``, which would time it again. Held
 here: the built-ins keep that contract (the description's cycles equal ``duration`` on every
 config, empty DMAs included), and ``_timed`` asks a DMA's definition for its duration only
-when it has no timing."""
+when it has no timing. Likewise its token queues come from a table by (module, dependency
+flags, separate ALU): equal to ``pops_of``/``pushes_of`` (their errors included) and asked of
+them once per entry."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vta.config import HwConfig
-from vta.isa import Deps, Load, MemType, Store, definition_of
-from vta.sim.machine import _Refused, _timed
+from vta.isa import Deps, Load, MemType, Store, Unit, definition_of, pops_of, pushes_of
+from vta.sim import machine
+from vta.sim.machine import _queues, _Refused, _timed
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {p.stem: HwConfig.from_yaml(p) for p in sorted((ROOT / "hwconfigs").glob("*.yaml"))}
@@ -84,3 +87,33 @@ def test_an_empty_dma_asks_its_duration() -> None:
     got = _timed(store, PYNQ, d)
     assert calls == {"dma_timing": 1, "duration": 1}
     assert got.timing is None and got.cycles == definition_of(store).duration(store, PYNQ)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_token_queues_as_pops_and_pushes(name: str, data: st.DataObject) -> None:
+    hw = CONFIGS[name]
+    insn = data.draw(_dma(hw))
+    module = data.draw(st.sampled_from(list(Unit)))
+
+    def asked(f: Any) -> object:
+        try:
+            return f()
+        except ValueError as e:
+            return str(e)
+
+    want = asked(lambda: (tuple(pops_of(insn, hw, module)), tuple(pushes_of(insn, hw, module))))
+    assert asked(lambda: _queues(insn, hw, module)) == want
+    assert asked(lambda: _queues(insn, hw, module)) == want  # from the table the second time
+
+
+def test_token_queues_asked_once_per_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(machine, "_QUEUES", {})
+    monkeypatch.setattr(machine, "pops_of", lambda *a: calls.append(a) or pops_of(*a))
+    deps = Deps(pop_next=True, push_next=True)
+    a = Load(MemType.INP, 0, 0, 2, 2, 2, deps=deps)
+    b = Load(MemType.INP, 64, 4096, 3, 5, 9, deps=deps)
+    assert _timed(a, PYNQ, definition_of(a)).pops == _timed(b, PYNQ, definition_of(b)).pops
+    assert len(calls) == 1
