@@ -215,29 +215,42 @@ class DmaTiming:
         return self._alone
 
 
+def _burst_cycles(chunk: int, beat_bytes: int, entry_bytes: int | None) -> int:
+    """Channel cycles of one burst of ``chunk`` bytes: a cycle per beat of ``beat_bytes``
+    and, with ``entry_bytes``, one more between entries (Chisel's store re-reads the
+    scratchpad)."""
+    cycles = _ceil(chunk, beat_bytes)
+    if entry_bytes is not None:
+        cycles += max(0, _ceil(chunk, entry_bytes) - 1)
+    return cycles
+
+
 @lru_cache(maxsize=65536)
 def _row_bursts(bus_beats: int, boundary: int, addr: int, row_bytes: int, beat_bytes: int,
                 entry_bytes: int | None) -> tuple[int, ...]:
     """Channel cycles of each burst of one row of ``row_bytes`` at byte ``addr`` (modulo the
     boundary). A master ``beat_bytes`` wide bursts as many of its beats as a burst holds bus
     beats (``bus_beats``: ``burst_bytes // bus_bytes``, HLS's ``max_read_burst_length``) and
-    occupies the channel a cycle per beat; no burst crosses a multiple of ``boundary``
-    (``burst_boundary``). With ``entry_bytes``, one more cycle between entries (Chisel's
-    store re-reads the scratchpad). Keyed by the memory's numbers, not the config: a lookup
-    then hashes ints only (``HwConfig.__hash__`` is a Python call, and a DMA's timing looks
-    up each of its rows' offsets)."""
+    occupies the channel a cycle per beat (``_burst_cycles``); no burst crosses a multiple of
+    ``boundary`` (``burst_boundary``). Each piece of the row between boundaries (the first
+    up to the next boundary, then whole boundaries, then the rest) bursts as full bursts then
+    one of the remainder: built per piece, not per burst (a row of micro-ops is dozens of
+    bursts). Keyed by the memory's numbers, not the config: a lookup then hashes ints only
+    (``HwConfig.__hash__`` is a Python call, and a DMA's timing looks up each of its rows'
+    offsets)."""
     per_burst = bus_beats * beat_bytes
-    out: list[int] = []
-    left, at = row_bytes, addr
+    full = _burst_cycles(per_burst, beat_bytes, entry_bytes)
+    out: tuple[int, ...] = ()
+    left, room = row_bytes, boundary - addr % boundary
     while left > 0:
-        chunk = min(left, per_burst, boundary - at % boundary)
-        cycles = _ceil(chunk, beat_bytes)
-        if entry_bytes is not None:
-            cycles += max(0, _ceil(chunk, entry_bytes) - 1)
-        out.append(cycles)
-        left -= chunk
-        at += chunk
-    return tuple(out)
+        piece = left if left < room else room
+        whole, rest = divmod(piece, per_burst)
+        out += (full,) * whole
+        if rest:
+            out += (_burst_cycles(rest, beat_bytes, entry_bytes),)
+        left -= piece
+        room = boundary
+    return out
 
 
 def _overhead(tm: TimingModel, kind: str, write: bool) -> Overhead:

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ from vta.isa import (
 )
 from vta.isa.asm import where
 from vta.isa.builtins import GEMM
-from vta.isa.insn import values_of
+from vta.isa.insn import DEP_FLAGS, values_of
 from vta.isa.memport import Port, Transfer
 from vta.isa.timing import (
     DmaTiming,
@@ -203,6 +204,28 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     return _timed(insn, hw, d)
 
 
+#: an instruction's dependency flags as a tuple of bools (``Deps`` hashes by a Python call)
+_dep_flags = attrgetter(*DEP_FLAGS)
+
+#: ``_queues``' results by (module, dependency flags, ``alu.separate_pipeline``)
+_QUEUES: dict[tuple[Unit, tuple[bool, ...], bool], tuple[tuple[Queue, ...], tuple[Queue, ...]]] = {}
+
+
+def _queues(insn: Any, hw: HwConfig, module: Unit
+            ) -> tuple[tuple[Queue, ...], tuple[Queue, ...]]:
+    """The token queues ``insn`` pops and pushes when ``module`` runs it on ``hw``
+    (``pops_of``, ``pushes_of``): those read only the module, the dependency flags and whether
+    the ALU is a separate pipeline, so they are asked once per such triple (a program's
+    hundreds of distinct instructions have a few dozen); an instruction they refuse is
+    refused each time with their error."""
+    key = (module, _dep_flags(insn.deps), bool(hw.alu.separate_pipeline))
+    got = _QUEUES.get(key)
+    if got is None:
+        got = _QUEUES[key] = (tuple(pops_of(insn, hw, module)),
+                              tuple(pushes_of(insn, hw, module)))
+    return got
+
+
 def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     """``_describe`` of an instruction whose fields are checked: its unit, duration, token
     queues, DMA, mnemonic and counted work (no accumulator banks: those depend on its place in
@@ -210,8 +233,7 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     ``timing_key`` covers."""
     try:
         module = d.unit_of(insn, hw)
-        pops = tuple(pops_of(insn, hw, module))
-        pushes = tuple(pushes_of(insn, hw, module))
+        pops, pushes = _queues(insn, hw, module)
     except (ValueError, DefinitionError) as e:
         raise _Refused(str(e)) from None
     refused = chisel_refusal(insn, hw)
@@ -219,7 +241,10 @@ def _timed(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
         raise _Refused(refused)
     dma = d.dma(insn, hw) if d.dma is not None else None
     timing = d.dma_timing(insn, hw) if d.dma_timing is not None else None
-    return _Static(d, module, d.duration(insn, hw), pops, pushes, dma, timing,
+    # a DMA's duration is its timing alone on the port (``InstructionDef.dma_timing``): taken
+    # from the timing in hand rather than timing it a second time through ``d.duration``
+    cycles = d.duration(insn, hw) if timing is None else timing.alone
+    return _Static(d, module, cycles, pops, pushes, dma, timing,
                    d.mnemonic_of(insn), (), _work(insn, hw, d),
                    n_ops(insn) if d.is_microop else 0)
 
