@@ -123,9 +123,12 @@ class Dram:
         raw = self.buf[a.offset: a.offset + a.nbytes]
         return raw.view(dtype).reshape((a.elems, *shape))
 
-    def read(self, name: str) -> np.ndarray:
-        """A copy of allocation ``name``'s contents (native byte order)."""
+    def read(self, name: str, copy: bool = True) -> np.ndarray:
+        """Allocation ``name``'s contents in native byte order: a copy, or (``copy`` False)
+        the image's own typed view where its dtype is already native."""
         v = self.view(name)
+        if not copy and v.dtype.isnative:
+            return v
         return v.astype(v.dtype.newbyteorder("="))
 
     def write(self, name: str, data: ArrayLike) -> None:
@@ -156,11 +159,7 @@ class Dram:
         values and dtypes; a run's image is its own, written by no later run, and a copy of
         every allocation would fault in and copy the whole image again), else ``read``'s
         converted copies."""
-        out = {}
-        for a in self.program.allocations:
-            v = self.view(a.name)
-            out[a.name] = v if v.dtype.isnative else v.astype(v.dtype.newbyteorder("="))
-        return out
+        return {a.name: self.read(a.name, copy=False) for a in self.program.allocations}
 
     def _alloc(self, name: str) -> Allocation:
         try:
