@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -28,13 +29,22 @@ def _run(argv: list[str], cwd: Path, timeout: int = 600) -> subprocess.Completed
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bin/ folder of a fresh venv holding vta from a freshly built wheel."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A wheel freshly built from this checkout, and the build's log (``-v``: the build
+    backend's own output, its warnings included)."""
     tmp = tmp_path_factory.mktemp("wheel")
     build = _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                  "-q", "-w", str(tmp / "dist"), str(ROOT)], tmp)
+                  "-v", "-w", str(tmp / "dist"), str(ROOT)], tmp)
     assert build.returncode == 0, build.stderr
     [wheel] = (tmp / "dist").glob("vta-*.whl")
+    return wheel, build.stdout + build.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(built: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ folder of a fresh venv holding vta from the freshly built wheel."""
+    tmp = tmp_path_factory.mktemp("venv")
+    wheel = built[0]
     venv = tmp / "venv"
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp)
     assert made.returncode == 0, made.stderr
@@ -51,6 +61,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(Path(site) / "bin" / "vta", venv / "bin" / "vta")
     assert inst.returncode == 0, inst.stderr
     return venv / "bin"
+
+
+def test_the_build_uses_no_deprecated_metadata(built: tuple[Path, str]) -> None:
+    """pyproject's metadata is in the form setuptools keeps building: the license an SPDX
+    expression (PEP 639), not the ``{ text = ... }`` table setuptools 77+ deprecates (its
+    warning says builds stop being supported after 2027-02-18)."""
+    wheel, log = built
+    assert "SetuptoolsDeprecationWarning" not in log, log[-4000:]
+    with zipfile.ZipFile(wheel) as z:
+        [meta] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = z.read(meta).decode().splitlines()
+    assert "License-Expression: Apache-2.0" in lines
 
 
 def test_the_wheel_carries_the_configs_and_no_checkout_is_read(installed: Path,
