@@ -5,6 +5,7 @@ shapes, sharing the result's image, and untouched by a later run of the same pro
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from _sim_helpers import alu_program
 
 from vta.sim import random_inputs, simulate
@@ -27,3 +28,21 @@ def test_outputs_are_the_images_views_and_stay_a_runs_own() -> None:
     simulate(program, hw, random_inputs(program, hw, 2))  # a later run: its own image
     for name, v in kept.items():
         np.testing.assert_array_equal(first.outputs[name], v)
+
+
+def test_outputs_are_read_only_and_the_image_is_not() -> None:
+    """An in-place edit of an output would change the image it views (and every other view):
+    each output refuses it; the result's image itself, and a copy, stay writable."""
+    hw = small_hw(batch=1, block=4, depth=128)
+    program = alu_program(hw)
+    res = simulate(program, hw, random_inputs(program, hw, 3))
+    assert res.outputs
+    for name, v in res.outputs.items():
+        assert not v.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            v[...] = 0
+        mine = np.array(v)
+        mine[...] = 0  # a copy is the caller's own
+    before = res.dram.copy()
+    res.dram[:1] = res.dram[:1]  # the image stays writable
+    np.testing.assert_array_equal(res.dram, before)

@@ -158,14 +158,23 @@ class Dram:
         run's result: the image's own typed views where its dtype is native (``read``'s
         values and dtypes; a run's image is its own, written by no later run, and a copy of
         every allocation would fault in and copy the whole image again), else ``read``'s
-        converted copies."""
-        return {a.name: self.read(a.name, copy=False) for a in self.program.allocations}
+        converted copies. Each is read-only (``_frozen``): a view shares the image's memory,
+        so a caller's in-place edit would silently change ``SimResult.dram`` and every other
+        view of it; one who wants to edit takes a copy (``np.array(out)``)."""
+        return {a.name: _frozen(self.read(a.name, copy=False)) for a in self.program.allocations}
 
     def _alloc(self, name: str) -> Allocation:
         try:
             return self.program.allocation(name)
         except KeyError as e:
             raise InputError(str(e.args[0])) from None
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` marked read-only (the flag of this array object only: the image it may view
+    stays writable through the image itself)."""
+    a.flags.writeable = False
+    return a
 
 
 def _checked(a: Allocation, data: np.ndarray, dtype: np.dtype,
