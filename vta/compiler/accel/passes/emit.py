@@ -225,18 +225,23 @@ def _blocks(insns: list[Insn], hw: HwConfig, view: _Views) -> dict[int, tuple[Uo
         else:
             canon[id(ins.uops)] = first.setdefault(view.key(ins.uops), ins.uops)
     placed = list(first.values())
-    by_view: dict[tuple[str, ...], dict[int, tuple[Uop, ...]]] = {}
+    #: (fields, length) -> the first block placed of each view of those fields and that
+    #: length: blocks of other lengths never agree, so their views are not made for it
+    by_view: dict[tuple[tuple[str, ...], int], dict[int, tuple[Uop, ...]]] = {}
     for ins, used in partial:
-        if used not in by_view:
-            by_view[used] = {}
+        at = (used, len(ins.uops))
+        if at not in by_view:
+            by_view[at] = {}
             for b in placed:
-                by_view[used].setdefault(view.key(b, used), b)
-        hit = by_view[used].get(view.key(ins.uops, used))
+                if len(b) == at[1]:
+                    by_view[at].setdefault(view.key(b, used), b)
+        hit = by_view[at].get(view.key(ins.uops, used))
         if hit is None or not _in_range(ins, hit, hw):
             hit = ins.uops
             placed.append(hit)
-            for u, index in by_view.items():
-                index.setdefault(view.key(hit, u), hit)
+            for (u, n), index in by_view.items():
+                if n == len(hit):
+                    index.setdefault(view.key(hit, u), hit)
         canon[id(ins.uops)] = hit
     return canon
 
