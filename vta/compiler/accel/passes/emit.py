@@ -50,10 +50,21 @@ def _insns(func: S.PrimFunc) -> list[Insn]:
     return stream[0]
 
 
+#: an ``Insn``'s instruction, and its micro-op block (empty: none), read in C
+_INSN, _UOPS = attrgetter("insn"), attrgetter("uops")
+
+
+def _definitions(insns: list[Insn]) -> tuple[list[InstructionDef], list[str]]:
+    """Each instruction's definition (looked up once, here) and role: the loops in C, a
+    distinct definition's role (a property) read once."""
+    defs = list(map(definition_of, map(_INSN, insns)))
+    role_of = {k: d.role for k, d in dict(zip(map(id, defs), defs, strict=True)).items()}
+    return defs, list(map(role_of.__getitem__, map(id, defs)))
+
+
 def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     insns = _insns(func)
-    defs = [definition_of(ins.insn) for ins in insns]  # each looked up once, here
-    roles = [d.role for d in defs]
+    defs, roles = _definitions(insns)
     kinds: dict[S.Buffer, str] = {}
     for ins, role in zip(insns, roles, strict=True):
         if ins.dram is not None:
@@ -63,14 +74,15 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
                 raise CompileError(f"{func.name}: global buffer {ins.dram.name} is moved as both "
                                    f"{kinds[ins.dram]} and {k}")
     pb = ProgramBuilder(hw)
-    allocs = {}
+    #: each global buffer's DRAM base, in elements (a DMA's offset is relative to it)
+    bases: dict[S.Buffer, int] = {}
     for p in func.params:
         if p in kinds:
-            allocs[p] = pb.alloc(p.name, kinds[p], entries_of(p))
+            bases[p] = pb.alloc(p.name, kinds[p], entries_of(p)).base
     view = _Views()
     canon = _blocks(insns, hw, view)
     shifted = _shared_by_base(insns, canon, hw, view) if hw.gemm.uop_base else {}
-    for ins in insns:
+    for ins in insns if shifted else ():
         if id(ins) in shifted:
             canon[id(ins.uops)] = shifted[id(ins)][0]
     blocks = _unique(canon.values(), view)
@@ -129,7 +141,10 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
             out.append(x)
         elif role in ("load", "store"):
             assert ins.dram is not None
-            out.append(evolve(i, dram_base=i.dram_base + allocs[ins.dram].base))
+            base = bases[ins.dram]
+            # at base 0 (the first buffer placed) the offset is already absolute: the
+            # instruction itself, not an equal copy of it (half of a layer's DMAs)
+            out.append(evolve(i, dram_base=i.dram_base + base) if base else i)
         else:
             out.append(i)
         out_defs.append(d)
@@ -194,33 +209,39 @@ def _blocks(insns: list[Insn], hw: HwConfig, view: _Views) -> dict[int, tuple[Uo
     ``dst``, an ALU immediate ``dst`` alone too) is any earlier block that agrees on those
     fields and keeps its other reads in range (a tile's reset and its epilogue's immediate ALU
     instructions share one block). Blocks of instructions that need every field come first,
-    in first-use order; a block is hashed once per tuple object (flatten shares them)."""
-    first: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
+    in first-use order; blocks are told apart by their views' keys (``_Views.key``: ints,
+    each view hashed once)."""
+    first: dict[int, tuple[Uop, ...]] = {}
     canon: dict[int, tuple[Uop, ...]] = {}
     partial: list[tuple[Insn, tuple[str, ...]]] = []
     every = len(Uop.__dataclass_fields__)
-    for ins in insns:
-        if not ins.uops or id(ins.uops) in canon:
+    for ins in filter(_UOPS, insns):  # those with micro-ops
+        if id(ins.uops) in canon:
             continue
         used = _used(ins, hw)
         if len(used) < every:
             canon[id(ins.uops)] = ins.uops  # placeholder until the second round
             partial.append((ins, used))
         else:
-            canon[id(ins.uops)] = first.setdefault(view(ins.uops), ins.uops)
+            canon[id(ins.uops)] = first.setdefault(view.key(ins.uops), ins.uops)
     placed = list(first.values())
-    by_view: dict[tuple[str, ...], dict[tuple[tuple[int, ...], ...], tuple[Uop, ...]]] = {}
+    #: (fields, length) -> the first block placed of each view of those fields and that
+    #: length: blocks of other lengths never agree, so their views are not made for it
+    by_view: dict[tuple[tuple[str, ...], int], dict[int, tuple[Uop, ...]]] = {}
     for ins, used in partial:
-        if used not in by_view:
-            by_view[used] = {}
+        at = (used, len(ins.uops))
+        if at not in by_view:
+            by_view[at] = {}
             for b in placed:
-                by_view[used].setdefault(view(b, used), b)
-        hit = by_view[used].get(view(ins.uops, used))
+                if len(b) == at[1]:
+                    by_view[at].setdefault(view.key(b, used), b)
+        hit = by_view[at].get(view.key(ins.uops, used))
         if hit is None or not _in_range(ins, hit, hw):
             hit = ins.uops
             placed.append(hit)
-            for u, index in by_view.items():
-                index.setdefault(view(hit, u), hit)
+            for (u, n), index in by_view.items():
+                if n == len(hit):
+                    index.setdefault(view.key(hit, u), hit)
         canon[id(ins.uops)] = hit
     return canon
 
@@ -305,13 +326,17 @@ class _Views:
     candidates with the same first micro-op object and length (``==`` on tuples compares
     identical elements by identity, a loop in C; other elements compare by their fields, so an
     equal tuple has the same view either way). The memo holds the tuples it answered for, so
-    their ids and their first elements' stay theirs."""
+    their ids and their first elements' stay theirs. Equal views are one object, so a view's
+    id tells it apart (``key``): a view's tuple is hashed once, when it is made, not on every
+    lookup of a block in ``_blocks``' and ``_unique``'s tables."""
 
     def __init__(self) -> None:
         self.by_id: dict[tuple[int, tuple[str, ...] | None],
                          tuple[tuple[Uop, ...], tuple[Any, ...]]] = {}
         self.by_head: dict[tuple[int, int, tuple[str, ...] | None],
                            list[tuple[tuple[Uop, ...], tuple[Any, ...]]]] = {}
+        #: per ``used``: each view made, by itself (equal views are one object: ``key``)
+        self.interned: dict[tuple[str, ...] | None, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def __call__(self, block: tuple[Uop, ...], used: tuple[str, ...] | None = None
                  ) -> tuple[Any, ...]:
@@ -322,20 +347,27 @@ class _Views:
         made = next((v for other, v in same if other == block), None)
         if made is None:
             made = _content(block) if used is None else _view(block, used)
+            made = self.interned.setdefault(used, {}).setdefault(made, made)
             same.append((block, made))
         self.by_id[(id(block), used)] = (block, made)
         return made
+
+    def key(self, block: tuple[Uop, ...], used: tuple[str, ...] | None = None) -> int:
+        """A key of ``block``'s view (``used`` as for a call): equal exactly when the views
+        are, an int where the view is a tuple hashed item by item on every dict lookup (views
+        are interned, and the memo keeps them alive, so their ids stay theirs)."""
+        return id(self(block, used))
 
 
 def _unique(blocks: Iterable[tuple[Uop, ...]], view: _Views) -> list[tuple[Uop, ...]]:
     """The first block of each content, in order (``dict.fromkeys`` by content), each block
     object's content taken once (``view``)."""
     seen: dict[int, None] = {}
-    first: dict[tuple[tuple[int, int, int], ...], tuple[Uop, ...]] = {}
+    first: dict[int, tuple[Uop, ...]] = {}
     for b in blocks:
         if id(b) not in seen:
             seen[id(b)] = None
-            first.setdefault(view(b), b)
+            first.setdefault(view.key(b), b)
     return list(first.values())
 
 

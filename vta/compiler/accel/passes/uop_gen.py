@@ -25,9 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import operator
 from collections.abc import Callable
-from operator import itemgetter
 from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, max_block_uops, prototype
@@ -288,29 +286,34 @@ def _bases(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ..
     return [E.simplify_int(b) for b in base]
 
 
-def _enumerate(uop_loops: tuple[tuple[int, tuple[int, ...]], ...], width: int
-               ) -> list[tuple[int, ...]]:
-    """Each micro-op's offsets in the ``width`` fields: an enumeration of the micro-op loops
-    (earlier loops outer)."""
-    offs = [(0,) * width]
+def _enumerate(uop_loops: tuple[tuple[int, tuple[int, int, int]], ...]
+               ) -> list[tuple[int, int, int]]:
+    """Each micro-op's ``(dst, src, wgt)`` offsets: an enumeration of the micro-op loops
+    (earlier loops outer; each loop's coefficients in that order)."""
+    offs = [(0, 0, 0)]
     for n, c in uop_loops:  # earlier loops are outer in the enumeration
-        steps = [tuple(j * x for x in c[:width]) for j in range(n)]
-        if width == 3:  # (dst, src, wgt), spelled out: the common case, and the hot one
-            offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
-        else:
-            offs = [tuple(map(operator.add, o, st)) for o in offs for st in steps]
+        steps = [(j * c[0], j * c[1], j * c[2]) for j in range(n)]
+        offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
     return offs
 
 
 @functools.lru_cache(maxsize=4096)
-def _table_offsets(uop_loops: tuple[tuple[int, tuple[int, ...]], ...], width: int,
+def _table_offsets(uop_loops: tuple[tuple[int, tuple[int, ...]], ...],
                    order: tuple[int | None, ...]) -> Offsets:
     """A ``UopTable``'s offsets for these micro-op loops (``_enumerate``), in ``(dst, src,
-    wgt)`` order (``order``: where each of them is among the ``width`` fields the instruction
-    uses; None: unused, 0), memoised: an epilogue's instructions and a kernel's candidates
-    enumerate the same loops again (one tuple shared by their tables, as a thread's copy
-    shares its original's)."""
-    return _offsets(_enumerate(uop_loops, width), order)
+    wgt)`` order (``order``: where each of them is among the fields the instruction uses, the
+    loops' coefficients' order; None: unused, 0), memoised: an epilogue's instructions and a
+    kernel's candidates enumerate the same loops again (one tuple shared by their tables, as
+    a thread's copy shares its original's). The coefficients are put in that order first (an
+    offset is a sum of coefficients times indices, so reordering them reorders every offset
+    alike): the enumeration builds the triples directly, where reordering them after (an ALU
+    instruction's two fields) took a step per micro-op."""
+    def field(c: tuple[int, ...], k: int | None) -> int:
+        return 0 if k is None else c[k]
+
+    d, s, w = order
+    return Offsets(_enumerate(tuple((n, (field(c, d), field(c, s), field(c, w)))
+                                    for n, c in uop_loops)))
 
 
 _FIELDS = ("dst", "src", "wgt")
@@ -373,9 +376,9 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             elif not s.reset and by_name[name].unused == "dst" and by_name[name].factors:
                 exprs.append(given["dst"])
             else:
-                exprs.append(E.IntImm(0))
+                exprs.append(_ZERO)
         vars_ = [v for v, _ in s.loops]
-        parts = [affine(e, vars_) for e in exprs]
+        parts = _affine_parts(exprs, vars_)
         coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
         proto = instance(d, reset=s.reset, **dict(s.params))
         lag = d.hazard_lag(proto, hw) + 1  # the smallest safe revisit distance
@@ -388,8 +391,7 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         base = _bases(tuple(p[1] for p in parts), fo.outer)
         pos = {name: k for k, (name, _) in enumerate(fields)}
         table_base = tuple(base[pos[f]] if f in pos else E.IntImm(0) for f in _FIELDS)
-        offsets = _table_offsets(tuple(fo.uop_loops), len(base),
-                                 tuple(pos.get(f) for f in _FIELDS))
+        offsets = _table_offsets(tuple(fo.uop_loops), tuple(pos.get(f) for f in _FIELDS))
         uops = UopTable(table_base, offsets)  # type: ignore[arg-type]
         factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for k, (name, _) in enumerate(fields)
                         if by_name[name].factors is not None)
@@ -399,15 +401,23 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return func.with_body(map_stmt(func.body, nest(1)))
 
 
-def _offsets(offs: list[tuple[int, ...]], order: tuple[int | None, ...]) -> Offsets:
-    """The micro-ops' offsets in ``(dst, src, wgt)`` order (``order``: where each is in
-    ``offs``; None: a field the instruction does not use, 0)."""
-    if order == tuple(range(len(_FIELDS))) and all(len(o) == len(_FIELDS) for o in offs[:1]):
-        return Offsets(offs)
-    if None not in order:
-        pick = itemgetter(*order)  # type: ignore[arg-type]
-        return Offsets(map(pick, offs))
-    return Offsets(tuple(o[k] if k is not None else 0 for k in order) for o in offs)
+#: the index of an operand the instruction does not read (one object: ``_affine_parts``)
+_ZERO = E.IntImm(0)
+
+
+def _affine_parts(exprs: list[E.Expr], vars_: list[E.Var]
+                  ) -> list[tuple[dict[E.Var, int], E.Expr]]:
+    """``affine(e, vars_)`` of each of a nest's field indices, once per expression object: an
+    ALU immediate's source is its destination's index, and a reset's unread operands are
+    ``_ZERO``."""
+    by_id: dict[int, tuple[dict[E.Var, int], E.Expr]] = {}
+    out = []
+    for e in exprs:
+        p = by_id.get(id(e))
+        if p is None:
+            p = by_id[id(e)] = affine(e, vars_)
+        out.append(p)
+    return out
 
 
 def _wrap(st: S.Stmt, fo: Folding) -> S.Stmt:
