@@ -83,6 +83,7 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
         else:
             conj.append(c)
     dims: set[int] = set()
+    forms = [poly.linear_form(e) for e in gidx]  # each index's, once for every conjunct
     for c in conj:
         if not isinstance(c, E.Cmp) or c.op not in ("<", "<=", ">", ">="):
             raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}")
@@ -93,8 +94,8 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
             if const >= 0:
                 continue
             raise CompileError(f"{where}: select condition {c} is never true")
-        for d, (e, n) in enumerate(zip(gidx, glob.shape, strict=True)):
-            if _same(lin, e) or _same(lin, E.IntImm(n - 1) - e):
+        for d, (form, n) in enumerate(zip(forms, glob.shape, strict=True)):
+            if _bounds_index(terms, const, form, n):
                 dims.add(d)
                 break
         else:
@@ -120,9 +121,19 @@ def _may_copy(store: S.BufferStore, seen: dict[int, tuple[S.BufferStore, bool]])
     return hit[1]
 
 
-def _same(a: E.Expr, b: E.Expr) -> bool:
-    terms, const = poly.linear_form(a - b)
-    return not terms and const == 0
+def _bounds_index(terms: poly.LinearTerms, const: int, index: tuple[poly.LinearTerms, int],
+                  n: int) -> bool:
+    """Whether ``terms + const >= 0`` (a conjunct's linear form) is ``index >= 0`` or
+    ``n - 1 - index >= 0`` (``index``: the linear form of an index into a dim of extent
+    ``n``): the two forms are equal, or sum to the constant ``n - 1``. ``linear_form`` is
+    additive (a difference's form is the forms' difference, zero terms dropped), so this is
+    ``linear_form(lin - e)`` (resp. ``lin - (n - 1 - e)``) being zero without building and
+    decomposing the difference for every conjunct and dim."""
+    iterms, iconst = index
+    if const == iconst and terms == iterms:
+        return True
+    return (const == n - 1 - iconst and len(terms) == len(iterms)
+            and all(terms.get(a) == -k for a, k in iterms.items()))
 
 
 def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
