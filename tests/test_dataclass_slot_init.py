@@ -67,7 +67,7 @@ def _module(name: str) -> types.ModuleType:
 
 def _rewritten(cls: type) -> bool:
     init = vars(cls).get("__init__")
-    return any(dc._SETTER_NAME.fullmatch(v) for v in init.__code__.co_freevars)
+    return any(dc._setter_field(v) for v in init.__code__.co_freevars)
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +90,9 @@ def test_the_setters_are_the_slots_own(both: Any) -> None:
     for cls in (ours.Node, ours.Sub, ours.Checked):
         init = vars(cls).get("__init__")
         for var, cell in zip(init.__code__.co_freevars, init.__closure__, strict=True):
-            m = dc._SETTER_NAME.fullmatch(var)
-            if m:
-                desc = next(vars(k)[m[1]] for k in cls.__mro__ if m[1] in vars(k))
+            name = dc._setter_field(var)
+            if name:
+                desc = next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
                 assert cell.cell_contents == desc.__set__
 
 
@@ -151,9 +151,9 @@ def test_every_vta_class_sets_through_the_descriptor_setattr_finds() -> None:
         if "__init__" in vars(cls) and "__slots__" not in vars(cls):
             continue  # the class as written, which ``dataclasses`` replaced by a slotted copy
         for var, cell in zip(code.co_freevars, init.__closure__, strict=True):
-            m = dc._SETTER_NAME.fullmatch(var)
-            if m:
-                desc = next(vars(k)[m[1]] for k in cls.__mro__ if m[1] in vars(k))
-                assert cell.cell_contents == desc.__set__, (cls, m[1])
+            name = dc._setter_field(var)
+            if name:
+                desc = next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
+                assert cell.cell_contents == desc.__set__, (cls, name)
                 checked += 1
     assert checked > 100 or dc._original_process is None

@@ -40,7 +40,6 @@ import importlib.util
 import inspect
 import marshal
 import os
-import re
 import sys
 from collections.abc import Callable
 from contextlib import suppress
@@ -56,12 +55,12 @@ _KNOWN_PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
 #: frozen and slotted (3.11 and 3.12)
 _PROCESS_PARAMETERS = ("cls", "init", "repr", "eq", "order", "unsafe_hash", "frozen",
                        "match_args", "kw_only", "slots", "weakref_slot")
-#: a frozen class's ``__init__`` line setting a field (``dataclasses._field_assign``):
-#: ``__dataclass_builtins_object__.__setattr__(self,'name',value)``
-_FROZEN_ASSIGN = re.compile(r"__dataclass_builtins_object__\.__setattr__\((\w+),'(\w+)',(.*)\)")
-#: the closure variable of a rewritten ``__init__`` that holds field ``name``'s setter
-_SETTER = "__dataclass_set_{}__"
-_SETTER_NAME = re.compile(r"__dataclass_set_(\w+)__")
+#: how a frozen class's ``__init__`` line setting a field begins
+#: (``dataclasses._field_assign``: ``__dataclass_builtins_object__.__setattr__(self,'name',value)``)
+_FROZEN_ASSIGN = "__dataclass_builtins_object__.__setattr__("
+#: the closure variable of a rewritten ``__init__`` that holds a field's setter: the field's
+#: name between these
+_SETTER = ("__dataclass_set_", "__")
 #: at most this many texts are kept in the file (those used by the process that writes it
 #: first): vta's own need about a thousand; texts of classes since changed are dropped
 MAX_ENTRIES = 4096
@@ -155,20 +154,40 @@ def _create_fn(name: str, args: list[str], body: list[str], *,
 
 def _by_setters(body: list[str], locals: dict[str, Any]) -> list[str]:
     """A frozen class's ``__init__`` lines with each field set through a closure variable
-    (``_SETTER``) instead of ``object.__setattr__``; the variables start as
-    ``object.__setattr__`` of the field (``_setattr_of``) and become the slots' setters once
-    the class exists (``_bind_setters``). Other lines (``__post_init__``) are kept."""
+    (``_SETTER``) instead of ``object.__setattr__``, filled once the class exists
+    (``_bind_setters``: until then the class has no instances). Other lines
+    (``__post_init__``) are kept."""
     out = []
     for line in body:
-        m = _FROZEN_ASSIGN.fullmatch(line)
-        if m is None:
+        parts = _assignment(line)
+        if parts is None:
             out.append(line)
             continue
-        self_name, field, value = m.groups()
-        setter = _SETTER.format(field)
-        locals[setter] = _setattr_of(field)
+        self_name, field, value = parts
+        setter = f"{_SETTER[0]}{field}{_SETTER[1]}"
+        locals[setter] = None
         out.append(f"{setter}({self_name},{value})")
     return out
+
+
+def _assignment(line: str) -> tuple[str, str, str] | None:
+    """``(self name, field, value)`` of an ``__init__`` line
+    ``__dataclass_builtins_object__.__setattr__(self,'field',value)``, else None."""
+    if not line.startswith(_FROZEN_ASSIGN) or line[-1] != ")":
+        return None
+    self_name, sep, rest = line[len(_FROZEN_ASSIGN):-1].partition(",'")
+    field, sep2, value = rest.partition("',")
+    if not (sep and sep2 and self_name.isidentifier() and field.isidentifier()):
+        return None
+    return self_name, field, value
+
+
+def _setter_field(var: str) -> str | None:
+    """The field whose setter closure variable ``var`` is (``_SETTER``), else None."""
+    head, tail = _SETTER
+    if var.startswith(head) and var.endswith(tail) and len(var) > len(head) + len(tail):
+        return var[len(head):-len(tail)]
+    return None
 
 
 def _setattr_of(name: str) -> Callable[[Any, Any], None]:
@@ -180,20 +199,23 @@ def _setattr_of(name: str) -> Callable[[Any, Any], None]:
 
 
 def _bind_setters(cls: type) -> None:
-    """Point the setter variables of ``cls``'s rewritten ``__init__`` at the member
-    descriptors ``object.__setattr__`` finds for those names (the first along the MRO, as the
-    type lookup finds it: a field's slot, its own or a base's); a name found as anything else
-    keeps ``object.__setattr__``."""
+    """Fill the setter variables of ``cls``'s rewritten ``__init__``: the ``__set__`` of the
+    member descriptor ``object.__setattr__`` finds for the field (the first along the MRO, as
+    the type lookup finds it: a field's slot, its own or a base's), or ``object.__setattr__``
+    of the field (``_setattr_of``) where it finds anything else."""
     init = vars(cls).get("__init__")
     if not isinstance(init, FunctionType) or init.__closure__ is None:
         return
+    found: dict[str, Any] = {}  # the class's attributes, a base's shadowed by its subclass's
+    for k in reversed(cls.__mro__):
+        found.update(vars(k))
     for var, cell in zip(init.__code__.co_freevars, init.__closure__, strict=True):
-        m = _SETTER_NAME.fullmatch(var)
-        if m is None:
+        name = _setter_field(var)
+        if name is None:
             continue
-        found = next((vars(k)[m[1]] for k in cls.__mro__ if m[1] in vars(k)), None)
-        if type(found) is MemberDescriptorType:
-            cell.cell_contents = found.__set__
+        desc = found.get(name)
+        cell.cell_contents = (desc.__set__ if type(desc) is MemberDescriptorType
+                              else _setattr_of(name))
 
 
 def _process_class(cls: type, init: bool, repr: bool, eq: bool, order: bool,
@@ -244,11 +266,8 @@ def _wrap_process_class() -> None:
     (its parameters); elsewhere every ``__init__`` is ``dataclasses``' own."""
     global _original_process
     current = getattr(dataclasses, "_process_class", None)
-    try:
-        params = tuple(inspect.signature(current).parameters)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return
-    if params == _PROCESS_PARAMETERS:
+    code = getattr(current, "__code__", None)  # its parameters, without inspect.signature's work
+    if code is not None and code.co_varnames[:code.co_argcount] == _PROCESS_PARAMETERS:
         _original_process = current
         dataclasses._process_class = _process_class  # type: ignore[attr-defined]
 
