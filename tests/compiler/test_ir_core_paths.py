@@ -142,3 +142,31 @@ def test_dispatch_reads_a_rule_registered_after_a_call() -> None:
     assert d(E.Add(i, i)) == "binop" and d(i) == "other"
     d.register(E.Add)(lambda n: "add")
     assert d(E.Add(i, i)) == "add" and d(E.Sub(i, i)) == "binop"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(2**40), 2**40), st.sampled_from(["int8", "int16", "int32", "uint8", "bool"]),
+       st.sampled_from([E.FloorDiv, E.FloorMod, E.Shr, E.Shl]), st.integers(-9, 9))
+def test_integer_closures_wrap_inline(x: int, dtype: str, op: type[E.BinOp], k: int) -> None:
+    """A cast and a partial operator wrap their result to their type inline, as
+    ``semantics`` defines it (``semantics.wrap`` outside the type's range), and a partial
+    operator without a meaning is the same error."""
+    from vta.compiler.ir import semantics as sem
+    from vta.compiler.ir.int_eval import evaluate
+    from vta.errors import CompileError
+
+    v = VARS[0]
+    t = sem.DTYPES[dtype]
+    cast = E.Cast(dtype, v)
+    assert evaluate(cast, {v: x}) == sem.wrap(x, t)
+    if dtype == "bool":
+        return
+    e = op(cast, E.IntImm(k, dtype), dtype)
+    a, kk = sem.wrap(x, t), sem.wrap(k, t)  # a constant reads as its type holds it
+    if sem.undefined(op.op, a, kk, t) is not None:
+        try:
+            evaluate(e, {v: x})
+        except CompileError:
+            return
+        raise AssertionError("no error")
+    assert evaluate(e, {v: x}) == sem.binary(op.op, a, kk, t)
