@@ -379,8 +379,10 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
         v = _fold(cls.op, ca, cb, dtype)
         if v is not None:
             return IntImm(v, dtype)
-    # identities that keep scheduled index arithmetic small
-    if cls is Add:
+    # identities that keep scheduled index arithmetic small (each needs a constant side)
+    if ca is None and cb is None:
+        pass
+    elif cls is Add:
         if ca == 0:
             return eb if eb.dtype == dtype else Cast(dtype, eb)
         if cb == 0:
@@ -454,49 +456,42 @@ def children(node: Any) -> Iterator[Any]:
     names = child_slots(type(node))
     if not names:
         return
+    nodes = _IS_NODE  # ``node_fields(cls) is not None``, one lookup per child
     for name in names:
         v = getattr(node, name)
         if type(v) is tuple:
             for x in v:
-                if node_fields(type(x)) is not None:
+                if nodes[type(x)]:
                     yield x
-        elif node_fields(type(v)) is not None:
+        elif nodes[type(v)]:
             yield v
 
 
 def walk(node: Any) -> Iterator[Any]:
     """Pre-order traversal of every dataclass node under ``node`` (itself included); only the
-    fields that can hold nodes are read (``visitor.child_slots``: a leaf has none)."""
+    fields that can hold nodes are read (``visitor.child_slots``: a leaf has none). A node's
+    children are pushed last first (its child fields in reverse, a tuple's items in reverse),
+    so the first is the next popped: the order of a recursive pre-order walk."""
     stack = [node]
-    slots = _SLOTS.get
-    nodes = _IS_NODE.get
+    pop, push = stack.pop, stack.append
+    slots = _RSLOTS.get
+    nodes = _IS_NODE
     while stack:
-        n = stack.pop()
+        n = pop()
         yield n
-        cls = type(n)
-        names = slots(cls, _UNSEEN)
+        names = slots(type(n), _UNSEEN)
         if names is _UNSEEN:
-            names = _slots(cls)
+            names = _rslots(type(n))
         if not names:
             continue
-        kids: list[Any] = []
         for name in names:
             v = getattr(n, name)
             if type(v) is tuple:
-                for x in v:
-                    k = nodes(type(x))
-                    if k is None:
-                        k = _is_node(type(x))
-                    if k:
-                        kids.append(x)
-            else:
-                k = nodes(type(v))
-                if k is None:
-                    k = _is_node(type(v))
-                if k:
-                    kids.append(v)
-        kids.reverse()
-        stack.extend(kids)
+                for x in reversed(v):
+                    if nodes[type(x)]:
+                        push(x)
+            elif nodes[type(v)]:
+                push(v)
 
 
 #: per class: whether its instances are nodes (``visitor.node_fields`` is not None), and its
@@ -526,6 +521,16 @@ def _slots(cls: type) -> tuple[str, ...] | None:
     return names
 
 
+#: per class: its ``visitor.child_slots`` last first (``walk`` pushes the last child first)
+_RSLOTS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _rslots(cls: type) -> tuple[str, ...] | None:
+    names = child_slots(cls)
+    out = _RSLOTS[cls] = None if names is None else names[::-1]
+    return out
+
+
 def free_vars(e: Any) -> set[Var]:
     """The variables under ``e`` (``e`` itself included). A variable or a constant, most of the
     indices the passes ask about, is answered without a walk: neither has children."""
@@ -551,11 +556,13 @@ def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
 def _rewrite(node: Any, fn: Callable[[Any], Any | None],
              descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
     # ``memo``: a subtree shared by many parents (a micro-op list's common base expression) is
-    # rewritten once per call; nodes are immutable and alive for the call (the memo holds
-    # them), so their ids are stable
+    # rewritten once per call, keyed by its id: every key is a node of the tree being
+    # rewritten (the rewriter recurses only into the children of the nodes it is given, never
+    # into a replacement), which is immutable and held by its root for the whole call, so the
+    # ids are stable; the memo holds the results only (never None: a node or its replacement)
     done = memo.get(id(node))
     if done is not None:
-        return done[1]
+        return done
     out = fn(node)
     if out is None:
         cls = type(node)
@@ -563,7 +570,7 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
         if rebuild is None:
             rebuild = _rebuilders(cls)[0]
         out = rebuild(node, fn, descend, memo) if rebuild is not _LEAF else node
-    memo[id(node)] = (node, out)
+    memo[id(node)] = out
     return out
 
 
@@ -589,9 +596,9 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
         return node
     done = memo.get(id(node))
     if done is not None:
-        return done[1]
+        return done
     out = rebuild(node, maps, descend, memo)
-    memo[id(node)] = (node, out)
+    memo[id(node)] = out
     return out
 
 
@@ -671,12 +678,9 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
     """A tuple field's items, each node rewritten by ``rec`` where ``descend`` allows (as
     ``_rebuilders``' code does a field); ``v`` itself when none changed."""
     items: list[Any] | None = None  # made at the first child that changed
-    nodes = _IS_NODE.get
+    nodes = _IS_NODE
     for j, x in enumerate(v):
-        k = nodes(type(x))
-        if k is None:
-            k = _is_node(type(x))
-        if k and (descend is None or descend(x)):
+        if nodes[type(x)] and (descend is None or descend(x)):
             y = rec(x, arg, descend, memo)
             if y is not x and items is None:
                 items = list(v[:j])

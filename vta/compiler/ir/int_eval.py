@@ -55,14 +55,6 @@ def _cannot(e: Any) -> IntFn:
     return cannot
 
 
-def _wrapper(t: sem.DType) -> Callable[[int], int]:
-    lo, hi = int(t.min), int(t.max)
-
-    def wrap(x: int) -> int:
-        return x if lo <= x <= hi else sem.wrap(x, t)
-    return wrap
-
-
 #: operators whose result wrapped once equals the result of wrapping after every step (they are
 #: ring operations: two's complement wrapping is arithmetic modulo 2**bits)
 _RING = (sem.Op.ADD, sem.Op.SUB, sem.Op.MUL)
@@ -166,16 +158,16 @@ def _binop(e: E.BinOp) -> IntFn:
     fa, fb = _COMPILE(e.a), _COMPILE(e.b)
     op = e.op
     exact = sem.INT_OPS[op]
-    wrap = _wrapper(t)
+    lo, hi = int(t.min), int(t.max)  # every closure wraps inline (a call less per value)
     if op in (sem.Op.FLOORDIV, sem.Op.FLOORMOD, sem.Op.SHR, sem.Op.SHL):
         def partial(env: Mapping[E.Var, int]) -> int:
             x, y = fa(env), fb(env)
             why = sem.undefined(op, x, y, t)
             if why is not None:
                 raise CompileError(f"{why} in {e}")
-            return wrap(exact(x, y))
+            r = exact(x, y)
+            return r if lo <= r <= hi else sem.wrap(r, t)
         return partial
-    lo, hi = int(t.min), int(t.max)
     ka, kb = _constant(e.a), _constant(e.b)
     if kb is not None:  # a clamp's bound, an offset: the constant read once, here
         def total_b(env: Mapping[E.Var, int]) -> int:
@@ -209,8 +201,13 @@ def _cast(e: E.Cast) -> IntFn:
     t = sem.DTYPES.get(e.dtype)
     if t is None or t.is_float:
         return _cannot(e)
-    inner, wrap = _COMPILE(e.value), _wrapper(t)
-    return lambda env: wrap(inner(env))
+    inner = _COMPILE(e.value)
+    lo, hi = int(t.min), int(t.max)
+
+    def cast(env: Mapping[E.Var, int]) -> int:
+        x = inner(env)
+        return x if lo <= x <= hi else sem.wrap(x, t)  # the wrap inline, as _binop's
+    return cast
 
 
 def _imm(e: E.IntImm) -> IntFn:

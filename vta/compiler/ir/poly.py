@@ -72,19 +72,28 @@ def _atom(e: E.Expr) -> tuple[LinearTerms, int]:
 
 
 def _add_sub(e: E.Add | E.Sub) -> tuple[LinearTerms, int]:
+    # every rule returns a dict of its own without zero coefficients, so ``a``'s is extended
+    # in place (its order, then ``b``'s new atoms) and filtered only where a term cancelled
     ta, ca = _LINEAR(e.a)
     tb, cb = _LINEAR(e.b)
     sign = 1 if isinstance(e, E.Add) else -1
-    out = dict(ta)
+    cancelled = False
+    get = ta.get
     for atom, c in tb.items():
-        out[atom] = out.get(atom, 0) + sign * c
-    return {k: v for k, v in out.items() if v}, ca + sign * cb
+        k = ta[atom] = get(atom, 0) + sign * c
+        if not k:
+            cancelled = True
+    if cancelled:
+        ta = {k: v for k, v in ta.items() if v}
+    return ta, ca + sign * cb
 
 
 def _mul(e: E.Mul) -> tuple[LinearTerms, int]:
     ta, ca = _LINEAR(e.a)
     tb, cb = _LINEAR(e.b)
     if not tb:
+        if cb == 1:  # an index times a unit stride: ``a``'s own dict, every term kept
+            return ta, ca * cb
         return {k: v * cb for k, v in ta.items() if v * cb}, ca * cb
     if not ta:
         return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb

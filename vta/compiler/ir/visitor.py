@@ -62,7 +62,12 @@ class Dispatch(Generic[T]):
         return self.default
 
     def __call__(self, node: Any, *args: Any) -> T:
-        return self.rule(type(node))(node, *args)
+        # the cache read here, ``rule`` only on a class's first sight: a rule's recursion
+        # calls the dispatch once per node, and ``rule``'s own frame was a third of it
+        r = self._cache.get(type(node))
+        if r is None:
+            r = self.rule(type(node))
+        return r(node, *args)
 
 
 _NODE_FIELDS: dict[type, tuple[str, ...] | None] = {}

@@ -71,21 +71,27 @@ def flat_entry(buf: S.Buffer, idx: tuple[E.Expr, ...]) -> E.Expr:
 def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
     """Rewrite statements: ``fn`` returns a replacement (not recursed) or None to recurse. The
     IR's one rewriter (``expr.substitute``) restricted to statements (expressions are not
-    visited)."""
+    visited). A sequence's statements are each rewritten as ``map_stmt(x, fn)`` would (one
+    ``substitute`` each: a statement shared by two of them meets ``fn`` in both)."""
     def visit(n: S.Stmt) -> S.Stmt | None:
         r = fn(n)
         if r is None and isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat
-            new = tuple(map_stmt(x, fn) for x in n.stmts)
-            changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
-            return S.seq(*new) if changed else n
+            old = n.stmts
+            new = tuple([sub(x, visit, _is_stmt) for x in old])
+            for a, b in zip(new, old, strict=True):
+                if a is not b:
+                    return S.seq(*new)
+            return n
         return r
 
-    result: S.Stmt = E.substitute(s, visit, descend=_is_stmt)
+    sub = E.substitute
+    result: S.Stmt = sub(s, visit, _is_stmt)
     return result
 
 
-def _is_stmt(x: object) -> bool:
-    return isinstance(x, S.Stmt)
+#: whether an IR child is a statement (``map_stmt``'s ``descend``): ``isinstance(x, Stmt)``
+#: as a built-in method, which the rewriter calls per child without a Python frame
+_is_stmt: Callable[[object], bool] = S.Stmt.__instancecheck__
 
 
 def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:
