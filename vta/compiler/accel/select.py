@@ -94,6 +94,12 @@ class Selected:
     fields: dict[str, Any]
 
 
+#: ``_Matcher.imm_only``'s memo: (id of a pattern node, id of its intrinsic) -> (the node, the
+#: intrinsic, the answer); bounded
+_IMM_ONLY: dict[tuple[int, int], tuple[E.Expr, TensorIntrinsic, bool]] = {}
+_IMM_ONLY_MAX = 4096
+
+
 class _Matcher:
     """Matches one intrinsic's pattern against expressions of one stage; ``left_most`` is the
     largest left shift an SHR does (a shift pattern matches ``x * 2**k`` up to it)."""
@@ -114,9 +120,20 @@ class _Matcher:
         return e
 
     def imm_only(self, p: E.Expr) -> bool:
+        """Whether the pattern sub-expression ``p`` reads immediates only (memoised per
+        pattern node and intrinsic in ``_IMM_ONLY``: every expression a cover tries asks it of
+        the same few pattern nodes)."""
+        key = (id(p), id(self.intrin))
+        hit = _IMM_ONLY.get(key)
+        if hit is not None and hit[0] is p and hit[1] is self.intrin:
+            return hit[2]
         reads = [n for n in E.walk(p) if isinstance(n, TensorRead)]
-        return bool(reads) and all(self.roles.get(r.tensor) not in ("dst", "src", "wgt")
-                                   for r in reads)
+        out = bool(reads) and all(self.roles.get(r.tensor) not in ("dst", "src", "wgt")
+                                  for r in reads)
+        if len(_IMM_ONLY) >= _IMM_ONLY_MAX:
+            _IMM_ONLY.clear()
+        _IMM_ONLY[key] = (p, self.intrin, out)  # both held: their ids stay their own
+        return out
 
     def match(self, p: E.Expr, e: E.Expr, b: _Binding) -> _Binding | None:
         p, e = _strip(p), _strip(e)
@@ -124,6 +141,8 @@ class _Matcher:
             e = self.as_shift(e)
         if isinstance(p, TensorRead):
             return self.leaf(p, e, b)
+        if type(p) is not type(e) and type(e) is not E.IntImm:
+            return None  # what either branch below answers, without walking ``p``
         if self.imm_only(p):
             if not isinstance(e, E.IntImm):
                 return None
@@ -196,15 +215,30 @@ class _Matcher:
 
 def candidates(hw: HwConfig) -> list[TensorIntrinsic]:
     """The element-wise (``update``) instruction patterns ``hw`` implements, with acc
-    destinations, usable with their variant's fixed fields (an ALU function must be enabled)."""
+    destinations, usable with their variant's fixed fields (an ALU function must be enabled).
+    Memoised per configuration and registry (``_CANDIDATES``: the ALU lowering and the cost
+    model ask it for every candidate); a definition registered since is seen."""
+    defs = registered()
+    hit = _CANDIDATES.get(hw)
+    if hit is not None and len(hit[0]) == len(defs) \
+            and all(a is b for a, b in zip(hit[0], defs, strict=True)):
+        return list(hit[1])
     out = []
-    for d in registered():
+    for d in defs:
         if d.kind != "update" or d.pattern is None or d.dst.memory != "acc":
             continue
         for intrin in instruction_intrinsics(d, hw):
             if usable(d, hw, **intrin.fixed):
                 out.append(intrin)
+    if len(_CANDIDATES) >= _CANDIDATES_MAX:
+        _CANDIDATES.clear()
+    _CANDIDATES[hw] = (defs, tuple(out))
     return out
+
+
+#: ``candidates``' memo: configuration -> (the registry's definitions then, the patterns)
+_CANDIDATES: dict[HwConfig, tuple[tuple[Any, ...], tuple[TensorIntrinsic, ...]]] = {}
+_CANDIDATES_MAX = 64
 
 
 def _fits(intrin: TensorIntrinsic, fields: dict[str, Any], hw: HwConfig) -> str | None:

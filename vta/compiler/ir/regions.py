@@ -106,16 +106,20 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     params = [lp for lp in mine if not _relaxed(st, lp)]
     nm = _Namer()
     pnames = [nm(loopvar[lp[1]], "p") for lp in params]
-    pieces = []
-    for c in readers:
-        path = [*env[c], *((c, iv) for iv in c.leaf_iter_vars)]
-        if not all(any(lp[0] is q[0] and lp[1] is q[1] for q in path) for lp in mine):
-            where = f"{st.attach.stage.name}.{st.attach.axis.name}"
-            raise RegionError(f"stage {st.name} is computed at {where} but stage {c.name} "
-                              f"reads it outside that loop")
-        pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
-    text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
-    dims = poly.set_box(text)
+    inside = all(_inside(st, c, env) for c in readers)
+    pkey = dict(zip((loopvar[lp[1]] for lp in params), pnames, strict=True))
+    dims = _closed_box(st, readers, bodies, env, loopvar, done, pkey) if inside else None
+    text = ""
+    if dims is None:  # the readers' pieces as isl text (set_box: closed form or isl)
+        pieces = []
+        for c in readers:
+            if not _inside(st, c, env):
+                where = f"{st.attach.stage.name}.{st.attach.axis.name}"
+                raise RegionError(f"stage {st.name} is computed at {where} but stage "
+                                  f"{c.name} reads it outside that loop")
+            pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
+        text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
+        dims = poly.set_box(text)
     by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
     base, ext, over = [], [], []
     for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
@@ -135,6 +139,171 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
         over.append(box.lo_max is None or box.lo_max + box.extent > n
                     or top is None or top + box.extent > n)
     return tuple(base), tuple(ext), tuple(over)
+
+
+def _inside(st: Stage, c: Stage, env: Mapping[Stage, list[Loop]]) -> bool:
+    """Whether reader ``c`` runs inside every loop that encloses ``st`` (it reads ``st`` only
+    there)."""
+    path = [*env[c], *((c, iv) for iv in c.leaf_iter_vars)]
+    return all(any(lp[0] is q[0] and lp[1] is q[1] for q in path) for lp in env[st])
+
+
+#: an affine form over the variables of one reader's piece: (coefficient by key, constant);
+#: a key is a parameter's name (``_Namer``'s, as in the isl text) or a loop variable
+_Form = tuple[dict[object, int], int]
+
+
+def _form(e: E.Expr, val: Mapping[E.Var, _Form]) -> _Form | None:
+    """The affine form of ``e`` over the forms ``val`` of its variables: exactly the linear form
+    ``set_box``'s closed form parses from ``poly.to_isl(e, ...)`` (sums, differences, products
+    with a constant operand, integer casts; a variable's text is its form's). None for
+    anything else (a division, a min, an unbound variable): the text route decides those."""
+    if isinstance(e, E.Var):
+        return val.get(e)
+    if isinstance(e, E.IntImm):
+        return ({}, e.value) if type(e.value) is int else None
+    t = type(e)
+    if t is E.Add or t is E.Sub:
+        a, b = _form(e.a, val), _form(e.b, val)  # type: ignore[attr-defined]
+        if a is None or b is None:
+            return None
+        sign = 1 if t is E.Add else -1
+        coef = dict(a[0])
+        for k, x in b[0].items():
+            coef[k] = coef.get(k, 0) + sign * x
+        return coef, a[1] + sign * b[1]
+    if t is E.Mul:
+        a, b = e.a, e.b  # type: ignore[attr-defined]
+        if type(b) is not E.IntImm:
+            a, b = b, a
+        if type(b) is not E.IntImm:
+            return None
+        f = _form(a, val)
+        return None if f is None else _scaled(f, b.value)
+    if t is E.Cast and not e.dtype.startswith("float"):
+        return _form(e.value, val)  # type: ignore[attr-defined]
+    return None
+
+
+def _scaled(f: _Form, k: int) -> _Form:
+    return {v: c * k for v, c in f[0].items()}, f[1] * k
+
+
+def _summed(a: _Form, b: _Form) -> _Form:
+    coef = dict(a[0])
+    for k, x in b[0].items():
+        coef[k] = coef.get(k, 0) + x
+    return coef, a[1] + b[1]
+
+
+def _piece(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+           done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
+           pkey: Mapping[E.Var, str]) -> list[tuple[dict[object, int], list[_Form]]] | None:
+    """``_reader_pieces``' pieces as ``box_closed_form`` reads them (each piece's variable
+    ranges and its outputs' forms), built from the expressions without writing the text, or
+    None where the text is not box-shaped (``_closed_box``)."""
+    cb = done[c]
+    val: dict[E.Var, _Form] = {}
+    ranges: dict[object, int] = {}
+    checks: list[tuple[_Form, int]] = []  # ``0 <= form < n``, each implied by the ranges
+    for owner, iv in [*cenv, *((c, iv) for iv in c.leaf_iter_vars)]:
+        ext = done[owner].extents[iv]
+        v = loopvar[iv]
+        key = pkey.get(v)
+        if key is None and ext == 1:  # a one-iteration loop: its variable is 0
+            val[v] = ({}, 0)
+            continue
+        k: object = v if key is None else key
+        val[v] = ({k: 1}, 0)
+        if k in ranges:
+            checks.append((val[v], ext))
+        elif ext <= 0:
+            return None  # an empty range: isl's
+        else:
+            ranges[k] = ext
+    rel: dict[IterVar, _Form] = {iv: val[loopvar[iv]] for iv in c.leaf_iter_vars}
+    defined = 0
+    for r in reversed(c.relations):
+        if isinstance(r, Split) and r.parent not in rel and r.outer in rel and r.inner in rel:
+            rel[r.parent] = _summed(_scaled(rel[r.outer], cb.extents[r.inner]), rel[r.inner])
+            defined += 1
+    if defined != len(c.relations):
+        return None  # a fuse's parts: existentials with equalities, isl's to eliminate
+    axes = (*c.axis, *c.reduce_axis)
+    if any(iv not in rel for iv in axes):
+        return None
+    checks += [(rel[iv], cb.extents[iv]) for iv in axes]
+    checks += [(rel[iv], cb.extents[iv]) for iv in rel
+               if iv not in c.leaf_iter_vars and iv not in c.axis and iv not in c.reduce_axis]
+    bases = dict(zip(c.axis, cb.base, strict=True))
+    for iv in axes:
+        base = _form(bases[iv], val) if iv in bases else ({}, 0)
+        if base is None:
+            return None
+        a = val[iv.var] = _summed(base, rel[iv])
+        checks.append((a, iv.extent))
+    for f, n in checks:
+        if any(k not in ranges for k in f[0]):
+            return None
+        lo, hi = poly._span_of(f, ranges)  # type: ignore[arg-type]
+        if lo < 0 or hi >= n:
+            return None  # a constraint that cuts the box: isl's
+    out = []
+    for n in E.walk(body):
+        if isinstance(n, TensorRead) and n.tensor is st.tensor:
+            forms = [_form(i, val) for i in n.indices]
+            if any(f is None for f in forms):
+                return None
+            out.append((ranges, forms))
+    return out  # type: ignore[return-value]
+
+
+def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+                env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
+                done: Mapping[Stage, StageRegion], pkey: Mapping[E.Var, str]
+                ) -> tuple[poly.DimBox, ...] | None:
+    """``poly.set_box`` of the text ``_reader_pieces`` writes for ``st``'s readers, where that
+    text is box-shaped (``poly.box_closed_form``), computed from the expressions' affine forms
+    without writing and parsing the text (most of an attached stage's bound inference); None
+    where it is not (a fuse, a division, a constraint that cuts, parameters whose part differs
+    between pieces), and the text goes to ``set_box`` as before. The same arithmetic as the
+    closed form on the same forms: each output's parameter part (parameters of one value
+    left out) the same in every piece, its other variables' span over their ranges."""
+    pieces = []
+    for c in readers:
+        got = _piece(st, c, bodies[c], env[c], done, loopvar, pkey)
+        if got is None:
+            return None
+        pieces += got
+    if not pieces or len({len(forms) for _, forms in pieces}) != 1:
+        return None
+    params = list(pkey.values())
+    pranges = {p: pieces[0][0][p] for p in params if p in pieces[0][0]}
+    if any(r.get(p) != pranges.get(p) for r, _ in pieces for p in params):
+        return None
+    dims = []
+    for d in range(len(pieces[0][1])):
+        ppart: dict[object, int] | None = None
+        lmin = lmax = 0
+        for k, (ranges, forms) in enumerate(pieces):
+            coef, const = forms[d]
+            mine: dict[object, int] = {p: coef[p] for p in params
+                                       if coef.get(p, 0) and pranges.get(p, 2) > 1}
+            if ppart is None:
+                ppart = mine
+            elif mine != ppart:
+                return None  # piecewise: isl's
+            rest = ({v: x for v, x in coef.items() if v not in params}, const)
+            lo, hi = poly._span_of(rest, ranges)  # type: ignore[arg-type]
+            lmin, lmax = (lo, hi) if k == 0 else (min(lmin, lo), max(lmax, hi))
+        assert ppart is not None
+        if any(p not in pranges for p in ppart):
+            return None
+        terms = tuple((p, ppart[p]) for p in params if p in ppart)  # names, in their order
+        plo, phi = poly._span_of((ppart, 0), pranges)  # type: ignore[arg-type]
+        dims.append(poly.DimBox(poly.BoxLo(terms, lmin), plo + lmin, phi + lmin, phi + lmax,
+                                lmax - lmin + 1))
+    return tuple(dims)
 
 
 @lru_cache(maxsize=4096)

@@ -21,6 +21,8 @@ Post: each region is a ``ComputeNest`` of the intrinsic's instruction (the outer
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from vta.compiler.accel.cost import reset_instruction
 from vta.compiler.accel.passes._common import flat_entry, loop_nest, map_stmt, sram_map
 from vta.compiler.accel.vta_ir import ComputeNest
@@ -28,7 +30,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.intrin import TensorizeRegion
 from vta.config import HwConfig
-from vta.errors import CompileError, TensorizeError
+from vta.errors import TensorizeError
 from vta.isa import DefinitionError, InstructionDef
 from vta.isa.builtins import GEMM
 from vta.isa.defs import require
@@ -39,7 +41,7 @@ __all__ = ["tensorize", "TensorizeError"]
 def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     bases = sram_map(func)
     resets: dict[S.Buffer, InstructionDef] = {}
-    for n in E.walk(func.body):
+    for n in _statements(func.body):
         if isinstance(n, S.AttrStmt) and n.key is S.TENSORIZE \
                 and isinstance(n.value, TensorizeRegion) and n.value.intrin.instruction:
             resets[n.value.buffer("dst")] = n.value.intrin.instruction
@@ -54,10 +56,40 @@ def tensorize(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         if isinstance(inner, S.AttrStmt) and inner.key is S.TENSORIZE:
             g = _compute(func, outer, inner, bases, hw)
             return S.AttrStmt(S.STAGE, f"{g.operand_buffers[0].name}.update", g)
-        r = _reset(s, bases, resets, hw)
+        if not isinstance(inner, S.BufferStore):
+            return None  # not a perfect nest around one store: no init nest
+        r = _reset(outer, inner, bases, resets, hw)
         return None if r is None else S.AttrStmt(S.STAGE, f"{r.operand_buffers[0].name}.init", r)
 
     return func.with_body(map_stmt(func.body, rewrite))
+
+
+def _statements(s: S.Stmt) -> Iterator[S.Stmt]:
+    """Every statement under ``s`` (itself included) in ``expr.walk``'s pre-order, without
+    entering expressions: the regions are statements, and a walk of every node reads each
+    index and value expression of the function (most of its nodes) for nothing. The core
+    statements' statement fields are read directly; any other statement's through
+    ``expr.children``."""
+    stack: list[S.Stmt] = [s]
+    while stack:
+        n = stack.pop()
+        yield n
+        t = type(n)
+        if t is S.SeqStmt:
+            stack.extend(reversed(n.stmts))  # type: ignore[attr-defined]
+        elif t in _ONE_BODY:
+            stack.append(n.body)  # type: ignore[attr-defined]
+        elif t is S.IfThenElse:
+            assert isinstance(n, S.IfThenElse)
+            if n.else_case is not None:
+                stack.append(n.else_case)
+            stack.append(n.then_case)
+        elif t is not S.BufferStore:
+            stack.extend(reversed([x for x in E.children(n) if isinstance(x, S.Stmt)]))
+
+
+#: statements whose one statement field is ``body``
+_ONE_BODY = frozenset({S.For, S.AttrStmt, S.Allocate, S.LetStmt})
 
 
 def _peel(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
@@ -68,13 +100,11 @@ def _peel(s: S.Stmt) -> tuple[list[tuple[E.Var, int]], S.Stmt]:
     return loops, s
 
 
-def _reset(nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
+def _reset(loops: list[tuple[E.Var, int]], body: S.BufferStore, bases: dict[S.Buffer, E.Expr],
            resets: dict[S.Buffer, InstructionDef], hw: HwConfig) -> ComputeNest | None:
-    try:
-        loops, body = loop_nest(nest)
-    except CompileError:
-        return None
-    if not (isinstance(body, S.BufferStore) and body.buffer.scope == "acc"
+    """The reset of an init nest: ``loops`` (``_peel``'s, every one from 0 with a constant
+    extent) around ``body`` storing 0 into an acc buffer; None for any other store."""
+    if not (body.buffer.scope == "acc"
             and isinstance(body.value, E.IntImm) and body.value.value == 0):
         return None
     entry = set(body.indices[-2:])

@@ -44,7 +44,7 @@ def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
             changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
             return S.seq(*new) if changed else n
         if isinstance(n, E.Expr):
-            return E.substitute(n, pinned) if pinned else n
+            return _pin(n, pinned) if pinned else n
         return None
 
     out: S.Stmt = E.substitute(s, fn, descend=None if pinned else _is_stmt)
@@ -54,13 +54,25 @@ def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
 def _loop(s: S.For, pinned: dict[E.Var, E.Expr]) -> S.For:
     """A loop: its bounds with ``pinned`` replaced; its body folded, with its own variable
     pinned where it runs once from 0."""
-    lo = E.substitute(s.min, pinned) if pinned else s.min
-    ext = E.substitute(s.extent, pinned) if pinned else s.extent
+    lo = _pin(s.min, pinned) if pinned else s.min
+    ext = _pin(s.extent, pinned) if pinned else s.extent
     inner = {**pinned, s.var: _ZERO} if E.is_const(ext, 1) and E.is_const(lo, 0) else pinned
     body = _folded(s.body, inner)
     if lo is s.min and ext is s.extent and body is s.body:
         return s
     return S.For(s.var, lo, ext, body, s.kind, s.thread)
+
+
+def _pin(e: E.Expr, pinned: dict[E.Var, E.Expr]) -> E.Expr:
+    """``E.substitute(e, pinned)``, a constant and a variable answered without a rewrite (a
+    loop's bounds and many indices are one or the other; ``pinned`` maps to expressions)."""
+    t = type(e)
+    if t is E.IntImm:
+        return e
+    if t is E.Var:
+        return pinned.get(e, e)  # type: ignore[call-overload]
+    out: E.Expr = E.substitute(e, pinned)
+    return out
 
 
 def _is_stmt(x: object) -> bool:
