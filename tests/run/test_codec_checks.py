@@ -18,7 +18,7 @@ from vta.compiler.accel import driver
 from vta.compiler.ops.workloads import resolve
 from vta.config import HwConfig
 from vta.errors import IsaError
-from vta.isa import Uop, encoding
+from vta.isa import Uop, encoding, registered
 from vta.isa.encoding import decode_uops, encode, encode_program, encode_uops, encode_uops_checked
 from vta.run import codec
 
@@ -153,3 +153,26 @@ def test_the_kept_decodings_are_bounded() -> None:
     assert recent.take(blobs[2], PYNQ) == (2,)
     assert recent.take(blobs[2], PYNQ) is None  # taken once
     assert recent.take(blobs[1], HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")) == (1,)
+
+
+@pytest.mark.parametrize("cfg", sorted(p.stem for p in (ROOT / "hwconfigs").glob("*.yaml")))
+def test_decoding_reads_each_field_where_the_layout_puts_it(cfg: str) -> None:
+    """``encoding._half_fields`` (how ``decode_program`` reads all of a half's fields at once):
+    every field of every registered definition at ``layout``'s first bit and width, signed
+    where the definition's field is (fails without the table)."""
+    hw = HwConfig.load(ROOT / "hwconfigs" / f"{cfg}.yaml")
+    for d in registered():
+        try:
+            want = encoding.layout(hw, d)
+        except Exception:  # a definition this config cannot lay out: nothing to decode
+            continue
+        got = []
+        for base, (names, shift, mask, _) in zip((0, 64), encoding._half_fields(d, hw),
+                                                 strict=True):
+            got += [(n, base + int(s), int(m).bit_length())
+                    for n, s, m in zip(names, shift, mask, strict=True)]
+        assert got == want, (cfg, d.name)
+        signed = {n for half in encoding.layout_of(d, hw) for n in (f.name for f in half
+                                                                    if f.signed)}
+        assert {names[j] for names, _, _, s in encoding._half_fields(d, hw)
+                for j, _ in s} == signed

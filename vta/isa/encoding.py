@@ -621,18 +621,41 @@ def _deps(flags: tuple[bool, ...]) -> Deps:
     return Deps(*flags)
 
 
-def _decode_group(d: InstructionDef, halves: list[np.ndarray], hw: HwConfig) -> list[Any]:
-    """Words all of definition ``d`` (as ``decode`` reads them), their fields column by column;
-    a ValueError for a value a field's type refuses."""
-    cols: dict[str, np.ndarray] = {}
-    for half, fields_ in zip(halves, layout_of(d, hw), strict=True):
-        pos = 0
+#: one half of a definition's word as ``_decode_group`` reads it: its fields' names in layout
+#: order, their first bits and masks (uint64), and (column, width) of each signed field
+_Half = tuple[tuple[str, ...], np.ndarray, np.ndarray, tuple[tuple[int, int], ...]]
+
+
+@lru_cache(maxsize=512)
+def _half_fields(d: InstructionDef, hw: HwConfig) -> tuple[_Half, ...]:
+    """``_Half`` of each half of ``d``'s word on ``hw`` (``layout_of``'s fields, packed from
+    bit 0 of each half)."""
+    out = []
+    for fields_ in layout_of(d, hw):
+        pos, shifts, masks = 0, [], []
         for f in fields_:
-            v = _bits(half, pos, f.width)
-            if f.signed:
-                v = np.where(v >> (f.width - 1) != 0, v - (1 << f.width), v)
-            cols[f.name] = v
+            shifts.append(pos)
+            masks.append((1 << f.width) - 1)
             pos += f.width
+        out.append((tuple(f.name for f in fields_), np.array(shifts, dtype=np.uint64),
+                    np.array(masks, dtype=np.uint64),
+                    tuple((j, f.width) for j, f in enumerate(fields_) if f.signed)))
+    return tuple(out)
+
+
+def _decode_group(d: InstructionDef, halves: list[np.ndarray], hw: HwConfig) -> list[Any]:
+    """Words all of definition ``d`` (as ``decode`` reads them), their fields column by column
+    (all of a half's at once: ``_half_fields``); a ValueError for a value a field's type
+    refuses."""
+    cols: dict[str, np.ndarray] = {}
+    for half, (names, shift, mask, signed) in zip(halves, _half_fields(d, hw), strict=True):
+        if not names:
+            continue
+        v = ((half[:, None] >> shift) & mask).astype(np.int64)  # ``_bits`` of each field
+        for j, width in signed:
+            v[:, j] = np.where(v[:, j] >> (width - 1) != 0, v[:, j] - (1 << width), v[:, j])
+        for j, name in enumerate(names):
+            cols[name] = v[:, j]
     n = len(halves[0])
     flag_rows = zip(*(cols[f].astype(bool).tolist() for f in HEAD_FLAGS), strict=True)
     args: list[list[Any]] = []
