@@ -13,6 +13,7 @@ functions) the function field, and builds the instance of that definition's clas
 
 from __future__ import annotations
 
+import operator
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -42,7 +43,7 @@ from vta.words import INSN_BITS, INSN_HALF_BITS
 
 __all__ = ["IsaError", "EncodedUops", "encode", "decode", "encode_uop", "decode_uop", "layout",
            "uop_layout", "encode_program", "decode_program", "encode_uops", "decode_uops",
-           "check_fields", "insn_label"]
+           "encode_uops_checked", "check_fields", "insn_label"]
 
 
 def insn_label(insn: Any) -> str:
@@ -312,29 +313,72 @@ def decode_uop(word: int, hw: HwConfig) -> Uop:
 
 
 def encode_uops(uops: Iterable[Uop], hw: HwConfig) -> np.ndarray:
-    """Micro-ops as a uint32 array of their words (``encode_uop`` of each), built field by
-    field with numpy; when a field does not fit (or is not a machine integer) the words are
-    built one by one, which raises ``encode_uop``'s error for the first such micro-op."""
+    """Micro-ops as a uint32 array of their words (``encode_uop`` of each), their fields read
+    in one pass (``_uop_values``) and built with numpy; when a field does not fit (or is not
+    a machine integer) the words are built one by one, which raises ``encode_uop``'s error for
+    the first such micro-op."""
+    return encode_uops_checked(uops, hw, check=False)[0]
+
+
+def encode_uops_checked(uops: Iterable[Any], hw: HwConfig, *, check: bool = True
+                        ) -> tuple[np.ndarray, bool]:
+    """``encode_uops(uops, hw)`` and whether those words decode back to ``uops``
+    (``tuple(decode_uops(words, hw)) == tuple(uops)``: ``vta.run.codec`` keeps only a program
+    that does; False without ``check``). Answered without making a ``Uop`` per word where it
+    is plain: a ``Uop`` whose fields numpy reads as machine integers (int64, no float or
+    larger value among them) is encoded from exactly those values, so it equals the decoded
+    one exactly when the words' fields are those values. Anything else (another class, a
+    float or huge field) is compared micro-op by micro-op."""
     uops = list(uops)
+    layout = uop_layout(hw)
+    read = _uop_values(uops, layout)
+    vals = np.array(read) if read else np.zeros((0, len(layout)), dtype=np.int64)
+    exact = vals.dtype.kind == "i" and vals.shape == (len(uops), len(layout))
+    words = _uop_words(uops, vals.astype(np.int64, copy=False) if exact else read, layout, hw)
+    if not check:
+        return words, False
+    if exact and (not uops or set(map(type, uops)) == {Uop}):
+        return words, bool(np.array_equal(vals, _uop_fields(words, hw)))
+    return words, tuple(decode_uops(words, hw)) == tuple(uops)
+
+
+def _uop_words(uops: list[Any], read: Any, layout: list[tuple[str, int, int]], hw: HwConfig
+               ) -> np.ndarray:
+    """``encode_uops``'s words of ``uops`` from their fields as read (``_uop_values``, or an
+    int64 array of them)."""
     word = np.zeros(len(uops), dtype=np.int64)
     try:
-        for name, pos, width in uop_layout(hw):
-            col = np.array([getattr(u, name) for u in uops], dtype=np.int64)
+        vals = np.array(read, dtype=np.int64).reshape(len(uops), len(layout))
+        for k, (_, pos, width) in enumerate(layout):
+            col = vals[:, k]
             if col.size and (col.min() < 0 or col.max() >= 1 << width):
-                raise ValueError(name)
+                raise ValueError(k)
             word |= col << pos
     except (TypeError, ValueError, OverflowError):
         return np.array([encode_uop(u, hw) for u in uops], dtype=np.uint32)
     return word.astype(np.uint32)
 
 
+def _uop_values(uops: list[Any], layout: list[tuple[str, int, int]]) -> list[Any]:
+    """Each micro-op's fields in ``layout``'s order, as a tuple per micro-op (one C-level
+    pass: ``attrgetter``)."""
+    return list(map(operator.attrgetter(*(name for name, _, _ in layout)), uops))
+
+
+def _uop_fields(words: np.ndarray, hw: HwConfig) -> np.ndarray:
+    """The fields of micro-op words, ``(n, fields)`` int64 in ``uop_layout``'s order: what
+    ``decode_uops`` makes its micro-ops of."""
+    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    return np.stack([(w >> pos) & ((1 << width) - 1) for _, pos, width in uop_layout(hw)],
+                    axis=-1)
+
+
 def decode_uops(words: np.ndarray, hw: HwConfig) -> list[Uop]:
     """Inverse of ``encode_uops`` (``decode_uop`` of every word, the fields extracted with
     numpy at once)."""
-    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
-    cols = {name: ((w >> pos) & ((1 << width) - 1)).tolist()
-            for name, pos, width in uop_layout(hw)}
-    return [Uop(*r) for r in zip(*(cols[f.name] for f in fields(Uop)), strict=True)]
+    cols = _uop_fields(words, hw).T.tolist()
+    by_name = dict(zip((name for name, _, _ in uop_layout(hw)), cols, strict=True))
+    return [Uop(*r) for r in zip(*(by_name[f.name] for f in fields(Uop)), strict=True)]
 
 
 class EncodedUops(Mapping[str, tuple[Uop, ...]]):
@@ -413,19 +457,25 @@ def encode_program(insns: list[Instruction] | tuple[Instruction, ...], hw: HwCon
 
 def _encode_columns(insns: list[Instruction] | tuple[Instruction, ...], hw: HwConfig
                     ) -> np.ndarray | None:
-    """``encode_program``'s words built column by column per definition, or None when some
-    instruction would not encode (unregistered, not implemented by ``hw``, a field out of range,
-    a definition's check failing) or a value is not a machine integer: the caller then encodes
-    word by word, which names the first such instruction."""
-    out = np.zeros((len(insns), 2), dtype=np.uint64)
+    """``encode_program``'s words built per definition, all of its instructions at once
+    (``_Columns``), or None when some instruction would not encode (unregistered, not
+    implemented by ``hw``, a field out of range, a definition's check failing) or a value is
+    not a machine integer: the caller then encodes word by word, which names the first such
+    instruction. Each distinct instruction object is encoded once (a tiled program holds the
+    same object at many places: ResNet-18's compiled kernels 9,379 of 18,639), its word
+    copied to each of its places."""
+    index: dict[int, int] = {}
+    where = [index.setdefault(id(x), len(index)) for x in insns]
+    distinct = list({id(x): x for x in insns}.values())  # in ``index``'s order
+    out = np.zeros((len(distinct), 2), dtype=np.uint64)
     groups: dict[InstructionDef, list[int]] = {}
     try:
-        for i, insn in enumerate(insns):
+        for i, insn in enumerate(distinct):
             groups.setdefault(definition_of(insn), []).append(i)
     except DefinitionError:
         return None
     for d, rows in groups.items():
-        members = [insns[i] for i in rows]
+        members = [distinct[i] for i in rows]
         if d.requires is not None:
             try:
                 require(d, hw)
@@ -433,25 +483,84 @@ def _encode_columns(insns: list[Instruction] | tuple[Instruction, ...], hw: HwCo
                 return None
         if d.check is not None and any(d.check(x, hw) for x in members):
             return None
-        at = np.asarray(rows)
-        for slot in _slots(d, hw.isa):
-            if slot.const is not None:
-                if not slot.lo <= slot.const <= slot.hi:
-                    return None
-                out[at, slot.pos // INSN_HALF_BITS] |= np.uint64(
-                    (slot.const & ((1 << slot.width) - 1)) << (slot.pos % INSN_HALF_BITS))
-                continue
-            objs = [x.deps for x in members] if slot.on_deps else members
-            try:
-                col = np.array([getattr(x, slot.name) for x in objs], dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
+        cols = _columns(d, hw.isa)
+        if cols is None:
+            return None
+        words = cols.words(members)
+        if words is None:
+            return None
+        out[np.asarray(rows)] = words
+    return out[np.asarray(where, dtype=np.intp)] if len(insns) else out
+
+
+#: the int64 range: a field bound beyond it is no bound on an int64 column
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """How ``_encode_columns`` builds the words of one definition on given ISA widths: the
+    fields that carry a value (``_slots``, constants excluded) read from every instruction in
+    one call each (``read``: an ``attrgetter`` of their names, ``deps.<flag>`` for a flag),
+    checked against their ranges (``lo``, ``hi``), masked to their widths and shifted to
+    their bits within their half of the word (``half``: 0 or 1 per field); ``const``: the
+    constants' bits (opcode, a family's function) of each half. The same words as
+    ``encode``'s, field by field (one numpy operation per step for all fields)."""
+
+    read: Callable[[Any], Any]
+    width: int
+    lo: np.ndarray
+    hi: np.ndarray
+    mask: np.ndarray
+    shift: np.ndarray
+    half: np.ndarray
+    const: tuple[int, int]
+
+    def words(self, members: list[Any]) -> np.ndarray | None:
+        """The ``(n, 2)`` words of ``members`` (all of this definition); None when a value
+        is not a machine integer or lies outside its field's range."""
+        out = np.empty((len(members), 2), dtype=np.uint64)
+        out[:, 0], out[:, 1] = self.const
+        if self.width == 0:
+            return out
+        try:
+            vals = np.array(list(map(self.read, members)), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        vals = vals.reshape(len(members), self.width)
+        if (vals < self.lo).any() or (vals > self.hi).any():
+            return None
+        bits = (vals.astype(np.uint64) & self.mask) << self.shift
+        for h in (0, 1):
+            at = self.half == h
+            if at.any():
+                out[:, h] |= np.bitwise_or.reduce(bits[:, at], axis=1)
+        return out
+
+
+@lru_cache(maxsize=512)
+def _columns(d: InstructionDef, w: Any) -> _Columns | None:
+    """``_Columns`` of ``d`` on ISA widths ``w`` (None when a constant does not fit its
+    field: no instruction of ``d`` encodes)."""
+    slots = _slots(d, w)
+    const = [0, 0]
+    for s in slots:
+        if s.const is not None:
+            if not s.lo <= s.const <= s.hi:
                 return None
-            if col.size and (col.min() < slot.lo or col.max() > slot.hi):
-                return None
-            bits = (col.astype(np.uint64) & np.uint64((1 << slot.width) - 1)) \
-                << np.uint64(slot.pos % INSN_HALF_BITS)
-            out[at, slot.pos // INSN_HALF_BITS] |= bits
-    return out
+            const[s.pos // INSN_HALF_BITS] |= (s.const & ((1 << s.width) - 1)) << (
+                s.pos % INSN_HALF_BITS)
+    own = [s for s in slots if s.const is None]
+    names = [f"deps.{s.name}" if s.on_deps else s.name for s in own]
+    return _Columns(
+        read=operator.attrgetter(*names) if names else (lambda x: ()),
+        width=len(own),
+        lo=np.array([max(s.lo, _INT64[0]) for s in own], dtype=np.int64),
+        hi=np.array([min(s.hi, _INT64[1]) for s in own], dtype=np.int64),
+        mask=np.array([(1 << s.width) - 1 for s in own], dtype=np.uint64),
+        shift=np.array([s.pos % INSN_HALF_BITS for s in own], dtype=np.uint64),
+        half=np.array([s.pos // INSN_HALF_BITS for s in own], dtype=np.int64),
+        const=(const[0], const[1]))
 
 
 def decode_program(words: np.ndarray, hw: HwConfig) -> list[Instruction]:
@@ -512,18 +621,41 @@ def _deps(flags: tuple[bool, ...]) -> Deps:
     return Deps(*flags)
 
 
-def _decode_group(d: InstructionDef, halves: list[np.ndarray], hw: HwConfig) -> list[Any]:
-    """Words all of definition ``d`` (as ``decode`` reads them), their fields column by column;
-    a ValueError for a value a field's type refuses."""
-    cols: dict[str, np.ndarray] = {}
-    for half, fields_ in zip(halves, layout_of(d, hw), strict=True):
-        pos = 0
+#: one half of a definition's word as ``_decode_group`` reads it: its fields' names in layout
+#: order, their first bits and masks (uint64), and (column, width) of each signed field
+_Half = tuple[tuple[str, ...], np.ndarray, np.ndarray, tuple[tuple[int, int], ...]]
+
+
+@lru_cache(maxsize=512)
+def _half_fields(d: InstructionDef, hw: HwConfig) -> tuple[_Half, ...]:
+    """``_Half`` of each half of ``d``'s word on ``hw`` (``layout_of``'s fields, packed from
+    bit 0 of each half)."""
+    out = []
+    for fields_ in layout_of(d, hw):
+        pos, shifts, masks = 0, [], []
         for f in fields_:
-            v = _bits(half, pos, f.width)
-            if f.signed:
-                v = np.where(v >> (f.width - 1) != 0, v - (1 << f.width), v)
-            cols[f.name] = v
+            shifts.append(pos)
+            masks.append((1 << f.width) - 1)
             pos += f.width
+        out.append((tuple(f.name for f in fields_), np.array(shifts, dtype=np.uint64),
+                    np.array(masks, dtype=np.uint64),
+                    tuple((j, f.width) for j, f in enumerate(fields_) if f.signed)))
+    return tuple(out)
+
+
+def _decode_group(d: InstructionDef, halves: list[np.ndarray], hw: HwConfig) -> list[Any]:
+    """Words all of definition ``d`` (as ``decode`` reads them), their fields column by column
+    (all of a half's at once: ``_half_fields``); a ValueError for a value a field's type
+    refuses."""
+    cols: dict[str, np.ndarray] = {}
+    for half, (names, shift, mask, signed) in zip(halves, _half_fields(d, hw), strict=True):
+        if not names:
+            continue
+        v = ((half[:, None] >> shift) & mask).astype(np.int64)  # ``_bits`` of each field
+        for j, width in signed:
+            v[:, j] = np.where(v[:, j] >> (width - 1) != 0, v[:, j] - (1 << width), v[:, j])
+        for j, name in enumerate(names):
+            cols[name] = v[:, j]
     n = len(halves[0])
     flag_rows = zip(*(cols[f].astype(bool).tolist() for f in HEAD_FLAGS), strict=True)
     args: list[list[Any]] = []

@@ -71,19 +71,25 @@ def program_bound(program: Program, hw: HwConfig) -> int:
     popped: dict[Any, int] = {}
     #: per distinct instruction (a tiled program repeats about half of them): whether it
     #: drains, its unit, cycles and token queues (those by (unit, flags): a LOAD's unit
-    #: depends on its memory type)
+    #: depends on its memory type); found by the object first (``by_id``: a compiled
+    #: program holds one object at many places, and hashing a dataclass's fields costs
+    #: more than the lookup), then by value
     seen: dict[Any, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
+    by_id: dict[int, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
     routes: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
     for insn in insns:
-        got = seen.get(insn)
+        got = by_id.get(id(insn))  # ``insns`` holds every object: no id is reused here
         if got is None:
-            d = definition_of(insn)
-            unit = d.unit_of(insn, hw)
-            route = routes.get((unit, insn.deps))
-            if route is None:
-                route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
-                                                     tuple(pushes_of(insn, hw)))
-            got = seen[insn] = (d.drains, unit, int(d.duration(insn, hw)), *route)
+            got = seen.get(insn)
+            if got is None:
+                d = definition_of(insn)
+                unit = d.unit_of(insn, hw)
+                route = routes.get((unit, insn.deps))
+                if route is None:
+                    route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
+                                                         tuple(pushes_of(insn, hw)))
+                got = seen[insn] = (d.drains, unit, int(d.duration(insn, hw)), *route)
+            by_id[id(insn)] = got
         drains, unit, took, pops, pushes = got
         start = free.get(unit, fetched)
         for q in pops:
