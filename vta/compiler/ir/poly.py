@@ -490,6 +490,22 @@ def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
             pieces.append((ranges, lins))
     except _NotBox:
         return None
+    return box_of_pieces(pieces, params)
+
+
+#: one piece of a union for ``box_of_pieces``: its variables' ranges, each output's affine form
+Piece = tuple[Mapping[Any, int], Sequence[tuple[Mapping[Any, int], int]]]
+
+
+def box_of_pieces(pieces: Sequence[Piece], params: Sequence[Any]) -> tuple[DimBox, ...] | None:
+    """The box of a union of pieces, each ``(ranges, forms)``: the ranges ``0 <= v < n`` of its
+    variables (parameters among them or not: one without is unbounded) and each output's
+    affine form ``(coefficients, constant)``; None where the union is not one box (the pieces
+    give an output different parameter coefficients, or the parameters different ranges).
+    ``box_closed_form``'s arithmetic on the forms it parsed from isl text, and region
+    inference's on the forms it took from expressions (``regions._closed_box``): an output's
+    parameter part (a parameter of one value left out) plus the span of its other variables,
+    the union's lower bound one affine piece, as isl computes it."""
     if not pieces or len({len(lins) for _, lins in pieces}) != 1:
         return None
     # the parameters' ranges (a parameter without one is unbounded: every integer)
@@ -498,7 +514,7 @@ def box_closed_form(text: str) -> tuple[DimBox, ...] | None:
         return None
     dims = []
     for d in range(len(pieces[0][1])):
-        ppart: dict[str, int] | None = None
+        ppart: dict[Any, int] | None = None
         lmin, lmax = None, None
         for ranges, lins in pieces:
             coef, const = lins[d]

@@ -266,44 +266,18 @@ def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     text is box-shaped (``poly.box_closed_form``), computed from the expressions' affine forms
     without writing and parsing the text (most of an attached stage's bound inference); None
     where it is not (a fuse, a division, a constraint that cuts, parameters whose part differs
-    between pieces), and the text goes to ``set_box`` as before. The same arithmetic as the
-    closed form on the same forms: each output's parameter part (parameters of one value
-    left out) the same in every piece, its other variables' span over their ranges."""
+    between pieces, a parameter without a range), and the text goes to ``set_box`` as before.
+    The box is the closed form's own (``poly.box_of_pieces``) on the same forms."""
     pieces = []
     for c in readers:
         got = _piece(st, c, bodies[c], env[c], done, loopvar, pkey)
         if got is None:
             return None
         pieces += got
-    if not pieces or len({len(forms) for _, forms in pieces}) != 1:
-        return None
-    params = list(pkey.values())
-    pranges = {p: pieces[0][0][p] for p in params if p in pieces[0][0]}
-    if any(r.get(p) != pranges.get(p) for r, _ in pieces for p in params):
-        return None
-    dims = []
-    for d in range(len(pieces[0][1])):
-        ppart: dict[object, int] | None = None
-        lmin = lmax = 0
-        for k, (ranges, forms) in enumerate(pieces):
-            coef, const = forms[d]
-            mine: dict[object, int] = {p: coef[p] for p in params
-                                       if coef.get(p, 0) and pranges.get(p, 2) > 1}
-            if ppart is None:
-                ppart = mine
-            elif mine != ppart:
-                return None  # piecewise: isl's
-            rest = ({v: x for v, x in coef.items() if v not in params}, const)
-            lo, hi = poly._span_of(rest, ranges)  # type: ignore[arg-type]
-            lmin, lmax = (lo, hi) if k == 0 else (min(lmin, lo), max(lmax, hi))
-        assert ppart is not None
-        if any(p not in pranges for p in ppart):
-            return None
-        terms = tuple((p, ppart[p]) for p in params if p in ppart)  # names, in their order
-        plo, phi = poly._span_of((ppart, 0), pranges)  # type: ignore[arg-type]
-        dims.append(poly.DimBox(poly.BoxLo(terms, lmin), plo + lmin, phi + lmin, phi + lmax,
-                                lmax - lmin + 1))
-    return tuple(dims)
+    box = poly.box_of_pieces(pieces, list(pkey.values()))
+    if box is None or any(d.lo_min is None for d in box):
+        return None  # not one box, or over an unbounded parameter: the text route's
+    return box
 
 
 @lru_cache(maxsize=4096)
