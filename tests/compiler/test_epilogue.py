@@ -212,7 +212,9 @@ def test_one_wrong_accumulator_in_the_output_fails(monkeypatch: pytest.MonkeyPat
         if kw.get("timing_only"):  # the compiler's cost oracle
             return res
         if not calls:  # slice 0: the accumulators' low bytes
-            res.outputs["res"].reshape(-1)[3] += 1
+            out = res.outputs["res"]
+            out.flags.writeable = True  # a fault planted in the readback (outputs are read-only)
+            out.reshape(-1)[3] += 1
         calls.append(1)
         return res
 
