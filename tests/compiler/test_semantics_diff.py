@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from vta.compiler.ir import semantics as sem
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.int_eval import compile_int
 from vta.compiler.ir.interp import run_func
+from vta.dtypes import dtype
 from vta.errors import CompileError, EmulatorError, InterpError
 from vta.gpu.cuda import render_cuda
 from vta.gpu.dialect import LAUNCH, LaunchConfig, ThreadIndex
@@ -390,3 +392,17 @@ def test_rendered_cuda_on_a_gpu() -> None:
         for k in (serial_kernel, thread_kernel):
             out = run_kernel(render_cuda(k(c)), [c.inputs(), np.zeros(N, ref.dtype)])[-1]
             assert same(np.asarray(out), ref), f"{k.__name__}: {c.dtype} {c.expr}"
+
+
+@pytest.mark.parametrize(("value", "to", "want"), [
+    (np.float32(1e6), "float16", np.inf), (np.float64(-1e300), "float32", -np.inf),
+    (70000, "float16", np.inf), (np.int64(-70000), "float16", -np.inf)])
+def test_a_float_cast_past_the_range_is_infinite_without_a_warning(value: object, to: str,
+                                                                   want: float) -> None:
+    """A float narrowed (or an integer made float) past the type's range is +-inf, IEEE 754's
+    rounding and the GPU's: the defined result, so no overflow warning either (a hypothesis
+    draw of ``test_float_evaluators_agree`` printed numpy's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sem.cast(value, dtype(to))
+    assert got == want and np.asarray(got).dtype == np.dtype(to)

@@ -312,4 +312,9 @@ def cast(x: Any, t: DType) -> Any:
         return x
     if t.kind in ("int", "uint") and a.dtype.kind == "f":
         return _scalar(np.trunc(a).astype(np.int64).astype(npt))
+    if a.dtype.kind == "f" or t.kind == "float":
+        # a value past a float type's range is +-inf (IEEE 754 rounding, as a GPU gives it):
+        # the result, not a warning
+        with np.errstate(over="ignore"):
+            return _scalar(a.astype(npt))
     return _scalar(a.astype(npt))
