@@ -43,11 +43,14 @@ def child_env(root: str) -> dict[str, str]:
     return env
 
 
-def count(cmd: list[str], env: dict[str, str], out: Path) -> tuple[int, str]:
-    """Instructions (Ir) of ``cmd`` run under callgrind (its output file at ``out``) and its
-    standard output; SystemExit with its error output when it fails."""
+def count(cmd: list[str], env: dict[str, str], out: Path,
+          cwd: Path | None = None) -> tuple[int, str]:
+    """Instructions (Ir) of ``cmd`` run under callgrind (its output file at ``out``; in
+    ``cwd``, else here) and its standard output; SystemExit with its error output when it
+    fails."""
     done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                           *cmd], env=env, capture_output=True, text=True, check=False)
+                           *cmd], env=env, cwd=cwd, capture_output=True, text=True,
+                          check=False)
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"callgrind: {' '.join(cmd)} failed:\n{done.stderr}")
     return totals(out.read_text()), done.stdout

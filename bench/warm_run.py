@@ -26,6 +26,15 @@ both startups, from the same runs' seconds lines, in one table.
         [--before /work/main]
 
 Prints a table and writes bench/results/warm_run.json.
+
+``--callgrind`` instead counts the instructions (valgrind's callgrind, ``bench/callgrind.py``)
+of one cold run (``--no-cache``) and one warm run of this tree and ``--before``'s, each in one
+process (``--jobs 1``: callgrind follows no worker) after an unmeasured run that fills the
+bytecode, dataclass-code and compile caches: the work a run does, with none of the seconds'
+noise (this VM's CPU seconds move 30-50 % between its quiet and slow spells). It is the CPU
+of the run whole, not its wall on two cores.
+
+    python bench/warm_run.py --callgrind [--before /work/main] [--out FILE]
 """
 
 from __future__ import annotations
@@ -44,6 +53,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import callgrind  # noqa: E402  (bench/callgrind.py)
+
 COMMAND = ["run", "--hw", "hwconfigs/pynq.yaml", "resnet18"]
 #: the report's seconds line: ``name 1.23 s`` pairs
 _PART = re.compile(r"(startup|graph|compile|simulate|check|interpreter|other|wall) "
@@ -133,6 +145,53 @@ def compile_bytecode(trees: dict[str, Variant], pycache: Path) -> None:
                        env=env, check=True, stdout=subprocess.DEVNULL)
 
 
+def callgrind_compare(before: str | None, out: str) -> int:
+    """``--callgrind``: instructions of one cold (``--no-cache``) and one warm ``vta run
+    resnet18`` in one process (``--jobs 1``) of this tree and ``before``'s, printed side by
+    side and written to ``out``; both must PASS with the same cycles (exit 1 otherwise)."""
+    if not callgrind.available():
+        print("warm_run --callgrind: valgrind is not installed (no valgrind on PATH): skipped, "
+              "nothing measured")
+        return 0
+    trees = ([("before", Path(before).resolve())] if before else []) + [("this tree", ROOT)]
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for k, (label, tree) in enumerate(trees):
+            print(f"callgrind: {label} ({tree}) ...", flush=True)
+            env = {**callgrind.child_env(str(tree)), "VTA_CACHE": str(Path(d) / f"{k}.sqlite"),
+                   "PYTHONPYCACHEPREFIX": str(Path(d) / "pycache" / str(k))}
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vta")],
+                           env=env, check=True, stdout=subprocess.DEVNULL)
+            argv = [sys.executable, "-m", "vta.cli", *COMMAND]
+            subprocess.run(argv, cwd=tree, env=env, capture_output=True, check=True)  # caches
+            row: dict[str, Any] = {"tree": str(tree)}
+            for kind, extra in (("cold", ["--no-cache", "--jobs", "1"]), ("warm", ["--jobs", "1"])):
+                ir, text = callgrind.count(argv + extra, env, Path(d) / f"{k}.{kind}.out", tree)
+                cycles = _CYCLES.search(text)
+                row[kind] = {"ir": ir, "passed": "PASS" in text,
+                             "cycles": int(cycles.group(1).replace(",", "")) if cycles else None}
+            rows[label] = row
+    print(f"{'tree':>10} {'cold Ir':>12} {'warm Ir':>12}  cycles  PASS")
+    for label, r in rows.items():
+        print(f"{label:>10} {r['cold']['ir'] / 1e6:>11,.1f}M {r['warm']['ir'] / 1e6:>11,.1f}M  "
+              f"{r['cold']['cycles']}  {r['cold']['passed'] and r['warm']['passed']}")
+    ok = all(r[kind]["passed"] for r in rows.values() for kind in ("cold", "warm")) and \
+        len({r[kind]["cycles"] for r in rows.values() for kind in ("cold", "warm")}) == 1
+    result: dict[str, Any] = {
+        "mode": "callgrind", "command": "vta " + " ".join(COMMAND) + " (cold: --no-cache "
+        "--jobs 1; warm: --jobs 1 on the compile cache an unmeasured run filled)",
+        "load_average": [round(x, 2) for x in os.getloadavg()], "trees": rows, "ok": ok}
+    if "before" in rows:
+        for kind in ("cold", "warm"):
+            b, a = rows["before"][kind]["ir"], rows["this tree"][kind]["ir"]
+            result[f"{kind}_ir_ratio"] = a / b
+            print(f"{kind} Ir this tree / before: {a / b:.4f} ({(a - b) / 1e6:+,.1f}M)")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0 if ok else 1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cold", type=int, default=3, help="cold runs per variant")
@@ -145,8 +204,13 @@ def main() -> None:
                     help="keep the environment's bytecode setting")
     ap.add_argument("--source-too", action="store_true",
                     help="also run this tree's default without the bytecode cache")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="count the instructions of one cold and one warm run in one process "
+                         "(this tree and --before's) instead of timing runs")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "warm_run.json"))
     a = ap.parse_args()
+    if a.callgrind:
+        raise SystemExit(callgrind_compare(a.before, a.out))
     bytecode = not a.no_bytecode
     variants: dict[str, Variant] = {"this": (ROOT, [], bytecode)}
     if a.compare_jobs:  # the default takes the idle cores: both ends named
