@@ -50,9 +50,10 @@ def pack_compiled(compiled: Any, hw: HwConfig) -> bytes | None:
         back = decode_distinct(insns, hw)
     except IsaError:
         return None
-    # the program read back equals ``prog`` (``Program.__eq__``'s three parts), the micro-ops
-    # compared as fields (``encode_uops_checked``) instead of a ``Uop`` made per word
-    if not (back == prog.instructions and tuple(prog.allocations) == prog.allocations
+    # the program read back equals ``prog``: its instructions decoded alike, its micro-ops
+    # compared as fields (``encode_uops_checked``) instead of a ``Uop`` made per word (the
+    # DRAM map travels as it is, a tuple as ``Program`` holds it)
+    if not (back == prog.instructions and isinstance(prog.allocations, tuple)
             and all(same for _, same in checked.values())):
         return None
     uops = {name: words for name, (words, _) in checked.items()}
