@@ -261,13 +261,13 @@ _ADDRESSES = frozenset({"sram_base", "dram_base", "deps"})
 
 
 def _dma_key(cls: type) -> Callable[[Any], Any] | None:
-    """A getter of the fields of instruction class ``cls`` but its addresses and flags
-    (``_ADDRESSES``): equal for two instructions whose SRAM ranges differ only by where they
-    start. None for a class without a ``sram_base``."""
+    """A getter of the class and the fields of an instruction of class ``cls`` but its
+    addresses and flags (``_ADDRESSES``): equal for two instructions whose SRAM ranges differ
+    only by where they start. None for a class without a ``sram_base``."""
     names = [f.name for f in fields(cls)]
     if "sram_base" not in names:
         return None
-    return attrgetter(*(n for n in names if n not in _ADDRESSES))
+    return attrgetter("__class__", *(n for n in names if n not in _ADDRESSES))
 
 
 def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
@@ -323,11 +323,12 @@ class _Tokens:
         self.code = {m: k for k, m in enumerate(self.depth)}
         #: ``_describe_dma``'s memo: (class, fields but the addresses and flags) -> (module,
         #: memory index, range relative to ``sram_base``, writes); each class's key getter
-        self.dma_seen: dict[tuple[type, Any] | None, tuple[Unit, int, int, int, int]] = {}
+        self.dma_seen: dict[tuple[Any, ...] | None, tuple[Unit, int, int, int, int]] = {}
         self.dma_key: dict[type, Callable[[Any], Any] | None] = {}
         #: ``_describe``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
-        #: micro-ops, module, ranges); the objects are kept so that their ids stay theirs
-        self.seen: dict[tuple[int, int], tuple[Any, tuple[Any, ...], Unit, tuple[int, ...]]] = {}
+        #: micro-ops, (module, ranges)); the objects are kept so that their ids stay theirs
+        self.seen: dict[tuple[int, int],
+                        tuple[Any, tuple[Any, ...], tuple[Unit, tuple[int, ...]]]] = {}
 
     def _flat(self, acc: list[Access]) -> tuple[int, ...]:
         """``accesses`` as ``_conflict_table`` reads them: (memory index, lo, hi, writes) of
@@ -340,14 +341,15 @@ class _Tokens:
         instruction by the identity of its instruction and micro-op list (flatten builds the
         same GEMM or ALU instruction once and reuses the object in every tile that evaluates
         alike)."""
-        if not ins.uops:
+        u = ins.uops
+        if not u:
             return self._describe_dma(ins)
-        key = (id(ins.insn), id(ins.uops))
-        hit = self.seen.get(key)
-        if hit is None or hit[0] is not ins.insn or hit[1] is not ins.uops:
-            hit = self.seen[key] = (ins.insn, ins.uops, module_of(ins.insn, self.hw),
-                                    self._flat(accesses(ins, self.hw)))
-        return hit[2], hit[3]
+        x = ins.insn
+        hit = self.seen.get((id(x), id(u)))
+        if hit is None or hit[0] is not x or hit[1] is not u:
+            hit = self.seen[(id(x), id(u))] = (x, u, (module_of(x, self.hw),
+                                                     self._flat(accesses(ins, self.hw))))
+        return hit[2]
 
     def _describe_dma(self, ins: Insn) -> tuple[Unit, tuple[int, ...]]:
         """``_describe`` of an instruction without micro-ops (a DMA), memoised by its class and
@@ -358,12 +360,11 @@ class _Tokens:
         An instruction without a ``sram_base``, or whose answer is not one range, is
         described afresh each time."""
         x: Any = ins.insn
-        cls = type(x)
-        if cls in self.dma_key:
-            get = self.dma_key[cls]
-        else:
-            get = self.dma_key[cls] = _dma_key(cls)
-        key = None if get is None else (cls, get(x))
+        try:
+            get = self.dma_key[type(x)]
+        except KeyError:
+            get = self.dma_key[type(x)] = _dma_key(type(x))
+        key = None if get is None else get(x)
         hit = self.dma_seen.get(key)
         if hit is None:
             d = definition_of(x)  # looked up once for both
@@ -373,8 +374,7 @@ class _Tokens:
                 self.dma_seen[key] = (m, flat[0], flat[1] - b, flat[2] - b, flat[3])
             return m, flat
         b = x.sram_base
-        m, c, lo, hi, w = hit
-        return m, (c, b + lo, b + hi, w)
+        return hit[0], (hit[1], b + hit[2], b + hit[3], hit[4])
 
     def _table(self, insns: list[Insn]) -> tuple[list[Unit], np.ndarray, np.ndarray]:
         """Each instruction's module (as a list and as an array of rows) and its row of
