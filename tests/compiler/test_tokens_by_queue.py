@@ -1,6 +1,6 @@
 """coproc_sync's fast paths: the tokens worked out a queue at a time (``_by_queue``, ``_room``)
 are those of the instruction-by-instruction path, and a DMA's memoised description
-(``_describe_dma``) is its ``accesses``."""
+(``_describe``) is its ``accesses``."""
 
 from dataclasses import replace
 
@@ -85,12 +85,12 @@ _STORES = st.builds(Store, st.just(MemType.OUT), st.integers(0, 500), st.integer
 @given(st.lists(st.one_of(_LOADS, _STORES), min_size=1, max_size=12))
 def test_a_dma_s_memoised_description_is_its_accesses(dmas: list[Load | Store]) -> None:
     """DMAs alike but for their addresses and flags share one memo entry of
-    ``_describe_dma``, moved to each one's ``sram_base``: every answer is the DMA's own module
+    ``_describe``, moved to each one's ``sram_base``: every answer is the DMA's own module
     and ``accesses``."""
     h = hw("pynq")
     tokens = _Tokens(h)
     for x in dmas:
         for y in (x, replace(x, sram_base=x.sram_base + 7, dram_base=3, deps=Deps())):
             ins = Insn(y)
-            assert tokens._describe_dma(ins) == (module_of(y, h), tokens._flat(accesses(ins, h)))
+            assert tokens._describe(ins) == (module_of(y, h), tokens._flat(accesses(ins, h)))
     assert len(tokens.dma_seen) <= len(dmas)  # each moved copy answered from its original's

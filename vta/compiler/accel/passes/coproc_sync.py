@@ -321,9 +321,10 @@ class _Tokens:
         self.token_depth = hw.queues.token_depth
         #: each memory's index in ``_conflict_table``'s arrays
         self.code = {m: k for k, m in enumerate(self.depth)}
-        #: ``_describe_dma``'s memo: (class, fields but the addresses and flags) -> (module,
-        #: memory index, range relative to ``sram_base``, writes); each class's key getter
-        self.dma_seen: dict[tuple[Any, ...] | None, tuple[Unit, int, int, int, int]] = {}
+        #: ``_describe``'s memo of DMAs: (class, fields but the addresses and flags) ->
+        #: (module, memory index, range relative to ``sram_base``, writes); each class's key
+        #: getter (``_dma_key``)
+        self.dma_seen: dict[tuple[Any, ...], tuple[Unit, int, int, int, int]] = {}
         self.dma_key: dict[type, Callable[[Any], Any] | None] = {}
         #: ``_describe``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
         #: micro-ops, (module, ranges)); the objects are kept so that their ids stay theirs
@@ -337,44 +338,44 @@ class _Tokens:
         return tuple(v for mem, lo, hi, wr in acc for v in (code[mem], lo, hi, int(wr)))
 
     def _describe(self, ins: Insn) -> tuple[Unit, tuple[int, ...]]:
-        """The module of ``ins`` and its ``accesses`` (``_flat``), memoised for a micro-op
+        """The module of ``ins`` and its ``accesses`` (``_flat``), memoised: a micro-op
         instruction by the identity of its instruction and micro-op list (flatten builds the
         same GEMM or ALU instruction once and reuses the object in every tile that evaluates
-        alike)."""
-        u = ins.uops
-        if not u:
-            return self._describe_dma(ins)
-        x = ins.insn
-        hit = self.seen.get((id(x), id(u)))
-        if hit is None or hit[0] is not x or hit[1] is not u:
-            hit = self.seen[(id(x), id(u))] = (x, u, (module_of(x, self.hw),
-                                                     self._flat(accesses(ins, self.hw))))
-        return hit[2]
-
-    def _describe_dma(self, ins: Insn) -> tuple[Unit, tuple[int, ...]]:
-        """``_describe`` of an instruction without micro-ops (a DMA), memoised by its class and
-        its fields but the addresses and flags (``_dma_key``): what a DMA touches is one range
-        that starts at its ``sram_base``, its module and extent set by the other fields, so
-        instructions alike but for where they go share one answer, moved to their
-        ``sram_base`` (twenty thousand DMAs in a serial ResNet-18 run, a few hundred kinds).
-        An instruction without a ``sram_base``, or whose answer is not one range, is
-        described afresh each time."""
+        alike), a DMA by its class and its fields but the addresses and flags (``_dma_key``):
+        what a DMA touches is one range that starts at its ``sram_base``, its module and
+        extent set by the other fields, so DMAs alike but for where they go share one answer,
+        moved to their ``sram_base`` (twenty thousand DMAs in a serial ResNet-18 run, a few
+        hundred kinds)."""
         x: Any = ins.insn
-        try:
-            get = self.dma_key[type(x)]
-        except KeyError:
+        u = ins.uops
+        if u:
+            hit = self.seen.get((id(x), id(u)))
+            if hit is None or hit[0] is not x or hit[1] is not u:
+                hit = self.seen[(id(x), id(u))] = (x, u, (module_of(x, self.hw),
+                                                         self._flat(accesses(ins, self.hw))))
+            return hit[2]
+        get = self.dma_key.get(type(x), _dma_key)
+        if get is _dma_key:  # a class not seen yet
             get = self.dma_key[type(x)] = _dma_key(type(x))
-        key = None if get is None else get(x)
-        hit = self.dma_seen.get(key)
-        if hit is None:
-            d = definition_of(x)  # looked up once for both
-            m, flat = d.unit_of(x, self.hw), self._flat(accesses(ins, self.hw, d))
-            if key is not None and len(flat) == 4:
+        if get is not None:
+            dma = self.dma_seen.get(get(x))
+            if dma is not None:
                 b = x.sram_base
-                self.dma_seen[key] = (m, flat[0], flat[1] - b, flat[2] - b, flat[3])
-            return m, flat
-        b = x.sram_base
-        return hit[0], (hit[1], b + hit[2], b + hit[3], hit[4])
+                return dma[0], (dma[1], b + dma[2], b + dma[3], dma[4])
+        return self._describe_dma(ins, get)
+
+    def _describe_dma(self, ins: Insn, get: Callable[[Any], Any] | None
+                      ) -> tuple[Unit, tuple[int, ...]]:
+        """``_describe`` of an instruction without micro-ops not in the memo (``get``: its
+        class's ``_dma_key``), added to it where it has a ``sram_base`` and touches one
+        range."""
+        x: Any = ins.insn
+        d = definition_of(x)  # looked up once for both
+        m, flat = d.unit_of(x, self.hw), self._flat(accesses(ins, self.hw, d))
+        if get is not None and len(flat) == 4:
+            b = x.sram_base
+            self.dma_seen[get(x)] = (m, flat[0], flat[1] - b, flat[2] - b, flat[3])
+        return m, flat
 
     def _table(self, insns: list[Insn]) -> tuple[list[Unit], np.ndarray, np.ndarray]:
         """Each instruction's module (as a list and as an array of rows) and its row of
