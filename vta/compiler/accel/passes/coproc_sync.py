@@ -256,7 +256,7 @@ def _conflict_table(t: np.ndarray, mem: np.ndarray, lo: np.ndarray, hi: np.ndarr
 
 
 #: fields of a DMA instruction that do not change which module runs it or how many entries
-#: it touches from its ``sram_base`` (``_Tokens._describe_dma``)
+#: it touches from its ``sram_base`` (``_Tokens._describe``)
 _ADDRESSES = frozenset({"sram_base", "dram_base", "deps"})
 
 
