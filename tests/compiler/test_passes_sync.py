@@ -107,7 +107,8 @@ def test_token_queues_of_any_depth_never_deadlock(spec, depth: int, cmd: int,  #
 
 def test_queued_waits_take_the_general_path_s_tokens(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """An instruction whose conflicts are all with modules it shares a queue with is appended
-    in one loop (``_append_queued``); the tokens are those of the general path (``_add``,
+    in one loop (``_append_queued``), and where every instruction's are, the tokens are worked
+    out a queue at a time (``_by_queue``); the tokens are those of the general path (``_add``,
     which also places relays), on a stream with virtual threads and every kind of wait."""
     from vta.compiler.accel.passes import coproc_sync as cs
 
@@ -118,6 +119,7 @@ def test_queued_waits_take_the_general_path_s_tokens(monkeypatch) -> None:  # ty
         needs = {p: at[latest[r]] for p, r in self.others[m] if latest[r] >= 0}
         return self._add(ins, m, needs)
     monkeypatch.setattr(cs._Tokens, "_append_queued", general)
+    monkeypatch.setattr(cs._Tokens, "_queued_only", lambda self, mods, table: False)
     assert [x.insn for x in _insns(cs.insert_tokens(flat, hw("pynq")))] == \
         [x.insn for x in _insns(fast)]
 

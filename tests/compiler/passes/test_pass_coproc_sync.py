@@ -90,13 +90,22 @@ def test_conflicts_match_a_table_updated_instruction_by_instruction(
 
 def test_clocks_are_worked_out_only_where_a_relay_may_be_due() -> None:
     """On VTA's chain every module pair that conflicts shares a queue: no relay is ever due,
-    so no instruction's clock (what it knows complete) is computed; the tokens are the same."""
-    tokens = _Tokens(PYNQ)
-    out = tokens.run(list(_stream("", "", "", "", "").body.stmts))  # type: ignore[attr-defined]
-    assert tokens.done == [] and len(tokens.made_of) == len(out) == 5
+    so the tokens are worked out a queue at a time (``_by_queue``) and no instruction's clock
+    (what it knows complete) is computed; one by one (``_one_by_one``, the path of hardware
+    that may need relays), the tokens are the same and the clocks are still made only on
+    demand."""
+    insns = list(_stream("", "", "", "", "").body.stmts)  # type: ignore[attr-defined]
     expected = _stream("", "| push_next", "| pop_prev push_prev push_next", "| pop_prev",
                        "| pop_next")
+    tokens = _Tokens(PYNQ)
+    out = tokens.run(insns)
+    assert tokens.done == [] and tokens.made_of == [] and len(out) == 5
     assert_structural_equal(S.seq(*out), expected.body)  # type: ignore[attr-defined]
+    tokens = _Tokens(PYNQ)
+    mods, _rows, table = tokens._table(insns)
+    tokens._one_by_one(insns, mods, table.tolist())
+    assert tokens.done == [] and len(tokens.made_of) == 5
+    assert_structural_equal(S.seq(*tokens._given()), expected.body)  # type: ignore[attr-defined]
     tokens._known()  # worked out on demand: each module's latest known complete instruction
     assert [c[Unit.COMPUTE] for c in tokens.done] == [-1, -1, 2, 2, 2]
 
