@@ -525,7 +525,7 @@ def _simulate_step(item: tuple[int, dict[str, np.ndarray]]) -> tuple[Execution, 
     prog = cg.programs[k]
     inputs = {a.name: acts[a.name] if a.name in acts else st.consts[const_name(a.name)]
               for a in prog.inputs}
-    ex = target.execute(prog, inputs)
+    ex = target.execute(prog, inputs, timeline=timelines)
     assert ex.sim is not None  # the accelerator's execution carries its simulation
     energy = energy_of(st.program, dict(ex.stats.bytes), cg.hw)
     # an allocation that ends as it began (the weights, the inputs) is not sent back

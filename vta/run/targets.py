@@ -44,6 +44,7 @@ from vta.errors import ScheduleError, ScratchpadOverflow, ShapeError, TargetErro
 from vta.isa import Program
 from vta.sim import SimResult, run_reference, simulate
 from vta.sim.dram import MAX_DRAM_BYTES
+from vta.sim.machine import cycles_of
 
 if TYPE_CHECKING:
     from vta.run.gpu_targets import CompiledKernel, CudaEmuTarget, CudaTarget, GpuLaunch
@@ -174,9 +175,12 @@ class AccelTarget(Target):
         return artifact if isinstance(artifact, Program) else artifact.program
 
     def execute(self, artifact: Any, arrays: Mapping[str, np.ndarray], *,
-                trace_path: str | None = None) -> Execution:
+                trace_path: str | None = None, timeline: bool = True) -> Execution:
+        """The cycle-level simulator's run (``simulate``); ``timeline=False``: without its
+        timeline (``sim.slices`` empty), for a caller that reads none."""
         t0 = time.perf_counter()
-        sim = simulate(self._program(artifact), self.hw, arrays, trace_path=trace_path)
+        sim = simulate(self._program(artifact), self.hw, arrays, trace_path=trace_path,
+                       timeline=timeline)
         outputs = {k: np.asarray(v) for k, v in sim.outputs.items()}
         return Execution(outputs, sim.stats, time.perf_counter() - t0, sim)
 
@@ -186,7 +190,7 @@ class AccelTarget(Target):
 
     def cycles(self, program: Program) -> int:
         """The timing-only simulator's cycles for ``program`` (the compiler's cost oracle)."""
-        return simulate(program, self.hw, timing_only=True).stats.cycles
+        return cycles_of(program, self.hw)
 
     @property
     def method(self) -> str:

@@ -39,13 +39,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from vta.config import DTYPE_BITS, HwConfig
-from vta.isa import AluOp, InstructionDef, Program, definition_of, n_ops
+from vta.isa import AluOp, InstructionDef, Program, definition_of, n_ops, registered
 from vta.isa.builtins import ALU
+from vta.isa.insn import values_of
 
 __all__ = ["Energy", "EnergyTable", "energy_table", "energy_of", "sram_pj_per_byte",
            "COMPONENTS", "HOROWITZ_45NM", "sequential_sums"]
@@ -178,6 +180,28 @@ def _rows(additions: list[tuple[str, float]]) -> list[list[float]]:
 
 
 
+def _plain_classes() -> set[type]:
+    """The instruction classes whose every registered definition adds nothing to a run's
+    breakdown (``energy_of``'s rows are a micro-op instruction's) and does not drain the
+    machine (LOAD and STORE): ``energy_of`` passes their instances by class alone, without
+    finding each one's definition (most of a tiled program's distinct instructions are DMAs
+    that differ only in their addresses). Read from the registry on every call (a user may
+    register a definition since)."""
+    defs = registered()
+    return {d.cls for d in defs} - {d.cls for d in defs if d.is_microop or d.drains}
+
+
+def _row_order(first: list[int], count: list[int]) -> np.ndarray:
+    """The rows of each instruction in program order (instruction ``i``'s rows are
+    ``first[i]`` to ``first[i] + count[i] - 1``), as one index array: the instructions'
+    ranges concatenated, without a Python step per instruction."""
+    n = np.array(count, dtype=np.intp)
+    base = np.array(first, dtype=np.intp)
+    ends = np.cumsum(n)
+    return np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.intp) + np.repeat(
+        base - (ends - n), n)
+
+
 def sequential_sums(rows: np.ndarray) -> np.ndarray:
     """Each column of ``rows`` (2-D float64) summed top to bottom, one addition at a time:
     the bits a Python loop of ``+=`` gives (``np.add.accumulate`` adds in order; ``np.sum``
@@ -195,34 +219,42 @@ def energy_of(program: Program, bytes_moved: dict[str, int], hw: HwConfig) -> En
     instruction's additions (``_additions``) are made once (the resnet18 graph's 18,639
     instructions are 5,381 objects; C1-C11's 6,469 are 2,270 values), and summed per
     component in program order (``sequential_sums``: the same bits as adding them one by
-    one)."""
+    one). The objects are visited in order of first occurrence (the per-instruction work is
+    C-level maps and one index array, ``_row_order``)."""
     t = energy_table(hw)
     acc_bits = DTYPE_BITS[hw.gemm.acc_dtype]
     lanes = hw.elem_bytes("acc") * 8 // acc_bits
     eb = {k: hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out", "uop")}
+    insns = program.instructions
+    ids = list(map(id, insns))
     table: list[list[float]] = []
-    #: per instruction object (``program`` keeps each alive), then per value (an equal
-    #: instruction that is another object): its rows in ``table``, and whether it drains
-    #: the machine (what follows never runs)
-    seen: dict[int, tuple[range, bool]] = {}
-    equal: dict[Any, tuple[range, bool]] = {}
-    order: list[int] = []
-    for insn in program.instructions:
-        got = seen.get(id(insn))
+    #: per instruction object (``program`` keeps each alive), in order of first occurrence,
+    #: and per value (an equal instruction that is another object: its class and compared
+    #: fields, ``values_of``): its first row in ``table`` and its number of rows
+    first: dict[int, int] = {}
+    count: dict[int, int] = {}
+    equal: dict[Any, tuple[int, int, bool]] = {}
+    plain = _plain_classes()
+    cut = len(ids)
+    for key, insn in dict(zip(ids, insns, strict=True)).items():
+        cls = type(insn)
+        if cls in plain:  # no rows, does not drain (a DMA): not in ``first`` nor ``count``
+            continue
+        value = (cls, values_of(cls)(insn))
+        got = equal.get(value)
         if got is None:
-            got = equal.get(insn)
-            if got is None:
-                d = definition_of(insn)
-                rows = _rows(_additions(insn, d, hw, t, eb, lanes)) if d.is_microop else []
-                got = equal[insn] = (range(len(table), len(table) + len(rows)),
-                                     bool(d.drains))
-                table.extend(rows)
-            seen[id(insn)] = got
-        order.extend(got[0])
-        if got[1]:
+            d = definition_of(insn)
+            rows = _rows(_additions(insn, d, hw, t, eb, lanes)) if d.is_microop else []
+            got = equal[value] = (len(table), len(rows), bool(d.drains))
+            table.extend(rows)
+        first[key], count[key] = got[0], got[1]
+        if got[2]:  # what follows never runs
+            cut = ids.index(key) + 1
             break
+    ran = ids[:cut] if cut < len(ids) else ids
     sums = sequential_sums(np.array(table, dtype=np.float64).reshape(-1, len(COMPONENTS))
-                           [np.array(order, dtype=np.intp)])
+                           [_row_order(list(map(first.get, ran, repeat(0))),
+                                       list(map(count.get, ran, repeat(0))))])
     pj = {c: float(v) for c, v in zip(COMPONENTS, sums.tolist(), strict=True)}
     for kind in ("inp", "wgt", "acc", "uop", "out"):
         moved = bytes_moved.get(kind, 0)

@@ -76,7 +76,7 @@ from vta.sim.stats import SimResult, SimStats, Slice, UnitStats, units_of
 from vta.sim.trace import write_trace
 from vta.words import INSN_BYTES
 
-__all__ = ["simulate", "mnemonic", "ENGINES"]
+__all__ = ["simulate", "cycles_of", "mnemonic", "ENGINES"]
 
 Queue = tuple[Unit, Unit]
 #: a process of either engine (their events share the API the machine uses)
@@ -204,6 +204,9 @@ def _describe(insn: Any, hw: HwConfig, d: InstructionDef) -> _Static:
     return _timed(insn, hw, d)
 
 
+#: a description's module (``Machine``'s count per unit: ``Counter`` over a C-level map)
+_module_of = attrgetter("module")
+
 #: an instruction's dependency flags as a tuple of bools (``Deps`` hashes by a Python call)
 _dep_flags = attrgetter(*DEP_FLAGS)
 
@@ -294,28 +297,41 @@ def _static(program: Program, hw: HwConfig) -> list[_Static]:
     runs, and is not checked). A tiled program repeats most of its instructions: each
     distinct one is checked and timed once (``_describe``; its first occurrence names it in
     an error) and its description shared by every occurrence, only its accumulator banks
-    per place. Occurrences are told apart by identity first (``seen``: a compiled program
-    repeats one instruction object, and hashing a frozen dataclass hashes every field on every
-    call), then by value (``_lookup``'s cache): an equal instruction that is another object
-    gets the same description."""
-    out = []
-    banks = _AccBanks(program, hw) if hw.alu.separate_pipeline else None
+    per place (``_banked``). Occurrences are told apart by identity first (a compiled
+    program repeats one instruction object, and hashing a frozen dataclass hashes every field
+    on every call), then by value (``_lookup``'s cache): an equal instruction that is another
+    object gets the same description. The objects are described in the order they first
+    occur, up to the first that drains, so the same instructions are checked in the same
+    order as one pass in program order would; the per-instruction work (identities, the
+    descriptions' list, the cut after the drain) is done by C-level maps."""
+    insns = program.instructions
+    ids = list(map(id, insns))
+    objects = dict(zip(ids, insns, strict=True))  # by id: ``program`` keeps each alive
     cache = _described(hw)
-    seen: dict[int, _Static] = {}  # by id: ``program`` keeps every instruction alive
-    for i, insn in enumerate(program.instructions):
-        got = seen.get(id(insn))
-        if got is None:
-            try:
-                got = _lookup(insn, hw, definition_of(insn), cache)
-            except (DefinitionError, _Refused) as e:
-                raise SimError(f"{where(i, insn, program)}: {e}") from None
-            seen[id(insn)] = got
-        if banks is not None:
-            got = replace(got, banks=banks.of(insn, got.defn))
-        out.append(got)
+    desc: dict[int, _Static] = {}
+    cut = len(ids)
+    for key, insn in objects.items():  # (in order of first occurrence)
+        try:
+            got = _lookup(insn, hw, definition_of(insn), cache)
+        except (DefinitionError, _Refused) as e:
+            i = ids.index(key)
+            raise SimError(f"{where(i, insn, program)}: {e}") from None
+        desc[key] = got
         if got.defn.drains:  # what follows never runs: not described, not checked
+            cut = ids.index(key) + 1
             break
+    out = list(map(desc.__getitem__, ids[:cut] if cut < len(ids) else ids))
+    if hw.alu.separate_pipeline:
+        return _banked(program, hw, out)
     return out
+
+
+def _banked(program: Program, hw: HwConfig, info: list[_Static]) -> list[_Static]:
+    """``info`` (``_static``'s descriptions) with each instruction's accumulator banks
+    (``_AccBanks``, in program order: they depend on the micro-ops loaded by then)."""
+    banks = _AccBanks(program, hw)
+    return [replace(got, banks=banks.of(insn, got.defn))
+            for insn, got in zip(program.instructions, info, strict=False)]
 
 
 class _AccBanks:
@@ -409,6 +425,9 @@ class _PortServer:
         #: whether ``wake`` has been triggered (only ``request`` triggers it; ``_serve``
         #: makes a fresh one then): ``wake.triggered`` without a property call
         self.woken = False
+        #: whether ``request`` is processing its ``wake`` at once (``_waited``'s shortcut
+        #: waits for the requesting process to yield)
+        self.requesting = False
         self.wake.callbacks.append(self._idle_cb)  # an idle port: a request wakes it
 
     def request(self, transfer: Transfer) -> Any:
@@ -424,7 +443,9 @@ class _PortServer:
             self.woken = True
             wake = self.wake
             if self.shortcuts and env.quiet_through(now):
+                self.requesting = True
                 wake.process_now()
+                self.requesting = False
             else:
                 wake.succeed()
         return done
@@ -488,8 +509,26 @@ class _PortServer:
 
     def _waited(self, _: Any) -> None:
         """The next completion's cycle came, or a request arrived before it (the first of the
-        two processed): retire what is complete, then serve on."""
-        self._finish()
+        two processed): retire what is complete, then serve on.
+
+        The lean engine's shortcut: when one transfer completed and the port is idle after it,
+        the server's turn (``_serve``) schedules nothing and takes no event id, so its
+        transfer's event is triggered after it instead of before (the same queue entry), and
+        processed at once (``process_now``) when it would be the next event processed (nothing
+        is scheduled at or before this cycle; the event being processed calls only this, so
+        nothing else runs before the run loop would pop it). Not while ``request`` processes
+        its ``wake`` (the requesting process has not yielded yet)."""
+        keys = self.port.finish(self.env.now)
+        if len(keys) == 1 and self.shortcuts and not self.port.active and not self.requesting:
+            done = self.waiting.pop(keys[0])
+            self._serve()
+            if self.env.quiet_through(self.env.now):
+                done.process_now()
+            else:
+                done.succeed()
+            return
+        for key in keys:
+            self.waiting.pop(key).succeed()
         self._serve()
 
     def _finish(self) -> None:
@@ -713,8 +752,11 @@ class Machine:
 
     def __init__(self, program: Program, hw: HwConfig,
                  execute: Callable[[int, Instruction, _Static], None] | None,
-                 engine: str = "lean") -> None:
+                 engine: str = "lean", timeline: bool = True) -> None:
         self.program, self.hw, self.execute = program, hw, execute
+        #: whether the run records its timeline (``slices``; the statistics count the same
+        #: cycles either way)
+        self.timeline = timeline
         sim = self.sim = _engine_of(engine)
         self.info = _static(program, hw)
         self.insns = program.instructions[:len(self.info)]
@@ -730,10 +772,8 @@ class Machine:
         self.port = {u: shared or _PortServer(env, hw, fast) for u in self.unit_names}
         self.banks = [sim.resource(env, capacity=1) for _ in range(hw.alu.acc_banks)]
         self.units = {u: _Unit(u) for u in self.unit_names}
-        self.count = dict.fromkeys(self.modules, 0)
-        for info in self.info:  # one pass over the program
-            if info.module in self.count:
-                self.count[info.module] += 1
+        per_module = Counter(map(_module_of, self.info))  # (one C-level pass)
+        self.count = {m: per_module.get(m, 0) for m in self.modules}
         self.drained = {m: env.event() for m in self.modules}
         for m, ev in self.drained.items():
             if self.count[m] == 0:
@@ -776,7 +816,8 @@ class Machine:
         dt = now - since
         if dt:
             setattr(u, kind, getattr(u, kind) + dt)
-            self.slices.append(_new_tuple(Slice, (u.name, kind, since, now, index, label)))
+            if self.timeline:
+                self.slices.append(_new_tuple(Slice, (u.name, kind, since, now, index, label)))
         u.waiting = None
 
     def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int, index: int) -> bool:
@@ -812,8 +853,10 @@ class Machine:
         u.busy += alone
         if total > alone:
             u.memory += total - alone
-            self.slices.append(_new_tuple(Slice, (u.name, "memory", start + alone,
-                                                  start + total, index, "port contention")))
+            if self.timeline:
+                self.slices.append(_new_tuple(Slice, (u.name, "memory", start + alone,
+                                                      start + total, index,
+                                                      "port contention")))
 
     def _acquire_banks(self, u: _Unit, banks: tuple[int, ...], index: int
                        ) -> Generator[Any, Any, list[Any]]:
@@ -847,8 +890,9 @@ class Machine:
                 yield from self._dma(u, timing, alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
-            self.slices.append(_new_tuple(Slice, ("fetch", "insn", start, self.env.now, first,
-                                                  f"FETCH {first}..{first + k - 1}")))
+            if self.timeline:
+                self.slices.append(_new_tuple(Slice, ("fetch", "insn", start, self.env.now,
+                                                      first, f"FETCH {first}..{first + k - 1}")))
             for i in range(first, first + k):
                 u.current = i
                 info = infos[i]
@@ -868,6 +912,7 @@ class Machine:
         name = _UNIT_OF[module]
         u, env, fast = self.units[name], self.env, self.fast
         cmdq, slices, done = self.cmdq[module], self.slices, self.completed
+        timeline = self.timeline
         count, wires, moved = self.count[module], self.wires, self.bytes
         infos, port = self.info, self.port[name]
         # (``waiting`` is set only around a yield: a deadlock report reads it of a process
@@ -921,8 +966,9 @@ class Machine:
             if dma is not None:
                 moved[dma[0]] += dma[1]
             done.append(index)
-            slices.append(_new_tuple(Slice, (name, "insn", start, env.now, index,
-                                             info.mnemonic)))
+            if timeline:
+                slices.append(_new_tuple(Slice, (name, "insn", start, env.now, index,
+                                                 info.mnemonic)))
             for store, (text, label) in wire.pushes:
                 if not (fast and store.give(True)):
                     t = env.now
@@ -1000,9 +1046,21 @@ class Machine:
                         acc_hazards=hazards)
 
 
+def cycles_of(program: Program, hw: HwConfig, engine: str = "lean") -> int:
+    """``simulate(program, hw, timing_only=True).cycles`` without the rest of the result: the
+    run alone, none of the statistics, the timeline's tuple or the result object a caller
+    that asks only the cycles (the compiler's cost oracle, ``AccelTarget.cycles``, once per
+    candidate) would drop. The same checks and errors (an unknown engine, a DRAM image too
+    large, a refused instruction, a deadlock)."""
+    _engine_of(engine)
+    check_dram_size(program)
+    return Machine(program, hw, None, engine, timeline=False).run()
+
+
 def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | None = None, *,
              seed: int | None = None, timing_only: bool = False,
-             trace_path: str | None = None, engine: str = "lean") -> SimResult:
+             trace_path: str | None = None, engine: str = "lean",
+             timeline: bool = True) -> SimResult:
     """Run ``program`` on the cycle-level machine.
 
     ``inputs`` maps allocation names to arrays (see ``vta.sim.dram``); when None, full-range
@@ -1011,6 +1069,9 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
     ``inputs`` is then empty) and gives the same cycle count. ``trace_path``
     writes a Chrome/Perfetto trace (``vta.sim.trace``). ``engine`` picks the discrete-event
     engine (``ENGINES``: ``lean``, or simpy itself as the reference; same results).
+    ``timeline=False`` records no timeline (the result's ``slices`` empty; the statistics are
+    the same): for a caller that reads none (a worker of ``vta run`` without a trace); a
+    ``trace_path`` records it regardless.
     """
     _engine_of(engine)  # a bad name fails before any input is drawn
     if inputs is None and timing_only:  # no values at all: none are drawn
@@ -1019,7 +1080,7 @@ def simulate(program: Program, hw: HwConfig, inputs: Mapping[str, ArrayLike] | N
     elif inputs is None:
         inputs = random_inputs(program, hw, 0 if seed is None else seed)
     executor = None if timing_only else _Executor(program, hw, inputs)
-    machine = Machine(program, hw, executor, engine)
+    machine = Machine(program, hw, executor, engine, timeline or trace_path is not None)
     if executor is not None:
         executor.prepare(machine.info)
     cycles = machine.run()
