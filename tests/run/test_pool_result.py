@@ -140,3 +140,30 @@ def test_the_run_in_order_takes_each_kernel_as_it_reaches_it(
     assert alone.cycles == side.cycles and alone.passed and side.passed
     for a, b in zip(alone.steps, side.steps, strict=True):
         assert a.check == b.check and a.cycles == b.cycles
+
+
+def test_the_instructions_are_counted_beside_the_workers(
+        compiled: tuple[CompiledGraph, AccelTarget, np.ndarray],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run beside workers counts each kernel's instructions as it reaches the kernel
+    (``StepRun.instructions``); the report counts none again and says the same as the run on
+    one process, which leaves them to the report."""
+    from vta.isa.builtins import instruction_counts
+
+    cg, t, image = compiled
+    side = run_graph(cg, image, target=t, jobs=2)
+    alone = run_graph(cg, image, target=t, jobs=1)
+    kernels = [s for s in side.steps if s.execution is not None]
+    assert kernels and all(s.instructions == instruction_counts(s.step.program)
+                           for s in kernels)
+    assert all(s.instructions is None for s in alone.steps)
+    want = alone.summary()
+
+    def counted_again(program: object) -> dict[str, int]:
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(run_graph_module, "instruction_counts", counted_again)
+    got = side.summary()
+    assert got["instructions"] == want["instructions"]
+    assert [r["instructions"] for r in got["steps"] if r["placement"] == "vta"] == \
+        [r["instructions"] for r in want["steps"] if r["placement"] == "vta"]

@@ -99,6 +99,10 @@ class StepRun:
     #: the kernel's energy when a worker computed it beside its simulation (``_speculate``;
     #: else ``graph_summary`` computes it)
     energy: Energy | None = None
+    #: a kernel's instructions by definition (``isa.builtins.instruction_counts``; the
+    #: report's), counted when the run in order reached it, beside the workers still
+    #: simulating (``_in_order``; else ``graph_summary`` counts them)
+    instructions: dict[str, int] | None = None
 
     @property
     def mismatches(self) -> int:
@@ -428,7 +432,9 @@ def _in_order(cg: CompiledGraph, reference: Reference, target: AccelTarget,
             got = unpack(dram[out_t.name], out_t.value.type, out_t.layout)
             chk = _compare(got, ref[out_t.value])
             t_check += time.perf_counter() - t1
-            runs.append(StepRun(k, st, ex, start, chk, energy=energy))
+            runs.append(StepRun(k, st, ex, start, chk, energy=energy,
+                                instructions=instruction_counts(st.program) if guesses.given
+                                else None))
             start += ex.stats.cycles
         else:
             t1 = time.perf_counter()
@@ -686,7 +692,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "macs": st.macs, "dram_bytes": nbytes, "machine_bound_cycles": b,
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
                         "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
-                        "instructions": instruction_counts(st.program)})
+                        "instructions": s.instructions if s.instructions is not None
+                        else instruction_counts(st.program)})
             e = s.energy if s.energy is not None else energy_of(st.program, dict(stats.bytes),
                                                                 hw)
             energies.append(e)
