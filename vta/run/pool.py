@@ -331,8 +331,9 @@ class _Workers:
         self._hand_out()
 
     def _tell_to_end(self) -> None:
-        """The end frame to each worker not told yet whose task pipe holds at most the rest of
-        the frame of the item it computes (the 8 bytes fit without waiting on it)."""
+        """The end frame to each worker not told yet that holds at most one item (its task
+        pipe then holds at most the rest of that item's frame: a write here waits, if at all,
+        only for the worker to read it, never on a worker that waits on this process)."""
         for w, q in enumerate(self.queued):
             if self.told[w] or len(q) > 1:
                 continue
