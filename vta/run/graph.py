@@ -99,6 +99,10 @@ class StepRun:
     #: the kernel's energy when a worker computed it beside its simulation (``_speculate``;
     #: else ``graph_summary`` computes it)
     energy: Energy | None = None
+    #: a kernel's instructions by definition (``isa.builtins.instruction_counts``; the
+    #: report's), counted when the run in order reached it, beside the workers still
+    #: simulating (``_in_order``; else ``graph_summary`` counts them)
+    instructions: dict[str, int] | None = None
 
     @property
     def mismatches(self) -> int:
@@ -361,16 +365,31 @@ def run_graph(compiled: CompiledGraph | GpuGraph, image: np.ndarray | dict[str, 
 
 def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
                jobs: int | None = None, timelines: bool = True) -> GraphRun:
-    hw = cg.hw
     t0 = time.perf_counter()
     guesses = _speculate(cg, reference, target, jobs, timelines)
-    # the kernels simulated side by side: their wall time, the interpreter's steps between
-    # them included; the interpreter alone (no workers; the time waited for it when it runs
-    # in a process of its own, ``Reference.start``) is its own phase
-    t_sim = time.perf_counter() - t0
+    try:
+        return _in_order(cg, reference, target, guesses, time.perf_counter() - t0)
+    finally:
+        guesses.close()
+
+
+def _in_order(cg: CompiledGraph, reference: Reference, target: AccelTarget,
+              guesses: _Speculation, t_sim: float) -> GraphRun:
+    """``_run_accel``'s run in order, the kernels' simulations taken from ``guesses`` where
+    they ran on the very inputs (``_speculate``); kernel by kernel as the workers give them,
+    so that this process checks the kernels done while the workers simulate the next ones
+    (rather than all of them after the last). ``t_sim``: the seconds the kernels were being
+    handed out (the interpreter's steps between them included); the simulate phase goes on
+    until the last kernel is taken from its worker (this process's work between included,
+    but its checks: their own phase) and adds the kernels simulated here; the interpreter
+    alone (no workers; the time waited for it when it runs in a process of its own,
+    ``Reference.start``) is its own phase."""
+    hw = cg.hw
     t1 = time.perf_counter()
     reference.compute()  # (done already unless nothing ran side by side)
-    alone = 0.0 if guesses else time.perf_counter() - t1
+    alone = 0.0 if guesses.given else time.perf_counter() - t1
+    began = time.perf_counter()
+    beside = here = 0.0  # (the run in order beside the workers; kernels simulated here)
     host, ref = reference.host, reference.values
     dram: dict[str, np.ndarray] = {}
     by_at: dict[int, list[Any]] = {}
@@ -398,21 +417,24 @@ def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
             for a in prog.inputs:
                 const = const_name(a.name)
                 inputs[a.name] = dram[a.name] if const is None else st.consts[const]
-            guess = guesses.get(k)
+            given = guesses.given.get(k)
             energy = None
-            if guess is not None and _same_arrays(inputs, guess[0]):
-                ex = _attached(guess[1], prog, inputs)  # it ran on these very inputs
-                energy = guess[2]
+            if given is not None and _same_arrays(inputs, given):
+                done, energy = guesses.result(k)
+                beside = time.perf_counter() - began - t_check - here
+                ex = _attached(done, prog, inputs)  # it ran on these very inputs
             else:
                 ex = target.execute(prog, inputs)
-                t_sim += ex.seconds
+                here += ex.seconds
             out_t = bind[st.write[0]]
             dram[out_t.name] = ex.outputs[out_t.name]
             t1 = time.perf_counter()
             got = unpack(dram[out_t.name], out_t.value.type, out_t.layout)
             chk = _compare(got, ref[out_t.value])
             t_check += time.perf_counter() - t1
-            runs.append(StepRun(k, st, ex, start, chk, energy=energy))
+            runs.append(StepRun(k, st, ex, start, chk, energy=energy,
+                                instructions=instruction_counts(st.program) if guesses.given
+                                else None))
             start += ex.stats.cycles
         else:
             t1 = time.perf_counter()
@@ -423,7 +445,7 @@ def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
                                 st.reason, host_s))
     transforms(len(cg.steps))
     outputs = {v: host[v] for v in cg.graph.outputs}  # unpacked from DRAM, or the host's
-    return GraphRun(cg, target, runs, outputs, ref, t_sim, t_check, alone,
+    return GraphRun(cg, target, runs, outputs, ref, t_sim + beside + here, t_check, alone,
                     {"reference_total_s": reference.seconds})
 
 
@@ -433,51 +455,84 @@ def _run_accel(cg: CompiledGraph, reference: Reference, target: AccelTarget,
 _NO_PROGRAM = Program((), (), {})
 
 
+class _Speculation:
+    """The kernels ``_speculate`` handed to worker processes: by kernel step, the inputs each
+    was given (``given``), and its execution and energy as its worker gives them
+    (``result``); ``close`` ends the workers (one still simulating a kernel nobody asked for
+    is killed)."""
+
+    def __init__(self, pool: ForkPool[Any, tuple[Execution, Energy]] | None) -> None:
+        self.pool = pool
+        self.given: dict[int, dict[str, np.ndarray]] = {}
+        #: kernel step -> the position it was handed out at (the pool's item)
+        self.position: dict[int, int] = {}
+
+    def submit(self, k: int, inputs: dict[str, np.ndarray]) -> None:
+        """Hand kernel step ``k`` to a worker with these ``inputs`` (the constants among
+        them are the job's, inherited: the activations travel)."""
+        assert self.pool is not None
+        self.given[k] = inputs
+        self.position[k] = len(self.position)
+        self.pool.submit((k, {n: a for n, a in inputs.items() if const_name(n) is None}))
+
+    def result(self, k: int) -> tuple[Execution, Energy]:
+        """Kernel step ``k``'s execution and energy (one of ``given``'s), waiting for its
+        worker; each asked for once."""
+        assert self.pool is not None
+        return self.pool.result(self.position[k])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.__exit__(None, None, None)
+            self.pool = None
+
+
 def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
-               jobs: int | None, timelines: bool = True
-               ) -> dict[int, tuple[dict[str, np.ndarray], Execution, Energy]]:
+               jobs: int | None, timelines: bool = True) -> _Speculation:
     """Every kernel simulated side by side on ``jobs`` worker processes (``vta.run.pool``;
     default: the idle cores), each on the inputs it would get if every kernel before it
     computed the interpreter's values: those packed as the plan stores them. A kernel goes to
     a worker as soon as ``reference`` has computed its inputs (this process steps the
-    interpreter meanwhile; when it is computed already, most instructions first). By kernel
-    step: those inputs and the execution. ``_run_accel`` still runs the kernels in order, on
-    the DRAM the previous ones left, and takes a kernel's execution from here only when its
-    inputs are those very arrays (else it simulates it there): the run is the serial run, bit
-    for bit, whatever the kernels compute. The workers also work out each kernel's energy
-    (the report's; a function of its program and the bytes it moved); without ``timelines``
-    they send back no timeline (``_simulate_step``). Empty (everything serial) with one job
-    or one kernel."""
+    interpreter meanwhile; when it is computed already, most instructions first). Returns
+    once every kernel is handed out (the interpreter's run complete): by kernel step, those
+    inputs, and the execution as its worker gives it (``_Speculation``; the caller closes
+    it). ``_run_accel`` still runs the kernels in order, on the DRAM the previous ones left,
+    and takes a kernel's execution from here only when its inputs are those very arrays
+    (else it simulates it there, and that worker's result is never waited for): the run is
+    the serial run, bit for bit, whatever the kernels compute. The workers also work out
+    each kernel's energy (the report's; a function of its program and the bytes it moved);
+    without ``timelines`` they send back no timeline (``_simulate_step``). Empty
+    (everything serial) with one job or one kernel."""
     kernels = [k for k, st in enumerate(cg.steps) if isinstance(st, Kernel)]
     workers = jobs if jobs is not None else default_jobs()
     if len(kernels) < 2 or workers < 2:
-        return {}
+        return _Speculation(None)
     tensors = {t.name: t for t in cg.layouts.tensors}
     packed: dict[str, np.ndarray] = {}
-    given: dict[int, dict[str, np.ndarray]] = {}
     pending = list(kernels)
-    order: list[int] = []
-    with ForkPool(_simulate_step, (cg, target, timelines), workers, len(kernels)) as pool:
+    pool: ForkPool[Any, tuple[Execution, Energy]] = ForkPool(
+        _simulate_step, (cg, target, timelines), workers, len(kernels))
+    speculation = _Speculation(pool.__enter__())
+    try:
         for values in reference.steps():
-            ready = []
+            ready = {}
             for k in pending:
                 inputs = _guess(cg, k, tensors, values, packed)
                 if inputs is not None:
-                    ready.append(k)
-                    given[k] = inputs
+                    ready[k] = inputs
             if not ready:
                 continue
-            pending = [k for k in pending if k not in given]
+            pending = [k for k in pending if k not in ready]
+            order = list(ready)
             if reference.done:  # all at once: the longest first
-                ready.sort(key=lambda k: -_program_size(cg, k))
-            for k in ready:
-                order.append(k)
-                st = cg.steps[k]
-                assert isinstance(st, Kernel)
-                # the constants are the job's (inherited), the activations travel
-                pool.submit((k, {n: a for n, a in given[k].items() if const_name(n) is None}))
-        done = pool.results()
-    return {k: (given[k], ex, energy) for k, (ex, energy) in zip(order, done, strict=True)}
+                order.sort(key=lambda k: -_program_size(cg, k))
+            for k in order:
+                speculation.submit(k, ready[k])
+        pool.end_input()
+    except BaseException:
+        speculation.close()
+        raise
+    return speculation
 
 
 def _program_size(cg: CompiledGraph, k: int) -> int:
@@ -637,7 +692,8 @@ def graph_summary(r: GraphRun) -> dict[str, Any]:
                         "macs": st.macs, "dram_bytes": nbytes, "machine_bound_cycles": b,
                         "of_machine_bound": b / stats.cycles, "schedule": st.detail,
                         "compile_s": st.compile_s, "acc_hazards": stats.acc_hazards,
-                        "instructions": instruction_counts(st.program)})
+                        "instructions": s.instructions if s.instructions is not None
+                        else instruction_counts(st.program)})
             e = s.energy if s.energy is not None else energy_of(st.program, dict(stats.bytes),
                                                                 hw)
             energies.append(e)

@@ -32,24 +32,37 @@ __all__ = ["pack_data", "pack_kernel", "pack_bias", "unpack_result", "pack_matri
 
 
 def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` zero padded at the end of each dimension to ``shape``; ``a`` itself, not a copy,
+    where it has that shape (ResNet-18's channels are whole blocks: its 11 MB of weights were
+    copied once by ``np.pad`` for nothing, then again into the packed order), so a caller
+    that returns a view of it copies it (``_fresh``)."""
+    if a.shape == shape:
+        return a
     pads = [(0, t - s) for s, t in zip(a.shape, shape, strict=True)]
     if any(p[1] < 0 for p in pads):
         raise ValueError(f"cannot pad {a.shape} to {shape}")
     return np.pad(a, pads)
 
 
+def _fresh(a: np.ndarray) -> np.ndarray:
+    """A C-ordered copy of ``a`` (a view in the packed order): a packed array never shares
+    memory with its input, whether or not ``_pad_to`` padded it (``np.ascontiguousarray``
+    returns an array already in C order as it is)."""
+    return np.array(a, order="C")
+
+
 def pack_data(x: np.ndarray, b: int, bi: int, packed_shape: tuple[int, ...]) -> np.ndarray:
     """NCHW -> (N/b, IC/bi, H, W, b, bi), zero padded to ``packed_shape``."""
     nb, icb, h, w = packed_shape[:4]
     x = _pad_to(x, (nb * b, icb * bi, h, w))
-    return np.ascontiguousarray(x.reshape(nb, b, icb, bi, h, w).transpose(0, 2, 4, 5, 1, 3))
+    return _fresh(x.reshape(nb, b, icb, bi, h, w).transpose(0, 2, 4, 5, 1, 3))
 
 
 def pack_kernel(k: np.ndarray, bo: int, bi: int, packed_shape: tuple[int, ...]) -> np.ndarray:
     """OIHW -> (OC/bo, IC/bi, KH, KW, bo, bi), zero padded."""
     ocb, icb, kh, kw = packed_shape[:4]
     k = _pad_to(k, (ocb * bo, icb * bi, kh, kw))
-    return np.ascontiguousarray(k.reshape(ocb, bo, icb, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3))
+    return _fresh(k.reshape(ocb, bo, icb, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3))
 
 
 def pack_bias(bias: np.ndarray, b: int, bo: int, ocb: int) -> np.ndarray:
@@ -69,7 +82,7 @@ def pack_matrix(x: np.ndarray, rows: int, cols: int, packed_shape: tuple[int, ..
     """(R, C) -> (R/rows, C/cols, rows, cols) blocks, zero padded to ``packed_shape``."""
     rb, cb = packed_shape[:2]
     x = _pad_to(x, (rb * rows, cb * cols))
-    return np.ascontiguousarray(x.reshape(rb, rows, cb, cols).transpose(0, 2, 1, 3))
+    return _fresh(x.reshape(rb, rows, cb, cols).transpose(0, 2, 1, 3))
 
 
 def unpack_matrix(r: np.ndarray, m: int, n: int) -> np.ndarray:
