@@ -1,5 +1,5 @@
 """LOAD and STORE copy bytes between DRAM and the scratchpads unconverted where the
-scratchpad is laid out as DRAM (``Sram.raw``; ``kernels._load_fast``, ``exec_store``): the
+scratchpad is laid out as DRAM (``Sram.raw``; ``kernels.load_copy``, ``exec_store``): the
 same entries, pads, DRAM bytes and returned range as the general path (without
 ``Sram.raw``: typed entries, an image built, converted to DRAM's dtype), whatever the memory
 type, pads, stride (overlapping rows too), DRAM end, batch and entry width."""

@@ -150,6 +150,22 @@ class _StackLayout:
     out: tuple[int, int, int]
 
 
+@dataclass(slots=True)
+class _Pending:
+    """Stacked products of accumulating GEMMs onto one run of acc entries, summed but not yet
+    added to acc (``FastGemm.run`` while ``FastGemm.defers``): acc's sum wraps modulo
+    ``2**bits``, so adding the products' exact sum once gives the bits adding each did, and
+    out, the low bits of acc after the last, is what narrowing it once gives."""
+
+    #: float32, ``(rows, classes * block_out)`` as the products come: their exact sum (below
+    #: 2**24: ``m`` tensor ops an entry, ``FastGemm._single``)
+    sums: np.ndarray
+    #: the first product's layout (each one summed has its shapes)
+    lay: _StackLayout
+    at: slice
+    m: int
+
+
 #: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
 _MAX_GRID_DIMS = 8
 
@@ -435,14 +451,23 @@ class FastGemm:
         #: beside the instruction, as ``_by_insn`` for the accumulating GEMMs
         self._resets_by_insn: dict[tuple[int, str, int], tuple[Gemm, _ResetPlan | None]] = {}
         self.uop_version = 0
+        #: whether ``run`` may keep a stacked product's sums pending (``_Pending``, by the acc
+        #: run it adds to) instead of adding them to acc at once: only for a caller that calls
+        #: ``flush`` before anything reads or writes acc or out other than this object's
+        #: ``run`` (the machine's executor); ``reset`` and ``run``'s other paths flush first
+        self.defers = False
+        self.pending: dict[tuple[int, int], _Pending] = {}
 
     def refresh(self, sram: Sram, kind: str, lo: int, hi: int) -> None:
         """Note that a LOAD wrote SRAM entries ``lo:hi`` of ``kind`` (mirrored into the
         shadows when a product next reads them)."""
         if kind in ("inp", "wgt"):
-            if hi > lo:
-                self._stale[kind, False].append((lo, hi))
-                self._stale[kind, True].append((lo, hi))
+            if hi > lo:  # only the shadows made so far: one not yet made mirrors it all
+                shadow = self._shadow
+                if (kind, False) in shadow:
+                    self._stale[kind, False].append((lo, hi))
+                if (kind, True) in shadow:
+                    self._stale[kind, True].append((lo, hi))
         elif kind == "uop" and hi > lo:
             self.uop_version += 1
 
@@ -495,6 +520,14 @@ class FastGemm:
             self._by_insn[id(insn), self.uop_version] = insn, plan
         if plan.entries.size == 0:
             return 0
+        st = plan.stack
+        if st is not None and self.defers and st.rows is None and isinstance(plan.at, slice):
+            lay = self._layout(st)
+            if lay.single:
+                self._defer(st, lay, plan.at)
+                return plan.hazards
+        if self.pending:
+            self.flush()
         if plan.stack is not None:
             got = self._stacked_sums(plan.stack, sram.acc_dtype)
             if plan.stack.rows is not None:
@@ -541,6 +574,8 @@ class FastGemm:
             self._resets_by_insn[id(insn), mode, self.uop_version] = insn, plan
         if plan is None:  # no executions
             return 0
+        if self.pending:
+            self.flush()
         acc, out = sram.data["acc"], sram.data["out"]
         at = plan.entries if plan.at is None else plan.at
         if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
@@ -622,9 +657,51 @@ class FastGemm:
     def _stacked_sums(self, st: _ColStack, acc: np.dtype[Any]) -> np.ndarray:
         """Per-entry sums ``(classes * entries, batch, block_out)``, class-major, of a
         stacked im2col (one gather), wrapped to the ``acc`` dtype."""
+        lay = self._layout(st)
+        return self._class_major(self._stacked_product(st, lay), lay, acc)
+
+    @staticmethod
+    def _class_major(sums: np.ndarray, lay: _StackLayout, acc: np.dtype[Any]) -> np.ndarray:
+        """A stacked product (or a sum of them: ``_Pending``) as per-entry sums ``(classes *
+        entries, batch, block_out)``, class-major, wrapped to the ``acc`` dtype."""
+        return _to_acc(sums.reshape(lay.sums).transpose(1, 0, 2), lay.single, acc) \
+            .reshape(lay.out)
+
+    def _layout(self, st: _ColStack) -> _StackLayout:
+        """``_stack_layout`` of ``st``, found on its first run (``_layouts``)."""
         lay = self._layouts.get(id(st))
         if lay is None:
             lay = self._layouts[id(st)] = self._stack_layout(st)
+        return lay
+
+    def _defer(self, st: _ColStack, lay: _StackLayout, at: slice) -> None:
+        """Add ``st``'s product (float32: ``lay.single``) to the pending sum of the acc run
+        ``at`` where it stays exact with the same shapes, else apply that sum and start one."""
+        prod = self._stacked_product(st, lay)
+        key = (at.start, at.stop)
+        p = self.pending.get(key)
+        if p is not None:
+            if p.lay.sums == lay.sums and self._single(p.m + lay.m):
+                np.add(p.sums, prod, out=p.sums)
+                p.m += lay.m
+                return
+            self._apply(p)
+        self.pending[key] = _Pending(prod, lay, at, lay.m)
+
+    def _apply(self, p: _Pending) -> None:
+        """Add a pending sum to acc (and narrow into out), as ``run`` adds one product."""
+        add_wrapped(self.sram, p.at, self._class_major(p.sums, p.lay, self.sram.acc_dtype))
+
+    def flush(self) -> None:
+        """Add every pending sum to acc (``_Pending``; in any order: sums commute modulo
+        ``2**bits``, and each narrows the entries it touches from acc as it then is)."""
+        for p in self.pending.values():
+            self._apply(p)
+        self.pending.clear()
+
+    def _stacked_product(self, st: _ColStack, lay: _StackLayout) -> np.ndarray:
+        """The stacked im2col's one product ``(entries * batch, classes * block_out)`` in the
+        shadows' dtype (exact integers)."""
         x_view, w_view, single = lay.x_view, lay.w_view, lay.single
         if x_view is None or w_view is None:
             inp, wgt_t, _ = self._shadows(lay.m)
@@ -649,8 +726,7 @@ class FastGemm:
         else:
             w = np.take(wgt_t, st.w, axis=0)  # (classes, m, block_in, block_out)
             w = w.transpose(1, 2, 0, 3).reshape(lay.weights)
-        sums = np.matmul(cols, w).reshape(lay.sums).transpose(1, 0, 2)
-        return _to_acc(sums, single, acc).reshape(lay.out)
+        return np.matmul(cols, w)
 
     def _stack_layout(self, st: _ColStack) -> _StackLayout:
         """What ``_stacked_sums`` of ``st`` reads on every run, found on its first: which
@@ -685,10 +761,14 @@ class FastGemm:
         """The inp and wgt^T shadows for sums of ``m`` tensor ops (``block_in`` products
         each), and whether they are the float32 ones: exact when every such sum is below
         2**24 (the wide ones otherwise)."""
-        single = self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
-        if single:
+        if self._single(m):
             return self.inp32, self.wgt_t32, True
         return self.inp, self.wgt_t, False
+
+    def _single(self, m: int) -> bool:
+        """Whether sums of ``m`` tensor ops (``block_in`` products each) are exact in float32
+        (below 2**24), and run in it (the wide shadows float64: ``prepare``)."""
+        return self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""

@@ -62,7 +62,7 @@ from vta.sim.dram import Dram, entry_spec
 __all__ = ["Sram", "Ctx", "dram_rows", "dram_run", "exec_load", "exec_store", "exec_microop",
            "microop_indices", "apply_sums", "as_slice", "Entries", "count_raw_hazards",
            "operand_label", "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan",
-           "run_heads", "permuted_run"]
+           "run_heads", "permuted_run", "LoadCopy", "load_copy"]
 
 
 class Ctx(NamedTuple):
@@ -95,7 +95,7 @@ class Sram:
             self.data[kind] = np.zeros((self.depth[kind], *shape), dtype=dtype.newbyteorder("="))
         #: each data kind's entries as one flat run of bytes (a view), where they are laid
         #: out as DRAM's (little-endian, as on every host numpy ships for): a LOAD copies
-        #: DRAM's bytes in unconverted (``_load_fast``)
+        #: DRAM's bytes in unconverted (``load_copy``)
         self.raw = {k: a.reshape(-1).view(np.uint8) for k, a in self.data.items()
                     if a.dtype == self.spec[k][0]}
         self.acc_dtype = self.data["acc"].dtype
@@ -108,6 +108,10 @@ class Sram:
         self.plans: dict[tuple[int, int], _MicroPlan] = {}
         #: the plans every run on ``hw`` shares (``shared_plans``)
         self.shared = shared_plans(hw)
+        #: ``exec_load``'s ``load_copy`` of each LOAD by the instruction's identity, beside
+        #: the instruction and the DRAM image it reads (held here: neither identity is reused
+        #: by another object while kept): a tiled program issues one LOAD object many times
+        self.loads: dict[int, tuple[Load, Dram, LoadCopy | None]] = {}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -186,8 +190,10 @@ def dram_rows(dram: Dram, ctx: Ctx, kind: str, base: int, rows: int, cols: int,
     if stride > cols and first + rows * stride * eb <= dram.buf.size:  # rows inside a slice
         return dram.buf[first: first + rows * stride * eb].reshape(rows, stride * eb)[
             :, : cols * eb]
-    return np.lib.stride_tricks.as_strided(dram.buf[first:], shape=(rows, cols * eb),
-                                           strides=(stride * eb, 1))
+    # rows up to the image's end (the slice above would pass it): a strided view made by
+    # ``np.ndarray`` over the image's memory (checked against its size: the bound above),
+    # cheaper than ``as_strided``'s interface object
+    return np.ndarray((rows, cols * eb), np.uint8, dram.buf, first, (stride * eb, 1))
 
 
 def dram_run(dram: Dram, ctx: Ctx, kind: str, base: int, n: int) -> np.ndarray:
@@ -212,16 +218,26 @@ def _check_sram(ctx: Ctx, sram: Sram, kind: str, base: int, n: int) -> None:
 _KIND_OF = tuple(m.kind for m in sorted(MemType))
 
 
-def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int] | None:
-    """A LOAD of inp, wgt or acc data inside its scratchpad: the same entries ``load_image``
-    gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid out as
-    DRAM's, so the copy converts nothing), from the fields read once; returns what
-    ``exec_load`` does. A padded image is zeroed whole, then its data copied in (the bytes
-    the pads and the data write, with one fill instead of one per pad side); the data's rows
-    are one run of bytes on either side where they lie back to back there (a row, rows
-    without gaps), copied as one (no row-shaped views). None where the general path runs
-    instead (micro-ops, no data, an SRAM index out of range: that path names the error; a
-    host whose SRAM is not laid out as DRAM)."""
+#: a LOAD of data as ``load_copy`` finds it on one run's buffers: ``(fill, dst, src,
+#: written)``: the image's bytes to zero first (its pads' rows and columns with the data's
+#: place: one fill; None without pads), where the data goes (shaped as ``src``), DRAM's
+#: bytes of the data, and what ``exec_load`` returns. Views of the run's DRAM image and
+#: scratchpad, which a run never replaces: the same instruction issued again (a tiled
+#: loop's) is the same copy (``Sram.loads``), its fields read and checked once. A plain
+#: tuple: one is made per distinct LOAD, and unpacked on every issue
+LoadCopy = tuple[np.ndarray | None, np.ndarray, np.ndarray, tuple[str, int, int]]
+
+
+def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad as a ``LoadCopy``: the same entries
+    ``load_image`` gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid
+    out as DRAM's, so the copy converts nothing), from the fields read once. A padded image
+    is zeroed whole, then its data copied in (the bytes the pads and the data write, with
+    one fill instead of one per pad side); the data's rows are one run of bytes on either
+    side where they lie back to back there (a row, rows without gaps), copied as one (no
+    row-shaped views). None where the general path runs instead (micro-ops, no data, an SRAM
+    index out of range: that path names the error; a host whose SRAM is not laid out as
+    DRAM). A DRAM index out of range raises here (``dram_run``, ``dram_rows``)."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
@@ -244,28 +260,35 @@ def _load_fast(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, 
     else:
         raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
     img = dst[lo * eb: hi * eb]
+    fill = None
     if y0 or y1 or x0 or x1:  # the pads a tile has (an edge tile pads one or two sides)
-        img.fill(0)
+        fill = img
         if rows == 1 or not (x0 or x1):  # the data one run of the image's bytes
             at = (y0 * width + x0) * eb
             img = img[at: at + rows * span]
         else:
             img = img.reshape(y0 + rows + y1, width * eb)[y0: y0 + rows, x0 * eb: x0 * eb + span]
-    if img.ndim == raw.ndim:
-        img[...] = raw
-    elif img.ndim == 1:
-        img.reshape(rows, span)[...] = raw
-    else:
-        img[...] = raw.reshape(rows, span)
-    return kind, lo, hi
+    if img.ndim != raw.ndim:  # one side a run of bytes, the other rows: both as rows
+        img, raw = img.reshape(rows, span), raw.reshape(rows, span)
+    return fill, img, raw, (kind, lo, hi)
 
 
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
     """Execute a LOAD; returns ``(kind, first, end)``: the SRAM entries it wrote. A LOAD of
-    data in range takes ``_load_fast``; the rest, errors included, the general path below."""
-    got = _load_fast(sram, dram, insn, ctx)
-    if got is not None:
-        return got
+    data in range is a ``load_copy``, found once per instruction and image (``Sram.loads``);
+    the rest, errors included, the general path below."""
+    memo = sram.loads.get(id(insn))
+    if memo is not None and memo[1] is dram:
+        copy = memo[2]
+    else:
+        copy = load_copy(sram, dram, insn, ctx)
+        sram.loads[id(insn)] = insn, dram, copy
+    if copy is not None:
+        fill, dst, src, written = copy
+        if fill is not None:
+            fill.fill(0)
+        dst[...] = src
+        return written
     kind = insn.mem.kind
     n = insn.sram_elems
     if n == 0:

@@ -682,7 +682,13 @@ class _Executor:
         self.dram.write_all(inputs)
         self.sram = Sram(hw)
         self.gemm = FastGemm(self.sram, True, GEMM)  # ``prepare`` sets its precision
+        #: its stacked products' sums may wait (``FastGemm.defers``): ``run_all`` flushes them
+        #: before any other step than an accumulating GEMM or a LOAD of inp, wgt or micro-ops
+        self.gemm.defers = True
         self.hazards = 0
+        #: the steps that leave the GEMM's pending sums waiting (bound once: ``run_all``
+        #: compares identities)
+        self._load_step, self._gemm_step = self._load, self._gemm
         #: how the instructions of one description execute (``_step``), by the description's
         #: identity (the machine's ``info`` keeps every one alive for the run): decided once
         #: per distinct instruction instead of on every execution (None: it computes
@@ -697,6 +703,8 @@ class _Executor:
         self.gemm.dtype = np.float64 if float_exact(self.hw, biggest) else np.int64
 
     def _load(self, ctx: Ctx, insn: Any) -> None:
+        if insn.mem is MemType.ACC and self.gemm.pending:  # it writes acc: sums first
+            self.gemm.flush()
         kind, lo, hi = exec_load(self.sram, self.dram, insn, ctx)
         self.gemm.refresh(self.sram, kind, lo, hi)
 
@@ -721,30 +729,47 @@ class _Executor:
         compute instruction's ``_compute`` (``_gemm`` for a GEMM that accumulates: its reset
         mode resolved here), None for the others (FINISH)."""
         if d.role == "load":
-            return self._load
+            return self._load_step
         if d.role == "store":
             return self._store
         if d.role != "compute":
             return None
         if d is GEMM and d.reset_mode(insn, self.hw) is None:
-            return self._gemm
+            return self._gemm_step
         return lambda ctx, x: self._compute(ctx, x, d)
 
     def __call__(self, index: int, insn: Instruction, info: _Static) -> None:
         """Execute instruction ``index`` (``insn``, described by ``info``)."""
-        key = id(info)
-        steps = self._steps
-        step = steps.get(key, _UNKNOWN)
-        if step is _UNKNOWN:
-            d = info.defn
-            step = self._step(insn, d)
-            # a description stands for one instruction's fields unless its definition times
-            # by a ``timing_key`` (LOAD and STORE: their step is their role's; a user's
-            # compute definition might leave its reset flag out of the key: asked each time)
-            if d.timing_key is None or d.role != "compute":
-                steps[key] = step
-        if step is not None:  # (``tuple.__new__``: the named tuple's own is a Python call)
-            step(_new_tuple(Ctx, (index, insn, self.program)), insn)
+        self.run_all((index,), {index: insn}, {index: info})
+
+    def run_all(self, order: list[int] | tuple[int, ...],
+                insns: tuple[Instruction, ...] | dict[int, Instruction],
+                info: list[_Static] | dict[int, _Static]) -> None:
+        """Execute the instructions ``order`` names, in that order (``insns[i]``, described by
+        ``info[i]``): ``__call__`` of each, in one loop (a Python call less per instruction,
+        the loop's names read once: a run executes thousands)."""
+        steps, program, gemm = self._steps, self.program, self.gemm
+        pending, load, accumulate = gemm.pending, self._load_step, self._gemm_step
+        try:
+            for index in order:
+                insn, desc = insns[index], info[index]
+                step = steps.get(id(desc), _UNKNOWN)
+                if step is _UNKNOWN:
+                    d = desc.defn
+                    step = self._step(insn, d)
+                    # a description stands for one instruction's fields unless its
+                    # definition times by a ``timing_key`` (LOAD and STORE: their step is
+                    # their role's; a user's compute definition might leave its reset flag
+                    # out of the key: asked each time)
+                    if d.timing_key is None or d.role != "compute":
+                        steps[id(desc)] = step
+                if pending and step is not accumulate and step is not load:
+                    gemm.flush()  # it may read or write acc or out (``_load``: an acc LOAD)
+                if step is not None:  # (``tuple.__new__``: the named tuple's is a Python call)
+                    step(_new_tuple(Ctx, (index, insn, program)), insn)
+        finally:  # the scratchpads as the executions left them, also after an error
+            if pending:
+                gemm.flush()
 
 
 class Machine:
@@ -1008,6 +1033,9 @@ class Machine:
         executions that completed before it)."""
         execute, insns, info = self.execute, self.insns, self.info
         assert execute is not None
+        if isinstance(execute, _Executor):  # its own loop (``run_all``)
+            execute.run_all(self.completed, insns, info)
+            return
         for index in self.completed:
             execute(index, insns[index], info[index])
 
