@@ -692,8 +692,12 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
 
 
 def simplify_int(e: Expr) -> Expr:
-    """Light simplification: re-fold constants bottom-up (``substitute`` with no mapping)."""
-    return substitute(e, lambda n: None)
+    """``e`` itself. Integer constants are folded where a node is made (the Python operators
+    and a rewrite's changed ``BinOp`` go through ``_bin``), and the rewriter returns a node
+    whose children are the objects it had as itself, unfolded: the former walk (``substitute``
+    with a function that replaces nothing) rebuilt nothing and returned ``e`` on every tree,
+    after visiting each of its nodes (a serial cold ``vta run resnet18``: 0.8 % of the CPU)."""
+    return e
 
 
 def strip_casts(e: Expr) -> Expr:

@@ -276,14 +276,14 @@ def _insn_cycles(d: InstructionDef, proto: Any, hw: HwConfig) -> Callable[[int, 
 
 def _bases(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]]
            ) -> list[E.Expr]:
-    """Each micro-op field's base: ``rest`` + outer vars * coef, simplified once per field (a
-    field = its base + the micro-op's offset, ``_table_offsets``)."""
+    """Each micro-op field's base: ``rest`` + outer vars * coef (a field = its base + the
+    micro-op's offset, ``_table_offsets``), folded as the operators build it."""
     base = list(rest)
     for v, _n, c in outer:
         for f in range(len(base)):
             if c[f]:
                 base[f] = base[f] + v * c[f]
-    return [E.simplify_int(b) for b in base]
+    return base
 
 
 def _enumerate(uop_loops: tuple[tuple[int, tuple[int, int, int]], ...]
