@@ -350,13 +350,16 @@ _FLOAT_FOLDS = (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.FLOORMOD, Op.MIN, Op.MAX
 
 
 @functools.lru_cache(maxsize=1 << 14, typed=True)
-def _fold(op: Op, x: int, y: int, dtype: str) -> int | None:
-    """``x op y`` folded at compile time as ``semantics`` means it in ``dtype`` (integers
-    wrap), or None where the operation has no meaning (a division by zero, a shift amount
-    outside the type's width). Integer constants typed as floats fold exactly. Memoised (by
-    the operands' types too): a pure function of its arguments, and index arithmetic folds
-    the same few constants over and over, each through ``semantics.undefined``'s numpy
-    tests of a division or a shift."""
+def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
+    """``x op y`` (``op``: the operator of ``cls``) folded at compile time as ``semantics``
+    means it in ``dtype`` (integers wrap), or None where the operation has no meaning (a
+    division by zero, a shift amount outside the type's width). Integer constants typed as
+    floats fold exactly. Memoised (by the operands' types too): a pure function of its
+    arguments, and index arithmetic folds the same few constants over and over, each through
+    ``semantics.undefined``'s numpy tests of a division or a shift. Keyed by the class, whose
+    hash is built in, rather than by its ``Op``, whose hash is ``Enum.__hash__`` (a Python
+    call on every lookup)."""
+    op = cls.op
     t = _DTYPE_TABLE[dtype]
     if not t.is_int:
         if (op in (Op.FLOORDIV, Op.FLOORMOD) and y == 0) or op not in _FLOAT_FOLDS:
@@ -376,7 +379,7 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     ca = ea.value if type(ea) is IntImm else None
     cb = eb.value if type(eb) is IntImm else None
     if ca is not None and cb is not None:
-        v = _fold(cls.op, ca, cb, dtype)
+        v = _fold(cls, ca, cb, dtype)  # type: ignore[arg-type]  # a class is hashable
         if v is not None:
             return IntImm(v, dtype)
     # identities that keep scheduled index arithmetic small (each needs a constant side)
@@ -692,8 +695,12 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
 
 
 def simplify_int(e: Expr) -> Expr:
-    """Light simplification: re-fold constants bottom-up (``substitute`` with no mapping)."""
-    return substitute(e, lambda n: None)
+    """``e`` itself. Integer constants are folded where a node is made (the Python operators
+    and a rewrite's changed ``BinOp`` go through ``_bin``), and the rewriter returns a node
+    whose children are the objects it had as itself, unfolded: the former walk (``substitute``
+    with a function that replaces nothing) rebuilt nothing and returned ``e`` on every tree,
+    after visiting each of its nodes (a serial cold ``vta run resnet18``: 0.8 % of the CPU)."""
+    return e
 
 
 def strip_casts(e: Expr) -> Expr:

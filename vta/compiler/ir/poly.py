@@ -153,11 +153,13 @@ def simplify(e: E.Expr) -> E.Expr:
     """Canonical affine form of an integer index expression (``(x*4 + y) - x*4`` becomes ``y``);
     non-integer or non-index expressions come back unchanged. A variable or a constant is its
     own canonical form (returned as is: over half the indices ``lower`` simplifies are bare
-    loop variables)."""
+    loop variables). Nor is an atom of ``linear_form`` (a ``min``, a ``max``, a load: ``{e: 1}``
+    and 0, which ``from_linear`` rebuilds as ``e + 0``, that is ``e``): returned as is without
+    hashing its tree as a dict key (the clamps of every padded DMA's box)."""
     cls = type(e)
     if cls is E.Var or cls is E.IntImm:
         return e
-    if e.dtype.startswith("float") or e.dtype == "bool":
+    if e.dtype.startswith("float") or e.dtype == "bool" or _LINEAR.rule(cls) is _atom:
         return e
     terms, const = linear_form(e)
     return from_linear(terms, const, e.dtype)
@@ -581,7 +583,7 @@ class Clamped:
 
 
 def _eval_int(e: E.Expr, env: Mapping[E.Var, int]) -> int:
-    v = E.simplify_int(E.substitute(e, {k: E.const(int(x)) for k, x in env.items()}))
+    v = E.substitute(e, {k: E.const(int(x)) for k, x in env.items()})
     if not isinstance(v, E.IntImm):
         free = sorted(x.name for x in E.free_vars(v))
         raise PolyError(f"cannot evaluate {v}: free variables {free}")

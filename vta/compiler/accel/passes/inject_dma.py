@@ -271,7 +271,6 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
     dram_base = E.substitute(d_rest + sum((E.IntImm(d.dram) * d.var for d in dims), E.IntImm(0)),
                              env_sub) if dims else d_rest
     sram_base = base + sum((E.IntImm(d.sram) * d.var for d in loop_dims), E.IntImm(0))
-    dram_base = E.simplify_int(dram_base)
     stmt: S.Stmt
     if is_load:
         stmt = DmaLoad(mem, onchip, sram_base, glob, dram_base, y_size, x_size, E.IntImm(stride),

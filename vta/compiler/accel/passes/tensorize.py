@@ -109,7 +109,7 @@ def _reset(loops: list[tuple[E.Var, int]], body: S.BufferStore, bases: dict[S.Bu
         return None
     entry = set(body.indices[-2:])
     outer = tuple((v, n) for v, n in loops if v not in entry)
-    dst = E.simplify_int(bases[body.buffer] + flat_entry(body.buffer, body.indices))
+    dst = bases[body.buffer] + flat_entry(body.buffer, body.indices)
     defn, params = reset_instruction(hw, resets.get(body.buffer, GEMM))
     return ComputeNest(defn, True, outer, ("dst",), (dst,), params, (body.buffer,))
 
@@ -123,7 +123,7 @@ def _entry_index(where: str, buf: S.Buffer, indices: tuple[E.Expr, ...],
         raise TensorizeError(f"{where}: the intrinsic's block of {buf.name} is not one "
                              f"scratchpad entry (its loops index {list(lead)}, the entry dims "
                              f"are the last two)")
-    return E.simplify_int(bases[buf] + flat_entry(buf, indices))
+    return bases[buf] + flat_entry(buf, indices)
 
 
 def _compute(func: S.PrimFunc, outer_loops: list[tuple[E.Var, int]], attr: S.AttrStmt,

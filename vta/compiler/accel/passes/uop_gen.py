@@ -116,29 +116,34 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
     all_n = math.prod(ext)
     all_spatial = math.prod(n for n, r in zip(ext, red, strict=True) if not r)
     all_red = sum(red)
+    if cost is not None:
+        insn_cycles, load_cycles, times = cost
     #: the folded loops, unordered -> (micro-ops, copies) of the loops left (``_peel``)
     peeled: dict[frozenset[int | None], tuple[int, int]] = {}
     for fo, fi in options:
-        n_rem, spatial, reds = all_n, all_spatial, all_red
-        for k in (fo, fi):
-            if k is not None:
-                n_rem //= ext[k]
-                if red[k]:
-                    reds -= 1
-                else:
-                    spatial //= ext[k]
-        ok = True
-        if reduce_ok:
-            if reds > 0 and spatial < hazard_lag:
-                ok = False
-            if fi is not None and red[fi] and n_rem < hazard_lag:
-                ok = False
-            if (fo is not None and red[fo]
-                    and n_rem * (ext[fi] if fi is not None else 1) < hazard_lag):
-                ok = False
+        # the loops left: ``fo``'s then ``fi``'s extent divided out of the product of all
+        # (exact: the extents are positive integers), of the spatial ones where spatial;
+        # reductions by count
+        n_o = 1 if fo is None else ext[fo]
+        n_i = 1 if fi is None else ext[fi]
+        n_rem = all_n // n_o // n_i
+        spatial, reds = all_spatial, all_red
+        if fo is not None:
+            if red[fo]:
+                reds -= 1
+            else:
+                spatial //= n_o
+        if fi is not None:
+            if red[fi]:
+                reds -= 1
+            else:
+                spatial //= n_i
+        ok = not reduce_ok or not (
+            (reds > 0 and spatial < hazard_lag)
+            or (fi is not None and red[fi] and n_rem < hazard_lag)
+            or (fo is not None and red[fo] and n_rem * n_i < hazard_lag))
         cycles = 0.0
         if cost is not None:
-            insn_cycles, load_cycles, times = cost
             if n_rem <= max_uops:  # the loops left fit: ``_peel`` peels none
                 n_uops, copies = n_rem, 1
             else:
@@ -150,8 +155,6 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
                     hit = peeled[key] = (math.prod(ext[k] for k in kept),
                                          math.prod(ext[k] for k in outer))
                 n_uops, copies = hit
-            n_o = ext[fo] if fo is not None else 1
-            n_i = ext[fi] if fi is not None else 1
             cycles = times * copies * insn_cycles(n_o, n_i, n_uops) \
                 + load_cycles(n_uops * copies)
         scored.append(((ok, -cycles, -n_rem, fo is not None and fi is not None), fo, fi,
@@ -276,14 +279,14 @@ def _insn_cycles(d: InstructionDef, proto: Any, hw: HwConfig) -> Callable[[int, 
 
 def _bases(rest: tuple[E.Expr, ...], outer: list[tuple[E.Var, int, tuple[int, ...]]]
            ) -> list[E.Expr]:
-    """Each micro-op field's base: ``rest`` + outer vars * coef, simplified once per field (a
-    field = its base + the micro-op's offset, ``_table_offsets``)."""
+    """Each micro-op field's base: ``rest`` + outer vars * coef (a field = its base + the
+    micro-op's offset, ``_table_offsets``), folded as the operators build it."""
     base = list(rest)
     for v, _n, c in outer:
         for f in range(len(base)):
             if c[f]:
                 base[f] = base[f] + v * c[f]
-    return [E.simplify_int(b) for b in base]
+    return base
 
 
 def _enumerate(uop_loops: tuple[tuple[int, tuple[int, int, int]], ...]
