@@ -205,7 +205,7 @@ class _Matcher:
                 return None
 
             try:
-                v = E.simplify_int(E.substitute(p, fn))
+                v = E.substitute(p, fn)
             except KeyError:
                 return False
             if not (isinstance(v, E.IntImm) and v.value == value):

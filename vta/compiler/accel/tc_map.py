@@ -353,7 +353,7 @@ def _narrowing(e: E.Expr) -> tuple[str | None, E.Expr]:
 
 def _const(e: E.Expr) -> int | None:
     """The value of an integer expression without variables or reads (folded), else None."""
-    e = _strip(E.simplify_int(e))
+    e = _strip(e)
     return e.value if isinstance(e, E.IntImm) else None
 
 

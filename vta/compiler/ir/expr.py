@@ -24,7 +24,7 @@ __all__ = ["strip_casts",
     "Min", "Max", "Shr", "Shl", "BitAnd", "BitOr", "BitXor", "Div", "NextAfter", "Math", "Cmp",
     "And", "Or", "Not",
     "Select", "Cast", "Call", "ExprLike", "const", "as_expr", "min_", "max_", "bitwise_xor",
-    "DTYPES", "is_const", "children", "walk", "free_vars", "substitute", "simplify_int",
+    "DTYPES", "is_const", "children", "walk", "free_vars", "substitute",
     "select",
 ]
 
@@ -692,15 +692,6 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
         if items is not None:
             items.append(y)
     return v if items is None else tuple(items)
-
-
-def simplify_int(e: Expr) -> Expr:
-    """``e`` itself. Integer constants are folded where a node is made (the Python operators
-    and a rewrite's changed ``BinOp`` go through ``_bin``), and the rewriter returns a node
-    whose children are the objects it had as itself, unfolded: the former walk (``substitute``
-    with a function that replaces nothing) rebuilt nothing and returned ``e`` on every tree,
-    after visiting each of its nodes (a serial cold ``vta run resnet18``: 0.8 % of the CPU)."""
-    return e
 
 
 def strip_casts(e: Expr) -> Expr:

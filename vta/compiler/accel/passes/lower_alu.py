@@ -72,7 +72,7 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
                            f"{', '.join(hw.alu.ops)})")
     entry = set(body.indices[-2:])
     outer = tuple((v, n) for v, n in loops if v not in entry)
-    dst = E.simplify_int(bases[acc] + flat_entry(acc, body.indices))
+    dst = bases[acc] + flat_entry(acc, body.indices)
     out: list[S.Stmt] = []
     for k, sel in enumerate(chosen):
         defn = sel.intrin.instruction
@@ -81,7 +81,7 @@ def _alu(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr
         for role, ld in sel.operands.items():
             assert isinstance(ld, S.BufferLoad)
             ops.append(role)
-            idx.append(E.simplify_int(bases[ld.buffer] + flat_entry(ld.buffer, ld.indices)))
+            idx.append(bases[ld.buffer] + flat_entry(ld.buffer, ld.indices))
             bufs.append(ld.buffer)
         nest_loops = outer
         if k:  # a nest binds its loop variables: each after the first gets its own
