@@ -10,24 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vta.config import HwConfig
-from vta.graph import models
 from vta.graph.compile import CompiledGraph
 from vta.run import graph as run_graph_module
-from vta.run.graph import GraphRun, compile_for, run_graph
+from vta.run.graph import GraphRun, run_graph
 from vta.run.targets import AccelTarget
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def compiled() -> tuple[CompiledGraph, AccelTarget, np.ndarray]:
-    hw = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
-    t = AccelTarget(hw)
-    g = models.resnet18(image=32, width=16, classes=10)
-    cg = compile_for(g, t)
-    assert isinstance(cg, CompiledGraph)
-    return cg, t, models.random_image(0, g.inputs[0].type.shape)
 
 
 def _same_run(a: GraphRun, b: GraphRun, timelines: bool = True) -> None:

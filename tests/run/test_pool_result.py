@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vta.config import HwConfig
-from vta.graph import models
 from vta.graph.compile import CompiledGraph
 from vta.run import graph as run_graph_module
-from vta.run.graph import compile_for, run_graph
+from vta.run.graph import run_graph
 from vta.run.pool import ForkPool, current_job
 from vta.run.targets import AccelTarget
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: the items this process computed itself (a worker's appends stay in the worker)
 _HERE: list[int] = []
@@ -97,16 +92,6 @@ def test_without_end_input_the_workers_wait_for_more() -> None:
         workers = p._pool
         assert workers is not None
         assert [os.waitpid(pid, os.WNOHANG)[0] for pid in workers.pids] == [0, 0]
-
-
-@pytest.fixture(scope="module")
-def compiled() -> tuple[CompiledGraph, AccelTarget, np.ndarray]:
-    hw = HwConfig.load(ROOT / "hwconfigs" / "pynq.yaml")
-    t = AccelTarget(hw)
-    g = models.resnet18(image=32, width=16, classes=10)
-    cg = compile_for(g, t)
-    assert isinstance(cg, CompiledGraph)
-    return cg, t, models.random_image(0, g.inputs[0].type.shape)
 
 
 def test_the_run_in_order_takes_each_kernel_as_it_reaches_it(
