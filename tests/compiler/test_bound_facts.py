@@ -79,7 +79,7 @@ def test_a_dma_moved_in_dram_is_priced_once() -> None:
     assert d.timing_key is not None
     assert d.timing_key(loads[0], hw) == d.timing_key(loads[1], hw)
     assert program_bound(prog, hw) == _plain_bound(prog, hw)
-    facts, _ = cost._bound_facts(hw)
+    facts = cost._bound_facts(hw).facts
     timed = [k for k in facts if isinstance(k[0], tuple) and k[1] is d]
     by_value = [k for k in facts if k[0] is d]
     assert len(timed) == 1 and len(by_value) == 2
