@@ -336,14 +336,23 @@ class GraphBuilder:
         return v.type.scale
 
     def _quantile_scale(self, real: np.ndarray) -> float:
-        mag = float(np.quantile(np.abs(real), CALIBRATION_QUANTILE)) if real.size else 0.0
+        """The scale mapping the ``CALIBRATION_QUANTILE`` of ``|real|`` to 127. ``real`` is the
+        caller's own temporary (float64): its magnitudes are taken and selected in place
+        (``overwrite_input``: the same order statistics, so the same quantile, without two
+        more copies of a layer's outputs)."""
+        if not real.size:
+            return 1e-12 / INT8_MAX
+        np.abs(real, out=real)
+        mag = float(np.quantile(real, CALIBRATION_QUANTILE, overwrite_input=True))
         return max(mag, 1e-12) / INT8_MAX
 
     def _calibrated(self, x: Value, s_in: float) -> float:
         if self._calib is None:
             raise GraphError(f"requantize {x.name}: give its output scale (or calibration "
                              f"data)")
-        return self._quantile_scale(self.values[x].astype(np.float64) * s_in)
+        real = self.values[x].astype(np.float64)  # a copy of the int32 outputs, scaled in place
+        real *= s_in
+        return self._quantile_scale(real)
 
     def producer(self, v: Value) -> Node | None:
         """The node added so far that computes ``v`` (None for inputs and constants)."""

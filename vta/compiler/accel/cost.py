@@ -14,6 +14,7 @@ its estimates and the simulator together.
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from vta.compiler.ir.visitor import evolve
@@ -21,7 +22,11 @@ from vta.config import HwConfig
 from vta.isa import AluOp, InstructionDef, MemType, Program, Unit, definition_of
 from vta.isa.builtins import ALU
 from vta.isa.defs import instance, pops_of, pushes_of
+from vta.isa.insn import DEP_FLAGS, values_of
 from vta.isa.timing import fetch_cycles
+
+#: an instruction's dependency flags as a tuple of bools (``Deps`` hashes by a Python call)
+_dep_flags = attrgetter(*DEP_FLAGS)
 
 __all__ = ["instruction_cycles", "unit_busy", "program_bound", "prototype",
            "microop_instruction_cycles", "max_block_uops",
@@ -66,46 +71,109 @@ def program_bound(program: Program, hw: HwConfig) -> int:
     first = first[:next((j + 1 for j, x in enumerate(first) if definition_of(x).drains),
                         len(first))]
     fetched = fetch_cycles(hw, len(first), 0) if first else 0
-    free: dict[Unit, int] = {}
-    pushed: dict[Any, list[int]] = {}
-    popped: dict[Any, int] = {}
-    #: per distinct instruction (a tiled program repeats about half of them): whether it
-    #: drains, its unit, cycles and token queues (those by (unit, flags): a LOAD's unit
-    #: depends on its memory type); found by the object first (``by_id``: a compiled
-    #: program holds one object at many places, and hashing a dataclass's fields costs
-    #: more than the lookup), then by value
-    seen: dict[Any, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
-    by_id: dict[int, tuple[Any, Unit, int, tuple[Any, ...], tuple[Any, ...]]] = {}
-    routes: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+    cache = _bound_facts(hw)
+    #: each instruction object's facts (``_facts``), by identity: a compiled program holds one
+    #: object at many places (``insns`` holds every object: no id is reused here)
+    by_id: dict[int, _Facts] = {}
+    facts = []
     for insn in insns:
-        got = by_id.get(id(insn))  # ``insns`` holds every object: no id is reused here
+        got = by_id.get(id(insn))
         if got is None:
-            got = seen.get(insn)
-            if got is None:
-                d = definition_of(insn)
-                unit = d.unit_of(insn, hw)
-                route = routes.get((unit, insn.deps))
-                if route is None:
-                    route = routes[(unit, insn.deps)] = (tuple(pops_of(insn, hw)),
-                                                         tuple(pushes_of(insn, hw)))
-                got = seen[insn] = (d.drains, unit, int(d.duration(insn, hw)), *route)
-            by_id[id(insn)] = got
-        drains, unit, took, pops, pushes = got
-        start = free.get(unit, fetched)
+            got = by_id[id(insn)] = _facts(insn, hw, cache)
+        facts.append(got)
+        if got[0]:  # FINISH: what follows never runs (not priced)
+            break
+    # by slot (``_Cache.slots``): each unit's free time (from the first fetch on: a unit never
+    # used changes neither the FINISH's start nor the latest end, each at least that), each
+    # token queue's pops so far and its pushes' times
+    n = len(cache.slots)
+    free = [fetched] * n
+    popped = [0] * n
+    pushed: list[list[int]] = [[] for _ in range(n)]
+    for drains, unit, took, pops, pushes in facts:
+        start = free[unit]
         for q in pops:
-            k = popped.get(q, 0)
+            k = popped[q]
             popped[q] = k + 1
-            times = pushed.get(q)
-            if times is not None and k < len(times):  # else the machine deadlocks
-                start = max(start, times[k])
-        if drains:
-            start = max([start, *(free.get(m, 0) for m in drains)])
+            times = pushed[q]
+            if k < len(times):  # else the machine deadlocks
+                t = times[k]
+                if t > start:
+                    start = t
+        if drains:  # FINISH: it ends the program (its pushes are never popped)
+            return max([start, *(free[m] for m in drains)]) + took
         end = free[unit] = start + took
         for q in pushes:
-            pushed.setdefault(q, []).append(end)
-        if drains:
-            return end
-    return max(free.values(), default=0)
+            pushed[q].append(end)
+    return max(free, default=0)
+
+
+#: what ``program_bound`` reads of one instruction, units and token queues by their slots
+#: (``_Cache.slots``): the units it drains (FINISH), its unit, its cycles, the token queues it
+#: pops and those it pushes
+_Facts = tuple[tuple[int, ...], int, int, tuple[int, ...], tuple[int, ...]]
+
+#: instructions kept per config (``_Cache.facts``) before that cache starts afresh
+_MAX_FACTS = 1 << 16
+
+
+class _Cache:
+    """``program_bound``'s facts for one config (``_bound_facts``)."""
+
+    def __init__(self) -> None:
+        #: ``_facts`` by instruction value and by timing key
+        self.facts: dict[Any, _Facts] = {}
+        #: the token queues' slots an instruction pops and pushes, by (unit, dependency flags):
+        #: all ``pops_of`` and ``pushes_of`` read of an instruction on one config
+        self.routes: dict[Any, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        #: a small integer per unit and token queue met (never cleared: a few dozen): the
+        #: bound keeps their times in lists indexed by these
+        self.slots: dict[Any, int] = {}
+
+    def slot(self, what: Any) -> int:
+        """``what``'s (a unit's or a token queue's) slot, a new one when first met."""
+        return self.slots.setdefault(what, len(self.slots))
+
+
+@lru_cache(maxsize=16)
+def _bound_facts(hw: HwConfig) -> _Cache:
+    """``_facts``' cache for one config, shared by every program bounded in this process (a
+    workload's candidates, and a network's layers, share most of their instructions: each
+    distinct one is priced once per process, not once per program). Keyed per config, as the
+    simulator's description cache is (``vta.sim.machine._described``): a HwConfig is hashed
+    once per program, not per instruction."""
+    return _Cache()
+
+
+def _facts(insn: Any, hw: HwConfig, cache: _Cache) -> _Facts:
+    """``program_bound``'s facts of ``insn`` on ``hw`` through ``cache`` (``_bound_facts``):
+    by the whole instruction (its definition and its fields' values, ``values_of``: equal
+    exactly when the instructions are; plain values, no Python ``__hash__``), else by its
+    definition's ``timing_key`` (what its unit, duration and token queues read: the many
+    DMAs of a tiled program that differ only in their addresses are priced once)."""
+    facts = cache.facts
+    d = definition_of(insn)
+    key: Any = (d, values_of(d.cls)(insn))
+    got = facts.get(key)
+    if got is not None:
+        return got
+    timed: Any = None if d.timing_key is None else (d.timing_key(insn, hw), d)
+    got = None if timed is None else facts.get(timed)
+    if got is None:
+        unit = d.unit_of(insn, hw)
+        via: Any = (unit, _dep_flags(insn.deps))
+        route = cache.routes.get(via)
+        if route is None:
+            route = cache.routes[via] = (tuple(map(cache.slot, pops_of(insn, hw, unit))),
+                                         tuple(map(cache.slot, pushes_of(insn, hw, unit))))
+        got = (tuple(map(cache.slot, d.drains)), cache.slot(unit), int(d.duration(insn, hw)),
+               *route)
+        if timed is not None:
+            facts[timed] = got
+    if len(facts) >= _MAX_FACTS:
+        facts.clear()
+    facts[key] = got
+    return got
 
 
 def prototype(defn: InstructionDef, **fields: Any) -> Any:
