@@ -93,8 +93,6 @@ class _Job:
     arrival: int
     next: int = 0  # index of the next burst to issue
     done: int = -1  # completion time once its last burst is issued (its last beat/response)
-    #: its completion if it stays alone on the channel (it arrived at an idle one); else -1
-    solo: int = -1
     #: the earliest cycle its next burst may issue (its lead; a new row: the gap after the
     #: previous row's completion); -1: the arrival plus the lead
     ready: int = -1
@@ -102,8 +100,6 @@ class _Job:
     #: (``_row_starts``): read on every issue, so kept here rather than derived each time
     n: int = 0
     starts: frozenset[int] = frozenset()
-    #: with ``solo``: its ``_alone_plan`` (completion from cycle 0, channel state after it)
-    plan: tuple[int, _State] | None = None
 
     def __post_init__(self) -> None:
         if self.ready < 0:
@@ -113,13 +109,13 @@ class _Job:
             self.starts = _row_starts(self.transfer.groups)
 
     def copy(self) -> _Job:
-        """A copy to plan on (every trial plan copies the channel's jobs), without its solo
-        plan; made field by field, as ``__init__`` and ``__post_init__`` would leave it
-        (``n`` and ``starts`` are already derived), without their two calls."""
+        """A copy to plan on (every trial plan copies the channel's jobs), made field by
+        field, as ``__init__`` and ``__post_init__`` would leave it (``n`` and ``starts`` are
+        already derived), without their two calls."""
         job = _new_job(_Job)
         job.key, job.transfer, job.arrival, job.next, job.done = \
             self.key, self.transfer, self.arrival, self.next, self.done
-        job.solo, job.ready, job.n, job.starts, job.plan = -1, self.ready, self.n, self.starts, None
+        job.ready, job.n, job.starts = self.ready, self.n, self.starts
         return job
 
 
@@ -128,6 +124,16 @@ _new_job = object.__new__
 
 #: ``_row_starts(())``: an ungrouped transfer has no row after the first
 _NO_STARTS: frozenset[int] = frozenset()
+
+
+def _job(key: int, transfer: Transfer, arrival: int) -> _Job:
+    """``_Job(key, transfer, arrival)``, without its two Python calls (``__init__`` and
+    ``__post_init__``): a port makes one per transfer that meets another."""
+    job = _new_job(_Job)
+    job.key, job.transfer, job.arrival, job.next, job.done = key, transfer, arrival, 0, -1
+    job.ready, job.n = arrival + transfer.lead, len(transfer.bursts)
+    job.starts = _row_starts(transfer.groups) if transfer.groups else _NO_STARTS
+    return job
 
 
 @lru_cache(maxsize=4096)
@@ -152,6 +158,12 @@ class _State:
 
     def copy(self) -> _State:
         return _State(self.last_issue, self.free, list(self.slots), self.last_key)
+
+
+#: a transfer alone on the channel it arrived at idle (``Port._lone``): its key, the transfer,
+#: its arrival, its completion (``alone`` after the arrival) and its solo plan's channel state
+#: (``_alone_plan``; None for a transfer without bursts, made if it retires)
+_Lone = tuple[int, Transfer, int, int, _State | None]
 
 
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
@@ -455,6 +467,10 @@ class Port:
         #: per channel without jobs, the first cycle it is idle from (``_idle_from``)
         self._idle = {False: 0, True: 0}
         self.jobs: dict[bool, list[_Job]] = {False: [], True: []}
+        #: per channel, the transfer that arrived at it idle and is alone on it, while no
+        #: other has arrived (``_Lone``); then ``jobs`` is empty. Most transfers stay alone
+        #: and retire so: their ``_Job`` is made only when a second one arrives (``submit``)
+        self._lone: dict[bool, _Lone | None] = {False: None, True: None}
         self._keys = 0
         #: per channel, the next completion under the current plan (a new transfer or a
         #: retired one on that channel plans again)
@@ -488,28 +504,26 @@ class Port:
     def submit(self, transfer: Transfer, now: int) -> int:
         """Add ``transfer`` at cycle ``now``; returns its key."""
         w = transfer.write
-        jobs = self.jobs[w]
-        if jobs:
-            self._commit(w, now)
         self._keys += 1
-        job = _new_job(_Job)  # ``_Job(key, transfer, now)``, without its two Python calls
-        job.key, job.transfer, job.arrival, job.next, job.done, job.solo = \
-            self._keys, transfer, now, 0, -1, -1
-        job.ready, job.n, job.plan = now + transfer.lead, len(transfer.bursts), None
-        job.starts = _row_starts(transfer.groups) if transfer.groups else _NO_STARTS
-        if not jobs and self._idle[w] <= now:
-            # an idle channel: as its definition says (``alone``)
-            if transfer.bursts:
-                job.plan = self._alone_of(self.channels[w], transfer)
-                job.solo = now + job.plan[0]
-            else:
-                job.solo = now + transfer.lead
-        else:
-            for other in jobs:
-                other.solo = -1
-        jobs.append(job)
         self.active = True
         self._next[w] = self._trial[w] = None
+        jobs = self.jobs[w]
+        lone = self._lone[w]
+        if not jobs and lone is None and self._idle[w] <= now:
+            # an idle channel: as its definition says (``alone``); no job unless one joins
+            if transfer.bursts:
+                end, st = self._alone_of(self.channels[w], transfer)
+                solo = now + end
+            else:
+                st, solo = None, now + transfer.lead
+            self._lone[w] = (self._keys, transfer, now, solo, st)
+            return self._keys
+        if lone is not None:
+            jobs.append(_job(lone[0], lone[1], lone[2]))
+            self._lone[w] = None
+        if jobs:
+            self._commit(w, now)
+        jobs.append(_job(self._keys, transfer, now))
         return self._keys
 
     def solo_completion(self, transfer: Transfer, now: int) -> int | None:
@@ -579,26 +593,26 @@ class Port:
         for w in (False, True):
             jobs = self.jobs[w]
             if not jobs:
+                lone = self._lone[w]
+                if lone is not None and (best is None or lone[3] < best):
+                    best = lone[3]
                 continue
             done = self._next[w]
             if done is None:
-                if len(jobs) == 1 and jobs[0].solo >= 0:
-                    done = jobs[0].solo
-                else:
-                    trial = self._trial[w]
-                    if trial is None:
-                        trial = self._trial[w] = (self._state(w).copy(),
-                                                  [j.copy() for j in jobs])
-                    state, planned = trial
-                    until = None if horizon is None else horizon + 1
-                    done = _run(self.channels[w], state, planned, until, first_done=True)
-                    if until is not None and not _settled(planned, done, until):
-                        self._after[w] = until - 1
-                        open_ = True
-                        continue
-                    assert done is not None  # run to the end, some job issued its last burst
-                    # every burst it issued is before ``done``: committing up to ``done``
-                    # issues exactly these (``finish``)
+                trial = self._trial[w]
+                if trial is None:
+                    trial = self._trial[w] = (self._state(w).copy(),
+                                              [j.copy() for j in jobs])
+                state, planned = trial
+                until = None if horizon is None else horizon + 1
+                done = _run(self.channels[w], state, planned, until, first_done=True)
+                if until is not None and not _settled(planned, done, until):
+                    self._after[w] = until - 1
+                    open_ = True
+                    continue
+                assert done is not None  # run to the end, some job issued its last burst
+                # every burst it issued is before ``done``: committing up to ``done``
+                # issues exactly these (``finish``)
                 self._next[w] = done
             best = done if best is None else min(best, done)
         if open_ and (best is None or horizon is None or best > horizon):
@@ -611,6 +625,9 @@ class Port:
         for tests and reports)."""
         out: dict[int, int] = {}
         for w in (False, True):
+            lone = self._lone[w]
+            if lone is not None:
+                out[lone[0]] = lone[3]
             trial = [j.copy() for j in self.jobs[w]]
             _run(self.channels[w], self._state(w).copy(), trial, None)
             out.update((j.key, j.done) for j in trial)
@@ -623,6 +640,18 @@ class Port:
         for w in (False, True):
             jobs = self.jobs[w]
             if not jobs:
+                lone = self._lone[w]
+                if lone is not None and lone[3] <= now:
+                    # it ran alone from an idle channel: its plan, shifted, is the channel's
+                    # state (made when read: ``_state``), and it is complete
+                    key, transfer, t0, _, st = lone
+                    if st is None:
+                        st = _alone_plan(self.channels[w], transfer)[1]
+                    self._lazy[w] = (st, t0, key)
+                    self._idle[w] = _idle_from(st, t0)
+                    self._upto[w] = -1
+                    done.append(key)
+                    self._lone[w] = None
                 continue
             nxt = self._next[w]
             if nxt is not None:
@@ -630,21 +659,6 @@ class Port:
                     continue  # nothing on this channel completes yet (its issues commit later)
             elif self._trial[w] is not None and self._after[w] >= now:
                 continue  # likewise: a partial plan says it completes after ``_after``
-            lone = jobs[0]
-            if len(jobs) == 1 and lone.solo >= 0 and lone.next == 0 and lone.solo <= now:
-                # it ran alone from an idle channel: its plan, shifted, is the channel's
-                # state, and it is complete (it has no trial plan: ``next_completion``
-                # answers its ``solo``)
-                st = lone.plan[1] if lone.plan is not None else \
-                    _alone_plan(self.channels[w], lone.transfer)[1]
-                t0 = lone.arrival
-                self._lazy[w] = (st, t0, lone.key)
-                self._idle[w] = _idle_from(st, t0)
-                self._upto[w] = -1
-                done.append(lone.key)
-                self.jobs[w] = []
-                self._next[w] = self._trial[w] = None
-                continue
             trial = self._trial[w]
             if trial is not None and nxt == now:
                 self.state[w], jobs = trial
@@ -664,5 +678,6 @@ class Port:
                     self._idle[w] = _idle_from(self._state(w))
             self.jobs[w] = keep
         if done:
-            self.active = bool(self.jobs[False] or self.jobs[True])
+            self.active = bool(self.jobs[False] or self.jobs[True] or self._lone[False]
+                               or self._lone[True])
         return done
