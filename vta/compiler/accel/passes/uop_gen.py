@@ -95,8 +95,17 @@ def _best(options: list[Option]) -> Option:
 
 
 def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, max_uops: int,
-            reduce_ok: bool, max_iter: int, cost: Cost | None) -> list[Option]:
-    """Every folding of the loops ``merged``, scored (see ``fold_loops``)."""
+            reduce_ok: bool, max_iter: int, cost: Cost | None,
+            pieces: int | None = None) -> list[Option]:
+    """Every folding of the loops ``merged``, scored (see ``fold_loops``).
+
+    ``pieces``: ``merged`` is a nest's loops with one split in two (the outer piece at this
+    index, the inner one after it: ``_choice``); then the foldings that fold neither piece and
+    leave loops the buffer holds (``_peel`` peels none) are left out. Each scores exactly as
+    the same folding of the unsplit loops (the folded loops the same; the loops left the same
+    in extents' product, spatial product and reductions, the pieces' product standing for
+    the split loop), which ``_choice`` scores earlier, so ``_best`` (the first of the best)
+    never takes it."""
     cands = list(range(len(merged)))
     limits = tuple(1 << b for b in field_bits)
 
@@ -106,14 +115,20 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
 
     ok_k = [k for k in cands if fits(k)]  # each loop's fit, once
     scored: list[Option] = []
-    options: list[tuple[int | None, int | None]] = [(None, None)]
-    options += [(None, k) for k in ok_k]
-    options += list(itertools.permutations(ok_k, 2))  # the fitting pairs, in the same order
     # every option leaves all loops but its folded ones: products by division (exact: the
     # extents are positive integers), reductions by count
     ext = [lp[1] for lp in merged]
     red = [lp[2][0] == 0 for lp in merged]
     all_n = math.prod(ext)
+    # the foldings (iter_out, iter_in): none, iter_in alone, then the fitting pairs
+    options: list[tuple[int | None, int | None]]
+    touch = None if pieces is None else (pieces, pieces + 1)
+    if touch is not None and all_n <= max_uops:  # none peels: those folding a piece, in order
+        options = [(i, j) for i in (None, *ok_k) for j in ok_k
+                   if i != j and (i in touch or j in touch)]
+        touch = None
+    else:  # every one; where a piece is split, those folding none tested below
+        options = [(None, None), *[(None, k) for k in ok_k], *itertools.permutations(ok_k, 2)]
     all_spatial = math.prod(n for n, r in zip(ext, red, strict=True) if not r)
     all_red = sum(red)
     if cost is not None:
@@ -127,6 +142,8 @@ def _choose(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
         n_o = 1 if fo is None else ext[fo]
         n_i = 1 if fi is None else ext[fi]
         n_rem = all_n // n_o // n_i
+        if touch is not None and n_rem <= max_uops and fo not in touch and fi not in touch:
+            continue  # the unsplit loops' same folding, scored before (see the docstring)
         spatial, reds = all_spatial, all_red
         if fo is not None:
             if red[fo]:
@@ -224,7 +241,7 @@ def _choice(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
                 split = _split(merged, k, b)
                 splits[id(split)] = (k, b)
                 every += _choose(split, field_bits, hazard_lag, max_uops, reduce_ok,
-                                 max_iter, cost)
+                                 max_iter, cost, k)
     _, fo, fi, chosen = _best(every)
     return splits.get(id(chosen)), fo, fi
 
