@@ -9,6 +9,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_uop_choose_ref import _cost  # a cost model with many ties among foldings
 
 from vta.compiler.accel.passes import uop_gen as U
 from vta.compiler.ir import expr as E
@@ -36,12 +37,6 @@ _loops = st.lists(st.tuples(st.sampled_from([2, 3, 4, 6, 8, 12, 14, 16, 56, 64])
                             st.tuples(st.sampled_from([0, 1, 2, 16, 64, 5000]),
                                       st.integers(0, 40), st.integers(0, 40))),
                   min_size=0, max_size=4)
-
-
-def _cost(fill: int, times: int) -> U.Cost:
-    """A cost model of pipeline fills and micro-ops, with many ties among foldings."""
-    return ((lambda o, i, n: float(fill + o * i * n + n * fill)),
-            (lambda n: float(2 * n + fill)), times)
 
 
 def _rem(loops: list[U.Loop], fo: int | None, fi: int | None) -> int:

@@ -17,22 +17,20 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_energy import energy_one_by_one
 
 from vta.compiler.ops.conv2d import Conv2dSpec
 from vta.compiler.ops.workloads import Workload
-from vta.config import DTYPE_BITS, HwConfig
+from vta.config import HwConfig
 from vta.errors import SimError
-from vta.isa import Program, assemble, definition_of
+from vta.isa import Program, assemble
 from vta.isa.insn import Finish, Gemm, Load, Store
 from vta.run.targets import AccelTarget
 from vta.sim import engine, simulate
 from vta.sim.energy import (
-    COMPONENTS,
-    _additions,
     _plain_classes,
     _row_order,
     energy_of,
-    energy_table,
 )
 from vta.sim.examples import matmul_program
 from vta.sim.machine import cycles_of
@@ -102,27 +100,6 @@ def test_lone_completion_is_processed_at_once(monkeypatch: pytest.MonkeyPatch) -
         assert (lean.cycles, lean.stats, lean.slices) == (ref.cycles, ref.stats, ref.slices)
 
 
-def _energy_one_by_one(program: Program, moved: dict[str, int], hw: HwConfig) -> dict[str, float]:
-    """The breakdown as a plain loop makes it: every instruction up to FINISH in program
-    order, each of its additions added in its turn."""
-    t = energy_table(hw)
-    lanes = hw.elem_bytes("acc") * 8 // DTYPE_BITS[hw.gemm.acc_dtype]
-    eb = {k: hw.elem_bytes(k) for k in ("inp", "wgt", "acc", "out", "uop")}
-    pj = dict.fromkeys(COMPONENTS, 0.0)
-    for insn in program.instructions:
-        d = definition_of(insn)
-        if d.is_microop:
-            for comp, add in _additions(insn, d, hw, t, eb, lanes):
-                pj[comp] += add
-        if d.drains:
-            break
-    for kind in ("inp", "wgt", "acc", "uop", "out"):
-        pj["dram"] += moved.get(kind, 0) * t.dram_byte
-        pj[f"sram_{kind}"] += moved.get(kind, 0) * t.sram[kind]
-    pj["fetch"] = moved.get("insn", 0) * t.dram_byte
-    return pj
-
-
 def _variants(program: Program) -> list[Program]:
     """``program``; with every instruction a copy of its own (equal values, other objects);
     with its instructions repeated after FINISH (never run); with its FINISH dropped."""
@@ -137,7 +114,7 @@ def test_energy_is_the_one_by_one_sum() -> None:
     for program in _programs():
         for variant in _variants(program):
             got = energy_of(variant, moved, PYNQ).pj
-            want = _energy_one_by_one(variant, moved, PYNQ)
+            want = energy_one_by_one(variant, moved, PYNQ)
             assert {k: v.hex() for k, v in got.items()} == {k: v.hex() for k, v in want.items()}
 
 
