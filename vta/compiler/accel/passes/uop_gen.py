@@ -76,11 +76,12 @@ def _peel(rem: list[int], ext: list[int], red: list[bool], max_uops: int
     """Too many micro-ops for the buffer: peel loops (reductions, then the outermost) into
     instruction loops (``ext``, ``red``: each loop's extent and whether it is a reduction)."""
     rem, outer = list(rem), []
-    while math.prod(ext[k] for k in rem) > max_uops and rem:
-        reds = [k for k in rem if red[k]]
-        k = (reds or rem)[0]
+    left = math.prod([ext[k] for k in rem])  # the micro-ops of the loops in ``rem``
+    while left > max_uops and rem:
+        k = next((k for k in rem if red[k]), rem[0])
         rem.remove(k)
         outer.append(k)
+        left //= ext[k]  # exact: a factor of the product
     return rem, outer
 
 
@@ -101,7 +102,10 @@ def _best(options: list[Option]) -> Option:
 
 def _coef_fit(c: tuple[int, ...], limits: tuple[int, ...]) -> bool:
     """Whether coefficients ``c`` fit the factor fields (``limits``: one past each's largest)."""
-    return all(0 <= c[f] < limits[f] for f in range(len(c)))
+    for f, x in enumerate(c):
+        if not 0 <= x < limits[f]:
+            return False
+    return True
 
 
 def _factor_max(c: tuple[int, ...], limits: tuple[int, ...]) -> int | float:
@@ -385,9 +389,10 @@ def _enumerate(uop_loops: tuple[tuple[int, tuple[int, int, int]], ...]
     """Each micro-op's ``(dst, src, wgt)`` offsets: an enumeration of the micro-op loops
     (earlier loops outer; each loop's coefficients in that order)."""
     offs = [(0, 0, 0)]
-    for n, c in uop_loops:  # earlier loops are outer in the enumeration
+    for m, (n, c) in enumerate(uop_loops):  # earlier loops are outer in the enumeration
         steps = [(j * c[0], j * c[1], j * c[2]) for j in range(n)]
-        offs = [(a + x, b + y, d + z) for a, b, d in offs for x, y, z in steps]
+        offs = steps if m == 0 else [(a + x, b + y, d + z) for a, b, d in offs
+                                     for x, y, z in steps]
     return offs
 
 
