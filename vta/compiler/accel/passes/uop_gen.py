@@ -508,7 +508,8 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         exprs = [_ZERO if k is None else idx[k] for k in read]
         vars_ = [v for v, _ in s.loops]
         parts = _affine_parts(exprs, vars_)
-        coefs = [tuple(p[0].get(v, 0) for p in parts) for v in vars_]
+        coef_of = [p[0] for p in parts]
+        coefs = [tuple([c.get(v, 0) for c in coef_of]) for v in vars_]
         proto, lag = _prototype(d, s.reset, s.params, hw)
         merged = _merge(list(s.loops), coefs)
         choice, layout = _nest_choice(tuple((n, c) for _v, n, c in merged), bits, lag,
