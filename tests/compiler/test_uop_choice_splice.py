@@ -61,3 +61,34 @@ def test_factor_max(c: tuple[int, int, int], bits: tuple[int, ...], b: int) -> N
     limits = tuple(1 << x for x in bits)
     if U._coef_fit(c, limits):
         assert (b <= U._factor_max(c, limits)) == U._coef_fit(tuple(x * b for x in c), limits)
+
+
+
+def test_repeated_foldings_scored_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One spatial loop of 64: a split's foldings of its outer piece at ``b`` are those of its
+    inner piece at ``64 / b``; each (``iter_out``, ``iter_in``) reaches ``_best`` once, the
+    first (fails without ``seen``: 22 options, 10 of them repeats)."""
+    merged: list[U.Loop] = [(_V, 64, (1, 1, 0))]
+    args = ((14, 14, 14), 1, 4096, False, 16383, _cost(3, 2))
+    real = U._best
+    got: list[list[U.Option]] = []
+
+    def best(options: list[U.Option]) -> U.Option:
+        got.append(options)
+        return real(options)
+
+    monkeypatch.setattr(U, "_best", best)
+    choice = U._choice(merged, *args)
+    monkeypatch.setattr(U, "_best", real)
+    (options,) = got
+
+    def extent(tag: tuple[int, int] | None, k: int | None) -> int:
+        if k is None:
+            return 1
+        return 64 if tag is None else (64 // tag[1], tag[1])[k]
+
+    folded = [(extent(tag, fo), extent(tag, fi)) for _s, fo, fi, tag in options]
+    every = len(U._choose(merged, *args)) + sum(
+        len(U._choose(U._split(merged, 0, b), *args, 0)) for b in U._divisors(64))
+    assert len(set(folded)) == len(folded) == 12 and every == 22
+    assert choice == _ref_choice(merged, *args)
