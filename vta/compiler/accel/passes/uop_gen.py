@@ -356,17 +356,19 @@ _ANY = E.Var("any")
 
 @functools.lru_cache(maxsize=4096)
 def _nest_choice(shape: tuple[tuple[int, tuple[int, ...]], ...], field_bits: tuple[int, ...],
-                 hazard_lag: int, max_uops: int, reduce_ok: bool, max_iter: int, times: int,
-                 d: InstructionDef, proto: Any, hw: HwConfig
+                 max_uops: int, max_iter: int, times: int, d: InstructionDef, reset: bool,
+                 params: tuple[tuple[str, Any], ...], hw: HwConfig
                  ) -> tuple[Choice, tuple[list[int], list[int]]]:
     """``_choice`` for merged loops of these (extent, coefficients) with ``generate_uops``'s
-    cost model of instruction ``d`` (``proto``: its fields but the loops and micro-ops) run
-    ``times`` times on ``hw``, and its ``_layout``, memoised: the nests of a kernel's
-    candidates and of its epilogue's instructions repeat (C1-C11's 198 nests on pynq are 110
-    keys)."""
+    cost model of instruction ``d`` with ``params`` (``_prototype``: its fields but the loops
+    and micro-ops, and its hazard lag) run ``times`` times on ``hw``, and its ``_layout``,
+    memoised: the nests of a kernel's candidates and of its epilogue's instructions repeat
+    (C1-C11's 198 nests on pynq are 110 keys). Keyed by the parameters, not the prototype
+    (whose dataclass hash is a Python call over every field)."""
+    proto, lag = _prototype(d, reset, params, hw)
     merged = [(_ANY, n, c) for n, c in shape]
-    choice = _choice(merged, field_bits, hazard_lag, max_uops, reduce_ok, max_iter,
-                     (_insn_cycles(d, proto, hw), _uop_load(hw), times))
+    choice = _choice(merged, field_bits, lag, max_uops, not reset and d.kind == "accumulate",
+                     max_iter, (_insn_cycles(d, proto, hw), _uop_load(hw), times))
     split, fo, fi = choice
     if split is not None:
         merged = _split(merged, *split)
@@ -525,11 +527,9 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         parts = _affine_parts(exprs, vars_)
         coef_of = [p[0] for p in parts]
         coefs = [tuple([c.get(v, 0) for c in coef_of]) for v in vars_]
-        proto, lag = _prototype(d, s.reset, s.params, hw)
         merged = _merge(list(s.loops), coefs)
-        choice, layout = _nest_choice(tuple((n, c) for _v, n, c in merged), bits, lag,
-                                      max_uops, not s.reset and d.kind == "accumulate",
-                                      max_iter, times, d, proto, hw)
+        choice, layout = _nest_choice(tuple((n, c) for _v, n, c in merged), bits, max_uops,
+                                      max_iter, times, d, s.reset, s.params, hw)
         fo = _folding(merged, choice, max_uops, layout)
         base = _bases(tuple(p[1] for p in parts), fo.outer)
         table_base = tuple(E.IntImm(0) if k is None else base[k] for k in order)
