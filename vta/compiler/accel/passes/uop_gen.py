@@ -30,7 +30,7 @@ from typing import Any
 
 from vta.compiler.accel.cost import instruction_cycles, max_block_uops, prototype
 from vta.compiler.accel.passes._common import affine, map_stmt
-from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable
+from vta.compiler.accel.vta_ir import ComputeInsn, ComputeNest, Offsets, UopTable, maker
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.compiler.ir.visitor import evolve
@@ -534,12 +534,17 @@ def generate_uops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         base = _bases(tuple(p[1] for p in parts), fo.outer)
         table_base = tuple(E.IntImm(0) if k is None else base[k] for k in order)
         offsets = _table_offsets(tuple(fo.uop_loops), order)
-        uops = UopTable(table_base, offsets)  # type: ignore[arg-type]
+        uops = _UOP_TABLE(table_base, offsets)
         factors = tuple((name, fo.fo[1][k], fo.fi[1][k]) for name, k in factored)
-        st: S.Stmt = ComputeInsn(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
+        st: S.Stmt = _COMPUTE_INSN(d, s.reset, uops, fo.fo[0], fo.fi[0], factors, s.params)
         return _wrap(st, fo)
 
     return func.with_body(map_stmt(func.body, nest(1)))
+
+
+#: the instruction and micro-op table ``generate_uops`` makes per nest, every field given in
+#: order (``maker``: the slots filled directly, as the generated ``__init__`` fills them)
+_COMPUTE_INSN, _UOP_TABLE = maker(ComputeInsn), maker(UopTable)
 
 
 #: the index of an operand the instruction does not read (one object: ``_affine_parts``)
