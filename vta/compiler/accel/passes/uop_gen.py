@@ -287,7 +287,9 @@ def _choice(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
     ``b * coef``) around ``b`` (the instruction folds one, enumerates the other), which trades
     pipeline fills against micro-ops to load. Each split's foldings are scored as ``_choose``
     scores them on ``_split``'s loops (its ``pieces``), its loops' facts spliced from the
-    nest's (the other loops' fit once, the totals the same) rather than found again."""
+    nest's (the other loops' fit once, the totals the same) rather than found again; a
+    folding that peels nothing and repeats one scored before is left out (``_score``'s
+    ``seen``)."""
     limits = tuple(1 << b for b in field_bits)
     ext = [lp[1] for lp in merged]
     red = [lp[2][0] == 0 for lp in merged]
@@ -300,10 +302,10 @@ def _choice(merged: list[Loop], field_bits: tuple[int, ...], hazard_lag: int, ma
         for k, (_v, n, c) in enumerate(merged):
             if c[0] == 0:
                 continue
-            # the split's loops: those before ``k``, the outer piece (it fits up to ``a_max``
-            # and, its coefficients ``b`` times ``k``'s, where ``b`` is at most ``b_max``),
-            # the inner one (``k``'s coefficients: it fits as they do, up to its extent),
-            # those after ``k`` moved on
+            # the split's loops: those before ``k``, the outer piece (it fits where its extent
+            # ``a`` is at most ``max_iter`` and ``b`` at most ``b_max``: its coefficients are
+            # ``b`` times ``k``'s), the inner one (``k``'s coefficients: it fits as they do,
+            # up to its extent), those after ``k`` moved on
             before = [j for j in range(k) if fit[j]]
             after = [j + 1 for j in range(k + 1, len(fit)) if fit[j]]
             ext_b, ext_a = ext[:k], ext[k + 1:]
