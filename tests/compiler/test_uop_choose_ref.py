@@ -64,7 +64,7 @@ def _ref_choose(merged: list[U.Loop], field_bits: tuple[int, ...], hazard_lag: i
                 key = frozenset((fo, fi))
                 hit = peeled.get(key)
                 if hit is None:
-                    kept, outer = U._peel([k for k in cands if k != fo and k != fi], merged,
+                    kept, outer = U._peel([k for k in cands if k != fo and k != fi], ext, red,
                                           max_uops)
                     hit = peeled[key] = (math.prod(ext[k] for k in kept),
                                          math.prod(ext[k] for k in outer))

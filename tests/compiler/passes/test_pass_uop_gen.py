@@ -79,9 +79,9 @@ def test_scores_peel_only_where_the_loops_left_do_not_fit(monkeypatch) -> None: 
     real = uop_gen._peel
     asked: list[int] = []
 
-    def counted(rem, m, max_uops):  # type: ignore[no-untyped-def]
-        asked.append(math.prod(m[k][1] for k in rem))
-        return real(rem, m, max_uops)
+    def counted(rem, ext, red, max_uops):  # type: ignore[no-untyped-def]
+        asked.append(math.prod(ext[k] for k in rem))
+        return real(rem, ext, red, max_uops)
     monkeypatch.setattr(uop_gen, "_peel", counted)
     got = uop_gen._choose(merged, *args)
     assert asked and all(n > 16 for n in asked)
@@ -89,7 +89,7 @@ def test_scores_peel_only_where_the_loops_left_do_not_fit(monkeypatch) -> None: 
     ref = []  # every option's score with its loops peeled by ``_peel``
     for _score, fo, fi, _m in got:
         rem = [k for k in range(3) if k not in (fo, fi)]
-        kept, outer = real(rem, merged, 16)
+        kept, outer = real(rem, [lp[1] for lp in merged], [lp[2][0] == 0 for lp in merged], 16)
         n_uops, copies = math.prod(merged[k][1] for k in kept), math.prod(
             merged[k][1] for k in outer)
         n_o = merged[fo][1] if fo is not None else 1
