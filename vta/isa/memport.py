@@ -161,9 +161,14 @@ class _State:
 
 
 #: a transfer alone on the channel it arrived at idle (``Port._lone``): its key, the transfer,
-#: its arrival, its completion (``alone`` after the arrival) and its solo plan's channel state
-#: (``_alone_plan``; None for a transfer without bursts, made if it retires)
-_Lone = tuple[int, Transfer, int, int, _State | None]
+#: its arrival, its completion (``alone`` after the arrival), its solo plan's channel state
+#: and the cycle the channel is idle from after it (``Port._alone_of``, shifted by the arrival)
+_Lone = tuple[int, Transfer, int, int, _State, int]
+
+#: ``Port._alone_of``: a transfer's completion alone on an idle channel from cycle 0 (its
+#: ``alone``), the channel's state once it has issued every burst (``_alone_plan``) and the
+#: first cycle that channel is idle from (``_idle_from``)
+_Solo = tuple[int, _State, int]
 
 
 def _run(ch: Channel, st: _State, jobs: list[_Job], until: int | None,
@@ -479,9 +484,9 @@ class Port:
         #: every burst before that completion), adopted by ``finish`` at that cycle instead of
         #: issuing the same bursts again
         self._trial: dict[bool, tuple[_State, list[_Job]] | None] = {False: None, True: None}
-        #: ``_alone_plan`` per transfer object (a program's DMAs share theirs), kept by
+        #: ``_alone_of`` per transfer object (a program's DMAs share theirs), kept by
         #: identity so the transfer is hashed once per run, not on every submission
-        self._alone: dict[int, tuple[Transfer, tuple[int, _State]]] = {}
+        self._alone: dict[int, tuple[Transfer, _Solo]] = {}
         #: per channel whose ``_trial`` is partial (``next_completion`` with a horizon): its
         #: next completion is after this cycle
         self._after: dict[bool, int] = {False: -1, True: -1}
@@ -493,12 +498,22 @@ class Port:
         #: whether some transfer is active (submitted, not yet retired): kept by ``submit``
         #: and ``finish`` (the server asks after every turn)
         self.active = False
+        #: the next completion while every active transfer is alone on its channel (no
+        #: jobs: ``_lone``), the earliest of theirs, which no plan changes (what
+        #: ``next_completion`` returns then, with or without a horizon); None otherwise (a
+        #: channel has jobs, or nothing is active). Kept by ``submit`` and ``finish``: the
+        #: server reads it before planning (most transfers run alone)
+        self.lone_next: int | None = None
 
-    def _alone_of(self, ch: Channel, transfer: Transfer) -> tuple[int, _State]:
-        """``_alone_plan(ch, transfer)`` (``ch``: the transfer's channel)."""
+    def _alone_of(self, ch: Channel, transfer: Transfer) -> _Solo:
+        """``transfer`` alone on an idle channel ``ch`` (its channel) from cycle 0: its
+        completion (``alone``: a transfer without bursts completes after its lead), the
+        channel's state after it (``_alone_plan``) and the cycle it is idle from."""
         got = self._alone.get(id(transfer))
         if got is None or got[0] is not transfer:
-            got = self._alone[id(transfer)] = (transfer, _alone_plan(ch, transfer))
+            done, st = _alone_plan(ch, transfer)
+            solo = (done if transfer.bursts else transfer.lead, st, _idle_from(st))
+            got = self._alone[id(transfer)] = (transfer, solo)
         return got[1]
 
     def submit(self, transfer: Transfer, now: int) -> int:
@@ -511,13 +526,16 @@ class Port:
         lone = self._lone[w]
         if not jobs and lone is None and self._idle[w] <= now:
             # an idle channel: as its definition says (``alone``); no job unless one joins
-            if transfer.bursts:
-                end, st = self._alone_of(self.channels[w], transfer)
-                solo = now + end
+            end, st, idle = self._alone_of(self.channels[w], transfer)
+            solo = now + end
+            self._lone[w] = (self._keys, transfer, now, solo, st, idle + now)
+            if self.jobs[not w]:
+                self.lone_next = None
             else:
-                st, solo = None, now + transfer.lead
-            self._lone[w] = (self._keys, transfer, now, solo, st)
+                other = self._lone[not w]
+                self.lone_next = solo if other is None or solo < other[3] else other[3]
             return self._keys
+        self.lone_next = None
         if lone is not None:
             jobs.append(_job(lone[0], lone[1], lone[2]))
             self._lone[w] = None
@@ -530,32 +548,27 @@ class Port:
         """When ``transfer``, submitted at ``now``, completes if nothing else is submitted
         meanwhile and the port is idle (no transfer active, its channel's bursts all over by
         ``now``): as its definition says (``alone``); None when the port is not idle."""
-        if self.active:
+        if self.active or self._idle[transfer.write] > now:
             return None
-        if self._idle[transfer.write] <= now:
-            if not transfer.bursts:
-                return now + transfer.lead
-            return now + self._alone_of(self.channels[transfer.write], transfer)[0]
-        return None
+        return now + self._alone_of(self.channels[transfer.write], transfer)[0]
 
-    def run_alone(self, transfer: Transfer, now: int) -> int:
-        """Take ``transfer`` at ``now`` on an idle port (``solo_completion`` is not None) and
-        retire it at once: its completion. The same state as ``submit``, ``next_completion``
-        and ``finish`` at that completion leave (its channel's issues as its solo plan,
-        shifted to ``now``; the key it would have had used), for a caller that knows nothing
-        else is submitted before it completes (the machine's idle-port DMA)."""
-        assert not self.active
+    def run_alone(self, transfer: Transfer, now: int) -> int | None:
+        """Take ``transfer`` at ``now`` on an idle port and retire it at once: its completion
+        (``solo_completion``); None, taking nothing, when the port is not idle. The same
+        state as ``submit``, ``next_completion`` and ``finish`` at that completion leave (its
+        channel's issues as its solo plan, shifted to ``now``; the key it would have had
+        used), for a caller that knows nothing else is submitted before it completes (the
+        machine's idle-port DMA)."""
         w = transfer.write
+        if self.active or self._idle[w] > now:
+            return None
         self._keys += 1
-        if transfer.bursts:
-            done, st = self._alone_of(self.channels[w], transfer)
-        else:
-            done, st = _alone_plan(self.channels[w], transfer)
+        done, st, idle = self._alone_of(self.channels[w], transfer)
         self._lazy[w] = (st, now, self._keys)
-        self._idle[w] = _idle_from(st, now)
+        self._idle[w] = idle + now
         self._upto[w] = -1
         self._next[w] = self._trial[w] = None
-        return now + done if transfer.bursts else now + transfer.lead
+        return now + done
 
     def _state(self, w: bool) -> _State:
         """Channel ``w``'s committed state, made from ``_lazy`` first if it is pending."""
@@ -636,6 +649,9 @@ class Port:
     def finish(self, now: int) -> list[int]:
         """Commit the issues before ``now`` and retire the transfers complete by ``now``;
         returns their keys."""
+        lone_next = self.lone_next
+        if lone_next is not None and lone_next > now:
+            return []  # only transfers alone on their channels, none complete yet
         done: list[int] = []
         for w in (False, True):
             jobs = self.jobs[w]
@@ -644,11 +660,9 @@ class Port:
                 if lone is not None and lone[3] <= now:
                     # it ran alone from an idle channel: its plan, shifted, is the channel's
                     # state (made when read: ``_state``), and it is complete
-                    key, transfer, t0, _, st = lone
-                    if st is None:
-                        st = _alone_plan(self.channels[w], transfer)[1]
+                    key, _, t0, _, st, idle = lone
                     self._lazy[w] = (st, t0, key)
-                    self._idle[w] = _idle_from(st, t0)
+                    self._idle[w] = idle
                     self._upto[w] = -1
                     done.append(key)
                     self._lone[w] = None
@@ -680,4 +694,15 @@ class Port:
         if done:
             self.active = bool(self.jobs[False] or self.jobs[True] or self._lone[False]
                                or self._lone[True])
+            self.lone_next = self._lone_only()
         return done
+
+    def _lone_only(self) -> int | None:
+        """``lone_next`` of the port as it stands: the earliest completion of the transfers
+        alone on their channels when no channel has jobs, else None."""
+        if self.jobs[False] or self.jobs[True]:
+            return None
+        a, b = self._lone[False], self._lone[True]
+        if a is None:
+            return None if b is None else b[3]
+        return a[3] if b is None or a[3] < b[3] else b[3]

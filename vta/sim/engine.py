@@ -48,6 +48,7 @@ failed process is processed; a failing run is over either way, with the same err
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Generator, Iterable
 from heapq import heappop, heappush
 from itertools import count
@@ -153,24 +154,24 @@ class Process(Event):
     """A generator driven by the events it yields; the process is itself an event that
     triggers (with the generator's return value) when it ends."""
 
-    __slots__ = ("_gen", "_resume_cb", "target")
+    __slots__ = ("_resume_cb", "_send")
 
     def __init__(self, env: Environment, generator: Generator[Event, Any, Any]) -> None:
         Event.__init__(self, env)
-        self._gen = generator
+        #: the generator's ``send``, bound once (a run resumes each process thousands of times)
+        self._send = generator.send
         self._resume_cb: Callback = self._resume
         start = Event(env)
         start.callbacks.append(self._resume_cb)  # type: ignore[union-attr]
         start._value = None
         heappush(env._queue, (env.now, URGENT, next(env._eid), start))
-        self.target: Event = start
 
     @property
     def is_alive(self) -> bool:
         return self._value is PENDING
 
     def _resume(self, event: Event) -> None:
-        send = self._gen.send
+        send = self._send
         while True:
             try:
                 event = send(event._value)
@@ -182,7 +183,6 @@ class Process(Event):
             callbacks = event.callbacks
             if callbacks is not None:  # not processed yet (triggered or not): wait for it
                 callbacks.append(self._resume_cb)
-                self.target = event
                 return
 
 
@@ -325,7 +325,9 @@ class Store:
         #: the environment's event queue (``take``/``give`` look at its head)
         self._queue = env._queue
         self.capacity = capacity
-        self.items: list[Any] = []
+        #: the items held, oldest first (a deque: a command queue holds hundreds, and every
+        #: get takes the oldest)
+        self.items: deque[Any] = deque()
         self.put_queue: list[_Item] = []
         self.get_queue: list[Event] = []
         self._trigger_put_cb: Callback = self._trigger_put
@@ -350,8 +352,10 @@ class Store:
         if self.get_queue:  # it queues behind the others (only the head is tried)
             self.get_queue.append(ev)
             self._trigger_get(None)
-        elif self.items:  # it is the head and there is an item
-            ev.succeed(self.items.pop(0))
+        elif self.items:  # it is the head and there is an item: ``ev.succeed(item)``, inline
+            ev._value = self.items.popleft()
+            env = self.env
+            heappush(self._queue, (env.now, NORMAL, next(env._eid), ev))
         else:
             self.get_queue.append(ev)
         return ev
@@ -366,7 +370,7 @@ class Store:
         queue = self._queue
         if queue and queue[0][0] <= self.env.now:
             return MISS
-        item = items.pop(0)
+        item = items.popleft()
         puts = self.put_queue
         if puts:
             ev = puts.pop(0)
@@ -387,8 +391,11 @@ class Store:
             return False
         items.append(item)
         gets = self.get_queue
-        if gets:
-            gets.pop(0).succeed(items.pop(0))
+        if gets:  # the waiting get (pending): ``succeed(item)``, inline
+            ev = gets.pop(0)
+            ev._value = items.popleft()
+            env = self.env
+            heappush(queue, (env.now, NORMAL, next(env._eid), ev))
         return True
 
     def _trigger_put(self, _: Event | None) -> None:
@@ -401,7 +408,7 @@ class Store:
     def _trigger_get(self, _: Event | None) -> None:
         queue = self.get_queue
         if queue and self.items:
-            queue.pop(0).succeed(self.items.pop(0))
+            queue.pop(0).succeed(self.items.popleft())
 
 
 class Resource:

@@ -415,7 +415,8 @@ class _PortServer:
         self.shortcuts = shortcuts
         self.port = Port(read_channel(hw), write_channel(hw))
         self.waiting: dict[int, Any] = {}
-        self._idle_cb = self._woken
+        #: a request woke the idle port (``wake`` processed): the server's turn
+        self._idle_cb = self._serve
         self._done_cb = self._waited
         self._either_cb = self._either
         #: the timeout of the wait in progress (``_arm``); None when none is (it ended, or
@@ -453,27 +454,19 @@ class _PortServer:
     def at_once(self, timing: DmaTiming, alone: int) -> int | None:
         """A DMA on an idle port with nothing else scheduled before it ends (the lean
         engine's shortcut): its ``transfer`` submitted now completes at its solo time ``t``,
-        and the DMA at ``now + timing.cycles(t - now)``; when nothing is scheduled at or
-        before that cycle, no arrival can change ``t`` and no other process runs before the
-        DMA ends, so the port
-        takes the transfer and retires it at ``t`` as the server would (``Port.run_alone``:
-        the state submit, plan and finish leave) and the DMA's end is returned (the caller
-        jumps there). None otherwise (the caller requests it and waits). Alone on the port
-        the DMA ends at ``now + alone`` (its duration, ``timing.alone``: the caller has it),
-        so an event scheduled by then rules it out before the port is asked."""
-        env = self.env
-        now: int = env.now
-        if self.woken or not env.quiet_through(now + alone):
+        and the DMA at ``now + timing.cycles(t - now)``, which is ``now + alone`` (its
+        duration, ``timing.alone``: the caller has it; ``t - now`` is its transfer alone on
+        the idle channel, ``memport.alone``, the same channel its timing holds); when nothing
+        is scheduled at or before that cycle, no arrival can change ``t`` and no other
+        process runs before the DMA ends, so the port takes the transfer and retires it at
+        ``t`` as the server would (``Port.run_alone``: the state submit, plan and finish
+        leave) and the DMA's end is returned (the caller jumps there). None otherwise (the
+        caller requests it and waits)."""
+        end: int = self.env.now + alone
+        if self.woken or not self.env.quiet_through(end):
             return None
-        transfer = timing.transfer
-        t = self.port.solo_completion(transfer, now)
-        if t is None:
+        if self.port.run_alone(timing.transfer, end - alone) is None:  # (not idle)
             return None
-        end = now + timing.cycles(t - now)
-        if not env.quiet_through(end):
-            return None
-        got = self.port.run_alone(transfer, now)
-        assert got == t, (got, t)
         return end
 
     def _arm(self, timeout: Any) -> None:
@@ -503,10 +496,6 @@ class _PortServer:
             either.callbacks.append(self._done_cb)
             either.succeed()
 
-    def _woken(self, _: Any) -> None:
-        """A request woke the idle port (``wake`` processed)."""
-        self._serve()
-
     def _waited(self, _: Any) -> None:
         """The next completion's cycle came, or a request arrived before it (the first of the
         two processed): retire what is complete, then serve on.
@@ -535,13 +524,15 @@ class _PortServer:
         for key in self.port.finish(self.env.now):
             self.waiting.pop(key).succeed()
 
-    def _serve(self) -> None:
+    def _serve(self, _: Any = None) -> None:
         """The server's loop, up to its next wait: a fresh ``wake``; on an idle port, wait
         for it; else plan the next completion and wait for it or a request (``_arm``), or
         (the lean engine's shortcut: nothing else is scheduled before it, so no request can
         come first) jump there, retire and go on. On the lean engine the completion is
-        planned by steps (``_plan``). (A turn that retires and goes on keeps its ``wake``:
-        nothing waits on it yet.)"""
+        planned by steps (``_plan``), unless every active transfer is alone on its channel
+        (``Port.lone_next``: the completion, which no plan changes). (A turn that retires
+        and goes on keeps its ``wake``: nothing waits on it yet.) Also the callback of an
+        idle port's ``wake``."""
         env, port = self.env, self.port
         if self.woken:
             wake = self.wake = env.event()
@@ -555,14 +546,18 @@ class _PortServer:
                 return
             now: int = env.now
             if self.shortcuts:
-                nxt = self._plan(now, _HORIZON, None, wake)
-                if nxt is None:  # a checkpoint plans on (the timeout's id is taken)
-                    return
+                nxt = port.lone_next
+                if nxt is None:
+                    nxt = self._plan(now, _HORIZON, None, wake)
+                    if nxt is None:  # a checkpoint plans on (the timeout's id is taken)
+                        return
             else:
                 nxt = port.next_completion()
                 assert nxt is not None
             if nxt > now and not (self.shortcuts and env.skip(nxt - now)):
-                self._arm(env.timeout(nxt - now))
+                timeout = self._until = env.timeout(nxt - now)  # (``_arm``, inline)
+                timeout.callbacks.append(self._either_cb)
+                wake.callbacks.append(self._either_cb)
                 return
             self._finish()
 
@@ -845,15 +840,14 @@ class Machine:
                 self.slices.append(_new_tuple(Slice, (u.name, kind, since, now, index, label)))
         u.waiting = None
 
-    def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int, index: int) -> bool:
+    def _dma_now(self, u: _Unit, timing: DmaTiming, alone: int) -> bool:
         """The lean engine's idle-port DMA (``_PortServer.at_once``): run it at once and
         return True, or return False (the caller runs ``_dma``)."""
-        start = self.env.now
         end = self.port[u.name].at_once(timing, alone)
         if end is None:
             return False
         self.env.now = end
-        self._dma_done(u, start, end - start, alone, index)
+        u.busy += alone  # (``_dma_done`` of a DMA that took its duration: no memory stall)
         return True
 
     def _dma(self, u: _Unit, timing: DmaTiming, alone: int, index: int
@@ -911,7 +905,7 @@ class Machine:
             timing = _fetch_timing(self.hw, k, first)
             start = self.env.now
             alone = timing.alone
-            if not (fast and self._dma_now(u, timing, alone, first)):
+            if not (fast and self._dma_now(u, timing, alone)):
                 yield from self._dma(u, timing, alone, first)
             u.insns += k
             self.bytes["insn"] += INSN_BYTES * k
@@ -977,9 +971,9 @@ class Machine:
                 end = port.at_once(timing, cycles) if fast else None
                 if end is None:
                     yield from self._dma(u, timing, cycles, index)
-                else:
+                else:  # (``_dma_done`` of a DMA that took its duration: no memory stall)
                     env.now = end
-                    self._dma_done(u, start, end - start, cycles, index)
+                    u.busy += cycles
             else:
                 if not (fast and env.skip(cycles)):
                     yield env.timeout(cycles)
