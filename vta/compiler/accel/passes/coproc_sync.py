@@ -387,7 +387,8 @@ class _Tokens:
         mods, flats = zip(*map(self._describe, insns), strict=True)
         rows = np.fromiter(mods, np.int64, n)  # a module's row is its value
         count = np.fromiter(map(len, flats), np.int64, n) // 4
-        mem, lo, hi, wr = np.array(list(chain.from_iterable(flats)), np.int64).reshape(-1, 4).T
+        mem, lo, hi, wr = np.fromiter(chain.from_iterable(flats), np.int64,
+                                      4 * int(count.sum())).reshape(-1, 4).T
         table = _conflict_table(np.repeat(np.arange(n), count), mem, lo, hi, wr,
                                 np.repeat(rows, count), list(self.depth.values()), n,
                                 len(self.row))
