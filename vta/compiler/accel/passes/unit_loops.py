@@ -51,6 +51,8 @@ def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
             return _sequence(n, pinned)
         if isinstance(n, E.Expr):
             return _pin(n, pinned) if pinned else n
+        if type(n) is S.BufferStore and pinned:  # expressions only: one rewrite of them all
+            return E.substitute(n, pinned)
         return None
 
     out: S.Stmt = E.substitute(s, fn, descend=None if pinned else _is_stmt)
