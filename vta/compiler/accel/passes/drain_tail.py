@@ -244,7 +244,8 @@ def _layout(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: 
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
     n, stored = m, 0
     for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
-        key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
+        # the first cut is 0: a row no micro-op writes (-1) has no part (-1) as well
+        key = np.searchsorted(cuts, top, side="right") - 1
         pieces = _pieces(st, key, hw, made, k, room - stored)
         if pieces is None:
             return None
