@@ -72,9 +72,9 @@ def test_a_chain_of_stages_is_replaced_in_one_rewrite(monkeypatch) -> None:  # t
     calls: list[dict[object, object]] = []
     replace = acc_inplace._replace_buffers
 
-    def counted(s, taken):  # type: ignore[no-untyped-def]
+    def counted(s, taken, *rest):  # type: ignore[no-untyped-def]
         calls.append(dict(taken))
-        return replace(s, taken)
+        return replace(s, taken, *rest)
 
     monkeypatch.setattr(acc_inplace, "_replace_buffers", counted)
     assert_structural_equal(reuse_acc_buffers(before, PYNQ), expected)

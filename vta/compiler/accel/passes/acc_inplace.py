@@ -40,17 +40,18 @@ def reuse_acc_buffers(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         inner = map_stmt(inner, rewrite)
         n = len(chain)
         taken: dict[S.Buffer, S.Buffer] = {}  # each buffer taken over -> the one taking it
-        stores = list(_stores(inner))
-        touched: dict[int, list[S.Buffer]] = {}  # ``_touched`` of each store, by position
-        while True:
-            pair = _candidate(stores, touched, chain, taken)
-            if pair is None:
-                break
-            p, c = pair
-            taken[c] = p
-            chain.remove(c)
-        if taken:
-            inner = _replace_buffers(inner, taken)
+        if sum(b.scope == "acc" for b in chain) > 1:  # else no pair: the stores go unread
+            leaves = _Leaves(inner)
+            while True:
+                pair = _candidate(leaves, chain, taken)
+                if pair is None:
+                    break
+                p, c = pair
+                taken[c] = p
+                leaves.merge(c, p)
+                chain.remove(c)
+            if taken:
+                inner = _replace_buffers(inner, taken, leaves)
         if inner is body and len(chain) == n:
             return s
         for b in reversed(chain):
@@ -92,46 +93,96 @@ def _now(b: S.Buffer, taken: Taken) -> S.Buffer:
     return b
 
 
-def _touched(s: S.Stmt) -> list[S.Buffer]:
+def _touched(s: S.Stmt) -> tuple[list[S.Buffer], set[S.Buffer]]:
     """The buffers ``s`` touches: a store's, a dialect statement's (``buffers()``), and those
-    read by the loads under it (with repeats)."""
+    read by the loads under it (with repeats); and every buffer under ``s`` (what
+    ``_replace_buffers`` would meet in it), from one walk."""
     out: list[S.Buffer] = []
     if isinstance(s, S.BufferStore):
         out.append(s.buffer)
     elif hasattr(s, "buffers") and callable(s.buffers):
         out.extend(s.buffers())
-    out.extend(n.buffer for n in E.walk(s) if isinstance(n, S.BufferLoad))
-    return out
+    named = set(out)
+    for n in E.walk(s):
+        if isinstance(n, S.BufferLoad):
+            out.append(n.buffer)
+        elif isinstance(n, S.Buffer):
+            named.add(n)
+    return out, named
 
 
-def _candidate(stores: list[tuple[S.Stmt, tuple[tuple[E.Var, int], ...]]],
-               touched: dict[int, list[S.Buffer]], chain: list[S.Buffer], taken: Taken
+#: a store's loads and whether its enclosing loops map one-to-one onto its index
+#: (``_one_to_one``), as ``_candidate`` reads them
+Reads = tuple[list[S.BufferLoad], bool]
+
+
+class _Leaves:
+    """The statements a chain's body stores through (``_stores``), in program order, with
+    what the search for pairs (``_candidate``) reads of each, found once for all its rounds:
+    the first and the last position touching each buffer (``_touched``), kept up to date as
+    buffers are taken over (``merge``: a taken buffer's accesses become its taker's), so
+    whether any store before or after a position touches a buffer is two lookups instead of
+    a scan of the stores; each store's loads and index check, found when first asked."""
+
+    def __init__(self, s: S.Stmt) -> None:
+        self.items: list[tuple[S.Stmt, tuple[tuple[E.Var, int], ...]]] = list(_stores(s))
+        self.named: list[set[S.Buffer]] = []
+        self.first: dict[S.Buffer, int] = {}
+        self.last: dict[S.Buffer, int] = {}
+        for j, (st, _loops) in enumerate(self.items):
+            touched, named = _touched(st)
+            self.named.append(named)
+            for b in touched:
+                self.first.setdefault(b, j)
+                self.last[b] = j
+        self.reads: dict[int, Reads] = {}
+
+    def merge(self, c: S.Buffer, p: S.Buffer) -> None:
+        """``c`` is taken over by ``p``: a store touching ``c`` now touches ``p``."""
+        if c in self.first:
+            self.first[p] = min(self.first.get(p, self.first[c]), self.first[c])
+            self.last[p] = max(self.last.get(p, self.last[c]), self.last[c])
+
+    def touched_before(self, buf: S.Buffer, k: int) -> bool:
+        """Whether a store before position ``k`` touches ``buf`` (a buffer not taken over)."""
+        return self.first.get(buf, k) < k
+
+    def touched_after(self, buf: S.Buffer, k: int) -> bool:
+        """Whether a store after position ``k`` touches ``buf`` (a buffer not taken over)."""
+        return self.last.get(buf, k) > k
+
+    def read(self, k: int) -> Reads:
+        """The loads of store ``k`` (a ``BufferStore``) and whether it writes each element
+        once (``_one_to_one``)."""
+        hit = self.reads.get(k)
+        if hit is None:
+            st, loops = self.items[k]
+            assert isinstance(st, S.BufferStore)
+            hit = self.reads[k] = ([n for n in E.walk(st.value) if isinstance(n, S.BufferLoad)],
+                                   _one_to_one(st.indices, loops))
+        return hit
+
+
+def _candidate(leaves: _Leaves, chain: list[S.Buffer], taken: Taken
                ) -> tuple[S.Buffer, S.Buffer] | None:
     """The next (producer, consumer) pair of ``chain`` (see the module docstring) among the
-    statement's ``stores`` (``_stores``) read as if the buffers ``taken`` over were replaced
+    statement's stores (``leaves``) read as if the buffers ``taken`` over were replaced
     already: the pairs are found one after another on the same statement, which is then
-    rewritten once (``_replace_buffers``) instead of once per pair, and what each store
-    touches is found once (``touched``, by position, filled on first need). Reading through
+    rewritten once (``_replace_buffers``) instead of once per pair. Reading through
     ``taken`` is the same as reading the replaced statement: a replacement changes buffers
     only, and the indices compared are loop variables and constants (``_one_to_one``), which
     it leaves as they are."""
-    def touches(j: int, buf: S.Buffer) -> bool:
-        t = touched.get(j)
-        if t is None:
-            t = touched[j] = _touched(stores[j][0])
-        return any(_now(b, taken) is buf for b in t)
-
-    for k, (st, loops) in enumerate(stores):
+    for k, (st, _loops) in enumerate(leaves.items):
         if not isinstance(st, S.BufferStore):
             continue
         c = _now(st.buffer, taken)
         if c.scope != "acc" or not any(b is c for b in chain):
             continue
-        if not _one_to_one(st.indices, loops):
+        loads, one_to_one = leaves.read(k)
+        if not one_to_one:
             continue
-        if any(touches(j, c) for j in range(k)):
+        if leaves.touched_before(c, k):
             continue
-        loads = [n for n in E.walk(st.value) if isinstance(n, S.BufferLoad)]
         for ld in loads:
             p = _now(ld.buffer, taken)
             if (p is c or p.scope != "acc" or not any(b is p for b in chain)
@@ -139,7 +190,7 @@ def _candidate(stores: list[tuple[S.Stmt, tuple[tuple[E.Var, int], ...]]],
                 continue
             if any(_now(x.buffer, taken) is p and x.indices != st.indices for x in loads):
                 continue
-            if any(touches(j, p) for j in range(k + 1, len(stores))):
+            if leaves.touched_after(p, k):
                 continue
             return p, c
     return None
@@ -154,9 +205,16 @@ def _one_to_one(idx: tuple[E.Expr, ...], loops: tuple[tuple[E.Var, int], ...]) -
     return all(v in vs for v, n in loops if n != 1)
 
 
-def _replace_buffers(s: S.Stmt, taken: Taken) -> S.Stmt:
-    """``s`` with every buffer ``taken`` over replaced by the one standing for it now."""
-    def replace(n: object) -> S.Buffer | None:
+def _replace_buffers(s: S.Stmt, taken: Taken, leaves: _Leaves) -> S.Stmt:
+    """``s`` with every buffer ``taken`` over replaced by the one standing for it now; a
+    store of ``leaves`` naming none of them is kept as it is, not walked (the epilogue's
+    stores change; a copy's or a GEMM's long index expressions are not rebuilt)."""
+    kept = {id(st) for (st, _loops), named in zip(leaves.items, leaves.named, strict=True)
+            if named.isdisjoint(taken)}
+
+    def replace(n: object) -> object:
+        if id(n) in kept:
+            return n
         return _now(n, taken) if isinstance(n, S.Buffer) and n in taken else None
 
     return E.substitute(s, replace)

@@ -256,7 +256,7 @@ def _conflict_table(t: np.ndarray, mem: np.ndarray, lo: np.ndarray, hi: np.ndarr
 
 
 #: fields of a DMA instruction that do not change which module runs it or how many entries
-#: it touches from its ``sram_base`` (``_Tokens._describe``)
+#: it touches from its ``sram_base`` (``_Tokens._kind``)
 _ADDRESSES = frozenset({"sram_base", "dram_base", "deps"})
 
 
@@ -268,6 +268,19 @@ def _dma_key(cls: type) -> Callable[[Any], Any] | None:
     if "sram_base" not in names:
         return None
     return attrgetter("__class__", *(n for n in names if n not in _ADDRESSES))
+
+
+#: the modules by row (``_Tokens.row``: a module's row is its value)
+_UNIT_OF = {int(m): m for m in Unit}
+
+
+def _gather(table: np.ndarray, start: np.ndarray, kind: np.ndarray, count: np.ndarray
+            ) -> np.ndarray:
+    """The rows of ``table`` of every element of ``kind`` in order: ``count`` of them (the
+    element's kind's row count) from ``start[kind]`` (the kind's first row) each, a ragged
+    gather in a few numpy calls."""
+    first = np.cumsum(count) - count  # each element's first output row
+    return table[np.repeat(start[kind] - first, count) + np.arange(int(count.sum()))]
 
 
 def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
@@ -321,15 +334,16 @@ class _Tokens:
         self.token_depth = hw.queues.token_depth
         #: each memory's index in ``_conflict_table``'s arrays
         self.code = {m: k for k, m in enumerate(self.depth)}
-        #: ``_describe``'s memo of DMAs: (class, fields but the addresses and flags) ->
-        #: (module, memory index, range relative to ``sram_base``, writes); each class's key
-        #: getter (``_dma_key``)
-        self.dma_seen: dict[tuple[Any, ...], tuple[Unit, int, int, int, int]] = {}
+        #: ``_kind``'s kinds: (module row, ``_flat`` accesses: relative to ``sram_base`` for
+        #: a kind of DMAs alike)
+        self.kinds: list[tuple[int, tuple[int, ...]]] = []
+        #: ``_kind``'s memo of DMAs: (class, fields but the addresses and flags) -> their
+        #: kind; each class's key getter (``_dma_key``)
+        self.dma_seen: dict[tuple[Any, ...], int] = {}
         self.dma_key: dict[type, Callable[[Any], Any] | None] = {}
-        #: ``_describe``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
-        #: micro-ops, (module, ranges)); the objects are kept so that their ids stay theirs
-        self.seen: dict[tuple[int, int],
-                        tuple[Any, tuple[Any, ...], tuple[Unit, tuple[int, ...]]]] = {}
+        #: ``_kind``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
+        #: micro-ops, (kind, 0)); the objects are kept so that their ids stay theirs
+        self.seen: dict[tuple[int, int], tuple[Any, tuple[Any, ...], tuple[int, int]]] = {}
 
     def _flat(self, acc: list[Access]) -> tuple[int, ...]:
         """``accesses`` as ``_conflict_table`` reads them: (memory index, lo, hi, writes) of
@@ -338,60 +352,81 @@ class _Tokens:
         return tuple(v for mem, lo, hi, wr in acc for v in (code[mem], lo, hi, int(wr)))
 
     def _describe(self, ins: Insn) -> tuple[Unit, tuple[int, ...]]:
-        """The module of ``ins`` and its ``accesses`` (``_flat``), memoised: a micro-op
-        instruction by the identity of its instruction and micro-op list (flatten builds the
-        same GEMM or ALU instruction once and reuses the object in every tile that evaluates
-        alike), a DMA by its class and its fields but the addresses and flags (``_dma_key``):
-        what a DMA touches is one range that starts at its ``sram_base``, its module and
-        extent set by the other fields, so DMAs alike but for where they go share one answer,
-        moved to their ``sram_base`` (twenty thousand DMAs in a serial ResNet-18 run, a few
-        hundred kinds)."""
+        """The module of ``ins`` and its ``accesses`` (``_flat``): its kind's (``_kind``),
+        moved to it."""
+        k, b = self._kind(ins)
+        m, flat = self.kinds[k]
+        return _UNIT_OF[m], tuple(v + b if j % 4 in (1, 2) else v for j, v in enumerate(flat))
+
+    def _kind(self, ins: Insn) -> tuple[int, int]:
+        """The kind of ``ins`` (its index in ``kinds``: a module row and the ``_flat``
+        accesses of every instruction of the kind) and the entry by which its kind's ranges
+        are moved for it, memoised: a micro-op instruction by the identity of its instruction
+        and micro-op list (flatten builds the same GEMM or ALU instruction once and reuses the
+        object in every tile that evaluates alike; not moved), a DMA by its class and its
+        fields but the addresses and flags (``_dma_key``): what a DMA touches is one range
+        that starts at its ``sram_base``, its module and extent set by the other fields, so
+        DMAs alike but for where they go are one kind, moved by their ``sram_base`` (twenty
+        thousand DMAs in a serial ResNet-18 run, a few hundred kinds)."""
         x: Any = ins.insn
         u = ins.uops
         if u:
             hit = self.seen.get((id(x), id(u)))
             if hit is None or hit[0] is not x or hit[1] is not u:
-                hit = self.seen[(id(x), id(u))] = (x, u, (module_of(x, self.hw),
-                                                         self._flat(accesses(ins, self.hw))))
+                made = self._new(module_of(x, self.hw), self._flat(accesses(ins, self.hw)))
+                hit = self.seen[(id(x), id(u))] = (x, u, (made, 0))
             return hit[2]
         get = self.dma_key.get(type(x), _dma_key)
         if get is _dma_key:  # a class not seen yet
             get = self.dma_key[type(x)] = _dma_key(type(x))
         if get is not None:
-            dma = self.dma_seen.get(get(x))
-            if dma is not None:
-                b = x.sram_base
-                return dma[0], (dma[1], b + dma[2], b + dma[3], dma[4])
-        return self._describe_dma(ins, get)
+            k = self.dma_seen.get(get(x))
+            if k is not None:
+                return k, x.sram_base
+        return self._kind_dma(ins, get)
 
-    def _describe_dma(self, ins: Insn, get: Callable[[Any], Any] | None
-                      ) -> tuple[Unit, tuple[int, ...]]:
-        """``_describe`` of an instruction without micro-ops not in the memo (``get``: its
-        class's ``_dma_key``), added to it where it has a ``sram_base`` and touches one
-        range."""
+    def _kind_dma(self, ins: Insn, get: Callable[[Any], Any] | None) -> tuple[int, int]:
+        """``_kind`` of an instruction without micro-ops not in the memo (``get``: its
+        class's ``_dma_key``): a kind for those alike, added to the memo, where it has a
+        ``sram_base`` and touches one range; else a kind of its own."""
         x: Any = ins.insn
         d = definition_of(x)  # looked up once for both
         m, flat = d.unit_of(x, self.hw), self._flat(accesses(ins, self.hw, d))
-        if get is not None and len(flat) == 4:
-            b = x.sram_base
-            self.dma_seen[get(x)] = (m, flat[0], flat[1] - b, flat[2] - b, flat[3])
-        return m, flat
+        if get is None or len(flat) != 4:
+            return self._new(m, flat), 0
+        b = x.sram_base
+        k = self.dma_seen[get(x)] = self._new(m, (flat[0], flat[1] - b, flat[2] - b, flat[3]))
+        return k, b
+
+    def _new(self, m: Unit, flat: tuple[int, ...]) -> int:
+        """A new kind (``_kind``) of module ``m`` with accesses ``flat``: its index."""
+        self.kinds.append((int(m), flat))
+        return len(self.kinds) - 1
 
     def _table(self, insns: list[Insn]) -> tuple[list[Unit], np.ndarray, np.ndarray]:
         """Each instruction's module (as a list and as an array of rows) and its row of
-        ``conflicts``' table, the accesses read into ``_conflict_table``'s arrays straight
-        from ``_describe``'s flat tuples."""
+        ``conflicts``' table. Every instruction is read as its kind and the entry its kind is
+        moved by (``_kind``); ``_conflict_table``'s arrays are gathered from the kinds'
+        accesses with numpy (``_gather``: a stream has a few dozen kinds)."""
         n = len(insns)
         if not n:
             return [], np.zeros(0, np.int64), np.zeros((0, len(self.row)), np.int64)
-        mods, flats = zip(*map(self._describe, insns), strict=True)
-        rows = np.fromiter(mods, np.int64, n)  # a module's row is its value
-        count = np.fromiter(map(len, flats), np.int64, n) // 4
-        mem, lo, hi, wr = np.array(list(chain.from_iterable(flats)), np.int64).reshape(-1, 4).T
-        table = _conflict_table(np.repeat(np.arange(n), count), mem, lo, hi, wr,
-                                np.repeat(rows, count), list(self.depth.values()), n,
+        kinds, bases = zip(*map(self._kind, insns), strict=True)
+        kind = np.fromiter(kinds, np.int64, n)
+        known = self.kinds
+        kind_row = np.fromiter((m for m, _f in known), np.int64, len(known))
+        kind_count = np.fromiter((len(f) for _m, f in known), np.int64, len(known)) // 4
+        kind_acc = np.fromiter(chain.from_iterable(f for _m, f in known), np.int64,
+                               4 * int(kind_count.sum())).reshape(-1, 4)
+        rows = kind_row[kind]  # a module's row is its value
+        count = kind_count[kind]
+        mem, lo, hi, wr = _gather(kind_acc, np.cumsum(kind_count) - kind_count, kind,
+                                  count).T
+        moved = np.repeat(np.fromiter(bases, np.int64, n), count)
+        table = _conflict_table(np.repeat(np.arange(n), count), mem, lo + moved, hi + moved,
+                                wr, np.repeat(rows, count), list(self.depth.values()), n,
                                 len(self.row))
-        return list(mods), rows, table
+        return list(map(_UNIT_OF.__getitem__, rows.tolist())), rows, table
 
     def _would_overflow(self, q: Queue, need: int) -> bool:
         """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue

@@ -106,7 +106,10 @@ def _chosen(last: Any, uops: tuple[Any, ...], stores: tuple[Any, ...], busy: flo
     best: tuple[float, list[Item]] | None = None
     made: Made = {}
     for m in range(1, min(MAX_PARTS, len(uops)) + 1):
-        layout = _layout(split, after, tops, m, hw, made)
+        # the store module alone cannot finish before ``busy`` plus the pieces' durations: a
+        # layout whose pieces add up to the rest of the best tail's time is not finished
+        room = math.inf if best is None else best[0] - busy
+        layout = _layout(split, after, tops, m, hw, made, room)
         if layout is None:
             continue
         plan: list[Item] = []
@@ -231,16 +234,19 @@ Layout = tuple[list[tuple[int, int]], list[list[Item]], int, int]
 
 
 def _layout(last: Insn, stores: list[Insn], tops: list[np.ndarray], m: int, hw: HwConfig,
-            made: Made) -> Layout | None:
+            made: Made, room: float = math.inf) -> Layout | None:
     """``_plan``'s store pieces and part slices, its parts not made yet (``_items``); None
-    when a store would need too many pieces."""
+    when a store would need too many pieces, or when the pieces' durations add up to
+    ``room`` or more (a tail that cannot beat the best so far: ``_timed`` would stop it
+    before its first item; the pieces after that are not made)."""
     parts = _bounds(len(last.uops), m)
     cuts = np.array([a for a, _ in parts], np.int64)
     after: list[list[Item]] = [[] for _ in range(m + 1)]  # index 0: before the first part
     n, stored = m, 0
     for k, (st, top) in enumerate(zip(stores, tops, strict=True)):
-        key = np.where(top >= 0, np.searchsorted(cuts, top, side="right") - 1, -1)
-        pieces = _pieces(st, key, hw, made, k)
+        # the first cut is 0: a row no micro-op writes (-1) has no part (-1) as well
+        key = np.searchsorted(cuts, top, side="right") - 1
+        pieces = _pieces(st, key, hw, made, k, room - stored)
         if pieces is None:
             return None
         n += len(pieces)
@@ -267,11 +273,12 @@ def _items(last: Insn, layout: Layout, hw: HwConfig, made: Made) -> Iterator[Ite
         yield from after[j + 1]
 
 
-def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
-            ) -> list[tuple[int, Item]] | None:
+def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int,
+            room: float = math.inf) -> list[tuple[int, Item]] | None:
     """``st`` (the ``which``-th store) cut into runs of rows (or, for one row, of columns)
     that the same part completes (``key``: that part per row or column, -1 for none): (part
-    index or -1, piece)."""
+    index or -1, piece); None where the pieces' durations add up to ``room`` or more (the
+    pieces after that are not made)."""
     x: Any = st.insn
     duration = definition_of(x).duration  # a piece is an instance of the same definition
     rows = x.y_size > 1
@@ -284,7 +291,7 @@ def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
         whole = made.get((which, 0, len(key)))
         if whole is None:
             whole = made[(which, 0, len(key))] = (x, st, None, True, int(duration(x, hw)))
-        return [(int(key[0]), whole)]
+        return None if whole[4] >= room else [(int(key[0]), whole)]
     starts = [0, *cut.tolist()]
     out: list[tuple[int, Item]] = []
     for a, b, v in zip(starts, [*starts[1:], len(key)], key[starts].tolist(), strict=True):
@@ -298,6 +305,9 @@ def _pieces(st: Insn, key: np.ndarray, hw: HwConfig, made: Made, which: int
                            x_size=b - a)
             piece = made[(which, a, b)] = (y, st, "tail piece", True,
                                                int(duration(y, hw)))
+        room -= piece[4]
+        if room <= 0:
+            return None
         out.append((v, piece))
     return out
 

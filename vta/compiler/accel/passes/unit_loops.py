@@ -35,20 +35,36 @@ def fold_unit_loops(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
 def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
     """``s`` with the variables of ``pinned`` (those of the unit loops around it) replaced by
-    0, and inside every unit loop of ``s`` that loop's variable too."""
+    0, and inside every unit loop of ``s`` that loop's variable too. A loop or a sequence,
+    most of the statements met, is answered here as the rewrite's ``fn`` answers it, without
+    a rewrite of its own (the tree's leaf loops are thousands over a layer's candidates)."""
+    cls = type(s)
+    if cls is S.For:
+        return _loop(s, pinned)  # type: ignore[arg-type]
+    if cls is S.SeqStmt:
+        return _sequence(s, pinned)  # type: ignore[arg-type]
+
     def fn(n: Any) -> Any:
         if isinstance(n, S.For):
             return _loop(n, pinned)
-        if isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat (as ``map_stmt`` keeps them)
-            new = tuple(_folded(x, pinned) for x in n.stmts)
-            changed = any(a is not b for a, b in zip(new, n.stmts, strict=True))
-            return S.seq(*new) if changed else n
+        if isinstance(n, S.SeqStmt):
+            return _sequence(n, pinned)
         if isinstance(n, E.Expr):
             return _pin(n, pinned) if pinned else n
+        if type(n) is S.BufferStore and pinned:  # expressions only: one rewrite of them all
+            return E.substitute(n, pinned)
         return None
 
     out: S.Stmt = E.substitute(s, fn, descend=None if pinned else _is_stmt)
     return out
+
+
+def _sequence(s: S.SeqStmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
+    """A sequence with each statement folded; rebuilt sequences stay flat (as ``map_stmt``
+    keeps them), an unchanged one is itself."""
+    new = tuple(_folded(x, pinned) for x in s.stmts)
+    changed = any(a is not b for a, b in zip(new, s.stmts, strict=True))
+    return S.seq(*new) if changed else s
 
 
 def _loop(s: S.For, pinned: dict[E.Var, E.Expr]) -> S.For:

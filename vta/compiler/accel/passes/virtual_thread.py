@@ -20,24 +20,33 @@ Post: no ``For(kind=VTHREAD)`` remains. The thread loop is pushed inward (thread
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from vta.compiler.accel.passes._common import map_stmt
 from vta.compiler.accel.vta_ir import VTHREAD
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
+from vta.compiler.ir.visitor import child_slots
 from vta.config import HwConfig
 
 __all__ = ["inject_virtual_thread", "fresh_vars"]
 
 
-def _statements(s: S.Stmt) -> list[S.Stmt]:
+def _statements(s: S.Stmt) -> Iterator[S.Stmt]:
     """Every statement under ``s`` (itself included), not descending into expressions (a
-    compute instruction's micro-op list is thousands of them)."""
-    out, stack = [], [s]
+    compute instruction's micro-op list is thousands of them), one at a time (a question
+    answered by the first ones stops there: ``_composite``, ``_skewable``)."""
+    stack = [s]
+    pop, push, stmt = stack.pop, stack.append, S.Stmt
     while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(c for c in E.children(n) if isinstance(c, S.Stmt))
-    return out
+        n = pop()
+        yield n
+        for name in child_slots(type(n)) or ():
+            v = getattr(n, name)
+            if type(v) is tuple:
+                stack.extend([x for x in v if isinstance(x, stmt)])
+            elif isinstance(v, stmt):
+                push(v)
 
 
 def _mentions(node: object, var: E.Var) -> bool:
