@@ -185,18 +185,24 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
     padded: dict[E.Var, tuple[int, E.Expr]] = {}  # var -> (global dim, offset of that dim)
     whole: list[E.Expr] = []
     clamped = None
+    at: dict[int, int] = {}  # a tested global dim -> its place in ``clamped``
     if cond is not None:
-        tested = _in_bounds_dims(where, cond, gidx, glob)
+        tested = sorted(_in_bounds_dims(where, cond, gidx, glob))
         nd = len(entry_shape(glob))
         box = poly.footprint(gidx[:nd], dict(outer))
-        clamped = box.clamp([0] * nd, glob.shape[:nd])
-        for gd in sorted(tested):
+        # only the tested dims' clamps are read (an untested dim is never padded): the
+        # others' expressions are not built
+        clamped = poly.Box(tuple(box.mins[d] for d in tested),
+                           tuple(box.extents[d] for d in tested)
+                           ).clamp([0] * len(tested), [glob.shape[d] for d in tested])
+        at = {d: k for k, d in enumerate(tested)}
+        for gd in tested:
             c, rest = affine(gidx[gd], ovars)
             if not c:
                 # a one-element slice (one input row: a 1-row kernel, so no padding rows before
                 # the image): in bounds, or past the end where it feeds only discarded outputs
                 # and is skipped (in-bounds extent 0 or 1)
-                whole.append(clamped.extents[gd])
+                whole.append(clamped.extents[at[gd]])
                 continue
             if len(c) != 1 or next(iter(c.values())) != 1:
                 raise CompileError(f"{where}: padded dimension {gd} of {glob.name} is walked "
@@ -258,7 +264,7 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
         d = group[0]
         gdim, _off = padded[d.var]
         assert clamped is not None
-        p0, p1 = clamped.pad_before[gdim], clamped.pad_after[gdim]
+        p0, p1 = clamped.pad_before[at[gdim]], clamped.pad_after[at[gdim]]
         if axis == "y":
             y_size = E.IntImm(total) - p0 - p1
             p1 = E.min_(p1, max_pad)  # rows past the tensor feed only discarded outputs
