@@ -21,7 +21,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import intrin as intrin_mod
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.regions import Loop, StageRegion, infer_regions
+from vta.compiler.ir.regions import Loop, StageRegion, infer_regions, tensor_reads
 from vta.compiler.ir.relations import root_values, split_guards
 from vta.compiler.ir.schedule import (
     INLINE,
@@ -100,8 +100,9 @@ class _Lowering:
                 self.loopvar[iv] = E.Var(iv.name)
         for st in self.live:
             self._env(st, [])
-        self._check_inputs()
-        bounds = infer_regions(self.sch, self.live, self.bodies, self.env, self.loopvar)
+        reads = {st: tensor_reads(self.bodies[st]) for st in self.live}  # each body walked once
+        self._check_inputs(reads)
+        bounds = infer_regions(self.sch, self.live, reads, self.env, self.loopvar)
         for st in self.live:
             b = bounds[st]
             buf = self.params.get(st.tensor)
@@ -134,11 +135,10 @@ class _Lowering:
             if out not in self.params:
                 raise LowerError(f"output {out.name} is missing from args")
 
-    def _check_inputs(self) -> None:
+    def _check_inputs(self, reads: Mapping[Stage, list[TensorRead]]) -> None:
         for st in self.live:
-            for n in E.walk(self.bodies[st]):
-                if isinstance(n, TensorRead) and isinstance(n.tensor.op, PlaceholderOp) \
-                        and n.tensor not in self.params:
+            for n in reads[st]:
+                if isinstance(n.tensor.op, PlaceholderOp) and n.tensor not in self.params:
                     raise LowerError(f"stage {st.name} reads input {n.tensor.name}, which is "
                                      f"not in args")
 

@@ -30,7 +30,7 @@ from vta.compiler.ir.stmt import ForKind
 from vta.compiler.ir.tensor import IterVar, TensorRead
 from vta.errors import RegionError
 
-__all__ = ["RegionError", "StageRegion", "Loop", "infer_regions"]
+__all__ = ["RegionError", "StageRegion", "Loop", "infer_regions", "tensor_reads"]
 
 
 #: a loop of the attach path: the stage that owns it and its leaf axis
@@ -71,18 +71,20 @@ class _Namer:
         return self.names[key]
 
 
-def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, E.Expr],
-                 env: Mapping[Stage, list[Loop]],
-                 loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageRegion]:
-    """Bounds of every stage in ``stages`` (producers first). ``bodies`` are the stages'
-    definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
-    ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
+def infer_regions(sch: Schedule, stages: Sequence[Stage],
+                  reads: Mapping[Stage, Sequence[TensorRead]], env: Mapping[Stage, list[Loop]],
+                  loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageRegion]:
+    """Bounds of every stage in ``stages`` (producers first). ``reads`` are the tensor reads
+    of the stages' definitions with inlined stages substituted, in pre-order (``tensor_reads``:
+    each definition walked once, by the caller, for every question asked of it here); ``env``
+    the loops enclosing each stage; ``loopvar`` the variable of each leaf loop (bases are
+    expressed in them)."""
     out: dict[Stage, StageRegion] = {}
-    reads = {c: _read_tensors(bodies[c]) for c in stages}  # each body walked once
+    tensors = {c: [n.tensor for n in reads[c]] for c in stages}
     for st in reversed(stages):
-        readers = [c for c in stages if c is not st and st.tensor in reads[c]]
+        readers = [c for c in stages if c is not st and st.tensor in tensors[c]]
         if isinstance(st.attach, AttachAt):
-            base, ext, over = _attached(st, readers, bodies, env, loopvar, out)
+            base, ext, over = _attached(st, readers, reads, env, loopvar, out)
         else:
             base = tuple(E.const(0) for _ in st.axis)
             ext = tuple(iv.extent for iv in st.axis)
@@ -93,11 +95,12 @@ def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage,
     return out
 
 
-def _read_tensors(body: E.Expr) -> list[object]:
-    return [n.tensor for n in E.walk(body) if isinstance(n, TensorRead)]
+def tensor_reads(body: E.Expr) -> list[TensorRead]:
+    """The tensor reads under ``body``, in pre-order (``infer_regions``' ``reads``)."""
+    return [n for n in E.walk(body) if isinstance(n, TensorRead)]
 
 
-def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+def _attached(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[TensorRead]],
               env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
               done: Mapping[Stage, StageRegion]) -> tuple[tuple[E.Expr, ...], tuple[int, ...],
                                                           tuple[bool, ...]]:
@@ -108,7 +111,7 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     pnames = [nm(loopvar[lp[1]], "p") for lp in params]
     inside = all(_inside(st, c, env) for c in readers)
     pkey = dict(zip((loopvar[lp[1]] for lp in params), pnames, strict=True))
-    dims = _closed_box(st, readers, bodies, env, loopvar, done, pkey) if inside else None
+    dims = _closed_box(st, readers, reads, env, loopvar, done, pkey) if inside else None
     text = ""
     if dims is None:  # the readers' pieces as isl text (set_box: closed form or isl)
         pieces = []
@@ -117,7 +120,7 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
                 where = f"{st.attach.stage.name}.{st.attach.axis.name}"
                 raise RegionError(f"stage {st.name} is computed at {where} but stage "
                                   f"{c.name} reads it outside that loop")
-            pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
+            pieces += _reader_pieces(st, c, reads[c], env[c], done, loopvar, nm, params)
         text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
         dims = poly.set_box(text)
     by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
@@ -196,7 +199,7 @@ def _summed(a: _Form, b: _Form) -> _Form:
     return coef, a[1] + b[1]
 
 
-def _piece(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+def _piece(st: Stage, c: Stage, reads: Sequence[TensorRead], cenv: list[Loop],
            done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
            pkey: Mapping[E.Var, str]) -> list[tuple[dict[object, int], list[_Form]]] | None:
     """``_reader_pieces``' pieces as ``box_closed_form`` reads them (each piece's variable
@@ -249,16 +252,16 @@ def _piece(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
         if lo < 0 or hi >= n:
             return None  # a constraint that cuts the box: isl's
     out = []
-    for n in E.walk(body):
-        if isinstance(n, TensorRead) and n.tensor is st.tensor:
-            forms = [_form(i, val) for i in n.indices]
+    for rd in reads:
+        if rd.tensor is st.tensor:
+            forms = [_form(i, val) for i in rd.indices]
             if any(f is None for f in forms):
                 return None
             out.append((ranges, forms))
     return out  # type: ignore[return-value]
 
 
-def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+def _closed_box(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[TensorRead]],
                 env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
                 done: Mapping[Stage, StageRegion], pkey: Mapping[E.Var, str]
                 ) -> tuple[poly.DimBox, ...] | None:
@@ -270,7 +273,7 @@ def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     The box is the closed form's own (``poly.box_of_pieces``) on the same forms."""
     pieces = []
     for c in readers:
-        got = _piece(st, c, bodies[c], env[c], done, loopvar, pkey)
+        got = _piece(st, c, reads[c], env[c], done, loopvar, pkey)
         if got is None:
             return None
         pieces += got
@@ -322,7 +325,7 @@ def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
     return const
 
 
-def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+def _reader_pieces(st: Stage, c: Stage, reads: Sequence[TensorRead], cenv: list[Loop],
                    done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
                    nm: _Namer, params: list[Loop]) -> list[str]:
     """isl pieces ``[o...] : exists (...)`` of the elements of ``st`` that ``c`` reads (the
@@ -387,10 +390,10 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
         name[iv.var] = a
         cons[f"0 <= {a} < {iv.extent}"] = None
     out = []
-    for n in E.walk(body):
-        if isinstance(n, TensorRead) and n.tensor is st.tensor:
-            eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(n.indices)]
-            outs = ", ".join(f"o{d}" for d in range(len(n.indices)))
+    for rd in reads:
+        if rd.tensor is st.tensor:
+            eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(rd.indices)]
+            outs = ", ".join(f"o{d}" for d in range(len(rd.indices)))
             conds = " and ".join([*cons, *eqs])
             out.append(f"[{outs}] : exists ({', '.join(ex)} : {conds})" if ex
                        else f"[{outs}] : {conds}")
