@@ -18,7 +18,7 @@ as small as a whole tile's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -124,6 +124,7 @@ def _attached(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[Te
         text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
         dims = poly.set_box(text)
     by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
+    ranges = {loopvar[lp[1]]: done[lp[0]].extents[lp[1]] for lp in params}
     base, ext, over = [], [], []
     for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
         if (box.lo_min is not None and box.lo_min < 0) or (box.hi_max is not None
@@ -137,8 +138,9 @@ def _attached(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[Te
         ext.append(box.extent)
         # the base's largest value over the whole loop ranges: a loop iteration whose readers
         # need nothing (a thread past the tensor's end) still runs the copy
-        top = _max_over(base[-1], {loopvar[lp[1]]: done[lp[0]].extents[lp[1]]
-                                   for lp in params})
+        lo = box.lo
+        top = _top(((by_name[p], c) for p, c in lo.terms), lo.const, ranges) \
+            if isinstance(lo, poly.BoxLo) else _max_over(base[-1], ranges)
         over.append(box.lo_max is None or box.lo_max + box.extent > n
                     or top is None or top + box.extent > n)
     return tuple(base), tuple(ext), tuple(over)
@@ -318,7 +320,15 @@ def _single_piece(text: str, d: int) -> poly.DimBox | None:
 def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
     """The largest value of the affine ``e`` with each variable in ``[0, ranges[v])``."""
     terms, const = poly.linear_form(e)
-    for atom, c in terms.items():
+    return _top(terms.items(), const, ranges)
+
+
+def _top(terms: Iterable[tuple[E.Expr, int]], const: int, ranges: Mapping[E.Var, int]
+         ) -> int | None:
+    """``_max_over`` of the affine form ``sum(c * atom) + const`` (None where an atom is not a
+    variable of ``ranges``): read directly from a closed-form box's lower bound (``BoxLo``,
+    the form ``aff_to_expr`` builds the base from) instead of decomposing that base again."""
+    for atom, c in terms:
         if not isinstance(atom, E.Var) or atom not in ranges:
             return None
         const += c * (ranges[atom] - 1) if c > 0 else 0

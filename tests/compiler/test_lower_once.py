@@ -1,15 +1,16 @@
-"""Lowering walks each stage's definition once for its tensor reads (``regions.tensor_reads``):
-the input check, which stages read which, and every attached stage's pieces (closed form and
-isl text alike) read that one list, in pre-order, instead of walking the definitions again per
-question. Same IR as before (the pipeline digests); here: one walk per stage, and the reads
-each route sees are the walk's."""
+"""Work lowering does once: each stage's definition is walked once for its tensor reads
+(``regions.tensor_reads``): the input check, which stages read which, and every attached
+stage's pieces (closed form and isl text alike) read that one list, in pre-order, instead of
+walking the definitions again per question; an attached stage's largest base over its loops
+is read from its closed-form box's affine form (``regions._top``), not from decomposing the
+base expression built from that form. Same IR as before (the pipeline digests)."""
 
 from __future__ import annotations
 
 import pytest
 
 from vta.compiler.ir import expr as E
-from vta.compiler.ir import regions
+from vta.compiler.ir import poly, regions
 from vta.compiler.ir.lower import lower
 from vta.compiler.ir.schedule import create_schedule
 from vta.compiler.ir.tensor import TensorRead, compute, placeholder, reduce_axis, sum_
@@ -60,6 +61,34 @@ def test_reads_are_in_pre_order() -> None:
 
 
 def test_an_input_missing_from_args_is_still_named() -> None:
-    s, (a, b, c) = _matmul()
+    s, (a, _b, c) = _matmul()
     with pytest.raises(LowerError, match="reads input B, which is not in args"):
         lower(s, [a, c])
+
+
+def test_a_closed_box_top_is_read_from_its_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every top read from a closed-form box equals the base expression's (``_max_over``'s
+    reading), and the base is not decomposed again for it."""
+    tops: list[int | None] = []
+    top = regions._top
+
+    def checked(terms, const, ranges):  # type: ignore[no-untyped-def]
+        terms = list(terms)
+        got = top(terms, const, ranges)
+        form, k = poly.linear_form(poly.from_linear(dict(terms), const))
+        assert got == top(form.items(), k, ranges)
+        tops.append(got)
+        return got
+
+    decomposed: list[E.Expr] = []
+    max_over = regions._max_over
+
+    def counted(e, ranges):  # type: ignore[no-untyped-def]
+        decomposed.append(e)
+        return max_over(e, ranges)
+
+    monkeypatch.setattr(regions, "_top", checked)
+    monkeypatch.setattr(regions, "_max_over", counted)
+    s, args = _matmul()
+    lower(s, list(args))
+    assert tops and not decomposed
