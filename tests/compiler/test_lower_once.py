@@ -92,3 +92,44 @@ def test_a_closed_box_top_is_read_from_its_form(monkeypatch: pytest.MonkeyPatch)
     s, args = _matmul()
     lower(s, list(args))
     assert tops and not decomposed
+
+
+def test_a_zero_based_root_is_not_simplified_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stage at base 0 takes ``root_values``' values as they are (``lower._zero``): each is
+    what ``simplify`` would give back, equal, for layers of ResNet-18, its max-pool and a
+    fused schedule (whose fuse makes divisions of a loop variable)."""
+    from vta.compiler.accel import driver
+    from vta.compiler.accel.ops import window_packed as wp
+    from vta.compiler.accel.schedules.build import lower_op
+    from vta.compiler.ir import lower as lower_mod
+    from vta.compiler.ops.window import WindowSpec
+    from vta.compiler.ops.workloads import resolve
+    from vta.config import HwConfig
+
+    hw = HwConfig.from_yaml("hwconfigs/pynq.yaml")
+    taken: list[E.Expr] = []
+    zero = lower_mod._zero
+
+    def checked(b, v):  # type: ignore[no-untyped-def]
+        if zero(b, v):
+            assert poly.simplify(b + v) == v
+            taken.append(v)
+            return True
+        return False
+
+    monkeypatch.setattr(lower_mod, "_zero", checked)
+    for layer in ("C1", "C7"):
+        w = resolve(f"resnet18:{layer}")
+        problem = driver.space_of(w, hw)
+        for p in driver.default_points(w, hw):
+            fold, sch = problem.schedule(p)
+            lower_op(driver.op_compute(w, hw, sch, w.epilogue, fold), hw, sch)
+    spec = WindowSpec("max", 1, 64, 112, 112, 3, 2, 1)
+    for s in wp.candidates(spec, hw)[:2]:
+        op = wp.window_compute(spec, hw)
+        lower(wp.schedule_window(op, spec, hw, s), op.args, op.name)
+    s, args = _matmul()
+    s[s.outputs[0]].fuse(*s[s.outputs[0]].leaf_iter_vars[2:4])
+    lower(s, list(args))
+    assert any(not isinstance(v, E.Var) for v in taken)
+    assert any(isinstance(n, E.FloorDiv) for v in taken for n in E.walk(v))

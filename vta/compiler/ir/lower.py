@@ -61,6 +61,11 @@ def _identity(combiner: str, dtype: str) -> E.Expr:
     return E.const(lo if combiner == "max" else hi, dtype)
 
 
+def _zero(b: E.Expr, v: E.Expr) -> bool:
+    """Whether ``b + v`` is ``v`` itself: ``b`` the constant 0 of ``v``'s type."""
+    return type(b) is E.IntImm and b.value == 0 and b.dtype == v.dtype
+
+
 def _combine(combiner: str, acc: E.Expr, x: E.Expr) -> E.Expr:
     if combiner == "sum":
         return acc + x
@@ -210,7 +215,10 @@ class _Lowering:
         ext = dict(em.bounds.extents)
         leaves = st.leaf_iter_vars
         val = root_values(st, {iv: self.loopvar[iv] for iv in leaves}, ext)
-        roots = {iv.var: poly.simplify(b + val[iv])
+        # at a base of 0, ``b + v`` is ``v``: a loop variable or what ``root_values`` made
+        # (``simplify``'s own output, or a division of one by a constant), which ``simplify``
+        # gives back equal, so it is not rebuilt (a root stage's every axis)
+        roots = {iv.var: val[iv] if _zero(b, val[iv]) else poly.simplify(b + val[iv])
                  for iv, b in zip(st.axis, em.bounds.base, strict=True)}
         roots.update({iv.var: val[iv] for iv in st.reduce_axis})
         body = self.bodies[st]
