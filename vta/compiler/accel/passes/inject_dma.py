@@ -23,6 +23,7 @@ Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from vta.compiler.accel.passes._common import (
     ONCHIP,
@@ -61,10 +62,12 @@ def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
             new = _copy_nest(func, str(s.value), s.body, bases, max_pad, seen)
-            return None if new is None else S.AttrStmt(S.STAGE, s.value, new[0])
+            return s if new is _STORE else None if new is None else \
+                S.AttrStmt(S.STAGE, s.value, new[0])
         if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
             new = _copy_nest(func, "copy", s, bases, max_pad, seen)
-            return None if new is None else S.AttrStmt(S.STAGE, new[1], new[0])
+            return s if new is _STORE else None if new is None else \
+                S.AttrStmt(S.STAGE, new[1], new[0])
         return None
 
     return func.with_body(map_stmt(func.body, rewrite))
@@ -136,17 +139,28 @@ def _bounds_index(terms: poly.LinearTerms, const: int, index: tuple[poly.LinearT
             and all(terms.get(a) == -k for a, k in iterms.items()))
 
 
+#: ``_copy_nest``'s answer for a perfect nest around a store that is not a copy: whether it is
+#: depends on the store alone, so no loop of the nest is one either, and a store holds no
+#: statement to rewrite: the nest is kept whole, its loops not peeled again one by one
+_STORE: Any = object()
+
+
 def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
                max_pad: int, seen: dict[int, tuple[S.BufferStore, bool]]
                ) -> tuple[S.Stmt, str] | None:
+    """The DMA statements of copy nest ``nest``; ``_STORE`` where it is a perfect nest around a
+    store that is not a copy; None where it is no perfect nest around a store (its statements
+    are rewritten in turn)."""
     if not isinstance(nest, S.For):
         return None
     try:
         loops, body = loop_nest(nest)
     except CompileError:
         return None
-    if not isinstance(body, S.BufferStore) or not _may_copy(body, seen):
+    if not isinstance(body, S.BufferStore):
         return None
+    if not _may_copy(body, seen):
+        return _STORE
     unit = {v: E.IntImm(0) for v, n in loops if n == 1}
     if unit:
         body = E.substitute(body, unit)
@@ -155,17 +169,17 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
     cond = None
     if isinstance(value, E.Select):
         if not (isinstance(value.f, E.IntImm) and value.f.value == 0):
-            return None
+            return _STORE
         cond, value = value.cond, strip_cast(value.t)
     if not isinstance(value, S.BufferLoad):
-        return None
+        return _STORE
     dst, src = body.buffer, value.buffer
     if dst.scope in ONCHIP and src.scope == "global":
         onchip, oidx, glob, gidx, is_load = dst, body.indices, src, value.indices, True
     elif dst.scope == "global" and src.scope == "acc":
         onchip, oidx, glob, gidx, is_load = src, value.indices, dst, body.indices, False
     else:
-        return None
+        return _STORE
     if name == "copy":
         name = glob.name
     where = f"{func.name}: stage {name}"
