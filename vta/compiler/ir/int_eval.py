@@ -6,12 +6,17 @@ wrapped to its node's type, casts wrapping to theirs, and an error (``CompileErr
 operation has no meaning (a division by zero, a shift amount outside the type's width) or a
 variable is unbound. ``evaluate(e, env)`` is the same computation for one environment. The
 accelerator passes evaluate DMA fields, micro-op indices and loop bounds with it, under many
-environments (a tile loop), so the closures stay small: an operator on ``int32`` whose operands
-cannot leave 32 bits costs one Python operation and one range check.
+environments (a tile loop), so the compiled form is small: a linear tree is one sum wrapped once
+(``_affine``), and any other tree one generated Python expression (``_text``), where an
+operator costs one Python operation and one range check, none where its operands' spans keep
+it in range.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -155,35 +160,183 @@ def _binop(e: E.BinOp) -> IntFn:
     c0 = _linear(e, t, terms)
     if c0 is not None and terms:
         return _affine(e, t, terms, c0)
-    fa, fb = _COMPILE(e.a), _COMPILE(e.b)
+    src = _Source()
+    return _generated(_apply(e, t, src, 0)[0], src)
+
+
+#: the operators whose exact result may be undefined (a division by zero, a shift amount out of
+#: range): evaluated by a call that checks (``_partial``)
+_PARTIAL = (sem.Op.FLOORDIV, sem.Op.FLOORMOD, sem.Op.SHR, sem.Op.SHL)
+#: exact operators written as Python's own operators (by the function ``INT_OPS`` gives, so
+#: only where it is that function): ``+ - *``, and ``min``/``max`` as a comparison choosing
+#: the first operand on a tie, as the built-ins do
+_INFIX: dict[Any, str] = {operator.add: "+", operator.sub: "-", operator.mul: "*"}
+_CHOICE: dict[Any, str] = {min: "<=", max: ">="}
+#: nesting below which a subtree is compiled as a function of its own and called (Python's
+#: parser refuses 200 nested parentheses; a DMA field nests about ten)
+_MAX_DEPTH = 24
+
+#: bounds of a generated value: every value it can take lies in ``[lo, hi]`` (infinite ends:
+#: unbounded)
+_Span = tuple[float, float]
+_ANY: _Span = (-math.inf, math.inf)
+
+
+class _Source:
+    """The text of one generated function computing an expression tree (``_generated``) and the
+    objects its names stand for, in order: the variables (``env[_a0]``) and the helpers (the
+    exact operators, the wrapping types, compiled subtrees), and the constants."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+        self.names: dict[int, str] = {}  # id of a variable or a helper -> its argument name
+        self.temps = 0
+
+    def name(self, obj: Any) -> str:
+        """The argument name standing for ``obj`` (one per object)."""
+        n = self.names.get(id(obj))
+        if n is None:
+            n = self.names[id(obj)] = f"_a{len(self.args)}"
+            self.args.append(obj)
+        return n
+
+    def const(self, v: int) -> str:
+        """An argument name standing for the integer ``v``, one per occurrence: the text is
+        then the same for trees that differ only in their constants (a layer's candidates,
+        a stage's tiles), so they share its compiled code."""
+        self.args.append(v)
+        return f"_a{len(self.args) - 1}"
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"_r{self.temps - 1}"
+
+    def wrapped(self, value: str, span: _Span, t: sem.DType) -> tuple[str, _Span]:
+        """``value`` (every value of it in ``span``) wrapped to ``t``: as is where ``span`` lies
+        in ``t``'s range (wrapping changes nothing there), else the range test inline and
+        ``sem.wrap`` only outside it (as every closure of this module wraps)."""
+        lo, hi = int(t.min), int(t.max)
+        if lo <= span[0] and span[1] <= hi:
+            return f"({value})", span
+        r = self.temp()
+        return f"({r} if {lo} <= ({r} := {value}) <= {hi} else _wrap({r}, {self.name(t)}))", \
+            (lo, hi)
+
+
+def _text(e: Any, src: _Source, depth: int) -> tuple[str, _Span]:
+    """Python source computing ``e`` under ``env`` as ``compile_int(e)`` does, node by node,
+    and the span of its values: a variable is read from ``env`` (a missing one raises
+    ``KeyError``, which the generated function turns into the unbound variable's error), a
+    constant is its value, a linear subtree one sum wrapped once (``_linear``), any other
+    integer operator or cast its exact result wrapped (``_Source.wrapped``: not where its
+    operands' spans keep it in range, as in the clamps ``min(max(x, 0), n)``); anything else,
+    and a subtree ``_MAX_DEPTH`` deep, is the call of its own compiled function."""
+    cls = type(e)
+    if cls is E.Var:
+        return f"env[{src.name(e)}]", _ANY
+    if cls is int:
+        return src.const(e), (e, e)
+    if cls is E.IntImm:
+        v = _constant(e)
+        assert v is not None
+        return src.const(v), (v, v)
+    if depth >= _MAX_DEPTH or not isinstance(e, (E.BinOp, E.Cast)):
+        return f"{src.name(_COMPILE(e))}(env)", _ANY
+    t = sem.DTYPES.get(e.dtype)
+    if isinstance(e, E.Cast):
+        if t is None or t.is_float:
+            return f"{src.name(_cannot(e))}(env)", _ANY
+        return src.wrapped(*_text(e.value, src, depth + 1), t)
+    if t is None or not t.is_int:
+        return f"{src.name(_cannot(e))}(env)", _ANY
+    terms: dict[E.Var, int] = {}
+    c0 = _linear(e, t, terms)
+    if c0 is not None and terms:
+        return src.wrapped(" + ".join([src.const(c0), *(f"env[{src.name(v)}] * {src.const(k)}"
+                                                    for v, k in terms.items())]), _ANY, t)
+    return _apply(e, t, src, depth)
+
+
+def _apply(e: E.BinOp, t: sem.DType, src: _Source, depth: int) -> tuple[str, _Span]:
+    """``_text`` of a ``t``-typed operator node that is not linear: its exact operator on its
+    operands' texts, wrapped."""
+    exact = sem.INT_OPS[e.op]  # (an operator without an exact integer meaning: refused here)
+    (a, sa), (b, sb) = _text(e.a, src, depth + 1), _text(e.b, src, depth + 1)
+    if e.op in _PARTIAL:
+        return f"{src.name(_partial(e, t))}({a}, {b})", (int(t.min), int(t.max))
+    infix, choice = _INFIX.get(exact), _CHOICE.get(exact)
+    if infix is not None:
+        return src.wrapped(f"{a} {infix} {b}", _span(exact, sa, sb), t)
+    if choice is not None:
+        x, y = src.temp(), src.temp()
+        return src.wrapped(f"({x} if ({x} := {a}) {choice} ({y} := {b}) else {y})",
+                           _span(exact, sa, sb), t)
+    return src.wrapped(f"{src.name(exact)}({a}, {b})", _ANY, t)
+
+
+def _span(exact: Callable[[int, int], int], a: _Span, b: _Span) -> _Span:
+    """The span of ``exact(x, y)`` for ``x`` in ``a`` and ``y`` in ``b`` (``+ - * min max``:
+    monotone in each operand, so the ends' results bound it)."""
+    if exact is operator.add:
+        return a[0] + b[0], a[1] + b[1]
+    if exact is operator.sub:
+        return a[0] - b[1], a[1] - b[0]
+    if exact is min or exact is max:
+        return exact(a[0], b[0]), exact(a[1], b[1])
+    if math.inf in (abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1])):
+        return _ANY  # (an infinite end times 0 has no value)
+    ends = [x * y for x in a for y in b]
+    return min(ends), max(ends)
+
+
+def _partial(e: E.BinOp, t: sem.DType) -> Callable[[int, int], int]:
+    """``e``'s operator on its operands' values: an error where it has no meaning
+    (``sem.undefined``), else its exact result wrapped to ``t``."""
     op = e.op
     exact = sem.INT_OPS[op]
-    lo, hi = int(t.min), int(t.max)  # every closure wraps inline (a call less per value)
-    if op in (sem.Op.FLOORDIV, sem.Op.FLOORMOD, sem.Op.SHR, sem.Op.SHL):
-        def partial(env: Mapping[E.Var, int]) -> int:
-            x, y = fa(env), fb(env)
-            why = sem.undefined(op, x, y, t)
-            if why is not None:
-                raise CompileError(f"{why} in {e}")
-            r = exact(x, y)
-            return r if lo <= r <= hi else sem.wrap(r, t)
-        return partial
-    ka, kb = _constant(e.a), _constant(e.b)
-    if kb is not None:  # a clamp's bound, an offset: the constant read once, here
-        def total_b(env: Mapping[E.Var, int]) -> int:
-            r = exact(fa(env), kb)
-            return r if lo <= r <= hi else sem.wrap(r, t)
-        return total_b
-    if ka is not None:
-        def total_a(env: Mapping[E.Var, int]) -> int:
-            r = exact(ka, fb(env))
-            return r if lo <= r <= hi else sem.wrap(r, t)
-        return total_a
+    lo, hi = int(t.min), int(t.max)
 
-    def total(env: Mapping[E.Var, int]) -> int:
-        r = exact(fa(env), fb(env))
-        return r if lo <= r <= hi else sem.wrap(r, t)  # the wrap inline: the hot path
-    return total
+    def partial(x: int, y: int) -> int:
+        why = sem.undefined(op, x, y, t)
+        if why is not None:
+            raise CompileError(f"{why} in {e}")
+        r = exact(x, y)
+        return r if lo <= r <= hi else sem.wrap(r, t)
+    return partial
+
+
+def _generated(body: str, src: _Source) -> IntFn:
+    """The generated function returning ``body`` (``_text``, its names ``src``'s): a tree's
+    whole computation in one call (a DMA field's clamps ``min(max(x - c, 0), n)`` and their
+    sums: flatten evaluates every field of every DMA per tile) instead of one closure per node.
+    The code is made once per text (``_maker``: the text names its variables, helpers and
+    constants by position, so trees differing only in those share it)."""
+    return _maker(body, len(src.args))(*src.args)
+
+
+@functools.lru_cache(maxsize=2048)
+def _maker(body: str, nargs: int) -> Callable[..., IntFn]:
+    """The maker of generated functions computing ``body`` (``_text``), its arguments the
+    objects the names ``_a0`` .. stand for; an unbound variable's ``KeyError`` becomes the
+    error ``_var`` raises. Generated from ``_text``'s output alone (names, integers, operators)."""
+    params = ", ".join(f"_a{k}" for k in range(nargs))
+    src = (f"def make({params}):\n"
+           f"    def fn(env):\n"
+           f"        try:\n"
+           f"            return {body}\n"
+           f"        except KeyError as k:\n"
+           f"            raise _unbound(k) from None\n"
+           f"    return fn\n")
+    scope: dict[str, Any] = {"_wrap": sem.wrap, "_unbound": _unbound}
+    exec(src, scope)  # generated from the expression's structure alone
+    made: Callable[..., IntFn] = scope["make"]
+    return made
+
+
+def _unbound(k: KeyError) -> CompileError:
+    """The error of reading an unbound variable (``_var``'s), from ``env``'s ``KeyError``."""
+    v = k.args[0]
+    return CompileError(f"variable {v.name} is not bound where it is evaluated")
 
 
 def _constant(e: E.Expr) -> int | None:
@@ -201,13 +354,8 @@ def _cast(e: E.Cast) -> IntFn:
     t = sem.DTYPES.get(e.dtype)
     if t is None or t.is_float:
         return _cannot(e)
-    inner = _COMPILE(e.value)
-    lo, hi = int(t.min), int(t.max)
-
-    def cast(env: Mapping[E.Var, int]) -> int:
-        x = inner(env)
-        return x if lo <= x <= hi else sem.wrap(x, t)  # the wrap inline, as _binop's
-    return cast
+    src = _Source()
+    return _generated(src.wrapped(*_text(e.value, src, 1), t)[0], src)
 
 
 def _imm(e: E.IntImm) -> IntFn:

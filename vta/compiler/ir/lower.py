@@ -21,7 +21,7 @@ from vta.compiler.ir import expr as E
 from vta.compiler.ir import intrin as intrin_mod
 from vta.compiler.ir import poly
 from vta.compiler.ir import stmt as S
-from vta.compiler.ir.regions import Loop, StageRegion, infer_regions
+from vta.compiler.ir.regions import Loop, StageRegion, infer_regions, tensor_reads
 from vta.compiler.ir.relations import root_values, split_guards
 from vta.compiler.ir.schedule import (
     INLINE,
@@ -59,6 +59,11 @@ def _identity(combiner: str, dtype: str) -> E.Expr:
     else:
         lo, hi = -2 ** (bits - 1), 2 ** (bits - 1) - 1
     return E.const(lo if combiner == "max" else hi, dtype)
+
+
+def _zero(b: E.Expr, v: E.Expr) -> bool:
+    """Whether ``b + v`` is ``v`` itself: ``b`` the constant 0 of ``v``'s type."""
+    return type(b) is E.IntImm and b.value == 0 and b.dtype == v.dtype
 
 
 def _combine(combiner: str, acc: E.Expr, x: E.Expr) -> E.Expr:
@@ -100,8 +105,9 @@ class _Lowering:
                 self.loopvar[iv] = E.Var(iv.name)
         for st in self.live:
             self._env(st, [])
-        self._check_inputs()
-        bounds = infer_regions(self.sch, self.live, self.bodies, self.env, self.loopvar)
+        reads = {st: tensor_reads(self.bodies[st]) for st in self.live}  # each body walked once
+        self._check_inputs(reads)
+        bounds = infer_regions(self.sch, self.live, reads, self.env, self.loopvar)
         for st in self.live:
             b = bounds[st]
             buf = self.params.get(st.tensor)
@@ -134,11 +140,10 @@ class _Lowering:
             if out not in self.params:
                 raise LowerError(f"output {out.name} is missing from args")
 
-    def _check_inputs(self) -> None:
+    def _check_inputs(self, reads: Mapping[Stage, list[TensorRead]]) -> None:
         for st in self.live:
-            for n in E.walk(self.bodies[st]):
-                if isinstance(n, TensorRead) and isinstance(n.tensor.op, PlaceholderOp) \
-                        and n.tensor not in self.params:
+            for n in reads[st]:
+                if isinstance(n.tensor.op, PlaceholderOp) and n.tensor not in self.params:
                     raise LowerError(f"stage {st.name} reads input {n.tensor.name}, which is "
                                      f"not in args")
 
@@ -210,7 +215,10 @@ class _Lowering:
         ext = dict(em.bounds.extents)
         leaves = st.leaf_iter_vars
         val = root_values(st, {iv: self.loopvar[iv] for iv in leaves}, ext)
-        roots = {iv.var: poly.simplify(b + val[iv])
+        # at a base of 0, ``b + v`` is ``v``: a loop variable or what ``root_values`` made
+        # (``simplify``'s own output, or a division of one by a constant), which ``simplify``
+        # gives back equal, so it is not rebuilt (a root stage's every axis)
+        roots = {iv.var: val[iv] if _zero(b, val[iv]) else poly.simplify(b + val[iv])
                  for iv, b in zip(st.axis, em.bounds.base, strict=True)}
         roots.update({iv.var: val[iv] for iv in st.reduce_axis})
         body = self.bodies[st]

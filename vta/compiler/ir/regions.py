@@ -18,7 +18,7 @@ as small as a whole tile's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,7 +30,7 @@ from vta.compiler.ir.stmt import ForKind
 from vta.compiler.ir.tensor import IterVar, TensorRead
 from vta.errors import RegionError
 
-__all__ = ["RegionError", "StageRegion", "Loop", "infer_regions"]
+__all__ = ["RegionError", "StageRegion", "Loop", "infer_regions", "tensor_reads"]
 
 
 #: a loop of the attach path: the stage that owns it and its leaf axis
@@ -71,18 +71,20 @@ class _Namer:
         return self.names[key]
 
 
-def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage, E.Expr],
-                 env: Mapping[Stage, list[Loop]],
-                 loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageRegion]:
-    """Bounds of every stage in ``stages`` (producers first). ``bodies`` are the stages'
-    definitions with inlined stages substituted; ``env`` the loops enclosing each stage;
-    ``loopvar`` the variable of each leaf loop (bases are expressed in them)."""
+def infer_regions(sch: Schedule, stages: Sequence[Stage],
+                  reads: Mapping[Stage, Sequence[TensorRead]], env: Mapping[Stage, list[Loop]],
+                  loopvar: Mapping[IterVar, E.Var]) -> dict[Stage, StageRegion]:
+    """Bounds of every stage in ``stages`` (producers first). ``reads`` are the tensor reads
+    of the stages' definitions with inlined stages substituted, in pre-order (``tensor_reads``:
+    each definition walked once, by the caller, for every question asked of it here); ``env``
+    the loops enclosing each stage; ``loopvar`` the variable of each leaf loop (bases are
+    expressed in them)."""
     out: dict[Stage, StageRegion] = {}
-    reads = {c: _read_tensors(bodies[c]) for c in stages}  # each body walked once
+    tensors = {c: [n.tensor for n in reads[c]] for c in stages}
     for st in reversed(stages):
-        readers = [c for c in stages if c is not st and st.tensor in reads[c]]
+        readers = [c for c in stages if c is not st and st.tensor in tensors[c]]
         if isinstance(st.attach, AttachAt):
-            base, ext, over = _attached(st, readers, bodies, env, loopvar, out)
+            base, ext, over = _attached(st, readers, reads, env, loopvar, out)
         else:
             base = tuple(E.const(0) for _ in st.axis)
             ext = tuple(iv.extent for iv in st.axis)
@@ -93,11 +95,12 @@ def infer_regions(sch: Schedule, stages: Sequence[Stage], bodies: Mapping[Stage,
     return out
 
 
-def _read_tensors(body: E.Expr) -> list[object]:
-    return [n.tensor for n in E.walk(body) if isinstance(n, TensorRead)]
+def tensor_reads(body: E.Expr) -> list[TensorRead]:
+    """The tensor reads under ``body``, in pre-order (``infer_regions``' ``reads``)."""
+    return [n for n in E.walk(body) if isinstance(n, TensorRead)]
 
 
-def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+def _attached(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[TensorRead]],
               env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
               done: Mapping[Stage, StageRegion]) -> tuple[tuple[E.Expr, ...], tuple[int, ...],
                                                           tuple[bool, ...]]:
@@ -108,7 +111,7 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     pnames = [nm(loopvar[lp[1]], "p") for lp in params]
     inside = all(_inside(st, c, env) for c in readers)
     pkey = dict(zip((loopvar[lp[1]] for lp in params), pnames, strict=True))
-    dims = _closed_box(st, readers, bodies, env, loopvar, done, pkey) if inside else None
+    dims = _closed_box(st, readers, reads, env, loopvar, done, pkey) if inside else None
     text = ""
     if dims is None:  # the readers' pieces as isl text (set_box: closed form or isl)
         pieces = []
@@ -117,10 +120,11 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
                 where = f"{st.attach.stage.name}.{st.attach.axis.name}"
                 raise RegionError(f"stage {st.name} is computed at {where} but stage "
                                   f"{c.name} reads it outside that loop")
-            pieces += _reader_pieces(st, c, bodies[c], env[c], done, loopvar, nm, params)
+            pieces += _reader_pieces(st, c, reads[c], env[c], done, loopvar, nm, params)
         text = f"[{', '.join(pnames)}] -> {{ {'; '.join(pieces)} }}"
         dims = poly.set_box(text)
     by_name = {n: k for k, n in nm.names.items() if isinstance(k, E.Var)}
+    ranges = {loopvar[lp[1]]: done[lp[0]].extents[lp[1]] for lp in params}
     base, ext, over = [], [], []
     for d, (box, n) in enumerate(zip(dims, st.tensor.shape, strict=True)):
         if (box.lo_min is not None and box.lo_min < 0) or (box.hi_max is not None
@@ -134,8 +138,9 @@ def _attached(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
         ext.append(box.extent)
         # the base's largest value over the whole loop ranges: a loop iteration whose readers
         # need nothing (a thread past the tensor's end) still runs the copy
-        top = _max_over(base[-1], {loopvar[lp[1]]: done[lp[0]].extents[lp[1]]
-                                   for lp in params})
+        lo = box.lo
+        top = _top(((by_name[p], c) for p, c in lo.terms), lo.const, ranges) \
+            if isinstance(lo, poly.BoxLo) else _max_over(base[-1], ranges)
         over.append(box.lo_max is None or box.lo_max + box.extent > n
                     or top is None or top + box.extent > n)
     return tuple(base), tuple(ext), tuple(over)
@@ -196,7 +201,7 @@ def _summed(a: _Form, b: _Form) -> _Form:
     return coef, a[1] + b[1]
 
 
-def _piece(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+def _piece(st: Stage, c: Stage, reads: Sequence[TensorRead], cenv: list[Loop],
            done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
            pkey: Mapping[E.Var, str]) -> list[tuple[dict[object, int], list[_Form]]] | None:
     """``_reader_pieces``' pieces as ``box_closed_form`` reads them (each piece's variable
@@ -249,16 +254,16 @@ def _piece(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
         if lo < 0 or hi >= n:
             return None  # a constraint that cuts the box: isl's
     out = []
-    for n in E.walk(body):
-        if isinstance(n, TensorRead) and n.tensor is st.tensor:
-            forms = [_form(i, val) for i in n.indices]
+    for rd in reads:
+        if rd.tensor is st.tensor:
+            forms = [_form(i, val) for i in rd.indices]
             if any(f is None for f in forms):
                 return None
             out.append((ranges, forms))
     return out  # type: ignore[return-value]
 
 
-def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
+def _closed_box(st: Stage, readers: list[Stage], reads: Mapping[Stage, Sequence[TensorRead]],
                 env: Mapping[Stage, list[Loop]], loopvar: Mapping[IterVar, E.Var],
                 done: Mapping[Stage, StageRegion], pkey: Mapping[E.Var, str]
                 ) -> tuple[poly.DimBox, ...] | None:
@@ -270,7 +275,7 @@ def _closed_box(st: Stage, readers: list[Stage], bodies: Mapping[Stage, E.Expr],
     The box is the closed form's own (``poly.box_of_pieces``) on the same forms."""
     pieces = []
     for c in readers:
-        got = _piece(st, c, bodies[c], env[c], done, loopvar, pkey)
+        got = _piece(st, c, reads[c], env[c], done, loopvar, pkey)
         if got is None:
             return None
         pieces += got
@@ -315,14 +320,22 @@ def _single_piece(text: str, d: int) -> poly.DimBox | None:
 def _max_over(e: E.Expr, ranges: Mapping[E.Var, int]) -> int | None:
     """The largest value of the affine ``e`` with each variable in ``[0, ranges[v])``."""
     terms, const = poly.linear_form(e)
-    for atom, c in terms.items():
+    return _top(terms.items(), const, ranges)
+
+
+def _top(terms: Iterable[tuple[E.Expr, int]], const: int, ranges: Mapping[E.Var, int]
+         ) -> int | None:
+    """``_max_over`` of the affine form ``sum(c * atom) + const`` (None where an atom is not a
+    variable of ``ranges``): read directly from a closed-form box's lower bound (``BoxLo``,
+    the form ``aff_to_expr`` builds the base from) instead of decomposing that base again."""
+    for atom, c in terms:
         if not isinstance(atom, E.Var) or atom not in ranges:
             return None
         const += c * (ranges[atom] - 1) if c > 0 else 0
     return const
 
 
-def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
+def _reader_pieces(st: Stage, c: Stage, reads: Sequence[TensorRead], cenv: list[Loop],
                    done: Mapping[Stage, StageRegion], loopvar: Mapping[IterVar, E.Var],
                    nm: _Namer, params: list[Loop]) -> list[str]:
     """isl pieces ``[o...] : exists (...)`` of the elements of ``st`` that ``c`` reads (the
@@ -387,10 +400,10 @@ def _reader_pieces(st: Stage, c: Stage, body: E.Expr, cenv: list[Loop],
         name[iv.var] = a
         cons[f"0 <= {a} < {iv.extent}"] = None
     out = []
-    for n in E.walk(body):
-        if isinstance(n, TensorRead) and n.tensor is st.tensor:
-            eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(n.indices)]
-            outs = ", ".join(f"o{d}" for d in range(len(n.indices)))
+    for rd in reads:
+        if rd.tensor is st.tensor:
+            eqs = [f"o{d} = {poly.to_isl(i, name)}" for d, i in enumerate(rd.indices)]
+            outs = ", ".join(f"o{d}" for d in range(len(rd.indices)))
             conds = " and ".join([*cons, *eqs])
             out.append(f"[{outs}] : exists ({', '.join(ex)} : {conds})" if ex
                        else f"[{outs}] : {conds}")

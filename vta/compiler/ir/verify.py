@@ -77,10 +77,15 @@ class _Checker:
 
     def stmt(self, s: S.Stmt) -> None:
         if isinstance(s, S.SeqStmt):
-            stmt, dialect = self.stmt, self.dialect
+            stmt, dialect, known = self.stmt, self.dialect, _DIALECT.get
             for x in s.stmts:
-                # the statements of a flat stream are dialect ones, checked directly
-                (dialect if _DIALECT.get(type(x)) is not None else stmt)(x)
+                # the statements of a flat stream are dialect ones, checked directly with
+                # their class's methods
+                m = known(type(x))
+                if m is None:
+                    stmt(x)
+                else:
+                    dialect(x, m)
         elif isinstance(s, S.For):
             self.expr(s.min)
             self.expr(s.extent)
@@ -117,9 +122,10 @@ class _Checker:
         else:
             self.dialect(s)
 
-    def dialect(self, s: S.Stmt) -> None:
-        """A target dialect statement: its own variables, expressions and buffers."""
-        binds, exprs, buffers = _dialect_methods(type(s))
+    def dialect(self, s: S.Stmt, methods: _Methods | None = None) -> None:
+        """A target dialect statement: its own variables, expressions and buffers (``methods``:
+        its class's, ``_dialect_methods``, where the caller has them)."""
+        binds, exprs, buffers = methods or _dialect_methods(type(s))
         own = tuple(binds(s)) if binds is not None else ()
         for v in own:
             self.bind(v)
@@ -129,17 +135,19 @@ class _Checker:
         for v in own:
             self.bound.discard(v)
         if buffers is not None:
+            live = self.live
             for b in buffers(s):
-                if b not in self.live:
+                if b not in live:
                     raise self.fail(f"{type(s).__name__} uses {b.name} outside its allocation")
 
 
 _Method = Callable[[Any], Iterable[Any]] | None
+_Methods = tuple[_Method, _Method, _Method]
 #: per dialect statement class: its ``binds``, ``exprs`` and ``buffers`` (None: it has none)
-_DIALECT: dict[type, tuple[_Method, _Method, _Method]] = {}
+_DIALECT: dict[type, _Methods] = {}
 
 
-def _dialect_methods(cls: type) -> tuple[_Method, _Method, _Method]:
+def _dialect_methods(cls: type) -> _Methods:
     """What a dialect class states about its statements, looked up once per class (a flat
     instruction stream verifies thousands of statements of one class)."""
     hit = _DIALECT.get(cls)

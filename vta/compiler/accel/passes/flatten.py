@@ -94,17 +94,25 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
         fv = tuple(sorted(_free_vars(u.base), key=lambda v: v.name + str(id(v))))
         base = tuple(_field_fn(e) for e in u.base)
         get = env.get
+        #: this statement's instruction and micro-ops by its base's variables' values: what
+        #: the tables below give for them, found with one lookup (the tiles repeat a few
+        #: values: C1-C11's 33 candidates on pynq run 8,282 micro-op instructions, 584 made)
+        mine: dict[tuple[int, ...], tuple[Any, tuple[Uop, ...]]] = {}
 
         def run() -> None:
-            key = (id(u), tuple([get(v, 0) for v in fv]))
-            made_uops = uop_cache.get(key)
-            if made_uops is None:
-                made_uops = uop_cache[key] = _block(u.offsets, base[0](env), base[1](env),
-                                                    base[2](env))
-            k = (id(s), id(made_uops))  # both kept alive by the function and ``uop_cache``
-            made = insn_cache.get(k)
+            values = tuple([get(v, 0) for v in fv])
+            made = mine.get(values)
             if made is None:
-                made = insn_cache[k] = _compute(s, made_uops)
+                key = (id(u), values)
+                made_uops = uop_cache.get(key)
+                if made_uops is None:
+                    made_uops = uop_cache[key] = _block(u.offsets, base[0](env), base[1](env),
+                                                        base[2](env))
+                k = (id(s), id(made_uops))  # both kept alive by the function and ``uop_cache``
+                made = insn_cache.get(k)
+                if made is None:
+                    made = insn_cache[k] = _compute(s, made_uops)
+                mine[values] = made
             add(_INSN(made[0], None, made[1], thread, ""))
         return run
 

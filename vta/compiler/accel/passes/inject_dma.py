@@ -23,6 +23,7 @@ Post: each copy nest is replaced by ``DmaLoad``/``DmaStore`` statements under
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from vta.compiler.accel.passes._common import (
     ONCHIP,
@@ -61,10 +62,12 @@ def inject_dma(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     def rewrite(s: S.Stmt) -> S.Stmt | None:
         if isinstance(s, S.AttrStmt) and s.key is S.STAGE:
             new = _copy_nest(func, str(s.value), s.body, bases, max_pad, seen)
-            return None if new is None else S.AttrStmt(S.STAGE, s.value, new[0])
+            return s if new is _STORE else None if new is None else \
+                S.AttrStmt(S.STAGE, s.value, new[0])
         if isinstance(s, S.For):  # the copy-out left inside the output stage's tile loop
             new = _copy_nest(func, "copy", s, bases, max_pad, seen)
-            return None if new is None else S.AttrStmt(S.STAGE, new[1], new[0])
+            return s if new is _STORE else None if new is None else \
+                S.AttrStmt(S.STAGE, new[1], new[0])
         return None
 
     return func.with_body(map_stmt(func.body, rewrite))
@@ -136,17 +139,28 @@ def _bounds_index(terms: poly.LinearTerms, const: int, index: tuple[poly.LinearT
             and all(terms.get(a) == -k for a, k in iterms.items()))
 
 
+#: ``_copy_nest``'s answer for a perfect nest around a store that is not a copy: whether it is
+#: depends on the store alone, so no loop of the nest is one either, and a store holds no
+#: statement to rewrite: the nest is kept whole, its loops not peeled again one by one
+_STORE: Any = object()
+
+
 def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, E.Expr],
                max_pad: int, seen: dict[int, tuple[S.BufferStore, bool]]
                ) -> tuple[S.Stmt, str] | None:
+    """The DMA statements of copy nest ``nest``; ``_STORE`` where it is a perfect nest around a
+    store that is not a copy; None where it is no perfect nest around a store (its statements
+    are rewritten in turn)."""
     if not isinstance(nest, S.For):
         return None
     try:
         loops, body = loop_nest(nest)
     except CompileError:
         return None
-    if not isinstance(body, S.BufferStore) or not _may_copy(body, seen):
+    if not isinstance(body, S.BufferStore):
         return None
+    if not _may_copy(body, seen):
+        return _STORE
     unit = {v: E.IntImm(0) for v, n in loops if n == 1}
     if unit:
         body = E.substitute(body, unit)
@@ -155,17 +169,17 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
     cond = None
     if isinstance(value, E.Select):
         if not (isinstance(value.f, E.IntImm) and value.f.value == 0):
-            return None
+            return _STORE
         cond, value = value.cond, strip_cast(value.t)
     if not isinstance(value, S.BufferLoad):
-        return None
+        return _STORE
     dst, src = body.buffer, value.buffer
     if dst.scope in ONCHIP and src.scope == "global":
         onchip, oidx, glob, gidx, is_load = dst, body.indices, src, value.indices, True
     elif dst.scope == "global" and src.scope == "acc":
         onchip, oidx, glob, gidx, is_load = src, value.indices, dst, body.indices, False
     else:
-        return None
+        return _STORE
     if name == "copy":
         name = glob.name
     where = f"{func.name}: stage {name}"
@@ -185,18 +199,24 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
     padded: dict[E.Var, tuple[int, E.Expr]] = {}  # var -> (global dim, offset of that dim)
     whole: list[E.Expr] = []
     clamped = None
+    at: dict[int, int] = {}  # a tested global dim -> its place in ``clamped``
     if cond is not None:
-        tested = _in_bounds_dims(where, cond, gidx, glob)
+        tested = sorted(_in_bounds_dims(where, cond, gidx, glob))
         nd = len(entry_shape(glob))
         box = poly.footprint(gidx[:nd], dict(outer))
-        clamped = box.clamp([0] * nd, glob.shape[:nd])
-        for gd in sorted(tested):
+        # only the tested dims' clamps are read (an untested dim is never padded): the
+        # others' expressions are not built
+        clamped = poly.Box(tuple(box.mins[d] for d in tested),
+                           tuple(box.extents[d] for d in tested)
+                           ).clamp([0] * len(tested), [glob.shape[d] for d in tested])
+        at = {d: k for k, d in enumerate(tested)}
+        for gd in tested:
             c, rest = affine(gidx[gd], ovars)
             if not c:
                 # a one-element slice (one input row: a 1-row kernel, so no padding rows before
                 # the image): in bounds, or past the end where it feeds only discarded outputs
                 # and is skipped (in-bounds extent 0 or 1)
-                whole.append(clamped.extents[gd])
+                whole.append(clamped.extents[at[gd]])
                 continue
             if len(c) != 1 or next(iter(c.values())) != 1:
                 raise CompileError(f"{where}: padded dimension {gd} of {glob.name} is walked "
@@ -258,7 +278,7 @@ def _copy_nest(func: S.PrimFunc, name: str, nest: S.Stmt, bases: dict[S.Buffer, 
         d = group[0]
         gdim, _off = padded[d.var]
         assert clamped is not None
-        p0, p1 = clamped.pad_before[gdim], clamped.pad_after[gdim]
+        p0, p1 = clamped.pad_before[at[gdim]], clamped.pad_after[at[gdim]]
         if axis == "y":
             y_size = E.IntImm(total) - p0 - p1
             p1 = E.min_(p1, max_pad)  # rows past the tensor feed only discarded outputs
