@@ -62,7 +62,7 @@ from vta.sim.dram import Dram, entry_spec
 __all__ = ["Sram", "Ctx", "dram_rows", "dram_run", "exec_load", "exec_store", "exec_microop",
            "microop_indices", "apply_sums", "as_slice", "Entries", "count_raw_hazards",
            "operand_label", "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan",
-           "run_heads", "permuted_run", "LoadCopy", "load_copy"]
+           "run_heads", "permuted_run", "LoadCopy", "load_copy", "affine_grid", "grid_entries"]
 
 
 class Ctx(NamedTuple):
@@ -408,6 +408,60 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
 # ------------------------------------------------------------------------------ compute
 
 
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """An index sequence that is an affine grid: ``first + sum(i[d] * steps[d])`` over the
+    positions ``i`` of ``shape`` in C order (a conv's output pixels: rows of columns; its
+    taps: kernel rows of kernel columns)."""
+
+    first: int
+    shape: tuple[int, ...]
+    steps: tuple[int, ...]
+
+
+#: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
+_MAX_GRID_DIMS = 8
+
+
+def affine_grid(seq: np.ndarray) -> _Grid | None:
+    """``seq`` (1-D, integer, not empty) as a ``_Grid``, or None when it is not one (within
+    ``_MAX_GRID_DIMS`` dimensions). Innermost first: the run of constant step that starts the
+    sequence is the last dimension; the sequence must be rows of that run, each the first
+    row shifted; the rows' starts are then decomposed the same way. A row is the first shifted
+    when it steps by the same constant, so a level is checked on the one difference array
+    that finds its run: every difference other than the step falls between two rows (a few
+    numpy calls per level, each on the whole level: a plan asks this of small sequences)."""
+    shape: list[int] = []
+    steps: list[int] = []
+    cur = seq.astype(np.int64, copy=False)
+    while cur.size > 1:
+        if len(shape) == _MAX_GRID_DIMS:
+            return None
+        diff = cur[1:] - cur[:-1]
+        step = int(diff[0])
+        bad = (diff != step).nonzero()[0]
+        run = cur.size
+        if bad.size:
+            run = int(bad[0]) + 1
+            # rows of ``run``: the differences between two rows are at run - 1, 2 run - 1, ...
+            if cur.size % run or bool(((bad + 1) % run).any()):
+                return None
+        shape.append(run)
+        steps.append(step)
+        cur = cur[::run]
+    return _Grid(int(seq[0]), tuple(reversed(shape)), tuple(reversed(steps)))
+
+
+def grid_entries(a: np.ndarray, g: _Grid) -> np.ndarray:
+    """The entries of ``a`` (entries first, each C-contiguous) that the grid ``g`` names, in
+    its order, as a strided view ``(*g.shape, *a.shape[1:])`` (``a[seq]`` without the
+    gather: a step of 0 repeats an entry). Made by ``np.ndarray`` over ``a``'s memory, which
+    checks the extent against ``a``'s (cheaper than ``as_strided``'s interface object)."""
+    row = a.strides[0]
+    return np.ndarray((*g.shape, *a.shape[1:]), a.dtype, a, g.first * row,
+                      (*(s * row for s in g.steps), *a.strides[1:]))
+
+
 #: distinct entries of a buffer: an index array, or the same run of entries as a slice
 Entries = np.ndarray | slice
 
@@ -500,6 +554,10 @@ class _MicroPlan:
     entries: np.ndarray | None = None  # the distinct destinations, sorted
     #: an update by a built-in ALU function, in the acc dtype (``alu_shortcut``)
     alu: AluShortcut | None = None
+    #: ``alu``'s src entries (``sel``'s order) as a grid when ``sel`` holds them as an index
+    #: array and dst as one slice (a bias broadcast over a tile, a pooling window's step):
+    #: read through ``grid_entries``' view instead of gathered
+    src_grid: _Grid | None = None
 
 
 def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
@@ -533,7 +591,12 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         # become one slice of acc (views instead of gathers and scatters)
         sel = {k: as_slice(v[perm]) for k, v in idx.items()}
     alu = None if ordered else _builtin_alu(sram, insn, d)
-    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
+    grid = None
+    if sel is not None and alu is not None and not insn.use_imm:
+        src = sel.get("src")
+        if isinstance(src, np.ndarray) and isinstance(sel["dst"], slice):
+            grid = affine_grid(src)
+    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu, src_grid=grid)
 
 
 def permuted_run(a: np.ndarray) -> int | None:
@@ -605,7 +668,17 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
         assert plan.sel is not None
         at = plan.sel
         if plan.alu is not None:
-            dst, src = at["dst"], None if insn.use_imm else acc[at["src"]]
+            dst, grid = at["dst"], plan.src_grid
+            if grid is not None:  # src a strided view of acc (numpy reads an input that
+                # overlaps the output as it was before: the gather's values), dst alike
+                assert isinstance(dst, slice)
+                entries = grid_entries(acc, grid)
+                view = acc[dst]
+                shaped = view.reshape(entries.shape)
+                plan.alu(shaped, entries, shaped)
+                sram.data["out"][dst] = view
+                return plan.hazards
+            src = None if insn.use_imm else acc[at["src"]]
             if isinstance(dst, slice):  # a view of acc: computed into it, then narrowed
                 view = acc[dst]
                 plan.alu(view, src, view)
