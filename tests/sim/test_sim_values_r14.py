@@ -150,3 +150,41 @@ def test_a_dense_layer_is_one_stacked_product(pynq: HwConfig, monkeypatch, n: in
     run_both(program, pynq, random_inputs(program, pynq, n + m))
     assert (calls["_products"] == 0) is stacked
 
+
+
+@pytest.mark.parametrize("fields", [
+    (3, 2, 3, 4, 1, 0, 1, 1),   # padded on three sides, rows apart in DRAM
+    (3, 2, 3, 3, 0, 1, 1, 0),   # padded, rows back to back in DRAM, the image's rows apart
+    (0, 1, 5, 5, 1, 1, 0, 0),   # one row, padded above and below
+    (8, 3, 4, 4, 0, 0, 0, 0),   # no pads, rows back to back: one run on both sides
+    (8, 3, 2, 6, 0, 0, 0, 0),   # no pads, rows apart in DRAM
+])
+def test_loads_differing_in_their_dram_address_share_their_place(monkeypatch,
+                                                                 fields) -> None:
+    """LOADs with the same fields but their DRAM address (a tiled loop's next tile) find the
+    scratchpad's side of their copy once per run (``load_place``, ``Sram.places``) and each
+    reads its own DRAM bytes: the same scratchpad as the general path's ``load_image``
+    (a scratchpad whose entries are not DRAM's bytes to the copy: ``Sram.raw`` empty)."""
+    from vta.isa import Load, ProgramBuilder
+    from vta.sim.dram import Dram
+    from vta.sim.kernels import Ctx, Sram, exec_load
+    from vta.testing import small_hw
+
+    hw = small_hw(batch=1, block=4, depth=128)
+    b = ProgramBuilder(hw)
+    b.alloc("D", "inp", 96)
+    program = b.build()
+    dram = Dram(program, hw)
+    dram.write_all(random_inputs(program, hw, 5))
+    found = []
+    real = kernels.load_place
+    monkeypatch.setattr(kernels, "load_place", lambda *a: found.append(a[0]) or real(*a))
+    sram, plain = Sram(hw), Sram(hw)
+    plain.raw.clear()
+    sram_base, *rest = fields
+    for dram_base in (0, 7, 20, 33):
+        insn = Load(MemType.INP, sram_base, dram_base, *rest)
+        ctx = Ctx(0, insn, program)
+        assert exec_load(sram, dram, insn, ctx) == exec_load(plain, dram, insn, ctx)
+        np.testing.assert_array_equal(sram.data["inp"], plain.data["inp"])
+    assert [s is sram for s in found] == [True, False]  # once per scratchpad

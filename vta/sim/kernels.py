@@ -62,7 +62,8 @@ from vta.sim.dram import Dram, entry_spec
 __all__ = ["Sram", "Ctx", "dram_rows", "dram_run", "exec_load", "exec_store", "exec_microop",
            "microop_indices", "apply_sums", "as_slice", "Entries", "count_raw_hazards",
            "operand_label", "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan",
-           "run_heads", "permuted_run", "LoadCopy", "load_copy", "affine_grid", "grid_entries"]
+           "run_heads", "permuted_run", "LoadCopy", "load_copy", "LoadPlace", "load_place",
+           "affine_grid", "grid_entries"]
 
 
 class Ctx(NamedTuple):
@@ -112,6 +113,8 @@ class Sram:
         #: the instruction and the DRAM image it reads (held here: neither identity is reused
         #: by another object while kept): a tiled program issues one LOAD object many times
         self.loads: dict[int, tuple[Load, Dram, LoadCopy | None]] = {}
+        #: ``load_place`` of each LOAD by its fields but its DRAM address (``load_copy``)
+        self.places: dict[tuple[Any, ...], LoadPlace | None] = {}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -228,16 +231,19 @@ _KIND_OF = tuple(m.kind for m in sorted(MemType))
 LoadCopy = tuple[np.ndarray | None, np.ndarray, np.ndarray, tuple[str, int, int]]
 
 
-def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
-    """A LOAD of inp, wgt or acc data inside its scratchpad as a ``LoadCopy``: the same entries
-    ``load_image`` gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid
-    out as DRAM's, so the copy converts nothing), from the fields read once. A padded image
-    is zeroed whole, then its data copied in (the bytes the pads and the data write, with
-    one fill instead of one per pad side); the data's rows are one run of bytes on either
-    side where they lie back to back there (a row, rows without gaps), copied as one (no
-    row-shaped views). None where the general path runs instead (micro-ops, no data, an SRAM
-    index out of range: that path names the error; a host whose SRAM is not laid out as
-    DRAM). A DRAM index out of range raises here (``dram_run``, ``dram_rows``)."""
+#: where a LOAD of data goes in one run's scratchpad (``load_place``): ``(fill, dst, rows,
+#: written)``: ``LoadCopy``'s fill, dst and written, and the shape DRAM's run of bytes takes
+#: to match ``dst`` (None: as it is, a run or rows as ``dram_rows`` gives them). Views of
+#: the scratchpad alone, so one serves every LOAD with the same fields but its DRAM address
+#: (a tiled loop's LOADs of the next tile into the same place)
+LoadPlace = tuple[np.ndarray | None, np.ndarray, tuple[int, int] | None, tuple[str, int, int]]
+
+
+def load_place(sram: Sram, insn: Load, eb: int) -> LoadPlace | None:
+    """The scratchpad's side of ``load_copy`` (``LoadPlace``; ``eb``: bytes per entry), or
+    None where the general path runs (micro-ops, no data, an SRAM index out of range, a
+    host whose SRAM is not laid out as DRAM). A function of the LOAD's fields but its DRAM
+    address."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
@@ -253,12 +259,8 @@ def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
     hi = lo + (y0 + rows + y1) * width
     if dst is None or not rows * cols or hi > sram.depth[kind]:
         return None
-    eb = dram.elem_bytes[kind]
-    stride, span = insn.x_stride, cols * eb
-    if rows == 1 or stride == cols:  # DRAM's rows back to back: one run of bytes
-        raw = dram_run(dram, ctx, kind, insn.dram_base, rows * cols)
-    else:
-        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
+    span = cols * eb
+    run = rows == 1 or insn.x_stride == cols  # DRAM's rows back to back: one run of bytes
     img = dst[lo * eb: hi * eb]
     fill = None
     if y0 or y1 or x0 or x1:  # the pads a tile has (an edge tile pads one or two sides)
@@ -268,9 +270,46 @@ def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
             img = img[at: at + rows * span]
         else:
             img = img.reshape(y0 + rows + y1, width * eb)[y0: y0 + rows, x0 * eb: x0 * eb + span]
-    if img.ndim != raw.ndim:  # one side a run of bytes, the other rows: both as rows
-        img, raw = img.reshape(rows, span), raw.reshape(rows, span)
-    return fill, img, raw, (kind, lo, hi)
+    shape = None
+    if img.ndim == 1 and not run:  # DRAM's side rows: the image's run as rows too
+        img = img.reshape(rows, span)
+    elif img.ndim == 2 and run:  # the image's side rows: DRAM's run as rows too
+        shape = (rows, span)
+    return fill, img, shape, (kind, lo, hi)
+
+
+#: ``Sram.places``' miss (None is a place: the general path's)
+_NO_PLACE: Any = object()
+
+
+def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad as a ``LoadCopy``: the same entries
+    ``load_image`` gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid
+    out as DRAM's, so the copy converts nothing). A padded image is zeroed whole, then its
+    data copied in (the bytes the pads and the data write, with one fill instead of one per
+    pad side); the data's rows are one run of bytes on either side where they lie back to
+    back there (a row, rows without gaps), copied as one (no row-shaped views). The
+    scratchpad's side is ``load_place``'s, found once per run for the LOAD's fields but its
+    DRAM address (``Sram.places``); DRAM's side is read here. None where the general path
+    runs instead (``load_place``). A DRAM index out of range raises here (``dram_run``,
+    ``dram_rows``)."""
+    key = (insn.mem, insn.sram_base, insn.y_size, insn.x_size, insn.x_stride, insn.pad_y0,
+           insn.pad_y1, insn.pad_x0, insn.pad_x1)
+    place = sram.places.get(key, _NO_PLACE)
+    kind = _KIND_OF[insn.mem]
+    if place is _NO_PLACE:
+        place = sram.places[key] = load_place(sram, insn, dram.elem_bytes[kind])
+    if place is None:
+        return None
+    fill, img, shape, written = place
+    rows, cols = insn.y_size, insn.x_size
+    if rows == 1 or insn.x_stride == cols:  # DRAM's rows back to back: one run of bytes
+        raw = dram_run(dram, ctx, kind, insn.dram_base, rows * cols)
+        if shape is not None:
+            raw = raw.reshape(shape)
+    else:
+        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
+    return fill, img, raw, written
 
 
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
