@@ -36,11 +36,14 @@ import numpy as np
 
 from vta.config import DTYPE_BITS, HwConfig
 from vta.isa import Gemm, InstructionDef
-from vta.sim.kernels import (
+from vta.sim.kernels import (  # (the grids' are kernels.py's: its ALU plans read them too)
+    _MAX_GRID_DIMS,  # noqa: F401  (here too, where the grids' tests read it)
     Ctx,
     Entries,
     Sram,
+    _Grid,
     add_wrapped,
+    affine_grid,
     apply_sums,
     as_slice,
     count_raw_hazards,
@@ -116,17 +119,6 @@ class _ColStack:
 
 
 @dataclass(frozen=True, slots=True)
-class _Grid:
-    """An index sequence that is an affine grid: ``first + sum(i[d] * steps[d])`` over the
-    positions ``i`` of ``shape`` in C order (a conv's output pixels: rows of columns; its
-    taps: kernel rows of kernel columns)."""
-
-    first: int
-    shape: tuple[int, ...]
-    steps: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class _StackLayout:
     """A stacked plan's reads and shapes on one machine (``FastGemm._stack_layout``)."""
 
@@ -164,39 +156,6 @@ class _Pending:
     lay: _StackLayout
     at: slice
     m: int
-
-
-#: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
-_MAX_GRID_DIMS = 8
-
-
-def affine_grid(seq: np.ndarray) -> _Grid | None:
-    """``seq`` (1-D, integer, not empty) as a ``_Grid``, or None when it is not one (within
-    ``_MAX_GRID_DIMS`` dimensions). Innermost first: the run of constant step that starts the
-    sequence is the last dimension; the sequence must be rows of that run, each the first
-    row shifted; the rows' starts are then decomposed the same way. A row is the first shifted
-    when it steps by the same constant, so a level is checked on the one difference array
-    that finds its run: every difference other than the step falls between two rows (a few
-    numpy calls per level, each on the whole level: a plan asks this of small sequences)."""
-    shape: list[int] = []
-    steps: list[int] = []
-    cur = seq.astype(np.int64, copy=False)
-    while cur.size > 1:
-        if len(shape) == _MAX_GRID_DIMS:
-            return None
-        diff = cur[1:] - cur[:-1]
-        step = int(diff[0])
-        bad = (diff != step).nonzero()[0]
-        run = cur.size
-        if bad.size:
-            run = int(bad[0]) + 1
-            # rows of ``run``: the differences between two rows are at run - 1, 2 run - 1, ...
-            if cur.size % run or bool(((bad + 1) % run).any()):
-                return None
-        shape.append(run)
-        steps.append(step)
-        cur = cur[::run]
-    return _Grid(int(seq[0]), tuple(reversed(shape)), tuple(reversed(steps)))
 
 
 def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
@@ -252,7 +211,7 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
     limit = min(_MAX_CLASSES, starts.size // 4)
     got = unique_rows(seq, limit)
     if got is None:
-        return None
+        return _per_entry(sa[starts], x[by_acc].reshape(starts.size, m), seq)
     uniq, inverse = got
     # each class's rows in ascending order (a stable sort by class), and its entries' inp
     # sequences gathered once for every class: then each class is slices
@@ -265,6 +224,20 @@ def _im2col(a: np.ndarray, x: np.ndarray, w: np.ndarray
         classes.append(_ColClass(order[lo:hi], xs[lo:hi].reshape(-1), uniq[c].copy()))
         lo = hi
     return sa[starts], tuple(classes)
+
+
+def _per_entry(entries: np.ndarray, xs: np.ndarray, seq: np.ndarray
+               ) -> tuple[np.ndarray, tuple[_ColClass, ...]] | None:
+    """``_im2col``'s answer where the entries' weight sequences are too many to classify
+    (``seq``: one row per sorted entry) but every entry reads the same inp sequence (``xs``'s
+    rows: a dense layer, each output block its own weights over one input vector): each
+    entry its own class, which ``_stack`` makes one product ``(batch, m * block_in) @ (m *
+    block_in, entries * block_out)``; None otherwise (or beyond ``_MAX_CLASSES``)."""
+    n = entries.size
+    if n > _MAX_CLASSES or not bool((xs == xs[0]).all()):
+        return None
+    rows = np.arange(n)
+    return entries, tuple(_ColClass(rows[k: k + 1], xs[k], seq[k].copy()) for k in range(n))
 
 
 @lru_cache(maxsize=64)
@@ -379,6 +352,8 @@ class _ResetPlan:
     hazards: int
     #: every entry's last execution reads the same wgt entry (a compiled reset: wgt 0)
     one_w: bool = False
+    #: ... and the same inp entry too (most compiled resets): one product for every entry
+    one_product: bool = False
     #: ``entries`` as a slice when they are one run (``as_slice``)
     at: Entries | None = None
     #: ``once`` is all True (every entry executes once) / all False (every one repeats)
@@ -393,11 +368,22 @@ def _reset_plan(a: np.ndarray, x: np.ndarray, w: np.ndarray, hazards: int) -> _R
     sa = a[order]
     head = run_heads(sa)  # each entry's first in loop order
     first, last = order[head], order[np.concatenate((head[1:], [True]))]
-    w_last = w[last]
+    x_last, w_last = x[last], w[last]
     once = first == last
-    return _ResetPlan(sa[head], x[last], w_last, once, hazards,
-                      bool((w_last == w_last[0]).all()), as_slice(sa[head]),
+    one_w = bool((w_last == w_last[0]).all())
+    return _ResetPlan(sa[head], x_last, w_last, once, hazards, one_w,
+                      one_w and bool((x_last == x_last[0]).all()), as_slice(sa[head]),
                       bool(once.all()), not bool(once.any()))
+
+
+def _one_product(sram: Sram, x: int, w: int) -> np.ndarray:
+    """One tensor op's product ``inp[x] . wgt[w]^T`` as ``(batch, block_out)`` in the acc
+    dtype, read from the scratchpads themselves (no shadow brought up to date for one
+    product): exact in int64 (``block_in`` products of two narrow integers), then wrapped as
+    ``_to_acc`` wraps."""
+    data = sram.data
+    prod = data["inp"][x].astype(np.int64) @ data["wgt"][w].astype(np.int64).T
+    return prod.astype(sram.acc_dtype)
 
 
 def _to_acc(sums: np.ndarray, single: bool, acc: np.dtype[Any]) -> np.ndarray:
@@ -578,7 +564,16 @@ class FastGemm:
             self.flush()
         acc, out = sram.data["acc"], sram.data["out"]
         at = plan.entries if plan.at is None else plan.at
-        if mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
+        if mode == "sum" and plan.one_product:  # one (batch, block_out) row, broadcast
+            got = _one_product(sram, int(plan.x[0]), int(plan.w[0]))
+            if plan.none_once:
+                out[at] = got
+            elif plan.all_once:
+                out[at] = acc[at] + got
+            else:
+                zero = acc.dtype.type(0)
+                out[at] = np.where(plan.once[:, None, None], acc[at], zero) + got
+        elif mode == "sum":  # in the acc dtype: the same bits modulo 2**bits (add_wrapped)
             inp, wgt_t, single = self._shadows(1)
             xs = np.take(inp, plan.x, axis=0)  # (n, batch, block_in)
             if plan.one_w:  # one 2-D product, not n stacked (batch, block_in) ones

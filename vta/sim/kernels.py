@@ -62,7 +62,8 @@ from vta.sim.dram import Dram, entry_spec
 __all__ = ["Sram", "Ctx", "dram_rows", "dram_run", "exec_load", "exec_store", "exec_microop",
            "microop_indices", "apply_sums", "as_slice", "Entries", "count_raw_hazards",
            "operand_label", "alu_shortcut", "add_wrapped", "shared_plans", "shared_plan",
-           "run_heads", "permuted_run", "LoadCopy", "load_copy"]
+           "run_heads", "permuted_run", "LoadCopy", "load_copy", "LoadPlace", "load_place",
+           "affine_grid", "grid_entries"]
 
 
 class Ctx(NamedTuple):
@@ -112,6 +113,8 @@ class Sram:
         #: the instruction and the DRAM image it reads (held here: neither identity is reused
         #: by another object while kept): a tiled program issues one LOAD object many times
         self.loads: dict[int, tuple[Load, Dram, LoadCopy | None]] = {}
+        #: ``load_place`` of each LOAD by its fields but its DRAM address (``load_copy``)
+        self.places: dict[tuple[Any, ...], LoadPlace | None] = {}
 
     def decode_uops(self, words: np.ndarray) -> np.ndarray:
         """uint32 words -> (3, n) int64 (dst, src, wgt)."""
@@ -228,16 +231,19 @@ _KIND_OF = tuple(m.kind for m in sorted(MemType))
 LoadCopy = tuple[np.ndarray | None, np.ndarray, np.ndarray, tuple[str, int, int]]
 
 
-def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
-    """A LOAD of inp, wgt or acc data inside its scratchpad as a ``LoadCopy``: the same entries
-    ``load_image`` gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid
-    out as DRAM's, so the copy converts nothing), from the fields read once. A padded image
-    is zeroed whole, then its data copied in (the bytes the pads and the data write, with
-    one fill instead of one per pad side); the data's rows are one run of bytes on either
-    side where they lie back to back there (a row, rows without gaps), copied as one (no
-    row-shaped views). None where the general path runs instead (micro-ops, no data, an SRAM
-    index out of range: that path names the error; a host whose SRAM is not laid out as
-    DRAM). A DRAM index out of range raises here (``dram_run``, ``dram_rows``)."""
+#: where a LOAD of data goes in one run's scratchpad (``load_place``): ``(fill, dst, rows,
+#: written)``: ``LoadCopy``'s fill, dst and written, and the shape DRAM's run of bytes takes
+#: to match ``dst`` (None: as it is, a run or rows as ``dram_rows`` gives them). Views of
+#: the scratchpad alone, so one serves every LOAD with the same fields but its DRAM address
+#: (a tiled loop's LOADs of the next tile into the same place)
+LoadPlace = tuple[np.ndarray | None, np.ndarray, tuple[int, int] | None, tuple[str, int, int]]
+
+
+def load_place(sram: Sram, insn: Load, eb: int) -> LoadPlace | None:
+    """The scratchpad's side of ``load_copy`` (``LoadPlace``; ``eb``: bytes per entry), or
+    None where the general path runs (micro-ops, no data, an SRAM index out of range, a
+    host whose SRAM is not laid out as DRAM). A function of the LOAD's fields but its DRAM
+    address."""
     mem = insn.mem
     if mem is MemType.UOP:
         return None
@@ -253,12 +259,8 @@ def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
     hi = lo + (y0 + rows + y1) * width
     if dst is None or not rows * cols or hi > sram.depth[kind]:
         return None
-    eb = dram.elem_bytes[kind]
-    stride, span = insn.x_stride, cols * eb
-    if rows == 1 or stride == cols:  # DRAM's rows back to back: one run of bytes
-        raw = dram_run(dram, ctx, kind, insn.dram_base, rows * cols)
-    else:
-        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, stride)
+    span = cols * eb
+    run = rows == 1 or insn.x_stride == cols  # DRAM's rows back to back: one run of bytes
     img = dst[lo * eb: hi * eb]
     fill = None
     if y0 or y1 or x0 or x1:  # the pads a tile has (an edge tile pads one or two sides)
@@ -268,9 +270,46 @@ def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
             img = img[at: at + rows * span]
         else:
             img = img.reshape(y0 + rows + y1, width * eb)[y0: y0 + rows, x0 * eb: x0 * eb + span]
-    if img.ndim != raw.ndim:  # one side a run of bytes, the other rows: both as rows
-        img, raw = img.reshape(rows, span), raw.reshape(rows, span)
-    return fill, img, raw, (kind, lo, hi)
+    shape = None
+    if img.ndim == 1 and not run:  # DRAM's side rows: the image's run as rows too
+        img = img.reshape(rows, span)
+    elif img.ndim == 2 and run:  # the image's side rows: DRAM's run as rows too
+        shape = (rows, span)
+    return fill, img, shape, (kind, lo, hi)
+
+
+#: ``Sram.places``' miss (None is a place: the general path's)
+_NO_PLACE: Any = object()
+
+
+def load_copy(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> LoadCopy | None:
+    """A LOAD of inp, wgt or acc data inside its scratchpad as a ``LoadCopy``: the same entries
+    ``load_image`` gives, written in place as bytes (``Sram.raw``: the SRAM's entries are laid
+    out as DRAM's, so the copy converts nothing). A padded image is zeroed whole, then its
+    data copied in (the bytes the pads and the data write, with one fill instead of one per
+    pad side); the data's rows are one run of bytes on either side where they lie back to
+    back there (a row, rows without gaps), copied as one (no row-shaped views). The
+    scratchpad's side is ``load_place``'s, found once per run for the LOAD's fields but its
+    DRAM address (``Sram.places``); DRAM's side is read here. None where the general path
+    runs instead (``load_place``). A DRAM index out of range raises here (``dram_run``,
+    ``dram_rows``)."""
+    key = (insn.mem, insn.sram_base, insn.y_size, insn.x_size, insn.x_stride, insn.pad_y0,
+           insn.pad_y1, insn.pad_x0, insn.pad_x1)
+    place = sram.places.get(key, _NO_PLACE)
+    kind = _KIND_OF[insn.mem]
+    if place is _NO_PLACE:
+        place = sram.places[key] = load_place(sram, insn, dram.elem_bytes[kind])
+    if place is None:
+        return None
+    fill, img, shape, written = place
+    rows, cols = insn.y_size, insn.x_size
+    if rows == 1 or insn.x_stride == cols:  # DRAM's rows back to back: one run of bytes
+        raw = dram_run(dram, ctx, kind, insn.dram_base, rows * cols)
+        if shape is not None:
+            raw = raw.reshape(shape)
+    else:
+        raw = dram_rows(dram, ctx, kind, insn.dram_base, rows, cols, insn.x_stride)
+    return fill, img, raw, written
 
 
 def exec_load(sram: Sram, dram: Dram, insn: Load, ctx: Ctx) -> tuple[str, int, int]:
@@ -408,6 +447,60 @@ def microop_indices(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
 # ------------------------------------------------------------------------------ compute
 
 
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """An index sequence that is an affine grid: ``first + sum(i[d] * steps[d])`` over the
+    positions ``i`` of ``shape`` in C order (a conv's output pixels: rows of columns; its
+    taps: kernel rows of kernel columns)."""
+
+    first: int
+    shape: tuple[int, ...]
+    steps: tuple[int, ...]
+
+
+#: at most this many dimensions in a ``_Grid`` (a sequence that needs more is gathered)
+_MAX_GRID_DIMS = 8
+
+
+def affine_grid(seq: np.ndarray) -> _Grid | None:
+    """``seq`` (1-D, integer, not empty) as a ``_Grid``, or None when it is not one (within
+    ``_MAX_GRID_DIMS`` dimensions). Innermost first: the run of constant step that starts the
+    sequence is the last dimension; the sequence must be rows of that run, each the first
+    row shifted; the rows' starts are then decomposed the same way. A row is the first shifted
+    when it steps by the same constant, so a level is checked on the one difference array
+    that finds its run: every difference other than the step falls between two rows (a few
+    numpy calls per level, each on the whole level: a plan asks this of small sequences)."""
+    shape: list[int] = []
+    steps: list[int] = []
+    cur = seq.astype(np.int64, copy=False)
+    while cur.size > 1:
+        if len(shape) == _MAX_GRID_DIMS:
+            return None
+        diff = cur[1:] - cur[:-1]
+        step = int(diff[0])
+        bad = (diff != step).nonzero()[0]
+        run = cur.size
+        if bad.size:
+            run = int(bad[0]) + 1
+            # rows of ``run``: the differences between two rows are at run - 1, 2 run - 1, ...
+            if cur.size % run or bool(((bad + 1) % run).any()):
+                return None
+        shape.append(run)
+        steps.append(step)
+        cur = cur[::run]
+    return _Grid(int(seq[0]), tuple(reversed(shape)), tuple(reversed(steps)))
+
+
+def grid_entries(a: np.ndarray, g: _Grid) -> np.ndarray:
+    """The entries of ``a`` (entries first, each C-contiguous) that the grid ``g`` names, in
+    its order, as a strided view ``(*g.shape, *a.shape[1:])`` (``a[seq]`` without the
+    gather: a step of 0 repeats an entry). Made by ``np.ndarray`` over ``a``'s memory, which
+    checks the extent against ``a``'s (cheaper than ``as_strided``'s interface object)."""
+    row = a.strides[0]
+    return np.ndarray((*g.shape, *a.shape[1:]), a.dtype, a, g.first * row,
+                      (*(s * row for s in g.steps), *a.strides[1:]))
+
+
 #: distinct entries of a buffer: an index array, or the same run of entries as a slice
 Entries = np.ndarray | slice
 
@@ -500,6 +593,10 @@ class _MicroPlan:
     entries: np.ndarray | None = None  # the distinct destinations, sorted
     #: an update by a built-in ALU function, in the acc dtype (``alu_shortcut``)
     alu: AluShortcut | None = None
+    #: ``alu``'s src entries (``sel``'s order) as a grid when ``sel`` holds them as an index
+    #: array and dst as one slice (a bias broadcast over a tile, a pooling window's step):
+    #: read through ``grid_entries``' view instead of gathered
+    src_grid: _Grid | None = None
 
 
 def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
@@ -533,7 +630,12 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         # become one slice of acc (views instead of gathers and scatters)
         sel = {k: as_slice(v[perm]) for k, v in idx.items()}
     alu = None if ordered else _builtin_alu(sram, insn, d)
-    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu)
+    grid = None
+    if sel is not None and alu is not None and not insn.use_imm:
+        src = sel.get("src")
+        if isinstance(src, np.ndarray) and isinstance(sel["dst"], slice):
+            grid = affine_grid(src)
+    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu, src_grid=grid)
 
 
 def permuted_run(a: np.ndarray) -> int | None:
@@ -605,7 +707,17 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
         assert plan.sel is not None
         at = plan.sel
         if plan.alu is not None:
-            dst, src = at["dst"], None if insn.use_imm else acc[at["src"]]
+            dst, grid = at["dst"], plan.src_grid
+            if grid is not None:  # src a strided view of acc (numpy reads an input that
+                # overlaps the output as it was before: the gather's values), dst alike
+                assert isinstance(dst, slice)
+                entries = grid_entries(acc, grid)
+                view = acc[dst]
+                shaped = view.reshape(entries.shape)
+                plan.alu(shaped, entries, shaped)
+                sram.data["out"][dst] = view
+                return plan.hazards
+            src = None if insn.use_imm else acc[at["src"]]
             if isinstance(dst, slice):  # a view of acc: computed into it, then narrowed
                 view = acc[dst]
                 plan.alu(view, src, view)
