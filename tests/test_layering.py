@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: layer -> the package prefixes in it (the longest prefix decides)
 LAYER_OF: dict[str, str] = {
     "vta.errors": "base", "vta.version": "base", "vta.dtypes": "base", "vta.words": "base",
-    "vta.float_scale": "base", "vta._dataclass_code": "base",
+    "vta.float_scale": "base", "vta._dataclass_code": "base", "vta._collector": "base",
     "vta.resources": "resources",
     "vta.config": "config",
     "vta.isa": "isa",

@@ -11,15 +11,20 @@ docs/python_api.md walks through them. The compiler-level names load on first us
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from vta._collector import collector_paused
 
-# first, before any of vta's dataclasses exists: their generated methods' code is cached
-from vta import _dataclass_code  # noqa: F401 - installs itself (vta._dataclass_code.install)
-from vta import isa as _isa  # noqa: F401 - registers the built-in instructions and their checks
-from vta.config import HwConfig
-from vta.errors import BuildError, HwConfigError, InputError, LayoutError, VtaError
-from vta.version import __version__
+# vta's imports without the cycle collector (``collector_paused``: what they make lives as long
+# as the process, none of it garbage)
+with collector_paused():
+    from importlib import import_module
+    from typing import TYPE_CHECKING, Any
+
+    # first, before any of vta's dataclasses exists: their generated methods' code is cached
+    from vta import _dataclass_code  # noqa: F401 - installs itself (``install``)
+    from vta import isa as _isa  # noqa: F401 - registers the built-in instructions
+    from vta.config import HwConfig
+    from vta.errors import BuildError, HwConfigError, InputError, LayoutError, VtaError
+    from vta.version import __version__
 
 if TYPE_CHECKING:
     from vta.compiler.accel.pack import Layout, Packed, pack

@@ -283,8 +283,10 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     else:
         image = {v.name: random_image(seed + k, v.type.shape)
                  for k, v in enumerate(graph.inputs)}
+        # the real-valued input only ONNX Runtime's verdict reads (an ONNX model's run)
         real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))
-                * np.float32(v.type.scale or 1.0) for v in graph.inputs}
+                * np.float32(v.type.scale or 1.0) for v in graph.inputs} if model is not None \
+            else {}
     # the interpreter's run (what every tensor is checked against) is computed while worker
     # processes compile, or while they simulate the kernels whose inputs it has computed
     # on the accelerator: the graph its passes make (``accelerator_graph``: the same object

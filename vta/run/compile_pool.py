@@ -251,6 +251,9 @@ def _placed(fused: Graph, hw: HwConfig, cost: Cost | None, refine: int,
     with ForkPool(_run_task, job, jobs, len(tasks)) as pool:
         for task in tasks:
             pool.submit(task)
+        # every task is out: each worker ends once it has its last one, while this process
+        # takes the results (not when the pool closes: a worker's exit took 5-25 ms)
+        pool.end_input()
         if meanwhile is not None and pool.parallel:
             meanwhile()
         # each task's programs decoded and kept as it comes back (in task order, whichever

@@ -38,6 +38,7 @@ from vta.graph.dram_layout import pack, unpack
 from vta.graph.ir import Fused, Graph, Value, node_macs
 from vta.graph.link import const_name
 from vta.graph.passes.fuse import group_nodes
+from vta.graph.passes.plan_layouts import DramTensor
 from vta.graph.place import Kernel
 from vta.isa import Program
 from vta.isa.builtins import VTA_INSTRUCTIONS, instruction_counts
@@ -400,7 +401,9 @@ def _in_order(cg: CompiledGraph, reference: Reference, target: AccelTarget,
         for tr in by_at.get(k, []):
             t = tr.tensor
             if tr.kind == "pack":
-                dram[t.name] = pack(host[t.value], t.value.type, t.layout, hw)
+                done = guesses.packed_of(t.name, host[t.value])  # (the host's input)
+                dram[t.name] = done if done is not None else pack(host[t.value], t.value.type,
+                                                                   t.layout, hw)
             else:
                 host[t.value] = unpack(dram[t.name], t.value.type, t.layout)
 
@@ -466,6 +469,15 @@ class _Speculation:
         self.given: dict[int, dict[str, np.ndarray]] = {}
         #: kernel step -> the position it was handed out at (the pool's item)
         self.position: dict[int, int] = {}
+        #: DRAM tensor name -> the interpreter's array and that array packed (``_guess``)
+        self.packed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def packed_of(self, name: str, value: np.ndarray) -> np.ndarray | None:
+        """The DRAM tensor ``name`` as ``_guess`` packed it from this very array ``value``
+        (the run in order's pack of the graph's input: the same array packed the same way,
+        not packed again); None when it packed another array or none."""
+        got = self.packed.get(name)
+        return got[1] if got is not None and got[0] is value else None
 
     def submit(self, k: int, inputs: dict[str, np.ndarray]) -> None:
         """Hand kernel step ``k`` to a worker with these ``inputs`` (the constants among
@@ -508,8 +520,9 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
     if len(kernels) < 2 or workers < 2:
         return _Speculation(None)
     tensors = {t.name: t for t in cg.layouts.tensors}
-    packed: dict[str, np.ndarray] = {}
-    pending = list(kernels)
+    reads = {k: _reads(cg, k, tensors) for k in kernels}
+    # (a kernel reading a tensor the interpreter does not name is never guessed: in order)
+    pending = [k for k in kernels if reads[k] is not None]
     pool: ForkPool[Any, tuple[Execution, Energy]] = ForkPool(
         _simulate_step, (cg, target, timelines), workers, len(kernels))
     speculation = _Speculation(pool.__enter__())
@@ -517,9 +530,10 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
         for values in reference.steps():
             ready = {}
             for k in pending:
-                inputs = _guess(cg, k, tensors, values, packed)
-                if inputs is not None:
-                    ready[k] = inputs
+                got = reads[k]
+                assert got is not None
+                if all(isinstance(t, str) or t.value in values for _, t in got):
+                    ready[k] = _guess(cg, k, got, values, speculation.packed)
             if not ready:
                 continue
             pending = [k for k in pending if k not in ready]
@@ -546,26 +560,44 @@ def _program_size(cg: CompiledGraph, k: int) -> int:
     return len(prog.instructions) + n
 
 
-def _guess(cg: CompiledGraph, k: int, tensors: dict[str, Any], values: dict[Value, np.ndarray],
-           packed: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """Kernel step ``k``'s inputs by allocation name when ``values`` (the interpreter's so far)
-    holds every activation it reads, packed as the plan stores them (``packed`` keeps what
-    was packed, for the next kernels); None otherwise (not yet, or a tensor the interpreter
-    does not name: that kernel runs in order)."""
-    st, prog = cg.steps[k], cg.programs[k]
-    assert isinstance(st, Kernel) and prog is not None
-    inputs: dict[str, np.ndarray] = {}
+#: a kernel's input allocations in its program's order, each with the DRAM tensor it reads or,
+#: for one of the step's constants, the constant's name in the kernel (``link.const_name``)
+Reads = list[tuple[str, "DramTensor | str"]]
+
+
+def _reads(cg: CompiledGraph, k: int, tensors: dict[str, DramTensor]) -> Reads | None:
+    """Kernel step ``k``'s input allocations (``Reads``), worked out once for ``_speculate``'s
+    every step of the interpreter; None when one is neither a constant nor a tensor of the
+    layout plan (the interpreter does not name it: that kernel runs in order)."""
+    prog = cg.programs[k]
+    assert prog is not None
+    reads: Reads = []
     for a in prog.inputs:
         const = const_name(a.name)
-        t = tensors.get(a.name)
-        if const is not None:
-            inputs[a.name] = st.consts[const]
-        elif t is not None and t.value in values:
-            if a.name not in packed:
-                packed[a.name] = pack(values[t.value], t.value.type, t.layout, cg.hw)
-            inputs[a.name] = packed[a.name]
-        else:
+        got = const if const is not None else tensors.get(a.name)
+        if got is None:
             return None
+        reads.append((a.name, got))
+    return reads
+
+
+def _guess(cg: CompiledGraph, k: int, reads: Reads, values: dict[Value, np.ndarray],
+           packed: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Kernel step ``k``'s inputs by allocation name (``reads``, ``_reads``), once ``values``
+    (the interpreter's so far) holds every activation it reads: those packed as the plan
+    stores them (``packed`` keeps each packed array beside the array it was packed from, for
+    the next kernels and ``_Speculation.packed_of``)."""
+    st = cg.steps[k]
+    assert isinstance(st, Kernel)
+    inputs: dict[str, np.ndarray] = {}
+    for name, t in reads:
+        if isinstance(t, str):
+            inputs[name] = st.consts[t]
+            continue
+        if name not in packed:
+            v = values[t.value]
+            packed[name] = (v, pack(v, t.value.type, t.layout, cg.hw))
+        inputs[name] = packed[name][1]
     return inputs
 
 

@@ -108,6 +108,8 @@ class CompileCache:
         self.graph_hits = self.graph_rejected = 0
         #: a built model's row not written yet (``graph_later``; ``write_pending`` writes it)
         self.pending: tuple[Any, ...] | None = None
+        #: the tables ``_table`` found in the file
+        self._tables: set[str] = set()
         # the tuning cache's own connection, integrity checks and write rules (one
         # transaction per write); nothing is created in a read-only cache
         cache.ensure_tables(_SCHEMA)
@@ -215,10 +217,17 @@ class CompileCache:
             return int(self.cache.db.execute("SELECT COUNT(*) FROM compiled").fetchone()[0])
 
     def _table(self, name: str = "compiled") -> bool:
-        """Whether the file has the table (a read-only cache written before it may not)."""
+        """Whether the file has the table (a read-only cache written before it may not);
+        asked of the file until it has it (a table is never dropped: a warm ``vta run
+        resnet18`` asked it once per kernel)."""
+        if name in self._tables:
+            return True
         with self.cache.errors("read"):
-            return self.cache.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
-                                         "name=?", (name,)).fetchone() is not None
+            found = self.cache.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                                          "name=?", (name,)).fetchone() is not None
+        if found:
+            self._tables.add(name)
+        return found
 
     @property
     def stats(self) -> dict[str, int]:
