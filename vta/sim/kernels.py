@@ -600,6 +600,17 @@ class _MicroPlan:
 
 
 def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
+    """The plan of ``insn`` (definition ``d``) over the micro-ops now in ``sram``: its index
+    plan (``_index_plan``) with its ALU function (``_with_alu``)."""
+    return _with_alu(sram, insn, d, _index_plan(sram, insn, d, ctx, lag))
+
+
+def _index_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) -> _MicroPlan:
+    """``_micro_plan`` without its built-in ALU function (``alu`` None; ``src_grid`` set where
+    ``sel`` holds src as an index array and dst as one slice, whether or not a function will
+    read it): a function of the fields ``_plan_key`` keeps, so a built-in ALU function's
+    instructions over the same micro-ops and loops (an epilogue's shift, clip and add, each
+    with its immediate) share one."""
     reads = d.reads(insn, sram.hw)  # asked once: the indices and the hazards use it
     idx = microop_indices(sram, insn, d, ctx, reads)
     a = idx["dst"]
@@ -609,8 +620,7 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
     if mode is None and not reads and d.kind != "accumulate":
         lo = permuted_run(a)
         if lo is not None:  # ``_update_plan``'s answer for distinct destinations read by none
-            return _MicroPlan(idx, mode, 0, sel={"dst": slice(lo, lo + a.size)},
-                              alu=_builtin_alu(sram, insn, d))
+            return _MicroPlan(idx, mode, 0, sel={"dst": slice(lo, lo + a.size)})
     acc_reads = [idx[op.name] for op in reads if op.memory == "acc"]
     hazards = count_raw_hazards(a, (a, *acc_reads), lag)
     if mode == "sum":
@@ -622,20 +632,44 @@ def _micro_plan(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx, lag: int) ->
         return _MicroPlan(idx, mode, hazards, order=order, starts=starts, entries=sa[starts])
     perm = a.argsort(kind="stable")
     ordered = _needs_order(a, a[perm], acc_reads, sram.depth["acc"])
-    sel = None
-    if not ordered:
-        # distinct destinations, none read after an earlier execution wrote it: every read
-        # sees the value from before the instruction, so the executions may go in any order;
-        # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
-        # become one slice of acc (views instead of gathers and scatters)
-        sel = {k: as_slice(v[perm]) for k, v in idx.items()}
-    alu = None if ordered else _builtin_alu(sram, insn, d)
-    grid = None
-    if sel is not None and alu is not None and not insn.use_imm:
-        src = sel.get("src")
-        if isinstance(src, np.ndarray) and isinstance(sel["dst"], slice):
-            grid = affine_grid(src)
-    return _MicroPlan(idx, mode, hazards, sel=sel, ordered=ordered, alu=alu, src_grid=grid)
+    if ordered:
+        return _MicroPlan(idx, mode, hazards, ordered=True)
+    # distinct destinations, none read after an earlier execution wrote it: every read
+    # sees the value from before the instruction, so the executions may go in any order;
+    # sorted by destination, the runs an epilogue's loop interleaves (o, i strides)
+    # become one slice of acc (views instead of gathers and scatters)
+    sel = {k: as_slice(v[perm]) for k, v in idx.items()}
+    src = sel.get("src")
+    grid = affine_grid(src) if isinstance(src, np.ndarray) and isinstance(sel["dst"], slice) \
+        else None
+    return _MicroPlan(idx, mode, hazards, sel=sel, src_grid=grid)
+
+
+def _with_alu(sram: Sram, insn: Any, d: InstructionDef, plan: _MicroPlan) -> _MicroPlan:
+    """``plan`` (an ``_index_plan``) for ``insn`` itself: where its executions may go in any
+    order (``sel``), with its built-in ALU function (``_builtin_alu``), which alone reads
+    ``src_grid``; without one, no grid."""
+    if plan.sel is None:
+        return plan
+    alu = _builtin_alu(sram, insn, d)
+    grid = plan.src_grid if alu is not None else None
+    if alu is None and grid is plan.src_grid:
+        return plan
+    return _MicroPlan(plan.idx, plan.mode, plan.hazards, plan.sel, plan.ordered, plan.order,
+                      plan.starts, plan.entries, alu, grid)  # (``replace`` costs thrice)
+
+
+def _plan_key(insn: Any, d: InstructionDef) -> Any:
+    """What ``_index_plan`` of ``insn`` (definition ``d``) is a function of besides the
+    micro-ops (``shared_plan``'s key): for a built-in ALU function, its loop fields, reset
+    flag and ``use_imm`` (the functions' definitions differ only in what they compute: the
+    same operands, reset, issue and pipeline; not the function, its immediate or the
+    dependency flags), else the instruction and its definition."""
+    if isinstance(insn, Alu) and isinstance(insn.op, AluOp) and ALU.get(insn.op) is d:
+        return ("alu", insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
+                insn.src_factor_in, insn.use_imm, insn.uop_base)
+    return insn, d
 
 
 def permuted_run(a: np.ndarray) -> int | None:
@@ -677,13 +711,15 @@ def exec_microop(sram: Sram, insn: Any, d: InstructionDef, ctx: Ctx,
     accumulator read-after-write hazards inside the instruction (``lag``: the definition's
     hazard window, or a function giving it: asked only when the plan is built). The index work
     is cached per (instruction, micro-ops) (``_MicroPlan``; the run's by the instruction's
-    identity, which the program keeps alive, then every run's by content: ``shared_plan``)."""
+    identity, which the program keeps alive, then every run's by content: ``shared_plan`` of
+    its ``_index_plan``, shared by a built-in ALU function's instructions that differ in their
+    function or immediate alone, ``_plan_key``)."""
     key = (id(insn), sram.uop_version)
     plan = sram.plans.get(key)
     if plan is None:
-        plan = sram.plans[key] = shared_plan(
-            sram, (insn, d), insn.uop_bgn, insn.uop_end,
-            lambda: _micro_plan(sram, insn, d, ctx, lag if isinstance(lag, int) else lag()))
+        plan = sram.plans[key] = _with_alu(sram, insn, d, shared_plan(
+            sram, _plan_key(insn, d), insn.uop_bgn, insn.uop_end,
+            lambda: _index_plan(sram, insn, d, ctx, lag if isinstance(lag, int) else lag())))
     idx, mode = plan.idx, plan.mode
     a = idx["dst"]
     if a.size == 0:
