@@ -281,7 +281,9 @@ def _run_built(args: argparse.Namespace, target: Target, graph: Graph, model: An
     if args.input is not None:
         image, real = read_input(args.input, graph)
     else:
-        image = {v.name: random_image(seed + k, v.type.shape)
+        # seeded, kept in the compile cache (a warm run then imports no ``numpy.random``)
+        image = {v.name: random_image(seed + k, v.type.shape) if memo is None
+                 else memo.array(random_image, seed=seed + k, shape=v.type.shape)
                  for k, v in enumerate(graph.inputs)}
         # the real-valued input only ONNX Runtime's verdict reads (an ONNX model's run)
         real = {v.name: (image[v.name].astype(np.float32) - np.float32(v.type.zero))

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DefinitionError", "Field", "Operand", "InstructionDef", "AsmSyntax", "HEAD",
-    "register", "unregister", "registered", "by_name",
+    "register", "unregister", "registered", "by_name", "function_field",
     "definition_of", "family", "available", "layout_of", "resolved_layout", "check_layouts",
     "LayoutProblem",
     "module_of", "pops_of", "pushes_of", "require", "free_opcodes", "decode_table", "positions",
@@ -497,6 +497,16 @@ def definition_of(insn: Any) -> InstructionDef:
         raise DefinitionError(f"{type(insn).__name__} with {fn_field}={key} is not a registered "
                               f"instruction")
     return d
+
+
+def function_field(cls: type) -> str | None:
+    """The field whose value tells the instances of ``cls`` apart by definition (ALU.ADD and
+    ALU.MAX are both Alu, told apart by ``op``): ``definition_of`` an instance depends on its
+    class and that field's value alone. None for a class that stands for one definition (or
+    is not registered): every instance has the definition of any other (or none). Lets a
+    caller look up one instance per class and value instead of each (``instruction_counts``)."""
+    entry = _BY_CLASS.get(cls)
+    return None if entry is None else entry[0]
 
 
 def module_of(insn: Any, hw: HwConfig | None = None) -> Unit:
