@@ -9,31 +9,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.compiler.test_region_closed_box import tiled_matmul
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import poly, regions
 from vta.compiler.ir.lower import lower
-from vta.compiler.ir.schedule import create_schedule
-from vta.compiler.ir.tensor import TensorRead, compute, placeholder, reduce_axis, sum_
+from vta.compiler.ir.tensor import TensorRead, compute, placeholder
 from vta.errors import LowerError
 
 
 def _matmul():  # type: ignore[no-untyped-def]
-    m, n, k = 32, 32, 16
-    a = placeholder((m, k), "int8", "A")
-    b = placeholder((k, n), "int8", "B")
-    r = reduce_axis(k, "r")
-    c = compute((m, n), lambda i, j: sum_(a[i, r].astype("int32") * b[r, j].astype("int32"), r),
-                "C")
-    s = create_schedule(c)
-    cl = s.cache_write(c, "local")
-    i, j = s[c].axis
-    io, ii = s[c].split(i, 8)
-    jo, ji = s[c].split(j, 8)
-    s[c].reorder(io, jo, ii, ji)
-    s[cl].compute_at(s[c], jo)
-    al = s.cache_read(a, "local", [cl])
-    s[al].compute_at(s[cl], s[cl].reduce_axis[0])
-    return s, (a, b, c)
+    s, _cl, args = tiled_matmul()
+    return s, args
 
 
 def test_each_definition_is_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:

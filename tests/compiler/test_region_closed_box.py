@@ -68,10 +68,9 @@ def test_resnet18_candidates_boxes_equal_the_text_route(checked: dict[str, int])
     assert checked["closed"] > 100 and checked["declined"] == 0
 
 
-def test_fused_reader_declines_and_the_text_decides(checked: dict[str, int]) -> None:
-    """A stage computed inside a reader whose loops are fused: the fuse's parts are
-    existentials with an equality (isl's to eliminate), so the closed box declines; the
-    buffer is still the reader's tile."""
+def tiled_matmul():  # type: ignore[no-untyped-def]
+    """A 32x32x16 int8 matmul tiled 8x8, its accumulator a local stage computed per tile and A
+    read into a local stage per reduction step: (schedule, the local stage's tensor, (A, B, C))."""
     m, n, k = 32, 32, 16
     a = placeholder((m, k), "int8", "A")
     b = placeholder((k, n), "int8", "B")
@@ -87,6 +86,14 @@ def test_fused_reader_declines_and_the_text_decides(checked: dict[str, int]) -> 
     s[cl].compute_at(s[c], jo)
     al = s.cache_read(a, "local", [cl])
     s[al].compute_at(s[cl], s[cl].reduce_axis[0])
+    return s, cl, (a, b, c)
+
+
+def test_fused_reader_declines_and_the_text_decides(checked: dict[str, int]) -> None:
+    """A stage computed inside a reader whose loops are fused: the fuse's parts are
+    existentials with an equality (isl's to eliminate), so the closed box declines; the
+    buffer is still the reader's tile."""
+    s, cl, (a, b, c) = tiled_matmul()
     s[cl].fuse(*s[cl].axis)
     f = lower(s, [a, b, c])
     assert checked["declined"] >= 1
