@@ -1,4 +1,4 @@
-"""coproc_sync reads a stream as kinds of instructions (``_Tokens._kind``): the table of
+"""coproc_sync reads a stream as kinds of instructions (``_Tokens._kinds``): the table of
 conflicts gathered from the kinds' accesses (``_gather``) is the one read from every
 instruction's own ``accesses``, with fewer kinds than instructions."""
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import fields
-from itertools import chain, compress
+from itertools import chain, compress, count
 from operator import attrgetter
 from typing import Any
 
@@ -237,14 +237,19 @@ def _conflict_table(t: np.ndarray, mem: np.ndarray, lo: np.ndarray, hi: np.ndarr
     run_start = np.empty(e, bool)
     run_start[0] = True
     np.not_equal(ks[1:], ks[:-1], out=run_start[1:])
-    prev = np.maximum.accumulate(np.where(run_start, np.arange(e), 0)) - 1
+    # (its index + 1 in ``last`` below, whose element 0 stands for none: -1)
+    prev = np.maximum.accumulate(np.where(run_start, np.arange(e), 0))
     kind = (row * 2 + wr)[a][order]
     writes = wr[a][order].astype(bool)
     found = np.full((rows, e), -1, np.int64)
+    last = np.empty(e + 1, np.int64)
+    last[0] = -1
     for g in distinct(kind).tolist():
-        last = np.maximum.accumulate(np.where(kind == g, ks, -1))
-        before = np.where(prev >= 0, last[prev], -1)
-        hit = np.where(before >= floor, before - floor, -1)
+        np.maximum.accumulate(np.where(kind == g, ks, -1), out=last[1:])
+        # the position of the latest earlier incidence of kind g in the incidence's own
+        # segment, or below 0 for none (found is never below -1, so a maximum with found
+        # needs no clamp to -1)
+        hit = last[prev] - floor
         r, w = divmod(g, 2)
         # a read waits for earlier writes; a write for earlier writes and reads
         found[r] = np.maximum(found[r], hit if w else np.where(writes, hit, -1))
@@ -256,7 +261,7 @@ def _conflict_table(t: np.ndarray, mem: np.ndarray, lo: np.ndarray, hi: np.ndarr
 
 
 #: fields of a DMA instruction that do not change which module runs it or how many entries
-#: it touches from its ``sram_base`` (``_Tokens._kind``)
+#: it touches from its ``sram_base`` (``_Tokens._kinds``)
 _ADDRESSES = frozenset({"sram_base", "dram_base", "deps"})
 
 
@@ -334,16 +339,16 @@ class _Tokens:
         self.token_depth = hw.queues.token_depth
         #: each memory's index in ``_conflict_table``'s arrays
         self.code = {m: k for k, m in enumerate(self.depth)}
-        #: ``_kind``'s kinds: (module row, ``_flat`` accesses: relative to ``sram_base`` for
+        #: ``_kinds``'s kinds: (module row, ``_flat`` accesses: relative to ``sram_base`` for
         #: a kind of DMAs alike)
         self.kinds: list[tuple[int, tuple[int, ...]]] = []
-        #: ``_kind``'s memo of DMAs: (class, fields but the addresses and flags) -> their
+        #: ``_kinds``'s memo of DMAs: (class, fields but the addresses and flags) -> their
         #: kind; each class's key getter (``_dma_key``)
         self.dma_seen: dict[tuple[Any, ...], int] = {}
         self.dma_key: dict[type, Callable[[Any], Any] | None] = {}
-        #: ``_kind``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
-        #: micro-ops, (kind, 0)); the objects are kept so that their ids stay theirs
-        self.seen: dict[tuple[int, int], tuple[Any, tuple[Any, ...], tuple[int, int]]] = {}
+        #: ``_kinds``'s memo: (id of the instruction, id of its micro-ops) -> (instruction,
+        #: micro-ops, kind); the objects are kept so that their ids stay theirs
+        self.seen: dict[tuple[int, int], tuple[Any, tuple[Any, ...], int]] = {}
 
     def _flat(self, acc: list[Access]) -> tuple[int, ...]:
         """``accesses`` as ``_conflict_table`` reads them: (memory index, lo, hi, writes) of
@@ -352,41 +357,63 @@ class _Tokens:
         return tuple(v for mem, lo, hi, wr in acc for v in (code[mem], lo, hi, int(wr)))
 
     def _describe(self, ins: Insn) -> tuple[Unit, tuple[int, ...]]:
-        """The module of ``ins`` and its ``accesses`` (``_flat``): its kind's (``_kind``),
+        """The module of ``ins`` and its ``accesses`` (``_flat``): its kind's (``_kinds``),
         moved to it."""
-        k, b = self._kind(ins)
+        (k,), (b,) = self._kinds([ins])
         m, flat = self.kinds[k]
         return _UNIT_OF[m], tuple(v + b if j % 4 in (1, 2) else v for j, v in enumerate(flat))
 
-    def _kind(self, ins: Insn) -> tuple[int, int]:
-        """The kind of ``ins`` (its index in ``kinds``: a module row and the ``_flat``
-        accesses of every instruction of the kind) and the entry by which its kind's ranges
-        are moved for it, memoised: a micro-op instruction by the identity of its instruction
-        and micro-op list (flatten builds the same GEMM or ALU instruction once and reuses the
-        object in every tile that evaluates alike; not moved), a DMA by its class and its
-        fields but the addresses and flags (``_dma_key``): what a DMA touches is one range
-        that starts at its ``sram_base``, its module and extent set by the other fields, so
-        DMAs alike but for where they go are one kind, moved by their ``sram_base`` (twenty
-        thousand DMAs in a serial ResNet-18 run, a few hundred kinds)."""
+    def _kinds(self, insns: list[Insn]) -> tuple[list[int], list[int]]:
+        """The kind of every instruction of ``insns`` (its index in ``kinds``: a module row
+        and the ``_flat`` accesses of every instruction of the kind) and the entry by which
+        its kind's ranges are moved for it, memoised: a micro-op instruction by the identity
+        of its instruction and micro-op list (flatten builds the same GEMM or ALU instruction
+        once and reuses the object in every tile that evaluates alike; not moved), a DMA by
+        its class and its fields but the addresses and flags (``_dma_key``): what a DMA
+        touches is one range that starts at its ``sram_base``, its module and extent set by
+        the other fields, so DMAs alike but for where they go are one kind, moved by their
+        ``sram_base`` (twenty thousand DMAs in a serial ResNet-18 run, a few hundred kinds).
+        One loop over the stream answering the memo's hits in place (forty thousand
+        instructions in a serial run, nearly all hits: a call per instruction was a third of
+        the pass); a miss adds the kind (``_kind_uops``, ``_kind_dma``)."""
+        kinds: list[int] = []
+        bases: list[int] = []
+        kind_of, base_of = kinds.append, bases.append
+        seen, dma_seen, dma_key = self.seen, self.dma_seen, self.dma_key
+        for ins in insns:
+            x: Any = ins.insn
+            u = ins.uops
+            if u:
+                hit = seen.get((id(x), id(u)))
+                if hit is None or hit[0] is not x or hit[1] is not u:
+                    hit = self._kind_uops(ins)
+                kind_of(hit[2])
+                base_of(0)
+                continue
+            get = dma_key.get(type(x), _dma_key)
+            if get is _dma_key:  # a class not seen yet
+                get = dma_key[type(x)] = _dma_key(type(x))
+            k = None if get is None else dma_seen.get(get(x))
+            if k is None:
+                k, b = self._kind_dma(ins, get)
+                kind_of(k)
+                base_of(b)
+            else:
+                kind_of(k)
+                base_of(x.sram_base)
+        return kinds, bases
+
+    def _kind_uops(self, ins: Insn) -> tuple[Any, tuple[Any, ...], int]:
+        """``_kinds``' memo entry of a micro-op instruction not in the memo, added to it: its
+        instruction, its micro-ops and a new kind."""
         x: Any = ins.insn
         u = ins.uops
-        if u:
-            hit = self.seen.get((id(x), id(u)))
-            if hit is None or hit[0] is not x or hit[1] is not u:
-                made = self._new(module_of(x, self.hw), self._flat(accesses(ins, self.hw)))
-                hit = self.seen[(id(x), id(u))] = (x, u, (made, 0))
-            return hit[2]
-        get = self.dma_key.get(type(x), _dma_key)
-        if get is _dma_key:  # a class not seen yet
-            get = self.dma_key[type(x)] = _dma_key(type(x))
-        if get is not None:
-            k = self.dma_seen.get(get(x))
-            if k is not None:
-                return k, x.sram_base
-        return self._kind_dma(ins, get)
+        made = self._new(module_of(x, self.hw), self._flat(accesses(ins, self.hw)))
+        hit = self.seen[(id(x), id(u))] = (x, u, made)
+        return hit
 
     def _kind_dma(self, ins: Insn, get: Callable[[Any], Any] | None) -> tuple[int, int]:
-        """``_kind`` of an instruction without micro-ops not in the memo (``get``: its
+        """``_kinds`` of an instruction without micro-ops not in the memo (``get``: its
         class's ``_dma_key``): a kind for those alike, added to the memo, where it has a
         ``sram_base`` and touches one range; else a kind of its own."""
         x: Any = ins.insn
@@ -399,19 +426,19 @@ class _Tokens:
         return k, b
 
     def _new(self, m: Unit, flat: tuple[int, ...]) -> int:
-        """A new kind (``_kind``) of module ``m`` with accesses ``flat``: its index."""
+        """A new kind (``_kinds``) of module ``m`` with accesses ``flat``: its index."""
         self.kinds.append((int(m), flat))
         return len(self.kinds) - 1
 
     def _table(self, insns: list[Insn]) -> tuple[list[Unit], np.ndarray, np.ndarray]:
         """Each instruction's module (as a list and as an array of rows) and its row of
         ``conflicts``' table. Every instruction is read as its kind and the entry its kind is
-        moved by (``_kind``); ``_conflict_table``'s arrays are gathered from the kinds'
+        moved by (``_kinds``); ``_conflict_table``'s arrays are gathered from the kinds'
         accesses with numpy (``_gather``: a stream has a few dozen kinds)."""
         n = len(insns)
         if not n:
             return [], np.zeros(0, np.int64), np.zeros((0, len(self.row)), np.int64)
-        kinds, bases = zip(*map(self._kind, insns), strict=True)
+        kinds, bases = self._kinds(insns)
         kind = np.fromiter(kinds, np.int64, n)
         known = self.kinds
         kind_row = np.fromiter((m for m, _f in known), np.int64, len(known))
@@ -538,18 +565,17 @@ class _Tokens:
         pending = self.pending
         #: (instruction, flags) -> the instruction with them: flatten shares one GEMM or ALU
         #: instruction among the tiles that evaluate alike, and they mostly wait alike
-        given: dict[tuple[int, int], Any] = {}
-        for k in compress(range(len(pending)), pending):
-            ins = result[k]
-            f = pending[k]
+        given: dict[int, Any] = {}  # keyed by id(instruction) * len(_DEPS) + flags
+        deps, kinds = _DEPS, len(_DEPS)
+        for k, ins, f in compress(zip(count(), self.out, pending), pending):
             insn: Any = ins.insn
             if ins.uops:
-                key = (id(insn), f)  # ``self.out`` keeps the instruction alive
+                key = id(insn) * kinds + f  # ``self.out`` keeps the instruction alive
                 x = given.get(key)
                 if x is None:
-                    x = given[key] = evolve(insn, deps=_DEPS[f])
+                    x = given[key] = evolve(insn, deps=deps[f])
             else:  # a DMA's is its own
-                x = evolve(insn, deps=_DEPS[f])
+                x = evolve(insn, deps=deps[f])
             result[k] = _INSN(x, ins.dram, ins.uops, ins.thread, ins.note)
         return result
 
