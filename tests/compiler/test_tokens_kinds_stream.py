@@ -30,3 +30,14 @@ def test_a_streams_kinds_are_each_instructions_own() -> None:
         assert b == (0 if ins.uops else ins.insn.sram_base)
         alone = _Tokens(h)
         assert alone._describe(ins) == (module_of(ins.insn, h), moved)
+
+
+def test_the_routing_of_a_configuration_is_worked_out_once() -> None:
+    """What the pass reads of a configuration (``_routing``) is shared by every stream's
+    state on it; another configuration gets its own."""
+    h = hw("pynq")
+    a, b = _Tokens(h), _Tokens(h)
+    assert a.queued is b.queued and a.flags is b.flags and a.depth is b.depth
+    sep = _Tokens(h.with_changes(**{"alu.separate_pipeline": True, "alu.acc_banks": 2}))
+    assert sep.separate and not a.separate and sep.modules != a.modules
+    assert a.satisfied is not b.satisfied and a.push_at is not b.push_at  # per stream

@@ -41,6 +41,7 @@ Post: the same instructions with ``Deps`` set so that running the modules concur
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from itertools import chain, compress, count
@@ -296,29 +297,44 @@ def insert_tokens(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     return with_stream(func, _Tokens(hw).run(insns), wrap)
 
 
+#: ``_routing``'s answer: what the pass reads of a configuration, the same for every stream
+Routing = tuple[bool, dict[Queue, tuple[str, str]], list[Unit], dict[str, int], dict[Unit, int],
+                dict[Unit, list[tuple[Unit, int]]], dict[Unit, list[tuple[int, Queue, int, int]]],
+                dict[Unit, list[int]], dict[str, int]]
+
+
+@functools.lru_cache(maxsize=16)
+def _routing(hw: HwConfig) -> Routing:
+    """The parts of ``_Tokens``' state that depend on the configuration alone, worked out once
+    per configuration instead of once per stream (read only; a serial ResNet-18 run gives
+    the pass 59 streams): whether the ALU is a separate pipeline; each queue's flags
+    (``_flags``); the modules; the entries of each on-chip memory (the ranges ``conflicts``
+    reads are cut to them); each module's row in ``conflicts``' table; per module the other
+    modules whose conflicts become waits, with their rows; per module those of them it
+    shares a queue with, each as (its row, the queue, the producer's push flag, this module's
+    pop flag: their ``_BIT``s), and the rows of the rest (a conflict with one of those may
+    need a relay: ``_add``); each memory's index in ``_conflict_table``'s arrays."""
+    separate = hw.alu.separate_pipeline
+    flags = _flags(separate)
+    modules = [m for m in Unit if m is not Unit.ALU or separate]
+    depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
+    row = {m: int(m) for m in Unit}  # 0 .. len(Unit) - 1: clocks index by it too
+    others = {m: [(p, row[p]) for p in modules if p is not m] for m in Unit}
+    queued = {m: [(r, (p, m), _BIT[flags[(p, m)][0]], _BIT[flags[(p, m)][1]])
+                  for p, r in others[m] if (p, m) in flags] for m in Unit}
+    unqueued = {m: [r for p, r in others[m] if (p, m) not in flags] for m in Unit}
+    code = {m: k for k, m in enumerate(depth)}
+    return separate, flags, modules, depth, row, others, queued, unqueued, code
+
+
 class _Tokens:
     """The pass's state over the instruction stream (indices are output positions: relays are
     inserted as the stream is built)."""
 
     def __init__(self, hw: HwConfig) -> None:
         self.hw = hw
-        self.separate = hw.alu.separate_pipeline
-        self.flags = _flags(self.separate)
-        self.modules = [m for m in Unit if m is not Unit.ALU or self.separate]
-        #: entries of each on-chip memory: the ranges ``conflicts`` reads are cut to them
-        self.depth = {k: hw.depth(k) for k in ("inp", "wgt", "acc", "uop")}
-        #: each module's row in ``conflicts``' table
-        self.row = {m: int(m) for m in Unit}  # 0 .. len(Unit) - 1: clocks index by it too
-        #: the other modules whose conflicts become waits, with their rows, per module
-        self.others = {m: [(p, self.row[p]) for p in self.modules if p is not m] for m in Unit}
-        #: per module, those of ``others`` it shares a queue with, each as (its row, the queue,
-        #: the producer's push flag, this module's pop flag: their ``_BIT``s); and the rows of
-        #: the rest (a conflict with one of those may need a relay: ``_add``)
-        self.queued: dict[Unit, list[tuple[int, Queue, int, int]]] = {
-            m: [(r, (p, m), _BIT[self.flags[(p, m)][0]], _BIT[self.flags[(p, m)][1]])
-                for p, r in self.others[m] if (p, m) in self.flags] for m in Unit}
-        self.unqueued = {m: [r for p, r in self.others[m] if (p, m) not in self.flags]
-                         for m in Unit}
+        (self.separate, self.flags, self.modules, self.depth, self.row, self.others,
+         self.queued, self.unqueued, self.code) = _routing(hw)
         self.satisfied = {q: -1 for q in self.flags}
         self.out: list[Insn] = []
         #: per instruction, its dependency flags so far (a set of ``_BIT``s: a push is added
@@ -337,8 +353,6 @@ class _Tokens:
         self.push_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.pop_at: dict[Queue, list[int]] = {q: [] for q in self.flags}
         self.token_depth = hw.queues.token_depth
-        #: each memory's index in ``_conflict_table``'s arrays
-        self.code = {m: k for k, m in enumerate(self.depth)}
         #: ``_kinds``'s kinds: (module row, ``_flat`` accesses: relative to ``sram_base`` for
         #: a kind of DMAs alike)
         self.kinds: list[tuple[int, tuple[int, ...]]] = []
