@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -178,7 +179,7 @@ def _indices(ins: Insn, op: Any) -> np.ndarray:
     """The entries operand ``op`` of ``ins`` addresses: an array (uop, iter_out, iter_in)."""
     x: Any = ins.insn
     fo, fi, base = op.placement(x)
-    u = np.array([getattr(v, op.name) for v in ins.uops], np.int64)
+    u = np.fromiter(map(attrgetter(op.name), ins.uops), np.int64, len(ins.uops))  # C-level
     o = np.arange(x.iter_out, dtype=np.int64) * fo
     i = np.arange(x.iter_in, dtype=np.int64) * fi
     return base + u[:, None, None] + o[None, :, None] + i[None, None, :]
