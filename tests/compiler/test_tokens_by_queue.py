@@ -16,8 +16,8 @@ from vta.isa import Deps, Load, MemType, Store, Unit, module_of
 
 
 def _one_by_one(tokens: _Tokens, insns: list[Insn]) -> list[Insn]:
-    mods, _rows, table = tokens._table(insns)
-    tokens._one_by_one(insns, mods, table.tolist())
+    rows, table = tokens._table(insns)
+    tokens._one_by_one(insns, rows, table.tolist())
     return tokens._given()
 
 

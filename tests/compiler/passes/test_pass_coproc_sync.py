@@ -102,8 +102,8 @@ def test_clocks_are_worked_out_only_where_a_relay_may_be_due() -> None:
     assert tokens.done == [] and tokens.made_of == [] and len(out) == 5
     assert_structural_equal(S.seq(*out), expected.body)  # type: ignore[attr-defined]
     tokens = _Tokens(PYNQ)
-    mods, _rows, table = tokens._table(insns)
-    tokens._one_by_one(insns, mods, table.tolist())
+    rows, table = tokens._table(insns)
+    tokens._one_by_one(insns, rows, table.tolist())
     assert tokens.done == [] and len(tokens.made_of) == 5
     assert_structural_equal(S.seq(*tokens._given()), expected.body)  # type: ignore[attr-defined]
     tokens._known()  # worked out on demand: each module's latest known complete instruction

@@ -444,14 +444,14 @@ class _Tokens:
         self.kinds.append((int(m), flat))
         return len(self.kinds) - 1
 
-    def _table(self, insns: list[Insn]) -> tuple[list[Unit], np.ndarray, np.ndarray]:
-        """Each instruction's module (as a list and as an array of rows) and its row of
+    def _table(self, insns: list[Insn]) -> tuple[np.ndarray, np.ndarray]:
+        """Each instruction's module (as an array of rows) and its row of
         ``conflicts``' table. Every instruction is read as its kind and the entry its kind is
         moved by (``_kinds``); ``_conflict_table``'s arrays are gathered from the kinds'
         accesses with numpy (``_gather``: a stream has a few dozen kinds)."""
         n = len(insns)
         if not n:
-            return [], np.zeros(0, np.int64), np.zeros((0, len(self.row)), np.int64)
+            return np.zeros(0, np.int64), np.zeros((0, len(self.row)), np.int64)
         kinds, bases = self._kinds(insns)
         kind = np.fromiter(kinds, np.int64, n)
         known = self.kinds
@@ -467,7 +467,7 @@ class _Tokens:
         table = _conflict_table(np.repeat(np.arange(n), count), mem, lo + moved, hi + moved,
                                 wr, np.repeat(rows, count), list(self.depth.values()), n,
                                 len(self.row))
-        return list(map(_UNIT_OF.__getitem__, rows.tolist())), rows, table
+        return rows, table
 
     def _would_overflow(self, q: Queue, need: int) -> bool:
         """Whether a new token on ``q`` pushed by instruction ``need`` could find the queue
@@ -491,11 +491,11 @@ class _Tokens:
         self.push_at[q][-1] = need
 
     def run(self, insns: list[Insn]) -> list[Insn]:
-        mods, rows, table = self._table(insns)
+        rows, table = self._table(insns)
         if self._queued_only(rows, table):
             self._by_queue(insns, rows, table)
         else:
-            self._one_by_one(insns, mods, table.tolist())
+            self._one_by_one(insns, rows, table.tolist())
         return self._given()
 
     def _queued_only(self, mods: np.ndarray, table: np.ndarray) -> bool:
@@ -557,9 +557,12 @@ class _Tokens:
         self.push_at[q], self.pop_at[q] = pushes, pops
         return pushes, pops
 
-    def _one_by_one(self, insns: list[Insn], mods: list[Unit], table: list[list[int]]) -> None:
-        """Every instruction appended in order, relays placed where due (``_add``)."""
+    def _one_by_one(self, insns: list[Insn], rows: np.ndarray, table: list[list[int]]
+                    ) -> None:
+        """Every instruction appended in order (``rows``: their modules' rows), relays placed
+        where due (``_add``)."""
         at: list[int] = []  # each input instruction's output position (relays come between)
+        mods = list(map(_UNIT_OF.__getitem__, rows.tolist()))  # only this path reads them
         for ins, m, latest in zip(insns, mods, table, strict=True):
             unqueued = False  # a conflict with a module sharing no queue (a loop, not any():
             for r in self.unqueued[m]:  # no generator per instruction on the hot path)
