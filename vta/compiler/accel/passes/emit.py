@@ -15,6 +15,7 @@ Post: (returns a ``Program``, the end of the pipeline) DRAM allocations, in para
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -56,10 +57,12 @@ _INSN, _UOPS = attrgetter("insn"), attrgetter("uops")
 
 def _definitions(insns: list[Insn]) -> tuple[list[InstructionDef], list[str]]:
     """Each instruction's definition (looked up once, here) and role: the loops in C, a
-    distinct definition's role (a property) read once."""
+    distinct definition's role (a property) read once. Definitions are told apart by
+    themselves (an ``InstructionDef`` hashes and compares by identity, in C), not by their
+    ``id``s: ``id`` makes an int object per instruction."""
     defs = list(map(definition_of, map(_INSN, insns)))
-    role_of = {k: d.role for k, d in dict(zip(map(id, defs), defs, strict=True)).items()}
-    return defs, list(map(role_of.__getitem__, map(id, defs)))
+    role_of = {d: d.role for d in dict.fromkeys(defs)}
+    return defs, list(map(role_of.__getitem__, defs))
 
 
 def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
@@ -79,7 +82,7 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     for p in func.params:
         if p in kinds:
             bases[p] = pb.alloc(p.name, kinds[p], entries_of(p)).base
-    view = _Views()
+    view = _views()
     canon = _blocks(insns, hw, view)
     shifted = _shared_by_base(insns, canon, hw, view) if hw.gemm.uop_base else {}
     for ins in insns if shifted else ():
@@ -112,31 +115,40 @@ def emit_program(func: S.PrimFunc, hw: HwConfig) -> Program:
     #: (instruction, block position) -> the instruction placed there: flatten and token
     #: insertion share an instruction object among the tiles that evaluate and wait alike
     placed: dict[tuple[int, int], Any] = {}
+    #: every block resident: each micro-op tuple's block position, read once per tuple (by
+    #: id) instead of through its block for every instruction that runs it; dropped should
+    #: a block ever need loading (the ring's path below may move the others)
+    at: dict[int, int] | None = {
+        u: resident[id(b)][0] for u, b in canon.items() if id(b) in resident} \
+        if total <= depth else None
     for ins, d, role in zip(insns, defs, roles, strict=True):
         i = ins.insn
         if role == "compute" and not ins.uops:  # a token relay: no micro-op to place
             out.append(i)
         elif role == "compute":
-            b = canon[id(ins.uops)]
-            if id(b) not in resident:
-                if cursor + len(b) > depth:
-                    cursor = 0
-                lo, hi = cursor, cursor + len(b)
-                for ob, (op, ol) in list(resident.items()):
-                    if op < hi and lo < op + ol:
-                        del resident[ob]
-                out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1, len(b),
-                                len(b)))
-                out_defs.append(load_uop)
-                resident[id(b)] = (lo, len(b))
-                cursor = hi
-            start = resident[id(b)][0]
+            start = at.get(id(ins.uops)) if at is not None else None
+            if start is None:
+                at = None
+                b = canon[id(ins.uops)]
+                if id(b) not in resident:
+                    if cursor + len(b) > depth:
+                        cursor = 0
+                    lo, hi = cursor, cursor + len(b)
+                    for ob, (op, ol) in list(resident.items()):
+                        if op < hi and lo < op + ol:
+                            del resident[ob]
+                    out.append(Load(MemType.UOP, lo, uop_alloc.base + dram_pos[id(b)], 1,
+                                    len(b), len(b)))
+                    out_defs.append(load_uop)
+                    resident[id(b)] = (lo, len(b))
+                    cursor = hi
+                start = resident[id(b)][0]
             x: Any = placed.get((id(i), start))  # ``insns`` keeps ``i`` alive
             if x is None:
                 x = i  # its range counts within the block (the whole block, or a part of it)
                 x = placed[(id(i), start)] = evolve(x, uop_bgn=start + x.uop_bgn,
                                                     uop_end=start + x.uop_end)
-            if id(ins) in shifted:
+            if shifted and id(ins) in shifted:
                 x = evolve(x, uop_base=1, **shifted[id(ins)][1])
             out.append(x)
         elif role in ("load", "store"):
@@ -168,10 +180,15 @@ def check_immediates(program: Program, hw: HwConfig, name: str = "program") -> N
 def _check_immediates(program: Program, defs: list[InstructionDef], hw: HwConfig,
                       name: str) -> None:
     """``check_immediates`` with each instruction's definition given (``defs``, in program
-    order: the emitter has them), only the definitions with an ``imm_range`` asked."""
-    for k, (insn, d) in enumerate(zip(program.instructions, defs, strict=True)):
-        if d.imm_range is None:
-            continue  # ``outside_range``'s answer without the call
+    order: the emitter has them), only the definitions with an ``imm_range`` asked: those
+    instructions picked in C (``outside_range``'s answer for the others is None without the
+    call, and most of a program's instructions are DMAs and GEMMs)."""
+    insns = program.instructions
+    if len(insns) != len(defs):
+        raise ValueError(f"{name}: {len(defs)} definitions for {len(insns)} instructions")
+    ranged = {d: d.imm_range is not None for d in dict.fromkeys(defs)}
+    for k in compress(range(len(defs)), map(ranged.__getitem__, defs)):
+        insn, d = insns[k], defs[k]
         bad = d.outside_range(insn, hw)
         if bad is not None:
             raise CompileError(f"{name}: {where(k, insn, program)}: {bad}")
@@ -319,16 +336,17 @@ def _content(block: tuple[Uop, ...]) -> tuple[tuple[int, int, int], ...]:
 
 
 class _Views:
-    """``_content`` (``used`` None) and ``_view`` of blocks, each computed once per emit: by
-    the identity of the tuple, and for a tuple of the same micro-op objects as one met before
-    (flatten gives every instruction its own copy of a block it made before, holding the same
-    ``Uop``s: ``flatten._block``) from that one. Equal tuples are found by comparing the
-    candidates with the same first micro-op object and length (``==`` on tuples compares
-    identical elements by identity, a loop in C; other elements compare by their fields, so an
-    equal tuple has the same view either way). The memo holds the tuples it answered for, so
-    their ids and their first elements' stay theirs. Equal views are one object, so a view's
-    id tells it apart (``key``): a view's tuple is hashed once, when it is made, not on every
-    lookup of a block in ``_blocks``' and ``_unique``'s tables."""
+    """``_content`` (``used`` None) and ``_view`` of blocks, each computed once (``_views``:
+    one memo for the emits of a process, so for a block of micro-op objects met in another
+    candidate too): by the identity of the tuple, and for a tuple of the same micro-op
+    objects as one met before (flatten gives every instruction its own copy of a block it made
+    before, holding the same ``Uop``s: ``flatten._block``) from that one. Equal tuples are
+    found by comparing the candidates with the same first micro-op object and length (``==``
+    on tuples compares identical elements by identity, a loop in C; other elements compare by
+    their fields, so an equal tuple has the same view either way). The memo holds the tuples
+    it answered for, so their ids and their first elements' stay theirs. Equal views are one
+    object, so a view's id tells it apart (``key``): a view's tuple is hashed once, when it is
+    made, not on every lookup of a block in ``_blocks``' and ``_unique``'s tables."""
 
     def __init__(self) -> None:
         self.by_id: dict[tuple[int, tuple[str, ...] | None],
@@ -337,6 +355,7 @@ class _Views:
                            list[tuple[tuple[Uop, ...], tuple[Any, ...]]]] = {}
         #: per ``used``: each view made, by itself (equal views are one object: ``key``)
         self.interned: dict[tuple[str, ...] | None, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+        self.held = 0  # micro-ops in the tuples ``by_id`` holds
 
     def __call__(self, block: tuple[Uop, ...], used: tuple[str, ...] | None = None
                  ) -> tuple[Any, ...]:
@@ -350,6 +369,7 @@ class _Views:
             made = self.interned.setdefault(used, {}).setdefault(made, made)
             same.append((block, made))
         self.by_id[(id(block), used)] = (block, made)
+        self.held += len(block)
         return made
 
     def key(self, block: tuple[Uop, ...], used: tuple[str, ...] | None = None) -> int:
@@ -357,6 +377,22 @@ class _Views:
         are, an int where the view is a tuple hashed item by item on every dict lookup (views
         are interned, and the memo keeps them alive, so their ids stay theirs)."""
         return id(self(block, used))
+
+
+#: the ``_Views`` the emits of this process share (``_views``): flatten builds a layer's
+#: candidates' blocks from the same micro-op objects where their values agree
+#: (``flatten._block``: C1-C11's 33 candidates on pynq take the content of 291 blocks, 108
+#: of them of micro-ops met in an earlier candidate), and a view depends on the block's
+#: values alone. A fresh one replaces it once it holds more than ``_VIEWS_UOPS`` micro-ops.
+_SHARED: list[_Views] = []
+_VIEWS_UOPS = 400_000
+
+
+def _views() -> _Views:
+    """The shared ``_Views`` (a fresh one where it holds too much)."""
+    if not _SHARED or _SHARED[0].held > _VIEWS_UOPS:
+        _SHARED[:] = [_Views()]
+    return _SHARED[0]
 
 
 def _unique(blocks: Iterable[tuple[Uop, ...]], view: _Views) -> list[tuple[Uop, ...]]:

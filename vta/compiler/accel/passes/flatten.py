@@ -75,7 +75,8 @@ Run = Callable[[], None]
 
 def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
     out: list[S.Stmt] = []
-    allocs: dict[int, S.Buffer] = {}  # by id, in first-execution order
+    #: in first-execution order (a ``Buffer`` hashes by identity, in C: no ``id`` per run)
+    allocs: dict[S.Buffer, None] = {}
     env: dict[E.Var, int] = {}
     uop_cache: dict[tuple, tuple[Uop, ...]] = {}
     #: (statement, micro-op tuple) -> (instruction, micro-ops): the same instruction recurs in
@@ -142,7 +143,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
             buffer, inner = s.buffer, build(s.body, thread)
 
             def allocate() -> None:
-                allocs.setdefault(id(buffer), buffer)
+                allocs[buffer] = None
                 inner()
             return allocate
         if isinstance(s, S.AttrStmt):
@@ -163,7 +164,7 @@ def flatten(func: S.PrimFunc, hw: HwConfig) -> S.PrimFunc:
 
     build(func.body, 0)()
     body: S.Stmt = S.SeqStmt(tuple(out)) if len(out) != 1 else out[0]
-    for b in reversed(allocs.values()):
+    for b in reversed(allocs):
         body = S.Allocate(b, body)
     return func.with_body(body)
 

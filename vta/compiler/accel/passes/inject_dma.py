@@ -90,9 +90,7 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
     for c in conj:
         if not isinstance(c, E.Cmp) or c.op not in ("<", "<=", ">", ">="):
             raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}")
-        # as "lin >= 0"
-        lin = {">=": c.a - c.b, ">": c.a - c.b - 1, "<=": c.b - c.a, "<": c.b - c.a - 1}[c.op]
-        terms, const = poly.linear_form(lin)
+        terms, const = poly.linear_form(_as_nonnegative(c))
         if not terms:  # an index the unit loops made constant
             if const >= 0:
                 continue
@@ -105,6 +103,19 @@ def _in_bounds_dims(where: str, cond: E.Expr, gidx: tuple[E.Expr, ...],
             raise CompileError(f"{where}: select condition {c} is not a bound of {glob.name}'s "
                                f"index {list(gidx)}")
     return dims
+
+
+def _as_nonnegative(c: E.Cmp) -> E.Expr:
+    """Bound ``c`` (an order comparison) as the expression ``lin`` of ``lin >= 0``: only the
+    one its operator needs is built (each ``-`` folds and allocates a node; a padded load's
+    condition has a conjunct per bound, every candidate of a layer)."""
+    if c.op == ">=":
+        return c.a - c.b
+    if c.op == ">":
+        return c.a - c.b - 1
+    if c.op == "<=":
+        return c.b - c.a
+    return c.b - c.a - 1
 
 
 def _may_copy(store: S.BufferStore, seen: dict[int, tuple[S.BufferStore, bool]]) -> bool:
