@@ -528,25 +528,30 @@ def _speculate(cg: CompiledGraph, reference: Reference, target: AccelTarget,
     speculation = _Speculation(pool.__enter__())
     try:
         for values in reference.steps():
-            ready = {}
-            for k in pending:
-                got = reads[k]
-                assert got is not None
-                if all(isinstance(t, str) or t.value in values for _, t in got):
-                    ready[k] = _guess(cg, k, got, values, speculation.packed)
+            ready = [k for k in pending if _computed(reads[k], values)]
             if not ready:
                 continue
             pending = [k for k in pending if k not in ready]
-            order = list(ready)
             if reference.done:  # all at once: the longest first
-                order.sort(key=lambda k: -_program_size(cg, k))
-            for k in order:
-                speculation.submit(k, ready[k])
+                ready.sort(key=lambda k: -_program_size(cg, k))
+            # each kernel's inputs packed as it is handed out: the first worker starts on its
+            # kernel while this process packs the next ones' (rather than after all of them)
+            for k in ready:
+                got = reads[k]
+                assert got is not None
+                speculation.submit(k, _guess(cg, k, got, values, speculation.packed))
         pool.end_input()
     except BaseException:
         speculation.close()
         raise
     return speculation
+
+
+def _computed(reads: Reads | None, values: dict[Value, np.ndarray]) -> bool:
+    """Whether ``values`` (the interpreter's so far) holds every activation a kernel reads
+    (``reads``, ``_reads``: a constant is always there)."""
+    assert reads is not None
+    return all(isinstance(t, str) or t.value in values for _, t in reads)
 
 
 def _program_size(cg: CompiledGraph, k: int) -> int:

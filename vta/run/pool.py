@@ -20,6 +20,7 @@ in a process of its own, its values written to memory the parent shares).
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import select
@@ -265,6 +266,10 @@ class _Workers:
             self._fork()
             if len(self.pids) == before:  # (no more processes: those there are do the work)
                 break
+            # the first item to the worker just forked, which starts on it while this
+            # process forks the next (a fork of a process holding a graph, its programs and
+            # the interpreter's values takes several milliseconds)
+            self._hand_out()
         self._collect(wait=False)
 
     def result(self, k: int) -> Any:
@@ -298,20 +303,18 @@ class _Workers:
         self.queued.append(deque())
         self.told.append(False)
 
-    def _hand_out(self) -> None:
-        """The items in waiting, in order, each to a worker free for it: an idle one, else
-        one computing a single item whose task pipe's buffer holds this frame. No worker
-        holds more than one item beyond the one it computes: the items wait here for
-        whichever worker is free first (a kernel's simulation takes 5-100 ms; handing out
-        more at once left one worker 0.2 s of work after the other's last)."""
+    def _hand_out(self, ahead: bool = True) -> None:
+        """The items in waiting, in order, each to a worker free for it (``_free_worker``): an
+        idle one, else, ``ahead``, one computing a single item whose task pipe's buffer holds
+        this frame. No worker holds more than one item beyond the one it computes: the items
+        wait here for whichever worker is free first (a kernel's simulation takes 5-100 ms;
+        handing out more at once left one worker 0.2 s of work after the other's last)."""
         while self.waiting and not self.broken:
             k, frame = self.waiting[0]
-            size = _LENGTH.size + len(frame)
-            free = [w for w, q in enumerate(self.queued) if not q] or \
-                [w for w, q in enumerate(self.queued) if len(q) == 1 and size <= self.room[w]]
-            if not free:
+            w = _free_worker([len(q) for q in self.queued], self.room,
+                             _LENGTH.size + len(frame), ahead)
+            if w is None:
                 return
-            w = free[0]
             try:
                 _write_frame(self.tasks[w], frame)
             except OSError:  # a worker gone
@@ -345,8 +348,13 @@ class _Workers:
 
     def _collect(self, wait: bool) -> None:
         """Hand out what waits, then read the results ready (waiting for one when ``wait``
-        and a worker is busy), then hand out again."""
-        self._hand_out()
+        and a worker is busy), then hand out again. While this process waits for results it
+        hands an item only to an idle worker (it takes each result as it comes, and gives
+        that worker the next item at once): an item queued behind a busy worker's own could
+        wait there while another worker is idle (the compile pool's last tasks, one worker
+        compiling two while the other had ended); a worker's next item is queued ahead only
+        when this process is about to do something else (``submit``, ``end_input``)."""
+        self._hand_out(ahead=not wait)
         busy = [w for w, q in enumerate(self.queued) if q]
         if not busy:
             if wait:
@@ -369,11 +377,12 @@ class _Workers:
                 self.done[k] = value
             else:
                 self.broken = True
-        self._hand_out()
+        self._hand_out(ahead=not wait)
 
     def close(self) -> None:
         """End the workers (an idle one told so, an empty frame; a busy one killed: its
-        results are not wanted any more) and reap them."""
+        results are not wanted any more), reaped later (``_reap_later``): not waited for
+        here."""
         for w, pid in enumerate(self.pids):
             try:
                 if self.queued[w]:
@@ -384,13 +393,55 @@ class _Workers:
                 pass
             os.close(self.tasks[w])
             os.close(self.outs[w])
-        for pid in self.pids:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        _reap_later(self.pids)
         self.pids, self.tasks, self.outs, self.room, self.queued = [], [], [], [], []
         self.told = []
+
+
+def _free_worker(queued: Sequence[int], room: Sequence[int], size: int, ahead: bool
+                 ) -> int | None:
+    """The worker ``_Workers._hand_out`` gives the next item (a frame of ``size`` bytes): the
+    first idle one (``queued``: the items each holds), else, when ``ahead``, the first one
+    computing a single item whose task pipe holds the frame (``room``: each pipe's bytes);
+    None when none is free for it."""
+    for w, n in enumerate(queued):
+        if n == 0:
+            return w
+    if ahead:
+        for w, n in enumerate(queued):
+            if n == 1 and size <= room[w]:
+                return w
+    return None
+
+
+#: workers ``_Workers.close`` ended and did not wait for (``_reap_later``)
+_ENDED: list[int] = []
+
+
+def _reap_later(pids: Sequence[int]) -> None:
+    """Reap ``pids`` (workers told to end or killed) when they have exited, not now: a forked
+    worker's exit tears its memory down for 5-30 ms after its last result, which ``close``
+    waited for on the run's critical path (the simulation pool's close at the end of every
+    ``vta run``, while the run in order checked its last kernels). Those exited already are
+    reaped now; the rest at the next pool's close or at this process's exit (``_reap_ended``,
+    an exit handler: their CPU time then counts among this process's children's, as
+    before)."""
+    _ENDED.extend(pids)
+    _reap_ended(wait=False)
+
+
+def _reap_ended(wait: bool = True) -> None:
+    """Reap the workers in ``_ENDED``: those exited (all of them, waiting, when ``wait``)."""
+    for pid in list(_ENDED):
+        try:
+            done = os.waitpid(pid, 0 if wait else os.WNOHANG)[0] != 0
+        except ChildProcessError:  # reaped already (or not this process's child: a fork's)
+            done = True
+        if done:
+            _ENDED.remove(pid)
+
+
+atexit.register(_reap_ended)
 
 
 #: the buffer ``_Workers`` asks for each pipe (Linux's default ceiling for a user's pipe,
