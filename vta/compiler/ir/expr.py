@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any, ClassVar
 
+from vta._dataclass_code import code_of
 from vta.compiler.ir import semantics as sem
 from vta.compiler.ir.semantics import Op
 from vta.compiler.ir.visitor import child_slots, evolve, node_fields, slot_setters
@@ -308,12 +309,35 @@ class Call(Expr):
 # ---------------------------------------------------------------------------- helpers
 
 
+def _imm_maker() -> Callable[[int, str], IntImm]:
+    """A function making ``IntImm(value, dtype)`` through its slots' own setters
+    (``visitor.slot_setters``: what its ``__init__`` does, without that call's frame; the
+    integer constants of index arithmetic are made by the ten thousand per compile), or the
+    class itself where the setters are not its ``__init__``'s."""
+    setters = slot_setters(IntImm)
+    if setters is None:
+        return IntImm
+    set_value, set_dtype = setters
+    new = object.__new__
+
+    def imm(value: int, dtype: str) -> IntImm:
+        out: IntImm = new(IntImm)
+        set_value(out, value)
+        set_dtype(out, dtype)
+        return out
+    return imm
+
+
+#: ``IntImm(value, dtype)`` (``_imm_maker``)
+_imm = _imm_maker()
+
+
 def const(value: int | float, dtype: str | None = None) -> Expr:
     """A constant (``int32``/``float32`` unless ``dtype`` says otherwise; bools are ``bool``)."""
     if isinstance(value, bool):
         return IntImm(int(value), "bool")
     if isinstance(value, int):
-        return IntImm(value, dtype or "int32")
+        return _imm(value, dtype or "int32")
     return FloatImm(float(value), dtype or "float32")
 
 
@@ -372,8 +396,9 @@ def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
 
 
 def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
-    ea = a if isinstance(a, Expr) else as_expr(a)
-    eb = b if isinstance(b, Expr) else as_expr(b)
+    # a bare ``int`` (``x * 4``) made ``const(b)`` directly, not through ``as_expr``
+    ea = a if isinstance(a, Expr) else _imm(a, "int32") if type(a) is int else as_expr(a)
+    eb = b if isinstance(b, Expr) else _imm(b, "int32") if type(b) is int else as_expr(b)
     dtype = ea.dtype if ea.dtype == eb.dtype else _common(ea, eb)
     # ``IntImm`` has no subclasses: its constants are read as ``is_const`` reads them
     ca = ea.value if type(ea) is IntImm else None
@@ -381,7 +406,7 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     if ca is not None and cb is not None:
         v = _fold(cls, ca, cb, dtype)  # type: ignore[arg-type]  # a class is hashable
         if v is not None:
-            return IntImm(v, dtype)
+            return _imm(v, dtype)
     # identities that keep scheduled index arithmetic small (each needs a constant side)
     if ca is None and cb is None:
         pass
@@ -399,13 +424,13 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
         if cb == 1:
             return ea
         if (ca == 0 or cb == 0) and not dtype.startswith("float"):
-            return IntImm(0, dtype)
+            return _imm(0, dtype)
     elif cls is FloorDiv:
         if cb == 1:
             return ea
     elif cls is FloorMod:
         if cb == 1:
-            return IntImm(0, dtype)
+            return _imm(0, dtype)
     setters = _BIN_SETTERS.get(cls, _UNSEEN)
     if setters is _UNSEEN:
         setters = _BIN_SETTERS[cls] = slot_setters(cls)
@@ -510,6 +535,20 @@ class _NodeKinds(dict[type, bool]):
 
 
 _IS_NODE: dict[type, bool] = _NodeKinds()
+
+
+class _PlainKinds(dict[type, bool]):
+    """``_PLAIN``'s table: whether a class is an expression class other than ``IntImm`` (an
+    operand ``_bin`` neither folds nor converts), recorded on first sight of the class."""
+
+    def __missing__(self, cls: type) -> bool:
+        k = self[cls] = issubclass(cls, Expr) and cls is not IntImm
+        return k
+
+
+#: per class: whether ``_bin`` takes an operand of it as it is, with nothing to fold (an
+#: expression, not a constant): ``_rebuilders``' code for a ``BinOp`` reads it
+_PLAIN: dict[type, bool] = _PlainKinds()
 _SLOTS: dict[type, tuple[str, ...] | None] = {}
 _UNSEEN: Any = object()
 
@@ -622,7 +661,10 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
     children as a pre-order walk does), a tuple field item by item (``_rebuild_tuple``), and
     recurses into a node where ``descend`` (default: every node) allows; it returns ``node``
     itself when no child changed. A changed ``BinOp`` is folded again (``_bin``: the
-    substitution may have made both sides constant); any other changed node is made as
+    substitution may have made both sides constant), or made directly where both of its
+    operands are expressions of one type and neither is a constant (what ``_bin`` returns
+    then: most of a thread's copy, whose operands are fresh variables); any other changed
+    node is made as
     ``visitor.evolve`` makes it, field by field through the slots' setters where
     ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class (no
     loop over field names, no dict of changes): the rewriter's cost is mostly these
@@ -646,6 +688,14 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
     lines.append(f" if {same}: return node")
     setters = slot_setters(cls)
     if issubclass(cls, BinOp) and names == ("a", "b"):
+        if setters is not None and node_fields(cls) == ("a", "b", "dtype"):
+            # ``_bin``'s own result where it has nothing to fold: two operands of one type,
+            # neither a constant (``_PLAIN``), made as ``_bin`` makes it, without its call
+            scope.update({"_plain": _PLAIN, "_sa": setters[0], "_sb": setters[1],
+                          "_sd": setters[2]})
+            lines += [" if _plain[type(n0)] and _plain[type(n1)] and n0.dtype == n1.dtype:",
+                      "  new = _new(_cls)", "  _sa(new, n0)", "  _sb(new, n1)",
+                      "  _sd(new, n0.dtype)", "  return new"]
         lines.append(" return _bin(_cls, n0, n1)")
     elif setters is not None:
         scope.update({f"_s{k}": f for k, f in enumerate(setters)})
@@ -671,8 +721,10 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
 def _compiled(src: str) -> CodeType:
     """``src`` compiled, once per text: the rebuilders of classes with the same fields (every
     ``BinOp``) share one compilation (the text names no class; each is run in its class's
-    scope). Field names only (identifiers), as ``visitor.evolve`` generates its copiers."""
-    return compile(src, "<rebuild>", "exec")
+    scope), its code kept across processes with vta's dataclass methods
+    (``vta._dataclass_code.code_of``). Field names only (identifiers), as ``visitor.evolve``
+    generates its copiers."""
+    return code_of(src, "<rebuild>")
 
 
 def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
+from vta._dataclass_code import code_of
 from vta.errors import NoRule
 
 __all__ = ["Dispatch", "NoRule", "child_fields", "child_slots", "evolve", "is_node",
@@ -165,7 +166,8 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
                   ) -> Callable[[Any, dict[str, Any]], Any] | None:
     """A function ``(obj, changes) -> copy`` setting every field of ``cls`` in order (those
     named in ``changed`` from ``changes``), or None when that would differ from
-    ``dataclasses.replace`` or a name is not a field (``evolve``). A slotted class's
+    ``dataclasses.replace`` or a name is not a field (``evolve``). Its code is kept across
+    processes with vta's dataclass methods (``vta._dataclass_code.code_of``). A slotted class's
     fields are filled through its slots' own setters (``slot_setters``: no
     ``object.__setattr__`` lookup per field, about twice as fast); any other through
     ``object.__setattr__``, as the generated ``__init__`` of a frozen class does. A class
@@ -185,7 +187,7 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
     if hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__:
         args = ", ".join(f"{n}=ch[{n!r}]" if n in changed else f"{n}=obj.{n}" for n in names)
-        exec(f"def evolve(obj, ch):\n    return _cls({args})\n", scope)
+        exec(code_of(f"def evolve(obj, ch):\n    return _cls({args})\n"), scope)
         called: Callable[[Any, dict[str, Any]], Any] = scope["evolve"]
         return called
     setters = slot_setters(cls)
@@ -197,7 +199,7 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
     body = "".join(f"{head}ch[{n!r}])\n" if n in changed else f"{head}obj.{n})\n"
                    for head, n in zip(sets, names, strict=True))
     src = f"def evolve(obj, ch):\n    new = _new(_cls)\n{body}    return new\n"
-    exec(src, scope)  # field names only (identifiers), as dataclasses itself does
+    exec(code_of(src), scope)  # field names only (identifiers), as dataclasses itself does
     fn: Callable[[Any, dict[str, Any]], Any] = scope["evolve"]
     return fn
 

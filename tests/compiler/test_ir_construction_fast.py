@@ -1,0 +1,139 @@
+"""Node construction without the general path's calls (issue 22, round 15): a rebuilt
+``BinOp`` with nothing to fold made directly instead of through ``expr._bin``; integer
+constants made through ``IntImm``'s slot setters (``expr._imm``) instead of its ``__init__``;
+the IR's generated code (rebuilders, ``evolve``'s copiers, ``int_eval``'s makers) read from
+vta's table of compiled texts (``vta._dataclass_code.code_of``). Each gives exactly the node
+(class, fields, type) the general path gave."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from vta import _dataclass_code as dc
+from vta.compiler.ir import expr as E
+from vta.compiler.ir import int_eval, visitor
+from vta.compiler.ir import semantics as sem
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal trees of the same classes, field by field (``==`` alone lets ``1 == True``)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is E.Var:
+        return a is b
+    fields = visitor.node_fields(type(a))
+    if fields is None:
+        return bool(a == b)
+    return all(_same(getattr(a, f), getattr(b, f)) for f in fields)
+
+
+x8, y8 = E.Var("x", "int8"), E.Var("y", "int8")
+x, y, z = E.Var("x"), E.Var("y"), E.Var("z")
+
+
+@pytest.mark.parametrize("tree, mapping", [
+    (x + y, {x: z}),  # plain operands of one type: made directly
+    (x * y, {y: E.Cast("int32", x8)}),
+    (x8 - y8, {x8: E.Var("w", "int8")}),  # int8 stays int8
+    (x + y, {x: 3}),  # one side a constant: ``_bin``'s identities and folds
+    (x + y, {x: 0}),
+    (x * y, {x: 2, y: 5}),
+    (x + y, {x: x8}),  # operands of two types: ``_bin``'s common type
+    (E.FloorDiv(x, y), {y: 1}),
+    (E.Min(x + 1, y * 2), {x: z, y: z}),
+    (E.BinOp.__subclasses__()[0](x, y), {y: E.FloatImm(1.5)}),
+])
+def test_rebuilt_binop_is_what_bin_makes(tree: E.Expr, mapping: dict[E.Var, Any]) -> None:
+    """Both rewriters (a mapping, a callable) rebuild an operator as ``_bin`` rebuilds it
+    from the rewritten operands."""
+    def expected(e: Any) -> Any:
+        if isinstance(e, E.Var):
+            return E.as_expr(mapping[e]) if e in mapping else e
+        if isinstance(e, E.BinOp):
+            a, b = expected(e.a), expected(e.b)
+            return e if a is e.a and b is e.b else E._bin(type(e), a, b)
+        return e
+
+    def fn(n: Any) -> Any:
+        return E.as_expr(mapping[n]) if isinstance(n, E.Var) and n in mapping else None
+
+    want = expected(tree)
+    assert _same(E.substitute(tree, mapping), want)
+    assert _same(E.substitute(tree, fn), want)
+
+
+@dataclass(frozen=True, slots=True)
+class _Op(E.BinOp):
+    """An operator of this test's own: its rebuilders are made after the test's patch."""
+
+    symbol: ClassVar[str] = "op"
+    op: ClassVar[sem.Op] = sem.Op.ADD
+
+
+def test_plain_operands_skip_bin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild whose operands are non-constant expressions of one type does not call
+    ``_bin`` (the rebuilder makes the node itself); one with a constant operand does."""
+    calls: list[type] = []
+    real = E._bin
+
+    def counted(cls: type[E.BinOp], a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+        calls.append(cls)
+        return real(cls, a, b)
+
+    monkeypatch.setattr(E, "_bin", counted)
+    for table in (E._REBUILD_FN, E._REBUILD_VARS):
+        monkeypatch.delitem(table, _Op, raising=False)
+    tree = _Op(x, y)
+    out = E.substitute(tree, {x: z})
+    assert _same(out, _Op(z, y)) and not calls
+    assert _same(E.substitute(tree, lambda n: z if n is y else None), _Op(x, z)) and not calls
+    assert _same(E.substitute(tree, {x: 1, y: 2}), E.IntImm(3)) and calls == [_Op]
+
+
+def test_constants_skip_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``const``, an int operand and a folded result are made through ``IntImm``'s slot
+    setters, never its ``__init__``; equal to the constant ``__init__`` makes."""
+    made = []
+    real = E.IntImm.__init__
+    two = E.IntImm(2)
+
+    def init(self: E.IntImm, value: int, dtype: str = "int32") -> None:
+        made.append(value)
+        real(self, value, dtype)
+
+    monkeypatch.setattr(E.IntImm, "__init__", init)
+    got = [E.const(7), E.const(7, "int8"), (x * 4).b, two + 3, x % 1]  # type: ignore[attr-defined]
+    assert not made
+    monkeypatch.undo()
+    want = [E.IntImm(7), E.IntImm(7, "int8"), E.IntImm(4), E.IntImm(5), E.IntImm(0)]
+    assert all(_same(a, b) and hash(a) == hash(b) for a, b in zip(got, want, strict=True))
+    assert _same(E.const(True), E.IntImm(1, "bool"))
+
+
+@pytest.mark.parametrize("make, marker", [
+    (lambda: E._rebuilders(_Fresh), "def rebuild("),
+    (lambda: visitor.evolve(_Fresh(x, 1), _fresh_child=y), "def evolve("),
+    (lambda: int_eval.compile_int(E.Min(x * 3, y) // (x + y))({x: 1, y: 2}), "def make("),
+])
+def test_generated_code_is_kept(monkeypatch: pytest.MonkeyPatch, make: Callable[[], Any],
+                                marker: str) -> None:
+    """The IR's generated texts go through ``code_of``: each is in the table that is saved
+    beside vta's bytecode (a later process compiles none of them)."""
+    monkeypatch.setattr(dc, "_used", {})
+    for table in (E._REBUILD_FN, E._REBUILD_VARS):
+        monkeypatch.delitem(table, _Fresh, raising=False)
+    monkeypatch.delitem(visitor._EVOLVERS, (_Fresh, ("_fresh_child",)), raising=False)
+    int_eval._maker.cache_clear()
+    E._compiled.cache_clear()
+    make()
+    assert any(marker in text for text in dc._used)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fresh:
+    _fresh_child: E.Expr
+    n: int
