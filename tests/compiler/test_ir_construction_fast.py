@@ -1,9 +1,10 @@
 """Node construction without the general path's calls (issue 22, round 15): a rebuilt
 ``BinOp`` with nothing to fold made directly instead of through ``expr._bin``; integer
 constants made through ``IntImm``'s slot setters (``expr._imm``) instead of its ``__init__``;
-the IR's generated code (rebuilders, ``evolve``'s copiers, ``int_eval``'s makers) read from
-vta's table of compiled texts (``vta._dataclass_code.code_of``). Each gives exactly the node
-(class, fields, type) the general path gave."""
+an ``AttrStmt`` rebuilt around a new body without its key's check again; ``linear_form``'s
+constant and variable operands read without the dispatch; the IR's generated code
+(rebuilders, ``evolve``'s copiers, ``int_eval``'s makers) read from vta's table of compiled
+texts (``vta._dataclass_code.code_of``). Each gives exactly what the general path gave."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 
 from vta import _dataclass_code as dc
 from vta.compiler.ir import expr as E
-from vta.compiler.ir import int_eval, visitor
+from vta.compiler.ir import int_eval, poly, visitor
 from vta.compiler.ir import semantics as sem
+from vta.compiler.ir import stmt as S
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -137,3 +139,35 @@ def test_generated_code_is_kept(monkeypatch: pytest.MonkeyPatch, make: Callable[
 class _Fresh:
     _fresh_child: E.Expr
     n: int
+
+
+def test_attr_stmt_rebuilt_without_its_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``AttrStmt`` rebuilt around a rewritten body keeps its key (which passed the check
+    when it was made): it is made without ``__post_init__``'s check, equal to the statement
+    the class makes."""
+    seen: list[object] = []
+    monkeypatch.setattr(S, "_check_key", lambda key, where: seen.append(key))
+    buf = S.Buffer("b", (4,), "int32")
+    stmt = S.AttrStmt(S.STAGE, "s", S.BufferStore(buf, x, (x,)))
+    seen.clear()
+    out = E.substitute(stmt, {x: z})
+    assert not seen
+    assert _same(out, S.AttrStmt(S.STAGE, "s", S.BufferStore(buf, z, (z,))))
+    assert S.AttrStmt.post_init_checks == ("key",)
+
+
+def test_linear_operands_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``linear_form``'s sums and products read a constant or variable operand themselves:
+    only the operators are dispatched; the form is the rules' own."""
+    calls: list[type] = []
+    real = poly._LINEAR
+
+    def counted(e: E.Expr) -> tuple[dict[E.Expr, int], int]:
+        calls.append(type(e))
+        return real(e)
+
+    monkeypatch.setattr(poly, "_LINEAR", counted)
+    terms, c = poly.linear_form(x * 4 + y - 3 + (z + x) * 2)
+    assert calls == [E.Add, E.Sub, E.Add, E.Mul, E.Mul, E.Add]
+    assert terms == {x: 6, y: 1, z: 2} and list(terms) == [x, y, z] and c == -3
+    assert poly.linear_form(E.Sub(x, x)) == ({}, 0)

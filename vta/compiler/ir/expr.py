@@ -704,6 +704,7 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
             lines.append(f" _s{k}(new, {f'n{names.index(f)}' if f in names else f'node.{f}'})")
         lines.append(" return new")
     else:
+        lines += _kept_checks(cls, names, scope)
         lines.append(" ch = {}")
         lines += [f" if n{k} is not v{k}: ch[{n!r}] = n{k}" for k, n in enumerate(names)]
         lines.append(" return _evolve(node, **ch)")
@@ -715,6 +716,25 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
         fns.append(env["rebuild"])
     _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
     return fns[0], fns[1]
+
+
+def _kept_checks(cls: type, names: tuple[str, ...], scope: dict[str, Any]) -> list[str]:
+    """Lines of ``_rebuilders``' code making a changed node of a class whose ``__post_init__``
+    only checks the fields it names (``post_init_checks``: an ``AttrStmt``'s key) through its
+    slots' setters where every one of those fields is kept (the node had passed the check with
+    them), before the ``evolve`` that calls the class (and the check) otherwise; none for any
+    other class (its setters set in ``scope``)."""
+    checks = getattr(cls, "post_init_checks", None)
+    setters = slot_setters(cls, checked=True) if checks is not None else None
+    if checks is None or setters is None:
+        return []
+    kept = " and ".join([f"n{names.index(f)} is v{names.index(f)}" for f in checks
+                         if f in names] or ["True"])
+    scope.update({f"_c{k}": f for k, f in enumerate(setters)})
+    lines = [f" if {kept}:", "  new = _new(_cls)"]
+    for k, f in enumerate(node_fields(cls) or ()):
+        lines.append(f"  _c{k}(new, {f'n{names.index(f)}' if f in names else f'node.{f}'})")
+    return [*lines, "  return new"]
 
 
 @functools.cache

@@ -212,19 +212,21 @@ def _init_params(code: Any) -> list[str]:
     return names
 
 
-def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...] | None:
+def slot_setters(cls: type, *, checked: bool = False
+                 ) -> tuple[Callable[[Any, Any], None], ...] | None:
     """The setters of ``cls``'s slots, in field order, when filling them on ``object.__new__(cls)``
     is what ``cls(*fields)`` does: a frozen, slotted dataclass whose slots (its own and its
     bases', as ``Add``'s are ``BinOp``'s) are exactly its fields, every one set by its generated
-    ``__init__``, with no ``__post_init__`` and no ``__new__`` of its own; else None (call
-    ``cls`` itself)."""
+    ``__init__``, with no ``__post_init__`` (but with ``checked``, where the caller fills them
+    with values its ``__post_init__`` has accepted already) and no ``__new__`` of its own; else
+    None (call ``cls`` itself)."""
     if not dataclasses.is_dataclass(cls) or "__slots__" not in vars(cls):
         return None
     slots = {n: vars(k)[n] for k in reversed(cls.__mro__[:-1])
              for n in vars(k).get("__slots__", ())}
     names = [f.name for f in fields(cls)]
     init = getattr(vars(cls).get("__init__"), "__code__", None)
-    if (list(slots) != names or hasattr(cls, "__post_init__")
+    if (list(slots) != names or (hasattr(cls, "__post_init__") and not checked)
             or cls.__new__ is not object.__new__ or init is None
             or init.co_filename != "<string>" or _init_params(init) != names):
         return None
