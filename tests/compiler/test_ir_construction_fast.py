@@ -2,7 +2,8 @@
 ``BinOp`` with nothing to fold made directly instead of through ``expr._bin``; integer
 constants made through ``IntImm``'s slot setters (``expr._imm``) instead of its ``__init__``;
 an ``AttrStmt`` rebuilt around a new body without its key's check again; ``linear_form``'s
-constant and variable operands read without the dispatch; the IR's generated code
+constant and variable operands read without the dispatch; a mapping substitution's
+variables met again and constants read by the rebuilders without a call; the IR's generated code
 (rebuilders, ``evolve``'s copiers, ``int_eval``'s makers) read from vta's table of compiled
 texts (``vta._dataclass_code.code_of``). Each gives exactly what the general path gave."""
 
@@ -171,3 +172,25 @@ def test_linear_operands_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == [E.Add, E.Sub, E.Add, E.Mul, E.Mul, E.Add]
     assert terms == {x: 6, y: 1, z: 2} and list(terms) == [x, y, z] and c == -3
     assert poly.linear_form(E.Sub(x, x)) == ({}, 0)
+
+
+def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapping substitution answers each variable once (``_rewrite_vars``): a rebuilder
+    reads a variable met before, mapped or not, from the made values, and keeps a constant
+    child, without the call; the tree is what answering every one gives."""
+    leaves: list[E.Expr] = []
+    real = E._rewrite_vars
+
+    def counted(node: Any, *args: Any) -> Any:
+        if type(node) in (E.Var, E.IntImm):
+            leaves.append(node)
+        return real(node, *args)
+
+    monkeypatch.setattr(E, "_rewrite_vars", counted)
+    for table in (E._REBUILD_FN, E._REBUILD_VARS):
+        monkeypatch.delitem(table, _Op, raising=False)
+    one = E.IntImm(1)
+    tree = _Op(_Op(x, y), _Op(_Op(x, one), _Op(y, x)))
+    out = E.substitute(tree, {x: z})
+    assert _same(out, _Op(_Op(z, y), _Op(_Op(z, one), _Op(y, z))))
+    assert leaves == [x, y]

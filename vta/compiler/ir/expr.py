@@ -627,9 +627,9 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
         mapping, made = maps
         out = made.get(node)
         if out is None:
-            if node not in mapping:
-                return node
-            out = made[node] = as_expr(mapping[node])
+            # a variable the mapping leaves is recorded as itself: a rebuilder reads it from
+            # ``made`` directly next time (``_rebuilders``)
+            out = made[node] = as_expr(mapping[node]) if node in mapping else node
         return out
     rebuild = _REBUILD_VARS.get(cls)
     if rebuild is None:
@@ -664,11 +664,10 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
     substitution may have made both sides constant), or made directly where both of its
     operands are expressions of one type and neither is a constant (what ``_bin`` returns
     then: most of a thread's copy, whose operands are fresh variables); any other changed
-    node is made as
-    ``visitor.evolve`` makes it, field by field through the slots' setters where
-    ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class (no
-    loop over field names, no dict of changes): the rewriter's cost is mostly these
-    rebuilds."""
+    node is made as ``visitor.evolve`` makes it, field by field through the slots' setters
+    where ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class
+    (``_rebuilder_text``: no loop over field names, no dict of changes): the rewriter's cost
+    is mostly these rebuilds."""
     names = _SLOTS.get(cls, _UNSEEN)
     if names is _UNSEEN:
         names = _slots(cls)
@@ -676,12 +675,39 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
         _REBUILD_FN[cls] = _REBUILD_VARS[cls] = _LEAF
         return _LEAF, _LEAF
     scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_node": _IS_NODE,
-                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__}
+                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__,
+                             "_Var": Var, "_Imm": IntImm}
+    fns = []
+    for rec in (_rewrite, _rewrite_vars):
+        env = {**scope, "_rec": rec}
+        exec(_compiled(_rebuilder_text(cls, names, env, rec is _rewrite_vars)), env)
+        fns.append(env["rebuild"])
+    _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
+    return fns[0], fns[1]
+
+
+def _rebuilder_text(cls: type, names: tuple[str, ...], scope: dict[str, Any],
+                    of_vars: bool) -> str:
+    """The source of ``_rebuilders``' function for ``cls`` (its child fields ``names``; the
+    setters it reads put in ``scope``): for ``_rewrite_vars`` (``of_vars``) a variable child
+    is read from the mapping's made values directly where it was met before (``made``
+    records every variable it answered, mapped or not) and a constant child is kept, without
+    ``_rewrite_vars``' call (its answers for them)."""
     lines = ["def rebuild(node, arg, descend, memo):"]
+    if of_vars:
+        lines.append(" made = arg[1]")
     for k, n in enumerate(names):
-        lines += [f" v{k} = node.{n}",
-                  f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)",
-                  f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
+        lines.append(f" v{k} = node.{n}")
+        if of_vars:
+            lines += [f" t{k} = type(v{k})",
+                      f" if t{k} is _Var and (descend is None or descend(v{k})):",
+                      f"  n{k} = made.get(v{k})",
+                      f"  if n{k} is None: n{k} = _rec(v{k}, arg, descend, memo)",
+                      f" elif t{k} is _Imm: n{k} = v{k}",
+                      f" elif t{k} is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)"]
+        else:
+            lines.append(f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)")
+        lines += [f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
                   f" n{k} = _rec(v{k}, arg, descend, memo)",
                   f" else: n{k} = v{k}"]
     same = " and ".join(f"n{k} is v{k}" for k in range(len(names)))
@@ -708,14 +734,7 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
         lines.append(" ch = {}")
         lines += [f" if n{k} is not v{k}: ch[{n!r}] = n{k}" for k, n in enumerate(names)]
         lines.append(" return _evolve(node, **ch)")
-    code = _compiled("\n".join(lines) + "\n")
-    fns = []
-    for rec in (_rewrite, _rewrite_vars):
-        env = {**scope, "_rec": rec}
-        exec(code, env)
-        fns.append(env["rebuild"])
-    _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
-    return fns[0], fns[1]
+    return "\n".join(lines) + "\n"
 
 
 def _kept_checks(cls: type, names: tuple[str, ...], scope: dict[str, Any]) -> list[str]:
