@@ -194,3 +194,27 @@ def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) 
     out = E.substitute(tree, {x: z})
     assert _same(out, _Op(_Op(z, y), _Op(_Op(z, one), _Op(y, z))))
     assert leaves == [x, y]
+
+
+def test_tuple_items_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tuple field's variables (a load's indices) are read as a field's are: each variable
+    answered once by ``_rewrite_vars``, a constant item kept."""
+    leaves: list[E.Expr] = []
+    real = E._rewrite_vars
+
+    def counted(node: Any, *args: Any) -> Any:
+        if type(node) in (E.Var, E.IntImm):
+            leaves.append(node)
+        return real(node, *args)
+
+    monkeypatch.setattr(E, "_rewrite_vars", counted)
+    for table in (E._REBUILD_FN, E._REBUILD_VARS):
+        for cls in (_Op, S.BufferLoad):
+            monkeypatch.delitem(table, cls, raising=False)
+    buf = S.Buffer("b", (4, 4, 4), "int32")
+    one = E.IntImm(1)
+    tree = _Op(S.BufferLoad(buf, (x, one, y), "int32"), S.BufferLoad(buf, (y, x, one), "int32"))
+    out = E.substitute(tree, {x: z})
+    assert _same(out, _Op(S.BufferLoad(buf, (z, one, y), "int32"),
+                          S.BufferLoad(buf, (y, z, one), "int32")))
+    assert leaves == [x, y]

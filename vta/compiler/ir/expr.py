@@ -676,7 +676,7 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
         return _LEAF, _LEAF
     scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_node": _IS_NODE,
                              "_bin": _bin, "_evolve": evolve, "_new": object.__new__,
-                             "_Var": Var, "_Imm": IntImm}
+                             "_Var": Var, "_Imm": IntImm, "_tupv": _rebuild_tuple_vars}
     fns = []
     for rec in (_rewrite, _rewrite_vars):
         env = {**scope, "_rec": rec}
@@ -692,7 +692,8 @@ def _rebuilder_text(cls: type, names: tuple[str, ...], scope: dict[str, Any],
     setters it reads put in ``scope``): for ``_rewrite_vars`` (``of_vars``) a variable child
     is read from the mapping's made values directly where it was met before (``made``
     records every variable it answered, mapped or not) and a constant child is kept, without
-    ``_rewrite_vars``' call (its answers for them)."""
+    ``_rewrite_vars``' call (its answers for them); a tuple's items likewise
+    (``_rebuild_tuple_vars``)."""
     lines = ["def rebuild(node, arg, descend, memo):"]
     if of_vars:
         lines.append(" made = arg[1]")
@@ -704,7 +705,7 @@ def _rebuilder_text(cls: type, names: tuple[str, ...], scope: dict[str, Any],
                       f"  n{k} = made.get(v{k})",
                       f"  if n{k} is None: n{k} = _rec(v{k}, arg, descend, memo)",
                       f" elif t{k} is _Imm: n{k} = v{k}",
-                      f" elif t{k} is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)"]
+                      f" elif t{k} is tuple: n{k} = _tupv(v{k}, _rec, arg, descend, memo)"]
         else:
             lines.append(f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)")
         lines += [f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
@@ -776,6 +777,33 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
     for j, x in enumerate(v):
         if nodes[type(x)] and (descend is None or descend(x)):
             y = rec(x, arg, descend, memo)
+            if y is not x and items is None:
+                items = list(v[:j])
+        else:
+            y = x
+        if items is not None:
+            items.append(y)
+    return v if items is None else tuple(items)
+
+
+def _rebuild_tuple_vars(v: tuple[Any, ...], rec: Callable[..., Any],
+                        arg: tuple[dict[Var, Any], dict[Var, Expr]],
+                        descend: Callable[[Any], bool] | None, memo: dict[int, Any]
+                        ) -> tuple[Any, ...]:
+    """``_rebuild_tuple`` for ``_rewrite_vars`` (``rec``; ``arg``: its maps): a variable item
+    met before is read from the made values and a constant item kept, without the call (as
+    ``_rebuilder_text``'s code reads such a field)."""
+    items: list[Any] | None = None  # made at the first child that changed
+    nodes = _IS_NODE
+    made = arg[1]
+    for j, x in enumerate(v):
+        t = type(x)
+        if t is IntImm:
+            y = x
+        elif nodes[t] and (descend is None or descend(x)):
+            y = made.get(x) if t is Var else None
+            if y is None:
+                y = rec(x, arg, descend, memo)
             if y is not x and items is None:
                 items = list(v[:j])
         else:
