@@ -101,12 +101,13 @@ def _load(path: Path | None) -> dict[str, CodeType]:
     return table
 
 
-def _code(txt: str) -> CodeType:
+def _code(txt: str, filename: str = "<string>") -> CodeType:
     """The code of ``txt``: from the file, else compiled as ``exec`` in ``dataclasses``
-    compiles it (its module has no future imports: none inherited here)."""
+    compiles it (its module has no future imports: none inherited here), under ``filename``
+    (what tracebacks and profiles name its functions' file)."""
     code = _codes.get(txt)
     if code is None:
-        code = compile(txt, "<string>", "exec", dont_inherit=True)
+        code = compile(txt, filename, "exec", dont_inherit=True)
         _codes[txt] = code
         global _fresh
         _fresh = True
@@ -117,12 +118,13 @@ def _code(txt: str) -> CodeType:
     return code
 
 
-def code_of(text: str) -> CodeType:
+def code_of(text: str, filename: str = "<string>") -> CodeType:
     """The code of ``text``, source vta generates while it runs other than a dataclass's
-    methods (the ISA's range checks, ``vta.isa.encoding``), compiled as ``exec`` with no
-    future features inherited: read from and kept in the same file as the methods, so a
-    process after the first compiles none of it either."""
-    return _code(text)
+    methods (the ISA's range checks, ``vta.isa.encoding``; the IR's rebuilders, copiers and
+    integer evaluators, ``vta.compiler.ir``), compiled as ``exec`` with no future features
+    inherited, under ``filename`` where it is compiled here: read from and kept in the same
+    file as the methods, so a process after the first compiles none of it either."""
+    return _code(text, filename)
 
 
 def _create_fn(name: str, args: list[str], body: list[str], *,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any, ClassVar
 
+from vta._dataclass_code import code_of
 from vta.compiler.ir import semantics as sem
 from vta.compiler.ir.semantics import Op
 from vta.compiler.ir.visitor import child_slots, evolve, node_fields, slot_setters
@@ -308,12 +309,35 @@ class Call(Expr):
 # ---------------------------------------------------------------------------- helpers
 
 
+def _imm_maker() -> Callable[[int, str], IntImm]:
+    """A function making ``IntImm(value, dtype)`` through its slots' own setters
+    (``visitor.slot_setters``: what its ``__init__`` does, without that call's frame; the
+    integer constants of index arithmetic are made by the ten thousand per compile), or the
+    class itself where the setters are not its ``__init__``'s."""
+    setters = slot_setters(IntImm)
+    if setters is None:
+        return IntImm
+    set_value, set_dtype = setters
+    new = object.__new__
+
+    def imm(value: int, dtype: str) -> IntImm:
+        out: IntImm = new(IntImm)
+        set_value(out, value)
+        set_dtype(out, dtype)
+        return out
+    return imm
+
+
+#: ``IntImm(value, dtype)`` (``_imm_maker``)
+_imm = _imm_maker()
+
+
 def const(value: int | float, dtype: str | None = None) -> Expr:
     """A constant (``int32``/``float32`` unless ``dtype`` says otherwise; bools are ``bool``)."""
     if isinstance(value, bool):
         return IntImm(int(value), "bool")
     if isinstance(value, int):
-        return IntImm(value, dtype or "int32")
+        return _imm(value, dtype or "int32")
     return FloatImm(float(value), dtype or "float32")
 
 
@@ -372,8 +396,9 @@ def _fold(cls: type[BinOp], x: int, y: int, dtype: str) -> int | None:
 
 
 def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
-    ea = a if isinstance(a, Expr) else as_expr(a)
-    eb = b if isinstance(b, Expr) else as_expr(b)
+    # a bare ``int`` (``x * 4``) made ``const(b)`` directly, not through ``as_expr``
+    ea = a if isinstance(a, Expr) else _imm(a, "int32") if type(a) is int else as_expr(a)
+    eb = b if isinstance(b, Expr) else _imm(b, "int32") if type(b) is int else as_expr(b)
     dtype = ea.dtype if ea.dtype == eb.dtype else _common(ea, eb)
     # ``IntImm`` has no subclasses: its constants are read as ``is_const`` reads them
     ca = ea.value if type(ea) is IntImm else None
@@ -381,7 +406,7 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
     if ca is not None and cb is not None:
         v = _fold(cls, ca, cb, dtype)  # type: ignore[arg-type]  # a class is hashable
         if v is not None:
-            return IntImm(v, dtype)
+            return _imm(v, dtype)
     # identities that keep scheduled index arithmetic small (each needs a constant side)
     if ca is None and cb is None:
         pass
@@ -399,13 +424,13 @@ def _bin(cls: type[BinOp], a: ExprLike, b: ExprLike) -> Expr:
         if cb == 1:
             return ea
         if (ca == 0 or cb == 0) and not dtype.startswith("float"):
-            return IntImm(0, dtype)
+            return _imm(0, dtype)
     elif cls is FloorDiv:
         if cb == 1:
             return ea
     elif cls is FloorMod:
         if cb == 1:
-            return IntImm(0, dtype)
+            return _imm(0, dtype)
     setters = _BIN_SETTERS.get(cls, _UNSEEN)
     if setters is _UNSEEN:
         setters = _BIN_SETTERS[cls] = slot_setters(cls)
@@ -510,6 +535,20 @@ class _NodeKinds(dict[type, bool]):
 
 
 _IS_NODE: dict[type, bool] = _NodeKinds()
+
+
+class _PlainKinds(dict[type, bool]):
+    """``_PLAIN``'s table: whether a class is an expression class other than ``IntImm`` (an
+    operand ``_bin`` neither folds nor converts), recorded on first sight of the class."""
+
+    def __missing__(self, cls: type) -> bool:
+        k = self[cls] = issubclass(cls, Expr) and cls is not IntImm
+        return k
+
+
+#: per class: whether ``_bin`` takes an operand of it as it is, with nothing to fold (an
+#: expression, not a constant): ``_rebuilders``' code for a ``BinOp`` reads it
+_PLAIN: dict[type, bool] = _PlainKinds()
 _SLOTS: dict[type, tuple[str, ...] | None] = {}
 _UNSEEN: Any = object()
 
@@ -588,9 +627,9 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
         mapping, made = maps
         out = made.get(node)
         if out is None:
-            if node not in mapping:
-                return node
-            out = made[node] = as_expr(mapping[node])
+            # a variable the mapping leaves is recorded as itself: a rebuilder reads it from
+            # ``made`` directly next time (``_rebuilders``)
+            out = made[node] = as_expr(mapping[node]) if node in mapping else node
         return out
     rebuild = _REBUILD_VARS.get(cls)
     if rebuild is None:
@@ -622,11 +661,13 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
     children as a pre-order walk does), a tuple field item by item (``_rebuild_tuple``), and
     recurses into a node where ``descend`` (default: every node) allows; it returns ``node``
     itself when no child changed. A changed ``BinOp`` is folded again (``_bin``: the
-    substitution may have made both sides constant); any other changed node is made as
-    ``visitor.evolve`` makes it, field by field through the slots' setters where
-    ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class (no
-    loop over field names, no dict of changes): the rewriter's cost is mostly these
-    rebuilds."""
+    substitution may have made both sides constant), or made directly where both of its
+    operands are expressions of one type and neither is a constant (what ``_bin`` returns
+    then: most of a thread's copy, whose operands are fresh variables); any other changed
+    node is made as ``visitor.evolve`` makes it, field by field through the slots' setters
+    where ``slot_setters`` allows, else by ``evolve`` itself. The code is generated per class
+    (``_rebuilder_text``: no loop over field names, no dict of changes): the rewriter's cost
+    is mostly these rebuilds."""
     names = _SLOTS.get(cls, _UNSEEN)
     if names is _UNSEEN:
         names = _slots(cls)
@@ -634,18 +675,54 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
         _REBUILD_FN[cls] = _REBUILD_VARS[cls] = _LEAF
         return _LEAF, _LEAF
     scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_node": _IS_NODE,
-                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__}
+                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__,
+                             "_Var": Var, "_Imm": IntImm, "_tupv": _rebuild_tuple_vars}
+    fns = []
+    for rec in (_rewrite, _rewrite_vars):
+        env = {**scope, "_rec": rec}
+        exec(_compiled(_rebuilder_text(cls, names, env, rec is _rewrite_vars)), env)
+        fns.append(env["rebuild"])
+    _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
+    return fns[0], fns[1]
+
+
+def _rebuilder_text(cls: type, names: tuple[str, ...], scope: dict[str, Any],
+                    of_vars: bool) -> str:
+    """The source of ``_rebuilders``' function for ``cls`` (its child fields ``names``; the
+    setters it reads put in ``scope``): for ``_rewrite_vars`` (``of_vars``) a variable child
+    is read from the mapping's made values directly where it was met before (``made``
+    records every variable it answered, mapped or not) and a constant child is kept, without
+    ``_rewrite_vars``' call (its answers for them); a tuple's items likewise
+    (``_rebuild_tuple_vars``)."""
     lines = ["def rebuild(node, arg, descend, memo):"]
+    if of_vars:
+        lines.append(" made = arg[1]")
     for k, n in enumerate(names):
-        lines += [f" v{k} = node.{n}",
-                  f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)",
-                  f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
+        lines.append(f" v{k} = node.{n}")
+        if of_vars:
+            lines += [f" t{k} = type(v{k})",
+                      f" if t{k} is _Var and (descend is None or descend(v{k})):",
+                      f"  n{k} = made.get(v{k})",
+                      f"  if n{k} is None: n{k} = _rec(v{k}, arg, descend, memo)",
+                      f" elif t{k} is _Imm: n{k} = v{k}",
+                      f" elif t{k} is tuple: n{k} = _tupv(v{k}, _rec, arg, descend, memo)"]
+        else:
+            lines.append(f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)")
+        lines += [f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
                   f" n{k} = _rec(v{k}, arg, descend, memo)",
                   f" else: n{k} = v{k}"]
     same = " and ".join(f"n{k} is v{k}" for k in range(len(names)))
     lines.append(f" if {same}: return node")
     setters = slot_setters(cls)
     if issubclass(cls, BinOp) and names == ("a", "b"):
+        if setters is not None and node_fields(cls) == ("a", "b", "dtype"):
+            # ``_bin``'s own result where it has nothing to fold: two operands of one type,
+            # neither a constant (``_PLAIN``), made as ``_bin`` makes it, without its call
+            scope.update({"_plain": _PLAIN, "_sa": setters[0], "_sb": setters[1],
+                          "_sd": setters[2]})
+            lines += [" if _plain[type(n0)] and _plain[type(n1)] and n0.dtype == n1.dtype:",
+                      "  new = _new(_cls)", "  _sa(new, n0)", "  _sb(new, n1)",
+                      "  _sd(new, n0.dtype)", "  return new"]
         lines.append(" return _bin(_cls, n0, n1)")
     elif setters is not None:
         scope.update({f"_s{k}": f for k, f in enumerate(setters)})
@@ -654,25 +731,40 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
             lines.append(f" _s{k}(new, {f'n{names.index(f)}' if f in names else f'node.{f}'})")
         lines.append(" return new")
     else:
+        lines += _kept_checks(cls, names, scope)
         lines.append(" ch = {}")
         lines += [f" if n{k} is not v{k}: ch[{n!r}] = n{k}" for k, n in enumerate(names)]
         lines.append(" return _evolve(node, **ch)")
-    code = _compiled("\n".join(lines) + "\n")
-    fns = []
-    for rec in (_rewrite, _rewrite_vars):
-        env = {**scope, "_rec": rec}
-        exec(code, env)
-        fns.append(env["rebuild"])
-    _REBUILD_FN[cls], _REBUILD_VARS[cls] = fns
-    return fns[0], fns[1]
+    return "\n".join(lines) + "\n"
+
+
+def _kept_checks(cls: type, names: tuple[str, ...], scope: dict[str, Any]) -> list[str]:
+    """Lines of ``_rebuilders``' code making a changed node of a class whose ``__post_init__``
+    only checks the fields it names (``post_init_checks``: an ``AttrStmt``'s key) through its
+    slots' setters where every one of those fields is kept (the node had passed the check with
+    them), before the ``evolve`` that calls the class (and the check) otherwise; none for any
+    other class (its setters set in ``scope``)."""
+    checks = getattr(cls, "post_init_checks", None)
+    setters = slot_setters(cls, checked=True) if checks is not None else None
+    if checks is None or setters is None:
+        return []
+    kept = " and ".join([f"n{names.index(f)} is v{names.index(f)}" for f in checks
+                         if f in names] or ["True"])
+    scope.update({f"_c{k}": f for k, f in enumerate(setters)})
+    lines = [f" if {kept}:", "  new = _new(_cls)"]
+    for k, f in enumerate(node_fields(cls) or ()):
+        lines.append(f"  _c{k}(new, {f'n{names.index(f)}' if f in names else f'node.{f}'})")
+    return [*lines, "  return new"]
 
 
 @functools.cache
 def _compiled(src: str) -> CodeType:
     """``src`` compiled, once per text: the rebuilders of classes with the same fields (every
     ``BinOp``) share one compilation (the text names no class; each is run in its class's
-    scope). Field names only (identifiers), as ``visitor.evolve`` generates its copiers."""
-    return compile(src, "<rebuild>", "exec")
+    scope), its code kept across processes with vta's dataclass methods
+    (``vta._dataclass_code.code_of``). Field names only (identifiers), as ``visitor.evolve``
+    generates its copiers."""
+    return code_of(src, "<rebuild>")
 
 
 def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
@@ -685,6 +777,33 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
     for j, x in enumerate(v):
         if nodes[type(x)] and (descend is None or descend(x)):
             y = rec(x, arg, descend, memo)
+            if y is not x and items is None:
+                items = list(v[:j])
+        else:
+            y = x
+        if items is not None:
+            items.append(y)
+    return v if items is None else tuple(items)
+
+
+def _rebuild_tuple_vars(v: tuple[Any, ...], rec: Callable[..., Any],
+                        arg: tuple[dict[Var, Any], dict[Var, Expr]],
+                        descend: Callable[[Any], bool] | None, memo: dict[int, Any]
+                        ) -> tuple[Any, ...]:
+    """``_rebuild_tuple`` for ``_rewrite_vars`` (``rec``; ``arg``: its maps): a variable item
+    met before is read from the made values and a constant item kept, without the call (as
+    ``_rebuilder_text``'s code reads such a field)."""
+    items: list[Any] | None = None  # made at the first child that changed
+    nodes = _IS_NODE
+    made = arg[1]
+    for j, x in enumerate(v):
+        t = type(x)
+        if t is IntImm:
+            y = x
+        elif nodes[t] and (descend is None or descend(x)):
+            y = made.get(x) if t is Var else None
+            if y is None:
+                y = rec(x, arg, descend, memo)
             if y is not x and items is None:
                 items = list(v[:j])
         else:

@@ -213,6 +213,10 @@ class AttrStmt(Stmt):
     value: Any
     body: Stmt
 
+    #: the fields ``__post_init__`` checks, its only work: a copy keeping them (the
+    #: rewriter's, ``expr.substitute``, around a rewritten body) is made without the check
+    post_init_checks: ClassVar[tuple[str, ...]] = ("key",)
+
     def __post_init__(self) -> None:
         _check_key(self.key, "AttrStmt")
 

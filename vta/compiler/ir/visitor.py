@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
+from vta._dataclass_code import code_of
 from vta.errors import NoRule
 
 __all__ = ["Dispatch", "NoRule", "child_fields", "child_slots", "evolve", "is_node",
@@ -165,7 +166,8 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
                   ) -> Callable[[Any, dict[str, Any]], Any] | None:
     """A function ``(obj, changes) -> copy`` setting every field of ``cls`` in order (those
     named in ``changed`` from ``changes``), or None when that would differ from
-    ``dataclasses.replace`` or a name is not a field (``evolve``). A slotted class's
+    ``dataclasses.replace`` or a name is not a field (``evolve``). Its code is kept across
+    processes with vta's dataclass methods (``vta._dataclass_code.code_of``). A slotted class's
     fields are filled through its slots' own setters (``slot_setters``: no
     ``object.__setattr__`` lookup per field, about twice as fast); any other through
     ``object.__setattr__``, as the generated ``__init__`` of a frozen class does. A class
@@ -185,7 +187,7 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
     if hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__:
         args = ", ".join(f"{n}=ch[{n!r}]" if n in changed else f"{n}=obj.{n}" for n in names)
-        exec(f"def evolve(obj, ch):\n    return _cls({args})\n", scope)
+        exec(code_of(f"def evolve(obj, ch):\n    return _cls({args})\n"), scope)
         called: Callable[[Any, dict[str, Any]], Any] = scope["evolve"]
         return called
     setters = slot_setters(cls)
@@ -197,7 +199,7 @@ def _make_evolver(cls: type, changed: tuple[str, ...]
     body = "".join(f"{head}ch[{n!r}])\n" if n in changed else f"{head}obj.{n})\n"
                    for head, n in zip(sets, names, strict=True))
     src = f"def evolve(obj, ch):\n    new = _new(_cls)\n{body}    return new\n"
-    exec(src, scope)  # field names only (identifiers), as dataclasses itself does
+    exec(code_of(src), scope)  # field names only (identifiers), as dataclasses itself does
     fn: Callable[[Any, dict[str, Any]], Any] = scope["evolve"]
     return fn
 
@@ -210,19 +212,21 @@ def _init_params(code: Any) -> list[str]:
     return names
 
 
-def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...] | None:
+def slot_setters(cls: type, *, checked: bool = False
+                 ) -> tuple[Callable[[Any, Any], None], ...] | None:
     """The setters of ``cls``'s slots, in field order, when filling them on ``object.__new__(cls)``
     is what ``cls(*fields)`` does: a frozen, slotted dataclass whose slots (its own and its
     bases', as ``Add``'s are ``BinOp``'s) are exactly its fields, every one set by its generated
-    ``__init__``, with no ``__post_init__`` and no ``__new__`` of its own; else None (call
-    ``cls`` itself)."""
+    ``__init__``, with no ``__post_init__`` (but with ``checked``, where the caller fills them
+    with values its ``__post_init__`` has accepted already) and no ``__new__`` of its own; else
+    None (call ``cls`` itself)."""
     if not dataclasses.is_dataclass(cls) or "__slots__" not in vars(cls):
         return None
     slots = {n: vars(k)[n] for k in reversed(cls.__mro__[:-1])
              for n in vars(k).get("__slots__", ())}
     names = [f.name for f in fields(cls)]
     init = getattr(vars(cls).get("__init__"), "__code__", None)
-    if (list(slots) != names or hasattr(cls, "__post_init__")
+    if (list(slots) != names or (hasattr(cls, "__post_init__") and not checked)
             or cls.__new__ is not object.__new__ or init is None
             or init.co_filename != "<string>" or _init_params(init) != names):
         return None
