@@ -470,7 +470,8 @@ def _serve(fn: Callable[[Any], Any], tasks: int, out: int) -> None:
     """A worker's life (``_Workers``): ``fn`` of each item read from ``tasks``, written to
     ``out`` as ``(True, result)``, or ``(False, None)`` when it failed (this process's parent
     runs that item again, to raise its own error); an empty frame or the end of ``tasks``
-    ends it (``os._exit``: none of the parent's exit handlers run here)."""
+    ends it (``os._exit``: none of the parent's exit handlers run here, so a worker that ends
+    as told keeps the code it compiled of vta's generated source itself: ``_keep_code``)."""
     global _IN_WORKER
     _IN_WORKER = True
     code = 1
@@ -486,12 +487,27 @@ def _serve(fn: Callable[[Any], Any], tasks: int, out: int) -> None:
                 data = pickle.dumps((False, None))
             _write_frame(out, data)
     finally:
+        if code == 0:
+            _keep_code()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:  # (a closed stream: nothing to flush)
                 pass
         os._exit(code)
+
+
+def _keep_code() -> None:
+    """What the parent's exit handler would do for the code this worker compiled (``vta.
+    _dataclass_code.save``: the table of generated source beside vta's bytecode, rewritten
+    only when a text was new): the compile workers make most of a cold run's rebuilders,
+    copiers and evaluators, so without this every cold run on several cores compiled them
+    again. A table that cannot be written is left as it is (``save``'s own rule)."""
+    try:
+        from vta._dataclass_code import save
+        save()
+    except Exception:  # a worker's result is already given: nothing here may fail it
+        pass
 
 
 def _write_frame(fd: int, data: bytes) -> None:
