@@ -144,18 +144,56 @@ class _StackLayout:
 
 @dataclass(slots=True)
 class _Pending:
-    """Stacked products of accumulating GEMMs onto one run of acc entries, summed but not yet
-    added to acc (``FastGemm.run`` while ``FastGemm.defers``): acc's sum wraps modulo
-    ``2**bits``, so adding the products' exact sum once gives the bits adding each did, and
-    out, the low bits of acc after the last, is what narrowing it once gives."""
+    """Stacked products of accumulating GEMMs onto one run of acc entries, not yet added to
+    acc (``FastGemm.run`` while ``FastGemm.defers``): acc's sum wraps modulo ``2**bits``, so
+    adding the products' exact sum once gives the bits adding each did, and out, the low bits
+    of acc after the last, is what narrowing it once gives. Their sum is one product, made
+    when it is applied (``FastGemm._apply``): the im2col matrices side by side times the
+    weight matrices one under the other (each sum the same exact integer below 2**24 as the
+    products' sum: ``m`` tensor ops an entry, ``FastGemm._single``), one BLAS call instead
+    of one per GEMM and an addition each."""
 
-    #: float32, ``(rows, classes * block_out)`` as the products come: their exact sum (below
-    #: 2**24: ``m`` tensor ops an entry, ``FastGemm._single``)
-    sums: np.ndarray
+    #: float32 room for every GEMM's im2col matrix ``(rows, m * block_in)`` side by side and
+    #: its weight matrix ``(m * block_in, classes * block_out)`` one under the other, each
+    #: copied in when it ran (the shadows change after): ``k`` columns, rows of them so far
+    cols: np.ndarray
+    weights: np.ndarray
+    k: int
     #: the first product's layout (each one summed has its shapes)
     lay: _StackLayout
     at: slice
     m: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """What ``FastGemm.run`` reads on every issue of an accumulating GEMM whose sums wait
+    (``_Pending``), found on its first (``FastGemm._waits``, kept beside the instruction's
+    plan): a stacked plan onto one run of acc entries whose product reads float32 grid
+    views of the shadows. Then an issue is the views' product and one addition, without
+    asking again of the plan, its layout and the shadows what the first issue found."""
+
+    hazards: int
+    lay: _StackLayout
+    #: the layout's ``x_view`` and ``w_view`` (both grid views here)
+    x_view: np.ndarray
+    w_view: np.ndarray
+    #: the acc run it adds to, and that run as ``FastGemm.pending``'s key
+    at: slice
+    key: tuple[int, int]
+    #: per shadow the views read (inp, wgt): the LOADs not yet mirrored into it (the list
+    #: ``FastGemm._stale`` holds), the shadow, and the scratchpad it mirrors
+    mirrors: tuple[tuple[list[tuple[int, int]], np.ndarray, np.ndarray], ...]
+    #: ``FastGemm._single_limit``: the most tensor ops a pending sum may hold
+    limit: int
+
+
+def _mirror(stale: list[tuple[int, int]], shadow: np.ndarray, src: np.ndarray) -> None:
+    """Copy the ``stale`` ranges of the scratchpad ``src`` into its ``shadow`` (converting
+    them to its dtype), then clear ``stale``."""
+    for lo, hi in stale:
+        shadow[lo:hi] = src[lo:hi]
+    stale.clear()
 
 
 def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
@@ -429,7 +467,7 @@ class FastGemm:
         #: the instruction (held here, its identity is not reused by another object): a tiled
         #: program issues one instruction object many times, and this key skips reading its
         #: eleven fields and hashing them on every issue
-        self._by_insn: dict[tuple[int, int], tuple[Gemm, _Plan]] = {}
+        self._by_insn: dict[tuple[int, int], tuple[Gemm, _Plan, _Waiting | None]] = {}
         #: ``_stack_layout`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
         self._layouts: dict[int, _StackLayout] = {}
         self.resets: dict[tuple, _ResetPlan | None] = {}
@@ -469,12 +507,10 @@ class FastGemm:
         if shadow is not None and not stale:  # up to date (a tiled loop's next product)
             return shadow
         src = self.sram.data[kind]
-        if shadow is None:
+        if shadow is None:  # (nothing is stale before a shadow exists: ``refresh``)
             shadow = self._shadow[key] = src.astype(self.dtype if wide else np.float32)
         else:
-            for lo, hi in stale:
-                shadow[lo:hi] = src[lo:hi]
-        stale.clear()
+            _mirror(stale, shadow, src)
         return shadow
 
     @property
@@ -500,18 +536,20 @@ class FastGemm:
         read-after-write hazard count."""
         memo = self._by_insn.get((id(insn), self.uop_version))
         if memo is not None:
+            waits = memo[2]
+            if waits is not None:  # (the usual case: a tiled loop's next product)
+                self._defer(waits)
+                return waits.hazards
             plan = memo[1]
         else:
             plan = self._fields_plan(sram, insn, ctx)
-            self._by_insn[id(insn), self.uop_version] = insn, plan
+            waits = self._waits(plan)
+            self._by_insn[id(insn), self.uop_version] = insn, plan, waits
+            if waits is not None:
+                self._defer(waits)
+                return waits.hazards
         if plan.entries.size == 0:
             return 0
-        st = plan.stack
-        if st is not None and self.defers and st.rows is None and isinstance(plan.at, slice):
-            lay = self._layout(st)
-            if lay.single:
-                self._defer(st, lay, plan.at)
-                return plan.hazards
         if self.pending:
             self.flush()
         if plan.stack is not None:
@@ -669,23 +707,52 @@ class FastGemm:
             lay = self._layouts[id(st)] = self._stack_layout(st)
         return lay
 
-    def _defer(self, st: _ColStack, lay: _StackLayout, at: slice) -> None:
-        """Add ``st``'s product (float32: ``lay.single``) to the pending sum of the acc run
-        ``at`` where it stays exact with the same shapes, else apply that sum and start one."""
-        prod = self._stacked_product(st, lay)
-        key = (at.start, at.stop)
-        p = self.pending.get(key)
-        if p is not None:
-            if p.lay.sums == lay.sums and self._single(p.m + lay.m):
-                np.add(p.sums, prod, out=p.sums)
-                p.m += lay.m
-                return
+    def _waits(self, plan: _Plan) -> _Waiting | None:
+        """How ``run`` issues ``plan`` each time, when its sums may wait (``defers``; a
+        stacked plan onto one run of acc entries whose product reads float32 grid views:
+        ``_Waiting``), else None (``run``'s other paths)."""
+        st, at = plan.stack, plan.at
+        if not (self.defers and st is not None and st.rows is None and isinstance(at, slice)
+                and plan.entries.size):
+            return None
+        lay = self._layout(st)
+        if not lay.single or lay.x_view is None or lay.w_view is None:
+            return None
+        mirrors = tuple((stale, self._shadow[kind, False], self.sram.data[kind])
+                        for kind, stale in zip(("inp", "wgt"), lay.stale, strict=True))
+        return _Waiting(plan.hazards, lay, lay.x_view, lay.w_view, at, (at.start, at.stop),
+                        mirrors, self._single_limit())
+
+    def _defer(self, waits: _Waiting) -> None:
+        """Copy ``waits``' im2col and weight matrices (float32: its layout's ``single``) into
+        the pending sum of its acc run where it stays exact with the same shapes, else apply
+        that sum and start one. The shadows its views read are first brought up to date
+        (``_mirror``)."""
+        for stale, shadow, src in waits.mirrors:
+            if stale:
+                _mirror(stale, shadow, src)
+        lay = waits.lay
+        p = self.pending.get(waits.key)
+        if p is not None and not (p.lay.sums == lay.sums and p.m + lay.m <= waits.limit):
             self._apply(p)
-        self.pending[key] = _Pending(prod, lay, at, lay.m)
+            p = None
+        if p is None:  # room for as many tensor ops as stay exact (``limit``)
+            room = waits.limit * self.bi
+            p = self.pending[waits.key] = _Pending(
+                np.empty((lay.cols[0], room), np.float32),
+                np.empty((room, lay.weights[1]), np.float32), 0, lay, waits.at, 0)
+        k0 = p.k
+        k = p.k = k0 + lay.cols[1]
+        p.m += lay.m
+        # (split axes of a run: both reshapes are views of the room)
+        x_view, w_view = waits.x_view, waits.w_view
+        np.copyto(p.cols[:, k0:k].reshape(x_view.shape), x_view)
+        np.copyto(p.weights[k0:k].reshape(w_view.shape), w_view)
 
     def _apply(self, p: _Pending) -> None:
         """Add a pending sum to acc (and narrow into out), as ``run`` adds one product."""
-        add_wrapped(self.sram, p.at, self._class_major(p.sums, p.lay, self.sram.acc_dtype))
+        sums = np.matmul(p.cols[:, :p.k], p.weights[:p.k])
+        add_wrapped(self.sram, p.at, self._class_major(sums, p.lay, self.sram.acc_dtype))
 
     def flush(self) -> None:
         """Add every pending sum to acc (``_Pending``; in any order: sums commute modulo
@@ -763,7 +830,14 @@ class FastGemm:
     def _single(self, m: int) -> bool:
         """Whether sums of ``m`` tensor ops (``block_in`` products each) are exact in float32
         (below 2**24), and run in it (the wide shadows float64: ``prepare``)."""
-        return self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
+        return m <= self._single_limit()
+
+    def _single_limit(self) -> int:
+        """The most tensor ops whose sums ``_single`` runs in float32: ``m * block_in *
+        biggest < 2**24``; none (-1) where the wide shadows are int64 (float64 not exact)."""
+        if self.dtype != np.float64:
+            return -1
+        return (2**24 - 1) // (self.bi * self.biggest)
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
