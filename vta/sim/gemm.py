@@ -170,8 +170,10 @@ class _Waiting:
     """What ``FastGemm.run`` reads on every issue of an accumulating GEMM whose sums wait
     (``_Pending``), found on its first (``FastGemm._waits``, kept beside the instruction's
     plan): a stacked plan onto one run of acc entries whose product reads float32 grid
-    views of the shadows. Then an issue is the views' product and one addition, without
-    asking again of the plan, its layout and the shadows what the first issue found."""
+    views of the shadows. Then an issue is the views copied into the pending sum's room
+    (``FastGemm._defer``), without asking again of the plan, its layout and the shadows
+    what the first issue found. (A stacked plan whose matrices are gathered, not views,
+    adds at once: ``run``'s other paths.)"""
 
     hazards: int
     lay: _StackLayout
