@@ -1,7 +1,7 @@
 """The values pass of round 15 (issue 22): an accumulating GEMM whose sums wait is issued
-through what its first issue found (``gemm._Waiting``), and a pending sum is one product
-made when it is applied, its GEMMs' im2col and weight matrices side by side in one room
-(``gemm._Pending``). Each gives the reference interpreter's values."""
+through what its first issue found (``gemm._Waiting``), and a pending sum's float32 bound is
+one limit on its tensor ops (``FastGemm._single_limit``). Each gives the reference
+interpreter's values."""
 
 from __future__ import annotations
 
@@ -29,21 +29,20 @@ def _repeated(hw: HwConfig, n: int):
     return replace(base, instructions=tuple(insns))
 
 
-@pytest.mark.parametrize("n", [1, 4, 21])
-def test_a_pending_sum_is_one_product_of_its_gemms_side_by_side(pynq: HwConfig, monkeypatch,
-                                                              n: int) -> None:
-    """``n`` GEMMs onto one acc run (``m`` = 3 tensor ops of ``block_in`` = 16 each): the
-    plan is asked once per instruction object and its layout made once (the first issue's
-    ``_Waiting`` serves the rest), the
-    pending sum holds their ``3 n * 16`` columns when applied, and its one product is the
-    reference interpreter's sum (21 GEMMs fill the room: 63 ops, float32's exact bound)."""
-    calls = counting_calls(monkeypatch, FastGemm, ("_defer", "_stack_layout", "_fields_plan"))
-    columns: list[int] = []
+@pytest.mark.parametrize("n", [1, 4, 21, 22])
+def test_a_waiting_gemm_is_issued_through_its_first_issue(pynq: HwConfig, monkeypatch,
+                                                          n: int) -> None:
+    """``n`` GEMMs onto one acc run (``m`` = 3 tensor ops each): the plan is asked once per
+    instruction object and its layout likewise (the first issue's ``_Waiting`` serves the
+    rest, where every issue used to ask ``_layout``), each issue adds to the pending sum,
+    which holds ``3 n`` ops when applied up to float32's exact bound (63 ops on pynq: 21
+    GEMMs; the 22nd starts a new sum), and the values are the reference interpreter's."""
+    calls = counting_calls(monkeypatch, FastGemm, ("_defer", "_layout", "_fields_plan"))
+    ops: list[int] = []
     apply = FastGemm._apply
 
     def noted(self: FastGemm, p) -> None:
-        columns.append(p.k)
-        assert p.cols.shape[1] == p.weights.shape[0] >= p.k
+        ops.append(p.m)
         apply(self, p)
 
     monkeypatch.setattr(FastGemm, "_apply", noted)
@@ -52,8 +51,8 @@ def test_a_pending_sum_is_one_product_of_its_gemms_side_by_side(pynq: HwConfig, 
     got = simulate(program, pynq, inputs).outputs["C"]
     np.testing.assert_array_equal(got, run_reference(program, pynq, inputs)["C"])
     # (two instruction objects: the first n - 1 issues' and the last's)
-    assert calls == {"_defer": n, "_stack_layout": 1, "_fields_plan": min(n, 2)}
-    assert columns == [3 * n * 16]
+    assert calls == {"_defer": n, "_layout": min(n, 2), "_fields_plan": min(n, 2)}
+    assert ops == ([63, 3] if n == 22 else [3 * n])
 
 
 def test_the_single_limit_is_the_float32_bound() -> None:

@@ -144,21 +144,14 @@ class _StackLayout:
 
 @dataclass(slots=True)
 class _Pending:
-    """Stacked products of accumulating GEMMs onto one run of acc entries, not yet added to
-    acc (``FastGemm.run`` while ``FastGemm.defers``): acc's sum wraps modulo ``2**bits``, so
-    adding the products' exact sum once gives the bits adding each did, and out, the low bits
-    of acc after the last, is what narrowing it once gives. Their sum is one product, made
-    when it is applied (``FastGemm._apply``): the im2col matrices side by side times the
-    weight matrices one under the other (each sum the same exact integer below 2**24 as the
-    products' sum: ``m`` tensor ops an entry, ``FastGemm._single``), one BLAS call instead
-    of one per GEMM and an addition each."""
+    """Stacked products of accumulating GEMMs onto one run of acc entries, summed but not yet
+    added to acc (``FastGemm.run`` while ``FastGemm.defers``): acc's sum wraps modulo
+    ``2**bits``, so adding the products' exact sum once gives the bits adding each did, and
+    out, the low bits of acc after the last, is what narrowing it once gives."""
 
-    #: float32 room for every GEMM's im2col matrix ``(rows, m * block_in)`` side by side and
-    #: its weight matrix ``(m * block_in, classes * block_out)`` one under the other, each
-    #: copied in when it ran (the shadows change after): ``k`` columns, rows of them so far
-    cols: np.ndarray
-    weights: np.ndarray
-    k: int
+    #: float32, ``(rows, classes * block_out)`` as the products come: their exact sum (below
+    #: 2**24: ``m`` tensor ops an entry, ``FastGemm._single``)
+    sums: np.ndarray
     #: the first product's layout (each one summed has its shapes)
     lay: _StackLayout
     at: slice
@@ -170,7 +163,7 @@ class _Waiting:
     """What ``FastGemm.run`` reads on every issue of an accumulating GEMM whose sums wait
     (``_Pending``), found on its first (``FastGemm._waits``, kept beside the instruction's
     plan): a stacked plan onto one run of acc entries whose product reads float32 grid
-    views of the shadows. Then an issue is the views copied into the pending sum's room
+    views of the shadows. Then an issue is the views' product and one addition
     (``FastGemm._defer``), without asking again of the plan, its layout and the shadows
     what the first issue found. (A stacked plan whose matrices are gathered, not views,
     adds at once: ``run``'s other paths.)"""
@@ -726,35 +719,26 @@ class FastGemm:
                         mirrors, self._single_limit())
 
     def _defer(self, waits: _Waiting) -> None:
-        """Copy ``waits``' im2col and weight matrices (float32: its layout's ``single``) into
-        the pending sum of its acc run where it stays exact with the same shapes, else apply
-        that sum and start one. The shadows its views read are first brought up to date
-        (``_mirror``)."""
+        """Add ``waits``' product (float32: its layout's ``single``) to the pending sum of its
+        acc run where it stays exact with the same shapes, else apply that sum and start
+        one. The shadows its views read are first brought up to date (``_mirror``)."""
         for stale, shadow, src in waits.mirrors:
             if stale:
                 _mirror(stale, shadow, src)
         lay = waits.lay
+        prod = np.matmul(waits.x_view.reshape(lay.cols), waits.w_view.reshape(lay.weights))
         p = self.pending.get(waits.key)
-        if p is not None and not (p.lay.sums == lay.sums and p.m + lay.m <= waits.limit):
+        if p is not None:
+            if p.lay.sums == lay.sums and p.m + lay.m <= waits.limit:
+                np.add(p.sums, prod, out=p.sums)
+                p.m += lay.m
+                return
             self._apply(p)
-            p = None
-        if p is None:  # room for as many tensor ops as stay exact (``limit``)
-            room = waits.limit * self.bi
-            p = self.pending[waits.key] = _Pending(
-                np.empty((lay.cols[0], room), np.float32),
-                np.empty((room, lay.weights[1]), np.float32), 0, lay, waits.at, 0)
-        k0 = p.k
-        k = p.k = k0 + lay.cols[1]
-        p.m += lay.m
-        # (split axes of a run: both reshapes are views of the room)
-        x_view, w_view = waits.x_view, waits.w_view
-        np.copyto(p.cols[:, k0:k].reshape(x_view.shape), x_view)
-        np.copyto(p.weights[k0:k].reshape(w_view.shape), w_view)
+        self.pending[waits.key] = _Pending(prod, lay, waits.at, lay.m)
 
     def _apply(self, p: _Pending) -> None:
         """Add a pending sum to acc (and narrow into out), as ``run`` adds one product."""
-        sums = np.matmul(p.cols[:, :p.k], p.weights[:p.k])
-        add_wrapped(self.sram, p.at, self._class_major(sums, p.lay, self.sram.acc_dtype))
+        add_wrapped(self.sram, p.at, self._class_major(p.sums, p.lay, self.sram.acc_dtype))
 
     def flush(self) -> None:
         """Add every pending sum to acc (``_Pending``; in any order: sums commute modulo
