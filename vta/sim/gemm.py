@@ -158,6 +158,39 @@ class _Pending:
     m: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """What ``FastGemm.run`` reads on every issue of an accumulating GEMM whose sums wait
+    (``_Pending``), found on its first (``FastGemm._waits``, kept beside the instruction's
+    plan): a stacked plan onto one run of acc entries whose product reads float32 grid
+    views of the shadows. Then an issue is the views' product and one addition
+    (``FastGemm._defer``), without asking again of the plan, its layout and the shadows
+    what the first issue found. (A stacked plan whose matrices are gathered, not views,
+    adds at once: ``run``'s other paths.)"""
+
+    hazards: int
+    lay: _StackLayout
+    #: the layout's ``x_view`` and ``w_view`` (both grid views here)
+    x_view: np.ndarray
+    w_view: np.ndarray
+    #: the acc run it adds to, and that run as ``FastGemm.pending``'s key
+    at: slice
+    key: tuple[int, int]
+    #: per shadow the views read (inp, wgt): the LOADs not yet mirrored into it (the list
+    #: ``FastGemm._stale`` holds), the shadow, and the scratchpad it mirrors
+    mirrors: tuple[tuple[list[tuple[int, int]], np.ndarray, np.ndarray], ...]
+    #: ``FastGemm._single_limit``: the most tensor ops a pending sum may hold
+    limit: int
+
+
+def _mirror(stale: list[tuple[int, int]], shadow: np.ndarray, src: np.ndarray) -> None:
+    """Copy the ``stale`` ranges of the scratchpad ``src`` into its ``shadow`` (converting
+    them to its dtype), then clear ``stale``."""
+    for lo, hi in stale:
+        shadow[lo:hi] = src[lo:hi]
+    stale.clear()
+
+
 def _grids(idx: np.ndarray) -> tuple[_Grid, _Grid] | None:
     """A ``(outer, inner)`` index table as two grids: the first column (``outer``), and the
     first row's offsets from its first entry (``inner``, first 0), when every row is the first
@@ -429,7 +462,7 @@ class FastGemm:
         #: the instruction (held here, its identity is not reused by another object): a tiled
         #: program issues one instruction object many times, and this key skips reading its
         #: eleven fields and hashing them on every issue
-        self._by_insn: dict[tuple[int, int], tuple[Gemm, _Plan]] = {}
+        self._by_insn: dict[tuple[int, int], tuple[Gemm, _Plan, _Waiting | None]] = {}
         #: ``_stack_layout`` of each stacked plan's (by its identity: ``plans`` keeps it alive)
         self._layouts: dict[int, _StackLayout] = {}
         self.resets: dict[tuple, _ResetPlan | None] = {}
@@ -469,12 +502,10 @@ class FastGemm:
         if shadow is not None and not stale:  # up to date (a tiled loop's next product)
             return shadow
         src = self.sram.data[kind]
-        if shadow is None:
+        if shadow is None:  # (nothing is stale before a shadow exists: ``refresh``)
             shadow = self._shadow[key] = src.astype(self.dtype if wide else np.float32)
         else:
-            for lo, hi in stale:
-                shadow[lo:hi] = src[lo:hi]
-        stale.clear()
+            _mirror(stale, shadow, src)
         return shadow
 
     @property
@@ -500,18 +531,20 @@ class FastGemm:
         read-after-write hazard count."""
         memo = self._by_insn.get((id(insn), self.uop_version))
         if memo is not None:
+            waits = memo[2]
+            if waits is not None:  # (the usual case: a tiled loop's next product)
+                self._defer(waits)
+                return waits.hazards
             plan = memo[1]
         else:
             plan = self._fields_plan(sram, insn, ctx)
-            self._by_insn[id(insn), self.uop_version] = insn, plan
+            waits = self._waits(plan)
+            self._by_insn[id(insn), self.uop_version] = insn, plan, waits
+            if waits is not None:
+                self._defer(waits)
+                return waits.hazards
         if plan.entries.size == 0:
             return 0
-        st = plan.stack
-        if st is not None and self.defers and st.rows is None and isinstance(plan.at, slice):
-            lay = self._layout(st)
-            if lay.single:
-                self._defer(st, lay, plan.at)
-                return plan.hazards
         if self.pending:
             self.flush()
         if plan.stack is not None:
@@ -669,19 +702,39 @@ class FastGemm:
             lay = self._layouts[id(st)] = self._stack_layout(st)
         return lay
 
-    def _defer(self, st: _ColStack, lay: _StackLayout, at: slice) -> None:
-        """Add ``st``'s product (float32: ``lay.single``) to the pending sum of the acc run
-        ``at`` where it stays exact with the same shapes, else apply that sum and start one."""
-        prod = self._stacked_product(st, lay)
-        key = (at.start, at.stop)
-        p = self.pending.get(key)
+    def _waits(self, plan: _Plan) -> _Waiting | None:
+        """How ``run`` issues ``plan`` each time, when its sums may wait (``defers``; a
+        stacked plan onto one run of acc entries whose product reads float32 grid views:
+        ``_Waiting``), else None (``run``'s other paths)."""
+        st, at = plan.stack, plan.at
+        if not (self.defers and st is not None and st.rows is None and isinstance(at, slice)
+                and plan.entries.size):
+            return None
+        lay = self._layout(st)
+        if not lay.single or lay.x_view is None or lay.w_view is None:
+            return None
+        mirrors = tuple((stale, self._shadow[kind, False], self.sram.data[kind])
+                        for kind, stale in zip(("inp", "wgt"), lay.stale, strict=True))
+        return _Waiting(plan.hazards, lay, lay.x_view, lay.w_view, at, (at.start, at.stop),
+                        mirrors, self._single_limit())
+
+    def _defer(self, waits: _Waiting) -> None:
+        """Add ``waits``' product (float32: its layout's ``single``) to the pending sum of its
+        acc run where it stays exact with the same shapes, else apply that sum and start
+        one. The shadows its views read are first brought up to date (``_mirror``)."""
+        for stale, shadow, src in waits.mirrors:
+            if stale:
+                _mirror(stale, shadow, src)
+        lay = waits.lay
+        prod = np.matmul(waits.x_view.reshape(lay.cols), waits.w_view.reshape(lay.weights))
+        p = self.pending.get(waits.key)
         if p is not None:
-            if p.lay.sums == lay.sums and self._single(p.m + lay.m):
+            if p.lay.sums == lay.sums and p.m + lay.m <= waits.limit:
                 np.add(p.sums, prod, out=p.sums)
                 p.m += lay.m
                 return
             self._apply(p)
-        self.pending[key] = _Pending(prod, lay, at, lay.m)
+        self.pending[waits.key] = _Pending(prod, lay, waits.at, lay.m)
 
     def _apply(self, p: _Pending) -> None:
         """Add a pending sum to acc (and narrow into out), as ``run`` adds one product."""
@@ -763,7 +816,14 @@ class FastGemm:
     def _single(self, m: int) -> bool:
         """Whether sums of ``m`` tensor ops (``block_in`` products each) are exact in float32
         (below 2**24), and run in it (the wide shadows float64: ``prepare``)."""
-        return self.dtype == np.float64 and m * self.bi * self.biggest < 2**24
+        return m <= self._single_limit()
+
+    def _single_limit(self) -> int:
+        """The most tensor ops whose sums ``_single`` runs in float32: ``m * block_in *
+        biggest < 2**24``; none (-1) where the wide shadows are int64 (float64 not exact)."""
+        if self.dtype != np.float64:
+            return -1
+        return (2**24 - 1) // (self.bi * self.biggest)
 
     def _products(self, plan: _Plan) -> np.ndarray:
         """Per-op products ``(n, batch, block_out)`` in the plan's op order."""
