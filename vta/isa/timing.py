@@ -308,7 +308,16 @@ def _crosses(rows: int, row_bytes: int, boundary: int, addr: int, stride: int) -
     last = addr + (rows - 1) * stride
     if last < boundary:  # the rows start in order within the first boundary: the last is the
         return last > limit  # furthest
-    return max([(addr + r * stride) % boundary for r in range(rows)]) > limit
+    # the rows wrap (``stride`` > 0): lap by lap, the rows that start in one boundary do so
+    # in order, so only each lap's furthest is compared (a few laps, not every row)
+    r, at = 0, addr
+    while r < rows:
+        k = min((boundary - 1 - at) // stride, rows - 1 - r)  # rows after ``at`` in this lap
+        if at + k * stride > limit:
+            return True
+        r += k + 1
+        at = (at + (k + 1) * stride) % boundary
+    return False
 
 
 @lru_cache(maxsize=65536)
