@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from vta._dataclass_code import save as save_code
+
 __all__ = ["fork_map", "ForkPool", "ForkedChild", "current_job", "default_jobs",
            "one_blas_thread", "BLAS_THREAD_VARIABLES"]
 
@@ -504,8 +506,7 @@ def _keep_code() -> None:
     copiers and evaluators, so without this every cold run on several cores compiled them
     again. A table that cannot be written is left as it is (``save``'s own rule)."""
     try:
-        from vta._dataclass_code import save
-        save()
+        save_code()
     except Exception:  # a worker's result is already given: nothing here may fail it
         pass
 
