@@ -41,13 +41,13 @@ import inspect
 import marshal
 import os
 import sys
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import CodeType, FunctionType, MemberDescriptorType
 from typing import Any
 
-__all__ = ["install", "code_path", "code_of", "save", "STATS", "MAX_ENTRIES"]
+__all__ = ["install", "code_path", "code_of", "save", "forked", "STATS", "MAX_ENTRIES"]
 
 #: the parameters of the ``dataclasses._create_fn`` this module reproduces (3.10 to 3.12)
 _KNOWN_PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
@@ -277,25 +277,52 @@ def _wrap_process_class() -> None:
 def save() -> None:
     """Rewrite the file when this process compiled a text it lacked: the texts this process
     used first, then the file's others, ``MAX_ENTRIES`` in all (not where Python writes no
-    bytecode; a file that cannot be written is left as it is)."""
+    bytecode; a file that cannot be written is left as it is). The file is read and rewritten
+    under a lock (``_locked``): processes ending together (a pool's workers) each add their
+    texts instead of the last one dropping what another had just written."""
     global _fresh
     path = code_path()
     if not _fresh or path is None or sys.dont_write_bytecode:
         return
-    table = dict(_used)
-    for txt, code in _load(path).items():
-        if len(table) >= MAX_ENTRIES:
-            break
-        table.setdefault(txt, code)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(marshal.dumps((importlib.util.MAGIC_NUMBER, table)))
-        os.replace(tmp, path)
+        with _locked(path):
+            table = dict(_used)
+            for txt, code in _load(path).items():
+                if len(table) >= MAX_ENTRIES:
+                    break
+                table.setdefault(txt, code)
+            tmp.write_bytes(marshal.dumps((importlib.util.MAGIC_NUMBER, table)))
+            os.replace(tmp, path)
         _fresh = False
     except OSError:
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``'s lock file (beside it) while the block runs; no lock
+    where the platform has none (``fcntl``): the file is still replaced atomically."""
+    try:
+        import fcntl
+    except ImportError:  # (not POSIX)
+        yield
+        return
+    with open(path.with_name(f"{path.name}.lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def forked() -> None:
+    """In a forked worker, at its start: only what it compiles itself makes its ``save``
+    rewrite the file (the parent keeps its own texts, written by its exit handler)."""
+    global _fresh
+    _fresh = False
 
 
 install()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from vta._dataclass_code import save as save_code
+from vta import _dataclass_code
 
 __all__ = ["fork_map", "ForkPool", "ForkedChild", "current_job", "default_jobs",
            "one_blas_thread", "BLAS_THREAD_VARIABLES"]
@@ -476,6 +476,7 @@ def _serve(fn: Callable[[Any], Any], tasks: int, out: int) -> None:
     as told keeps the code it compiled of vta's generated source itself: ``_keep_code``)."""
     global _IN_WORKER
     _IN_WORKER = True
+    _dataclass_code.forked()
     code = 1
     try:
         while True:
@@ -506,7 +507,7 @@ def _keep_code() -> None:
     copiers and evaluators, so without this every cold run on several cores compiled them
     again. A table that cannot be written is left as it is (``save``'s own rule)."""
     try:
-        save_code()
+        _dataclass_code.save()
     except Exception:  # a worker's result is already given: nothing here may fail it
         pass
 
