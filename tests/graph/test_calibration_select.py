@@ -72,3 +72,17 @@ def test_calibrated_requantize_scale_is_the_float64_one(s_in: float) -> None:
     want = max(float(np.quantile(np.abs(real), CALIBRATION_QUANTILE)), 1e-12) / INT8_MAX
     assert b._calibrated(x, s_in) == want
     assert b.values[x] is acc and acc[0] == np.iinfo(np.int32).min  # left as it was
+
+
+def test_channel_bounds_are_the_int64_sums() -> None:
+    rng = np.random.default_rng(9)
+    w = rng.integers(-128, 128, (16, 8, 3, 3)).astype(np.int8)
+    w[0] = -128  # |-128| in the int16 copy
+    bias = rng.integers(-(1 << 20), 1 << 20, 16).astype(np.int32)
+    b = GraphBuilder("t")
+    x = b.input("x", (1, 8, 6, 6), 1.0)
+    y = b.conv2d(x, b.const("w", w, 1.0), b.const("b", bias), pad=1)
+    want = np.abs(w.reshape(16, -1).astype(np.int64)).sum(axis=1) * 128 + np.abs(
+        bias.astype(np.int64))
+    assert b.channel_magnitudes(y) == want.tolist()
+    assert b.magnitude(y) == int(want.max())
