@@ -57,6 +57,10 @@ def test_draws_are_made_in_a_thread_of_their_own() -> None:
             seen.append(threading.current_thread().name)
             return rng.normal(*a, **k)
 
+        def standard_normal(self, *a, **k):  # type: ignore[no-untyped-def, override]
+            seen.append(threading.current_thread().name)  # (the weights, a chunk at a time)
+            return rng.standard_normal(*a, **k)
+
     draws = models._Draws(Spy(np.random.PCG64(0)), [(4, 2, 3, 3)])
     w = draws.take("weights", (4, 2, 3, 3))
     b = draws.take("bias", (4,))

@@ -37,22 +37,41 @@ def wrap32(x: np.ndarray) -> np.ndarray:
     return np.asarray(sem.cast(np.asarray(x, dtype=np.int64), _INT32))
 
 
+def i32(c: int) -> np.int32:
+    """The Python integer ``c`` wrapped to an int32 scalar (two's complement): an operand of
+    the int32 steps below, which numpy computes modulo 2**32 (its integer arrays wrap)."""
+    return np.int32(((c + (1 << 31)) & 0xFFFFFFFF) - (1 << 31))
+
+
 def rounding_shift(t: np.ndarray, shift: int) -> np.ndarray:
     """The rounding shift of int32 ``t`` (``ir.split_shift``): ``>> pre``, ``+ 2**(post-1)``
-    (wrapping to int32), ``>> post``."""
+    (wrapping to int32), ``>> post``; a new array (``t`` is left as it is)."""
     pre, post = G.split_shift(shift)
-    t = t.astype(np.int32) >> np.int32(pre)
-    t = wrap32(t.astype(np.int64) + (1 << (post - 1)))
-    return t >> np.int32(post)
+    out = np.right_shift(t.astype(np.int32, copy=False), np.int32(pre))
+    out += i32(1 << (post - 1))  # int32 wraps modulo 2**32, as ``wrap32`` of the int64 sum
+    out >>= np.int32(post)
+    return out
 
 
 def scale_round(x: np.ndarray, mult: int, shift: int) -> np.ndarray:
-    """``x * mult`` (wrapping to int32), rounding-shifted by ``shift``."""
-    return rounding_shift(wrap32(x.astype(np.int64) * mult), shift)
+    """``x * mult`` (wrapping to int32), rounding-shifted by ``shift``. In int32 arithmetic:
+    the product modulo 2**32 is the product of the operands modulo 2**32 (``x`` wrapped,
+    ``mult`` wrapped), which is what ``wrap32`` of the exact int64 product keeps."""
+    t = x.astype(np.int32, copy=False)
+    return rounding_shift(t if mult == 1 else t * i32(mult), shift)
 
 
 def _clip8(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.clip(x, lo, hi).astype(np.int8)
+
+
+def _offset8(y: np.ndarray, zero: int, lo: int, hi: int) -> np.ndarray:
+    """``clip(wrap32(y + zero), lo, hi)`` as int8, for the int32 array ``y`` the caller owns
+    (added to in place: int32 wraps modulo 2**32)."""
+    if zero:
+        y += i32(zero)
+    np.clip(y, lo, hi, out=y)
+    return y.astype(np.int8)
 
 
 def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
@@ -62,7 +81,9 @@ def _conv2d(node: G.Conv2d, a: list[np.ndarray]) -> np.ndarray:
         x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=node.pad_value)
         pad = 0
     acc = grouped_conv2d_int32(x, w, node.stride, pad, node.groups)
-    # int32 + int64: the sum in int64 without an int64 copy of the accumulators first
+    if b.dtype == np.int32:  # a fresh int32 array: the bias added in place, modulo 2**32
+        acc += b[None, :, None, None]
+        return acc
     return wrap32(acc + b.astype(np.int64)[None, :, None, None])
 
 
@@ -106,13 +127,14 @@ def _requantize(node: G.Requantize, a: list[np.ndarray]) -> np.ndarray:
         y = rounding_shift(wrap32(a[0].astype(np.int64) * m), node.shift)
     elif node.even:  # ONNX Runtime's rounding of a power-of-two ratio: half to even
         y = rne_shift(a[0], node.shift)
-    else:
-        y = scale_round(a[0], node.mult, node.shift)
+    else:  # int32 throughout (``scale_round``): a new array, the zero point added in place
+        return _offset8(scale_round(a[0], node.mult, node.shift), node.zero, node.lo,
+                        node.hi)
     return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
 
 
 def _relu(node: G.Relu, a: list[np.ndarray]) -> np.ndarray:
-    return np.maximum(a[0], 0).astype(np.int8)
+    return np.maximum(a[0], 0).astype(np.int8, copy=False)
 
 
 def _clip(node: G.Clip, a: list[np.ndarray]) -> np.ndarray:
@@ -120,14 +142,26 @@ def _clip(node: G.Clip, a: list[np.ndarray]) -> np.ndarray:
 
 
 def _add(node: G.Add, a: list[np.ndarray]) -> np.ndarray:
-    p = wrap32((a[0].astype(np.int64) - node.zero_a) * node.mult_a)
-    q = wrap32((a[1].astype(np.int64) - node.zero_b) * node.mult_b)
-    t = wrap32(p.astype(np.int64) + q + node.offset)
+    """In int32 arithmetic (numpy's int32 arrays wrap modulo 2**32): each step's sum or
+    product modulo 2**32 is what ``wrap32`` of the exact one keeps, and each shift reads the
+    wrapped value, as the definition orders them."""
+    p = a[0].astype(np.int32)
+    if node.zero_a:
+        p -= i32(node.zero_a)
+    p *= i32(node.mult_a)
+    q = a[1].astype(np.int32)
+    if node.zero_b:
+        q -= i32(node.zero_b)
+    q *= i32(node.mult_b)
+    p += q
+    if node.offset:
+        p += i32(node.offset)
     if node.offsets is not None:  # per channel (axis 1)
-        c = a[2].astype(np.int64).reshape((1, -1) + (1,) * (t.ndim - 2))
-        t = wrap32(t.astype(np.int64) + c)
-    y = rne_shift(t, node.shift) if node.even else rounding_shift(t, node.shift)
-    return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
+        p += a[2].astype(np.int32).reshape((1, -1) + (1,) * (p.ndim - 2))
+    y = rne_shift(p, node.shift) if node.even else rounding_shift(p, node.shift)
+    if node.even:
+        return _clip8(wrap32(y.astype(np.int64) + node.zero), node.lo, node.hi)
+    return _offset8(y, node.zero, node.lo, node.hi)
 
 
 def _max_pool(node: G.MaxPool2d, a: list[np.ndarray]) -> np.ndarray:
