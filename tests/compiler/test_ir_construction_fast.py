@@ -174,10 +174,8 @@ def test_linear_operands_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
     assert poly.linear_form(E.Sub(x, x)) == ({}, 0)
 
 
-def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mapping substitution answers each variable once (``_rewrite_vars``): a rebuilder
-    reads a variable met before, mapped or not, from the made values, and keeps a constant
-    child, without the call; the tree is what answering every one gives."""
+def _leaves_answered(monkeypatch: pytest.MonkeyPatch) -> list[E.Expr]:
+    """The variables and constants ``_rewrite_vars`` is called on from now on, in order."""
     leaves: list[E.Expr] = []
     real = E._rewrite_vars
 
@@ -187,6 +185,14 @@ def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) 
         return real(node, *args)
 
     monkeypatch.setattr(E, "_rewrite_vars", counted)
+    return leaves
+
+
+def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapping substitution answers each variable once (``_rewrite_vars``): a rebuilder
+    reads a variable met before, mapped or not, from the made values, and keeps a constant
+    child, without the call; the tree is what answering every one gives."""
+    leaves = _leaves_answered(monkeypatch)
     for table in (E._REBUILD_FN, E._REBUILD_VARS):
         monkeypatch.delitem(table, _Op, raising=False)
     one = E.IntImm(1)
@@ -199,15 +205,7 @@ def test_variables_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) 
 def test_tuple_items_met_again_are_read_directly(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tuple field's variables (a load's indices) are read as a field's are: each variable
     answered once by ``_rewrite_vars``, a constant item kept."""
-    leaves: list[E.Expr] = []
-    real = E._rewrite_vars
-
-    def counted(node: Any, *args: Any) -> Any:
-        if type(node) in (E.Var, E.IntImm):
-            leaves.append(node)
-        return real(node, *args)
-
-    monkeypatch.setattr(E, "_rewrite_vars", counted)
+    leaves = _leaves_answered(monkeypatch)
     for table in (E._REBUILD_FN, E._REBUILD_VARS):
         for cls in (_Op, S.BufferLoad):
             monkeypatch.delitem(table, cls, raising=False)

@@ -27,6 +27,17 @@ def _compile_both(x: int) -> int:
     return x
 
 
+def _run_pool() -> None:
+    """Four items on two workers (skipped where none start)."""
+    with ForkPool(_compile_both, None, 2, 4) as p:
+        for x in range(4):
+            p.submit(x)
+        p.end_input()
+        assert p.results() == [0, 1, 2, 3]
+    if p.workers < 2:
+        pytest.skip("no worker processes here (no fork, or one core)")
+
+
 def _table(path: Path, wait_s: float = 30.0) -> dict[str, object]:
     """The table at ``path`` once it holds both texts (the workers write it as they exit,
     after the pool has closed), or as it is after ``wait_s``."""
@@ -44,13 +55,7 @@ def test_workers_keep_the_code_they_compiled(tmp_path: Path,
     monkeypatch.setattr(dc, "code_path", lambda: path)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     assert not any(t in dc._codes for t in _TEXTS)
-    with ForkPool(_compile_both, None, 2, 4) as p:
-        for x in range(4):
-            p.submit(x)
-        p.end_input()
-        assert p.results() == [0, 1, 2, 3]
-    if p.workers < 2:
-        pytest.skip("no worker processes here (no fork, or one core)")
+    _run_pool()
     assert not any(t in dc._codes for t in _TEXTS)  # compiled in the workers only
     table = _table(path)
     for txt in _TEXTS:
@@ -62,12 +67,6 @@ def test_nothing_is_kept_where_python_writes_no_bytecode(tmp_path: Path,
     path = tmp_path / "methods.marshal"
     monkeypatch.setattr(dc, "code_path", lambda: path)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    with ForkPool(_compile_both, None, 2, 4) as p:
-        for x in range(4):
-            p.submit(x)
-        p.end_input()
-        assert p.results() == [0, 1, 2, 3]
-    if p.workers < 2:
-        pytest.skip("no worker processes here (no fork, or one core)")
+    _run_pool()
     time.sleep(0.5)  # (the workers' exits: nothing may appear)
     assert not path.exists()

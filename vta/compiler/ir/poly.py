@@ -71,18 +71,24 @@ def _atom(e: E.Expr) -> tuple[LinearTerms, int]:
     return {e: 1}, 0
 
 
+def _operand(x: E.Expr) -> tuple[LinearTerms, int]:
+    """An operand's linear form: a constant or a variable (most operands) read here, as its
+    rule reads it, without the dispatch's two calls; anything else through the dispatch."""
+    t = type(x)
+    if t is E.IntImm:
+        return {}, x.value  # type: ignore[attr-defined]
+    if t is E.Var:
+        return {x: 1}, 0
+    return _LINEAR(x)
+
+
 def _add_sub(e: E.Add | E.Sub) -> tuple[LinearTerms, int]:
     # every rule returns a dict of its own without zero coefficients, so ``a``'s is extended
     # in place (its order, then ``b``'s new atoms) and filtered only where a term cancelled;
-    # an operand that is a constant or a variable (most of them) is read here, as its rule
-    # reads it, without the dispatch's two calls (``_mul`` too)
+    # the operands through ``_operand`` (``_mul`` too)
     a, b = e.a, e.b
-    ta: LinearTerms
-    tb: LinearTerms
-    ta, ca = ({}, a.value) if type(a) is E.IntImm else (  # type: ignore[attr-defined, assignment]
-        ({a: 1}, 0) if type(a) is E.Var else _LINEAR(a))
-    tb, cb = ({}, b.value) if type(b) is E.IntImm else (  # type: ignore[attr-defined, assignment]
-        ({b: 1}, 0) if type(b) is E.Var else _LINEAR(b))
+    ta, ca = _operand(a)
+    tb, cb = _operand(b)
     sign = 1 if isinstance(e, E.Add) else -1
     cancelled = False
     get = ta.get
@@ -97,12 +103,8 @@ def _add_sub(e: E.Add | E.Sub) -> tuple[LinearTerms, int]:
 
 def _mul(e: E.Mul) -> tuple[LinearTerms, int]:
     a, b = e.a, e.b
-    ta: LinearTerms
-    tb: LinearTerms
-    ta, ca = ({}, a.value) if type(a) is E.IntImm else (  # type: ignore[attr-defined, assignment]
-        ({a: 1}, 0) if type(a) is E.Var else _LINEAR(a))
-    tb, cb = ({}, b.value) if type(b) is E.IntImm else (  # type: ignore[attr-defined, assignment]
-        ({b: 1}, 0) if type(b) is E.Var else _LINEAR(b))
+    ta, ca = _operand(a)
+    tb, cb = _operand(b)
     if not tb:
         if cb == 1:  # an index times a unit stride: ``a``'s own dict, every term kept
             return ta, ca * cb
