@@ -35,6 +35,15 @@ noise (this VM's CPU seconds move 30-50 % between its quiet and slow spells). It
 of the run whole, not its wall on two cores.
 
     python bench/warm_run.py --callgrind [--before /work/main] [--out FILE]
+
+The machine's speed, measured beside every timed run: just before each run two copies of a
+fixed workload (``CALIBRATION``: Python's dictionaries, calls and sorting, and numpy integer
+arithmetic, imports included; nothing of vta's) start together in child processes, and the
+wall until both have ended is the run's ``calibration_s``: what two busy cores of the VM did
+at that moment. ``wall / calibration_s`` (``wall_per_calibration``) is the run's wall in
+units of the machine's speed, comparable between samples taken in the VM's fast and slow
+spells and between rounds: the workload is fixed, never to be edited (a changed workload
+would make the ratios of different rounds incomparable). ``--no-calibration`` leaves it out.
 """
 
 from __future__ import annotations
@@ -79,6 +88,34 @@ def child_env(tree: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
 Variant = tuple[Path, list[str], bool]
 
 
+#: the machine-speed workload (``calibrate``): fixed for good, so that the ratio of a run's wall
+#: to it compares between samples and rounds; about 0.3 s a copy on the project's quiet VM
+CALIBRATION = """
+import numpy as np
+d = {}
+for i in range(150000):
+    d[i & 1023] = d.get(i & 1023, 0) + i * 3 // 7
+s = sorted(range(100000), key=lambda x: (x * 7919) % 10007)
+a = np.arange(1 << 20, dtype=np.int64)
+for _ in range(50):
+    a = (a * 1103515245 + 12345) & 0x7FFFFFFF
+assert len(d) == 1024 and len(s) == 100000 and int(a[1]) >= 0
+"""
+
+
+def calibrate() -> float:
+    """Seconds of wall for two copies of ``CALIBRATION`` started together in child
+    processes (each a fresh interpreter importing numpy, as a run's processes are): the
+    speed of two cores of the machine now."""
+    t0 = time.perf_counter()
+    children = [subprocess.Popen([sys.executable, "-c", CALIBRATION]) for _ in range(2)]
+    codes = [c.wait() for c in children]
+    wall = time.perf_counter() - t0
+    if any(codes):
+        raise SystemExit(f"the calibration workload exited {codes}")
+    return wall
+
+
 def one_run(tree: Path, cache: Path, pycache: Path | None, extra: list[str]) -> dict[str, Any]:
     """``vta run resnet18`` of ``tree`` with ``cache``: its wall and CPU seconds, the load
     before it, its seconds line's parts and its cycles."""
@@ -121,7 +158,8 @@ def _median_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians of a variant's cold and warm runs."""
+    """Medians of a variant's cold and warm runs (with the calibration's and each run's
+    wall per calibration where the runs were calibrated)."""
     out: dict[str, Any] = {}
     for kind in ("cold", "warm"):
         rs = [r for r in runs if r["kind"] == kind]
@@ -132,6 +170,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                      "cpu_s_median": statistics.median(r["cpu_s"] for r in rs),
                      "load_1min_median": statistics.median(r["load_1min"] for r in rs),
                      "parts_median": _median_parts(rs)}
+        if all("calibration_s" in r for r in rs):
+            out[kind]["calibration_s_median"] = statistics.median(r["calibration_s"] for r in rs)
+            out[kind]["wall_per_calibration_median"] = round(
+                statistics.median(r["wall_per_calibration"] for r in rs), 3)
     out["cycles"] = sorted({r["cycles"] for r in runs})
     out["all_passed"] = all(r["passed"] for r in runs)
     return out
@@ -207,6 +249,8 @@ def main() -> None:
     ap.add_argument("--callgrind", action="store_true",
                     help="count the instructions of one cold and one warm run in one process "
                          "(this tree and --before's) instead of timing runs")
+    ap.add_argument("--no-calibration", action="store_true",
+                    help="time no machine-speed workload before each run")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "warm_run.json"))
     a = ap.parse_args()
     if a.callgrind:
@@ -234,11 +278,17 @@ def main() -> None:
             for k, (tree, extra, pyc) in variants.items():
                 if kind == "cold":
                     caches[k].unlink(missing_ok=True)
+                calib = None if a.no_calibration else calibrate()
                 r = one_run(tree, caches[k], pycache if pyc else None, extra)
                 r["kind"] = kind
+                if calib is not None:
+                    r["calibration_s"] = round(calib, 3)
+                    r["wall_per_calibration"] = round(r["wall_s"] / calib, 3)
                 runs[k].append(r)
+                speed = "" if calib is None else \
+                    f"  calib {calib:5.2f} s ({r['wall_per_calibration']:.2f}x)"
                 print(f"{k:>14} {kind:4} {i}  wall {r['wall_s']:6.2f} s  cpu {r['cpu_s']:6.2f} s"
-                      f"  load {r['load_1min']:4.1f}  {r['parts']}", flush=True)
+                      f"  load {r['load_1min']:4.1f}{speed}  {r['parts']}", flush=True)
     summary = {k: {"tree": str(variants[k][0]), "flags": variants[k][1],
                    "bytecode": variants[k][2], **summarize(rs)} for k, rs in runs.items()}
     print(f"{'variant':>14} {'cold wall':>9} {'cold cpu':>8} {'warm wall':>9} {'warm cpu':>8}  "
@@ -249,6 +299,11 @@ def main() -> None:
               f"{cold.get('cpu_s_median', float('nan')):>8.2f} "
               f"{warm.get('wall_s_median', float('nan')):>9.2f} "
               f"{warm.get('cpu_s_median', float('nan')):>8.2f}  {s['cycles']}")
+    calibrated = [(k, kind, s[kind]) for k, s in summary.items() for kind in ("cold", "warm")
+                  if "calibration_s_median" in s.get(kind, {})]
+    for k, kind, m in calibrated:
+        print(f"{k:>14} {kind}: calibration {m['calibration_s_median']:.2f} s, wall "
+              f"{m['wall_per_calibration_median']:.2f} calibrations")
     for k, s in summary.items():
         for kind in ("cold", "warm"):
             if kind in s:
@@ -265,7 +320,10 @@ def main() -> None:
                     "the environment's setting: "
                     f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')})",
         "note": "medians; runs of the variants interleaved; CPU = user + system seconds of the "
-                "child and its worker processes; load = 1-minute load average before each run",
+                "child and its worker processes; load = 1-minute load average before each run; "
+                "calibration_s = wall of two copies of the fixed CALIBRATION workload started "
+                "together just before the run, wall_per_calibration = the run's wall over it",
+        "calibration": None if a.no_calibration else CALIBRATION,
         "summary": summary, "runs": runs}, indent=2) + "\n")
     print(f"wrote {a.out}")
 
