@@ -42,8 +42,13 @@ def _ref_map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
             return S.seq(*new) if changed else n
         return r
 
-    out: S.Stmt = E.substitute(s, visit, descend=lambda x: isinstance(x, S.Stmt))
+    out: S.Stmt = E.substitute(s, visit, descend=_stmt_class)
     return out
+
+
+def _stmt_class(cls: type) -> bool:
+    """``descend`` for statements only (``substitute`` asks it of a child's class)."""
+    return issubclass(cls, S.Stmt)
 
 
 def _ref_linear(e: E.Expr) -> tuple[dict[E.Expr, int], int]:

@@ -1,7 +1,8 @@
 """``expr.substitute`` against the rewriter it replaced (kept below, verbatim, as the
 reference): random expressions and statements, variable mappings and node callables, with and
-without ``descend``; the results must be equal, share the same unchanged subtrees, and the
-callable must see the same nodes in the same order."""
+without ``descend`` (asked of a child's class here, of the child there); the results must be
+equal, share the same unchanged subtrees, and the callable must see the same nodes in the
+same order."""
 
 from __future__ import annotations
 
@@ -145,12 +146,28 @@ def test_statement_mapping_same_as_before(s: S.Stmt, m: dict[E.Var, Any]) -> Non
     _same(E.substitute(s, m), _ref_substitute(s, m), s)
 
 
+def _stmt_class(cls: type) -> bool:
+    return issubclass(cls, S.Stmt)
+
+
+def _not_var_class(cls: type) -> bool:
+    return cls is not E.Var
+
+
+#: ``substitute``'s ``descend`` (a class's) and the reference's (an instance's) for it
+DESCENDS: dict[str, tuple[Callable[[type], bool], Callable[[Any], bool]]] = {
+    "statements": (_stmt_class, lambda x: isinstance(x, S.Stmt)),
+    "not variables": (_not_var_class, lambda x: not isinstance(x, E.Var)),
+}
+
+
 @settings(max_examples=200, deadline=None)
-@given(stmts, st.integers(0, 4), st.booleans())
+@given(stmts, st.integers(0, 4), st.sampled_from([None, *DESCENDS]))
 def test_callable_same_as_before_and_sees_the_same_nodes(s: S.Stmt, k: int,
-                                                          stmts_only: bool) -> None:
-    """A callable replacing the k-th constant it sees (and statements only, with
-    ``descend``): the same result and the same calls, in order."""
+                                                          descend: str | None) -> None:
+    """A callable replacing the k-th constant it sees (everywhere, or where ``descend``
+    allows: the reference asks it of every child, ``substitute`` once per class): the same
+    result and the same calls, in order."""
     def make() -> tuple[Callable[[Any], Any | None], list[Any]]:
         seen: list[Any] = []
 
@@ -161,12 +178,22 @@ def test_callable_same_as_before_and_sees_the_same_nodes(s: S.Stmt, k: int,
             return None
         return fn, seen
 
-    descend = (lambda x: isinstance(x, S.Stmt)) if stmts_only else None
+    new, old = DESCENDS[descend] if descend is not None else (None, None)
     fn_new, seen_new = make()
     fn_old, seen_old = make()
-    _same(E.substitute(s, fn_new, descend), _ref_substitute(s, fn_old, descend), s)
+    _same(E.substitute(s, fn_new, new), _ref_substitute(s, fn_old, old), s)
     assert len(seen_new) == len(seen_old)
     assert all(a is b for a, b in zip(seen_new, seen_old, strict=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(stmts, mappings, st.sampled_from(list(DESCENDS)))
+def test_mapping_with_descend_same_as_before(s: S.Stmt, m: dict[E.Var, Any],
+                                             descend: str) -> None:
+    """A variable mapping where ``descend`` allows (a class's) against the reference asking
+    it of every child (an instance's)."""
+    new, old = DESCENDS[descend]
+    _same(E.substitute(s, m, new), _ref_substitute(s, m, old), s)
 
 
 def test_folds_after_substitution() -> None:
@@ -204,3 +231,13 @@ def test_free_vars_of_a_leaf_without_a_walk(monkeypatch) -> None:  # type: ignor
     monkeypatch.setattr(expr, "walk", no_walk)
     assert E.free_vars(i) == {i}
     assert E.free_vars(E.IntImm(3)) == set()
+
+
+def test_descend_tables_stay_few() -> None:
+    """A ``descend`` made anew per call (a lambda) gets a table each time, as a module-level
+    one does once; the tables kept never pass 32."""
+    s = S.For(VARS[0], E.IntImm(0), E.IntImm(2), BUF.store(VARS[0], VARS[1], VARS[0]))
+    for _ in range(100):
+        out = E.substitute(s, {VARS[0]: 1}, lambda cls: issubclass(cls, S.Stmt))
+        assert out is s
+        assert len(E._DESCEND_KINDS) <= 32

@@ -5,6 +5,8 @@ naming no buffer taken over as it is, without walking it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from _accel_ir import PYNQ
 
@@ -20,8 +22,8 @@ CLIP = buf("res_clip", (2, 1, 16), "int32", "acc")
 INP = buf("data", (2, 1, 16), "int32")
 
 
-def _each(body: object) -> object:
-    return loop(2, lambda i: loop(16, lambda j: body(i, j)))  # type: ignore[operator]
+def _each(body: Callable[[E.Var, E.Var], S.Stmt]) -> S.Stmt:
+    return loop(2, lambda i: loop(16, lambda j: body(i, j)))
 
 
 BODY = seq(
@@ -85,3 +87,45 @@ def test_a_store_naming_no_buffer_taken_over_is_not_walked(
     assert any(n is reduction for n in met)
     assert not any(n is reduction.value for n in met)
     assert any(isinstance(n, S.Buffer) and n is SHR for n in met)
+
+
+def _replace_before(s: S.Stmt, taken: acc_inplace.Taken, leaves: acc_inplace._Leaves
+                    ) -> S.Stmt:
+    """``_replace_buffers`` as it was: the same replacement, recursing into every node."""
+    kept = {id(st) for (st, _loops), named in zip(leaves.items, leaves.named, strict=True)
+            if named.isdisjoint(taken)}
+
+    def replace(n: object) -> object:
+        if id(n) in kept:
+            return n
+        return acc_inplace._now(n, taken) if isinstance(n, S.Buffer) and n in taken else None
+
+    return E.substitute(s, replace)
+
+
+#: BODY and statements reading a taken buffer where the search does not look: in a guard's
+#: condition, in a store's index, in a loop's bound
+ODD = seq(
+    BODY,
+    _each(lambda i, j: S.IfThenElse(SHR.load(i, 0, j) < 3, RES.store(E.IntImm(0, "int8"),
+                                                                      i, 0, j))),
+    _each(lambda i, j: RES.store(CLIP.load(i, 0, j).astype("int8"), SHR.load(i, 0, j) % 2,
+                                 0, j)),
+    S.For(E.Var("k"), E.IntImm(0), CLIP.load(0, 0, 0), RES.store(E.IntImm(1, "int8"), 0, 0, 0)))
+
+
+@pytest.mark.parametrize("body", [BODY, ODD], ids=["epilogue", "odd places"])
+@pytest.mark.parametrize("merges", [[], [(SHR, ACC)], [(CLIP, SHR)], [(SHR, ACC), (CLIP, ACC)]])
+def test_replace_skipping_leaves_equals_the_full_rewrite(
+        body: S.Stmt, merges: list[tuple[S.Buffer, S.Buffer]]) -> None:
+    """``_replace_buffers``, which does not recurse into variables and constants, against the
+    rewrite that recurses into every node (its definition before): the same statement, with
+    the same unchanged subtrees (``is``)."""
+    leaves = acc_inplace._Leaves(body)
+    taken: acc_inplace.Taken = dict(merges)
+    new, old = (acc_inplace._replace_buffers(body, taken, leaves),
+                _replace_before(body, taken, leaves))
+    assert new == old
+    assert (new is body) == (old is body)
+    subtrees = {id(n) for n in E.walk(body)}
+    assert [id(n) in subtrees for n in E.walk(new)] == [id(n) in subtrees for n in E.walk(old)]

@@ -585,18 +585,51 @@ def free_vars(e: Any) -> set[Var]:
 
 
 def substitute(node: Any, mapping: dict[Var, Any] | Callable[[Any], Any | None],
-               descend: Callable[[Any], bool] | None = None) -> Any:
+               descend: Callable[[type], bool] | None = None) -> Any:
     """Rebuild ``node`` replacing variables (a dict) or any node (a callable returning a
     replacement, or None to recurse). Returns ``node`` itself when nothing changed. The one
-    rewriter of the IR: ``descend(child)`` (default: every node) limits where it recurses
-    (statement rewrites skip expressions)."""
+    rewriter of the IR: ``descend(cls)`` (default: every node class) limits where it
+    recurses to the children of the classes it accepts (statement rewrites skip
+    expressions), asked once per class and remembered with the function (``_kinds``: pass
+    a module-level one)."""
+    kinds = _IS_NODE if descend is None else _kinds(descend)
     if isinstance(mapping, dict):
-        return _rewrite_vars(node, (mapping, {}), descend, {})
-    return _rewrite(node, mapping, descend, {})
+        return _rewrite_vars(node, (mapping, {}), kinds, {})
+    return _rewrite(node, mapping, kinds, {})
+
+
+class _DescendKinds(dict[type, bool]):
+    """``_kinds``' table for one ``descend``: whether the rewriter recurses into a child of a
+    class (a node class that ``descend`` accepts), recorded on first sight of the class, so
+    the rebuilders ask it as one lookup per child, as ``_IS_NODE`` without a ``descend``."""
+
+    def __init__(self, descend: Callable[[type], bool]) -> None:
+        super().__init__()
+        self.descend = descend
+
+    def __missing__(self, cls: type) -> bool:
+        k = self[cls] = _IS_NODE[cls] and bool(self.descend(cls))
+        return k
+
+
+#: per ``descend`` function given to ``substitute``: its table (``_DescendKinds``)
+_DESCEND_KINDS: dict[Callable[[type], bool], _DescendKinds] = {}
+
+
+def _kinds(descend: Callable[[type], bool]) -> dict[type, bool]:
+    """The table of ``descend`` (``_DescendKinds``), made on its first use. At most 32 are
+    kept: a caller making a new function per call gets a new table each time, not a table
+    that grows for the life of the process."""
+    kinds = _DESCEND_KINDS.get(descend)
+    if kinds is None:
+        if len(_DESCEND_KINDS) >= 32:
+            _DESCEND_KINDS.clear()
+        kinds = _DESCEND_KINDS[descend] = _DescendKinds(descend)
+    return kinds
 
 
 def _rewrite(node: Any, fn: Callable[[Any], Any | None],
-             descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+             kinds: dict[type, bool], memo: dict[int, Any]) -> Any:
     # ``memo``: a subtree shared by many parents (a micro-op list's common base expression) is
     # rewritten once per call, keyed by its id: every key is a node of the tree being
     # rewritten (the rewriter recurses only into the children of the nodes it is given, never
@@ -611,13 +644,13 @@ def _rewrite(node: Any, fn: Callable[[Any], Any | None],
         rebuild = _REBUILD_FN.get(cls)
         if rebuild is None:
             rebuild = _rebuilders(cls)[0]
-        out = rebuild(node, fn, descend, memo) if rebuild is not _LEAF else node
+        out = rebuild(node, fn, kinds, memo) if rebuild is not _LEAF else node
     memo[id(node)] = out
     return out
 
 
 def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
-                  descend: Callable[[Any], bool] | None, memo: dict[int, Any]) -> Any:
+                  kinds: dict[type, bool], memo: dict[int, Any]) -> Any:
     """``_rewrite`` with the function of a variable mapping inlined (``maps``: the mapping and
     its values made expressions, each once, when first met): a variable is looked up, a node
     without children (a constant) is itself; neither needs the memo (the answer is the same
@@ -639,7 +672,7 @@ def _rewrite_vars(node: Any, maps: tuple[dict[Var, Any], dict[Var, Expr]],
     done = memo.get(id(node))
     if done is not None:
         return done
-    out = rebuild(node, maps, descend, memo)
+    out = rebuild(node, maps, kinds, memo)
     memo[id(node)] = out
     return out
 
@@ -652,14 +685,15 @@ _LEAF: Any = object()
 
 
 def _rebuilders(cls: type) -> tuple[Any, Any]:
-    """The functions ``(node, arg, descend, memo) -> node'`` rebuilding an instance of
+    """The functions ``(node, arg, kinds, memo) -> node'`` rebuilding an instance of
     ``cls`` with each child rewritten by ``_rewrite`` (``arg``: its function) and by
     ``_rewrite_vars`` (``arg``: its maps), or ``_LEAF`` twice when ``cls`` has no fields that
     can hold nodes; made once per class and recorded in ``_REBUILD_FN`` and ``_REBUILD_VARS``.
 
     Each reads ``cls``'s child fields as attributes, in field order (the callable sees the
     children as a pre-order walk does), a tuple field item by item (``_rebuild_tuple``), and
-    recurses into a node where ``descend`` (default: every node) allows; it returns ``node``
+    recurses into a child whose class ``kinds`` accepts (``substitute``'s ``descend``, as a
+    table by class: ``_IS_NODE`` without one); it returns ``node``
     itself when no child changed. A changed ``BinOp`` is folded again (``_bin``: the
     substitution may have made both sides constant), or made directly where both of its
     operands are expressions of one type and neither is a constant (what ``_bin`` returns
@@ -674,9 +708,9 @@ def _rebuilders(cls: type) -> tuple[Any, Any]:
     if not names:
         _REBUILD_FN[cls] = _REBUILD_VARS[cls] = _LEAF
         return _LEAF, _LEAF
-    scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_node": _IS_NODE,
-                             "_bin": _bin, "_evolve": evolve, "_new": object.__new__,
-                             "_Var": Var, "_Imm": IntImm, "_tupv": _rebuild_tuple_vars}
+    scope: dict[str, Any] = {"_cls": cls, "_tup": _rebuild_tuple, "_bin": _bin,
+                             "_evolve": evolve, "_new": object.__new__, "_Var": Var,
+                             "_Imm": IntImm, "_tupv": _rebuild_tuple_vars}
     fns = []
     for rec in (_rewrite, _rewrite_vars):
         env = {**scope, "_rec": rec}
@@ -694,23 +728,23 @@ def _rebuilder_text(cls: type, names: tuple[str, ...], scope: dict[str, Any],
     records every variable it answered, mapped or not) and a constant child is kept, without
     ``_rewrite_vars``' call (its answers for them); a tuple's items likewise
     (``_rebuild_tuple_vars``)."""
-    lines = ["def rebuild(node, arg, descend, memo):"]
+    lines = ["def rebuild(node, arg, kinds, memo):"]
     if of_vars:
         lines.append(" made = arg[1]")
     for k, n in enumerate(names):
         lines.append(f" v{k} = node.{n}")
         if of_vars:
             lines += [f" t{k} = type(v{k})",
-                      f" if t{k} is _Var and (descend is None or descend(v{k})):",
+                      f" if t{k} is _Var and kinds[t{k}]:",
                       f"  n{k} = made.get(v{k})",
-                      f"  if n{k} is None: n{k} = _rec(v{k}, arg, descend, memo)",
+                      f"  if n{k} is None: n{k} = _rec(v{k}, arg, kinds, memo)",
                       f" elif t{k} is _Imm: n{k} = v{k}",
-                      f" elif t{k} is tuple: n{k} = _tupv(v{k}, _rec, arg, descend, memo)"]
+                      f" elif t{k} is tuple: n{k} = _tupv(v{k}, _rec, arg, kinds, memo)",
+                      f" elif kinds[t{k}]: n{k} = _rec(v{k}, arg, kinds, memo)"]
         else:
-            lines.append(f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, descend, memo)")
-        lines += [f" elif _node[type(v{k})] and (descend is None or descend(v{k})):"
-                  f" n{k} = _rec(v{k}, arg, descend, memo)",
-                  f" else: n{k} = v{k}"]
+            lines += [f" if type(v{k}) is tuple: n{k} = _tup(v{k}, _rec, arg, kinds, memo)",
+                      f" elif kinds[type(v{k})]: n{k} = _rec(v{k}, arg, kinds, memo)"]
+        lines.append(f" else: n{k} = v{k}")
     same = " and ".join(f"n{k} is v{k}" for k in range(len(names)))
     lines.append(f" if {same}: return node")
     setters = slot_setters(cls)
@@ -768,15 +802,13 @@ def _compiled(src: str) -> CodeType:
 
 
 def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
-                   descend: Callable[[Any], bool] | None, memo: dict[int, Any]
-                   ) -> tuple[Any, ...]:
-    """A tuple field's items, each node rewritten by ``rec`` where ``descend`` allows (as
+                   kinds: dict[type, bool], memo: dict[int, Any]) -> tuple[Any, ...]:
+    """A tuple field's items, each rewritten by ``rec`` where ``kinds`` accepts its class (as
     ``_rebuilders``' code does a field); ``v`` itself when none changed."""
     items: list[Any] | None = None  # made at the first child that changed
-    nodes = _IS_NODE
     for j, x in enumerate(v):
-        if nodes[type(x)] and (descend is None or descend(x)):
-            y = rec(x, arg, descend, memo)
+        if kinds[type(x)]:
+            y = rec(x, arg, kinds, memo)
             if y is not x and items is None:
                 items = list(v[:j])
         else:
@@ -788,22 +820,20 @@ def _rebuild_tuple(v: tuple[Any, ...], rec: Callable[..., Any], arg: Any,
 
 def _rebuild_tuple_vars(v: tuple[Any, ...], rec: Callable[..., Any],
                         arg: tuple[dict[Var, Any], dict[Var, Expr]],
-                        descend: Callable[[Any], bool] | None, memo: dict[int, Any]
-                        ) -> tuple[Any, ...]:
+                        kinds: dict[type, bool], memo: dict[int, Any]) -> tuple[Any, ...]:
     """``_rebuild_tuple`` for ``_rewrite_vars`` (``rec``; ``arg``: its maps): a variable item
     met before is read from the made values and a constant item kept, without the call (as
     ``_rebuilder_text``'s code reads such a field)."""
     items: list[Any] | None = None  # made at the first child that changed
-    nodes = _IS_NODE
     made = arg[1]
     for j, x in enumerate(v):
         t = type(x)
         if t is IntImm:
             y = x
-        elif nodes[t] and (descend is None or descend(x)):
+        elif kinds[t]:
             y = made.get(x) if t is Var else None
             if y is None:
-                y = rec(x, arg, descend, memo)
+                y = rec(x, arg, kinds, memo)
             if y is not x and items is None:
                 items = list(v[:j])
         else:

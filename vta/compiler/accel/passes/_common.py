@@ -18,7 +18,7 @@ from vta.errors import CompileError, NotAffine
 
 __all__ = ["CompileError", "NotAffine", "affine", "evaluate", "compile_int", "IntFn",
            "entry_shape", "flat_entry", "map_stmt", "stages", "sram_map", "entries_of",
-           "strip_cast", "flat_stream", "with_stream", "distinct"]
+           "strip_cast", "flat_stream", "with_stream", "distinct", "is_stmt_class"]
 
 #: scratchpad scopes (acc also backs the out scratchpad: out[i] mirrors acc[i])
 ONCHIP = BUFFER_KINDS
@@ -77,7 +77,7 @@ def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
         r = fn(n)
         if r is None and isinstance(n, S.SeqStmt):  # rebuilt sequences stay flat
             old = n.stmts
-            new = tuple([sub(x, visit, _is_stmt) for x in old])
+            new = tuple([sub(x, visit, is_stmt_class) for x in old])
             for a, b in zip(new, old, strict=True):
                 if a is not b:
                     return S.seq(*new)
@@ -85,13 +85,14 @@ def map_stmt(s: S.Stmt, fn: Callable[[S.Stmt], S.Stmt | None]) -> S.Stmt:
         return r
 
     sub = E.substitute
-    result: S.Stmt = sub(s, visit, _is_stmt)
+    result: S.Stmt = sub(s, visit, is_stmt_class)
     return result
 
 
-#: whether an IR child is a statement (``map_stmt``'s ``descend``): ``isinstance(x, Stmt)``
-#: as a built-in method, which the rewriter calls per child without a Python frame
-_is_stmt: Callable[[object], bool] = S.Stmt.__instancecheck__
+def is_stmt_class(cls: type) -> bool:
+    """Whether a class of IR nodes is a statement class: the ``descend`` of a rewrite of
+    statements only (``map_stmt``'s), asked once per class."""
+    return issubclass(cls, S.Stmt)
 
 
 def stages(s: S.Stmt) -> Iterable[S.AttrStmt]:

@@ -208,7 +208,8 @@ def _one_to_one(idx: tuple[E.Expr, ...], loops: tuple[tuple[E.Var, int], ...]) -
 def _replace_buffers(s: S.Stmt, taken: Taken, leaves: _Leaves) -> S.Stmt:
     """``s`` with every buffer ``taken`` over replaced by the one standing for it now; a
     store of ``leaves`` naming none of them is kept as it is, not walked (the epilogue's
-    stores change; a copy's or a GEMM's long index expressions are not rebuilt)."""
+    stores change; a copy's or a GEMM's long index expressions are not rebuilt), nor is a
+    variable or a constant (``_names_buffers``)."""
     kept = {id(st) for (st, _loops), named in zip(leaves.items, leaves.named, strict=True)
             if named.isdisjoint(taken)}
 
@@ -217,4 +218,16 @@ def _replace_buffers(s: S.Stmt, taken: Taken, leaves: _Leaves) -> S.Stmt:
             return n
         return _now(n, taken) if isinstance(n, S.Buffer) and n in taken else None
 
-    return E.substitute(s, replace)
+    return E.substitute(s, replace, _names_buffers)
+
+
+#: node classes without a buffer under them: what ``replace`` leaves (it replaces buffers)
+_BUFFERLESS = (E.Var, E.IntImm, E.FloatImm)
+
+
+def _names_buffers(cls: type) -> bool:
+    """Whether ``_replace_buffers`` recurses into a node of this class: anything but a
+    variable or a constant, which have no children and are not buffers (its replacement
+    leaves them; most of the nodes under the statements it rewrites are loop bounds and
+    indices)."""
+    return cls not in _BUFFERLESS

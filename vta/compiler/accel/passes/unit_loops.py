@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.compiler.accel.passes._common import is_stmt_class
 from vta.compiler.ir import expr as E
 from vta.compiler.ir import stmt as S
 from vta.config import HwConfig
@@ -55,7 +56,7 @@ def _folded(s: S.Stmt, pinned: dict[E.Var, E.Expr]) -> S.Stmt:
             return E.substitute(n, pinned)
         return None
 
-    out: S.Stmt = E.substitute(s, fn, descend=None if pinned else _is_stmt)
+    out: S.Stmt = E.substitute(s, fn, descend=None if pinned else is_stmt_class)
     return out
 
 
@@ -89,7 +90,3 @@ def _pin(e: E.Expr, pinned: dict[E.Var, E.Expr]) -> E.Expr:
         return pinned.get(e, e)  # type: ignore[call-overload]
     out: E.Expr = E.substitute(e, pinned)
     return out
-
-
-def _is_stmt(x: object) -> bool:
-    return isinstance(x, S.Stmt)
