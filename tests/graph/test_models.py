@@ -77,3 +77,37 @@ def test_a_draw_the_plan_did_not_make_is_refused() -> None:
     with pytest.raises(AssertionError, match=r"asks for \('weights', \(4, 2, 1, 1\)\)"):
         draws.take("weights", (4, 2, 1, 1))
     draws.close()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_drawn_early_is_the_same_network(shape: dict) -> None:  # type: ignore[type-arg]
+    """``draw_early`` then the build: the same graph as drawing each weight when the build
+    asks (the general path), and the build took the early draws (none left over)."""
+    models.draw_early(seed=5, width=shape["width"], classes=shape["classes"])
+    early = models._EARLY[(5, tuple(models._weight_shapes(3, shape["width"],
+                                                          shape["classes"])))]
+    built = models.resnet18(seed=5, **shape)
+    assert not models._EARLY and not early.thread.is_alive()
+    asked = models.resnet18(seed=5, draw_ahead=False, **shape)
+    assert _constants(built) == _constants(asked)
+    assert _scales(built) == _scales(asked)
+
+
+def test_early_draws_of_another_network_are_left() -> None:
+    """Draws started for another seed or size are not taken (the build draws its own); the
+    defaults of ``draw_early`` are ``resnet18``'s (what ``vta run`` builds)."""
+    models.draw_early(seed=1, width=8, classes=10)
+    try:
+        built = models.resnet18(seed=2, width=8, image=32, classes=10)
+        assert len(models._EARLY) == 1
+        asked = models.resnet18(seed=2, width=8, image=32, classes=10, draw_ahead=False)
+        assert _constants(built) == _constants(asked)
+    finally:
+        for d in models._EARLY.values():
+            d.close()
+        models._EARLY.clear()
+    models.draw_early()
+    (key,) = models._EARLY
+    draws = models._EARLY.pop(key)
+    draws.close()
+    assert key == (0, tuple(models._weight_shapes(3, 64, 1000)))

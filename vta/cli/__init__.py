@@ -4,9 +4,12 @@
 own module here (``info``, ``sim``, ``run``, ``tc``, ``tune``: tune, cache and sweep), which
 ``main`` imports when that command runs, so a command loads only what it uses (``run`` loads
 ``run_layers`` the same way for a layer's run, and reads the cache file through ``cached``,
-not ``tune``). ``main`` also notes when the process started and when the command was ready
-(``args.clock``), from which ``vta run`` reports its startup. ``console`` is the program
-(the console script, ``python -m vta.cli``): ``main``, then the exit, quick after ``vta run``.
+not ``tune``). ``main`` starts what the command needs first before importing its module
+(``early``: ``vta run resnet18``'s weight draws; stopped after it where it went unused) and
+notes when the process started and when the command was ready (``args.clock``), from which
+``vta run`` reports its startup.
+``console`` is the program (the console script, ``python -m vta.cli``): ``main``, then the
+exit, quick after ``vta run``.
 
 Every user error (a ``VtaError``, or a bad command line: an unknown flag, a value of the wrong
 type or range, a flag that does not apply to the workload or target) is printed as one line
@@ -31,6 +34,7 @@ from vta._collector import collector_paused
 # (the command's imports, here and in ``_command``, without the cycle collector: what they make
 # lives as long as the process, none of it garbage)
 with collector_paused():
+    from vta.cli import early
     from vta.cli.parser import build_parser
     from vta.errors import VtaError
     from vta.run.pool import one_blas_thread
@@ -102,6 +106,7 @@ def _command(argv: Sequence[str] | None) -> tuple[int, str | None]:
             args = build_parser(_DESCRIPTION).parse_args(argv)
             command = args.handler
             one_blas_thread()  # the command's parallelism is its processes (vta.run.pool)
+            early.start(args)  # ahead of the command's imports; ``early.finish`` after it
             handler = _handler(args.handler)
         # when the process started and when the command was ready to run (imports done), on
         # perf_counter's clock: ``vta run`` breaks its wall time down with them
@@ -124,6 +129,8 @@ def _command(argv: Sequence[str] | None) -> tuple[int, str | None]:
         print(f"vta: internal error: {type(e).__name__}: {msg} (this is a bug in vta, not in "
               f"your input: please report it with the command line)", file=sys.stderr)
         return 3, command
+    finally:
+        early.finish()  # (the weight draws of a run that ended before its build)
 
 
 if __name__ == "__main__":  # pragma: no cover

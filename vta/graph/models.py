@@ -12,10 +12,11 @@ the convolutions, quantized to int8 activations and weights with int32 biases:
 Weights are drawn from a normal distribution (He initialisation in real terms: the int8 values
 have standard deviation ``WEIGHT_STD`` and the scale makes ``sqrt(2 / fan_in)`` of them),
 biases small (drawn ahead in a thread while the build calibrates the layers before them:
-``_Draws``); every activation scale is calibrated on a seeded calibration image
-(``GraphBuilder(calibrate=...)``: the 99.99 % quantile of each tensor's magnitudes maps to
-127), so activations use their int8 range through all 20 convolutions. ``width``, ``image``
-and ``classes`` shrink the network for tests (same structure).
+``_Draws``; ``vta run`` starts them while it imports its modules, ``draw_early``); every
+activation scale is calibrated on a seeded calibration image (``GraphBuilder(calibrate=...)``:
+the 99.99 % quantile of each tensor's magnitudes maps to 127), so activations use their int8
+range through all 20 convolutions. ``width``, ``image`` and ``classes`` shrink the network
+for tests (same structure).
 
 ``requant`` (``quant.SCALE_MODES``) picks how it requantizes. ``"shift"`` (``resnet18``, what VTA's
 hardware runs): the weight scales are rounded to powers of two (the image's is one) and every
@@ -38,8 +39,8 @@ from vta.errors import GraphError
 from vta.graph.builder import GraphBuilder
 from vta.graph.ir import Graph, Value
 
-__all__ = ["resnet18", "resnet18_fixed", "random_image", "WEIGHT_STD", "IMAGE_SCALE", "MODELS",
-           "ONNX_MODELS", "LAYERS_OF"]
+__all__ = ["resnet18", "resnet18_fixed", "random_image", "draw_early", "drop_early", "WEIGHT_STD",
+           "IMAGE_SCALE", "MODELS", "ONNX_MODELS", "LAYERS_OF"]
 
 #: standard deviation of the int8 weights
 WEIGHT_STD = 24.0
@@ -71,6 +72,8 @@ def random_image(seed: int, shape: tuple[int, ...]) -> np.ndarray:
 
 #: ResNet-18's kernel sizes: the stem's, a basic block's convolutions', the shortcut's
 STEM_KERNEL, BLOCK_KERNEL, SHORTCUT_KERNEL = 7, 3, 1
+#: the input image's channels
+_CHANNELS = 3
 #: the standard deviation of a bias's real-valued draws
 BIAS_STD = 0.05
 
@@ -94,6 +97,7 @@ class _Draws:
         self.ready = [threading.Event() for _ in self.asks]
         self.next = 0
         self.error: BaseException | None = None
+        self.cancelled = False
         self.thread = threading.Thread(target=self._draw_all, name="resnet18-draws",
                                        daemon=True)
         self.thread.start()
@@ -101,6 +105,8 @@ class _Draws:
     def _draw_all(self) -> None:
         try:
             for k, (kind, shape) in enumerate(self.asks):
+                if self.cancelled:
+                    return
                 self.got[k] = _rounded(self.rng, shape) if kind == "weights" \
                     else self.rng.normal(0, BIAS_STD, shape)
                 self.ready[k].set()
@@ -126,6 +132,12 @@ class _Draws:
 
     def close(self) -> None:
         """Wait for the thread (every draw made: none is left running)."""
+        self.thread.join()
+
+    def cancel(self) -> None:
+        """Stop drawing (after the draw under way) and wait for the thread: draws no build
+        will take (``drop_early``)."""
+        self.cancelled = True
         self.thread.join()
 
 
@@ -241,6 +253,38 @@ def _block(b: GraphBuilder, init: _Init, name: str, x: Value, oc: int, stride: i
     return b.relu(s, name=f"{name}_relu")
 
 
+#: weight draws started before their build (``draw_early``), by what fixes them: the seed and
+#: the plan (``_weight_shapes``); the build of that network takes them (``_draws_for``)
+_EARLY: dict[tuple[int, tuple[tuple[int, ...], ...]], _Draws] = {}
+
+
+def draw_early(seed: int = 0, width: int = 64, classes: int = 1000) -> None:
+    """Start drawing the weights of ``resnet18(seed, width=width, classes=classes)`` (any
+    batch, image and requantization: they draw the same weights) now, in ``_Draws``'s
+    thread: ``vta run`` calls it as soon as its command line is read when it will build the
+    model, so that the draws (the graph phase's longest path) use the core left idle while
+    the command's modules are imported. The next such build takes them: the same generator,
+    seeded alike and consumed in the same order, so the same values."""
+    plan = _weight_shapes(_CHANNELS, width, classes)
+    key = (seed, tuple(plan))
+    if key not in _EARLY:
+        _EARLY[key] = _Draws(np.random.default_rng(seed), plan)
+
+
+def drop_early() -> None:
+    """Stop and forget the draws ``draw_early`` started that no build took (a run that ended
+    before its build): no thread is left drawing after the command."""
+    while _EARLY:
+        _EARLY.popitem()[1].cancel()
+
+
+def _draws_for(seed: int, rng: np.random.Generator, plan: list[tuple[int, ...]]) -> _Draws:
+    """The draws of ``plan`` from ``seed``: those ``draw_early`` started, else started now
+    from ``rng`` (seeded with ``seed``, nothing drawn yet)."""
+    early = _EARLY.pop((seed, tuple(plan)), None)
+    return early if early is not None else _Draws(rng, plan)
+
+
 def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
              classes: int = 1000, requant: str = "shift", draw_ahead: bool = True) -> Graph:
     """Quantized ResNet-18 (module docstring); weights, biases and the calibration image
@@ -254,12 +298,13 @@ def resnet18(seed: int = 0, batch: int = 1, image: int = 224, width: int = 64,
     if image < 32:
         raise GraphError(f"resnet18: image must be at least 32 pixels (five stride-2 steps), "
                          f"got {image}")
-    shape = (batch, 3, image, image)
+    shape = (batch, _CHANNELS, image, image)
     name = "resnet18" if requant == "shift" else f"resnet18_{requant}"
     rng = np.random.default_rng(seed)
-    # the weights drawn ahead in a thread from now on, while the calibration image is made
-    # and the layers before them are calibrated
-    draws = _Draws(rng, _weight_shapes(shape[1], width, classes)) if draw_ahead else None
+    # the weights drawn ahead in a thread (from now on, or since ``draw_early``), while the
+    # calibration image is made and the layers before them are calibrated
+    draws = _draws_for(seed, rng, _weight_shapes(shape[1], width, classes)) if draw_ahead \
+        else None
     try:
         b = GraphBuilder(name, calibrate={"image": random_image(seed + 1, shape)},
                          requant=requant)
