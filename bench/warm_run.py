@@ -40,9 +40,11 @@ The machine's speed, measured beside every timed run: just before each run two c
 fixed workload (``CALIBRATION``: Python's dictionaries, calls and sorting, and numpy integer
 arithmetic, imports included; nothing of vta's) start together in child processes, and the
 wall until both have ended is the run's ``calibration_s``: what two busy cores of the VM did
-at that moment. ``wall / calibration_s`` (``wall_per_calibration``) is the run's wall in
-units of the machine's speed, comparable between samples taken in the VM's fast and slow
-spells and between rounds: the workload is fixed, never to be edited (a changed workload
+at that moment. The median wall over the median ``calibration_s`` of the same runs
+(``wall_per_calibration``) is the wall in units of the machine's speed, comparable between
+samples taken in the VM's fast and slow spells and between rounds (a ratio of medians: one
+calibration jitters by about a tenth, more than the runs do, so runs are not divided one by
+one): the workload is fixed, never to be edited (a changed workload
 would make the ratios of different rounds incomparable). ``--no-calibration`` leaves it out.
 """
 
@@ -88,18 +90,19 @@ def child_env(tree: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
 Variant = tuple[Path, list[str], bool]
 
 
-#: the machine-speed workload (``calibrate``): fixed for good, so that the ratio of a run's wall
-#: to it compares between samples and rounds; about 0.3 s a copy on the project's quiet VM
+#: the machine-speed workload (``calibrate``): fixed for good, so that the ratio of the runs'
+#: wall to it compares between samples and rounds; two copies take about 0.36 s on the project's
+#: VM when it is quiet
 CALIBRATION = """
 import numpy as np
 d = {}
-for i in range(150000):
+for i in range(300000):
     d[i & 1023] = d.get(i & 1023, 0) + i * 3 // 7
-s = sorted(range(100000), key=lambda x: (x * 7919) % 10007)
+s = sorted(range(200000), key=lambda x: (x * 7919) % 10007)
 a = np.arange(1 << 20, dtype=np.int64)
-for _ in range(50):
+for _ in range(100):
     a = (a * 1103515245 + 12345) & 0x7FFFFFFF
-assert len(d) == 1024 and len(s) == 100000 and int(a[1]) >= 0
+assert len(d) == 1024 and len(s) == 200000 and int(a[1]) >= 0
 """
 
 
@@ -171,9 +174,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                      "load_1min_median": statistics.median(r["load_1min"] for r in rs),
                      "parts_median": _median_parts(rs)}
         if all("calibration_s" in r for r in rs):
-            out[kind]["calibration_s_median"] = statistics.median(r["calibration_s"] for r in rs)
-            out[kind]["wall_per_calibration_median"] = round(
-                statistics.median(r["wall_per_calibration"] for r in rs), 3)
+            calib = statistics.median(r["calibration_s"] for r in rs)
+            out[kind]["calibration_s_median"] = calib
+            out[kind]["wall_per_calibration"] = round(out[kind]["wall_s_median"] / calib, 3)
     out["cycles"] = sorted({r["cycles"] for r in runs})
     out["all_passed"] = all(r["passed"] for r in runs)
     return out
@@ -283,10 +286,8 @@ def main() -> None:
                 r["kind"] = kind
                 if calib is not None:
                     r["calibration_s"] = round(calib, 3)
-                    r["wall_per_calibration"] = round(r["wall_s"] / calib, 3)
                 runs[k].append(r)
-                speed = "" if calib is None else \
-                    f"  calib {calib:5.2f} s ({r['wall_per_calibration']:.2f}x)"
+                speed = "" if calib is None else f"  calib {calib:5.2f} s"
                 print(f"{k:>14} {kind:4} {i}  wall {r['wall_s']:6.2f} s  cpu {r['cpu_s']:6.2f} s"
                       f"  load {r['load_1min']:4.1f}{speed}  {r['parts']}", flush=True)
     summary = {k: {"tree": str(variants[k][0]), "flags": variants[k][1],
@@ -300,10 +301,10 @@ def main() -> None:
               f"{warm.get('wall_s_median', float('nan')):>9.2f} "
               f"{warm.get('cpu_s_median', float('nan')):>8.2f}  {s['cycles']}")
     calibrated = [(k, kind, s[kind]) for k, s in summary.items() for kind in ("cold", "warm")
-                  if "calibration_s_median" in s.get(kind, {})]
+                  if "wall_per_calibration" in s.get(kind, {})]
     for k, kind, m in calibrated:
         print(f"{k:>14} {kind}: calibration {m['calibration_s_median']:.2f} s, wall "
-              f"{m['wall_per_calibration_median']:.2f} calibrations")
+              f"{m['wall_per_calibration']:.2f} calibrations (medians)")
     for k, s in summary.items():
         for kind in ("cold", "warm"):
             if kind in s:
@@ -322,7 +323,8 @@ def main() -> None:
         "note": "medians; runs of the variants interleaved; CPU = user + system seconds of the "
                 "child and its worker processes; load = 1-minute load average before each run; "
                 "calibration_s = wall of two copies of the fixed CALIBRATION workload started "
-                "together just before the run, wall_per_calibration = the run's wall over it",
+                "together just before the run, wall_per_calibration = the median wall over the "
+                "median calibration_s",
         "calibration": None if a.no_calibration else CALIBRATION,
         "summary": summary, "runs": runs}, indent=2) + "\n")
     print(f"wrote {a.out}")
